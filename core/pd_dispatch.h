@@ -1,0 +1,173 @@
+/* pd_dispatch: the sans-IO PD dispatch core. A gateway object owns the worker table
+ * (breakers, loads, policies) and one state machine per client request. A driver (the
+ * simulator, or the real-socket gateway) feeds it events with the current time and carries
+ * out the actions it emits; the core never touches a socket, a clock or a global.
+ *
+ * Modes: `joined` (smg HEAD), `pr1150` (the seed), `minilb` (SGLang mini_lb) and `reference`
+ * (pdref's rules, docs/spec.md). See docs/spec.md for the state diagram. */
+#ifndef PD_DISPATCH_H
+#define PD_DISPATCH_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pd_alloc.h"
+#include "pd_breaker.h"
+#include "pd_policy.h"
+#include "pd_prng.h"
+#include "pd_request.h"
+#include "pd_retry.h"
+
+/* Workers per role. Named limit: the simulator's worlds use a handful; 256 keeps the
+ * per-request exclusion sets in a fixed bitmap. */
+#define PD_MAX_WORKERS 256u
+/* Attempts per request (retry max_attempts is clamped to it). */
+#define PD_MAX_ATTEMPTS 16u
+/* Legs a request may have open at once: two per attempt, and pr1150's detached prefills. */
+#define PD_MAX_LEGS (2u * PD_MAX_ATTEMPTS)
+/* Bytes of one leg's body the core buffers (prefill drain, non-stream decode, held events). */
+#define PD_MAX_LEG_BUFFER_BYTES (8u * 1024u * 1024u)
+/* Actions one event may produce: bounded by legs x (close, outcome, load) + client output. */
+#define PD_MAX_ACTIONS_PER_EVENT 256u
+
+typedef enum {
+  PD_MODE_JOINED = 0,
+  PD_MODE_PR1150 = 1,
+  PD_MODE_MINILB = 2,
+  PD_MODE_REFERENCE = 3,
+} pd_mode_t;
+#define PD_MODE_COUNT 4
+
+typedef enum { PD_ROLE_PREFILL = 0, PD_ROLE_DECODE = 1 } pd_role_t;
+
+typedef enum {
+  PD_UPERR_CONNECT = 0, /* connection refused / failed / connect timeout */
+  PD_UPERR_RESET = 1,   /* connection reset after it was established */
+  PD_UPERR_TIMEOUT = 2, /* a driver-enforced transport timeout */
+  PD_UPERR_READ = 3,    /* body read error (e.g. truncated chunked encoding) */
+} pd_uperr_t;
+
+typedef enum {
+  PD_OUTCOME_SUCCESS = 0,
+  PD_OUTCOME_FAILURE = 1,
+  PD_OUTCOME_TIMEOUT = 2,
+  PD_OUTCOME_CANCELLED = 3, /* neutral */
+} pd_outcome_t;
+
+typedef enum {
+  PD_EV_CLIENT_REQUEST = 0, /* req_id (driver-chosen, unique), path, data/len = body */
+  PD_EV_UP_HEAD = 1,        /* req_id, leg_id, status */
+  PD_EV_UP_DATA = 2,        /* req_id, leg_id, data/len */
+  PD_EV_UP_END = 3,         /* req_id, leg_id: body ended cleanly */
+  PD_EV_UP_ERROR = 4,       /* req_id, leg_id, uperr */
+  PD_EV_TIMER = 5,          /* req_id, timer_gen (from the PD_ACT_TIMER it answers) */
+  PD_EV_CLIENT_GONE = 6,    /* req_id: the client closed its connection */
+} pd_event_kind_t;
+
+typedef struct pd_event {
+  pd_event_kind_t kind;
+  uint64_t req_id;
+  uint64_t leg_id;
+  int status;
+  pd_uperr_t uperr;
+  uint64_t timer_gen;
+  const char *path;
+  const uint8_t *data;
+  size_t len;
+} pd_event_t;
+
+typedef enum {
+  PD_ACT_OPEN_LEG = 0,    /* leg_id, role, worker, str = path, data/len = body,
+                             deadline_ns = connect deadline (0 = none) */
+  PD_ACT_CLOSE_LEG = 1,   /* leg_id, role, worker; str = rid to POST /abort_request with,
+                             or NULL for a plain connection close */
+  PD_ACT_CLIENT_HEAD = 2, /* status, flag = 1 for text/event-stream, 0 for JSON */
+  PD_ACT_CLIENT_DATA = 3, /* data/len */
+  PD_ACT_CLIENT_END = 4,  /* flag = 1: abort the connection (no clean end); 0: clean end */
+  PD_ACT_TIMER = 5,       /* deadline_ns, timer_gen: deliver PD_EV_TIMER at deadline */
+  PD_ACT_OUTCOME = 6,     /* role, worker, leg_id, flag = pd_outcome_t, status (HTTP status
+                             recorded by status-based modes, else 0) */
+  PD_ACT_LOAD = 7,        /* role, worker, flag = +1 acquire / -1 release */
+  PD_ACT_BREAKER = 8,     /* role, worker, flag = new pd_breaker_state_t */
+  PD_ACT_ATTEMPT = 9,     /* status = attempt number (1-based), flag = prefill worker,
+                             worker = decode worker */
+  PD_ACT_DONE = 10,       /* the request object is gone: every leg closed */
+} pd_action_kind_t;
+
+typedef struct pd_action {
+  pd_action_kind_t kind;
+  uint64_t req_id;
+  uint64_t leg_id;
+  pd_role_t role;
+  uint32_t worker;
+  int status;
+  int flag;
+  uint64_t deadline_ns;
+  uint64_t timer_gen;
+  const char *str;
+  const uint8_t *data;
+  size_t len;
+} pd_action_t;
+
+/* Caller-owned action list. Pointers in actions stay valid until pd_actbuf_reset. */
+typedef struct pd_actbuf {
+  const pd_alloc_t *alloc;
+  pd_action_t *v;
+  size_t n, cap;
+  struct pd_actblock *blocks; /* byte arena for action payloads, never moved */
+  int is_overflow;            /* more than PD_MAX_ACTIONS_PER_EVENT were produced */
+} pd_actbuf_t;
+
+void pd_actbuf_init(pd_actbuf_t *b, const pd_alloc_t *alloc);
+void pd_actbuf_reset(pd_actbuf_t *b);
+void pd_actbuf_free(pd_actbuf_t *b);
+
+typedef struct pd_gw_config {
+  pd_mode_t mode;
+  pd_policy_kind_t policy[2];  /* per role (R1.14) */
+  pd_retry_config_t retry;     /* joined/pr1150/reference; minilb never retries */
+  pd_breaker_config_t breaker; /* per worker */
+  /* Timeouts in ns, 0 = none. smg models use request_timeout_ns only (R4.1). */
+  uint64_t request_timeout_ns;     /* smg/minilb total per leg (reqwest/aiohttp total) */
+  uint64_t connect_timeout_ns;     /* passed to the driver with each leg */
+  uint64_t first_token_timeout_ns; /* reference: attempt start -> first decode event */
+  uint64_t idle_timeout_ns;        /* reference: gap between decode events */
+  uint64_t total_timeout_ns;       /* reference: whole request */
+  uint64_t prefill_tail_timeout_ns; /* reference: prefill supervised after client end */
+} pd_gw_config_t;
+
+/* Per-mode defaults: smg's for joined/pr1150 (R2.1, R3.4, R4.1), mini_lb's (M8.x) and
+ * pdref's reference defaults (docs/spec.md R-TIMEOUT). */
+void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode);
+const char *pd_mode_name(pd_mode_t m);
+int pd_mode_parse(const char *name, pd_mode_t *out);
+const char *pd_outcome_name(pd_outcome_t o);
+const char *pd_role_name(pd_role_t r);
+
+typedef struct pd_gw pd_gw_t;
+
+/* Create a gateway. rng is borrowed for the gateway's lifetime (rooms, rids, policies,
+ * jitter). Returns NULL on allocation failure. */
+pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t *rng);
+void pd_gw_del(pd_gw_t *gw);
+
+/* Register a worker. host/port are the bootstrap address injected for prefill workers
+ * (port < 0: JSON null). Returns the worker index within its role, or PD_ERR_LIMIT,
+ * PD_ERR_NOMEM. */
+int pd_gw_add_worker(pd_gw_t *gw, pd_role_t role, const char *name, const char *host,
+                     int bootstrap_port);
+
+/* Feed one event at time now_ns; append resulting actions to out. Unknown or stale ids
+ * (closed legs, old timer generations, finished requests) are ignored and return 0.
+ * Returns 0, PD_ERR_NOMEM (the request concerned is failed with a 500 where possible),
+ * PD_ERR_INVAL (malformed event). A bad client request is not an error of this call: it
+ * produces a 4xx client response. */
+int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *out);
+
+/* Observability for drivers and tests. */
+uint32_t pd_gw_worker_count(const pd_gw_t *gw, pd_role_t role);
+uint32_t pd_gw_load(const pd_gw_t *gw, pd_role_t role, uint32_t worker);
+pd_breaker_state_t pd_gw_breaker_state(pd_gw_t *gw, pd_role_t role, uint32_t worker,
+                                       uint64_t now_ns);
+size_t pd_gw_requests_live(const pd_gw_t *gw);
+
+#endif

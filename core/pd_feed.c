@@ -1,0 +1,297 @@
+/* Event routing (pd_gw_feed), attempt start (selection + bootstrap), and timer arming. */
+#include <stdio.h>
+#include <string.h>
+
+#include "pd_err.h"
+#include "pd_gw_int.h"
+
+static const pd_mode_ops_t *mode_ops(const pd_gw_t *gw) {
+  switch (gw->cfg.mode) {
+  case PD_MODE_MINILB: return &pd_mode_minilb_ops;
+  case PD_MODE_REFERENCE: return &pd_mode_ref_ops;
+  default: return &pd_mode_smg_ops;
+  }
+}
+
+static pd_batch_rule_t batch_rule(pd_mode_t m) {
+  return m == PD_MODE_MINILB ? PD_BATCH_RULE_MINILB
+         : m == PD_MODE_REFERENCE ? PD_BATCH_RULE_REFERENCE
+                                  : PD_BATCH_RULE_SMG;
+}
+
+/* ---------- selection ---------- */
+
+static int is_excluded(const pd_rq_t *rq, pd_role_t role, uint32_t w) {
+  return (rq->excluded[role][w / 8] >> (w % 8)) & 1u;
+}
+
+/* Candidates per R1.13/R1.16: breaker admits; for reference also not excluded by an earlier
+ * attempt of this request (R-RETRY-EXCLUDE), falling back to the admitted set when the
+ * exclusions would leave nobody. */
+static int32_t pick(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
+  uint32_t cand[PD_MAX_WORKERS], load[PD_MAX_WORKERS];
+  uint32_t n = 0, n_all = 0;
+  uint32_t all[PD_MAX_WORKERS];
+  for (uint32_t w = 0; w < gw->n_workers[role]; w++) {
+    load[w] = gw->workers[role][w].load;
+    if (!pd_breaker_can_execute(&gw->workers[role][w].breaker, gw->now)) continue;
+    all[n_all++] = w;
+    if (gw->cfg.mode == PD_MODE_REFERENCE && is_excluded(rq, role, w)) continue;
+    cand[n++] = w;
+  }
+  if (n == 0) return pd_policy_pick(&gw->policy[role], all, n_all, load, gw->rng);
+  return pd_policy_pick(&gw->policy[role], cand, n, load, gw->rng);
+}
+
+static pd_leg_t *leg_new(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w) {
+  if (rq->n_legs >= PD_MAX_LEGS) return NULL;
+  pd_leg_t *leg = pd_calloc(gw->alloc, 1, sizeof *leg);
+  if (!leg) return NULL;
+  leg->id = gw->next_leg_id++;
+  leg->role = role;
+  leg->worker = w;
+  leg->attempt = rq->attempt;
+  pd_sse_init(&leg->sse, gw->alloc);
+  if (gw->cfg.request_timeout_ns) leg->deadline_ns = gw->now + gw->cfg.request_timeout_ns;
+  rq->legs[rq->n_legs++] = leg;
+  rq->cur_id[role] = leg->id;
+  return leg;
+}
+
+#define PD_ROOM_MASK ((1ull << 53) - 1) /* exact in every JSON parser that uses doubles */
+
+static int render(pd_gw_t *gw, pd_rq_t *rq, uint32_t pw, char **body, size_t *len) {
+  uint32_t n = rq->req.batch_size ? rq->req.batch_size : 1;
+  uint64_t rooms_small[8];
+  uint64_t *rooms = n <= 8 ? rooms_small : pd_calloc(gw->alloc, n, sizeof *rooms);
+  if (!rooms) return PD_ERR_NOMEM;
+  for (uint32_t i = 0; i < n; i++) rooms[i] = pd_prng_next(gw->rng) & PD_ROOM_MASK;
+  if (gw->cfg.mode == PD_MODE_REFERENCE) {
+    char rid[40];
+    snprintf(rid, sizeof rid, "pdref-%016llx", (unsigned long long)pd_prng_next(gw->rng));
+    pd_free(gw->alloc, rq->rid);
+    rq->rid = pd_strndup(gw->alloc, rid, strlen(rid));
+    if (!rq->rid) {
+      if (rooms != rooms_small) pd_free(gw->alloc, rooms);
+      return PD_ERR_NOMEM;
+    }
+  }
+  const pd_worker_t *p = &gw->workers[PD_ROLE_PREFILL][pw];
+  pd_bootstrap_t b = {p->host, p->port, rooms, rq->rid, -1};
+  int rc = pd_request_render(&rq->req, &b, body, len);
+  if (rooms != rooms_small) pd_free(gw->alloc, rooms);
+  return rc;
+}
+
+static void open_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *body,
+                     size_t len) {
+  pd_action_t *a = pd_gw_emit(gw, PD_ACT_OPEN_LEG, rq);
+  a->leg_id = leg->id;
+  a->role = leg->role;
+  a->worker = leg->worker;
+  a->str = pd_route_path(rq->req.route);
+  a->data = body;
+  a->len = len;
+  a->deadline_ns = gw->cfg.connect_timeout_ns ? gw->now + gw->cfg.connect_timeout_ns : 0;
+}
+
+int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
+  rq->attempt++;
+  int32_t pw = pick(gw, rq, PD_ROLE_PREFILL); /* R1.13: prefill first, then decode */
+  int32_t dw = pw < 0 ? -1 : pick(gw, rq, PD_ROLE_DECODE);
+  if (pw < 0 || dw < 0) return 503; /* R1.9 */
+  char *body = NULL;
+  size_t len = 0;
+  int rc = render(gw, rq, (uint32_t)pw, &body, &len);
+  if (rc) return rc;
+  const uint8_t *kept = pd_gw_keep(gw, body, len);
+  pd_free(gw->alloc, body);
+  if (!kept) return PD_ERR_NOMEM;
+  pd_action_t *at = pd_gw_emit(gw, PD_ACT_ATTEMPT, rq);
+  at->status = (int)rq->attempt;
+  at->flag = pw;
+  at->worker = (uint32_t)dw;
+  pd_leg_t *p = leg_new(gw, rq, PD_ROLE_PREFILL, (uint32_t)pw);
+  pd_leg_t *d = p ? leg_new(gw, rq, PD_ROLE_DECODE, (uint32_t)dw) : NULL;
+  if (!d) {
+    if (p) pd_gw_drop_leg(gw, rq, p);
+    return PD_ERR_NOMEM;
+  }
+  if (gw->cfg.mode != PD_MODE_MINILB) { /* R1.27: guards before sending; mini_lb has none */
+    pd_gw_load_acquire(gw, rq, PD_ROLE_PREFILL, (uint32_t)pw);
+    pd_gw_load_acquire(gw, rq, PD_ROLE_DECODE, (uint32_t)dw);
+    pd_breaker_admit(&gw->workers[0][pw].breaker, gw->now, &p->is_probe);
+    pd_breaker_admit(&gw->workers[1][dw].breaker, gw->now, &d->is_probe);
+  }
+  open_leg(gw, rq, p, kept, len);
+  open_leg(gw, rq, d, kept, len);
+  return 0;
+}
+
+/* ---------- timers ---------- */
+
+static void rearm(pd_gw_t *gw, pd_rq_t *rq) {
+  uint64_t t = 0;
+  for (int i = 0; i < DL_COUNT; i++)
+    if (rq->dl[i] && (!t || rq->dl[i] < t)) t = rq->dl[i];
+  for (uint32_t i = 0; i < rq->n_legs; i++) {
+    uint64_t d = rq->legs[i]->deadline_ns;
+    if (d && (rq->legs[i]->state == LEG_OPEN || rq->legs[i]->state == LEG_HEAD) &&
+        (!t || d < t))
+      t = d;
+  }
+  if (t == rq->armed_ns) return;
+  rq->armed_ns = t;
+  rq->timer_gen++;
+  if (!t) return;
+  pd_action_t *a = pd_gw_emit(gw, PD_ACT_TIMER, rq);
+  a->deadline_ns = t;
+  a->timer_gen = rq->timer_gen;
+}
+
+static void fire_deadlines(pd_gw_t *gw, pd_rq_t *rq, const pd_mode_ops_t *ops) {
+  rq->armed_ns = 0;
+  /* per-leg transport deadlines (reqwest / aiohttp total timeouts) */
+  for (uint32_t guard = 0; guard < PD_MAX_LEGS; guard++) {
+    pd_leg_t *due = NULL;
+    for (uint32_t i = 0; i < rq->n_legs; i++) {
+      pd_leg_t *l = rq->legs[i];
+      if (l->deadline_ns && l->deadline_ns <= gw->now &&
+          (l->state == LEG_OPEN || l->state == LEG_HEAD)) {
+        due = l;
+        break;
+      }
+    }
+    if (!due) break;
+    pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLOSE_LEG, rq); /* the client gives up on it */
+    a->leg_id = due->id;
+    a->role = due->role;
+    a->worker = due->worker;
+    due->state = LEG_FAILED;
+    due->deadline_ns = 0;
+    ops->on_error(gw, rq, due, PD_UPERR_TIMEOUT);
+  }
+  for (int i = 0; i < DL_COUNT; i++) {
+    if (!rq->dl[i] || rq->dl[i] > gw->now) continue;
+    rq->dl[i] = 0;
+    ops->on_deadline(gw, rq, i);
+  }
+}
+
+/* ---------- feed ---------- */
+
+static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
+  if (pd_map_find(&gw->map, ev->req_id) != SIZE_MAX) return PD_ERR_INVAL;
+  pd_rq_t *rq = pd_calloc(gw->alloc, 1, sizeof *rq);
+  if (!rq) return PD_ERR_NOMEM;
+  rq->id = ev->req_id;
+  rq->t_start_ns = gw->now;
+  char err[256];
+  int rc = pd_request_parse(&rq->req, gw->alloc, ev->path ? ev->path : "",
+                            (const char *)ev->data, ev->len, batch_rule(gw->cfg.mode), err,
+                            sizeof err);
+  if (rc) {
+    int st = rc == PD_ERR_ROUTE ? 404 : rc == PD_ERR_TOO_LARGE ? 413
+             : rc == PD_ERR_NOMEM ? 500 : 400;
+    pd_gw_client_error(gw, rq, st, rc == PD_ERR_ROUTE ? "unknown_route" : "invalid_request", err);
+    pd_gw_emit(gw, PD_ACT_DONE, rq);
+    pd_request_free(&rq->req);
+    pd_free(gw->alloc, rq);
+    return 0;
+  }
+  if ((rc = pd_map_put(gw->alloc, &gw->map, rq->id, rq))) {
+    pd_request_free(&rq->req);
+    pd_free(gw->alloc, rq);
+    return rc;
+  }
+  rq->is_fast_path = gw->cfg.mode == PD_MODE_PR1150 && rq->req.is_stream &&
+                     !rq->req.return_logprob;
+  if (gw->cfg.total_timeout_ns) rq->dl[DL_TOTAL] = gw->now + gw->cfg.total_timeout_ns;
+  pd_gw_begin(gw, rq);
+  return 0;
+}
+
+void pd_gw_begin(pd_gw_t *gw, pd_rq_t *rq) {
+  const pd_mode_ops_t *ops = mode_ops(gw);
+  int rc = pd_gw_start_attempt(gw, rq);
+  if (rc == 0) {
+    ops->on_start(gw, rq);
+  } else if (rc > 0) {
+    ops->on_no_pair(gw, rq, rc);
+  } else {
+    pd_gw_close_all(gw, rq, 1);
+    pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
+    pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
+    pd_gw_client_error(gw, rq, 500, "internal_error", pd_strerror(rc));
+  }
+}
+
+int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *out) {
+  if (!gw || !ev || !out) return PD_ERR_INVAL;
+  gw->out = out;
+  gw->now = now_ns;
+  if (ev->kind == PD_EV_CLIENT_REQUEST) {
+    int rc = client_request(gw, ev);
+    size_t slot = pd_map_find(&gw->map, ev->req_id);
+    if (slot != SIZE_MAX) pd_gw_finish(gw, slot);
+    return rc;
+  }
+  size_t slot = pd_map_find(&gw->map, ev->req_id);
+  if (slot == SIZE_MAX) return 0;
+  pd_rq_t *rq = gw->map.vals[slot];
+  const pd_mode_ops_t *ops = mode_ops(gw);
+  pd_leg_t *leg = NULL;
+  if (ev->kind >= PD_EV_UP_HEAD && ev->kind <= PD_EV_UP_ERROR) {
+    leg = pd_gw_leg(rq, ev->leg_id);
+    if (!leg || leg->state == LEG_FAILED || leg->state == LEG_ENDED) return 0;
+  }
+  switch (ev->kind) {
+  case PD_EV_UP_HEAD:
+    if (leg->state != LEG_OPEN) return 0;
+    leg->state = LEG_HEAD;
+    leg->status = ev->status;
+    ops->on_head(gw, rq, leg);
+    break;
+  case PD_EV_UP_DATA:
+    if (leg->state != LEG_HEAD) return 0;
+    ops->on_data(gw, rq, leg, ev->data, ev->len);
+    break;
+  case PD_EV_UP_END:
+    if (leg->state != LEG_HEAD) return 0;
+    leg->state = LEG_ENDED;
+    ops->on_end(gw, rq, leg);
+    break;
+  case PD_EV_UP_ERROR:
+    leg->state = LEG_FAILED;
+    ops->on_error(gw, rq, leg, ev->uperr);
+    break;
+  case PD_EV_TIMER:
+    if (ev->timer_gen != rq->timer_gen) return 0;
+    fire_deadlines(gw, rq, ops);
+    break;
+  case PD_EV_CLIENT_GONE:
+    if (rq->client_gone || rq->client_done) return 0;
+    rq->client_gone = 1;
+    ops->on_client_gone(gw, rq);
+    rq->client_done = 1;
+    break;
+  default: return PD_ERR_INVAL;
+  }
+  pd_gw_finish(gw, slot);
+  return 0;
+}
+
+void pd_gw_finish(pd_gw_t *gw, size_t slot) {
+  pd_rq_t *rq = gw->map.vals[slot];
+  if (rq->client_done && rq->n_legs == 0) {
+    pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
+    pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
+    pd_gw_emit(gw, PD_ACT_DONE, rq);
+    pd_map_del(&gw->map, slot);
+    pd_gw_rq_free(gw, rq);
+    return;
+  }
+  if (rq->client_done && !rq->dl[DL_TAIL] && gw->cfg.prefill_tail_timeout_ns)
+    rq->dl[DL_TAIL] = gw->now + gw->cfg.prefill_tail_timeout_ns; /* R-TAIL */
+  rearm(gw, rq);
+}

@@ -1,0 +1,430 @@
+/* The gateway object: worker table, request map, event routing, timers, and the pieces every
+ * mode shares (selection, bootstrap, loads, outcomes, client output). The modes themselves
+ * live in pd_mode_smg.c and pd_mode_ref.c. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pd_err.h"
+#include "pd_gw_int.h"
+
+pd_action_t *pd_actbuf_push(pd_actbuf_t *b);
+const uint8_t *pd_actbuf_keep(pd_actbuf_t *b, const void *p, size_t len);
+
+/* ---------- names and defaults ---------- */
+
+static const char *const mode_names[PD_MODE_COUNT] = {"joined", "pr1150", "minilb", "reference"};
+
+const char *pd_mode_name(pd_mode_t m) {
+  return (unsigned)m < PD_MODE_COUNT ? mode_names[m] : "?";
+}
+
+int pd_mode_parse(const char *name, pd_mode_t *out) {
+  for (int i = 0; i < PD_MODE_COUNT; i++)
+    if (strcmp(name, mode_names[i]) == 0) {
+      *out = (pd_mode_t)i;
+      return 0;
+    }
+  return PD_ERR_INVAL;
+}
+
+const char *pd_outcome_name(pd_outcome_t o) {
+  static const char *const n[] = {"success", "failure", "timeout", "cancelled"};
+  return (unsigned)o < 4 ? n[o] : "?";
+}
+
+const char *pd_role_name(pd_role_t r) { return r == PD_ROLE_PREFILL ? "prefill" : "decode"; }
+
+#define MS(x) ((uint64_t)(x) * 1000000ull)
+#define SEC(x) (MS(x) * 1000ull)
+
+void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
+  memset(c, 0, sizeof *c);
+  c->mode = mode;
+  pd_retry_config_smg(&c->retry);
+  c->policy[0] = c->policy[1] = PD_POLICY_ROUND_ROBIN;
+  switch (mode) {
+  case PD_MODE_JOINED:
+  case PD_MODE_PR1150:
+    pd_breaker_config_smg(&c->breaker);
+    c->request_timeout_ns = SEC(1800); /* R4.1 */
+    c->connect_timeout_ns = SEC(10);
+    break;
+  case PD_MODE_MINILB:
+    pd_breaker_config_smg(&c->breaker);
+    c->breaker.failure_threshold = UINT32_MAX; /* M8.5: no breaker */
+    c->retry.max_attempts = 1;                 /* M8.5: no retries */
+    c->policy[0] = c->policy[1] = PD_POLICY_RANDOM; /* M8.1 */
+    c->request_timeout_ns = SEC(3600);         /* M8.3 */
+    break;
+  case PD_MODE_REFERENCE:
+    pd_breaker_config_window(&c->breaker);
+    c->connect_timeout_ns = SEC(10);
+    c->first_token_timeout_ns = SEC(30);
+    c->idle_timeout_ns = SEC(30);
+    c->total_timeout_ns = SEC(600);
+    c->prefill_tail_timeout_ns = SEC(30);
+    break;
+  }
+}
+
+/* ---------- request map: open addressing, u64 keys stored +1 ---------- */
+
+#define TOMB UINT64_MAX
+
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return x;
+}
+
+static int map_grow(const pd_alloc_t *a, pd_map_t *m) {
+  size_t nc = m->cap ? m->cap * 2 : 64;
+  if (m->len * 4 < m->cap) nc = m->cap; /* mostly tombstones: rehash in place size */
+  uint64_t *nk = pd_calloc(a, nc, sizeof *nk);
+  pd_rq_t **nv = pd_calloc(a, nc, sizeof *nv);
+  if (!nk || !nv) {
+    pd_free(a, nk);
+    pd_free(a, nv);
+    return PD_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < m->cap; i++) {
+    if (m->keys[i] == 0 || m->keys[i] == TOMB) continue;
+    size_t j = mix64(m->keys[i]) & (nc - 1);
+    while (nk[j]) j = (j + 1) & (nc - 1);
+    nk[j] = m->keys[i];
+    nv[j] = m->vals[i];
+  }
+  pd_free(a, m->keys);
+  pd_free(a, m->vals);
+  m->keys = nk;
+  m->vals = nv;
+  m->cap = nc;
+  m->tomb = 0;
+  return 0;
+}
+
+size_t pd_map_find(const pd_map_t *m, uint64_t id) {
+  if (!m->cap) return SIZE_MAX;
+  uint64_t k = id + 1;
+  size_t j = mix64(k) & (m->cap - 1);
+  for (size_t n = 0; n < m->cap; n++, j = (j + 1) & (m->cap - 1)) {
+    if (m->keys[j] == 0) return SIZE_MAX;
+    if (m->keys[j] == k) return j;
+  }
+  return SIZE_MAX;
+}
+
+int pd_map_put(const pd_alloc_t *a, pd_map_t *m, uint64_t id, pd_rq_t *rq) {
+  if ((m->len + m->tomb + 1) * 4 >= m->cap * 3) {
+    int rc = map_grow(a, m);
+    if (rc) return rc;
+  }
+  uint64_t k = id + 1;
+  size_t j = mix64(k) & (m->cap - 1);
+  while (m->keys[j] && m->keys[j] != TOMB) j = (j + 1) & (m->cap - 1);
+  if (m->keys[j] == TOMB) m->tomb--;
+  m->keys[j] = k;
+  m->vals[j] = rq;
+  m->len++;
+  return 0;
+}
+
+void pd_map_del(pd_map_t *m, size_t slot) {
+  m->keys[slot] = TOMB;
+  m->vals[slot] = NULL;
+  m->len--;
+  m->tomb++;
+}
+
+/* ---------- lifecycle ---------- */
+
+pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t *rng) {
+  pd_gw_t *gw = pd_calloc(alloc, 1, sizeof *gw);
+  if (!gw) return NULL;
+  gw->alloc = alloc;
+  gw->cfg = *cfg;
+  if (gw->cfg.retry.max_attempts == 0) gw->cfg.retry.max_attempts = 1;
+  if (gw->cfg.retry.max_attempts > PD_MAX_ATTEMPTS) gw->cfg.retry.max_attempts = PD_MAX_ATTEMPTS;
+  gw->rng = rng;
+  gw->next_leg_id = 1;
+  for (int r = 0; r < 2; r++) pd_policy_init(&gw->policy[r], cfg->policy[r]);
+  return gw;
+}
+
+static void leg_free(pd_gw_t *gw, pd_leg_t *leg) {
+  pd_sse_free(&leg->sse);
+  pd_buf_free(gw->alloc, &leg->body);
+  pd_free(gw->alloc, leg);
+}
+
+void pd_gw_rq_free(pd_gw_t *gw, pd_rq_t *rq) {
+  for (uint32_t i = 0; i < rq->n_legs; i++) leg_free(gw, rq->legs[i]);
+  pd_request_free(&rq->req);
+  pd_buf_free(gw->alloc, &rq->prefill_lp);
+  pd_free(gw->alloc, rq->rid);
+  pd_free(gw->alloc, rq);
+}
+
+void pd_gw_del(pd_gw_t *gw) {
+  if (!gw) return;
+  for (size_t i = 0; i < gw->map.cap; i++)
+    if (gw->map.keys[i] && gw->map.keys[i] != TOMB) pd_gw_rq_free(gw, gw->map.vals[i]);
+  pd_free(gw->alloc, gw->map.keys);
+  pd_free(gw->alloc, gw->map.vals);
+  for (int r = 0; r < 2; r++)
+    for (uint32_t i = 0; i < gw->n_workers[r]; i++) {
+      pd_free(gw->alloc, gw->workers[r][i].name);
+      pd_free(gw->alloc, gw->workers[r][i].host);
+    }
+  pd_free(gw->alloc, gw);
+}
+
+int pd_gw_add_worker(pd_gw_t *gw, pd_role_t role, const char *name, const char *host,
+                     int bootstrap_port) {
+  if ((unsigned)role > 1 || !name || !host) return PD_ERR_INVAL;
+  if (gw->n_workers[role] >= PD_MAX_WORKERS) return PD_ERR_LIMIT;
+  pd_worker_t *w = &gw->workers[role][gw->n_workers[role]];
+  memset(w, 0, sizeof *w);
+  w->name = pd_strndup(gw->alloc, name, strlen(name));
+  w->host = pd_strndup(gw->alloc, host, strlen(host));
+  if (!w->name || !w->host) {
+    pd_free(gw->alloc, w->name);
+    pd_free(gw->alloc, w->host);
+    return PD_ERR_NOMEM;
+  }
+  w->port = bootstrap_port;
+  pd_breaker_init(&w->breaker, &gw->cfg.breaker);
+  return (int)gw->n_workers[role]++;
+}
+
+uint32_t pd_gw_worker_count(const pd_gw_t *gw, pd_role_t role) { return gw->n_workers[role]; }
+uint32_t pd_gw_load(const pd_gw_t *gw, pd_role_t role, uint32_t w) {
+  return w < gw->n_workers[role] ? gw->workers[role][w].load : 0;
+}
+pd_breaker_state_t pd_gw_breaker_state(pd_gw_t *gw, pd_role_t role, uint32_t w, uint64_t now) {
+  return w < gw->n_workers[role] ? pd_breaker_state(&gw->workers[role][w].breaker, now)
+                                 : PD_BREAKER_CLOSED;
+}
+size_t pd_gw_requests_live(const pd_gw_t *gw) { return gw->map.len; }
+
+/* ---------- buffers and action emission ---------- */
+
+int pd_buf_append(const pd_alloc_t *a, pd_buf_t *b, const void *p, size_t len) {
+  if (b->len + len > PD_MAX_LEG_BUFFER_BYTES) return PD_ERR_TOO_LARGE;
+  if (b->len + len > b->cap) {
+    size_t nc = b->cap ? b->cap : 256;
+    while (nc < b->len + len) nc *= 2;
+    uint8_t *np = pd_realloc(a, b->p, nc);
+    if (!np) return PD_ERR_NOMEM;
+    b->p = np;
+    b->cap = nc;
+  }
+  if (len) memcpy(b->p + b->len, p, len);
+  b->len += len;
+  return 0;
+}
+
+void pd_buf_free(const pd_alloc_t *a, pd_buf_t *b) {
+  pd_free(a, b->p);
+  memset(b, 0, sizeof *b);
+}
+
+pd_action_t *pd_gw_emit(pd_gw_t *gw, pd_action_kind_t kind, pd_rq_t *rq) {
+  pd_action_t *a = pd_actbuf_push(gw->out);
+  if (!a) {
+    memset(&gw->scratch, 0, sizeof gw->scratch); /* buffer full: write sink, never read */
+    a = &gw->scratch;
+  }
+  a->kind = kind;
+  a->req_id = rq ? rq->id : 0;
+  return a;
+}
+
+const uint8_t *pd_gw_keep(pd_gw_t *gw, const void *p, size_t len) {
+  return pd_actbuf_keep(gw->out, p, len);
+}
+
+void pd_gw_client_head(pd_gw_t *gw, pd_rq_t *rq, int status, int is_sse) {
+  pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLIENT_HEAD, rq);
+  a->status = status;
+  a->flag = is_sse;
+}
+
+void pd_gw_client_data(pd_gw_t *gw, pd_rq_t *rq, const void *p, size_t len) {
+  if (!len) return;
+  const uint8_t *d = pd_gw_keep(gw, p, len);
+  if (!d) return;
+  pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLIENT_DATA, rq);
+  a->data = d;
+  a->len = len;
+}
+
+void pd_gw_client_end(pd_gw_t *gw, pd_rq_t *rq, int is_abort) {
+  if (rq->client_done) return;
+  pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLIENT_END, rq);
+  a->flag = is_abort;
+  rq->client_done = 1;
+  rq->dl[DL_FIRST] = rq->dl[DL_IDLE] = rq->dl[DL_TOTAL] = rq->dl[DL_BACKOFF] = 0;
+}
+
+static const char *reason_phrase(int status) {
+  switch (status) {
+  case 400: return "Bad Request";
+  case 404: return "Not Found";
+  case 408: return "Request Timeout";
+  case 413: return "Payload Too Large";
+  case 429: return "Too Many Requests";
+  case 500: return "Internal Server Error";
+  case 502: return "Bad Gateway";
+  case 503: return "Service Unavailable";
+  case 504: return "Gateway Timeout";
+  default: return status >= 500 ? "Server Error" : "Client Error";
+  }
+}
+
+/* R1.42's error body shape, which pdref's reference keeps. */
+static char *error_json(int status, const char *code, const char *msg) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON *err = cJSON_AddObjectToObject(root, "error");
+  cJSON_AddStringToObject(err, "type", reason_phrase(status));
+  cJSON_AddStringToObject(err, "code", code ? code : "error");
+  cJSON_AddStringToObject(err, "message", msg ? msg : "");
+  cJSON_AddNumberToObject(err, "status", status);
+  char *s = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  return s;
+}
+
+void pd_gw_client_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *code,
+                        const char *msg) {
+  if (rq->client_done) return;
+  pd_gw_client_head(gw, rq, status, 0);
+  char *s = error_json(status, code, msg);
+  if (s) {
+    pd_gw_client_data(gw, rq, s, strlen(s));
+    cJSON_free(s);
+  }
+  pd_gw_client_end(gw, rq, 0);
+}
+
+void pd_gw_sse_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *msg) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON *err = cJSON_AddObjectToObject(root, "error");
+  cJSON_AddStringToObject(err, "message", msg ? msg : "");
+  cJSON_AddNumberToObject(err, "code", status);
+  char *s = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  if (!s) return;
+  char frame[1024];
+  int n = snprintf(frame, sizeof frame, "data: %s\n\n", s);
+  cJSON_free(s);
+  if (n > 0 && (size_t)n < sizeof frame) pd_gw_client_data(gw, rq, frame, (size_t)n);
+}
+
+/* ---------- legs, loads, outcomes ---------- */
+
+pd_leg_t *pd_gw_leg(pd_rq_t *rq, uint64_t leg_id) {
+  for (uint32_t i = 0; i < rq->n_legs; i++)
+    if (rq->legs[i]->id == leg_id) return rq->legs[i];
+  return NULL;
+}
+
+pd_leg_t *pd_gw_cur(pd_rq_t *rq, pd_role_t role) {
+  return rq->cur_id[role] ? pd_gw_leg(rq, rq->cur_id[role]) : NULL;
+}
+
+static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  for (uint32_t i = 0; i < rq->n_legs; i++) {
+    if (rq->legs[i] != leg) continue;
+    rq->legs[i] = rq->legs[--rq->n_legs];
+    break;
+  }
+  if (rq->cur_id[leg->role] == leg->id) rq->cur_id[leg->role] = 0;
+  if (leg->is_probe && !leg->has_outcome) /* never leak a half-open probe slot */
+    pd_breaker_record(&gw->workers[leg->role][leg->worker].breaker, gw->now,
+                      PD_BREAKER_NEUTRAL, 1);
+  leg_free(gw, leg);
+}
+
+void pd_gw_close_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort) {
+  if (leg->state == LEG_OPEN || leg->state == LEG_HEAD) {
+    pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLOSE_LEG, rq);
+    a->leg_id = leg->id;
+    a->role = leg->role;
+    a->worker = leg->worker;
+    if (send_abort && rq->rid) a->str = (const char *)pd_gw_keep(gw, rq->rid, strlen(rq->rid));
+  }
+  leg_remove(gw, rq, leg);
+}
+
+void pd_gw_drop_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) { leg_remove(gw, rq, leg); }
+
+void pd_gw_close_all(pd_gw_t *gw, pd_rq_t *rq, int send_abort) {
+  for (uint32_t guard = 0; guard < PD_MAX_LEGS; guard++) {
+    pd_leg_t *victim = NULL;
+    for (uint32_t i = 0; i < rq->n_legs; i++)
+      if (!rq->legs[i]->is_detached) {
+        victim = rq->legs[i];
+        break;
+      }
+    if (!victim) return;
+    pd_gw_close_leg(gw, rq, victim, send_abort);
+  }
+}
+
+void pd_gw_load_acquire(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w) {
+  gw->workers[role][w].load++;
+  rq->load_w[role] = w + 1;
+  pd_action_t *a = pd_gw_emit(gw, PD_ACT_LOAD, rq);
+  a->role = role;
+  a->worker = w;
+  a->flag = 1;
+}
+
+void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
+  if (!rq->load_w[role]) return;
+  uint32_t w = rq->load_w[role] - 1;
+  rq->load_w[role] = 0;
+  if (gw->workers[role][w].load) gw->workers[role][w].load--;
+  pd_action_t *a = pd_gw_emit(gw, PD_ACT_LOAD, rq);
+  a->role = role;
+  a->worker = w;
+  a->flag = -1;
+}
+
+void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int status) {
+  if (leg->has_outcome) return;
+  leg->has_outcome = 1;
+  pd_breaker_t *b = &gw->workers[leg->role][leg->worker].breaker;
+  pd_breaker_result_t r = o == PD_OUTCOME_SUCCESS   ? PD_BREAKER_SUCCESS
+                          : o == PD_OUTCOME_CANCELLED ? PD_BREAKER_NEUTRAL
+                                                      : PD_BREAKER_FAILURE;
+  pd_action_t *a = pd_gw_emit(gw, PD_ACT_OUTCOME, rq);
+  a->role = leg->role;
+  a->worker = leg->worker;
+  a->leg_id = leg->id;
+  a->flag = (int)o;
+  a->status = status;
+  if (pd_breaker_record(b, gw->now, r, leg->is_probe)) {
+    pd_action_t *ba = pd_gw_emit(gw, PD_ACT_BREAKER, rq);
+    ba->role = leg->role;
+    ba->worker = leg->worker;
+    ba->flag = (int)b->state;
+  }
+}
+
+void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns) {
+  (void)gw;
+  rq->dl[which] = t_ns;
+}
+
+int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq) {
+  if (rq->attempt >= gw->cfg.retry.max_attempts) return 0;
+  uint64_t d = pd_retry_delay_ns(&gw->cfg.retry, rq->attempt - 1, gw->rng);
+  if (rq->dl[DL_TOTAL] && gw->now + d >= rq->dl[DL_TOTAL]) return 0;
+  rq->state = RQ_BACKOFF;
+  rq->dl[DL_BACKOFF] = gw->now + d;
+  return 1;
+}

@@ -1,0 +1,167 @@
+/* Internal to core/: the gateway and request structures shared by pd_gw.c (plumbing,
+ * selection, accounting) and the mode files (pd_mode_smg.c, pd_mode_ref.c). */
+#ifndef PD_GW_INT_H
+#define PD_GW_INT_H
+#include "pd_dispatch.h"
+#include "pd_sse.h"
+
+typedef struct pd_worker {
+  char *name;
+  char *host;
+  int port;
+  uint32_t load;
+  pd_breaker_t breaker;
+} pd_worker_t;
+
+typedef enum {
+  LEG_OPEN = 0,   /* sent; no head yet */
+  LEG_HEAD = 1,   /* head received; body streaming */
+  LEG_ENDED = 2,  /* body ended cleanly (judged by the mode) */
+  LEG_FAILED = 3, /* transport error */
+} pd_leg_state_t;
+
+typedef struct pd_buf {
+  uint8_t *p;
+  size_t len, cap;
+} pd_buf_t;
+
+typedef struct pd_leg {
+  uint64_t id;
+  pd_role_t role;
+  uint32_t worker;
+  uint32_t attempt;
+  pd_leg_state_t state;
+  int status;
+  int is_detached;     /* pr1150: nobody waits on it */
+  int is_probe;        /* took a half-open probe slot */
+  int has_outcome;     /* an outcome was recorded for it */
+  int saw_done;        /* SSE [DONE] seen */
+  int saw_error_event; /* SSE error event seen */
+  uint32_t events;     /* SSE data events seen */
+  uint64_t deadline_ns; /* smg/minilb per-leg total deadline (0 = none) */
+  pd_sse_t sse;
+  pd_buf_t body; /* drained / held bytes */
+} pd_leg_t;
+
+typedef enum {
+  RQ_HEADS = 0,     /* smg/minilb: waiting for both heads */
+  RQ_DRAIN = 1,     /* joined: decode 2xx, draining prefill body */
+  RQ_READ = 2,      /* non-stream: reading bodies */
+  RQ_FIRST = 3,     /* reference: legs open, nothing committed */
+  RQ_STREAM = 4,    /* committed: relaying decode to the client */
+  RQ_BACKOFF = 5,   /* waiting to start the next attempt */
+  RQ_TAIL = 6,      /* client response ended; legs still supervised/detached */
+  RQ_END = 7,       /* terminal: freed on the way out of feed */
+} pd_rq_state_t;
+#define PD_RQ_STATE_COUNT 8
+
+/* Named deadlines of a request; the armed timer is the least non-zero one. */
+enum { DL_BACKOFF = 0, DL_FIRST = 1, DL_IDLE = 2, DL_TOTAL = 3, DL_TAIL = 4, DL_COUNT = 5 };
+
+typedef struct pd_rq {
+  uint64_t id;
+  pd_rq_state_t state;
+  pd_request_t req;
+  int is_fast_path;  /* pr1150: stream && !logprob */
+  uint32_t attempt;  /* attempts started */
+  uint64_t t_start_ns;
+  uint64_t cur_id[2]; /* current attempt's leg ids per role, 0 none */
+  uint32_t load_w[2]; /* worker+1 holding this request's load per role, 0 none (smg keeps
+                         loads with the response body, not the legs: R3.12) */
+  pd_leg_t *legs[PD_MAX_LEGS];
+  uint32_t n_legs;
+  uint8_t excluded[2][PD_MAX_WORKERS / 8];
+  int is_committed;  /* a byte of the response body went to the client (or a head for smg) */
+  int client_done;   /* client response ended or client gone */
+  int client_gone;
+  int last_status;   /* last attempt's failure status for the client (0 none) */
+  const char *last_code;
+  char *rid;
+  uint64_t dl[DL_COUNT];
+  uint64_t armed_ns;
+  uint64_t timer_gen;
+  pd_buf_t prefill_lp; /* prefill's logprob source (event payload or JSON body) */
+  int prefill_lp_ready;
+} pd_rq_t;
+
+typedef struct pd_map {
+  uint64_t *keys; /* 0 = empty; ids are stored +1 so 0 is usable by drivers */
+  pd_rq_t **vals;
+  size_t cap, len, tomb;
+} pd_map_t;
+
+struct pd_gw {
+  const pd_alloc_t *alloc;
+  pd_gw_config_t cfg;
+  pd_prng_t *rng;
+  pd_worker_t workers[2][PD_MAX_WORKERS];
+  uint32_t n_workers[2];
+  pd_policy_t policy[2];
+  pd_map_t map;
+  uint64_t next_leg_id;
+  pd_actbuf_t *out; /* during feed */
+  uint64_t now;     /* during feed */
+  pd_action_t scratch; /* sink for actions beyond PD_MAX_ACTIONS_PER_EVENT (flagged) */
+};
+
+/* --- plumbing (pd_gw.c) --- */
+pd_action_t *pd_gw_emit(pd_gw_t *gw, pd_action_kind_t kind, pd_rq_t *rq);
+/* Copy bytes into the action arena; NULL on allocation failure. */
+const uint8_t *pd_gw_keep(pd_gw_t *gw, const void *p, size_t len);
+void pd_gw_client_head(pd_gw_t *gw, pd_rq_t *rq, int status, int is_sse);
+void pd_gw_client_data(pd_gw_t *gw, pd_rq_t *rq, const void *p, size_t len);
+void pd_gw_client_end(pd_gw_t *gw, pd_rq_t *rq, int is_abort);
+/* Whole JSON error response: head, {"error":{...}} body, end. */
+void pd_gw_client_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *code,
+                        const char *msg);
+/* One SSE error frame `data: {"error":{"message":..,"code":..}}\n\n`. */
+void pd_gw_sse_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *msg);
+
+/* Start an attempt: select a pair (policy, breaker, exclusions for reference), draw rooms,
+ * render the body, take loads and probes, open both legs. Returns 0, or an HTTP status
+ * (503) when no pair could be selected, or a negative error. */
+int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq);
+pd_leg_t *pd_gw_leg(pd_rq_t *rq, uint64_t leg_id);
+pd_leg_t *pd_gw_cur(pd_rq_t *rq, pd_role_t role);
+/* Close a leg: emit CLOSE_LEG (with rid when abort), drop its load/probe, free it. */
+void pd_gw_close_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort);
+/* Forget a leg that ended on its own (no CLOSE action needed). */
+void pd_gw_drop_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
+void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role);
+/* Record an outcome for one leg's worker (breaker + OUTCOME action), once per leg. */
+void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int status);
+/* Close every leg of the request that is not detached; send_abort as pd_gw_close_leg. */
+void pd_gw_close_all(pd_gw_t *gw, pd_rq_t *rq, int send_abort);
+void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns);
+/* Schedule the next attempt after backoff, or return 0 if no attempt is left. */
+int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq);
+int pd_buf_append(const pd_alloc_t *a, pd_buf_t *b, const void *p, size_t len);
+void pd_buf_free(const pd_alloc_t *a, pd_buf_t *b);
+
+size_t pd_map_find(const pd_map_t *m, uint64_t id); /* slot or SIZE_MAX */
+int pd_map_put(const pd_alloc_t *a, pd_map_t *m, uint64_t id, pd_rq_t *rq);
+void pd_map_del(pd_map_t *m, size_t slot);
+void pd_gw_rq_free(pd_gw_t *gw, pd_rq_t *rq);
+void pd_gw_load_acquire(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w);
+/* Start the request's next attempt and hand the result to the mode (pd_feed.c). */
+void pd_gw_begin(pd_gw_t *gw, pd_rq_t *rq);
+/* After an event: free the request if it is over, else re-arm its timer. */
+void pd_gw_finish(pd_gw_t *gw, size_t slot);
+
+/* --- modes --- */
+typedef struct pd_mode_ops {
+  void (*on_start)(pd_gw_t *gw, pd_rq_t *rq);           /* after a successful attempt start */
+  void (*on_head)(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
+  void (*on_data)(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *p, size_t len);
+  void (*on_end)(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
+  void (*on_error)(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e);
+  void (*on_deadline)(pd_gw_t *gw, pd_rq_t *rq, int which); /* DL_* passed, or -1: a leg's */
+  void (*on_client_gone)(pd_gw_t *gw, pd_rq_t *rq);
+  void (*on_no_pair)(pd_gw_t *gw, pd_rq_t *rq, int status); /* selection failed */
+} pd_mode_ops_t;
+
+extern const pd_mode_ops_t pd_mode_smg_ops;    /* joined, pr1150 */
+extern const pd_mode_ops_t pd_mode_minilb_ops; /* minilb */
+extern const pd_mode_ops_t pd_mode_ref_ops;    /* reference */
+
+#endif

@@ -1,0 +1,191 @@
+/* pd_merge: logprob merging on cJSON trees. Arrays are spliced by moving decode's elements
+ * behind prefill's (no copies), then the decode document is printed unformatted. */
+#include "pd_merge.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "pd_err.h"
+
+/* The first key is required on both sides; the others merge only when both carry arrays. */
+static const char *const merge_keys[] = {"input_token_logprobs", "input_top_logprobs",
+                                         "input_token_ids_logprobs"};
+#define MERGE_NKEYS (sizeof merge_keys / sizeof merge_keys[0])
+
+static int is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* Rust's str::trim set, restricted to ASCII (serde then sees no further whitespace). */
+static int is_ascii_space(char c) { return is_json_space(c) || c == '\v' || c == '\f'; }
+
+/* Parse text[0, len) as exactly one JSON value (trailing whitespace allowed); NULL if not. */
+static cJSON *parse_exact(const char *text, size_t len) {
+  if (!text) return NULL;
+  while (len > 0 && is_json_space(text[len - 1])) len--;
+  if (len == 0) return NULL;
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+  if (root && end != text + len) {
+    cJSON_Delete(root);
+    root = NULL;
+  }
+  return root;
+}
+
+/* Print root between prefix and suffix into a buffer from a. */
+static int print_wrapped(const pd_alloc_t *a, const cJSON *root, const char *prefix,
+                         const char *suffix, char **out, size_t *out_len) {
+  char *s = cJSON_PrintUnformatted(root);
+  if (!s) return PD_ERR_NOMEM;
+  size_t pn = strlen(prefix), sn = strlen(s), xn = strlen(suffix);
+  char *buf = pd_malloc(a, pn + sn + xn + 1);
+  if (!buf) {
+    cJSON_free(s);
+    return PD_ERR_NOMEM;
+  }
+  memcpy(buf, prefix, pn);
+  memcpy(buf + pn, s, sn);
+  memcpy(buf + pn + sn, suffix, xn + 1);
+  cJSON_free(s);
+  *out = buf;
+  if (out_len) *out_len = pn + sn + xn;
+  return 0;
+}
+
+/* Move every element of `from` to the end of `to`, keeping order. */
+static void move_elements(cJSON *to, cJSON *from) {
+  int n = cJSON_GetArraySize(from);
+  for (int i = 0; i < n && from->child; i++) {
+    cJSON *it = cJSON_DetachItemViaPointer(from, from->child);
+    cJSON_AddItemToArray(to, it); /* cannot fail: no allocation for array items */
+  }
+}
+
+/* Make darr = parr ++ darr by moving darr's items behind parr's and then all of them back
+ * into darr (cJSON has no cheap prepend). parr is left empty. Never allocates. */
+static void prepend(cJSON *darr, cJSON *parr) {
+  move_elements(parr, darr);
+  move_elements(darr, parr);
+}
+
+static cJSON *meta_of(cJSON *doc) {
+  cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "meta_info");
+  return cJSON_IsObject(m) ? m : NULL;
+}
+
+/* Returns 0, or PD_ERR_NOT_FOUND when input_token_logprobs is not an array on both sides. */
+static int merge_docs(cJSON *p, cJSON *d) {
+  cJSON *pm = meta_of(p), *dm = meta_of(d);
+  if (!pm || !dm) return PD_ERR_NOT_FOUND;
+  for (size_t k = 0; k < MERGE_NKEYS; k++) {
+    cJSON *pa = cJSON_GetObjectItemCaseSensitive(pm, merge_keys[k]);
+    cJSON *da = cJSON_GetObjectItemCaseSensitive(dm, merge_keys[k]);
+    int both = cJSON_IsArray(pa) && cJSON_IsArray(da);
+    if (k == 0 && !both) return PD_ERR_NOT_FOUND;
+    if (both) prepend(da, pa);
+  }
+  return 0;
+}
+
+int pd_merge_logprobs(const pd_alloc_t *alloc, const char *prefill, size_t plen,
+                      const char *decode, size_t dlen, char **out, size_t *out_len) {
+  if (!out) return PD_ERR_INVAL;
+  cJSON *p = parse_exact(prefill, plen);
+  cJSON *d = parse_exact(decode, dlen);
+  int rc = 0;
+  if (!p || !d)
+    rc = PD_ERR_JSON;
+  else if (!cJSON_IsObject(p) || !cJSON_IsObject(d))
+    rc = PD_ERR_NOT_OBJECT;
+  else
+    rc = merge_docs(p, d);
+  if (rc == 0) rc = print_wrapped(alloc, d, "", "", out, out_len);
+  cJSON_Delete(p);
+  cJSON_Delete(d);
+  return rc;
+}
+
+/* Rust's str::from_utf8: rejects overlongs, surrogates and code points above U+10FFFF. */
+static int is_utf8(const unsigned char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) { /* each pass consumes 1-4 bytes */
+    unsigned c = s[i];
+    size_t len = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
+                 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+    if (len == 0 || len > n - i) return 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+    for (size_t k = 1; k < len; k++) {
+      unsigned b = s[i + k];
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return 0;
+    }
+    i += len;
+  }
+  return 1;
+}
+
+static int has_substring(const char *h, size_t hn, const char *needle, size_t nn) {
+  for (size_t i = 0; i + nn <= hn; i++)
+    if (h[i] == needle[0] && memcmp(h + i, needle, nn) == 0) return 1;
+  return 0;
+}
+
+/* smg's merge_streaming_logprobs, newest form: the decode value is taken out of meta_info
+ * before checking it is an array, so a non-array input_token_logprobs becomes null. */
+static int smg_merge(cJSON *prefill, cJSON *doc) {
+  cJSON *meta = cJSON_GetObjectItemCaseSensitive(doc, "meta_info");
+  cJSON *dl = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, merge_keys[0]) : NULL;
+  if (!dl || !cJSON_IsArray(prefill)) return 0;
+  if (cJSON_IsArray(dl)) {
+    prepend(dl, prefill);
+    return 0;
+  }
+  cJSON *null_item = cJSON_CreateNull();
+  if (!null_item) return PD_ERR_NOMEM;
+  /* Hand dl's key to the null (ReplaceItemViaPointer keeps the replacement's key, and a
+   * fresh copy could fail); the replace then frees dl. dl is meta's child: cannot fail. */
+  null_item->string = dl->string;
+  null_item->type |= dl->type & cJSON_StringIsConst;
+  dl->string = NULL;
+  cJSON_ReplaceItemViaPointer(meta, dl, null_item);
+  return 0;
+}
+
+/* The chunk's JSON text: after every leading "data: " (trim_start_matches) and trim(). */
+static void smg_payload(const char *chunk, size_t clen, const char **p, size_t *n) {
+  size_t b = 0, e = clen;
+  while (e - b >= 6 && memcmp(chunk + b, "data: ", 6) == 0) b += 6; /* <= clen/6 passes */
+  while (b < e && is_ascii_space(chunk[b])) b++;
+  while (e > b && is_ascii_space(chunk[e - 1])) e--;
+  *p = chunk + b;
+  *n = e - b;
+}
+
+int pd_merge_smg_chunk(const pd_alloc_t *alloc, const char *prefill_logprobs_json,
+                       size_t plen, const char *chunk, size_t clen, char **out,
+                       size_t *out_len) {
+  if (!out || (!chunk && clen)) return PD_ERR_INVAL;
+  if (clen < 6 || memcmp(chunk, "data: ", 6) != 0) return PD_ERR_NOT_FOUND;
+  if (!is_utf8((const unsigned char *)chunk, clen)) return PD_ERR_NOT_FOUND;
+  if (has_substring(chunk, clen, "[DONE]", 6)) return PD_ERR_NOT_FOUND;
+  const char *json;
+  size_t jn;
+  smg_payload(chunk, clen, &json, &jn);
+  cJSON *doc = parse_exact(json, jn);
+  if (!doc) return PD_ERR_NOT_FOUND;
+  cJSON *prefill = NULL;
+  if (prefill_logprobs_json && plen) { /* none given: smg re-encodes without merging */
+    prefill = parse_exact(prefill_logprobs_json, plen);
+    if (!prefill) {
+      cJSON_Delete(doc);
+      return PD_ERR_JSON;
+    }
+  }
+  int rc = prefill ? smg_merge(prefill, doc) : 0;
+  if (rc == 0) rc = print_wrapped(alloc, doc, "data: ", "\n\n", out, out_len);
+  cJSON_Delete(prefill);
+  cJSON_Delete(doc);
+  return rc;
+}

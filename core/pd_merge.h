@@ -1,0 +1,31 @@
+/* pd_merge: prepend prefill's `meta_info.input_token_logprobs` to decode's, as smg (R1.38)
+ * and mini_lb (M8.3) do, plus `input_top_logprobs` and `input_token_ids_logprobs` when both
+ * sides carry them (G9). Works on one JSON document: a non-stream body or one SSE event's
+ * payload. Fuzzed (fuzz/fuzz_merge.c). */
+#ifndef PD_MERGE_H
+#define PD_MERGE_H
+#include <stddef.h>
+
+#include "pd_alloc.h"
+
+/* Merge prefill's logprob arrays in front of decode's.
+ * prefill/decode: JSON text (not necessarily NUL-terminated) of lengths plen/dlen.
+ * On success returns 0 and *out (allocated with alloc; free with pd_free) holds the merged
+ * decode JSON, unformatted; *out_len its length.
+ * Returns PD_ERR_JSON if either text is not valid JSON, PD_ERR_NOT_OBJECT if either is not an
+ * object, PD_ERR_NOT_FOUND if decode has no meta_info.input_token_logprobs array or prefill
+ * has none (nothing merged, *out untouched), PD_ERR_NOMEM. */
+int pd_merge_logprobs(const pd_alloc_t *alloc, const char *prefill, size_t plen,
+                      const char *decode, size_t dlen, char **out, size_t *out_len);
+
+/* smg's streaming merge as written (R1.39): the chunk must start with "data: ", not be
+ * "[DONE]" and parse as exactly one JSON value; then the given prefill logprob array (JSON
+ * text) is prepended and the chunk re-encoded as "data: {json}\n\n". Returns 0 with *out
+ * set, or PD_ERR_NOT_FOUND when the chunk does not qualify (caller forwards it unchanged),
+ * or another error. Models the per-chunk bug: a chunk with two events or half of one is
+ * not merged. */
+int pd_merge_smg_chunk(const pd_alloc_t *alloc, const char *prefill_logprobs_json,
+                       size_t plen, const char *chunk, size_t clen, char **out,
+                       size_t *out_len);
+
+#endif

@@ -1,0 +1,370 @@
+/* `reference`: pdref's dispatch rules (docs/spec.md R-*). Decode is streamed from its first
+ * event; nothing is committed before it, so every failure of either leg cancels both (close
+ * + /abort_request) and retries on a fresh pair; after commit prefill stays supervised and
+ * each worker gets exactly one honest outcome per attempt from its own leg. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pd_err.h"
+#include "pd_gw_int.h"
+#include "pd_merge.h"
+
+static int is_2xx(int s) { return s >= 200 && s < 300; }
+
+static const char done_frame[] = "data: [DONE]\n\n";
+
+static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d);
+
+static void exclude(pd_rq_t *rq, const pd_leg_t *leg) {
+  rq->excluded[leg->role][leg->worker / 8] |= (uint8_t)(1u << (leg->worker % 8));
+}
+
+/* A leg that is over, successfully: record, release its role's load (R-LOAD), forget it. */
+static void leg_succeeded(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  pd_gw_outcome(gw, rq, leg, PD_OUTCOME_SUCCESS, leg->status);
+  pd_gw_release_load(gw, rq, leg->role);
+  if (leg->state == LEG_ENDED) pd_gw_drop_leg(gw, rq, leg);
+}
+
+/* Cancel a healthy leg: neutral outcome, close with /abort_request (R-CANCEL). */
+static void leg_cancel(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o) {
+  pd_gw_outcome(gw, rq, leg, o, 0);
+  pd_gw_release_load(gw, rq, leg->role);
+  pd_gw_close_leg(gw, rq, leg, 1);
+}
+
+/* R-FAIL-PRECOMMIT: `bad` failed (NULL: the first-token deadline, every open leg timed
+ * out). Cancel the other leg, exclude the failed worker(s), retry or answer with the
+ * preserved status (R-STATUS). */
+static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o, int status,
+                         int is_retryable, const char *code, const char *msg) {
+  for (uint32_t guard = 0; guard < PD_MAX_LEGS && rq->n_legs; guard++) {
+    pd_leg_t *l = rq->legs[0];
+    if (l == bad || (!bad && !l->has_outcome)) {
+      exclude(rq, l);
+      pd_gw_outcome(gw, rq, l, o, status);
+      pd_gw_release_load(gw, rq, l->role);
+      pd_gw_close_leg(gw, rq, l, 1);
+    } else {
+      leg_cancel(gw, rq, l, PD_OUTCOME_CANCELLED);
+    }
+  }
+  rq->dl[DL_FIRST] = rq->dl[DL_IDLE] = rq->dl[DL_TAIL] = 0;
+  rq->state = RQ_BACKOFF;
+  if (is_retryable && pd_gw_schedule_retry(gw, rq)) return;
+  pd_gw_client_error(gw, rq, status, code, msg);
+}
+
+/* Status and retryability of a leg's failure (R-STATUS): HTTP statuses are preserved,
+ * transport errors are 502, timeouts 504. */
+static void fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const char *msg) {
+  char m[160];
+  snprintf(m, sizeof m, "%s leg (%s): %s", pd_role_name(leg->role),
+           gw->workers[leg->role][leg->worker].name, msg);
+  int retry = status == 502 || status == 504 || pd_retry_is_retryable_status(status);
+  fail_attempt(gw, rq, leg, status == 504 ? PD_OUTCOME_TIMEOUT : PD_OUTCOME_FAILURE, status,
+               retry, leg->role == PD_ROLE_PREFILL ? "prefill_failed" : "decode_failed", m);
+}
+
+/* After commit only decode can end the stream early (R-FAIL-POSTCOMMIT): SSE error event,
+ * then [DONE] as SGLang writes it (W6.3); prefill, if still open, is cancelled. */
+static void fail_stream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d, pd_outcome_t o, int status,
+                        const char *msg, int forward_own_event) {
+  if (!forward_own_event) pd_gw_sse_error(gw, rq, status, msg);
+  pd_gw_client_data(gw, rq, done_frame, sizeof done_frame - 1);
+  pd_gw_client_end(gw, rq, 0);
+  pd_gw_outcome(gw, rq, d, o, status);
+  pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
+  pd_gw_close_leg(gw, rq, d, 1);
+  pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
+  if (p) leg_cancel(gw, rq, p, PD_OUTCOME_CANCELLED);
+}
+
+static int error_event_status(const char *data, size_t len) {
+  int st = 502;
+  cJSON *j = cJSON_ParseWithLength(data, len);
+  cJSON *e = j ? cJSON_GetObjectItemCaseSensitive(j, "error") : NULL;
+  cJSON *c = e ? cJSON_GetObjectItemCaseSensitive(e, "code") : NULL;
+  if (cJSON_IsNumber(c) && c->valuedouble >= 400 && c->valuedouble < 600) st = (int)c->valuedouble;
+  cJSON_Delete(j);
+  return st;
+}
+
+/* Forward a decode event; the first one commits (R-COMMIT) and carries merged logprobs. */
+static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
+  if (!rq->is_committed) {
+    pd_gw_client_head(gw, rq, 200, 1);
+    rq->is_committed = 1;
+    rq->state = RQ_STREAM;
+    char *m = NULL;
+    size_t ml = 0;
+    if (rq->req.return_logprob && rq->prefill_lp_ready &&
+        pd_merge_logprobs(gw->alloc, (const char *)rq->prefill_lp.p, rq->prefill_lp.len,
+                          ev->data, ev->len, &m, &ml) == 0) {
+      pd_gw_client_data(gw, rq, "data: ", 6);
+      pd_gw_client_data(gw, rq, m, ml);
+      pd_gw_client_data(gw, rq, "\n\n", 2);
+      pd_free(gw->alloc, m);
+      return;
+    }
+  }
+  pd_gw_client_data(gw, rq, ev->raw, ev->raw_len);
+}
+
+static int needs_prefill_first(pd_rq_t *rq) {
+  return rq->req.return_logprob && pd_gw_cur(rq, PD_ROLE_PREFILL) != NULL;
+}
+
+static void decode_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
+  pd_sse_event_t ev;
+  for (uint32_t guard = 0; guard < 1u << 20; guard++) {
+    int rc = pd_sse_next(&d->sse, &ev);
+    if (rc < 0) {
+      if (rq->is_committed) fail_stream(gw, rq, d, PD_OUTCOME_FAILURE, 502, "bad SSE", 0);
+      else fail_leg(gw, rq, d, 502, "malformed event stream");
+      return;
+    }
+    if (rc == 0) return;
+    if (ev.kind == PD_SSE_ERROR) {
+      int st = error_event_status(ev.data, ev.len);
+      if (!rq->is_committed) {
+        fail_leg(gw, rq, d, st, "error event before the first token");
+      } else {
+        pd_gw_client_data(gw, rq, ev.raw, ev.raw_len);
+        fail_stream(gw, rq, d, PD_OUTCOME_FAILURE, st, NULL, 1);
+      }
+      return;
+    }
+    if (ev.kind == PD_SSE_DONE) {
+      d->saw_done = 1;
+      if (!rq->is_committed && d->body.len == 0) { /* [DONE] with no token: nothing to say */
+        fail_leg(gw, rq, d, 502, "stream ended without a token");
+        return;
+      }
+      if (!rq->is_committed) { /* held events and now the end: wait for prefill */
+        pd_buf_append(gw->alloc, &d->body, ev.raw, ev.raw_len);
+        return;
+      }
+      pd_gw_client_data(gw, rq, ev.raw, ev.raw_len);
+      pd_gw_client_end(gw, rq, 0);
+      leg_succeeded(gw, rq, d);
+      return;
+    }
+    d->events++;
+    rq->dl[DL_FIRST] = 0;
+    if (gw->cfg.idle_timeout_ns) rq->dl[DL_IDLE] = gw->now + gw->cfg.idle_timeout_ns;
+    if (!rq->is_committed && needs_prefill_first(rq)) { /* R-LOGPROB: hold until merged */
+      if (pd_buf_append(gw->alloc, &d->body, ev.raw, ev.raw_len))
+        fail_leg(gw, rq, d, 502, "held events exceed the buffer");
+      if (rq->n_legs == 0 || !pd_gw_cur(rq, PD_ROLE_DECODE)) return;
+      continue;
+    }
+    forward_event(gw, rq, &ev);
+  }
+}
+
+/* Replay decode events held while waiting for prefill's logprobs. */
+static void flush_held(pd_gw_t *gw, pd_rq_t *rq) {
+  pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  if (!d || !d->body.len) return;
+  pd_buf_t held = d->body;
+  memset(&d->body, 0, sizeof d->body);
+  pd_sse_t tmp;
+  pd_sse_init(&tmp, gw->alloc);
+  pd_sse_feed(&tmp, held.p, held.len);
+  pd_sse_event_t ev;
+  for (uint32_t guard = 0; guard < 1u << 20 && pd_sse_next(&tmp, &ev) == 1; guard++) {
+    if (ev.kind == PD_SSE_DONE) {
+      pd_gw_client_data(gw, rq, ev.raw, ev.raw_len);
+      pd_gw_client_end(gw, rq, 0);
+      leg_succeeded(gw, rq, d);
+      break;
+    }
+    forward_event(gw, rq, &ev);
+  }
+  pd_sse_free(&tmp);
+  pd_buf_free(gw->alloc, &held);
+}
+
+/* Prefill finished well: keep its logprobs, record it, release its load (R-LOAD). */
+static void prefill_done(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
+  if (rq->req.return_logprob && !rq->prefill_lp_ready && p->body.len) {
+    pd_buf_append(gw->alloc, &rq->prefill_lp, p->body.p, p->body.len);
+    rq->prefill_lp_ready = 1;
+  }
+  leg_succeeded(gw, rq, p);
+  if (!rq->req.is_stream) {
+    pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+    if (d && d->state == LEG_ENDED) respond_nonstream(gw, rq, d);
+  } else if (!rq->is_committed) {
+    flush_held(gw, rq);
+  }
+}
+
+static void prefill_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
+  pd_sse_event_t ev;
+  for (uint32_t guard = 0; guard < 1u << 20; guard++) {
+    int rc = pd_sse_next(&p->sse, &ev);
+    if (rc == 0) return;
+    if (rc < 0 || ev.kind == PD_SSE_ERROR) { /* G10: an error inside a 200 prefill stream */
+      int st = rc < 0 ? 502 : error_event_status(ev.data, ev.len);
+      if (!rq->is_committed) {
+        fail_leg(gw, rq, p, st, "prefill error event");
+      } else {
+        pd_gw_outcome(gw, rq, p, PD_OUTCOME_FAILURE, st);
+        pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
+        pd_gw_close_leg(gw, rq, p, 1);
+      }
+      return;
+    }
+    if (ev.kind == PD_SSE_DONE) p->saw_done = 1;
+    else if (rq->req.return_logprob && !p->body.len)
+      pd_buf_append(gw->alloc, &p->body, ev.data, ev.len); /* first event's JSON */
+  }
+}
+
+static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
+  if (needs_prefill_first(rq)) return; /* wait for prefill's logprobs */
+  pd_gw_client_head(gw, rq, d->status, 0);
+  rq->is_committed = 1;
+  char *m = NULL;
+  size_t ml = 0;
+  if (rq->req.return_logprob && rq->prefill_lp_ready &&
+      pd_merge_logprobs(gw->alloc, (const char *)rq->prefill_lp.p, rq->prefill_lp.len,
+                        (const char *)d->body.p, d->body.len, &m, &ml) == 0) {
+    pd_gw_client_data(gw, rq, m, ml);
+    pd_free(gw->alloc, m);
+  } else {
+    pd_gw_client_data(gw, rq, d->body.p, d->body.len);
+  }
+  pd_gw_client_end(gw, rq, 0);
+  leg_succeeded(gw, rq, d);
+}
+
+static void ref_on_start(pd_gw_t *gw, pd_rq_t *rq) {
+  rq->state = RQ_FIRST;
+  if (rq->req.is_stream && gw->cfg.first_token_timeout_ns)
+    rq->dl[DL_FIRST] = gw->now + gw->cfg.first_token_timeout_ns;
+}
+
+static void ref_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  if (is_2xx(leg->status)) return;
+  if (!rq->is_committed) {
+    fail_leg(gw, rq, leg, leg->status, "error status");
+  } else if (leg->role == PD_ROLE_PREFILL) { /* after commit: prefill's own failure */
+    pd_gw_outcome(gw, rq, leg, PD_OUTCOME_FAILURE, leg->status);
+    pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
+    pd_gw_close_leg(gw, rq, leg, 1);
+  }
+}
+
+static void ref_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
+  if (rq->req.is_stream && !leg->saw_done) {
+    if (pd_sse_feed(&leg->sse, b, n)) {
+      if (leg->role == PD_ROLE_DECODE && rq->is_committed)
+        fail_stream(gw, rq, leg, PD_OUTCOME_FAILURE, 502, "event too large", 0);
+      else fail_leg(gw, rq, leg, 502, "event too large");
+      return;
+    }
+    if (leg->role == PD_ROLE_DECODE) decode_events(gw, rq, leg);
+    else prefill_events(gw, rq, leg);
+    return;
+  }
+  if (!rq->req.is_stream && pd_buf_append(gw->alloc, &leg->body, b, n))
+    fail_leg(gw, rq, leg, 502, "response too large");
+}
+
+static void ref_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  if (leg->has_outcome) { /* decode after [DONE], or a recorded leg: just forget it */
+    pd_gw_drop_leg(gw, rq, leg);
+    return;
+  }
+  if (rq->req.is_stream && (!leg->saw_done || leg->saw_error_event)) { /* truncated */
+    if (leg->role == PD_ROLE_DECODE && rq->is_committed) {
+      fail_stream(gw, rq, leg, PD_OUTCOME_FAILURE, 502, "decode stream truncated", 0);
+    } else if (!rq->is_committed) {
+      fail_leg(gw, rq, leg, 502, "stream ended without [DONE]");
+    } else {
+      pd_gw_outcome(gw, rq, leg, PD_OUTCOME_FAILURE, 502);
+      pd_gw_release_load(gw, rq, leg->role);
+      pd_gw_drop_leg(gw, rq, leg);
+    }
+    return;
+  }
+  if (leg->role == PD_ROLE_PREFILL) {
+    prefill_done(gw, rq, leg);
+    return;
+  }
+  if (!rq->req.is_stream) {
+    respond_nonstream(gw, rq, leg);
+    return;
+  }
+  /* stream decode ended after [DONE] while events were held for logprobs: wait */
+}
+
+static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) {
+  int st = e == PD_UPERR_TIMEOUT ? 504 : 502;
+  const char *what = e == PD_UPERR_CONNECT ? "connect failed"
+                     : e == PD_UPERR_TIMEOUT ? "timed out"
+                     : e == PD_UPERR_RESET ? "connection reset" : "body read failed";
+  if (leg->has_outcome) { /* after its own success ([DONE] seen): nothing lost */
+    pd_gw_drop_leg(gw, rq, leg);
+    return;
+  }
+  if (!rq->is_committed) {
+    fail_leg(gw, rq, leg, st, what);
+  } else if (leg->role == PD_ROLE_DECODE) {
+    fail_stream(gw, rq, leg, st == 504 ? PD_OUTCOME_TIMEOUT : PD_OUTCOME_FAILURE, st, what, 0);
+  } else {
+    pd_gw_outcome(gw, rq, leg, st == 504 ? PD_OUTCOME_TIMEOUT : PD_OUTCOME_FAILURE, st);
+    pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
+    pd_gw_drop_leg(gw, rq, leg);
+  }
+}
+
+static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
+  switch (which) {
+  case DL_BACKOFF:
+    if (rq->state == RQ_BACKOFF && !rq->client_done) pd_gw_begin(gw, rq);
+    return;
+  case DL_FIRST:
+  case DL_IDLE:
+  case DL_TOTAL:
+    if (!rq->is_committed) {
+      if (rq->n_legs == 0) { /* in backoff when the total deadline passed */
+        pd_gw_client_error(gw, rq, 504, "timeout", "request deadline exceeded");
+        return;
+      }
+      fail_attempt(gw, rq, NULL, PD_OUTCOME_TIMEOUT, 504, which != DL_TOTAL, "timeout",
+                   which == DL_TOTAL ? "request deadline exceeded" : "no first token in time");
+    } else {
+      pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+      if (d) fail_stream(gw, rq, d, PD_OUTCOME_TIMEOUT, 504, "decode stalled", 0);
+    }
+    return;
+  case DL_TAIL: /* supervised legs outlived the client response by too long */
+    for (uint32_t guard = 0; guard < PD_MAX_LEGS && rq->n_legs; guard++)
+      leg_cancel(gw, rq, rq->legs[0], PD_OUTCOME_TIMEOUT);
+    return;
+  default: return;
+  }
+}
+
+static void ref_on_client_gone(pd_gw_t *gw, pd_rq_t *rq) {
+  for (uint32_t guard = 0; guard < PD_MAX_LEGS && rq->n_legs; guard++)
+    leg_cancel(gw, rq, rq->legs[0], PD_OUTCOME_CANCELLED);
+  pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
+  pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
+  for (int i = 0; i < DL_COUNT; i++) rq->dl[i] = 0;
+}
+
+static void ref_on_no_pair(pd_gw_t *gw, pd_rq_t *rq, int status) {
+  if (pd_gw_schedule_retry(gw, rq)) return;
+  pd_gw_client_error(gw, rq, status, "no_available_workers",
+                     "no prefill/decode pair available (circuits open)");
+}
+
+const pd_mode_ops_t pd_mode_ref_ops = {ref_on_start, ref_on_head, ref_on_data, ref_on_end,
+                                       ref_on_error, ref_on_deadline, ref_on_client_gone,
+                                       ref_on_no_pair};

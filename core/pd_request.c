@@ -1,0 +1,382 @@
+/* pd_request: parse once, validate the few fields the gateway reads, render leg bodies.
+ * Bootstrap rooms are printed as raw integer literals: cJSON keeps numbers as doubles and
+ * prints integers above INT_MAX in %g form, which would round a 63-bit room. */
+#include "pd_request.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pd_err.h"
+
+/* Largest integer a double holds exactly; counts above it are not meaningful. */
+#define REQ_MAX_EXACT_INT 9007199254740992.0
+
+static const struct {
+  const char *path;
+  pd_route_t route;
+} routes[] = {
+    {"/generate", PD_ROUTE_GENERATE},
+    {"/v1/completions", PD_ROUTE_COMPLETIONS},
+    {"/v1/chat/completions", PD_ROUTE_CHAT},
+};
+#define REQ_NROUTES (sizeof routes / sizeof routes[0])
+
+int pd_request_route(const char *path, pd_route_t *out) {
+  if (!path || !out) return PD_ERR_ROUTE;
+  const char *q = strchr(path, '?');
+  size_t n = q ? (size_t)(q - path) : strlen(path);
+  for (size_t i = 0; i < REQ_NROUTES; i++) {
+    if (strlen(routes[i].path) == n && memcmp(routes[i].path, path, n) == 0) {
+      *out = routes[i].route;
+      return 0;
+    }
+  }
+  return PD_ERR_ROUTE;
+}
+
+const char *pd_route_path(pd_route_t route) {
+  for (size_t i = 0; i < REQ_NROUTES; i++)
+    if (routes[i].route == route) return routes[i].path;
+  return "";
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+static int is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* A JSON number that is an integer in [0, max]. */
+static int get_uint(const cJSON *it, double max, uint64_t *v) {
+  if (!cJSON_IsNumber(it)) return 0;
+  double d = it->valuedouble;
+  if (!(d >= 0.0 && d <= max)) return 0; /* also rejects NaN */
+  uint64_t u = (uint64_t)d;
+  if ((double)u != d) return 0;
+  *v = u;
+  return 1;
+}
+
+static const cJSON *field(const cJSON *obj, const char *key) {
+  return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+/* Optional token count: absent or null is 0; otherwise a non-negative integer < 2^32. */
+static int read_count(const cJSON *it, const char *name, uint32_t *out, char *err,
+                      size_t errlen) {
+  uint64_t v = 0;
+  if (!it || cJSON_IsNull(it)) return 0;
+  if (!get_uint(it, (double)UINT32_MAX, &v))
+    return fail(err, errlen, PD_ERR_FIELD, "%s: expected a non-negative integer", name);
+  *out = (uint32_t)v;
+  return 0;
+}
+
+/* R1.2: stream on every route; the logprob flag is typed per route as smg's serde would. */
+static int read_flags(pd_request_t *r, const cJSON *root, char *err, size_t errlen) {
+  const cJSON *st = field(root, "stream");
+  if (st && !cJSON_IsBool(st)) return fail(err, errlen, PD_ERR_FIELD, "stream: expected a boolean");
+  r->is_stream = cJSON_IsTrue(st) ? 1 : 0;
+  uint64_t v = 0;
+  const cJSON *lp;
+  switch (r->route) {
+  case PD_ROUTE_GENERATE: /* Option<bool>: null is absent */
+    lp = field(root, "return_logprob");
+    if (lp && !cJSON_IsNull(lp) && !cJSON_IsBool(lp))
+      return fail(err, errlen, PD_ERR_FIELD, "return_logprob: expected a boolean");
+    r->return_logprob = cJSON_IsTrue(lp) ? 1 : 0;
+    break;
+  case PD_ROUTE_CHAT: /* bool with a default: null is rejected */
+    lp = field(root, "logprobs");
+    if (lp && !cJSON_IsBool(lp))
+      return fail(err, errlen, PD_ERR_FIELD, "logprobs: expected a boolean");
+    r->return_logprob = cJSON_IsTrue(lp) ? 1 : 0;
+    break;
+  case PD_ROUTE_COMPLETIONS: /* Option<u32>: any present non-null value asks for logprobs */
+    lp = field(root, "logprobs");
+    if (lp && !cJSON_IsNull(lp) && !get_uint(lp, (double)UINT32_MAX, &v))
+      return fail(err, errlen, PD_ERR_FIELD, "logprobs: expected a non-negative integer or null");
+    r->return_logprob = lp && !cJSON_IsNull(lp);
+    break;
+  }
+  return 0;
+}
+
+static int read_max_tokens(pd_request_t *r, const cJSON *root, char *err, size_t errlen) {
+  r->max_tokens = 0;
+  if (r->route == PD_ROUTE_GENERATE) {
+    const cJSON *sp = field(root, "sampling_params");
+    if (sp && !cJSON_IsNull(sp) && !cJSON_IsObject(sp))
+      return fail(err, errlen, PD_ERR_FIELD, "sampling_params: expected an object");
+    return read_count(cJSON_IsObject(sp) ? field(sp, "max_new_tokens") : NULL,
+                      "sampling_params.max_new_tokens", &r->max_tokens, err, errlen);
+  }
+  uint32_t mt = 0, mct = 0;
+  int rc = read_count(field(root, "max_tokens"), "max_tokens", &mt, err, errlen);
+  if (rc == 0)
+    rc = read_count(field(root, "max_completion_tokens"), "max_completion_tokens", &mct, err,
+                    errlen);
+  const cJSON *c = field(root, "max_completion_tokens");
+  r->max_tokens = (c && !cJSON_IsNull(c)) ? mct : mt; /* the newer field wins, as in smg */
+  return rc;
+}
+
+typedef enum { SHAPE_EMPTY, SHAPE_NUMBERS, SHAPE_STRINGS, SHAPE_ARRAYS, SHAPE_MIXED } shape_t;
+
+/* What an array holds, and how many. */
+static shape_t array_shape(const cJSON *a, uint64_t *n) {
+  shape_t s = SHAPE_EMPTY;
+  uint64_t k = 0;
+  for (const cJSON *c = a->child; c; c = c->next, k++) { /* bounded by the array length */
+    shape_t cs = cJSON_IsNumber(c) ? SHAPE_NUMBERS : cJSON_IsString(c) ? SHAPE_STRINGS
+                 : cJSON_IsArray(c) ? SHAPE_ARRAYS : SHAPE_MIXED;
+    s = (s == SHAPE_EMPTY || s == cs) ? cs : SHAPE_MIXED;
+  }
+  *n = k;
+  return s;
+}
+
+/* /generate: smg counts only input_ids list-of-lists (R1.3); mini_lb a text list or
+ * input_ids[0] a list (M8.2); the reference both, and rejects what SGLang would. */
+static int generate_batch(const cJSON *root, pd_batch_rule_t rule, uint64_t *n,
+                          const char **what, char *err, size_t errlen) {
+  const cJSON *text = field(root, "text"), *ids = field(root, "input_ids");
+  uint64_t k = 0;
+  *n = 0;
+  if (rule == PD_BATCH_RULE_MINILB) {
+    if (text && !cJSON_IsNull(text)) { /* text wins even when input_ids is also given */
+      if (cJSON_IsArray(text)) array_shape(text, n);
+      *what = "text";
+    } else if (cJSON_IsArray(ids) && cJSON_IsArray(ids->child)) {
+      array_shape(ids, n);
+      *what = "input_ids";
+    }
+    return 0;
+  }
+  if (rule == PD_BATCH_RULE_REFERENCE && cJSON_IsArray(text)) {
+    shape_t s = array_shape(text, &k);
+    if (s != SHAPE_STRINGS && s != SHAPE_EMPTY)
+      return fail(err, errlen, PD_ERR_FIELD, "text: expected a string or an array of strings");
+    *n = k;
+    *what = "text";
+    return 0;
+  }
+  if (!cJSON_IsArray(ids)) return 0;
+  shape_t s = array_shape(ids, &k);
+  if (s == SHAPE_ARRAYS) *n = k;
+  *what = "input_ids";
+  if (rule == PD_BATCH_RULE_REFERENCE && s != SHAPE_ARRAYS && s != SHAPE_NUMBERS &&
+      s != SHAPE_EMPTY)
+    return fail(err, errlen, PD_ERR_FIELD,
+                "input_ids: expected an array of integers or an array of arrays");
+  return 0;
+}
+
+static int chat_batch(const cJSON *root, pd_batch_rule_t rule, uint64_t *n, char *err,
+                      size_t errlen) {
+  const cJSON *nn = field(root, "n");
+  uint64_t v = 0;
+  *n = 0;
+  if (rule == PD_BATCH_RULE_MINILB || !nn || cJSON_IsNull(nn)) return 0;
+  if (!get_uint(nn, REQ_MAX_EXACT_INT, &v))
+    return fail(err, errlen, PD_ERR_FIELD, "n: expected a non-negative integer");
+  if (v > 1) *n = v;
+  return 0;
+}
+
+static int completions_batch(const cJSON *root, pd_batch_rule_t rule, uint64_t *n, char *err,
+                             size_t errlen) {
+  const cJSON *prompt = field(root, "prompt");
+  uint64_t k = 0;
+  *n = 0;
+  if (rule == PD_BATCH_RULE_MINILB || !cJSON_IsArray(prompt)) return 0;
+  shape_t s = array_shape(prompt, &k);
+  if (rule == PD_BATCH_RULE_SMG) {
+    *n = k; /* any non-empty array, even one tokenized prompt */
+    return 0;
+  }
+  if (s == SHAPE_MIXED)
+    return fail(err, errlen, PD_ERR_FIELD,
+                "prompt: expected a string or an array of strings, integers or arrays");
+  if (s == SHAPE_STRINGS || s == SHAPE_ARRAYS) *n = k;
+  return 0;
+}
+
+static int read_batch(pd_request_t *r, const cJSON *root, pd_batch_rule_t rule, char *err,
+                      size_t errlen) {
+  uint64_t n = 0;
+  const char *what = "n";
+  int rc = 0;
+  switch (r->route) {
+  case PD_ROUTE_GENERATE: rc = generate_batch(root, rule, &n, &what, err, errlen); break;
+  case PD_ROUTE_CHAT: rc = chat_batch(root, rule, &n, err, errlen); break;
+  case PD_ROUTE_COMPLETIONS:
+    what = "prompt";
+    rc = completions_batch(root, rule, &n, err, errlen);
+    break;
+  }
+  if (rc < 0) return rc;
+  if (n > PD_REQUEST_MAX_BATCH)
+    return fail(err, errlen, PD_ERR_LIMIT, "%s: batch of %" PRIu64 " exceeds the limit of %u",
+                what, n, PD_REQUEST_MAX_BATCH);
+  r->batch_size = (uint32_t)n;
+  return 0;
+}
+
+/* Parse body[0, len) as one JSON value followed only by whitespace. */
+static int parse_body(const char *body, size_t len, cJSON **out, char *err, size_t errlen) {
+  const char *end = body;
+  cJSON *root = (body && len) ? cJSON_ParseWithLengthOpts(body, len, &end, 0) : NULL;
+  if (root) {
+    const char *p = end;
+    while (p < body + len && is_json_space(*p)) p++; /* bounded by len */
+    if (p != body + len) {
+      cJSON_Delete(root);
+      root = NULL;
+      end = p;
+    }
+  }
+  if (!root) {
+    size_t off = (end && body && end >= body) ? (size_t)(end - body) : 0;
+    return fail(err, errlen, PD_ERR_JSON, "body: malformed JSON at byte %zu",
+                off < len ? off : len);
+  }
+  if (!cJSON_IsObject(root)) {
+    cJSON_Delete(root);
+    return fail(err, errlen, PD_ERR_NOT_OBJECT, "body: expected a JSON object");
+  }
+  *out = root;
+  return 0;
+}
+
+int pd_request_parse(pd_request_t *r, const pd_alloc_t *alloc, const char *path,
+                     const char *body, size_t len, pd_batch_rule_t rule, char *err,
+                     size_t errlen) {
+  memset(r, 0, sizeof *r);
+  r->alloc = alloc;
+  if (err && errlen) err[0] = '\0';
+  if (pd_request_route(path, &r->route) < 0)
+    return fail(err, errlen, PD_ERR_ROUTE, "path: unknown route %.200s", path ? path : "(null)");
+  if (len > PD_REQUEST_MAX_BODY_BYTES)
+    return fail(err, errlen, PD_ERR_TOO_LARGE, "body: %zu bytes exceeds the limit of %u", len,
+                PD_REQUEST_MAX_BODY_BYTES);
+  cJSON *root = NULL;
+  int rc = parse_body(body, len, &root, err, errlen);
+  if (rc < 0) return rc;
+  rc = read_flags(r, root, err, errlen);
+  if (rc == 0) rc = read_max_tokens(r, root, err, errlen);
+  if (rc == 0) rc = read_batch(r, root, rule, err, errlen);
+  if (rc < 0) {
+    cJSON_Delete(root);
+    return rc;
+  }
+  r->json = root;
+  return 0;
+}
+
+void pd_request_free(pd_request_t *r) {
+  if (!r) return;
+  cJSON_Delete(r->json);
+  r->json = NULL;
+}
+
+/* Set obj[key] = item, removing every existing member of that name (cJSON keeps duplicate
+ * keys). Takes ownership of item; NULL item means an earlier allocation failed. */
+static int set_field(cJSON *obj, const char *key, cJSON *item) {
+  if (!item) return PD_ERR_NOMEM;
+  int n = cJSON_GetArraySize(obj);
+  for (int i = 0; i < n && cJSON_GetObjectItemCaseSensitive(obj, key); i++)
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+  if (!cJSON_AddItemToObject(obj, key, item)) {
+    cJSON_Delete(item);
+    return PD_ERR_NOMEM;
+  }
+  return 0;
+}
+
+static cJSON *make_room(uint64_t room) {
+  char lit[24];
+  snprintf(lit, sizeof lit, "%" PRIu64, room);
+  return cJSON_CreateRaw(lit);
+}
+
+static cJSON *make_port(int port) {
+  return port < 0 ? cJSON_CreateNull() : cJSON_CreateNumber((double)port);
+}
+
+/* "<rid>-<i as 4 hex digits>"; lit has room for the rid plus 10 bytes. */
+static cJSON *make_rid(const char *rid, uint32_t i, char *lit, size_t litlen) {
+  snprintf(lit, litlen, "%s-%04x", rid, (unsigned)i);
+  return cJSON_CreateString(lit);
+}
+
+/* One bootstrap array of n items; kind: 0 host, 1 port, 2 room, 3 rid. */
+static cJSON *make_array(const pd_request_t *r, const pd_bootstrap_t *b, uint32_t n,
+                         int kind) {
+  size_t litlen = kind == 3 ? strlen(b->rid) + 16 : 0;
+  char *lit = kind == 3 ? pd_malloc(r->alloc, litlen) : NULL;
+  cJSON *arr = cJSON_CreateArray();
+  if (!arr || (kind == 3 && !lit)) goto fail;
+  for (uint32_t i = 0; i < n; i++) {
+    cJSON *it = kind == 0   ? cJSON_CreateString(b->host)
+                : kind == 1 ? make_port(b->port)
+                : kind == 2 ? make_room(b->rooms[i])
+                            : make_rid(b->rid, i, lit, litlen);
+    if (!it || !cJSON_AddItemToArray(arr, it)) {
+      cJSON_Delete(it);
+      goto fail;
+    }
+  }
+  pd_free(r->alloc, lit);
+  return arr;
+fail:
+  pd_free(r->alloc, lit);
+  cJSON_Delete(arr);
+  return NULL;
+}
+
+static int add_bootstrap(const pd_request_t *r, const pd_bootstrap_t *b, cJSON *doc) {
+  uint32_t n = r->batch_size;
+  int rc = set_field(doc, "bootstrap_host", n ? make_array(r, b, n, 0) : cJSON_CreateString(b->host));
+  if (rc == 0)
+    rc = set_field(doc, "bootstrap_port", n ? make_array(r, b, n, 1) : make_port(b->port));
+  if (rc == 0)
+    rc = set_field(doc, "bootstrap_room", n ? make_array(r, b, n, 2) : make_room(b->rooms[0]));
+  if (rc == 0 && b->rid)
+    rc = set_field(doc, "rid", n ? make_array(r, b, n, 3) : cJSON_CreateString(b->rid));
+  if (rc == 0 && b->dp_rank >= 0)
+    rc = set_field(doc, "routed_dp_rank", cJSON_CreateNumber((double)b->dp_rank));
+  return rc;
+}
+
+int pd_request_render(const pd_request_t *r, const pd_bootstrap_t *b, char **out,
+                      size_t *out_len) {
+  if (!r || !r->json || !b || !b->rooms || !b->host || !out) return PD_ERR_INVAL;
+  cJSON *doc = cJSON_Duplicate(r->json, 1);
+  if (!doc) return PD_ERR_NOMEM;
+  int rc = add_bootstrap(r, b, doc);
+  char *s = rc == 0 ? cJSON_PrintUnformatted(doc) : NULL;
+  cJSON_Delete(doc);
+  if (rc < 0) return rc;
+  if (!s) return PD_ERR_NOMEM;
+  size_t n = strlen(s);
+  char *buf = pd_malloc(r->alloc, n + 1);
+  if (buf) memcpy(buf, s, n + 1);
+  cJSON_free(s);
+  if (!buf) return PD_ERR_NOMEM;
+  *out = buf;
+  if (out_len) *out_len = n;
+  return 0;
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install the Debian packages pdref needs, only those missing; apt-get update once if any are.
+set -euo pipefail
+pkgs=(cmake make gcc pkg-config clang-14 libclang-rt-14-dev libcjson-dev libcunit1-dev
+      libcurl4-openssl-dev libmicrohttpd-dev valgrind)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}"
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,148 @@
+/* pd_scenario: the scenario file format (docs/scenarios.md) and its loader. A scenario is a
+ * world (workers and their fault scripts), a client workload, gateway settings, and the
+ * expected verdict per mode. The loader rejects unknown keys and wrong types, naming the
+ * file and the JSON path (e.g. "scenarios/x.json: $.workers[1].faults[0].kind: unknown fault
+ * kind \"hang\""). Fuzzed (fuzz/fuzz_scenario.c). */
+#ifndef PD_SCENARIO_H
+#define PD_SCENARIO_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pd_dispatch.h"
+
+#define PD_SCN_MAX_WORKERS 64u     /* per scenario, both roles together */
+#define PD_SCN_MAX_FAULTS 16u      /* per worker */
+#define PD_SCN_MAX_REQUESTS 2000000u
+#define PD_SCN_MAX_FILE_BYTES (1u << 20)
+
+/* Invariant IDs, bit i-1 of a mask is invariant Ii (docs/spec.md). */
+typedef enum {
+  PD_INV_TERMINATION = 1,  /* I1 */
+  PD_INV_ORPHAN_LEG = 2,   /* I2 */
+  PD_INV_STRANDED_SLOT = 3, /* I3 */
+  PD_INV_OUTCOME = 4,      /* I4 */
+  PD_INV_FALSE_SUCCESS = 5, /* I5 */
+  PD_INV_COMMIT = 6,       /* I6: no retry after commit; no duplicated or lost tokens */
+  PD_INV_ATTEMPTS = 7,     /* I7 */
+  PD_INV_ROOMS = 8,        /* I8 */
+  PD_INV_LOAD_BALANCE = 9, /* I9 */
+  PD_INV_LOAD_TRUTH = 10,  /* I10 */
+  PD_INV_LOGPROBS = 11,    /* I11 */
+  PD_INV_BREAKER = 12,     /* I12 */
+  PD_INV_DETERMINISM = 13, /* I13 */
+  PD_INV_ERROR_VISIBLE = 14, /* I14 */
+} pd_inv_t;
+#define PD_INV_COUNT 14
+
+typedef enum {
+  PD_FAULT_STATUS = 0,          /* head with `status` and a JSON error body */
+  PD_FAULT_HANG_BEFORE_HEAD,    /* accepts, never answers */
+  PD_FAULT_HANG_MID_STREAM,     /* stops after `after_tokens` events, connection open */
+  PD_FAULT_RESET_BEFORE_HEAD,   /* connection reset before any byte */
+  PD_FAULT_RESET_MID_STREAM,    /* reset after `after_tokens` events */
+  PD_FAULT_SSE_ERROR,           /* 200, then an SSE error event after `after_tokens` events */
+  PD_FAULT_TRUNCATE,            /* clean end after `after_tokens` events, no [DONE] */
+  PD_FAULT_SLOW_DRIP,           /* `ms` between tokens instead of token_ms */
+  PD_FAULT_CONNECT_REFUSED,     /* connection refused */
+  PD_FAULT_BOOTSTRAP_NEVER_SERVED, /* prefill: its bootstrap server never answers the room */
+  PD_FAULT_NEVER_CONNECT,       /* decode: never connects to the bootstrap room */
+  PD_FAULT_KV_FAIL,             /* KV transfer fails: prefill 500 / error event, decode too */
+  PD_FAULT_PREFILL_LAG,         /* prefill answers `ms` after the KV transfer (sglang #22853) */
+  PD_FAULT_BODY_ERROR,          /* prefill: body read error after the KV transfer */
+  PD_FAULT_KIND_COUNT
+} pd_fault_kind_t;
+
+typedef struct pd_fault {
+  pd_fault_kind_t kind;
+  int status;            /* STATUS: the HTTP status (400..599) */
+  uint32_t after_tokens; /* mid-stream kinds */
+  uint64_t ms;           /* SLOW_DRIP, PREFILL_LAG */
+  uint32_t nth_from;     /* applies to this worker's requests nth_from..nth_to (1-based, */
+  uint32_t nth_to;       /*  inclusive); both 0 = every request */
+  double prob;           /* probability per matching request, default 1.0 */
+} pd_fault_t;
+
+typedef enum { PD_CHUNK_EVENT = 0, PD_CHUNK_SPLIT = 1, PD_CHUNK_COALESCE = 2 } pd_chunking_t;
+
+typedef struct pd_scn_worker {
+  char name[32];
+  pd_role_t role;
+  uint64_t forward_ms;     /* prefill: forward pass after bootstrap, default 20 */
+  uint64_t kv_ms;          /* prefill: KV transfer time, default 5 */
+  uint64_t first_token_ms; /* decode: KV arrival -> first token, default 10 */
+  uint64_t token_ms;       /* decode: between tokens, default 5 */
+  pd_chunking_t chunking;  /* decode SSE chunking: "event" | "split" | "coalesce" */
+  uint64_t crash_at_ms;    /* 0 none: resets every connection, refuses until restart */
+  uint64_t restart_at_ms;  /* 0: never restarts */
+  pd_fault_t faults[PD_SCN_MAX_FAULTS];
+  uint32_t n_faults;
+} pd_scn_worker_t;
+
+typedef struct pd_scn_workload {
+  uint32_t requests;       /* default 1 */
+  pd_route_t route;        /* "route": "/generate" (default) | "/v1/completions" | ... */
+  double stream;           /* fraction of streaming requests (true=1, false=0), default 1 */
+  double logprob;          /* fraction asking for logprobs, default 0 */
+  uint32_t batch;          /* batch size, 0 = no batch */
+  uint32_t tokens;         /* output tokens, default 8 */
+  uint64_t interval_ms;    /* arrival spacing, default 0 (all at t=0... plus index ns) */
+  double poisson;          /* 1: exponential inter-arrivals with mean interval_ms */
+  uint64_t disconnect_at_ms; /* client disconnects this long after arrival (0 never) */
+  double disconnect_prob;  /* of requests that disconnect, default 1 if disconnect_at_ms */
+  double fault_rate;       /* random faults: probability per leg of one random fault kind */
+} pd_scn_workload_t;
+
+typedef struct pd_scn_config {
+  char prefill_policy[16]; /* default "round_robin" */
+  char decode_policy[16];
+  uint32_t max_attempts;   /* 0 = mode default */
+  /* 0 = mode default; apply to the modes that model them */
+  uint64_t request_timeout_ms, first_token_timeout_ms, idle_timeout_ms, total_timeout_ms,
+      tail_timeout_ms;
+  uint32_t breaker_failure_threshold; /* 0 = mode default */
+  uint64_t breaker_open_ms;           /* 0 = mode default */
+  uint64_t bootstrap_timeout_ms;      /* SGLang prefill, default 300000 (S5.4) */
+  uint64_t waiting_timeout_ms;        /* SGLang decode, default 300000 (S5.5) */
+  uint64_t deadline_ms;               /* I1 bound from arrival, default 120000 */
+  uint64_t grace_ms;                  /* I2/I3/I10 bound after the client's end, default 1000 */
+  uint64_t net_us;                    /* one-way network latency, default 100 */
+  uint64_t seed;                      /* default 1; "seed" may be a string for 64-bit */
+} pd_scn_config_t;
+
+typedef struct pd_scn_expect {
+  int is_set;             /* the file gave an expectation for this mode */
+  uint32_t violated_mask; /* exact set of invariants that must be violated; 0 = PASS */
+} pd_scn_expect_t;
+
+typedef struct pd_scenario {
+  char path[256];
+  char name[96];
+  char description[512];
+  char tags[8][24];       /* free labels, e.g. "seed-1", "G6", "ttft" */
+  uint32_t n_tags;
+  pd_scn_config_t config;
+  pd_scn_worker_t workers[PD_SCN_MAX_WORKERS];
+  uint32_t n_workers;
+  pd_scn_workload_t workload;
+  pd_scn_expect_t expect[PD_MODE_COUNT];
+} pd_scenario_t;
+
+/* Fill *s with every default (one prefill "p0" and one decode "d0", no faults). */
+void pd_scenario_defaults(pd_scenario_t *s);
+
+/* Parse a scenario from text. `path` names it in messages. On error returns PD_ERR_JSON /
+ * PD_ERR_FIELD / PD_ERR_LIMIT / PD_ERR_TOO_LARGE and writes "<path>: <json path>: <what>" to
+ * err. Requires "name", "workers" (>= 1 prefill and >= 1 decode) and "expect"; unknown keys
+ * anywhere are errors. */
+int pd_scenario_parse(pd_scenario_t *s, const char *path, const char *text, size_t len,
+                      char *err, size_t errlen);
+
+/* Read and parse a file (PD_ERR_IO when unreadable). */
+int pd_scenario_load(pd_scenario_t *s, const char *path, char *err, size_t errlen);
+
+const char *pd_fault_kind_name(pd_fault_kind_t k);
+/* "I1".."I14" -> 1..14; 0 when not an invariant ID. */
+int pd_inv_parse(const char *id);
+const char *pd_inv_name(int inv); /* short name, e.g. "termination" */
+
+#endif

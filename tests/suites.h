@@ -1,0 +1,14 @@
+/* Every CUnit suite, one line each: X(register function). tests/main.c runs them in order. */
+#define PDT_SUITES(X)    \
+  X(pdt_suite_prng)      \
+  X(pdt_suite_sse)       \
+  X(pdt_suite_merge)     \
+  X(pdt_suite_request)   \
+  X(pdt_suite_retry)     \
+  X(pdt_suite_breaker)   \
+  X(pdt_suite_policy)    \
+  X(pdt_suite_heap)      \
+  X(pdt_suite_trace)     \
+  X(pdt_suite_dispatch)  \
+  X(pdt_suite_scenario)  \
+  X(pdt_suite_sim)

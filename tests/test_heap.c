@@ -1,0 +1,225 @@
+/* pd_heap: events pop in (time, insertion) order, named limit, allocation failure. */
+#include <stdlib.h>
+
+#include "pd_alloc.h"
+#include "pd_err.h"
+#include "pd_heap.h"
+#include "pd_prng.h"
+#include "pdt.h"
+
+#define HEAP_SEED 0x5eed0001ULL
+#define RANDOM_ROUNDS 8
+#define RANDOM_OPS 4000
+
+/* Allocator that fails exactly the fail_at-th acquisition (1-based; 0 = never) and counts
+ * live blocks so a test can see every acquire released. */
+typedef struct fail_alloc {
+  unsigned calls;
+  unsigned fail_at;
+  long live;
+} fail_alloc_t;
+
+static int fa_should_fail(fail_alloc_t *f) { return ++f->calls == f->fail_at; }
+
+static void *fa_malloc(size_t n, void *ud) {
+  fail_alloc_t *f = ud;
+  if (fa_should_fail(f)) return NULL;
+  void *p = malloc(n);
+  if (p) f->live++;
+  return p;
+}
+
+static void *fa_realloc(void *p, size_t n, void *ud) {
+  fail_alloc_t *f = ud;
+  if (fa_should_fail(f)) return NULL;
+  void *q = realloc(p, n);
+  if (q && !p) f->live++;
+  return q;
+}
+
+static void fa_free(void *p, void *ud) {
+  fail_alloc_t *f = ud;
+  if (p) f->live--;
+  free(p);
+}
+
+static pd_heap_item_t item_at(uint64_t t_ns, uint32_t a) {
+  pd_heap_item_t it = {t_ns, 0, 0, a, 0, 0};
+  return it;
+}
+
+static void test_equal_times_pop_in_insertion_order(void) {
+  pd_heap_t h;
+  pd_heap_init(&h, NULL, 0);
+  for (uint32_t i = 0; i < 1000; i++) {
+    pd_heap_item_t it = item_at(42, i);
+    it.seq = 999999; /* overwritten by push */
+    PDT_EQ_INT(pd_heap_push(&h, &it), 0);
+  }
+  pd_heap_item_t out;
+  for (uint32_t i = 0; i < 1000; i++) {
+    PDT_EQ_INT(pd_heap_pop(&h, &out), 1);
+    PDT_EQ_U64(out.a, i);
+    PDT_EQ_U64(out.seq, i);
+    PDT_EQ_U64(out.t_ns, 42);
+  }
+  PDT_EQ_INT(pd_heap_pop(&h, &out), 0);
+  pd_heap_free(&h);
+}
+
+static void test_mixed_times_pop_by_time_then_insertion(void) {
+  pd_heap_t h;
+  pd_heap_init(&h, NULL, 0);
+  for (uint32_t i = 0; i < 700; i++) { /* times 6,5,..,0 repeating: many ties each */
+    pd_heap_item_t it = item_at(6 - i % 7, i);
+    PDT_EQ_INT(pd_heap_push(&h, &it), 0);
+  }
+  PDT_EQ_U64(pd_heap_len(&h), 700);
+  PDT_EQ_U64(pd_heap_peek(&h)->t_ns, 0);
+  PDT_EQ_U64(pd_heap_peek(&h)->a, 6);
+  pd_heap_item_t out;
+  for (uint64_t t = 0; t < 7; t++) {
+    for (uint32_t k = 0; k < 100; k++) {
+      PDT_EQ_INT(pd_heap_pop(&h, &out), 1);
+      PDT_EQ_U64(out.t_ns, t);
+      PDT_EQ_U64(out.a, (6 - t) + 7 * k);
+    }
+  }
+  PDT_EQ_U64(pd_heap_len(&h), 0);
+  PDT_TRUE(pd_heap_peek(&h) == NULL);
+  pd_heap_free(&h);
+}
+
+/* Reference: an unsorted array; pop takes the least (t, seq) by linear scan. */
+typedef struct ref {
+  pd_heap_item_t v[RANDOM_OPS];
+  size_t n;
+} ref_t;
+
+static pd_heap_item_t ref_pop(ref_t *r) {
+  size_t m = 0;
+  for (size_t i = 1; i < r->n; i++) {
+    const pd_heap_item_t *x = &r->v[i], *y = &r->v[m];
+    if (x->t_ns < y->t_ns || (x->t_ns == y->t_ns && x->seq < y->seq)) m = i;
+  }
+  pd_heap_item_t out = r->v[m];
+  r->v[m] = r->v[--r->n];
+  return out;
+}
+
+static void random_round(uint64_t seed) {
+  static ref_t ref;
+  pd_prng_t rng;
+  pd_prng_init(&rng, seed);
+  pd_heap_t h;
+  pd_heap_init(&h, NULL, 0);
+  ref.n = 0;
+  uint64_t t_range = 1 + pd_prng_below(&rng, 64); /* small ranges force many ties */
+  uint64_t seq = 0;
+  int mismatches = 0;
+  for (int op = 0; op < RANDOM_OPS && mismatches < 5; op++) {
+    if (ref.n == 0 || pd_prng_below(&rng, 100) < 55) {
+      pd_heap_item_t it = item_at(pd_prng_below(&rng, t_range), (uint32_t)op);
+      it.b = pd_prng_next(&rng);
+      PDT_EQ_INT(pd_heap_push(&h, &it), 0);
+      it.seq = seq++;
+      ref.v[ref.n++] = it;
+    } else {
+      pd_heap_item_t want = ref_pop(&ref), got;
+      PDT_EQ_INT(pd_heap_pop(&h, &got), 1);
+      int same = got.t_ns == want.t_ns && got.seq == want.seq && got.a == want.a &&
+                 got.b == want.b;
+      if (!same) {
+        mismatches++;
+        printf("\nheap random: seed=%" PRIu64 " op=%d got (%" PRIu64 ",%" PRIu64
+               ") want (%" PRIu64 ",%" PRIu64 ")\n",
+               seed, op, got.t_ns, got.seq, want.t_ns, want.seq);
+      }
+      PDT_TRUE(same);
+    }
+    PDT_EQ_U64(pd_heap_len(&h), ref.n);
+  }
+  pd_heap_free(&h);
+}
+
+static void test_random_ops_match_sorted_reference(void) {
+  printf("\nheap random: base seed=%" PRIu64 " (round r uses seed+r)\n", (uint64_t)HEAP_SEED);
+  for (uint64_t r = 0; r < RANDOM_ROUNDS; r++) random_round(HEAP_SEED + r);
+}
+
+static void test_limit_returns_err_limit(void) {
+  pd_heap_t h;
+  pd_heap_init(&h, NULL, 3);
+  pd_heap_item_t it = item_at(1, 0), out;
+  for (int i = 0; i < 3; i++) PDT_EQ_INT(pd_heap_push(&h, &it), 0);
+  PDT_EQ_INT(pd_heap_push(&h, &it), PD_ERR_LIMIT);
+  PDT_EQ_U64(pd_heap_len(&h), 3);
+  PDT_EQ_INT(pd_heap_pop(&h, &out), 1);
+  PDT_EQ_INT(pd_heap_push(&h, &it), 0);
+  PDT_EQ_U64(pd_heap_len(&h), 3);
+  pd_heap_free(&h);
+}
+
+static void test_default_limit_is_nonzero(void) {
+  pd_heap_t h;
+  pd_heap_init(&h, NULL, 0);
+  PDT_EQ_U64(h.max_items, (uint64_t)1 << 26);
+  pd_heap_free(&h);
+}
+
+/* Fail the k-th allocation for each k reached by 5000 pushes: exactly one push reports
+ * NOMEM, the heap stays ordered and usable, and every block is released. */
+static void test_alloc_failure_returns_nomem(void) {
+  for (unsigned k = 1; k <= 16; k++) {
+    fail_alloc_t f = {0, k, 0};
+    pd_alloc_t a = {fa_malloc, fa_realloc, fa_free, &f};
+    pd_heap_t h;
+    pd_heap_init(&h, &a, 0);
+    int nomem = 0;
+    for (uint32_t i = 0; i < 5000; i++) {
+      pd_heap_item_t it = item_at(5000 - i, i);
+      int rc = pd_heap_push(&h, &it);
+      if (rc == PD_ERR_NOMEM) nomem++;
+      else PDT_EQ_INT(rc, 0);
+    }
+    unsigned reached = f.calls;
+    PDT_EQ_INT(nomem, k <= reached ? 1 : 0);
+    PDT_EQ_U64(pd_heap_len(&h), 5000 - (uint64_t)nomem);
+    pd_heap_item_t prev = {0}, out;
+    size_t popped = 0;
+    while (pd_heap_pop(&h, &out) == 1 && popped < 5000) {
+      PDT_TRUE(popped == 0 || prev.t_ns < out.t_ns);
+      prev = out;
+      popped++;
+    }
+    PDT_EQ_U64(popped, 5000 - (uint64_t)nomem);
+    pd_heap_free(&h);
+    PDT_EQ_INT(f.live, 0);
+  }
+}
+
+static void test_pop_without_out_discards(void) {
+  pd_heap_t h;
+  pd_heap_init(&h, NULL, 0);
+  pd_heap_item_t a = item_at(2, 7), b = item_at(1, 8);
+  PDT_EQ_INT(pd_heap_push(&h, &a), 0);
+  PDT_EQ_INT(pd_heap_push(&h, &b), 0);
+  PDT_EQ_INT(pd_heap_pop(&h, NULL), 1);
+  PDT_EQ_U64(pd_heap_peek(&h)->a, 7);
+  pd_heap_free(&h);
+  PDT_EQ_U64(pd_heap_len(&h), 0);
+}
+
+int pdt_suite_heap(void) {
+  static const pdt_case_t cases[] = {
+      {"equal times pop in insertion order", test_equal_times_pop_in_insertion_order},
+      {"mixed times pop by time then insertion", test_mixed_times_pop_by_time_then_insertion},
+      {"random push/pop matches a sorted reference", test_random_ops_match_sorted_reference},
+      {"push beyond max_items fails with PD_ERR_LIMIT", test_limit_returns_err_limit},
+      {"max_items 0 means the default bound", test_default_limit_is_nonzero},
+      {"allocation failure returns PD_ERR_NOMEM and leaks nothing",
+       test_alloc_failure_returns_nomem},
+      {"pop with NULL out discards the least item", test_pop_without_out_discards},
+  };
+  return PDT_SUITE("heap", cases);
+}
