@@ -34,7 +34,16 @@ static int32_t pick(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
   uint32_t all[PD_MAX_WORKERS];
   for (uint32_t w = 0; w < gw->n_workers[role]; w++) {
     load[w] = gw->workers[role][w].load;
-    if (!pd_breaker_can_execute(&gw->workers[role][w].breaker, gw->now)) continue;
+    pd_breaker_t *b = &gw->workers[role][w].breaker;
+    pd_breaker_state_t before = b->state;
+    int ok = pd_breaker_can_execute(b, gw->now);
+    if (b->state != before) { /* the lazy Open->HalfOpen move (R3.6), made visible */
+      pd_action_t *a = pd_gw_emit(gw, PD_ACT_BREAKER, rq);
+      a->role = role;
+      a->worker = w;
+      a->flag = (int)b->state;
+    }
+    if (!ok) continue;
     all[n_all++] = w;
     if (gw->cfg.mode == PD_MODE_REFERENCE && is_excluded(rq, role, w)) continue;
     cand[n++] = w;

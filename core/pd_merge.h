@@ -18,12 +18,14 @@
 int pd_merge_logprobs(const pd_alloc_t *alloc, const char *prefill, size_t plen,
                       const char *decode, size_t dlen, char **out, size_t *out_len);
 
-/* smg's streaming merge as written (R1.39): the chunk must start with "data: ", not be
- * "[DONE]" and parse as exactly one JSON value; then the given prefill logprob array (JSON
- * text) is prepended and the chunk re-encoded as "data: {json}\n\n". Returns 0 with *out
- * set, or PD_ERR_NOT_FOUND when the chunk does not qualify (caller forwards it unchanged),
- * or another error. Models the per-chunk bug: a chunk with two events or half of one is
- * not merged. */
+/* smg's streaming merge as written (R1.39): the chunk must be UTF-8, start with "data: ",
+ * not contain "[DONE]" anywhere (smg's check is `contains`) and, after stripping leading
+ * "data: " prefixes and whitespace, parse as exactly one JSON value; then the given prefill
+ * logprob array (JSON text; NULL or empty: none, the chunk is only re-encoded) is prepended
+ * to meta_info.input_token_logprobs and the chunk re-encoded as "data: {json}\n\n".
+ * Returns 0 with *out set, PD_ERR_NOT_FOUND when the chunk does not qualify (caller forwards
+ * it unchanged), PD_ERR_JSON when the prefill text is not JSON, or PD_ERR_NOMEM. Models the
+ * per-chunk bug: a chunk with two events or half of one is not merged. */
 int pd_merge_smg_chunk(const pd_alloc_t *alloc, const char *prefill_logprobs_json,
                        size_t plen, const char *chunk, size_t clen, char **out,
                        size_t *out_len);

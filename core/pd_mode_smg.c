@@ -187,8 +187,7 @@ static void smg_on_start(pd_gw_t *gw, pd_rq_t *rq) {
   rq->state = RQ_HEADS;
   if (rq->is_fast_path) { /* pr1150: prefill spawned and forgotten */
     pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
-    p->is_detached = 1;
-    rq->cur_id[PD_ROLE_PREFILL] = 0;
+    p->is_detached = 1; /* still the attempt's prefill for outcome recording (R3.1) */
   }
   (void)gw;
 }

@@ -349,7 +349,8 @@ fail:
 
 static int add_bootstrap(const pd_request_t *r, const pd_bootstrap_t *b, cJSON *doc) {
   uint32_t n = r->batch_size;
-  int rc = set_field(doc, "bootstrap_host", n ? make_array(r, b, n, 0) : cJSON_CreateString(b->host));
+  int rc = set_field(doc, "bootstrap_host",
+                     n ? make_array(r, b, n, 0) : cJSON_CreateString(b->host));
   if (rc == 0)
     rc = set_field(doc, "bootstrap_port", n ? make_array(r, b, n, 1) : make_port(b->port));
   if (rc == 0)

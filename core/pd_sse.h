@@ -50,9 +50,9 @@ void pd_sse_free(pd_sse_t *s);
 int pd_sse_feed(pd_sse_t *s, const uint8_t *data, size_t len);
 
 /* Take the next complete event. Returns 1 and fills *ev, 0 when no complete event is
- * buffered, PD_ERR_NOMEM, or PD_ERR_TOO_LARGE once the framer is broken. Events are returned in order, each exactly once. Comment
- * lines (": ...") and fields other than data are ignored; an event with no data lines is
- * skipped. */
+ * buffered, PD_ERR_NOMEM, or PD_ERR_TOO_LARGE once the framer is broken. Events are returned
+ * in order, each exactly once. Comment lines (": ...") and fields other than data are
+ * ignored; an event with no data lines is skipped. */
 int pd_sse_next(pd_sse_t *s, pd_sse_event_t *ev);
 
 /* Bytes buffered that do not yet form a complete event. */

@@ -14,6 +14,9 @@
 #define PD_SCN_MAX_FAULTS 16u      /* per worker */
 #define PD_SCN_MAX_REQUESTS 2000000u
 #define PD_SCN_MAX_FILE_BYTES (1u << 20)
+/* Largest value of any *_ms (and net_us) field, and of requests * interval_ms: about 11.6
+ * days, so times converted to ns (x 1e6) and summed over a run stay far below 2^64. */
+#define PD_SCN_MAX_MS 1000000000u
 
 /* Invariant IDs, bit i-1 of a mask is invariant Ii (docs/spec.md). */
 typedef enum {

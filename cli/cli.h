@@ -1,0 +1,8 @@
+/* Subcommand entry points of the pdref binary; each returns the process exit code. */
+#ifndef PD_CLI_H
+#define PD_CLI_H
+
+int pd_cli_sim_run(int argc, char **argv);
+int pd_cli_sim_bench(int argc, char **argv);
+
+#endif

@@ -1,0 +1,233 @@
+/* `pdref sim run`: replay scenario files under one or all modes, print one row per
+ * scenario x mode and the summary line `sim: N passed, M failed`. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pd_err.h"
+#include "pd_world.h"
+
+#define MAX_FILES 4096
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Expand FILE|DIR arguments into a sorted list of .json paths. */
+static int collect(char **args, int n, char **out, int *n_out) {
+  for (int i = 0; i < n; i++) {
+    struct stat st;
+    if (stat(args[i], &st) != 0) {
+      fprintf(stderr, "pdref sim run: %s: no such file or directory\n", args[i]);
+      return 2;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      if (*n_out >= MAX_FILES) return 2;
+      out[(*n_out)++] = strdup(args[i]);
+      continue;
+    }
+    DIR *d = opendir(args[i]);
+    if (!d) return 2;
+    int first = *n_out;
+    struct dirent *e;
+    while ((e = readdir(d)) && *n_out < MAX_FILES) {
+      size_t l = strlen(e->d_name);
+      if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0) continue;
+      char p[1024];
+      snprintf(p, sizeof p, "%s/%s", args[i], e->d_name);
+      out[(*n_out)++] = strdup(p);
+    }
+    closedir(d);
+    qsort(out + first, (size_t)(*n_out - first), sizeof *out, cmp_str);
+  }
+  return 0;
+}
+
+static void mask_str(uint32_t m, char *buf, size_t cap) {
+  size_t off = 0;
+  buf[0] = 0;
+  for (int i = 1; i <= PD_INV_COUNT && off + 5 < cap; i++)
+    if (m >> (i - 1) & 1u) off += (size_t)snprintf(buf + off, cap - off, "%sI%d", off ? "," : "", i);
+}
+
+typedef struct opts {
+  int mode; /* -1 all */
+  int has_seed;
+  uint64_t seed;
+  const char *trace;
+  int json;
+} opts_t;
+
+typedef struct row_result {
+  uint32_t got, want;
+  int want_set, matched;
+  uint64_t hash;
+  pd_world_stats_t st;
+} row_result_t;
+
+/* Run one scenario x mode twice (I13: same seed, same trace hash). */
+static int run_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, row_result_t *r) {
+  uint64_t seed = o->has_seed ? o->seed : s->config.seed;
+  FILE *tf = NULL;
+  if (o->trace) {
+    tf = fopen(o->trace, "w");
+    if (!tf) {
+      fprintf(stderr, "pdref sim run: %s: cannot write trace\n", o->trace);
+      return 2;
+    }
+  }
+  int rc = pd_world_run(s, m, seed, tf, &r->st, &r->got, &r->hash);
+  if (tf) fclose(tf);
+  if (rc) {
+    fprintf(stderr, "pdref sim run: %s: %s\n", s->path, pd_strerror(rc));
+    return 2;
+  }
+  pd_world_stats_t st2;
+  uint32_t got2 = 0;
+  uint64_t h2 = 0;
+  if (pd_world_run(s, m, seed, NULL, &st2, &got2, &h2) == 0 && (h2 != r->hash || got2 != r->got))
+    r->got |= 1u << (PD_INV_DETERMINISM - 1);
+  r->want_set = s->expect[m].is_set;
+  r->want = s->expect[m].violated_mask;
+  r->matched = !r->want_set || r->want == r->got;
+  return 0;
+}
+
+static void print_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, const row_result_t *r) {
+  char got[64], want[64];
+  mask_str(r->got, got, sizeof got);
+  mask_str(r->want, want, sizeof want);
+  printf("%-46s %-9s %-4s %-14s %s", s->name, pd_mode_name(m), r->got ? "FAIL" : "PASS", got,
+         r->matched ? "as expected" : "UNEXPECTED");
+  if (!r->matched) printf(" (expected %s)", r->want ? want : "pass");
+  if (r->st.ttft_n && !r->got)
+    printf("  ttft %.3f ms", (double)r->st.ttft_sum_ns / (double)r->st.ttft_n / 1e6);
+  printf("\n");
+  if (r->got) {
+    printf("    %s%s\n", r->st.first_reason[0] ? r->st.first_reason : "violation",
+           r->st.first_violating_req_valid ? "" : "");
+    printf("    replay: build/pdref sim run %s --mode %s --seed %llu --trace %s-%s.trace.json\n",
+           s->path, pd_mode_name(m),
+           (unsigned long long)(o->has_seed ? o->seed : s->config.seed), s->name, pd_mode_name(m));
+  }
+}
+
+static cJSON *json_row(const pd_scenario_t *s, pd_mode_t m, const row_result_t *r) {
+  cJSON *j = cJSON_CreateObject();
+  char got[64], want[64];
+  mask_str(r->got, got, sizeof got);
+  mask_str(r->want, want, sizeof want);
+  cJSON_AddStringToObject(j, "scenario", s->name);
+  cJSON_AddStringToObject(j, "file", s->path);
+  cJSON_AddStringToObject(j, "mode", pd_mode_name(m));
+  cJSON_AddStringToObject(j, "violated", got);
+  cJSON_AddStringToObject(j, "expected", r->want_set ? want : "any");
+  cJSON_AddBoolToObject(j, "matched", r->matched);
+  cJSON_AddStringToObject(j, "reason", r->st.first_reason);
+  char hash[24];
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->hash);
+  cJSON_AddStringToObject(j, "trace_hash", hash);
+  cJSON_AddNumberToObject(j, "requests", (double)r->st.requests_done);
+  cJSON_AddNumberToObject(j, "events", (double)r->st.events);
+  if (r->st.ttft_n)
+    cJSON_AddNumberToObject(j, "ttft_ms_mean", (double)r->st.ttft_sum_ns / (double)r->st.ttft_n / 1e6);
+  return j;
+}
+
+static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_files) {
+  char *paths[MAX_FILES];
+  int n_paths = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0) {
+      printf("usage: pdref sim run FILE|DIR... [--mode joined|pr1150|minilb|reference|all]\n"
+             "                    [--seed N] [--trace OUT.json] [--json]\n"
+             "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
+             "violated invariants with the scenario's expectation. --trace writes a Chrome/Perfetto\n"
+             "trace (open in ui.perfetto.dev); use it with one file and one mode.\n");
+      exit(0);
+    } else if (strcmp(a, "--mode") == 0 && i + 1 < argc) {
+      const char *m = argv[++i];
+      pd_mode_t pm;
+      if (strcmp(m, "all") == 0) o->mode = -1;
+      else if (pd_mode_parse(m, &pm) == 0) o->mode = (int)pm;
+      else { fprintf(stderr, "pdref sim run: --mode: unknown mode '%s'\n", m); return 2; }
+    } else if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
+      char *end;
+      o->seed = strtoull(argv[++i], &end, 0);
+      if (*end) { fprintf(stderr, "pdref sim run: --seed: not a number '%s'\n", argv[i]); return 2; }
+      o->has_seed = 1;
+    } else if (strcmp(a, "--trace") == 0 && i + 1 < argc) {
+      o->trace = argv[++i];
+    } else if (strcmp(a, "--json") == 0) {
+      o->json = 1;
+    } else if (a[0] == '-') {
+      fprintf(stderr, "pdref sim run: unknown option '%s' (try --help)\n", a);
+      return 2;
+    } else if (n_paths < MAX_FILES) {
+      paths[n_paths++] = (char *)a;
+    }
+  }
+  if (!n_paths) {
+    fprintf(stderr, "pdref sim run: no scenario file or directory given (try --help)\n");
+    return 2;
+  }
+  return collect(paths, n_paths, files, n_files);
+}
+
+int pd_cli_sim_run(int argc, char **argv) {
+  opts_t o = {.mode = -1};
+  static char *files[MAX_FILES];
+  int n_files = 0, rc = parse_opts(argc, argv, &o, files, &n_files);
+  if (rc) return rc;
+  if (o.trace && (n_files != 1 || o.mode < 0)) {
+    fprintf(stderr, "pdref sim run: --trace needs exactly one scenario file and one --mode\n");
+    return 2;
+  }
+  pd_scenario_t *s = malloc(sizeof *s);
+  cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
+  int passed = 0, failed = 0, exit_code = 0;
+  if (!s) return 2;
+  if (!o.json)
+    printf("%-46s %-9s %-4s %-14s %s\n", "scenario", "mode", "inv", "violated", "expectation");
+  for (int f = 0; f < n_files && exit_code != 2; f++) {
+    char err[512];
+    if (pd_scenario_load(s, files[f], err, sizeof err) != 0) {
+      fprintf(stderr, "pdref sim run: %s\n", err);
+      exit_code = 2;
+      break;
+    }
+    for (int m = 0; m < PD_MODE_COUNT; m++) {
+      if (o.mode >= 0 && m != o.mode) continue;
+      row_result_t r;
+      memset(&r, 0, sizeof r);
+      if (run_row(s, (pd_mode_t)m, &o, &r)) { exit_code = 2; break; }
+      if (r.matched) passed++;
+      else failed++;
+      if (arr) cJSON_AddItemToArray(arr, json_row(s, (pd_mode_t)m, &r));
+      else print_row(s, (pd_mode_t)m, &o, &r);
+      fflush(stdout);
+    }
+  }
+  for (int f = 0; f < n_files; f++) free(files[f]);
+  free(s);
+  if (arr) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "rows", arr);
+    cJSON_AddNumberToObject(root, "passed", passed);
+    cJSON_AddNumberToObject(root, "failed", failed);
+    char *txt = cJSON_Print(root);
+    if (txt) puts(txt);
+    cJSON_free(txt);
+    cJSON_Delete(root);
+  } else if (exit_code != 2) {
+    printf("sim: %d passed, %d failed\n", passed, failed);
+  }
+  if (exit_code == 2) return 2;
+  return failed ? 1 : 0;
+}

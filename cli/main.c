@@ -1,0 +1,40 @@
+/* pdref: one binary, subcommands. Exit codes: 0 ok, 1 a check failed, 2 bad usage or input. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: pdref <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  sim run FILE|DIR... [--mode M|all] [--seed N] [--trace OUT.json] [--json]\n"
+          "                      replay scenarios in the simulator, print the verdict table\n"
+          "  sim bench [--requests N] [--fault-rate F] [--json]\n"
+          "                      simulator throughput: events/s, requests/s, peak RSS\n"
+          "\n"
+          "modes: joined (smg today), pr1150 (the seed), minilb (SGLang mini_lb),\n"
+          "       reference (pdref's rules, docs/spec.md)\n"
+          "exit: 0 every result matched its expectation, 1 one did not, 2 bad usage or input\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (strcmp(argv[1], "sim") == 0) {
+    if (argc < 3 || strcmp(argv[2], "--help") == 0) {
+      usage(argc < 3 ? stderr : stdout);
+      return argc < 3 ? 2 : 0;
+    }
+    if (strcmp(argv[2], "run") == 0 || strcmp(argv[2], "replay") == 0)
+      return pd_cli_sim_run(argc - 3, argv + 3);
+    if (strcmp(argv[2], "bench") == 0) return pd_cli_sim_bench(argc - 3, argv + 3);
+    fprintf(stderr, "pdref sim: unknown subcommand '%s' (try --help)\n", argv[2]);
+    return 2;
+  }
+  fprintf(stderr, "pdref: unknown command '%s' (try --help)\n", argv[1]);
+  return 2;
+}

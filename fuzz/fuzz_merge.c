@@ -1,0 +1,113 @@
+/* Fuzz the logprob merges. Input: byte 0 = flags (bit 0: fail the output allocation),
+ * u16 split, then text split into prefill [0, split) and decode [split, end).
+ * Properties: a successful merge re-parses as an object whose input_token_logprobs holds
+ * prefill's then decode's elements; smg chunk output is "data: <one JSON value>\n\n";
+ * both are deterministic; a failed allocation gives PD_ERR_NOMEM and leaks nothing. */
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_alloc.h"
+#include "pd_err.h"
+#include "pd_merge.h"
+
+#define CHECK(c) \
+  do {           \
+    if (!(c)) __builtin_trap(); \
+  } while (0)
+
+typedef struct {
+  const uint8_t *p;
+  size_t n;
+} fz_t;
+
+static uint8_t fz_u8(fz_t *f) {
+  if (f->n == 0) return 0;
+  f->n--;
+  return *f->p++;
+}
+
+static void *null_malloc(size_t n, void *ud) {
+  (void)n, (void)ud;
+  return NULL;
+}
+static void *null_realloc(void *p, size_t n, void *ud) {
+  (void)p, (void)n, (void)ud;
+  return NULL;
+}
+static void null_free(void *p, void *ud) {
+  (void)ud;
+  free(p);
+}
+
+/* Size of meta_info.input_token_logprobs if text is exactly one object carrying it, else -1. */
+static int logprob_count(const char *text, size_t len) {
+  while (len && (text[len - 1] == ' ' || text[len - 1] == '\t' || text[len - 1] == '\n' ||
+                 text[len - 1] == '\r'))
+    len--;
+  const char *end = NULL;
+  cJSON *doc = len ? cJSON_ParseWithLengthOpts(text, len, &end, 0) : NULL;
+  int n = -1;
+  if (doc && end == text + len) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "meta_info");
+    const cJSON *a = cJSON_IsObject(m) ? cJSON_GetObjectItemCaseSensitive(m, "input_token_logprobs")
+                                       : NULL;
+    if (cJSON_IsObject(doc) && cJSON_IsArray(a)) n = cJSON_GetArraySize(a);
+  }
+  cJSON_Delete(doc);
+  return n;
+}
+
+static void check_merge(const char *p, size_t plen, const char *d, size_t dlen, int fail) {
+  pd_alloc_t nul = {null_malloc, null_realloc, null_free, NULL};
+  char *out = NULL, *again = NULL;
+  size_t n = 0, n2 = 0;
+  int rc = pd_merge_logprobs(fail ? &nul : NULL, p, plen, d, dlen, &out, &n);
+  CHECK(rc == 0 || rc == PD_ERR_JSON || rc == PD_ERR_NOT_OBJECT || rc == PD_ERR_NOT_FOUND ||
+        rc == PD_ERR_NOMEM);
+  if (rc != 0) {
+    CHECK(out == NULL);
+    return;
+  }
+  CHECK(!fail && n == strlen(out));
+  int pc = logprob_count(p, plen), dc = logprob_count(d, dlen);
+  CHECK(pc >= 0 && dc >= 0);
+  CHECK(logprob_count(out, n) == pc + dc);
+  CHECK(pd_merge_logprobs(NULL, p, plen, d, dlen, &again, &n2) == 0);
+  CHECK(n2 == n && memcmp(out, again, n) == 0);
+  pd_free(NULL, again);
+  pd_free(NULL, out);
+}
+
+static void check_smg(const char *p, size_t plen, const char *c, size_t clen, int fail) {
+  pd_alloc_t nul = {null_malloc, null_realloc, null_free, NULL};
+  char *out = NULL;
+  size_t n = 0;
+  int rc = pd_merge_smg_chunk(fail ? &nul : NULL, p, plen, c, clen, &out, &n);
+  CHECK(rc == 0 || rc == PD_ERR_JSON || rc == PD_ERR_NOT_FOUND || rc == PD_ERR_NOMEM);
+  if (rc != 0) {
+    CHECK(out == NULL);
+    return;
+  }
+  CHECK(!fail && n >= 9 && n == strlen(out));
+  CHECK(memcmp(out, "data: ", 6) == 0 && memcmp(out + n - 2, "\n\n", 2) == 0);
+  const char *end = NULL;
+  cJSON *doc = cJSON_ParseWithLengthOpts(out + 6, n - 8, &end, 0);
+  CHECK(doc != NULL && end == out + n - 2);
+  cJSON_Delete(doc);
+  pd_free(NULL, out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  fz_t f = {data, size};
+  uint8_t flags = fz_u8(&f);
+  size_t split = (size_t)fz_u8(&f) << 8;
+  split |= fz_u8(&f);
+  split = f.n ? split % (f.n + 1) : 0;
+  const char *p = (const char *)f.p, *d = (const char *)f.p + split;
+  size_t plen = split, dlen = f.n - split;
+  check_merge(p, plen, d, dlen, flags & 1);
+  check_smg(p, plen, d, dlen, flags & 1);
+  return 0;
+}

@@ -1,0 +1,384 @@
+/* SGLang-like worker models (S5.x): prefill blocks in bootstrap until its decode partner
+ * connects to the room (bootstrap timeout, then 500), runs the forward pass and the KV
+ * transfer, and only then writes its response (stream mode: 200 head at once, body after the
+ * transfer); decode waits for the KV (waiting timeout), then streams tokens and [DONE].
+ * Fault scripts from the scenario change each step. Every leg keeps its ground truth. */
+#include <stdio.h>
+#include <string.h>
+
+#include "pd_world_int.h"
+
+#define MS_NS 1000000ull
+
+static pd_wnode_t *node_of(struct pd_world *w, const pd_wleg_t *leg) {
+  return &w->nodes[leg->worker];
+}
+
+static void slot_take(struct pd_world *w, pd_wleg_t *leg) {
+  if (leg->slot_taken) return;
+  leg->slot_taken = 1;
+  leg->t_slot_taken = w->now;
+  node_of(w, leg)->live_slots++;
+}
+
+static void room_unregister(struct pd_world *w, pd_wleg_t *leg) {
+  if (!leg->is_in_room_table) return;
+  pd_ptrmap_t *m = leg->role == PD_ROLE_PREFILL ? &w->rooms : &w->droom;
+  if (pd_ptrmap_get(m, leg->room) == leg) pd_ptrmap_del(m, leg->room);
+  leg->is_in_room_table = 0;
+}
+
+/* The worker is done with this request: slot freed, room forgotten, truth fixed. */
+static void finish(struct pd_world *w, pd_wleg_t *leg, pd_truth_t truth) {
+  if (leg->wstate == WL_DONE) return;
+  leg->wstate = WL_DONE;
+  leg->tgen++;
+  if (leg->truth == PD_TRUTH_PENDING) leg->truth = truth;
+  if (leg->slot_taken && !leg->t_slot_freed) {
+    leg->t_slot_freed = w->now;
+    node_of(w, leg)->live_slots--;
+  }
+  room_unregister(w, leg);
+  if (leg->partner && leg->partner->partner == leg) leg->partner->partner = NULL;
+  leg->partner = NULL;
+  pd_world_leg_changed(w, leg);
+}
+
+static void send(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg) {
+  if (leg->worker_conn_open) pd_world_to_gw(w, leg, kind, arg, 0);
+}
+
+/* An error answer: non-stream a status + JSON error body; stream (head already sent) an SSE
+ * error event and [DONE] (W6.3). */
+static void answer_error(struct pd_world *w, pd_wleg_t *leg, int status) {
+  if (leg->is_stream) {
+    send(w, leg, W2G_ERROR_EVENT, (uint32_t)status);
+    send(w, leg, W2G_DONE_EVENT, 0);
+  } else {
+    send(w, leg, W2G_HEAD, (uint32_t)status);
+    send(w, leg, W2G_ERROR_BODY, (uint32_t)status);
+  }
+  send(w, leg, W2G_END, 0);
+  finish(w, leg, PD_TRUTH_FAILED);
+}
+
+static void uperr(struct pd_world *w, pd_wleg_t *leg, pd_uperr_t e, pd_truth_t t) {
+  send(w, leg, W2G_UPERR, (uint32_t)e);
+  leg->worker_conn_open = 0;
+  finish(w, leg, t);
+}
+
+/* ---------- fault selection ---------- */
+
+static int fault_matches(struct pd_world *w, const pd_fault_t *f, uint32_t nth) {
+  if (f->nth_from && (nth < f->nth_from || nth > f->nth_to)) return 0;
+  if (f->prob >= 1.0) return 1;
+  return pd_prng_unit(&w->fault_rng) < f->prob;
+}
+
+/* Swarm-style random fault for load scenarios (workload.fault_rate). */
+static const pd_fault_t random_faults[] = {
+    {PD_FAULT_STATUS, 503, 0, 0, 0, 0, 1.0},       {PD_FAULT_STATUS, 500, 0, 0, 0, 0, 1.0},
+    {PD_FAULT_RESET_BEFORE_HEAD, 0, 0, 0, 0, 0, 1.0}, {PD_FAULT_RESET_MID_STREAM, 0, 2, 0, 0, 0, 1.0},
+    {PD_FAULT_SSE_ERROR, 0, 1, 0, 0, 0, 1.0},      {PD_FAULT_TRUNCATE, 0, 3, 0, 0, 0, 1.0},
+    {PD_FAULT_HANG_BEFORE_HEAD, 0, 0, 0, 0, 0, 1.0}, {PD_FAULT_HANG_MID_STREAM, 0, 2, 0, 0, 0, 1.0},
+    {PD_FAULT_KV_FAIL, 0, 0, 0, 0, 0, 1.0},        {PD_FAULT_PREFILL_LAG, 0, 0, 150, 0, 0, 1.0},
+    {PD_FAULT_SLOW_DRIP, 0, 0, 40, 0, 0, 1.0},     {PD_FAULT_STATUS, 429, 0, 0, 0, 0, 1.0},
+};
+
+static void pick_fault(struct pd_world *w, pd_wleg_t *leg) {
+  pd_wnode_t *n = node_of(w, leg);
+  uint32_t nth = ++n->received;
+  leg->fault = -1;
+  for (uint32_t i = 0; i < n->spec->n_faults; i++) {
+    const pd_fault_t *f = &n->spec->faults[i];
+    if (!fault_matches(w, f, nth)) continue;
+    if (f->kind == PD_FAULT_PREFILL_LAG) { leg->lag_ms = f->ms; continue; }
+    if (f->kind == PD_FAULT_SLOW_DRIP) { leg->drip_ms = f->ms; continue; }
+    if (leg->fault < 0) { leg->fault = (int)f->kind; leg->fp = f; }
+  }
+  double rate = w->s->workload.fault_rate;
+  if (leg->fault < 0 && rate > 0 && pd_prng_unit(&w->fault_rng) < rate) {
+    const pd_fault_t *f = &random_faults[pd_prng_below(&w->fault_rng,
+                                                        sizeof random_faults / sizeof *random_faults)];
+    if (f->kind == PD_FAULT_PREFILL_LAG) leg->lag_ms = f->ms;
+    else if (f->kind == PD_FAULT_SLOW_DRIP) leg->drip_ms = f->ms;
+    else { leg->fault = (int)f->kind; leg->fp = f; }
+  }
+}
+
+static int has_fault(const pd_wleg_t *leg, pd_fault_kind_t k) { return leg->fault == (int)k; }
+
+/* ---------- pairing and KV ---------- */
+
+static void pair(struct pd_world *w, pd_wleg_t *p, pd_wleg_t *d) {
+  p->partner = d;
+  d->partner = p;
+  room_unregister(w, p);
+  room_unregister(w, d);
+  p->wstate = WL_FORWARD;
+  pd_world_wtimer(w, p, WT_TRANSFER_DONE, (node_of(w, p)->spec->forward_ms +
+                                           node_of(w, p)->spec->kv_ms) * MS_NS);
+}
+
+/* Decode connects to the bootstrap server of the prefill worker named in its body. */
+static void decode_connect(struct pd_world *w, pd_wleg_t *d) {
+  if (has_fault(d, PD_FAULT_NEVER_CONNECT)) return;
+  pd_wleg_t *p = pd_ptrmap_get(&w->rooms, d->room);
+  if (p && p->wstate == WL_BOOTSTRAP && p->rooms_hash == d->rooms_hash &&
+      !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED) && !node_of(w, p)->is_down) {
+    pair(w, p, d);
+    return;
+  }
+  pd_wleg_t *other = pd_ptrmap_get(&w->droom, d->room);
+  if (other && other != d) w->room_collisions++;
+  if (!other && pd_ptrmap_put(&w->droom, d->room, d) == 0) d->is_in_room_table = 1;
+}
+
+static void prefill_register(struct pd_world *w, pd_wleg_t *p) {
+  pd_wleg_t *other = pd_ptrmap_get(&w->rooms, p->room);
+  if (other && other != p) w->room_collisions++;
+  pd_wleg_t *d = pd_ptrmap_get(&w->droom, p->room);
+  if (d && d->wstate == WL_WAIT_KV && !d->partner && d->rooms_hash == p->rooms_hash &&
+      !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED)) {
+    pair(w, p, d);
+    return;
+  }
+  if (!other && pd_ptrmap_put(&w->rooms, p->room, p) == 0) p->is_in_room_table = 1;
+}
+
+static uint64_t token_gap_ns(struct pd_world *w, const pd_wleg_t *d) {
+  return (d->drip_ms ? d->drip_ms : node_of(w, d)->spec->token_ms) * MS_NS;
+}
+
+static void transfer_done(struct pd_world *w, pd_wleg_t *p) {
+  pd_wleg_t *d = p->partner;
+  if (!d || d->wstate != WL_WAIT_KV || has_fault(p, PD_FAULT_KV_FAIL) ||
+      has_fault(d, PD_FAULT_KV_FAIL)) {
+    if (d && d->wstate == WL_WAIT_KV) answer_error(w, d, 500); /* KVPoll.Failed both sides */
+    answer_error(w, p, 500);                                    /* S5.3 */
+    return;
+  }
+  d->wstate = WL_STREAM;
+  pd_world_wtimer(w, d, WT_TOKEN, node_of(w, d)->spec->first_token_ms * MS_NS);
+  p->wstate = WL_LAG;
+  if (has_fault(p, PD_FAULT_HANG_MID_STREAM)) { p->wstate = WL_HUNG; return; }
+  pd_world_wtimer(w, p, WT_RESPOND, p->lag_ms * MS_NS);
+}
+
+static void prefill_respond(struct pd_world *w, pd_wleg_t *p) {
+  if (has_fault(p, PD_FAULT_RESET_MID_STREAM)) { uperr(w, p, PD_UPERR_RESET, PD_TRUTH_FAILED); return; }
+  if (!p->is_stream) send(w, p, W2G_HEAD, 200);
+  if (has_fault(p, PD_FAULT_BODY_ERROR)) {
+    send(w, p, W2G_PREFILL_BODY, 1);
+    uperr(w, p, PD_UPERR_READ, PD_TRUTH_FAILED);
+    return;
+  }
+  if (!has_fault(p, PD_FAULT_TRUNCATE)) send(w, p, W2G_PREFILL_BODY, 0);
+  send(w, p, W2G_END, 0);
+  finish(w, p, has_fault(p, PD_FAULT_TRUNCATE) ? PD_TRUTH_FAILED : PD_TRUTH_OK);
+}
+
+static void decode_token(struct pd_world *w, pd_wleg_t *d) {
+  uint32_t k = d->sent_tokens;
+  uint32_t after = d->fp ? d->fp->after_tokens : 0;
+  if (d->fault >= 0 && k >= after) {
+    switch ((pd_fault_kind_t)d->fault) {
+    case PD_FAULT_HANG_MID_STREAM: d->wstate = WL_HUNG; return;
+    case PD_FAULT_RESET_MID_STREAM: uperr(w, d, PD_UPERR_RESET, PD_TRUTH_FAILED); return;
+    case PD_FAULT_BODY_ERROR: uperr(w, d, PD_UPERR_READ, PD_TRUTH_FAILED); return;
+    case PD_FAULT_SSE_ERROR: answer_error(w, d, 500); return;
+    case PD_FAULT_TRUNCATE:
+      if (!d->is_stream) { uperr(w, d, PD_UPERR_READ, PD_TRUTH_FAILED); return; }
+      send(w, d, W2G_END, 0);
+      finish(w, d, PD_TRUTH_FAILED);
+      return;
+    default: break;
+    }
+  }
+  if (k >= d->tokens) { /* all tokens out */
+    if (d->is_stream) send(w, d, W2G_DONE_EVENT, 0);
+    else { send(w, d, W2G_HEAD, 200); send(w, d, W2G_DECODE_BODY, 0); }
+    send(w, d, W2G_END, 0);
+    finish(w, d, PD_TRUTH_OK);
+    return;
+  }
+  if (d->is_stream) {
+    pd_chunking_t c = node_of(w, d)->spec->chunking;
+    if (c == PD_CHUNK_SPLIT) {
+      send(w, d, W2G_TOKEN, k << 2 | 1);
+      send(w, d, W2G_TOKEN, k << 2 | 2);
+    } else if (c == PD_CHUNK_COALESCE && k + 1 < d->tokens && !(d->fault >= 0 && k + 1 >= after)) {
+      send(w, d, W2G_TOKEN, k << 2 | 3);
+      d->sent_tokens++;
+    } else {
+      send(w, d, W2G_TOKEN, k << 2);
+    }
+  }
+  d->sent_tokens++;
+  pd_world_wtimer(w, d, WT_TOKEN, d->sent_tokens >= d->tokens ? 0 : token_gap_ns(w, d));
+}
+
+/* ---------- entry points ---------- */
+
+void pd_wm_on_open(struct pd_world *w, pd_wleg_t *leg) {
+  pd_wnode_t *n = node_of(w, leg);
+  leg->worker_conn_open = 1;
+  leg->truth = PD_TRUTH_PENDING;
+  if (n->is_down) { uperr(w, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER); return; }
+  pick_fault(w, leg);
+  switch (leg->fault) {
+  case PD_FAULT_CONNECT_REFUSED: uperr(w, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER); return;
+  case PD_FAULT_RESET_BEFORE_HEAD: uperr(w, leg, PD_UPERR_RESET, PD_TRUTH_FAILED); return;
+  case PD_FAULT_STATUS:
+    leg->injected_status = leg->fp->status;
+    send(w, leg, W2G_HEAD, (uint32_t)leg->fp->status);
+    send(w, leg, W2G_ERROR_BODY, (uint32_t)leg->fp->status);
+    send(w, leg, W2G_END, 0);
+    finish(w, leg, PD_TRUTH_FAILED);
+    return;
+  default: break;
+  }
+  slot_take(w, leg);
+  if (has_fault(leg, PD_FAULT_HANG_BEFORE_HEAD)) { leg->wstate = WL_HUNG; return; }
+  if (leg->is_stream) send(w, leg, W2G_HEAD, 200); /* StreamingResponse: head at once (S5.3) */
+  if (leg->role == PD_ROLE_PREFILL) {
+    if (has_fault(leg, PD_FAULT_SSE_ERROR)) { answer_error(w, leg, 500); return; } /* S5.6 */
+    leg->wstate = WL_BOOTSTRAP;
+    pd_world_wtimer(w, leg, WT_BOOTSTRAP_TIMEOUT, w->s->config.bootstrap_timeout_ms * MS_NS);
+    prefill_register(w, leg);
+  } else {
+    leg->wstate = WL_WAIT_KV;
+    pd_world_wtimer(w, leg, WT_WAIT_TIMEOUT, w->s->config.waiting_timeout_ms * MS_NS);
+    decode_connect(w, leg);
+  }
+}
+
+static pd_truth_t interrupted_truth(const pd_wleg_t *leg) {
+  return (leg->wstate == WL_HUNG || leg->wstate == WL_WAIT_KV || leg->wstate == WL_BOOTSTRAP ||
+          leg->wstate == WL_NEW)
+             ? PD_TRUTH_STALLED
+             : PD_TRUTH_CANCELLED;
+}
+
+void pd_wm_on_close(struct pd_world *w, pd_wleg_t *leg) {
+  leg->worker_conn_open = 0;
+  if (leg->wstate == WL_DONE) return;
+  if (leg->wstate == WL_BOOTSTRAP) { /* still queued in bootstrap: a disconnect does not
+                                        remove it; only /abort_request or the timeout does */
+    leg->truth = PD_TRUTH_STALLED;
+    return;
+  }
+  finish(w, leg, interrupted_truth(leg)); /* SGLang aborts a request whose client left */
+}
+
+void pd_wm_on_abort(struct pd_world *w, pd_wleg_t *leg) {
+  leg->aborts++;
+  if (leg->wstate == WL_DONE) return;
+  finish(w, leg, interrupted_truth(leg));
+}
+
+void pd_wm_on_timer(struct pd_world *w, pd_wleg_t *leg, int kind) {
+  if (leg->wstate == WL_DONE) return;
+  switch (kind) {
+  case WT_BOOTSTRAP_TIMEOUT:
+    if (leg->wstate == WL_BOOTSTRAP) answer_error(w, leg, 500); /* S5.4 */
+    return;
+  case WT_WAIT_TIMEOUT:
+    if (leg->wstate == WL_WAIT_KV) answer_error(w, leg, 500); /* S5.5 */
+    return;
+  case WT_TRANSFER_DONE:
+    if (leg->wstate == WL_FORWARD) transfer_done(w, leg);
+    return;
+  case WT_RESPOND:
+    if (leg->wstate == WL_LAG) prefill_respond(w, leg);
+    return;
+  case WT_TOKEN:
+    if (leg->wstate == WL_STREAM) decode_token(w, leg);
+    return;
+  default: return;
+  }
+}
+
+void pd_wm_crash(struct pd_world *w, uint32_t node) {
+  /* every leg on the node fails with a reset; the map walk is bounded by its capacity */
+  for (size_t i = 0; i < w->legs.cap; i++) {
+    if (!w->legs.keys[i] || w->legs.keys[i] == UINT64_MAX) continue;
+    pd_wleg_t *leg = w->legs.vals[i];
+    if (leg->worker != node || leg->wstate == WL_DONE || leg->wstate == WL_NEW) continue;
+    if (leg->worker_conn_open) uperr(w, leg, PD_UPERR_RESET, PD_TRUTH_FAILED);
+    else finish(w, leg, PD_TRUTH_FAILED);
+  }
+}
+
+/* ---------- wire rendering (W6.3, W6.4) ---------- */
+
+static size_t token_event(const pd_wleg_t *leg, uint32_t k, char *buf, size_t cap) {
+  int n = snprintf(buf, cap,
+                   "data: {\"text\":\"tok%u \",\"index\":%u,\"meta_info\":{\"id\":\"%s\","
+                   "\"completion_tokens\":%u%s%s}}\n\n",
+                   k, k, leg->rid, k + 1, (k == 0 && leg->has_logprob) ? ",\"input_token_logprobs\":" : "",
+                   (k == 0 && leg->has_logprob) ? PD_LP_DECODE : "");
+  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+size_t pd_wm_render(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, char *buf,
+                    size_t cap) {
+  (void)w;
+  int n = 0;
+  switch (kind) {
+  case W2G_TOKEN: {
+    uint32_t k = arg >> 2, part = arg & 3;
+    size_t len = token_event(leg, k, buf, cap);
+    if (part == 3 && len) return len + token_event(leg, k + 1, buf + len, cap - len);
+    if (part == 1) return len / 2;
+    if (part == 2) {
+      size_t h = len / 2;
+      memmove(buf, buf + h, len - h);
+      return len - h;
+    }
+    return len;
+  }
+  case W2G_DONE_EVENT: n = snprintf(buf, cap, "data: [DONE]\n\n"); break;
+  case W2G_ERROR_EVENT:
+    n = snprintf(buf, cap, "data: {\"error\":{\"message\":\"worker failed\",\"code\":%u}}\n\n", arg);
+    break;
+  case W2G_ERROR_BODY:
+    n = snprintf(buf, cap, "{\"error\":{\"message\":\"worker returned %u\",\"code\":%u}}", arg, arg);
+    break;
+  case W2G_PREFILL_BODY: {
+    const char *lp = leg->has_logprob ? ",\"input_token_logprobs\":" PD_LP_PREFILL : "";
+    if (leg->is_stream)
+      n = snprintf(buf, cap,
+                   "data: {\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":0,"
+                   "\"finish_reason\":{\"type\":\"length\",\"length\":0}%s}}\n\n%s",
+                   leg->rid, lp, arg ? "" : "data: [DONE]\n\n");
+    else
+      n = snprintf(buf, cap,
+                   "{\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":0,"
+                   "\"finish_reason\":{\"type\":\"length\",\"length\":0}%s}}%s",
+                   leg->rid, lp, arg ? "" : "");
+    if (arg && !leg->is_stream && n > 10) n = n / 2; /* cut mid-document */
+    break;
+  }
+  case W2G_DECODE_BODY: {
+    size_t off = 0;
+    n = snprintf(buf, cap, "{\"text\":\"");
+    if (n < 0) return 0;
+    off = (size_t)n;
+    for (uint32_t k = 0; k < leg->tokens && off + 32 < cap; k++) {
+      n = snprintf(buf + off, cap - off, "tok%u ", k);
+      if (n < 0) return 0;
+      off += (size_t)n;
+    }
+    n = snprintf(buf + off, cap - off,
+                 "\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":%u%s%s}}", leg->rid,
+                 leg->tokens, leg->has_logprob ? ",\"input_token_logprobs\":" : "",
+                 leg->has_logprob ? PD_LP_DECODE : "");
+    if (n < 0) return 0;
+    return off + (size_t)n < cap ? off + (size_t)n : 0;
+  }
+  default: return 0;
+  }
+  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}

@@ -1,0 +1,231 @@
+/* The invariant checker (docs/spec.md I1-I14). Each finished request is judged from the
+ * client's bytes and the workers' ground truth; the core's own word is used only for what it
+ * claims (recorded outcomes, load and breaker actions), which is then held against truth. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_world_int.h"
+
+#define MS_NS 1000000ull
+#define BIT(i) (1u << ((i) - 1))
+
+/* The merged logprobs a client must see: prefill's then decode's, once (I11). */
+static int logprobs_ok(const cJSON *meta) {
+  const cJSON *lp = cJSON_GetObjectItemCaseSensitive(meta, "input_token_logprobs");
+  if (!cJSON_IsArray(lp) || cJSON_GetArraySize(lp) != 3) return 0;
+  for (int i = 0; i < 3; i++) {
+    const cJSON *e = cJSON_GetArrayItem(lp, i);
+    const cJSON *id = cJSON_GetArrayItem(e, 1);
+    if (!cJSON_IsNumber(id) || (int)id->valuedouble != 11 + i) return 0;
+  }
+  return 1;
+}
+
+static void client_event(pd_creq_t *rq, const pd_sse_event_t *ev) {
+  if (rq->saw_done) {
+    rq->events_after_done = 1;
+    return;
+  }
+  if (ev->kind == PD_SSE_DONE) {
+    rq->saw_done = 1;
+    return;
+  }
+  if (ev->kind == PD_SSE_ERROR) {
+    rq->saw_error_event = 1;
+    return;
+  }
+  cJSON *j = cJSON_ParseWithLength(ev->data, ev->len);
+  const cJSON *idx = j ? cJSON_GetObjectItemCaseSensitive(j, "index") : NULL;
+  if (!cJSON_IsNumber(idx) || (uint32_t)idx->valuedouble != rq->next_token) rq->token_error = 1;
+  else rq->next_token++;
+  if (!rq->first_event_seen && rq->wants_logprob)
+    rq->logprob_state = logprobs_ok(cJSON_GetObjectItemCaseSensitive(j, "meta_info")) ? 1 : -1;
+  rq->first_event_seen = 1;
+  cJSON_Delete(j);
+}
+
+void pd_check_client_data(struct pd_world *w, pd_creq_t *rq, const uint8_t *p, size_t len) {
+  (void)w;
+  if (!rq->is_sse_head) { /* a JSON body: keep it whole */
+    if (rq->body_len + len > rq->body_cap) {
+      size_t nc = rq->body_cap ? rq->body_cap * 2 : 1024;
+      while (nc < rq->body_len + len) nc *= 2;
+      void *nb = realloc(rq->body, nc);
+      if (!nb) return;
+      rq->body = nb;
+      rq->body_cap = nc;
+    }
+    memcpy((char *)rq->body + rq->body_len, p, len);
+    rq->body_len += len;
+    return;
+  }
+  if (!rq->t_first_token) rq->t_first_token = w->now;
+  if (pd_sse_feed(&rq->sse, p, len)) {
+    rq->token_error = 1;
+    return;
+  }
+  pd_sse_event_t ev;
+  for (uint32_t guard = 0; guard < 1u << 20 && pd_sse_next(&rq->sse, &ev) == 1; guard++)
+    client_event(rq, &ev);
+}
+
+/* A non-stream body: complete JSON with every token and (if asked) merged logprobs. */
+static int body_clean(pd_creq_t *rq) {
+  cJSON *j = cJSON_ParseWithLength(rq->body, rq->body_len);
+  int ok = 0;
+  if (j && !cJSON_GetObjectItemCaseSensitive(j, "error")) {
+    const cJSON *mi = cJSON_GetObjectItemCaseSensitive(j, "meta_info");
+    const cJSON *ct = mi ? cJSON_GetObjectItemCaseSensitive(mi, "completion_tokens") : NULL;
+    ok = cJSON_IsNumber(ct) && (uint32_t)ct->valuedouble == rq->tokens;
+    if (ok) rq->next_token = rq->tokens;
+    if (rq->wants_logprob) rq->logprob_state = mi && logprobs_ok(mi) ? 1 : -1;
+  }
+  cJSON_Delete(j);
+  return ok;
+}
+
+/* Does the client believe it got a complete, clean generation? */
+static int looks_clean(pd_creq_t *rq) {
+  if (!rq->ended || rq->aborted || rq->head_status < 200 || rq->head_status >= 300) return 0;
+  if (!rq->is_stream) return body_clean(rq);
+  return rq->saw_done && !rq->saw_error_event;
+}
+
+/* I4: which recorded outcomes agree with what the worker really did. */
+static int outcome_agrees(pd_truth_t t, pd_outcome_t o) {
+  switch (t) {
+  case PD_TRUTH_OK: return o == PD_OUTCOME_SUCCESS;
+  case PD_TRUTH_FAILED:
+  case PD_TRUTH_NEVER: return o == PD_OUTCOME_FAILURE || o == PD_OUTCOME_TIMEOUT;
+  case PD_TRUTH_STALLED:
+  case PD_TRUTH_PENDING:
+    return o == PD_OUTCOME_TIMEOUT || o == PD_OUTCOME_FAILURE || o == PD_OUTCOME_CANCELLED;
+  case PD_TRUTH_CANCELLED: return o == PD_OUTCOME_CANCELLED || o == PD_OUTCOME_SUCCESS;
+  }
+  return 0;
+}
+
+#define FLAG(inv, ...)                                             \
+  do {                                                             \
+    if (!(v & BIT(inv)) && !*reason) snprintf(reason, cap, __VA_ARGS__); \
+    v |= BIT(inv);                                                 \
+  } while (0)
+
+static uint32_t check_legs(struct pd_world *w, pd_creq_t *rq, uint64_t t_end, char *reason,
+                           size_t cap) {
+  uint32_t v = 0;
+  uint64_t grace = w->s->config.grace_ms * MS_NS;
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+    const char *wn = w->nodes[l->worker].spec->name;
+    if (!l->t_gw_closed || l->t_gw_closed > t_end + grace)
+      FLAG(PD_INV_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end", pd_role_name(l->role),
+           wn, (double)((l->t_gw_closed ? l->t_gw_closed : w->now) - t_end) / 1e6);
+    if (l->slot_taken && (!l->t_slot_freed || l->t_slot_freed > t_end + grace))
+      FLAG(PD_INV_STRANDED_SLOT, "I3 %s slot on %s held %.1f ms after the client's end",
+           pd_role_name(l->role), wn,
+           (double)((l->t_slot_freed ? l->t_slot_freed : w->now) - t_end) / 1e6);
+    if (l->outcomes > 1) FLAG(PD_INV_OUTCOME, "I4 %s got %d outcomes for one leg", wn, l->outcomes);
+    if (l->outcomes && !outcome_agrees(l->truth, l->outcome))
+      FLAG(PD_INV_OUTCOME, "I4 %s recorded %s but really %s", wn, pd_outcome_name(l->outcome),
+           l->truth == PD_TRUTH_OK ? "succeeded" : l->truth == PD_TRUTH_FAILED ? "failed"
+           : l->truth == PD_TRUTH_CANCELLED ? "was cancelled while healthy" : "stalled");
+    /* I8: the two legs of an attempt carry the same bootstrap data and rid */
+    for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req) {
+      if (o->attempt != l->attempt || o->role == l->role) continue;
+      if (o->rooms_hash != l->rooms_hash || o->has_rid != l->has_rid ||
+          (l->has_rid && strcmp(o->rid, l->rid) != 0))
+        FLAG(PD_INV_ROOMS, "I8 attempt %u legs disagree on bootstrap room or rid", l->attempt);
+    }
+    for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req)
+      if (o->attempt != l->attempt && o->room == l->room && o->n_rooms)
+        FLAG(PD_INV_ROOMS, "I8 attempts %u and %u reuse room %llu", o->attempt, l->attempt,
+             (unsigned long long)l->room);
+  }
+  return v;
+}
+
+/* I9/I10: every load acquired is released exactly once, and no later than the worker's own
+ * part of the request ended (plus grace). */
+static uint32_t check_loads(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap) {
+  uint32_t v = 0;
+  uint64_t grace = w->s->config.grace_ms * MS_NS;
+  if (rq->load_neg) FLAG(PD_INV_LOAD_BALANCE, "I9 a load was released twice");
+  for (int r = 0; r < 2; r++)
+    for (int i = 0; i < 8; i++) {
+      if (!rq->load_w[r][i]) continue;
+      if (rq->load_bal[r][i] != 0)
+        FLAG(PD_INV_LOAD_BALANCE, "I9 %s load never released", pd_role_name((pd_role_t)r));
+      uint64_t worker_end = 0;
+      for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+        if ((int)l->role == r && l->role_index + 1 == rq->load_w[r][i]) {
+          uint64_t e = l->t_gw_closed ? l->t_gw_closed : w->now;
+          if (e > worker_end) worker_end = e;
+        }
+      if (rq->load_t_rel[r][i] > worker_end + grace)
+        FLAG(PD_INV_LOAD_TRUTH, "I10 %s load held %.1f ms after its leg ended",
+             pd_role_name((pd_role_t)r), (double)(rq->load_t_rel[r][i] - worker_end) / 1e6);
+    }
+  return v;
+}
+
+uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap) {
+  uint32_t v = 0;
+  const pd_scn_config_t *c = &w->s->config;
+  *reason = 0;
+  int terminated = rq->ended || rq->gone;
+  uint64_t t_end = terminated ? rq->t_end : w->now;
+  if (!terminated || t_end > rq->t_arrival + c->deadline_ms * MS_NS)
+    FLAG(PD_INV_TERMINATION, "I1 no end within %llu ms (%s after %.1f ms)",
+         (unsigned long long)c->deadline_ms, terminated ? "ended" : "still open",
+         (double)(t_end - rq->t_arrival) / 1e6);
+  v |= check_legs(w, rq, t_end, reason, cap);
+  int clean = !rq->gone && looks_clean(rq);
+  int decode_ok = 0;
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+    if (l->role == PD_ROLE_DECODE && l->truth == PD_TRUTH_OK) decode_ok = 1;
+  if (clean && (!decode_ok || rq->next_token != rq->tokens))
+    FLAG(PD_INV_FALSE_SUCCESS, "I5 clean 200 with %u of %u tokens, decode %s", rq->next_token,
+         rq->tokens, decode_ok ? "ok" : "failed");
+  if (rq->retry_after_commit) FLAG(PD_INV_COMMIT, "I6 a new attempt after bytes reached the client");
+  if (rq->token_error || rq->events_after_done)
+    FLAG(PD_INV_COMMIT, "I6 duplicated, lost or reordered tokens");
+  uint32_t max_att = w->gcfg.retry.max_attempts ? w->gcfg.retry.max_attempts : 1;
+  if (rq->attempts > max_att) FLAG(PD_INV_ATTEMPTS, "I7 %u attempts > %u", rq->attempts, max_att);
+  v |= check_loads(w, rq, reason, cap);
+  if (clean && rq->wants_logprob && rq->logprob_state != 1)
+    FLAG(PD_INV_LOGPROBS, "I11 input_token_logprobs not prefill++decode exactly once");
+  v |= rq->violations & BIT(PD_INV_BREAKER);
+  if ((rq->violations & BIT(PD_INV_BREAKER)) && !*reason)
+    snprintf(reason, cap, "I12 a request went to a worker whose breaker was open or probing");
+  /* I14: a failure the client can see as one */
+  if (!rq->gone && terminated && !clean) {
+    int ok2xx = rq->head_status >= 200 && rq->head_status < 300;
+    if (ok2xx && rq->is_stream && !rq->saw_error_event)
+      FLAG(PD_INV_ERROR_VISIBLE, "I14 a failed 200 stream ended without an SSE error event");
+    if (!ok2xx && rq->head_status) {
+      int want = 0;
+      uint32_t last = 0;
+      for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) if (l->attempt > last) last = l->attempt;
+      int ambiguous = 0;
+      for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+        if (l->attempt == last && l->injected_status) {
+          if (want && want != l->injected_status) ambiguous = 1;
+          want = l->injected_status;
+        }
+      if (want && !ambiguous && want != rq->head_status)
+        FLAG(PD_INV_ERROR_VISIBLE, "I14 worker said %d, client got %d", want, rq->head_status);
+    }
+  }
+  if (clean && rq->is_stream && rq->t_first_token) {
+    uint64_t ttft = rq->t_first_token - rq->t_arrival;
+    w->stats->ttft_sum_ns += ttft;
+    w->stats->ttft_n++;
+    if (ttft > w->stats->ttft_max_ns) w->stats->ttft_max_ns = ttft;
+  }
+  if (clean) w->stats->clean_success++;
+  else if (rq->gone) w->stats->aborted++;
+  else w->stats->client_errors++;
+  return v;
+}

@@ -1,0 +1,267 @@
+/* The discrete-event driver: turns heap events into core events and worker-model calls, and
+ * core actions into scheduled deliveries, keeping each request's ground truth until it can
+ * be judged. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_err.h"
+#include "pd_world_int.h"
+
+#define MS_NS 1000000ull
+
+/* ---------- pointer map (open addressing, keys stored +1) ---------- */
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 31;
+  x *= 0x7fb5d329728ea185ULL;
+  x ^= x >> 27;
+  return x;
+}
+
+static int ptrmap_grow(pd_ptrmap_t *m) {
+  size_t nc = m->cap ? m->cap * 2 : 64;
+  if (m->len * 4 < m->cap) nc = m->cap;
+  uint64_t *nk = calloc(nc, sizeof *nk);
+  void **nv = calloc(nc, sizeof *nv);
+  if (!nk || !nv) {
+    free(nk);
+    free(nv);
+    return PD_ERR_NOMEM;
+  }
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->keys[i] || m->keys[i] == UINT64_MAX) continue;
+    size_t j = mix(m->keys[i]) & (nc - 1);
+    while (nk[j]) j = (j + 1) & (nc - 1);
+    nk[j] = m->keys[i];
+    nv[j] = m->vals[i];
+  }
+  free(m->keys);
+  free(m->vals);
+  m->keys = nk;
+  m->vals = nv;
+  m->cap = nc;
+  m->tomb = 0;
+  return 0;
+}
+
+static size_t ptrmap_slot(const pd_ptrmap_t *m, uint64_t k) {
+  if (!m->cap) return SIZE_MAX;
+  uint64_t key = k + 1;
+  size_t j = mix(key) & (m->cap - 1);
+  for (size_t n = 0; n < m->cap; n++, j = (j + 1) & (m->cap - 1)) {
+    if (!m->keys[j]) return SIZE_MAX;
+    if (m->keys[j] == key) return j;
+  }
+  return SIZE_MAX;
+}
+
+void *pd_ptrmap_get(const pd_ptrmap_t *m, uint64_t k) {
+  size_t s = ptrmap_slot(m, k);
+  return s == SIZE_MAX ? NULL : m->vals[s];
+}
+
+int pd_ptrmap_put(pd_ptrmap_t *m, uint64_t k, void *v) {
+  size_t s = ptrmap_slot(m, k);
+  if (s != SIZE_MAX) {
+    m->vals[s] = v;
+    return 0;
+  }
+  if ((m->len + m->tomb + 1) * 4 >= m->cap * 3 && ptrmap_grow(m)) return PD_ERR_NOMEM;
+  size_t j = mix(k + 1) & (m->cap - 1);
+  while (m->keys[j] && m->keys[j] != UINT64_MAX) j = (j + 1) & (m->cap - 1);
+  if (m->keys[j] == UINT64_MAX) m->tomb--;
+  m->keys[j] = k + 1;
+  m->vals[j] = v;
+  m->len++;
+  return 0;
+}
+
+void pd_ptrmap_del(pd_ptrmap_t *m, uint64_t k) {
+  size_t s = ptrmap_slot(m, k);
+  if (s == SIZE_MAX) return;
+  m->keys[s] = UINT64_MAX;
+  m->vals[s] = NULL;
+  m->len--;
+  m->tomb++;
+}
+
+void pd_ptrmap_free(pd_ptrmap_t *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---------- scheduling ---------- */
+
+void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, uint64_t b,
+                   uint64_t c) {
+  pd_heap_item_t it = {t, 0, kind, a, b, c};
+  pd_heap_push(&w->heap, &it);
+}
+
+void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay) {
+  pd_world_push(w, w->now + delay + w->net_ns, EV_W2G, (uint32_t)kind | arg << 8, leg->leg_id, 0);
+}
+
+void pd_world_wtimer(struct pd_world *w, pd_wleg_t *leg, int kind, uint64_t delay) {
+  pd_world_push(w, w->now + delay, EV_WTIMER, (uint32_t)kind, leg->leg_id, leg->tgen);
+}
+
+/* ---------- requests: creation, retirement ---------- */
+
+static void creq_free(pd_creq_t *rq) {
+  pd_wleg_t *l = rq->legs;
+  while (l) {
+    pd_wleg_t *nx = l->next_in_req;
+    free(l);
+    l = nx;
+  }
+  pd_sse_free(&rq->sse);
+  free(rq->body);
+  free(rq);
+}
+
+static int leg_settled(const pd_wleg_t *l) { return !l->gw_open && l->wstate == WL_DONE; }
+
+static void trace_request(struct pd_world *w, pd_creq_t *rq) {
+  char args[256];
+  snprintf(args, sizeof args, "{\"status\":%d,\"attempts\":%u,\"violations\":%u}",
+           rq->head_status, rq->attempts, rq->violations);
+  char name[64];
+  snprintf(name, sizeof name, "request %llu", (unsigned long long)rq->id);
+  if (w->trace_details) pd_trace_track(&w->trace, 1, rq->id, name);
+  pd_trace_span(&w->trace, 1, rq->id, rq->violations ? "request (VIOLATION)" : "request",
+                rq->t_arrival, rq->t_end ? rq->t_end : w->now, args);
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+    snprintf(args, sizeof args,
+             "{\"req\":%llu,\"attempt\":%u,\"worker\":\"%s\",\"truth\":%d,\"outcome\":%d,"
+             "\"outcomes\":%d,\"aborts\":%u}",
+             (unsigned long long)rq->id, l->attempt, w->nodes[l->worker].spec->name, (int)l->truth,
+             l->outcomes ? (int)l->outcome : -1, l->outcomes, l->aborts);
+    uint32_t pid = l->role == PD_ROLE_PREFILL ? 2 : 3;
+    if (w->trace_details) {
+      snprintf(name, sizeof name, "%s leg %llu", w->nodes[l->worker].spec->name,
+               (unsigned long long)l->leg_id);
+      pd_trace_track(&w->trace, 4, l->leg_id, name);
+      pd_trace_track(&w->trace, pid, l->leg_id, name);
+    }
+    pd_trace_span(&w->trace, 4, l->leg_id, l->role == PD_ROLE_PREFILL ? "prefill leg" : "decode leg",
+                  l->t_open, l->t_gw_closed ? l->t_gw_closed : w->now, args);
+    if (l->slot_taken)
+      pd_trace_span(&w->trace, pid, l->leg_id, "slot", l->t_slot_taken,
+                    l->t_slot_freed ? l->t_slot_freed : w->now, args);
+  }
+}
+
+void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
+  char reason[160] = "";
+  uint32_t v = pd_check_request(w, rq, reason, sizeof reason);
+  rq->violations = v;
+  pd_world_stats_t *st = w->stats;
+  if (v) {
+    w->violations |= v;
+    st->violations_total++;
+    for (int i = 1; i <= PD_INV_COUNT; i++)
+      if (v >> (i - 1) & 1u) st->inv_count[i]++;
+    if (!st->first_violating_req_valid) {
+      st->first_violating_req_valid = 1;
+      st->first_violating_req = rq->id;
+      snprintf(st->first_reason, sizeof st->first_reason, "%s", reason);
+    }
+  }
+  trace_request(w, rq);
+  st->requests_done++;
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_ptrmap_del(&w->legs, l->leg_id);
+  pd_ptrmap_del(&w->reqs, rq->id);
+  creq_free(rq);
+}
+
+void pd_world_try_retire(struct pd_world *w, pd_creq_t *rq) {
+  if (!(rq->ended || rq->gone) || !rq->core_done) return;
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+    if (!leg_settled(l)) return;
+  pd_world_retire_now(w, rq);
+}
+
+void pd_world_leg_changed(struct pd_world *w, pd_wleg_t *leg) {
+  pd_creq_t *rq = pd_ptrmap_get(&w->reqs, leg->req_id);
+  if (rq) pd_world_try_retire(w, rq);
+}
+
+/* ---------- client workload ---------- */
+
+static int draw(struct pd_world *w, double frac) {
+  if (frac >= 1.0) return 1;
+  if (frac <= 0.0) return 0;
+  return pd_prng_unit(&w->world_rng) < frac;
+}
+
+static size_t client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, char *buf, size_t cap) {
+  const char *st = rq->is_stream ? "true" : "false", *lp = rq->wants_logprob ? "true" : "false";
+  int n;
+  switch (wl->route) {
+  case PD_ROUTE_COMPLETIONS:
+    if (wl->batch)
+      n = snprintf(buf, cap, "{\"model\":\"m\",\"prompt\":[%s],\"max_tokens\":%u,\"stream\":%s%s}",
+                   "\"a\",\"b\"", rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
+    else
+      n = snprintf(buf, cap, "{\"model\":\"m\",\"prompt\":\"hello\",\"max_tokens\":%u,\"stream\":%s%s}",
+                   rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
+    break;
+  case PD_ROUTE_CHAT:
+    n = snprintf(buf, cap,
+                 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                 "\"max_tokens\":%u,\"stream\":%s,\"logprobs\":%s,\"n\":%u}",
+                 rq->tokens, st, lp, wl->batch ? wl->batch : 1);
+    break;
+  default:
+    if (wl->batch) {
+      size_t off = (size_t)snprintf(buf, cap, "{\"text\":[");
+      for (uint32_t i = 0; i < wl->batch && off + 16 < cap; i++)
+        off += (size_t)snprintf(buf + off, cap - off, "%s\"p%u\"", i ? "," : "", i);
+      n = snprintf(buf + off, cap - off,
+                   "],\"stream\":%s,\"return_logprob\":%s,\"sampling_params\":{\"max_new_tokens\":%u}}",
+                   st, lp, rq->tokens);
+      return n > 0 ? off + (size_t)n : 0;
+    }
+    n = snprintf(buf, cap,
+                 "{\"text\":\"hello\",\"stream\":%s,\"return_logprob\":%s,"
+                 "\"sampling_params\":{\"max_new_tokens\":%u}}",
+                 st, lp, rq->tokens);
+  }
+  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+void pd_world_feed(struct pd_world *w, const pd_event_t *ev) {
+  pd_actbuf_reset(&w->acts);
+  pd_gw_feed(w->gw, w->now, ev, &w->acts);
+  pd_world_apply(w);
+}
+
+void pd_world_arrive(struct pd_world *w) {
+  const pd_scn_workload_t *wl = &w->s->workload;
+  pd_creq_t *rq = calloc(1, sizeof *rq);
+  if (!rq) return;
+  rq->id = w->next_req++;
+  rq->t_arrival = w->now;
+  rq->is_stream = draw(w, wl->stream);
+  rq->wants_logprob = draw(w, wl->logprob);
+  rq->tokens = wl->tokens;
+  pd_sse_init(&rq->sse, NULL);
+  pd_ptrmap_put(&w->reqs, rq->id, rq);
+  if (w->reqs.len > w->stats->peak_live) w->stats->peak_live = w->reqs.len;
+  if (wl->disconnect_at_ms && draw(w, wl->disconnect_prob))
+    pd_world_push(w, w->now + wl->disconnect_at_ms * MS_NS, EV_GONE, 0, rq->id, 0);
+  if (w->next_req < wl->requests) { /* next arrival */
+    uint64_t gap = wl->interval_ms * MS_NS;
+    if (wl->poisson && gap) gap = (uint64_t)(-log(1.0 - pd_prng_unit(&w->world_rng)) * (double)gap);
+    pd_world_push(w, w->now + gap, EV_ARRIVE, 0, 0, 0);
+  }
+  char body[4096];
+  size_t len = client_body(rq, wl, body, sizeof body);
+  pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id,
+                   .path = pd_route_path(wl->route), .data = (const uint8_t *)body, .len = len};
+  pd_world_feed(w, &ev);
+}

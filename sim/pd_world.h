@@ -1,0 +1,126 @@
+/* pd_world: one simulated run. A virtual clock and event queue drive the dispatch core
+ * against SGLang-like worker models (mock_workers/pd_wmodel.c) and a client model; every
+ * leg and request keeps the ground truth the invariant checker (pd_check.c) judges from.
+ * No wall clock, no global state: everything random comes from the run's seed. */
+#ifndef PD_WORLD_H
+#define PD_WORLD_H
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pd_dispatch.h"
+#include "pd_heap.h"
+#include "pd_scenario.h"
+#include "pd_sse.h"
+#include "pd_trace.h"
+
+/* What a worker really did with one leg (judged at the worker, never from the gateway). */
+typedef enum {
+  PD_TRUTH_PENDING = 0,   /* still running */
+  PD_TRUTH_OK = 1,        /* answered in full (2xx, complete body, [DONE] for streams) */
+  PD_TRUTH_FAILED = 2,    /* answered with an error: status, reset, error event, truncation */
+  PD_TRUTH_STALLED = 3,   /* closed or aborted while hung or waiting on its partner */
+  PD_TRUTH_CANCELLED = 4, /* closed or aborted while making progress */
+  PD_TRUTH_NEVER = 5,     /* never reached the worker (refused) */
+} pd_truth_t;
+
+typedef enum {
+  WL_NEW = 0,
+  WL_BOOTSTRAP, /* prefill: waiting for decode to connect to the room */
+  WL_FORWARD,   /* prefill: forward pass + KV transfer */
+  WL_LAG,       /* prefill: KV sent, HTTP response not yet written */
+  WL_WAIT_KV,   /* decode: waiting for the KV */
+  WL_STREAM,    /* decode: producing tokens */
+  WL_HUNG,      /* a hang fault: no more output */
+  WL_DONE,      /* worker finished the request (slot freed) */
+} pd_wl_state_t;
+
+typedef struct pd_wleg {
+  uint64_t leg_id;
+  uint64_t req_id;
+  uint32_t attempt;
+  pd_role_t role;
+  uint32_t worker;      /* index into the scenario's workers */
+  uint32_t role_index;  /* index within role (the core's worker index) */
+  /* parsed from the body the worker received */
+  int is_stream, has_rid, n_rooms, has_logprob;
+  uint64_t room;        /* first room */
+  uint64_t rooms_hash;  /* hash over all rooms, host and port (leg equality) */
+  char rid[48];
+  uint32_t tokens;
+  /* worker side */
+  pd_wl_state_t wstate;
+  int fault;            /* pd_fault_kind_t or -1 */
+  const pd_fault_t *fp;
+  uint64_t lag_ms, drip_ms;
+  int is_kv_failed;
+  uint32_t sent_tokens;
+  uint64_t tgen;        /* worker timer generation */
+  int slot_taken;
+  uint64_t t_slot_taken, t_slot_freed;
+  pd_truth_t truth;
+  int injected_status;  /* STATUS fault status sent, else 0 */
+  int worker_conn_open; /* the worker still writes to this connection */
+  struct pd_wleg *partner;
+  uint32_t aborts;
+  /* gateway side */
+  uint64_t t_open, t_gw_closed; /* 0: still open at the gateway */
+  int gw_open;
+  int outcomes;          /* number recorded */
+  pd_outcome_t outcome;
+  /* bookkeeping */
+  int is_in_room_table;
+  struct pd_wleg *next_in_req;
+} pd_wleg_t;
+
+typedef struct pd_creq {
+  uint64_t id;
+  uint64_t t_arrival, t_disconnect;
+  int is_stream, wants_logprob;
+  uint32_t tokens;
+  /* client view */
+  int head_status;
+  int is_sse_head;
+  uint64_t t_head, t_first_data, t_first_token, t_end;
+  int ended, aborted, gone;
+  pd_sse_t sse;
+  void *body; /* pd_buf of a non-stream body */
+  size_t body_len, body_cap;
+  uint32_t next_token;
+  int token_error, saw_done, saw_error_event, events_after_done, first_event_seen;
+  int logprob_state;     /* 0 unchecked, 1 ok, -1 wrong */
+  /* gateway view */
+  uint32_t attempts;
+  int core_done;
+  int retry_after_commit;
+  uint64_t room_hist[PD_MAX_ATTEMPTS];
+  int load_bal[2][8];    /* per role: balance on up to 8 distinct workers (worker slot map) */
+  uint32_t load_w[2][8];
+  uint64_t load_t_rel[2][8];
+  int load_neg;
+  pd_wleg_t *legs;       /* list */
+  uint32_t n_legs;
+  uint32_t violations;
+  char reason[160];
+  struct pd_creq *next_live;
+} pd_creq_t;
+
+typedef struct pd_world_stats {
+  uint64_t events, requests_done, violations_total;
+  uint32_t inv_count[PD_INV_COUNT + 1];
+  uint64_t ttft_sum_ns, ttft_n, ttft_max_ns;
+  uint64_t clean_success, client_errors, aborted;
+  uint64_t peak_live;
+  uint32_t first_violating_req_valid;
+  uint64_t first_violating_req;
+  char first_reason[200];
+} pd_world_stats_t;
+
+typedef struct pd_world pd_world_t;
+
+/* Run one scenario under one mode with the given seed. trace may be NULL (hash only kept).
+ * Fills *stats; returns 0 or a negative error (setup failure). violations: mask of
+ * invariants violated anywhere in the run. */
+int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *trace,
+                 pd_world_stats_t *stats, uint32_t *violations, uint64_t *trace_hash);
+
+#endif

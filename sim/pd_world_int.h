@@ -1,0 +1,120 @@
+/* Internal to sim/ and mock_workers/: the world object shared by the driver (pd_world.c),
+ * the worker models (mock_workers/pd_wmodel.c) and the checker (pd_check.c). */
+#ifndef PD_WORLD_INT_H
+#define PD_WORLD_INT_H
+#include "pd_world.h"
+
+/* Heap event kinds. */
+enum {
+  EV_ARRIVE = 1,  /* a = request index */
+  EV_GONE,        /* b = req id */
+  EV_CORE_TIMER,  /* b = req id, c = gen */
+  EV_G2W_OPEN,    /* b = leg id */
+  EV_G2W_CLOSE,   /* b = leg id */
+  EV_G2W_ABORT,   /* b = leg id */
+  EV_W2G,         /* a = message kind | arg << 8, b = leg id */
+  EV_WTIMER,      /* a = timer kind, b = leg id, c = gen */
+  EV_CRASH,       /* a = worker */
+  EV_RESTART,     /* a = worker */
+};
+
+/* Worker -> gateway messages (rendered at delivery from the leg's state). */
+enum {
+  W2G_HEAD = 1,     /* arg = status */
+  W2G_TOKEN,        /* arg = token index << 2 | part (0 whole, 1 first half, 2 second half,
+                       3 this and the next token) */
+  W2G_DONE_EVENT,
+  W2G_ERROR_EVENT,  /* arg = code */
+  W2G_PREFILL_BODY, /* arg = 1: only the first event (body error follows) */
+  W2G_DECODE_BODY,
+  W2G_ERROR_BODY,   /* arg = status */
+  W2G_END,
+  W2G_UPERR,        /* arg = pd_uperr_t */
+};
+
+/* Worker timers. */
+enum { WT_BOOTSTRAP_TIMEOUT = 1, WT_WAIT_TIMEOUT, WT_TRANSFER_DONE, WT_RESPOND, WT_TOKEN };
+
+typedef struct pd_wnode {
+  const pd_scn_worker_t *spec;
+  pd_role_t role;
+  uint32_t role_index;
+  uint32_t received;   /* requests received (nth for faults) */
+  int is_down;         /* crashed, not restarted */
+  uint32_t live_slots; /* slots held now */
+  /* breaker timeline as the core reports it, for I12 */
+  int breaker_state;
+  uint32_t half_open_inflight;
+} pd_wnode_t;
+
+typedef struct pd_ptrmap {
+  uint64_t *keys;
+  void **vals;
+  size_t cap, len, tomb;
+} pd_ptrmap_t;
+
+struct pd_world {
+  const pd_scenario_t *s;
+  pd_mode_t mode;
+  pd_gw_config_t gcfg;
+  pd_prng_t gw_rng, world_rng, fault_rng;
+  pd_gw_t *gw;
+  pd_actbuf_t acts;
+  pd_heap_t heap;
+  uint64_t now;
+  uint64_t net_ns;
+  pd_wnode_t nodes[PD_SCN_MAX_WORKERS];
+  uint32_t n_nodes;
+  uint32_t role_node[2][PD_SCN_MAX_WORKERS]; /* core worker index -> node */
+  pd_ptrmap_t legs;  /* leg id -> pd_wleg_t */
+  pd_ptrmap_t reqs;  /* req id -> pd_creq_t */
+  pd_ptrmap_t rooms; /* room -> prefill pd_wleg_t waiting in bootstrap */
+  pd_ptrmap_t droom; /* room -> decode pd_wleg_t registered before its prefill */
+  uint32_t next_req;
+  pd_trace_t trace;
+  int trace_details;
+  pd_world_stats_t *stats;
+  uint32_t violations;
+  uint32_t room_collisions;
+};
+
+/* pointer map (pd_world.c) */
+void *pd_ptrmap_get(const pd_ptrmap_t *m, uint64_t k);
+int pd_ptrmap_put(pd_ptrmap_t *m, uint64_t k, void *v);
+void pd_ptrmap_del(pd_ptrmap_t *m, uint64_t k);
+void pd_ptrmap_free(pd_ptrmap_t *m);
+
+/* driver (pd_world.c, pd_world_loop.c) */
+void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, uint64_t b,
+                   uint64_t c);
+void pd_world_feed(struct pd_world *w, const pd_event_t *ev);
+void pd_world_apply(struct pd_world *w);
+void pd_world_arrive(struct pd_world *w);
+void pd_world_try_retire(struct pd_world *w, pd_creq_t *rq);
+void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq); /* judge + free */
+
+/* driver services used by the worker model */
+void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay_ns);
+void pd_world_wtimer(struct pd_world *w, pd_wleg_t *leg, int kind, uint64_t delay_ns);
+void pd_world_leg_changed(struct pd_world *w, pd_wleg_t *leg); /* may retire its request */
+
+/* worker model (mock_workers/pd_wmodel.c) */
+void pd_wm_on_open(struct pd_world *w, pd_wleg_t *leg);
+void pd_wm_on_close(struct pd_world *w, pd_wleg_t *leg);
+void pd_wm_on_abort(struct pd_world *w, pd_wleg_t *leg);
+void pd_wm_on_timer(struct pd_world *w, pd_wleg_t *leg, int kind);
+void pd_wm_crash(struct pd_world *w, uint32_t node);
+/* Render a W2G message for delivery into buf; returns length (0: nothing to send). */
+size_t pd_wm_render(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, char *buf,
+                    size_t cap);
+
+/* checker (pd_check.c): judge a finished request; returns the violated mask */
+uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap);
+/* client-side observation of one CLIENT_DATA action */
+void pd_check_client_data(struct pd_world *w, pd_creq_t *rq, const uint8_t *p, size_t len);
+
+/* the standard logprob parts: prefill's and decode's input_token_logprobs */
+#define PD_LP_PREFILL "[[-0.25,11,null],[-0.5,12,null]]"
+#define PD_LP_DECODE "[[-0.75,13,null]]"
+
+#endif

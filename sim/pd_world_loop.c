@@ -1,0 +1,366 @@
+/* The run loop and the action side of the driver: core actions become scheduled deliveries
+ * and ledger entries; heap events become core events and worker-model calls. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_err.h"
+#include "pd_world_int.h"
+
+#define MS_NS 1000000ull
+#define RENDER_CAP (256u * 1024u)
+
+#define push pd_world_push
+
+/* FNV-1a over the leg's bootstrap fields: equal on both legs iff host, port and rooms match. */
+static uint64_t fnv(uint64_t h, const char *s) {
+  for (; s && *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+  return h;
+}
+
+static void parse_leg_body(pd_wleg_t *leg, const uint8_t *body, size_t len) {
+  cJSON *j = cJSON_ParseWithLength((const char *)body, len);
+  if (!j) return;
+  cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "stream");
+  leg->is_stream = cJSON_IsTrue(st);
+  cJSON *lp = cJSON_GetObjectItemCaseSensitive(j, "return_logprob");
+  cJSON *lp2 = cJSON_GetObjectItemCaseSensitive(j, "logprobs");
+  leg->has_logprob = cJSON_IsTrue(lp) || cJSON_IsTrue(lp2) || cJSON_IsNumber(lp2);
+  cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
+  cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_host");
+  cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
+  char *rs = room ? cJSON_PrintUnformatted(room) : NULL;
+  char *hs = host ? cJSON_PrintUnformatted(host) : NULL;
+  char *ps = port ? cJSON_PrintUnformatted(port) : NULL;
+  leg->rooms_hash = fnv(fnv(fnv(0xcbf29ce484222325ULL, rs), hs), ps);
+  cJSON_free(rs);
+  cJSON_free(hs);
+  cJSON_free(ps);
+  if (cJSON_IsArray(room)) {
+    leg->n_rooms = cJSON_GetArraySize(room);
+    room = cJSON_GetArrayItem(room, 0);
+  } else {
+    leg->n_rooms = room ? 1 : 0;
+  }
+  if (cJSON_IsNumber(room)) leg->room = (uint64_t)room->valuedouble;
+  cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");
+  if (cJSON_IsArray(rid)) rid = cJSON_GetArrayItem(rid, 0);
+  if (cJSON_IsString(rid)) {
+    leg->has_rid = 1;
+    snprintf(leg->rid, sizeof leg->rid, "%s", rid->valuestring);
+  } else {
+    snprintf(leg->rid, sizeof leg->rid, "leg-%llu", (unsigned long long)leg->leg_id);
+  }
+  cJSON_Delete(j);
+}
+
+static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
+  pd_wleg_t *leg = calloc(1, sizeof *leg);
+  if (!leg) return;
+  leg->leg_id = a->leg_id;
+  leg->req_id = rq->id;
+  leg->attempt = rq->attempts;
+  leg->role = a->role;
+  leg->role_index = a->worker;
+  leg->worker = w->role_node[a->role][a->worker];
+  leg->tokens = rq->tokens;
+  leg->fault = -1;
+  leg->gw_open = 1;
+  leg->t_open = w->now;
+  parse_leg_body(leg, a->data, a->len);
+  leg->next_in_req = rq->legs;
+  rq->legs = leg;
+  rq->n_legs++;
+  if (rq->t_first_data) rq->retry_after_commit = 1;
+  pd_ptrmap_put(&w->legs, leg->leg_id, leg);
+  pd_wnode_t *n = &w->nodes[leg->worker];
+  if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INV_BREAKER - 1);
+  if (n->breaker_state == PD_BREAKER_HALF_OPEN && ++n->half_open_inflight > 1)
+    rq->violations |= 1u << (PD_INV_BREAKER - 1);
+  push(w, w->now + w->net_ns, EV_G2W_OPEN, 0, leg->leg_id, 0);
+}
+
+static void leg_gw_closed(struct pd_world *w, pd_wleg_t *leg) {
+  if (!leg->gw_open) return;
+  leg->gw_open = 0;
+  leg->t_gw_closed = w->now;
+  pd_wnode_t *n = &w->nodes[leg->worker];
+  if (n->breaker_state == PD_BREAKER_HALF_OPEN && n->half_open_inflight) n->half_open_inflight--;
+}
+
+static void on_load(pd_creq_t *rq, const pd_action_t *a) {
+  int r = a->role;
+  for (int i = 0; i < 8; i++) {
+    if (rq->load_bal[r][i] == 0 && a->flag > 0 && rq->load_w[r][i] == 0) {
+      rq->load_w[r][i] = a->worker + 1;
+      rq->load_bal[r][i] = 1;
+      return;
+    }
+    if (rq->load_w[r][i] == a->worker + 1) {
+      rq->load_bal[r][i] += a->flag;
+      if (rq->load_bal[r][i] < 0 || rq->load_bal[r][i] > 1) rq->load_neg = 1;
+      return;
+    }
+  }
+}
+
+static void on_load_release_time(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
+  for (int i = 0; i < 8; i++)
+    if (rq->load_w[a->role][i] == a->worker + 1) rq->load_t_rel[a->role][i] = w->now;
+}
+
+static void on_client(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
+  switch (a->kind) {
+  case PD_ACT_CLIENT_HEAD:
+    if (rq->t_head) { rq->token_error = 1; return; } /* two heads */
+    rq->head_status = a->status;
+    rq->is_sse_head = a->flag;
+    rq->t_head = w->now;
+    return;
+  case PD_ACT_CLIENT_DATA:
+    if (!rq->t_first_data) rq->t_first_data = w->now;
+    if (!rq->gone) pd_check_client_data(w, rq, a->data, a->len);
+    return;
+  case PD_ACT_CLIENT_END:
+    if (rq->gone || rq->ended) return;
+    rq->ended = 1;
+    rq->aborted = a->flag;
+    rq->t_end = w->now;
+    return;
+  default: return;
+  }
+}
+
+static void apply_one(struct pd_world *w, const pd_action_t *a) {
+  pd_creq_t *rq = pd_ptrmap_get(&w->reqs, a->req_id);
+  if (!rq) return;
+  pd_wleg_t *leg;
+  switch (a->kind) {
+  case PD_ACT_OPEN_LEG: on_open_leg(w, rq, a); break;
+  case PD_ACT_CLOSE_LEG:
+    leg = pd_ptrmap_get(&w->legs, a->leg_id);
+    if (!leg) break;
+    leg_gw_closed(w, leg);
+    push(w, w->now + w->net_ns, EV_G2W_CLOSE, 0, leg->leg_id, 0);
+    if (a->str) push(w, w->now + w->net_ns, EV_G2W_ABORT, 0, leg->leg_id, 0);
+    break;
+  case PD_ACT_CLIENT_HEAD:
+  case PD_ACT_CLIENT_DATA:
+  case PD_ACT_CLIENT_END: on_client(w, rq, a); break;
+  case PD_ACT_TIMER: push(w, a->deadline_ns, EV_CORE_TIMER, 0, rq->id, a->timer_gen); break;
+  case PD_ACT_OUTCOME:
+    leg = pd_ptrmap_get(&w->legs, a->leg_id);
+    if (leg) {
+      leg->outcomes++;
+      leg->outcome = (pd_outcome_t)a->flag;
+    }
+    break;
+  case PD_ACT_LOAD:
+    on_load(rq, a);
+    if (a->flag < 0) on_load_release_time(w, rq, a);
+    break;
+  case PD_ACT_BREAKER: {
+    pd_wnode_t *n = &w->nodes[w->role_node[a->role][a->worker]];
+    n->breaker_state = a->flag;
+    n->half_open_inflight = 0;
+    break;
+  }
+  case PD_ACT_ATTEMPT: rq->attempts++; break;
+  case PD_ACT_DONE: rq->core_done = 1; break;
+  }
+}
+
+void pd_world_apply(struct pd_world *w) {
+  uint64_t ids[PD_MAX_ACTIONS_PER_EVENT];
+  size_t n_ids = 0;
+  for (size_t i = 0; i < w->acts.n; i++) {
+    const pd_action_t *a = &w->acts.v[i];
+    /* BREAKER actions carry the req of the request that observed them, not always live */
+    apply_one(w, a);
+    if (n_ids < PD_MAX_ACTIONS_PER_EVENT && (n_ids == 0 || ids[n_ids - 1] != a->req_id))
+      ids[n_ids++] = a->req_id;
+  }
+  for (size_t i = 0; i < n_ids; i++) {
+    pd_creq_t *rq = pd_ptrmap_get(&w->reqs, ids[i]);
+    if (rq) pd_world_try_retire(w, rq);
+  }
+}
+
+/* ---------- heap events ---------- */
+
+static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint32_t arg,
+                        char *buf) {
+  if (!leg->gw_open) return; /* the gateway already closed it */
+  pd_event_t ev = {.req_id = leg->req_id, .leg_id = leg->leg_id};
+  switch (kind) {
+  case W2G_HEAD:
+    ev.kind = PD_EV_UP_HEAD;
+    ev.status = (int)arg;
+    break;
+  case W2G_END: ev.kind = PD_EV_UP_END; break;
+  case W2G_UPERR:
+    ev.kind = PD_EV_UP_ERROR;
+    ev.uperr = (pd_uperr_t)arg;
+    break;
+  default:
+    ev.kind = PD_EV_UP_DATA;
+    ev.len = pd_wm_render(w, leg, (int)kind, arg, buf, RENDER_CAP);
+    ev.data = (const uint8_t *)buf;
+    if (!ev.len) return;
+  }
+  if (kind == W2G_END || kind == W2G_UPERR) leg_gw_closed(w, leg);
+  pd_world_feed(w, &ev);
+  pd_world_leg_changed(w, leg);
+}
+
+static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
+  pd_wleg_t *leg = NULL;
+  if (it->kind >= EV_G2W_OPEN && it->kind <= EV_WTIMER) {
+    leg = pd_ptrmap_get(&w->legs, it->b);
+    if (!leg) return;
+  }
+  switch (it->kind) {
+  case EV_ARRIVE: pd_world_arrive(w); return;
+  case EV_GONE: {
+    pd_creq_t *rq = pd_ptrmap_get(&w->reqs, it->b);
+    if (!rq || rq->ended || rq->gone) return;
+    rq->gone = 1;
+    rq->t_end = w->now;
+    pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = rq->id};
+    pd_world_feed(w, &ev);
+    pd_world_try_retire(w, rq);
+    return;
+  }
+  case EV_CORE_TIMER: {
+    pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = it->b, .timer_gen = it->c};
+    pd_world_feed(w, &ev);
+    return;
+  }
+  case EV_G2W_OPEN: pd_wm_on_open(w, leg); return;
+  case EV_G2W_CLOSE: pd_wm_on_close(w, leg); pd_world_leg_changed(w, leg); return;
+  case EV_G2W_ABORT: pd_wm_on_abort(w, leg); pd_world_leg_changed(w, leg); return;
+  case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, buf); return;
+  case EV_WTIMER:
+    if (it->c == leg->tgen) pd_wm_on_timer(w, leg, (int)it->a);
+    return;
+  case EV_CRASH:
+    w->nodes[it->a].is_down = 1;
+    pd_wm_crash(w, it->a);
+    return;
+  case EV_RESTART: w->nodes[it->a].is_down = 0; return;
+  default: return;
+  }
+}
+
+static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uint64_t seed) {
+  w->s = s;
+  w->mode = mode;
+  w->net_ns = s->config.net_us * 1000ull;
+  pd_prng_t root;
+  pd_prng_init(&root, seed);
+  pd_prng_fork(&root, 1, &w->gw_rng);
+  pd_prng_fork(&root, 2, &w->world_rng);
+  pd_prng_fork(&root, 3, &w->fault_rng);
+  pd_gw_config_t *c = &w->gcfg;
+  pd_gw_config_default(c, mode);
+  const pd_scn_config_t *sc = &s->config;
+  if (mode != PD_MODE_MINILB) {
+    pd_policy_parse(sc->prefill_policy, &c->policy[0]);
+    pd_policy_parse(sc->decode_policy, &c->policy[1]);
+    if (sc->max_attempts) c->retry.max_attempts = sc->max_attempts;
+    if (sc->breaker_failure_threshold) c->breaker.failure_threshold = sc->breaker_failure_threshold;
+    if (sc->breaker_open_ms) c->breaker.open_ns = sc->breaker_open_ms * MS_NS;
+  }
+  if (sc->request_timeout_ms && mode != PD_MODE_REFERENCE) c->request_timeout_ns = sc->request_timeout_ms * MS_NS;
+  if (mode == PD_MODE_REFERENCE) {
+    if (sc->first_token_timeout_ms) c->first_token_timeout_ns = sc->first_token_timeout_ms * MS_NS;
+    if (sc->idle_timeout_ms) c->idle_timeout_ns = sc->idle_timeout_ms * MS_NS;
+    if (sc->total_timeout_ms) c->total_timeout_ns = sc->total_timeout_ms * MS_NS;
+    if (sc->tail_timeout_ms) c->prefill_tail_timeout_ns = sc->tail_timeout_ms * MS_NS;
+  }
+  w->gw = pd_gw_new(NULL, c, &w->gw_rng);
+  if (!w->gw) return PD_ERR_NOMEM;
+  pd_actbuf_init(&w->acts, NULL);
+  pd_heap_init(&w->heap, NULL, 0);
+  for (uint32_t i = 0; i < s->n_workers; i++) {
+    const pd_scn_worker_t *sw = &s->workers[i];
+    pd_wnode_t *n = &w->nodes[w->n_nodes++];
+    n->spec = sw;
+    n->role = sw->role;
+    int idx = pd_gw_add_worker(w->gw, sw->role, sw->name, sw->name,
+                               sw->role == PD_ROLE_PREFILL ? 8998 : -1);
+    if (idx < 0) return idx;
+    n->role_index = (uint32_t)idx;
+    w->role_node[sw->role][idx] = i;
+    if (sw->crash_at_ms) push(w, sw->crash_at_ms * MS_NS, EV_CRASH, i, 0, 0);
+    if (sw->restart_at_ms) push(w, sw->restart_at_ms * MS_NS, EV_RESTART, i, 0, 0);
+  }
+  if (s->workload.requests) push(w, 0, EV_ARRIVE, 0, 0, 0);
+  return 0;
+}
+
+static void teardown(struct pd_world *w) {
+  for (size_t i = 0; i < w->reqs.cap; i++)
+    if (w->reqs.keys[i] && w->reqs.keys[i] != UINT64_MAX) {
+      pd_creq_t *rq = w->reqs.vals[i];
+      pd_wleg_t *l = rq->legs;
+      while (l) {
+        pd_wleg_t *nx = l->next_in_req;
+        free(l);
+        l = nx;
+      }
+      pd_sse_free(&rq->sse);
+      free(rq->body);
+      free(rq);
+    }
+  pd_ptrmap_free(&w->reqs);
+  pd_ptrmap_free(&w->legs);
+  pd_ptrmap_free(&w->rooms);
+  pd_ptrmap_free(&w->droom);
+  pd_heap_free(&w->heap);
+  pd_actbuf_free(&w->acts);
+  pd_gw_del(w->gw);
+}
+
+/* Judge every request still unfinished when the queue ran dry (or the horizon passed). */
+static void judge_leftovers(struct pd_world *w) {
+  size_t n = 0, cap = w->reqs.len;
+  pd_creq_t **all = cap ? malloc(cap * sizeof *all) : NULL;
+  if (cap && !all) return;
+  for (size_t i = 0; i < w->reqs.cap && n < cap; i++)
+    if (w->reqs.keys[i] && w->reqs.keys[i] != UINT64_MAX) all[n++] = w->reqs.vals[i];
+  for (size_t i = 0; i < n; i++) pd_world_retire_now(w, all[i]); /* in id order below */
+  free(all);
+}
+
+int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *trace,
+                 pd_world_stats_t *stats, uint32_t *violations, uint64_t *trace_hash) {
+  struct pd_world *w = calloc(1, sizeof *w);
+  if (!w) return PD_ERR_NOMEM;
+  memset(stats, 0, sizeof *stats);
+  w->stats = stats;
+  pd_trace_init(&w->trace, trace);
+  w->trace_details = trace != NULL;
+  char *buf = malloc(RENDER_CAP);
+  int rc = buf ? setup(w, s, mode, seed) : PD_ERR_NOMEM;
+  /* horizon: past every timeout a model can wait on, so hung runs still end */
+  uint64_t horizon = (s->config.deadline_ms + 2 * s->config.bootstrap_timeout_ms +
+                      2 * s->config.waiting_timeout_ms + 4000000ull) * MS_NS +
+                     s->workload.requests * (s->workload.interval_ms + 1) * 4 * MS_NS;
+  pd_heap_item_t it;
+  for (uint64_t n = 0; rc == 0 && n < (1ull << 40) && pd_heap_pop(&w->heap, &it); n++) {
+    if (it.t_ns > horizon) break;
+    w->now = it.t_ns;
+    stats->events++;
+    step(w, &it, buf);
+  }
+  if (rc == 0) judge_leftovers(w);
+  *violations = w->violations;
+  if (w->room_collisions) *violations |= 1u << (PD_INV_ROOMS - 1);
+  uint64_t h = pd_trace_finish(&w->trace);
+  if (trace_hash) *trace_hash = h;
+  free(buf);
+  teardown(w);
+  free(w);
+  return rc;
+}
