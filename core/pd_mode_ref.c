@@ -52,6 +52,7 @@ static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o
   }
   rq->dl[DL_FIRST] = rq->dl[DL_IDLE] = rq->dl[DL_TAIL] = 0;
   rq->state = RQ_BACKOFF;
+  rq->last_status = status; /* what the client gets if no later attempt can start */
   if (is_retryable && pd_gw_schedule_retry(gw, rq)) return;
   pd_gw_client_error(gw, rq, status, code, msg);
 }
@@ -79,6 +80,14 @@ static void fail_stream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d, pd_outcome_t o, i
   pd_gw_close_leg(gw, rq, d, 1);
   pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
   if (p) leg_cancel(gw, rq, p, PD_OUTCOME_CANCELLED);
+}
+
+/* A non-stream answer must be a JSON object without an "error" member. */
+static int body_is_answer(const pd_buf_t *b) {
+  cJSON *j = b->len ? cJSON_ParseWithLength((const char *)b->p, b->len) : NULL;
+  int ok = cJSON_IsObject(j) && !cJSON_GetObjectItemCaseSensitive(j, "error");
+  cJSON_Delete(j);
+  return ok;
 }
 
 static int error_event_status(const char *data, size_t len) {
@@ -292,15 +301,25 @@ static void ref_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
     }
     return;
   }
+  if (!rq->req.is_stream && !body_is_answer(&leg->body)) {
+    if (!rq->is_committed) {
+      fail_leg(gw, rq, leg, 502, "response body is not a JSON answer");
+    } else {
+      pd_gw_outcome(gw, rq, leg, PD_OUTCOME_FAILURE, 502);
+      pd_gw_release_load(gw, rq, leg->role);
+      pd_gw_drop_leg(gw, rq, leg);
+    }
+    return;
+  }
   if (leg->role == PD_ROLE_PREFILL) {
     prefill_done(gw, rq, leg);
     return;
   }
-  if (!rq->req.is_stream) {
-    respond_nonstream(gw, rq, leg);
-    return;
-  }
-  /* stream decode ended after [DONE] while events were held for logprobs: wait */
+  /* decode finished well: its outcome is known now, even if the client still waits for
+   * prefill's logprobs (R-OUTCOME) */
+  pd_gw_outcome(gw, rq, leg, PD_OUTCOME_SUCCESS, leg->status);
+  pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
+  if (!rq->req.is_stream) respond_nonstream(gw, rq, leg);
 }
 
 static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) {
@@ -361,8 +380,12 @@ static void ref_on_client_gone(pd_gw_t *gw, pd_rq_t *rq) {
 
 static void ref_on_no_pair(pd_gw_t *gw, pd_rq_t *rq, int status) {
   if (pd_gw_schedule_retry(gw, rq)) return;
-  pd_gw_client_error(gw, rq, status, "no_available_workers",
-                     "no prefill/decode pair available (circuits open)");
+  if (rq->last_status) /* R-STATUS: the last worker failure, not the selector's 503 */
+    pd_gw_client_error(gw, rq, rq->last_status, "attempts_exhausted",
+                       "every attempt failed; no pair left to try");
+  else
+    pd_gw_client_error(gw, rq, status, "no_available_workers",
+                       "no prefill/decode pair available (circuits open)");
 }
 
 const pd_mode_ops_t pd_mode_ref_ops = {ref_on_start, ref_on_head, ref_on_data, ref_on_end,

@@ -95,6 +95,7 @@ static int looks_clean(pd_creq_t *rq) {
 
 /* I4: which recorded outcomes agree with what the worker really did. */
 static int outcome_agrees(pd_truth_t t, pd_outcome_t o) {
+  if (o == PD_OUTCOME_CANCELLED) return 1; /* neutral: claims nothing about the worker */
   switch (t) {
   case PD_TRUTH_OK: return o == PD_OUTCOME_SUCCESS;
   case PD_TRUTH_FAILED:
@@ -209,11 +210,12 @@ uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_
       uint32_t last = 0;
       for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) if (l->attempt > last) last = l->attempt;
       int ambiguous = 0;
-      for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
-        if (l->attempt == last && l->injected_status) {
-          if (want && want != l->injected_status) ambiguous = 1;
-          want = l->injected_status;
-        }
+      for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+        if (l->attempt != last || (l->truth != PD_TRUTH_FAILED && l->truth != PD_TRUTH_NEVER))
+          continue;
+        if (!l->injected_status || (want && want != l->injected_status)) ambiguous = 1;
+        want = l->injected_status;
+      }
       if (want && !ambiguous && want != rq->head_status)
         FLAG(PD_INV_ERROR_VISIBLE, "I14 worker said %d, client got %d", want, rq->head_status);
     }

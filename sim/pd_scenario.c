@@ -21,8 +21,8 @@
 #define SCN_MAX_TOKENS 100000u
 #define SCN_MAX_SAFE_INT 9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 #define SCN_SEED_DIGITS 20      /* UINT64_MAX has 20 decimal digits */
-#define SCN_FLAG_BOOL 1u         /* set_flag accepts true/false */
-#define SCN_FLAG_FRAC 2u         /* set_flag accepts a number in 0..1 */
+#define SCN_FLAG_BOOL 1u        /* set_flag accepts true/false */
+#define SCN_FLAG_FRAC 2u        /* set_flag accepts a number in 0..1 */
 
 typedef struct scn_ctx {
   const char *file;

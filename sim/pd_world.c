@@ -160,6 +160,7 @@ void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
   uint32_t v = pd_check_request(w, rq, reason, sizeof reason);
   rq->violations = v;
   pd_world_stats_t *st = w->stats;
+  if (v && getenv("PDREF_DEBUG")) fprintf(stderr, "req %llu: %#x %s\n", (unsigned long long)rq->id, v, reason);
   if (v) {
     w->violations |= v;
     st->violations_total++;

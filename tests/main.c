@@ -18,6 +18,7 @@ int pdt_add_suite(const char *name, const pdt_case_t *cases, size_t n) {
 }
 
 int main(int argc, char **argv) {
+  (void)argv;
   if (CU_initialize_registry() != CUE_SUCCESS) return 2;
 #define PDT_REG(fn) \
   if (fn() != 0) {  \

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PDT_MSG_MAX 512
+#define PDT_MSG_MAX 1024
 
 #define PDT_EQ_U64(a, b)                                                                \
   do {                                                                                  \

@@ -1,0 +1,368 @@
+/* The dispatch core through the same feed API the drivers use: each test scripts events for
+ * one request and asserts the actions a user could name. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_dispatch.h"
+#include "pd_err.h"
+#include "pdt.h"
+
+#define MS 1000000ull
+
+typedef struct harness {
+  pd_prng_t rng;
+  pd_gw_t *gw;
+  pd_actbuf_t out;
+  uint64_t now;
+  char client[8192]; /* client bytes so far */
+  size_t client_len;
+  int head_status, ended, aborted;
+} harness_t;
+
+static void h_init(harness_t *h, pd_mode_t mode, const pd_alloc_t *alloc) {
+  memset(h, 0, sizeof *h);
+  pd_prng_init(&h->rng, 42);
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, mode);
+  h->gw = pd_gw_new(alloc, &c, &h->rng);
+  if (!h->gw) return;
+  pd_gw_add_worker(h->gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
+  pd_gw_add_worker(h->gw, PD_ROLE_PREFILL, "p1", "p1", 8998);
+  pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d0", "d0", -1);
+  pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d1", "d1", -1);
+  pd_actbuf_init(&h->out, alloc);
+}
+
+static void h_free(harness_t *h) {
+  pd_actbuf_free(&h->out);
+  pd_gw_del(h->gw);
+}
+
+/* Feed one event; record client-visible output. */
+static void h_feed(harness_t *h, pd_event_t ev) {
+  pd_actbuf_reset(&h->out);
+  pd_gw_feed(h->gw, h->now, &ev, &h->out);
+  for (size_t i = 0; i < h->out.n; i++) {
+    const pd_action_t *a = &h->out.v[i];
+    if (a->kind == PD_ACT_CLIENT_HEAD) h->head_status = a->status;
+    if (a->kind == PD_ACT_CLIENT_DATA && h->client_len + a->len < sizeof h->client) {
+      memcpy(h->client + h->client_len, a->data, a->len);
+      h->client_len += a->len;
+      h->client[h->client_len] = 0;
+    }
+    if (a->kind == PD_ACT_CLIENT_END) {
+      h->ended = 1;
+      h->aborted = a->flag;
+    }
+  }
+}
+
+static const pd_action_t *h_find(harness_t *h, pd_action_kind_t k, int nth) {
+  for (size_t i = 0; i < h->out.n; i++)
+    if (h->out.v[i].kind == k && nth-- == 0) return &h->out.v[i];
+  return NULL;
+}
+
+static size_t h_count(harness_t *h, pd_action_kind_t k) {
+  size_t n = 0;
+  for (size_t i = 0; i < h->out.n; i++) n += h->out.v[i].kind == k;
+  return n;
+}
+
+static void h_request(harness_t *h, const char *body) {
+  pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = 7, .path = "/generate",
+                   .data = (const uint8_t *)body, .len = strlen(body)};
+  h_feed(h, ev);
+}
+
+static void h_leg(harness_t *h, pd_event_kind_t k, uint64_t leg, int status, const char *data) {
+  pd_event_t ev = {.kind = k, .req_id = 7, .leg_id = leg, .status = status,
+                   .data = (const uint8_t *)data, .len = data ? strlen(data) : 0};
+  h_feed(h, ev);
+}
+
+static const char *STREAM = "{\"text\":\"hi\",\"stream\":true}";
+static const char *TOK0 = "data: {\"text\":\"a\",\"index\":0}\n\n";
+static const char *TOK1 = "data: {\"text\":\"b\",\"index\":1}\n\n";
+static const char *DONE = "data: [DONE]\n\n";
+
+/* Start a reference stream request; legs are 1 (prefill) and 2 (decode). */
+static void start(harness_t *h, pd_mode_t mode, const char *body) {
+  h_init(h, mode, NULL);
+  h_request(h, body);
+}
+
+static void test_both_legs_share_room_and_rid(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  const pd_action_t *p = h_find(&h, PD_ACT_OPEN_LEG, 0), *d = h_find(&h, PD_ACT_OPEN_LEG, 1);
+  PDT_TRUE(p && d);
+  if (p && d) {
+    PDT_EQ_INT(p->role, PD_ROLE_PREFILL); /* prefill first (R1.13) */
+    PDT_EQ_INT(d->role, PD_ROLE_DECODE);
+    cJSON *a = cJSON_ParseWithLength((const char *)p->data, p->len);
+    cJSON *b = cJSON_ParseWithLength((const char *)d->data, d->len);
+    cJSON *ra = cJSON_GetObjectItem(a, "bootstrap_room"), *rb = cJSON_GetObjectItem(b, "bootstrap_room");
+    PDT_TRUE(cJSON_IsNumber(ra) && cJSON_IsNumber(rb) && ra->valuedouble == rb->valuedouble);
+    PDT_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(a, "rid")),
+               cJSON_GetStringValue(cJSON_GetObjectItem(b, "rid")));
+    PDT_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(a, "bootstrap_host")), "p0");
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+  }
+  h_free(&h);
+}
+
+static void test_nothing_committed_before_first_event(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  PDT_EQ_U64(h_count(&h, PD_ACT_CLIENT_HEAD), 0);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
+  PDT_EQ_INT(h.head_status, 200);
+  PDT_EQ_STR(h.client, TOK0);
+  h_free(&h);
+}
+
+static void test_decode_503_cancels_prefill_and_retries_elsewhere(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  uint32_t first_decode = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
+  h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
+  const pd_action_t *c = h_find(&h, PD_ACT_CLOSE_LEG, 0);
+  int saw_abort_prefill = 0, saw_fail = 0, saw_cancel = 0;
+  for (int i = 0; (c = h_find(&h, PD_ACT_CLOSE_LEG, i)); i++)
+    if (c->leg_id == 1 && c->str && strncmp(c->str, "pdref-", 6) == 0) saw_abort_prefill = 1;
+  const pd_action_t *o;
+  for (int i = 0; (o = h_find(&h, PD_ACT_OUTCOME, i)); i++) {
+    if (o->leg_id == 2 && o->flag == PD_OUTCOME_FAILURE) saw_fail = 1;
+    if (o->leg_id == 1 && o->flag == PD_OUTCOME_CANCELLED) saw_cancel = 1;
+  }
+  PDT_TRUE(saw_abort_prefill);
+  PDT_TRUE(saw_fail);
+  PDT_TRUE(saw_cancel);
+  PDT_EQ_U64(h_count(&h, PD_ACT_CLIENT_HEAD), 0); /* nothing to the client yet */
+  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
+  PDT_TRUE(t != NULL);
+  if (t) {
+    h.now = t->deadline_ns;
+    pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = t->timer_gen};
+    h_feed(&h, ev);
+    const pd_action_t *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
+    PDT_TRUE(d2 != NULL);
+    if (d2) PDT_TRUE(d2->worker != first_decode); /* fresh pair excludes the failed one */
+  }
+  h_free(&h);
+}
+
+static void test_prefill_load_released_when_prefill_ends(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
+  PDT_EQ_U64(pd_gw_load(h.gw, PD_ROLE_PREFILL, 0), 1);
+  h_leg(&h, PD_EV_UP_DATA, 1, 0, "data: {\"text\":\"\"}\n\ndata: [DONE]\n\n");
+  h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+  PDT_EQ_U64(pd_gw_load(h.gw, PD_ROLE_PREFILL, 0), 0); /* while decode still streams */
+  PDT_EQ_U64(pd_gw_load(h.gw, PD_ROLE_DECODE, h_find(&h, PD_ACT_OUTCOME, 0) ? 0 : 0), 1);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, DONE);
+  h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
+  PDT_TRUE(h.ended && !h.aborted);
+  PDT_EQ_U64(pd_gw_requests_live(h.gw), 0);
+  h_free(&h);
+}
+
+static void test_client_gone_aborts_both_legs_at_once(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = 7};
+  h_feed(&h, ev);
+  PDT_EQ_U64(h_count(&h, PD_ACT_CLOSE_LEG), 2);
+  PDT_TRUE(h_find(&h, PD_ACT_CLOSE_LEG, 0)->str != NULL);
+  PDT_TRUE(h_find(&h, PD_ACT_CLOSE_LEG, 1)->str != NULL);
+  PDT_EQ_U64(h_count(&h, PD_ACT_DONE), 1);
+  PDT_EQ_U64(pd_gw_load(h.gw, PD_ROLE_DECODE, 0) + pd_gw_load(h.gw, PD_ROLE_DECODE, 1), 0);
+  h_free(&h);
+}
+
+static void test_midstream_reset_ends_with_sse_error_event(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
+  pd_event_t ev = {.kind = PD_EV_UP_ERROR, .req_id = 7, .leg_id = 2, .uperr = PD_UPERR_RESET};
+  h_feed(&h, ev);
+  PDT_TRUE(strstr(h.client, "\"error\"") != NULL);
+  PDT_TRUE(strstr(h.client, "data: [DONE]") != NULL);
+  PDT_TRUE(h.ended && !h.aborted);
+  PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 0); /* no retry after commit */
+  h_free(&h);
+}
+
+static void test_split_feed_gives_same_client_bytes(void) {
+  const char *stream = "data: {\"index\":0}\n\ndata: {\"index\":1}\n\ndata: [DONE]\n\n";
+  harness_t whole, split;
+  start(&whole, PD_MODE_REFERENCE, STREAM);
+  start(&split, PD_MODE_REFERENCE, STREAM);
+  h_leg(&whole, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&split, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&whole, PD_EV_UP_DATA, 2, 0, stream);
+  for (size_t i = 0; stream[i]; i++) {
+    char one[2] = {stream[i], 0};
+    h_leg(&split, PD_EV_UP_DATA, 2, 0, one);
+  }
+  PDT_EQ_STR(split.client, whole.client);
+  PDT_EQ_STR(whole.client, stream);
+  h_free(&whole);
+  h_free(&split);
+}
+
+static void test_joined_waits_for_prefill_body_before_streaming(void) {
+  harness_t h;
+  start(&h, PD_MODE_JOINED, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
+  PDT_EQ_INT(h.head_status, 0); /* R1.35: prefill drained first (G5) */
+  h_leg(&h, PD_EV_UP_DATA, 1, 0, DONE);
+  h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+  PDT_EQ_INT(h.head_status, 200);
+  PDT_EQ_STR(h.client, TOK0);
+  h_free(&h);
+}
+
+static void test_pr1150_detached_prefill_survives_decode_failure(void) {
+  harness_t h;
+  start(&h, PD_MODE_PR1150, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
+  for (int i = 0; h_find(&h, PD_ACT_CLOSE_LEG, i); i++)
+    PDT_TRUE(h_find(&h, PD_ACT_CLOSE_LEG, i)->leg_id != 1); /* seed finding 1 */
+  PDT_TRUE(pd_gw_requests_live(h.gw) == 1);
+  h_free(&h);
+}
+
+static void test_joined_transport_error_drops_other_leg_without_abort(void) {
+  harness_t h;
+  start(&h, PD_MODE_JOINED, "{\"text\":\"hi\",\"stream\":false}");
+  pd_event_t ev = {.kind = PD_EV_UP_ERROR, .req_id = 7, .leg_id = 2, .uperr = PD_UPERR_RESET};
+  h_feed(&h, ev);
+  const pd_action_t *c = h_find(&h, PD_ACT_CLOSE_LEG, 0);
+  PDT_TRUE(c && c->leg_id == 1 && c->str == NULL); /* try_join drop: TCP close only (R1.31) */
+  const pd_action_t *o = h_find(&h, PD_ACT_OUTCOME, 0);
+  PDT_TRUE(o && o->status == 502); /* R3.1: 502 for both workers */
+  PDT_EQ_U64(h_count(&h, PD_ACT_OUTCOME), 2);
+  PDT_TRUE(h_find(&h, PD_ACT_TIMER, 0) != NULL); /* retryable: backoff */
+  h_free(&h);
+}
+
+static void test_minilb_answers_200_even_when_decode_fails(void) {
+  harness_t h;
+  start(&h, PD_MODE_MINILB, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
+  PDT_EQ_INT(h.head_status, 200); /* M8.4 */
+  PDT_EQ_U64(h_count(&h, PD_ACT_OUTCOME), 0); /* no breaker, no outcomes */
+  h_free(&h);
+}
+
+static void test_bad_input_gets_4xx_json(void) {
+  harness_t h;
+  h_init(&h, PD_MODE_REFERENCE, NULL);
+  h_request(&h, "{\"text\": ");
+  PDT_EQ_INT(h.head_status, 400);
+  PDT_TRUE(strstr(h.client, "\"error\"") != NULL);
+  pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = 8, .path = "/nope",
+                   .data = (const uint8_t *)"{}", .len = 2};
+  h.client_len = 0;
+  h_feed(&h, ev);
+  PDT_EQ_INT(h.head_status, 404);
+  PDT_EQ_U64(pd_gw_requests_live(h.gw), 0);
+  /* events for unknown requests and legs are ignored */
+  h_leg(&h, PD_EV_UP_DATA, 99, 0, TOK1);
+  PDT_EQ_U64(h.out.n, 0);
+  h_free(&h);
+}
+
+static void test_first_token_deadline_times_out_both_and_retries(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
+  PDT_TRUE(t && t->deadline_ns == 30000 * MS);
+  if (!t) { h_free(&h); return; }
+  h.now = t->deadline_ns;
+  pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = t->timer_gen};
+  h_feed(&h, ev);
+  size_t timeouts = 0;
+  for (int i = 0; h_find(&h, PD_ACT_OUTCOME, i); i++)
+    timeouts += h_find(&h, PD_ACT_OUTCOME, i)->flag == PD_OUTCOME_TIMEOUT;
+  PDT_EQ_U64(timeouts, 2);
+  PDT_EQ_U64(h_count(&h, PD_ACT_CLOSE_LEG), 2);
+  PDT_EQ_U64(h_count(&h, PD_ACT_CLIENT_HEAD), 0);
+  h_free(&h);
+}
+
+/* An allocator that fails the Nth allocation and counts live blocks. */
+typedef struct failing {
+  long countdown, live;
+} failing_t;
+static void *f_malloc(size_t n, void *ud) {
+  failing_t *f = ud;
+  if (f->countdown-- == 0) return NULL;
+  void *p = malloc(n);
+  if (p) f->live++;
+  return p;
+}
+static void *f_realloc(void *p, size_t n, void *ud) {
+  failing_t *f = ud;
+  if (f->countdown-- == 0) return NULL;
+  void *q = realloc(p, n);
+  if (q && !p) f->live++;
+  return q;
+}
+static void f_free(void *p, void *ud) {
+  failing_t *f = ud;
+  if (p) f->live--;
+  free(p);
+}
+
+static void test_every_allocation_failure_is_survived(void) {
+  for (long n = 0; n < 80; n++) {
+    failing_t f = {n, 0};
+    pd_alloc_t a = {f_malloc, f_realloc, f_free, &f};
+    harness_t h;
+    h_init(&h, PD_MODE_REFERENCE, &a);
+    if (h.gw) {
+      h_request(&h, STREAM);
+      h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+      h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
+      h_leg(&h, PD_EV_UP_DATA, 2, 0, DONE);
+      pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = 7};
+      h_feed(&h, ev);
+      h_free(&h);
+    }
+    PDT_EQ_INT(f.live, 0);
+  }
+}
+
+int pdt_suite_dispatch(void) {
+  static const pdt_case_t cases[] = {
+      {"both legs share one room and one rid, prefill opened first", test_both_legs_share_room_and_rid},
+      {"reference commits nothing before decode's first event", test_nothing_committed_before_first_event},
+      {"decode 503 before first token cancels prefill with abort and retries elsewhere",
+       test_decode_503_cancels_prefill_and_retries_elsewhere},
+      {"prefill load is released when prefill ends", test_prefill_load_released_when_prefill_ends},
+      {"client gone aborts both legs at once", test_client_gone_aborts_both_legs_at_once},
+      {"mid-stream reset ends with an SSE error event", test_midstream_reset_ends_with_sse_error_event},
+      {"byte-by-byte feed gives the same client bytes", test_split_feed_gives_same_client_bytes},
+      {"joined waits for the prefill body before streaming (G5)", test_joined_waits_for_prefill_body_before_streaming},
+      {"pr1150 leaves its detached prefill running when decode fails", test_pr1150_detached_prefill_survives_decode_failure},
+      {"joined drops the other leg without abort on a transport error", test_joined_transport_error_drops_other_leg_without_abort},
+      {"minilb answers 200 even when decode fails", test_minilb_answers_200_even_when_decode_fails},
+      {"bad input gets a 4xx JSON error; unknown ids are ignored", test_bad_input_gets_4xx_json},
+      {"first-token deadline times out both legs", test_first_token_deadline_times_out_both_and_retries},
+      {"every allocation failure is survived without leaks", test_every_allocation_failure_is_survived},
+  };
+  return PDT_SUITE("dispatch", cases);
+}
