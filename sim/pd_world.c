@@ -187,8 +187,14 @@ void pd_world_try_retire(struct pd_world *w, pd_creq_t *rq) {
 }
 
 void pd_world_leg_changed(struct pd_world *w, pd_wleg_t *leg) {
-  pd_creq_t *rq = pd_ptrmap_get(&w->reqs, leg->req_id);
-  if (rq) pd_world_try_retire(w, rq);
+  if (w->n_dirty == w->cap_dirty) {
+    size_t nc = w->cap_dirty ? w->cap_dirty * 2 : 64;
+    uint64_t *nd = realloc(w->dirty, nc * sizeof *nd);
+    if (!nd) return;
+    w->dirty = nd;
+    w->cap_dirty = nc;
+  }
+  w->dirty[w->n_dirty++] = leg->req_id;
 }
 
 /* ---------- client workload ---------- */

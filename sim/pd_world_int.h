@@ -76,6 +76,8 @@ struct pd_world {
   pd_world_stats_t *stats;
   uint32_t violations;
   uint32_t room_collisions;
+  uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */
+  size_t n_dirty, cap_dirty;
 };
 
 /* pointer map (pd_world.c) */
@@ -96,7 +98,7 @@ void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq); /* judge + free */
 /* driver services used by the worker model */
 void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay_ns);
 void pd_world_wtimer(struct pd_world *w, pd_wleg_t *leg, int kind, uint64_t delay_ns);
-void pd_world_leg_changed(struct pd_world *w, pd_wleg_t *leg); /* may retire its request */
+void pd_world_leg_changed(struct pd_world *w, pd_wleg_t *leg); /* checked after the step */
 
 /* worker model (mock_workers/pd_wmodel.c) */
 void pd_wm_on_open(struct pd_world *w, pd_wleg_t *leg);

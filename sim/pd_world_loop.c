@@ -188,6 +188,11 @@ void pd_world_apply(struct pd_world *w) {
 
 /* ---------- heap events ---------- */
 
+static void retire_by_id(struct pd_world *w, uint64_t req_id) {
+  pd_creq_t *rq = pd_ptrmap_get(&w->reqs, req_id);
+  if (rq) pd_world_try_retire(w, rq);
+}
+
 static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint32_t arg,
                         char *buf) {
   if (!leg->gw_open) return; /* the gateway already closed it */
@@ -209,8 +214,8 @@ static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint3
     if (!ev.len) return;
   }
   if (kind == W2G_END || kind == W2G_UPERR) leg_gw_closed(w, leg);
-  pd_world_feed(w, &ev);
-  pd_world_leg_changed(w, leg);
+  pd_world_feed(w, &ev); /* may retire the request and free leg */
+  retire_by_id(w, ev.req_id);
 }
 
 static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
@@ -237,8 +242,18 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     return;
   }
   case EV_G2W_OPEN: pd_wm_on_open(w, leg); return;
-  case EV_G2W_CLOSE: pd_wm_on_close(w, leg); pd_world_leg_changed(w, leg); return;
-  case EV_G2W_ABORT: pd_wm_on_abort(w, leg); pd_world_leg_changed(w, leg); return;
+  case EV_G2W_CLOSE: { /* the model may retire the request, freeing leg */
+    uint64_t rid = leg->req_id;
+    pd_wm_on_close(w, leg);
+    retire_by_id(w, rid);
+    return;
+  }
+  case EV_G2W_ABORT: {
+    uint64_t rid = leg->req_id;
+    pd_wm_on_abort(w, leg);
+    retire_by_id(w, rid);
+    return;
+  }
   case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, buf); return;
   case EV_WTIMER:
     if (it->c == leg->tgen) pd_wm_on_timer(w, leg, (int)it->a);
@@ -353,6 +368,8 @@ int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *tr
     w->now = it.t_ns;
     stats->events++;
     step(w, &it, buf);
+    for (size_t i = 0; i < w->n_dirty; i++) retire_by_id(w, w->dirty[i]);
+    w->n_dirty = 0;
   }
   if (rc == 0) judge_leftovers(w);
   *violations = w->violations;
@@ -360,6 +377,7 @@ int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *tr
   uint64_t h = pd_trace_finish(&w->trace);
   if (trace_hash) *trace_hash = h;
   free(buf);
+  free(w->dirty);
   teardown(w);
   free(w);
   return rc;

@@ -115,6 +115,7 @@ static void test_reference_holds_every_invariant_under_10000_faulty_requests(voi
   s->workload.stream = 0.7;
   s->workload.logprob = 0.2;
   s->workload.fault_rate = 0.05;
+  s->config.total_timeout_ms = 60000; /* below the client's 120 s patience (I1) */
   pd_world_stats_t st;
   uint32_t v = 1;
   uint64_t h;
