@@ -20,25 +20,53 @@ static void raise_exception(pd_gw_t *gw, pd_rq_t *rq) {
   session_close(gw, rq);
 }
 
-/* M8.4 logprob stream: each decode chunk starting with "data:" and not containing [DONE]
- * is parsed as one JSON value, prefill's input_token_logprobs prepended, and re-serialised.
- * A chunk that is not one JSON value raises (orjson.loads), aborting the stream. */
-static int forward_chunk(pd_gw_t *gw, pd_rq_t *rq, const uint8_t *p, size_t len) {
-  int is_data = len >= 5 && memcmp(p, "data:", 5) == 0;
+/* M8.4 logprob stream, as mini_lb iterates `decode_response.content` (aiohttp yields lines):
+ * a line starting with "data:" and not containing [DONE] is parsed ([5:]), prefill's
+ * input_token_logprobs prepended and re-sent as "data: {json}\n\n"; other lines pass as they
+ * are. A line that is not JSON or lacks meta_info.input_token_logprobs raises (orjson error,
+ * KeyError), which aborts the stream. Returns 0 or an error (= the exception). */
+static int merge_line(pd_gw_t *gw, pd_rq_t *rq, const uint8_t *p, size_t len) {
   int has_done = 0;
   for (size_t i = 0; i + 6 <= len; i++)
     if (memcmp(p + i, "[DONE]", 6) == 0) has_done = 1;
-  if (!rq->req.return_logprob || !rq->prefill_lp_ready || !is_data || has_done) {
+  if (len < 5 || memcmp(p, "data:", 5) != 0 || has_done) {
     pd_gw_client_data(gw, rq, p, len);
     return 0;
   }
   char *out = NULL;
   size_t olen = 0;
-  int rc = pd_merge_smg_chunk(gw->alloc, (const char *)rq->prefill_lp.p, rq->prefill_lp.len,
-                              (const char *)p, len, &out, &olen);
-  if (rc != 0) return rc;
+  int rc = pd_merge_logprobs(gw->alloc, (const char *)rq->prefill_lp.p, rq->prefill_lp.len,
+                             (const char *)p + 5, len - 5, &out, &olen);
+  if (rc) return rc;
+  pd_gw_client_data(gw, rq, "data: ", 6);
   pd_gw_client_data(gw, rq, out, olen);
+  pd_gw_client_data(gw, rq, "\n\n", 2);
   pd_free(gw->alloc, out);
+  return 0;
+}
+
+/* Decode bytes on the stream path: raw chunks without logprobs (iter_chunked), lines with. */
+static int forward_chunk(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d, const uint8_t *p, size_t len,
+                         int is_eof) {
+  if (!rq->req.return_logprob) {
+    pd_gw_client_data(gw, rq, p, len);
+    return 0;
+  }
+  if (pd_buf_append(gw->alloc, &d->body, p, len)) return PD_ERR_TOO_LARGE;
+  size_t start = 0;
+  for (size_t i = 0; i < d->body.len; i++) {
+    if (d->body.p[i] != '\n') continue;
+    int rc = merge_line(gw, rq, d->body.p + start, i + 1 - start);
+    if (rc) return rc;
+    start = i + 1;
+  }
+  if (is_eof && start < d->body.len) { /* the last, unterminated line */
+    int rc = merge_line(gw, rq, d->body.p + start, d->body.len - start);
+    if (rc) return rc;
+    start = d->body.len;
+  }
+  memmove(d->body.p, d->body.p + start, d->body.len - start);
+  d->body.len -= start;
   return 0;
 }
 
@@ -48,7 +76,7 @@ static void start_stream(pd_gw_t *gw, pd_rq_t *rq) {
   if (d->body.len) {
     pd_buf_t held = d->body;
     memset(&d->body, 0, sizeof d->body);
-    int rc = forward_chunk(gw, rq, held.p, held.len);
+    int rc = forward_chunk(gw, rq, d, held.p, held.len, d->state == LEG_ENDED);
     pd_buf_free(gw->alloc, &held);
     if (rc) {
       raise_exception(gw, rq);
@@ -63,31 +91,49 @@ static void start_stream(pd_gw_t *gw, pd_rq_t *rq) {
   }
 }
 
-/* Prefill's first chunk, "data:" stripped ([5:]), parsed as JSON (M8.4). */
-static void take_first_chunk_logprobs(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
-  size_t first = p->events; /* length of the first chunk, stored by on_data */
-  if (first <= 5 || first > p->body.len) return;
-  cJSON *j = cJSON_ParseWithLength((const char *)p->body.p + 5, first - 5);
-  cJSON *mi = j ? cJSON_GetObjectItemCaseSensitive(j, "meta_info") : NULL;
-  cJSON *lp = mi ? cJSON_GetObjectItemCaseSensitive(mi, "input_token_logprobs") : NULL;
-  if (cJSON_IsArray(lp)) {
-    char *s = cJSON_PrintUnformatted(lp);
-    if (s && pd_buf_append(gw->alloc, &rq->prefill_lp, s, strlen(s)) == 0)
-      rq->prefill_lp_ready = 1;
-    cJSON_free(s);
+/* Prefill's first line, "data:" stripped ([5:]), parsed; it must carry
+ * meta_info.input_token_logprobs (else IndexError / KeyError). Non-stream: the JSON body. */
+static int take_prefill_logprobs(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
+  const uint8_t *b = p->body.p;
+  size_t n = p->body.len;
+  if (rq->req.is_stream) {
+    size_t eol = 0;
+    while (eol < n && b[eol] != '\n') eol++;
+    if (eol < 5) return PD_ERR_NOT_FOUND;
+    b += 5;
+    n = eol - 5;
   }
+  cJSON *j = n ? cJSON_ParseWithLength((const char *)b, n) : NULL;
+  cJSON *mi = j ? cJSON_GetObjectItemCaseSensitive(j, "meta_info") : NULL;
+  int ok = cJSON_IsArray(mi ? cJSON_GetObjectItemCaseSensitive(mi, "input_token_logprobs") : NULL);
   cJSON_Delete(j);
+  if (!ok) return PD_ERR_NOT_FOUND;
+  rq->prefill_lp.len = 0;
+  if (pd_buf_append(gw->alloc, &rq->prefill_lp, b, n)) return PD_ERR_NOMEM;
+  rq->prefill_lp_ready = 1;
+  return 0;
 }
 
 static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL), *d = pd_gw_cur(rq, PD_ROLE_DECODE);
-  if (rq->req.return_logprob && p && p->state != LEG_ENDED) return; /* awaiting prefill json */
-  pd_gw_client_head(gw, rq, d->status, 0); /* decode's status (M8.3) */
+  if (rq->req.return_logprob) {
+    if (!p || p->state == LEG_FAILED) { /* prefill_response.json() raised */
+      raise_exception(gw, rq);
+      return;
+    }
+    if (p->state != LEG_ENDED) return; /* awaiting prefill json */
+  }
   char *merged = NULL;
   size_t mlen = 0;
-  if (rq->req.return_logprob && p &&
-      pd_merge_logprobs(gw->alloc, (const char *)p->body.p, p->body.len,
-                        (const char *)d->body.p, d->body.len, &merged, &mlen) == 0) {
+  if (rq->req.return_logprob &&
+      (take_prefill_logprobs(gw, rq, p) ||
+       pd_merge_logprobs(gw->alloc, (const char *)p->body.p, p->body.len,
+                         (const char *)d->body.p, d->body.len, &merged, &mlen))) {
+    raise_exception(gw, rq);
+    return;
+  }
+  pd_gw_client_head(gw, rq, d->status, 0); /* decode's status (M8.3) */
+  if (merged) {
     pd_gw_client_data(gw, rq, merged, mlen);
     pd_free(gw->alloc, merged);
   } else {
@@ -110,8 +156,8 @@ static void heads_gathered(pd_gw_t *gw, pd_rq_t *rq) {
     pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
     rq->state = RQ_DRAIN; /* all prefill chunks read first */
     if (p && p->state == LEG_ENDED) {
-      take_first_chunk_logprobs(gw, rq, p);
-      start_stream(gw, rq);
+      if (take_prefill_logprobs(gw, rq, p)) raise_exception(gw, rq);
+      else start_stream(gw, rq);
     }
     return;
   }
@@ -132,12 +178,11 @@ static void mlb_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 static void mlb_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
   if (leg->role == PD_ROLE_PREFILL) {
     if (!rq->req.return_logprob) return; /* never read */
-    if (!leg->body.len) leg->events = (uint32_t)n; /* first chunk's length */
     if (pd_buf_append(gw->alloc, &leg->body, b, n)) raise_exception(gw, rq);
     return;
   }
   if (rq->state == RQ_STREAM) {
-    if (forward_chunk(gw, rq, b, n)) raise_exception(gw, rq);
+    if (forward_chunk(gw, rq, leg, b, n, 0)) raise_exception(gw, rq);
     return;
   }
   if (pd_buf_append(gw->alloc, &leg->body, b, n)) raise_exception(gw, rq);
@@ -146,14 +191,18 @@ static void mlb_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *
 static void mlb_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   if (leg->role == PD_ROLE_PREFILL) {
     if (rq->state == RQ_DRAIN) {
-      take_first_chunk_logprobs(gw, rq, leg);
-      start_stream(gw, rq);
+      if (take_prefill_logprobs(gw, rq, leg)) raise_exception(gw, rq);
+      else start_stream(gw, rq);
     } else if (rq->state == RQ_READ) {
       respond_nonstream(gw, rq);
     }
     return;
   }
   if (rq->state == RQ_STREAM) {
+    if (rq->req.return_logprob && leg->body.len && forward_chunk(gw, rq, leg, NULL, 0, 1)) {
+      raise_exception(gw, rq);
+      return;
+    }
     pd_gw_client_end(gw, rq, 0);
     session_close(gw, rq);
   } else if (rq->state == RQ_READ) {
@@ -169,7 +218,7 @@ static void mlb_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) 
     return;
   }
   if (rq->state == RQ_DRAIN && leg->role == PD_ROLE_DECODE) return; /* read later */
-  raise_exception(gw, rq);
+  raise_exception(gw, rq); /* e.g. `await prefill_response.json()` raised (M8.3) */
 }
 
 static void mlb_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {

@@ -100,23 +100,24 @@ static int error_event_status(const char *data, size_t len) {
   return st;
 }
 
-/* Forward a decode event; the first one commits (R-COMMIT) and carries merged logprobs. */
+/* Forward a decode event; the first one commits (R-COMMIT). Every event that carries
+ * input_token_logprobs gets prefill's prepended, exactly once (R-LOGPROB). */
 static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
   if (!rq->is_committed) {
     pd_gw_client_head(gw, rq, 200, 1);
     rq->is_committed = 1;
     rq->state = RQ_STREAM;
-    char *m = NULL;
-    size_t ml = 0;
-    if (rq->req.return_logprob && rq->prefill_lp_ready &&
-        pd_merge_logprobs(gw->alloc, (const char *)rq->prefill_lp.p, rq->prefill_lp.len,
-                          ev->data, ev->len, &m, &ml) == 0) {
-      pd_gw_client_data(gw, rq, "data: ", 6);
-      pd_gw_client_data(gw, rq, m, ml);
-      pd_gw_client_data(gw, rq, "\n\n", 2);
-      pd_free(gw->alloc, m);
-      return;
-    }
+  }
+  char *m = NULL;
+  size_t ml = 0;
+  if (rq->req.return_logprob && rq->prefill_lp_ready &&
+      pd_merge_logprobs(gw->alloc, (const char *)rq->prefill_lp.p, rq->prefill_lp.len, ev->data,
+                        ev->len, &m, &ml) == 0) {
+    pd_gw_client_data(gw, rq, "data: ", 6);
+    pd_gw_client_data(gw, rq, m, ml);
+    pd_gw_client_data(gw, rq, "\n\n", 2);
+    pd_free(gw->alloc, m);
+    return;
   }
   pd_gw_client_data(gw, rq, ev->raw, ev->raw_len);
 }
@@ -204,6 +205,7 @@ static void prefill_done(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
   }
   leg_succeeded(gw, rq, p);
   if (!rq->req.is_stream) {
+    rq->dl[DL_FIRST] = 0;
     pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
     if (d && d->state == LEG_ENDED) respond_nonstream(gw, rq, d);
   } else if (!rq->is_committed) {
@@ -251,10 +253,12 @@ static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
   leg_succeeded(gw, rq, d);
 }
 
+/* R-TIMEOUT: the first-token deadline runs until decode's first event (stream) or until
+ * prefill has answered (non-stream: SGLang's prefill answers after the KV transfer, the moment
+ * decode starts generating; a non-stream decode shows nothing before it is done). */
 static void ref_on_start(pd_gw_t *gw, pd_rq_t *rq) {
   rq->state = RQ_FIRST;
-  if (rq->req.is_stream && gw->cfg.first_token_timeout_ns)
-    rq->dl[DL_FIRST] = gw->now + gw->cfg.first_token_timeout_ns;
+  if (gw->cfg.first_token_timeout_ns) rq->dl[DL_FIRST] = gw->now + gw->cfg.first_token_timeout_ns;
 }
 
 static void ref_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {

@@ -254,9 +254,10 @@ void pd_wm_on_open(struct pd_world *w, pd_wleg_t *leg) {
   }
 }
 
+/* A slow-drip worker cut off for its slowness stalled; one cut off mid-progress was cancelled. */
 static pd_truth_t interrupted_truth(const pd_wleg_t *leg) {
   return (leg->wstate == WL_HUNG || leg->wstate == WL_WAIT_KV || leg->wstate == WL_BOOTSTRAP ||
-          leg->wstate == WL_NEW)
+          leg->wstate == WL_NEW || (leg->drip_ms && leg->wstate == WL_STREAM))
              ? PD_TRUTH_STALLED
              : PD_TRUTH_CANCELLED;
 }
@@ -313,12 +314,14 @@ void pd_wm_crash(struct pd_world *w, uint32_t node) {
 
 /* ---------- wire rendering (W6.3, W6.4) ---------- */
 
+/* Every event of a logprob stream carries meta_info.input_token_logprobs, as SGLang's do
+ * (mini_lb's merge indexes it in every chunk, M8.4). */
 static size_t token_event(const pd_wleg_t *leg, uint32_t k, char *buf, size_t cap) {
   int n = snprintf(buf, cap,
                    "data: {\"text\":\"tok%u \",\"index\":%u,\"meta_info\":{\"id\":\"%s\","
                    "\"completion_tokens\":%u%s%s}}\n\n",
-                   k, k, leg->rid, k + 1, (k == 0 && leg->has_logprob) ? ",\"input_token_logprobs\":" : "",
-                   (k == 0 && leg->has_logprob) ? PD_LP_DECODE : "");
+                   k, k, leg->rid, k + 1, leg->has_logprob ? ",\"input_token_logprobs\":" : "",
+                   leg->has_logprob ? PD_LP_DECODE : "");
   return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 

@@ -40,8 +40,15 @@ static void client_event(pd_creq_t *rq, const pd_sse_event_t *ev) {
   const cJSON *idx = j ? cJSON_GetObjectItemCaseSensitive(j, "index") : NULL;
   if (!cJSON_IsNumber(idx) || (uint32_t)idx->valuedouble != rq->next_token) rq->token_error = 1;
   else rq->next_token++;
-  if (!rq->first_event_seen && rq->wants_logprob)
-    rq->logprob_state = logprobs_ok(cJSON_GetObjectItemCaseSensitive(j, "meta_info")) ? 1 : -1;
+  if (rq->wants_logprob) { /* I11: the first event, and every event carrying the field */
+    const cJSON *mi = cJSON_GetObjectItemCaseSensitive(j, "meta_info");
+    int has = mi && cJSON_GetObjectItemCaseSensitive(mi, "input_token_logprobs");
+    if (!rq->first_event_seen || has) {
+      int ok = logprobs_ok(mi);
+      if (!ok) rq->logprob_state = -1;
+      else if (!rq->first_event_seen) rq->logprob_state = 1;
+    }
+  }
   rq->first_event_seen = 1;
   cJSON_Delete(j);
 }

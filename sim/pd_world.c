@@ -125,13 +125,38 @@ static void creq_free(pd_creq_t *rq) {
 
 static int leg_settled(const pd_wleg_t *l) { return !l->gw_open && l->wstate == WL_DONE; }
 
+/* FNV-1a over a value's bytes: the run hash covers every judged request and leg as binary
+ * fields, whether or not a trace file is written (so the two runs of I13 compare exactly). */
+static void hash_u64(uint64_t *h, uint64_t v) {
+  for (int i = 0; i < 8; i++, v >>= 8) *h = (*h ^ (v & 0xff)) * 0x100000001b3ULL;
+}
+
+static void hash_request(struct pd_world *w, const pd_creq_t *rq) {
+  uint64_t *h = &w->run_hash;
+  hash_u64(h, rq->id);
+  hash_u64(h, rq->t_arrival);
+  hash_u64(h, rq->t_end);
+  hash_u64(h, (uint64_t)rq->head_status << 32 | rq->attempts);
+  hash_u64(h, (uint64_t)rq->violations << 32 | rq->next_token);
+  for (const pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+    hash_u64(h, l->leg_id);
+    hash_u64(h, l->room);
+    hash_u64(h, (uint64_t)l->worker << 32 | l->attempt);
+    hash_u64(h, (uint64_t)l->truth << 48 | (uint64_t)(l->outcomes ? l->outcome : 9) << 32 | l->aborts);
+    hash_u64(h, l->t_open ^ l->t_gw_closed << 1);
+    hash_u64(h, l->t_slot_taken ^ l->t_slot_freed << 1);
+  }
+}
+
+/* Perfetto tracks: pid 1 client requests, 2 prefill slots, 3 decode slots, 4 gateway legs. */
 static void trace_request(struct pd_world *w, pd_creq_t *rq) {
-  char args[256];
+  hash_request(w, rq);
+  if (!w->trace.out) return;
+  char args[256], name[64];
   snprintf(args, sizeof args, "{\"status\":%d,\"attempts\":%u,\"violations\":%u}",
            rq->head_status, rq->attempts, rq->violations);
-  char name[64];
   snprintf(name, sizeof name, "request %llu", (unsigned long long)rq->id);
-  if (w->trace_details) pd_trace_track(&w->trace, 1, rq->id, name);
+  pd_trace_track(&w->trace, 1, rq->id, name);
   pd_trace_span(&w->trace, 1, rq->id, rq->violations ? "request (VIOLATION)" : "request",
                 rq->t_arrival, rq->t_end ? rq->t_end : w->now, args);
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
@@ -141,12 +166,10 @@ static void trace_request(struct pd_world *w, pd_creq_t *rq) {
              (unsigned long long)rq->id, l->attempt, w->nodes[l->worker].spec->name, (int)l->truth,
              l->outcomes ? (int)l->outcome : -1, l->outcomes, l->aborts);
     uint32_t pid = l->role == PD_ROLE_PREFILL ? 2 : 3;
-    if (w->trace_details) {
-      snprintf(name, sizeof name, "%s leg %llu", w->nodes[l->worker].spec->name,
-               (unsigned long long)l->leg_id);
-      pd_trace_track(&w->trace, 4, l->leg_id, name);
-      pd_trace_track(&w->trace, pid, l->leg_id, name);
-    }
+    snprintf(name, sizeof name, "%s leg %llu", w->nodes[l->worker].spec->name,
+             (unsigned long long)l->leg_id);
+    pd_trace_track(&w->trace, 4, l->leg_id, name);
+    pd_trace_track(&w->trace, pid, l->leg_id, name);
     pd_trace_span(&w->trace, 4, l->leg_id, l->role == PD_ROLE_PREFILL ? "prefill leg" : "decode leg",
                   l->t_open, l->t_gw_closed ? l->t_gw_closed : w->now, args);
     if (l->slot_taken)

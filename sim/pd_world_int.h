@@ -72,7 +72,7 @@ struct pd_world {
   pd_ptrmap_t droom; /* room -> decode pd_wleg_t registered before its prefill */
   uint32_t next_req;
   pd_trace_t trace;
-  int trace_details;
+  uint64_t run_hash; /* FNV-1a over every judged request (I13) */
   pd_world_stats_t *stats;
   uint32_t violations;
   uint32_t room_collisions;
