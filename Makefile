@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 SMOKE_SECONDS ?= 10
 
-.PHONY: all deps build build-asan sim test fuzz fuzz-smoke bench clean
+.PHONY: all deps build build-asan fuzz-build sim test fuzz fuzz-smoke bench lint clean
 
 all: build
 
@@ -25,6 +25,7 @@ sim: build
 	@$(BUILD)/pdref sim run scenarios --mode all
 
 test: build build-asan
+	@./scripts/lint.sh
 	@$(BUILD)/pdref sim run scenarios --mode all
 	@ASAN_OPTIONS=exitcode=86:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN_BUILD)/pdref_tests
 	@$(MAKE) --no-print-directory fuzz-smoke
@@ -38,6 +39,9 @@ fuzz: fuzz-build
 
 fuzz-smoke: fuzz-build
 	@./scripts/fuzz.sh $(FUZZ_BUILD) $(SMOKE_SECONDS)
+
+lint:
+	@./scripts/lint.sh
 
 bench: build
 	@$(BUILD)/pdref sim bench

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "pd_err.h"
@@ -51,6 +52,25 @@ static void bench_world(pd_scenario_t *s, uint32_t requests, double fault_rate) 
   s->config.waiting_timeout_ms = 30000;
 }
 
+/* One-line progress bar on a TTY, redrawn at most ~10 times a second. */
+typedef struct progress {
+  int is_tty;
+  double t0, last;
+} progress_t;
+
+static void on_progress(void *ud, uint64_t done, uint64_t total) {
+  progress_t *p = ud;
+  double now = wall_s();
+  if (!p->is_tty || now - p->last < 0.1) return;
+  p->last = now;
+  int width = 30, fill = total ? (int)((double)done / (double)total * width) : 0;
+  char bar[64];
+  for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+  bar[width] = 0;
+  fprintf(stderr, "\r[%s] %llu/%llu requests, %.0f req/s ", bar, (unsigned long long)done,
+          (unsigned long long)total, (double)done / (now - p->t0 + 1e-9));
+}
+
 int pd_cli_sim_bench(int argc, char **argv) {
   uint32_t requests = 1000000;
   double fault_rate = 0.01;
@@ -89,8 +109,11 @@ int pd_cli_sim_bench(int argc, char **argv) {
   uint32_t viol = 0;
   uint64_t hash = 0;
   double t0 = wall_s();
-  int rc = pd_world_run(s, mode, 1, NULL, &st, &viol, &hash);
+  progress_t pr = {isatty(2), t0, 0};
+  pd_world_opts_t wo = {NULL, on_progress, &pr};
+  int rc = pd_world_run_opts(s, mode, 1, &wo, &st, &viol, &hash);
   double dt = wall_s() - t0;
+  if (pr.is_tty) fprintf(stderr, "\r%60s\r", "");
   free(s);
   if (rc) {
     fprintf(stderr, "pdref sim bench: %s\n", pd_strerror(rc));

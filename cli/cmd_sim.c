@@ -107,6 +107,7 @@ static void print_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, cons
   if (!r->matched) printf(" (expected %s)", r->want ? want : "pass");
   if (r->st.ttft_n && !r->got)
     printf("  ttft %.3f ms", (double)r->st.ttft_sum_ns / (double)r->st.ttft_n / 1e6);
+  if (o->has_seed) printf("  hash %016llx", (unsigned long long)r->hash);
   printf("\n");
   if (r->got) {
     printf("    %s%s\n", r->st.first_reason[0] ? r->st.first_reason : "violation",

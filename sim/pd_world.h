@@ -119,6 +119,19 @@ typedef struct pd_world_stats {
 
 typedef struct pd_world pd_world_t;
 
+/* Called every ~65536 events with the requests judged so far (for progress bars). */
+typedef void (*pd_world_progress_fn)(void *ud, uint64_t requests_done, uint64_t requests_total);
+
+typedef struct pd_world_opts {
+  FILE *trace;                  /* NULL: no trace file (the run hash is kept anyway) */
+  pd_world_progress_fn progress; /* NULL: none */
+  void *progress_ud;
+} pd_world_opts_t;
+
+int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
+                      const pd_world_opts_t *o, pd_world_stats_t *stats, uint32_t *violations,
+                      uint64_t *trace_hash);
+
 /* Run one scenario under one mode with the given seed. trace may be NULL (hash only kept).
  * Fills *stats; returns 0 or a negative error (setup failure). violations: mask of
  * invariants violated anywhere in the run. */

@@ -367,6 +367,14 @@ static void judge_leftovers(struct pd_world *w) {
 
 int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *trace,
                  pd_world_stats_t *stats, uint32_t *violations, uint64_t *trace_hash) {
+  pd_world_opts_t o = {trace, NULL, NULL};
+  return pd_world_run_opts(s, mode, seed, &o, stats, violations, trace_hash);
+}
+
+int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
+                      const pd_world_opts_t *o, pd_world_stats_t *stats, uint32_t *violations,
+                      uint64_t *trace_hash) {
+  FILE *trace = o ? o->trace : NULL;
   struct pd_world *w = calloc(1, sizeof *w);
   if (!w) return PD_ERR_NOMEM;
   memset(stats, 0, sizeof *stats);
@@ -387,6 +395,8 @@ int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *tr
     step(w, &it, buf);
     for (size_t i = 0; i < w->n_dirty; i++) retire_by_id(w, w->dirty[i]);
     w->n_dirty = 0;
+    if (o && o->progress && (n & 0xffff) == 0)
+      o->progress(o->progress_ud, stats->requests_done, s->workload.requests);
   }
   if (rc == 0) judge_leftovers(w);
   *violations = w->violations;
