@@ -148,33 +148,56 @@ static void hash_request(struct pd_world *w, const pd_creq_t *rq) {
   }
 }
 
+static const char *const truth_names[] = {"pending", "ok", "failed", "stalled", "cancelled",
+                                          "never"};
+
+/* Emit args built with cJSON (names come from scenario files and must be escaped). */
+static void span(struct pd_world *w, uint32_t pid, uint64_t tid, const char *name, uint64_t t0,
+                 uint64_t t1, cJSON *args) {
+  char *a = cJSON_PrintUnformatted(args);
+  pd_trace_span(&w->trace, pid, tid, name, t0, t1, a);
+  cJSON_free(a);
+}
+
 /* Perfetto tracks: pid 1 client requests, 2 prefill slots, 3 decode slots, 4 gateway legs. */
 static void trace_request(struct pd_world *w, pd_creq_t *rq) {
   hash_request(w, rq);
   if (!w->trace.out) return;
-  char args[256], name[64];
-  snprintf(args, sizeof args, "{\"status\":%d,\"attempts\":%u,\"violations\":%u}",
-           rq->head_status, rq->attempts, rq->violations);
+  char name[64];
   snprintf(name, sizeof name, "request %llu", (unsigned long long)rq->id);
   pd_trace_track(&w->trace, 1, rq->id, name);
-  pd_trace_span(&w->trace, 1, rq->id, rq->violations ? "request (VIOLATION)" : "request",
-                rq->t_arrival, rq->t_end ? rq->t_end : w->now, args);
+  cJSON *a = cJSON_CreateObject();
+  cJSON_AddNumberToObject(a, "status", rq->head_status);
+  cJSON_AddNumberToObject(a, "attempts", rq->attempts);
+  cJSON_AddNumberToObject(a, "tokens", rq->next_token);
+  cJSON_AddBoolToObject(a, "stream", rq->is_stream);
+  cJSON_AddStringToObject(a, "client", rq->gone ? "disconnected" : rq->aborted ? "aborted"
+                                       : rq->ended ? "ended" : "open");
+  cJSON_AddStringToObject(a, "why", rq->reason);
+  span(w, 1, rq->id, rq->violations ? "request (VIOLATION)" : "request", rq->t_arrival,
+       rq->t_end ? rq->t_end : w->now, a);
+  cJSON_Delete(a);
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
-    snprintf(args, sizeof args,
-             "{\"req\":%llu,\"attempt\":%u,\"worker\":\"%s\",\"truth\":%d,\"outcome\":%d,"
-             "\"outcomes\":%d,\"aborts\":%u}",
-             (unsigned long long)rq->id, l->attempt, w->nodes[l->worker].spec->name, (int)l->truth,
-             l->outcomes ? (int)l->outcome : -1, l->outcomes, l->aborts);
+    const char *wn = w->nodes[l->worker].spec->name;
+    a = cJSON_CreateObject();
+    cJSON_AddNumberToObject(a, "req", (double)rq->id);
+    cJSON_AddNumberToObject(a, "attempt", l->attempt);
+    cJSON_AddStringToObject(a, "worker", wn);
+    cJSON_AddNumberToObject(a, "room", (double)l->room);
+    cJSON_AddStringToObject(a, "truth", truth_names[l->truth]);
+    cJSON_AddStringToObject(a, "recorded", l->outcomes ? pd_outcome_name(l->outcome) : "none");
+    cJSON_AddNumberToObject(a, "aborts_received", l->aborts);
+    cJSON_AddStringToObject(a, "fault", l->fault >= 0 ? pd_fault_kind_name((pd_fault_kind_t)l->fault)
+                                                      : "none");
     uint32_t pid = l->role == PD_ROLE_PREFILL ? 2 : 3;
-    snprintf(name, sizeof name, "%s leg %llu", w->nodes[l->worker].spec->name,
-             (unsigned long long)l->leg_id);
+    snprintf(name, sizeof name, "%.24s leg %llu", wn, (unsigned long long)l->leg_id);
     pd_trace_track(&w->trace, 4, l->leg_id, name);
     pd_trace_track(&w->trace, pid, l->leg_id, name);
-    pd_trace_span(&w->trace, 4, l->leg_id, l->role == PD_ROLE_PREFILL ? "prefill leg" : "decode leg",
-                  l->t_open, l->t_gw_closed ? l->t_gw_closed : w->now, args);
+    span(w, 4, l->leg_id, l->role == PD_ROLE_PREFILL ? "prefill leg" : "decode leg", l->t_open,
+         l->t_gw_closed ? l->t_gw_closed : w->now, a);
     if (l->slot_taken)
-      pd_trace_span(&w->trace, pid, l->leg_id, "slot", l->t_slot_taken,
-                    l->t_slot_freed ? l->t_slot_freed : w->now, args);
+      span(w, pid, l->leg_id, "slot", l->t_slot_taken, l->t_slot_freed ? l->t_slot_freed : w->now, a);
+    cJSON_Delete(a);
   }
 }
 
@@ -182,6 +205,7 @@ void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
   char reason[160] = "";
   uint32_t v = pd_check_request(w, rq, reason, sizeof reason);
   rq->violations = v;
+  snprintf(rq->reason, sizeof rq->reason, "%s", reason);
   pd_world_stats_t *st = w->stats;
   if (v && getenv("PDREF_DEBUG")) fprintf(stderr, "req %llu: %#x %s\n", (unsigned long long)rq->id, v, reason);
   if (v) {
