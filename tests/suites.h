@@ -10,5 +10,6 @@
   X(pdt_suite_heap)      \
   X(pdt_suite_trace)     \
   X(pdt_suite_dispatch)  \
+  X(pdt_suite_dispatch_more) \
   X(pdt_suite_scenario)  \
   X(pdt_suite_sim)

@@ -1,0 +1,209 @@
+/* More reference rules through the feed API: the tail after the client's end, failures after
+ * commit, exhausted retries, idle and total deadlines, rooms and rids per attempt, a client
+ * leaving during backoff, and breaker probes. */
+#include "pd_err.h"
+#include "pdt_harness.h"
+
+static const char *NONSTREAM = "{\"text\":\"hi\",\"stream\":false}";
+
+static int outcome_of(harness_t *h, uint64_t leg, int *status) {
+  const pd_action_t *o;
+  for (int i = 0; (o = h_find(h, PD_ACT_OUTCOME, i)); i++)
+    if (o->leg_id == leg) {
+      if (status) *status = o->status;
+      return o->flag;
+    }
+  return -1;
+}
+
+static const pd_action_t *close_of(harness_t *h, uint64_t leg) {
+  const pd_action_t *c;
+  for (int i = 0; (c = h_find(h, PD_ACT_CLOSE_LEG, i)); i++)
+    if (c->leg_id == leg) return c;
+  return NULL;
+}
+
+static void test_tail_expiry_aborts_a_lagging_prefill_as_timeout(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0 DONE);
+  PDT_TRUE(h.ended && !h.aborted); /* the client is not held for prefill */
+  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
+  PDT_TRUE(t != NULL);
+  h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
+  t = h_find(&h, PD_ACT_TIMER, 0) ? h_find(&h, PD_ACT_TIMER, 0) : t;
+  PDT_TRUE(h_fire(&h, t));
+  const pd_action_t *c = close_of(&h, 1);
+  PDT_TRUE(c && c->str != NULL); /* closed with /abort_request */
+  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_TIMEOUT);
+  PDT_EQ_U64(pd_gw_requests_live(h.gw), 0);
+  h_free(&h);
+}
+
+static void test_prefill_failure_after_commit_is_its_own_and_stream_goes_on(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 500, NULL);
+  int st = 0;
+  PDT_EQ_INT(outcome_of(&h, 1, &st), PD_OUTCOME_FAILURE);
+  PDT_EQ_INT(st, 500);
+  PDT_EQ_U64(pd_gw_load(h.gw, PD_ROLE_PREFILL, 0), 0);
+  PDT_EQ_INT(outcome_of(&h, 2, NULL), -1); /* decode not blamed */
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK1 DONE);
+  PDT_TRUE(h.ended && !h.aborted);
+  PDT_EQ_STR(h.client, TOK0 TOK1 DONE);
+  h_free(&h);
+}
+
+static void test_exhausted_retries_preserve_the_worker_status(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, NONSTREAM);
+  uint64_t decode_leg = 2;
+  int attempts = 0;
+  for (int guard = 0; guard < 10 && !h.ended; guard++) {
+    attempts++;
+    h_leg(&h, PD_EV_UP_HEAD, decode_leg, 429, NULL);
+    const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
+    if (!t) break;
+    h_fire(&h, t);
+    const pd_action_t *d = h_find(&h, PD_ACT_OPEN_LEG, 1);
+    if (d) decode_leg = d->leg_id;
+  }
+  PDT_EQ_INT(attempts, 5); /* smg's default schedule: 5 attempts (R2.2) */
+  PDT_EQ_INT(h.head_status, 429); /* not collapsed to 500 or 503 (G11) */
+  PDT_TRUE(strstr(h.client, "\"error\"") != NULL);
+  h_free(&h);
+}
+
+static void test_idle_deadline_ends_stream_with_error_event(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h.now = 5 * MS;
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
+  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
+  PDT_TRUE(t && t->deadline_ns == 30005 * MS); /* idle 30 s from the token */
+  h_fire(&h, t);
+  PDT_TRUE(strstr(h.client, "\"error\"") && strstr(h.client, "[DONE]"));
+  const pd_action_t *c = close_of(&h, 2);
+  PDT_TRUE(c && c->str != NULL);
+  PDT_EQ_INT(outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
+  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
+  h_free(&h);
+}
+
+/* A gateway with a custom config: 1 prefill, 2 decode workers. */
+static void init_cfg(harness_t *h, const pd_gw_config_t *c) {
+  memset(h, 0, sizeof *h);
+  pd_prng_init(&h->rng, 42);
+  h->gw = pd_gw_new(NULL, c, &h->rng);
+  pd_gw_add_worker(h->gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
+  pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d0", "d0", -1);
+  pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d1", "d1", -1);
+  pd_actbuf_init(&h->out, NULL);
+}
+
+static void test_no_retry_when_backoff_would_pass_the_total_deadline(void) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.total_timeout_ns = 40 * MS; /* the first backoff is 50 ms +/- 20 % */
+  harness_t h;
+  init_cfg(&h, &c);
+  h_request(&h, NONSTREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
+  PDT_EQ_INT(h.head_status, 503);
+  PDT_TRUE(h.ended);
+  h_free(&h);
+}
+
+static void test_each_attempt_gets_fresh_53bit_rooms_and_a_fixed_width_rid(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  char rid1[64] = "";
+  double room1 = 0;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    const pd_action_t *o = h_find(&h, PD_ACT_OPEN_LEG, 0);
+    PDT_TRUE(o != NULL);
+    if (!o) break;
+    cJSON *j = cJSON_ParseWithLength((const char *)o->data, o->len);
+    const cJSON *room = cJSON_GetObjectItem(j, "bootstrap_room");
+    const char *rid = cJSON_GetStringValue(cJSON_GetObjectItem(j, "rid"));
+    PDT_TRUE(cJSON_IsNumber(room) && room->valuedouble < 9007199254740992.0);
+    PDT_TRUE(rid && strlen(rid) == 22 && strncmp(rid, "pdref-", 6) == 0);
+    if (attempt == 0) {
+      snprintf(rid1, sizeof rid1, "%s", rid ? rid : "");
+      room1 = room ? room->valuedouble : 0;
+    } else {
+      PDT_TRUE(rid && strcmp(rid, rid1) != 0);
+      PDT_TRUE(room && room->valuedouble != room1);
+    }
+    cJSON_Delete(j);
+    uint64_t d = h_find(&h, PD_ACT_OPEN_LEG, 1)->leg_id;
+    h_leg(&h, PD_EV_UP_HEAD, d, 503, NULL);
+    h_fire(&h, h_find(&h, PD_ACT_TIMER, 0));
+  }
+  h_free(&h);
+}
+
+static void test_client_leaving_during_backoff_ends_everything(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
+  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
+  uint64_t at = t ? t->deadline_ns : 0, gen = t ? t->timer_gen : 0;
+  pd_event_t gone = {.kind = PD_EV_CLIENT_GONE, .req_id = 7};
+  h_feed(&h, gone);
+  PDT_EQ_U64(h_count(&h, PD_ACT_DONE), 1);
+  PDT_EQ_U64(pd_gw_requests_live(h.gw), 0);
+  h.now = at;
+  pd_event_t late = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = gen};
+  h_feed(&h, late);
+  PDT_EQ_U64(h.out.n, 0); /* no attempt after the client left */
+  h_free(&h);
+}
+
+static void test_half_open_breaker_admits_one_probe_at_a_time(void) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.breaker.failure_threshold = 1;
+  c.breaker.open_ns = 100 * MS;
+  c.retry.max_attempts = 1;
+  harness_t h;
+  init_cfg(&h, &c);
+  h_request(&h, NONSTREAM); /* req 7 fails on its decode: its breaker opens */
+  uint32_t bad = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
+  h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
+  PDT_EQ_INT(pd_gw_breaker_state(h.gw, PD_ROLE_DECODE, bad, h.now), PD_BREAKER_OPEN);
+  h.now += 200 * MS; /* past open_ns: half-open */
+  int to_bad = 0;
+  for (uint64_t id = 100; id < 104; id++) { /* four requests while the probe is in flight */
+    pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = id, .path = "/generate",
+                     .data = (const uint8_t *)NONSTREAM, .len = strlen(NONSTREAM)};
+    h_feed(&h, ev);
+    const pd_action_t *d = h_find(&h, PD_ACT_OPEN_LEG, 1);
+    if (d && d->worker == bad) to_bad++;
+  }
+  PDT_EQ_INT(to_bad, 1);
+  h_free(&h);
+}
+
+int pdt_suite_dispatch_more(void) {
+  static const pdt_case_t cases[] = {
+      {"tail expiry aborts a lagging prefill as a timeout", test_tail_expiry_aborts_a_lagging_prefill_as_timeout},
+      {"prefill failure after commit is its own; the stream goes on",
+       test_prefill_failure_after_commit_is_its_own_and_stream_goes_on},
+      {"exhausted retries preserve the worker status", test_exhausted_retries_preserve_the_worker_status},
+      {"idle deadline ends the stream with an SSE error event", test_idle_deadline_ends_stream_with_error_event},
+      {"no retry when the backoff would pass the total deadline",
+       test_no_retry_when_backoff_would_pass_the_total_deadline},
+      {"each attempt gets fresh 53-bit rooms and a fixed-width rid",
+       test_each_attempt_gets_fresh_53bit_rooms_and_a_fixed_width_rid},
+      {"a client leaving during backoff ends everything", test_client_leaving_during_backoff_ends_everything},
+      {"a half-open breaker admits one probe at a time", test_half_open_breaker_admits_one_probe_at_a_time},
+  };
+  return PDT_SUITE("dispatch_more", cases);
+}
