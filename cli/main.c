@@ -13,6 +13,14 @@ static void usage(FILE *f) {
           "                      replay scenarios in the simulator, print the verdict table\n"
           "  sim bench [--requests N] [--fault-rate F] [--json]\n"
           "                      simulator throughput: events/s, requests/s, peak RSS\n"
+          "  sim explore --mode M [--seeds N | --time S] [--seed-start K] [--shard i/n]\n"
+          "              [--out DIR] [--json]\n"
+          "                      random worlds from seeds; shrink and save each violation\n"
+          "  gateway --prefill URL[@PORT]... --decode URL... [--listen HOST:PORT] [--mode M]\n"
+          "                      the PD gateway on real sockets (pdref gateway --help)\n"
+          "  mock --role prefill|decode [--listen HOST:PORT] [--bootstrap-port P]\n"
+          "       [--scenario FILE --worker NAME] [--log FILE] [--speed X]\n"
+          "                      an SGLang-like PD worker on real sockets (pdref mock --help)\n"
           "\n"
           "modes: joined (smg today), pr1150 (the seed), minilb (SGLang mini_lb),\n"
           "       reference (pdref's rules, docs/spec.md)\n"
@@ -32,9 +40,12 @@ int main(int argc, char **argv) {
     if (strcmp(argv[2], "run") == 0 || strcmp(argv[2], "replay") == 0)
       return pd_cli_sim_run(argc - 3, argv + 3);
     if (strcmp(argv[2], "bench") == 0) return pd_cli_sim_bench(argc - 3, argv + 3);
+    if (strcmp(argv[2], "explore") == 0) return pd_cli_sim_explore(argc - 3, argv + 3);
     fprintf(stderr, "pdref sim: unknown subcommand '%s' (try --help)\n", argv[2]);
     return 2;
   }
+  if (strcmp(argv[1], "gateway") == 0) return pd_cli_gateway(argc - 2, argv + 2);
+  if (strcmp(argv[1], "mock") == 0) return pd_cli_mock(argc - 2, argv + 2);
   fprintf(stderr, "pdref: unknown command '%s' (try --help)\n", argv[1]);
   return 2;
 }

@@ -359,16 +359,22 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
         pd_gw_client_error(gw, rq, 504, "timeout", "request deadline exceeded");
         return;
       }
-      fail_attempt(gw, rq, NULL, PD_OUTCOME_TIMEOUT, 504, which != DL_TOTAL, "timeout",
+      /* The request's own budget running out blames no worker: cancelled, not timeout
+       * (R-OUTCOME); the first-token deadline is the workers' and records timeout. */
+      fail_attempt(gw, rq, NULL, which == DL_TOTAL ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT,
+                   504, which != DL_TOTAL, "timeout",
                    which == DL_TOTAL ? "request deadline exceeded" : "no first token in time");
     } else {
       pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
-      if (d) fail_stream(gw, rq, d, PD_OUTCOME_TIMEOUT, 504, "decode stalled", 0);
+      if (d)
+        fail_stream(gw, rq, d, which == DL_TOTAL ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT, 504,
+                    which == DL_TOTAL ? "request deadline exceeded" : "decode stalled", 0);
     }
     return;
-  case DL_TAIL: /* supervised legs outlived the client response by too long */
+  case DL_TAIL: /* supervised legs outlived the client response: the KV already reached
+                   decode, so a late prefill answer is cut without blame (R-TAIL) */
     for (uint32_t guard = 0; guard < PD_MAX_LEGS && rq->n_legs; guard++)
-      leg_cancel(gw, rq, rq->legs[0], PD_OUTCOME_TIMEOUT);
+      leg_cancel(gw, rq, rq->legs[0], PD_OUTCOME_CANCELLED);
     return;
   default: return;
   }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pd_world_int.h"
+#include "pd_wshared.h"
 
 #define MS_NS 1000000ull
 
@@ -68,43 +69,16 @@ static void uperr(struct pd_world *w, pd_wleg_t *leg, pd_uperr_t e, pd_truth_t t
   finish(w, leg, t);
 }
 
-/* ---------- fault selection ---------- */
-
-static int fault_matches(struct pd_world *w, const pd_fault_t *f, uint32_t nth) {
-  if (f->nth_from && (nth < f->nth_from || nth > f->nth_to)) return 0;
-  if (f->prob >= 1.0) return 1;
-  return pd_prng_unit(&w->fault_rng) < f->prob;
-}
-
-/* Swarm-style random fault for load scenarios (workload.fault_rate). */
-static const pd_fault_t random_faults[] = {
-    {PD_FAULT_STATUS, 503, 0, 0, 0, 0, 1.0},       {PD_FAULT_STATUS, 500, 0, 0, 0, 0, 1.0},
-    {PD_FAULT_RESET_BEFORE_HEAD, 0, 0, 0, 0, 0, 1.0}, {PD_FAULT_RESET_MID_STREAM, 0, 2, 0, 0, 0, 1.0},
-    {PD_FAULT_SSE_ERROR, 0, 1, 0, 0, 0, 1.0},      {PD_FAULT_TRUNCATE, 0, 3, 0, 0, 0, 1.0},
-    {PD_FAULT_HANG_BEFORE_HEAD, 0, 0, 0, 0, 0, 1.0}, {PD_FAULT_HANG_MID_STREAM, 0, 2, 0, 0, 0, 1.0},
-    {PD_FAULT_KV_FAIL, 0, 0, 0, 0, 0, 1.0},        {PD_FAULT_PREFILL_LAG, 0, 0, 150, 0, 0, 1.0},
-    {PD_FAULT_SLOW_DRIP, 0, 0, 40, 0, 0, 1.0},     {PD_FAULT_STATUS, 429, 0, 0, 0, 0, 1.0},
-};
+/* ---------- fault selection (shared with the socket mock: pd_wshared.c) ---------- */
 
 static void pick_fault(struct pd_world *w, pd_wleg_t *leg) {
   pd_wnode_t *n = node_of(w, leg);
-  uint32_t nth = ++n->received;
-  leg->fault = -1;
-  for (uint32_t i = 0; i < n->spec->n_faults; i++) {
-    const pd_fault_t *f = &n->spec->faults[i];
-    if (!fault_matches(w, f, nth)) continue;
-    if (f->kind == PD_FAULT_PREFILL_LAG) { leg->lag_ms = f->ms; continue; }
-    if (f->kind == PD_FAULT_SLOW_DRIP) { leg->drip_ms = f->ms; continue; }
-    if (leg->fault < 0) { leg->fault = (int)f->kind; leg->fp = f; }
-  }
-  double rate = w->s->workload.fault_rate;
-  if (leg->fault < 0 && rate > 0 && pd_prng_unit(&w->fault_rng) < rate) {
-    const pd_fault_t *f = &random_faults[pd_prng_below(&w->fault_rng,
-                                                        sizeof random_faults / sizeof *random_faults)];
-    if (f->kind == PD_FAULT_PREFILL_LAG) leg->lag_ms = f->ms;
-    else if (f->kind == PD_FAULT_SLOW_DRIP) leg->drip_ms = f->ms;
-    else { leg->fault = (int)f->kind; leg->fp = f; }
-  }
+  pd_wpick_t pk = {-1, leg->fp, leg->lag_ms, leg->drip_ms};
+  pd_wpick_fault(n->spec, ++n->received, w->s->workload.fault_rate, &w->fault_rng, &pk);
+  leg->fault = pk.fault;
+  leg->fp = pk.fp;
+  leg->lag_ms = pk.lag_ms;
+  leg->drip_ms = pk.drip_ms;
 }
 
 static int has_fault(const pd_wleg_t *leg, pd_fault_kind_t k) { return leg->fault == (int)k; }
@@ -312,76 +286,11 @@ void pd_wm_crash(struct pd_world *w, uint32_t node) {
   }
 }
 
-/* ---------- wire rendering (W6.3, W6.4) ---------- */
-
-/* Every event of a logprob stream carries meta_info.input_token_logprobs, as SGLang's do
- * (mini_lb's merge indexes it in every chunk, M8.4). */
-static size_t token_event(const pd_wleg_t *leg, uint32_t k, char *buf, size_t cap) {
-  int n = snprintf(buf, cap,
-                   "data: {\"text\":\"tok%u \",\"index\":%u,\"meta_info\":{\"id\":\"%s\","
-                   "\"completion_tokens\":%u%s%s}}\n\n",
-                   k, k, leg->rid, k + 1, leg->has_logprob ? ",\"input_token_logprobs\":" : "",
-                   leg->has_logprob ? PD_LP_DECODE : "");
-  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
-}
+/* ---------- wire rendering (W6.3, W6.4; shared with the socket mock: pd_wshared.c) ---------- */
 
 size_t pd_wm_render(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, char *buf,
                     size_t cap) {
   (void)w;
-  int n = 0;
-  switch (kind) {
-  case W2G_TOKEN: {
-    uint32_t k = arg >> 2, part = arg & 3;
-    size_t len = token_event(leg, k, buf, cap);
-    if (part == 3 && len) return len + token_event(leg, k + 1, buf + len, cap - len);
-    if (part == 1) return len / 2;
-    if (part == 2) {
-      size_t h = len / 2;
-      memmove(buf, buf + h, len - h);
-      return len - h;
-    }
-    return len;
-  }
-  case W2G_DONE_EVENT: n = snprintf(buf, cap, "data: [DONE]\n\n"); break;
-  case W2G_ERROR_EVENT:
-    n = snprintf(buf, cap, "data: {\"error\":{\"message\":\"worker failed\",\"code\":%u}}\n\n", arg);
-    break;
-  case W2G_ERROR_BODY:
-    n = snprintf(buf, cap, "{\"error\":{\"message\":\"worker returned %u\",\"code\":%u}}", arg, arg);
-    break;
-  case W2G_PREFILL_BODY: {
-    const char *lp = leg->has_logprob ? ",\"input_token_logprobs\":" PD_LP_PREFILL : "";
-    if (leg->is_stream)
-      n = snprintf(buf, cap,
-                   "data: {\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":0,"
-                   "\"finish_reason\":{\"type\":\"length\",\"length\":0}%s}}\n\n%s",
-                   leg->rid, lp, arg ? "" : "data: [DONE]\n\n");
-    else
-      n = snprintf(buf, cap,
-                   "{\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":0,"
-                   "\"finish_reason\":{\"type\":\"length\",\"length\":0}%s}}%s",
-                   leg->rid, lp, arg ? "" : "");
-    if (arg && !leg->is_stream && n > 10) n = n / 2; /* cut mid-document */
-    break;
-  }
-  case W2G_DECODE_BODY: {
-    size_t off = 0;
-    n = snprintf(buf, cap, "{\"text\":\"");
-    if (n < 0) return 0;
-    off = (size_t)n;
-    for (uint32_t k = 0; k < leg->tokens && off + 32 < cap; k++) {
-      n = snprintf(buf + off, cap - off, "tok%u ", k);
-      if (n < 0) return 0;
-      off += (size_t)n;
-    }
-    n = snprintf(buf + off, cap - off,
-                 "\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":%u%s%s}}", leg->rid,
-                 leg->tokens, leg->has_logprob ? ",\"input_token_logprobs\":" : "",
-                 leg->has_logprob ? PD_LP_DECODE : "");
-    if (n < 0) return 0;
-    return off + (size_t)n < cap ? off + (size_t)n : 0;
-  }
-  default: return 0;
-  }
-  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+  pd_wr_leg_t r = {leg->rid, leg->is_stream, leg->has_logprob, leg->tokens};
+  return pd_wr_render(&r, kind, arg, buf, cap);
 }

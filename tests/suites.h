@@ -12,4 +12,6 @@
   X(pdt_suite_dispatch)  \
   X(pdt_suite_dispatch_more) \
   X(pdt_suite_scenario)  \
-  X(pdt_suite_sim)
+  X(pdt_suite_sim)       \
+  X(pdt_suite_explore)   \
+  X(pdt_suite_gateway)

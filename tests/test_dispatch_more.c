@@ -23,7 +23,7 @@ static const pd_action_t *close_of(harness_t *h, uint64_t leg) {
   return NULL;
 }
 
-static void test_tail_expiry_aborts_a_lagging_prefill_as_timeout(void) {
+static void test_tail_expiry_aborts_a_lagging_prefill_without_blame(void) {
   harness_t h;
   start(&h, PD_MODE_REFERENCE, STREAM);
   h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
@@ -37,7 +37,7 @@ static void test_tail_expiry_aborts_a_lagging_prefill_as_timeout(void) {
   PDT_TRUE(h_fire(&h, t));
   const pd_action_t *c = close_of(&h, 1);
   PDT_TRUE(c && c->str != NULL); /* closed with /abort_request */
-  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_TIMEOUT);
+  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
   PDT_EQ_U64(pd_gw_requests_live(h.gw), 0);
   h_free(&h);
 }
@@ -193,7 +193,7 @@ static void test_half_open_breaker_admits_one_probe_at_a_time(void) {
 
 int pdt_suite_dispatch_more(void) {
   static const pdt_case_t cases[] = {
-      {"tail expiry aborts a lagging prefill as a timeout", test_tail_expiry_aborts_a_lagging_prefill_as_timeout},
+      {"tail expiry aborts a lagging prefill without blame", test_tail_expiry_aborts_a_lagging_prefill_without_blame},
       {"prefill failure after commit is its own; the stream goes on",
        test_prefill_failure_after_commit_is_its_own_and_stream_goes_on},
       {"exhausted retries preserve the worker status", test_exhausted_retries_preserve_the_worker_status},

@@ -1,0 +1,404 @@
+/* `pdref sim explore`: swarm exploration. Each seed of a range (or of a wall-clock budget)
+ * generates a random world and runs it under one mode; a violation is shrunk and saved as a
+ * scenario file with its replay command. The CLI reads the wall clock (for --time, seeds/s
+ * and the progress bar); sim/ never does. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pd_err.h"
+#include "pd_explore.h"
+#include "pd_scenario_write.h"
+
+#define EX_DEFAULT_SEEDS 1000u
+#define EX_DEFAULT_OUT "explore-out"
+#define EX_PROGRESS_EVERY_S 0.1  /* redraw the progress line at most 10 times a second */
+#define EX_JSON_MAX_LISTED 10000u /* violating seeds listed one by one in --json */
+#define EX_PATH_BYTES 1024
+#define EX_BAR_WIDTH 24
+
+typedef struct ex_opts {
+  pd_mode_t mode;
+  int has_mode, has_seeds, has_time, json, determinism;
+  uint64_t seeds, start, shard_i, shard_n;
+  double time_s;
+  uint32_t per_inv; /* shrink and save at most this many cases per invariant, 0 = all */
+  const char *out;
+} ex_opts_t;
+
+typedef struct ex_state {
+  uint64_t explored, violating, shrunk, saved;
+  uint64_t inv_seeds[PD_INV_COUNT + 1], inv_first[PD_INV_COUNT + 1];
+  uint32_t inv_saved[PD_INV_COUNT + 1];
+  double t0, t_shrink, t_drawn;
+  int is_tty, is_dir_made, progress_shown;
+  cJSON *findings, *violating_list;
+} ex_state_t;
+
+static double wall_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: pdref sim explore --mode joined|pr1150|minilb|reference\n"
+          "                         [--seeds N | --time S] [--seed-start K] [--shard i/n]\n"
+          "                         [--out DIR] [--per-invariant N] [--determinism] [--json]\n"
+          "Generates a random world and workload from each seed (1..4 prefill and decode\n"
+          "workers, swarm fault mixes, crashes, disconnects, random settings), runs it under the\n"
+          "mode and checks every invariant. A violation is shrunk while it still violates the\n"
+          "same invariant and saved as DIR/<mode>-I<n>-seed<N>.json with a replay command.\n"
+          "  --seeds N         explore seeds K..K+N-1 (default %u)\n"
+          "  --time S          explore seeds K, K+1, ... for S seconds of wall time instead\n"
+          "  --seed-start K    first seed (default 1)\n"
+          "  --shard i/n       only the seeds with seed %% n == i (run n shards in parallel)\n"
+          "  --out DIR         where shrunk cases go (default %s/, created when needed)\n"
+          "  --per-invariant N shrink and save at most N cases per invariant (default 1;\n"
+          "                    0 = every violating seed); every violation is still counted\n"
+          "  --determinism     run each seed twice and compare (I13); halves the throughput\n"
+          "  --json            one JSON document on stdout instead of text\n"
+          "exit: 0 no violation, 1 a violation was found, 2 bad usage or an I/O error\n",
+          EX_DEFAULT_SEEDS, EX_DEFAULT_OUT);
+}
+
+/* A decimal integer with nothing after it ("-1" and "" are not). */
+static int parse_u64(const char *a, uint64_t *out) {
+  char *end = NULL;
+  if (!a || a[0] < '0' || a[0] > '9') return -1;
+  errno = 0;
+  unsigned long long v = strtoull(a, &end, 10);
+  if (errno || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static int bad(const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "pdref sim explore: ");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (try --help)\n");
+  return 2;
+}
+
+static int parse_shard(const char *a, ex_opts_t *o) {
+  const char *slash = a ? strchr(a, '/') : NULL;
+  char head[32];
+  if (!slash || (size_t)(slash - a) >= sizeof head) return -1;
+  memcpy(head, a, (size_t)(slash - a));
+  head[slash - a] = '\0';
+  if (parse_u64(head, &o->shard_i) || parse_u64(slash + 1, &o->shard_n)) return -1;
+  return o->shard_n >= 1 && o->shard_i < o->shard_n ? 0 : -1;
+}
+
+/* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
+static int parse_opts(int argc, char **argv, ex_opts_t *o) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    uint64_t u = 0;
+    int takes = strcmp(a, "--mode") == 0 || strcmp(a, "--seeds") == 0 ||
+                strcmp(a, "--time") == 0 || strcmp(a, "--seed-start") == 0 ||
+                strcmp(a, "--shard") == 0 || strcmp(a, "--out") == 0 ||
+                strcmp(a, "--per-invariant") == 0;
+    if (takes && !v) return bad("%s: missing value", a);
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(a, "--mode") == 0) {
+      if (pd_mode_parse(v, &o->mode) < 0) return bad("--mode: unknown mode '%s'", v);
+      o->has_mode = 1;
+    } else if (strcmp(a, "--seeds") == 0) {
+      if (parse_u64(v, &o->seeds) || o->seeds == 0) return bad("--seeds: expected a count >= 1, got '%s'", v);
+      o->has_seeds = 1;
+    } else if (strcmp(a, "--time") == 0) {
+      char *end = NULL;
+      o->time_s = strtod(v, &end);
+      if (*end || !(o->time_s > 0 && o->time_s < 1e9)) return bad("--time: expected seconds > 0, got '%s'", v);
+      o->has_time = 1;
+    } else if (strcmp(a, "--seed-start") == 0) {
+      if (parse_u64(v, &o->start)) return bad("--seed-start: expected an unsigned integer, got '%s'", v);
+    } else if (strcmp(a, "--shard") == 0) {
+      if (parse_shard(v, o)) return bad("--shard: expected i/n with 0 <= i < n, got '%s'", v);
+    } else if (strcmp(a, "--out") == 0) {
+      if (!v[0]) return bad("--out: expected a directory name");
+      o->out = v;
+    } else if (strcmp(a, "--per-invariant") == 0) {
+      if (parse_u64(v, &u) || u > UINT32_MAX) return bad("--per-invariant: expected a count, got '%s'", v);
+      o->per_inv = (uint32_t)u;
+    } else if (strcmp(a, "--determinism") == 0) {
+      o->determinism = 1;
+    } else if (strcmp(a, "--json") == 0) {
+      o->json = 1;
+    } else {
+      return bad(a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
+    }
+    i += takes;
+  }
+  if (!o->has_mode) return bad("--mode is required: joined, pr1150, minilb or reference");
+  if (o->has_seeds && o->has_time) return bad("--seeds and --time cannot be combined");
+  return -1;
+}
+
+/* mkdir -p, one component at a time. */
+static int make_dirs(const char *dir) {
+  char p[EX_PATH_BYTES];
+  size_t n = strlen(dir);
+  if (n >= sizeof p) return -1;
+  memcpy(p, dir, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (p[i] != '/' && p[i] != '\0') continue;
+    char c = p[i];
+    p[i] = '\0';
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) return -1;
+    p[i] = c;
+  }
+  struct stat st;
+  return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+static void mask_str(uint32_t m, char *buf, size_t cap) {
+  size_t off = 0;
+  buf[0] = '\0';
+  for (int i = 1; i <= PD_INV_COUNT && off + 5 < cap; i++)
+    if (m >> (i - 1) & 1u) off += (size_t)snprintf(buf + off, cap - off, "%sI%d", off ? "," : "", i);
+}
+
+static void progress_clear(ex_state_t *st) {
+  if (!st->progress_shown) return;
+  fprintf(stderr, "\r%*s\r", 79, "");
+  st->progress_shown = 0;
+}
+
+static void progress(ex_state_t *st, const ex_opts_t *o, uint64_t total, double now) {
+  if (!st->is_tty || now - st->t_drawn < EX_PROGRESS_EVERY_S) return;
+  st->t_drawn = now;
+  double el = now - st->t0, rate = el > 0 ? (double)st->explored / el : 0;
+  char bar[EX_BAR_WIDTH + 1];
+  double frac = o->has_time ? el / o->time_s : total ? (double)st->explored / (double)total : 1;
+  int fill = (int)(frac > 1 ? EX_BAR_WIDTH : frac * EX_BAR_WIDTH);
+  for (int i = 0; i < EX_BAR_WIDTH; i++) bar[i] = i < fill ? '#' : '.';
+  bar[EX_BAR_WIDTH] = '\0';
+  if (o->has_time)
+    fprintf(stderr, "\r[%s] %llu seeds  %.1f/%.0f s  %.0f seeds/s  %llu violating   ", bar,
+            (unsigned long long)st->explored, el, o->time_s, rate,
+            (unsigned long long)st->violating);
+  else
+    fprintf(stderr, "\r[%s] %llu/%llu seeds  %.0f seeds/s  %llu violating   ", bar,
+            (unsigned long long)st->explored, (unsigned long long)total, rate,
+            (unsigned long long)st->violating);
+  fflush(stderr);
+  st->progress_shown = 1;
+}
+
+static cJSON *seed_json(uint64_t seed) {
+  char b[24];
+  snprintf(b, sizeof b, "%llu", (unsigned long long)seed); /* 64-bit values travel as strings */
+  return cJSON_CreateString(b);
+}
+
+static void add_pair(cJSON *o, const char *key, uint32_t before, uint32_t after) {
+  const double v[2] = {before, after};
+  cJSON_AddItemToObject(o, key, cJSON_CreateDoubleArray(v, 2));
+}
+
+/* Save a shrunk case and report it; returns 0 or 2 (I/O error). */
+static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_t *s,
+                          const pd_explore_result_t *r) {
+  char name[128], path[EX_PATH_BYTES], trace[160], replay[EX_PATH_BYTES + 256], err[EX_PATH_BYTES];
+  char found[64], shrunk[64];
+  pd_explore_file_name(o->mode, r->inv, r->seed, name, sizeof name);
+  snprintf(path, sizeof path, "%s/%s", o->out, name);
+  snprintf(trace, sizeof trace, "%.*s.trace.json", (int)(strlen(name) - 5), name);
+  snprintf(replay, sizeof replay, "build/pdref sim run %s --mode %s --trace %s", path,
+           pd_mode_name(o->mode), trace);
+  if (!st->is_dir_made && make_dirs(o->out) != 0) {
+    progress_clear(st);
+    fprintf(stderr, "pdref sim explore: %s: cannot create directory: %s\n", o->out, strerror(errno));
+    return 2;
+  }
+  st->is_dir_made = 1;
+  if (pd_scenario_save(s, path, err, sizeof err) != 0) {
+    progress_clear(st);
+    fprintf(stderr, "pdref sim explore: %s\n", err);
+    return 2;
+  }
+  st->saved++;
+  mask_str(r->found_mask, found, sizeof found);
+  mask_str(r->shrunk_mask, shrunk, sizeof shrunk);
+  if (o->json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddItemToObject(j, "seed", seed_json(r->seed));
+    cJSON_AddStringToObject(j, "violated", found);
+    char id[8];
+    snprintf(id, sizeof id, "I%d", r->inv);
+    cJSON_AddStringToObject(j, "invariant", id);
+    cJSON_AddStringToObject(j, "invariant_name", pd_inv_name(r->inv));
+    cJSON_AddStringToObject(j, "shrunk_violated", shrunk);
+    cJSON_AddStringToObject(j, "reason", r->reason);
+    cJSON_AddStringToObject(j, "found_reason", r->found_reason);
+    cJSON_AddStringToObject(j, "file", path);
+    cJSON_AddStringToObject(j, "replay", replay);
+    add_pair(j, "requests", r->requests_before, r->requests_after);
+    add_pair(j, "workers", r->workers_before, r->workers_after);
+    add_pair(j, "faults", r->faults_before, r->faults_after);
+    cJSON_AddNumberToObject(j, "shrink_runs", r->shrink_runs);
+    cJSON_AddItemToArray(st->findings, j);
+    return 0;
+  }
+  progress_clear(st);
+  printf("seed %llu: violated %s; shrunk for I%d (%s) in %u runs: %u -> %u requests, %u -> %u "
+         "workers, %u -> %u faults; the case violates %s\n",
+         (unsigned long long)r->seed, found, r->inv, pd_inv_name(r->inv), r->shrink_runs,
+         r->requests_before, r->requests_after, r->workers_before, r->workers_after,
+         r->faults_before, r->faults_after, shrunk);
+  printf("    %s\n    saved:  %s\n    replay: %s\n", r->reason[0] ? r->reason : "(no reason)",
+         path, replay);
+  fflush(stdout);
+  return 0;
+}
+
+static void count(ex_state_t *st, const pd_explore_result_t *r) {
+  st->violating++;
+  for (int i = 1; i <= PD_INV_COUNT; i++)
+    if (r->found_mask >> (i - 1) & 1u && st->inv_seeds[i]++ == 0) st->inv_first[i] = r->seed;
+  if (st->violating_list && cJSON_GetArraySize(st->violating_list) < (int)EX_JSON_MAX_LISTED) {
+    char m[64];
+    cJSON *j = cJSON_CreateObject();
+    mask_str(r->found_mask, m, sizeof m);
+    cJSON_AddItemToObject(j, "seed", seed_json(r->seed));
+    cJSON_AddStringToObject(j, "violated", m);
+    cJSON_AddItemToArray(st->violating_list, j);
+  }
+}
+
+/* Invariants that already have --per-invariant saved cases. */
+static uint32_t skip_mask(const ex_state_t *st, const ex_opts_t *o) {
+  uint32_t m = 0;
+  for (int i = 1; i <= PD_INV_COUNT && o->per_inv; i++)
+    if (st->inv_saved[i] >= o->per_inv) m |= 1u << (i - 1);
+  return m;
+}
+
+static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_t total) {
+  uint64_t limit = o->has_time ? UINT64_MAX : o->seeds;
+  for (uint64_t off = 0; off < limit; off++) {
+    uint64_t seed = o->start + off;
+    if (seed % o->shard_n != o->shard_i) continue;
+    double t = wall_s();
+    if (o->has_time && t - st->t0 >= o->time_s) break;
+    pd_explore_result_t r;
+    int rc = pd_explore_seed(s, seed, o->mode, skip_mask(st, o), o->determinism, &r);
+    if (rc) {
+      progress_clear(st);
+      fprintf(stderr, "pdref sim explore: seed %llu: %s\n", (unsigned long long)seed, pd_strerror(rc));
+      return 2;
+    }
+    st->explored++;
+    if (r.found_mask) count(st, &r);
+    if (r.inv) {
+      st->shrunk++;
+      st->inv_saved[r.inv]++;
+      if (report_finding(st, o, s, &r)) return 2;
+      st->t_shrink += wall_s() - t;
+    }
+    progress(st, o, total, wall_s());
+  }
+  return 0;
+}
+
+static void summary_text(const ex_state_t *st, const ex_opts_t *o, double el) {
+  double rate = el > 0 ? (double)st->explored / el : 0;
+  double rate_ex = el - st->t_shrink > 0 ? (double)st->explored / (el - st->t_shrink) : 0;
+  printf("explore: mode %s, seeds from %llu, shard %llu/%llu: %llu explored in %.2f s (%.0f "
+         "seeds/s; %.0f seeds/s without the %.2f s spent shrinking)\n",
+         pd_mode_name(o->mode), (unsigned long long)o->start, (unsigned long long)o->shard_i,
+         (unsigned long long)o->shard_n, (unsigned long long)st->explored, el, rate, rate_ex,
+         st->t_shrink);
+  if (!st->violating) {
+    printf("explore: no violations\n");
+    return;
+  }
+  printf("explore: %llu violating seeds:", (unsigned long long)st->violating);
+  for (int i = 1; i <= PD_INV_COUNT; i++)
+    if (st->inv_seeds[i])
+      printf(" I%d %llu (first seed %llu);", i, (unsigned long long)st->inv_seeds[i],
+             (unsigned long long)st->inv_first[i]);
+  printf("\nexplore: %llu shrunk cases saved in %s/\n", (unsigned long long)st->saved, o->out);
+}
+
+static void summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
+  cJSON *j = cJSON_CreateObject();
+  char shard[48];
+  snprintf(shard, sizeof shard, "%llu/%llu", (unsigned long long)o->shard_i,
+           (unsigned long long)o->shard_n);
+  cJSON_AddStringToObject(j, "mode", pd_mode_name(o->mode));
+  cJSON_AddItemToObject(j, "seed_start", seed_json(o->start));
+  if (o->has_time) cJSON_AddNumberToObject(j, "time_s", o->time_s);
+  else cJSON_AddItemToObject(j, "seeds", seed_json(o->seeds));
+  cJSON_AddStringToObject(j, "shard", shard);
+  cJSON_AddNumberToObject(j, "explored", (double)st->explored);
+  cJSON_AddNumberToObject(j, "elapsed_s", el);
+  cJSON_AddNumberToObject(j, "shrink_s", st->t_shrink);
+  cJSON_AddNumberToObject(j, "seeds_per_s", el > 0 ? (double)st->explored / el : 0);
+  cJSON_AddNumberToObject(j, "violating_seeds", (double)st->violating);
+  cJSON *inv = cJSON_AddObjectToObject(j, "invariants");
+  for (int i = 1; i <= PD_INV_COUNT; i++) {
+    if (!st->inv_seeds[i]) continue;
+    char id[8];
+    snprintf(id, sizeof id, "I%d", i);
+    cJSON *e = cJSON_AddObjectToObject(inv, id);
+    cJSON_AddStringToObject(e, "name", pd_inv_name(i));
+    cJSON_AddNumberToObject(e, "seeds", (double)st->inv_seeds[i]);
+    cJSON_AddItemToObject(e, "first_seed", seed_json(st->inv_first[i]));
+  }
+  cJSON_AddItemToObject(j, "findings", st->findings);
+  cJSON_AddItemToObject(j, "violating", st->violating_list);
+  cJSON_AddBoolToObject(j, "violating_truncated", st->violating > EX_JSON_MAX_LISTED);
+  st->findings = st->violating_list = NULL;
+  char *txt = cJSON_Print(j);
+  if (txt) puts(txt);
+  cJSON_free(txt);
+  cJSON_Delete(j);
+}
+
+int pd_cli_sim_explore(int argc, char **argv) {
+  ex_opts_t o = {.seeds = EX_DEFAULT_SEEDS, .start = 1, .shard_n = 1, .per_inv = 1,
+                 .out = EX_DEFAULT_OUT};
+  int rc = parse_opts(argc, argv, &o);
+  if (rc >= 0) return rc;
+  ex_state_t st;
+  memset(&st, 0, sizeof st);
+  st.is_tty = isatty(STDERR_FILENO);
+  st.t0 = wall_s();
+  if (o.json) {
+    st.findings = cJSON_CreateArray();
+    st.violating_list = cJSON_CreateArray();
+  }
+  /* seeds of this shard in the range, for the progress bar: the first is off0 past start */
+  uint64_t off0 = (o.shard_i + o.shard_n - o.start % o.shard_n) % o.shard_n;
+  uint64_t total = off0 < o.seeds ? 1 + (o.seeds - 1 - off0) / o.shard_n : 0;
+  pd_scenario_t *s = malloc(sizeof *s);
+  rc = s ? explore(&o, &st, s, total) : 2;
+  progress_clear(&st);
+  double el = wall_s() - st.t0;
+  if (rc == 0 && o.json) summary_json(&st, &o, el);
+  else if (rc == 0) summary_text(&st, &o, el);
+  cJSON_Delete(st.findings);
+  cJSON_Delete(st.violating_list);
+  free(s);
+  if (rc) return rc;
+  return st.violating ? 1 : 0;
+}

@@ -1,0 +1,258 @@
+/* `pdref gateway`: the real PD gateway on the dispatch core (net/pd_gateway.h). Parses the
+ * flags, raises the descriptor limit, runs the loop until SIGINT/SIGTERM. */
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pd_err.h"
+#include "pd_gateway.h"
+
+#define MS_NS 1000000ull
+
+static pd_gateway_t *volatile g_running; /* for the signal handler only */
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: pdref gateway --prefill URL[@BOOTSTRAP_PORT]... --decode URL...\n"
+          "                     [--listen HOST:PORT] [--mode reference|joined|pr1150|minilb]\n"
+          "                     [--policy P | --prefill-policy P --decode-policy P]\n"
+          "                     [--max-attempts N] [--connect-timeout-ms N]\n"
+          "                     [--first-token-timeout-ms N] [--idle-timeout-ms N]\n"
+          "                     [--total-timeout-ms N] [--request-timeout-ms N]\n"
+          "                     [--tail-timeout-ms N] [--max-body-bytes N]\n"
+          "                     [--max-connections N] [--client-timeout-s N]\n"
+          "                     [--abort-timeout-ms N] [--seed N] [--verbose]\n"
+          "\n"
+          "A PD gateway on real sockets driving pdref's dispatch core (docs/gateway.md).\n"
+          "  --prefill URL[@P]  prefill worker base URL, e.g. http://127.0.0.1:30001@8998\n"
+          "                     (@P: bootstrap port injected into requests; else null)\n"
+          "  --decode URL       decode worker base URL (repeat flags for more workers)\n"
+          "  --listen HOST:PORT numeric address to serve on (default 127.0.0.1:8000)\n"
+          "  --mode M           dispatch rules (default reference)\n"
+          "  --policy P         random | round_robin | power_of_two, both roles\n"
+          "  timeouts in ms, 0 = none; defaults are the mode's (docs/spec.md R-TIMEOUT)\n"
+          "  --max-body-bytes   client body limit, 413 beyond (default 4194304)\n"
+          "  --max-connections  client connections served, 503 beyond (default 1024)\n"
+          "  --client-timeout-s idle client connection timeout (default 30)\n"
+          "  --seed N           PRNG seed for rooms, rids, policies (default: from the clock)\n"
+          "Routes: POST /generate /v1/completions /v1/chat/completions; GET /health\n"
+          "/readiness /metrics; info routes proxied to the first prefill worker.\n"
+          "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage\n");
+}
+
+static void on_signal(int sig) {
+  (void)sig;
+  pd_gateway_t *g = g_running;
+  if (g) pd_gateway_stop(g);
+}
+
+static int parse_u64(const char *flag, const char *s, uint64_t max, uint64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (!*s || *end || errno || s[0] == '-' || v > max) {
+    fprintf(stderr, "pdref gateway: %s: '%s' is not a number in 0..%llu\n", flag, s,
+            (unsigned long long)max);
+    return 2;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_listen(const char *s, pd_gateway_config_t *c, char *host, size_t cap) {
+  const char *colon = strrchr(s, ':');
+  uint64_t port = 0;
+  if (!colon || colon == s || parse_u64("--listen", colon + 1, 65535, &port)) {
+    fprintf(stderr, "pdref gateway: --listen: expected HOST:PORT, got '%s'\n", s);
+    return 2;
+  }
+  size_t n = (size_t)(colon - s);
+  if (s[0] == '[' && n >= 2 && s[n - 1] == ']') { /* [v6]:port */
+    s++;
+    n -= 2;
+  }
+  snprintf(host, cap, "%.*s", (int)(n < cap ? n : cap - 1), s);
+  c->listen_host = host;
+  c->listen_port = (uint16_t)port;
+  return 0;
+}
+
+static int add_worker(pd_gateway_config_t *c, int is_prefill, char *spec) {
+  uint32_t *n = is_prefill ? &c->n_prefill : &c->n_decode;
+  pd_gateway_worker_t *w = is_prefill ? c->prefill : c->decode;
+  int port = -1;
+  if (*n >= PD_MAX_WORKERS || pd_gateway_parse_worker(spec, &port) ||
+      (!is_prefill && port >= 0)) {
+    fprintf(stderr, "pdref gateway: --%s: expected http://HOST:PORT%s, got '%s'\n",
+            is_prefill ? "prefill" : "decode", is_prefill ? "[@BOOTSTRAP_PORT]" : "", spec);
+    return 2;
+  }
+  w[*n].url = spec;
+  w[*n].bootstrap_port = port;
+  (*n)++;
+  return 0;
+}
+
+static int set_policy(const char *flag, const char *v, pd_gw_config_t *core, int role) {
+  pd_policy_kind_t k;
+  if (pd_policy_parse(v, &k)) {
+    fprintf(stderr, "pdref gateway: %s: unknown policy '%s'\n", flag, v);
+    return 2;
+  }
+  if (role != 1) core->policy[PD_ROLE_PREFILL] = k;
+  if (role != 0) core->policy[PD_ROLE_DECODE] = k;
+  return 0;
+}
+
+/* Flags that set a number. */
+static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
+  uint64_t x = 0;
+  pd_gw_config_t *k = &c->core;
+  static const struct { const char *flag; size_t off; } ns_flags[] = {
+      {"--connect-timeout-ms", offsetof(pd_gw_config_t, connect_timeout_ns)},
+      {"--first-token-timeout-ms", offsetof(pd_gw_config_t, first_token_timeout_ns)},
+      {"--idle-timeout-ms", offsetof(pd_gw_config_t, idle_timeout_ns)},
+      {"--total-timeout-ms", offsetof(pd_gw_config_t, total_timeout_ns)},
+      {"--request-timeout-ms", offsetof(pd_gw_config_t, request_timeout_ns)},
+      {"--tail-timeout-ms", offsetof(pd_gw_config_t, prefill_tail_timeout_ns)},
+  };
+  for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++) {
+    if (strcmp(f, ns_flags[i].flag)) continue;
+    if (parse_u64(f, v, 1000ull * 86400 * 365, &x)) return 2;
+    *(uint64_t *)(void *)((char *)k + ns_flags[i].off) = x * MS_NS;
+    return 0;
+  }
+  if (!strcmp(f, "--max-attempts")) {
+    if (parse_u64(f, v, PD_MAX_ATTEMPTS, &x) || x == 0) return 2;
+    k->retry.max_attempts = (uint32_t)x;
+  } else if (!strcmp(f, "--max-body-bytes")) {
+    if (parse_u64(f, v, 1ull << 30, &x) || x == 0) return 2;
+    c->max_body_bytes = (size_t)x;
+  } else if (!strcmp(f, "--max-connections")) {
+    if (parse_u64(f, v, 65536, &x) || x == 0) return 2;
+    c->max_connections = (uint32_t)x;
+  } else if (!strcmp(f, "--client-timeout-s")) {
+    if (parse_u64(f, v, 86400, &x)) return 2;
+    c->client_timeout_s = (uint32_t)x;
+  } else if (!strcmp(f, "--abort-timeout-ms")) {
+    if (parse_u64(f, v, 600000, &x) || x == 0) return 2;
+    c->abort_timeout_ms = (uint32_t)x;
+  } else if (!strcmp(f, "--seed")) {
+    if (parse_u64(f, v, UINT64_MAX, &x)) return 2;
+    c->seed = x;
+  } else {
+    fprintf(stderr, "pdref gateway: unknown option '%s' (try --help)\n", f);
+    return 2;
+  }
+  return 0;
+}
+
+static int apply_flag(const char *f, char *v, pd_gateway_config_t *c, char *host, size_t cap) {
+  if (!strcmp(f, "--mode")) return 0; /* read in the first pass */
+  if (!strcmp(f, "--prefill")) return add_worker(c, 1, v);
+  if (!strcmp(f, "--decode")) return add_worker(c, 0, v);
+  if (!strcmp(f, "--listen")) return parse_listen(v, c, host, cap);
+  if (!strcmp(f, "--policy")) return set_policy(f, v, &c->core, -1);
+  if (!strcmp(f, "--prefill-policy")) return set_policy(f, v, &c->core, 0);
+  if (!strcmp(f, "--decode-policy")) return set_policy(f, v, &c->core, 1);
+  return set_number(f, v, c);
+}
+
+static uint64_t clock_seed(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^
+         ((uint64_t)getpid() << 32);
+}
+
+static int parse(int argc, char **argv, pd_gateway_config_t *c, char *host, size_t cap) {
+  pd_mode_t mode = PD_MODE_REFERENCE;
+  for (int i = 0; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--mode") && pd_mode_parse(argv[i + 1], &mode)) {
+      fprintf(stderr, "pdref gateway: --mode: unknown mode '%s'\n", argv[i + 1]);
+      return 2;
+    }
+  pd_gateway_config_default(c, mode);
+  c->seed = clock_seed();
+  snprintf(host, cap, "127.0.0.1");
+  c->listen_host = host;
+  c->listen_port = 8000;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--verbose")) {
+      c->is_verbose = 1;
+      continue;
+    }
+    if (i + 1 >= argc || strncmp(argv[i], "--", 2) != 0) {
+      fprintf(stderr, "pdref gateway: '%s': expected an option with a value (try --help)\n",
+              argv[i]);
+      return 2;
+    }
+    int rc = apply_flag(argv[i], argv[i + 1], c, host, cap);
+    if (rc) return rc;
+    i++;
+  }
+  if (!c->n_prefill || !c->n_decode) {
+    fprintf(stderr, "pdref gateway: need at least one --prefill and one --decode (try --help)\n");
+    return 2;
+  }
+  return 0;
+}
+
+/* Each client may need its socket plus two worker legs and an abort post. */
+static void raise_fd_limit(uint32_t max_connections) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl)) return;
+  rlim_t want = (rlim_t)max_connections * 4 + 256;
+  if (rl.rlim_cur >= want) return;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static void install_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, NULL);
+}
+
+int pd_cli_gateway(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    }
+  static pd_gateway_config_t cfg; /* large (worker tables): not on the stack */
+  char host[256];
+  int rc = parse(argc, argv, &cfg, host, sizeof host);
+  if (rc) return rc;
+  raise_fd_limit(cfg.max_connections);
+  install_signals();
+  pd_gateway_t *g = NULL;
+  char err[512] = "";
+  rc = pd_gateway_new(&cfg, &g, err, sizeof err);
+  if (rc) {
+    fprintf(stderr, "pdref gateway: %s\n", err[0] ? err : pd_strerror(rc));
+    return rc == PD_ERR_INVAL ? 2 : 1;
+  }
+  g_running = g;
+  printf("pdref gateway: listening on http://%s%s%s:%u (mode %s, %u prefill, %u decode)\n",
+         strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+         (unsigned)pd_gateway_port(g), pd_mode_name(cfg.core.mode), cfg.n_prefill, cfg.n_decode);
+  fflush(stdout);
+  rc = pd_gateway_run(g);
+  g_running = NULL;
+  pd_gateway_del(g);
+  fprintf(stderr, "pdref gateway: stopped\n");
+  return rc ? 1 : 0;
+}

@@ -1,0 +1,243 @@
+/* `pdref mock`: one SGLang-like prefill or decode worker on real sockets (net/pd_mock.h,
+ * docs/mock.md). Parses the flags, loads the worker from a scenario file if asked, prints
+ * one ready line with the bound ports, and serves until SIGINT/SIGTERM. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pd_mock.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: pdref mock --role prefill|decode [--listen HOST:PORT] [--bootstrap-port P]\n"
+          "                  [--scenario FILE --worker NAME] [--log EVENTS.jsonl]\n"
+          "                  [--bootstrap-timeout-ms N] [--waiting-timeout-ms N] [--speed X]\n"
+          "                  [--seed N] [--direct] [--json]\n"
+          "\n"
+          "An SGLang-like PD worker on real sockets, for testing gateways (docs/mock.md).\n"
+          "  --role R            prefill or decode (optional with --worker: the worker's role)\n"
+          "  --listen HOST:PORT  numeric IPv4 address to serve HTTP on (default 127.0.0.1:0,\n"
+          "                      0 = a free port, printed on the ready line)\n"
+          "  --bootstrap-port P  prefill: bootstrap rendezvous port on the same host\n"
+          "                      (default 8998 as SGLang; 0 = a free port)\n"
+          "  --scenario FILE     take behaviour, faults, timeouts and seed from a scenario\n"
+          "  --worker NAME       ... for this worker of the scenario (required with --scenario)\n"
+          "  --log FILE          event log, JSON lines flushed per line ('-' = stdout)\n"
+          "  --bootstrap-timeout-ms N  prefill wait for its decode (default: scenario, 300000)\n"
+          "  --waiting-timeout-ms N    decode wait for the KV (default: scenario, 300000)\n"
+          "  --speed X           multiply every duration by X (0.01: a 300 s timeout is 3 s)\n"
+          "  --seed N            fault seed (default: the scenario's config.seed, else 1)\n"
+          "  --direct            decode: a request without bootstrap_room needs no prefill\n"
+          "  --json              print the ready line as JSON\n"
+          "Ready line (stdout): pdref mock: <role> <worker> http://HOST:PORT bootstrap P\n"
+          "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage or input\n");
+}
+
+typedef struct mock_opts {
+  pd_mock_config_t c;
+  const char *scenario, *worker, *log, *role;
+  char host[64];
+  int has_boot_port, has_bto, has_wto, has_seed, is_json;
+} mock_opts_t;
+
+static int parse_u64(const char *flag, const char *s, uint64_t max, uint64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (!*s || *end || errno || s[0] == '-' || v > max) {
+    fprintf(stderr, "pdref mock: %s: '%s' is not an integer in 0..%llu\n", flag, s,
+            (unsigned long long)max);
+    return 2;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_listen(mock_opts_t *o, const char *s) {
+  const char *colon = strrchr(s, ':');
+  uint64_t port = 0;
+  if (!colon || colon == s || (size_t)(colon - s) >= sizeof o->host ||
+      parse_u64("--listen", colon + 1, 65535, &port)) {
+    fprintf(stderr, "pdref mock: --listen: expected HOST:PORT, got '%s'\n", s);
+    return 2;
+  }
+  snprintf(o->host, sizeof o->host, "%.*s", (int)(colon - s), s);
+  o->c.port = (uint16_t)port;
+  return 0;
+}
+
+static int parse_speed(const char *s, double *out) {
+  char *end = NULL;
+  double v = strtod(s, &end);
+  if (!*s || *end || !(v > 0) || v > 1e6) {
+    fprintf(stderr, "pdref mock: --speed: '%s' is not a number in (0, 1e6]\n", s);
+    return 2;
+  }
+  *out = v;
+  return 0;
+}
+
+/* One flag with its value; returns 0, or 2 on a bad flag. */
+static int parse_flag(mock_opts_t *o, const char *f, const char *v) {
+  uint64_t n = 0;
+  if (!strcmp(f, "--role")) o->role = v;
+  else if (!strcmp(f, "--listen")) return parse_listen(o, v);
+  else if (!strcmp(f, "--scenario")) o->scenario = v;
+  else if (!strcmp(f, "--worker")) o->worker = v;
+  else if (!strcmp(f, "--log")) o->log = v;
+  else if (!strcmp(f, "--speed")) return parse_speed(v, &o->c.speed);
+  else if (!strcmp(f, "--bootstrap-port")) {
+    if (parse_u64(f, v, 65535, &n)) return 2;
+    o->c.bootstrap_port = (uint16_t)n;
+    o->has_boot_port = 1;
+  } else if (!strcmp(f, "--bootstrap-timeout-ms")) {
+    o->has_bto = 1;
+    return parse_u64(f, v, PD_SCN_MAX_MS, &o->c.bootstrap_timeout_ms);
+  } else if (!strcmp(f, "--waiting-timeout-ms")) {
+    o->has_wto = 1;
+    return parse_u64(f, v, PD_SCN_MAX_MS, &o->c.waiting_timeout_ms);
+  } else if (!strcmp(f, "--seed")) {
+    o->has_seed = 1;
+    return parse_u64(f, v, UINT64_MAX, &o->c.seed);
+  } else {
+    fprintf(stderr, "pdref mock: unknown option '%s' (try --help)\n", f);
+    return 2;
+  }
+  return 0;
+}
+
+static int parse_args(mock_opts_t *o, int argc, char **argv) {
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) { o->is_json = 1; continue; }
+    if (!strcmp(argv[i], "--direct")) { o->c.is_direct = 1; continue; }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "pdref mock: %s needs a value (try --help)\n", argv[i]);
+      return 2;
+    }
+    if (parse_flag(o, argv[i], argv[i + 1])) return 2;
+    i++;
+  }
+  return 0;
+}
+
+/* The worker, its role and the scenario-wide settings; the scenario stays alive in *s. */
+static int apply_scenario(mock_opts_t *o, pd_scenario_t *s) {
+  char err[512];
+  if (!o->worker) {
+    fprintf(stderr, "pdref mock: --scenario needs --worker NAME\n");
+    return 2;
+  }
+  if (pd_scenario_load(s, o->scenario, err, sizeof err) < 0) {
+    fprintf(stderr, "pdref mock: %s\n", err);
+    return 2;
+  }
+  for (uint32_t i = 0; i < s->n_workers; i++) {
+    if (strcmp(s->workers[i].name, o->worker) != 0) continue;
+    o->c.worker = &s->workers[i];
+    o->c.worker_index = i;
+    o->c.role = s->workers[i].role;
+  }
+  if (!o->c.worker) {
+    fprintf(stderr, "pdref mock: %s: no worker named '%s'\n", o->scenario, o->worker);
+    return 2;
+  }
+  if (!o->has_seed) o->c.seed = s->config.seed;
+  if (!o->has_bto) o->c.bootstrap_timeout_ms = s->config.bootstrap_timeout_ms;
+  if (!o->has_wto) o->c.waiting_timeout_ms = s->config.waiting_timeout_ms;
+  o->c.fault_rate = s->workload.fault_rate;
+  o->c.default_tokens = s->workload.tokens;
+  return 0;
+}
+
+static int resolve_role(mock_opts_t *o, pd_scenario_t *s) {
+  pd_role_t want = PD_ROLE_PREFILL;
+  if (o->role && strcmp(o->role, "prefill") != 0 && strcmp(o->role, "decode") != 0) {
+    fprintf(stderr, "pdref mock: --role: expected prefill or decode, got '%s'\n", o->role);
+    return 2;
+  }
+  if (o->role) want = strcmp(o->role, "prefill") == 0 ? PD_ROLE_PREFILL : PD_ROLE_DECODE;
+  if (o->scenario) {
+    if (apply_scenario(o, s)) return 2;
+    if (o->role && want != o->c.role) {
+      fprintf(stderr, "pdref mock: --role %s, but worker '%s' is a %s\n", o->role, o->worker,
+              o->c.role == PD_ROLE_PREFILL ? "prefill" : "decode");
+      return 2;
+    }
+    return 0;
+  }
+  if (!o->role || o->worker) {
+    fprintf(stderr, o->worker ? "pdref mock: --worker needs --scenario FILE\n"
+                              : "pdref mock: --role prefill|decode is required\n");
+    return 2;
+  }
+  o->c.role = want;
+  return 0;
+}
+
+static void print_ready(const mock_opts_t *o, pd_mock_t *m) {
+  const char *role = o->c.role == PD_ROLE_PREFILL ? "prefill" : "decode";
+  const char *name = o->c.worker ? o->c.worker->name : o->c.role == PD_ROLE_PREFILL ? "p0" : "d0";
+  if (o->is_json)
+    printf("{\"ready\":true,\"role\":\"%s\",\"worker\":\"%s\",\"host\":\"%s\",\"port\":%u,"
+           "\"bootstrap_port\":%u,\"pid\":%ld}\n",
+           role, name, o->host, pd_mock_port(m), pd_mock_bootstrap_port(m), (long)getpid());
+  else
+    printf("pdref mock: %s %s http://%s:%u bootstrap %u\n", role, name, o->host, pd_mock_port(m),
+           pd_mock_bootstrap_port(m));
+  fflush(stdout);
+}
+
+/* Serve until SIGINT/SIGTERM: blocked in every thread, taken here with sigwait. */
+static int serve(mock_opts_t *o) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  char err[512];
+  pd_mock_t *m = pd_mock_new(&o->c, err, sizeof err);
+  if (!m) {
+    fprintf(stderr, "pdref mock: %s\n", err);
+    return 1;
+  }
+  print_ready(o, m);
+  int sig = 0;
+  sigwait(&set, &sig);
+  pd_mock_del(m);
+  return 0;
+}
+
+int pd_cli_mock(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    }
+  mock_opts_t o;
+  memset(&o, 0, sizeof o);
+  pd_mock_config_default(&o.c);
+  o.c.bootstrap_port = 8998; /* SGLang's default */
+  snprintf(o.host, sizeof o.host, "127.0.0.1");
+  pd_scenario_t *s = calloc(1, sizeof *s);
+  int rc = s ? parse_args(&o, argc, argv) : 1;
+  if (!rc) rc = resolve_role(&o, s);
+  FILE *log = NULL;
+  if (!rc && o.log) {
+    log = strcmp(o.log, "-") == 0 ? stdout : fopen(o.log, "w");
+    if (!log) {
+      fprintf(stderr, "pdref mock: --log %s: %s\n", o.log, strerror(errno));
+      rc = 2;
+    }
+  }
+  o.c.listen_host = o.host;
+  o.c.log = log;
+  if (!rc) rc = serve(&o);
+  if (log && log != stdout) fclose(log);
+  free(s);
+  return rc;
+}

@@ -1,0 +1,147 @@
+/* Fault selection and wire rendering shared by the simulator's worker model and the
+ * real-socket mock (see pd_wshared.h). Moved here unchanged from pd_wmodel.c. */
+#include "pd_wshared.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "pd_world_int.h"
+
+_Static_assert((int)PD_WR_TOKEN == (int)W2G_TOKEN, "render kinds follow W2G_*");
+_Static_assert((int)PD_WR_DONE_EVENT == (int)W2G_DONE_EVENT, "render kinds follow W2G_*");
+_Static_assert((int)PD_WR_ERROR_EVENT == (int)W2G_ERROR_EVENT, "render kinds follow W2G_*");
+_Static_assert((int)PD_WR_PREFILL_BODY == (int)W2G_PREFILL_BODY, "render kinds follow W2G_*");
+_Static_assert((int)PD_WR_DECODE_BODY == (int)W2G_DECODE_BODY, "render kinds follow W2G_*");
+_Static_assert((int)PD_WR_ERROR_BODY == (int)W2G_ERROR_BODY, "render kinds follow W2G_*");
+
+/* ---------- fault selection ---------- */
+
+static int fault_matches(pd_prng_t *rng, const pd_fault_t *f, uint32_t nth) {
+  if (f->nth_from && (nth < f->nth_from || nth > f->nth_to)) return 0;
+  if (f->prob >= 1.0) return 1;
+  return pd_prng_unit(rng) < f->prob;
+}
+
+/* Swarm-style random fault for load scenarios (workload.fault_rate). */
+static const pd_fault_t random_faults[] = {
+    {PD_FAULT_STATUS, 503, 0, 0, 0, 0, 1.0},       {PD_FAULT_STATUS, 500, 0, 0, 0, 0, 1.0},
+    {PD_FAULT_RESET_BEFORE_HEAD, 0, 0, 0, 0, 0, 1.0}, {PD_FAULT_RESET_MID_STREAM, 0, 2, 0, 0, 0, 1.0},
+    {PD_FAULT_SSE_ERROR, 0, 1, 0, 0, 0, 1.0},      {PD_FAULT_TRUNCATE, 0, 3, 0, 0, 0, 1.0},
+    {PD_FAULT_HANG_BEFORE_HEAD, 0, 0, 0, 0, 0, 1.0}, {PD_FAULT_HANG_MID_STREAM, 0, 2, 0, 0, 0, 1.0},
+    {PD_FAULT_KV_FAIL, 0, 0, 0, 0, 0, 1.0},        {PD_FAULT_PREFILL_LAG, 0, 0, 150, 0, 0, 1.0},
+    {PD_FAULT_SLOW_DRIP, 0, 0, 40, 0, 0, 1.0},     {PD_FAULT_STATUS, 429, 0, 0, 0, 0, 1.0},
+};
+
+void pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
+                    pd_prng_t *rng, pd_wpick_t *out) {
+  out->fault = -1;
+  for (uint32_t i = 0; i < spec->n_faults; i++) {
+    const pd_fault_t *f = &spec->faults[i];
+    if (!fault_matches(rng, f, nth)) continue;
+    if (f->kind == PD_FAULT_PREFILL_LAG) { out->lag_ms = f->ms; continue; }
+    if (f->kind == PD_FAULT_SLOW_DRIP) { out->drip_ms = f->ms; continue; }
+    if (out->fault < 0) { out->fault = (int)f->kind; out->fp = f; }
+  }
+  if (out->fault < 0 && fault_rate > 0 && pd_prng_unit(rng) < fault_rate) {
+    const pd_fault_t *f = &random_faults[pd_prng_below(rng,
+                                                       sizeof random_faults / sizeof *random_faults)];
+    if (f->kind == PD_FAULT_PREFILL_LAG) out->lag_ms = f->ms;
+    else if (f->kind == PD_FAULT_SLOW_DRIP) out->drip_ms = f->ms;
+    else { out->fault = (int)f->kind; out->fp = f; }
+  }
+}
+
+/* ---------- wire rendering (W6.3, W6.4) ---------- */
+
+/* Every event of a logprob stream carries meta_info.input_token_logprobs, as SGLang's do
+ * (mini_lb's merge indexes it in every chunk, M8.4). */
+static size_t token_event(const pd_wr_leg_t *leg, uint32_t k, char *buf, size_t cap) {
+  int n = snprintf(buf, cap,
+                   "data: {\"text\":\"tok%u \",\"index\":%u,\"meta_info\":{\"id\":\"%s\","
+                   "\"completion_tokens\":%u%s%s}}\n\n",
+                   k, k, leg->rid, k + 1, leg->has_logprob ? ",\"input_token_logprobs\":" : "",
+                   leg->has_logprob ? PD_LP_DECODE : "");
+  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+static size_t render_token(const pd_wr_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
+  uint32_t k = arg >> 2, part = arg & 3;
+  size_t len = token_event(leg, k, buf, cap);
+  if (part == 3 && len) return len + token_event(leg, k + 1, buf + len, cap - len);
+  if (part == 1) return len / 2;
+  if (part == 2) {
+    size_t h = len / 2;
+    memmove(buf, buf + h, len - h);
+    return len - h;
+  }
+  return len;
+}
+
+static int render_prefill(const pd_wr_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
+  const char *lp = leg->has_logprob ? ",\"input_token_logprobs\":" PD_LP_PREFILL : "";
+  int n;
+  if (leg->is_stream)
+    n = snprintf(buf, cap,
+                 "data: {\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":0,"
+                 "\"finish_reason\":{\"type\":\"length\",\"length\":0}%s}}\n\n%s",
+                 leg->rid, lp, arg ? "" : "data: [DONE]\n\n");
+  else
+    n = snprintf(buf, cap,
+                 "{\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":0,"
+                 "\"finish_reason\":{\"type\":\"length\",\"length\":0}%s}}%s",
+                 leg->rid, lp, arg ? "" : "");
+  if (arg && !leg->is_stream && n > 10) n = n / 2; /* cut mid-document */
+  return n;
+}
+
+static size_t render_decode_body(const pd_wr_leg_t *leg, char *buf, size_t cap) {
+  size_t off = 0;
+  int n = snprintf(buf, cap, "{\"text\":\"");
+  if (n < 0) return 0;
+  off = (size_t)n;
+  for (uint32_t k = 0; k < leg->tokens && off + 32 < cap; k++) {
+    n = snprintf(buf + off, cap - off, "tok%u ", k);
+    if (n < 0) return 0;
+    off += (size_t)n;
+  }
+  n = snprintf(buf + off, cap - off,
+               "\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":%u%s%s}}", leg->rid,
+               leg->tokens, leg->has_logprob ? ",\"input_token_logprobs\":" : "",
+               leg->has_logprob ? PD_LP_DECODE : "");
+  if (n < 0) return 0;
+  return off + (size_t)n < cap ? off + (size_t)n : 0;
+}
+
+/* SGLang's answer to /abort_request for a request whose client is still there: a normal
+ * output whose finish_reason is abort (no status_code, so it is yielded, not raised). */
+static int render_abort(const pd_wr_leg_t *leg, int is_event, char *buf, size_t cap) {
+  return snprintf(buf, cap,
+                  "%s{\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"finish_reason\":"
+                  "{\"type\":\"abort\",\"message\":\"Abort by /abort_request\"}}}%s",
+                  is_event ? "data: " : "", leg->rid, is_event ? "\n\ndata: [DONE]\n\n" : "");
+}
+
+size_t pd_wr_render(const pd_wr_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap) {
+  int n = 0;
+  switch (kind) {
+  case PD_WR_TOKEN: return render_token(leg, arg, buf, cap);
+  case PD_WR_DONE_EVENT: n = snprintf(buf, cap, "data: [DONE]\n\n"); break;
+  case PD_WR_ERROR_EVENT:
+    n = snprintf(buf, cap, "data: {\"error\":{\"message\":\"worker failed\",\"code\":%u}}\n\n", arg);
+    break;
+  case PD_WR_ERROR_BODY:
+    n = snprintf(buf, cap, "{\"error\":{\"message\":\"worker returned %u\",\"code\":%u}}", arg, arg);
+    break;
+  case PD_WR_PREFILL_BODY: n = render_prefill(leg, arg, buf, cap); break;
+  case PD_WR_DECODE_BODY: return render_decode_body(leg, buf, cap);
+  case PD_WR_ABORT_EVENT: n = render_abort(leg, 1, buf, cap); break;
+  case PD_WR_ABORT_BODY: n = render_abort(leg, 0, buf, cap); break;
+  default: return 0;
+  }
+  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+size_t pd_wr_render_cap(const pd_wr_leg_t *leg) {
+  size_t rid = leg->rid ? strlen(leg->rid) : 0;
+  return 512 + 2 * rid + 12 * (size_t)leg->tokens;
+}

@@ -1,0 +1,57 @@
+/* pd_wshared: the parts of the SGLang-like worker model that the simulator
+ * (mock_workers/pd_wmodel.c) and the real-socket mock (net/pd_mock*.c) share, so both pick
+ * the same faults by the same rules and write the same bytes: fault selection and wire
+ * rendering (W6.3, W6.4). Pure functions: no world, no clock, no socket. */
+#ifndef PD_WSHARED_H
+#define PD_WSHARED_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pd_prng.h"
+#include "pd_scenario.h"
+
+/* The fault chosen for one request, and the two modifiers that combine with it. */
+typedef struct pd_wpick {
+  int fault;             /* pd_fault_kind_t, or -1 for none */
+  const pd_fault_t *fp;  /* the chosen fault (its after_tokens, status, ms); unchanged if none */
+  uint64_t lag_ms;       /* PREFILL_LAG, unchanged if none applies */
+  uint64_t drip_ms;      /* SLOW_DRIP, unchanged if none applies */
+} pd_wpick_t;
+
+/* Choose the fault of a worker's nth request (1-based): every scripted fault whose nth range
+ * holds nth is drawn with its prob; prefill_lag and slow_drip set their modifier, the first
+ * other kind drawn is the fault. With none, a random fault from a fixed set with probability
+ * fault_rate (workload.fault_rate). Draws from rng in a fixed order, so one seed replays. The
+ * caller initialises *out (fault -1, its current fp, lag_ms, drip_ms). */
+void pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
+                    pd_prng_t *rng, pd_wpick_t *out);
+
+/* What the renderer needs to know about a request. */
+typedef struct pd_wr_leg {
+  const char *rid;   /* already JSON-escaped, without quotes */
+  int is_stream;
+  int has_logprob;
+  uint32_t tokens;   /* output tokens of a decode request */
+} pd_wr_leg_t;
+
+/* Message kinds (equal to the simulator's W2G_* kinds that carry bytes). */
+enum {
+  PD_WR_TOKEN = 2,        /* arg = token index << 2 | part (0 whole, 1 first half, 2 second
+                             half, 3 this and the next token) */
+  PD_WR_DONE_EVENT = 3,   /* data: [DONE] */
+  PD_WR_ERROR_EVENT = 4,  /* arg = code: data: {"error":{...}} */
+  PD_WR_PREFILL_BODY = 5, /* arg = 1: only the first half / first event (body error follows) */
+  PD_WR_DECODE_BODY = 6,  /* the whole non-stream decode answer */
+  PD_WR_ERROR_BODY = 7,   /* arg = status: JSON error document */
+  PD_WR_ABORT_EVENT = 16, /* mock only: finish_reason abort as one SSE event and [DONE] */
+  PD_WR_ABORT_BODY = 17,  /* mock only: finish_reason abort as a JSON document */
+};
+
+/* Render one message into buf; returns its length, 0 when it does not fit in cap (or the kind
+ * is unknown). A non-stream decode body needs about 32 + 12 * tokens bytes. */
+size_t pd_wr_render(const pd_wr_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap);
+
+/* Bytes pd_wr_render may need for any kind on this leg (rid length included). */
+size_t pd_wr_render_cap(const pd_wr_leg_t *leg);
+
+#endif

@@ -1,0 +1,274 @@
+/* The bootstrap rendezvous over TCP (docs/mock.md, "Bootstrap protocol"). A prefill mock
+ * listens on its bootstrap port; each waiting decode request connects and sends one line
+ *   REG <room> <hash:16 hex> <flags>\n
+ * and the prefill answers on the same connection with
+ *   PAIR <room>\n   (its request for the room took the registration: forward pass started)
+ *   KV <room>\n     (the KV transfer is done: decode may produce tokens), then closes
+ *   FAIL <room>\n   (the KV transfer failed: both sides answer 500), then closes.
+ * Either side closing early means its request left. All I/O is non-blocking, run by the
+ * engine thread under m->mu; the model's decisions are in pd_mock_model.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pd_mock_int.h"
+
+#define LISTENER UINT32_MAX
+
+int pd_boot_init(pd_mock_t *m) {
+  m->boot_listen = -1;
+  m->bc = calloc(PD_MOCK_MAX_BOOT_CONNS, sizeof *m->bc);
+  if (!m->bc) return -1;
+  for (uint32_t i = 0; i < PD_MOCK_MAX_BOOT_CONNS; i++) {
+    m->bc[i].fd = -1;
+    m->bc_free[i] = PD_MOCK_MAX_BOOT_CONNS - 1 - i;
+  }
+  m->n_bc_free = PD_MOCK_MAX_BOOT_CONNS;
+  return 0;
+}
+
+void pd_boot_free(pd_mock_t *m) {
+  if (!m->bc) return;
+  pd_boot_close_all(m);
+  if (m->boot_listen >= 0) close(m->boot_listen);
+  m->boot_listen = -1;
+  free(m->bc);
+  m->bc = NULL;
+}
+
+int pd_boot_listen(pd_mock_t *m, char *err, size_t errlen) {
+  return pd_mock_listen(m->cfg.listen_host, m->boot_port ? m->boot_port : m->cfg.bootstrap_port,
+                        &m->boot_listen, &m->boot_port, err, errlen);
+}
+
+pd_bconn_t *pd_boot_get(pd_mock_t *m, int bc) { return &m->bc[bc]; }
+
+static int bc_new(pd_mock_t *m, int fd, pd_bc_state_t state) {
+  if (!m->n_bc_free) return -1;
+  uint32_t i = m->bc_free[--m->n_bc_free];
+  pd_bconn_t *b = &m->bc[i];
+  memset(b, 0, sizeof *b);
+  b->fd = fd;
+  b->state = state;
+  b->live_idx = m->n_bc_live;
+  m->bc_live[m->n_bc_live++] = i;
+  return (int)i;
+}
+
+void pd_boot_close(pd_mock_t *m, int bc) {
+  pd_bconn_t *b = &m->bc[bc];
+  if (b->state == BC_FREE) return;
+  close(b->fd);
+  uint32_t last = m->bc_live[--m->n_bc_live];
+  m->bc_live[b->live_idx] = last;
+  m->bc[last].live_idx = b->live_idx;
+  b->fd = -1;
+  b->state = BC_FREE;
+  b->leg = NULL;
+  m->bc_free[m->n_bc_free++] = (uint32_t)bc;
+}
+
+void pd_boot_close_all(pd_mock_t *m) {
+  for (uint32_t n = m->n_bc_live; n-- > 0;) { /* each close removes one */
+    int bc = (int)m->bc_live[n];
+    pd_mleg_t *leg = m->bc[bc].leg;
+    if (leg && leg->boot == bc) leg->boot = -1;
+    pd_boot_close(m, bc);
+  }
+}
+
+/* The peer closed, or the socket failed: tell the leg that used it. */
+static void bc_lost(pd_mock_t *m, int bc) {
+  pd_mleg_t *leg = m->bc[bc].leg;
+  int is_mine = leg && leg->boot == bc;
+  if (is_mine) leg->boot = -1;
+  pd_boot_close(m, bc);
+  if (is_mine && m->cfg.role == PD_ROLE_DECODE) pd_mm_boot_lost(m, leg);
+}
+
+static int send_line(pd_mock_t *m, int bc, const char *line) {
+  size_t len = strlen(line);
+  ssize_t n = send(m->bc[bc].fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n == (ssize_t)len) return 0;
+  bc_lost(m, bc); /* a few bytes that do not fit an empty socket buffer: the peer is gone */
+  return -1;
+}
+
+int pd_boot_send(pd_mock_t *m, int bc, const char *verb, uint64_t room) {
+  char line[64];
+  snprintf(line, sizeof line, "%s %" PRIu64 "\n", verb, room);
+  return send_line(m, bc, line);
+}
+
+int pd_boot_find_registered(pd_mock_t *m, uint64_t room) {
+  int best = -1;
+  for (uint32_t i = 0; i < m->n_bc_live; i++) {
+    const pd_bconn_t *b = &m->bc[m->bc_live[i]];
+    if (b->state == BC_REGISTERED && b->room == room && (best < 0 || b->seq < m->bc[best].seq))
+      best = (int)m->bc_live[i];
+  }
+  return best;
+}
+
+/* ---------- decode side ---------- */
+
+static void on_connected(pd_mock_t *m, int bc) {
+  pd_bconn_t *b = &m->bc[bc];
+  char line[96];
+  snprintf(line, sizeof line, "REG %" PRIu64 " %016" PRIx64 " %" PRIu32 "\n", b->room, b->hash,
+           b->flags);
+  b->state = BC_REGISTERED;
+  pd_mleg_t *d = b->leg;
+  if (send_line(m, bc, line) == 0) pd_mlog_room(m, "room_registered", d, d->room);
+}
+
+static int open_socket(const char *host, int port, int *fd_out) {
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res = NULL;
+  char ps[8];
+  snprintf(ps, sizeof ps, "%d", port);
+  if (getaddrinfo(host, ps, &hints, &res) != 0 || !res) return -1;
+  int fd = socket(res->ai_family, SOCK_STREAM, 0);
+  int rc = fd < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0
+               ? -1
+               : connect(fd, res->ai_addr, res->ai_addrlen);
+  int is_pending = rc < 0 && errno == EINPROGRESS;
+  freeaddrinfo(res);
+  if (rc < 0 && !is_pending) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  *fd_out = fd;
+  return rc == 0 ? 1 : 0; /* 1 connected at once, 0 in progress */
+}
+
+void pd_boot_connect(pd_mock_t *m, pd_mleg_t *d) {
+  int fd = -1, rc = open_socket(d->boot_host, d->boot_port, &fd);
+  int bc = rc < 0 ? -1 : bc_new(m, fd, BC_CONNECTING);
+  if (bc < 0) {
+    if (fd >= 0) close(fd);
+    pd_mm_boot_lost(m, d); /* refused or no room in the table: retry later */
+    return;
+  }
+  pd_bconn_t *b = &m->bc[bc];
+  b->leg = d;
+  b->room = d->room;
+  b->hash = d->rooms_hash;
+  b->flags = d->fault == (int)PD_FAULT_KV_FAIL ? PD_BOOT_F_KV_FAIL : 0;
+  d->boot = bc;
+  if (rc == 1) on_connected(m, bc);
+}
+
+static void connect_done(pd_mock_t *m, int bc) {
+  int e = 0;
+  socklen_t len = sizeof e;
+  if (getsockopt(m->bc[bc].fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0 || e) bc_lost(m, bc);
+  else on_connected(m, bc);
+}
+
+/* ---------- lines ---------- */
+
+static int parse_verb_room(const char *line, const char *verb, uint64_t *room) {
+  size_t vl = strlen(verb);
+  if (strncmp(line, verb, vl) != 0 || line[vl] != ' ') return 0;
+  char *end = NULL;
+  *room = strtoull(line + vl + 1, &end, 10);
+  return end && end != line + vl + 1;
+}
+
+static void on_line_prefill(pd_mock_t *m, int bc, const char *line) {
+  pd_bconn_t *b = &m->bc[bc];
+  uint64_t room, hash;
+  uint32_t flags;
+  if (b->state != BC_OPEN ||
+      sscanf(line, "REG %" SCNu64 " %" SCNx64 " %" SCNu32, &room, &hash, &flags) != 3) {
+    bc_lost(m, bc); /* protocol error */
+    return;
+  }
+  b->room = room;
+  b->hash = hash;
+  b->flags = flags;
+  pd_mm_registered(m, bc);
+}
+
+static void on_line_decode(pd_mock_t *m, int bc, const char *line) {
+  pd_mleg_t *d = m->bc[bc].leg;
+  uint64_t room = 0;
+  if (!d || d->boot != bc) { bc_lost(m, bc); return; }
+  if (parse_verb_room(line, "PAIR", &room) && room == d->room) d->is_paired = 1;
+  else if (parse_verb_room(line, "KV", &room) && room == d->room) pd_mm_kv(m, d, 1);
+  else if (parse_verb_room(line, "FAIL", &room) && room == d->room) pd_mm_kv(m, d, 0);
+  else bc_lost(m, bc);
+}
+
+/* Read what is there and handle each complete line; stops when the connection goes. */
+static void on_readable(pd_mock_t *m, int bc, int fd) {
+  pd_bconn_t *b = &m->bc[bc];
+  for (int round = 0; round < 8; round++) { /* bounded per engine turn */
+    ssize_t n = recv(fd, b->rbuf + b->rlen, sizeof b->rbuf - 1 - b->rlen, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (n <= 0) { bc_lost(m, bc); return; }
+    b->rlen += (size_t)n;
+    char *nl;
+    while (b->state != BC_FREE && b->fd == fd && (nl = memchr(b->rbuf, '\n', b->rlen))) {
+      char line[PD_MOCK_LINE_MAX];
+      size_t ll = (size_t)(nl - b->rbuf);
+      memcpy(line, b->rbuf, ll);
+      line[ll] = 0;
+      b->rlen -= ll + 1;
+      memmove(b->rbuf, nl + 1, b->rlen);
+      if (m->cfg.role == PD_ROLE_PREFILL) on_line_prefill(m, bc, line);
+      else on_line_decode(m, bc, line);
+    }
+    if (b->state == BC_FREE || b->fd != fd) return;
+    if (b->rlen >= sizeof b->rbuf - 1) { bc_lost(m, bc); return; } /* line too long */
+  }
+}
+
+/* ---------- polling ---------- */
+
+size_t pd_boot_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx) {
+  size_t n = 0;
+  for (uint32_t i = 0; i < m->n_bc_live && n < cap; i++) {
+    const pd_bconn_t *b = &m->bc[m->bc_live[i]];
+    p[n].fd = b->fd;
+    p[n].events = (short)(b->state == BC_CONNECTING ? POLLOUT : POLLIN);
+    p[n].revents = 0;
+    idx[n++] = m->bc_live[i];
+  }
+  if (m->boot_listen >= 0 && n < cap) { /* last: accepting may reuse a slot closed above */
+    p[n] = (struct pollfd){m->boot_listen, POLLIN, 0};
+    idx[n++] = LISTENER;
+  }
+  return n;
+}
+
+static void accept_some(pd_mock_t *m) {
+  for (int i = 0; i < 64; i++) { /* bounded per engine turn */
+    int fd = accept(m->boot_listen, NULL, NULL);
+    if (fd < 0) return;
+    if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
+        bc_new(m, fd, BC_OPEN) < 0)
+      close(fd); /* table full: the decode sees EOF and retries */
+  }
+}
+
+void pd_boot_on_poll(pd_mock_t *m, const struct pollfd *p, const uint32_t *idx, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!p[i].revents) continue;
+    if (idx[i] == LISTENER) {
+      if (m->boot_listen == p[i].fd) accept_some(m);
+      continue;
+    }
+    int bc = (int)idx[i];
+    pd_bconn_t *b = &m->bc[bc];
+    if (b->state == BC_FREE || b->fd != p[i].fd) continue; /* closed earlier in this turn */
+    if (b->state == BC_CONNECTING) connect_done(m, bc);
+    else on_readable(m, bc, p[i].fd);
+  }
+}

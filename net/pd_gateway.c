@@ -1,0 +1,431 @@
+/* The gateway's event loop: one epoll set over libmicrohttpd's epoll fd, libcurl's sockets,
+ * the client sockets being watched for hang-ups and a wake-up eventfd; the core's timers in
+ * a min-heap; every core event goes through pd_gwn_feed, which carries out the actions. */
+#define _GNU_SOURCE /* EPOLLRDHUP, eventfd */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pd_err.h"
+#include "pd_gateway_int.h"
+
+#define PD_GWN_SLOT_BITS 24u
+#define PD_GWN_MAX_WAIT_MS 1000
+#define PD_GWN_EVENTS 256
+/* Timer pops per loop turn: a bound, not a limit anyone should reach. */
+#define PD_GWN_MAX_TIMERS_PER_TURN 4096u
+
+uint64_t pd_gwn_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void pd_gwn_log(const pd_gateway_t *g, const char *fmt, ...) {
+  if (g && !g->cfg.is_verbose) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("pdref gateway: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+int pd_gwbuf_append(pd_gwbuf_t *b, const void *p, size_t len) {
+  if (b->len + len + 1 > b->cap) {
+    size_t nc = b->cap ? b->cap : 1024;
+    while (nc < b->len + len + 1) nc *= 2;
+    char *np = realloc(b->p, nc);
+    if (!np) return PD_ERR_NOMEM;
+    b->p = np;
+    b->cap = nc;
+  }
+  if (len) memcpy(b->p + b->len, p, len);
+  b->len += len;
+  b->p[b->len] = 0;
+  return 0;
+}
+
+void pd_gwbuf_free(pd_gwbuf_t *b) {
+  free(b->p);
+  memset(b, 0, sizeof *b);
+}
+
+/* ---------- configuration ---------- */
+
+void pd_gateway_config_default(pd_gateway_config_t *c, pd_mode_t mode) {
+  memset(c, 0, sizeof *c);
+  pd_gw_config_default(&c->core, mode);
+  c->listen_host = "127.0.0.1";
+  c->max_body_bytes = PD_GATEWAY_DEFAULT_MAX_BODY_BYTES;
+  c->max_connections = PD_GATEWAY_DEFAULT_MAX_CONNECTIONS;
+  c->client_timeout_s = PD_GATEWAY_DEFAULT_CLIENT_TIMEOUT_S;
+  c->abort_timeout_ms = PD_GATEWAY_DEFAULT_ABORT_TIMEOUT_MS;
+  c->info_timeout_ms = PD_GATEWAY_DEFAULT_INFO_TIMEOUT_MS;
+}
+
+int pd_gateway_parse_worker(char *spec, int *port) {
+  *port = -1;
+  if (strncmp(spec, "http://", 7) != 0 || !spec[7] || spec[7] == '/') return PD_ERR_INVAL;
+  char *at = strrchr(spec, '@');
+  if (at && at > spec + 7 && at[1] && strspn(at + 1, "0123456789") == strlen(at + 1)) {
+    long p = strtol(at + 1, NULL, 10);
+    if (strlen(at + 1) > 5 || p < 1 || p > 65535) return PD_ERR_INVAL;
+    *port = (int)p;
+    *at = 0;
+  }
+  size_t n = strlen(spec);
+  while (n > 7 && spec[n - 1] == '/') spec[--n] = 0;
+  return strchr(spec + 7, '/') ? PD_ERR_INVAL : 0; /* a base URL has no path */
+}
+
+/* Host part of "http://host[:port]" for the bootstrap address ("[v6]" keeps no brackets). */
+static void url_host(const char *url, char *out, size_t cap) {
+  const char *h = url + 7;
+  const char *at = strchr(h, '@');
+  if (at) h = at + 1;
+  size_t n;
+  if (*h == '[') {
+    h++;
+    n = strcspn(h, "]");
+  } else {
+    n = strcspn(h, ":/");
+  }
+  snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), h);
+}
+
+/* ---------- request table ---------- */
+
+pd_gwreq_t *pd_gwn_req_new(pd_gateway_t *g) {
+  if (!g->n_free) return NULL;
+  pd_gwreq_t *rq = calloc(1, sizeof *rq);
+  if (!rq) return NULL;
+  uint32_t s = g->free_slots[--g->n_free];
+  g->gens[s] = (g->gens[s] + 1) & 0xffffffu;
+  rq->id = ((uint64_t)g->gens[s] << PD_GWN_SLOT_BITS) | s;
+  g->slots[s] = rq;
+  return rq;
+}
+
+pd_gwreq_t *pd_gwn_req_find(pd_gateway_t *g, uint64_t id) {
+  uint32_t s = (uint32_t)(id & ((1u << PD_GWN_SLOT_BITS) - 1));
+  if (s >= g->n_slots || !g->slots[s] || g->slots[s]->id != id) return NULL;
+  return g->slots[s];
+}
+
+static void req_free(pd_gateway_t *g, pd_gwreq_t *rq) {
+  uint32_t s = (uint32_t)(rq->id & ((1u << PD_GWN_SLOT_BITS) - 1));
+  pd_gwu_detach_req(g, rq);
+  if (rq->conn) rq->conn->rq = NULL;
+  g->slots[s] = NULL;
+  g->free_slots[g->n_free++] = s;
+  free(rq);
+}
+
+/* ---------- core timers: one heap entry per request at a time (as the simulator) ---------- */
+
+static void timer_arm(pd_gateway_t *g, pd_gwreq_t *rq, uint64_t t_ns, uint64_t gen) {
+  rq->want_ns = t_ns;
+  rq->want_gen = gen;
+  if (rq->queued_ns && t_ns >= rq->queued_ns) return; /* re-queued when that one pops */
+  pd_heap_item_t it = {.t_ns = t_ns, .b = rq->id, .c = gen};
+  if (pd_heap_push(&g->timers, &it) == 0) rq->queued_ns = t_ns;
+  else pd_gwn_log(g, "timer heap full; request %llu loses a deadline", (unsigned long long)rq->id);
+}
+
+static void timers_fire(pd_gateway_t *g) {
+  uint64_t now = pd_gwn_now_ns();
+  for (uint32_t n = 0; n < PD_GWN_MAX_TIMERS_PER_TURN; n++) {
+    const pd_heap_item_t *top = pd_heap_peek(&g->timers);
+    if (!top || top->t_ns > now) return;
+    pd_heap_item_t it;
+    pd_heap_pop(&g->timers, &it);
+    pd_gwreq_t *rq = pd_gwn_req_find(g, it.b);
+    if (!rq || rq->queued_ns != it.t_ns) continue; /* gone, or superseded by an earlier one */
+    rq->queued_ns = 0;
+    if (rq->want_gen != it.c) { /* re-armed later meanwhile */
+      if (rq->want_ns) timer_arm(g, rq, rq->want_ns, rq->want_gen);
+      continue;
+    }
+    pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = rq->id, .timer_gen = it.c};
+    pd_gwn_feed(g, &ev);
+  }
+}
+
+/* ---------- actions ---------- */
+
+static void on_outcome(pd_gateway_t *g, const pd_action_t *a) {
+  if (a->worker < PD_MAX_WORKERS && (unsigned)a->flag < 4)
+    g->metrics.outcomes[a->role][a->worker][a->flag]++;
+}
+
+static void apply(pd_gateway_t *g, const pd_action_t *a) {
+  pd_gwreq_t *rq = pd_gwn_req_find(g, a->req_id);
+  switch (a->kind) {
+  case PD_ACT_OPEN_LEG:
+    if (rq) pd_gwu_open(g, rq, a);
+    break;
+  case PD_ACT_CLOSE_LEG: pd_gwu_close(g, rq, a); break;
+  case PD_ACT_CLIENT_HEAD:
+  case PD_ACT_CLIENT_DATA:
+  case PD_ACT_CLIENT_END:
+    if (rq && rq->conn) pd_gwh_client_action(g, rq->conn, a);
+    break;
+  case PD_ACT_TIMER:
+    if (rq) timer_arm(g, rq, a->deadline_ns, a->timer_gen);
+    break;
+  case PD_ACT_OUTCOME: on_outcome(g, a); break;
+  case PD_ACT_BREAKER:
+    if (a->worker < PD_MAX_WORKERS) g->metrics.breaker_changes[a->role][a->worker]++;
+    break;
+  case PD_ACT_ATTEMPT:
+    g->metrics.attempts++;
+    if (a->status > 1) g->metrics.retries++;
+    break;
+  case PD_ACT_LOAD: break; /* read from the core at scrape time */
+  case PD_ACT_DONE:
+    if (rq) req_free(g, rq);
+    break;
+  }
+}
+
+static void feed_one(pd_gateway_t *g, const pd_event_t *ev) {
+  pd_actbuf_reset(&g->acts);
+  int rc = pd_gw_feed(g->core, pd_gwn_now_ns(), ev, &g->acts);
+  if (rc) pd_gwn_log(g, "core: event %d of request %llu: %s", (int)ev->kind,
+                     (unsigned long long)ev->req_id, pd_strerror(rc));
+  if (g->acts.is_overflow) pd_gwn_log(g, "core: action buffer overflow");
+  for (size_t i = 0; i < g->acts.n; i++) apply(g, &g->acts.v[i]);
+  pd_actbuf_reset(&g->acts);
+}
+
+void pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev) {
+  if (g->in_feed) { /* never expected: actions do not call back into the loop */
+    pd_gwn_log(g, "reentrant feed dropped (event %d)", (int)ev->kind);
+    return;
+  }
+  g->in_feed = 1;
+  feed_one(g, ev);
+  /* slow readers found while applying: now they are fed as gone, outside the batch */
+  for (uint32_t guard = 0; guard < 1024 && g->n_gone_pending; guard++) {
+    pd_event_t gone = {.kind = PD_EV_CLIENT_GONE, .req_id = g->gone_pending[--g->n_gone_pending]};
+    feed_one(g, &gone);
+  }
+  g->in_feed = 0;
+}
+
+/* ---------- epoll ---------- */
+
+void pd_gwn_watch(pd_gateway_t *g, pd_gwconn_t *c) {
+  if (c->is_watched || c->fd < 0 || !c->rq) return;
+  struct epoll_event ev = {.events = EPOLLRDHUP, .data.u64 = PD_GWN_TAG(PD_GWN_TAG_WATCH, c->rq->id)};
+  if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, c->fd, &ev) == 0 ||
+      (errno == EEXIST && epoll_ctl(g->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0))
+    c->is_watched = 1;
+}
+
+int pd_gwn_add_fd(pd_gateway_t *g, int fd, uint64_t tag) {
+  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
+  return epoll_ctl(g->epfd, EPOLL_CTL_ADD, fd, &ev) ? PD_ERR_IO : 0;
+}
+
+void pd_gwn_unwatch(pd_gateway_t *g, pd_gwconn_t *c) {
+  if (!c->is_watched) return;
+  epoll_ctl(g->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+  c->is_watched = 0;
+}
+
+/* A watched client socket hung up. A stale id (request already gone) cannot occur: the
+ * watch is removed before its connection or request is freed. */
+static void on_watch(pd_gateway_t *g, uint64_t req_id) {
+  pd_gwreq_t *rq = pd_gwn_req_find(g, req_id);
+  if (rq && rq->conn) pd_gwh_client_hup(g, rq->conn);
+}
+
+static int wait_ms(pd_gateway_t *g) {
+  uint64_t now = pd_gwn_now_ns(), t = now + (uint64_t)PD_GWN_MAX_WAIT_MS * 1000000ull;
+  const pd_heap_item_t *top = pd_heap_peek(&g->timers);
+  if (top && top->t_ns < t) t = top->t_ns;
+  if (g->curl_deadline_ns && g->curl_deadline_ns < t) t = g->curl_deadline_ns;
+  MHD_UNSIGNED_LONG_LONG mt;
+  if (MHD_get_timeout(g->mhd, &mt) == MHD_YES && now + mt * 1000000ull < t)
+    t = now + mt * 1000000ull;
+  if (t <= now) return 0;
+  return (int)((t - now + 999999ull) / 1000000ull); /* round up: never wake early and spin */
+}
+
+static void on_events(pd_gateway_t *g, const struct epoll_event *evs, int n) {
+  for (int i = 0; i < n; i++) {
+    uint64_t d = evs[i].data.u64;
+    uint64_t v = d & ((1ull << 56) - 1);
+    switch ((int)(d >> 56)) {
+    case PD_GWN_TAG_CURL: pd_gwu_on_socket(g, (int)v, evs[i].events); break;
+    case PD_GWN_TAG_WATCH: on_watch(g, v); break;
+    case PD_GWN_TAG_WAKE: {
+      uint64_t x;
+      if (read(g->wakefd, &x, sizeof x) < 0) { /* nothing to drain */ }
+      break;
+    }
+    default: break; /* MHD: MHD_run below */
+    }
+  }
+}
+
+/* One turn of the loop. */
+static int step(pd_gateway_t *g, int max_wait_ms) {
+  struct epoll_event evs[PD_GWN_EVENTS];
+  int ms = wait_ms(g);
+  if (ms > max_wait_ms) ms = max_wait_ms;
+  int n = epoll_wait(g->epfd, evs, PD_GWN_EVENTS, ms);
+  if (n < 0 && errno != EINTR) return PD_ERR_IO;
+  if (n > 0) on_events(g, evs, n);
+  if (g->curl_deadline_ns && g->curl_deadline_ns <= pd_gwn_now_ns()) pd_gwu_on_timeout(g);
+  pd_gwu_drain(g);
+  timers_fire(g);
+  MHD_run(g->mhd);
+  pd_gwu_flush(g);
+  return 0;
+}
+
+int pd_gateway_run(pd_gateway_t *g) {
+  int rc = 0;
+  while (!atomic_load(&g->stop) && rc == 0) rc = step(g, PD_GWN_MAX_WAIT_MS);
+  /* shutdown: stop accepting, cancel every live request, let the aborts go out */
+  MHD_socket lfd = MHD_quiesce_daemon(g->mhd);
+  if (lfd != MHD_INVALID_SOCKET) close(lfd);
+  pd_gwh_cancel_all(g);
+  uint64_t until = pd_gwn_now_ns() + (uint64_t)g->cfg.abort_timeout_ms * 1000000ull + 100000000ull;
+  for (uint32_t guard = 0; guard < 100000 && pd_gwn_now_ns() < until; guard++) {
+    if (!g->n_aborts && !g->dirty) break;
+    if (step(g, 20)) break;
+  }
+  return rc;
+}
+
+void pd_gateway_stop(pd_gateway_t *g) {
+  atomic_store(&g->stop, 1);
+  uint64_t one = 1;
+  if (write(g->wakefd, &one, sizeof one) < 0) { /* the flag alone stops it within 1 s */ }
+}
+
+uint16_t pd_gateway_port(const pd_gateway_t *g) { return g->port; }
+
+/* ---------- lifecycle ---------- */
+
+static int add_workers(pd_gateway_t *g, char *err, size_t errlen) {
+  for (int r = 0; r < 2; r++) {
+    uint32_t n = r == 0 ? g->cfg.n_prefill : g->cfg.n_decode;
+    const pd_gateway_worker_t *ws = r == 0 ? g->cfg.prefill : g->cfg.decode;
+    for (uint32_t i = 0; i < n; i++) {
+      char spec[2048], host[256];
+      snprintf(spec, sizeof spec, "%s", ws[i].url ? ws[i].url : "");
+      int port_in_url;
+      if (pd_gateway_parse_worker(spec, &port_in_url)) {
+        snprintf(err, errlen, "%s worker %u: '%s' is not a base URL http://host:port",
+                 pd_role_name((pd_role_t)r), i, ws[i].url ? ws[i].url : "");
+        return PD_ERR_INVAL;
+      }
+      g->urls[r][i] = strdup(spec);
+      if (!g->urls[r][i]) return PD_ERR_NOMEM;
+      url_host(spec, host, sizeof host);
+      int bp = r == 0 ? (ws[i].bootstrap_port >= 0 ? ws[i].bootstrap_port : port_in_url) : -1;
+      int rc = pd_gw_add_worker(g->core, (pd_role_t)r, spec, host, bp);
+      if (rc < 0) return rc;
+    }
+  }
+  return 0;
+}
+
+static int setup_loop(pd_gateway_t *g, char *err, size_t errlen) {
+  g->epfd = epoll_create1(EPOLL_CLOEXEC);
+  g->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (g->epfd < 0 || g->wakefd < 0) {
+    snprintf(err, errlen, "epoll/eventfd: %s", strerror(errno));
+    return PD_ERR_IO;
+  }
+  if (pd_gwn_add_fd(g, g->wakefd, PD_GWN_TAG(PD_GWN_TAG_WAKE, 0))) return PD_ERR_IO;
+  uint32_t cap = g->cfg.max_connections * PD_GWN_INFLIGHT_PER_CONN;
+  if (cap > (1u << PD_GWN_SLOT_BITS)) cap = 1u << PD_GWN_SLOT_BITS;
+  g->slots = calloc(cap, sizeof *g->slots);
+  g->gens = calloc(cap, sizeof *g->gens);
+  g->free_slots = calloc(cap, sizeof *g->free_slots);
+  if (!g->slots || !g->gens || !g->free_slots) return PD_ERR_NOMEM;
+  g->n_slots = cap;
+  for (uint32_t i = 0; i < cap; i++) g->free_slots[g->n_free++] = cap - 1 - i;
+  pd_heap_init(&g->timers, NULL, (size_t)cap * 8u);
+  pd_actbuf_init(&g->acts, NULL);
+  return 0;
+}
+
+static int check_config(const pd_gateway_config_t *c, char *err, size_t errlen) {
+  if (!c->n_prefill || !c->n_decode) {
+    snprintf(err, errlen, "need at least one --prefill and one --decode worker");
+    return PD_ERR_INVAL;
+  }
+  if (c->n_prefill > PD_MAX_WORKERS || c->n_decode > PD_MAX_WORKERS) {
+    snprintf(err, errlen, "at most %u workers per role", PD_MAX_WORKERS);
+    return PD_ERR_INVAL;
+  }
+  if (!c->max_connections || c->max_connections > 65536) {
+    snprintf(err, errlen, "--max-connections must be 1..65536");
+    return PD_ERR_INVAL;
+  }
+  return 0;
+}
+
+int pd_gateway_new(const pd_gateway_config_t *cfg, pd_gateway_t **out, char *err,
+                   size_t errlen) {
+  *out = NULL;
+  int rc = check_config(cfg, err, errlen);
+  if (rc) return rc;
+  pd_gateway_t *g = calloc(1, sizeof *g);
+  if (!g) return PD_ERR_NOMEM;
+  g->cfg = *cfg;
+  if (!g->cfg.listen_host) g->cfg.listen_host = "127.0.0.1";
+  g->epfd = g->wakefd = -1;
+  atomic_init(&g->stop, 0);
+  pd_prng_init(&g->rng, cfg->seed);
+  g->core = pd_gw_new(NULL, &cfg->core, &g->rng);
+  if (!g->core) rc = PD_ERR_NOMEM;
+  if (!rc) rc = add_workers(g, err, errlen);
+  if (!rc) rc = setup_loop(g, err, errlen);
+  if (!rc) {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) g->is_curl_init = 1;
+    else rc = PD_ERR_IO;
+  }
+  if (!rc) rc = pd_gwu_init(g);
+  if (!rc) rc = pd_gwh_start(g, err, errlen);
+  if (rc) {
+    if (!err[0]) snprintf(err, errlen, "%s", pd_strerror(rc));
+    pd_gateway_del(g);
+    return rc;
+  }
+  *out = g;
+  return 0;
+}
+
+void pd_gateway_del(pd_gateway_t *g) {
+  if (!g) return;
+  pd_gwh_stop(g); /* resumes and closes every client connection (CLIENT_GONE fed) */
+  for (uint32_t s = 0; s < g->n_slots; s++)
+    if (g->slots[s]) req_free(g, g->slots[s]);
+  if (g->multi) pd_gwu_free(g);
+  if (g->is_curl_init) curl_global_cleanup();
+  pd_gw_del(g->core);
+  pd_heap_free(&g->timers);
+  pd_actbuf_free(&g->acts);
+  for (int r = 0; r < 2; r++)
+    for (uint32_t i = 0; i < PD_MAX_WORKERS; i++) free(g->urls[r][i]);
+  free(g->slots);
+  free(g->gens);
+  free(g->free_slots);
+  if (g->epfd >= 0) close(g->epfd);
+  if (g->wakefd >= 0) close(g->wakefd);
+  free(g);
+}

@@ -1,0 +1,173 @@
+/* Internal to net/pd_gateway*.c and net/pd_gw_*.c: the loop object, the client connection,
+ * the core request record and the upstream transfer, shared by the loop (pd_gateway.c), the
+ * HTTP side (pd_gw_http.c) and the libcurl side (pd_gw_upstream.c). */
+#ifndef PD_GATEWAY_INT_H
+#define PD_GATEWAY_INT_H
+#include <curl/curl.h>
+#include <microhttpd.h>
+#include <stdatomic.h>
+
+#include "pd_gateway.h"
+#include "pd_gw_metrics.h"
+#include "pd_heap.h"
+
+/* epoll data tags (top byte of data.u64). */
+enum { PD_GWN_TAG_MHD = 1, PD_GWN_TAG_CURL = 2, PD_GWN_TAG_WATCH = 3, PD_GWN_TAG_WAKE = 4 };
+#define PD_GWN_TAG(t, v) (((uint64_t)(t) << 56) | (uint64_t)(v))
+
+/* Core requests alive at once: they may outlive their client connection (R-TAIL, pr1150's
+ * detached prefill), so the table is larger than the connection limit. */
+#define PD_GWN_INFLIGHT_PER_CONN 4u
+/* Bytes queued for one client beyond what its socket takes: a reader slower than this is
+ * treated as gone (its legs are cancelled) rather than buffered without bound. */
+#define PD_GWH_MAX_OUT_BYTES (16u * 1024u * 1024u)
+/* Largest proxied info response. */
+#define PD_GWU_MAX_INFO_BYTES (1024u * 1024u)
+/* Abort posts in flight; beyond it an abort is dropped (and counted). */
+#define PD_GWU_MAX_ABORTS 4096u
+
+typedef struct pd_gwbuf {
+  char *p;
+  size_t len, cap;
+} pd_gwbuf_t;
+
+int pd_gwbuf_append(pd_gwbuf_t *b, const void *p, size_t len);
+void pd_gwbuf_free(pd_gwbuf_t *b);
+
+typedef enum { PD_GWH_CORE = 0, PD_GWH_LOCAL = 1, PD_GWH_INFO = 2, PD_GWH_REJECT = 3 } pd_gwh_kind_t;
+
+struct pd_gwreq;
+struct pd_gwleg;
+
+/* One client request on one MHD connection (MHD's *req_cls). */
+typedef struct pd_gwconn {
+  struct pd_gateway *g;
+  struct MHD_Connection *mc;
+  struct pd_gwconn *prev, *next; /* g->conns */
+  pd_gwh_kind_t kind;
+  int route;             /* pd_gwm_route_t */
+  const char *path;      /* static route path for the core */
+  struct pd_gwreq *rq;   /* core request, NULL before feeding and after its DONE */
+  struct pd_gwleg *info; /* proxied info transfer */
+  pd_gwbuf_t body;       /* request body */
+  size_t body_seen;      /* bytes uploaded, kept or not */
+  int is_too_large, is_fed, is_suspended, is_queued, is_recorded;
+  int head_status, is_sse, saw_data;
+  pd_gwbuf_t out; /* response bytes not yet taken by MHD */
+  size_t out_off;
+  int is_ended, is_abort, is_gone;
+  int fd, is_watched;
+  uint64_t t_start_ns;
+  char reject_msg[256]; /* PD_GWH_REJECT: the 404/405 message */
+} pd_gwconn_t;
+
+/* One core request (req_id = gen << 24 | slot). */
+typedef struct pd_gwreq {
+  uint64_t id;
+  pd_gwconn_t *conn;
+  struct pd_gwleg *legs[PD_MAX_LEGS];
+  uint32_t n_legs;
+  uint64_t want_ns, want_gen, queued_ns; /* the core's armed timer and the heap entry */
+} pd_gwreq_t;
+
+typedef enum { PD_GWU_CORE = 0, PD_GWU_ABORT = 1, PD_GWU_INFO = 2 } pd_gwu_kind_t;
+typedef enum { PD_GWU_NEW = 0, PD_GWU_ACTIVE = 1 } pd_gwu_state_t;
+
+/* One libcurl transfer: a core leg, an abort post or an info proxy. */
+typedef struct pd_gwleg {
+  struct pd_gateway *g;
+  pd_gwu_kind_t kind;
+  pd_gwu_state_t state;
+  CURL *easy;
+  struct curl_slist *hdrs;
+  struct pd_gwleg *prev, *next; /* g->legs */
+  struct pd_gwleg *next_dirty;  /* g->dirty: to add or to remove at the next flush */
+  int is_dirty;
+  pd_gwreq_t *rq;     /* CORE: owner, NULL once closed or finished */
+  pd_gwconn_t *conn;  /* INFO: owner, NULL once the client left */
+  uint64_t leg_id;
+  pd_role_t role;
+  uint32_t worker;
+  int is_head_sent, is_closed, is_finished;
+  long status;
+  pd_gwbuf_t resp; /* INFO: response body */
+} pd_gwleg_t;
+
+struct pd_gateway {
+  pd_gateway_config_t cfg;
+  char *urls[2][PD_MAX_WORKERS]; /* owned copies, no trailing '/' */
+  pd_prng_t rng;
+  pd_gw_t *core;
+  pd_actbuf_t acts;
+  int in_feed;
+  struct MHD_Daemon *mhd;
+  uint16_t port;
+  int epfd, wakefd;
+  atomic_int stop;
+  CURLM *multi;
+  int is_curl_init;
+  uint64_t curl_deadline_ns; /* 0 = none */
+  pd_heap_t timers;
+  pd_gwreq_t **slots;
+  uint32_t *gens, *free_slots;
+  uint32_t n_slots, n_free;
+  pd_gwconn_t *conns;
+  uint32_t n_conns;     /* open client connections (MHD notify) */
+  pd_gwleg_t *legs;
+  pd_gwleg_t *dirty;
+  uint32_t n_aborts;    /* abort posts in flight */
+  uint64_t gone_pending[64]; /* CLIENT_GONE to feed after the current batch (slow readers) */
+  uint32_t n_gone_pending;
+  pd_gwm_t metrics;
+};
+
+typedef struct pd_gateway pd_gateway_t;
+
+/* --- loop (pd_gateway.c) --- */
+uint64_t pd_gwn_now_ns(void);
+/* Feed one event to the core and carry out its actions. Not reentrant (asserted). */
+void pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev);
+pd_gwreq_t *pd_gwn_req_new(pd_gateway_t *g);
+pd_gwreq_t *pd_gwn_req_find(pd_gateway_t *g, uint64_t id);
+/* Watch a client socket for the peer's close (EPOLLRDHUP) / stop watching. */
+void pd_gwn_watch(pd_gateway_t *g, pd_gwconn_t *c);
+/* Add a readable-interest fd to the loop with an epoll tag. 0 or PD_ERR_IO. */
+int pd_gwn_add_fd(pd_gateway_t *g, int fd, uint64_t tag);
+void pd_gwn_unwatch(pd_gateway_t *g, pd_gwconn_t *c);
+void pd_gwn_log(const pd_gateway_t *g, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* --- HTTP side (pd_gw_http.c) --- */
+int pd_gwh_start(pd_gateway_t *g, char *err, size_t errlen);
+void pd_gwh_stop(pd_gateway_t *g);
+/* Apply a CLIENT_HEAD / CLIENT_DATA / CLIENT_END action to the request's connection. */
+void pd_gwh_client_action(pd_gateway_t *g, pd_gwconn_t *c, const pd_action_t *a);
+/* The client socket of c hung up (watch fired). */
+void pd_gwh_client_hup(pd_gateway_t *g, pd_gwconn_t *c);
+/* Resume c if it is suspended, so MHD takes its news. */
+void pd_gwh_wake(pd_gwconn_t *c);
+/* An info proxy finished: status (0 = transport error) and body. */
+void pd_gwh_info_done(pd_gateway_t *g, pd_gwconn_t *c, long status, const pd_gwbuf_t *body);
+/* Cancel every live client request (shutdown). */
+void pd_gwh_cancel_all(pd_gateway_t *g);
+
+/* --- upstream side (pd_gw_upstream.c) --- */
+int pd_gwu_init(pd_gateway_t *g);
+void pd_gwu_free(pd_gateway_t *g);
+void pd_gwu_open(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a);
+void pd_gwu_close(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a);
+/* Detach every leg of rq (the core forgot the request). */
+void pd_gwu_detach_req(pd_gateway_t *g, pd_gwreq_t *rq);
+int pd_gwu_info_start(pd_gateway_t *g, pd_gwconn_t *c, const char *path);
+void pd_gwu_info_cancel(pd_gateway_t *g, pd_gwconn_t *c);
+void pd_gwu_on_socket(pd_gateway_t *g, int fd, uint32_t epoll_events);
+void pd_gwu_on_timeout(pd_gateway_t *g);
+/* Deliver finished transfers to their owners. */
+void pd_gwu_drain(pd_gateway_t *g);
+/* Add new transfers to the multi handle, remove closed and finished ones. */
+void pd_gwu_flush(pd_gateway_t *g);
+
+#endif

@@ -1,0 +1,505 @@
+/* The client side of the gateway: libmicrohttpd in external epoll mode. A request is read
+ * whole (bounded), handed to the core as PD_EV_CLIENT_REQUEST, and its connection suspended
+ * until the core has something for it; the core's client actions fill a per-connection
+ * buffer and resume it. Suspended connections are blind to hang-ups, so the loop watches
+ * each fed request's socket for EPOLLRDHUP itself (pd_gwn_watch). */
+#include <cjson/cJSON.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_err.h"
+#include "pd_gateway_int.h"
+
+/* MHD accepts this many connections beyond --max-connections so that the excess gets a 503
+ * instead of a reset; beyond that MHD refuses them. */
+#define PD_GWH_CONN_HEADROOM 64u
+/* Bytes of an unwanted body read past the limit before hanging up (413 needs it read). */
+#define PD_GWH_DISCARD_BYTES (4u * 1024u * 1024u)
+/* MHD hands the reader at most this much per call. */
+#define PD_GWH_BLOCK_BYTES (64u * 1024u)
+
+static const struct {
+  const char *path;
+  pd_gwh_kind_t kind;
+  pd_gwm_route_t route;
+} routes[] = {
+    {"/generate", PD_GWH_CORE, PD_GWM_R_GENERATE},
+    {"/v1/completions", PD_GWH_CORE, PD_GWM_R_COMPLETIONS},
+    {"/v1/chat/completions", PD_GWH_CORE, PD_GWM_R_CHAT},
+    {"/health", PD_GWH_LOCAL, PD_GWM_R_HEALTH},
+    {"/readiness", PD_GWH_LOCAL, PD_GWM_R_READINESS},
+    {"/metrics", PD_GWH_LOCAL, PD_GWM_R_METRICS},
+    {"/get_server_info", PD_GWH_INFO, PD_GWM_R_INFO},
+    {"/server_info", PD_GWH_INFO, PD_GWM_R_INFO},
+    {"/get_model_info", PD_GWH_INFO, PD_GWM_R_INFO},
+    {"/model_info", PD_GWH_INFO, PD_GWM_R_INFO},
+    {"/v1/models", PD_GWH_INFO, PD_GWM_R_INFO},
+};
+#define PD_GWH_NROUTES (sizeof routes / sizeof routes[0])
+
+/* ---------- connections ---------- */
+
+static pd_gwconn_t *conn_new(pd_gateway_t *g, struct MHD_Connection *mc) {
+  pd_gwconn_t *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->g = g;
+  c->mc = mc;
+  c->fd = -1;
+  c->route = PD_GWM_R_OTHER;
+  c->next = g->conns;
+  if (g->conns) g->conns->prev = c;
+  g->conns = c;
+  return c;
+}
+
+static void conn_free(pd_gateway_t *g, pd_gwconn_t *c) {
+  if (c->prev) c->prev->next = c->next;
+  else g->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  pd_gwbuf_free(&c->body);
+  pd_gwbuf_free(&c->out);
+  free(c);
+}
+
+static void suspend(pd_gwconn_t *c) {
+  if (c->is_suspended) return;
+  MHD_suspend_connection(c->mc);
+  c->is_suspended = 1;
+}
+
+void pd_gwh_wake(pd_gwconn_t *c) {
+  if (!c->is_suspended) return;
+  c->is_suspended = 0;
+  MHD_resume_connection(c->mc);
+}
+
+static void record(pd_gwconn_t *c, int status) {
+  if (c->is_recorded) return;
+  c->is_recorded = 1;
+  pd_gwm_request(&c->g->metrics, c->route, status);
+}
+
+/* ---------- responses ---------- */
+
+static enum MHD_Result respond(pd_gwconn_t *c, int status, const char *ctype, const char *body,
+                               size_t len, int is_close) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(len, (void *)(uintptr_t)body, MHD_RESPMEM_MUST_COPY);
+  if (!r) return MHD_NO;
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+  if (is_close) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+  enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)status, r);
+  MHD_destroy_response(r);
+  if (ok == MHD_YES) {
+    c->is_queued = 1;
+    record(c, status);
+  }
+  return ok;
+}
+
+/* The core's error body shape (R1.42): {"error":{"type","code","message","status"}}. */
+static enum MHD_Result respond_error(pd_gwconn_t *c, int status, const char *code,
+                                     const char *msg, int is_close) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON *err = cJSON_AddObjectToObject(root, "error");
+  const char *phrase = MHD_get_reason_phrase_for((unsigned)status);
+  cJSON_AddStringToObject(err, "type", phrase && *phrase ? phrase : "Error");
+  cJSON_AddStringToObject(err, "code", code);
+  cJSON_AddStringToObject(err, "message", msg);
+  cJSON_AddNumberToObject(err, "status", status);
+  char *s = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  if (!s) return MHD_NO;
+  enum MHD_Result ok = respond(c, status, "application/json", s, strlen(s), is_close);
+  cJSON_free(s);
+  return ok;
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
+  (void)pos;
+  pd_gwconn_t *c = cls;
+  size_t avail = c->out.len - c->out_off;
+  if (avail) {
+    size_t n = avail < max ? avail : max;
+    memcpy(buf, c->out.p + c->out_off, n);
+    c->out_off += n;
+    if (c->out_off == c->out.len) c->out.len = c->out_off = 0;
+    return (ssize_t)n;
+  }
+  if (c->is_gone) return MHD_CONTENT_READER_END_WITH_ERROR;
+  if (c->is_ended) return c->is_abort ? MHD_CONTENT_READER_END_WITH_ERROR
+                                      : MHD_CONTENT_READER_END_OF_STREAM;
+  suspend(c); /* resumed by the next client action */
+  return 0;
+}
+
+/* Queue the core's response once its head is known: whole JSON answers with a length, the
+ * rest (SSE, or anything that may still abort) streamed chunked through reader(). */
+static enum MHD_Result try_respond(pd_gwconn_t *c) {
+  if (c->is_gone) return MHD_NO;
+  if (c->is_queued) return MHD_YES;
+  if (!c->head_status) {
+    suspend(c);
+    return MHD_YES;
+  }
+  const char *ctype = c->is_sse ? "text/event-stream" : "application/json";
+  if (!c->is_sse && c->is_ended && !c->is_abort) {
+    enum MHD_Result ok = respond(c, c->head_status, ctype, c->out.p ? c->out.p : "",
+                                 c->out.len - c->out_off, 0);
+    c->out.len = c->out_off = 0;
+    return ok;
+  }
+  struct MHD_Response *r =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, PD_GWH_BLOCK_BYTES, reader, c, NULL);
+  if (!r) return MHD_NO;
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+  if (c->is_sse) MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+  enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)c->head_status, r);
+  MHD_destroy_response(r);
+  if (ok == MHD_YES) {
+    c->is_queued = 1;
+    record(c, c->head_status);
+  }
+  return ok;
+}
+
+/* ---------- core actions and hang-ups ---------- */
+
+static void client_data(pd_gateway_t *g, pd_gwconn_t *c, const pd_action_t *a) {
+  if (c->is_gone) return;
+  if (c->out.len - c->out_off + a->len > PD_GWH_MAX_OUT_BYTES) { /* reader too slow */
+    c->is_gone = 1;
+    g->metrics.slow_clients++;
+    pd_gwn_unwatch(g, c);
+    if (c->rq && g->n_gone_pending < sizeof g->gone_pending / sizeof g->gone_pending[0])
+      g->gone_pending[g->n_gone_pending++] = c->rq->id;
+    return;
+  }
+  if (c->out_off && c->out_off == c->out.len) c->out.len = c->out_off = 0;
+  if (pd_gwbuf_append(&c->out, a->data, a->len)) {
+    c->is_gone = 1; /* out of memory: drop the client, NOTIFY_COMPLETED cancels the legs */
+    return;
+  }
+  if (!c->saw_data && c->head_status >= 200 && c->head_status < 300)
+    pd_gwm_ttft(&g->metrics, pd_gwn_now_ns() - c->t_start_ns);
+  c->saw_data = 1;
+}
+
+void pd_gwh_client_action(pd_gateway_t *g, pd_gwconn_t *c, const pd_action_t *a) {
+  switch (a->kind) {
+  case PD_ACT_CLIENT_HEAD:
+    if (c->head_status) return; /* one head per response */
+    c->head_status = a->status;
+    c->is_sse = a->flag;
+    break;
+  case PD_ACT_CLIENT_DATA: client_data(g, c, a); break;
+  case PD_ACT_CLIENT_END:
+    c->is_ended = 1;
+    c->is_abort = a->flag;
+    pd_gwn_unwatch(g, c); /* nothing left to cancel; MHD sees the rest */
+    break;
+  default: return;
+  }
+  pd_gwh_wake(c);
+}
+
+void pd_gwh_client_hup(pd_gateway_t *g, pd_gwconn_t *c) {
+  pd_gwn_unwatch(g, c);
+  if (c->is_ended || c->is_gone || !c->rq) return;
+  c->is_gone = 1;
+  g->metrics.client_disconnects++;
+  pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = c->rq->id};
+  pd_gwn_feed(g, &ev);
+  pd_gwh_wake(c); /* MHD closes it: handler or reader now refuse */
+}
+
+void pd_gwh_info_done(pd_gateway_t *g, pd_gwconn_t *c, long status, const pd_gwbuf_t *body) {
+  (void)g;
+  c->info = NULL;
+  if (status == 0) { /* transport error: smg's proxy_request_failed (W6.1) */
+    const char *m = "{\"error\":{\"type\":\"Internal Server Error\",\"code\":"
+                    "\"proxy_request_failed\",\"message\":\"prefill worker unreachable\","
+                    "\"status\":500}}";
+    c->head_status = 500;
+    pd_gwbuf_append(&c->out, m, strlen(m));
+  } else {
+    int s = (int)status;
+    int keep = (s >= 200 && s < 300) || s == 400 || s == 404 || s == 500 || s == 502 || s == 503;
+    c->head_status = keep ? s : 500;
+    if (body->len) pd_gwbuf_append(&c->out, body->p, body->len);
+  }
+  c->is_ended = 1;
+  pd_gwh_wake(c);
+}
+
+void pd_gwh_cancel_all(pd_gateway_t *g) {
+  for (pd_gwconn_t *c = g->conns; c; c = c->next) {
+    if (c->rq && !c->is_ended && !c->is_gone) {
+      c->is_gone = 1;
+      pd_gwn_unwatch(g, c);
+      pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = c->rq->id};
+      pd_gwn_feed(g, &ev);
+    }
+    if (c->info) pd_gwu_info_cancel(g, c);
+    c->is_gone = 1;
+    pd_gwh_wake(c);
+  }
+}
+
+/* ---------- local routes ---------- */
+
+static enum MHD_Result respond_readiness(pd_gateway_t *g, pd_gwconn_t *c) {
+  uint32_t ok[2] = {0, 0};
+  uint64_t now = pd_gwn_now_ns();
+  for (int r = 0; r < 2; r++)
+    for (uint32_t w = 0; w < pd_gw_worker_count(g->core, (pd_role_t)r); w++)
+      if (pd_gw_breaker_state(g->core, (pd_role_t)r, w, now) != PD_BREAKER_OPEN) ok[r]++;
+  int is_ready = ok[0] > 0 && ok[1] > 0;
+  char body[160];
+  int n = snprintf(body, sizeof body,
+                   "{\"status\":\"%s\",\"prefill_available\":%u,\"decode_available\":%u}",
+                   is_ready ? "ready" : "not_ready", ok[0], ok[1]);
+  return respond(c, is_ready ? 200 : 503, "application/json", body, (size_t)n, 0);
+}
+
+static enum MHD_Result respond_metrics(pd_gateway_t *g, pd_gwconn_t *c) {
+  pd_gwm_view_t v = {.core = g->core,
+                     .names = {g->urls[0], g->urls[1]},
+                     .n = {g->cfg.n_prefill, g->cfg.n_decode},
+                     .now_ns = pd_gwn_now_ns(),
+                     .connections = g->n_conns,
+                     .requests_live = g->n_slots - g->n_free};
+  char *text = NULL;
+  size_t len = 0;
+  if (pd_gwm_render(&g->metrics, &v, &text, &len))
+    return respond_error(c, 500, "internal_error", "out of memory", 0);
+  enum MHD_Result ok = respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, 0);
+  free(text);
+  return ok;
+}
+
+static enum MHD_Result respond_local(pd_gateway_t *g, pd_gwconn_t *c) {
+  switch (c->route) {
+  case PD_GWM_R_READINESS: return respond_readiness(g, c);
+  case PD_GWM_R_METRICS: return respond_metrics(g, c);
+  default: return respond(c, 200, "application/json", "{\"status\":\"ok\"}", 15, 0);
+  }
+}
+
+/* ---------- the access handler ---------- */
+
+static void classify(pd_gwconn_t *c, const char *url, const char *method) {
+  int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+  c->kind = PD_GWH_REJECT;
+  c->head_status = 404;
+  for (size_t i = 0; i < PD_GWH_NROUTES; i++) {
+    if (strcmp(url, routes[i].path) != 0) continue;
+    c->route = routes[i].route;
+    c->path = routes[i].path;
+    int is_ok = routes[i].kind == PD_GWH_CORE ? strcmp(method, "POST") == 0 : is_get;
+    c->kind = is_ok ? routes[i].kind : PD_GWH_REJECT;
+    c->head_status = is_ok ? 0 : 405;
+    return;
+  }
+}
+
+static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, const char *url,
+                                const char *method, void **req_cls) {
+  pd_gwconn_t *c = conn_new(g, mc);
+  if (!c) return MHD_NO;
+  *req_cls = c;
+  classify(c, url, method);
+  if (g->n_conns > g->cfg.max_connections) {
+    g->metrics.rejected_connections++;
+    return respond_error(c, 503, "overloaded", "connection limit reached", 1);
+  }
+  if (c->kind == PD_GWH_REJECT) {
+    snprintf(c->reject_msg, sizeof c->reject_msg, "%s %.200s: %s", method, url,
+             c->head_status == 404 ? "no such route" : "method not allowed on this route");
+    return MHD_YES; /* answered once the body (if any, bounded) is read: keeps keep-alive */
+  }
+  const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Length");
+  if (c->kind == PD_GWH_CORE && cl && strtoull(cl, NULL, 10) > g->cfg.max_body_bytes) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "body: Content-Length %.30s exceeds the limit of %zu bytes", cl,
+             g->cfg.max_body_bytes);
+    c->is_ended = 1;
+    return respond_error(c, 413, "payload_too_large", msg, 1);
+  }
+  return MHD_YES;
+}
+
+/* A body nobody will use is read and dropped (so the answer can follow on a clean
+ * connection) up to the limit plus PD_GWH_DISCARD_BYTES; beyond, the sender is cut off. */
+static enum MHD_Result discard_ok(const pd_gateway_t *g, const pd_gwconn_t *c) {
+  return c->body_seen > g->cfg.max_body_bytes + PD_GWH_DISCARD_BYTES ? MHD_NO : MHD_YES;
+}
+
+static enum MHD_Result take_upload(pd_gateway_t *g, pd_gwconn_t *c, const char *p, size_t n) {
+  c->body_seen += n;
+  if (c->is_queued) return MHD_YES; /* an early answer is out; discard */
+  if (c->kind != PD_GWH_CORE) return discard_ok(g, c); /* nobody reads it */
+  if (!c->is_too_large && c->body.len + n > g->cfg.max_body_bytes) {
+    c->is_too_large = 1; /* MHD 0.9.75 cannot answer mid-upload: 413 once it is read */
+    pd_gwbuf_free(&c->body);
+  }
+  if (c->is_too_large) return discard_ok(g, c);
+  if (pd_gwbuf_append(&c->body, p, n)) return MHD_NO;
+  return MHD_YES;
+}
+
+static enum MHD_Result feed_request(pd_gateway_t *g, pd_gwconn_t *c) {
+  if (c->is_too_large) {
+    char msg[120];
+    snprintf(msg, sizeof msg, "body: exceeds the limit of %zu bytes", g->cfg.max_body_bytes);
+    c->is_ended = 1;
+    return respond_error(c, 413, "payload_too_large", msg, 1);
+  }
+  pd_gwreq_t *rq = pd_gwn_req_new(g);
+  if (!rq) {
+    c->is_ended = 1;
+    return respond_error(c, 503, "overloaded", "too many requests in flight", 0);
+  }
+  rq->conn = c;
+  c->rq = rq;
+  c->is_fed = 1;
+  c->t_start_ns = pd_gwn_now_ns();
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c->mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+  c->fd = ci ? ci->connect_fd : -1;
+  pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id, .path = c->path,
+                   .data = (const uint8_t *)(c->body.p ? c->body.p : ""), .len = c->body.len};
+  pd_gwn_feed(g, &ev); /* may answer at once (4xx) and even free rq */
+  pd_gwbuf_free(&c->body);
+  if (c->rq && !c->is_ended) pd_gwn_watch(g, c);
+  return try_respond(c);
+}
+
+static enum MHD_Result on_info(pd_gateway_t *g, pd_gwconn_t *c) {
+  if (c->is_gone) return MHD_NO;
+  if (c->head_status) return try_respond(c);
+  if (!c->info && pd_gwu_info_start(g, c, c->path))
+    return respond_error(c, 500, "proxy_request_failed", "cannot start the info request", 0);
+  suspend(c);
+  return MHD_YES;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const char *url,
+                                 const char *method, const char *version, const char *upload,
+                                 size_t *upload_size, void **req_cls) {
+  (void)version;
+  pd_gateway_t *g = cls;
+  pd_gwconn_t *c = *req_cls;
+  if (!c) return on_first(g, mc, url, method, req_cls);
+  if (*upload_size) {
+    size_t n = *upload_size;
+    *upload_size = 0;
+    return take_upload(g, c, upload, n);
+  }
+  if (c->is_queued) return MHD_YES;
+  switch (c->kind) {
+  case PD_GWH_LOCAL: return respond_local(g, c);
+  case PD_GWH_INFO: return on_info(g, c);
+  case PD_GWH_CORE: return c->is_fed ? try_respond(c) : feed_request(g, c);
+  default:
+    c->is_ended = 1;
+    return respond_error(c, c->head_status,
+                         c->head_status == 404 ? "unknown_route" : "method_not_allowed",
+                         c->reject_msg, 0);
+  }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
+                         enum MHD_RequestTerminationCode toe) {
+  (void)mc;
+  (void)toe;
+  pd_gateway_t *g = cls;
+  pd_gwconn_t *c = *req_cls;
+  if (!c) return;
+  *req_cls = NULL;
+  pd_gwn_unwatch(g, c);
+  if (c->info) pd_gwu_info_cancel(g, c);
+  pd_gwreq_t *rq = c->rq;
+  if (rq) {
+    rq->conn = NULL;
+    c->rq = NULL;
+    if (!c->is_ended) { /* the client left (or MHD gave up on it) before the end */
+      if (!c->is_gone) g->metrics.client_disconnects++;
+      pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = rq->id};
+      pd_gwn_feed(g, &ev);
+    }
+  }
+  if (c->kind != PD_GWH_LOCAL && !c->is_recorded) record(c, 499);
+  conn_free(g, c);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode toe) {
+  (void)mc;
+  (void)socket_ctx;
+  pd_gateway_t *g = cls;
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED) g->n_conns++;
+  else if (g->n_conns) g->n_conns--;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+  const pd_gateway_t *g = cls;
+  if (!g->cfg.is_verbose) return;
+  fputs("pdref gateway: mhd: ", stderr);
+  vfprintf(stderr, fmt, ap);
+}
+
+/* ---------- daemon ---------- */
+
+static int listen_addr(const pd_gateway_t *g, struct sockaddr_storage *ss, int *is_v6) {
+  struct addrinfo hints = {.ai_flags = AI_NUMERICHOST | AI_PASSIVE, .ai_socktype = SOCK_STREAM};
+  struct addrinfo *ai = NULL;
+  if (getaddrinfo(g->cfg.listen_host, NULL, &hints, &ai) || !ai) return PD_ERR_INVAL;
+  memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+  *is_v6 = ai->ai_family == AF_INET6;
+  freeaddrinfo(ai);
+  if (*is_v6) ((struct sockaddr_in6 *)ss)->sin6_port = htons(g->cfg.listen_port);
+  else ((struct sockaddr_in *)ss)->sin_port = htons(g->cfg.listen_port);
+  return 0;
+}
+
+int pd_gwh_start(pd_gateway_t *g, char *err, size_t errlen) {
+  struct sockaddr_storage ss;
+  int is_v6 = 0;
+  if (listen_addr(g, &ss, &is_v6)) {
+    snprintf(err, errlen, "--listen: '%s' is not a numeric IPv4/IPv6 address", g->cfg.listen_host);
+    return PD_ERR_INVAL;
+  }
+  unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+  if (is_v6) flags |= MHD_USE_IPv6;
+  g->mhd = MHD_start_daemon(
+      flags, 0, NULL, NULL, on_access, g, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, g,
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(g->cfg.max_connections + PD_GWH_CONN_HEADROOM),
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)g->cfg.client_timeout_s,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, g, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+      g, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+      (unsigned int)1024, MHD_OPTION_END);
+  if (!g->mhd) {
+    snprintf(err, errlen, "cannot listen on %s:%u (in use, or not a local address?)",
+             g->cfg.listen_host, (unsigned)g->cfg.listen_port);
+    return PD_ERR_IO;
+  }
+  const union MHD_DaemonInfo *pi = MHD_get_daemon_info(g->mhd, MHD_DAEMON_INFO_BIND_PORT);
+  const union MHD_DaemonInfo *ei = MHD_get_daemon_info(g->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+  if (!pi || !ei) return PD_ERR_IO;
+  g->port = pi->port;
+  return pd_gwn_add_fd(g, ei->epoll_fd, PD_GWN_TAG(PD_GWN_TAG_MHD, 0));
+}
+
+void pd_gwh_stop(pd_gateway_t *g) {
+  if (!g->mhd) return;
+  for (pd_gwconn_t *c = g->conns; c; c = c->next) {
+    c->is_gone = 1;
+    pd_gwh_wake(c); /* MHD_stop_daemon must not meet a suspended connection */
+  }
+  MHD_stop_daemon(g->mhd); /* NOTIFY_COMPLETED for each: CLIENT_GONE fed, conns freed */
+  g->mhd = NULL;
+}

@@ -1,0 +1,219 @@
+/* Prometheus text exposition of the gateway counters. */
+#include "pd_gw_metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_err.h"
+
+static const double ttft_le[PD_GWM_TTFT_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                    0.025,  0.05,  0.1,    0.25,  0.5,
+                                                    1.0,    2.5,   5.0,    10.0};
+
+static const char *const route_labels[PD_GWM_R_COUNT] = {
+    "/generate", "/v1/completions", "/v1/chat/completions", "/health",
+    "/readiness", "/metrics",        "info",                 "other"};
+
+const char *pd_gwm_route_label(pd_gwm_route_t r) {
+  return (unsigned)r < PD_GWM_R_COUNT ? route_labels[r] : "other";
+}
+
+void pd_gwm_request(pd_gwm_t *m, int route, int status) {
+  if (route < 0 || route >= PD_GWM_R_COUNT) route = PD_GWM_R_OTHER;
+  int i = status - PD_GWM_STATUS_MIN;
+  if (i < 0 || i >= PD_GWM_STATUS_SLOTS) return;
+  m->requests[route][i]++;
+}
+
+void pd_gwm_ttft(pd_gwm_t *m, uint64_t ns) {
+  double s = (double)ns / 1e9;
+  int b = 0;
+  while (b < PD_GWM_TTFT_BUCKETS && s > ttft_le[b]) b++;
+  m->ttft_bucket[b]++;
+  m->ttft_count++;
+  m->ttft_sum_s += s;
+}
+
+/* ---------- text buffer ---------- */
+
+typedef struct tbuf {
+  char *p;
+  size_t len, cap;
+  int is_failed;
+} tbuf_t;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void put(tbuf_t *b, const char *fmt, ...) {
+  for (int tries = 0; tries < 2 && !b->is_failed; tries++) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->is_failed = 1;
+      return;
+    }
+    if (b->p && (size_t)n < b->cap - b->len) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t nc = b->cap ? b->cap : 16384;
+    while (nc < b->len + (size_t)n + 1) nc *= 2;
+    char *np = realloc(b->p, nc);
+    if (!np) {
+      b->is_failed = 1;
+      return;
+    }
+    b->p = np;
+    b->cap = nc;
+  }
+}
+
+/* Label values are worker URLs: escape backslash, quote and newline. */
+static void put_label(tbuf_t *b, const char *s) {
+  char esc[512];
+  size_t j = 0;
+  for (; s && *s && j + 2 < sizeof esc; s++) {
+    if (*s == '\\' || *s == '"') esc[j++] = '\\';
+    if (*s == '\n') {
+      esc[j++] = '\\';
+      esc[j++] = 'n';
+      continue;
+    }
+    esc[j++] = *s;
+  }
+  esc[j] = 0;
+  put(b, "%s", esc);
+}
+
+static void head(tbuf_t *b, const char *name, const char *type, const char *help) {
+  put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void worker_labels(tbuf_t *b, const pd_gwm_view_t *v, int r, uint32_t w) {
+  put(b, "role=\"%s\",worker=\"", pd_role_name((pd_role_t)r));
+  put_label(b, v->names[r][w]);
+  put(b, "\"");
+}
+
+static void render_requests(tbuf_t *b, const pd_gwm_t *m) {
+  head(b, "pdref_requests_total", "counter",
+       "Client requests answered, by route and HTTP status (499: client left before a head).");
+  for (int r = 0; r < PD_GWM_R_COUNT; r++)
+    for (int s = 0; s < PD_GWM_STATUS_SLOTS; s++)
+      if (m->requests[r][s])
+        put(b, "pdref_requests_total{route=\"%s\",status=\"%d\"} %llu\n", route_labels[r],
+            s + PD_GWM_STATUS_MIN, (unsigned long long)m->requests[r][s]);
+  head(b, "pdref_attempts_total", "counter", "Attempts started (a prefill/decode pair each).");
+  put(b, "pdref_attempts_total %llu\n", (unsigned long long)m->attempts);
+  head(b, "pdref_retries_total", "counter", "Attempts after the first of their request.");
+  put(b, "pdref_retries_total %llu\n", (unsigned long long)m->retries);
+}
+
+static void render_workers(tbuf_t *b, const pd_gwm_t *m, const pd_gwm_view_t *v) {
+  head(b, "pdref_worker_outcomes_total", "counter",
+       "Outcomes recorded per worker by the core (success, failure, timeout, cancelled).");
+  for (int r = 0; r < 2; r++)
+    for (uint32_t w = 0; w < v->n[r]; w++)
+      for (int o = 0; o < 4; o++) {
+        put(b, "pdref_worker_outcomes_total{");
+        worker_labels(b, v, r, w);
+        put(b, ",outcome=\"%s\"} %llu\n", pd_outcome_name((pd_outcome_t)o),
+            (unsigned long long)m->outcomes[r][w][o]);
+      }
+  head(b, "pdref_worker_breaker_state", "gauge", "Circuit breaker: 0 closed, 1 open, 2 half-open.");
+  for (int r = 0; r < 2; r++)
+    for (uint32_t w = 0; w < v->n[r]; w++) {
+      put(b, "pdref_worker_breaker_state{");
+      worker_labels(b, v, r, w);
+      put(b, "} %d\n", (int)pd_gw_breaker_state(v->core, (pd_role_t)r, w, v->now_ns));
+    }
+  head(b, "pdref_worker_breaker_transitions_total", "counter", "Breaker state changes.");
+  for (int r = 0; r < 2; r++)
+    for (uint32_t w = 0; w < v->n[r]; w++) {
+      put(b, "pdref_worker_breaker_transitions_total{");
+      worker_labels(b, v, r, w);
+      put(b, "} %llu\n", (unsigned long long)m->breaker_changes[r][w]);
+    }
+  head(b, "pdref_worker_load", "gauge", "Requests the core counts against the worker now.");
+  for (int r = 0; r < 2; r++)
+    for (uint32_t w = 0; w < v->n[r]; w++) {
+      put(b, "pdref_worker_load{");
+      worker_labels(b, v, r, w);
+      put(b, "} %u\n", pd_gw_load(v->core, (pd_role_t)r, w));
+    }
+}
+
+static void render_legs(tbuf_t *b, const pd_gwm_t *m) {
+  static const char *const kinds[4] = {"connect", "reset", "timeout", "read"};
+  head(b, "pdref_upstream_errors_total", "counter", "Transport errors of worker legs by kind.");
+  for (int r = 0; r < 2; r++)
+    for (int k = 0; k < 4; k++)
+      put(b, "pdref_upstream_errors_total{role=\"%s\",kind=\"%s\"} %llu\n",
+          pd_role_name((pd_role_t)r), kinds[k], (unsigned long long)m->upstream_errors[r][k]);
+  head(b, "pdref_legs_opened_total", "counter", "Worker legs opened.");
+  for (int r = 0; r < 2; r++)
+    put(b, "pdref_legs_opened_total{role=\"%s\"} %llu\n", pd_role_name((pd_role_t)r),
+        (unsigned long long)m->legs_opened[r]);
+  head(b, "pdref_legs_cancelled_total", "counter", "Worker legs closed by the gateway.");
+  for (int r = 0; r < 2; r++)
+    put(b, "pdref_legs_cancelled_total{role=\"%s\"} %llu\n", pd_role_name((pd_role_t)r),
+        (unsigned long long)m->legs_cancelled[r]);
+  head(b, "pdref_abort_requests_total", "counter",
+       "POST /abort_request by result (ok, failed, dropped over the in-flight limit).");
+  put(b, "pdref_abort_requests_total{result=\"ok\"} %llu\n", (unsigned long long)m->aborts_ok);
+  put(b, "pdref_abort_requests_total{result=\"failed\"} %llu\n",
+      (unsigned long long)m->aborts_failed);
+  put(b, "pdref_abort_requests_total{result=\"dropped\"} %llu\n",
+      (unsigned long long)m->aborts_dropped);
+}
+
+static void render_clients(tbuf_t *b, const pd_gwm_t *m, const pd_gwm_view_t *v) {
+  head(b, "pdref_client_disconnects_total", "counter",
+       "Clients that went away before their response ended.");
+  put(b, "pdref_client_disconnects_total %llu\n", (unsigned long long)m->client_disconnects);
+  head(b, "pdref_slow_clients_total", "counter",
+       "Clients cut off because their unread output exceeded the buffer limit.");
+  put(b, "pdref_slow_clients_total %llu\n", (unsigned long long)m->slow_clients);
+  head(b, "pdref_rejected_connections_total", "counter",
+       "Requests answered 503 because the connection limit was reached.");
+  put(b, "pdref_rejected_connections_total %llu\n", (unsigned long long)m->rejected_connections);
+  head(b, "pdref_connections", "gauge", "Open client connections.");
+  put(b, "pdref_connections %u\n", v->connections);
+  head(b, "pdref_requests_in_flight", "gauge", "Requests the core holds (incl. supervised tails).");
+  put(b, "pdref_requests_in_flight %u\n", v->requests_live);
+}
+
+static void render_ttft(tbuf_t *b, const pd_gwm_t *m) {
+  head(b, "pdref_ttft_seconds", "histogram",
+       "Time from the complete client request to its first response byte (2xx heads).");
+  uint64_t cum = 0;
+  for (int i = 0; i < PD_GWM_TTFT_BUCKETS; i++) {
+    cum += m->ttft_bucket[i];
+    put(b, "pdref_ttft_seconds_bucket{le=\"%g\"} %llu\n", ttft_le[i], (unsigned long long)cum);
+  }
+  cum += m->ttft_bucket[PD_GWM_TTFT_BUCKETS];
+  put(b, "pdref_ttft_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+  put(b, "pdref_ttft_seconds_sum %.9f\n", m->ttft_sum_s);
+  put(b, "pdref_ttft_seconds_count %llu\n", (unsigned long long)m->ttft_count);
+}
+
+int pd_gwm_render(const pd_gwm_t *m, const pd_gwm_view_t *v, char **out, size_t *len) {
+  tbuf_t b = {0};
+  render_requests(&b, m);
+  render_workers(&b, m, v);
+  render_legs(&b, m);
+  render_clients(&b, m, v);
+  render_ttft(&b, m);
+  if (b.is_failed || !b.p) {
+    free(b.p);
+    return PD_ERR_NOMEM;
+  }
+  *out = b.p;
+  *len = b.len;
+  return 0;
+}

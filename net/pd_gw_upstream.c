@@ -1,0 +1,380 @@
+/* The worker side of the gateway: libcurl multi driven by the loop's epoll (socket and timer
+ * callbacks). Core legs stream their head (header callback, at the blank line after a final
+ * status) and body bytes (write callback) straight into the core. Adding and removing easy
+ * handles is never done inside a libcurl callback: transfers are marked dirty and the loop
+ * flushes them between turns (pd_gwu_flush). */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "pd_err.h"
+#include "pd_gateway_int.h"
+
+/* Transfers handled per flush: a bound on the loop, far above what one turn produces. */
+#define PD_GWU_MAX_FLUSH 1000000u
+
+/* ---------- transfer objects ---------- */
+
+static void mark_dirty(pd_gateway_t *g, pd_gwleg_t *leg) {
+  if (leg->is_dirty) return;
+  leg->is_dirty = 1;
+  leg->next_dirty = g->dirty;
+  g->dirty = leg;
+}
+
+static void leg_free(pd_gateway_t *g, pd_gwleg_t *leg) {
+  if (leg->prev) leg->prev->next = leg->next;
+  else g->legs = leg->next;
+  if (leg->next) leg->next->prev = leg->prev;
+  if (leg->kind == PD_GWU_ABORT && g->n_aborts) g->n_aborts--;
+  if (leg->easy) curl_easy_cleanup(leg->easy);
+  curl_slist_free_all(leg->hdrs);
+  pd_gwbuf_free(&leg->resp);
+  free(leg);
+}
+
+static size_t header_cb(char *buf, size_t size, size_t n, void *ud);
+static size_t write_cb(char *p, size_t size, size_t n, void *ud);
+
+static char *join_url(const char *base, const char *path) {
+  size_t a = strlen(base), b = strlen(path);
+  char *u = malloc(a + b + 1);
+  if (!u) return NULL;
+  memcpy(u, base, a);
+  memcpy(u + a, path, b + 1);
+  return u;
+}
+
+/* A new transfer, linked and dirty (added at the next flush). leg->easy is NULL when libcurl
+ * could not make a handle; the flush then reports the failure to the owner. */
+static pd_gwleg_t *leg_new(pd_gateway_t *g, pd_gwu_kind_t kind, const char *base,
+                           const char *path) {
+  pd_gwleg_t *leg = calloc(1, sizeof *leg);
+  if (!leg) return NULL;
+  leg->g = g;
+  leg->kind = kind;
+  leg->next = g->legs;
+  if (g->legs) g->legs->prev = leg;
+  g->legs = leg;
+  mark_dirty(g, leg);
+  char *url = join_url(base, path);
+  CURL *e = url ? curl_easy_init() : NULL;
+  if (e) {
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, leg);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PROXY, ""); /* workers are direct, whatever http_proxy says */
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, leg);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, leg);
+  }
+  free(url);
+  leg->easy = e;
+  return leg;
+}
+
+static void set_post(pd_gwleg_t *leg, const void *body, size_t len) {
+  if (!leg->easy) return;
+  leg->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+  if (leg->hdrs) leg->hdrs = curl_slist_append(leg->hdrs, "Expect:"); /* no 100-continue wait */
+  curl_easy_setopt(leg->easy, CURLOPT_HTTPHEADER, leg->hdrs);
+  curl_easy_setopt(leg->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+  curl_easy_setopt(leg->easy, CURLOPT_COPYPOSTFIELDS, len ? (const char *)body : "");
+}
+
+static void detach(pd_gwreq_t *rq, pd_gwleg_t *leg) {
+  for (uint32_t i = 0; i < rq->n_legs; i++)
+    if (rq->legs[i] == leg) {
+      rq->legs[i] = rq->legs[--rq->n_legs];
+      break;
+    }
+  leg->rq = NULL;
+}
+
+/* ---------- actions ---------- */
+
+void pd_gwu_open(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a) {
+  uint32_t n = a->role == PD_ROLE_PREFILL ? g->cfg.n_prefill : g->cfg.n_decode;
+  if (a->worker >= n || rq->n_legs >= PD_MAX_LEGS) return; /* core bug: it waits in vain */
+  pd_gwleg_t *leg = leg_new(g, PD_GWU_CORE, g->urls[a->role][a->worker], a->str ? a->str : "");
+  if (!leg) return;
+  leg->rq = rq;
+  leg->leg_id = a->leg_id;
+  leg->role = a->role;
+  leg->worker = a->worker;
+  rq->legs[rq->n_legs++] = leg;
+  g->metrics.legs_opened[a->role]++;
+  set_post(leg, a->data, a->len);
+  if (leg->easy && a->deadline_ns) {
+    uint64_t now = pd_gwn_now_ns();
+    long ms = a->deadline_ns > now ? (long)((a->deadline_ns - now) / 1000000ull) : 1;
+    curl_easy_setopt(leg->easy, CURLOPT_CONNECTTIMEOUT_MS, ms > 0 ? ms : 1L);
+  }
+}
+
+static void abort_post(pd_gateway_t *g, pd_role_t role, uint32_t worker, const char *rid) {
+  uint32_t n = role == PD_ROLE_PREFILL ? g->cfg.n_prefill : g->cfg.n_decode;
+  if (worker >= n) return;
+  if (g->n_aborts >= PD_GWU_MAX_ABORTS) {
+    g->metrics.aborts_dropped++;
+    return;
+  }
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "rid", rid);
+  char *body = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  pd_gwleg_t *leg = body ? leg_new(g, PD_GWU_ABORT, g->urls[role][worker], "/abort_request") : NULL;
+  if (leg) {
+    g->n_aborts++;
+    g->metrics.aborts_sent++;
+    leg->role = role;
+    leg->worker = worker;
+    set_post(leg, body, strlen(body));
+    if (leg->easy) curl_easy_setopt(leg->easy, CURLOPT_TIMEOUT_MS, (long)g->cfg.abort_timeout_ms);
+  } else {
+    g->metrics.aborts_dropped++;
+  }
+  cJSON_free(body);
+}
+
+void pd_gwu_close(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a) {
+  if ((unsigned)a->role < 2) g->metrics.legs_cancelled[a->role]++;
+  for (uint32_t i = 0; rq && i < rq->n_legs; i++) {
+    pd_gwleg_t *leg = rq->legs[i];
+    if (leg->leg_id != a->leg_id) continue;
+    detach(rq, leg);
+    leg->is_closed = 1; /* the write callback refuses more; the flush removes the handle */
+    mark_dirty(g, leg);
+    break;
+  }
+  if (a->str) abort_post(g, a->role, a->worker, a->str);
+}
+
+void pd_gwu_detach_req(pd_gateway_t *g, pd_gwreq_t *rq) {
+  for (uint32_t guard = 0; guard < PD_MAX_LEGS && rq->n_legs; guard++) {
+    pd_gwleg_t *leg = rq->legs[0];
+    detach(rq, leg);
+    leg->is_closed = 1;
+    mark_dirty(g, leg);
+  }
+}
+
+int pd_gwu_info_start(pd_gateway_t *g, pd_gwconn_t *c, const char *path) {
+  pd_gwleg_t *leg = leg_new(g, PD_GWU_INFO, g->urls[PD_ROLE_PREFILL][0], path);
+  if (!leg) return PD_ERR_NOMEM;
+  leg->conn = c;
+  c->info = leg;
+  if (leg->easy) curl_easy_setopt(leg->easy, CURLOPT_TIMEOUT_MS, (long)g->cfg.info_timeout_ms);
+  return 0;
+}
+
+void pd_gwu_info_cancel(pd_gateway_t *g, pd_gwconn_t *c) {
+  pd_gwleg_t *leg = c->info;
+  c->info = NULL;
+  if (!leg) return;
+  leg->conn = NULL;
+  leg->is_closed = 1;
+  mark_dirty(g, leg);
+}
+
+/* ---------- libcurl callbacks ---------- */
+
+static void feed_leg(pd_gateway_t *g, pd_gwleg_t *leg, pd_event_kind_t kind, const void *p,
+                     size_t len, int status, pd_uperr_t e) {
+  pd_event_t ev = {.kind = kind, .req_id = leg->rq->id, .leg_id = leg->leg_id, .status = status,
+                   .uperr = e, .data = p, .len = len};
+  pd_gwn_feed(g, &ev);
+}
+
+static void deliver_head(pd_gateway_t *g, pd_gwleg_t *leg) {
+  leg->is_head_sent = 1;
+  curl_easy_getinfo(leg->easy, CURLINFO_RESPONSE_CODE, &leg->status);
+  if (leg->kind == PD_GWU_CORE && leg->rq && !leg->is_closed)
+    feed_leg(g, leg, PD_EV_UP_HEAD, NULL, 0, (int)leg->status, PD_UPERR_READ);
+}
+
+static size_t header_cb(char *buf, size_t size, size_t n, void *ud) {
+  pd_gwleg_t *leg = ud;
+  size_t len = size * n;
+  if (leg->is_head_sent || len > 2 || (len && buf[0] != '\r' && buf[0] != '\n')) return len;
+  long code = 0;
+  curl_easy_getinfo(leg->easy, CURLINFO_RESPONSE_CODE, &code);
+  if (code >= 200) deliver_head(leg->g, leg); /* 1xx interim heads are not the head */
+  return len;
+}
+
+static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
+  pd_gwleg_t *leg = ud;
+  pd_gateway_t *g = leg->g;
+  size_t len = size * n;
+  switch (leg->kind) {
+  case PD_GWU_CORE:
+    if (leg->is_closed || !leg->rq) return 0; /* stop the transfer: libcurl closes it */
+    if (!leg->is_head_sent) deliver_head(g, leg);
+    if (leg->rq && !leg->is_closed) feed_leg(g, leg, PD_EV_UP_DATA, p, len, 0, PD_UPERR_READ);
+    return len;
+  case PD_GWU_INFO:
+    if (!leg->conn || leg->resp.len + len > PD_GWU_MAX_INFO_BYTES) return 0;
+    return pd_gwbuf_append(&leg->resp, p, len) ? 0 : len;
+  default: return len;
+  }
+}
+
+static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp) {
+  (void)e;
+  (void)socketp;
+  pd_gateway_t *g = userp;
+  if (what == CURL_POLL_REMOVE) {
+    epoll_ctl(g->epfd, EPOLL_CTL_DEL, s, NULL);
+    return 0;
+  }
+  struct epoll_event ev = {.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) |
+                                     ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u),
+                           .data.u64 = PD_GWN_TAG(PD_GWN_TAG_CURL, (uint32_t)s)};
+  if (epoll_ctl(g->epfd, EPOLL_CTL_MOD, s, &ev) != 0 && errno == ENOENT)
+    epoll_ctl(g->epfd, EPOLL_CTL_ADD, s, &ev);
+  return 0;
+}
+
+static int timer_cb(CURLM *m, long timeout_ms, void *userp) {
+  (void)m;
+  pd_gateway_t *g = userp;
+  g->curl_deadline_ns = timeout_ms < 0 ? 0 : pd_gwn_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  return 0;
+}
+
+void pd_gwu_on_socket(pd_gateway_t *g, int fd, uint32_t events) {
+  int flags = 0;
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) flags |= CURL_CSELECT_IN;
+  if (events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
+  if (events & EPOLLERR) flags |= CURL_CSELECT_ERR;
+  int running = 0;
+  curl_multi_socket_action(g->multi, fd, flags, &running);
+}
+
+void pd_gwu_on_timeout(pd_gateway_t *g) {
+  g->curl_deadline_ns = 0;
+  int running = 0;
+  curl_multi_socket_action(g->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+}
+
+/* ---------- finished transfers ---------- */
+
+static pd_uperr_t map_error(CURLcode rc, CURL *e) {
+  switch (rc) {
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_COULDNT_RESOLVE_PROXY:
+  case CURLE_FAILED_INIT: return PD_UPERR_CONNECT;
+  case CURLE_OPERATION_TIMEDOUT: {
+    curl_off_t t = 0; /* never connected: a connect timeout (pd_dispatch.h: connect) */
+    curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &t);
+    return t == 0 ? PD_UPERR_CONNECT : PD_UPERR_TIMEOUT;
+  }
+  case CURLE_GOT_NOTHING:
+  case CURLE_SEND_ERROR:
+  case CURLE_RECV_ERROR: return PD_UPERR_RESET;
+  default: return PD_UPERR_READ; /* truncated chunked body, bad framing, ... */
+  }
+}
+
+static void core_done(pd_gateway_t *g, pd_gwleg_t *leg, CURLcode rc) {
+  if (leg->is_closed || !leg->rq) return;
+  if (rc == CURLE_OK && !leg->is_head_sent) deliver_head(g, leg);
+  if (!leg->rq || leg->is_closed) return;
+  pd_gwreq_t *rq = leg->rq;
+  uint64_t req_id = rq->id;
+  detach(rq, leg);
+  pd_event_t ev = {.req_id = req_id, .leg_id = leg->leg_id, .kind = PD_EV_UP_END};
+  if (rc != CURLE_OK) {
+    ev.kind = PD_EV_UP_ERROR;
+    ev.uperr = leg->easy ? map_error(rc, leg->easy) : PD_UPERR_CONNECT;
+    g->metrics.upstream_errors[leg->role][ev.uperr]++;
+    pd_gwn_log(g, "%s leg %llu: %s", pd_role_name(leg->role), (unsigned long long)leg->leg_id,
+               curl_easy_strerror(rc));
+  }
+  pd_gwn_feed(g, &ev);
+}
+
+static void leg_done(pd_gateway_t *g, pd_gwleg_t *leg, CURLcode rc) {
+  leg->is_finished = 1;
+  mark_dirty(g, leg);
+  if (leg->kind == PD_GWU_CORE) {
+    core_done(g, leg, rc);
+  } else if (leg->kind == PD_GWU_ABORT) {
+    long code = 0;
+    if (leg->easy) curl_easy_getinfo(leg->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (rc == CURLE_OK && code >= 200 && code < 300) g->metrics.aborts_ok++;
+    else g->metrics.aborts_failed++;
+  } else if (leg->conn) {
+    pd_gwconn_t *c = leg->conn;
+    leg->conn = NULL;
+    long code = 0;
+    if (rc == CURLE_OK && leg->easy) curl_easy_getinfo(leg->easy, CURLINFO_RESPONSE_CODE, &code);
+    pd_gwh_info_done(g, c, code, &leg->resp);
+  }
+}
+
+void pd_gwu_drain(pd_gateway_t *g) {
+  int left = 0;
+  CURLMsg *m;
+  for (uint32_t guard = 0; guard < PD_GWU_MAX_FLUSH && (m = curl_multi_info_read(g->multi, &left));
+       guard++) {
+    if (m->msg != CURLMSG_DONE) continue;
+    char *priv = NULL;
+    CURLcode rc = m->data.result;
+    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
+    pd_gwleg_t *leg = (pd_gwleg_t *)(void *)priv;
+    if (leg && !leg->is_finished) leg_done(g, leg, rc);
+  }
+}
+
+void pd_gwu_flush(pd_gateway_t *g) {
+  for (uint32_t guard = 0; guard < PD_GWU_MAX_FLUSH && g->dirty; guard++) {
+    pd_gwleg_t *leg = g->dirty;
+    g->dirty = leg->next_dirty;
+    leg->next_dirty = NULL;
+    leg->is_dirty = 0;
+    int is_over = leg->is_closed || leg->is_finished;
+    if (leg->state == PD_GWU_NEW && !is_over) {
+      if (leg->easy && curl_multi_add_handle(g->multi, leg->easy) == CURLM_OK) {
+        leg->state = PD_GWU_ACTIVE;
+        continue;
+      }
+      leg_done(g, leg, CURLE_FAILED_INIT); /* the owner hears of it like a connect failure */
+      continue; /* dirty again: freed on a later pass */
+    }
+    if (!is_over) continue;
+    if (leg->state == PD_GWU_ACTIVE) curl_multi_remove_handle(g->multi, leg->easy);
+    leg_free(g, leg);
+  }
+}
+
+int pd_gwu_init(pd_gateway_t *g) {
+  g->multi = curl_multi_init();
+  if (!g->multi) return PD_ERR_NOMEM;
+  curl_multi_setopt(g->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
+  curl_multi_setopt(g->multi, CURLMOPT_SOCKETDATA, g);
+  curl_multi_setopt(g->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+  curl_multi_setopt(g->multi, CURLMOPT_TIMERDATA, g);
+  curl_multi_setopt(g->multi, CURLMOPT_MAXCONNECTS, (long)(4u * g->cfg.max_connections));
+  return 0;
+}
+
+void pd_gwu_free(pd_gateway_t *g) {
+  for (uint32_t guard = 0; guard < PD_GWU_MAX_FLUSH && g->legs; guard++) {
+    pd_gwleg_t *leg = g->legs;
+    if (leg->state == PD_GWU_ACTIVE) curl_multi_remove_handle(g->multi, leg->easy);
+    leg_free(g, leg);
+  }
+  g->dirty = NULL;
+  curl_multi_cleanup(g->multi);
+  g->multi = NULL;
+}

@@ -1,0 +1,372 @@
+/* The mock's lifecycle and its engine thread: one loop that accepts HTTP connections, fires
+ * timers from a min-heap (the worker model's time), serves the bootstrap sockets, resumes
+ * connections that have output, and watches suspended connections for clients that left.
+ * Every loop is bounded per turn; the thread sleeps in ppoll until the next deadline. */
+#define _GNU_SOURCE /* POLLRDHUP, ppoll */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pd_mock_int.h"
+
+#define MS_NS 1000000ull
+#define TIMERS_PER_TURN 4096u
+#define RESUMES_PER_BATCH 64u
+#define PEER_POLL_BATCH 256u
+
+uint64_t pd_mock_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t pd_mock_scaled_ns(const pd_mock_t *m, uint64_t ms) {
+  double ns = (double)ms * 1e6 * m->cfg.speed;
+  return ns >= 9.2e18 ? (uint64_t)9.2e18 : ns <= 0 ? 0 : (uint64_t)ns;
+}
+
+void pd_mock_config_default(pd_mock_config_t *c) {
+  memset(c, 0, sizeof *c);
+  c->role = PD_ROLE_PREFILL;
+  c->seed = 1;
+  c->default_tokens = 8;
+  c->bootstrap_timeout_ms = 300000;
+  c->waiting_timeout_ms = 300000;
+  c->speed = 1.0;
+  c->listen_host = "127.0.0.1";
+}
+
+void pd_mock_wake(pd_mock_t *m) {
+  char b = 1;
+  ssize_t n = write(m->wake[1], &b, 1); /* a full pipe already wakes the engine */
+  (void)n;
+}
+
+int pd_mock_on_engine(const pd_mock_t *m) {
+  return m->engine_started && pthread_equal(pthread_self(), m->engine);
+}
+
+void pd_mock_timer(pd_mock_t *m, pd_mleg_t *leg, int kind, uint64_t delay_ns) {
+  pd_heap_item_t it = {pd_mock_now_ns() + delay_ns, 0, (uint32_t)kind, leg ? leg->slot : 0,
+                       leg ? leg->id : 0, leg ? leg->tgen : 0};
+  if (pd_heap_push(&m->timers, &it) < 0) {
+    fprintf(stderr, "pdref mock: timer heap full\n");
+    return;
+  }
+  if (!pd_mock_on_engine(m) && m->engine_asleep && it.t_ns < m->poll_deadline_ns) pd_mock_wake(m);
+}
+
+/* ---------- legs ---------- */
+
+pd_mleg_t *pd_mleg_new(pd_mock_t *m) {
+  if (!m->n_free) return NULL;
+  pd_mleg_t *leg = calloc(1, sizeof *leg);
+  if (!leg) return NULL;
+  leg->m = m;
+  leg->slot = m->free_slots[--m->n_free];
+  leg->id = ++m->next_id;
+  leg->fd = -1;
+  leg->boot = -1;
+  leg->fault = -1;
+  leg->wstate = WL_NEW;
+  leg->live_idx = m->n_live;
+  m->live[m->n_live++] = leg;
+  m->legs[leg->slot] = leg;
+  return leg;
+}
+
+static void leg_free(pd_mock_t *m, pd_mleg_t *leg) {
+  if (leg->boot >= 0) pd_boot_close(m, leg->boot);
+  pd_mleg_t *last = m->live[--m->n_live];
+  m->live[leg->live_idx] = last;
+  last->live_idx = leg->live_idx;
+  m->legs[leg->slot] = NULL;
+  m->free_slots[m->n_free++] = leg->slot;
+  free(leg->out.p);
+  free(leg->rid_json);
+  free(leg);
+}
+
+void pd_mleg_maybe_free(pd_mock_t *m, pd_mleg_t *leg) {
+  int is_worker_done = leg->wstate == WL_DONE || leg->wstate == WL_NEW;
+  if (is_worker_done && !leg->is_attached && !leg->has_response && !leg->want_resume)
+    leg_free(m, leg);
+}
+
+void pd_mock_want_resume(pd_mock_t *m, pd_mleg_t *leg) {
+  if (!leg->is_suspended || leg->want_resume) return;
+  leg->want_resume = 1;
+  m->resume[m->n_resume++] = leg; /* at most once per leg: bounded by PD_MOCK_MAX_LEGS */
+  if (!pd_mock_on_engine(m)) pd_mock_wake(m);
+}
+
+uint32_t pd_mock_live_slots(pd_mock_t *m) {
+  pthread_mutex_lock(&m->mu);
+  uint32_t n = m->live_slots;
+  pthread_mutex_unlock(&m->mu);
+  return n;
+}
+
+uint16_t pd_mock_port(const pd_mock_t *m) { return m->port; }
+uint16_t pd_mock_bootstrap_port(const pd_mock_t *m) { return m->boot_port; }
+
+/* ---------- engine ---------- */
+
+/* Resume, outside m->mu, the connections whose legs have output (or must close). */
+static void do_resumes(pd_mock_t *m) {
+  while (m->n_resume) { /* each batch shrinks the list; new entries need new output */
+    struct MHD_Connection *cs[RESUMES_PER_BATCH];
+    uint32_t n = 0;
+    while (m->n_resume && n < RESUMES_PER_BATCH) {
+      pd_mleg_t *leg = m->resume[--m->n_resume];
+      leg->want_resume = 0;
+      if (leg->is_suspended && leg->is_attached && leg->conn) cs[n++] = leg->conn;
+      leg->is_suspended = 0;
+      pd_mleg_maybe_free(m, leg);
+    }
+    pthread_mutex_unlock(&m->mu);
+    for (uint32_t i = 0; i < n; i++) MHD_resume_connection(cs[i]);
+    pthread_mutex_lock(&m->mu);
+  }
+}
+
+/* libmicrohttpd does not watch suspended sockets: look for clients that left. */
+static void peer_check(pd_mock_t *m) {
+  struct pollfd pf[PEER_POLL_BATCH];
+  pd_mleg_t *who[PEER_POLL_BATCH];
+  for (uint32_t start = 0; start < m->n_live;) {
+    uint32_t n = 0;
+    for (; start < m->n_live && n < PEER_POLL_BATCH; start++) {
+      pd_mleg_t *leg = m->live[start];
+      if (!leg->is_suspended || !leg->is_attached || leg->fd < 0 || leg->is_peer_closed) continue;
+      pf[n] = (struct pollfd){leg->fd, POLLRDHUP, 0};
+      who[n++] = leg;
+    }
+    if (!n || poll(pf, n, 0) <= 0) continue;
+    for (uint32_t i = 0; i < n; i++) {
+      if (!(pf[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+      who[i]->is_peer_closed = 1;
+      pd_mlog(m, "peer_closed", who[i]);
+      pd_mm_close(m, who[i]);
+      pd_mock_want_resume(m, who[i]); /* libmicrohttpd then closes it */
+    }
+  }
+}
+
+static void crash(pd_mock_t *m) {
+  pd_mlog(m, "crash", NULL);
+  pd_mm_crash(m);
+  if (m->http_listen >= 0) close(m->http_listen); /* new connections are refused */
+  m->http_listen = -1;
+  pd_boot_close_all(m);
+  if (m->boot_listen >= 0) close(m->boot_listen);
+  m->boot_listen = -1;
+}
+
+static void restart(pd_mock_t *m) {
+  char err[256];
+  m->is_down = 0;
+  pd_mlog(m, "restart", NULL);
+  if (m->http_listen < 0 &&
+      pd_mock_listen(m->cfg.listen_host, m->port, &m->http_listen, &m->port, err, sizeof err) < 0)
+    fprintf(stderr, "pdref mock: restart: %s\n", err);
+  if (m->cfg.role == PD_ROLE_PREFILL && m->boot_listen < 0 && pd_boot_listen(m, err, sizeof err) < 0)
+    fprintf(stderr, "pdref mock: restart: %s\n", err);
+}
+
+static void fire_timers(pd_mock_t *m, uint64_t now) {
+  for (uint32_t i = 0; i < TIMERS_PER_TURN; i++) {
+    const pd_heap_item_t *top = pd_heap_peek(&m->timers);
+    if (!top || top->t_ns > now) return;
+    pd_heap_item_t it;
+    pd_heap_pop(&m->timers, &it);
+    if (it.kind == MT_CRASH) { crash(m); continue; }
+    if (it.kind == MT_RESTART) { restart(m); continue; }
+    pd_mleg_t *leg = it.a < PD_MOCK_MAX_LEGS ? m->legs[it.a] : NULL;
+    if (!leg || leg->id != it.b || leg->tgen != it.c) continue; /* stale */
+    pd_mm_timer(m, leg, (int)it.kind);
+    pd_mleg_maybe_free(m, leg);
+  }
+}
+
+/* How long to sleep: until the next timer, and no longer than the peer check while there
+ * are legs whose clients could leave. */
+static uint64_t sleep_ns(pd_mock_t *m, uint64_t now) {
+  uint64_t until = now + 3600ull * 1000 * MS_NS;
+  const pd_heap_item_t *top = pd_heap_peek(&m->timers);
+  if (top && top->t_ns < until) until = top->t_ns;
+  if (m->n_live && m->next_peer_check_ns < until) until = m->next_peer_check_ns;
+  return until > now ? until - now : 0;
+}
+
+static void drain_wake(pd_mock_t *m) {
+  char b[64];
+  for (int i = 0; i < 16 && read(m->wake[0], b, sizeof b) == (ssize_t)sizeof b; i++) {
+  }
+}
+
+static void engine_turn(pd_mock_t *m, struct pollfd *pf, uint32_t *idx, size_t cap) {
+  uint64_t now = pd_mock_now_ns();
+  fire_timers(m, now);
+  if (now >= m->next_peer_check_ns) {
+    peer_check(m);
+    m->next_peer_check_ns = now + PD_MOCK_PEER_CHECK_MS * MS_NS;
+  }
+  do_resumes(m);
+  size_t n = 0;
+  pf[n++] = (struct pollfd){m->wake[0], POLLIN, 0};
+  int http = m->http_listen;
+  if (http >= 0) pf[n++] = (struct pollfd){http, POLLIN, 0};
+  size_t nb = pd_boot_pollfds(m, pf + n, cap - n, idx);
+  uint64_t ns = sleep_ns(m, pd_mock_now_ns());
+  struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+  m->poll_deadline_ns = pd_mock_now_ns() + ns;
+  m->engine_asleep = 1;
+  pthread_mutex_unlock(&m->mu);
+  int rc = ppoll(pf, n + nb, &ts, NULL);
+  if (rc > 0 && http >= 0 && pf[1].revents) pd_mock_http_accept(m);
+  pthread_mutex_lock(&m->mu);
+  m->engine_asleep = 0;
+  if (rc <= 0) return;
+  if (pf[0].revents) drain_wake(m);
+  pd_boot_on_poll(m, pf + n, idx, nb);
+}
+
+static void *engine_main(void *arg) {
+  pd_mock_t *m = arg;
+  size_t cap = PD_MOCK_MAX_BOOT_CONNS + 4;
+  struct pollfd *pf = calloc(cap, sizeof *pf);
+  uint32_t *idx = calloc(cap, sizeof *idx);
+  pthread_mutex_lock(&m->mu);
+  while (pf && idx && !m->stopping) engine_turn(m, pf, idx, cap - 2);
+  pthread_mutex_unlock(&m->mu);
+  free(pf);
+  free(idx);
+  return NULL;
+}
+
+/* ---------- lifecycle ---------- */
+
+static void init_rng(pd_mock_t *m) {
+  pd_prng_t root, faults;
+  pd_prng_init(&root, m->cfg.seed);
+  pd_prng_fork(&root, 3, &faults); /* the simulator's fault stream label */
+  pd_prng_fork(&faults, m->cfg.worker_index + 1u, &m->fault_rng);
+  pd_prng_fork(&root, 4, &m->rid_rng);
+}
+
+static int init_state(pd_mock_t *m, const pd_mock_config_t *c) {
+  m->cfg = *c;
+  if (c->worker) {
+    m->worker = *c->worker;
+  } else {
+    pd_scenario_t *s = calloc(1, sizeof *s);
+    if (!s) return -1;
+    pd_scenario_defaults(s);
+    m->worker = s->workers[c->role == PD_ROLE_PREFILL ? 0 : 1];
+    free(s);
+  }
+  m->cfg.worker = &m->worker;
+  if (!m->cfg.listen_host) m->cfg.listen_host = "127.0.0.1";
+  m->log = c->log;
+  m->http_listen = m->boot_listen = m->wake[0] = m->wake[1] = -1;
+  init_rng(m);
+  for (uint32_t i = 0; i < PD_MOCK_MAX_LEGS; i++) m->free_slots[i] = PD_MOCK_MAX_LEGS - 1 - i;
+  m->n_free = PD_MOCK_MAX_LEGS;
+  pd_heap_init(&m->timers, NULL, 0);
+  if (pipe(m->wake) < 0) return -1;
+  for (int i = 0; i < 2; i++)
+    if (fcntl(m->wake[i], F_SETFL, O_NONBLOCK) < 0 || fcntl(m->wake[i], F_SETFD, FD_CLOEXEC) < 0)
+      return -1;
+  return pd_boot_init(m);
+}
+
+static void schedule_crash(pd_mock_t *m) {
+  if (m->worker.crash_at_ms)
+    pd_mock_timer(m, NULL, MT_CRASH, pd_mock_scaled_ns(m, m->worker.crash_at_ms));
+  if (m->worker.crash_at_ms && m->worker.restart_at_ms > m->worker.crash_at_ms)
+    pd_mock_timer(m, NULL, MT_RESTART, pd_mock_scaled_ns(m, m->worker.restart_at_ms));
+}
+
+pd_mock_t *pd_mock_new(const pd_mock_config_t *c, char *err, size_t errlen) {
+  pd_mock_t *m = calloc(1, sizeof *m);
+  if (!m) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&m->mu, NULL);
+  if (init_state(m, c) < 0) {
+    snprintf(err, errlen, "cannot set up the mock: %s", strerror(errno));
+    pd_mock_del(m);
+    return NULL;
+  }
+  if ((m->cfg.role == PD_ROLE_PREFILL && pd_boot_listen(m, err, errlen) < 0) ||
+      pd_mock_http_start(m, err, errlen) < 0) {
+    pd_mock_del(m);
+    return NULL;
+  }
+  m->t0_ns = pd_mock_now_ns();
+  m->next_peer_check_ns = m->t0_ns;
+  schedule_crash(m);
+  if (pthread_create(&m->engine, NULL, engine_main, m) != 0) {
+    snprintf(err, errlen, "cannot start the engine thread");
+    pd_mock_del(m);
+    return NULL;
+  }
+  m->engine_started = 1;
+  return m;
+}
+
+/* Resume every suspended connection (libmicrohttpd requires it before stopping). With
+ * stopping set no callback suspends again, so each batch leaves fewer. */
+static void resume_all(pd_mock_t *m) {
+  pthread_mutex_lock(&m->mu);
+  m->stopping = 1;
+  for (uint32_t round = 0; round <= PD_MOCK_MAX_LEGS; round++) {
+    struct MHD_Connection *cs[RESUMES_PER_BATCH];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m->n_live && n < RESUMES_PER_BATCH; i++) {
+      pd_mleg_t *leg = m->live[i];
+      if (!leg->is_suspended || !leg->conn) continue;
+      leg->is_suspended = 0;
+      cs[n++] = leg->conn;
+    }
+    if (!n) break;
+    pthread_mutex_unlock(&m->mu);
+    for (uint32_t i = 0; i < n; i++) MHD_resume_connection(cs[i]);
+    pthread_mutex_lock(&m->mu);
+  }
+  m->n_resume = 0;
+  for (uint32_t i = 0; i < m->n_live; i++) m->live[i]->want_resume = 0;
+  pthread_mutex_unlock(&m->mu);
+}
+
+void pd_mock_del(pd_mock_t *m) {
+  if (!m) return;
+  pthread_mutex_lock(&m->mu);
+  m->stopping = 1;
+  pthread_mutex_unlock(&m->mu);
+  if (m->engine_started) {
+    pd_mock_wake(m);
+    pthread_join(m->engine, NULL);
+    m->engine_started = 0;
+  }
+  if (m->daemon) {
+    resume_all(m);
+    MHD_stop_daemon(m->daemon);
+  }
+  pd_mlog_int(m, "shutdown", NULL, "live_slots", m->live_slots);
+  for (uint32_t n = m->n_live; n-- > 0;) leg_free(m, m->live[n]); /* stuck in bootstrap */
+  pd_boot_free(m);
+  if (m->http_listen >= 0) close(m->http_listen);
+  for (int i = 0; i < 2; i++)
+    if (m->wake[i] >= 0) close(m->wake[i]);
+  pd_heap_free(&m->timers);
+  pthread_mutex_destroy(&m->mu);
+  free(m);
+}

@@ -1,0 +1,471 @@
+/* The mock's HTTP side: libmicrohttpd with its internal polling thread and suspend/resume,
+ * fed by the engine's accept loop (MHD_add_connection, so a crash can really refuse
+ * connections). Routes, request bodies, and the worker model's output (pd_mo_*) turned into
+ * responses: an SSE stream read from the leg's buffer, or a whole response once it is
+ * complete. A connection with nothing to send is suspended; the engine resumes it. */
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pd_err.h"
+#include "pd_mock_int.h"
+
+enum { R_GENERATE, R_COMPLETIONS, R_CHAT, R_HEALTH, R_SERVER_INFO, R_MODEL_INFO, R_MODELS,
+       R_ABORT, R_FLUSH, R_NOT_FOUND };
+enum { M_GET = 1, M_POST = 2 };
+
+static const struct {
+  const char *path;
+  int route, methods;
+} routes[] = {
+    {"/generate", R_GENERATE, M_POST},          {"/v1/completions", R_COMPLETIONS, M_POST},
+    {"/v1/chat/completions", R_CHAT, M_POST},   {"/health", R_HEALTH, M_GET},
+    {"/health_generate", R_HEALTH, M_GET},      {"/get_server_info", R_SERVER_INFO, M_GET},
+    {"/server_info", R_SERVER_INFO, M_GET},     {"/get_model_info", R_MODEL_INFO, M_GET},
+    {"/model_info", R_MODEL_INFO, M_GET},       {"/v1/models", R_MODELS, M_GET},
+    {"/abort_request", R_ABORT, M_POST},        {"/flush_cache", R_FLUSH, M_GET | M_POST},
+};
+
+/* Per HTTP request (libmicrohttpd's req_cls). */
+typedef struct pd_mctx {
+  int route, is_method_ok, is_too_large;
+  const char *path; /* static route path */
+  char *body;
+  size_t len, cap;
+  pd_mleg_t *leg;
+} pd_mctx_t;
+
+/* ---------- plain responses ---------- */
+
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type,
+                               const char *body, size_t len) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+  if (!r) return MHD_NO;
+  if (type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  enum MHD_Result rc = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return rc;
+}
+
+static enum MHD_Result respond_cjson(struct MHD_Connection *c, unsigned status, cJSON *j) {
+  char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+  cJSON_Delete(j);
+  if (!s) return MHD_NO;
+  enum MHD_Result rc = respond(c, status, "application/json", s, strlen(s));
+  cJSON_free(s);
+  return rc;
+}
+
+/* {"error":{"message":..., "type":..., "code":status}} (OpenAI's shape, as SGLang's). */
+static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, const char *type,
+                                     const char *msg) {
+  cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
+  cJSON_AddStringToObject(e, "message", msg);
+  cJSON_AddStringToObject(e, "type", type);
+  cJSON_AddNumberToObject(e, "code", status);
+  return respond_cjson(c, status, j);
+}
+
+static void set_linger0(int fd) {
+  struct linger lg = {1, 0};
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+}
+
+static int conn_fd(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  return ci ? ci->connect_fd : -1;
+}
+
+/* ---------- the worker model's output ---------- */
+
+int pd_mo_can_send(const pd_mleg_t *leg) {
+  return leg->is_attached && !leg->is_peer_closed && leg->end == MO_END_NONE;
+}
+
+void pd_mo_head(pd_mock_t *m, pd_mleg_t *leg, int status, int is_sse) {
+  if (!pd_mo_can_send(leg) || leg->head_status) return;
+  leg->head_status = status;
+  leg->head_is_sse = is_sse;
+  pd_mock_want_resume(m, leg);
+}
+
+static int buf_reserve(pd_mbuf_t *b, size_t more) {
+  if (b->off == b->len) b->off = b->len = 0;
+  if (b->len + more <= b->cap) return 0;
+  size_t nc = b->cap ? b->cap : 1024;
+  while (nc < b->len + more) nc *= 2; /* bounded: doubles past len + more */
+  char *np = realloc(b->p, nc);
+  if (!np) return PD_ERR_NOMEM;
+  b->p = np;
+  b->cap = nc;
+  return 0;
+}
+
+void pd_mo_render(pd_mock_t *m, pd_mleg_t *leg, int kind, uint32_t arg) {
+  if (!pd_mo_can_send(leg)) return;
+  pd_wr_leg_t r = {leg->rid_json, leg->is_stream, leg->has_logprob, leg->tokens};
+  size_t need = pd_wr_render_cap(&r);
+  if (buf_reserve(&leg->out, need) < 0) return;
+  leg->out.len += pd_wr_render(&r, kind, arg, leg->out.p + leg->out.len, need);
+  pd_mock_want_resume(m, leg);
+}
+
+void pd_mo_end(pd_mock_t *m, pd_mleg_t *leg, pd_mo_end_t end) {
+  if (!pd_mo_can_send(leg)) return;
+  leg->end = end;
+  pd_mock_want_resume(m, leg);
+}
+
+/* ---------- responses of generation requests ---------- */
+
+static ssize_t reader_step(pd_mock_t *m, pd_mleg_t *leg, char *buf, size_t max) {
+  if (m->stopping || leg->is_peer_closed) return MHD_CONTENT_READER_END_WITH_ERROR;
+  size_t avail = leg->out.len - leg->out.off;
+  if (avail) {
+    size_t n = avail < max ? avail : max;
+    memcpy(buf, leg->out.p + leg->out.off, n);
+    leg->out.off += n;
+    return (ssize_t)n;
+  }
+  switch (leg->end) {
+  case MO_END_NONE: /* nothing yet: sleep until the engine has more */
+    MHD_suspend_connection(leg->conn);
+    leg->is_suspended = 1;
+    return 0;
+  case MO_END_CLEAN: return MHD_CONTENT_READER_END_OF_STREAM;
+  case MO_END_READ: return MHD_CONTENT_READER_END_WITH_ERROR;
+  default: set_linger0(leg->fd); return MHD_CONTENT_READER_END_WITH_ERROR; /* reset */
+  }
+}
+
+static ssize_t leg_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+  (void)pos;
+  pd_mleg_t *leg = cls;
+  pd_mock_t *m = leg->m;
+  pthread_mutex_lock(&m->mu);
+  ssize_t n = reader_step(m, leg, buf, max);
+  pthread_mutex_unlock(&m->mu);
+  return n;
+}
+
+static void leg_reader_free(void *cls) {
+  pd_mleg_t *leg = cls;
+  pd_mock_t *m = leg->m;
+  pthread_mutex_lock(&m->mu);
+  leg->has_response = 0;
+  pd_mleg_maybe_free(m, leg);
+  pthread_mutex_unlock(&m->mu);
+}
+
+/* Queue the head: an SSE stream read from the leg, a whole buffered response, or (body read
+ * error) a response whose declared length is longer than what will come. */
+static enum MHD_Result queue_head(pd_mleg_t *leg) {
+  struct MHD_Response *r;
+  size_t avail = leg->out.len - leg->out.off;
+  if (leg->head_is_sse)
+    r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, leg_reader, leg, leg_reader_free);
+  else if (leg->end == MO_END_CLEAN)
+    r = MHD_create_response_from_buffer(avail, leg->out.p ? leg->out.p + leg->out.off : (void *)"",
+                                        MHD_RESPMEM_MUST_COPY);
+  else
+    r = MHD_create_response_from_callback(avail + 1, 4096, leg_reader, leg, leg_reader_free);
+  if (!r) return MHD_NO;
+  if (!leg->head_is_sse && leg->end == MO_END_CLEAN) leg->out.off = leg->out.len = 0;
+  else leg->has_response = 1;
+  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          leg->head_is_sse ? "text/event-stream" : "application/json");
+  enum MHD_Result rc = MHD_queue_response(leg->conn, (unsigned)leg->head_status, r);
+  MHD_destroy_response(r);
+  leg->head_queued = 1;
+  return rc;
+}
+
+/* Called on the request's last header/body call and again after each resume until the head
+ * is queued. */
+static enum MHD_Result progress(pd_mock_t *m, pd_mleg_t *leg) {
+  if (m->stopping || leg->is_peer_closed) return MHD_NO;
+  if (leg->head_queued) return MHD_YES;
+  if (leg->end == MO_END_RESET || leg->end == MO_END_REFUSED) {
+    set_linger0(leg->fd);
+    return MHD_NO;
+  }
+  if (leg->end != MO_END_NONE && !leg->head_status) { /* a read error before any head */
+    leg->head_status = 200;
+    leg->head_is_sse = leg->is_stream && leg->end == MO_END_CLEAN;
+  }
+  if (leg->head_status && (leg->head_is_sse || leg->end != MO_END_NONE)) return queue_head(leg);
+  MHD_suspend_connection(leg->conn);
+  leg->is_suspended = 1;
+  return MHD_YES;
+}
+
+static const char *header(struct MHD_Connection *c, const char *name) {
+  return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x) {
+  if (m->is_down) {
+    set_linger0(conn_fd(c));
+    return MHD_NO;
+  }
+  pd_request_t r;
+  char err[320];
+  int rc = pd_request_parse(&r, NULL, x->path, x->body ? x->body : "", x->len,
+                            PD_BATCH_RULE_REFERENCE, err, sizeof err);
+  if (rc < 0) return respond_error(c, rc == PD_ERR_TOO_LARGE ? 413 : 400, "invalid_request_error", err);
+  pd_mleg_t *leg = pd_mleg_new(m);
+  if (!leg) {
+    pd_request_free(&r);
+    return respond_error(c, 503, "server_busy", "mock: too many live requests");
+  }
+  rc = pd_mreq_fill(leg, &r, x->body, x->len, m->cfg.default_tokens, &m->rid_rng, err,
+                    sizeof err);
+  pd_request_free(&r);
+  if (rc < 0) {
+    pd_mleg_maybe_free(m, leg);
+    return respond_error(c, 400, "invalid_request_error", err);
+  }
+  const char *xr = header(c, "X-Request-Id");
+  if (xr) snprintf(leg->xrid, sizeof leg->xrid, "%s", xr);
+  leg->path = x->path;
+  leg->conn = c;
+  leg->fd = conn_fd(c);
+  leg->is_attached = 1;
+  x->leg = leg;
+  pd_mlog_request(m, leg);
+  pd_mm_open(m, leg);
+  if (pd_mm_was_aborted(m, leg->rid)) { /* the abort overtook its request */
+    pd_mlog_str(m, "abort", leg, "prefix", "(remembered)");
+    pd_mm_abort(m, leg);
+  }
+  return progress(m, leg);
+}
+
+/* ---------- the other routes ---------- */
+
+static enum MHD_Result server_info(pd_mock_t *m, struct MHD_Connection *c) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "version", "pdref-mock");
+  cJSON_AddStringToObject(j, "model_path", "pdref/mock");
+  cJSON_AddStringToObject(j, "served_model_name", "pdref-mock");
+  cJSON_AddStringToObject(j, "disaggregation_mode",
+                          m->cfg.role == PD_ROLE_PREFILL ? "prefill" : "decode");
+  if (m->cfg.role == PD_ROLE_PREFILL)
+    cJSON_AddNumberToObject(j, "disaggregation_bootstrap_port", m->boot_port);
+  else
+    cJSON_AddNullToObject(j, "disaggregation_bootstrap_port");
+  cJSON_AddStringToObject(j, "worker", m->worker.name);
+  cJSON_AddNumberToObject(j, "live_slots", m->live_slots);
+  return respond_cjson(c, 200, j);
+}
+
+static enum MHD_Result model_info(struct MHD_Connection *c, int is_list) {
+  cJSON *j = cJSON_CreateObject();
+  if (!is_list) {
+    cJSON_AddStringToObject(j, "model_path", "pdref/mock");
+    cJSON_AddNullToObject(j, "tokenizer_path");
+    cJSON_AddTrueToObject(j, "is_generation");
+    return respond_cjson(c, 200, j);
+  }
+  cJSON_AddStringToObject(j, "object", "list");
+  cJSON *d = cJSON_AddArrayToObject(j, "data"), *e = cJSON_CreateObject();
+  cJSON_AddStringToObject(e, "id", "pdref-mock");
+  cJSON_AddStringToObject(e, "object", "model");
+  cJSON_AddStringToObject(e, "owned_by", "pdref");
+  cJSON_AddItemToArray(d, e);
+  return respond_cjson(c, 200, j);
+}
+
+/* POST /abort_request {"rid": "..."} (or {"abort_all": true}): SGLang's prefix rule. */
+static enum MHD_Result abort_request(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x) {
+  cJSON *j = x->len ? cJSON_ParseWithLength(x->body, x->len) : NULL;
+  const cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");
+  const char *prefix = cJSON_IsString(rid) ? rid->valuestring : NULL;
+  if (!prefix && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "abort_all"))) prefix = "";
+  if (!prefix) {
+    cJSON_Delete(j);
+    return respond_error(c, 400, "invalid_request_error",
+                         j ? "rid: expected a string" : "body: malformed JSON");
+  }
+  uint32_t n = pd_mm_abort_prefix(m, prefix);
+  cJSON_Delete(j);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "aborted", n);
+  return respond_cjson(c, 200, o);
+}
+
+static enum MHD_Result dispatch(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x,
+                                const char *url) {
+  if (x->route == R_NOT_FOUND) {
+    char msg[320];
+    snprintf(msg, sizeof msg, "no route %.256s", url);
+    return respond_error(c, 404, "not_found", msg);
+  }
+  if (!x->is_method_ok) return respond_error(c, 405, "method_not_allowed", "method not allowed");
+  if (x->is_too_large) return respond_error(c, 413, "invalid_request_error", "body: exceeds 4 MiB");
+  switch (x->route) {
+  case R_HEALTH: return respond(c, 200, NULL, "", 0);
+  case R_SERVER_INFO: return server_info(m, c);
+  case R_MODEL_INFO: return model_info(c, 0);
+  case R_MODELS: return model_info(c, 1);
+  case R_ABORT: return abort_request(m, c, x);
+  case R_FLUSH:
+    pd_mlog(m, "flush", NULL);
+    return respond(c, 200, "text/plain", "Cache flushed.\n", 15);
+  default: return gen_start(m, c, x);
+  }
+}
+
+/* ---------- libmicrohttpd callbacks ---------- */
+
+static enum MHD_Result on_first(struct MHD_Connection *c, const char *url, const char *method,
+                                void **req_cls) {
+  pd_mctx_t *x = calloc(1, sizeof *x);
+  if (!x) return MHD_NO;
+  *req_cls = x;
+  x->route = R_NOT_FOUND;
+  int meth = strcmp(method, "GET") == 0 ? M_GET : strcmp(method, "POST") == 0 ? M_POST : 0;
+  for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+    if (strcmp(url, routes[i].path) != 0) continue;
+    x->route = routes[i].route;
+    x->path = routes[i].path;
+    x->is_method_ok = (routes[i].methods & meth) != 0;
+  }
+  const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  if (cl && strtoull(cl, NULL, 10) > PD_REQUEST_MAX_BODY_BYTES) /* refuse before reading it */
+    return respond_error(c, 413, "invalid_request_error", "body: exceeds 4 MiB");
+  return MHD_YES;
+}
+
+static void take_body(pd_mctx_t *x, const char *data, size_t n) {
+  if (x->is_too_large || x->len + n > PD_REQUEST_MAX_BODY_BYTES) {
+    x->is_too_large = 1; /* keep reading and dropping it; answer 413 at the end */
+    return;
+  }
+  if (x->len + n > x->cap) {
+    size_t nc = x->cap ? x->cap : 4096;
+    while (nc < x->len + n) nc *= 2; /* bounded by the 4 MiB check above */
+    char *np = realloc(x->body, nc);
+    if (!np) { x->is_too_large = 1; return; }
+    x->body = np;
+    x->cap = nc;
+  }
+  memcpy(x->body + x->len, data, n);
+  x->len += n;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
+                                 const char *method, const char *version, const char *upload,
+                                 size_t *upload_size, void **req_cls) {
+  (void)version;
+  pd_mock_t *m = cls;
+  pd_mctx_t *x = *req_cls;
+  if (!x) return on_first(c, url, method, req_cls);
+  if (*upload_size) {
+    take_body(x, upload, *upload_size);
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  pthread_mutex_lock(&m->mu);
+  enum MHD_Result rc = m->stopping ? MHD_NO : x->leg ? progress(m, x->leg) : dispatch(m, c, x, url);
+  pthread_mutex_unlock(&m->mu);
+  return rc;
+}
+
+/* The request is over (answered, failed, or the client left). */
+static void leg_detach(pd_mock_t *m, pd_mleg_t *leg, enum MHD_RequestTerminationCode toe) {
+  int is_client_gone = toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT ||
+                       toe == MHD_REQUEST_TERMINATED_READ_ERROR;
+  if (!leg->is_peer_closed && toe != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN &&
+      (leg->wstate != WL_DONE || is_client_gone)) {
+    leg->is_peer_closed = 1;
+    pd_mlog(m, "peer_closed", leg);
+    pd_mm_close(m, leg);
+  }
+  pd_mlog_int(m, "response_end", leg, "status", leg->head_queued ? leg->head_status : 0);
+  leg->is_attached = 0;
+  leg->is_suspended = 0;
+  leg->conn = NULL;
+  leg->fd = -1;
+  pd_mleg_maybe_free(m, leg);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                         enum MHD_RequestTerminationCode toe) {
+  (void)c;
+  pd_mock_t *m = cls;
+  pd_mctx_t *x = *req_cls;
+  if (!x) return;
+  *req_cls = NULL;
+  if (x->leg) {
+    pthread_mutex_lock(&m->mu);
+    leg_detach(m, x->leg, toe);
+    pthread_mutex_unlock(&m->mu);
+  }
+  free(x->body);
+  free(x);
+}
+
+/* ---------- listening ---------- */
+
+static int listen_on(const char *host, uint16_t port, int *fd_out, uint16_t *port_out,
+                     char *err, size_t errlen) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+    snprintf(err, errlen, "listen %s:%u: not a numeric IPv4 address", host, port);
+    return PD_ERR_INVAL;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  socklen_t len = sizeof a;
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+      bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 1024) < 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) < 0 ||
+      fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+    snprintf(err, errlen, "listen %s:%u: %s", host, port, strerror(errno));
+    if (fd >= 0) close(fd);
+    return PD_ERR_IO;
+  }
+  *fd_out = fd;
+  *port_out = ntohs(a.sin_port);
+  return 0;
+}
+
+int pd_mock_listen(const char *host, uint16_t port, int *fd, uint16_t *bound, char *err,
+                   size_t errlen) {
+  return listen_on(host, port, fd, bound, err, errlen);
+}
+
+int pd_mock_http_start(pd_mock_t *m, char *err, size_t errlen) {
+  int rc = listen_on(m->cfg.listen_host, m->cfg.port, &m->http_listen, &m->port, err, errlen);
+  if (rc < 0) return rc;
+  m->daemon = MHD_start_daemon(
+      MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+          MHD_USE_NO_LISTEN_SOCKET | MHD_USE_TURBO,
+      0, NULL, NULL, on_access, m, MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned int)PD_MOCK_MAX_CONNECTIONS,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
+  if (!m->daemon) {
+    snprintf(err, errlen, "libmicrohttpd: cannot start the HTTP daemon");
+    return PD_ERR_IO;
+  }
+  return 0;
+}
+
+void pd_mock_http_accept(pd_mock_t *m) {
+  for (int i = 0; i < 64 && m->http_listen >= 0; i++) { /* bounded per engine turn */
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    int fd = accept(m->http_listen, (struct sockaddr *)&a, &len);
+    if (fd < 0) return;
+    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    MHD_add_connection(m->daemon, fd, (struct sockaddr *)&a, len); /* closes fd on failure */
+  }
+}

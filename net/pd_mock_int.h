@@ -1,0 +1,218 @@
+/* Internal to net/pd_mock*.c and net/pd_bootstrap.c: the mock's state and the calls its
+ * parts make on each other. Threads: libmicrohttpd's polling thread runs the HTTP callbacks
+ * (pd_mock_http.c), the engine thread runs timers, the bootstrap sockets and the accept loop
+ * (pd_mock.c, pd_bootstrap.c). Both hold m->mu for every touch of the state below; only the
+ * engine thread (and pd_mock_del after the engine stopped) resumes connections. */
+#ifndef PD_MOCK_INT_H
+#define PD_MOCK_INT_H
+#include <microhttpd.h>
+#include <poll.h>
+#include <pthread.h>
+
+#include "pd_heap.h"
+#include "pd_mock.h"
+#include "pd_request.h"
+#include "pd_world.h" /* pd_truth_t, pd_wl_state_t: the simulator's worker states */
+#include "pd_wshared.h"
+
+#define PD_MOCK_RID_MAX 256u
+#define PD_MOCK_XRID_MAX 128u
+#define PD_MOCK_HOST_MAX 256u
+#define PD_MOCK_LINE_MAX 256u /* one bootstrap protocol line, newline included */
+/* How often (real time) the engine looks for clients gone from suspended connections
+ * (libmicrohttpd does not watch a suspended socket). */
+#define PD_MOCK_PEER_CHECK_MS 20u
+
+/* Engine timers (heap item kind; a = leg slot, b = leg id, c = leg timer generation). */
+enum {
+  MT_BOOTSTRAP_TIMEOUT = 1,
+  MT_WAIT_TIMEOUT,
+  MT_TRANSFER_DONE,
+  MT_RESPOND,
+  MT_TOKEN,
+  MT_RECONNECT, /* decode: try the bootstrap connection again */
+  MT_CRASH,     /* worker crash_at_ms (no leg) */
+  MT_RESTART,   /* worker restart_at_ms (no leg) */
+};
+
+/* How a leg's HTTP exchange ends once its queued bytes are written. */
+typedef enum {
+  MO_END_NONE = 0,
+  MO_END_CLEAN,   /* complete response (chunked: terminating chunk) */
+  MO_END_READ,    /* body read error: the connection is cut mid-body */
+  MO_END_RESET,   /* connection reset (RST) */
+  MO_END_REFUSED, /* connect_refused / worker down: RST before any byte */
+} pd_mo_end_t;
+
+typedef struct pd_mbuf {
+  char *p;
+  size_t len, off, cap;
+} pd_mbuf_t;
+
+/* One generation request on this worker (a "leg" in the simulator's words). */
+typedef struct pd_mleg {
+  struct pd_mock *m;
+  uint64_t id;   /* mock-local request id ("req" in the log) */
+  uint32_t slot; /* index in m->legs */
+  uint32_t live_idx;
+  uint64_t tgen; /* timer generation: bumped when the leg finishes */
+  /* the request */
+  const char *path;
+  int is_stream, has_logprob, has_room, n_rooms;
+  uint64_t room, rooms_hash;
+  char rid[PD_MOCK_RID_MAX];
+  char *rid_json; /* rid JSON-escaped, no quotes (owned) */
+  char boot_host[PD_MOCK_HOST_MAX];
+  int boot_port;  /* < 0: none */
+  uint32_t tokens;
+  char xrid[PD_MOCK_XRID_MAX];
+  /* the worker model (mock_workers/pd_wmodel.c) */
+  pd_wl_state_t wstate;
+  int fault; /* pd_fault_kind_t or -1 */
+  const pd_fault_t *fp;
+  uint64_t lag_ms, drip_ms;
+  uint32_t sent_tokens;
+  int slot_taken;
+  pd_truth_t truth;
+  uint64_t room_seq; /* prefill waiting in the room table: registration order; 0 not in it */
+  int boot;          /* bootstrap connection index (prefill: paired decode; decode: own) */
+  int is_paired;     /* decode: the prefill said PAIR (no reconnect after that) */
+  uint32_t aborts;
+  /* the HTTP side */
+  struct MHD_Connection *conn;
+  int fd;
+  int is_attached;   /* libmicrohttpd still has the request */
+  int has_response;  /* a callback response still points at this leg */
+  int is_suspended, want_resume, is_peer_closed;
+  int head_status, head_is_sse, head_queued;
+  pd_mbuf_t out;
+  pd_mo_end_t end;
+} pd_mleg_t;
+
+typedef enum { BC_FREE = 0, BC_CONNECTING, BC_OPEN, BC_REGISTERED, BC_IGNORED, BC_PAIRED } pd_bc_state_t;
+
+/* One bootstrap connection: on a prefill mock an accepted decode, on a decode mock its own
+ * connection to a prefill's bootstrap server (docs/mock.md, "Bootstrap protocol"). */
+typedef struct pd_bconn {
+  int fd;
+  pd_bc_state_t state;
+  uint32_t live_idx;
+  uint64_t room, hash, seq;
+  uint32_t flags;      /* REG flags: PD_BOOT_F_KV_FAIL */
+  pd_mleg_t *leg;      /* prefill: the paired prefill leg; decode: the owning decode leg */
+  char rbuf[PD_MOCK_LINE_MAX];
+  size_t rlen;
+} pd_bconn_t;
+#define PD_BOOT_F_KV_FAIL 1u
+
+typedef struct pd_aborted {
+  char rid[PD_MOCK_RID_MAX];
+  uint64_t t_ns;
+} pd_aborted_t;
+
+struct pd_mock {
+  pd_mock_config_t cfg;
+  pd_scn_worker_t worker;
+  pthread_mutex_t mu;
+  pthread_t engine;
+  int engine_started, stopping, is_down;
+  struct MHD_Daemon *daemon;
+  int http_listen, boot_listen, wake[2];
+  uint16_t port, boot_port;
+  uint64_t t0_ns, poll_deadline_ns, next_peer_check_ns;
+  int engine_asleep;
+  pd_heap_t timers;
+  pd_mleg_t *legs[PD_MOCK_MAX_LEGS];
+  uint32_t free_slots[PD_MOCK_MAX_LEGS], n_free;
+  pd_mleg_t *live[PD_MOCK_MAX_LEGS];
+  uint32_t n_live, live_slots;
+  pd_mleg_t *resume[PD_MOCK_MAX_LEGS];
+  uint32_t n_resume;
+  pd_bconn_t *bc; /* PD_MOCK_MAX_BOOT_CONNS */
+  uint32_t bc_free[PD_MOCK_MAX_BOOT_CONNS], n_bc_free;
+  uint32_t bc_live[PD_MOCK_MAX_BOOT_CONNS], n_bc_live;
+  uint64_t next_id, next_seq;
+  uint32_t received; /* generation requests received (nth for faults) */
+  pd_prng_t fault_rng, rid_rng;
+  pd_aborted_t aborted[PD_MOCK_ABORT_MEMORY];
+  uint32_t aborted_next;
+  FILE *log;
+};
+
+/* ---------- pd_mock.c: clock, timers, legs ---------- */
+uint64_t pd_mock_now_ns(void);
+uint64_t pd_mock_scaled_ns(const pd_mock_t *m, uint64_t ms);
+/* Arm a timer for a leg (NULL leg: a worker timer); wakes the engine when it is earlier than
+ * the engine's sleep. */
+void pd_mock_timer(pd_mock_t *m, pd_mleg_t *leg, int kind, uint64_t delay_ns);
+void pd_mock_wake(pd_mock_t *m);
+int pd_mock_on_engine(const pd_mock_t *m);
+/* A new leg in a free slot, or NULL (PD_MOCK_MAX_LEGS live, or no memory). */
+pd_mleg_t *pd_mleg_new(pd_mock_t *m);
+/* Free the leg when nothing refers to it any more (worker done, HTTP and response gone). */
+void pd_mleg_maybe_free(pd_mock_t *m, pd_mleg_t *leg);
+/* Queue a resume of a suspended leg's connection (done by the engine, outside m->mu). */
+void pd_mock_want_resume(pd_mock_t *m, pd_mleg_t *leg);
+
+/* ---------- pd_mock_http.c ---------- */
+int pd_mock_http_start(pd_mock_t *m, char *err, size_t errlen);
+/* A non-blocking, close-on-exec listening socket on host:port (port 0: ephemeral). */
+int pd_mock_listen(const char *host, uint16_t port, int *fd, uint16_t *bound, char *err,
+                   size_t errlen);
+void pd_mock_http_accept(pd_mock_t *m); /* engine: accept and hand to libmicrohttpd */
+/* Output of the worker model (the simulator's W2G messages). */
+void pd_mo_head(pd_mock_t *m, pd_mleg_t *leg, int status, int is_sse);
+void pd_mo_render(pd_mock_t *m, pd_mleg_t *leg, int kind, uint32_t arg);
+void pd_mo_end(pd_mock_t *m, pd_mleg_t *leg, pd_mo_end_t end);
+int pd_mo_can_send(const pd_mleg_t *leg);
+
+/* ---------- pd_mock_model.c: the worker model on real sockets ---------- */
+void pd_mm_open(pd_mock_t *m, pd_mleg_t *leg);
+void pd_mm_close(pd_mock_t *m, pd_mleg_t *leg); /* the client closed the connection */
+void pd_mm_abort(pd_mock_t *m, pd_mleg_t *leg); /* /abort_request matched the leg */
+void pd_mm_timer(pd_mock_t *m, pd_mleg_t *leg, int kind);
+void pd_mm_crash(pd_mock_t *m);
+/* bootstrap events */
+void pd_mm_registered(pd_mock_t *m, int bc); /* prefill: a decode registered a room */
+void pd_mm_kv(pd_mock_t *m, pd_mleg_t *d, int is_ok); /* decode: KV arrived or failed */
+void pd_mm_boot_lost(pd_mock_t *m, pd_mleg_t *d);    /* decode: connection lost or refused */
+/* /abort_request: abort every live leg whose rid starts with prefix; returns the count. */
+uint32_t pd_mm_abort_prefix(pd_mock_t *m, const char *prefix);
+/* A new request whose rid an earlier abort named (within PD_MOCK_ABORT_MEMORY_MS). */
+int pd_mm_was_aborted(pd_mock_t *m, const char *rid);
+
+/* ---------- pd_bootstrap.c ---------- */
+int pd_boot_listen(pd_mock_t *m, char *err, size_t errlen);
+int pd_boot_init(pd_mock_t *m);
+void pd_boot_free(pd_mock_t *m);
+void pd_boot_close_all(pd_mock_t *m);
+/* Fill pollfds for the listener and every live connection; returns how many. */
+size_t pd_boot_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx);
+void pd_boot_on_poll(pd_mock_t *m, const struct pollfd *p, const uint32_t *idx, size_t n);
+void pd_boot_connect(pd_mock_t *m, pd_mleg_t *d);     /* decode: connect and register */
+int pd_boot_find_registered(pd_mock_t *m, uint64_t room); /* prefill: earliest REGISTERED */
+int pd_boot_send(pd_mock_t *m, int bc, const char *verb, uint64_t room);
+void pd_boot_close(pd_mock_t *m, int bc);             /* close without telling the model */
+pd_bconn_t *pd_boot_get(pd_mock_t *m, int bc);
+
+/* ---------- pd_mock_req.c ---------- */
+/* Fill a leg from a parsed generation request (a missing rid is drawn from rid_rng). 0, or
+ * PD_ERR_FIELD / PD_ERR_NOMEM with err. */
+int pd_mreq_fill(pd_mleg_t *leg, const pd_request_t *r, const char *body, size_t len,
+                 uint32_t default_tokens, pd_prng_t *rid_rng, char *err, size_t errlen);
+/* JSON-escape s (without quotes) into a new string; NULL on allocation failure. */
+char *pd_mreq_escape(const char *s);
+
+/* ---------- pd_mock_log.c ---------- */
+/* One JSON line per event: ev + common leg fields (leg may be NULL). Extra fields are added
+ * by the variants. All under m->mu, flushed per line. */
+void pd_mlog(pd_mock_t *m, const char *ev, const pd_mleg_t *leg);
+void pd_mlog_request(pd_mock_t *m, const pd_mleg_t *leg);
+void pd_mlog_str(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, const char *key,
+                 const char *val);
+void pd_mlog_int(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, const char *key,
+                 long long val);
+void pd_mlog_room(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, uint64_t room);
+const char *pd_mlog_truth(pd_truth_t t);
+
+#endif

@@ -1,0 +1,98 @@
+/* The mock's event log: one JSON object per line, flushed per line, written under m->mu so
+ * lines never interleave. The fields are documented in docs/mock.md ("Event log"). 64-bit
+ * values (rooms) travel as decimal strings. */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pd_mock_int.h"
+
+const char *pd_mlog_truth(pd_truth_t t) {
+  switch (t) {
+  case PD_TRUTH_OK: return "ok";
+  case PD_TRUTH_FAILED: return "failed";
+  case PD_TRUTH_STALLED: return "stalled";
+  case PD_TRUTH_CANCELLED: return "cancelled";
+  case PD_TRUTH_NEVER: return "never";
+  default: return "pending";
+  }
+}
+
+static void add_u64_str(cJSON *j, const char *key, uint64_t v) {
+  char b[24];
+  snprintf(b, sizeof b, "%" PRIu64, v);
+  cJSON_AddStringToObject(j, key, b);
+}
+
+static cJSON *begin(const char *ev, const pd_mleg_t *leg) {
+  cJSON *j = cJSON_CreateObject();
+  if (!j) return NULL;
+  cJSON_AddNumberToObject(j, "t_us", (double)(pd_mock_now_ns() / 1000u));
+  cJSON_AddStringToObject(j, "ev", ev);
+  if (!leg) return j;
+  cJSON_AddNumberToObject(j, "req", (double)leg->id);
+  cJSON_AddStringToObject(j, "rid", leg->rid);
+  if (leg->has_room) add_u64_str(j, "room", leg->room);
+  else cJSON_AddNullToObject(j, "room");
+  return j;
+}
+
+static void end(pd_mock_t *m, cJSON *j) {
+  if (!j) return;
+  char *s = m->log ? cJSON_PrintUnformatted(j) : NULL;
+  if (s) {
+    fputs(s, m->log);
+    fputc('\n', m->log);
+    fflush(m->log);
+    cJSON_free(s);
+  }
+  cJSON_Delete(j);
+}
+
+void pd_mlog(pd_mock_t *m, const char *ev, const pd_mleg_t *leg) {
+  if (m->log) end(m, begin(ev, leg));
+}
+
+void pd_mlog_request(pd_mock_t *m, const pd_mleg_t *leg) {
+  if (!m->log) return;
+  cJSON *j = begin("request", leg);
+  if (!j) return;
+  cJSON_AddStringToObject(j, "path", leg->path ? leg->path : "");
+  cJSON_AddBoolToObject(j, "stream", leg->is_stream);
+  cJSON_AddBoolToObject(j, "logprob", leg->has_logprob);
+  if (leg->xrid[0]) cJSON_AddStringToObject(j, "x_request_id", leg->xrid);
+  else cJSON_AddNullToObject(j, "x_request_id");
+  cJSON_AddStringToObject(j, "role", leg->m->cfg.role == PD_ROLE_PREFILL ? "prefill" : "decode");
+  cJSON_AddStringToObject(j, "worker", leg->m->worker.name);
+  cJSON_AddNumberToObject(j, "tokens", leg->tokens);
+  cJSON_AddNumberToObject(j, "n_rooms", leg->n_rooms);
+  if (leg->boot_host[0]) cJSON_AddStringToObject(j, "bootstrap_host", leg->boot_host);
+  if (leg->boot_port > 0) cJSON_AddNumberToObject(j, "bootstrap_port", leg->boot_port);
+  end(m, j);
+}
+
+void pd_mlog_str(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, const char *key,
+                 const char *val) {
+  if (!m->log) return;
+  cJSON *j = begin(ev, leg);
+  if (j) cJSON_AddStringToObject(j, key, val);
+  end(m, j);
+}
+
+void pd_mlog_int(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, const char *key,
+                 long long val) {
+  if (!m->log) return;
+  cJSON *j = begin(ev, leg);
+  if (j) cJSON_AddNumberToObject(j, key, (double)val);
+  end(m, j);
+}
+
+void pd_mlog_room(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, uint64_t room) {
+  if (!m->log) return;
+  cJSON *j = begin(ev, leg);
+  if (!j) return;
+  cJSON_DeleteItemFromObjectCaseSensitive(j, "room");
+  add_u64_str(j, "room", room);
+  end(m, j);
+}

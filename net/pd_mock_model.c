@@ -1,0 +1,362 @@
+/* The worker model of mock_workers/pd_wmodel.c on real sockets: the same states, fault
+ * picks, transitions and bytes, with HTTP output (pd_mo_*) instead of scheduled messages and
+ * the bootstrap rendezvous over TCP (pd_bootstrap.c) instead of a shared room table. Keep the
+ * two in step; docs/mock.md lists what real sockets change. Everything runs under m->mu. */
+#include <stdio.h>
+#include <string.h>
+
+#include "pd_mock_int.h"
+
+static int has_fault(const pd_mleg_t *leg, pd_fault_kind_t k) { return leg->fault == (int)k; }
+
+static uint64_t ms_ns(const pd_mock_t *m, uint64_t ms) { return pd_mock_scaled_ns(m, ms); }
+
+static void slot_take(pd_mock_t *m, pd_mleg_t *leg) {
+  if (leg->slot_taken) return;
+  leg->slot_taken = 1;
+  m->live_slots++;
+  pd_mlog(m, "slot_taken", leg);
+}
+
+/* The worker is done with this request: slot freed, room forgotten, truth fixed, bootstrap
+ * connection closed (the partner sees it as its peer leaving). */
+static void finish(pd_mock_t *m, pd_mleg_t *leg, pd_truth_t truth) {
+  if (leg->wstate == WL_DONE) return;
+  leg->wstate = WL_DONE;
+  leg->tgen++;
+  if (leg->truth == PD_TRUTH_PENDING) leg->truth = truth;
+  if (leg->slot_taken) {
+    m->live_slots--;
+    pd_mlog_str(m, "slot_freed", leg, "truth", pd_mlog_truth(leg->truth));
+  }
+  leg->room_seq = 0;
+  if (leg->boot >= 0) pd_boot_close(m, leg->boot);
+  leg->boot = -1;
+}
+
+/* An error answer: non-stream a status + JSON error body; stream (head already sent) an SSE
+ * error event and [DONE] (W6.3). */
+static void answer_error(pd_mock_t *m, pd_mleg_t *leg, int status) {
+  if (leg->is_stream) {
+    pd_mo_render(m, leg, PD_WR_ERROR_EVENT, (uint32_t)status);
+    pd_mo_render(m, leg, PD_WR_DONE_EVENT, 0);
+  } else {
+    pd_mo_head(m, leg, status, 0);
+    pd_mo_render(m, leg, PD_WR_ERROR_BODY, (uint32_t)status);
+  }
+  pd_mo_end(m, leg, MO_END_CLEAN);
+  finish(m, leg, PD_TRUTH_FAILED);
+}
+
+static void uperr(pd_mock_t *m, pd_mleg_t *leg, pd_uperr_t e, pd_truth_t t) {
+  pd_mo_end(m, leg, e == PD_UPERR_RESET ? MO_END_RESET
+                    : e == PD_UPERR_READ ? MO_END_READ
+                                         : MO_END_REFUSED);
+  finish(m, leg, t);
+}
+
+static void pick_fault(pd_mock_t *m, pd_mleg_t *leg) {
+  pd_wpick_t pk = {-1, leg->fp, leg->lag_ms, leg->drip_ms};
+  pd_wpick_fault(&m->worker, ++m->received, m->cfg.fault_rate, &m->fault_rng, &pk);
+  leg->fault = pk.fault;
+  leg->fp = pk.fp;
+  leg->lag_ms = pk.lag_ms;
+  leg->drip_ms = pk.drip_ms;
+  if (leg->lag_ms) pd_mlog_str(m, "fault", leg, "kind", pd_fault_kind_name(PD_FAULT_PREFILL_LAG));
+  if (leg->drip_ms) pd_mlog_str(m, "fault", leg, "kind", pd_fault_kind_name(PD_FAULT_SLOW_DRIP));
+  if (leg->fault >= 0)
+    pd_mlog_str(m, "fault", leg, "kind", pd_fault_kind_name((pd_fault_kind_t)leg->fault));
+}
+
+/* ---------- pairing and KV ---------- */
+
+/* The prefill leg waiting in bootstrap for a room (the first registered), or NULL. */
+static pd_mleg_t *room_prefill(pd_mock_t *m, uint64_t room) {
+  pd_mleg_t *best = NULL;
+  for (uint32_t i = 0; i < m->n_live; i++) {
+    pd_mleg_t *l = m->live[i];
+    if (l->room_seq && l->room == room && (!best || l->room_seq < best->room_seq)) best = l;
+  }
+  return best;
+}
+
+static void pair(pd_mock_t *m, pd_mleg_t *p, int bc) {
+  pd_bconn_t *b = pd_boot_get(m, bc);
+  b->state = BC_PAIRED;
+  b->leg = p;
+  p->boot = bc;
+  p->room_seq = 0;
+  p->wstate = WL_FORWARD;
+  pd_mock_timer(m, p, MT_TRANSFER_DONE, ms_ns(m, m->worker.forward_ms + m->worker.kv_ms));
+  pd_boot_send(m, bc, "PAIR", p->room); /* a failure only unpairs: transfer_done sees it */
+}
+
+/* Prefill: a decode registered a room on our bootstrap server. */
+void pd_mm_registered(pd_mock_t *m, int bc) {
+  pd_bconn_t *b = pd_boot_get(m, bc);
+  pd_mleg_t *p = room_prefill(m, b->room);
+  pd_mlog_room(m, "room_registered", p, b->room);
+  if (p && p->wstate == WL_BOOTSTRAP && p->rooms_hash == b->hash &&
+      !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED)) {
+    pair(m, p, bc);
+    return;
+  }
+  /* the first decode to register a room keeps it (a second one never pairs: a collision) */
+  b->state = pd_boot_find_registered(m, b->room) >= 0 ? BC_IGNORED : BC_REGISTERED;
+  b->seq = ++m->next_seq;
+}
+
+static void prefill_register(pd_mock_t *m, pd_mleg_t *p) {
+  pd_mleg_t *other = room_prefill(m, p->room);
+  int bc = pd_boot_find_registered(m, p->room);
+  if (bc >= 0 && pd_boot_get(m, bc)->hash == p->rooms_hash &&
+      !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED)) {
+    pair(m, p, bc);
+    return;
+  }
+  if (!other) p->room_seq = ++m->next_seq;
+}
+
+static uint64_t token_gap_ns(const pd_mock_t *m, const pd_mleg_t *d) {
+  return ms_ns(m, d->drip_ms ? d->drip_ms : m->worker.token_ms);
+}
+
+static void kv_arrived(pd_mock_t *m, pd_mleg_t *d) {
+  d->wstate = WL_STREAM;
+  pd_mock_timer(m, d, MT_TOKEN, ms_ns(m, m->worker.first_token_ms));
+}
+
+static void transfer_done(pd_mock_t *m, pd_mleg_t *p) {
+  pd_bconn_t *b = p->boot >= 0 ? pd_boot_get(m, p->boot) : NULL;
+  int is_kv_failed = has_fault(p, PD_FAULT_KV_FAIL) || (b && (b->flags & PD_BOOT_F_KV_FAIL));
+  if (!b || is_kv_failed) {
+    if (b) pd_boot_send(m, p->boot, "FAIL", p->room); /* KVPoll.Failed both sides */
+    answer_error(m, p, 500);                           /* S5.3 */
+    return;
+  }
+  if (pd_boot_send(m, p->boot, "KV", p->room) < 0) { /* decode left meanwhile */
+    answer_error(m, p, 500);
+    return;
+  }
+  if (p->boot >= 0) pd_boot_close(m, p->boot);
+  p->boot = -1;
+  p->wstate = WL_LAG;
+  if (has_fault(p, PD_FAULT_HANG_MID_STREAM)) { p->wstate = WL_HUNG; return; }
+  pd_mock_timer(m, p, MT_RESPOND, ms_ns(m, p->lag_ms));
+}
+
+static void prefill_respond(pd_mock_t *m, pd_mleg_t *p) {
+  if (has_fault(p, PD_FAULT_RESET_MID_STREAM)) { uperr(m, p, PD_UPERR_RESET, PD_TRUTH_FAILED); return; }
+  if (!p->is_stream) pd_mo_head(m, p, 200, 0);
+  if (has_fault(p, PD_FAULT_BODY_ERROR)) {
+    pd_mo_render(m, p, PD_WR_PREFILL_BODY, 1);
+    uperr(m, p, PD_UPERR_READ, PD_TRUTH_FAILED);
+    return;
+  }
+  if (!has_fault(p, PD_FAULT_TRUNCATE)) pd_mo_render(m, p, PD_WR_PREFILL_BODY, 0);
+  pd_mo_end(m, p, MO_END_CLEAN);
+  finish(m, p, has_fault(p, PD_FAULT_TRUNCATE) ? PD_TRUTH_FAILED : PD_TRUTH_OK);
+}
+
+/* A mid-stream fault strikes at token k; returns 1 when it ended the token loop. */
+static int token_fault(pd_mock_t *m, pd_mleg_t *d) {
+  switch ((pd_fault_kind_t)d->fault) {
+  case PD_FAULT_HANG_MID_STREAM: d->wstate = WL_HUNG; return 1;
+  case PD_FAULT_RESET_MID_STREAM: uperr(m, d, PD_UPERR_RESET, PD_TRUTH_FAILED); return 1;
+  case PD_FAULT_BODY_ERROR: uperr(m, d, PD_UPERR_READ, PD_TRUTH_FAILED); return 1;
+  case PD_FAULT_SSE_ERROR: answer_error(m, d, 500); return 1;
+  case PD_FAULT_TRUNCATE:
+    if (!d->is_stream) { uperr(m, d, PD_UPERR_READ, PD_TRUTH_FAILED); return 1; }
+    pd_mo_end(m, d, MO_END_CLEAN);
+    finish(m, d, PD_TRUTH_FAILED);
+    return 1;
+  default: return 0;
+  }
+}
+
+static void decode_token(pd_mock_t *m, pd_mleg_t *d) {
+  uint32_t k = d->sent_tokens;
+  uint32_t after = d->fp ? d->fp->after_tokens : 0;
+  if (d->fault >= 0 && k >= after && token_fault(m, d)) return;
+  if (k >= d->tokens) { /* all tokens out */
+    if (d->is_stream) pd_mo_render(m, d, PD_WR_DONE_EVENT, 0);
+    else { pd_mo_head(m, d, 200, 0); pd_mo_render(m, d, PD_WR_DECODE_BODY, 0); }
+    pd_mo_end(m, d, MO_END_CLEAN);
+    finish(m, d, PD_TRUTH_OK);
+    return;
+  }
+  if (d->is_stream) {
+    pd_chunking_t c = m->worker.chunking;
+    if (c == PD_CHUNK_SPLIT) {
+      pd_mo_render(m, d, PD_WR_TOKEN, k << 2 | 1);
+      pd_mo_render(m, d, PD_WR_TOKEN, k << 2 | 2);
+    } else if (c == PD_CHUNK_COALESCE && k + 1 < d->tokens && !(d->fault >= 0 && k + 1 >= after)) {
+      pd_mo_render(m, d, PD_WR_TOKEN, k << 2 | 3);
+      d->sent_tokens++;
+    } else {
+      pd_mo_render(m, d, PD_WR_TOKEN, k << 2);
+    }
+  }
+  d->sent_tokens++;
+  pd_mock_timer(m, d, MT_TOKEN, d->sent_tokens >= d->tokens ? 0 : token_gap_ns(m, d));
+}
+
+/* Decode connects to the bootstrap server named in its body. */
+static void decode_connect(pd_mock_t *m, pd_mleg_t *d) {
+  if (has_fault(d, PD_FAULT_NEVER_CONNECT)) return;
+  if (!d->has_room && m->cfg.is_direct) { kv_arrived(m, d); return; }
+  if (!d->boot_host[0] || d->boot_port <= 0) return; /* nowhere to go: waits (S5.5) */
+  pd_boot_connect(m, d);
+}
+
+void pd_mm_kv(pd_mock_t *m, pd_mleg_t *d, int is_ok) {
+  if (d->wstate != WL_WAIT_KV) return;
+  if (d->boot >= 0) pd_boot_close(m, d->boot);
+  d->boot = -1;
+  if (is_ok) kv_arrived(m, d);
+  else answer_error(m, d, 500); /* KVPoll.Failed */
+  pd_mleg_maybe_free(m, d);
+}
+
+void pd_mm_boot_lost(pd_mock_t *m, pd_mleg_t *d) {
+  d->boot = -1;
+  if (d->wstate == WL_WAIT_KV && !d->is_paired)
+    pd_mock_timer(m, d, MT_RECONNECT, (uint64_t)PD_MOCK_BOOT_RETRY_MS * 1000000ull);
+}
+
+/* ---------- entry points ---------- */
+
+/* The fault decides before anything else; 1 when the request is already answered. */
+static int open_fault(pd_mock_t *m, pd_mleg_t *leg) {
+  switch (leg->fault) {
+  case PD_FAULT_CONNECT_REFUSED: uperr(m, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER); return 1;
+  case PD_FAULT_RESET_BEFORE_HEAD: uperr(m, leg, PD_UPERR_RESET, PD_TRUTH_FAILED); return 1;
+  case PD_FAULT_STATUS:
+    pd_mo_head(m, leg, leg->fp->status, 0);
+    pd_mo_render(m, leg, PD_WR_ERROR_BODY, (uint32_t)leg->fp->status);
+    pd_mo_end(m, leg, MO_END_CLEAN);
+    finish(m, leg, PD_TRUTH_FAILED);
+    return 1;
+  default: return 0;
+  }
+}
+
+void pd_mm_open(pd_mock_t *m, pd_mleg_t *leg) {
+  leg->truth = PD_TRUTH_PENDING;
+  leg->boot = -1;
+  if (m->is_down) { uperr(m, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER); return; }
+  pick_fault(m, leg);
+  if (open_fault(m, leg)) return;
+  slot_take(m, leg);
+  if (has_fault(leg, PD_FAULT_HANG_BEFORE_HEAD)) { leg->wstate = WL_HUNG; return; }
+  if (leg->is_stream) pd_mo_head(m, leg, 200, 1); /* StreamingResponse: head at once (S5.3) */
+  if (m->cfg.role == PD_ROLE_PREFILL) {
+    if (has_fault(leg, PD_FAULT_SSE_ERROR)) { answer_error(m, leg, 500); return; } /* S5.6 */
+    leg->wstate = WL_BOOTSTRAP;
+    pd_mock_timer(m, leg, MT_BOOTSTRAP_TIMEOUT, ms_ns(m, m->cfg.bootstrap_timeout_ms));
+    prefill_register(m, leg);
+  } else {
+    leg->wstate = WL_WAIT_KV;
+    pd_mock_timer(m, leg, MT_WAIT_TIMEOUT, ms_ns(m, m->cfg.waiting_timeout_ms));
+    decode_connect(m, leg);
+  }
+}
+
+/* A slow-drip worker cut off for its slowness stalled; one cut off mid-progress was cancelled. */
+static pd_truth_t interrupted_truth(const pd_mleg_t *leg) {
+  return (leg->wstate == WL_HUNG || leg->wstate == WL_WAIT_KV || leg->wstate == WL_BOOTSTRAP ||
+          leg->wstate == WL_NEW || (leg->drip_ms && leg->wstate == WL_STREAM))
+             ? PD_TRUTH_STALLED
+             : PD_TRUTH_CANCELLED;
+}
+
+void pd_mm_close(pd_mock_t *m, pd_mleg_t *leg) {
+  if (leg->wstate == WL_DONE) return;
+  if (leg->wstate == WL_BOOTSTRAP) { /* still queued in bootstrap: a disconnect does not
+                                        remove it; only /abort_request or the timeout does */
+    leg->truth = PD_TRUTH_STALLED;
+    return;
+  }
+  finish(m, leg, interrupted_truth(leg)); /* SGLang aborts a request whose client left */
+}
+
+void pd_mm_abort(pd_mock_t *m, pd_mleg_t *leg) {
+  leg->aborts++;
+  if (leg->wstate == WL_DONE) return;
+  if (pd_mo_can_send(leg)) { /* the client is still there: finish_reason abort */
+    if (!leg->head_status) pd_mo_head(m, leg, 200, leg->is_stream);
+    pd_mo_render(m, leg, leg->is_stream ? PD_WR_ABORT_EVENT : PD_WR_ABORT_BODY, 0);
+    pd_mo_end(m, leg, MO_END_CLEAN);
+  }
+  finish(m, leg, interrupted_truth(leg));
+}
+
+void pd_mm_timer(pd_mock_t *m, pd_mleg_t *leg, int kind) {
+  if (leg->wstate == WL_DONE) return;
+  switch (kind) {
+  case MT_BOOTSTRAP_TIMEOUT:
+    if (leg->wstate == WL_BOOTSTRAP) answer_error(m, leg, 500); /* S5.4 */
+    return;
+  case MT_WAIT_TIMEOUT:
+    if (leg->wstate == WL_WAIT_KV) answer_error(m, leg, 500); /* S5.5 */
+    return;
+  case MT_TRANSFER_DONE:
+    if (leg->wstate == WL_FORWARD) transfer_done(m, leg);
+    return;
+  case MT_RESPOND:
+    if (leg->wstate == WL_LAG) prefill_respond(m, leg);
+    return;
+  case MT_TOKEN:
+    if (leg->wstate == WL_STREAM) decode_token(m, leg);
+    return;
+  case MT_RECONNECT:
+    if (leg->wstate == WL_WAIT_KV && leg->boot < 0 && !leg->is_paired) pd_boot_connect(m, leg);
+    return;
+  default: return;
+  }
+}
+
+void pd_mm_crash(pd_mock_t *m) {
+  m->is_down = 1;
+  for (uint32_t i = m->n_live; i-- > 0;) { /* backwards: freeing swaps the last one in */
+    pd_mleg_t *leg = m->live[i];
+    if (leg->wstate == WL_DONE || leg->wstate == WL_NEW) continue;
+    if (pd_mo_can_send(leg)) uperr(m, leg, PD_UPERR_RESET, PD_TRUTH_FAILED);
+    else finish(m, leg, PD_TRUTH_FAILED);
+    pd_mleg_maybe_free(m, leg);
+  }
+}
+
+/* ---------- /abort_request ---------- */
+
+static int has_prefix(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+uint32_t pd_mm_abort_prefix(pd_mock_t *m, const char *prefix) {
+  if (prefix[0]) { /* remember it, in case its request is still on the way */
+    pd_aborted_t *a = &m->aborted[m->aborted_next++ % PD_MOCK_ABORT_MEMORY];
+    snprintf(a->rid, sizeof a->rid, "%s", prefix);
+    a->t_ns = pd_mock_now_ns();
+  }
+  uint32_t n = 0;
+  for (uint32_t i = m->n_live; i-- > 0;) {
+    pd_mleg_t *leg = m->live[i];
+    if (!has_prefix(leg->rid, prefix)) continue;
+    n++;
+    pd_mlog_str(m, "abort", leg, "prefix", prefix);
+    pd_mm_abort(m, leg);
+    pd_mleg_maybe_free(m, leg);
+  }
+  if (!n) pd_mlog_str(m, "abort", NULL, "prefix", prefix);
+  return n;
+}
+
+int pd_mm_was_aborted(pd_mock_t *m, const char *rid) {
+  uint64_t now = pd_mock_now_ns(), keep = (uint64_t)PD_MOCK_ABORT_MEMORY_MS * 1000000ull;
+  for (uint32_t i = 0; i < PD_MOCK_ABORT_MEMORY; i++) {
+    const pd_aborted_t *a = &m->aborted[i];
+    if (a->t_ns && a->rid[0] && now - a->t_ns <= keep && has_prefix(rid, a->rid)) return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,148 @@
+/* What the mock reads from a generation request body (the same fields and rules as the
+ * simulator's parse_leg_body in sim/pd_world_loop.c): stream, logprob, rid, bootstrap
+ * host/port/room(s) and the room hash that must be equal on both legs, and the output
+ * length. Rooms are read exactly from the text when cJSON's double would round them. */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_err.h"
+#include "pd_mock_int.h"
+
+static uint64_t fnv(uint64_t h, const char *s) {
+  for (; s && *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+  return h;
+}
+
+/* FNV-1a over the printed bootstrap fields: equal on both legs iff host, port and rooms are. */
+static uint64_t rooms_hash(const cJSON *room, const cJSON *host, const cJSON *port) {
+  char *rs = room ? cJSON_PrintUnformatted(room) : NULL;
+  char *hs = host ? cJSON_PrintUnformatted(host) : NULL;
+  char *ps = port ? cJSON_PrintUnformatted(port) : NULL;
+  uint64_t h = fnv(fnv(fnv(0xcbf29ce484222325ULL, rs), hs), ps);
+  cJSON_free(rs);
+  cJSON_free(hs);
+  cJSON_free(ps);
+  return h;
+}
+
+static size_t count_occurrences(const char *s, size_t len, const char *pat, const char **first) {
+  size_t n = 0, pl = strlen(pat);
+  *first = NULL;
+  for (size_t i = 0; i + pl <= len; i++) {
+    if (memcmp(s + i, pat, pl) != 0) continue;
+    if (!n) *first = s + i;
+    n++;
+  }
+  return n;
+}
+
+static const char *skip_ws(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+  return p;
+}
+
+/* The first room as written, when the key occurs once in the text and its value (or the
+ * first item of its array) is a plain integer that agrees with cJSON's double. */
+static uint64_t exact_room(const char *body, size_t len, double d) {
+  uint64_t fallback = d >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)d;
+  const char *k, *end = body + len;
+  if (count_occurrences(body, len, "\"bootstrap_room\"", &k) != 1) return fallback;
+  const char *p = skip_ws(k + 16, end);
+  if (p >= end || *p != ':') return fallback;
+  p = skip_ws(p + 1, end);
+  if (p < end && *p == '[') p = skip_ws(p + 1, end);
+  char digits[24];
+  size_t n = 0;
+  while (p + n < end && n < 21 && p[n] >= '0' && p[n] <= '9') {
+    digits[n] = p[n];
+    n++;
+  }
+  if (!n || n > 20 || (p + n < end && strchr(".eE", p[n]) && p[n])) return fallback;
+  digits[n] = 0;
+  uint64_t v = strtoull(digits, NULL, 10);
+  return fabs((double)v - d) <= fabs(d) * 1e-15 + 1.0 ? v : fallback;
+}
+
+static int fail(char *err, size_t errlen, const char *msg) {
+  snprintf(err, errlen, "%s", msg);
+  return PD_ERR_FIELD;
+}
+
+static int read_bootstrap(pd_mleg_t *leg, const cJSON *j, const char *body, size_t len,
+                          char *err, size_t errlen) {
+  const cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
+  const cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_host");
+  const cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
+  leg->rooms_hash = rooms_hash(room, host, port);
+  leg->boot_port = -1;
+  if (cJSON_IsString(host)) {
+    if (strlen(host->valuestring) >= sizeof leg->boot_host)
+      return fail(err, errlen, "bootstrap_host: longer than 255 bytes");
+    snprintf(leg->boot_host, sizeof leg->boot_host, "%s", host->valuestring);
+  }
+  if (cJSON_IsNumber(port)) {
+    if (port->valuedouble < 0 || port->valuedouble > 65535)
+      return fail(err, errlen, "bootstrap_port: expected an integer in 0..65535");
+    leg->boot_port = (int)port->valuedouble;
+  }
+  if (!room || cJSON_IsNull(room)) return 0;
+  const cJSON *first = room;
+  leg->n_rooms = 1;
+  if (cJSON_IsArray(room)) {
+    leg->n_rooms = cJSON_GetArraySize(room);
+    first = cJSON_GetArrayItem(room, 0);
+  }
+  if (!cJSON_IsNumber(first) || first->valuedouble < 0)
+    return fail(err, errlen, "bootstrap_room: expected a non-negative integer or an array of them");
+  leg->has_room = 1;
+  leg->room = exact_room(body, len, first->valuedouble);
+  return 0;
+}
+
+char *pd_mreq_escape(const char *s) {
+  cJSON *j = cJSON_CreateString(s);
+  char *p = j ? cJSON_PrintUnformatted(j) : NULL;
+  cJSON_Delete(j);
+  if (!p) return NULL;
+  size_t n = strlen(p);
+  char *out = malloc(n);
+  if (out && n >= 2) {
+    memcpy(out, p + 1, n - 2); /* strip the quotes */
+    out[n - 2] = 0;
+  }
+  cJSON_free(p);
+  return out;
+}
+
+int pd_mreq_fill(pd_mleg_t *leg, const pd_request_t *r, const char *body, size_t len,
+                 uint32_t default_tokens, pd_prng_t *rid_rng, char *err, size_t errlen) {
+  const cJSON *j = r->json;
+  leg->is_stream = r->is_stream;
+  const cJSON *lp = cJSON_GetObjectItemCaseSensitive(j, "return_logprob");
+  const cJSON *lp2 = cJSON_GetObjectItemCaseSensitive(j, "logprobs");
+  leg->has_logprob = cJSON_IsTrue(lp) || cJSON_IsTrue(lp2) || cJSON_IsNumber(lp2);
+  int rc = read_bootstrap(leg, j, body, len, err, errlen);
+  if (rc < 0) return rc;
+  const cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");
+  if (cJSON_IsArray(rid)) rid = cJSON_GetArrayItem(rid, 0);
+  if (cJSON_IsString(rid)) {
+    if (strlen(rid->valuestring) >= sizeof leg->rid)
+      return fail(err, errlen, "rid: longer than 255 bytes");
+    snprintf(leg->rid, sizeof leg->rid, "%s", rid->valuestring);
+  } else { /* SGLang makes one up (uuid4().hex) */
+    uint64_t a = pd_prng_next(rid_rng), b = pd_prng_next(rid_rng);
+    snprintf(leg->rid, sizeof leg->rid, "%016" PRIx64 "%016" PRIx64, a, b);
+  }
+  leg->tokens = r->max_tokens ? r->max_tokens : default_tokens;
+  if (leg->tokens > PD_MOCK_MAX_TOKENS) leg->tokens = PD_MOCK_MAX_TOKENS;
+  leg->rid_json = pd_mreq_escape(leg->rid);
+  if (!leg->rid_json) {
+    snprintf(err, errlen, "out of memory");
+    return PD_ERR_NOMEM;
+  }
+  return 0;
+}

@@ -1,0 +1,342 @@
+/* pd_scenario_write: builds a cJSON tree key by key in the loader's order, leaving out values
+ * equal to pd_scenario_defaults, then prints it itself: two-space indentation, a value on one
+ * line when it fits, and numbers that read back to the very same double. */
+#include "pd_scenario_write.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_err.h"
+
+#define WR_SAFE_INT (1ull << 53) /* larger JSON numbers are not exact: seeds go as strings */
+#define WR_INDENT "  "
+#define WR_LINE_BYTES 100u /* a value that fits goes on one line */
+
+static const char *const chunking_names[] = {"event", "split", "coalesce"};
+
+/* Each add returns 0 or PD_ERR_NOMEM; `rc |= add(...)` keeps the first failure visible. */
+static int add_num(cJSON *o, const char *key, double v) {
+  return cJSON_AddNumberToObject(o, key, v) ? 0 : PD_ERR_NOMEM;
+}
+
+static int add_u64_if(cJSON *o, const char *key, uint64_t v, uint64_t dflt) {
+  return v == dflt ? 0 : add_num(o, key, (double)v);
+}
+
+static int add_str(cJSON *o, const char *key, const char *v) {
+  return cJSON_AddStringToObject(o, key, v) ? 0 : PD_ERR_NOMEM;
+}
+
+static int add_frac_if(cJSON *o, const char *key, double v, double dflt) {
+  return v == dflt ? 0 : add_num(o, key, v);
+}
+
+static cJSON *fault_json(const pd_fault_t *f) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  int rc = add_str(o, "kind", pd_fault_kind_name(f->kind));
+  if (f->status) rc |= add_num(o, "status", f->status);
+  rc |= add_u64_if(o, "after_tokens", f->after_tokens, 0);
+  rc |= add_u64_if(o, "ms", f->ms, 0);
+  if (f->nth_from && f->nth_from == f->nth_to) {
+    rc |= add_num(o, "nth", f->nth_from);
+  } else if (f->nth_from) {
+    const double nth[2] = {f->nth_from, f->nth_to};
+    cJSON *a = cJSON_CreateDoubleArray(nth, 2);
+    rc |= a && cJSON_AddItemToObject(o, "nth", a) ? 0 : PD_ERR_NOMEM;
+  }
+  rc |= add_frac_if(o, "prob", f->prob, 1.0);
+  if (rc) cJSON_Delete(o);
+  return rc ? NULL : o;
+}
+
+static int worker_valid(const pd_scn_worker_t *w) {
+  if ((w->role != PD_ROLE_PREFILL && w->role != PD_ROLE_DECODE) ||
+      (unsigned)w->chunking > PD_CHUNK_COALESCE || w->n_faults > PD_SCN_MAX_FAULTS || !w->name[0])
+    return 0;
+  for (uint32_t i = 0; i < w->n_faults; i++)
+    if ((unsigned)w->faults[i].kind >= PD_FAULT_KIND_COUNT) return 0;
+  return 1;
+}
+
+static cJSON *worker_json(const pd_scn_worker_t *w, const pd_scn_worker_t *d) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  int rc = add_str(o, "name", w->name);
+  rc |= add_str(o, "role", pd_role_name(w->role));
+  rc |= add_u64_if(o, "forward_ms", w->forward_ms, d->forward_ms);
+  rc |= add_u64_if(o, "kv_ms", w->kv_ms, d->kv_ms);
+  rc |= add_u64_if(o, "first_token_ms", w->first_token_ms, d->first_token_ms);
+  rc |= add_u64_if(o, "token_ms", w->token_ms, d->token_ms);
+  if (w->chunking != d->chunking) rc |= add_str(o, "chunking", chunking_names[w->chunking]);
+  rc |= add_u64_if(o, "crash_at_ms", w->crash_at_ms, 0);
+  rc |= add_u64_if(o, "restart_at_ms", w->restart_at_ms, 0);
+  if (w->n_faults) {
+    cJSON *a = cJSON_AddArrayToObject(o, "faults");
+    rc |= a ? 0 : PD_ERR_NOMEM;
+    for (uint32_t i = 0; a && i < w->n_faults && rc == 0; i++) {
+      cJSON *f = fault_json(&w->faults[i]);
+      rc |= f && cJSON_AddItemToArray(a, f) ? 0 : PD_ERR_NOMEM;
+    }
+  }
+  if (rc) cJSON_Delete(o);
+  return rc ? NULL : o;
+}
+
+static int config_json(cJSON *root, const pd_scn_config_t *c, const pd_scn_config_t *d) {
+  cJSON *o = cJSON_AddObjectToObject(root, "config");
+  if (!o) return PD_ERR_NOMEM;
+  int rc = 0;
+  if (strcmp(c->prefill_policy, d->prefill_policy) != 0)
+    rc |= add_str(o, "prefill_policy", c->prefill_policy);
+  if (strcmp(c->decode_policy, d->decode_policy) != 0)
+    rc |= add_str(o, "decode_policy", c->decode_policy);
+  rc |= add_u64_if(o, "max_attempts", c->max_attempts, d->max_attempts);
+  rc |= add_u64_if(o, "request_timeout_ms", c->request_timeout_ms, d->request_timeout_ms);
+  rc |= add_u64_if(o, "first_token_timeout_ms", c->first_token_timeout_ms,
+                   d->first_token_timeout_ms);
+  rc |= add_u64_if(o, "idle_timeout_ms", c->idle_timeout_ms, d->idle_timeout_ms);
+  rc |= add_u64_if(o, "total_timeout_ms", c->total_timeout_ms, d->total_timeout_ms);
+  rc |= add_u64_if(o, "tail_timeout_ms", c->tail_timeout_ms, d->tail_timeout_ms);
+  rc |= add_u64_if(o, "breaker_failure_threshold", c->breaker_failure_threshold,
+                   d->breaker_failure_threshold);
+  rc |= add_u64_if(o, "breaker_open_ms", c->breaker_open_ms, d->breaker_open_ms);
+  rc |= add_u64_if(o, "bootstrap_timeout_ms", c->bootstrap_timeout_ms, d->bootstrap_timeout_ms);
+  rc |= add_u64_if(o, "waiting_timeout_ms", c->waiting_timeout_ms, d->waiting_timeout_ms);
+  rc |= add_u64_if(o, "deadline_ms", c->deadline_ms, d->deadline_ms);
+  rc |= add_u64_if(o, "grace_ms", c->grace_ms, d->grace_ms);
+  rc |= add_u64_if(o, "net_us", c->net_us, d->net_us);
+  if (c->seed != d->seed && c->seed <= WR_SAFE_INT) {
+    rc |= add_num(o, "seed", (double)c->seed);
+  } else if (c->seed != d->seed) {
+    char buf[24];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)c->seed);
+    rc |= add_str(o, "seed", buf);
+  }
+  return rc;
+}
+
+static int workload_json(cJSON *root, const pd_scn_workload_t *w, const pd_scn_workload_t *d) {
+  cJSON *o = cJSON_AddObjectToObject(root, "workload");
+  if (!o) return PD_ERR_NOMEM;
+  int rc = add_u64_if(o, "requests", w->requests, d->requests);
+  if (w->route != d->route) rc |= add_str(o, "route", pd_route_path(w->route));
+  if (w->stream == 0.0 || w->stream == 1.0) {
+    if (w->stream != d->stream && !cJSON_AddBoolToObject(o, "stream", w->stream == 1.0))
+      rc |= PD_ERR_NOMEM;
+  } else {
+    rc |= add_num(o, "stream", w->stream);
+  }
+  if (w->logprob == 0.0 || w->logprob == 1.0) {
+    if (w->logprob != d->logprob && !cJSON_AddBoolToObject(o, "logprob", w->logprob == 1.0))
+      rc |= PD_ERR_NOMEM;
+  } else {
+    rc |= add_num(o, "logprob", w->logprob);
+  }
+  rc |= add_u64_if(o, "batch", w->batch, d->batch);
+  rc |= add_u64_if(o, "tokens", w->tokens, d->tokens);
+  rc |= add_u64_if(o, "interval_ms", w->interval_ms, d->interval_ms);
+  if (w->poisson != d->poisson && !cJSON_AddBoolToObject(o, "poisson", w->poisson != 0.0))
+    rc |= PD_ERR_NOMEM;
+  rc |= add_u64_if(o, "disconnect_at_ms", w->disconnect_at_ms, d->disconnect_at_ms);
+  rc |= add_frac_if(o, "disconnect_prob", w->disconnect_prob, d->disconnect_prob);
+  rc |= add_frac_if(o, "fault_rate", w->fault_rate, d->fault_rate);
+  return rc;
+}
+
+static int expect_json(cJSON *root, const pd_scenario_t *s) {
+  cJSON *o = cJSON_AddObjectToObject(root, "expect");
+  int rc = o ? 0 : PD_ERR_NOMEM;
+  for (int m = 0; m < PD_MODE_COUNT && rc == 0; m++) {
+    const pd_scn_expect_t *e = &s->expect[m];
+    if (!e->is_set) continue;
+    if (!e->violated_mask) {
+      rc |= add_str(o, pd_mode_name((pd_mode_t)m), "pass");
+      continue;
+    }
+    cJSON *a = cJSON_AddArrayToObject(o, pd_mode_name((pd_mode_t)m));
+    for (int i = 1; a && i <= PD_INV_COUNT; i++) {
+      char id[8];
+      snprintf(id, sizeof id, "I%d", i);
+      if (e->violated_mask >> (i - 1) & 1u) rc |= cJSON_AddItemToArray(a, cJSON_CreateString(id))
+                                                      ? 0 : PD_ERR_NOMEM;
+    }
+    rc |= a ? 0 : PD_ERR_NOMEM;
+  }
+  return rc;
+}
+
+static int build(const pd_scenario_t *s, const pd_scenario_t *d, cJSON *root) {
+  int rc = add_str(root, "name", s->name);
+  if (s->description[0]) rc |= add_str(root, "description", s->description);
+  if (s->n_tags) {
+    cJSON *a = cJSON_AddArrayToObject(root, "tags");
+    for (uint32_t i = 0; a && i < s->n_tags; i++)
+      rc |= cJSON_AddItemToArray(a, cJSON_CreateString(s->tags[i])) ? 0 : PD_ERR_NOMEM;
+    rc |= a ? 0 : PD_ERR_NOMEM;
+  }
+  rc |= config_json(root, &s->config, &d->config);
+  cJSON *ws = cJSON_AddArrayToObject(root, "workers");
+  rc |= ws ? 0 : PD_ERR_NOMEM;
+  for (uint32_t i = 0; ws && i < s->n_workers && rc == 0; i++) {
+    cJSON *w = worker_json(&s->workers[i], &d->workers[0]);
+    rc |= w && cJSON_AddItemToArray(ws, w) ? 0 : PD_ERR_NOMEM;
+  }
+  rc |= workload_json(root, &s->workload, &d->workload);
+  rc |= expect_json(root, s);
+  return rc ? PD_ERR_NOMEM : 0;
+}
+
+/* ---- printing: a value goes on one line when it fits, as in the hand-written files ---- */
+
+typedef struct wr_buf {
+  char *p;
+  size_t n, cap;
+  int is_oom;
+} wr_buf_t;
+
+static void put(wr_buf_t *b, const char *s, size_t n) {
+  if (b->is_oom) return;
+  if (b->n + n + 1 > b->cap) {
+    size_t nc = b->cap ? b->cap : 1024;
+    while (nc < b->n + n + 1) nc *= 2;
+    char *np = realloc(b->p, nc);
+    if (!np) {
+      b->is_oom = 1;
+      return;
+    }
+    b->p = np;
+    b->cap = nc;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = '\0';
+}
+
+static void puts_(wr_buf_t *b, const char *s) { put(b, s, strlen(s)); }
+
+/* Keys come from the loader's tables and mode names: plain ASCII, nothing to escape. */
+static void put_key(wr_buf_t *b, const cJSON *it) {
+  puts_(b, "\"");
+  puts_(b, it->string);
+  puts_(b, "\": ");
+}
+
+/* cJSON prints numbers with 15 digits when they read back within an epsilon, which loses the
+ * last bits of some fractions and of integers above 10^15: whole numbers are printed as
+ * integers, others with the fewest digits that read back to the very same double. */
+static void put_number(wr_buf_t *b, double d) {
+  char t[48];
+  if (d >= 0 && d <= WR_SAFE_INT && (double)(uint64_t)d == d) {
+    snprintf(t, sizeof t, "%llu", (unsigned long long)d);
+  } else {
+    for (int prec = 15; prec <= 17; prec++) {
+      snprintf(t, sizeof t, "%.*g", prec, d);
+      if (strtod(t, NULL) == d) break;
+    }
+  }
+  puts_(b, t);
+}
+
+static void put_inline(wr_buf_t *b, const cJSON *v) {
+  if (cJSON_IsNumber(v)) {
+    put_number(b, v->valuedouble);
+    return;
+  }
+  if (!cJSON_IsArray(v) && !cJSON_IsObject(v)) {
+    char *t = cJSON_PrintUnformatted(v); /* strings escaped, true/false */
+    if (!t) b->is_oom = 1;
+    else puts_(b, t);
+    cJSON_free(t);
+    return;
+  }
+  int is_obj = cJSON_IsObject(v);
+  puts_(b, is_obj ? "{" : "[");
+  for (const cJSON *it = v->child; it; it = it->next) {
+    if (is_obj) put_key(b, it);
+    put_inline(b, it);
+    if (it->next) puts_(b, ", ");
+  }
+  puts_(b, is_obj ? "}" : "]");
+}
+
+static void put_indent(wr_buf_t *b, int depth) {
+  for (int i = 0; i < depth; i++) puts_(b, WR_INDENT);
+}
+
+/* v at nesting depth, its first character at column col. */
+static void put_value(wr_buf_t *b, const cJSON *v, int depth, size_t col) {
+  wr_buf_t one = {0};
+  put_inline(&one, v);
+  int is_container = cJSON_IsArray(v) || cJSON_IsObject(v);
+  if (one.is_oom) b->is_oom = 1;
+  if (!is_container || !v->child || (depth > 0 && col + one.n <= WR_LINE_BYTES)) {
+    put(b, one.p ? one.p : "", one.n);
+    free(one.p);
+    return;
+  }
+  free(one.p);
+  int is_obj = cJSON_IsObject(v);
+  puts_(b, is_obj ? "{\n" : "[\n");
+  for (const cJSON *it = v->child; it; it = it->next) {
+    put_indent(b, depth + 1);
+    size_t c = (size_t)(depth + 1) * (sizeof WR_INDENT - 1);
+    if (is_obj) {
+      put_key(b, it);
+      c += strlen(it->string) + 4;
+    }
+    put_value(b, it, depth + 1, c);
+    puts_(b, it->next ? ",\n" : "\n");
+  }
+  put_indent(b, depth);
+  puts_(b, is_obj ? "}" : "]");
+}
+
+int pd_scenario_write_json(const pd_scenario_t *s, char **out, size_t *len) {
+  if (!s || !out || !len || s->n_workers > PD_SCN_MAX_WORKERS || s->n_tags > 8 ||
+      (unsigned)s->workload.route > PD_ROUTE_CHAT)
+    return PD_ERR_INVAL;
+  for (uint32_t i = 0; i < s->n_workers; i++)
+    if (!worker_valid(&s->workers[i])) return PD_ERR_INVAL;
+  pd_scenario_t *d = malloc(sizeof *d);
+  cJSON *root = cJSON_CreateObject();
+  int rc = d && root ? 0 : PD_ERR_NOMEM;
+  if (rc == 0) {
+    pd_scenario_defaults(d);
+    rc = build(s, d, root);
+  }
+  wr_buf_t b = {0};
+  if (rc == 0) {
+    put_value(&b, root, 0, 0);
+    puts_(&b, "\n");
+    rc = b.is_oom ? PD_ERR_NOMEM : 0;
+  }
+  *out = rc == 0 ? b.p : NULL;
+  *len = rc == 0 ? b.n : 0;
+  if (rc) free(b.p);
+  cJSON_Delete(root);
+  free(d);
+  return rc;
+}
+
+int pd_scenario_save(const pd_scenario_t *s, const char *path, char *err, size_t errlen) {
+  char *txt = NULL;
+  size_t len = 0;
+  if (err && errlen) err[0] = '\0';
+  int rc = path ? pd_scenario_write_json(s, &txt, &len) : PD_ERR_INVAL;
+  if (rc) {
+    if (err && errlen) snprintf(err, errlen, "%s: %s", path ? path : "(null)", pd_strerror(rc));
+    return rc;
+  }
+  FILE *f = fopen(path, "wb");
+  int ok = f && fwrite(txt, 1, len, f) == len;
+  int saved_errno = errno;
+  if (f && fclose(f) != 0) ok = 0;
+  if (!ok && err && errlen)
+    snprintf(err, errlen, "%s: cannot write: %s", path, strerror(saved_errno ? saved_errno : EIO));
+  free(txt);
+  return ok ? 0 : PD_ERR_IO;
+}
