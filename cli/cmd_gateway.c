@@ -53,17 +53,22 @@ static void on_signal(int sig) {
   if (g) pd_gateway_stop(g);
 }
 
-static int parse_u64(const char *flag, const char *s, uint64_t max, uint64_t *out) {
+static int parse_range(const char *flag, const char *s, uint64_t min, uint64_t max,
+                       uint64_t *out) {
   char *end = NULL;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
-  if (!*s || *end || errno || s[0] == '-' || v > max) {
-    fprintf(stderr, "pdref gateway: %s: '%s' is not a number in 0..%llu\n", flag, s,
-            (unsigned long long)max);
+  if (!*s || *end || errno || s[0] == '-' || v < min || v > max) {
+    fprintf(stderr, "pdref gateway: %s: '%s' is not a number in %llu..%llu\n", flag, s,
+            (unsigned long long)min, (unsigned long long)max);
     return 2;
   }
   *out = v;
   return 0;
+}
+
+static int parse_u64(const char *flag, const char *s, uint64_t max, uint64_t *out) {
+  return parse_range(flag, s, 0, max, out);
 }
 
 static int parse_listen(const char *s, pd_gateway_config_t *c, char *host, size_t cap) {
@@ -130,19 +135,19 @@ static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
     return 0;
   }
   if (!strcmp(f, "--max-attempts")) {
-    if (parse_u64(f, v, PD_MAX_ATTEMPTS, &x) || x == 0) return 2;
+    if (parse_range(f, v, 1, PD_MAX_ATTEMPTS, &x)) return 2;
     k->retry.max_attempts = (uint32_t)x;
   } else if (!strcmp(f, "--max-body-bytes")) {
-    if (parse_u64(f, v, 1ull << 30, &x) || x == 0) return 2;
+    if (parse_range(f, v, 1, 1ull << 30, &x)) return 2;
     c->max_body_bytes = (size_t)x;
   } else if (!strcmp(f, "--max-connections")) {
-    if (parse_u64(f, v, 65536, &x) || x == 0) return 2;
+    if (parse_range(f, v, 1, 65536, &x)) return 2;
     c->max_connections = (uint32_t)x;
   } else if (!strcmp(f, "--client-timeout-s")) {
     if (parse_u64(f, v, 86400, &x)) return 2;
     c->client_timeout_s = (uint32_t)x;
   } else if (!strcmp(f, "--abort-timeout-ms")) {
-    if (parse_u64(f, v, 600000, &x) || x == 0) return 2;
+    if (parse_range(f, v, 1, 600000, &x)) return 2;
     c->abort_timeout_ms = (uint32_t)x;
   } else if (!strcmp(f, "--seed")) {
     if (parse_u64(f, v, UINT64_MAX, &x)) return 2;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -191,6 +192,16 @@ static void print_ready(const mock_opts_t *o, pd_mock_t *m) {
   fflush(stdout);
 }
 
+/* Room for every connection and bootstrap socket a full mock holds (the default soft limit
+ * of 1024 is below it). */
+static void raise_fd_limit(void) {
+  struct rlimit rl;
+  rlim_t want = (rlim_t)PD_MOCK_MAX_CONNECTIONS + PD_MOCK_MAX_BOOT_CONNS + 256;
+  if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want) return;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 /* Serve until SIGINT/SIGTERM: blocked in every thread, taken here with sigwait. */
 static int serve(mock_opts_t *o) {
   sigset_t set;
@@ -199,6 +210,7 @@ static int serve(mock_opts_t *o) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit();
   char err[512];
   pd_mock_t *m = pd_mock_new(&o->c, err, sizeof err);
   if (!m) {

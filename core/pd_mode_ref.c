@@ -42,7 +42,7 @@ static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o
   for (uint32_t guard = 0; guard < PD_MAX_LEGS && rq->n_legs; guard++) {
     pd_leg_t *l = rq->legs[0];
     if (l == bad || (!bad && !l->has_outcome)) {
-      exclude(rq, l);
+      if (o != PD_OUTCOME_SUCCESS && o != PD_OUTCOME_CANCELLED) exclude(rq, l);
       pd_gw_outcome(gw, rq, l, o, status);
       pd_gw_release_load(gw, rq, l->role);
       pd_gw_close_leg(gw, rq, l, 1);
@@ -64,8 +64,13 @@ static void fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const 
   snprintf(m, sizeof m, "%s leg (%s): %s", pd_role_name(leg->role),
            gw->workers[leg->role][leg->worker].name, msg);
   int retry = status == 502 || status == 504 || pd_retry_is_retryable_status(status);
-  fail_attempt(gw, rq, leg, status == 504 ? PD_OUTCOME_TIMEOUT : PD_OUTCOME_FAILURE, status,
-               retry, leg->role == PD_ROLE_PREFILL ? "prefill_failed" : "decode_failed", m);
+  /* A 4xx the worker chose (bad request, not found, ...) is an answer, not a fault: the
+   * worker is healthy, the client gets the status, nothing is retried (R-OUTCOME, R3.2). */
+  int is_client_error = status >= 400 && status < 500 && !retry;
+  pd_outcome_t o = status == 504 ? PD_OUTCOME_TIMEOUT
+                   : is_client_error ? PD_OUTCOME_SUCCESS : PD_OUTCOME_FAILURE;
+  fail_attempt(gw, rq, leg, o, status, retry,
+               leg->role == PD_ROLE_PREFILL ? "prefill_failed" : "decode_failed", m);
 }
 
 /* After commit only decode can end the stream early (R-FAIL-POSTCOMMIT): SSE error event,

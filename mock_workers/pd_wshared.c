@@ -141,7 +141,7 @@ size_t pd_wr_render(const pd_wr_leg_t *leg, int kind, uint32_t arg, char *buf, s
   return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
-size_t pd_wr_render_cap(const pd_wr_leg_t *leg) {
-  size_t rid = leg->rid ? strlen(leg->rid) : 0;
-  return 512 + 2 * rid + 12 * (size_t)leg->tokens;
+size_t pd_wr_render_cap(const pd_wr_leg_t *leg, int kind) {
+  size_t rid = leg->rid ? strlen(leg->rid) : 0; /* events carry it once, coalesced twice */
+  return 512 + 2 * rid + (kind == PD_WR_DECODE_BODY ? 12 * (size_t)leg->tokens : 0);
 }

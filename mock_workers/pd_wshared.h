@@ -51,7 +51,7 @@ enum {
  * is unknown). A non-stream decode body needs about 32 + 12 * tokens bytes. */
 size_t pd_wr_render(const pd_wr_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap);
 
-/* Bytes pd_wr_render may need for any kind on this leg (rid length included). */
-size_t pd_wr_render_cap(const pd_wr_leg_t *leg);
+/* Bytes pd_wr_render may need for this kind on this leg (rid length included). */
+size_t pd_wr_render_cap(const pd_wr_leg_t *leg, int kind);
 
 #endif

@@ -43,8 +43,11 @@ void pd_boot_free(pd_mock_t *m) {
 }
 
 int pd_boot_listen(pd_mock_t *m, char *err, size_t errlen) {
-  return pd_mock_listen(m->cfg.listen_host, m->boot_port ? m->boot_port : m->cfg.bootstrap_port,
-                        &m->boot_listen, &m->boot_port, err, errlen);
+  uint16_t port = 0; /* a restart binds the port bound first, so boot_port never changes */
+  int rc = pd_mock_listen(m->cfg.listen_host, m->boot_port ? m->boot_port : m->cfg.bootstrap_port,
+                          &m->boot_listen, &port, err, errlen);
+  if (rc == 0 && !m->boot_port) m->boot_port = port;
+  return rc;
 }
 
 pd_bconn_t *pd_boot_get(pd_mock_t *m, int bc) { return &m->bc[bc]; }
@@ -241,7 +244,7 @@ size_t pd_boot_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx
     p[n].revents = 0;
     idx[n++] = m->bc_live[i];
   }
-  if (m->boot_listen >= 0 && n < cap) { /* last: accepting may reuse a slot closed above */
+  if (m->boot_listen >= 0 && n < cap && !pd_mock_accept_paused(m)) { /* last: accepting may reuse a slot closed above */
     p[n] = (struct pollfd){m->boot_listen, POLLIN, 0};
     idx[n++] = LISTENER;
   }
@@ -251,7 +254,10 @@ size_t pd_boot_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx
 static void accept_some(pd_mock_t *m) {
   for (int i = 0; i < 64; i++) { /* bounded per engine turn */
     int fd = accept(m->boot_listen, NULL, NULL);
-    if (fd < 0) return;
+    if (fd < 0) {
+      pd_mock_accept_failed(m, errno);
+      return;
+    }
     if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
         bc_new(m, fd, BC_OPEN) < 0)
       close(fd); /* table full: the decode sees EOF and retries */

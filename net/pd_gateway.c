@@ -18,6 +18,8 @@
 #define PD_GWN_SLOT_BITS 24u
 #define PD_GWN_MAX_WAIT_MS 1000
 #define PD_GWN_EVENTS 256
+/* Timer heap entries (40 bytes each), live and stale. */
+#define PD_GWN_MAX_TIMERS (1u << 22)
 /* Timer pops per loop turn: a bound, not a limit anyone should reach. */
 #define PD_GWN_MAX_TIMERS_PER_TURN 4096u
 
@@ -358,7 +360,10 @@ static int setup_loop(pd_gateway_t *g, char *err, size_t errlen) {
   if (!g->slots || !g->gens || !g->free_slots) return PD_ERR_NOMEM;
   g->n_slots = cap;
   for (uint32_t i = 0; i < cap; i++) g->free_slots[g->n_free++] = cap - 1 - i;
-  pd_heap_init(&g->timers, NULL, (size_t)cap * 8u);
+  /* stale entries (requests gone, deadlines superseded) stay until they pop: at most about
+   * request rate x longest deadline, so the bound is generous */
+  pd_heap_init(&g->timers, NULL, PD_GWN_MAX_TIMERS > (size_t)cap * 8u ? PD_GWN_MAX_TIMERS
+                                                                        : (size_t)cap * 8u);
   pd_actbuf_init(&g->acts, NULL);
   return 0;
 }

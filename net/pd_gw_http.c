@@ -120,6 +120,7 @@ static enum MHD_Result respond_error(pd_gwconn_t *c, int status, const char *cod
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
   (void)pos;
   pd_gwconn_t *c = cls;
+  if (c->is_gone) return MHD_CONTENT_READER_END_WITH_ERROR; /* cancelled: cut it short */
   size_t avail = c->out.len - c->out_off;
   if (avail) {
     size_t n = avail < max ? avail : max;
@@ -128,7 +129,6 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
     if (c->out_off == c->out.len) c->out.len = c->out_off = 0;
     return (ssize_t)n;
   }
-  if (c->is_gone) return MHD_CONTENT_READER_END_WITH_ERROR;
   if (c->is_ended) return c->is_abort ? MHD_CONTENT_READER_END_WITH_ERROR
                                       : MHD_CONTENT_READER_END_OF_STREAM;
   suspend(c); /* resumed by the next client action */
@@ -146,7 +146,7 @@ static enum MHD_Result try_respond(pd_gwconn_t *c) {
   }
   const char *ctype = c->is_sse ? "text/event-stream" : "application/json";
   if (!c->is_sse && c->is_ended && !c->is_abort) {
-    enum MHD_Result ok = respond(c, c->head_status, ctype, c->out.p ? c->out.p : "",
+    enum MHD_Result ok = respond(c, c->head_status, ctype, c->out.p ? c->out.p + c->out_off : "",
                                  c->out.len - c->out_off, 0);
     c->out.len = c->out_off = 0;
     return ok;

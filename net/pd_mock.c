@@ -47,8 +47,17 @@ void pd_mock_wake(pd_mock_t *m) {
   (void)n;
 }
 
+void pd_mock_accept_failed(pd_mock_t *m, int err) {
+  if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+    m->accept_pause_until_ns = pd_mock_now_ns() + 10 * MS_NS;
+}
+
+int pd_mock_accept_paused(const pd_mock_t *m) {
+  return m->accept_pause_until_ns && pd_mock_now_ns() < m->accept_pause_until_ns;
+}
+
 int pd_mock_on_engine(const pd_mock_t *m) {
-  return m->engine_started && pthread_equal(pthread_self(), m->engine);
+  return m->is_engine_running && pthread_equal(pthread_self(), m->engine_tid);
 }
 
 void pd_mock_timer(pd_mock_t *m, pd_mleg_t *leg, int kind, uint64_t delay_ns) {
@@ -77,6 +86,10 @@ pd_mleg_t *pd_mleg_new(pd_mock_t *m) {
   leg->live_idx = m->n_live;
   m->live[m->n_live++] = leg;
   m->legs[leg->slot] = leg;
+  /* a sleeping engine must start watching this leg's client (peer_check) */
+  if (!pd_mock_on_engine(m) && m->engine_asleep &&
+      m->poll_deadline_ns > pd_mock_now_ns() + PD_MOCK_PEER_CHECK_MS * MS_NS)
+    pd_mock_wake(m);
   return leg;
 }
 
@@ -172,8 +185,9 @@ static void restart(pd_mock_t *m) {
   char err[256];
   m->is_down = 0;
   pd_mlog(m, "restart", NULL);
+  uint16_t port = 0;
   if (m->http_listen < 0 &&
-      pd_mock_listen(m->cfg.listen_host, m->port, &m->http_listen, &m->port, err, sizeof err) < 0)
+      pd_mock_listen(m->cfg.listen_host, m->port, &m->http_listen, &port, err, sizeof err) < 0)
     fprintf(stderr, "pdref mock: restart: %s\n", err);
   if (m->cfg.role == PD_ROLE_PREFILL && m->boot_listen < 0 && pd_boot_listen(m, err, sizeof err) < 0)
     fprintf(stderr, "pdref mock: restart: %s\n", err);
@@ -201,6 +215,7 @@ static uint64_t sleep_ns(pd_mock_t *m, uint64_t now) {
   const pd_heap_item_t *top = pd_heap_peek(&m->timers);
   if (top && top->t_ns < until) until = top->t_ns;
   if (m->n_live && m->next_peer_check_ns < until) until = m->next_peer_check_ns;
+  if (pd_mock_accept_paused(m) && m->accept_pause_until_ns < until) until = m->accept_pause_until_ns;
   return until > now ? until - now : 0;
 }
 
@@ -220,7 +235,7 @@ static void engine_turn(pd_mock_t *m, struct pollfd *pf, uint32_t *idx, size_t c
   do_resumes(m);
   size_t n = 0;
   pf[n++] = (struct pollfd){m->wake[0], POLLIN, 0};
-  int http = m->http_listen;
+  int http = pd_mock_accept_paused(m) ? -1 : m->http_listen;
   if (http >= 0) pf[n++] = (struct pollfd){http, POLLIN, 0};
   size_t nb = pd_boot_pollfds(m, pf + n, cap - n, idx);
   uint64_t ns = sleep_ns(m, pd_mock_now_ns());
@@ -243,7 +258,10 @@ static void *engine_main(void *arg) {
   struct pollfd *pf = calloc(cap, sizeof *pf);
   uint32_t *idx = calloc(cap, sizeof *idx);
   pthread_mutex_lock(&m->mu);
+  m->engine_tid = pthread_self();
+  m->is_engine_running = 1;
   while (pf && idx && !m->stopping) engine_turn(m, pf, idx, cap - 2);
+  m->is_engine_running = 0;
   pthread_mutex_unlock(&m->mu);
   free(pf);
   free(idx);
@@ -360,7 +378,7 @@ void pd_mock_del(pd_mock_t *m) {
     resume_all(m);
     MHD_stop_daemon(m->daemon);
   }
-  pd_mlog_int(m, "shutdown", NULL, "live_slots", m->live_slots);
+  if (m->daemon) pd_mlog_int(m, "shutdown", NULL, "live_slots", m->live_slots);
   for (uint32_t n = m->n_live; n-- > 0;) leg_free(m, m->live[n]); /* stuck in bootstrap */
   pd_boot_free(m);
   if (m->http_listen >= 0) close(m->http_listen);

@@ -41,41 +41,87 @@ typedef struct pd_mctx {
   pd_mleg_t *leg;
 } pd_mctx_t;
 
-/* ---------- plain responses ---------- */
+/* ---------- replies ---------- */
 
-static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type,
+/* A response decided under m->mu and queued after it is released: libmicrohttpd takes a
+ * response's own lock to queue it and holds that lock while it calls our reader, which takes
+ * m->mu, so queueing under m->mu would order the two locks both ways. */
+typedef struct pd_reply {
+  int is_set;
+  unsigned status;
+  const char *type;
+  char *body; /* malloc'd; libmicrohttpd frees it */
+  size_t len;
+  pd_mleg_t *leg; /* a callback response over this leg's output instead of body */
+  uint64_t size;  /* its length: MHD_SIZE_UNKNOWN for a stream */
+} pd_reply_t;
+
+static enum MHD_Result respond(pd_reply_t *rp, unsigned status, const char *type,
                                const char *body, size_t len) {
-  struct MHD_Response *r =
-      MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-  if (!r) return MHD_NO;
-  if (type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-  enum MHD_Result rc = MHD_queue_response(c, status, r);
-  MHD_destroy_response(r);
-  return rc;
+  rp->body = malloc(len ? len : 1);
+  if (!rp->body) return MHD_NO;
+  memcpy(rp->body, body, len);
+  rp->len = len;
+  rp->status = status;
+  rp->type = type;
+  rp->is_set = 1;
+  return MHD_YES;
 }
 
-static enum MHD_Result respond_cjson(struct MHD_Connection *c, unsigned status, cJSON *j) {
+static enum MHD_Result respond_cjson(pd_reply_t *rp, unsigned status, cJSON *j) {
   char *s = j ? cJSON_PrintUnformatted(j) : NULL;
   cJSON_Delete(j);
   if (!s) return MHD_NO;
-  enum MHD_Result rc = respond(c, status, "application/json", s, strlen(s));
+  enum MHD_Result rc = respond(rp, status, "application/json", s, strlen(s));
   cJSON_free(s);
   return rc;
 }
 
 /* {"error":{"message":..., "type":..., "code":status}} (OpenAI's shape, as SGLang's). */
-static enum MHD_Result respond_error(struct MHD_Connection *c, unsigned status, const char *type,
+static enum MHD_Result respond_error(pd_reply_t *rp, unsigned status, const char *type,
                                      const char *msg) {
   cJSON *j = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(j, "error");
   cJSON_AddStringToObject(e, "message", msg);
   cJSON_AddStringToObject(e, "type", type);
   cJSON_AddNumberToObject(e, "code", status);
-  return respond_cjson(c, status, j);
+  return respond_cjson(rp, status, j);
 }
 
-static void set_linger0(int fd) {
+static ssize_t leg_reader(void *cls, uint64_t pos, char *buf, size_t max);
+static void leg_reader_free(void *cls);
+
+/* Queue a planned reply (m->mu not held). */
+static enum MHD_Result reply_send(pd_mock_t *m, struct MHD_Connection *c, pd_reply_t *rp) {
+  struct MHD_Response *r =
+      rp->leg ? MHD_create_response_from_callback(rp->size, 4096, leg_reader, rp->leg,
+                                                  leg_reader_free)
+              : MHD_create_response_from_buffer(rp->len, rp->body, MHD_RESPMEM_MUST_FREE);
+  if (!r) {
+    free(rp->body);
+    if (!rp->leg) return MHD_NO;
+    pthread_mutex_lock(&m->mu);
+    rp->leg->has_response = 0;
+    pd_mleg_maybe_free(m, rp->leg);
+    pthread_mutex_unlock(&m->mu);
+    return MHD_NO;
+  }
+  if (rp->type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, rp->type);
+  enum MHD_Result rc = MHD_queue_response(c, rp->status, r);
+  MHD_destroy_response(r);
+  return rc;
+}
+
+/* Reset the TCP connection now (RST, not FIN): libmicrohttpd would shut the socket down
+ * cleanly before closing it, so disconnect it first (connect with AF_UNSPEC aborts a Linux
+ * TCP socket); libmicrohttpd still owns and closes the descriptor. */
+static void reset_tcp(int fd) {
   struct linger lg = {1, 0};
-  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  struct sockaddr sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_family = AF_UNSPEC;
+  if (fd < 0) return;
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  (void)connect(fd, &sa, sizeof sa);
 }
 
 static int conn_fd(struct MHD_Connection *c) {
@@ -112,7 +158,7 @@ static int buf_reserve(pd_mbuf_t *b, size_t more) {
 void pd_mo_render(pd_mock_t *m, pd_mleg_t *leg, int kind, uint32_t arg) {
   if (!pd_mo_can_send(leg)) return;
   pd_wr_leg_t r = {leg->rid_json, leg->is_stream, leg->has_logprob, leg->tokens};
-  size_t need = pd_wr_render_cap(&r);
+  size_t need = pd_wr_render_cap(&r, kind);
   if (buf_reserve(&leg->out, need) < 0) return;
   leg->out.len += pd_wr_render(&r, kind, arg, leg->out.p + leg->out.len, need);
   pd_mock_want_resume(m, leg);
@@ -142,7 +188,7 @@ static ssize_t reader_step(pd_mock_t *m, pd_mleg_t *leg, char *buf, size_t max) 
     return 0;
   case MO_END_CLEAN: return MHD_CONTENT_READER_END_OF_STREAM;
   case MO_END_READ: return MHD_CONTENT_READER_END_WITH_ERROR;
-  default: set_linger0(leg->fd); return MHD_CONTENT_READER_END_WITH_ERROR; /* reset */
+  default: reset_tcp(leg->fd); return MHD_CONTENT_READER_END_WITH_ERROR; /* reset */
   }
 }
 
@@ -165,43 +211,41 @@ static void leg_reader_free(void *cls) {
   pthread_mutex_unlock(&m->mu);
 }
 
-/* Queue the head: an SSE stream read from the leg, a whole buffered response, or (body read
+/* Plan the head: an SSE stream read from the leg, a whole buffered response, or (body read
  * error) a response whose declared length is longer than what will come. */
-static enum MHD_Result queue_head(pd_mleg_t *leg) {
-  struct MHD_Response *r;
+static enum MHD_Result plan_head(pd_mleg_t *leg, pd_reply_t *rp) {
   size_t avail = leg->out.len - leg->out.off;
-  if (leg->head_is_sse)
-    r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, leg_reader, leg, leg_reader_free);
-  else if (leg->end == MO_END_CLEAN)
-    r = MHD_create_response_from_buffer(avail, leg->out.p ? leg->out.p + leg->out.off : (void *)"",
-                                        MHD_RESPMEM_MUST_COPY);
-  else
-    r = MHD_create_response_from_callback(avail + 1, 4096, leg_reader, leg, leg_reader_free);
-  if (!r) return MHD_NO;
-  if (!leg->head_is_sse && leg->end == MO_END_CLEAN) leg->out.off = leg->out.len = 0;
-  else leg->has_response = 1;
-  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-                          leg->head_is_sse ? "text/event-stream" : "application/json");
-  enum MHD_Result rc = MHD_queue_response(leg->conn, (unsigned)leg->head_status, r);
-  MHD_destroy_response(r);
+  const char *type = leg->head_is_sse ? "text/event-stream" : "application/json";
   leg->head_queued = 1;
-  return rc;
+  if (!leg->head_is_sse && leg->end == MO_END_CLEAN) {
+    enum MHD_Result rc = respond(rp, (unsigned)leg->head_status, type,
+                                 leg->out.p ? leg->out.p + leg->out.off : "", avail);
+    leg->out.off = leg->out.len = 0;
+    return rc;
+  }
+  rp->is_set = 1;
+  rp->status = (unsigned)leg->head_status;
+  rp->type = type;
+  rp->leg = leg;
+  rp->size = leg->head_is_sse ? MHD_SIZE_UNKNOWN : avail + 1;
+  leg->has_response = 1;
+  return MHD_YES;
 }
 
 /* Called on the request's last header/body call and again after each resume until the head
  * is queued. */
-static enum MHD_Result progress(pd_mock_t *m, pd_mleg_t *leg) {
+static enum MHD_Result progress(pd_mock_t *m, pd_mleg_t *leg, pd_reply_t *rp) {
   if (m->stopping || leg->is_peer_closed) return MHD_NO;
   if (leg->head_queued) return MHD_YES;
   if (leg->end == MO_END_RESET || leg->end == MO_END_REFUSED) {
-    set_linger0(leg->fd);
+    reset_tcp(leg->fd);
     return MHD_NO;
   }
   if (leg->end != MO_END_NONE && !leg->head_status) { /* a read error before any head */
     leg->head_status = 200;
     leg->head_is_sse = leg->is_stream && leg->end == MO_END_CLEAN;
   }
-  if (leg->head_status && (leg->head_is_sse || leg->end != MO_END_NONE)) return queue_head(leg);
+  if (leg->head_status && (leg->head_is_sse || leg->end != MO_END_NONE)) return plan_head(leg, rp);
   MHD_suspend_connection(leg->conn);
   leg->is_suspended = 1;
   return MHD_YES;
@@ -211,27 +255,28 @@ static const char *header(struct MHD_Connection *c, const char *name) {
   return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
-static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x) {
+static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x,
+                                 pd_reply_t *rp) {
   if (m->is_down) {
-    set_linger0(conn_fd(c));
+    reset_tcp(conn_fd(c));
     return MHD_NO;
   }
   pd_request_t r;
   char err[320];
   int rc = pd_request_parse(&r, NULL, x->path, x->body ? x->body : "", x->len,
                             PD_BATCH_RULE_REFERENCE, err, sizeof err);
-  if (rc < 0) return respond_error(c, rc == PD_ERR_TOO_LARGE ? 413 : 400, "invalid_request_error", err);
+  if (rc < 0) return respond_error(rp, rc == PD_ERR_TOO_LARGE ? 413 : 400, "invalid_request_error", err);
   pd_mleg_t *leg = pd_mleg_new(m);
   if (!leg) {
     pd_request_free(&r);
-    return respond_error(c, 503, "server_busy", "mock: too many live requests");
+    return respond_error(rp, 503, "server_busy", "mock: too many live requests");
   }
   rc = pd_mreq_fill(leg, &r, x->body, x->len, m->cfg.default_tokens, &m->rid_rng, err,
                     sizeof err);
   pd_request_free(&r);
   if (rc < 0) {
     pd_mleg_maybe_free(m, leg);
-    return respond_error(c, 400, "invalid_request_error", err);
+    return respond_error(rp, 400, "invalid_request_error", err);
   }
   const char *xr = header(c, "X-Request-Id");
   if (xr) snprintf(leg->xrid, sizeof leg->xrid, "%s", xr);
@@ -246,12 +291,12 @@ static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx
     pd_mlog_str(m, "abort", leg, "prefix", "(remembered)");
     pd_mm_abort(m, leg);
   }
-  return progress(m, leg);
+  return progress(m, leg, rp);
 }
 
 /* ---------- the other routes ---------- */
 
-static enum MHD_Result server_info(pd_mock_t *m, struct MHD_Connection *c) {
+static enum MHD_Result server_info(pd_mock_t *m, pd_reply_t *rp) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "version", "pdref-mock");
   cJSON_AddStringToObject(j, "model_path", "pdref/mock");
@@ -264,16 +309,16 @@ static enum MHD_Result server_info(pd_mock_t *m, struct MHD_Connection *c) {
     cJSON_AddNullToObject(j, "disaggregation_bootstrap_port");
   cJSON_AddStringToObject(j, "worker", m->worker.name);
   cJSON_AddNumberToObject(j, "live_slots", m->live_slots);
-  return respond_cjson(c, 200, j);
+  return respond_cjson(rp, 200, j);
 }
 
-static enum MHD_Result model_info(struct MHD_Connection *c, int is_list) {
+static enum MHD_Result model_info(pd_reply_t *rp, int is_list) {
   cJSON *j = cJSON_CreateObject();
   if (!is_list) {
     cJSON_AddStringToObject(j, "model_path", "pdref/mock");
     cJSON_AddNullToObject(j, "tokenizer_path");
     cJSON_AddTrueToObject(j, "is_generation");
-    return respond_cjson(c, 200, j);
+    return respond_cjson(rp, 200, j);
   }
   cJSON_AddStringToObject(j, "object", "list");
   cJSON *d = cJSON_AddArrayToObject(j, "data"), *e = cJSON_CreateObject();
@@ -281,53 +326,53 @@ static enum MHD_Result model_info(struct MHD_Connection *c, int is_list) {
   cJSON_AddStringToObject(e, "object", "model");
   cJSON_AddStringToObject(e, "owned_by", "pdref");
   cJSON_AddItemToArray(d, e);
-  return respond_cjson(c, 200, j);
+  return respond_cjson(rp, 200, j);
 }
 
 /* POST /abort_request {"rid": "..."} (or {"abort_all": true}): SGLang's prefix rule. */
-static enum MHD_Result abort_request(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x) {
+static enum MHD_Result abort_request(pd_mock_t *m, pd_reply_t *rp, pd_mctx_t *x) {
   cJSON *j = x->len ? cJSON_ParseWithLength(x->body, x->len) : NULL;
   const cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");
   const char *prefix = cJSON_IsString(rid) ? rid->valuestring : NULL;
   if (!prefix && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "abort_all"))) prefix = "";
   if (!prefix) {
     cJSON_Delete(j);
-    return respond_error(c, 400, "invalid_request_error",
+    return respond_error(rp, 400, "invalid_request_error",
                          j ? "rid: expected a string" : "body: malformed JSON");
   }
   uint32_t n = pd_mm_abort_prefix(m, prefix);
   cJSON_Delete(j);
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "aborted", n);
-  return respond_cjson(c, 200, o);
+  return respond_cjson(rp, 200, o);
 }
 
 static enum MHD_Result dispatch(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x,
-                                const char *url) {
+                                const char *url, pd_reply_t *rp) {
   if (x->route == R_NOT_FOUND) {
     char msg[320];
     snprintf(msg, sizeof msg, "no route %.256s", url);
-    return respond_error(c, 404, "not_found", msg);
+    return respond_error(rp, 404, "not_found", msg);
   }
-  if (!x->is_method_ok) return respond_error(c, 405, "method_not_allowed", "method not allowed");
-  if (x->is_too_large) return respond_error(c, 413, "invalid_request_error", "body: exceeds 4 MiB");
+  if (!x->is_method_ok) return respond_error(rp, 405, "method_not_allowed", "method not allowed");
+  if (x->is_too_large) return respond_error(rp, 413, "invalid_request_error", "body: exceeds 4 MiB");
   switch (x->route) {
-  case R_HEALTH: return respond(c, 200, NULL, "", 0);
-  case R_SERVER_INFO: return server_info(m, c);
-  case R_MODEL_INFO: return model_info(c, 0);
-  case R_MODELS: return model_info(c, 1);
-  case R_ABORT: return abort_request(m, c, x);
+  case R_HEALTH: return respond(rp, 200, NULL, "", 0);
+  case R_SERVER_INFO: return server_info(m, rp);
+  case R_MODEL_INFO: return model_info(rp, 0);
+  case R_MODELS: return model_info(rp, 1);
+  case R_ABORT: return abort_request(m, rp, x);
   case R_FLUSH:
     pd_mlog(m, "flush", NULL);
-    return respond(c, 200, "text/plain", "Cache flushed.\n", 15);
-  default: return gen_start(m, c, x);
+    return respond(rp, 200, "text/plain", "Cache flushed.\n", 15);
+  default: return gen_start(m, c, x, rp);
   }
 }
 
 /* ---------- libmicrohttpd callbacks ---------- */
 
-static enum MHD_Result on_first(struct MHD_Connection *c, const char *url, const char *method,
-                                void **req_cls) {
+static enum MHD_Result on_first(pd_mock_t *m, struct MHD_Connection *c, const char *url,
+                                const char *method, void **req_cls) {
   pd_mctx_t *x = calloc(1, sizeof *x);
   if (!x) return MHD_NO;
   *req_cls = x;
@@ -340,8 +385,10 @@ static enum MHD_Result on_first(struct MHD_Connection *c, const char *url, const
     x->is_method_ok = (routes[i].methods & meth) != 0;
   }
   const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
-  if (cl && strtoull(cl, NULL, 10) > PD_REQUEST_MAX_BODY_BYTES) /* refuse before reading it */
-    return respond_error(c, 413, "invalid_request_error", "body: exceeds 4 MiB");
+  pd_reply_t rp = {0};
+  if (cl && strtoull(cl, NULL, 10) > PD_REQUEST_MAX_BODY_BYTES && /* refuse before reading it */
+      respond_error(&rp, 413, "invalid_request_error", "body: exceeds 4 MiB") == MHD_YES)
+    return reply_send(m, c, &rp);
   return MHD_YES;
 }
 
@@ -368,15 +415,26 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
   (void)version;
   pd_mock_t *m = cls;
   pd_mctx_t *x = *req_cls;
-  if (!x) return on_first(c, url, method, req_cls);
+  if (!x) return on_first(m, c, url, method, req_cls);
   if (*upload_size) {
     take_body(x, upload, *upload_size);
     *upload_size = 0;
     return MHD_YES;
   }
+  pd_reply_t rp = {0};
   pthread_mutex_lock(&m->mu);
-  enum MHD_Result rc = m->stopping ? MHD_NO : x->leg ? progress(m, x->leg) : dispatch(m, c, x, url);
+  enum MHD_Result rc = m->stopping ? MHD_NO
+                       : x->leg    ? progress(m, x->leg, &rp)
+                                   : dispatch(m, c, x, url, &rp);
   pthread_mutex_unlock(&m->mu);
+  if (rp.is_set && rc == MHD_YES) return reply_send(m, c, &rp);
+  if (rp.is_set && rp.leg) { /* not sent after all: the leg's response reference goes */
+    pthread_mutex_lock(&m->mu);
+    rp.leg->has_response = 0;
+    pd_mleg_maybe_free(m, rp.leg);
+    pthread_mutex_unlock(&m->mu);
+  }
+  free(rp.body);
   return rc;
 }
 
@@ -448,7 +506,7 @@ int pd_mock_http_start(pd_mock_t *m, char *err, size_t errlen) {
   if (rc < 0) return rc;
   m->daemon = MHD_start_daemon(
       MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-          MHD_USE_NO_LISTEN_SOCKET | MHD_USE_TURBO,
+          MHD_USE_NO_LISTEN_SOCKET,
       0, NULL, NULL, on_access, m, MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
       MHD_OPTION_CONNECTION_LIMIT, (unsigned int)PD_MOCK_MAX_CONNECTIONS,
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
@@ -464,7 +522,10 @@ void pd_mock_http_accept(pd_mock_t *m) {
     struct sockaddr_in a;
     socklen_t len = sizeof a;
     int fd = accept(m->http_listen, (struct sockaddr *)&a, &len);
-    if (fd < 0) return;
+    if (fd < 0) {
+      pd_mock_accept_failed(m, errno);
+      return;
+    }
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
     MHD_add_connection(m->daemon, fd, (struct sockaddr *)&a, len); /* closes fd on failure */
   }

@@ -114,12 +114,14 @@ struct pd_mock {
   pd_mock_config_t cfg;
   pd_scn_worker_t worker;
   pthread_mutex_t mu;
-  pthread_t engine;
-  int engine_started, stopping, is_down;
+  pthread_t engine;       /* written by pd_mock_new, read by pd_mock_del only */
+  pthread_t engine_tid;   /* the engine's own id, set under mu when it starts */
+  int engine_started, is_engine_running, stopping, is_down;
   struct MHD_Daemon *daemon;
   int http_listen, boot_listen, wake[2];
   uint16_t port, boot_port;
   uint64_t t0_ns, poll_deadline_ns, next_peer_check_ns;
+  uint64_t accept_pause_until_ns; /* engine only: out of descriptors, stop accepting a while */
   int engine_asleep;
   pd_heap_t timers;
   pd_mleg_t *legs[PD_MOCK_MAX_LEGS];
@@ -146,6 +148,9 @@ uint64_t pd_mock_scaled_ns(const pd_mock_t *m, uint64_t ms);
  * the engine's sleep. */
 void pd_mock_timer(pd_mock_t *m, pd_mleg_t *leg, int kind, uint64_t delay_ns);
 void pd_mock_wake(pd_mock_t *m);
+/* accept() failed: out of descriptors pauses both listeners briefly (no busy loop). */
+void pd_mock_accept_failed(pd_mock_t *m, int err);
+int pd_mock_accept_paused(const pd_mock_t *m);
 int pd_mock_on_engine(const pd_mock_t *m);
 /* A new leg in a free slot, or NULL (PD_MOCK_MAX_LEGS live, or no memory). */
 pd_mleg_t *pd_mleg_new(pd_mock_t *m);

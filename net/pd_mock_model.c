@@ -104,6 +104,7 @@ void pd_mm_registered(pd_mock_t *m, int bc) {
   /* the first decode to register a room keeps it (a second one never pairs: a collision) */
   b->state = pd_boot_find_registered(m, b->room) >= 0 ? BC_IGNORED : BC_REGISTERED;
   b->seq = ++m->next_seq;
+  if (b->state == BC_IGNORED) pd_mlog_room(m, "room_collision", NULL, b->room);
 }
 
 static void prefill_register(pd_mock_t *m, pd_mleg_t *p) {
@@ -115,6 +116,7 @@ static void prefill_register(pd_mock_t *m, pd_mleg_t *p) {
     return;
   }
   if (!other) p->room_seq = ++m->next_seq;
+  else if (p->has_room) pd_mlog(m, "room_collision", p); /* another request holds it */
 }
 
 static uint64_t token_gap_ns(const pd_mock_t *m, const pd_mleg_t *d) {

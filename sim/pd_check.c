@@ -223,9 +223,12 @@ uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_
       for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) if (l->attempt > last) last = l->attempt;
       int ambiguous = 0;
       for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
-        if (l->attempt != last || (l->truth != PD_TRUTH_FAILED && l->truth != PD_TRUTH_NEVER))
+        if (l->attempt != last) continue;
+        if (!l->injected_status) { /* failed without a status of its own: ambiguous */
+          if (l->truth == PD_TRUTH_FAILED || l->truth == PD_TRUTH_NEVER) ambiguous = 1;
           continue;
-        if (!l->injected_status || (want && want != l->injected_status)) ambiguous = 1;
+        }
+        if (want && want != l->injected_status) ambiguous = 1;
         want = l->injected_status;
       }
       if (want && !ambiguous && want != rq->head_status)

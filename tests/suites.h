@@ -13,5 +13,7 @@
   X(pdt_suite_dispatch_more) \
   X(pdt_suite_scenario)  \
   X(pdt_suite_sim)       \
+  X(pdt_suite_check)     \
   X(pdt_suite_explore)   \
-  X(pdt_suite_gateway)
+  X(pdt_suite_gateway) \
+  X(pdt_suite_mock)

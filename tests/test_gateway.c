@@ -7,6 +7,8 @@
 #include <curl/curl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -203,16 +205,22 @@ static void *gw_main(void *p) {
   return NULL;
 }
 
-static int gw_start(gwrun_t *r, pd_mode_t mode, fake_t *pre, int npre, fake_t *dec, int ndec,
-                    size_t max_body) {
+typedef struct gwopt {
+  pd_mode_t mode;
+  size_t max_body;          /* 0: default */
+  uint32_t max_connections; /* 0: default */
+} gwopt_t;
+
+static int gw_start(gwrun_t *r, gwopt_t o, fake_t *pre, int npre, fake_t *dec, int ndec) {
   static pd_gateway_config_t c;
-  pd_gateway_config_default(&c, mode);
+  pd_gateway_config_default(&c, o.mode);
   for (int i = 0; i < npre; i++) c.prefill[c.n_prefill++] = (pd_gateway_worker_t){pre[i].url, 8998};
   for (int i = 0; i < ndec; i++) c.decode[c.n_decode++] = (pd_gateway_worker_t){dec[i].url, -1};
   c.core.policy[0] = c.core.policy[1] = PD_POLICY_ROUND_ROBIN;
   c.core.first_token_timeout_ns = 3000000000ull;
   c.seed = 42;
-  if (max_body) c.max_body_bytes = max_body;
+  if (o.max_body) c.max_body_bytes = o.max_body;
+  if (o.max_connections) c.max_connections = o.max_connections;
   char err[256] = "";
   if (pd_gateway_new(&c, &r->g, err, sizeof err)) {
     fprintf(stderr, "gateway: %s\n", err);
@@ -284,11 +292,13 @@ static const char stream_req[] = "{\"text\":\"hi\",\"stream\":true}";
 
 /* ---------- tests ---------- */
 
-static void test_stream_passes_through(void) {
+/* One streamed completion through a fresh gateway in mode m: every byte of decode's stream,
+ * one request per worker, one rid for both legs where the mode sends one. */
+static void stream_once(pd_mode_t m) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 5, 5) == 0);
-  if (gw_start(&g, PD_MODE_REFERENCE, &p, 1, &d, 1, 0) == 0) {
+  if (gw_start(&g, (gwopt_t){m, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     PDT_EQ_INT(http(g.port, "POST", "/generate", stream_req, 0, &r), CURLE_OK);
@@ -297,10 +307,12 @@ static void test_stream_passes_through(void) {
     char want[1024];
     expected_stream(5, want, sizeof want);
     PDT_EQ_STR(r.body, want);
-    PDT_EQ_INT(fake_get(&p, &p.n_generate), 1);
+    PDT_TRUE(wait_for(&p, &p.n_generate, 1, 2000)); /* pr1150's detached prefill may lag */
     PDT_EQ_INT(fake_get(&d, &d.n_generate), 1);
-    PDT_TRUE(strncmp(d.last_rid, "pdref-", 6) == 0);
-    PDT_EQ_STR(p.last_rid, d.last_rid); /* one rid for both legs */
+    if (m == PD_MODE_REFERENCE) {
+      PDT_TRUE(strncmp(d.last_rid, "pdref-", 6) == 0);
+      PDT_EQ_STR(p.last_rid, d.last_rid); /* one rid for both legs */
+    }
     memset(&r, 0, sizeof r);
     http(g.port, "GET", "/metrics", NULL, 0, &r);
     PDT_TRUE(strstr(r.body, "pdref_requests_total{route=\"/generate\",status=\"200\"} 1\n") != NULL);
@@ -311,12 +323,16 @@ static void test_stream_passes_through(void) {
   fake_stop(&d);
 }
 
+static void test_stream_passes_through(void) {
+  for (int m = 0; m < PD_MODE_COUNT; m++) stream_once((pd_mode_t)m);
+}
+
 static void test_decode_503_retried_on_other_decode(void) {
   fake_t p, d[2];
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d[0], FAKE_503, 0, 0) == 0 &&
            fake_start(&d[1], FAKE_OK, 3, 0) == 0);
-  if (gw_start(&g, PD_MODE_REFERENCE, &p, 1, d, 2, 0) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0}, &p, 1, d, 2) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     PDT_EQ_INT(http(g.port, "POST", "/generate", stream_req, 0, &r), CURLE_OK);
@@ -341,7 +357,7 @@ static void test_bad_input_answers(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 1, 0) == 0);
-  if (gw_start(&g, PD_MODE_REFERENCE, &p, 1, &d, 1, 1024) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 1024, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     http(g.port, "POST", "/generate", "{\"text\":", 0, &r); /* malformed JSON */
@@ -377,7 +393,7 @@ static void test_client_gone_closes_decode_and_aborts(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 300, 20) == 0);
-  if (gw_start(&g, PD_MODE_REFERENCE, &p, 1, &d, 1, 0) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     r.stop_after_events = 3;
@@ -402,7 +418,7 @@ static void test_local_and_info_routes(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 1, 0) == 0);
-  if (gw_start(&g, PD_MODE_JOINED, &p, 1, &d, 1, 0) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_JOINED, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     const char *paths[] = {"/health", "/readiness", "/get_model_info", "/v1/models"};
     for (size_t i = 0; i < 4; i++) {
@@ -422,16 +438,44 @@ static void test_local_and_info_routes(void) {
   fake_stop(&d);
 }
 
+static void test_connection_limit_503(void) {
+  fake_t p, d;
+  gwrun_t g;
+  PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 1, 0) == 0);
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 1}, &p, 1, &d, 1) == 0) {
+    int s = socket(AF_INET, SOCK_STREAM, 0); /* holds the one allowed connection */
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(g.port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    PDT_EQ_INT(connect(s, (struct sockaddr *)&sa, sizeof sa), 0);
+    sleep_ms(50);
+    static resp_t r;
+    memset(&r, 0, sizeof r);
+    http(g.port, "GET", "/health", NULL, 0, &r);
+    PDT_EQ_INT(r.status, 503);
+    PDT_TRUE(strstr(r.body, "connection limit") != NULL);
+    close(s);
+    sleep_ms(50);
+    memset(&r, 0, sizeof r);
+    http(g.port, "GET", "/health", NULL, 0, &r);
+    PDT_EQ_INT(r.status, 200); /* the slot is free again */
+    gw_stop(&g);
+  }
+  fake_stop(&p);
+  fake_stop(&d);
+}
+
 int pdt_suite_gateway(void) {
   signal(SIGPIPE, SIG_IGN);
   static const pdt_case_t cases[] = {
-      {"a streamed completion passes through with all bytes", test_stream_passes_through},
+      {"a streamed completion passes through with all bytes (all modes)",
+       test_stream_passes_through},
       {"decode 503 before first token retries on the other decode",
        test_decode_503_retried_on_other_decode},
       {"bad JSON 400, unknown route 404, wrong method 405, oversize 413", test_bad_input_answers},
       {"client gone mid-stream closes decode and posts /abort_request",
        test_client_gone_closes_decode_and_aborts},
       {"health, readiness, info proxy, non-stream answer", test_local_and_info_routes},
+      {"beyond --max-connections a client gets 503", test_connection_limit_503},
   };
   return PDT_SUITE("gateway", cases);
 }

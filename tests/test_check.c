@@ -1,0 +1,164 @@
+/* The invariant checker on hand-built records: a clean request violates nothing, and each
+ * single defect trips exactly its own invariant (so every detector is shown to fire). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_world_int.h"
+#include "pdt.h"
+
+#define MS 1000000ull
+#define BIT(i) (1u << ((i) - 1))
+
+typedef struct fixture {
+  pd_scenario_t s;
+  struct pd_world w;
+  pd_world_stats_t st;
+  pd_creq_t rq;
+  pd_wleg_t p, d;
+} fixture_t;
+
+/* One streaming request of 2 tokens on (p0, d0) that went perfectly, judged at t = 1 s. */
+static fixture_t *clean(void) {
+  fixture_t *f = calloc(1, sizeof *f);
+  if (!f) return NULL;
+  pd_scenario_defaults(&f->s);
+  f->w.s = &f->s;
+  f->w.stats = &f->st;
+  f->w.now = 1000 * MS;
+  f->w.gcfg.retry.max_attempts = 5;
+  for (uint32_t i = 0; i < f->s.n_workers; i++) f->w.nodes[i].spec = &f->s.workers[i];
+  f->w.n_nodes = f->s.n_workers;
+  pd_creq_t *r = &f->rq;
+  r->is_stream = 1;
+  r->tokens = 2;
+  r->next_token = 2;
+  r->ended = 1;
+  r->t_end = 100 * MS;
+  r->head_status = 200;
+  r->is_sse_head = 1;
+  r->saw_done = 1;
+  r->core_done = 1;
+  r->attempts = 1;
+  pd_wleg_t *legs[2] = {&f->p, &f->d};
+  for (int i = 0; i < 2; i++) {
+    pd_wleg_t *l = legs[i];
+    l->leg_id = (uint64_t)i + 1;
+    l->attempt = 1;
+    l->role = i ? PD_ROLE_DECODE : PD_ROLE_PREFILL;
+    l->worker = (uint32_t)i; /* defaults: p0 then d0 */
+    l->room = 42;
+    l->rooms_hash = 4242;
+    l->n_rooms = 1;
+    l->truth = PD_TRUTH_OK;
+    l->wstate = WL_DONE;
+    l->slot_taken = 1;
+    l->t_slot_taken = 1 * MS;
+    l->t_slot_freed = 90 * MS;
+    l->t_open = 1 * MS;
+    l->t_gw_closed = 95 * MS;
+    l->outcomes = 1;
+    l->outcome = PD_OUTCOME_SUCCESS;
+    l->fault = -1;
+  }
+  f->p.next_in_req = &f->d;
+  r->legs = &f->p;
+  r->n_legs = 2;
+  r->load_w[0][0] = 1;
+  r->load_w[1][0] = 1;
+  r->load_t_rel[0][0] = 95 * MS;
+  r->load_t_rel[1][0] = 95 * MS;
+  return f;
+}
+
+static uint32_t judge(fixture_t *f) {
+  char reason[160];
+  return pd_check_request(&f->w, &f->rq, reason, sizeof reason);
+}
+
+#define EXPECT_ONLY(f, inv)                         \
+  do {                                              \
+    uint32_t got_ = judge(f);                       \
+    PDT_EQ_U64(got_, (inv) ? BIT(inv) : 0);         \
+  } while (0)
+
+static void test_a_clean_request_violates_nothing(void) {
+  fixture_t *f = clean();
+  EXPECT_ONLY(f, 0);
+  free(f);
+}
+
+static void test_each_defect_trips_its_own_invariant(void) {
+  struct {
+    const char *what;
+    int inv;
+    void (*apply)(fixture_t *);
+  } cases[] = {
+      {"late end", PD_INV_TERMINATION, NULL}, {"leg open", PD_INV_ORPHAN_LEG, NULL},
+      {"slot late", PD_INV_STRANDED_SLOT, NULL}, {"blame", PD_INV_OUTCOME, NULL},
+      {"short clean", PD_INV_FALSE_SUCCESS, NULL}, {"retry after commit", PD_INV_COMMIT, NULL},
+      {"attempts", PD_INV_ATTEMPTS, NULL}, {"rooms", PD_INV_ROOMS, NULL},
+      {"load kept", PD_INV_LOAD_BALANCE, NULL}, {"load late", PD_INV_LOAD_TRUTH, NULL},
+      {"logprobs", PD_INV_LOGPROBS, NULL}, {"silent failure", PD_INV_ERROR_VISIBLE, NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    switch (cases[i].inv) {
+    case PD_INV_TERMINATION: f->rq.t_end = 130000 * MS; f->p.t_gw_closed = f->d.t_gw_closed = 129999 * MS;
+      f->p.t_slot_freed = f->d.t_slot_freed = 129999 * MS;
+      f->rq.load_t_rel[0][0] = f->rq.load_t_rel[1][0] = 129999 * MS; f->w.now = 200000 * MS; break;
+    case PD_INV_ORPHAN_LEG: f->p.t_gw_closed = 5000 * MS; f->rq.load_t_rel[0][0] = 5000 * MS; break;
+    case PD_INV_STRANDED_SLOT: f->p.t_slot_freed = 0; break;
+    case PD_INV_OUTCOME: f->p.truth = PD_TRUTH_CANCELLED; f->p.outcome = PD_OUTCOME_FAILURE; break;
+    case PD_INV_FALSE_SUCCESS: f->rq.next_token = 1; f->rq.tokens = 2; break;
+    case PD_INV_COMMIT: f->rq.retry_after_commit = 1; break;
+    case PD_INV_ATTEMPTS: f->rq.attempts = 6; f->p.attempt = f->d.attempt = 6; break;
+    case PD_INV_ROOMS: f->d.rooms_hash = 1; break;
+    case PD_INV_LOAD_BALANCE: f->rq.load_bal[1][0] = 1; break;
+    case PD_INV_LOAD_TRUTH: f->rq.load_t_rel[0][0] = 2000 * MS; break;
+    case PD_INV_LOGPROBS: f->rq.wants_logprob = 1; f->rq.logprob_state = -1; break;
+    case PD_INV_ERROR_VISIBLE: f->rq.saw_done = 0; f->d.truth = PD_TRUTH_FAILED;
+      f->d.outcome = PD_OUTCOME_FAILURE; break;
+    default: break;
+    }
+    uint32_t got = judge(f);
+    if (got != BIT(cases[i].inv)) fprintf(stderr, "  check %s: mask %#x\n", cases[i].what, got);
+    PDT_EQ_U64(got, BIT(cases[i].inv));
+    free(f);
+  }
+}
+
+static void test_cancelled_is_neutral_for_every_truth(void) {
+  pd_truth_t truths[] = {PD_TRUTH_OK, PD_TRUTH_FAILED, PD_TRUTH_STALLED, PD_TRUTH_CANCELLED};
+  for (size_t i = 0; i < 4; i++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    f->p.truth = truths[i];
+    f->p.outcome = PD_OUTCOME_CANCELLED;
+    EXPECT_ONLY(f, 0);
+    free(f);
+  }
+}
+
+static void test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only(void) {
+  fixture_t *f = clean();
+  if (!f) return;
+  f->rq.ended = 0;
+  f->rq.t_end = 0;
+  f->p.t_gw_closed = 0;
+  f->rq.load_bal[0][0] = 1;
+  f->w.now = 200000 * MS;
+  EXPECT_ONLY(f, PD_INV_TERMINATION);
+  free(f);
+}
+
+int pdt_suite_check(void) {
+  static const pdt_case_t cases[] = {
+      {"a clean request violates nothing", test_a_clean_request_violates_nothing},
+      {"each single defect trips exactly its own invariant", test_each_defect_trips_its_own_invariant},
+      {"a cancelled outcome is neutral whatever the worker did", test_cancelled_is_neutral_for_every_truth},
+      {"a request cut off by the horizon is judged on I1 only",
+       test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only},
+  };
+  return PDT_SUITE("check", cases);
+}
