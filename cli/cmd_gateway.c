@@ -19,32 +19,31 @@
 static pd_gateway_t *volatile g_running; /* for the signal handler only */
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: pdref gateway --prefill URL[@BOOTSTRAP_PORT]... --decode URL...\n"
-          "                     [--listen HOST:PORT] [--mode reference|joined|pr1150|minilb]\n"
-          "                     [--policy P | --prefill-policy P --decode-policy P]\n"
-          "                     [--max-attempts N] [--connect-timeout-ms N]\n"
-          "                     [--first-token-timeout-ms N] [--idle-timeout-ms N]\n"
-          "                     [--total-timeout-ms N] [--request-timeout-ms N]\n"
-          "                     [--tail-timeout-ms N] [--max-body-bytes N]\n"
-          "                     [--max-connections N] [--client-timeout-s N]\n"
-          "                     [--abort-timeout-ms N] [--seed N] [--verbose]\n"
-          "\n"
-          "A PD gateway on real sockets driving pdref's dispatch core (docs/gateway.md).\n"
-          "  --prefill URL[@P]  prefill worker base URL, e.g. http://127.0.0.1:30001@8998\n"
-          "                     (@P: bootstrap port injected into requests; else null)\n"
-          "  --decode URL       decode worker base URL (repeat flags for more workers)\n"
-          "  --listen HOST:PORT numeric address to serve on (default 127.0.0.1:8000)\n"
-          "  --mode M           dispatch rules (default reference)\n"
-          "  --policy P         random | round_robin | power_of_two, both roles\n"
-          "  timeouts in ms, 0 = none; defaults are the mode's (docs/spec.md R-TIMEOUT)\n"
-          "  --max-body-bytes   client body limit, 413 beyond (default 4194304)\n"
-          "  --max-connections  client connections served, 503 beyond (default 1024)\n"
-          "  --client-timeout-s idle client connection timeout (default 30)\n"
-          "  --seed N           PRNG seed for rooms, rids, policies (default: from the clock)\n"
-          "Routes: POST /generate /v1/completions /v1/chat/completions; GET /health\n"
-          "/readiness /metrics; info routes proxied to the first prefill worker.\n"
-          "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage\n");
+  fprintf(f, "usage: pdref gateway --prefill URL[@BOOTSTRAP_PORT]... --decode URL...\n"
+             "                     [--listen HOST:PORT] [--mode reference|joined|pr1150|minilb]\n"
+             "                     [--policy P | --prefill-policy P --decode-policy P]\n"
+             "                     [--max-attempts N] [--connect-timeout-ms N]\n"
+             "                     [--first-token-timeout-ms N] [--idle-timeout-ms N]\n"
+             "                     [--total-timeout-ms N] [--request-timeout-ms N]\n"
+             "                     [--tail-timeout-ms N] [--max-body-bytes N]\n"
+             "                     [--max-connections N] [--client-timeout-s N]\n"
+             "                     [--abort-timeout-ms N] [--seed N] [--verbose]\n"
+             "\n"
+             "A PD gateway on real sockets driving pdref's dispatch core (docs/gateway.md).\n"
+             "  --prefill URL[@P]  prefill worker base URL, e.g. http://127.0.0.1:30001@8998\n"
+             "                     (@P: bootstrap port injected into requests; else null)\n"
+             "  --decode URL       decode worker base URL (repeat flags for more workers)\n"
+             "  --listen HOST:PORT numeric address to serve on (default 127.0.0.1:8000)\n"
+             "  --mode M           dispatch rules (default reference)\n"
+             "  --policy P         random | round_robin | power_of_two, both roles\n"
+             "  timeouts in ms, 0 = none; defaults are the mode's (docs/spec.md R-TIMEOUT)\n"
+             "  --max-body-bytes   client body limit, 413 beyond (default 4194304)\n"
+             "  --max-connections  client connections served, 503 beyond (default 1024)\n"
+             "  --client-timeout-s idle client connection timeout (default 30)\n"
+             "  --seed N           PRNG seed for rooms, rids, policies (default: from the clock)\n"
+             "Routes: POST /generate /v1/completions /v1/chat/completions; GET /health\n"
+             "/readiness /metrics; info routes proxied to the first prefill worker.\n"
+             "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage\n");
 }
 
 static void on_signal(int sig) {
@@ -53,8 +52,7 @@ static void on_signal(int sig) {
   if (g) pd_gateway_stop(g);
 }
 
-static int parse_range(const char *flag, const char *s, uint64_t min, uint64_t max,
-                       uint64_t *out) {
+static int parse_range(const char *flag, const char *s, uint64_t min, uint64_t max, uint64_t *out) {
   char *end = NULL;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
@@ -93,8 +91,7 @@ static int add_worker(pd_gateway_config_t *c, int is_prefill, char *spec) {
   uint32_t *n = is_prefill ? &c->n_prefill : &c->n_decode;
   pd_gateway_worker_t *w = is_prefill ? c->prefill : c->decode;
   int port = -1;
-  if (*n >= PD_MAX_WORKERS || pd_gateway_parse_worker(spec, &port) ||
-      (!is_prefill && port >= 0)) {
+  if (*n >= PD_MAX_WORKERS || pd_gateway_parse_worker(spec, &port) || (!is_prefill && port >= 0)) {
     fprintf(stderr, "pdref gateway: --%s: expected http://HOST:PORT%s, got '%s'\n",
             is_prefill ? "prefill" : "decode", is_prefill ? "[@BOOTSTRAP_PORT]" : "", spec);
     return 2;
@@ -120,7 +117,10 @@ static int set_policy(const char *flag, const char *v, pd_gw_config_t *core, int
 static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
   uint64_t x = 0;
   pd_gw_config_t *k = &c->core;
-  static const struct { const char *flag; size_t off; } ns_flags[] = {
+  static const struct {
+    const char *flag;
+    size_t off;
+  } ns_flags[] = {
       {"--connect-timeout-ms", offsetof(pd_gw_config_t, connect_timeout_ns)},
       {"--first-token-timeout-ms", offsetof(pd_gw_config_t, first_token_timeout_ns)},
       {"--idle-timeout-ms", offsetof(pd_gw_config_t, idle_timeout_ns)},
@@ -173,8 +173,7 @@ static int apply_flag(const char *f, char *v, pd_gateway_config_t *c, char *host
 static uint64_t clock_seed(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^
-         ((uint64_t)getpid() << 32);
+  return ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 32);
 }
 
 static int parse(int argc, char **argv, pd_gateway_config_t *c, char *host, size_t cap) {

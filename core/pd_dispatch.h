@@ -166,6 +166,8 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
 /* Observability for drivers and tests. */
 uint32_t pd_gw_worker_count(const pd_gw_t *gw, pd_role_t role);
 uint32_t pd_gw_load(const pd_gw_t *gw, pd_role_t role, uint32_t worker);
+/* The breaker's state at now_ns, without side effects (an Open breaker past its open time
+ * reads HalfOpen; the move itself happens, and is reported, at the next selection). */
 pd_breaker_state_t pd_gw_breaker_state(pd_gw_t *gw, pd_role_t role, uint32_t worker,
                                        uint64_t now_ns);
 size_t pd_gw_requests_live(const pd_gw_t *gw);

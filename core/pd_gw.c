@@ -204,8 +204,11 @@ uint32_t pd_gw_load(const pd_gw_t *gw, pd_role_t role, uint32_t w) {
   return w < gw->n_workers[role] ? gw->workers[role][w].load : 0;
 }
 pd_breaker_state_t pd_gw_breaker_state(pd_gw_t *gw, pd_role_t role, uint32_t w, uint64_t now) {
-  return w < gw->n_workers[role] ? pd_breaker_state(&gw->workers[role][w].breaker, now)
-                                 : PD_BREAKER_CLOSED;
+  if (w >= gw->n_workers[role]) return PD_BREAKER_CLOSED;
+  /* a peek: the lazy Open->HalfOpen move is left to selection, which reports it as a
+   * PD_ACT_BREAKER action (reading state must not swallow that transition) */
+  pd_breaker_t copy = gw->workers[role][w].breaker;
+  return pd_breaker_state(&copy, now);
 }
 size_t pd_gw_requests_live(const pd_gw_t *gw) { return gw->map.len; }
 

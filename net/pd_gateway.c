@@ -42,7 +42,8 @@ void pd_gwn_log(const pd_gateway_t *g, const char *fmt, ...) {
 int pd_gwbuf_append(pd_gwbuf_t *b, const void *p, size_t len) {
   if (b->len + len + 1 > b->cap) {
     size_t nc = b->cap ? b->cap : 1024;
-    while (nc < b->len + len + 1) nc *= 2;
+    while (nc < b->len + len + 1)
+      nc *= 2;
     char *np = realloc(b->p, nc);
     if (!np) return PD_ERR_NOMEM;
     b->p = np;
@@ -83,7 +84,8 @@ int pd_gateway_parse_worker(char *spec, int *port) {
     *at = 0;
   }
   size_t n = strlen(spec);
-  while (n > 7 && spec[n - 1] == '/') spec[--n] = 0;
+  while (n > 7 && spec[n - 1] == '/')
+    spec[--n] = 0;
   return strchr(spec + 7, '/') ? PD_ERR_INVAL : 0; /* a base URL has no path */
 }
 
@@ -121,10 +123,18 @@ pd_gwreq_t *pd_gwn_req_find(pd_gateway_t *g, uint64_t id) {
   return g->slots[s];
 }
 
-static void req_free(pd_gateway_t *g, pd_gwreq_t *rq) {
+void pd_gwn_req_del(pd_gateway_t *g, pd_gwreq_t *rq) {
   uint32_t s = (uint32_t)(rq->id & ((1u << PD_GWN_SLOT_BITS) - 1));
   pd_gwu_detach_req(g, rq);
-  if (rq->conn) rq->conn->rq = NULL;
+  pd_gwconn_t *c = rq->conn;
+  if (c) { /* the core is done with it; a client not answered by now never will be */
+    c->rq = NULL;
+    pd_gwn_unwatch(g, c);
+    if (!c->is_ended) {
+      c->is_gone = 1;
+      pd_gwh_wake(c);
+    }
+  }
   g->slots[s] = NULL;
   g->free_slots[g->n_free++] = s;
   free(rq);
@@ -137,8 +147,10 @@ static void timer_arm(pd_gateway_t *g, pd_gwreq_t *rq, uint64_t t_ns, uint64_t g
   rq->want_gen = gen;
   if (rq->queued_ns && t_ns >= rq->queued_ns) return; /* re-queued when that one pops */
   pd_heap_item_t it = {.t_ns = t_ns, .b = rq->id, .c = gen};
-  if (pd_heap_push(&g->timers, &it) == 0) rq->queued_ns = t_ns;
-  else pd_gwn_log(g, "timer heap full; request %llu loses a deadline", (unsigned long long)rq->id);
+  if (pd_heap_push(&g->timers, &it) == 0)
+    rq->queued_ns = t_ns;
+  else
+    pd_gwn_log(g, "timer heap full; request %llu loses a deadline", (unsigned long long)rq->id);
 }
 
 static void timers_fire(pd_gateway_t *g) {
@@ -192,41 +204,46 @@ static void apply(pd_gateway_t *g, const pd_action_t *a) {
     break;
   case PD_ACT_LOAD: break; /* read from the core at scrape time */
   case PD_ACT_DONE:
-    if (rq) req_free(g, rq);
+    if (rq) pd_gwn_req_del(g, rq);
     break;
   }
 }
 
-static void feed_one(pd_gateway_t *g, const pd_event_t *ev) {
+static int feed_one(pd_gateway_t *g, const pd_event_t *ev) {
   pd_actbuf_reset(&g->acts);
   int rc = pd_gw_feed(g->core, pd_gwn_now_ns(), ev, &g->acts);
-  if (rc) pd_gwn_log(g, "core: event %d of request %llu: %s", (int)ev->kind,
-                     (unsigned long long)ev->req_id, pd_strerror(rc));
+  if (rc)
+    pd_gwn_log(g, "core: event %d of request %llu: %s", (int)ev->kind,
+               (unsigned long long)ev->req_id, pd_strerror(rc));
   if (g->acts.is_overflow) pd_gwn_log(g, "core: action buffer overflow");
-  for (size_t i = 0; i < g->acts.n; i++) apply(g, &g->acts.v[i]);
+  for (size_t i = 0; i < g->acts.n; i++)
+    apply(g, &g->acts.v[i]);
   pd_actbuf_reset(&g->acts);
+  return rc;
 }
 
-void pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev) {
+int pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev) {
   if (g->in_feed) { /* never expected: actions do not call back into the loop */
     pd_gwn_log(g, "reentrant feed dropped (event %d)", (int)ev->kind);
-    return;
+    return PD_ERR_FATAL;
   }
   g->in_feed = 1;
-  feed_one(g, ev);
+  int rc = feed_one(g, ev);
   /* slow readers found while applying: now they are fed as gone, outside the batch */
   for (uint32_t guard = 0; guard < 1024 && g->n_gone_pending; guard++) {
     pd_event_t gone = {.kind = PD_EV_CLIENT_GONE, .req_id = g->gone_pending[--g->n_gone_pending]};
     feed_one(g, &gone);
   }
   g->in_feed = 0;
+  return rc;
 }
 
 /* ---------- epoll ---------- */
 
 void pd_gwn_watch(pd_gateway_t *g, pd_gwconn_t *c) {
-  if (c->is_watched || c->fd < 0 || !c->rq) return;
-  struct epoll_event ev = {.events = EPOLLRDHUP, .data.u64 = PD_GWN_TAG(PD_GWN_TAG_WATCH, c->rq->id)};
+  if (c->is_watched || c->fd < 0) return;
+  struct epoll_event ev = {.events = EPOLLRDHUP,
+                           .data.u64 = PD_GWN_TAG(PD_GWN_TAG_WATCH, (uint32_t)c->fd)};
   if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, c->fd, &ev) == 0 ||
       (errno == EEXIST && epoll_ctl(g->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0))
     c->is_watched = 1;
@@ -243,11 +260,16 @@ void pd_gwn_unwatch(pd_gateway_t *g, pd_gwconn_t *c) {
   c->is_watched = 0;
 }
 
-/* A watched client socket hung up. A stale id (request already gone) cannot occur: the
- * watch is removed before its connection or request is freed. */
-static void on_watch(pd_gateway_t *g, uint64_t req_id) {
-  pd_gwreq_t *rq = pd_gwn_req_find(g, req_id);
-  if (rq && rq->conn) pd_gwh_client_hup(g, rq->conn);
+/* A watched client socket hung up. Hang-ups are rare, so the connection is looked up by
+ * its fd in the list; a registration nobody owns any more is dropped (it is level-triggered
+ * and would otherwise wake every turn). */
+static void on_watch(pd_gateway_t *g, int fd) {
+  for (pd_gwconn_t *c = g->conns; c; c = c->next)
+    if (c->is_watched && c->fd == fd) {
+      pd_gwh_client_hup(g, c);
+      return;
+    }
+  epoll_ctl(g->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
 static int wait_ms(pd_gateway_t *g) {
@@ -256,7 +278,8 @@ static int wait_ms(pd_gateway_t *g) {
   if (top && top->t_ns < t) t = top->t_ns;
   if (g->curl_deadline_ns && g->curl_deadline_ns < t) t = g->curl_deadline_ns;
   MHD_UNSIGNED_LONG_LONG mt;
-  if (MHD_get_timeout(g->mhd, &mt) == MHD_YES && now + mt * 1000000ull < t)
+  if (MHD_get_timeout(g->mhd, &mt) == MHD_YES && mt < PD_GWN_MAX_WAIT_MS &&
+      now + mt * 1000000ull < t)
     t = now + mt * 1000000ull;
   if (t <= now) return 0;
   return (int)((t - now + 999999ull) / 1000000ull); /* round up: never wake early and spin */
@@ -268,10 +291,11 @@ static void on_events(pd_gateway_t *g, const struct epoll_event *evs, int n) {
     uint64_t v = d & ((1ull << 56) - 1);
     switch ((int)(d >> 56)) {
     case PD_GWN_TAG_CURL: pd_gwu_on_socket(g, (int)v, evs[i].events); break;
-    case PD_GWN_TAG_WATCH: on_watch(g, v); break;
+    case PD_GWN_TAG_WATCH: on_watch(g, (int)v); break;
     case PD_GWN_TAG_WAKE: {
       uint64_t x;
-      if (read(g->wakefd, &x, sizeof x) < 0) { /* nothing to drain */ }
+      ssize_t r = read(g->wakefd, &x, sizeof x); /* EAGAIN: nothing to drain */
+      (void)r;
       break;
     }
     default: break; /* MHD: MHD_run below */
@@ -297,7 +321,8 @@ static int step(pd_gateway_t *g, int max_wait_ms) {
 
 int pd_gateway_run(pd_gateway_t *g) {
   int rc = 0;
-  while (!atomic_load(&g->stop) && rc == 0) rc = step(g, PD_GWN_MAX_WAIT_MS);
+  while (!atomic_load(&g->stop) && rc == 0)
+    rc = step(g, PD_GWN_MAX_WAIT_MS);
   /* shutdown: stop accepting, cancel every live request, let the aborts go out */
   MHD_socket lfd = MHD_quiesce_daemon(g->mhd);
   if (lfd != MHD_INVALID_SOCKET) close(lfd);
@@ -313,10 +338,13 @@ int pd_gateway_run(pd_gateway_t *g) {
 void pd_gateway_stop(pd_gateway_t *g) {
   atomic_store(&g->stop, 1);
   uint64_t one = 1;
-  if (write(g->wakefd, &one, sizeof one) < 0) { /* the flag alone stops it within 1 s */ }
+  ssize_t r = write(g->wakefd, &one, sizeof one); /* if it fails, the flag stops it in 1 s */
+  (void)r;
 }
 
-uint16_t pd_gateway_port(const pd_gateway_t *g) { return g->port; }
+uint16_t pd_gateway_port(const pd_gateway_t *g) {
+  return g->port;
+}
 
 /* ---------- lifecycle ---------- */
 
@@ -359,11 +387,12 @@ static int setup_loop(pd_gateway_t *g, char *err, size_t errlen) {
   g->free_slots = calloc(cap, sizeof *g->free_slots);
   if (!g->slots || !g->gens || !g->free_slots) return PD_ERR_NOMEM;
   g->n_slots = cap;
-  for (uint32_t i = 0; i < cap; i++) g->free_slots[g->n_free++] = cap - 1 - i;
+  for (uint32_t i = 0; i < cap; i++)
+    g->free_slots[g->n_free++] = cap - 1 - i;
   /* stale entries (requests gone, deadlines superseded) stay until they pop: at most about
    * request rate x longest deadline, so the bound is generous */
-  pd_heap_init(&g->timers, NULL, PD_GWN_MAX_TIMERS > (size_t)cap * 8u ? PD_GWN_MAX_TIMERS
-                                                                        : (size_t)cap * 8u);
+  pd_heap_init(&g->timers, NULL,
+               PD_GWN_MAX_TIMERS > (size_t)cap * 8u ? PD_GWN_MAX_TIMERS : (size_t)cap * 8u);
   pd_actbuf_init(&g->acts, NULL);
   return 0;
 }
@@ -384,8 +413,7 @@ static int check_config(const pd_gateway_config_t *c, char *err, size_t errlen) 
   return 0;
 }
 
-int pd_gateway_new(const pd_gateway_config_t *cfg, pd_gateway_t **out, char *err,
-                   size_t errlen) {
+int pd_gateway_new(const pd_gateway_config_t *cfg, pd_gateway_t **out, char *err, size_t errlen) {
   *out = NULL;
   int rc = check_config(cfg, err, errlen);
   if (rc) return rc;
@@ -401,8 +429,10 @@ int pd_gateway_new(const pd_gateway_config_t *cfg, pd_gateway_t **out, char *err
   if (!rc) rc = add_workers(g, err, errlen);
   if (!rc) rc = setup_loop(g, err, errlen);
   if (!rc) {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK) g->is_curl_init = 1;
-    else rc = PD_ERR_IO;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK)
+      g->is_curl_init = 1;
+    else
+      rc = PD_ERR_IO;
   }
   if (!rc) rc = pd_gwu_init(g);
   if (!rc) rc = pd_gwh_start(g, err, errlen);
@@ -419,14 +449,15 @@ void pd_gateway_del(pd_gateway_t *g) {
   if (!g) return;
   pd_gwh_stop(g); /* resumes and closes every client connection (CLIENT_GONE fed) */
   for (uint32_t s = 0; s < g->n_slots; s++)
-    if (g->slots[s]) req_free(g, g->slots[s]);
+    if (g->slots[s]) pd_gwn_req_del(g, g->slots[s]);
   if (g->multi) pd_gwu_free(g);
   if (g->is_curl_init) curl_global_cleanup();
   pd_gw_del(g->core);
   pd_heap_free(&g->timers);
   pd_actbuf_free(&g->acts);
   for (int r = 0; r < 2; r++)
-    for (uint32_t i = 0; i < PD_MAX_WORKERS; i++) free(g->urls[r][i]);
+    for (uint32_t i = 0; i < PD_MAX_WORKERS; i++)
+      free(g->urls[r][i]);
   free(g->slots);
   free(g->gens);
   free(g->free_slots);

@@ -22,9 +22,9 @@ typedef struct pd_gateway_worker {
 } pd_gateway_worker_t;
 
 typedef struct pd_gateway_config {
-  pd_gw_config_t core;      /* mode, policies, retries, breaker, core timeouts */
-  const char *listen_host;  /* numeric address; default "127.0.0.1" */
-  uint16_t listen_port;     /* 0 = an ephemeral port (pd_gateway_port tells which) */
+  pd_gw_config_t core;     /* mode, policies, retries, breaker, core timeouts */
+  const char *listen_host; /* numeric address; default "127.0.0.1" */
+  uint16_t listen_port;    /* 0 = an ephemeral port (pd_gateway_port tells which) */
   pd_gateway_worker_t prefill[PD_MAX_WORKERS];
   uint32_t n_prefill;
   pd_gateway_worker_t decode[PD_MAX_WORKERS];
@@ -51,8 +51,7 @@ int pd_gateway_parse_worker(char *spec, int *port);
 /* Bind the listening socket and build the loop. Returns 0 and *out, or PD_ERR_INVAL (bad
  * config: no workers, bad address), PD_ERR_IO (bind/epoll failed), PD_ERR_NOMEM; err names
  * what was wrong. */
-int pd_gateway_new(const pd_gateway_config_t *cfg, pd_gateway_t **out, char *err,
-                   size_t errlen);
+int pd_gateway_new(const pd_gateway_config_t *cfg, pd_gateway_t **out, char *err, size_t errlen);
 
 /* The bound port (useful after listen_port 0). */
 uint16_t pd_gateway_port(const pd_gateway_t *g);

@@ -34,7 +34,12 @@ typedef struct pd_gwbuf {
 int pd_gwbuf_append(pd_gwbuf_t *b, const void *p, size_t len);
 void pd_gwbuf_free(pd_gwbuf_t *b);
 
-typedef enum { PD_GWH_CORE = 0, PD_GWH_LOCAL = 1, PD_GWH_INFO = 2, PD_GWH_REJECT = 3 } pd_gwh_kind_t;
+typedef enum {
+  PD_GWH_CORE = 0,
+  PD_GWH_LOCAL = 1,
+  PD_GWH_INFO = 2,
+  PD_GWH_REJECT = 3
+} pd_gwh_kind_t;
 
 struct pd_gwreq;
 struct pd_gwleg;
@@ -83,8 +88,8 @@ typedef struct pd_gwleg {
   struct pd_gwleg *prev, *next; /* g->legs */
   struct pd_gwleg *next_dirty;  /* g->dirty: to add or to remove at the next flush */
   int is_dirty;
-  pd_gwreq_t *rq;     /* CORE: owner, NULL once closed or finished */
-  pd_gwconn_t *conn;  /* INFO: owner, NULL once the client left */
+  pd_gwreq_t *rq;    /* CORE: owner, NULL once closed or finished */
+  pd_gwconn_t *conn; /* INFO: owner, NULL once the client left */
   uint64_t leg_id;
   pd_role_t role;
   uint32_t worker;
@@ -112,10 +117,10 @@ struct pd_gateway {
   uint32_t *gens, *free_slots;
   uint32_t n_slots, n_free;
   pd_gwconn_t *conns;
-  uint32_t n_conns;     /* open client connections (MHD notify) */
+  uint32_t n_conns; /* open client connections (MHD notify) */
   pd_gwleg_t *legs;
   pd_gwleg_t *dirty;
-  uint32_t n_aborts;    /* abort posts in flight */
+  uint32_t n_aborts;         /* abort posts in flight */
   uint64_t gone_pending[64]; /* CLIENT_GONE to feed after the current batch (slow readers) */
   uint32_t n_gone_pending;
   pd_gwm_t metrics;
@@ -125,9 +130,12 @@ typedef struct pd_gateway pd_gateway_t;
 
 /* --- loop (pd_gateway.c) --- */
 uint64_t pd_gwn_now_ns(void);
-/* Feed one event to the core and carry out its actions. Not reentrant (asserted). */
-void pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev);
+/* Feed one event to the core and carry out its actions. Not reentrant (checked). Returns
+ * pd_gw_feed's result (0, PD_ERR_NOMEM, PD_ERR_INVAL) or PD_ERR_FATAL when reentered. */
+int pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev);
 pd_gwreq_t *pd_gwn_req_new(pd_gateway_t *g);
+/* Forget a request record: its legs are closed, its connection (if any) detached. */
+void pd_gwn_req_del(pd_gateway_t *g, pd_gwreq_t *rq);
 pd_gwreq_t *pd_gwn_req_find(pd_gateway_t *g, uint64_t id);
 /* Watch a client socket for the peer's close (EPOLLRDHUP) / stop watching. */
 void pd_gwn_watch(pd_gateway_t *g, pd_gwconn_t *c);

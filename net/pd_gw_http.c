@@ -55,8 +55,10 @@ static pd_gwconn_t *conn_new(pd_gateway_t *g, struct MHD_Connection *mc) {
 }
 
 static void conn_free(pd_gateway_t *g, pd_gwconn_t *c) {
-  if (c->prev) c->prev->next = c->next;
-  else g->conns = c->next;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    g->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   pd_gwbuf_free(&c->body);
   pd_gwbuf_free(&c->out);
@@ -100,8 +102,8 @@ static enum MHD_Result respond(pd_gwconn_t *c, int status, const char *ctype, co
 }
 
 /* The core's error body shape (R1.42): {"error":{"type","code","message","status"}}. */
-static enum MHD_Result respond_error(pd_gwconn_t *c, int status, const char *code,
-                                     const char *msg, int is_close) {
+static enum MHD_Result respond_error(pd_gwconn_t *c, int status, const char *code, const char *msg,
+                                     int is_close) {
   cJSON *root = cJSON_CreateObject();
   cJSON *err = cJSON_AddObjectToObject(root, "error");
   const char *phrase = MHD_get_reason_phrase_for((unsigned)status);
@@ -129,8 +131,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
     if (c->out_off == c->out.len) c->out.len = c->out_off = 0;
     return (ssize_t)n;
   }
-  if (c->is_ended) return c->is_abort ? MHD_CONTENT_READER_END_WITH_ERROR
-                                      : MHD_CONTENT_READER_END_OF_STREAM;
+  if (c->is_ended)
+    return c->is_abort ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
   suspend(c); /* resumed by the next client action */
   return 0;
 }
@@ -141,6 +143,7 @@ static enum MHD_Result try_respond(pd_gwconn_t *c) {
   if (c->is_gone) return MHD_NO;
   if (c->is_queued) return MHD_YES;
   if (!c->head_status) {
+    if (c->is_ended) return MHD_NO; /* ended without a head (an abort): just close */
     suspend(c);
     return MHD_YES;
   }
@@ -234,6 +237,12 @@ void pd_gwh_info_done(pd_gateway_t *g, pd_gwconn_t *c, long status, const pd_gwb
   pd_gwh_wake(c);
 }
 
+static const char shutdown_json[] =
+    "{\"error\":{\"type\":\"Service Unavailable\",\"code\":\"shutting_down\","
+    "\"message\":\"the gateway is shutting down\",\"status\":503}}";
+
+/* Shutdown: every request not yet answered is cancelled in the core (legs closed, aborts
+ * posted); a client still without a head gets a 503, a stream already started is cut. */
 void pd_gwh_cancel_all(pd_gateway_t *g) {
   for (pd_gwconn_t *c = g->conns; c; c = c->next) {
     if (c->rq && !c->is_ended && !c->is_gone) {
@@ -243,7 +252,15 @@ void pd_gwh_cancel_all(pd_gateway_t *g) {
       pd_gwn_feed(g, &ev);
     }
     if (c->info) pd_gwu_info_cancel(g, c);
-    c->is_gone = 1;
+    if (!c->head_status && !c->is_queued && c->kind != PD_GWH_LOCAL) {
+      c->is_gone = 0;
+      c->head_status = 503;
+      c->is_sse = 0;
+      c->is_ended = 1;
+      pd_gwbuf_append(&c->out, shutdown_json, sizeof shutdown_json - 1);
+    } else if (!c->is_ended) {
+      c->is_gone = 1;
+    }
     pd_gwh_wake(c);
   }
 }
@@ -339,7 +356,7 @@ static enum MHD_Result discard_ok(const pd_gateway_t *g, const pd_gwconn_t *c) {
 
 static enum MHD_Result take_upload(pd_gateway_t *g, pd_gwconn_t *c, const char *p, size_t n) {
   c->body_seen += n;
-  if (c->is_queued) return MHD_YES; /* an early answer is out; discard */
+  if (c->is_queued) return MHD_YES;                    /* an early answer is out; discard */
   if (c->kind != PD_GWH_CORE) return discard_ok(g, c); /* nobody reads it */
   if (!c->is_too_large && c->body.len + n > g->cfg.max_body_bytes) {
     c->is_too_large = 1; /* MHD 0.9.75 cannot answer mid-upload: 413 once it is read */
@@ -369,10 +386,19 @@ static enum MHD_Result feed_request(pd_gateway_t *g, pd_gwconn_t *c) {
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c->mc, MHD_CONNECTION_INFO_CONNECTION_FD);
   c->fd = ci ? ci->connect_fd : -1;
-  pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id, .path = c->path,
-                   .data = (const uint8_t *)(c->body.p ? c->body.p : ""), .len = c->body.len};
-  pd_gwn_feed(g, &ev); /* may answer at once (4xx) and even free rq */
+  pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST,
+                   .req_id = rq->id,
+                   .path = c->path,
+                   .data = (const uint8_t *)(c->body.p ? c->body.p : ""),
+                   .len = c->body.len};
+  int rc = pd_gwn_feed(g, &ev); /* may answer at once (4xx) and even free rq */
   pd_gwbuf_free(&c->body);
+  if (rc && c->rq && !c->head_status) { /* the core could not take it (out of memory) */
+    pd_gwn_req_del(g, c->rq);
+    c->is_gone = 0;
+    c->is_ended = 1;
+    return respond_error(c, 500, "internal_error", pd_strerror(rc), 0);
+  }
   if (c->rq && !c->is_ended) pd_gwn_watch(g, c);
   return try_respond(c);
 }
@@ -440,8 +466,10 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ct
   (void)mc;
   (void)socket_ctx;
   pd_gateway_t *g = cls;
-  if (toe == MHD_CONNECTION_NOTIFY_STARTED) g->n_conns++;
-  else if (g->n_conns) g->n_conns--;
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+    g->n_conns++;
+  else if (g->n_conns)
+    g->n_conns--;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -460,8 +488,10 @@ static int listen_addr(const pd_gateway_t *g, struct sockaddr_storage *ss, int *
   memcpy(ss, ai->ai_addr, ai->ai_addrlen);
   *is_v6 = ai->ai_family == AF_INET6;
   freeaddrinfo(ai);
-  if (*is_v6) ((struct sockaddr_in6 *)ss)->sin6_port = htons(g->cfg.listen_port);
-  else ((struct sockaddr_in *)ss)->sin_port = htons(g->cfg.listen_port);
+  if (*is_v6)
+    ((struct sockaddr_in6 *)ss)->sin6_port = htons(g->cfg.listen_port);
+  else
+    ((struct sockaddr_in *)ss)->sin_port = htons(g->cfg.listen_port);
   return 0;
 }
 
@@ -476,11 +506,10 @@ int pd_gwh_start(pd_gateway_t *g, char *err, size_t errlen) {
   if (is_v6) flags |= MHD_USE_IPv6;
   g->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_access, g, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, g,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(g->cfg.max_connections + PD_GWH_CONN_HEADROOM),
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)g->cfg.client_timeout_s,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, g, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-      g, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned int)(g->cfg.max_connections + PD_GWH_CONN_HEADROOM), MHD_OPTION_CONNECTION_TIMEOUT,
+      (unsigned int)g->cfg.client_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, g,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, g, MHD_OPTION_LISTEN_BACKLOG_SIZE,
       (unsigned int)1024, MHD_OPTION_END);
   if (!g->mhd) {
     snprintf(err, errlen, "cannot listen on %s:%u (in use, or not a local address?)",

@@ -8,13 +8,17 @@
 
 #include "pd_err.h"
 
-static const double ttft_le[PD_GWM_TTFT_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                    0.025,  0.05,  0.1,    0.25,  0.5,
-                                                    1.0,    2.5,   5.0,    10.0};
+static const double ttft_le[PD_GWM_TTFT_BUCKETS] = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0};
 
-static const char *const route_labels[PD_GWM_R_COUNT] = {
-    "/generate", "/v1/completions", "/v1/chat/completions", "/health",
-    "/readiness", "/metrics",        "info",                 "other"};
+static const char *const route_labels[PD_GWM_R_COUNT] = {"/generate",
+                                                         "/v1/completions",
+                                                         "/v1/chat/completions",
+                                                         "/health",
+                                                         "/readiness",
+                                                         "/metrics",
+                                                         "info",
+                                                         "other"};
 
 const char *pd_gwm_route_label(pd_gwm_route_t r) {
   return (unsigned)r < PD_GWM_R_COUNT ? route_labels[r] : "other";
@@ -30,7 +34,8 @@ void pd_gwm_request(pd_gwm_t *m, int route, int status) {
 void pd_gwm_ttft(pd_gwm_t *m, uint64_t ns) {
   double s = (double)ns / 1e9;
   int b = 0;
-  while (b < PD_GWM_TTFT_BUCKETS && s > ttft_le[b]) b++;
+  while (b < PD_GWM_TTFT_BUCKETS && s > ttft_le[b])
+    b++;
   m->ttft_bucket[b]++;
   m->ttft_count++;
   m->ttft_sum_s += s;
@@ -47,7 +52,8 @@ typedef struct tbuf {
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void put(tbuf_t *b, const char *fmt, ...) {
+static void
+put(tbuf_t *b, const char *fmt, ...) {
   for (int tries = 0; tries < 2 && !b->is_failed; tries++) {
     va_list ap;
     va_start(ap, fmt);
@@ -62,7 +68,8 @@ static void put(tbuf_t *b, const char *fmt, ...) {
       return;
     }
     size_t nc = b->cap ? b->cap : 16384;
-    while (nc < b->len + (size_t)n + 1) nc *= 2;
+    while (nc < b->len + (size_t)n + 1)
+      nc *= 2;
     char *np = realloc(b->p, nc);
     if (!np) {
       b->is_failed = 1;

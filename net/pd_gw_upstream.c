@@ -26,8 +26,10 @@ static void mark_dirty(pd_gateway_t *g, pd_gwleg_t *leg) {
 }
 
 static void leg_free(pd_gateway_t *g, pd_gwleg_t *leg) {
-  if (leg->prev) leg->prev->next = leg->next;
-  else g->legs = leg->next;
+  if (leg->prev)
+    leg->prev->next = leg->next;
+  else
+    g->legs = leg->next;
   if (leg->next) leg->next->prev = leg->prev;
   if (leg->kind == PD_GWU_ABORT && g->n_aborts) g->n_aborts--;
   if (leg->easy) curl_easy_cleanup(leg->easy);
@@ -188,8 +190,13 @@ void pd_gwu_info_cancel(pd_gateway_t *g, pd_gwconn_t *c) {
 
 static void feed_leg(pd_gateway_t *g, pd_gwleg_t *leg, pd_event_kind_t kind, const void *p,
                      size_t len, int status, pd_uperr_t e) {
-  pd_event_t ev = {.kind = kind, .req_id = leg->rq->id, .leg_id = leg->leg_id, .status = status,
-                   .uperr = e, .data = p, .len = len};
+  pd_event_t ev = {.kind = kind,
+                   .req_id = leg->rq->id,
+                   .leg_id = leg->leg_id,
+                   .status = status,
+                   .uperr = e,
+                   .data = p,
+                   .len = len};
   pd_gwn_feed(g, &ev);
 }
 
@@ -311,8 +318,10 @@ static void leg_done(pd_gateway_t *g, pd_gwleg_t *leg, CURLcode rc) {
   } else if (leg->kind == PD_GWU_ABORT) {
     long code = 0;
     if (leg->easy) curl_easy_getinfo(leg->easy, CURLINFO_RESPONSE_CODE, &code);
-    if (rc == CURLE_OK && code >= 200 && code < 300) g->metrics.aborts_ok++;
-    else g->metrics.aborts_failed++;
+    if (rc == CURLE_OK && code >= 200 && code < 300)
+      g->metrics.aborts_ok++;
+    else
+      g->metrics.aborts_failed++;
   } else if (leg->conn) {
     pd_gwconn_t *c = leg->conn;
     leg->conn = NULL;
@@ -349,7 +358,7 @@ void pd_gwu_flush(pd_gateway_t *g) {
         continue;
       }
       leg_done(g, leg, CURLE_FAILED_INIT); /* the owner hears of it like a connect failure */
-      continue; /* dirty again: freed on a later pass */
+      continue;                            /* dirty again: freed on a later pass */
     }
     if (!is_over) continue;
     if (leg->state == PD_GWU_ACTIVE) curl_multi_remove_handle(g->multi, leg->easy);

@@ -7,14 +7,14 @@
 #include <curl/curl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pd_gateway.h"
 #include "pdt.h"
@@ -160,8 +160,8 @@ static int fake_start(fake_t *f, fake_mode_t mode, int tokens, int token_ms) {
   f->tokens = tokens;
   f->token_ms = token_ms;
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
-                          NULL, NULL, fake_access, f, MHD_OPTION_SOCK_ADDR, &sa,
+  f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
+                          NULL, fake_access, f, MHD_OPTION_SOCK_ADDR, &sa,
                           MHD_OPTION_NOTIFY_COMPLETED, fake_completed, f,
                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
   if (!f->d) return -1;
@@ -214,8 +214,10 @@ typedef struct gwopt {
 static int gw_start(gwrun_t *r, gwopt_t o, fake_t *pre, int npre, fake_t *dec, int ndec) {
   static pd_gateway_config_t c;
   pd_gateway_config_default(&c, o.mode);
-  for (int i = 0; i < npre; i++) c.prefill[c.n_prefill++] = (pd_gateway_worker_t){pre[i].url, 8998};
-  for (int i = 0; i < ndec; i++) c.decode[c.n_decode++] = (pd_gateway_worker_t){dec[i].url, -1};
+  for (int i = 0; i < npre; i++)
+    c.prefill[c.n_prefill++] = (pd_gateway_worker_t){pre[i].url, 8998};
+  for (int i = 0; i < ndec; i++)
+    c.decode[c.n_decode++] = (pd_gateway_worker_t){dec[i].url, -1};
   c.core.policy[0] = c.core.policy[1] = PD_POLICY_ROUND_ROBIN;
   c.core.first_token_timeout_ns = 3000000000ull;
   c.seed = 42;
@@ -258,7 +260,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud) {
   r->len += len < room ? len : room;
   r->body[r->len] = 0;
   r->events = 0;
-  for (const char *s = r->body; (s = strstr(s, "\n\n")); s += 2) r->events++;
+  for (const char *s = r->body; (s = strstr(s, "\n\n")); s += 2)
+    r->events++;
   if (r->stop_after_events && r->events >= r->stop_after_events) return 0;
   return len;
 }
@@ -315,7 +318,8 @@ static void stream_once(pd_mode_t m) {
     }
     memset(&r, 0, sizeof r);
     http(g.port, "GET", "/metrics", NULL, 0, &r);
-    PDT_TRUE(strstr(r.body, "pdref_requests_total{route=\"/generate\",status=\"200\"} 1\n") != NULL);
+    PDT_TRUE(strstr(r.body, "pdref_requests_total{route=\"/generate\",status=\"200\"} 1\n") !=
+             NULL);
     PDT_TRUE(strstr(r.body, "pdref_ttft_seconds_count 1\n") != NULL);
     gw_stop(&g);
   }
@@ -324,7 +328,8 @@ static void stream_once(pd_mode_t m) {
 }
 
 static void test_stream_passes_through(void) {
-  for (int m = 0; m < PD_MODE_COUNT; m++) stream_once((pd_mode_t)m);
+  for (int m = 0; m < PD_MODE_COUNT; m++)
+    stream_once((pd_mode_t)m);
 }
 
 static void test_decode_503_retried_on_other_decode(void) {
@@ -399,7 +404,7 @@ static void test_client_gone_closes_decode_and_aborts(void) {
     r.stop_after_events = 3;
     PDT_EQ_INT(http(g.port, "POST", "/generate", stream_req, 0, &r), CURLE_WRITE_ERROR);
     PDT_EQ_INT(r.status, 200);
-    PDT_TRUE(wait_for(&d, &d.n_abort, 1, 3000));       /* POST /abort_request reached decode */
+    PDT_TRUE(wait_for(&d, &d.n_abort, 1, 3000));        /* POST /abort_request reached decode */
     PDT_TRUE(wait_for(&d, &d.n_closed_early, 1, 3000)); /* and its stream was cut */
     pthread_mutex_lock(&d.mu);
     PDT_EQ_STR(d.abort_rid, d.last_rid);
@@ -444,7 +449,8 @@ static void test_connection_limit_503(void) {
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 1, 0) == 0);
   if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 1}, &p, 1, &d, 1) == 0) {
     int s = socket(AF_INET, SOCK_STREAM, 0); /* holds the one allowed connection */
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(g.port),
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons(g.port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     PDT_EQ_INT(connect(s, (struct sockaddr *)&sa, sizeof sa), 0);
     sleep_ms(50);
@@ -454,10 +460,13 @@ static void test_connection_limit_503(void) {
     PDT_EQ_INT(r.status, 503);
     PDT_TRUE(strstr(r.body, "connection limit") != NULL);
     close(s);
-    sleep_ms(50);
-    memset(&r, 0, sizeof r);
-    http(g.port, "GET", "/health", NULL, 0, &r);
-    PDT_EQ_INT(r.status, 200); /* the slot is free again */
+    for (int t = 0; t < 100; t++) { /* the slot is free again once MHD saw the close */
+      memset(&r, 0, sizeof r);
+      http(g.port, "GET", "/health", NULL, 0, &r);
+      if (r.status == 200) break;
+      sleep_ms(20);
+    }
+    PDT_EQ_INT(r.status, 200);
     gw_stop(&g);
   }
   fake_stop(&p);
