@@ -95,6 +95,22 @@ static int body_is_answer(const pd_buf_t *b) {
   return ok;
 }
 
+/* A leg failed on its own after commit (a prefill whose KV decode already used): record it
+ * against that worker alone, release its load, close it; the stream goes on. */
+static void leg_failed_alone(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int status) {
+  pd_gw_outcome(gw, rq, leg, o, status);
+  pd_gw_release_load(gw, rq, leg->role);
+  pd_gw_close_leg(gw, rq, leg, 1); /* only a leg still open gets a close and an abort */
+}
+
+/* A leg's answer turned out bad (truncated stream, non-JSON body): before commit the attempt
+ * fails; after it, decode ends the stream visibly and prefill fails alone. */
+static void bad_answer(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *msg) {
+  if (!rq->is_committed) fail_leg(gw, rq, leg, 502, msg);
+  else if (leg->role == PD_ROLE_DECODE) fail_stream(gw, rq, leg, PD_OUTCOME_FAILURE, 502, msg, 0);
+  else leg_failed_alone(gw, rq, leg, PD_OUTCOME_FAILURE, 502);
+}
+
 static int error_event_status(const char *data, size_t len) {
   int st = 502;
   cJSON *j = cJSON_ParseWithLength(data, len);
@@ -136,8 +152,7 @@ static void decode_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
   for (uint32_t guard = 0; guard < 1u << 20; guard++) {
     int rc = pd_sse_next(&d->sse, &ev);
     if (rc < 0) {
-      if (rq->is_committed) fail_stream(gw, rq, d, PD_OUTCOME_FAILURE, 502, "bad SSE", 0);
-      else fail_leg(gw, rq, d, 502, "malformed event stream");
+      bad_answer(gw, rq, d, "malformed event stream");
       return;
     }
     if (rc == 0) return;
@@ -225,13 +240,8 @@ static void prefill_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
     if (rc == 0) return;
     if (rc < 0 || ev.kind == PD_SSE_ERROR) { /* G10: an error inside a 200 prefill stream */
       int st = rc < 0 ? 502 : error_event_status(ev.data, ev.len);
-      if (!rq->is_committed) {
-        fail_leg(gw, rq, p, st, "prefill error event");
-      } else {
-        pd_gw_outcome(gw, rq, p, PD_OUTCOME_FAILURE, st);
-        pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
-        pd_gw_close_leg(gw, rq, p, 1);
-      }
+      if (!rq->is_committed) fail_leg(gw, rq, p, st, "prefill error event");
+      else leg_failed_alone(gw, rq, p, PD_OUTCOME_FAILURE, st);
       return;
     }
     if (ev.kind == PD_SSE_DONE) p->saw_done = 1;
@@ -271,18 +281,14 @@ static void ref_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   if (!rq->is_committed) {
     fail_leg(gw, rq, leg, leg->status, "error status");
   } else if (leg->role == PD_ROLE_PREFILL) { /* after commit: prefill's own failure */
-    pd_gw_outcome(gw, rq, leg, PD_OUTCOME_FAILURE, leg->status);
-    pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
-    pd_gw_close_leg(gw, rq, leg, 1);
+    leg_failed_alone(gw, rq, leg, PD_OUTCOME_FAILURE, leg->status);
   }
 }
 
 static void ref_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
   if (rq->req.is_stream && !leg->saw_done) {
     if (pd_sse_feed(&leg->sse, b, n)) {
-      if (leg->role == PD_ROLE_DECODE && rq->is_committed)
-        fail_stream(gw, rq, leg, PD_OUTCOME_FAILURE, 502, "event too large", 0);
-      else fail_leg(gw, rq, leg, 502, "event too large");
+      bad_answer(gw, rq, leg, "event too large");
       return;
     }
     if (leg->role == PD_ROLE_DECODE) decode_events(gw, rq, leg);
@@ -290,7 +296,7 @@ static void ref_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *
     return;
   }
   if (!rq->req.is_stream && pd_buf_append(gw->alloc, &leg->body, b, n))
-    fail_leg(gw, rq, leg, 502, "response too large");
+    bad_answer(gw, rq, leg, "response too large");
 }
 
 static void ref_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
@@ -298,26 +304,12 @@ static void ref_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
     pd_gw_drop_leg(gw, rq, leg);
     return;
   }
-  if (rq->req.is_stream && (!leg->saw_done || leg->saw_error_event)) { /* truncated */
-    if (leg->role == PD_ROLE_DECODE && rq->is_committed) {
-      fail_stream(gw, rq, leg, PD_OUTCOME_FAILURE, 502, "decode stream truncated", 0);
-    } else if (!rq->is_committed) {
-      fail_leg(gw, rq, leg, 502, "stream ended without [DONE]");
-    } else {
-      pd_gw_outcome(gw, rq, leg, PD_OUTCOME_FAILURE, 502);
-      pd_gw_release_load(gw, rq, leg->role);
-      pd_gw_drop_leg(gw, rq, leg);
-    }
+  if (rq->req.is_stream && (!leg->saw_done || leg->saw_error_event)) {
+    bad_answer(gw, rq, leg, "stream ended without [DONE]");
     return;
   }
   if (!rq->req.is_stream && !body_is_answer(&leg->body)) {
-    if (!rq->is_committed) {
-      fail_leg(gw, rq, leg, 502, "response body is not a JSON answer");
-    } else {
-      pd_gw_outcome(gw, rq, leg, PD_OUTCOME_FAILURE, 502);
-      pd_gw_release_load(gw, rq, leg->role);
-      pd_gw_drop_leg(gw, rq, leg);
-    }
+    bad_answer(gw, rq, leg, "response body is not a JSON answer");
     return;
   }
   if (leg->role == PD_ROLE_PREFILL) {
@@ -345,9 +337,7 @@ static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) 
   } else if (leg->role == PD_ROLE_DECODE) {
     fail_stream(gw, rq, leg, st == 504 ? PD_OUTCOME_TIMEOUT : PD_OUTCOME_FAILURE, st, what, 0);
   } else {
-    pd_gw_outcome(gw, rq, leg, st == 504 ? PD_OUTCOME_TIMEOUT : PD_OUTCOME_FAILURE, st);
-    pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
-    pd_gw_drop_leg(gw, rq, leg);
+    leg_failed_alone(gw, rq, leg, st == 504 ? PD_OUTCOME_TIMEOUT : PD_OUTCOME_FAILURE, st);
   }
 }
 

@@ -591,6 +591,17 @@ void pd_scenario_defaults(pd_scenario_t *s) {
   w->disconnect_prob = 1.0;
 }
 
+void pd_scenario_set_workers(pd_scenario_t *s, uint32_t n_prefill, uint32_t n_decode) {
+  if (n_prefill + n_decode > PD_SCN_MAX_WORKERS) return;
+  char name[32];
+  for (uint32_t i = 0; i < n_prefill + n_decode; i++) {
+    int is_prefill = i < n_prefill;
+    snprintf(name, sizeof name, "%c%u", is_prefill ? 'p' : 'd', is_prefill ? i : i - n_prefill);
+    worker_defaults(&s->workers[i], name, is_prefill ? PD_ROLE_PREFILL : PD_ROLE_DECODE);
+  }
+  s->n_workers = n_prefill + n_decode;
+}
+
 static int is_json_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
 
 /* Byte offset -> 1-based line and column (columns count bytes). */

@@ -133,6 +133,10 @@ typedef struct pd_scenario {
 /* Fill *s with every default (one prefill "p0" and one decode "d0", no faults). */
 void pd_scenario_defaults(pd_scenario_t *s);
 
+/* Replace the workers with n_prefill prefill workers p0.. and n_decode decode workers d0..,
+ * all with default timings and no faults (n_prefill + n_decode <= PD_SCN_MAX_WORKERS). */
+void pd_scenario_set_workers(pd_scenario_t *s, uint32_t n_prefill, uint32_t n_decode);
+
 /* Parse a scenario from text. `path` names it in messages. On error returns PD_ERR_JSON /
  * PD_ERR_FIELD / PD_ERR_LIMIT / PD_ERR_TOO_LARGE and writes "<path>: <json path>: <what>" to
  * err. Requires "name", "workers" (>= 1 prefill and >= 1 decode) and "expect"; unknown keys

@@ -111,7 +111,7 @@ void pd_world_wtimer(struct pd_world *w, pd_wleg_t *leg, int kind, uint64_t dela
 
 /* ---------- requests: creation, retirement ---------- */
 
-static void creq_free(pd_creq_t *rq) {
+void pd_world_creq_free(pd_creq_t *rq) {
   pd_wleg_t *l = rq->legs;
   while (l) {
     pd_wleg_t *nx = l->next_in_req;
@@ -223,7 +223,7 @@ void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
   st->requests_done++;
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_ptrmap_del(&w->legs, l->leg_id);
   pd_ptrmap_del(&w->reqs, rq->id);
-  creq_free(rq);
+  pd_world_creq_free(rq);
 }
 
 void pd_world_try_retire(struct pd_world *w, pd_creq_t *rq) {

@@ -94,6 +94,7 @@ void pd_world_apply(struct pd_world *w);
 void pd_world_arrive(struct pd_world *w);
 void pd_world_try_retire(struct pd_world *w, pd_creq_t *rq);
 void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq); /* judge + free */
+void pd_world_creq_free(pd_creq_t *rq); /* free a request and its legs */
 
 /* driver services used by the worker model */
 void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay_ns);

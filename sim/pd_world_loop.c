@@ -333,18 +333,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
 
 static void teardown(struct pd_world *w) {
   for (size_t i = 0; i < w->reqs.cap; i++)
-    if (w->reqs.keys[i] && w->reqs.keys[i] != UINT64_MAX) {
-      pd_creq_t *rq = w->reqs.vals[i];
-      pd_wleg_t *l = rq->legs;
-      while (l) {
-        pd_wleg_t *nx = l->next_in_req;
-        free(l);
-        l = nx;
-      }
-      pd_sse_free(&rq->sse);
-      free(rq->body);
-      free(rq);
-    }
+    if (w->reqs.keys[i] && w->reqs.keys[i] != UINT64_MAX) pd_world_creq_free(w->reqs.vals[i]);
   pd_ptrmap_free(&w->reqs);
   pd_ptrmap_free(&w->legs);
   pd_ptrmap_free(&w->rooms);

@@ -99,17 +99,7 @@ static void test_reference_holds_every_invariant_under_10000_faulty_requests(voi
   if (!s) return;
   pd_scenario_defaults(s);
   snprintf(s->name, sizeof s->name, "load-10000");
-  s->n_workers = 8;
-  for (uint32_t i = 0; i < 8; i++) {
-    pd_scn_worker_t *w = &s->workers[i];
-    memset(w, 0, sizeof *w);
-    w->role = i < 4 ? PD_ROLE_PREFILL : PD_ROLE_DECODE;
-    snprintf(w->name, sizeof w->name, "%c%u", i < 4 ? 'p' : 'd', i % 4);
-    w->forward_ms = 20;
-    w->kv_ms = 5;
-    w->first_token_ms = 10;
-    w->token_ms = 5;
-  }
+  pd_scenario_set_workers(s, 4, 4);
   s->workload.requests = 10000;
   s->workload.interval_ms = 0;
   s->workload.stream = 0.7;
