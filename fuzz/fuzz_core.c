@@ -2,7 +2,8 @@
  * interleaving of events for several requests (heads, SSE fragments, ends, transport errors,
  * timers, client disconnects), fed through the same API the drivers use. After every step
  * and at the end it checks what must always hold: loads never go negative and return to zero,
- * every request ends once, and once every leg is answered nothing stays alive. */
+ * every request gets one head, body only after it and one end, and once every leg is
+ * answered nothing stays alive. */
 #include <stdint.h>
 #include <string.h>
 
@@ -29,7 +30,7 @@ typedef struct world {
   uint64_t legs[MAX_LEGS], leg_req[MAX_LEGS];
   int n_legs;
   uint64_t timer_at[MAX_REQS], timer_gen[MAX_REQS];
-  int ends[MAX_REQS], done[MAX_REQS];
+  int ends[MAX_REQS], heads[MAX_REQS], done[MAX_REQS];
   long load;
 } world_t;
 
@@ -54,6 +55,12 @@ static void apply(world_t *w) {
       break;
     case PD_ACT_CLIENT_END:
       if (++w->ends[r] > 1) __builtin_trap();
+      break;
+    case PD_ACT_CLIENT_HEAD:
+      if (++w->heads[r] > 1 || w->ends[r]) __builtin_trap(); /* one head, before the end */
+      break;
+    case PD_ACT_CLIENT_DATA:
+      if (!w->heads[r] || w->ends[r]) __builtin_trap(); /* body only between head and end */
       break;
     case PD_ACT_TIMER:
       w->timer_at[r] = a->deadline_ns;
