@@ -37,6 +37,7 @@ typedef struct pd_leg {
   int has_outcome;     /* an outcome was recorded for it */
   int saw_done;        /* SSE [DONE] seen */
   int saw_error_event; /* SSE error event seen */
+  int is_suspect;      /* reference: blamed when a deadline passes (see ref_on_deadline) */
   uint32_t events;     /* SSE data events seen */
   uint64_t deadline_ns; /* smg/minilb per-leg total deadline (0 = none) */
   pd_sse_t sse;

@@ -39,9 +39,11 @@ static void leg_cancel(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o) 
  * preserved status (R-STATUS). */
 static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o, int status,
                          int is_retryable, const char *code, const char *msg) {
+  int any_suspect = 0;
+  for (uint32_t i = 0; i < rq->n_legs; i++) any_suspect |= rq->legs[i]->is_suspect;
   for (uint32_t guard = 0; guard < PD_MAX_LEGS && rq->n_legs; guard++) {
     pd_leg_t *l = rq->legs[0];
-    if (l == bad || (!bad && !l->has_outcome)) {
+    if (l == bad || (!bad && !l->has_outcome && (l->is_suspect || !any_suspect))) {
       if (o != PD_OUTCOME_SUCCESS && o != PD_OUTCOME_CANCELLED) exclude(rq, l);
       pd_gw_outcome(gw, rq, l, o, status);
       pd_gw_release_load(gw, rq, l->role);
@@ -341,6 +343,22 @@ static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) 
   }
 }
 
+/* Who is to blame when nothing came in time? SGLang sends a stream's 200 head at once (S5.3),
+ * so in a stream the legs without a head are the stalled ones and the others were waiting on
+ * them (cancelled, not timed out). With no such difference, every open leg timed out. */
+static void mark_suspects(pd_rq_t *rq) {
+  uint32_t open = 0, headless = 0;
+  for (uint32_t i = 0; i < rq->n_legs; i++) {
+    pd_leg_t *l = rq->legs[i];
+    if (l->has_outcome) continue;
+    open++;
+    headless += l->state == LEG_OPEN;
+  }
+  int split = rq->req.is_stream && headless > 0 && headless < open;
+  for (uint32_t i = 0; i < rq->n_legs; i++)
+    rq->legs[i]->is_suspect = split && rq->legs[i]->state == LEG_OPEN;
+}
+
 static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
   switch (which) {
   case DL_BACKOFF:
@@ -354,6 +372,7 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
         pd_gw_client_error(gw, rq, 504, "timeout", "request deadline exceeded");
         return;
       }
+      mark_suspects(rq);
       /* The request's own budget running out blames no worker: cancelled, not timeout
        * (R-OUTCOME); the first-token deadline is the workers' and records timeout. */
       fail_attempt(gw, rq, NULL, which == DL_TOTAL ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT,

@@ -96,6 +96,20 @@ static void test_idle_deadline_ends_stream_with_error_event(void) {
   h_free(&h);
 }
 
+static void test_first_token_deadline_blames_only_the_headless_leg(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
+  uint64_t at = t ? t->deadline_ns : 0, gen = t ? t->timer_gen : 0;
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL); /* prefill answered its head; decode never did */
+  h.now = at;
+  pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = gen};
+  h_feed(&h, ev);
+  PDT_EQ_INT(outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
+  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED); /* it was waiting for decode */
+  h_free(&h);
+}
+
 /* A gateway with a custom config: 1 prefill, 2 decode workers. */
 static void init_cfg(harness_t *h, const pd_gw_config_t *c) {
   memset(h, 0, sizeof *h);
@@ -198,6 +212,8 @@ int pdt_suite_dispatch_more(void) {
        test_prefill_failure_after_commit_is_its_own_and_stream_goes_on},
       {"exhausted retries preserve the worker status", test_exhausted_retries_preserve_the_worker_status},
       {"idle deadline ends the stream with an SSE error event", test_idle_deadline_ends_stream_with_error_event},
+      {"first-token deadline blames only the leg without a head",
+       test_first_token_deadline_blames_only_the_headless_leg},
       {"no retry when the backoff would pass the total deadline",
        test_no_retry_when_backoff_would_pass_the_total_deadline},
       {"each attempt gets fresh 53-bit rooms and a fixed-width rid",
