@@ -25,7 +25,7 @@ static void usage(FILE *f) {
              "                     [--max-attempts N] [--connect-timeout-ms N]\n"
              "                     [--first-token-timeout-ms N] [--idle-timeout-ms N]\n"
              "                     [--total-timeout-ms N] [--request-timeout-ms N]\n"
-             "                     [--tail-timeout-ms N] [--max-body-bytes N]\n"
+             "                     [--tail-timeout-ms N] [--head-timeout-ms N] [--max-body-bytes N]\n"
              "                     [--max-connections N] [--client-timeout-s N]\n"
              "                     [--abort-timeout-ms N] [--seed N] [--verbose]\n"
              "\n"
@@ -127,6 +127,7 @@ static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
       {"--total-timeout-ms", offsetof(pd_gw_config_t, total_timeout_ns)},
       {"--request-timeout-ms", offsetof(pd_gw_config_t, request_timeout_ns)},
       {"--tail-timeout-ms", offsetof(pd_gw_config_t, prefill_tail_timeout_ns)},
+      {"--head-timeout-ms", offsetof(pd_gw_config_t, head_timeout_ns)},
   };
   for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++) {
     if (strcmp(f, ns_flags[i].flag)) continue;

@@ -130,6 +130,8 @@ typedef struct pd_gw_config {
   uint64_t request_timeout_ns;     /* smg/minilb total per leg (reqwest/aiohttp total) */
   uint64_t connect_timeout_ns;     /* passed to the driver with each leg */
   uint64_t first_token_timeout_ns; /* reference: attempt start -> first decode event */
+  uint64_t head_timeout_ns;        /* reference, streams: leg sent -> its 200 head (SGLang
+                                      sends a stream's head at once, S5.3) */
   uint64_t idle_timeout_ns;        /* reference: gap between decode events */
   uint64_t total_timeout_ns;       /* reference: whole request */
   uint64_t prefill_tail_timeout_ns; /* reference: prefill supervised after client end */

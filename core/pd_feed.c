@@ -176,6 +176,8 @@ static void fire_deadlines(pd_gw_t *gw, pd_rq_t *rq, const pd_mode_ops_t *ops) {
     a->leg_id = due->id;
     a->role = due->role;
     a->worker = due->worker;
+    if (gw->cfg.mode == PD_MODE_REFERENCE && rq->rid) /* R-CANCEL: a hung leg holds a slot */
+      a->str = (const char *)pd_gw_keep(gw, rq->rid, strlen(rq->rid));
     due->state = LEG_FAILED;
     due->deadline_ns = 0;
     ops->on_error(gw, rq, due, PD_UPERR_TIMEOUT);

@@ -61,6 +61,7 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
     pd_breaker_config_window(&c->breaker);
     c->connect_timeout_ns = SEC(10);
     c->first_token_timeout_ns = SEC(30);
+    c->head_timeout_ns = SEC(5);
     c->idle_timeout_ns = SEC(30);
     c->total_timeout_ns = SEC(600);
     c->prefill_tail_timeout_ns = MS(500); /* prefill lags KV by <= ~200 ms (S5.3) */

@@ -276,9 +276,14 @@ static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
 static void ref_on_start(pd_gw_t *gw, pd_rq_t *rq) {
   rq->state = RQ_FIRST;
   if (gw->cfg.first_token_timeout_ns) rq->dl[DL_FIRST] = gw->now + gw->cfg.first_token_timeout_ns;
+  if (rq->req.is_stream && gw->cfg.head_timeout_ns) /* a stream leg without a head is hung */
+    for (uint32_t i = 0; i < rq->n_legs; i++)
+      if (rq->legs[i]->attempt == rq->attempt)
+        rq->legs[i]->deadline_ns = gw->now + gw->cfg.head_timeout_ns;
 }
 
 static void ref_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  leg->deadline_ns = 0; /* the head came */
   if (is_2xx(leg->status)) return;
   if (!rq->is_committed) {
     fail_leg(gw, rq, leg, leg->status, "error status");
@@ -334,7 +339,14 @@ static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) 
     pd_gw_drop_leg(gw, rq, leg);
     return;
   }
-  if (!rq->is_committed) {
+  if (!rq->is_committed && e == PD_UPERR_TIMEOUT) { /* a head deadline: every leg whose
+                                                       head is overdue stalled, not just this */
+    for (uint32_t i = 0; i < rq->n_legs; i++) {
+      pd_leg_t *l = rq->legs[i];
+      l->is_suspect = l == leg || (l->state == LEG_OPEN && l->deadline_ns && l->deadline_ns <= gw->now);
+    }
+    fail_attempt(gw, rq, NULL, PD_OUTCOME_TIMEOUT, 504, 1, "timeout", "no response head in time");
+  } else if (!rq->is_committed) {
     fail_leg(gw, rq, leg, st, what);
   } else if (leg->role == PD_ROLE_DECODE) {
     fail_stream(gw, rq, leg, st == 504 ? PD_OUTCOME_TIMEOUT : PD_OUTCOME_FAILURE, st, what, 0);

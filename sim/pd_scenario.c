@@ -451,6 +451,7 @@ static const scn_key_t config_keys[] = {
     K_MS(pd_scn_config_t, idle_timeout_ms),
     K_MS(pd_scn_config_t, total_timeout_ms),
     K_MS(pd_scn_config_t, tail_timeout_ms),
+    K_MS(pd_scn_config_t, head_timeout_ms),
     K_(pd_scn_config_t, breaker_failure_threshold, set_u32, 0, UINT32_MAX, 0),
     K_MS(pd_scn_config_t, breaker_open_ms),
     K_MS(pd_scn_config_t, bootstrap_timeout_ms),

@@ -101,7 +101,7 @@ typedef struct pd_scn_config {
   uint32_t max_attempts;   /* 0 = mode default */
   /* 0 = mode default; apply to the modes that model them */
   uint64_t request_timeout_ms, first_token_timeout_ms, idle_timeout_ms, total_timeout_ms,
-      tail_timeout_ms;
+      tail_timeout_ms, head_timeout_ms;
   uint32_t breaker_failure_threshold; /* 0 = mode default */
   uint64_t breaker_open_ms;           /* 0 = mode default */
   uint64_t bootstrap_timeout_ms;      /* SGLang prefill, default 300000 (S5.4) */

@@ -306,6 +306,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   if (sc->request_timeout_ms && mode != PD_MODE_REFERENCE) c->request_timeout_ns = sc->request_timeout_ms * MS_NS;
   if (mode == PD_MODE_REFERENCE) {
     if (sc->first_token_timeout_ms) c->first_token_timeout_ns = sc->first_token_timeout_ms * MS_NS;
+    if (sc->head_timeout_ms) c->head_timeout_ns = sc->head_timeout_ms * MS_NS;
     if (sc->idle_timeout_ms) c->idle_timeout_ns = sc->idle_timeout_ms * MS_NS;
     if (sc->total_timeout_ms) c->total_timeout_ns = sc->total_timeout_ms * MS_NS;
     if (sc->tail_timeout_ms) c->prefill_tail_timeout_ns = sc->tail_timeout_ms * MS_NS;

@@ -82,6 +82,7 @@ static void test_exhausted_retries_preserve_the_worker_status(void) {
 static void test_idle_deadline_ends_stream_with_error_event(void) {
   harness_t h;
   start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
   h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
   h.now = 5 * MS;
   h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
@@ -96,17 +97,21 @@ static void test_idle_deadline_ends_stream_with_error_event(void) {
   h_free(&h);
 }
 
-static void test_first_token_deadline_blames_only_the_headless_leg(void) {
+static void test_a_stream_leg_without_a_head_times_out_alone_after_5s(void) {
   harness_t h;
   start(&h, PD_MODE_REFERENCE, STREAM);
   const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
-  uint64_t at = t ? t->deadline_ns : 0, gen = t ? t->timer_gen : 0;
-  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL); /* prefill answered its head; decode never did */
-  h.now = at;
+  PDT_TRUE(t && t->deadline_ns == 5000 * MS); /* the head deadline comes first */
+  uint64_t gen = t ? t->timer_gen : 0;
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h.now = 5000 * MS;
   pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = gen};
   h_feed(&h, ev);
+  const pd_action_t *c = close_of(&h, 2);
+  PDT_TRUE(c && c->str != NULL); /* closed and aborted: a hung request holds a slot */
   PDT_EQ_INT(outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
-  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED); /* it was waiting for decode */
+  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
+  PDT_TRUE(h_find(&h, PD_ACT_TIMER, 0) != NULL); /* backoff, then a fresh pair */
   h_free(&h);
 }
 
@@ -119,6 +124,24 @@ static void init_cfg(harness_t *h, const pd_gw_config_t *c) {
   pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d0", "d0", -1);
   pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d1", "d1", -1);
   pd_actbuf_init(&h->out, NULL);
+}
+
+static void test_first_token_deadline_blames_only_the_headless_leg(void) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.head_timeout_ns = 0; /* only the first-token deadline */
+  harness_t h;
+  init_cfg(&h, &c);
+  h_request(&h, STREAM);
+  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
+  uint64_t at = t ? t->deadline_ns : 0, gen = t ? t->timer_gen : 0;
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL); /* prefill answered its head; decode never did */
+  h.now = at;
+  pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = gen};
+  h_feed(&h, ev);
+  PDT_EQ_INT(outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
+  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED); /* it was waiting for decode */
+  h_free(&h);
 }
 
 static void test_no_retry_when_backoff_would_pass_the_total_deadline(void) {
@@ -212,6 +235,8 @@ int pdt_suite_dispatch_more(void) {
        test_prefill_failure_after_commit_is_its_own_and_stream_goes_on},
       {"exhausted retries preserve the worker status", test_exhausted_retries_preserve_the_worker_status},
       {"idle deadline ends the stream with an SSE error event", test_idle_deadline_ends_stream_with_error_event},
+      {"a stream leg without a head times out alone after 5 s",
+       test_a_stream_leg_without_a_head_times_out_alone_after_5s},
       {"first-token deadline blames only the leg without a head",
        test_first_token_deadline_blames_only_the_headless_leg},
       {"no retry when the backoff would pass the total deadline",
