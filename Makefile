@@ -45,6 +45,7 @@ lint:
 
 bench: build
 	@$(BUILD)/pdref sim bench
+	@$(BUILD)/pdref gateway bench
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

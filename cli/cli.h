@@ -6,6 +6,8 @@ int pd_cli_sim_run(int argc, char **argv);
 int pd_cli_sim_bench(int argc, char **argv);
 int pd_cli_sim_explore(int argc, char **argv);
 int pd_cli_gateway(int argc, char **argv);
+int pd_cli_gateway_bench(int argc, char **argv);
 int pd_cli_mock(int argc, char **argv);
+int pd_cli_conform(int argc, char **argv);
 
 #endif

@@ -18,9 +18,14 @@ static void usage(FILE *f) {
           "                      random worlds from seeds; shrink and save each violation\n"
           "  gateway --prefill URL[@PORT]... --decode URL... [--listen HOST:PORT] [--mode M]\n"
           "                      the PD gateway on real sockets (pdref gateway --help)\n"
+          "  gateway bench [--concurrency N,N,...] [--tokens K] [--json]\n"
+          "                      gateway vs direct decode on loopback mocks: added TTFT/ITL,\n"
+          "                      relayed events/s, RSS, CPU (pdref gateway bench --help)\n"
           "  mock --role prefill|decode [--listen HOST:PORT] [--bootstrap-port P]\n"
           "       [--scenario FILE --worker NAME] [--log FILE] [--speed X]\n"
           "                      an SGLang-like PD worker on real sockets (pdref mock --help)\n"
+          "  conform --gateway-cmd CMD SCENARIO|DIR... [--mode-label M] [--timeout-scale X]\n"
+          "                      run scenarios against any PD gateway (pdref conform --help)\n"
           "\n"
           "modes: joined (smg today), pr1150 (the seed), minilb (SGLang mini_lb),\n"
           "       reference (pdref's rules, docs/spec.md)\n"
@@ -44,8 +49,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "pdref sim: unknown subcommand '%s' (try --help)\n", argv[2]);
     return 2;
   }
+  if (strcmp(argv[1], "gateway") == 0 && argc > 2 && strcmp(argv[2], "bench") == 0)
+    return pd_cli_gateway_bench(argc - 3, argv + 3);
   if (strcmp(argv[1], "gateway") == 0) return pd_cli_gateway(argc - 2, argv + 2);
   if (strcmp(argv[1], "mock") == 0) return pd_cli_mock(argc - 2, argv + 2);
+  if (strcmp(argv[1], "conform") == 0) return pd_cli_conform(argc - 2, argv + 2);
   fprintf(stderr, "pdref: unknown command '%s' (try --help)\n", argv[1]);
   return 2;
 }

@@ -165,6 +165,8 @@ void pd_boot_connect(pd_mock_t *m, pd_mleg_t *d) {
   b->flags = d->fault == (int)PD_FAULT_KV_FAIL ? PD_BOOT_F_KV_FAIL : 0;
   d->boot = bc;
   if (rc == 1) on_connected(m, bc);
+  if (!pd_mock_on_engine(m)) pd_mock_wake(m); /* the engine polls the new socket now, not at
+                                                 its next 20 ms peer check */
 }
 
 static void connect_done(pd_mock_t *m, int bc) {

@@ -18,7 +18,7 @@
 /* Bytes of an unwanted body read past the limit before hanging up (413 needs it read). */
 #define PD_GWH_DISCARD_BYTES (4u * 1024u * 1024u)
 /* MHD hands the reader at most this much per call. */
-#define PD_GWH_BLOCK_BYTES (64u * 1024u)
+#define PD_GWH_BLOCK_BYTES (8u * 1024u) /* per-read block; 64 KiB x 512 streams cost 32 MB */
 
 static const struct {
   const char *path;
@@ -510,7 +510,8 @@ int pd_gwh_start(pd_gateway_t *g, char *err, size_t errlen) {
       (unsigned int)(g->cfg.max_connections + PD_GWH_CONN_HEADROOM), MHD_OPTION_CONNECTION_TIMEOUT,
       (unsigned int)g->cfg.client_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, g,
       MHD_OPTION_NOTIFY_CONNECTION, on_connection, g, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-      (unsigned int)1024, MHD_OPTION_END);
+      (unsigned int)1024, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16u * 1024u),
+      MHD_OPTION_END);
   if (!g->mhd) {
     snprintf(err, errlen, "cannot listen on %s:%u (in use, or not a local address?)",
              g->cfg.listen_host, (unsigned)g->cfg.listen_port);

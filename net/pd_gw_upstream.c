@@ -72,6 +72,7 @@ static pd_gwleg_t *leg_new(pd_gateway_t *g, pd_gwu_kind_t kind, const char *base
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 8192L); /* SSE events are small; bounds RSS */
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, leg);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);

@@ -16,4 +16,5 @@
   X(pdt_suite_check)     \
   X(pdt_suite_explore)   \
   X(pdt_suite_gateway) \
-  X(pdt_suite_mock)
+  X(pdt_suite_mock) \
+  X(pdt_suite_conform)

@@ -1,0 +1,308 @@
+/* `pdref conform`: run scenarios against any PD gateway over real sockets (net/pd_conform.h)
+ * and print the verdict table of `pdref sim run`, last line `conform: N passed, M failed`. */
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <dirent.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pd_conform.h"
+
+#define MAX_FILES 4096
+
+static volatile sig_atomic_t g_stop; /* set by SIGINT/SIGTERM: the run cleans up and ends */
+
+static void on_signal(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: pdref conform --gateway-cmd 'CMD ... {prefill_args} {decode_args} ... {port}'\n"
+          "                     SCENARIO|DIR... [--mode-label M] [--timeout-scale X]\n"
+          "                     [--slack-ms N] [--request-bound-ms N] [--keep] [--json]\n"
+          "\n"
+          "Starts one `pdref mock` per scenario worker on free loopback ports, runs CMD with\n"
+          "/bin/sh -c (own process group), drives the scenario's client workload over HTTP,\n"
+          "stops everything and judges the socket-observable invariants with the simulator's\n"
+          "checker (docs/conformance.md).\n"
+          "placeholders in CMD:\n"
+          "  {prefill_urls}  http://127.0.0.1:P@BOOTSTRAP ... (space-separated)\n"
+          "  {decode_urls}   http://127.0.0.1:P ...\n"
+          "  {prefill_args}  --prefill http://127.0.0.1:P@BOOTSTRAP ...\n"
+          "  {decode_args}   --decode http://127.0.0.1:P ...\n"
+          "  {smg_prefill_args}  --prefill http://127.0.0.1:P BOOTSTRAP ... (smg, sglang_router)\n"
+          "  {prefill_plain_urls} {bootstrap_ports} {prefill_ports} {decode_ports}\n"
+          "  {prefill_hosts} {decode_hosts}  the same lists, one field each\n"
+          "  {port}          the port the gateway must listen on (127.0.0.1)\n"
+          "  {pdref_gateway_args}  pdref gateway flags reproducing the simulator's gateway\n"
+          "                  settings for the scenario (seed, policies, attempts, timeouts scaled)\n"
+          "  {seed} {scale} {mode}\n"
+          "options:\n"
+          "  --mode-label M     the mode column; a mode name (joined|pr1150|minilb|reference)\n"
+          "                     also selects the scenario's expectation (default \"gateway\":\n"
+          "                     held to pass)\n"
+          "  --timeout-scale X  multiply every scenario duration by X (default 1; 0.01 runs a\n"
+          "                     300 s timeout in 3 s)\n"
+          "  --slack-ms N       smallest grace for I2/I3 on sockets (default 50)\n"
+          "  --request-bound-ms N  give a request up N ms after sending it (default: its I1\n"
+          "                     bound deadline_ms x scale + 250 ms + grace; raise it past the\n"
+          "                     gateway's own timeouts to judge requests that end late)\n"
+          "  --keep             keep each run's directory (mock logs, gateway output)\n"
+          "  --json             machine-readable rows\n"
+          "exit: 0 every result matched its expectation, 1 one did not, 2 bad usage or a run\n"
+          "could not be set up\n");
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int collect(char **args, int n, char **out, int *n_out) {
+  for (int i = 0; i < n; i++) {
+    struct stat st;
+    if (stat(args[i], &st) != 0) {
+      fprintf(stderr, "pdref conform: %s: no such file or directory\n", args[i]);
+      return 2;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      if (*n_out >= MAX_FILES) return 2;
+      out[(*n_out)++] = strdup(args[i]);
+      continue;
+    }
+    DIR *d = opendir(args[i]);
+    if (!d) return 2;
+    int first = *n_out;
+    struct dirent *e;
+    while ((e = readdir(d)) && *n_out < MAX_FILES) {
+      size_t l = strlen(e->d_name);
+      if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0) continue;
+      char p[1024];
+      snprintf(p, sizeof p, "%s/%s", args[i], e->d_name);
+      out[(*n_out)++] = strdup(p);
+    }
+    closedir(d);
+    qsort(out + first, (size_t)(*n_out - first), sizeof *out, cmp_str);
+  }
+  return 0;
+}
+
+static void mask_str(uint32_t m, char *buf, size_t cap, const char *sep) {
+  size_t off = 0;
+  buf[0] = 0;
+  for (int i = 1; i <= PD_INV_COUNT && off + 6 < cap; i++)
+    if (m >> (i - 1) & 1u) off += (size_t)snprintf(buf + off, cap - off, "%sI%d", off ? sep : "", i);
+}
+
+typedef struct opts {
+  pd_conform_opts_t c;
+  int json;
+  char bin[PATH_MAX];
+} opts_t;
+
+static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
+  char *paths[MAX_FILES];
+  int n_paths = 0;
+  pd_conform_opts_default(&o->c);
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    int has_v = i + 1 < argc;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      exit(0);
+    } else if (!strcmp(a, "--gateway-cmd") && has_v) {
+      o->c.gateway_cmd = argv[++i];
+    } else if (!strcmp(a, "--mode-label") && has_v) {
+      pd_conform_set_label(&o->c, argv[++i]);
+    } else if (!strcmp(a, "--timeout-scale") && has_v) {
+      char *end;
+      o->c.scale = strtod(argv[++i], &end);
+      if (*end || !(o->c.scale > 0 && o->c.scale <= 100)) {
+        fprintf(stderr, "pdref conform: --timeout-scale: '%s' is not a number in (0, 100]\n", argv[i]);
+        return 2;
+      }
+    } else if (!strcmp(a, "--slack-ms") && has_v) {
+      char *end;
+      unsigned long v = strtoul(argv[++i], &end, 10);
+      if (*end || v > 600000) {
+        fprintf(stderr, "pdref conform: --slack-ms: '%s' is not a number in 0..600000\n", argv[i]);
+        return 2;
+      }
+      o->c.slack_ms = (uint32_t)v;
+    } else if (!strcmp(a, "--request-bound-ms") && has_v) {
+      char *end;
+      unsigned long long v = strtoull(argv[++i], &end, 10);
+      if (*end || v > 86400000ull) {
+        fprintf(stderr, "pdref conform: --request-bound-ms: '%s' is not a number in 0..86400000\n",
+                argv[i]);
+        return 2;
+      }
+      o->c.bound_ms = v;
+    } else if (!strcmp(a, "--keep")) {
+      o->c.keep = 1;
+    } else if (!strcmp(a, "--json")) {
+      o->json = 1;
+    } else if (a[0] == '-') {
+      fprintf(stderr, "pdref conform: unknown option '%s' or missing value (try --help)\n", a);
+      return 2;
+    } else if (n_paths < MAX_FILES) {
+      paths[n_paths++] = (char *)a;
+    }
+  }
+  if (!o->c.gateway_cmd || !o->c.gateway_cmd[0]) {
+    fprintf(stderr, "pdref conform: --gateway-cmd is required (try --help)\n");
+    return 2;
+  }
+  if (!n_paths) {
+    fprintf(stderr, "pdref conform: no scenario file or directory given (try --help)\n");
+    return 2;
+  }
+  ssize_t n = readlink("/proc/self/exe", o->bin, sizeof o->bin - 1);
+  if (n <= 0) {
+    fprintf(stderr, "pdref conform: cannot find its own binary (/proc/self/exe)\n");
+    return 2;
+  }
+  o->bin[n] = 0;
+  o->c.pdref_bin = o->bin;
+  return collect(paths, n_paths, files, n_files);
+}
+
+static void print_header(const opts_t *o) {
+  char judged[96], not_judged[96];
+  uint32_t m = pd_conform_judged_mask(&o->c);
+  mask_str(m, judged, sizeof judged, " ");
+  mask_str(((1u << PD_INV_COUNT) - 1u) & ~m, not_judged, sizeof not_judged, " ");
+  printf("# conform: %s\n", o->c.gateway_cmd);
+  printf("# judged on sockets: %s\n", judged);
+  printf("# not judged: %s (gateway internals: I4 outcomes, I9/I10 loads, I12 breaker%s;"
+         " I13 is the simulator's)\n",
+         not_judged, o->c.has_mode ? "" : ", I7 attempt limit (no mode label)");
+  printf("# timeout scale %g: scenario and worker durations x%g, grace >= %u ms\n", o->c.scale,
+         o->c.scale, o->c.slack_ms);
+  printf("%-46s %-9s %-4s %-14s %s\n", "scenario", "mode", "inv", "violated", "expectation");
+}
+
+static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
+  char got[64], want[64];
+  mask_str(r->got, got, sizeof got, ",");
+  mask_str(r->want, want, sizeof want, ",");
+  const char *label = o->c.mode_label;
+  if (r->status == PD_CONFORM_SKIPPED) {
+    printf("%-46s %-9s %-4s %-14s skipped: %s\n", s->name, label, "SKIP", "-", r->reason);
+    return;
+  }
+  if (r->status == PD_CONFORM_ERROR) {
+    printf("%-46s %-9s %-4s %-14s UNEXPECTED (run failed)\n    %s\n", s->name, label, "ERR", "-",
+           r->reason);
+    return;
+  }
+  printf("%-46s %-9s %-4s %-14s %s", s->name, label, r->got ? "FAIL" : "PASS", got,
+         r->matched ? "as expected" : "UNEXPECTED");
+  if (!r->matched) printf(" (expected %s)", r->want ? want : "pass");
+  printf("\n");
+  if (r->got || !r->matched)
+    printf("    %s\n", r->reason[0] ? r->reason : r->got ? "violation" : "no violation");
+  if ((r->got || !r->matched) && r->legs_by_timing)
+    printf("    note: %u of %u legs tied to requests by arrival order only (no X-Request-Id on the "
+           "legs, no rid in the response)\n", r->legs_by_timing, r->legs);
+  if (r->dir[0]) printf("    logs: %s\n", r->dir);
+}
+
+static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
+  static const char *const st[] = {"ran", "skipped", "error"};
+  cJSON *j = cJSON_CreateObject();
+  char got[64], want[64], judged[64];
+  mask_str(r->got, got, sizeof got, ",");
+  mask_str(r->want, want, sizeof want, ",");
+  mask_str(r->judged, judged, sizeof judged, ",");
+  cJSON_AddStringToObject(j, "scenario", s->name);
+  cJSON_AddStringToObject(j, "file", s->path);
+  cJSON_AddStringToObject(j, "mode", o->c.mode_label);
+  cJSON_AddStringToObject(j, "status", st[r->status]);
+  cJSON_AddStringToObject(j, "violated", got);
+  cJSON_AddStringToObject(j, "expected", want);
+  cJSON_AddStringToObject(j, "judged", judged);
+  cJSON_AddBoolToObject(j, "matched", r->matched);
+  cJSON_AddStringToObject(j, "reason", r->reason);
+  cJSON_AddNumberToObject(j, "requests", r->requests);
+  cJSON_AddNumberToObject(j, "clean", r->clean);
+  cJSON_AddNumberToObject(j, "client_errors", r->client_errors);
+  cJSON_AddNumberToObject(j, "disconnected", r->gone);
+  cJSON_AddNumberToObject(j, "cut_off", r->cut_off);
+  cJSON_AddNumberToObject(j, "legs", r->legs);
+  cJSON_AddNumberToObject(j, "legs_unattributed", r->legs_unattributed);
+  cJSON_AddNumberToObject(j, "legs_by_timing", r->legs_by_timing);
+  cJSON_AddNumberToObject(j, "legs_resent", r->legs_resent);
+  cJSON_AddNumberToObject(j, "seconds", r->seconds);
+  if (r->dir[0]) cJSON_AddStringToObject(j, "dir", r->dir);
+  return j;
+}
+
+int pd_cli_conform(int argc, char **argv) {
+  static opts_t o;
+  static char *files[MAX_FILES];
+  int n_files = 0, rc = parse(argc, argv, &o, files, &n_files);
+  if (rc) return rc;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, NULL);
+  o.c.stop = &g_stop;
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  pd_scenario_t *s = malloc(sizeof *s);
+  cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
+  int passed = 0, failed = 0, skipped = 0, exit_code = 0, had_error = 0;
+  if (!s) return 2;
+  if (!o.json) print_header(&o);
+  for (int f = 0; f < n_files && exit_code != 2 && !g_stop; f++) {
+    char err[512];
+    if (pd_scenario_load(s, files[f], err, sizeof err) != 0) {
+      fprintf(stderr, "pdref conform: %s\n", err);
+      exit_code = 2;
+      break;
+    }
+    pd_conform_result_t r;
+    if (pd_conform_run(s, &o.c, &r) != 0) {
+      fprintf(stderr, "pdref conform: %s: out of memory\n", s->path);
+      exit_code = 2;
+      break;
+    }
+    if (r.status == PD_CONFORM_SKIPPED) skipped++;
+    else if (r.matched) passed++;
+    else failed++;
+    if (r.status == PD_CONFORM_ERROR) had_error = 1; /* keep going; exit 2 at the end */
+    if (arr) cJSON_AddItemToArray(arr, json_row(s, &o, &r));
+    else print_row(s, &o, &r);
+    fflush(stdout);
+  }
+  for (int f = 0; f < n_files; f++) free(files[f]);
+  free(s);
+  if (arr) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "rows", arr);
+    cJSON_AddNumberToObject(root, "passed", passed);
+    cJSON_AddNumberToObject(root, "failed", failed);
+    cJSON_AddNumberToObject(root, "skipped", skipped);
+    char *txt = cJSON_Print(root);
+    if (txt) puts(txt);
+    cJSON_free(txt);
+    cJSON_Delete(root);
+  } else if (exit_code != 2) {
+    if (skipped) printf("# %d skipped (not counted)\n", skipped);
+    printf("conform: %d passed, %d failed\n", passed, failed);
+  }
+  curl_global_cleanup();
+  if (g_stop || exit_code == 2 || had_error) return 2;
+  return failed ? 1 : 0;
+}

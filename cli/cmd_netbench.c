@@ -1,0 +1,633 @@
+/* `pdref gateway bench`: the gateway on loopback against `pdref mock` workers. Starts one
+ * prefill mock, one decode mock (--direct) and `pdref gateway` as child processes (own process
+ * groups, always reaped, every wait bounded), then for each concurrency level measures TTFT
+ * and inter-token gaps of streaming /generate requests three ways: straight to the decode
+ * (direct), client-driven PD with bootstrap fields (pd, no gateway), and through the gateway;
+ * then relay throughput with token_ms 0. Prints what the gateway adds, its RSS and CPU, and
+ * the issue's targets (docs/benchmarks.md). The client is net/pd_netbench.c. */
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pd_dispatch.h"
+#include "pd_err.h"
+#include "pd_netbench.h"
+
+#define NB_MAX_LEVELS 8u
+#define NB_START_TIMEOUT_MS 10000u /* a child's ready line */
+#define NB_STOP_TIMEOUT_MS 5000u   /* SIGTERM to exit, then SIGKILL */
+#define NB_PATHS 3
+
+static volatile sig_atomic_t nb_stop;
+static void on_signal(int sig) {
+  (void)sig;
+  nb_stop = 1;
+}
+
+typedef struct nb_opts {
+  uint32_t levels[NB_MAX_LEVELS], n_levels;
+  uint32_t tokens, token_ms, first_token_ms, requests;
+  uint32_t tp_streams, tp_tokens, tp_token_ms, timeout_s;
+  int is_tp, is_pd, is_json;
+  const char *mode;
+} nb_opts_t;
+
+typedef struct nb_pstats { /* one path at one level */
+  uint32_t requests, ok, errors;
+  uint64_t events, reads;
+  double wall_s, events_per_s, gw_cpu_s;
+  double ttft_us[2], itl_us[2]; /* p50, p99 */
+  char err[192];
+} nb_pstats_t;
+
+typedef struct nb_level {
+  uint32_t streams;
+  nb_pstats_t p[NB_PATHS];
+} nb_level_t;
+
+typedef struct nb_bench {
+  nb_opts_t o;
+  char dir[64], scenario[96], errlog[96], exe[1024];
+  pd_nb_child_t prefill, decode, gw;
+  char p_url[64], d_url[64], g_url[64];
+  uint16_t p_boot;
+  uint64_t room;
+  nb_level_t lv[NB_MAX_LEVELS];
+  nb_pstats_t tp;
+  long rss_kib[2]; /* latency gateway, throughput gateway */
+  double cpu_s[2];
+  uint64_t errors;
+  int is_tty;
+  double last_draw;
+} nb_bench_t;
+
+static const char *const path_names[NB_PATHS] = {"direct", "pd", "gateway"};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: pdref gateway bench [--concurrency N,N,...] [--tokens K] [--token-ms T]\n"
+          "                           [--first-token-ms F] [--requests N] [--no-pd]\n"
+          "                           [--tp-streams S] [--tp-tokens K] [--tp-token-ms T]\n"
+          "                           [--no-throughput] [--mode M] [--timeout-s S] [--json]\n"
+          "\n"
+          "Starts a prefill mock, a decode mock and `pdref gateway` on free loopback ports and\n"
+          "measures what the gateway adds to a streaming client (docs/benchmarks.md).\n"
+          "  --concurrency LIST  concurrent streams per level (default 1,64,512)\n"
+          "  --tokens K          tokens per request (default 64)\n"
+          "  --token-ms T        decode: ms between tokens (default 5)\n"
+          "  --first-token-ms F  decode: KV (or, direct, request) to first token (default 2)\n"
+          "  --requests N        measured requests per level and path (default max(16, 4 x C))\n"
+          "  --no-pd             skip the client-driven PD path (no gateway)\n"
+          "  --tp-streams S      throughput run: streams (default 64)\n"
+          "  --tp-tokens K       throughput run: tokens per stream (default 16000)\n"
+          "  --tp-token-ms T     throughput run: ms between tokens (default 0)\n"
+          "  --no-throughput     skip the throughput run\n"
+          "  --mode M            gateway mode (default reference)\n"
+          "  --timeout-s S       bound on each measured run (default 60)\n"
+          "  --json              one JSON document on stdout\n"
+          "Prefill forward_ms and kv_ms are 0, so the paths differ only by the rendezvous and\n"
+          "the gateway. exit: 0 ok, 1 a request failed or a process did not start, 2 bad usage\n");
+}
+
+/* ---------- options ---------- */
+
+static int parse_u32(const char *flag, const char *s, uint32_t lo, uint32_t hi, uint32_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 10);
+  if (!*s || *end || errno || s[0] == '-' || v < lo || v > hi) {
+    fprintf(stderr, "pdref gateway bench: %s: '%s' is not an integer in %u..%u\n", flag, s,
+            (unsigned)lo, (unsigned)hi);
+    return 2;
+  }
+  *out = (uint32_t)v;
+  return 0;
+}
+
+static int parse_levels(nb_opts_t *o, const char *s) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", s);
+  o->n_levels = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (o->n_levels == NB_MAX_LEVELS) {
+      fprintf(stderr, "pdref gateway bench: --concurrency: at most %u levels\n", NB_MAX_LEVELS);
+      return 2;
+    }
+    if (parse_u32("--concurrency", t, 1, PD_NB_MAX_CONCURRENCY, &o->levels[o->n_levels++]))
+      return 2;
+  }
+  return o->n_levels ? 0 : parse_u32("--concurrency", "", 1, 1, &o->levels[0]);
+}
+
+/* The numeric options: flag, field, range. */
+static const struct {
+  const char *flag;
+  size_t off;
+  uint32_t lo, hi;
+} num_opts[] = {
+    {"--tokens", offsetof(nb_opts_t, tokens), 1, PD_NB_MAX_TOKENS},
+    {"--token-ms", offsetof(nb_opts_t, token_ms), 0, 60000},
+    {"--first-token-ms", offsetof(nb_opts_t, first_token_ms), 0, 60000},
+    {"--requests", offsetof(nb_opts_t, requests), 1, PD_NB_MAX_REQUESTS},
+    {"--tp-streams", offsetof(nb_opts_t, tp_streams), 1, PD_NB_MAX_CONCURRENCY},
+    {"--tp-tokens", offsetof(nb_opts_t, tp_tokens), 1, PD_NB_MAX_TOKENS},
+    {"--tp-token-ms", offsetof(nb_opts_t, tp_token_ms), 0, 60000},
+    {"--timeout-s", offsetof(nb_opts_t, timeout_s), 1, 3600},
+};
+
+/* One flag with its value: 0, or 2 on a bad flag or value. */
+static int parse_flag(nb_opts_t *o, const char *f, const char *v) {
+  for (size_t k = 0; k < sizeof num_opts / sizeof num_opts[0]; k++)
+    if (!strcmp(f, num_opts[k].flag))
+      return parse_u32(f, v, num_opts[k].lo, num_opts[k].hi,
+                       (uint32_t *)(void *)((char *)o + num_opts[k].off));
+  if (!strcmp(f, "--concurrency")) return parse_levels(o, v);
+  pd_mode_t m;
+  if (!strcmp(f, "--mode") && !pd_mode_parse(v, &m)) {
+    o->mode = v;
+    return 0;
+  }
+  fprintf(stderr, "pdref gateway bench: %s '%s': unknown option or mode (try --help)\n", f, v);
+  return 2;
+}
+
+static int parse_args(nb_opts_t *o, int argc, char **argv) {
+  for (int i = 0; i < argc; i++) {
+    const char *f = argv[i];
+    if (!strcmp(f, "--json"))
+      o->is_json = 1;
+    else if (!strcmp(f, "--no-pd"))
+      o->is_pd = 0;
+    else if (!strcmp(f, "--no-throughput"))
+      o->is_tp = 0;
+    else if (i + 1 >= argc) {
+      fprintf(stderr, "pdref gateway bench: '%s': unknown option or missing value\n", f);
+      return 2;
+    } else if (parse_flag(o, f, argv[++i]))
+      return 2;
+  }
+  return 0;
+}
+
+/* ---------- the processes under test ---------- */
+
+/* Children's stderr goes to one log in the temp dir, shown when something fails. */
+static int start_child(nb_bench_t *b, pd_nb_child_t *c, char *const args[], char *line,
+                       size_t cap) {
+  return pd_nb_child_start(c, b->exe, args, b->errlog, line, cap, NB_START_TIMEOUT_MS, &nb_stop);
+}
+
+static void show_errlog(const nb_bench_t *b) {
+  FILE *f = b->errlog[0] ? fopen(b->errlog, "r") : NULL;
+  char line[512];
+  for (int i = 0; f && i < 40 && fgets(line, sizeof line, f); i++) /* bounded */
+    if (!strstr(line, ": stopped")) fprintf(stderr, "  | %s", line);
+  if (f) fclose(f);
+}
+
+static int write_scenario(nb_bench_t *b) {
+  snprintf(b->dir, sizeof b->dir, "/tmp/pdref-gwbench-XXXXXX");
+  if (!mkdtemp(b->dir)) return -1;
+  snprintf(b->scenario, sizeof b->scenario, "%s/bench.json", b->dir);
+  snprintf(b->errlog, sizeof b->errlog, "%s/stderr.log", b->dir);
+  FILE *f = fopen(b->scenario, "w");
+  if (!f) return -1;
+  const nb_opts_t *o = &b->o;
+  fprintf(f,
+          "{\"name\":\"gateway-bench\",\"workers\":["
+          "{\"name\":\"p0\",\"role\":\"prefill\",\"forward_ms\":0,\"kv_ms\":0},"
+          "{\"name\":\"d0\",\"role\":\"decode\",\"first_token_ms\":%u,\"token_ms\":%u},"
+          "{\"name\":\"d1\",\"role\":\"decode\",\"first_token_ms\":%u,\"token_ms\":%u}],"
+          "\"config\":{\"bootstrap_timeout_ms\":30000,\"waiting_timeout_ms\":30000},"
+          "\"workload\":{\"tokens\":%u},\"expect\":{}}\n",
+          o->first_token_ms, o->token_ms, o->first_token_ms, o->tp_token_ms, o->tokens);
+  return fclose(f) ? -1 : 0;
+}
+
+/* Mock `worker` of the scenario; fills url (and the bootstrap port for the prefill). */
+static int start_mock(nb_bench_t *b, pd_nb_child_t *c, const char *worker, char *url, size_t cap) {
+  char line[512];
+  /* clang-format off */
+  char *args[] = {"pdref", "mock", "--scenario", b->scenario, "--worker", (char *)worker,
+                  "--listen", "127.0.0.1:0", "--json",
+                  worker[0] == 'p' ? "--bootstrap-port" : "--direct",
+                  worker[0] == 'p' ? "0" : NULL, NULL};
+  /* clang-format on */
+  if (start_child(b, c, args, line, sizeof line) < 0) {
+    fprintf(stderr, "pdref gateway bench: mock %s did not start\n", worker);
+    return -1;
+  }
+  cJSON *j = cJSON_Parse(line);
+  cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "port");
+  cJSON *boot = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
+  int ok = cJSON_IsNumber(port) && cJSON_IsNumber(boot);
+  if (ok) {
+    snprintf(url, cap, "http://127.0.0.1:%d", port->valueint);
+    if (worker[0] == 'p') b->p_boot = (uint16_t)boot->valueint;
+  }
+  cJSON_Delete(j);
+  if (!ok) fprintf(stderr, "pdref gateway bench: mock %s: bad ready line: %s", worker, line);
+  return ok ? 0 : -1;
+}
+
+static int start_gateway(nb_bench_t *b) {
+  char line[512], pre[96], maxc[16];
+  snprintf(pre, sizeof pre, "%s@%u", b->p_url, (unsigned)b->p_boot);
+  uint32_t most = b->o.tp_streams;
+  for (uint32_t i = 0; i < b->o.n_levels; i++)
+    most = b->o.levels[i] > most ? b->o.levels[i] : most;
+  snprintf(maxc, sizeof maxc, "%u", most * 2 + 64 > 1024 ? most * 2 + 64 : 1024);
+  char *args[] = {"pdref",    "gateway", "--mode",   (char *)b->o.mode, "--prefill",         pre,
+                  "--decode", b->d_url,  "--listen", "127.0.0.1:0",     "--max-connections", maxc,
+                  "--seed",   "1",       NULL};
+  const char *at = start_child(b, &b->gw, args, line, sizeof line) < 0
+                       ? NULL
+                       : strstr(line, "listening on http://");
+  if (!at) {
+    fprintf(stderr, "pdref gateway bench: the gateway did not start\n");
+    return -1;
+  }
+  snprintf(b->g_url, sizeof b->g_url, "%.*s", (int)strcspn(at + 13, " \n"), at + 13);
+  return 0;
+}
+
+static void stop_gateway(nb_bench_t *b, int which) {
+  if (b->gw.pid > 0) {
+    b->rss_kib[which] = pd_nb_proc_hwm_kib(b->gw.pid);
+    b->cpu_s[which] = pd_nb_proc_cpu_s(b->gw.pid);
+  }
+  pd_nb_child_stop(&b->gw, NB_STOP_TIMEOUT_MS);
+}
+
+/* ---------- runs ---------- */
+
+typedef struct nb_prog {
+  nb_bench_t *b;
+  const char *label;
+  uint32_t streams;
+} nb_prog_t;
+
+static void on_progress(void *ud, uint32_t done, uint32_t total) {
+  nb_prog_t *p = ud;
+  double now = (double)pd_nb_now_ns() / 1e9;
+  if (!p->b->is_tty || (now - p->b->last_draw < 0.1 && done < total)) return;
+  p->b->last_draw = now;
+  int width = 30, fill = total ? (int)((double)done / (double)total * width) : 0;
+  char bar[64];
+  for (int i = 0; i < width; i++)
+    bar[i] = i < fill ? '#' : '.';
+  bar[width] = 0;
+  fprintf(stderr, "\r[%s] %u streams, %-7s %u/%u requests   ", bar, (unsigned)p->streams, p->label,
+          (unsigned)done, (unsigned)total);
+}
+
+/* One measured run of `path`, warm-up included; fills st and counts errors. */
+static void run_path(nb_bench_t *b, int path, uint32_t streams, uint32_t requests, uint32_t tokens,
+                     int is_recording, nb_pstats_t *st) {
+  char url[96], purl[96];
+  const char *base = path == PD_NB_GATEWAY ? b->g_url : b->d_url;
+  snprintf(url, sizeof url, "%s/generate", base);
+  snprintf(purl, sizeof purl, "%s/generate", b->p_url);
+  nb_prog_t prog = {b, path_names[path], streams};
+  /* spread the first round over one request's expected duration (steady load) */
+  uint64_t dur_ns = ((uint64_t)b->o.first_token_ms + (uint64_t)tokens * b->o.token_ms) * 1000000ull;
+  /* clang-format off */
+  pd_nb_run_t run = {.path = (pd_nb_path_t)path, .url = url, .prefill_url = purl,
+                     .bootstrap_port = b->p_boot, .first_room = b->room,
+                     .concurrency = streams, .requests = requests, .tokens = tokens,
+                     .timeout_ns = (uint64_t)b->o.timeout_s * 1000000000ull,
+                     .stagger_ns = is_recording ? dur_ns / streams : 0,
+                     .is_recording = is_recording, .is_warmup = 1,
+                     .on_progress = on_progress, .ud = &prog, .stop = &nb_stop};
+  /* clang-format on */
+  b->room += (uint64_t)requests + streams + 1;
+  pd_nb_result_t r;
+  double cpu0 = b->gw.pid > 0 ? pd_nb_proc_cpu_s(b->gw.pid) : 0;
+  int rc = pd_nb_run(&run, &r);
+  double cpu1 = b->gw.pid > 0 ? pd_nb_proc_cpu_s(b->gw.pid) : 0;
+  memset(st, 0, sizeof *st);
+  st->requests = requests;
+  st->ok = r.ok;
+  st->errors = rc ? requests : r.errors + r.warmup_errors;
+  st->events = r.events;
+  st->reads = r.reads;
+  st->wall_s = (double)r.wall_ns / 1e9;
+  st->events_per_s = st->wall_s > 0 ? (double)r.events / st->wall_s : 0;
+  st->gw_cpu_s = path == PD_NB_GATEWAY ? cpu1 - cpu0 : 0;
+  st->ttft_us[0] = (double)pd_nb_percentile(r.ttft_ns, r.n_ttft, 50) / 1e3;
+  st->ttft_us[1] = (double)pd_nb_percentile(r.ttft_ns, r.n_ttft, 99) / 1e3;
+  st->itl_us[0] = (double)pd_nb_percentile(r.gap_ns, r.n_gap, 50) / 1e3;
+  st->itl_us[1] = (double)pd_nb_percentile(r.gap_ns, r.n_gap, 99) / 1e3;
+  snprintf(st->err, sizeof st->err, "%s", rc ? pd_strerror(rc) : r.first_error);
+  b->errors += st->errors;
+  pd_nb_result_free(&r);
+  if (b->is_tty) fprintf(stderr, "\r%78s\r", "");
+}
+
+static int run_all(nb_bench_t *b) {
+  const nb_opts_t *o = &b->o;
+  if (write_scenario(b) < 0) {
+    fprintf(stderr, "pdref gateway bench: cannot write the scenario in /tmp\n");
+    return -1;
+  }
+  if (start_mock(b, &b->prefill, "p0", b->p_url, sizeof b->p_url) < 0 ||
+      start_mock(b, &b->decode, "d0", b->d_url, sizeof b->d_url) < 0 || start_gateway(b) < 0)
+    return -1;
+  for (uint32_t i = 0; i < o->n_levels && !nb_stop; i++) {
+    nb_level_t *lv = &b->lv[i];
+    lv->streams = o->levels[i];
+    uint32_t n = o->requests ? o->requests : lv->streams * 4 > 16 ? lv->streams * 4 : 16;
+    for (int p = 0; p < NB_PATHS && !nb_stop; p++)
+      if (p != PD_NB_PD || o->is_pd) run_path(b, p, lv->streams, n, o->tokens, 1, &lv->p[p]);
+  }
+  stop_gateway(b, 0);
+  pd_nb_child_stop(&b->decode, NB_STOP_TIMEOUT_MS);
+  if (!o->is_tp || nb_stop) return 0;
+  if (start_mock(b, &b->decode, "d1", b->d_url, sizeof b->d_url) < 0 || start_gateway(b) < 0)
+    return -1;
+  run_path(b, PD_NB_GATEWAY, o->tp_streams, o->tp_streams, o->tp_tokens, 0, &b->tp);
+  stop_gateway(b, 1);
+  return 0;
+}
+
+/* Stop every child (bounded), show their stderr if something failed, remove the temp dir. */
+static void cleanup(nb_bench_t *b, int is_failed) {
+  pd_nb_child_stop(&b->gw, NB_STOP_TIMEOUT_MS);
+  pd_nb_child_stop(&b->decode, NB_STOP_TIMEOUT_MS);
+  pd_nb_child_stop(&b->prefill, NB_STOP_TIMEOUT_MS);
+  if (is_failed) show_errlog(b);
+  if (b->scenario[0]) unlink(b->scenario);
+  if (b->errlog[0]) unlink(b->errlog);
+  if (b->dir[0]) rmdir(b->dir);
+}
+
+/* ---------- report ---------- */
+
+typedef struct nb_target {
+  const char *name, *unit;
+  double value, limit;
+  int is_max; /* the value must stay below the limit (else reach it) */
+  int is_measured;
+  char note[128];
+} nb_target_t;
+
+static const nb_level_t *find_level(const nb_bench_t *b, uint32_t streams) {
+  for (uint32_t i = 0; i < b->o.n_levels; i++)
+    if (b->lv[i].streams == streams && b->lv[i].p[PD_NB_GATEWAY].requests) return &b->lv[i];
+  return NULL;
+}
+
+/* p50 (k 0) or p99 (k 1) of the gateway path minus the same percentile of path `from`. */
+static double added(const nb_level_t *lv, int from, int is_itl, int k) {
+  const nb_pstats_t *x = &lv->p[PD_NB_GATEWAY], *y = &lv->p[from];
+  return is_itl ? x->itl_us[k] - y->itl_us[k] : x->ttft_us[k] - y->ttft_us[k];
+}
+
+static double per_cpu_s(const nb_pstats_t *s) {
+  return s->gw_cpu_s > 0 ? (double)s->events / s->gw_cpu_s : 0;
+}
+
+#define NB_TARGETS 5
+static void targets(const nb_bench_t *b, nb_target_t t[NB_TARGETS]) {
+  const nb_level_t *l64 = find_level(b, 64), *l512 = find_level(b, 512), *top = NULL;
+  for (uint32_t i = 0; i < b->o.n_levels; i++)
+    if (b->lv[i].p[PD_NB_GATEWAY].requests && (!top || b->lv[i].streams > top->streams))
+      top = &b->lv[i];
+  double rss = (double)(b->rss_kib[0] > b->rss_kib[1] ? b->rss_kib[0] : b->rss_kib[1]) / 1024.0;
+  nb_target_t v[NB_TARGETS] = {
+      {"added TTFT p50 at 64 streams", "us", l64 ? added(l64, PD_NB_DIRECT, 0, 0) : 0, 200, 1,
+       !!l64, ""},
+      {"added TTFT p99 at 64 streams", "us", l64 ? added(l64, PD_NB_DIRECT, 0, 1) : 0, 2000, 1,
+       !!l64, ""},
+      {"relayed SSE events/s, one core", "ev/s", b->tp.events_per_s, 100000, 0, b->tp.requests > 0,
+       ""},
+      {"errors at 512 streams", "", l512 ? (double)l512->p[PD_NB_GATEWAY].errors : 0, 1, 1, !!l512,
+       ""},
+      {"gateway peak RSS", "MiB", rss, 64, 1, rss > 0, ""},
+  };
+  for (int k = 0; k < 2; k++)
+    if (l64 && l64->p[PD_NB_PD].requests)
+      snprintf(v[k].note, sizeof v[k].note, "gateway alone (vs pd): %+.0f us",
+               added(l64, PD_NB_PD, 0, k));
+  if (b->tp.requests)
+    snprintf(v[2].note, sizeof v[2].note,
+             "%.0f per gateway CPU-s; 1 event/chunk (%u streams): %.0f", per_cpu_s(&b->tp),
+             top ? top->streams : 0, top ? per_cpu_s(&top->p[PD_NB_GATEWAY]) : 0);
+  snprintf(v[4].note, sizeof v[4].note, "latency levels %.1f MiB, throughput run %.1f MiB",
+           (double)b->rss_kib[0] / 1024.0, (double)b->rss_kib[1] / 1024.0);
+  memcpy(t, v, sizeof v);
+}
+
+static const char *verdict(const nb_target_t *t) {
+  if (!t->is_measured) return "not measured";
+  return (t->is_max ? t->value < t->limit : t->value >= t->limit) ? "met" : "missed";
+}
+
+static cJSON *pstats_json(const nb_pstats_t *s) {
+  const char *k[] = {"requests",       "ok",           "errors",        "ttft_p50_us",
+                     "ttft_p99_us",    "itl_p50_us",   "itl_p99_us",    "events",
+                     "seconds",        "events_per_s", "gateway_cpu_s", "events_per_gateway_cpu_s",
+                     "events_per_read"};
+  double v[] = {s->requests,
+                s->ok,
+                s->errors,
+                s->ttft_us[0],
+                s->ttft_us[1],
+                s->itl_us[0],
+                s->itl_us[1],
+                (double)s->events,
+                s->wall_s,
+                s->events_per_s,
+                s->gw_cpu_s,
+                per_cpu_s(s),
+                s->reads ? (double)s->events / (double)s->reads : 0};
+  cJSON *j = cJSON_CreateObject();
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    cJSON_AddNumberToObject(j, k[i], v[i]);
+  if (s->err[0]) cJSON_AddStringToObject(j, "first_error", s->err);
+  return j;
+}
+
+static cJSON *level_json(const nb_level_t *lv) {
+  cJSON *l = cJSON_CreateObject();
+  cJSON_AddNumberToObject(l, "streams", lv->streams);
+  for (int p = 0; p < NB_PATHS; p++)
+    if (lv->p[p].requests) cJSON_AddItemToObject(l, path_names[p], pstats_json(&lv->p[p]));
+  const char *names[4] = {"added_ttft_p50_us", "added_ttft_p99_us", "added_itl_p50_us",
+                          "added_itl_p99_us"};
+  for (int k = 0; k < 4; k++)
+    cJSON_AddNumberToObject(l, names[k], added(lv, PD_NB_DIRECT, k / 2, k % 2));
+  if (lv->p[PD_NB_PD].requests) {
+    cJSON_AddNumberToObject(l, "gateway_alone_ttft_p50_us", added(lv, PD_NB_PD, 0, 0));
+    cJSON_AddNumberToObject(l, "gateway_alone_ttft_p99_us", added(lv, PD_NB_PD, 0, 1));
+  }
+  return l;
+}
+
+static void report_json(const nb_bench_t *b) {
+  const nb_opts_t *o = &b->o;
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "mode", o->mode);
+  cJSON_AddNumberToObject(j, "tokens", o->tokens);
+  cJSON_AddNumberToObject(j, "token_ms", o->token_ms);
+  cJSON_AddNumberToObject(j, "first_token_ms", o->first_token_ms);
+  cJSON *levels = cJSON_AddArrayToObject(j, "levels");
+  for (uint32_t i = 0; i < o->n_levels; i++)
+    if (b->lv[i].p[PD_NB_GATEWAY].requests) cJSON_AddItemToArray(levels, level_json(&b->lv[i]));
+  if (b->tp.requests) {
+    cJSON *t = pstats_json(&b->tp);
+    cJSON_AddNumberToObject(t, "streams", o->tp_streams);
+    cJSON_AddNumberToObject(t, "tokens", o->tp_tokens);
+    cJSON_AddNumberToObject(t, "token_ms", o->tp_token_ms);
+    cJSON_AddItemToObject(j, "throughput", t);
+  }
+  cJSON *g = cJSON_AddObjectToObject(j, "gateway");
+  cJSON_AddNumberToObject(g, "peak_rss_kib", (double)b->rss_kib[0]);
+  cJSON_AddNumberToObject(g, "cpu_s", b->cpu_s[0]);
+  cJSON_AddNumberToObject(g, "throughput_peak_rss_kib", (double)b->rss_kib[1]);
+  cJSON_AddNumberToObject(g, "throughput_cpu_s", b->cpu_s[1]);
+  nb_target_t t[NB_TARGETS];
+  targets(b, t);
+  cJSON *ta = cJSON_AddArrayToObject(j, "targets");
+  for (int i = 0; i < NB_TARGETS; i++) {
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "name", t[i].name);
+    cJSON_AddNumberToObject(x, "value", t[i].value);
+    cJSON_AddNumberToObject(x, "limit", t[i].limit);
+    cJSON_AddStringToObject(x, "unit", t[i].unit);
+    cJSON_AddStringToObject(x, "result", verdict(&t[i]));
+    if (t[i].note[0]) cJSON_AddStringToObject(x, "note", t[i].note);
+    cJSON_AddItemToArray(ta, x);
+  }
+  cJSON_AddNumberToObject(j, "errors", (double)b->errors);
+  char *s = cJSON_Print(j);
+  if (s) puts(s);
+  cJSON_free(s);
+  cJSON_Delete(j);
+}
+
+static void report_text(const nb_bench_t *b) {
+  const nb_opts_t *o = &b->o;
+  printf("gateway bench: mode %s, %u tokens/request, decode first token %u ms then %u ms/token, "
+         "prefill forward+kv 0 ms\n",
+         o->mode, o->tokens, o->first_token_ms, o->token_ms);
+  printf("%7s %-7s %5s %4s %9s %9s %9s %9s %9s %9s\n", "streams", "path", "reqs", "err", "TTFT p50",
+         "TTFT p99", "ITL p50", "ITL p99", "events/s", "gw us/ev");
+  for (uint32_t i = 0; i < o->n_levels; i++)
+    for (int p = 0; p < NB_PATHS; p++) {
+      const nb_pstats_t *s = &b->lv[i].p[p];
+      if (!s->requests) continue;
+      printf("%7u %-7s %5u %4u %6.0f us %6.0f us %6.0f us %6.0f us %9.0f", b->lv[i].streams,
+             path_names[p], s->requests, s->errors, s->ttft_us[0], s->ttft_us[1], s->itl_us[0],
+             s->itl_us[1], s->events_per_s);
+      if (p == PD_NB_GATEWAY && s->events) printf(" %9.1f", s->gw_cpu_s * 1e6 / (double)s->events);
+      printf("\n");
+      if (s->err[0]) printf("%7s first error: %s\n", "", s->err);
+    }
+  printf("added = gateway - direct, same streams, p50 - p50 and p99 - p99 "
+         "(gateway alone = gateway - pd):\n");
+  for (uint32_t i = 0; i < o->n_levels; i++) {
+    const nb_level_t *lv = &b->lv[i];
+    if (!lv->p[PD_NB_GATEWAY].requests) continue;
+    printf("%7u streams: TTFT %+.0f / %+.0f us, ITL %+.0f / %+.0f us", lv->streams,
+           added(lv, 0, 0, 0), added(lv, 0, 0, 1), added(lv, 0, 1, 0), added(lv, 0, 1, 1));
+    if (lv->p[PD_NB_PD].requests)
+      printf("; gateway alone TTFT %+.0f / %+.0f us", added(lv, PD_NB_PD, 0, 0),
+             added(lv, PD_NB_PD, 0, 1));
+    printf("\n");
+  }
+  const nb_pstats_t *tp = &b->tp;
+  if (tp->requests)
+    printf(
+        "throughput: %u streams x %u tokens, token_ms %u: %llu events in %.2f s = %.0f events/s; "
+        "gateway CPU %.2f s (%.0f%% of a core) = %.0f events per CPU-s; %.1f events per "
+        "client read\n",
+        o->tp_streams, o->tp_tokens, o->tp_token_ms, (unsigned long long)tp->events, tp->wall_s,
+        tp->events_per_s, tp->gw_cpu_s, tp->wall_s > 0 ? 100 * tp->gw_cpu_s / tp->wall_s : 0,
+        per_cpu_s(tp), tp->reads ? (double)tp->events / (double)tp->reads : 0);
+  if (tp->err[0]) printf("%7s first error: %s\n", "", tp->err);
+  printf("gateway: peak RSS %.1f MiB, CPU %.2f s (latency levels); peak RSS %.1f MiB, CPU %.2f s "
+         "(throughput)\n",
+         (double)b->rss_kib[0] / 1024, b->cpu_s[0], (double)b->rss_kib[1] / 1024, b->cpu_s[1]);
+  nb_target_t t[NB_TARGETS];
+  targets(b, t);
+  printf("targets (issue 4):\n");
+  for (int i = 0; i < NB_TARGETS; i++)
+    printf("  %-31s %2s %6.0f %-4s %10.1f  %-12s %s\n", t[i].name,
+           t[i].is_max ? "<" : ">=", t[i].limit, t[i].unit, t[i].value, verdict(&t[i]), t[i].note);
+  printf("errors: %llu\n", (unsigned long long)b->errors);
+}
+
+static void raise_fd_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= 3 * PD_NB_MAX_CONCURRENCY + 256) return;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 3 * PD_NB_MAX_CONCURRENCY + 256
+                    ? 3 * PD_NB_MAX_CONCURRENCY + 256
+                    : rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+int pd_cli_gateway_bench(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    }
+  nb_bench_t *b = calloc(1, sizeof *b);
+  if (!b) return 1;
+  nb_opts_t *o = &b->o;
+  uint32_t lv[] = {1, 64, 512};
+  *o = (nb_opts_t){.n_levels = 3,
+                   .tokens = 64,
+                   .token_ms = 5,
+                   .first_token_ms = 2,
+                   .tp_streams = 64,
+                   .tp_tokens = 16000,
+                   .tp_token_ms = 0,
+                   .timeout_s = 60,
+                   .is_tp = 1,
+                   .is_pd = 1,
+                   .mode = "reference"};
+  memcpy(o->levels, lv, sizeof lv);
+  if (parse_args(o, argc, argv)) {
+    free(b);
+    return 2;
+  }
+  ssize_t n = readlink("/proc/self/exe", b->exe, sizeof b->exe - 1);
+  if (n <= 0) snprintf(b->exe, sizeof b->exe, "/proc/self/exe");
+  b->is_tty = isatty(STDERR_FILENO);
+  b->room = (1ull << 62) | ((pd_nb_now_ns() & 0xffffffffull) << 20);
+  struct sigaction sa, old_int, old_term;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit();
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  int rc = run_all(b);
+  cleanup(b, rc || b->errors);
+  curl_global_cleanup();
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  if (nb_stop) fprintf(stderr, "pdref gateway bench: interrupted\n");
+  if (!rc) {
+    if (o->is_json)
+      report_json(b);
+    else
+      report_text(b);
+  }
+  int code = rc || nb_stop || b->errors ? 1 : 0;
+  free(b);
+  return code;
+}

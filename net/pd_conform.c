@@ -1,0 +1,380 @@
+/* One conformance run of one scenario: options, placeholders of the gateway command, the
+ * scaled copy of the scenario the checker reads, and the sequence start mocks -> start the
+ * gateway -> drive the workload -> settle -> stop everything -> read logs -> judge. Every
+ * process is stopped and reaped on every path. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "pd_conform_int.h"
+
+#define ALL_INVARIANTS ((1u << PD_INV_COUNT) - 1u)
+#define SETTLE_MARGIN_MS 25u /* after grace: the mocks poll idle peers every 20 ms */
+#define BOUND_SLACK_MS 250u  /* a request is given up this long after its I1 bound */
+#define CMD_MAX 16384u
+
+void pd_conform_opts_default(pd_conform_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->mode_label = "gateway";
+  o->scale = 1.0;
+  o->slack_ms = PD_CONFORM_DEFAULT_SLACK_MS;
+  o->start_ms = PD_CONFORM_DEFAULT_START_MS;
+  o->stop_ms = PD_CONFORM_DEFAULT_STOP_MS;
+}
+
+void pd_conform_set_label(pd_conform_opts_t *o, const char *label) {
+  o->mode_label = label ? label : "gateway";
+  o->has_mode = pd_mode_parse(o->mode_label, &o->mode) == 0;
+}
+
+uint32_t pd_conform_judged_mask(const pd_conform_opts_t *o) {
+  uint32_t m = ALL_INVARIANTS & ~PD_CONFORM_UNJUDGED;
+  if (!o->has_mode) m &= ~PD_CONFORM_BIT(PD_INV_ATTEMPTS); /* the attempt limit is the mode's */
+  return m;
+}
+
+const char *pd_conform_skip_reason(const pd_scenario_t *s) {
+  for (uint32_t i = 0; i < s->n_workers; i++)
+    if (s->workers[i].crash_at_ms)
+      return "a worker crashes (crash_at_ms): refused connections leave no log line, so "
+             "attempts cannot be tied to requests";
+  if (s->workload.requests > PD_CONFORM_MAX_REQUESTS) return "more than 2000 client requests";
+  return NULL;
+}
+
+uint64_t pd_conform_gateway_seed(uint64_t scenario_seed) {
+  pd_prng_t root; /* pd_prng_fork(root, 1): init(next(root) ^ 1 * golden) */
+  pd_prng_init(&root, scenario_seed);
+  return pd_prng_next(&root) ^ 0x9e3779b97f4a7c15ULL;
+}
+
+/* ---------- the gateway command ---------- */
+
+static uint64_t scaled_ms(double ns, double scale) {
+  double ms = ns / 1e6 * scale + 0.5;
+  return ms < 1 ? 1 : ms > 1e12 ? (uint64_t)1e12 : (uint64_t)ms;
+}
+
+/* The simulator's gateway configuration for this scenario (sim/pd_world_loop.c setup). */
+static void sim_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_t *c) {
+  const pd_scn_config_t *sc = &s->config;
+  pd_gw_config_default(c, mode);
+  if (mode != PD_MODE_MINILB) {
+    pd_policy_parse(sc->prefill_policy, &c->policy[0]);
+    pd_policy_parse(sc->decode_policy, &c->policy[1]);
+    if (sc->max_attempts) c->retry.max_attempts = sc->max_attempts;
+  }
+  if (sc->request_timeout_ms && mode != PD_MODE_REFERENCE) c->request_timeout_ns = sc->request_timeout_ms * PD_CF_MS;
+  if (mode == PD_MODE_REFERENCE) {
+    if (sc->first_token_timeout_ms) c->first_token_timeout_ns = sc->first_token_timeout_ms * PD_CF_MS;
+    if (sc->idle_timeout_ms) c->idle_timeout_ns = sc->idle_timeout_ms * PD_CF_MS;
+    if (sc->total_timeout_ms) c->total_timeout_ns = sc->total_timeout_ms * PD_CF_MS;
+    if (sc->tail_timeout_ms) c->prefill_tail_timeout_ns = sc->tail_timeout_ms * PD_CF_MS;
+  }
+}
+
+/* {pdref_gateway_args}: `pdref gateway` flags for the simulator's gateway settings, scaled.
+ * With a mode label: that mode's defaults plus the scenario; without: the scenario only. */
+static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char *out, size_t cap) {
+  const pd_scn_config_t *sc = &s->config;
+  pd_gw_config_t c;
+  sim_gw_config(s, o->has_mode ? o->mode : PD_MODE_REFERENCE, &c);
+  size_t off = 0;
+#define ADD(...) off += (size_t)snprintf(out + off, off < cap ? cap - off : 0, __VA_ARGS__)
+  ADD("--seed %llu", (unsigned long long)pd_conform_gateway_seed(sc->seed));
+  uint32_t att = c.retry.max_attempts > PD_MAX_ATTEMPTS ? PD_MAX_ATTEMPTS : c.retry.max_attempts;
+  if (o->has_mode) {
+    ADD(" --prefill-policy %s --decode-policy %s --max-attempts %u", pd_policy_name(c.policy[0]),
+        pd_policy_name(c.policy[1]), att ? att : 1);
+  } else if (sc->max_attempts) {
+    ADD(" --max-attempts %u", att);
+  }
+  const struct { const char *flag; uint64_t ns, scn_ms; } t[] = {
+      {"--first-token-timeout-ms", c.first_token_timeout_ns, sc->first_token_timeout_ms},
+      {"--idle-timeout-ms", c.idle_timeout_ns, sc->idle_timeout_ms},
+      {"--total-timeout-ms", c.total_timeout_ns, sc->total_timeout_ms},
+      {"--request-timeout-ms", c.request_timeout_ns, sc->request_timeout_ms},
+      {"--tail-timeout-ms", c.prefill_tail_timeout_ns, sc->tail_timeout_ms},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    uint64_t ns = o->has_mode ? t[i].ns : t[i].scn_ms * PD_CF_MS;
+    if (ns) ADD(" %s %llu", t[i].flag, (unsigned long long)scaled_ms((double)ns, o->scale));
+  }
+#undef ADD
+  if (off >= cap && cap) out[cap - 1] = 0;
+}
+
+static int is_ident(char ch) { return (ch >= 'a' && ch <= 'z') || ch == '_'; }
+
+/* How a worker list is written (placeholders, docs/conformance.md). */
+typedef enum {
+  WL_URL_AT = 0,   /* http://127.0.0.1:P@B (prefill), http://127.0.0.1:P (decode) */
+  WL_URL,          /* http://127.0.0.1:P */
+  WL_PORT,         /* P */
+  WL_BOOT,         /* B (prefill) */
+  WL_HOST,         /* 127.0.0.1 */
+  WL_ARG_AT,       /* --prefill URL@B | --decode URL (pdref gateway) */
+  WL_ARG_SPACE,    /* --prefill URL B | --decode URL (smg, sglang_router) */
+} wl_fmt_t;
+
+static void worker_list(const pd_scenario_t *s, pd_role_t role, wl_fmt_t f,
+                        const uint16_t *ports, const uint16_t *boot, char *out, size_t cap) {
+  size_t off = 0;
+  const char *flag = role == PD_ROLE_PREFILL ? "--prefill " : "--decode ";
+  for (uint32_t i = 0; i < s->n_workers; i++) {
+    if (s->workers[i].role != role) continue;
+    int has_b = role == PD_ROLE_PREFILL && boot[i];
+    const char *sep = off ? " " : "";
+    size_t room = off < cap ? cap - off : 0;
+    int n = 0;
+    switch (f) {
+    case WL_PORT: n = snprintf(out + off, room, "%s%u", sep, ports[i]); break;
+    case WL_BOOT: n = snprintf(out + off, room, "%s%u", sep, boot[i]); break;
+    case WL_HOST: n = snprintf(out + off, room, "%s127.0.0.1", sep); break;
+    case WL_URL: n = snprintf(out + off, room, "%shttp://127.0.0.1:%u", sep, ports[i]); break;
+    default:
+      n = snprintf(out + off, room, "%s%shttp://127.0.0.1:%u", sep,
+                   f == WL_URL_AT ? "" : flag, ports[i]);
+      if (n > 0 && has_b && f != WL_URL_AT && f != WL_ARG_AT && (size_t)n < room)
+        n += snprintf(out + off + (size_t)n, room - (size_t)n, " %u", boot[i]);
+      else if (n > 0 && has_b && (size_t)n < room)
+        n += snprintf(out + off + (size_t)n, room - (size_t)n, "@%u", boot[i]);
+    }
+    if (n > 0) off += (size_t)n;
+  }
+  if (off >= cap && cap) out[cap - 1] = 0;
+}
+
+int pd_conform_expand(const pd_scenario_t *s, const pd_conform_opts_t *o, const char *tmpl,
+                      const uint16_t *ports, const uint16_t *boot_ports, uint16_t gw_port,
+                      char *out, size_t cap, char *err, size_t errlen) {
+  size_t off = 0;
+  char val[8192];
+  for (size_t i = 0; tmpl[i] && i < CMD_MAX; i++) {
+    size_t k = i + 1;
+    while (tmpl[i] == '{' && is_ident(tmpl[k]) && k - i < 32) k++;
+    if (tmpl[i] != '{' || k == i + 1 || tmpl[k] != '}' || (i && tmpl[i - 1] == '$')) {
+      if (off + 1 >= cap) goto small;
+      out[off++] = tmpl[i];
+      continue;
+    }
+    char name[40];
+    snprintf(name, sizeof name, "%.*s", (int)(k - i - 1), tmpl + i + 1);
+    val[0] = 0;
+    static const struct { const char *name; pd_role_t role; wl_fmt_t f; } lists[] = {
+        {"prefill_urls", PD_ROLE_PREFILL, WL_URL_AT},
+        {"decode_urls", PD_ROLE_DECODE, WL_URL},
+        {"prefill_args", PD_ROLE_PREFILL, WL_ARG_AT},
+        {"decode_args", PD_ROLE_DECODE, WL_ARG_AT},
+        {"smg_prefill_args", PD_ROLE_PREFILL, WL_ARG_SPACE},
+        {"prefill_plain_urls", PD_ROLE_PREFILL, WL_URL},
+        {"bootstrap_ports", PD_ROLE_PREFILL, WL_BOOT},
+        {"prefill_ports", PD_ROLE_PREFILL, WL_PORT},
+        {"decode_ports", PD_ROLE_DECODE, WL_PORT},
+        {"prefill_hosts", PD_ROLE_PREFILL, WL_HOST},
+        {"decode_hosts", PD_ROLE_DECODE, WL_HOST},
+    };
+    size_t li = 0;
+    while (li < sizeof lists / sizeof lists[0] && strcmp(name, lists[li].name)) li++;
+    if (li < sizeof lists / sizeof lists[0])
+      worker_list(s, lists[li].role, lists[li].f, ports, boot_ports, val, sizeof val);
+    else if (!strcmp(name, "port")) snprintf(val, sizeof val, "%u", gw_port);
+    else if (!strcmp(name, "pdref_gateway_args")) pdref_args(s, o, val, sizeof val);
+    else if (!strcmp(name, "seed")) snprintf(val, sizeof val, "%llu", (unsigned long long)pd_conform_gateway_seed(s->config.seed));
+    else if (!strcmp(name, "scale")) snprintf(val, sizeof val, "%.6g", o->scale);
+    else if (!strcmp(name, "mode")) snprintf(val, sizeof val, "%s", o->mode_label);
+    else {
+      snprintf(err, errlen, "--gateway-cmd: unknown placeholder {%s}", name);
+      return -1;
+    }
+    size_t vl = strlen(val);
+    if (off + vl >= cap) goto small;
+    memcpy(out + off, val, vl);
+    off += vl;
+    i = k;
+  }
+  out[off] = 0;
+  return 0;
+small:
+  snprintf(err, errlen, "--gateway-cmd: the expanded command is longer than %zu bytes", cap);
+  return -1;
+}
+
+/* ---------- the run ---------- */
+
+static void raise_fd_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl)) return;
+  rlim_t want = 16384;
+  if (rl.rlim_cur >= want) return;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static void remove_dir(pd_cf_run_t *run) {
+  if (!run->dir[0]) return;
+  char p[PD_CF_PATH_MAX + 32];
+  static const char *const ext[] = {"jsonl", "out", "err"};
+  for (uint32_t i = 0; i < run->s->n_workers; i++)
+    for (int k = 0; k < 3; k++) {
+      snprintf(p, sizeof p, "%s/w%u.%s", run->dir, i, ext[k]);
+      unlink(p);
+    }
+  snprintf(p, sizeof p, "%s/gateway.out", run->dir);
+  unlink(p);
+  snprintf(p, sizeof p, "%s/gateway.cmd", run->dir);
+  unlink(p);
+  rmdir(run->dir);
+}
+
+static int make_world(pd_cf_run_t *run) {
+  const pd_scenario_t *s = run->s;
+  const pd_conform_opts_t *o = run->o;
+  run->ss = malloc(sizeof *run->ss);
+  run->w = calloc(1, sizeof *run->w);
+  if (!run->ss || !run->w) return -1;
+  *run->ss = *s;
+  pd_scn_config_t *c = &run->ss->config;
+  c->deadline_ms = scaled_ms((double)s->config.deadline_ms * 1e6, o->scale);
+  c->grace_ms = scaled_ms((double)s->config.grace_ms * 1e6, o->scale);
+  if (c->grace_ms < o->slack_ms) c->grace_ms = o->slack_ms;
+  run->grace_ns = c->grace_ms * PD_CF_MS;
+  run->bound_ns = (c->deadline_ms + BOUND_SLACK_MS) * PD_CF_MS + run->grace_ns;
+  if (o->bound_ms && o->bound_ms * PD_CF_MS > run->bound_ns) run->bound_ns = o->bound_ms * PD_CF_MS;
+  struct pd_world *w = run->w;
+  w->s = run->ss;
+  w->mode = o->has_mode ? o->mode : PD_MODE_REFERENCE;
+  sim_gw_config(s, w->mode, &w->gcfg);
+  if (!o->has_mode) w->gcfg.retry.max_attempts = UINT32_MAX; /* I7 is not judged */
+  w->stats = &run->stats;
+  w->n_nodes = s->n_workers;
+  for (uint32_t i = 0; i < s->n_workers; i++) {
+    w->nodes[i].spec = &run->ss->workers[i];
+    w->nodes[i].role = s->workers[i].role;
+  }
+  return 0;
+}
+
+/* Wait until every request that ended has had its grace (so a slot freed late is seen late). */
+static void settle(pd_cf_run_t *run) {
+  uint64_t until = 0;
+  for (uint32_t i = 0; i < run->n_reqs; i++) {
+    const pd_creq_t *c = &run->reqs[i].c;
+    if ((c->ended || c->gone) && c->t_end > until) until = c->t_end;
+  }
+  until += run->grace_ns + SETTLE_MARGIN_MS * PD_CF_MS;
+  for (uint32_t guard = 0; guard < 100000 && !pd_cf_stopping(run); guard++) {
+    uint64_t now = pd_cf_now(run);
+    if (now >= until) break;
+    uint64_t left = (until - now) / PD_CF_MS;
+    pd_cf_sleep_ms(left > 20 ? 20 : left ? (unsigned)left : 1);
+  }
+}
+
+static int setup_and_drive(pd_cf_run_t *run, char *err, size_t cap) {
+  const pd_scenario_t *s = run->s;
+  const char *root = run->o->tmp_root ? run->o->tmp_root : getenv("TMPDIR");
+  int n = snprintf(run->dir, sizeof run->dir, "%s/pdref-conform-XXXXXX",
+                   root && root[0] ? root : "/tmp");
+  if (n < 0 || (size_t)n >= sizeof run->dir || !mkdtemp(run->dir)) {
+    snprintf(err, cap, "cannot create a run directory under %s: %s", root ? root : "/tmp", strerror(errno));
+    run->dir[0] = 0;
+    return -1;
+  }
+  snprintf(run->r->dir, sizeof run->r->dir, "%s", run->dir);
+  if (pd_cf_plan(run) || make_world(run)) {
+    snprintf(err, cap, "out of memory");
+    return -1;
+  }
+  if (pd_cf_start_mocks(run, err, cap)) return -1;
+  uint16_t ports[PD_SCN_MAX_WORKERS], boot[PD_SCN_MAX_WORKERS];
+  for (uint32_t i = 0; i < s->n_workers; i++) {
+    ports[i] = run->wk[i].port;
+    boot[i] = run->wk[i].boot_port;
+  }
+  if (pd_cf_free_port(&run->gw_port)) {
+    snprintf(err, cap, "no free loopback port for the gateway");
+    return -1;
+  }
+  char *cmd = malloc(CMD_MAX);
+  if (!cmd) return -1;
+  int rc = pd_conform_expand(s, run->o, run->o->gateway_cmd, ports, boot, run->gw_port, cmd,
+                             CMD_MAX, err, cap);
+  if (!rc) {
+    char p[PD_CF_PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/gateway.cmd", run->dir);
+    FILE *f = fopen(p, "w"); /* the expanded command line, for --keep readers */
+    if (f) {
+      fprintf(f, "%s\n", cmd);
+      fclose(f);
+    }
+    rc = pd_cf_start_gateway(run, cmd, err, cap);
+  }
+  free(cmd);
+  if (rc) return -1;
+  if (pd_cf_drive(run)) {
+    snprintf(err, cap, "stopped");
+    return -1;
+  }
+  settle(run);
+  return 0;
+}
+
+int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_conform_result_t *r) {
+  memset(r, 0, sizeof *r);
+  r->judged = pd_conform_judged_mask(o);
+  pd_mode_t em = o->has_mode ? o->mode : PD_MODE_REFERENCE;
+  r->want_set = s->expect[em].is_set;
+  r->want = s->expect[em].violated_mask & r->judged;
+  if (!o->has_mode && !r->want_set) r->want_set = 1; /* another gateway: held to pass */
+  const char *skip = pd_conform_skip_reason(s);
+  if (skip) {
+    r->status = PD_CONFORM_SKIPPED;
+    r->matched = 1;
+    snprintf(r->reason, sizeof r->reason, "%s", skip);
+    return 0;
+  }
+  pd_cf_run_t *run = calloc(1, sizeof *run);
+  if (!run) return -1;
+  run->s = s;
+  run->o = o;
+  run->r = r;
+  raise_fd_limit();
+  pd_cf_subreaper();
+  uint64_t t_start = pd_cf_now_abs();
+  char err[512] = "";
+  int rc = setup_and_drive(run, err, sizeof err);
+  run->t_gw_stop = run->t0_abs ? pd_cf_now(run) : 1;
+  pd_cf_stop_gateway(run); /* first: its shutdown aborts reach the mocks' logs */
+  pd_cf_stop_mocks(run);
+  if (!rc) rc = pd_cf_read_logs(run, err, sizeof err);
+  if (!rc) {
+    pd_cf_judge(run);
+    r->status = PD_CONFORM_RAN;
+    r->got = run->w->violations & r->judged;
+    r->matched = !r->want_set || r->got == r->want;
+    snprintf(r->reason, sizeof r->reason, "%s", run->stats.first_reason);
+    r->requests = run->n_reqs;
+    r->clean = (uint32_t)run->stats.clean_success;
+    r->client_errors = (uint32_t)run->stats.client_errors;
+    r->gone = (uint32_t)run->stats.aborted;
+  } else {
+    r->status = PD_CONFORM_ERROR;
+    r->matched = 0;
+    snprintf(r->reason, sizeof r->reason, "%.250s", err);
+  }
+  r->seconds = (double)(pd_cf_now_abs() - t_start) / 1e9;
+  if (!o->keep) {
+    remove_dir(run);
+    r->dir[0] = 0;
+  }
+  pd_cf_reqs_free(run);
+  free(run->legs);
+  free(run->ss);
+  free(run->w);
+  free(run);
+  return 0;
+}

@@ -1,0 +1,100 @@
+/* pd_conform: the conformance runner (`pdref conform`). For one scenario it starts one
+ * `pdref mock` process per scenario worker on free loopback ports, starts a gateway command
+ * with the mocks' addresses filled in, drives the scenario's client workload over real HTTP
+ * (libcurl multi, one loop), stops every process it started, reads the mocks' event logs and
+ * judges each request with the simulator's own checker (sim/pd_check.c). Only the invariants a
+ * black box shows are judged (PD_CONFORM_UNJUDGED lists the others). See docs/conformance.md. */
+#ifndef PD_CONFORM_H
+#define PD_CONFORM_H
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pd_dispatch.h"
+#include "pd_scenario.h"
+
+/* Scenarios with more client requests are skipped (sockets, descriptors, run time). */
+#define PD_CONFORM_MAX_REQUESTS 2000u
+/* Smallest grace (I2/I3) and the default extra time for a socket round trip. */
+#define PD_CONFORM_DEFAULT_SLACK_MS 50u
+#define PD_CONFORM_DEFAULT_START_MS 10000u /* mocks' ready lines, the gateway's listen */
+#define PD_CONFORM_DEFAULT_STOP_MS 5000u   /* SIGTERM, then SIGKILL */
+
+#define PD_CONFORM_BIT(inv) (1u << ((inv) - 1))
+/* Not judged on sockets: recorded outcomes (I4), loads (I9, I10) and breaker states (I12)
+ * live inside the gateway; determinism (I13) is a property of the simulator. */
+#define PD_CONFORM_UNJUDGED                                                             \
+  (PD_CONFORM_BIT(PD_INV_OUTCOME) | PD_CONFORM_BIT(PD_INV_LOAD_BALANCE) |               \
+   PD_CONFORM_BIT(PD_INV_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INV_BREAKER) |                 \
+   PD_CONFORM_BIT(PD_INV_DETERMINISM))
+
+typedef struct pd_conform_opts {
+  const char *gateway_cmd; /* template, run with /bin/sh -c (placeholders: docs/conformance.md) */
+  const char *pdref_bin;   /* the binary whose `mock` subcommand runs the workers */
+  const char *mode_label;  /* the table's mode column; default "gateway" */
+  int has_mode;            /* mode_label names a dispatch mode: expectations, I7 limit, */
+  pd_mode_t mode;          /*  {pdref_gateway_args} with that mode's defaults */
+  double scale;            /* --timeout-scale: every scenario duration is multiplied by it */
+  uint32_t slack_ms;       /* minimum grace for I2/I3 */
+  uint64_t bound_ms;       /* a request still open this long after it was sent is given up;
+                              0 = deadline_ms x scale + 250 ms + grace */
+  uint32_t start_ms, stop_ms;
+  const char *tmp_root;    /* where the per-run directory goes; default $TMPDIR or /tmp */
+  int keep;                /* keep the run directory (logs, gateway output) */
+  volatile sig_atomic_t *stop; /* optional: set (e.g. by a signal handler) to end early */
+} pd_conform_opts_t;
+
+typedef enum {
+  PD_CONFORM_RAN = 0,
+  PD_CONFORM_SKIPPED = 1, /* cannot run on sockets (reason says why); not counted */
+  PD_CONFORM_ERROR = 2,   /* setup failed: a mock or the gateway did not start, ... */
+} pd_conform_status_t;
+
+#define PD_CONFORM_MAX_PIDS (PD_SCN_MAX_WORKERS + 1u)
+
+typedef struct pd_conform_result {
+  pd_conform_status_t status;
+  uint32_t judged;      /* invariants judged (mask) */
+  uint32_t got;         /* violated, within judged */
+  uint32_t want;        /* expected, within judged */
+  int want_set, matched;
+  char reason[256];     /* first violation, or why skipped / what failed */
+  char dir[512];        /* the run directory (removed unless keep) */
+  uint32_t requests, clean, client_errors, gone, cut_off;
+  uint32_t legs, legs_unattributed;
+  uint32_t legs_resent; /* a leg that reached its worker twice (same rid, room, worker) */
+  uint32_t legs_by_timing; /* tied to a request by arrival order, not by X-Request-Id or rid */
+  double seconds;
+  pid_t pids[PD_CONFORM_MAX_PIDS]; /* every process started: mocks, then the gateway (each
+                                    * leads its own process group) */
+  uint32_t n_pids;
+} pd_conform_result_t;
+
+void pd_conform_opts_default(pd_conform_opts_t *o);
+
+/* Set mode_label (NULL: "gateway") and has_mode/mode from it. */
+void pd_conform_set_label(pd_conform_opts_t *o, const char *label);
+
+/* The mask of invariants judged on sockets for these options (I7 needs a mode's limit). */
+uint32_t pd_conform_judged_mask(const pd_conform_opts_t *o);
+
+/* Why the scenario cannot run on sockets, or NULL. */
+const char *pd_conform_skip_reason(const pd_scenario_t *s);
+
+/* The seed that makes `pdref gateway --seed` draw what the simulator's gateway draws for a
+ * scenario seed (the simulator forks its gateway stream off the run's root PRNG). */
+uint64_t pd_conform_gateway_seed(uint64_t scenario_seed);
+
+/* Expand the gateway command template. ports: the mocks' HTTP ports and (prefill) bootstrap
+ * ports, in scenario worker order. Returns 0, or -1 when out is too small or a placeholder is
+ * unknown (err names it). */
+int pd_conform_expand(const pd_scenario_t *s, const pd_conform_opts_t *o, const char *tmpl,
+                      const uint16_t *ports, const uint16_t *boot_ports, uint16_t gw_port,
+                      char *out, size_t cap, char *err, size_t errlen);
+
+/* Run one scenario. Returns 0 (r filled; status says ran, skipped or error), or a negative
+ * pd_err code on a local failure (out of memory). Every process started is stopped and reaped
+ * before it returns, whatever happened. */
+int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_conform_result_t *r);
+
+#endif

@@ -1,0 +1,121 @@
+/* Internal to net/pd_conform*.c: one run of one scenario (processes, client requests, the
+ * mocks' legs as read from their logs) and the calls the parts make on each other. Times are
+ * run-relative nanoseconds on CLOCK_MONOTONIC (the clock of the mocks' t_us), 0 = "never". */
+#ifndef PD_CONFORM_INT_H
+#define PD_CONFORM_INT_H
+#include <curl/curl.h>
+#include <sys/types.h>
+
+#include "pd_conform.h"
+#include "pd_world_int.h"
+
+#define PD_CF_PATH_MAX 512u
+#define PD_CF_DIR_MAX 400u /* the run directory: room left for file names */
+#define PD_CF_FIRST_BYTES 4096u /* response bytes kept to find the serving leg's rid */
+#define PD_CF_MS 1000000ull
+
+typedef struct pd_cf_child {
+  pid_t pid;    /* 0: not started */
+  int is_group; /* leads its own process group (signalled as -pid) */
+  int is_reaped;
+  int status;
+} pd_cf_child_t;
+
+typedef struct pd_cf_worker {
+  pd_cf_child_t proc;
+  uint16_t port, boot_port;
+  char log[PD_CF_PATH_MAX], out[PD_CF_PATH_MAX];
+} pd_cf_worker_t;
+
+/* One client request: the checker's record (c) plus the socket side. */
+typedef struct pd_cf_req {
+  pd_creq_t c;
+  struct pd_cf_run *run;
+  CURL *e;
+  struct curl_slist *hdrs;
+  char body[4096];
+  size_t body_len;
+  uint64_t t_plan;  /* planned arrival (scaled) */
+  uint64_t disc_ns; /* disconnect this long after arrival (scaled), 0 never */
+  uint64_t t_disc, t_bound;
+  int state; /* 0 not sent, 1 live, 2 over */
+  int is_cut; /* still open at its bound: the runner gave up (not an end) */
+  int ct_sse; /* the current response head says text/event-stream */
+  char xrid[48];
+  char first[PD_CF_FIRST_BYTES];
+  size_t first_len;
+  /* attribution of legs (pd_conform_judge.c) */
+  uint64_t t_first_unit, t_last_unit_end;
+  uint64_t t_served; /* first arrival of the attempt whose output the client received */
+  uint32_t n_units, cap_units;
+  int32_t *units; /* indices of the attempts tied to it so far */
+} pd_cf_req_t;
+
+/* One generation request a mock logged (a "leg"). */
+typedef struct pd_cf_mleg {
+  uint32_t worker;
+  pd_role_t role;
+  uint64_t req;
+  char rid[128], xrid[64], room_s[24], host[64];
+  int has_room, n_rooms, is_stream, has_logprob, boot_port, rid_given; /* rid_given -1: unknown */
+  uint64_t room, rooms_hash;
+  int has_hash;
+  uint64_t t_arrive, t_slot_taken, t_slot_freed, t_peer_closed, t_end;
+  int slot_taken, fault, end_status;
+  pd_truth_t truth;
+  uint32_t aborts;
+  int32_t client, unit, partner;
+  int32_t resend_of; /* the same body reached the same worker before (an HTTP client's resend) */
+} pd_cf_mleg_t;
+
+typedef struct pd_cf_run {
+  const pd_scenario_t *s;
+  pd_scenario_t *ss; /* the scaled copy the checker reads (deadline, grace) */
+  const pd_conform_opts_t *o;
+  pd_conform_result_t *r;
+  struct pd_world *w;
+  pd_world_stats_t stats;
+  char dir[PD_CF_DIR_MAX];
+  pd_cf_worker_t wk[PD_SCN_MAX_WORKERS];
+  uint32_t n_wk;
+  pd_cf_child_t gw;
+  uint16_t gw_port;
+  char gw_out[PD_CF_PATH_MAX];
+  uint64_t t0_abs; /* CLOCK_MONOTONIC ns of run time 0 (just before the first request) */
+  uint64_t grace_ns, bound_ns, t_gw_stop;
+  pd_cf_req_t *reqs;
+  uint32_t n_reqs;
+  pd_cf_mleg_t *legs;
+  size_t n_legs, cap_legs;
+  uint32_t collisions;
+  char collision_worker[32];
+} pd_cf_run_t;
+
+/* ---------- pd_conform_proc.c: processes and ports ---------- */
+uint64_t pd_cf_now_abs(void);
+uint64_t pd_cf_now(const pd_cf_run_t *run); /* run-relative */
+void pd_cf_sleep_ms(unsigned ms);
+int pd_cf_stopping(const pd_cf_run_t *run);
+int pd_cf_free_port(uint16_t *port);
+/* Start every mock and wait for their ready lines. 0, or -1 with err. */
+int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap);
+/* Start `/bin/sh -c cmd` in its own process group; wait until gw_port accepts. */
+int pd_cf_start_gateway(pd_cf_run_t *run, const char *cmd, char *err, size_t cap);
+void pd_cf_stop_gateway(pd_cf_run_t *run);
+/* Become a child subreaper: orphans of the gateway command are re-parented to the runner,
+ * which kills and reaps its whole process group. */
+void pd_cf_subreaper(void);
+void pd_cf_stop_mocks(pd_cf_run_t *run);
+/* The last line(s) of a child's output file, for error messages. */
+void pd_cf_tail(const char *path, char *out, size_t cap);
+
+/* ---------- pd_conform_client.c: the client workload ---------- */
+int pd_cf_plan(pd_cf_run_t *run);  /* draw the requests as the simulator does */
+int pd_cf_drive(pd_cf_run_t *run); /* run them over HTTP; 0 or -1 (stopped) */
+void pd_cf_reqs_free(pd_cf_run_t *run);
+
+/* ---------- pd_conform_judge.c: logs, attribution, verdict ---------- */
+int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap);
+void pd_cf_judge(pd_cf_run_t *run);
+
+#endif

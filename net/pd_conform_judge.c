@@ -1,0 +1,551 @@
+/* The verdict of a socket run: with the mocks' legs read (pd_conform_log.c), tie each leg
+ * to the client request it served, rebuild the simulator's records (pd_creq_t with its
+ * pd_wleg_t list) and judge every request with pd_check_request, the simulator's own
+ * checker. The attribution rule (docs/conformance.md "Tying legs to requests"):
+ *  1. a leg whose X-Request-Id is one the runner sent belongs to that request;
+ *  2. legs pair into attempts by bootstrap room (k-th prefill with k-th decode of a room, in
+ *     arrival order, never across two known requests); an unpaired leg is an attempt alone;
+ *     a leg that reached the same worker again with the same rid and room (an HTTP client's
+ *     resend) joins its original's attempt;
+ *  3. a decode leg whose rid a response quotes as "id" served that request (several legs
+ *     with one rid: the assignment with the fewest clean/failed mismatches, then the nearest
+ *     ends);
+ *  4. any other attempt goes, in arrival order, to the earliest request already sent, not
+ *     answered before the attempt arrived and without an earlier attempt (first attempts are
+ *     FIFO), else to the request whose last attempt ended last before it (a retry); requests
+ *     that asked for something else (stream, logprobs), were already served, have used the
+ *     mode's attempts, or whose attempts would overlap are tried only when nothing else fits. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_conform_int.h"
+
+#define MAX_IDS 8
+
+#define UNIT_LEGS 6u
+
+typedef struct unit {
+  int32_t leg[UNIT_LEGS]; /* a prefill and a decode leg, and legs re-sent to their worker */
+  uint32_t n;
+  uint64_t t_first, t_last, t_fail; /* first arrival, last close, first close (UINT64_MAX: none) */
+  int32_t client;
+  uint32_t attempt;
+} unit_t;
+
+/* ---------- attribution ---------- */
+
+static uint64_t leg_closed(const pd_cf_mleg_t *l) {
+  if (l->t_peer_closed && (!l->t_end || l->t_peer_closed < l->t_end)) return l->t_peer_closed;
+  return l->t_end;
+}
+
+static int32_t client_of_xrid(const pd_cf_run_t *run, const char *x) {
+  const char *dash = x[0] ? strrchr(x, '-') : NULL;
+  if (!dash) return -1;
+  unsigned long i = strtoul(dash + 1, NULL, 10);
+  return i < run->n_reqs && !strcmp(run->reqs[i].xrid, x) ? (int32_t)i : -1;
+}
+
+typedef struct key {
+  const char *s; /* room (attempts) or rid (response pins) */
+  uint64_t t;
+  int32_t idx;
+} key_t;
+
+static int cmp_key(const void *a, const void *b) {
+  const key_t *x = a, *y = b;
+  int c = strcmp(x->s, y->s);
+  if (c) return c;
+  return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int cmp_unit(const void *a, const void *b) {
+  const unit_t *x = a, *y = b;
+  return x->t_first < y->t_first ? -1 : x->t_first > y->t_first;
+}
+
+static void unit_add_leg(pd_cf_run_t *run, unit_t *x, int32_t li) {
+  if (x->n >= UNIT_LEGS) return;
+  pd_cf_mleg_t *l = &run->legs[li];
+  x->leg[x->n++] = li;
+  if (!x->t_first || l->t_arrive < x->t_first) x->t_first = l->t_arrive;
+  uint64_t c = leg_closed(l);
+  if (!c) c = UINT64_MAX;
+  if (c > x->t_last) x->t_last = c;
+  if (c < x->t_fail && l->resend_of < 0) x->t_fail = c;
+  if (x->client < 0) x->client = l->client;
+}
+
+static void add_unit(pd_cf_run_t *run, unit_t *u, uint32_t *nu, int32_t a, int32_t b) {
+  unit_t *x = &u[*nu];
+  memset(x, 0, sizeof *x);
+  x->client = -1;
+  x->t_fail = UINT64_MAX;
+  if (a >= 0) {
+    unit_add_leg(run, x, a);
+    run->legs[a].unit = (int32_t)*nu;
+  }
+  if (b >= 0) {
+    unit_add_leg(run, x, b);
+    run->legs[b].unit = (int32_t)*nu;
+  }
+  if (a >= 0 && b >= 0) {
+    run->legs[a].partner = b;
+    run->legs[b].partner = a;
+  }
+  (*nu)++;
+}
+
+/* Step 2: attempts by room. */
+static uint32_t build_units(pd_cf_run_t *run, unit_t *u) {
+  uint32_t nu = 0;
+  key_t *keys = malloc((run->n_legs + 1) * sizeof *keys);
+  int32_t *idx = malloc((run->n_legs + 1) * sizeof *idx);
+  if (!keys || !idx) {
+    free(keys);
+    free(idx);
+    return 0;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < run->n_legs; i++) {
+    pd_cf_mleg_t *l = &run->legs[i];
+    if (l->has_room) keys[n++] = (key_t){l->room_s, l->t_arrive, (int32_t)i};
+    else add_unit(run, u, &nu, (int32_t)i, -1);
+  }
+  qsort(keys, n, sizeof *keys, cmp_key);
+  for (size_t i = 0; i < n; i++) idx[i] = keys[i].idx;
+  free(keys);
+  for (size_t g = 0; g < n;) {
+    size_t e = g;
+    while (e < n && !strcmp(run->legs[idx[e]].room_s, run->legs[idx[g]].room_s)) e++;
+    for (size_t i = g; i < e; i++) /* the same body on the same worker again: a resend */
+      for (size_t k = g; k < i; k++) {
+        pd_cf_mleg_t *a = &run->legs[idx[k]], *b = &run->legs[idx[i]];
+        if (a->worker == b->worker && a->role == b->role && !strcmp(a->rid, b->rid) &&
+            b->resend_of < 0) {
+          b->resend_of = idx[k];
+          run->r->legs_resent++;
+        }
+      }
+    for (size_t i = g; i < e; i++) { /* each prefill takes the first fitting decode */
+      pd_cf_mleg_t *p = &run->legs[idx[i]];
+      if (p->role != PD_ROLE_PREFILL || p->resend_of >= 0) continue;
+      for (size_t k = g; k < e; k++) {
+        pd_cf_mleg_t *d = &run->legs[idx[k]];
+        if (d->role != PD_ROLE_DECODE || d->partner >= 0 || d->resend_of >= 0 ||
+            (p->client >= 0 && d->client >= 0 && p->client != d->client))
+          continue;
+        add_unit(run, u, &nu, idx[i], idx[k]);
+        break;
+      }
+    }
+    for (size_t i = g; i < e; i++)
+      if (run->legs[idx[i]].partner < 0 && run->legs[idx[i]].resend_of < 0)
+        add_unit(run, u, &nu, idx[i], -1);
+    g = e;
+  }
+  for (size_t i = 0; i < n; i++) { /* a re-sent leg belongs to its original's attempt */
+    pd_cf_mleg_t *l = &run->legs[idx[i]];
+    int32_t o = l->resend_of;
+    for (int hop = 0; o >= 0 && run->legs[o].resend_of >= 0 && hop < 8; hop++) o = run->legs[o].resend_of;
+    if (o >= 0 && run->legs[o].unit >= 0) unit_add_leg(run, &u[run->legs[o].unit], idx[i]);
+  }
+  free(idx);
+  return nu;
+}
+
+/* The leg whose body describes the unit's request: decode if there is one. */
+static const pd_cf_mleg_t *face(const pd_cf_run_t *run, const unit_t *x) {
+  for (uint32_t k = 0; k < x->n; k++)
+    if (run->legs[x->leg[k]].role == PD_ROLE_DECODE) return &run->legs[x->leg[k]];
+  return &run->legs[x->leg[0]];
+}
+
+/* The unit's legs ask for what the request asked for (stream, logprobs). */
+static int compatible(const pd_cf_run_t *run, const unit_t *x, const pd_creq_t *c) {
+  const pd_cf_mleg_t *l = face(run, x);
+  return !l->is_stream == !c->is_stream && !l->has_logprob == !c->wants_logprob;
+}
+
+static uint64_t dist(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+
+typedef struct pin {
+  size_t grp; /* the rid (index of its first key) */
+  uint64_t d;
+  uint32_t req;
+  int32_t unit;
+} pin_t;
+
+static int cmp_pin(const void *a, const void *b) {
+  const pin_t *x = a, *y = b;
+  if (x->grp != y->grp) return x->grp < y->grp ? -1 : 1;
+  if (x->d != y->d) return x->d < y->d ? -1 : 1;
+  return x->req < y->req ? -1 : x->req > y->req;
+}
+
+#define GRP_MAX 5 /* requests (and legs) of one rid matched exactly; larger groups greedily */
+#define NO_PAIR UINT64_MAX
+
+typedef struct grp {
+  uint32_t nr, nu;
+  uint32_t req[GRP_MAX];
+  int32_t unit[GRP_MAX];
+  uint64_t d[GRP_MAX][GRP_MAX];
+  int best[GRP_MAX], cur[GRP_MAX], best_n;
+  uint64_t best_sum;
+  uint32_t used;
+} grp_t;
+
+/* Most pairs, then the smallest sum of distances (at most 6^5 leaves). */
+static void grp_search(grp_t *g, uint32_t i, int n, uint64_t sum) {
+  if (i == g->nr) {
+    if (n > g->best_n || (n == g->best_n && sum < g->best_sum)) {
+      g->best_n = n;
+      g->best_sum = sum;
+      memcpy(g->best, g->cur, sizeof g->best);
+    }
+    return;
+  }
+  g->cur[i] = -1;
+  grp_search(g, i + 1, n, sum);
+  for (uint32_t k = 0; k < g->nu; k++) {
+    if (g->used >> k & 1u || g->d[i][k] == NO_PAIR) continue;
+    g->used |= 1u << k;
+    g->cur[i] = (int)k;
+    grp_search(g, i + 1, n + 1, sum + g->d[i][k]);
+    g->used &= ~(1u << k);
+  }
+  g->cur[i] = -1;
+}
+
+static void pin_one(pd_cf_run_t *run, unit_t *u, uint32_t req, int32_t unit) {
+  unit_t *x = &u[unit];
+  pd_cf_req_t *q = &run->reqs[req];
+  if (x->client >= 0 || q->t_served) return; /* one serving attempt per request */
+  x->client = (int32_t)req;
+  q->t_served = x->t_first;
+}
+
+/* One rid's candidates pins[a..b): exact when small, else nearest first. */
+static void pin_group(pd_cf_run_t *run, unit_t *u, const pin_t *pins, size_t a, size_t b) {
+  grp_t g;
+  memset(&g, 0, sizeof g);
+  int small = 1;
+  for (size_t i = a; i < b && small; i++) {
+    uint32_t r = 0, k = 0;
+    while (r < g.nr && g.req[r] != pins[i].req) r++;
+    while (k < g.nu && g.unit[k] != pins[i].unit) k++;
+    if ((r == g.nr && g.nr == GRP_MAX) || (k == g.nu && g.nu == GRP_MAX)) small = 0;
+    if (!small) break;
+    if (r == g.nr) {
+      g.req[g.nr++] = pins[i].req;
+      for (uint32_t j = 0; j < GRP_MAX; j++) g.d[r][j] = NO_PAIR;
+    }
+    if (k == g.nu) {
+      g.unit[g.nu++] = pins[i].unit;
+      for (uint32_t j = 0; j < g.nr; j++) g.d[j][k] = NO_PAIR;
+    }
+    if (pins[i].d < g.d[r][k]) g.d[r][k] = pins[i].d;
+  }
+  if (!small) { /* nearest first */
+    for (size_t i = a; i < b; i++) pin_one(run, u, pins[i].req, pins[i].unit);
+    return;
+  }
+  g.best_n = -1;
+  grp_search(&g, 0, 0, 0);
+  for (uint32_t r = 0; r < g.nr; r++)
+    if (g.best[r] >= 0) pin_one(run, u, g.req[r], g.unit[g.best[r]]);
+}
+
+/* Step 3: the rids quoted as "id" in what the client received. Mocks may repeat made-up
+ * rids across workers, so every (request, decode leg with a quoted rid) pair that fits (the
+ * leg came after the request was sent and carries its stream/logprob flags) is a candidate;
+ * per rid, the assignment with the most pairs, then the fewest clean-response/failed-leg (or
+ * broken-response/ok-leg) mismatches, then the nearest ends wins. (With a rid on one leg
+ * only, the mismatch does not matter: I5 stays fully judged when rids are unique.) */
+static void pin_by_response(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
+  for (uint32_t i = 0; i < nu; i++)
+    for (uint32_t k = 0; k < u[i].n; k++) run->legs[u[i].leg[k]].unit = (int32_t)i;
+  key_t *keys = malloc((run->n_legs + 1) * sizeof *keys);
+  size_t n = 0, n_pins = 0, cap_pins = 0;
+  pin_t *pins = NULL;
+  if (!keys) return;
+  for (size_t i = 0; i < run->n_legs; i++)
+    if (run->legs[i].role == PD_ROLE_DECODE && run->legs[i].unit >= 0)
+      keys[n++] = (key_t){run->legs[i].rid, 0, (int32_t)i};
+  qsort(keys, n, sizeof *keys, cmp_key);
+  for (uint32_t r = 0; r < run->n_reqs && n; r++) {
+    const pd_creq_t *c = &run->reqs[r].c;
+    const char *p = run->reqs[r].first;
+    uint64_t t_ref = c->t_end ? c->t_end : c->t_first_data;
+    for (int k = 0; k < MAX_IDS && (p = strstr(p, "\"id\":\"")); k++) {
+      p += 6;
+      const char *e = strchr(p, '"');
+      if (!e || e - p >= 128) break;
+      char id[128];
+      snprintf(id, sizeof id, "%.*s", (int)(e - p), p);
+      p = e;
+      if (strstr(run->reqs[r].first, id) != p - strlen(id)) continue; /* quoted before */
+      key_t want = {id, 0, 0};
+      const key_t *hit = bsearch(&want, keys, n, sizeof *keys, cmp_key);
+      for (; hit && hit > keys && !strcmp(hit[-1].s, id);) hit--; /* the first equal key */
+      size_t grp = hit ? (size_t)(hit - keys) : 0;
+      for (; hit && hit < keys + n && !strcmp(hit->s, id); hit++) {
+        const pd_cf_mleg_t *l = &run->legs[hit->idx];
+        if (l->t_arrive < c->t_arrival || !compatible(run, &u[l->unit], c)) continue;
+        if (n_pins == cap_pins) {
+          size_t nc = cap_pins ? cap_pins * 2 : 64;
+          pin_t *np = realloc(pins, nc * sizeof *np);
+          if (!np) break;
+          pins = np;
+          cap_pins = nc;
+        }
+        uint64_t end = leg_closed(l) ? leg_closed(l) : UINT64_MAX / 4;
+        /* several legs may carry this rid: a clean response comes from a leg that ended
+           well, a broken one from one that did not; then the nearest end */
+        int clean = c->ended && !c->aborted && c->head_status >= 200 && c->head_status < 300 &&
+                    (!c->is_sse_head || (c->saw_done && !c->saw_error_event));
+        uint64_t odd = clean != (l->truth == PD_TRUTH_OK) ? UINT64_MAX / 4 : 0;
+        pins[n_pins++] = (pin_t){grp, odd + dist(end, t_ref), r, l->unit};
+      }
+    }
+  }
+  if (n_pins) qsort(pins, n_pins, sizeof *pins, cmp_pin);
+  for (size_t a = 0, b; a < n_pins; a = b) {
+    for (b = a + 1; b < n_pins && pins[b].grp == pins[a].grp;) b++;
+    pin_group(run, u, pins, a, b);
+  }
+  free(pins);
+  free(keys);
+}
+
+static void note(pd_cf_req_t *q, const unit_t *x, int32_t ux) {
+  if (!q->n_units || x->t_first < q->t_first_unit) q->t_first_unit = x->t_first;
+  if (x->t_last != UINT64_MAX && x->t_last > q->t_last_unit_end) q->t_last_unit_end = x->t_last;
+  if (q->n_units == q->cap_units) {
+    uint32_t nc = q->cap_units ? q->cap_units * 2 : 4;
+    int32_t *nu = realloc(q->units, nc * sizeof *nu);
+    if (!nu) return;
+    q->units = nu;
+    q->cap_units = nc;
+  }
+  q->units[q->n_units++] = ux;
+}
+
+/* Attempts of one request follow each other. strict: every leg of the earlier one was
+ * closed (within the mocks' 20 ms hang-up poll) before the later one reached a worker; else
+ * one ended leg (its failure) is enough (pr1150's detached prefill runs on). */
+#define ORDER_TOL_NS (30 * PD_CF_MS)
+static int in_order(const unit_t *u, const pd_cf_req_t *q, const unit_t *x, int strict) {
+  for (uint32_t i = 0; i < q->n_units; i++) {
+    const unit_t *y = &u[q->units[i]];
+    const unit_t *a = y->t_first <= x->t_first ? y : x, *b = a == y ? x : y;
+    uint64_t end = strict ? a->t_last : a->t_fail;
+    if (end != UINT64_MAX && end <= b->t_first + (strict ? ORDER_TOL_NS : 0)) continue;
+    return 0;
+  }
+  return 1;
+}
+
+/* Step 4 for one attempt: a first attempt (FIFO), else a retry of the request whose last
+ * attempt ended last. Levels, strictest first: 4 the legs carry what the request asked for
+ * (stream, logprobs), the request had not received a byte nor been served by an earlier
+ * attempt (a new attempt after commit is itself a violation, I6) and its attempts follow
+ * each other strictly; 3 the same with one ended leg between attempts; 2 compatible, in
+ * that order and below the mode's attempt limit (with a mode label); 1 compatible; 0 any
+ * request live when the attempt came. */
+static int32_t pick(const pd_cf_run_t *run, const unit_t *u, const unit_t *x, int level) {
+  int32_t first = -1, retry = -1, latest = -1;
+  uint32_t max_att = run->w->gcfg.retry.max_attempts ? run->w->gcfg.retry.max_attempts : 1;
+  for (uint32_t r = 0; r < run->n_reqs; r++) {
+    const pd_cf_req_t *q = &run->reqs[r];
+    if (!q->c.t_arrival || q->c.t_arrival > x->t_first) continue;
+    if (q->c.ended && q->c.t_end < x->t_first) continue; /* answered before it came */
+    if (level >= 1 && !compatible(run, x, &q->c)) continue;
+    if (level >= 2 && (!in_order(u, q, x, level >= 4) || q->n_units >= max_att)) continue;
+    if (level >= 3 && ((q->c.t_first_data && q->c.t_first_data < x->t_first) ||
+                       (q->t_served && q->t_served < x->t_first)))
+      continue;
+    if (first < 0 && (!q->n_units || q->t_first_unit > x->t_first)) first = (int32_t)r;
+    if (q->n_units && q->t_last_unit_end <= x->t_first &&
+        (retry < 0 || q->t_last_unit_end > run->reqs[retry].t_last_unit_end))
+      retry = (int32_t)r;
+    latest = (int32_t)r;
+  }
+  return first >= 0 ? first : retry >= 0 ? retry : latest;
+}
+
+static void attribute_rest(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
+  for (uint32_t i = 0; i < nu; i++)
+    if (u[i].client >= 0) note(&run->reqs[u[i].client], &u[i], (int32_t)i);
+  for (uint32_t i = 0; i < nu; i++) {
+    unit_t *x = &u[i];
+    if (x->client >= 0) continue; /* tied by X-Request-Id or by the response */
+    for (int level = 4; level >= 0 && x->client < 0; level--) x->client = pick(run, u, x, level);
+    if (x->client < 0) continue;
+    note(&run->reqs[x->client], x, (int32_t)i);
+    run->r->legs_by_timing += x->n;
+  }
+}
+
+/* ---------- judging ---------- */
+
+static uint64_t fnv(uint64_t h, const char *s) {
+  for (; s && *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+  return h;
+}
+
+static int made_up_rid(const char *r) { /* the mock's own: 32 lowercase hex digits */
+  size_t n = strlen(r);
+  if (n != 32) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!((r[i] >= '0' && r[i] <= '9') || (r[i] >= 'a' && r[i] <= 'f'))) return 0;
+  return 1;
+}
+
+static pd_wleg_t *to_wleg(const pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t idx,
+                          const pd_cf_req_t *q, uint32_t attempt) {
+  pd_wleg_t *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  l->leg_id = idx + 1;
+  l->req_id = q->c.id;
+  l->attempt = attempt;
+  l->role = m->role;
+  l->worker = m->worker;
+  l->is_stream = m->is_stream;
+  l->has_logprob = m->has_logprob;
+  l->n_rooms = m->has_room ? (m->n_rooms ? m->n_rooms : 1) : 0;
+  l->room = m->room;
+  l->has_rid = m->rid_given >= 0 ? m->rid_given : !made_up_rid(m->rid);
+  size_t rl = strlen(m->rid);
+  if (rl < sizeof l->rid) /* a longer rid keeps its head and a hash of the whole */
+    memcpy(l->rid, m->rid, rl + 1);
+  else
+    snprintf(l->rid, sizeof l->rid, "%.24s#%016llx", m->rid,
+             (unsigned long long)fnv(0xcbf29ce484222325ULL, m->rid));
+  if (m->has_hash) {
+    l->rooms_hash = m->rooms_hash;
+  } else {
+    char nr[16], bp[16];
+    snprintf(nr, sizeof nr, "|%d|", m->n_rooms);
+    snprintf(bp, sizeof bp, "|%d", m->boot_port);
+    l->rooms_hash = fnv(fnv(fnv(fnv(0xcbf29ce484222325ULL, m->room_s), nr), m->host), bp);
+  }
+  l->tokens = q->c.tokens;
+  l->wstate = WL_DONE;
+  l->fault = m->fault;
+  l->slot_taken = m->slot_taken;
+  l->t_slot_taken = m->t_slot_taken;
+  l->t_slot_freed = m->t_slot_freed;
+  l->truth = m->truth;
+  l->injected_status = m->fault == PD_FAULT_STATUS ? m->end_status : 0;
+  l->aborts = m->aborts;
+  l->t_open = m->t_arrive;
+  l->t_gw_closed = leg_closed(m);
+  l->gw_open = !l->t_gw_closed;
+  (void)run;
+  return l;
+}
+
+/* PDREF_CONFORM_DEBUG=1: each request and the legs tied to it, on stderr (ms). */
+static void debug_request(const pd_cf_run_t *run, const pd_cf_req_t *q, const unit_t *u,
+                          uint32_t nu, uint32_t v, const char *why) {
+  const pd_creq_t *c = &q->c;
+  fprintf(stderr, "req %llu: [%#x %s] sent %.3f end %.3f status %d%s%s%s first_data %.3f\n",
+          (unsigned long long)c->id, v, v ? why : "",
+          (double)c->t_arrival / 1e6, (double)c->t_end / 1e6,
+          c->head_status, c->gone ? " gone" : "", q->is_cut ? " cut" : "",
+          c->aborted ? " aborted" : "", (double)c->t_first_data / 1e6);
+  if (getenv("PDREF_CONFORM_DEBUG")[0] == '2') fprintf(stderr, "  body: %.300s\n", q->first);
+  for (uint32_t i = 0; i < nu; i++) {
+    if (u[i].client != (int32_t)c->id) continue;
+    for (uint32_t k = 0; k < u[i].n; k++) {
+      const pd_cf_mleg_t *m = &run->legs[u[i].leg[k]];
+      fprintf(stderr, "  att %u %s %-3s rid %.24s room %s arrive %.3f closed %.3f freed %.3f "
+              "truth %d fault %d status %d\n", u[i].attempt, run->s->workers[m->worker].name,
+              m->role == PD_ROLE_PREFILL ? "P" : "D", m->rid, m->room_s,
+              (double)m->t_arrive / 1e6, (double)leg_closed(m) / 1e6,
+              (double)m->t_slot_freed / 1e6, m->truth, m->fault, m->end_status);
+    }
+  }
+}
+
+static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) {
+  pd_creq_t *rq = &q->c;
+  uint32_t attempt = 0;
+  for (uint32_t i = 0; i < nu; i++) { /* u is sorted by t_first: attempts in order */
+    if (u[i].client != (int32_t)rq->id) continue;
+    u[i].attempt = ++attempt;
+    if (attempt > 1 && rq->t_first_data && u[i].t_first > rq->t_first_data)
+      rq->retry_after_commit = 1; /* a new attempt reached a worker after the client's first byte */
+    for (uint32_t k = 0; k < u[i].n; k++) {
+      pd_wleg_t *l = to_wleg(run, &run->legs[u[i].leg[k]], (size_t)u[i].leg[k], q, attempt);
+      if (!l) continue;
+      l->next_in_req = rq->legs;
+      rq->legs = l;
+      rq->n_legs++;
+      run->r->legs++;
+    }
+  }
+  rq->attempts = attempt;
+  char reason[160] = "";
+  run->w->now = run->t_gw_stop;
+  uint32_t v = pd_check_request(run->w, rq, reason, sizeof reason) & run->r->judged;
+  if (getenv("PDREF_CONFORM_DEBUG")) debug_request(run, q, u, nu, v, reason);
+  if (v) {
+    run->w->violations |= v;
+    if (!run->stats.first_violating_req_valid) {
+      run->stats.first_violating_req_valid = 1;
+      run->stats.first_violating_req = rq->id;
+      snprintf(run->stats.first_reason, sizeof run->stats.first_reason, "request %llu: %s",
+               (unsigned long long)rq->id, reason);
+    }
+  }
+  while (rq->legs) {
+    pd_wleg_t *nx = rq->legs->next_in_req;
+    free(rq->legs);
+    rq->legs = nx;
+  }
+}
+
+void pd_cf_judge(pd_cf_run_t *run) {
+  for (size_t i = 0; i < run->n_legs; i++)
+    run->legs[i].client = client_of_xrid(run, run->legs[i].xrid);
+  unit_t *u = calloc(run->n_legs + 1, sizeof *u);
+  if (!u) return;
+  uint32_t nu = build_units(run, u);
+  qsort(u, nu, sizeof *u, cmp_unit);
+  pin_by_response(run, u, nu);
+  attribute_rest(run, u, nu);
+  for (uint32_t i = 0; i < nu; i++)
+    if (u[i].client < 0) run->r->legs_unattributed += u[i].n;
+  for (uint32_t r = 0; r < run->n_reqs; r++) {
+    pd_cf_req_t *q = &run->reqs[r];
+    if (!q->c.t_arrival) continue; /* never sent (the run was stopped) */
+    judge_one(run, q, u, nu);
+    if (q->is_cut) run->r->cut_off++;
+  }
+  for (size_t i = 0; i < run->n_legs && (run->r->judged & PD_CONFORM_BIT(PD_INV_ROOMS)); i++) {
+    const pd_cf_mleg_t *m = &run->legs[i], *o;
+    if (m->resend_of < 0) continue;
+    /* like a room collision (run level, as in the simulator): the worker got the room twice */
+    run->w->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
+    o = &run->legs[m->resend_of];
+    if (!run->stats.first_reason[0])
+      snprintf(run->stats.first_reason, sizeof run->stats.first_reason,
+               "I8 room %.20s reached %s twice (%u legs re-sent): the gateway's HTTP client "
+               "re-sent a leg after %s", m->room_s, run->s->workers[m->worker].name,
+               run->r->legs_resent,
+               o->fault == PD_FAULT_RESET_BEFORE_HEAD || o->fault == PD_FAULT_CONNECT_REFUSED
+                   ? "a reset before any byte" : "its first try ended");
+    break;
+  }
+  if (run->collisions && (run->r->judged & PD_CONFORM_BIT(PD_INV_ROOMS))) {
+    run->w->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
+    if (!run->stats.first_reason[0])
+      snprintf(run->stats.first_reason, sizeof run->stats.first_reason,
+               "I8 %u room collision(s) on worker %s", run->collisions, run->collision_worker);
+  }
+  free(u);
+}

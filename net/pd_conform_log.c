@@ -1,0 +1,163 @@
+/* The mocks' event logs (docs/mock.md "Event log"), read after a run into one record per
+ * generation request a worker received (pd_cf_mleg_t): its request fields, fault, slot
+ * times and truth, when its connection closed, its aborts, and room collisions. Times become
+ * run-relative ns (the mocks' t_us is CLOCK_MONOTONIC, the runner's clock). */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_conform_int.h"
+
+#define MAX_LOG_LINES 20000000u
+
+static uint64_t rel(const pd_cf_run_t *run, double t_us) {
+  uint64_t ns = t_us > 0 ? (uint64_t)t_us * 1000u : 0;
+  return ns > run->t0_abs ? ns - run->t0_abs : 1;
+}
+
+static const char *str_of(const cJSON *j, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double num_of(const cJSON *j, const char *k, double dflt) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static pd_truth_t truth_of(const char *s) {
+  static const char *const names[] = {"pending", "ok", "failed", "stalled", "cancelled", "never"};
+  for (int i = 0; s && i < 6; i++)
+    if (!strcmp(s, names[i])) return (pd_truth_t)i;
+  return PD_TRUTH_PENDING;
+}
+
+static int fault_of(const char *s) {
+  for (int k = 0; s && k < PD_FAULT_KIND_COUNT; k++)
+    if (!strcmp(s, pd_fault_kind_name((pd_fault_kind_t)k))) return k;
+  return -1;
+}
+
+static pd_cf_mleg_t *new_leg(pd_cf_run_t *run) {
+  if (run->n_legs == run->cap_legs) {
+    size_t nc = run->cap_legs ? run->cap_legs * 2 : 64;
+    pd_cf_mleg_t *nl = realloc(run->legs, nc * sizeof *nl);
+    if (!nl) return NULL;
+    run->legs = nl;
+    run->cap_legs = nc;
+  }
+  pd_cf_mleg_t *l = &run->legs[run->n_legs++];
+  memset(l, 0, sizeof *l);
+  l->fault = -1;
+  l->rid_given = -1;
+  l->client = l->unit = l->partner = l->resend_of = -1;
+  return l;
+}
+
+static void on_request(pd_cf_run_t *run, uint32_t wi, const cJSON *j, pd_cf_mleg_t *l) {
+  l->worker = wi;
+  l->role = run->s->workers[wi].role;
+  l->req = (uint64_t)num_of(j, "req", 0);
+  l->t_arrive = rel(run, num_of(j, "t_us", 0));
+  snprintf(l->rid, sizeof l->rid, "%s", str_of(j, "rid") ? str_of(j, "rid") : "");
+  snprintf(l->xrid, sizeof l->xrid, "%s", str_of(j, "x_request_id") ? str_of(j, "x_request_id") : "");
+  const char *room = str_of(j, "room");
+  if (room) {
+    l->has_room = 1;
+    snprintf(l->room_s, sizeof l->room_s, "%s", room);
+    l->room = strtoull(room, NULL, 10);
+  }
+  l->n_rooms = (int)num_of(j, "n_rooms", 0);
+  l->is_stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
+  l->has_logprob = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "logprob"));
+  snprintf(l->host, sizeof l->host, "%s", str_of(j, "bootstrap_host") ? str_of(j, "bootstrap_host") : "");
+  l->boot_port = (int)num_of(j, "bootstrap_port", -1);
+  const cJSON *rg = cJSON_GetObjectItemCaseSensitive(j, "rid_given"); /* newer mocks */
+  if (cJSON_IsBool(rg)) l->rid_given = cJSON_IsTrue(rg);
+  const char *rh = str_of(j, "rooms_hash");
+  if (rh) {
+    l->rooms_hash = strtoull(rh, NULL, 16);
+    l->has_hash = 1;
+  }
+}
+
+/* Apply one log line; map: mock req id -> leg index + 1 for this worker. */
+static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map, size_t *cap) {
+  const char *ev = str_of(j, "ev");
+  if (!ev) return;
+  if (!strcmp(ev, "room_collision")) {
+    if (!run->collisions++)
+      snprintf(run->collision_worker, sizeof run->collision_worker, "%s", run->s->workers[wi].name);
+    return;
+  }
+  double rq = num_of(j, "req", -1);
+  if (rq < 1 || rq > MAX_LOG_LINES) return;
+  size_t id = (size_t)rq;
+  if (!strcmp(ev, "request")) {
+    if (id >= *cap) {
+      size_t nc = *cap ? *cap : 64;
+      while (nc <= id) nc *= 2;
+      int32_t *nm = realloc(*map, nc * sizeof *nm);
+      if (!nm) return;
+      memset(nm + *cap, 0, (nc - *cap) * sizeof *nm);
+      *map = nm;
+      *cap = nc;
+    }
+    pd_cf_mleg_t *l = new_leg(run);
+    if (!l) return;
+    on_request(run, wi, j, l);
+    (*map)[id] = (int32_t)run->n_legs;
+    return;
+  }
+  if (id >= *cap || !(*map)[id]) return;
+  pd_cf_mleg_t *l = &run->legs[(*map)[id] - 1];
+  uint64_t t = rel(run, num_of(j, "t_us", 0));
+  if (!strcmp(ev, "fault")) {
+    int k = fault_of(str_of(j, "kind"));
+    if (k >= 0 && k != PD_FAULT_PREFILL_LAG && k != PD_FAULT_SLOW_DRIP) l->fault = k;
+  } else if (!strcmp(ev, "slot_taken")) {
+    l->slot_taken = 1;
+    l->t_slot_taken = t;
+  } else if (!strcmp(ev, "slot_freed")) {
+    l->t_slot_freed = t;
+    l->truth = truth_of(str_of(j, "truth"));
+  } else if (!strcmp(ev, "peer_closed")) {
+    if (!l->t_peer_closed) l->t_peer_closed = t;
+  } else if (!strcmp(ev, "abort")) {
+    l->aborts++;
+  } else if (!strcmp(ev, "response_end")) {
+    if (!l->t_end) l->t_end = t;
+    l->end_status = (int)num_of(j, "status", 0);
+  }
+}
+
+int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap) {
+  for (uint32_t wi = 0; wi < run->n_wk; wi++) {
+    FILE *f = fopen(run->wk[wi].log, "r");
+    if (!f) {
+      snprintf(err, cap, "cannot read the event log of mock %s", run->s->workers[wi].name);
+      return -1;
+    }
+    char *line = NULL;
+    size_t lcap = 0;
+    int32_t *map = NULL;
+    size_t mcap = 0;
+    for (uint32_t n = 0; n < MAX_LOG_LINES && getline(&line, &lcap, f) > 0; n++) {
+      cJSON *j = cJSON_Parse(line);
+      if (j) on_line(run, wi, j, &map, &mcap);
+      cJSON_Delete(j);
+    }
+    free(line);
+    free(map);
+    fclose(f);
+  }
+  for (size_t i = 0; i < run->n_legs; i++) { /* legs that never took a slot: truth by fault */
+    pd_cf_mleg_t *l = &run->legs[i];
+    if (l->truth != PD_TRUTH_PENDING || l->slot_taken) continue;
+    if (l->fault == PD_FAULT_STATUS || l->fault == PD_FAULT_RESET_BEFORE_HEAD) l->truth = PD_TRUTH_FAILED;
+    else if (l->fault == PD_FAULT_CONNECT_REFUSED) l->truth = PD_TRUTH_NEVER;
+  }
+  return 0;
+}
+

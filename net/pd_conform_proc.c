@@ -1,0 +1,309 @@
+/* The runner's processes: `pdref mock` children (one per scenario worker, ready line read
+ * from their stdout file), the gateway command (/bin/sh -c, its own process group), free
+ * loopback ports, and stopping: SIGTERM, a bounded wait, SIGKILL, reap. Every wait is bounded;
+ * nothing is left running or unreaped. Between fork and exec the child only makes
+ * async-signal-safe calls. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pd_conform_int.h"
+
+#define MAX_ARGS 24
+#define CLOSE_FDS_MAX 4096
+
+uint64_t pd_cf_now_abs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t pd_cf_now(const pd_cf_run_t *run) {
+  uint64_t a = pd_cf_now_abs();
+  return a > run->t0_abs ? a - run->t0_abs : 1;
+}
+
+void pd_cf_sleep_ms(unsigned ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+int pd_cf_stopping(const pd_cf_run_t *run) { return run->o->stop && *run->o->stop; }
+
+int pd_cf_free_port(uint16_t *port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int rc = bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+                   getsockname(fd, (struct sockaddr *)&a, &len) == 0
+               ? 0
+               : -1;
+  close(fd);
+  if (rc == 0) *port = ntohs(a.sin_port);
+  return rc;
+}
+
+static int tcp_accepts(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0; /* loopback: immediate */
+  close(fd);
+  return ok;
+}
+
+/* Fork and exec argv with stdout to out_path and stderr to err_path (NULL: same file), stdin
+ * from /dev/null, in its own process group when is_group. */
+static int spawn(pd_cf_child_t *c, char *const argv[], const char *out_path, const char *err_path,
+                 int is_group) {
+  memset(c, 0, sizeof *c);
+  int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err = err_path ? open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+  int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (out < 0 || in < 0 || (err_path && err < 0)) {
+    if (out >= 0) close(out);
+    if (err >= 0) close(err);
+    if (in >= 0) close(in);
+    return -1;
+  }
+  long maxfd = sysconf(_SC_OPEN_MAX);
+  if (maxfd < 0 || maxfd > CLOSE_FDS_MAX) maxfd = CLOSE_FDS_MAX;
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (is_group) setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* the runner dying takes its children along */
+    if (getppid() != parent) _exit(127);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err_path ? err : out, 2);
+    for (int fd = 3; fd < (int)maxfd; fd++) close(fd);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(out);
+  if (err >= 0) close(err);
+  close(in);
+  if (pid < 0) return -1;
+  if (is_group) setpgid(pid, pid); /* both sides, so no signal can race the child's call */
+  c->pid = pid;
+  c->is_group = is_group;
+  return 0;
+}
+
+static void note_pid(pd_cf_run_t *run, pid_t pid) {
+  if (run->r->n_pids < PD_CONFORM_MAX_PIDS) run->r->pids[run->r->n_pids++] = pid;
+}
+
+/* Reap without blocking; 1 when the child is gone. */
+static int reaped(pd_cf_child_t *c) {
+  if (!c->pid || c->is_reaped) return 1;
+  pid_t p = waitpid(c->pid, &c->status, WNOHANG);
+  if (p == c->pid || (p < 0 && errno == ECHILD)) c->is_reaped = 1;
+  return c->is_reaped;
+}
+
+void pd_cf_tail(const char *path, char *out, size_t cap) {
+  out[0] = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char buf[400];
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) buf[--n] = 0;
+  for (size_t i = 0; i < n; i++)
+    if (buf[i] == '\n' || buf[i] == '\r') buf[i] = ' ';
+  snprintf(out, cap, "%s", buf);
+}
+
+/* The ready line, once the file holds a complete JSON line starting with {"ready". */
+static int read_ready(pd_cf_worker_t *k) {
+  FILE *f = fopen(k->out, "r");
+  if (!f) return 0;
+  char line[1024];
+  int ok = 0;
+  for (int i = 0; i < 64 && !ok && fgets(line, sizeof line, f); i++) {
+    if (strncmp(line, "{\"ready\"", 8) != 0 || !strchr(line, '\n')) continue;
+    cJSON *j = cJSON_Parse(line);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "port");
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
+    if (cJSON_IsNumber(p) && p->valuedouble > 0 && p->valuedouble < 65536) {
+      k->port = (uint16_t)p->valuedouble;
+      k->boot_port = cJSON_IsNumber(b) && b->valuedouble > 0 && b->valuedouble < 65536
+                         ? (uint16_t)b->valuedouble
+                         : 0;
+      ok = 1;
+    }
+    cJSON_Delete(j);
+  }
+  fclose(f);
+  return ok;
+}
+
+int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap) {
+  const pd_scenario_t *s = run->s;
+  char speed[32];
+  snprintf(speed, sizeof speed, "%.6g", run->o->scale);
+  for (uint32_t i = 0; i < s->n_workers; i++) {
+    pd_cf_worker_t *k = &run->wk[i];
+    const pd_scn_worker_t *sw = &s->workers[i];
+    char errp[PD_CF_PATH_MAX + 8];
+    snprintf(k->log, sizeof k->log, "%s/w%u.jsonl", run->dir, i);
+    snprintf(k->out, sizeof k->out, "%s/w%u.out", run->dir, i);
+    snprintf(errp, sizeof errp, "%s/w%u.err", run->dir, i);
+    char *argv[MAX_ARGS];
+    int n = 0;
+    argv[n++] = (char *)run->o->pdref_bin;
+    argv[n++] = "mock";
+    argv[n++] = "--scenario";
+    argv[n++] = (char *)s->path;
+    argv[n++] = "--worker";
+    argv[n++] = (char *)sw->name;
+    argv[n++] = "--listen";
+    argv[n++] = "127.0.0.1:0";
+    if (sw->role == PD_ROLE_PREFILL) {
+      argv[n++] = "--bootstrap-port";
+      argv[n++] = "0";
+    }
+    argv[n++] = "--log";
+    argv[n++] = k->log;
+    argv[n++] = "--json";
+    argv[n++] = "--speed";
+    argv[n++] = speed;
+    argv[n] = NULL;
+    if (spawn(&k->proc, argv, k->out, errp, 1) != 0) {
+      snprintf(err, cap, "cannot start the mock for worker %s: %s", sw->name, strerror(errno));
+      return -1;
+    }
+    note_pid(run, k->proc.pid);
+    run->n_wk = i + 1;
+  }
+  uint64_t end = pd_cf_now_abs() + run->o->start_ms * PD_CF_MS;
+  for (uint32_t guard = 0; guard < 1000000; guard++) { /* bounded by `end` */
+    uint32_t ready = 0;
+    for (uint32_t i = 0; i < run->n_wk; i++) {
+      pd_cf_worker_t *k = &run->wk[i];
+      if (k->port || read_ready(k)) {
+        ready++;
+        continue;
+      }
+      if (reaped(&k->proc)) {
+        char t[320], errp[PD_CF_PATH_MAX + 8];
+        snprintf(errp, sizeof errp, "%s/w%u.err", run->dir, i);
+        pd_cf_tail(errp, t, sizeof t);
+        snprintf(err, cap, "mock %s exited before its ready line: %s", s->workers[i].name, t);
+        return -1;
+      }
+    }
+    if (ready == run->n_wk) return 0;
+    if (pd_cf_now_abs() > end || pd_cf_stopping(run)) break;
+    pd_cf_sleep_ms(5);
+  }
+  snprintf(err, cap, "mocks not ready within %u ms", run->o->start_ms);
+  return -1;
+}
+
+int pd_cf_start_gateway(pd_cf_run_t *run, const char *cmd, char *err, size_t cap) {
+  snprintf(run->gw_out, sizeof run->gw_out, "%s/gateway.out", run->dir);
+  char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
+  if (spawn(&run->gw, argv, run->gw_out, NULL, 1) != 0) {
+    snprintf(err, cap, "cannot start the gateway command: %s", strerror(errno));
+    return -1;
+  }
+  note_pid(run, run->gw.pid);
+  uint64_t end = pd_cf_now_abs() + run->o->start_ms * PD_CF_MS;
+  for (uint32_t guard = 0; guard < 1000000; guard++) { /* bounded by `end` */
+    if (tcp_accepts(run->gw_port)) return 0;
+    if (reaped(&run->gw)) {
+      char t[320];
+      pd_cf_tail(run->gw_out, t, sizeof t);
+      snprintf(err, cap, "the gateway command exited (status %d) before listening on port %u: %s",
+               WIFEXITED(run->gw.status) ? WEXITSTATUS(run->gw.status) : -1, run->gw_port, t);
+      return -1;
+    }
+    if (pd_cf_now_abs() > end || pd_cf_stopping(run)) break;
+    pd_cf_sleep_ms(5);
+  }
+  char t[320];
+  pd_cf_tail(run->gw_out, t, sizeof t);
+  snprintf(err, cap, "the gateway did not accept on 127.0.0.1:%u within %u ms%s%s", run->gw_port,
+           run->o->start_ms, t[0] ? ": " : "", t);
+  return -1;
+}
+
+static void signal_child(const pd_cf_child_t *c, int sig) {
+  if (!c->pid) return;
+  if (c->is_group) kill(-c->pid, sig); /* the whole group: sh and whatever it started */
+  else if (!c->is_reaped) kill(c->pid, sig);
+}
+
+/* SIGTERM every child, wait up to stop_ms for all of them, SIGKILL the rest and reap them. */
+static void stop_children(pd_cf_run_t *run, pd_cf_child_t **cs, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    if (!reaped(cs[i])) signal_child(cs[i], SIGTERM);
+  uint64_t end = pd_cf_now_abs() + run->o->stop_ms * PD_CF_MS;
+  for (uint32_t guard = 0; guard < 1000000; guard++) { /* bounded by `end` */
+    uint32_t left = 0;
+    for (uint32_t i = 0; i < n; i++) left += !reaped(cs[i]);
+    if (!left || pd_cf_now_abs() > end) break;
+    pd_cf_sleep_ms(2);
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    pd_cf_child_t *c = cs[i];
+    if (!c->pid) continue;
+    if (!reaped(c)) {
+      signal_child(c, SIGKILL);
+      pid_t p = waitpid(c->pid, &c->status, 0); /* SIGKILL cannot be ignored */
+      if (p == c->pid || (p < 0 && errno == ECHILD)) c->is_reaped = 1;
+    }
+    if (c->is_group) kill(-c->pid, SIGKILL); /* anything its leader left behind */
+  }
+  /* Reap the group members the leaders left behind: the runner is a child subreaper
+     (pd_cf_subreaper), so orphans of its children are its own children. */
+  uint64_t reap_end = pd_cf_now_abs() + 1000 * PD_CF_MS;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!cs[i]->pid || !cs[i]->is_group) continue;
+    for (uint32_t guard = 0; guard < 100000; guard++) { /* bounded by reap_end */
+      pid_t p = waitpid(-cs[i]->pid, NULL, WNOHANG);
+      if (p > 0) continue;
+      if ((p < 0 && errno == ECHILD) || pd_cf_now_abs() > reap_end) break;
+      pd_cf_sleep_ms(1);
+    }
+  }
+}
+
+void pd_cf_subreaper(void) { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+void pd_cf_stop_gateway(pd_cf_run_t *run) {
+  pd_cf_child_t *c = &run->gw;
+  stop_children(run, &c, 1);
+}
+
+void pd_cf_stop_mocks(pd_cf_run_t *run) {
+  pd_cf_child_t *cs[PD_SCN_MAX_WORKERS];
+  for (uint32_t i = 0; i < run->n_wk; i++) cs[i] = &run->wk[i].proc;
+  stop_children(run, cs, run->n_wk);
+}

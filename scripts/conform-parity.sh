@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Parity of the two drivers (docs/conformance.md): for each mode, `pdref sim run --mode M` and
+# `pdref conform` against `pdref gateway --mode M` over real sockets, compared on the
+# invariants conform judges. One line per scenario x mode; exit 1 if any row differs.
+#   scripts/conform-parity.sh [--scale X] [--modes "joined pr1150 minilb reference"] [FILE|DIR...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-build/pdref}
+SCALE=0.01
+MODES="joined pr1150 minilb reference"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --scale) SCALE=$2; shift 2 ;;
+    --modes) MODES=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || set -- scenarios
+command -v jq >/dev/null || { echo "conform-parity: needs jq" >&2; exit 2; }
+bad=0
+printf '%-46s %-9s %-14s %-14s %s\n' scenario mode sim conform parity
+for m in $MODES; do
+  sim=$("$BIN" sim run "$@" --mode "$m" --json || true)
+  con=$("$BIN" conform --json --mode-label "$m" --timeout-scale "$SCALE" \
+    --gateway-cmd "$BIN gateway --mode $m {prefill_args} {decode_args} --listen 127.0.0.1:{port} {pdref_gateway_args}" \
+    "$@" || true)
+  out=$(jq -r -n --argjson s "$sim" --argjson c "$con" '
+    def set(x): if x == "" or x == "any" then [] else (x | split(",")) end;
+    ($s.rows | map({(.scenario): .violated}) | add) as $sv
+    | $c.rows[]
+    | (set(.judged)) as $j
+    | ([set($sv[.scenario] // "")[] | select(. as $i | $j | index($i))] | join(",")) as $simv
+    | if .status == "skipped" then [.scenario, .mode, $simv, "SKIP", "skip: " + .reason]
+      elif .status == "error" then [.scenario, .mode, $simv, "ERROR", "DIFF: " + .reason]
+      elif .violated == $simv then [.scenario, .mode, $simv, .violated, "same"]
+      else [.scenario, .mode, $simv, .violated, "DIFF: " + .reason] end
+    | map(if . == "" then "-" else . end) | @tsv')
+  while IFS=$'\t' read -r sc mo sv cv why; do
+    printf '%-46s %-9s %-14s %-14s %s\n' "$sc" "$mo" "$sv" "$cv" "$why"
+    case "$why" in DIFF*) bad=1 ;; esac
+  done <<<"$out"
+done
+exit $bad

@@ -1,0 +1,230 @@
+/* pdref conform (net/pd_conform.h) through the real pdref binary: `pdref mock` children and
+ * `pdref gateway --mode M`, on 127.0.0.1 ephemeral ports. The verdict on the socket-judged
+ * invariants must equal the simulator's for a representative subset in all four modes, and no
+ * process started by a run may outlive it (also when the gateway command fails). The binary
+ * is the pdref next to this test binary, as in tests/test_mock.c. Every wait is bounded. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pd_conform.h"
+#include "pd_world.h"
+#include "pdt.h"
+
+#ifndef PD_SOURCE_DIR
+#define PD_SOURCE_DIR "."
+#endif
+
+#define SCALE 0.01
+
+static int pdref_path(char *out, size_t cap) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return -1;
+  self[n] = 0;
+  char *slash = strrchr(self, '/');
+  if (!slash) return -1;
+  *slash = 0;
+  snprintf(out, cap, "%s/pdref", self);
+  return access(out, X_OK);
+}
+
+static pd_scenario_t *load(const char *name) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  char path[1024], err[512];
+  snprintf(path, sizeof path, "%s/scenarios/%s.json", PD_SOURCE_DIR, name);
+  if (s && pd_scenario_load(s, path, err, sizeof err) == 0) return s;
+  fprintf(stderr, "test_conform: %s\n", s ? err : "out of memory");
+  free(s);
+  return NULL;
+}
+
+/* Nothing the run started is alive, and no child of ours is left unreaped. */
+static void assert_no_survivors(const pd_conform_result_t *r) {
+  PDT_TRUE(r->n_pids > 0);
+  for (uint32_t i = 0; i < r->n_pids; i++) {
+    errno = 0;
+    PDT_TRUE(kill(r->pids[i], 0) == -1 && errno == ESRCH);  /* the process */
+    errno = 0;
+    PDT_TRUE(kill(-r->pids[i], 0) == -1 && errno == ESRCH); /* its process group */
+  }
+  errno = 0;
+  PDT_TRUE(waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD);
+}
+
+static void opts_for(pd_conform_opts_t *o, const char *bin, const char *mode, char *cmd,
+                     size_t cap) {
+  pd_conform_opts_default(o);
+  snprintf(cmd, cap,
+           "exec %s gateway --mode %s {prefill_args} {decode_args} --listen 127.0.0.1:{port} "
+           "{pdref_gateway_args}",
+           bin, mode);
+  o->gateway_cmd = cmd;
+  o->pdref_bin = bin;
+  pd_conform_set_label(o, mode);
+  o->scale = SCALE;
+  o->slack_ms = 100; /* sanitizer builds are slow to notice a hang-up */
+}
+
+static void test_parity_with_the_simulator_on_a_subset(void) {
+  /* A scale keeps each scenario's order of events on a loaded 2-core machine: the client's
+     disconnect at 100 ms must still land mid-stream, after decode met prefill (at 0.01 it
+     would be 1 ms after sending, often before decode registered its room). */
+  static const struct { const char *name; double scale; } cases[] = {
+      {"happy-path-stream", SCALE},
+      {"decode-503-while-prefill-detached", SCALE},
+      {"prefill-sse-error-under-200-stream", SCALE},
+      {"client-disconnect-during-decode-stream", 0.05},
+  };
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
+  if (pdref_path(bin, sizeof bin) != 0) {
+    fprintf(stderr, "test_conform: %s not built, parity test skipped\n", bin);
+    return;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  for (size_t n = 0; n < sizeof cases / sizeof cases[0]; n++) {
+    pd_scenario_t *s = load(cases[n].name);
+    PDT_TRUE(s != NULL);
+    if (!s) continue;
+    for (int m = 0; m < PD_MODE_COUNT; m++) {
+      pd_world_stats_t st;
+      uint32_t sim = 0;
+      uint64_t hash = 0;
+      PDT_EQ_INT(pd_world_run(s, (pd_mode_t)m, s->config.seed, NULL, &st, &sim, &hash), 0);
+      pd_conform_opts_t o;
+      opts_for(&o, bin, pd_mode_name((pd_mode_t)m), cmd, sizeof cmd);
+      o.scale = cases[n].scale;
+      pd_conform_result_t r;
+      PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+      char what[512];
+      snprintf(what, sizeof what, "%s / %s: conform %#x vs sim %#x (%s)", s->name,
+               pd_mode_name((pd_mode_t)m), r.got, sim & r.judged, r.reason);
+      CU_assertImplementation(r.status == PD_CONFORM_RAN && r.got == (sim & r.judged), __LINE__,
+                              what, __FILE__, "", CU_FALSE);
+      PDT_TRUE(r.matched);
+      PDT_EQ_INT(r.requests, s->workload.requests);
+      PDT_EQ_INT(r.legs_unattributed, 0);
+      assert_no_survivors(&r);
+    }
+    free(s);
+  }
+}
+
+/* A gateway command that never listens (and leaves a background child behind), and one that
+ * exits at once: both are errors within the start bound, and nothing survives. */
+static void test_failed_gateway_leaves_no_process(void) {
+  char bin[PATH_MAX + 8];
+  if (pdref_path(bin, sizeof bin) != 0) return;
+  pd_scenario_t *s = load("happy-path-stream");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  static const char *const cmds[] = {"sleep 30 & sleep 30 # {port}", "echo no gateway here; exit 3"};
+  for (size_t i = 0; i < 2; i++) {
+    pd_conform_opts_t o;
+    pd_conform_opts_default(&o);
+    o.gateway_cmd = cmds[i];
+    o.pdref_bin = bin;
+    o.scale = SCALE;
+    o.start_ms = 1500;
+    o.stop_ms = 1000;
+    pd_conform_result_t r;
+    PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+    PDT_EQ_INT(r.status, PD_CONFORM_ERROR);
+    PDT_FALSE(r.matched);
+    PDT_TRUE(r.seconds < 10);
+    PDT_EQ_INT(r.n_pids, s->n_workers + 1);
+    PDT_TRUE(i == 0 ? strstr(r.reason, "did not accept") != NULL
+                    : strstr(r.reason, "exited (status 3)") != NULL &&
+                          strstr(r.reason, "no gateway here") != NULL);
+    assert_no_survivors(&r);
+  }
+  free(s);
+}
+
+static void test_skips_what_sockets_cannot_run(void) {
+  pd_scenario_t *s = load("decode-crash-and-restart");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pd_conform_opts_default(&o);
+  o.gateway_cmd = "true";
+  o.pdref_bin = "/nonexistent";
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_SKIPPED);
+  PDT_EQ_INT(r.n_pids, 0);
+  s->workers[2].crash_at_ms = 0;
+  s->workload.requests = PD_CONFORM_MAX_REQUESTS + 1;
+  PDT_TRUE(pd_conform_skip_reason(s) != NULL);
+  s->workload.requests = PD_CONFORM_MAX_REQUESTS;
+  PDT_TRUE(pd_conform_skip_reason(s) == NULL);
+  free(s);
+}
+
+static void test_placeholders_expand(void) {
+  pd_scenario_t *s = load("decode-503-while-prefill-detached"); /* p0 p1 d0 d1, seed 2 */
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pd_conform_opts_default(&o);
+  pd_conform_set_label(&o, "reference");
+  o.scale = 0.01;
+  uint16_t ports[] = {1001, 1002, 2001, 2002}, boot[] = {3001, 3002, 0, 0};
+  char out[2048], err[256] = "";
+  PDT_EQ_INT(pd_conform_expand(s, &o, "gw {prefill_urls} | {decode_urls} | {port} ${HOME} {a,b}",
+                               ports, boot, 8080, out, sizeof out, err, sizeof err),
+             0);
+  PDT_EQ_STR(out, "gw http://127.0.0.1:1001@3001 http://127.0.0.1:1002@3002 | "
+                  "http://127.0.0.1:2001 http://127.0.0.1:2002 | 8080 ${HOME} {a,b}");
+  PDT_EQ_INT(pd_conform_expand(s, &o, "{prefill_args} {decode_args}", ports, boot, 1, out,
+                               sizeof out, err, sizeof err),
+             0);
+  PDT_EQ_STR(out, "--prefill http://127.0.0.1:1001@3001 --prefill http://127.0.0.1:1002@3002 "
+                  "--decode http://127.0.0.1:2001 --decode http://127.0.0.1:2002");
+  PDT_EQ_INT(pd_conform_expand(s, &o, "{smg_prefill_args}|{prefill_plain_urls}|{bootstrap_ports}|"
+                               "{prefill_ports}|{decode_ports}|{prefill_hosts}|{decode_hosts}",
+                               ports, boot, 1, out, sizeof out, err, sizeof err),
+             0);
+  PDT_EQ_STR(out, "--prefill http://127.0.0.1:1001 3001 --prefill http://127.0.0.1:1002 3002|"
+                  "http://127.0.0.1:1001 http://127.0.0.1:1002|3001 3002|1001 1002|2001 2002|"
+                  "127.0.0.1 127.0.0.1|127.0.0.1 127.0.0.1");
+  PDT_EQ_INT(pd_conform_expand(s, &o, "{pdref_gateway_args}", ports, boot, 1, out, sizeof out,
+                               err, sizeof err),
+             0);
+  /* reference defaults scaled by 0.01: 30 s -> 300 ms, 600 s -> 6000 ms, tail 500 -> 5 */
+  PDT_TRUE(strstr(out, "--first-token-timeout-ms 300 --idle-timeout-ms 300 "
+                       "--total-timeout-ms 6000 --tail-timeout-ms 5") != NULL);
+  PDT_TRUE(strstr(out, "--max-attempts 5") && strstr(out, "--prefill-policy round_robin"));
+  PDT_EQ_INT(pd_conform_expand(s, &o, "x {nope}", ports, boot, 1, out, sizeof out, err, sizeof err),
+             -1);
+  PDT_TRUE(strstr(err, "{nope}") != NULL);
+  PDT_EQ_INT(pd_conform_expand(s, &o, "{prefill_urls}", ports, boot, 1, out, 8, err, sizeof err), -1);
+  free(s);
+}
+
+/* `pdref gateway --seed G` draws what the simulator's gateway draws for scenario seed S. */
+static void test_gateway_seed_matches_the_simulators_stream(void) {
+  for (uint64_t seed = 1; seed < 5; seed++) {
+    pd_prng_t root, sim_gw, gw;
+    pd_prng_init(&root, seed);
+    pd_prng_fork(&root, 1, &sim_gw);
+    pd_prng_init(&gw, pd_conform_gateway_seed(seed));
+    for (int i = 0; i < 4; i++) PDT_EQ_U64(pd_prng_next(&gw), pd_prng_next(&sim_gw));
+  }
+}
+
+int pdt_suite_conform(void) {
+  static const pdt_case_t cases[] = {
+      {"placeholders expand", test_placeholders_expand},
+      {"gateway seed matches the simulator's stream", test_gateway_seed_matches_the_simulators_stream},
+      {"skips what sockets cannot run", test_skips_what_sockets_cannot_run},
+      {"a failed gateway leaves no process", test_failed_gateway_leaves_no_process},
+      {"parity with the simulator on a subset, all modes", test_parity_with_the_simulator_on_a_subset},
+  };
+  return PDT_SUITE("conform", cases);
+}
