@@ -289,18 +289,28 @@ static int setup_and_drive(pd_cf_run_t *run, char *err, size_t cap) {
     snprintf(err, cap, "out of memory");
     return -1;
   }
-  if (pd_cf_start_mocks(run, err, cap)) return -1;
   uint16_t ports[PD_SCN_MAX_WORKERS], boot[PD_SCN_MAX_WORKERS];
+  char *cmd = malloc(CMD_MAX);
+  if (!cmd) return -1;
+  memset(ports, 0, sizeof ports);
+  memset(boot, 0, sizeof boot);
+  if (pd_conform_expand(s, run->o, run->o->gateway_cmd, ports, boot, 0, cmd, CMD_MAX, err, cap)) {
+    free(cmd); /* a bad template fails before any process starts */
+    return -1;
+  }
+  if (pd_cf_start_mocks(run, err, cap)) {
+    free(cmd);
+    return -1;
+  }
   for (uint32_t i = 0; i < s->n_workers; i++) {
     ports[i] = run->wk[i].port;
     boot[i] = run->wk[i].boot_port;
   }
   if (pd_cf_free_port(&run->gw_port)) {
     snprintf(err, cap, "no free loopback port for the gateway");
+    free(cmd);
     return -1;
   }
-  char *cmd = malloc(CMD_MAX);
-  if (!cmd) return -1;
   int rc = pd_conform_expand(s, run->o, run->o->gateway_cmd, ports, boot, run->gw_port, cmd,
                              CMD_MAX, err, cap);
   if (!rc) {

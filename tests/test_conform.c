@@ -143,6 +143,15 @@ static void test_failed_gateway_leaves_no_process(void) {
                           strstr(r.reason, "no gateway here") != NULL);
     assert_no_survivors(&r);
   }
+  pd_conform_opts_t o; /* a template with an unknown placeholder starts nothing */
+  pd_conform_opts_default(&o);
+  o.gateway_cmd = "gw --listen {nope}";
+  o.pdref_bin = bin;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_ERROR);
+  PDT_EQ_INT(r.n_pids, 0);
+  PDT_TRUE(strstr(r.reason, "{nope}") != NULL);
   free(s);
 }
 
