@@ -79,6 +79,10 @@ static int read_bootstrap(pd_mleg_t *leg, const cJSON *j, const char *body, size
   const cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
   leg->rooms_hash = rooms_hash(room, host, port);
   leg->boot_port = -1;
+  /* a batch carries arrays, one entry per item (R1.25, M8.2): the first item's address is
+   * the batch's, as the first room keys the rendezvous */
+  if (cJSON_IsArray(host)) host = cJSON_GetArrayItem(host, 0);
+  if (cJSON_IsArray(port)) port = cJSON_GetArrayItem(port, 0);
   if (cJSON_IsString(host)) {
     if (strlen(host->valuestring) >= sizeof leg->boot_host)
       return fail(err, errlen, "bootstrap_host: longer than 255 bytes");
