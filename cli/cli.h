@@ -10,4 +10,9 @@ int pd_cli_gateway_bench(int argc, char **argv);
 int pd_cli_mock(int argc, char **argv);
 int pd_cli_conform(int argc, char **argv);
 
+/* Expand FILE|DIR arguments into at most max paths (caller frees each with free());
+ * directories give their *.json files sorted by name. Returns 0, or 2 after printing
+ * "<cmd>: <path>: ..." for a missing path. */
+int pd_cli_collect_json(const char *cmd, char **args, int n, char **out, int *n_out, int max);
+
 #endif

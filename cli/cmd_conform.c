@@ -61,38 +61,6 @@ static void usage(FILE *f) {
           "could not be set up\n");
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int collect(char **args, int n, char **out, int *n_out) {
-  for (int i = 0; i < n; i++) {
-    struct stat st;
-    if (stat(args[i], &st) != 0) {
-      fprintf(stderr, "pdref conform: %s: no such file or directory\n", args[i]);
-      return 2;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      if (*n_out >= MAX_FILES) return 2;
-      out[(*n_out)++] = strdup(args[i]);
-      continue;
-    }
-    DIR *d = opendir(args[i]);
-    if (!d) return 2;
-    int first = *n_out;
-    struct dirent *e;
-    while ((e = readdir(d)) && *n_out < MAX_FILES) {
-      size_t l = strlen(e->d_name);
-      if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0) continue;
-      char p[1024];
-      snprintf(p, sizeof p, "%s/%s", args[i], e->d_name);
-      out[(*n_out)++] = strdup(p);
-    }
-    closedir(d);
-    qsort(out + first, (size_t)(*n_out - first), sizeof *out, cmp_str);
-  }
-  return 0;
-}
 
 static void mask_str(uint32_t m, char *buf, size_t cap, const char *sep) {
   size_t off = 0;
@@ -171,7 +139,7 @@ static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
   }
   o->bin[n] = 0;
   o->c.pdref_bin = o->bin;
-  return collect(paths, n_paths, files, n_files);
+  return pd_cli_collect_json("pdref conform", paths, n_paths, files, n_files, MAX_FILES);
 }
 
 static void print_header(const opts_t *o) {

@@ -14,39 +14,6 @@
 
 #define MAX_FILES 4096
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Expand FILE|DIR arguments into a sorted list of .json paths. */
-static int collect(char **args, int n, char **out, int *n_out) {
-  for (int i = 0; i < n; i++) {
-    struct stat st;
-    if (stat(args[i], &st) != 0) {
-      fprintf(stderr, "pdref sim run: %s: no such file or directory\n", args[i]);
-      return 2;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      if (*n_out >= MAX_FILES) return 2;
-      out[(*n_out)++] = strdup(args[i]);
-      continue;
-    }
-    DIR *d = opendir(args[i]);
-    if (!d) return 2;
-    int first = *n_out;
-    struct dirent *e;
-    while ((e = readdir(d)) && *n_out < MAX_FILES) {
-      size_t l = strlen(e->d_name);
-      if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0) continue;
-      char p[1024];
-      snprintf(p, sizeof p, "%s/%s", args[i], e->d_name);
-      out[(*n_out)++] = strdup(p);
-    }
-    closedir(d);
-    qsort(out + first, (size_t)(*n_out - first), sizeof *out, cmp_str);
-  }
-  return 0;
-}
 
 static void mask_str(uint32_t m, char *buf, size_t cap) {
   size_t off = 0;
@@ -178,7 +145,7 @@ static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_fil
     fprintf(stderr, "pdref sim run: no scenario file or directory given (try --help)\n");
     return 2;
   }
-  return collect(paths, n_paths, files, n_files);
+  return pd_cli_collect_json("pdref sim run", paths, n_paths, files, n_files, MAX_FILES);
 }
 
 int pd_cli_sim_run(int argc, char **argv) {

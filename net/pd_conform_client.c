@@ -26,42 +26,6 @@ static uint64_t scaled(const pd_cf_run_t *run, uint64_t ns) {
   return v >= 9.0e18 ? (uint64_t)9.0e18 : (uint64_t)v;
 }
 
-/* The simulator's client body (sim/pd_world.c client_body): keep the two in step. */
-static size_t client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, char *buf, size_t cap) {
-  const char *st = rq->is_stream ? "true" : "false", *lp = rq->wants_logprob ? "true" : "false";
-  int n;
-  switch (wl->route) {
-  case PD_ROUTE_COMPLETIONS:
-    if (wl->batch)
-      n = snprintf(buf, cap, "{\"model\":\"m\",\"prompt\":[%s],\"max_tokens\":%u,\"stream\":%s%s}",
-                   "\"a\",\"b\"", rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
-    else
-      n = snprintf(buf, cap, "{\"model\":\"m\",\"prompt\":\"hello\",\"max_tokens\":%u,\"stream\":%s%s}",
-                   rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
-    break;
-  case PD_ROUTE_CHAT:
-    n = snprintf(buf, cap,
-                 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
-                 "\"max_tokens\":%u,\"stream\":%s,\"logprobs\":%s,\"n\":%u}",
-                 rq->tokens, st, lp, wl->batch ? wl->batch : 1);
-    break;
-  default:
-    if (wl->batch) {
-      size_t off = (size_t)snprintf(buf, cap, "{\"text\":[");
-      for (uint32_t i = 0; i < wl->batch && off + 16 < cap; i++)
-        off += (size_t)snprintf(buf + off, cap - off, "%s\"p%u\"", i ? "," : "", i);
-      n = snprintf(buf + off, cap - off,
-                   "],\"stream\":%s,\"return_logprob\":%s,\"sampling_params\":{\"max_new_tokens\":%u}}",
-                   st, lp, rq->tokens);
-      return n > 0 && off + (size_t)n < cap ? off + (size_t)n : 0;
-    }
-    n = snprintf(buf, cap,
-                 "{\"text\":\"hello\",\"stream\":%s,\"return_logprob\":%s,"
-                 "\"sampling_params\":{\"max_new_tokens\":%u}}",
-                 st, lp, rq->tokens);
-  }
-  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
-}
 
 int pd_cf_plan(pd_cf_run_t *run) {
   const pd_scn_workload_t *wl = &run->s->workload;
@@ -92,7 +56,7 @@ int pd_cf_plan(pd_cf_run_t *run) {
       if (wl->poisson && gap) gap = (uint64_t)(-log(1.0 - pd_prng_unit(&world)) * (double)gap);
       t += gap;
     }
-    q->body_len = client_body(&q->c, wl, q->body, sizeof q->body);
+    q->body_len = pd_world_client_body(&q->c, wl, q->body, sizeof q->body);
     snprintf(q->xrid, sizeof q->xrid, "pdconf-%06llx-%u", (unsigned long long)(tag & 0xffffff), i);
   }
   return 0;

@@ -252,7 +252,7 @@ static int draw(struct pd_world *w, double frac) {
   return pd_prng_unit(&w->world_rng) < frac;
 }
 
-static size_t client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, char *buf, size_t cap) {
+size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, char *buf, size_t cap) {
   const char *st = rq->is_stream ? "true" : "false", *lp = rq->wants_logprob ? "true" : "false";
   int n;
   switch (wl->route) {
@@ -314,7 +314,7 @@ void pd_world_arrive(struct pd_world *w) {
     pd_world_push(w, w->now + gap, EV_ARRIVE, 0, 0, 0);
   }
   char body[4096];
-  size_t len = client_body(rq, wl, body, sizeof body);
+  size_t len = pd_world_client_body(rq, wl, body, sizeof body);
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id,
                    .path = pd_route_path(wl->route), .data = (const uint8_t *)body, .len = len};
   pd_world_feed(w, &ev);
