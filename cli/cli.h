@@ -15,4 +15,10 @@ int pd_cli_conform(int argc, char **argv);
  * "<cmd>: <path>: ..." for a missing path. */
 int pd_cli_collect_json(const char *cmd, char **args, int n, char **out, int *n_out, int max);
 
+struct cJSON;
+/* Print {"rows": rows, "passed", "failed"[, "skipped" when >= 0]} and take ownership of rows. */
+void pd_cli_print_json_rows(struct cJSON *rows, int passed, int failed, int skipped);
+/* SIGINT/SIGTERM -> on_stop, SIGPIPE ignored. */
+void pd_cli_install_signals(void (*on_stop)(int));
+
 #endif

@@ -1,6 +1,8 @@
-/* Scenario arguments shared by the subcommands that take FILE|DIR...: files as given,
+/* Pieces shared by the subcommands. Scenario arguments shared by the subcommands that take FILE|DIR...: files as given,
  * directories expanded to their *.json files in name order. */
+#include <cjson/cJSON.h>
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,4 +44,27 @@ int pd_cli_collect_json(const char *cmd, char **args, int n, char **out, int *n_
     qsort(out + first, (size_t)(*n_out - first), sizeof *out, cmp_str);
   }
   return 0;
+}
+
+void pd_cli_print_json_rows(cJSON *rows, int passed, int failed, int skipped) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddItemToObject(root, "rows", rows);
+  cJSON_AddNumberToObject(root, "passed", passed);
+  cJSON_AddNumberToObject(root, "failed", failed);
+  if (skipped >= 0) cJSON_AddNumberToObject(root, "skipped", skipped);
+  char *txt = cJSON_Print(root);
+  if (txt) puts(txt);
+  cJSON_free(txt);
+  cJSON_Delete(root);
+}
+
+void pd_cli_install_signals(void (*on_stop)(int)) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, NULL);
 }

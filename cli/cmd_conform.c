@@ -218,14 +218,7 @@ int pd_cli_conform(int argc, char **argv) {
   static char *files[MAX_FILES];
   int n_files = 0, rc = parse(argc, argv, &o, files, &n_files);
   if (rc) return rc;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sa.sa_handler = SIG_IGN;
-  sigaction(SIGPIPE, &sa, NULL);
+  pd_cli_install_signals(on_signal);
   o.c.stop = &g_stop;
   curl_global_init(CURL_GLOBAL_DEFAULT);
   pd_scenario_t *s = malloc(sizeof *s);
@@ -257,15 +250,7 @@ int pd_cli_conform(int argc, char **argv) {
   for (int f = 0; f < n_files; f++) free(files[f]);
   free(s);
   if (arr) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddItemToObject(root, "rows", arr);
-    cJSON_AddNumberToObject(root, "passed", passed);
-    cJSON_AddNumberToObject(root, "failed", failed);
-    cJSON_AddNumberToObject(root, "skipped", skipped);
-    char *txt = cJSON_Print(root);
-    if (txt) puts(txt);
-    cJSON_free(txt);
-    cJSON_Delete(root);
+    pd_cli_print_json_rows(arr, passed, failed, skipped);
   } else if (exit_code != 2) {
     if (skipped) printf("# %d skipped (not counted)\n", skipped);
     printf("conform: %d passed, %d failed\n", passed, failed);

@@ -220,16 +220,7 @@ static void raise_fd_limit(uint32_t max_connections) {
   setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-static void install_signals(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sa.sa_handler = SIG_IGN;
-  sigaction(SIGPIPE, &sa, NULL);
-}
+static void install_signals(void) { pd_cli_install_signals(on_signal); }
 
 int pd_cli_gateway(int argc, char **argv) {
   for (int i = 0; i < argc; i++)

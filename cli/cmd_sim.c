@@ -185,14 +185,7 @@ int pd_cli_sim_run(int argc, char **argv) {
   for (int f = 0; f < n_files; f++) free(files[f]);
   free(s);
   if (arr) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddItemToObject(root, "rows", arr);
-    cJSON_AddNumberToObject(root, "passed", passed);
-    cJSON_AddNumberToObject(root, "failed", failed);
-    char *txt = cJSON_Print(root);
-    if (txt) puts(txt);
-    cJSON_free(txt);
-    cJSON_Delete(root);
+    pd_cli_print_json_rows(arr, passed, failed, -1);
   } else if (exit_code != 2) {
     printf("sim: %d passed, %d failed\n", passed, failed);
   }
