@@ -180,6 +180,8 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
   if ((r->got || !r->matched) && r->legs_by_timing)
     printf("    note: %u of %u legs tied to requests by arrival order only (no X-Request-Id on the "
            "legs, no rid in the response)\n", r->legs_by_timing, r->legs);
+  if (r->scale != o->c.scale)
+    printf("    note: ran at timeout scale %g (the scenario's socket_min_scale)\n", r->scale);
   if (r->dir[0]) printf("    logs: %s\n", r->dir);
 }
 
@@ -209,6 +211,7 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   cJSON_AddNumberToObject(j, "legs_by_timing", r->legs_by_timing);
   cJSON_AddNumberToObject(j, "legs_resent", r->legs_resent);
   cJSON_AddNumberToObject(j, "seconds", r->seconds);
+  if (r->status != PD_CONFORM_SKIPPED) cJSON_AddNumberToObject(j, "scale", r->scale);
   if (r->dir[0]) cJSON_AddStringToObject(j, "dir", r->dir);
   return j;
 }

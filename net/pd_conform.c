@@ -347,10 +347,13 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
     snprintf(r->reason, sizeof r->reason, "%s", skip);
     return 0;
   }
+  pd_conform_opts_t eo = *o; /* this scenario's options: the scale raised to its floor */
+  if (s->config.socket_min_scale > eo.scale) eo.scale = s->config.socket_min_scale;
+  r->scale = eo.scale;
   pd_cf_run_t *run = calloc(1, sizeof *run);
   if (!run) return -1;
   run->s = s;
-  run->o = o;
+  run->o = &eo;
   run->r = r;
   raise_fd_limit();
   pd_cf_subreaper();

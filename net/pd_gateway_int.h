@@ -55,6 +55,8 @@ typedef struct pd_gwconn {
   struct pd_gwreq *rq;   /* core request, NULL before feeding and after its DONE */
   struct pd_gwleg *info; /* proxied info transfer */
   pd_gwbuf_t body;       /* request body */
+  struct curl_slist *fwd; /* client headers forwarded to the worker legs (R1.28) */
+  uint32_t n_fwd;
   size_t body_seen;      /* bytes uploaded, kept or not */
   int is_too_large, is_fed, is_suspended, is_queued, is_recorded;
   int head_status, is_sse, saw_data;
@@ -94,6 +96,7 @@ typedef struct pd_gwleg {
   pd_role_t role;
   uint32_t worker;
   int is_head_sent, is_closed, is_finished;
+  uint32_t n_sends; /* times libcurl was about to send the request (prereq_cb) */
   long status;
   pd_gwbuf_t resp; /* INFO: response body */
 } pd_gwleg_t;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pd_err.h"
 #include "pd_gateway_int.h"
@@ -62,6 +63,7 @@ static void conn_free(pd_gateway_t *g, pd_gwconn_t *c) {
   if (c->next) c->next->prev = c->prev;
   pd_gwbuf_free(&c->body);
   pd_gwbuf_free(&c->out);
+  curl_slist_free_all(c->fwd);
   free(c);
 }
 
@@ -367,6 +369,35 @@ static enum MHD_Result take_upload(pd_gateway_t *g, pd_gwconn_t *c, const char *
   return MHD_YES;
 }
 
+/* The client headers smg forwards to both legs (R1.28): identity and trace context, so that
+ * a worker's logs (and conform's attribution) tie a leg to the client's request. */
+static const char *const fwd_names[] = {"authorization", "x-request-id",     "x-correlation-id",
+                                        "traceparent",   "tracestate",       "x-smg-routing-key"};
+#define PD_GWH_MAX_FWD 16u          /* forwarded headers per request */
+#define PD_GWH_MAX_FWD_LINE 1024u   /* bytes of one forwarded header line */
+
+static int is_forwarded(const char *name) {
+  for (size_t i = 0; i < sizeof fwd_names / sizeof fwd_names[0]; i++)
+    if (!strcasecmp(name, fwd_names[i])) return 1;
+  return !strncasecmp(name, "x-request-id-", 13);
+}
+
+static enum MHD_Result collect_fwd(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+  (void)kind;
+  pd_gwconn_t *c = cls;
+  if (!key || !value || !is_forwarded(key)) return MHD_YES;
+  if (c->n_fwd >= PD_GWH_MAX_FWD) return MHD_NO;
+  char line[PD_GWH_MAX_FWD_LINE];
+  int n = snprintf(line, sizeof line, "%s: %s", key, value);
+  if (n < 0 || (size_t)n >= sizeof line || strpbrk(line, "\r\n")) return MHD_YES; /* not sent */
+  struct curl_slist *l = curl_slist_append(c->fwd, line);
+  if (!l) return MHD_NO;
+  c->fwd = l;
+  c->n_fwd++;
+  return MHD_YES;
+}
+
 static enum MHD_Result feed_request(pd_gateway_t *g, pd_gwconn_t *c) {
   if (c->is_too_large) {
     char msg[120];
@@ -386,6 +417,8 @@ static enum MHD_Result feed_request(pd_gateway_t *g, pd_gwconn_t *c) {
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c->mc, MHD_CONNECTION_INFO_CONNECTION_FD);
   c->fd = ci ? ci->connect_fd : -1;
+  if (g->cfg.core.mode != PD_MODE_MINILB) /* mini_lb posts the JSON body alone */
+    MHD_get_connection_values(c->mc, MHD_HEADER_KIND, collect_fwd, c);
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST,
                    .req_id = rq->id,
                    .path = c->path,

@@ -170,6 +170,10 @@ static void render_legs(tbuf_t *b, const pd_gwm_t *m) {
   for (int r = 0; r < 2; r++)
     put(b, "pdref_legs_cancelled_total{role=\"%s\"} %llu\n", pd_role_name((pd_role_t)r),
         (unsigned long long)m->legs_cancelled[r]);
+  head(b, "pdref_upstream_resends_refused_total", "counter",
+       "Generation requests libcurl would have sent again on a fresh connection after a reused "
+       "one failed before the response; refused, the leg fails as a reset.");
+  put(b, "pdref_upstream_resends_refused_total %llu\n", (unsigned long long)m->resends_refused);
   head(b, "pdref_abort_requests_total", "counter",
        "POST /abort_request by result (ok, failed, dropped over the in-flight limit).");
   put(b, "pdref_abort_requests_total{result=\"ok\"} %llu\n", (unsigned long long)m->aborts_ok);

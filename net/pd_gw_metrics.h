@@ -35,6 +35,7 @@ typedef struct pd_gwm {
   uint64_t legs_opened[2], legs_cancelled[2];
   uint64_t client_disconnects, slow_clients, rejected_connections;
   uint64_t aborts_sent, aborts_ok, aborts_failed, aborts_dropped;
+  uint64_t resends_refused; /* libcurl resends of a generation POST refused (prereq_cb) */
   uint64_t ttft_bucket[PD_GWM_TTFT_BUCKETS + 1];
   uint64_t ttft_count;
   double ttft_sum_s;

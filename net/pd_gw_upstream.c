@@ -40,6 +40,8 @@ static void leg_free(pd_gateway_t *g, pd_gwleg_t *leg) {
 
 static size_t header_cb(char *buf, size_t size, size_t n, void *ud);
 static size_t write_cb(char *p, size_t size, size_t n, void *ud);
+static int prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+                     int conn_local_port);
 
 static char *join_url(const char *base, const char *path) {
   size_t a = strlen(base), b = strlen(path);
@@ -115,6 +117,16 @@ void pd_gwu_open(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a) {
   rq->legs[rq->n_legs++] = leg;
   g->metrics.legs_opened[a->role]++;
   set_post(leg, a->data, a->len);
+  for (const struct curl_slist *h = rq->conn ? rq->conn->fwd : NULL; h && leg->hdrs; h = h->next) {
+    struct curl_slist *l = curl_slist_append(leg->hdrs, h->data);
+    if (!l) break; /* out of memory: the leg goes without the rest */
+    leg->hdrs = l;
+  }
+  if (leg->easy) {
+    curl_easy_setopt(leg->easy, CURLOPT_HTTPHEADER, leg->hdrs);
+    curl_easy_setopt(leg->easy, CURLOPT_PREREQFUNCTION, prereq_cb);
+    curl_easy_setopt(leg->easy, CURLOPT_PREREQDATA, leg);
+  }
   if (leg->easy && a->deadline_ns) {
     uint64_t now = pd_gwn_now_ns();
     long ms = a->deadline_ns > now ? (long)((a->deadline_ns - now) / 1000000ull) : 1;
@@ -208,6 +220,25 @@ static void deliver_head(pd_gateway_t *g, pd_gwleg_t *leg) {
     feed_leg(g, leg, PD_EV_UP_HEAD, NULL, 0, (int)leg->status, PD_UPERR_READ);
 }
 
+/* Called before each send of the request. libcurl silently sends a request again when the
+ * reused keep-alive connection it went out on dies before the first response byte; a worker
+ * that had read it would then see the same room twice, and the gateway would never hear of
+ * the first failure (conform's socket-only I8 finding). A generation POST is not idempotent:
+ * the second send is refused and the leg fails as a reset, which the core judges as such.
+ * Connections stay pooled (a fresh connection per leg would cost a connect on the TTFT path
+ * and a TIME_WAIT port per leg). */
+static int prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+                     int conn_local_port) {
+  (void)conn_primary_ip;
+  (void)conn_local_ip;
+  (void)conn_primary_port;
+  (void)conn_local_port;
+  pd_gwleg_t *leg = ud;
+  if (leg->n_sends++ == 0) return CURL_PREREQFUNC_OK;
+  leg->g->metrics.resends_refused++;
+  return CURL_PREREQFUNC_ABORT;
+}
+
 static size_t header_cb(char *buf, size_t size, size_t n, void *ud) {
   pd_gwleg_t *leg = ud;
   size_t len = size * n;
@@ -286,6 +317,7 @@ static pd_uperr_t map_error(CURLcode rc, CURL *e) {
     curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &t);
     return t == 0 ? PD_UPERR_CONNECT : PD_UPERR_TIMEOUT;
   }
+  case CURLE_ABORTED_BY_CALLBACK: /* prereq_cb refused a resend: the first send was reset */
   case CURLE_GOT_NOTHING:
   case CURLE_SEND_ERROR:
   case CURLE_RECV_ERROR: return PD_UPERR_RESET;

@@ -459,6 +459,7 @@ static const scn_key_t config_keys[] = {
     K_(pd_scn_config_t, deadline_ms, set_u64, 1, PD_SCN_MAX_MS, 0),
     K_MS(pd_scn_config_t, grace_ms),
     K_MS(pd_scn_config_t, net_us),
+    K_(pd_scn_config_t, socket_min_scale, set_flag, SCN_FLAG_FRAC, 0, 0),
     {"seed", set_seed, 0, 0, (uint64_t)SCN_MAX_SAFE_INT, 0, NULL, NULL},
 };
 

@@ -110,6 +110,8 @@ typedef struct pd_scn_config {
   uint64_t grace_ms;                  /* I2/I3/I10 bound after the client's end, default 1000 */
   uint64_t net_us;                    /* one-way network latency, default 100 */
   uint64_t seed;                      /* default 1; "seed" may be a string for 64-bit */
+  double socket_min_scale; /* pdref conform: the smallest --timeout-scale this workload's
+                            * arrival rate survives on real sockets (0 = any) */
 } pd_scn_config_t;
 
 typedef struct pd_scn_expect {

@@ -110,6 +110,8 @@ static int config_json(cJSON *root, const pd_scn_config_t *c, const pd_scn_confi
   rc |= add_u64_if(o, "deadline_ms", c->deadline_ms, d->deadline_ms);
   rc |= add_u64_if(o, "grace_ms", c->grace_ms, d->grace_ms);
   rc |= add_u64_if(o, "net_us", c->net_us, d->net_us);
+  if (c->socket_min_scale != d->socket_min_scale)
+    rc |= add_num(o, "socket_min_scale", c->socket_min_scale);
   if (c->seed != d->seed && c->seed <= WR_SAFE_INT) {
     rc |= add_num(o, "seed", (double)c->seed);
   } else if (c->seed != d->seed) {

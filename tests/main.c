@@ -1,6 +1,9 @@
-/* Lists the suites and exits with the number of failed tests as the verdict. */
+/* Lists the suites and exits with the number of failed tests as the verdict.
+ *   pdref_tests            every suite, verbose
+ *   pdref_tests SUITE...   only the named suites (e.g. `pdref_tests gateway conform`) */
 #include <CUnit/Basic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "pdt.h"
 #include "suites.h"
@@ -18,7 +21,10 @@ int pdt_add_suite(const char *name, const pdt_case_t *cases, size_t n) {
 }
 
 int main(int argc, char **argv) {
-  (void)argv;
+  if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    printf("usage: pdref_tests [SUITE...]\nRuns every CUnit suite, or only the named ones.\n");
+    return 0;
+  }
   if (CU_initialize_registry() != CUE_SUCCESS) return 2;
 #define PDT_REG(fn) \
   if (fn() != 0) {  \
@@ -28,8 +34,17 @@ int main(int argc, char **argv) {
   }
   PDT_SUITES(PDT_REG)
 #undef PDT_REG
-  CU_basic_set_mode(argc > 1 ? CU_BRM_SILENT : CU_BRM_VERBOSE);
-  CU_basic_run_tests();
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  if (argc == 1) CU_basic_run_tests();
+  for (int i = 1; i < argc; i++) {
+    CU_pSuite s = CU_get_suite(argv[i]);
+    if (!s) {
+      fprintf(stderr, "pdref_tests: no suite '%s'\n", argv[i]);
+      CU_cleanup_registry();
+      return 2;
+    }
+    CU_basic_run_suite(s);
+  }
   unsigned failed = CU_get_number_of_tests_failed();
   unsigned ran = CU_get_number_of_tests_run();
   CU_cleanup_registry();

@@ -32,7 +32,9 @@ typedef struct fake {
   int token_ms; /* pause before each event after the first */
   pthread_mutex_t mu;
   int n_generate, n_abort, n_closed_early, n_info;
-  char last_rid[64], abort_rid[64];
+  int drop_nth; /* > 0: the n-th /generate is read, then its connection closed unanswered */
+  char last_rid[64], abort_rid[64], last_xrid[64];
+  char rids[8][64]; /* the first 8 /generate rids, in order */
 } fake_t;
 
 typedef struct fake_req {
@@ -85,10 +87,14 @@ static void take_rid(const fake_req_t *r, char *out, size_t cap) {
 }
 
 static enum MHD_Result fake_generate(fake_t *f, fake_req_t *r, struct MHD_Connection *c) {
+  const char *xr = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
   pthread_mutex_lock(&f->mu);
-  f->n_generate++;
+  int nth = ++f->n_generate;
   take_rid(r, f->last_rid, sizeof f->last_rid);
+  if (nth <= 8) snprintf(f->rids[nth - 1], sizeof f->rids[0], "%s", f->last_rid);
+  snprintf(f->last_xrid, sizeof f->last_xrid, "%s", xr ? xr : "");
   pthread_mutex_unlock(&f->mu);
+  if (nth == f->drop_nth) return MHD_NO; /* read, never answered: a reset before the head */
   if (f->mode == FAKE_503) return fake_json(c, 503, "{\"error\":{\"message\":\"busy\"}}");
   cJSON *j = cJSON_ParseWithLength(r->body, r->len);
   int is_stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
@@ -266,13 +272,15 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud) {
   return len;
 }
 
-static CURLcode http(uint16_t port, const char *method, const char *path, const char *body,
-                     int is_chunked, resp_t *out) {
+/* One request with an optional extra header line. */
+static CURLcode http_h(uint16_t port, const char *method, const char *path, const char *body,
+                       int is_chunked, const char *hdr, resp_t *out) {
   char url[256];
   snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
   CURL *e = curl_easy_init();
   struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
   if (is_chunked) h = curl_slist_append(h, "Transfer-Encoding: chunked");
+  if (hdr) h = curl_slist_append(h, hdr);
   curl_easy_setopt(e, CURLOPT_URL, url);
   curl_easy_setopt(e, CURLOPT_PROXY, "");
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
@@ -289,6 +297,11 @@ static CURLcode http(uint16_t port, const char *method, const char *path, const 
   curl_easy_cleanup(e);
   curl_slist_free_all(h);
   return rc;
+}
+
+static CURLcode http(uint16_t port, const char *method, const char *path, const char *body,
+                     int is_chunked, resp_t *out) {
+  return http_h(port, method, path, body, is_chunked, NULL, out);
 }
 
 static const char stream_req[] = "{\"text\":\"hi\",\"stream\":true}";
@@ -473,6 +486,67 @@ static void test_connection_limit_503(void) {
   fake_stop(&d);
 }
 
+/* A worker that reads a request and closes its reused keep-alive connection unanswered:
+ * libcurl would send the same request (same rid, same room) again on a new connection. The
+ * gateway refuses that resend and the leg fails as a reset (here after decode committed the
+ * stream, so the client still gets its 200): the worker never sees one rid twice. */
+static void test_reset_on_reused_connection_not_resent(void) {
+  fake_t p, d;
+  gwrun_t g;
+  PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 2, 0) == 0);
+  p.drop_nth = 2;
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0}, &p, 1, &d, 1) == 0) {
+    static resp_t r;
+    for (int i = 0; i < 2; i++) {
+      memset(&r, 0, sizeof r);
+      PDT_EQ_INT(http(g.port, "POST", "/generate", stream_req, 0, &r), CURLE_OK);
+      PDT_EQ_INT(r.status, 200);
+      PDT_TRUE(wait_for(&p, &p.n_generate, i + 1, 2000));
+      sleep_ms(50); /* prefill's connection back in the pool before the next request */
+    }
+    sleep_ms(100); /* room for a resent copy to arrive, were there one */
+    pthread_mutex_lock(&p.mu);
+    PDT_EQ_INT(p.n_generate, 2); /* without the refusal: 3, the third with the second's rid */
+    PDT_TRUE(strcmp(p.rids[0], p.rids[1]) != 0);
+    pthread_mutex_unlock(&p.mu);
+    memset(&r, 0, sizeof r);
+    http(g.port, "GET", "/metrics", NULL, 0, &r);
+    PDT_TRUE(strstr(r.body, "pdref_upstream_resends_refused_total 1\n") != NULL);
+    PDT_TRUE(strstr(r.body, "pdref_upstream_errors_total{role=\"prefill\",kind=\"reset\"} 1\n") !=
+             NULL);
+    gw_stop(&g);
+  }
+  fake_stop(&p);
+  fake_stop(&d);
+}
+
+/* R1.28: X-Request-Id (and the trace headers) reach both legs; mini_lb posts the body alone. */
+static void test_request_id_forwarded(void) {
+  for (int m = PD_MODE_MINILB; m <= PD_MODE_REFERENCE; m++) {
+    fake_t p, d;
+    gwrun_t g;
+    PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 2, 0) == 0);
+    if (gw_start(&g, (gwopt_t){(pd_mode_t)m, 0, 0}, &p, 1, &d, 1) == 0) {
+      static resp_t r;
+      memset(&r, 0, sizeof r);
+      PDT_EQ_INT(http_h(g.port, "POST", "/generate", stream_req, 0, "X-Request-Id: client-7", &r),
+                 CURLE_OK);
+      PDT_EQ_INT(r.status, 200);
+      PDT_TRUE(wait_for(&p, &p.n_generate, 1, 2000));
+      const char *want = m == PD_MODE_MINILB ? "" : "client-7";
+      pthread_mutex_lock(&p.mu);
+      PDT_EQ_STR(p.last_xrid, want);
+      pthread_mutex_unlock(&p.mu);
+      pthread_mutex_lock(&d.mu);
+      PDT_EQ_STR(d.last_xrid, want);
+      pthread_mutex_unlock(&d.mu);
+      gw_stop(&g);
+    }
+    fake_stop(&p);
+    fake_stop(&d);
+  }
+}
+
 int pdt_suite_gateway(void) {
   signal(SIGPIPE, SIG_IGN);
   static const pdt_case_t cases[] = {
@@ -485,6 +559,9 @@ int pdt_suite_gateway(void) {
        test_client_gone_closes_decode_and_aborts},
       {"health, readiness, info proxy, non-stream answer", test_local_and_info_routes},
       {"beyond --max-connections a client gets 503", test_connection_limit_503},
+      {"a reset on a reused connection is not resent: no rid reaches a worker twice",
+       test_reset_on_reused_connection_not_resent},
+      {"X-Request-Id reaches both legs (not in minilb mode)", test_request_id_forwarded},
   };
   return PDT_SUITE("gateway", cases);
 }
