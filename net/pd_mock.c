@@ -271,11 +271,12 @@ static void *engine_main(void *arg) {
 /* ---------- lifecycle ---------- */
 
 static void init_rng(pd_mock_t *m) {
-  pd_prng_t root, faults;
+  pd_prng_t root, faults, rids;
   pd_prng_init(&root, m->cfg.seed);
   pd_prng_fork(&root, 3, &faults); /* the simulator's fault stream label */
   pd_prng_fork(&faults, m->cfg.worker_index + 1u, &m->fault_rng);
-  pd_prng_fork(&root, 4, &m->rid_rng);
+  pd_prng_fork(&root, 4, &rids); /* made-up rids: one stream per worker, never shared */
+  pd_prng_fork(&rids, m->cfg.worker_index + 1u, &m->rid_rng);
 }
 
 static int init_state(pd_mock_t *m, const pd_mock_config_t *c) {

@@ -59,6 +59,7 @@ typedef struct pd_mleg {
   /* the request */
   const char *path;
   int is_stream, has_logprob, has_room, n_rooms;
+  int rid_given; /* the request carried a rid (else it was made up here, as SGLang does) */
   uint64_t room, rooms_hash;
   char rid[PD_MOCK_RID_MAX];
   char *rid_json; /* rid JSON-escaped, no quotes (owned) */

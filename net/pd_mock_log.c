@@ -67,6 +67,10 @@ void pd_mlog_request(pd_mock_t *m, const pd_mleg_t *leg) {
   cJSON_AddStringToObject(j, "worker", leg->m->worker.name);
   cJSON_AddNumberToObject(j, "tokens", leg->tokens);
   cJSON_AddNumberToObject(j, "n_rooms", leg->n_rooms);
+  cJSON_AddBoolToObject(j, "rid_given", leg->rid_given);
+  char h[17];
+  snprintf(h, sizeof h, "%016llx", (unsigned long long)leg->rooms_hash);
+  cJSON_AddStringToObject(j, "rooms_hash", h); /* room list, host and port, for I8 equality */
   if (leg->boot_host[0]) cJSON_AddStringToObject(j, "bootstrap_host", leg->boot_host);
   if (leg->boot_port > 0) cJSON_AddNumberToObject(j, "bootstrap_port", leg->boot_port);
   end(m, j);

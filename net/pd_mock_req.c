@@ -137,6 +137,7 @@ int pd_mreq_fill(pd_mleg_t *leg, const pd_request_t *r, const char *body, size_t
     if (strlen(rid->valuestring) >= sizeof leg->rid)
       return fail(err, errlen, "rid: longer than 255 bytes");
     snprintf(leg->rid, sizeof leg->rid, "%s", rid->valuestring);
+    leg->rid_given = 1;
   } else { /* SGLang makes one up (uuid4().hex) */
     uint64_t a = pd_prng_next(rid_rng), b = pd_prng_next(rid_rng);
     snprintf(leg->rid, sizeof leg->rid, "%016" PRIx64 "%016" PRIx64, a, b);
