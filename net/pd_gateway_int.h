@@ -21,6 +21,14 @@ enum { PD_GWN_TAG_MHD = 1, PD_GWN_TAG_CURL = 2, PD_GWN_TAG_WATCH = 3, PD_GWN_TAG
 /* Bytes queued for one client beyond what its socket takes: a reader slower than this is
  * treated as gone (its legs are cancelled) rather than buffered without bound. */
 #define PD_GWH_MAX_OUT_BYTES (16u * 1024u * 1024u)
+/* Backpressure: a decode leg stops being read (CURL_WRITEFUNC_PAUSE) while its client has
+ * more than PAUSE bytes unsent, and is read again once the client is down to RESUME. With
+ * one SSE event at most a few hundred bytes, that is some 100 events of slack per stream,
+ * and a stream's buffer stays below 64 KiB whatever the client's speed. */
+#define PD_GWH_PAUSE_BYTES (32u * 1024u)
+#define PD_GWH_RESUME_BYTES (8u * 1024u)
+/* Sent bytes at the front of a client buffer are dropped (memmove) past this much. */
+#define PD_GWH_COMPACT_BYTES (16u * 1024u)
 /* Largest proxied info response. */
 #define PD_GWU_MAX_INFO_BYTES (1024u * 1024u)
 /* Abort posts in flight; beyond it an abort is dropped (and counted). */
@@ -96,6 +104,7 @@ typedef struct pd_gwleg {
   pd_role_t role;
   uint32_t worker;
   int is_head_sent, is_closed, is_finished;
+  int is_paused, want_resume; /* backpressure: reads paused; resume at the next flush */
   uint32_t n_sends; /* times libcurl was about to send the request (prereq_cb) */
   long status;
   pd_gwbuf_t resp; /* INFO: response body */
@@ -180,5 +189,9 @@ void pd_gwu_on_timeout(pd_gateway_t *g);
 void pd_gwu_drain(pd_gateway_t *g);
 /* Add new transfers to the multi handle, remove closed and finished ones. */
 void pd_gwu_flush(pd_gateway_t *g);
+/* The client of rq has room again: paused legs of rq resume at the next flush. */
+void pd_gwu_resume_req(pd_gateway_t *g, pd_gwreq_t *rq);
+/* Bytes a client connection has queued but MHD has not taken. */
+static inline size_t pd_gwh_backlog(const pd_gwconn_t *c) { return c->out.len - c->out_off; }
 
 #endif

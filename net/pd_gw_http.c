@@ -125,14 +125,16 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
   (void)pos;
   pd_gwconn_t *c = cls;
   if (c->is_gone) return MHD_CONTENT_READER_END_WITH_ERROR; /* cancelled: cut it short */
-  size_t avail = c->out.len - c->out_off;
+  size_t avail = pd_gwh_backlog(c);
   if (avail) {
     size_t n = avail < max ? avail : max;
     memcpy(buf, c->out.p + c->out_off, n);
     c->out_off += n;
     if (c->out_off == c->out.len) c->out.len = c->out_off = 0;
+    if (c->rq && pd_gwh_backlog(c) <= PD_GWH_RESUME_BYTES) pd_gwu_resume_req(c->g, c->rq);
     return (ssize_t)n;
   }
+  if (c->rq) pd_gwu_resume_req(c->g, c->rq);
   if (c->is_ended)
     return c->is_abort ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
   suspend(c); /* resumed by the next client action */
@@ -183,6 +185,11 @@ static void client_data(pd_gateway_t *g, pd_gwconn_t *c, const pd_action_t *a) {
     return;
   }
   if (c->out_off && c->out_off == c->out.len) c->out.len = c->out_off = 0;
+  if (c->out_off >= PD_GWH_COMPACT_BYTES) { /* a reader that never quite catches up */
+    memmove(c->out.p, c->out.p + c->out_off, c->out.len - c->out_off);
+    c->out.len -= c->out_off;
+    c->out_off = 0;
+  }
   if (pd_gwbuf_append(&c->out, a->data, a->len)) {
     c->is_gone = 1; /* out of memory: drop the client, NOTIFY_COMPLETED cancels the legs */
     return;
@@ -290,6 +297,13 @@ static enum MHD_Result respond_metrics(pd_gateway_t *g, pd_gwconn_t *c) {
                      .now_ns = pd_gwn_now_ns(),
                      .connections = g->n_conns,
                      .requests_live = g->n_slots - g->n_free};
+  uint32_t guard = 0;
+  for (const pd_gwconn_t *o = g->conns; o && guard < (1u << 24);
+       o = o->next, guard++) {
+    uint64_t b = pd_gwh_backlog(o);
+    v.buffered_bytes += b;
+    if (b > v.buffered_max) v.buffered_max = b;
+  }
   char *text = NULL;
   size_t len = 0;
   if (pd_gwm_render(&g->metrics, &v, &text, &len))

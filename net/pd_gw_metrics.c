@@ -170,6 +170,9 @@ static void render_legs(tbuf_t *b, const pd_gwm_t *m) {
   for (int r = 0; r < 2; r++)
     put(b, "pdref_legs_cancelled_total{role=\"%s\"} %llu\n", pd_role_name((pd_role_t)r),
         (unsigned long long)m->legs_cancelled[r]);
+  head(b, "pdref_upstream_pauses_total", "counter",
+       "Times a worker leg stopped being read because its client had too much unsent output.");
+  put(b, "pdref_upstream_pauses_total %llu\n", (unsigned long long)m->pauses);
   head(b, "pdref_upstream_resends_refused_total", "counter",
        "Generation requests libcurl would have sent again on a fresh connection after a reused "
        "one failed before the response; refused, the leg fails as a reset.");
@@ -197,6 +200,12 @@ static void render_clients(tbuf_t *b, const pd_gwm_t *m, const pd_gwm_view_t *v)
   put(b, "pdref_connections %u\n", v->connections);
   head(b, "pdref_requests_in_flight", "gauge", "Requests the core holds (incl. supervised tails).");
   put(b, "pdref_requests_in_flight %u\n", v->requests_live);
+  head(b, "pdref_client_buffered_bytes", "gauge",
+       "Response bytes held for clients that have not taken them yet (all connections).");
+  put(b, "pdref_client_buffered_bytes %llu\n", (unsigned long long)v->buffered_bytes);
+  head(b, "pdref_client_buffered_bytes_max", "gauge",
+       "The most response bytes held for one client connection right now.");
+  put(b, "pdref_client_buffered_bytes_max %llu\n", (unsigned long long)v->buffered_max);
 }
 
 static void render_ttft(tbuf_t *b, const pd_gwm_t *m) {

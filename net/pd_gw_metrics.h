@@ -35,7 +35,8 @@ typedef struct pd_gwm {
   uint64_t legs_opened[2], legs_cancelled[2];
   uint64_t client_disconnects, slow_clients, rejected_connections;
   uint64_t aborts_sent, aborts_ok, aborts_failed, aborts_dropped;
-  uint64_t resends_refused; /* libcurl resends of a generation POST refused (prereq_cb) */
+  uint64_t resends_refused;
+  uint64_t pauses; /* decode legs paused for a slow client (backpressure) */ /* libcurl resends of a generation POST refused (prereq_cb) */
   uint64_t ttft_bucket[PD_GWM_TTFT_BUCKETS + 1];
   uint64_t ttft_count;
   double ttft_sum_s;
@@ -52,6 +53,7 @@ typedef struct pd_gwm_view {
   uint32_t n[2];
   uint64_t now_ns;
   uint32_t connections, requests_live;
+  uint64_t buffered_bytes, buffered_max; /* client output not yet sent: total, largest */
 } pd_gwm_view_t;
 
 /* Render the exposition text into a malloc'd buffer (*out, *len; free()). 0 or PD_ERR_NOMEM. */

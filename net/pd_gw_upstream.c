@@ -257,6 +257,12 @@ static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
   case PD_GWU_CORE:
     if (leg->is_closed || !leg->rq) return 0; /* stop the transfer: libcurl closes it */
     if (!leg->is_head_sent) deliver_head(g, leg);
+    if (leg->rq && !leg->is_closed && leg->role == PD_ROLE_DECODE && leg->rq->conn &&
+        pd_gwh_backlog(leg->rq->conn) > PD_GWH_PAUSE_BYTES) {
+      leg->is_paused = 1; /* libcurl keeps these bytes and hands them over again on resume */
+      g->metrics.pauses++;
+      return CURL_WRITEFUNC_PAUSE;
+    }
     if (leg->rq && !leg->is_closed) feed_leg(g, leg, PD_EV_UP_DATA, p, len, 0, PD_UPERR_READ);
     return len;
   case PD_GWU_INFO:
@@ -378,6 +384,15 @@ void pd_gwu_drain(pd_gateway_t *g) {
   }
 }
 
+void pd_gwu_resume_req(pd_gateway_t *g, pd_gwreq_t *rq) {
+  for (uint32_t i = 0; i < rq->n_legs; i++) {
+    pd_gwleg_t *leg = rq->legs[i];
+    if (!leg->is_paused || leg->want_resume) continue;
+    leg->want_resume = 1;
+    mark_dirty(g, leg);
+  }
+}
+
 void pd_gwu_flush(pd_gateway_t *g) {
   for (uint32_t guard = 0; guard < PD_GWU_MAX_FLUSH && g->dirty; guard++) {
     pd_gwleg_t *leg = g->dirty;
@@ -385,6 +400,17 @@ void pd_gwu_flush(pd_gateway_t *g) {
     leg->next_dirty = NULL;
     leg->is_dirty = 0;
     int is_over = leg->is_closed || leg->is_finished;
+    if (leg->want_resume) {
+      leg->want_resume = 0;
+      if (!is_over && leg->is_paused && leg->state == PD_GWU_ACTIVE) {
+        leg->is_paused = 0;
+        /* libcurl may call write_cb from here (the kept bytes): the core is fed, which may
+         * close this leg or pause it again; a closed leg is dirty again, freed on a later
+         * pass of this loop. */
+        curl_easy_pause(leg->easy, CURLPAUSE_CONT);
+        continue;
+      }
+    }
     if (leg->state == PD_GWU_NEW && !is_over) {
       if (leg->easy && curl_multi_add_handle(g->multi, leg->easy) == CURLM_OK) {
         leg->state = PD_GWU_ACTIVE;
