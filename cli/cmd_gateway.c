@@ -28,6 +28,9 @@ static void usage(FILE *f) {
              "                     [--tail-timeout-ms N] [--head-timeout-ms N] [--max-body-bytes N]\n"
              "                     [--max-connections N] [--client-timeout-s N]\n"
              "                     [--abort-timeout-ms N] [--seed N] [--verbose]\n"
+             "                     [--retry-backoff-ms N] [--retry-max-backoff-ms N]\n"
+             "                     [--breaker-failures N] [--breaker-open-ms N]\n"
+             "                     [--breaker-window-ms N]\n"
              "\n"
              "A PD gateway on real sockets driving pdref's dispatch core (docs/gateway.md).\n"
              "  --prefill URL[@P]  prefill worker base URL, e.g. http://127.0.0.1:30001@8998\n"
@@ -37,6 +40,12 @@ static void usage(FILE *f) {
              "  --mode M           dispatch rules (default reference)\n"
              "  --policy P         random | round_robin | power_of_two, both roles\n"
              "  timeouts in ms, 0 = none; defaults are the mode's (docs/spec.md R-TIMEOUT)\n"
+             "  --retry-backoff-ms, --retry-max-backoff-ms  first and largest pause before a\n"
+             "                     retry (default 50, 30000; x1.5 per attempt, +/-20%% jitter)\n"
+             "  --breaker-failures N  failures that open a worker's breaker, 0 = no breaker\n"
+             "                     (default: smg 10 consecutive; reference 10 and >= 50%% in the\n"
+             "                     window); --breaker-open-ms how long it stays open (60000);\n"
+             "                     --breaker-window-ms the reference breaker's window (120000)\n"
              "  --max-body-bytes   client body limit, 413 beyond (default 4194304)\n"
              "  --max-connections  client connections served, 503 beyond (default 1024)\n"
              "  --client-timeout-s idle client connection timeout (default 30)\n"
@@ -138,6 +147,21 @@ static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
   if (!strcmp(f, "--max-attempts")) {
     if (parse_range(f, v, 1, PD_MAX_ATTEMPTS, &x)) return 2;
     k->retry.max_attempts = (uint32_t)x;
+  } else if (!strcmp(f, "--retry-backoff-ms")) {
+    if (parse_u64(f, v, 3600000, &x)) return 2;
+    k->retry.initial_backoff_ms = x;
+  } else if (!strcmp(f, "--retry-max-backoff-ms")) {
+    if (parse_u64(f, v, 3600000, &x)) return 2;
+    k->retry.max_backoff_ms = x;
+  } else if (!strcmp(f, "--breaker-failures")) {
+    if (parse_u64(f, v, 1000000, &x)) return 2;
+    k->breaker.failure_threshold = x ? (uint32_t)x : UINT32_MAX; /* 0: no breaker */
+  } else if (!strcmp(f, "--breaker-open-ms")) {
+    if (parse_range(f, v, 1, 1000ull * 86400, &x)) return 2;
+    k->breaker.open_ns = x * MS_NS;
+  } else if (!strcmp(f, "--breaker-window-ms")) {
+    if (parse_range(f, v, 1, 1000ull * 86400, &x)) return 2;
+    k->breaker.window_ns = x * MS_NS;
   } else if (!strcmp(f, "--max-body-bytes")) {
     if (parse_range(f, v, 1, 1ull << 30, &x)) return 2;
     c->max_body_bytes = (size_t)x;

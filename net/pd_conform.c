@@ -58,30 +58,12 @@ static uint64_t scaled_ms(double ns, double scale) {
   return ms < 1 ? 1 : ms > 1e12 ? (uint64_t)1e12 : (uint64_t)ms;
 }
 
-/* The simulator's gateway configuration for this scenario (sim/pd_world_loop.c setup). */
-static void sim_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_t *c) {
-  const pd_scn_config_t *sc = &s->config;
-  pd_gw_config_default(c, mode);
-  if (mode != PD_MODE_MINILB) {
-    pd_policy_parse(sc->prefill_policy, &c->policy[0]);
-    pd_policy_parse(sc->decode_policy, &c->policy[1]);
-    if (sc->max_attempts) c->retry.max_attempts = sc->max_attempts;
-  }
-  if (sc->request_timeout_ms && mode != PD_MODE_REFERENCE) c->request_timeout_ns = sc->request_timeout_ms * PD_CF_MS;
-  if (mode == PD_MODE_REFERENCE) {
-    if (sc->first_token_timeout_ms) c->first_token_timeout_ns = sc->first_token_timeout_ms * PD_CF_MS;
-    if (sc->idle_timeout_ms) c->idle_timeout_ns = sc->idle_timeout_ms * PD_CF_MS;
-    if (sc->total_timeout_ms) c->total_timeout_ns = sc->total_timeout_ms * PD_CF_MS;
-    if (sc->tail_timeout_ms) c->prefill_tail_timeout_ns = sc->tail_timeout_ms * PD_CF_MS;
-  }
-}
-
 /* {pdref_gateway_args}: `pdref gateway` flags for the simulator's gateway settings, scaled.
  * With a mode label: that mode's defaults plus the scenario; without: the scenario only. */
 static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char *out, size_t cap) {
   const pd_scn_config_t *sc = &s->config;
   pd_gw_config_t c;
-  sim_gw_config(s, o->has_mode ? o->mode : PD_MODE_REFERENCE, &c);
+  pd_scenario_gw_config(s, o->has_mode ? o->mode : PD_MODE_REFERENCE, &c);
   size_t off = 0;
 #define ADD(...) off += (size_t)snprintf(out + off, off < cap ? cap - off : 0, __VA_ARGS__)
   ADD("--seed %llu", (unsigned long long)pd_conform_gateway_seed(sc->seed));
@@ -92,7 +74,16 @@ static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char 
   } else if (sc->max_attempts) {
     ADD(" --max-attempts %u", att);
   }
+  if (o->has_mode && c.retry.max_attempts > 1) /* backoff is a duration: it scales too */
+    ADD(" --retry-backoff-ms %llu --retry-max-backoff-ms %llu",
+        (unsigned long long)scaled_ms((double)c.retry.initial_backoff_ms * 1e6, o->scale),
+        (unsigned long long)scaled_ms((double)c.retry.max_backoff_ms * 1e6, o->scale));
+  uint32_t bf = o->has_mode ? c.breaker.failure_threshold : sc->breaker_failure_threshold;
+  if (bf) ADD(" --breaker-failures %u", bf == UINT32_MAX ? 0u : bf);
   const struct { const char *flag; uint64_t ns, scn_ms; } t[] = {
+      {"--breaker-open-ms", bf == UINT32_MAX ? 0 : c.breaker.open_ns, sc->breaker_open_ms},
+      {"--breaker-window-ms", bf == UINT32_MAX ? 0 : c.breaker.window_ns, 0},
+      {"--head-timeout-ms", c.head_timeout_ns, sc->head_timeout_ms},
       {"--first-token-timeout-ms", c.first_token_timeout_ns, sc->first_token_timeout_ms},
       {"--idle-timeout-ms", c.idle_timeout_ns, sc->idle_timeout_ms},
       {"--total-timeout-ms", c.total_timeout_ns, sc->total_timeout_ms},
@@ -247,7 +238,7 @@ static int make_world(pd_cf_run_t *run) {
   struct pd_world *w = run->w;
   w->s = run->ss;
   w->mode = o->has_mode ? o->mode : PD_MODE_REFERENCE;
-  sim_gw_config(s, w->mode, &w->gcfg);
+  pd_scenario_gw_config(s, w->mode, &w->gcfg);
   if (!o->has_mode) w->gcfg.retry.max_attempts = UINT32_MAX; /* I7 is not judged */
   w->stats = &run->stats;
   w->n_nodes = s->n_workers;

@@ -571,6 +571,28 @@ static const scn_key_t top_keys[] = {
 
 /* ---- entry points ---- */
 
+void pd_scenario_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_t *c) {
+  const uint64_t ms = 1000000ull;
+  const pd_scn_config_t *sc = &s->config;
+  pd_gw_config_default(c, mode);
+  if (mode != PD_MODE_MINILB) { /* mini_lb: random, no retries, no breaker (M8.1, M8.5) */
+    pd_policy_parse(sc->prefill_policy, &c->policy[0]);
+    pd_policy_parse(sc->decode_policy, &c->policy[1]);
+    if (sc->max_attempts) c->retry.max_attempts = sc->max_attempts;
+    if (sc->breaker_failure_threshold) c->breaker.failure_threshold = sc->breaker_failure_threshold;
+    if (sc->breaker_open_ms) c->breaker.open_ns = sc->breaker_open_ms * ms;
+  }
+  if (sc->request_timeout_ms && mode != PD_MODE_REFERENCE)
+    c->request_timeout_ns = sc->request_timeout_ms * ms;
+  if (mode == PD_MODE_REFERENCE) {
+    if (sc->first_token_timeout_ms) c->first_token_timeout_ns = sc->first_token_timeout_ms * ms;
+    if (sc->head_timeout_ms) c->head_timeout_ns = sc->head_timeout_ms * ms;
+    if (sc->idle_timeout_ms) c->idle_timeout_ns = sc->idle_timeout_ms * ms;
+    if (sc->total_timeout_ms) c->total_timeout_ns = sc->total_timeout_ms * ms;
+    if (sc->tail_timeout_ms) c->prefill_tail_timeout_ns = sc->tail_timeout_ms * ms;
+  }
+}
+
 void pd_scenario_defaults(pd_scenario_t *s) {
   memset(s, 0, sizeof *s);
   pd_scn_config_t *c = &s->config;

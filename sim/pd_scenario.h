@@ -134,6 +134,10 @@ typedef struct pd_scenario {
 
 /* Fill *s with every default (one prefill "p0" and one decode "d0", no faults). */
 void pd_scenario_defaults(pd_scenario_t *s);
+/* The gateway configuration a scenario asks for in a mode: the mode's defaults
+ * (pd_gw_config_default) with the scenario's config overrides applied where the mode models
+ * them. One definition for the simulator and for `pdref conform`'s {pdref_gateway_args}. */
+void pd_scenario_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_t *c);
 
 /* Replace the workers with n_prefill prefill workers p0.. and n_decode decode workers d0..,
  * all with default timings and no faults (n_prefill + n_decode <= PD_SCN_MAX_WORKERS). */

@@ -294,23 +294,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   pd_prng_fork(&root, 2, &w->world_rng);
   pd_prng_fork(&root, 3, &w->fault_rng);
   pd_gw_config_t *c = &w->gcfg;
-  pd_gw_config_default(c, mode);
-  const pd_scn_config_t *sc = &s->config;
-  if (mode != PD_MODE_MINILB) {
-    pd_policy_parse(sc->prefill_policy, &c->policy[0]);
-    pd_policy_parse(sc->decode_policy, &c->policy[1]);
-    if (sc->max_attempts) c->retry.max_attempts = sc->max_attempts;
-    if (sc->breaker_failure_threshold) c->breaker.failure_threshold = sc->breaker_failure_threshold;
-    if (sc->breaker_open_ms) c->breaker.open_ns = sc->breaker_open_ms * MS_NS;
-  }
-  if (sc->request_timeout_ms && mode != PD_MODE_REFERENCE) c->request_timeout_ns = sc->request_timeout_ms * MS_NS;
-  if (mode == PD_MODE_REFERENCE) {
-    if (sc->first_token_timeout_ms) c->first_token_timeout_ns = sc->first_token_timeout_ms * MS_NS;
-    if (sc->head_timeout_ms) c->head_timeout_ns = sc->head_timeout_ms * MS_NS;
-    if (sc->idle_timeout_ms) c->idle_timeout_ns = sc->idle_timeout_ms * MS_NS;
-    if (sc->total_timeout_ms) c->total_timeout_ns = sc->total_timeout_ms * MS_NS;
-    if (sc->tail_timeout_ms) c->prefill_tail_timeout_ns = sc->tail_timeout_ms * MS_NS;
-  }
+  pd_scenario_gw_config(s, mode, c);
   w->gw = pd_gw_new(NULL, c, &w->gw_rng);
   if (!w->gw) return PD_ERR_NOMEM;
   pd_actbuf_init(&w->acts, NULL);
