@@ -177,6 +177,8 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
   printf("\n");
   if (r->got || !r->matched)
     printf("    %s\n", r->reason[0] ? r->reason : r->got ? "violation" : "no violation");
+  if (r->metrics_reason[0] && strcmp(r->metrics_reason, r->reason))
+    printf("    %s\n", r->metrics_reason);
   if ((r->got || !r->matched) && r->legs_by_timing)
     printf("    note: %u of %u legs tied to requests by arrival order only (no X-Request-Id on the "
            "legs, no rid in the response)\n", r->legs_by_timing, r->legs);
@@ -201,6 +203,7 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   cJSON_AddStringToObject(j, "judged", judged);
   cJSON_AddBoolToObject(j, "matched", r->matched);
   cJSON_AddStringToObject(j, "reason", r->reason);
+  if (r->metrics_reason[0]) cJSON_AddStringToObject(j, "metrics_reason", r->metrics_reason);
   cJSON_AddNumberToObject(j, "requests", r->requests);
   cJSON_AddNumberToObject(j, "clean", r->clean);
   cJSON_AddNumberToObject(j, "client_errors", r->client_errors);

@@ -209,9 +209,7 @@ void pd_wm_on_open(struct pd_world *w, pd_wleg_t *leg) {
     send(w, leg, W2G_HEAD, (uint32_t)leg->fp->status);
     send(w, leg, W2G_ERROR_BODY, (uint32_t)leg->fp->status);
     send(w, leg, W2G_END, 0);
-    /* a 4xx other than 408/429 is the worker correctly refusing the request (R3.2) */
-    finish(w, leg, leg->fp->status < 500 && leg->fp->status != 408 && leg->fp->status != 429
-                       ? PD_TRUTH_OK : PD_TRUTH_FAILED);
+    finish(w, leg, pd_wstatus_is_healthy(leg->fp->status) ? PD_TRUTH_OK : PD_TRUTH_FAILED);
     return;
   default: break;
   }

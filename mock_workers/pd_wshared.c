@@ -32,6 +32,8 @@ static const pd_fault_t random_faults[] = {
     {PD_FAULT_SLOW_DRIP, 0, 0, 40, 0, 0, 1.0},     {PD_FAULT_STATUS, 429, 0, 0, 0, 0, 1.0},
 };
 
+int pd_wstatus_is_healthy(int status) { return status < 500 && status != 408 && status != 429; }
+
 void pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
                     pd_prng_t *rng, pd_wpick_t *out) {
   out->fault = -1;

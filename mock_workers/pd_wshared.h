@@ -26,6 +26,10 @@ typedef struct pd_wpick {
 void pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
                     pd_prng_t *rng, pd_wpick_t *out);
 
+/* The truth of a leg answered with an injected status: a 4xx other than 408/429 is the
+ * worker correctly refusing the request (R3.2), so the worker is healthy; the rest failed. */
+int pd_wstatus_is_healthy(int status);
+
 /* What the renderer needs to know about a request. */
 typedef struct pd_wr_leg {
   const char *rid;   /* already JSON-escaped, without quotes */

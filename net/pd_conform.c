@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include "pd_conform_int.h"
+#include "pd_conform_metrics.h"
 
 #define ALL_INVARIANTS ((1u << PD_INV_COUNT) - 1u)
 #define SETTLE_MARGIN_MS 25u /* after grace: the mocks poll idle peers every 20 ms */
 #define BOUND_SLACK_MS 250u  /* a request is given up this long after its I1 bound */
 #define CMD_MAX 16384u
+#define METRICS_TIMEOUT_MS 2000u /* reading the gateway's /metrics at the end of a run */
 
 void pd_conform_opts_default(pd_conform_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -351,6 +353,8 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
   uint64_t t_start = pd_cf_now_abs();
   char err[512] = "";
   int rc = setup_and_drive(run, err, sizeof err);
+  /* what the gateway says it recorded, read before it is stopped (I4, when exposed) */
+  char *metrics = rc ? NULL : pd_cf_scrape_metrics(run->gw_port, METRICS_TIMEOUT_MS);
   run->t_gw_stop = run->t0_abs ? pd_cf_now(run) : 1;
   pd_cf_stop_gateway(run); /* first: its shutdown aborts reach the mocks' logs */
   pd_cf_stop_mocks(run);
@@ -359,6 +363,20 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
     pd_cf_judge(run);
     r->status = PD_CONFORM_RAN;
     r->got = run->w->violations & r->judged;
+    char why[256] = "";
+    /* I4 when the gateway exposes its outcomes and every request ended: a request given up
+     * may have its outcomes recorded later than the run can see */
+    int m = metrics && !r->cut_off ? pd_cf_judge_metrics(run, metrics, why, sizeof why) : -1;
+    if (m >= 0) { /* I4 is judged for this row */
+      r->judged |= PD_CONFORM_BIT(PD_INV_OUTCOME);
+      r->want = s->expect[em].violated_mask & r->judged;
+    }
+    if (m == 1) {
+      r->got |= PD_CONFORM_BIT(PD_INV_OUTCOME);
+      snprintf(r->metrics_reason, sizeof r->metrics_reason, "%s", why);
+      if (!run->stats.first_reason[0])
+        snprintf(run->stats.first_reason, sizeof run->stats.first_reason, "%.199s", why);
+    }
     r->matched = !r->want_set || r->got == r->want;
     snprintf(r->reason, sizeof r->reason, "%s", run->stats.first_reason);
     r->requests = run->n_reqs;
@@ -375,6 +393,7 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
     remove_dir(run);
     r->dir[0] = 0;
   }
+  free(metrics);
   pd_cf_reqs_free(run);
   free(run->legs);
   free(run->ss);

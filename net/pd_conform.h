@@ -59,6 +59,7 @@ typedef struct pd_conform_result {
   uint32_t want;        /* expected, within judged */
   int want_set, matched;
   char reason[256];     /* first violation, or why skipped / what failed */
+  char metrics_reason[256]; /* I4 from the gateway's /metrics, when violated */
   char dir[512];        /* the run directory (removed unless keep) */
   uint32_t requests, clean, client_errors, gone, cut_off;
   uint32_t legs, legs_unattributed;

@@ -31,6 +31,8 @@ typedef struct unit {
   uint64_t t_first, t_last, t_fail; /* first arrival, last close, first close (UINT64_MAX: none) */
   int32_t client;
   uint32_t attempt;
+  int by_timing; /* tied by step 4 (may move), not by X-Request-Id or the response */
+  int level;     /* the step-4 level that tied it */
 } unit_t;
 
 /* ---------- attribution ---------- */
@@ -348,8 +350,59 @@ static int in_order(const unit_t *u, const pd_cf_req_t *q, const unit_t *x, int 
   return 1;
 }
 
+/* The client's end: a response that ended, or its own disconnect; 0 if none (still open
+ * when the runner gave up on it, or never sent). */
+static uint64_t client_end(const pd_cf_req_t *q) {
+  return q->c.ended || q->c.gone ? q->c.t_end : 0;
+}
+
+/* The worker's own error, quoted in what q's client received (mock_workers/pd_wshared.c),
+ * came from a leg of x: "worker returned N" from a `status` fault with N; the SSE error event
+ * "worker failed" from a leg that answered 2xx and then failed. */
+static int explains_worker_error(const pd_cf_run_t *run, const unit_t *x, const pd_cf_req_t *q) {
+  const char *p = strstr(q->first, "\"worker returned ");
+  int want_status = p ? atoi(p + 17) : 0;
+  int want_failed = !p && strstr(q->first, "\"worker failed\"") != NULL;
+  if (!want_status && !want_failed) return 1;
+  for (uint32_t k = 0; k < x->n; k++) {
+    const pd_cf_mleg_t *l = &run->legs[x->leg[k]];
+    if (want_status && l->fault == PD_FAULT_STATUS && l->end_status == want_status) return 1;
+    if (want_failed && l->truth == PD_TRUTH_FAILED && l->end_status >= 200 && l->end_status < 300)
+      return 1;
+  }
+  return 0;
+}
+
+/* Step 4's strictest level: tying attempt x to request q agrees with how q ended. A gateway
+ * ends its legs around the client's end (it closes them, or a leg's end is what ended the
+ * response), so a leg open past q's end + grace would be an orphan (I2) made by the tie
+ * itself. When x is q's last allowed attempt, also: the client's first sign of a response
+ * (head, else first byte, else end) came by grace after x's last leg closed (a loaded runner
+ * sees the end itself late); a request the runner gave up on still open had a leg open until
+ * then, and one that never got a head had a leg that never answered; and a worker's error
+ * the client received came from a leg of x. Under load the gateway takes requests out
+ * of order and FIFO alone swaps neighbours (minilb swarms: a pair left open by a request that
+ * was given up read as I2 of a neighbour that had ended, and a second attempt as I7). A real
+ * orphan is still found: this level only chooses among requests that pass level 4, and
+ * falls back to level 4 when none fits. */
+static int fits(const pd_cf_run_t *run, const unit_t *x, const pd_cf_req_t *q, uint32_t max_att) {
+  uint64_t end = client_end(q), g = run->grace_ns;
+  if (end && (x->t_last == UINT64_MAX || x->t_last > end + g)) return 0;
+  if (q->n_units + 1 < max_att) return 1; /* a later attempt may end it */
+  uint64_t seen = q->c.t_head ? q->c.t_head : q->c.t_first_data ? q->c.t_first_data : end;
+  if (seen && x->t_last != UINT64_MAX && x->t_last + g < seen) return 0;
+  if (!end && q->is_cut && x->t_last != UINT64_MAX && x->t_last + g < q->t_bound) return 0;
+  if (!end && q->is_cut && !q->c.t_head) { /* no head at all: a leg of x never answered */
+    int silent = 0;
+    for (uint32_t k = 0; k < x->n; k++) silent |= !run->legs[x->leg[k]].end_status;
+    if (!silent) return 0;
+  }
+  return explains_worker_error(run, x, q);
+}
+
 /* Step 4 for one attempt: a first attempt (FIFO), else a retry of the request whose last
- * attempt ended last. Levels, strictest first: 4 the legs carry what the request asked for
+ * attempt ended last. Levels, strictest first: 5 as 4, and the tie fits how the request
+ * ended (fits); 4 the legs carry what the request asked for
  * (stream, logprobs), the request had not received a byte nor been served by an earlier
  * attempt (a new attempt after commit is itself a violation, I6) and its attempts follow
  * each other strictly; 3 the same with one ended leg between attempts; 2 compatible, in
@@ -367,6 +420,7 @@ static int32_t pick(const pd_cf_run_t *run, const unit_t *u, const unit_t *x, in
     if (level >= 3 && ((q->c.t_first_data && q->c.t_first_data < x->t_first) ||
                        (q->t_served && q->t_served < x->t_first)))
       continue;
+    if (level >= 5 && !fits(run, x, q, max_att)) continue;
     if (first < 0 && (!q->n_units || q->t_first_unit > x->t_first)) first = (int32_t)r;
     if (q->n_units && q->t_last_unit_end <= x->t_first &&
         (retry < 0 || q->t_last_unit_end > run->reqs[retry].t_last_unit_end))
@@ -376,17 +430,86 @@ static int32_t pick(const pd_cf_run_t *run, const unit_t *u, const unit_t *x, in
   return first >= 0 ? first : retry >= 0 ? retry : latest;
 }
 
+/* With one attempt per request (mini_lb; --max-attempts 1), step 4's greedy order can leave
+ * an attempt only requests where it does not fit (below level 5), or that already have an
+ * attempt (read as I7), while the request it belongs to holds a neighbour's. Such an attempt
+ * is re-tied along an augmenting path (Kuhn's matching): it takes a request where it fits
+ * whose own attempt, tied by timing, moves on to another where that one fits, and so on,
+ * until a request without an attempt is reached. When no path exists it stays where it was.
+ * Ties by X-Request-Id or by the response never move. */
+#define AUG_MAX_DEPTH 64u
+
+typedef struct aug {
+  pd_cf_run_t *run;
+  unit_t *u;
+  int32_t *owner; /* per request: its attempt, -1 none, -2 one that does not move */
+  uint8_t *seen;
+} aug_t;
+
+static int may_own(const aug_t *a, const unit_t *x, const pd_cf_req_t *q) {
+  if (!q->c.t_arrival || q->c.t_arrival > x->t_first) return 0;
+  if (q->c.ended && q->c.t_end < x->t_first) return 0;
+  if (q->c.t_first_data && q->c.t_first_data < x->t_first) return 0;
+  if (!compatible(a->run, x, &q->c)) return 0;
+  return fits(a->run, x, q, 1); /* every attempt on the path fits where it lands */
+}
+
+static int augment(aug_t *a, int32_t xi, uint32_t depth) {
+  if (depth > AUG_MAX_DEPTH) return 0;
+  for (uint32_t r = 0; r < a->run->n_reqs; r++) {
+    if (a->seen[r] || a->owner[r] == -2 || !may_own(a, &a->u[xi], &a->run->reqs[r])) continue;
+    a->seen[r] = 1;
+    if (a->owner[r] == -1 || augment(a, a->owner[r], depth + 1)) {
+      a->owner[r] = xi;
+      a->u[xi].client = (int32_t)r;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static void rematch_single_attempts(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
+  aug_t a = {run, u, calloc(run->n_reqs + 1, sizeof *a.owner), calloc(run->n_reqs + 1, 1)};
+  int32_t *todo = calloc(nu + 1, sizeof *todo);
+  uint32_t n_todo = 0;
+  if (!a.owner || !a.seen || !todo) goto out;
+  for (uint32_t r = 0; r < run->n_reqs; r++) a.owner[r] = -1;
+  for (uint32_t i = 0; i < nu; i++)
+    if (u[i].client >= 0 && !u[i].by_timing) a.owner[u[i].client] = -2;
+  for (uint32_t i = 0; i < nu; i++) { /* in arrival order: the first attempt owns a request */
+    int32_t c = u[i].client;
+    if (c < 0 || !u[i].by_timing) continue;
+    int is_first = a.owner[c] == -1;
+    if (is_first) a.owner[c] = (int32_t)i;
+    if (!is_first || u[i].level < 5) todo[n_todo++] = (int32_t)i;
+  }
+  for (uint32_t k = 0; k < n_todo; k++) {
+    int32_t xi = todo[k], r0 = u[xi].client;
+    memset(a.seen, 0, run->n_reqs);
+    a.seen[r0] = 1;
+    if (augment(&a, xi, 0) && a.owner[r0] == xi) a.owner[r0] = -1;
+  }
+out:
+  free(a.owner);
+  free(a.seen);
+  free(todo);
+}
+
 static void attribute_rest(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
   for (uint32_t i = 0; i < nu; i++)
     if (u[i].client >= 0) note(&run->reqs[u[i].client], &u[i], (int32_t)i);
   for (uint32_t i = 0; i < nu; i++) {
     unit_t *x = &u[i];
     if (x->client >= 0) continue; /* tied by X-Request-Id or by the response */
-    for (int level = 4; level >= 0 && x->client < 0; level--) x->client = pick(run, u, x, level);
+    for (x->level = 5; x->level >= 0; x->level--)
+      if ((x->client = pick(run, u, x, x->level)) >= 0) break;
     if (x->client < 0) continue;
+    x->by_timing = 1;
     note(&run->reqs[x->client], x, (int32_t)i);
     run->r->legs_by_timing += x->n;
   }
+  uint32_t max_att = run->w->gcfg.retry.max_attempts ? run->w->gcfg.retry.max_attempts : 1;
+  if (max_att == 1) rematch_single_attempts(run, u, nu);
 }
 
 /* ---------- judging ---------- */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pd_conform_int.h"
+#include "pd_wshared.h"
 
 #define MAX_LOG_LINES 20000000u
 
@@ -155,7 +156,10 @@ int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap) {
   for (size_t i = 0; i < run->n_legs; i++) { /* legs that never took a slot: truth by fault */
     pd_cf_mleg_t *l = &run->legs[i];
     if (l->truth != PD_TRUTH_PENDING || l->slot_taken) continue;
-    if (l->fault == PD_FAULT_STATUS || l->fault == PD_FAULT_RESET_BEFORE_HEAD) l->truth = PD_TRUTH_FAILED;
+    if (l->fault == PD_FAULT_STATUS && l->end_status && pd_wstatus_is_healthy(l->end_status))
+      l->truth = PD_TRUTH_OK; /* a 4xx refusal: the worker is healthy (R3.2), as in the sim */
+    else if (l->fault == PD_FAULT_STATUS || l->fault == PD_FAULT_RESET_BEFORE_HEAD)
+      l->truth = PD_TRUTH_FAILED;
     else if (l->fault == PD_FAULT_CONNECT_REFUSED) l->truth = PD_TRUTH_NEVER;
   }
   return 0;

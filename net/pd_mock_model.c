@@ -237,7 +237,7 @@ static int open_fault(pd_mock_t *m, pd_mleg_t *leg) {
     pd_mo_head(m, leg, leg->fp->status, 0);
     pd_mo_render(m, leg, PD_WR_ERROR_BODY, (uint32_t)leg->fp->status);
     pd_mo_end(m, leg, MO_END_CLEAN);
-    finish(m, leg, PD_TRUTH_FAILED);
+    finish(m, leg, pd_wstatus_is_healthy(leg->fp->status) ? PD_TRUTH_OK : PD_TRUTH_FAILED);
     return 1;
   default: return 0;
   }

@@ -13,36 +13,12 @@
 #include <unistd.h>
 
 #include "pd_conform.h"
+#include "pd_conform_int.h"
 #include "pd_world.h"
 #include "pdt.h"
-
-#ifndef PD_SOURCE_DIR
-#define PD_SOURCE_DIR "."
-#endif
+#include "pdt_net.h"
 
 #define SCALE 0.01
-
-static int pdref_path(char *out, size_t cap) {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return -1;
-  self[n] = 0;
-  char *slash = strrchr(self, '/');
-  if (!slash) return -1;
-  *slash = 0;
-  snprintf(out, cap, "%s/pdref", self);
-  return access(out, X_OK);
-}
-
-static pd_scenario_t *load(const char *name) {
-  pd_scenario_t *s = malloc(sizeof *s);
-  char path[1024], err[512];
-  snprintf(path, sizeof path, "%s/scenarios/%s.json", PD_SOURCE_DIR, name);
-  if (s && pd_scenario_load(s, path, err, sizeof err) == 0) return s;
-  fprintf(stderr, "test_conform: %s\n", s ? err : "out of memory");
-  free(s);
-  return NULL;
-}
 
 /* Nothing the run started is alive, and no child of ours is left unreaped. */
 static void assert_no_survivors(const pd_conform_result_t *r) {
@@ -82,13 +58,13 @@ static void test_parity_with_the_simulator_on_a_subset(void) {
       {"client-disconnect-during-decode-stream", 0.05},
   };
   char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
-  if (pdref_path(bin, sizeof bin) != 0) {
+  if (pdt_pdref_path(bin, sizeof bin) != 0) {
     fprintf(stderr, "test_conform: %s not built, parity test skipped\n", bin);
     return;
   }
   signal(SIGPIPE, SIG_IGN);
   for (size_t n = 0; n < sizeof cases / sizeof cases[0]; n++) {
-    pd_scenario_t *s = load(cases[n].name);
+    pd_scenario_t *s = pdt_load_scenario(cases[n].name);
     PDT_TRUE(s != NULL);
     if (!s) continue;
     for (int m = 0; m < PD_MODE_COUNT; m++) {
@@ -119,8 +95,8 @@ static void test_parity_with_the_simulator_on_a_subset(void) {
  * exits at once: both are errors within the start bound, and nothing survives. */
 static void test_failed_gateway_leaves_no_process(void) {
   char bin[PATH_MAX + 8];
-  if (pdref_path(bin, sizeof bin) != 0) return;
-  pd_scenario_t *s = load("happy-path-stream");
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  pd_scenario_t *s = pdt_load_scenario("happy-path-stream");
   PDT_TRUE(s != NULL);
   if (!s) return;
   static const char *const cmds[] = {"sleep 30 & sleep 30 # {port}", "echo no gateway here; exit 3"};
@@ -156,7 +132,7 @@ static void test_failed_gateway_leaves_no_process(void) {
 }
 
 static void test_skips_what_sockets_cannot_run(void) {
-  pd_scenario_t *s = load("decode-crash-and-restart");
+  pd_scenario_t *s = pdt_load_scenario("decode-crash-and-restart");
   PDT_TRUE(s != NULL);
   if (!s) return;
   pd_conform_opts_t o;
@@ -176,7 +152,7 @@ static void test_skips_what_sockets_cannot_run(void) {
 }
 
 static void test_placeholders_expand(void) {
-  pd_scenario_t *s = load("decode-503-while-prefill-detached"); /* p0 p1 d0 d1, seed 2 */
+  pd_scenario_t *s = pdt_load_scenario("decode-503-while-prefill-detached"); /* p0 p1 d0 d1, seed 2 */
   PDT_TRUE(s != NULL);
   if (!s) return;
   pd_conform_opts_t o;
@@ -227,11 +203,134 @@ static void test_gateway_seed_matches_the_simulators_stream(void) {
   }
 }
 
+
+/* ---------- attribution of legs without X-Request-Id (net/pd_conform_judge.c) ---------- */
+
+#define MS_NS 1000000ull
+
+static pd_cf_mleg_t *judge_leg(pd_cf_run_t *run, uint32_t worker, const char *room, double arrive_ms,
+                               double closed_ms, int fault, int end_status, pd_truth_t truth) {
+  pd_cf_mleg_t *l = &run->legs[run->n_legs++];
+  memset(l, 0, sizeof *l);
+  l->worker = worker;
+  l->role = run->s->workers[worker].role;
+  l->req = run->n_legs;
+  snprintf(l->rid, sizeof l->rid, "%032zx", run->n_legs); /* made up: no rid_given */
+  snprintf(l->room_s, sizeof l->room_s, "%s", room);
+  l->room = strtoull(room, NULL, 10);
+  l->has_room = 1;
+  l->n_rooms = 1;
+  l->is_stream = 1;
+  l->rid_given = 0;
+  l->boot_port = 8998;
+  snprintf(l->host, sizeof l->host, "127.0.0.1");
+  l->t_arrive = (uint64_t)(arrive_ms * MS_NS);
+  l->t_peer_closed = (uint64_t)(closed_ms * MS_NS);
+  l->fault = fault;
+  l->end_status = end_status;
+  l->truth = truth;
+  l->client = l->unit = l->partner = l->resend_of = -1;
+  return l;
+}
+
+/* A minilb swarm under load, reduced to two requests the gateway took out of order (seen in
+ * swarm-random-faults-stream at --timeout-scale 0.1, checked against X-Request-Id): request 0
+ * was given up still open with no head (its prefill hung before the head, its decode waited
+ * for the KV until the gateway stopped); request 1, sent 1 ms later, got mini_lb's 500 at
+ * 62 ms (its decode was reset before the head; the session closed its prefill at 68 ms).
+ * Request 1's attempt reached the workers first. FIFO alone tied it to request 0 and request
+ * 0's pair to request 1: a decode leg "open 12 s after the client's end" (I2) that the
+ * simulator never reports. Each attempt must go where it explains how the request ended. */
+static void test_judge_ties_attempts_by_how_requests_ended(void) {
+  pd_scenario_t *s = pdt_load_scenario("happy-path-stream"); /* p0 (prefill), d0 (decode) */
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pd_conform_opts_default(&o);
+  pd_conform_set_label(&o, "minilb");
+  pd_conform_result_t r;
+  memset(&r, 0, sizeof r);
+  r.judged = pd_conform_judged_mask(&o);
+  pd_scenario_t ss = *s;
+  ss.config.deadline_ms = 12000;
+  ss.config.grace_ms = 100;
+  struct pd_world *w = calloc(1, sizeof *w);
+  pd_cf_run_t run;
+  memset(&run, 0, sizeof run);
+  run.s = s;
+  run.ss = &ss;
+  run.o = &o;
+  run.r = &r;
+  run.w = w;
+  run.grace_ns = 100 * MS_NS;
+  run.bound_ns = 12350 * MS_NS;
+  run.t_gw_stop = 12400 * MS_NS;
+  pd_cf_req_t reqs[2];
+  pd_cf_mleg_t legs[4];
+  memset(reqs, 0, sizeof reqs);
+  run.reqs = reqs;
+  run.n_reqs = 2;
+  run.legs = legs;
+  run.cap_legs = 4;
+  PDT_TRUE(w != NULL);
+  if (!w) {
+    free(s);
+    return;
+  }
+  w->s = &ss;
+  w->mode = PD_MODE_MINILB;
+  pd_scenario_gw_config(s, w->mode, &w->gcfg);
+  w->stats = &run.stats;
+  w->n_nodes = s->n_workers;
+  for (uint32_t i = 0; i < s->n_workers; i++) {
+    w->nodes[i].spec = &ss.workers[i];
+    w->nodes[i].role = s->workers[i].role;
+  }
+  uint32_t p0 = s->workers[0].role == PD_ROLE_PREFILL ? 0 : 1, d0 = 1 - p0;
+  for (uint32_t i = 0; i < 2; i++) {
+    pd_cf_req_t *q = &reqs[i];
+    q->run = &run;
+    q->c.id = i;
+    q->c.is_stream = 1;
+    q->c.tokens = 8;
+    pd_sse_init(&q->c.sse, NULL);
+    q->c.t_arrival = (uint64_t)((8.1 + 1.1 * i) * MS_NS);
+    q->t_bound = q->c.t_arrival + run.bound_ns;
+  }
+  reqs[0].is_cut = 1; /* never a head, given up at its bound */
+  reqs[1].c.ended = 1;
+  reqs[1].c.head_status = 500;
+  reqs[1].c.t_head = reqs[1].c.t_first_data = 62 * MS_NS;
+  reqs[1].c.t_end = 65 * MS_NS;
+  snprintf(reqs[1].first, sizeof reqs[1].first, "%s",
+           "{\"error\":{\"type\":\"Internal Server Error\",\"code\":\"internal_error\"}}");
+  /* request 1's attempt, first at the workers */
+  judge_leg(&run, p0, "111", 42.7, 68.2, -1, 200, PD_TRUTH_PENDING);
+  judge_leg(&run, d0, "111", 41.9, 42.6, PD_FAULT_RESET_BEFORE_HEAD, 0, PD_TRUTH_FAILED);
+  /* request 0's, open until the gateway stopped */
+  judge_leg(&run, p0, "222", 44.4, 12378.3, PD_FAULT_HANG_BEFORE_HEAD, 0, PD_TRUTH_STALLED);
+  judge_leg(&run, d0, "222", 65.3, 12369.2, -1, 200, PD_TRUTH_STALLED);
+  pd_cf_judge(&run);
+  uint32_t got = w->violations & r.judged;
+  PDT_TRUE(got & PD_CONFORM_BIT(PD_INV_TERMINATION));      /* request 0 never ended */
+  PDT_FALSE(got & PD_CONFORM_BIT(PD_INV_ORPHAN_LEG));      /* no leg outlived its client */
+  PDT_FALSE(got & PD_CONFORM_BIT(PD_INV_ATTEMPTS));
+  PDT_EQ_INT(legs[0].unit, legs[1].unit);
+  for (uint32_t i = 0; i < 2; i++) {
+    PDT_EQ_INT(reqs[i].n_units, 1);
+    pd_sse_free(&reqs[i].c.sse);
+    free(reqs[i].units);
+  }
+  free(w);
+  free(s);
+}
+
 int pdt_suite_conform(void) {
   static const pdt_case_t cases[] = {
       {"placeholders expand", test_placeholders_expand},
       {"gateway seed matches the simulator's stream", test_gateway_seed_matches_the_simulators_stream},
       {"skips what sockets cannot run", test_skips_what_sockets_cannot_run},
+      {"judge ties attempts by how requests ended", test_judge_ties_attempts_by_how_requests_ended},
       {"a failed gateway leaves no process", test_failed_gateway_leaves_no_process},
       {"parity with the simulator on a subset, all modes", test_parity_with_the_simulator_on_a_subset},
   };

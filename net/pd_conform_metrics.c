@@ -1,0 +1,211 @@
+/* I4 on sockets, from what the gateway says it recorded: its Prometheus exposition
+ * (`pdref_worker_outcomes_total{role,worker,outcome}`, net/pd_gw_metrics.c) read once the run
+ * has settled, against the truth of every leg in the mocks' logs.
+ *
+ * Outcomes are counted per worker, not per leg, so the judgement is a feasibility test: is
+ * there any way to give each recorded outcome its own leg of that worker that agrees with it
+ * (the simulator's outcome_agrees: success <- ok or cancelled-while-healthy; failure or
+ * timeout <- failed, never served, stalled or pending)? If not, some leg was recorded
+ * against its truth: I4, certainly. If so, the counts cannot tell (with one leg per worker,
+ * the usual library scenario, the test is exact). "cancelled" claims nothing about a worker
+ * (it agrees with every truth, and is recorded for legs closed before they reached it), so
+ * it is not counted. The constraint set is Hall's condition for this small bipartite graph. */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_conform_int.h"
+#include "pd_conform_metrics.h"
+
+/* Largest exposition read. */
+#define PD_CF_MAX_METRICS (4u * 1024u * 1024u)
+
+typedef struct scrape {
+  char *p;
+  size_t len, cap;
+  int is_over;
+} scrape_t;
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud) {
+  scrape_t *s = ud;
+  size_t len = size * n;
+  if (s->len + len + 1 > PD_CF_MAX_METRICS) {
+    s->is_over = 1;
+    return 0;
+  }
+  if (s->len + len + 1 > s->cap) {
+    size_t nc = s->cap ? s->cap : 16384;
+    while (nc < s->len + len + 1)
+      nc *= 2;
+    char *np = realloc(s->p, nc);
+    if (!np) return 0;
+    s->p = np;
+    s->cap = nc;
+  }
+  memcpy(s->p + s->len, p, len);
+  s->len += len;
+  s->p[s->len] = 0;
+  return len;
+}
+
+char *pd_cf_scrape_metrics(uint16_t port, unsigned timeout_ms) {
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", (unsigned)port);
+  CURL *e = curl_easy_init();
+  if (!e) return NULL;
+  scrape_t s = {0};
+  curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_PROXY, "");
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
+  long code = 0;
+  CURLcode rc = curl_easy_perform(e);
+  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_cleanup(e);
+  if (rc != CURLE_OK || code != 200 || s.is_over || !s.p) {
+    free(s.p);
+    return NULL;
+  }
+  return s.p;
+}
+
+enum { OC_SUCCESS = 0, OC_FAILURE = 1, OC_N = 2 };
+/* LT_OPEN: a leg still open when the gateway was stopped. The run's end cut it, not the
+ * worker or the gateway, so its truth is not known (the simulator, which runs on, would see
+ * it end one way or the other): it may bear any outcome. */
+enum { LT_OK = 0, LT_FAIL = 1, LT_STALL = 2, LT_CANC = 3, LT_OPEN = 4, LT_N = 5 };
+
+/* The value of label `key` in a {...} label set, unescaped enough for URLs. */
+static int label(const char *set, const char *end, const char *key, char *out, size_t cap) {
+  size_t kl = strlen(key);
+  for (const char *p = set; p && p < end; p = strchr(p, ',')) {
+    if (*p == ',') p++;
+    if (!strncmp(p, key, kl) && p[kl] == '=' && p[kl + 1] == '"') {
+      const char *v = p + kl + 2, *q = strchr(v, '"');
+      if (!q || q > end || (size_t)(q - v) >= cap) return -1;
+      memcpy(out, v, (size_t)(q - v));
+      out[q - v] = 0;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* The scenario worker a metrics `worker` label names (its URL ends in the mock's port). */
+static int worker_of(const pd_cf_run_t *run, const char *role, const char *url) {
+  const char *colon = strrchr(url, ':');
+  if (!colon) return -1;
+  unsigned long port = strtoul(colon + 1, NULL, 10);
+  pd_role_t want = !strcmp(role, "prefill") ? PD_ROLE_PREFILL : PD_ROLE_DECODE;
+  for (uint32_t i = 0; i < run->s->n_workers; i++)
+    if (run->wk[i].port == port && run->s->workers[i].role == want) return (int)i;
+  return -1;
+}
+
+static int outcome_class(const char *o) {
+  if (!strcmp(o, "success")) return OC_SUCCESS;
+  if (!strcmp(o, "failure") || !strcmp(o, "timeout")) return OC_FAILURE;
+  return -1; /* cancelled: neutral */
+}
+
+static int truth_class(pd_truth_t t) {
+  switch (t) {
+  case PD_TRUTH_OK: return LT_OK;
+  case PD_TRUTH_FAILED:
+  case PD_TRUTH_NEVER: return LT_FAIL;
+  case PD_TRUTH_STALLED:
+  case PD_TRUTH_PENDING: return LT_STALL;
+  case PD_TRUTH_CANCELLED: return LT_CANC;
+  }
+  return LT_STALL;
+}
+
+/* Which leg classes each outcome class may be given to (bit per LT_*). */
+static const unsigned fits[OC_N] = {
+    [OC_SUCCESS] = 1u << LT_OK | 1u << LT_CANC | 1u << LT_OPEN,
+    [OC_FAILURE] = 1u << LT_FAIL | 1u << LT_STALL | 1u << LT_OPEN,
+};
+
+int pd_cf_outcomes_feasible(const uint64_t rec[2], const uint64_t legs[5], unsigned *bad_set) {
+  for (unsigned set = 1; set < (1u << OC_N); set++) { /* Hall: every subset of outcomes */
+    uint64_t need = 0;
+    unsigned nb = 0;
+    for (int o = 0; o < OC_N; o++)
+      if (set & (1u << o)) {
+        need += rec[o];
+        nb |= fits[o];
+      }
+    uint64_t have = 0;
+    for (int l = 0; l < LT_N; l++)
+      if (nb & (1u << l)) have += legs[l];
+    if (need > have) {
+      if (bad_set) *bad_set = set;
+      return 0;
+    }
+  }
+  return 1;
+}
+
+int pd_cf_judge_metrics(const pd_cf_run_t *run, const char *text, char *reason, size_t cap) {
+  static const char fam[] = "pdref_worker_outcomes_total{";
+  uint64_t rec[PD_SCN_MAX_WORKERS][OC_N];
+  uint64_t legs[PD_SCN_MAX_WORKERS][LT_N];
+  memset(rec, 0, sizeof rec);
+  memset(legs, 0, sizeof legs);
+  int seen = 0;
+  for (const char *line = text; line && *line;) {
+    const char *eol = strchr(line, '\n');
+    const char *end = eol ? eol : line + strlen(line);
+    if (!strncmp(line, fam, sizeof fam - 1)) {
+      const char *set = line + sizeof fam - 1, *close = memchr(set, '}', (size_t)(end - set));
+      char role[16], url[256], oc[16];
+      if (close && !label(set, close, "role", role, sizeof role) &&
+          !label(set, close, "worker", url, sizeof url) &&
+          !label(set, close, "outcome", oc, sizeof oc)) {
+        int w = worker_of(run, role, url), c = outcome_class(oc);
+        unsigned long long n = strtoull(close + 1, NULL, 10);
+        if (w >= 0 && c >= 0) {
+          rec[w][c] += n;
+          seen = 1;
+        }
+      }
+    }
+    line = eol ? eol + 1 : NULL;
+  }
+  if (!seen) return -1; /* not exposed: I4 is not judged */
+  uint64_t n_open = 0;
+  for (size_t i = 0; i < run->n_legs; i++) {
+    const pd_cf_mleg_t *l = &run->legs[i];
+    if (l->resend_of >= 0 || l->worker >= PD_SCN_MAX_WORKERS) continue; /* one gateway leg */
+    uint64_t closed = l->t_peer_closed && (!l->t_end || l->t_peer_closed < l->t_end)
+                          ? l->t_peer_closed : l->t_end;
+    int is_cut = (l->truth == PD_TRUTH_PENDING || l->truth == PD_TRUTH_STALLED) &&
+                 (!closed || closed >= run->t_gw_stop);
+    legs[l->worker][is_cut ? LT_OPEN : truth_class(l->truth)]++;
+    n_open += (uint64_t)is_cut;
+  }
+  /* A leg the run's end cut: its outcome may be recorded after the run, as the simulator
+   * (which runs on) would see; the counts so far prove nothing either way. */
+  if (n_open) return -1;
+  static const char *const oname[OC_N] = {"success", "failure/timeout"};
+  for (uint32_t w = 0; w < run->s->n_workers; w++) {
+    unsigned bad = 0;
+    if (pd_cf_outcomes_feasible(rec[w], legs[w], &bad)) continue;
+    char what[64] = "";
+    for (int o = 0; o < OC_N; o++)
+      if (bad & (1u << o))
+        snprintf(what + strlen(what), sizeof what - strlen(what), "%s%llu %s",
+                 what[0] ? " + " : "", (unsigned long long)rec[w][o], oname[o]);
+    snprintf(reason, cap,
+             "I4 %s: /metrics records %s, more than its legs can bear (mock truth: %llu ok, "
+             "%llu failed, %llu stalled, %llu cancelled, %llu open at the end)",
+             run->s->workers[w].name, what, (unsigned long long)legs[w][LT_OK],
+             (unsigned long long)legs[w][LT_FAIL], (unsigned long long)legs[w][LT_STALL],
+             (unsigned long long)legs[w][LT_CANC], (unsigned long long)legs[w][LT_OPEN]);
+    return 1;
+  }
+  return 0;
+}

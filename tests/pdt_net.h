@@ -1,0 +1,41 @@
+/* Helpers for the tests that start real pdref processes (test_conform*.c): where the built
+ * `pdref` is, and a library scenario by name. */
+#ifndef PDT_NET_H
+#define PDT_NET_H
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pd_scenario.h"
+
+#ifndef PD_SOURCE_DIR
+#define PD_SOURCE_DIR "."
+#endif
+
+/* The pdref binary next to the test binary: 0 when it is there and executable. */
+static inline int pdt_pdref_path(char *out, size_t cap) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return -1;
+  self[n] = 0;
+  char *slash = strrchr(self, '/');
+  if (!slash) return -1;
+  *slash = 0;
+  snprintf(out, cap, "%s/pdref", self);
+  return access(out, X_OK);
+}
+
+/* scenarios/NAME.json, loaded (malloc'd; free()), or NULL with the reason on stderr. */
+static inline pd_scenario_t *pdt_load_scenario(const char *name) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  char path[1024], err[512];
+  snprintf(path, sizeof path, "%s/scenarios/%s.json", PD_SOURCE_DIR, name);
+  if (s && pd_scenario_load(s, path, err, sizeof err) == 0) return s;
+  fprintf(stderr, "test: %s\n", s ? err : "out of memory");
+  free(s);
+  return NULL;
+}
+
+#endif

@@ -1,0 +1,86 @@
+/* I4 over real sockets, from the gateway's /metrics (net/pd_conform_metrics.c): the counting
+ * argument on its own, then pdref's gateway in pr1150 and reference mode behind real mocks. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_conform.h"
+#include "pd_conform_metrics.h"
+#include "pd_world.h"
+#include "pdt.h"
+#include "pdt_net.h"
+
+enum { S = 0, F = 1 };                               /* recorded: success, failure+timeout */
+enum { OK = 0, FAIL = 1, STALL = 2, CANC = 3, OPEN = 4 }; /* leg truth classes */
+
+static void test_outcome_counts_feasibility(void) {
+  unsigned bad = 0;
+  /* one leg per worker: exact */
+  PDT_FALSE(pd_cf_outcomes_feasible((uint64_t[2]){1, 0}, (uint64_t[5]){0, 1, 0, 0, 0}, &bad));
+  PDT_EQ_INT(bad, 1u << S);
+  PDT_TRUE(pd_cf_outcomes_feasible((uint64_t[2]){1, 0}, (uint64_t[5]){1, 0, 0, 0, 0}, NULL));
+  PDT_TRUE(pd_cf_outcomes_feasible((uint64_t[2]){1, 0}, (uint64_t[5]){0, 0, 0, 1, 0}, NULL));
+  PDT_FALSE(pd_cf_outcomes_feasible((uint64_t[2]){0, 1}, (uint64_t[5]){1, 0, 0, 0, 0}, &bad));
+  PDT_EQ_INT(bad, 1u << F);
+  PDT_TRUE(pd_cf_outcomes_feasible((uint64_t[2]){0, 1}, (uint64_t[5]){0, 0, 1, 0, 0}, NULL));
+  /* no outcome for a leg is allowed (Q10) */
+  PDT_TRUE(pd_cf_outcomes_feasible((uint64_t[2]){0, 0}, (uint64_t[5]){3, 2, 1, 0, 0}, NULL));
+  /* several legs: each class fits, but not both at once on the one open leg */
+  PDT_FALSE(pd_cf_outcomes_feasible((uint64_t[2]){1, 1}, (uint64_t[5]){0, 0, 0, 0, 1}, &bad));
+  PDT_EQ_INT(bad, (1u << S) | (1u << F));
+  PDT_TRUE(pd_cf_outcomes_feasible((uint64_t[2]){2, 3}, (uint64_t[5]){1, 2, 1, 1, 0}, NULL));
+  PDT_FALSE(pd_cf_outcomes_feasible((uint64_t[2]){3, 3}, (uint64_t[5]){1, 2, 1, 1, 0}, &bad));
+  PDT_EQ_INT(bad, 1u << S);
+}
+
+/* Seed finding 3 (prefill body-read errors dropped): pr1150 records the failed prefill as a
+ * success, and conform sees it in the gateway's /metrics; the reference records no such
+ * thing. Both rows say I4 was judged. */
+static void test_metrics_show_pr1150_recording_a_failed_prefill_as_success(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) {
+    fprintf(stderr, "test_conform_metrics: %s not built, skipped\n", bin);
+    return;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_load_scenario("prefill-body-error-ignored");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  const char *modes[] = {"pr1150", "reference"};
+  for (int i = 0; i < 2; i++) {
+    pd_conform_opts_t o;
+    pd_conform_opts_default(&o);
+    snprintf(cmd, sizeof cmd,
+             "exec %s gateway --mode %s {prefill_args} {decode_args} --listen 127.0.0.1:{port} "
+             "{pdref_gateway_args}",
+             bin, modes[i]);
+    o.gateway_cmd = cmd;
+    o.pdref_bin = bin;
+    pd_conform_set_label(&o, modes[i]);
+    o.scale = 0.01;
+    o.slack_ms = 100;
+    pd_conform_result_t r;
+    PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+    PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+    PDT_TRUE(r.judged & PD_CONFORM_BIT(PD_INV_OUTCOME));
+    if (i == 0) {
+      PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INV_OUTCOME));
+      PDT_TRUE(strstr(r.metrics_reason, "I4 p0: /metrics records 1 success") != NULL);
+    } else {
+      PDT_FALSE(r.got & PD_CONFORM_BIT(PD_INV_OUTCOME));
+      PDT_EQ_STR(r.metrics_reason, "");
+    }
+    PDT_TRUE(r.matched);
+  }
+  free(s);
+}
+
+int pdt_suite_conform_metrics(void) {
+  static const pdt_case_t cases[] = {
+      {"outcome counts: a recorded outcome no leg of the worker agrees with is I4",
+       test_outcome_counts_feasibility},
+      {"sockets: /metrics shows pr1150 recording a failed prefill as a success (I4)",
+       test_metrics_show_pr1150_recording_a_failed_prefill_as_success},
+  };
+  return PDT_SUITE("conform_metrics", cases);
+}
