@@ -38,11 +38,13 @@ uint32_t pd_conform_judged_mask(const pd_conform_opts_t *o) {
   return m;
 }
 
-const char *pd_conform_skip_reason(const pd_scenario_t *s) {
+static int has_crash(const pd_scenario_t *s) {
   for (uint32_t i = 0; i < s->n_workers; i++)
-    if (s->workers[i].crash_at_ms)
-      return "a worker crashes (crash_at_ms): refused connections leave no log line, so "
-             "attempts cannot be tied to requests";
+    if (s->workers[i].crash_at_ms) return 1;
+  return 0;
+}
+
+const char *pd_conform_skip_reason(const pd_scenario_t *s) {
   if (s->workload.requests > PD_CONFORM_MAX_REQUESTS) return "more than 2000 client requests";
   return NULL;
 }
@@ -326,6 +328,46 @@ static int setup_and_drive(pd_cf_run_t *run, char *err, size_t cap) {
   return 0;
 }
 
+/* The row's verdict once the legs are judged: the skip of an untrustworthy crash run, I4
+ * from /metrics, the match against the expectation. */
+static void judge_row(pd_cf_run_t *run, const pd_scenario_t *s, pd_mode_t em, const char *metrics) {
+  pd_conform_result_t *r = run->r;
+  r->requests = run->n_reqs;
+  r->clean = (uint32_t)run->stats.clean_success;
+  r->client_errors = (uint32_t)run->stats.client_errors;
+  r->gone = (uint32_t)run->stats.aborted;
+  if (has_crash(s) && r->legs_by_timing) {
+    /* A crashed mock refuses connections and logs nothing of them: an attempt may lack a
+     * leg, so ties by arrival order cannot be trusted. With X-Request-Id forwarded (every leg
+     * tied exactly) the row is judged; without, it is skipped. */
+    r->status = PD_CONFORM_SKIPPED;
+    r->matched = 1;
+    snprintf(r->reason, sizeof r->reason,
+             "a worker crashes (crash_at_ms) and %u of %u legs could only be tied by arrival "
+             "order (no X-Request-Id on the legs): refused connections leave no log line",
+             r->legs_by_timing, r->legs);
+    return;
+  }
+  r->status = PD_CONFORM_RAN;
+  r->got = run->w->violations & r->judged;
+  char why[256] = "";
+  /* I4 when the gateway exposes its outcomes and every request ended: a request given up
+   * may have its outcomes recorded later than the run can see */
+  int m = metrics && !r->cut_off ? pd_cf_judge_metrics(run, metrics, why, sizeof why) : -1;
+  if (m >= 0) { /* I4 is judged for this row */
+    r->judged |= PD_CONFORM_BIT(PD_INV_OUTCOME);
+    r->want = s->expect[em].violated_mask & r->judged;
+  }
+  if (m == 1) {
+    r->got |= PD_CONFORM_BIT(PD_INV_OUTCOME);
+    snprintf(r->metrics_reason, sizeof r->metrics_reason, "%s", why);
+    if (!run->stats.first_reason[0])
+      snprintf(run->stats.first_reason, sizeof run->stats.first_reason, "%.199s", why);
+  }
+  r->matched = !r->want_set || r->got == r->want;
+  snprintf(r->reason, sizeof r->reason, "%s", run->stats.first_reason);
+}
+
 int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_conform_result_t *r) {
   memset(r, 0, sizeof *r);
   r->judged = pd_conform_judged_mask(o);
@@ -361,28 +403,7 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
   if (!rc) rc = pd_cf_read_logs(run, err, sizeof err);
   if (!rc) {
     pd_cf_judge(run);
-    r->status = PD_CONFORM_RAN;
-    r->got = run->w->violations & r->judged;
-    char why[256] = "";
-    /* I4 when the gateway exposes its outcomes and every request ended: a request given up
-     * may have its outcomes recorded later than the run can see */
-    int m = metrics && !r->cut_off ? pd_cf_judge_metrics(run, metrics, why, sizeof why) : -1;
-    if (m >= 0) { /* I4 is judged for this row */
-      r->judged |= PD_CONFORM_BIT(PD_INV_OUTCOME);
-      r->want = s->expect[em].violated_mask & r->judged;
-    }
-    if (m == 1) {
-      r->got |= PD_CONFORM_BIT(PD_INV_OUTCOME);
-      snprintf(r->metrics_reason, sizeof r->metrics_reason, "%s", why);
-      if (!run->stats.first_reason[0])
-        snprintf(run->stats.first_reason, sizeof run->stats.first_reason, "%.199s", why);
-    }
-    r->matched = !r->want_set || r->got == r->want;
-    snprintf(r->reason, sizeof r->reason, "%s", run->stats.first_reason);
-    r->requests = run->n_reqs;
-    r->clean = (uint32_t)run->stats.clean_success;
-    r->client_errors = (uint32_t)run->stats.client_errors;
-    r->gone = (uint32_t)run->stats.aborted;
+    judge_row(run, s, em, metrics);
   } else {
     r->status = PD_CONFORM_ERROR;
     r->matched = 0;

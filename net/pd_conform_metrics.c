@@ -187,6 +187,10 @@ int pd_cf_judge_metrics(const pd_cf_run_t *run, const char *text, char *reason, 
     legs[l->worker][is_cut ? LT_OPEN : truth_class(l->truth)]++;
     n_open += (uint64_t)is_cut;
   }
+  /* A crashed worker refuses connections without a log line: failures may be recorded for
+   * legs the logs never saw, so only its successes are bounded. */
+  for (uint32_t w = 0; w < run->s->n_workers && w < PD_SCN_MAX_WORKERS; w++)
+    if (run->s->workers[w].crash_at_ms) legs[w][LT_FAIL] += rec[w][OC_FAILURE];
   /* A leg the run's end cut: its outcome may be recorded after the run, as the simulator
    * (which runs on) would see; the counts so far prove nothing either way. */
   if (n_open) return -1;
