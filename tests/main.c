@@ -35,7 +35,12 @@ int main(int argc, char **argv) {
   PDT_SUITES(PDT_REG)
 #undef PDT_REG
   CU_basic_set_mode(CU_BRM_VERBOSE);
-  if (argc == 1) CU_basic_run_tests();
+  unsigned failed = 0, ran = 0; /* CUnit's counts are per run: summed over the suites asked */
+  if (argc == 1) {
+    CU_basic_run_tests();
+    failed = CU_get_number_of_tests_failed();
+    ran = CU_get_number_of_tests_run();
+  }
   for (int i = 1; i < argc; i++) {
     CU_pSuite s = CU_get_suite(argv[i]);
     if (!s) {
@@ -44,9 +49,9 @@ int main(int argc, char **argv) {
       return 2;
     }
     CU_basic_run_suite(s);
+    failed += CU_get_number_of_tests_failed();
+    ran += CU_get_number_of_tests_run();
   }
-  unsigned failed = CU_get_number_of_tests_failed();
-  unsigned ran = CU_get_number_of_tests_run();
   CU_cleanup_registry();
   printf("tests: %u run, %u failed\n", ran, failed);
   return failed ? 1 : 0;
