@@ -131,7 +131,7 @@ struct pd_gateway {
   pd_gwconn_t *conns;
   uint32_t n_conns; /* open client connections (MHD notify) */
   pd_gwleg_t *legs;
-  pd_gwleg_t *dirty;
+  pd_gwleg_t *dirty, *dirty_tail; /* legs to add or remove at the next flush, in order */
   uint32_t n_aborts;         /* abort posts in flight */
   uint64_t gone_pending[64]; /* CLIENT_GONE to feed after the current batch (slow readers) */
   uint32_t n_gone_pending;

@@ -20,9 +20,13 @@
 
 static void mark_dirty(pd_gateway_t *g, pd_gwleg_t *leg) {
   if (leg->is_dirty) return;
-  leg->is_dirty = 1;
-  leg->next_dirty = g->dirty;
-  g->dirty = leg;
+  leg->is_dirty = 1; /* FIFO: legs start in the order the core opened them (prefill first) */
+  leg->next_dirty = NULL;
+  if (g->dirty)
+    g->dirty_tail->next_dirty = leg;
+  else
+    g->dirty = leg;
+  g->dirty_tail = leg;
 }
 
 static void leg_free(pd_gateway_t *g, pd_gwleg_t *leg) {
@@ -397,6 +401,7 @@ void pd_gwu_flush(pd_gateway_t *g) {
   for (uint32_t guard = 0; guard < PD_GWU_MAX_FLUSH && g->dirty; guard++) {
     pd_gwleg_t *leg = g->dirty;
     g->dirty = leg->next_dirty;
+    if (!g->dirty) g->dirty_tail = NULL;
     leg->next_dirty = NULL;
     leg->is_dirty = 0;
     int is_over = leg->is_closed || leg->is_finished;
@@ -442,7 +447,7 @@ void pd_gwu_free(pd_gateway_t *g) {
     if (leg->state == PD_GWU_ACTIVE) curl_multi_remove_handle(g->multi, leg->easy);
     leg_free(g, leg);
   }
-  g->dirty = NULL;
+  g->dirty = g->dirty_tail = NULL;
   curl_multi_cleanup(g->multi);
   g->multi = NULL;
 }
