@@ -26,6 +26,7 @@ sim: build
 
 test: build build-asan
 	@./scripts/lint.sh
+	@./scripts/check-spec.sh
 	@$(BUILD)/pdref sim run scenarios --mode all
 	@ASAN_OPTIONS=exitcode=86:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN_BUILD)/pdref_tests
 	@$(MAKE) --no-print-directory fuzz-smoke
@@ -42,6 +43,7 @@ fuzz-smoke: fuzz-build
 
 lint:
 	@./scripts/lint.sh
+	@./scripts/check-spec.sh
 
 bench: build
 	@$(BUILD)/pdref sim bench
