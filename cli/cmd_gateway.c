@@ -1,5 +1,6 @@
 /* `pdref gateway`: the real PD gateway on the dispatch core (net/pd_gateway.h). Parses the
  * flags, raises the descriptor limit, runs the loop until SIGINT/SIGTERM. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <signal.h>
 #include <stddef.h>
@@ -27,7 +28,7 @@ static void usage(FILE *f) {
              "                     [--total-timeout-ms N] [--request-timeout-ms N]\n"
              "                     [--tail-timeout-ms N] [--head-timeout-ms N] [--max-body-bytes N]\n"
              "                     [--max-connections N] [--client-timeout-s N]\n"
-             "                     [--abort-timeout-ms N] [--seed N] [--verbose]\n"
+             "                     [--abort-timeout-ms N] [--seed N] [--verbose] [--json]\n"
              "                     [--retry-backoff-ms N] [--retry-max-backoff-ms N]\n"
              "                     [--breaker-failures N] [--breaker-open-ms N]\n"
              "                     [--breaker-window-ms N]\n"
@@ -50,6 +51,7 @@ static void usage(FILE *f) {
              "  --max-connections  client connections served, 503 beyond (default 1024)\n"
              "  --client-timeout-s idle client connection timeout (default 30)\n"
              "  --seed N           PRNG seed for rooms, rids, policies (default: from the clock)\n"
+             "  --json             print the ready line as JSON: url, port, mode, prefill, decode\n"
              "Routes: POST /generate /v1/completions /v1/chat/completions; GET /health\n"
              "/readiness /metrics; info routes proxied to the first prefill worker.\n"
              "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage\n");
@@ -201,6 +203,8 @@ static uint64_t clock_seed(void) {
   return ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 32);
 }
 
+static int is_json; /* --json: the ready line as one JSON object */
+
 static int parse(int argc, char **argv, pd_gateway_config_t *c, char *host, size_t cap) {
   pd_mode_t mode = PD_MODE_REFERENCE;
   for (int i = 0; i + 1 < argc; i++)
@@ -216,6 +220,10 @@ static int parse(int argc, char **argv, pd_gateway_config_t *c, char *host, size
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--verbose")) {
       c->is_verbose = 1;
+      continue;
+    }
+    if (!strcmp(argv[i], "--json")) {
+      is_json = 1;
       continue;
     }
     if (i + 1 >= argc || strncmp(argv[i], "--", 2) != 0) {
@@ -266,9 +274,24 @@ int pd_cli_gateway(int argc, char **argv) {
     return rc == PD_ERR_INVAL ? 2 : 1;
   }
   g_running = g;
-  printf("pdref gateway: listening on http://%s%s%s:%u (mode %s, %u prefill, %u decode)\n",
-         strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
-         (unsigned)pd_gateway_port(g), pd_mode_name(cfg.core.mode), cfg.n_prefill, cfg.n_decode);
+  char url[300];
+  snprintf(url, sizeof url, "http://%s%s%s:%u", strchr(host, ':') ? "[" : "", host,
+           strchr(host, ':') ? "]" : "", (unsigned)pd_gateway_port(g));
+  if (is_json) { /* for scripts that started it on port 0 */
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "url", url);
+    cJSON_AddNumberToObject(j, "port", pd_gateway_port(g));
+    cJSON_AddStringToObject(j, "mode", pd_mode_name(cfg.core.mode));
+    cJSON_AddNumberToObject(j, "prefill", cfg.n_prefill);
+    cJSON_AddNumberToObject(j, "decode", cfg.n_decode);
+    char *s = cJSON_PrintUnformatted(j);
+    if (s) printf("%s\n", s);
+    cJSON_free(s);
+    cJSON_Delete(j);
+  } else {
+    printf("pdref gateway: listening on %s (mode %s, %u prefill, %u decode)\n", url,
+           pd_mode_name(cfg.core.mode), cfg.n_prefill, cfg.n_decode);
+  }
   fflush(stdout);
   rc = pd_gateway_run(g);
   g_running = NULL;

@@ -17,7 +17,7 @@ static void usage(FILE *f) {
           "usage: pdref mock --role prefill|decode [--listen HOST:PORT] [--bootstrap-port P]\n"
           "                  [--scenario FILE --worker NAME] [--log EVENTS.jsonl]\n"
           "                  [--bootstrap-timeout-ms N] [--waiting-timeout-ms N] [--speed X]\n"
-          "                  [--seed N] [--direct] [--json]\n"
+          "                  [--seed N] [--direct] [--clock-on-start] [--json]\n"
           "\n"
           "An SGLang-like PD worker on real sockets, for testing gateways (docs/mock.md).\n"
           "  --role R            prefill or decode (optional with --worker: the worker's role)\n"
@@ -33,6 +33,8 @@ static void usage(FILE *f) {
           "  --speed X           multiply every duration by X (0.01: a 300 s timeout is 3 s)\n"
           "  --seed N            fault seed (default: the scenario's config.seed, else 1)\n"
           "  --direct            decode: a request without bootstrap_room needs no prefill\n"
+          "  --clock-on-start    crash_at_ms/restart_at_ms count from POST /pdref/start (a\n"
+          "                      test runner's time 0), not from start-up\n"
           "  --json              print the ready line as JSON\n"
           "Ready line (stdout): pdref mock: <role> <worker> http://HOST:PORT bootstrap P\n"
           "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage or input\n");
@@ -115,6 +117,7 @@ static int parse_args(mock_opts_t *o, int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) { o->is_json = 1; continue; }
     if (!strcmp(argv[i], "--direct")) { o->c.is_direct = 1; continue; }
+    if (!strcmp(argv[i], "--clock-on-start")) { o->c.is_clock_on_start = 1; continue; }
     if (i + 1 >= argc) {
       fprintf(stderr, "pdref mock: %s needs a value (try --help)\n", argv[i]);
       return 2;

@@ -170,10 +170,37 @@ static void leave(pd_cf_run_t *run, pd_cf_req_t *q, CURLM *mh, int is_cut) {
 
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
+static size_t discard(char *p, size_t size, size_t n, void *ud) {
+  (void)p;
+  (void)ud;
+  return size * n;
+}
+
+/* Workers that crash count crash_at_ms from the workload's time 0, as in the simulator, not
+ * from their start-up (mocks start before the gateway is ready): tell them it is now. */
+static void start_clocks(pd_cf_run_t *run) {
+  for (uint32_t i = 0; i < run->s->n_workers; i++) {
+    if (!run->s->workers[i].crash_at_ms) continue;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/pdref/start", (unsigned)run->wk[i].port);
+    CURL *e = curl_easy_init();
+    if (!e) continue;
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_PROXY, "");
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 1000L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_perform(e); /* a mock that does not answer crashes from its start-up instead */
+    curl_easy_cleanup(e);
+  }
+}
+
 int pd_cf_drive(pd_cf_run_t *run) {
   uint32_t n = run->n_reqs, next = 0, over = 0;
   CURLM *mh = curl_multi_init();
   if (!mh) return -1;
+  start_clocks(run);
   run->t0_abs = pd_cf_now_abs() - 1000; /* run time 0, just before the first request */
   uint64_t hard_end = (n ? run->reqs[n - 1].t_plan : 0) + run->bound_ns + 5000 * PD_CF_MS;
   int rc = 0;

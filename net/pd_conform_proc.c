@@ -193,6 +193,7 @@ int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap) {
     argv[n++] = "--json";
     argv[n++] = "--speed";
     argv[n++] = speed;
+    if (sw->crash_at_ms) argv[n++] = "--clock-on-start"; /* crash at workload time, not start-up */
     argv[n] = NULL;
     if (spawn(&k->proc, argv, k->out, errp, 1) != 0) {
       snprintf(err, cap, "cannot start the mock for worker %s: %s", sw->name, strerror(errno));

@@ -312,6 +312,13 @@ static void schedule_crash(pd_mock_t *m) {
     pd_mock_timer(m, NULL, MT_RESTART, pd_mock_scaled_ns(m, m->worker.restart_at_ms));
 }
 
+int pd_mock_clock_start(pd_mock_t *m) {
+  if (!m->cfg.is_clock_on_start || m->is_clock_started) return 0;
+  m->is_clock_started = 1;
+  schedule_crash(m);
+  return 1;
+}
+
 pd_mock_t *pd_mock_new(const pd_mock_config_t *c, char *err, size_t errlen) {
   pd_mock_t *m = calloc(1, sizeof *m);
   if (!m) {
@@ -331,7 +338,7 @@ pd_mock_t *pd_mock_new(const pd_mock_config_t *c, char *err, size_t errlen) {
   }
   m->t0_ns = pd_mock_now_ns();
   m->next_peer_check_ns = m->t0_ns;
-  schedule_crash(m);
+  if (!m->cfg.is_clock_on_start) schedule_crash(m);
   if (pthread_create(&m->engine, NULL, engine_main, m) != 0) {
     snprintf(err, errlen, "cannot start the engine thread");
     pd_mock_del(m);

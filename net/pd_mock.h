@@ -41,6 +41,8 @@ typedef struct pd_mock_config {
   uint16_t port;                 /* 0: ephemeral (read it back with pd_mock_port) */
   uint16_t bootstrap_port;       /* prefill only; 0: ephemeral */
   int is_direct;                 /* decode: a request without bootstrap_room needs no KV */
+  int is_clock_on_start;         /* crash_at_ms/restart_at_ms count from POST /pdref/start,
+                                    not from start-up (a runner's workload time 0) */
   FILE *log;                     /* event log (JSON lines) or NULL; not closed by the mock */
 } pd_mock_config_t;
 

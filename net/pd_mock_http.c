@@ -17,7 +17,7 @@
 #include "pd_mock_int.h"
 
 enum { R_GENERATE, R_COMPLETIONS, R_CHAT, R_HEALTH, R_SERVER_INFO, R_MODEL_INFO, R_MODELS,
-       R_ABORT, R_FLUSH, R_NOT_FOUND };
+       R_ABORT, R_FLUSH, R_START, R_NOT_FOUND };
 enum { M_GET = 1, M_POST = 2 };
 
 static const struct {
@@ -30,6 +30,7 @@ static const struct {
     {"/server_info", R_SERVER_INFO, M_GET},     {"/get_model_info", R_MODEL_INFO, M_GET},
     {"/model_info", R_MODEL_INFO, M_GET},       {"/v1/models", R_MODELS, M_GET},
     {"/abort_request", R_ABORT, M_POST},        {"/flush_cache", R_FLUSH, M_GET | M_POST},
+    {"/pdref/start", R_START, M_POST}, /* test control: the runner's workload starts now */
 };
 
 /* Per HTTP request (libmicrohttpd's req_cls). */
@@ -365,6 +366,13 @@ static enum MHD_Result dispatch(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_
   case R_FLUSH:
     pd_mlog(m, "flush", NULL);
     return respond(rp, 200, "text/plain", "Cache flushed.\n", 15);
+  case R_START: {
+    int started = pd_mock_clock_start(m);
+    if (started) pd_mlog(m, "clock_start", NULL);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "started", started);
+    return respond_cjson(rp, 200, o);
+  }
   default: return gen_start(m, c, x, rp);
   }
 }

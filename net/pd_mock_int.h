@@ -118,6 +118,7 @@ struct pd_mock {
   pthread_t engine;       /* written by pd_mock_new, read by pd_mock_del only */
   pthread_t engine_tid;   /* the engine's own id, set under mu when it starts */
   int engine_started, is_engine_running, stopping, is_down;
+  int is_clock_started; /* POST /pdref/start came (cfg.is_clock_on_start) */
   struct MHD_Daemon *daemon;
   int http_listen, boot_listen, wake[2];
   uint16_t port, boot_port;
@@ -148,6 +149,9 @@ uint64_t pd_mock_scaled_ns(const pd_mock_t *m, uint64_t ms);
 /* Arm a timer for a leg (NULL leg: a worker timer); wakes the engine when it is earlier than
  * the engine's sleep. */
 void pd_mock_timer(pd_mock_t *m, pd_mleg_t *leg, int kind, uint64_t delay_ns);
+/* POST /pdref/start (m->mu held): with cfg.is_clock_on_start, schedule the crash and restart
+ * from now. 1 if it did, 0 if not asked for or already done. */
+int pd_mock_clock_start(pd_mock_t *m);
 void pd_mock_wake(pd_mock_t *m);
 /* accept() failed: out of descriptors pauses both listeners briefly (no busy loop). */
 void pd_mock_accept_failed(pd_mock_t *m, int err);

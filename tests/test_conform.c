@@ -91,6 +91,40 @@ static void test_parity_with_the_simulator_on_a_subset(void) {
   }
 }
 
+/* A worker crash: refused connections leave no log line, so the row is judged only when
+ * every leg is tied by X-Request-Id (reference forwards it: judged, passes, I4 included) and
+ * skipped after the run when some leg was tied by arrival order only (minilb forwards none). */
+static void test_crash_judged_when_legs_are_tied_by_request_id(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_load_scenario("decode-crash-and-restart");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pd_conform_result_t r;
+  opts_for(&o, bin, "reference", cmd, sizeof cmd);
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_TRUE(r.scale >= 0.1); /* the scenario's socket_min_scale */
+  PDT_EQ_INT(r.legs_by_timing, 0);
+  PDT_TRUE(r.judged & PD_CONFORM_BIT(PD_INV_OUTCOME));
+  PDT_EQ_INT(r.got, 0);
+  PDT_TRUE(r.matched);
+  assert_no_survivors(&r);
+  opts_for(&o, bin, "minilb", cmd, sizeof cmd);
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  if (r.legs_by_timing) { /* the usual case: some attempt was tied by arrival order */
+    PDT_EQ_INT(r.status, PD_CONFORM_SKIPPED);
+    PDT_TRUE(strstr(r.reason, "arrival order") != NULL);
+  } else {
+    PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  }
+  PDT_TRUE(r.matched);
+  assert_no_survivors(&r);
+  free(s);
+}
+
 /* A gateway command that never listens (and leaves a background child behind), and one that
  * exits at once: both are errors within the start bound, and nothing survives. */
 static void test_failed_gateway_leaves_no_process(void) {
@@ -332,6 +366,8 @@ int pdt_suite_conform(void) {
       {"skips what sockets cannot run", test_skips_what_sockets_cannot_run},
       {"judge ties attempts by how requests ended", test_judge_ties_attempts_by_how_requests_ended},
       {"a failed gateway leaves no process", test_failed_gateway_leaves_no_process},
+      {"a crash is judged when legs carry X-Request-Id, else skipped after the run",
+       test_crash_judged_when_legs_are_tied_by_request_id},
       {"parity with the simulator on a subset, all modes", test_parity_with_the_simulator_on_a_subset},
   };
   return PDT_SUITE("conform", cases);

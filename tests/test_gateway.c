@@ -488,8 +488,9 @@ static void test_connection_limit_503(void) {
 
 /* A worker that reads a request and closes its reused keep-alive connection unanswered:
  * libcurl would send the same request (same rid, same room) again on a new connection. The
- * gateway refuses that resend and the leg fails as a reset (here after decode committed the
- * stream, so the client still gets its 200): the worker never sees one rid twice. */
+ * gateway refuses that resend and the leg fails as a reset (before or after decode committed
+ * the stream: a retry, or the stream goes on; the client gets its 200 either way): the
+ * worker never sees one rid twice. */
 static void test_reset_on_reused_connection_not_resent(void) {
   fake_t p, d;
   gwrun_t g;
@@ -506,8 +507,12 @@ static void test_reset_on_reused_connection_not_resent(void) {
     }
     sleep_ms(100); /* room for a resent copy to arrive, were there one */
     pthread_mutex_lock(&p.mu);
-    PDT_EQ_INT(p.n_generate, 2); /* without the refusal: 3, the third with the second's rid */
-    PDT_TRUE(strcmp(p.rids[0], p.rids[1]) != 0);
+    /* 2 when decode committed before the reset was seen, 3 when the core retried (a new
+     * attempt, a new rid); without the refusal the resent copy repeats the second rid */
+    int n = p.n_generate;
+    PDT_TRUE(n == 2 || n == 3);
+    for (int i = 0; i < n && i < 8; i++)
+      for (int j = i + 1; j < n && j < 8; j++) PDT_TRUE(strcmp(p.rids[i], p.rids[j]) != 0);
     pthread_mutex_unlock(&p.mu);
     memset(&r, 0, sizeof r);
     http(g.port, "GET", "/metrics", NULL, 0, &r);

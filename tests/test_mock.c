@@ -15,6 +15,7 @@
 
 #include "pd_mock.h"
 #include "pdt.h"
+#include "pdt_net.h"
 #include "pdt_curl.h"
 
 #define SPEED 0.1 /* the default worker: forward 2 ms, kv 0.5 ms, token 0.5 ms */
@@ -29,12 +30,13 @@ typedef struct mk {
   pd_scn_worker_t w;
 } mk_t;
 
-static int mk_start(mk_t *k, pd_role_t role, const pd_scn_worker_t *w, uint64_t bto_ms,
-                    uint64_t wto_ms, int is_direct) {
+static int mk_start_ex(mk_t *k, pd_role_t role, const pd_scn_worker_t *w, uint64_t bto_ms,
+                       uint64_t wto_ms, int is_direct, int is_clock_on_start) {
   memset(k, 0, sizeof *k);
   pd_mock_config_t c;
   pd_mock_config_default(&c);
   c.role = role;
+  c.is_clock_on_start = is_clock_on_start;
   if (w) {
     k->w = *w;
     c.worker = &k->w;
@@ -50,6 +52,11 @@ static int mk_start(mk_t *k, pd_role_t role, const pd_scn_worker_t *w, uint64_t 
   k->m = pd_mock_new(&c, err, sizeof err);
   if (!k->m) fprintf(stderr, "mock: %s\n", err);
   return k->m ? 0 : -1;
+}
+
+static int mk_start(mk_t *k, pd_role_t role, const pd_scn_worker_t *w, uint64_t bto_ms,
+                    uint64_t wto_ms, int is_direct) {
+  return mk_start_ex(k, role, w, bto_ms, wto_ms, is_direct, 0);
 }
 
 /* Stop the mock; its log stays readable in k->log_buf until mk_free. */
@@ -406,19 +413,33 @@ out:
   curl_multi_cleanup(mh);
 }
 
-/* ---------- the binary, as a child process ---------- */
-
-static int pdref_path(char *out, size_t cap) {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return -1;
-  self[n] = 0;
-  char *slash = strrchr(self, '/');
-  if (!slash) return -1;
-  *slash = 0;
-  snprintf(out, cap, "%s/pdref", self);
-  return access(out, X_OK);
+/* --clock-on-start: crash_at_ms counts from POST /pdref/start (a runner's time 0), not from
+ * start-up; the route starts the clock once. */
+static void test_crash_clock_starts_on_request(void) {
+  mk_t p;
+  CURLM *mh = curl_multi_init();
+  pd_scn_worker_t w = {.name = "p0", .role = PD_ROLE_PREFILL};
+  w.crash_at_ms = 400; /* x SPEED: 40 ms */
+  PDT_TRUE(mk_start_ex(&p, PD_ROLE_PREFILL, &w, 300000, 300000, 0, 1) == 0);
+  if (!p.m) goto out;
+  pdt_sleep_ms(80); /* past the crash time counted from start-up */
+  pdt_tx_t *t = pdt_tx_once(mh, pd_mock_port(p.m), "/pdref/start", "");
+  PDT_EQ_INT(t->status, 200); /* still up: it answers */
+  PDT_TRUE(strstr(t->buf, "\"started\":true") != NULL);
+  pdt_tx_del(mh, t);
+  t = pdt_tx_once(mh, pd_mock_port(p.m), "/pdref/start", "");
+  PDT_TRUE(strstr(t->buf, "\"started\":false") != NULL); /* once */
+  pdt_tx_del(mh, t);
+  for (int i = 0; i < 100 && log_t(&p, "crash", NULL) < 0; i++) pdt_sleep_ms(5);
+  long long t_start = log_t(&p, "clock_start", NULL), t_crash = log_t(&p, "crash", NULL);
+  PDT_TRUE(t_start > 0 && t_crash > 0);
+  PDT_TRUE(t_crash - t_start >= 38000); /* 40 ms after the start, not after start-up */
+out:
+  mk_free(&p);
+  curl_multi_cleanup(mh);
 }
+
+/* ---------- the binary, as a child process ---------- */
 
 /* Read the ready line from the child's stdout (bounded wait). */
 static int read_ready(int fd, char *buf, size_t cap, unsigned limit_ms) {
@@ -466,7 +487,7 @@ static pid_t spawn_mock(const char *bin, const char *log, int *out_fd) {
 
 static void test_binary_serves_and_stops_on_sigterm(void) {
   char bin[PATH_MAX + 8], log[] = "/tmp/pdref_mock_test_XXXXXX", ready[512] = "";
-  if (pdref_path(bin, sizeof bin) != 0) {
+  if (pdt_pdref_path(bin, sizeof bin) != 0) {
     fprintf(stderr, "test_mock: %s not built, binary test skipped\n", bin);
     return;
   }
@@ -513,6 +534,7 @@ int pdt_suite_mock(void) {
       {"bad input gets JSON errors", test_bad_input_gets_json_errors},
       {"decode faults on the wire", test_decode_faults_on_the_wire},
       {"kv_fail fails both legs", test_kv_fail_fails_both_legs},
+      {"--clock-on-start: a crash counts from POST /pdref/start", test_crash_clock_starts_on_request},
       {"pdref mock binary serves and stops on SIGTERM", test_binary_serves_and_stops_on_sigterm},
   };
   return PDT_SUITE("mock", cases);
