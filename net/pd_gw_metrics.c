@@ -101,6 +101,12 @@ static void head(tbuf_t *b, const char *name, const char *type, const char *help
   put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* One series without labels: its HELP and TYPE lines and its value. */
+static void scalar(tbuf_t *b, const char *name, const char *type, const char *help, uint64_t v) {
+  head(b, name, type, help);
+  put(b, "%s %llu\n", name, (unsigned long long)v);
+}
+
 static void worker_labels(tbuf_t *b, const pd_gwm_view_t *v, int r, uint32_t w) {
   put(b, "role=\"%s\",worker=\"", pd_role_name((pd_role_t)r));
   put_label(b, v->names[r][w]);
@@ -115,10 +121,10 @@ static void render_requests(tbuf_t *b, const pd_gwm_t *m) {
       if (m->requests[r][s])
         put(b, "pdref_requests_total{route=\"%s\",status=\"%d\"} %llu\n", route_labels[r],
             s + PD_GWM_STATUS_MIN, (unsigned long long)m->requests[r][s]);
-  head(b, "pdref_attempts_total", "counter", "Attempts started (a prefill/decode pair each).");
-  put(b, "pdref_attempts_total %llu\n", (unsigned long long)m->attempts);
-  head(b, "pdref_retries_total", "counter", "Attempts after the first of their request.");
-  put(b, "pdref_retries_total %llu\n", (unsigned long long)m->retries);
+  scalar(b, "pdref_attempts_total", "counter", "Attempts started (a prefill/decode pair each).",
+         m->attempts);
+  scalar(b, "pdref_retries_total", "counter", "Attempts after the first of their request.",
+         m->retries);
 }
 
 static void render_workers(tbuf_t *b, const pd_gwm_t *m, const pd_gwm_view_t *v) {
@@ -170,13 +176,13 @@ static void render_legs(tbuf_t *b, const pd_gwm_t *m) {
   for (int r = 0; r < 2; r++)
     put(b, "pdref_legs_cancelled_total{role=\"%s\"} %llu\n", pd_role_name((pd_role_t)r),
         (unsigned long long)m->legs_cancelled[r]);
-  head(b, "pdref_upstream_pauses_total", "counter",
-       "Times a worker leg stopped being read because its client had too much unsent output.");
-  put(b, "pdref_upstream_pauses_total %llu\n", (unsigned long long)m->pauses);
-  head(b, "pdref_upstream_resends_refused_total", "counter",
-       "Generation requests libcurl would have sent again on a fresh connection after a reused "
-       "one failed before the response; refused, the leg fails as a reset.");
-  put(b, "pdref_upstream_resends_refused_total %llu\n", (unsigned long long)m->resends_refused);
+  scalar(b, "pdref_upstream_pauses_total", "counter",
+         "Times a worker leg stopped being read because its client had too much unsent output.",
+         m->pauses);
+  scalar(b, "pdref_upstream_resends_refused_total", "counter",
+         "Generation requests libcurl would have sent again on a fresh connection after a reused "
+         "one failed before the response; refused, the leg fails as a reset.",
+         m->resends_refused);
   head(b, "pdref_abort_requests_total", "counter",
        "POST /abort_request by result (ok, failed, dropped over the in-flight limit).");
   put(b, "pdref_abort_requests_total{result=\"ok\"} %llu\n", (unsigned long long)m->aborts_ok);
@@ -187,25 +193,21 @@ static void render_legs(tbuf_t *b, const pd_gwm_t *m) {
 }
 
 static void render_clients(tbuf_t *b, const pd_gwm_t *m, const pd_gwm_view_t *v) {
-  head(b, "pdref_client_disconnects_total", "counter",
-       "Clients that went away before their response ended.");
-  put(b, "pdref_client_disconnects_total %llu\n", (unsigned long long)m->client_disconnects);
-  head(b, "pdref_slow_clients_total", "counter",
-       "Clients cut off because their unread output exceeded the buffer limit.");
-  put(b, "pdref_slow_clients_total %llu\n", (unsigned long long)m->slow_clients);
-  head(b, "pdref_rejected_connections_total", "counter",
-       "Requests answered 503 because the connection limit was reached.");
-  put(b, "pdref_rejected_connections_total %llu\n", (unsigned long long)m->rejected_connections);
-  head(b, "pdref_connections", "gauge", "Open client connections.");
-  put(b, "pdref_connections %u\n", v->connections);
-  head(b, "pdref_requests_in_flight", "gauge", "Requests the core holds (incl. supervised tails).");
-  put(b, "pdref_requests_in_flight %u\n", v->requests_live);
-  head(b, "pdref_client_buffered_bytes", "gauge",
-       "Response bytes held for clients that have not taken them yet (all connections).");
-  put(b, "pdref_client_buffered_bytes %llu\n", (unsigned long long)v->buffered_bytes);
-  head(b, "pdref_client_buffered_bytes_max", "gauge",
-       "The most response bytes held for one client connection right now.");
-  put(b, "pdref_client_buffered_bytes_max %llu\n", (unsigned long long)v->buffered_max);
+  scalar(b, "pdref_client_disconnects_total", "counter",
+         "Clients that went away before their response ended.", m->client_disconnects);
+  scalar(b, "pdref_slow_clients_total", "counter",
+         "Clients cut off because their unread output exceeded the buffer limit.", m->slow_clients);
+  scalar(b, "pdref_rejected_connections_total", "counter",
+         "Requests answered 503 because the connection limit was reached.",
+         m->rejected_connections);
+  scalar(b, "pdref_connections", "gauge", "Open client connections.", v->connections);
+  scalar(b, "pdref_requests_in_flight", "gauge",
+         "Requests the core holds (incl. supervised tails).", v->requests_live);
+  scalar(b, "pdref_client_buffered_bytes", "gauge",
+         "Response bytes held for clients that have not taken them yet (all connections).",
+         v->buffered_bytes);
+  scalar(b, "pdref_client_buffered_bytes_max", "gauge",
+         "The most response bytes held for one client connection right now.", v->buffered_max);
 }
 
 static void render_ttft(tbuf_t *b, const pd_gwm_t *m) {
