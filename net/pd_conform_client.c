@@ -56,8 +56,10 @@ int pd_cf_plan(pd_cf_run_t *run) {
       if (wl->poisson && gap) gap = (uint64_t)(-log(1.0 - pd_prng_unit(&world)) * (double)gap);
       t += gap;
     }
-    q->body_len = pd_world_client_body(&q->c, wl, q->body, sizeof q->body);
     snprintf(q->xrid, sizeof q->xrid, "pdconf-%06llx-%u", (unsigned long long)(tag & 0xffffff), i);
+    /* the id rides in the prompt too: every gateway forwards the prompt to both legs, so the
+       mocks tie legs exactly even behind a gateway that drops X-Request-Id (mini_lb) */
+    q->body_len = pd_world_client_body(&q->c, wl, q->xrid, q->body, sizeof q->body);
   }
   return 0;
 }

@@ -252,38 +252,44 @@ static int draw(struct pd_world *w, double frac) {
   return pd_prng_unit(&w->world_rng) < frac;
 }
 
-size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, char *buf, size_t cap) {
+size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, const char *tag,
+                            char *buf, size_t cap) {
   const char *st = rq->is_stream ? "true" : "false", *lp = rq->wants_logprob ? "true" : "false";
+  const char *sep = tag ? " " : "";
+  if (!tag) tag = "";
   int n;
   switch (wl->route) {
   case PD_ROUTE_COMPLETIONS:
     if (wl->batch)
-      n = snprintf(buf, cap, "{\"model\":\"m\",\"prompt\":[%s],\"max_tokens\":%u,\"stream\":%s%s}",
-                   "\"a\",\"b\"", rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
+      n = snprintf(buf, cap,
+                   "{\"model\":\"m\",\"prompt\":[\"%s%sa\",\"%s%sb\"],\"max_tokens\":%u,"
+                   "\"stream\":%s%s}",
+                   tag, sep, tag, sep, rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
     else
-      n = snprintf(buf, cap, "{\"model\":\"m\",\"prompt\":\"hello\",\"max_tokens\":%u,\"stream\":%s%s}",
-                   rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
+      n = snprintf(buf, cap,
+                   "{\"model\":\"m\",\"prompt\":\"%s%shello\",\"max_tokens\":%u,\"stream\":%s%s}",
+                   tag, sep, rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
     break;
   case PD_ROUTE_CHAT:
     n = snprintf(buf, cap,
-                 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"%s%shi\"}],"
                  "\"max_tokens\":%u,\"stream\":%s,\"logprobs\":%s,\"n\":%u}",
-                 rq->tokens, st, lp, wl->batch ? wl->batch : 1);
+                 tag, sep, rq->tokens, st, lp, wl->batch ? wl->batch : 1);
     break;
   default:
     if (wl->batch) {
       size_t off = (size_t)snprintf(buf, cap, "{\"text\":[");
-      for (uint32_t i = 0; i < wl->batch && off + 16 < cap; i++)
-        off += (size_t)snprintf(buf + off, cap - off, "%s\"p%u\"", i ? "," : "", i);
+      for (uint32_t i = 0; i < wl->batch && off + 16 + strlen(tag) < cap; i++)
+        off += (size_t)snprintf(buf + off, cap - off, "%s\"%s%sp%u\"", i ? "," : "", tag, sep, i);
       n = snprintf(buf + off, cap - off,
                    "],\"stream\":%s,\"return_logprob\":%s,\"sampling_params\":{\"max_new_tokens\":%u}}",
                    st, lp, rq->tokens);
-      return n > 0 ? off + (size_t)n : 0;
+      return n > 0 && off + (size_t)n < cap ? off + (size_t)n : 0;
     }
     n = snprintf(buf, cap,
-                 "{\"text\":\"hello\",\"stream\":%s,\"return_logprob\":%s,"
+                 "{\"text\":\"%s%shello\",\"stream\":%s,\"return_logprob\":%s,"
                  "\"sampling_params\":{\"max_new_tokens\":%u}}",
-                 st, lp, rq->tokens);
+                 tag, sep, st, lp, rq->tokens);
   }
   return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
@@ -314,7 +320,7 @@ void pd_world_arrive(struct pd_world *w) {
     pd_world_push(w, w->now + gap, EV_ARRIVE, 0, 0, 0);
   }
   char body[4096];
-  size_t len = pd_world_client_body(rq, wl, body, sizeof body);
+  size_t len = pd_world_client_body(rq, wl, NULL, body, sizeof body);
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id,
                    .path = pd_route_path(wl->route), .data = (const uint8_t *)body, .len = len};
   pd_world_feed(w, &ev);

@@ -96,9 +96,11 @@ void pd_world_try_retire(struct pd_world *w, pd_creq_t *rq);
 void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq); /* judge + free */
 void pd_world_creq_free(pd_creq_t *rq); /* free a request and its legs */
 /* The client's request body for rq under the workload (route, stream, logprob, batch,
- * tokens); shared with the socket runner (net/pd_conform_client.c). Returns its length or 0. */
-size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, char *buf,
-                            size_t cap);
+ * tokens); shared with the socket runner (net/pd_conform_client.c), which puts its request
+ * id (tag, [a-z0-9-] only) at the start of every prompt; the simulator passes NULL. Returns
+ * its length or 0. */
+size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, const char *tag,
+                            char *buf, size_t cap);
 
 /* driver services used by the worker model */
 void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay_ns);
