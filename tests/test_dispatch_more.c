@@ -228,6 +228,61 @@ static void test_half_open_breaker_admits_one_probe_at_a_time(void) {
   h_free(&h);
 }
 
+/* R-RETRY-EXCLUDE: each failed decode is excluded for the rest of the request; once both
+ * decode workers have failed, exclusion leaves nobody and the policy picks among all the
+ * admitted workers again instead of giving up. */
+static void test_exclusion_that_leaves_nobody_falls_back_to_all_admitted(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, NONSTREAM);
+  const pd_action_t *d = h_find(&h, PD_ACT_OPEN_LEG, 1);
+  uint32_t worker[3] = {0};
+  for (int a = 0; a < 3 && d; a++) {
+    PDT_EQ_INT(d->role, PD_ROLE_DECODE);
+    worker[a] = d->worker;
+    h_leg(&h, PD_EV_UP_HEAD, d->leg_id, 503, NULL); /* this attempt's decode fails */
+    PDT_FALSE(h.ended);
+    if (!h_fire(&h, h_find(&h, PD_ACT_TIMER, 0))) break; /* the backoff, then a new attempt */
+    d = h_find(&h, PD_ACT_OPEN_LEG, 1);
+    PDT_TRUE(d != NULL); /* never a 503 for want of workers while any is admitted */
+  }
+  PDT_TRUE(worker[1] != worker[0]); /* the second attempt excludes the first's decode */
+  PDT_TRUE(d != NULL && d->worker < 2); /* after both failed: a fallback pick, not nobody */
+  PDT_FALSE(h.ended);
+  h_free(&h);
+}
+
+/* R-LOGPROB through the core: a logprob stream holds decode's events until prefill has
+ * ended well, then prepends prefill's input_token_logprobs to every decode event exactly
+ * once, whatever the chunking. */
+static void test_logprob_stream_waits_for_prefill_and_merges_once(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, "{\"text\":\"hi\",\"stream\":true,\"return_logprob\":true}");
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  /* decode's first event, split across two chunks, before prefill is done: held */
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, "data: {\"text\":\"a\",\"meta_info\":{\"input_token_");
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, "logprobs\":[[-0.5,3,null]]}}\n\n");
+  PDT_EQ_INT(h.client_len, 0);
+  h_leg(&h, PD_EV_UP_DATA, 1, 0,
+        "data: {\"text\":\"\",\"meta_info\":{\"input_token_logprobs\":[[-0.1,1,null],"
+        "[-0.2,2,null]]}}\n\ndata: [DONE]\n\n");
+  h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+  PDT_EQ_INT(h.head_status, 200);
+  PDT_TRUE(strstr(h.client, "[[-0.1,1,null],[-0.2,2,null],[-0.5,3,null]]") != NULL);
+  size_t before = h.client_len;
+  /* the next event, two in one chunk with [DONE]: merged once each, never twice */
+  h_leg(&h, PD_EV_UP_DATA, 2, 0,
+        "data: {\"text\":\"b\",\"meta_info\":{\"input_token_logprobs\":[[-0.5,3,null]]}}"
+        "\n\ndata: [DONE]\n\n");
+  h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
+  PDT_TRUE(h.ended && !h.aborted);
+  const char *second = h.client + before;
+  PDT_TRUE(strstr(second, "[[-0.1,1,null],[-0.2,2,null],[-0.5,3,null]]") != NULL);
+  PDT_TRUE(strstr(h.client, "-0.1,1,null],[-0.2,2,null],[-0.1") == NULL); /* not twice */
+  PDT_TRUE(strstr(second, "data: [DONE]") != NULL);
+  h_free(&h);
+}
+
 int pdt_suite_dispatch_more(void) {
   static const pdt_case_t cases[] = {
       {"tail expiry aborts a lagging prefill without blame", test_tail_expiry_aborts_a_lagging_prefill_without_blame},
@@ -245,6 +300,10 @@ int pdt_suite_dispatch_more(void) {
        test_each_attempt_gets_fresh_53bit_rooms_and_a_fixed_width_rid},
       {"a client leaving during backoff ends everything", test_client_leaving_during_backoff_ends_everything},
       {"a half-open breaker admits one probe at a time", test_half_open_breaker_admits_one_probe_at_a_time},
+      {"exclusion that leaves nobody falls back to all admitted workers",
+       test_exclusion_that_leaves_nobody_falls_back_to_all_admitted},
+      {"a logprob stream waits for prefill and merges its logprobs once",
+       test_logprob_stream_waits_for_prefill_and_merges_once},
   };
   return PDT_SUITE("dispatch_more", cases);
 }
