@@ -242,6 +242,7 @@ static int make_world(pd_cf_run_t *run) {
   struct pd_world *w = run->w;
   w->s = run->ss;
   w->mode = o->has_mode ? o->mode : PD_MODE_REFERENCE;
+  w->is_outcome_blind = 1; /* outcomes come from /metrics, per worker (pd_conform_metrics.c) */
   pd_scenario_gw_config(s, w->mode, &w->gcfg);
   if (!o->has_mode) w->gcfg.retry.max_attempts = UINT32_MAX; /* I7 is not judged */
   w->stats = &run->stats;

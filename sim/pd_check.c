@@ -135,6 +135,10 @@ static uint32_t check_legs(struct pd_world *w, pd_creq_t *rq, uint64_t t_end, ch
            pd_role_name(l->role), wn,
            (double)((l->t_slot_freed ? l->t_slot_freed : w->now) - t_end) / 1e6);
     if (l->outcomes > 1) FLAG(PD_INV_OUTCOME, "I4 %s got %d outcomes for one leg", wn, l->outcomes);
+    /* Q10: the reference records an outcome for every leg it opened (R-OUTCOME); the
+       upstream models keep their own gaps (minilb records none) */
+    if (!l->outcomes && w->mode == PD_MODE_REFERENCE && !w->is_outcome_blind)
+      FLAG(PD_INV_OUTCOME, "I4 %s: no outcome recorded for its %s leg", wn, pd_role_name(l->role));
     if (l->outcomes && !outcome_agrees(l->truth, l->outcome))
       FLAG(PD_INV_OUTCOME, "I4 %s recorded %s but really %s", wn, pd_outcome_name(l->outcome),
            l->truth == PD_TRUTH_OK ? "succeeded" : l->truth == PD_TRUTH_FAILED ? "failed"

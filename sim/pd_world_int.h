@@ -56,6 +56,8 @@ typedef struct pd_ptrmap {
 struct pd_world {
   const pd_scenario_t *s;
   pd_mode_t mode;
+  int is_outcome_blind; /* the records carry no recorded outcomes (pdref conform): I4 cannot
+                           require one (Q10) */
   pd_gw_config_t gcfg;
   pd_prng_t gw_rng, world_rng, fault_rng;
   pd_gw_t *gw;

@@ -140,6 +140,21 @@ static void test_cancelled_is_neutral_for_every_truth(void) {
   }
 }
 
+/* Q10: the reference records an outcome for every leg it opened; a leg without one is I4.
+ * The upstream models are not held to it (minilb records none), nor a socket run whose
+ * records carry no outcomes (conform judges I4 from /metrics instead). */
+static void test_reference_must_record_an_outcome_for_every_leg(void) {
+  for (int m = 0; m < 3; m++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    f->w.mode = m == 0 ? PD_MODE_JOINED : PD_MODE_REFERENCE;
+    f->w.is_outcome_blind = m == 2;
+    f->d.outcomes = 0;
+    PDT_EQ_U64(judge(f), m == 1 ? BIT(PD_INV_OUTCOME) : 0u);
+    free(f);
+  }
+}
+
 static void test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only(void) {
   fixture_t *f = clean();
   if (!f) return;
@@ -159,6 +174,8 @@ int pdt_suite_check(void) {
       {"a cancelled outcome is neutral whatever the worker did", test_cancelled_is_neutral_for_every_truth},
       {"a request cut off by the horizon is judged on I1 only",
        test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only},
+      {"the reference must record an outcome for every leg (Q10)",
+       test_reference_must_record_an_outcome_for_every_leg},
   };
   return PDT_SUITE("check", cases);
 }
