@@ -83,6 +83,8 @@ typedef struct pd_rq {
   uint64_t timer_gen;
   pd_buf_t prefill_lp; /* prefill's logprob source (event payload or JSON body) */
   int prefill_lp_ready;
+  int is_prefill_lost; /* reference: this attempt's prefill broke after its 200 head; decode
+                          may still have the KV (R-FAIL-PRECOMMIT, "prefill lost") */
 } pd_rq_t;
 
 typedef struct pd_map {

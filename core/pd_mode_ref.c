@@ -105,9 +105,30 @@ static void leg_failed_alone(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome
   pd_gw_close_leg(gw, rq, leg, 1); /* only a leg still open gets a close and an abort */
 }
 
+/* R-FAIL-PRECOMMIT, "prefill lost": a stream prefill whose response broke (read error, reset,
+ * no [DONE]) after its 200 head may have sent the KV already: SGLang's prefill transfers it
+ * when its forward pass ends, and the response path breaking says nothing about that. When
+ * decode is up (its 200 head came) and no logprobs wait on prefill, the prefill fails alone
+ * (recorded, excluded, closed with an abort) and decode gets the tail budget to show its first
+ * event; it commits as usual, else the attempt fails without blaming decode. */
+static int prefill_lost(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p, int status) {
+  if (!rq->req.is_stream || rq->req.return_logprob || p->role != PD_ROLE_PREFILL ||
+      p->state == LEG_OPEN || !is_2xx(p->status) || !gw->cfg.prefill_tail_timeout_ns)
+    return 0;
+  pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  if (!d || d->has_outcome || d->state == LEG_OPEN || !is_2xx(d->status)) return 0;
+  exclude(rq, p);
+  leg_failed_alone(gw, rq, p, PD_OUTCOME_FAILURE, status);
+  rq->is_prefill_lost = 1;
+  uint64_t until = gw->now + gw->cfg.prefill_tail_timeout_ns;
+  if (!rq->dl[DL_FIRST] || until < rq->dl[DL_FIRST]) rq->dl[DL_FIRST] = until;
+  return 1;
+}
+
 /* A leg's answer turned out bad (truncated stream, non-JSON body): before commit the attempt
  * fails; after it, decode ends the stream visibly and prefill fails alone. */
 static void bad_answer(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *msg) {
+  if (!rq->is_committed && prefill_lost(gw, rq, leg, 502)) return;
   if (!rq->is_committed) fail_leg(gw, rq, leg, 502, msg);
   else if (leg->role == PD_ROLE_DECODE) fail_stream(gw, rq, leg, PD_OUTCOME_FAILURE, 502, msg, 0);
   else leg_failed_alone(gw, rq, leg, PD_OUTCOME_FAILURE, 502);
@@ -275,6 +296,7 @@ static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
  * decode starts generating; a non-stream decode shows nothing before it is done). */
 static void ref_on_start(pd_gw_t *gw, pd_rq_t *rq) {
   rq->state = RQ_FIRST;
+  rq->is_prefill_lost = 0;
   if (gw->cfg.first_token_timeout_ns) rq->dl[DL_FIRST] = gw->now + gw->cfg.first_token_timeout_ns;
   if (rq->req.is_stream && gw->cfg.head_timeout_ns) /* a stream leg without a head is hung */
     for (uint32_t i = 0; i < rq->n_legs; i++)
@@ -347,6 +369,7 @@ static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) 
     }
     fail_attempt(gw, rq, NULL, PD_OUTCOME_TIMEOUT, 504, 1, "timeout", "no response head in time");
   } else if (!rq->is_committed) {
+    if ((e == PD_UPERR_READ || e == PD_UPERR_RESET) && prefill_lost(gw, rq, leg, st)) return;
     fail_leg(gw, rq, leg, st, what);
   } else if (leg->role == PD_ROLE_DECODE) {
     fail_stream(gw, rq, leg, st == 504 ? PD_OUTCOME_TIMEOUT : PD_OUTCOME_FAILURE, st, what, 0);
@@ -382,6 +405,11 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
     if (!rq->is_committed) {
       if (rq->n_legs == 0) { /* in backoff when the total deadline passed */
         pd_gw_client_error(gw, rq, 504, "timeout", "request deadline exceeded");
+        return;
+      }
+      if (which == DL_FIRST && rq->is_prefill_lost) { /* decode never got the KV: not its fault */
+        fail_attempt(gw, rq, NULL, PD_OUTCOME_CANCELLED, 502, 1, "prefill_failed",
+                     "prefill leg failed and decode produced nothing without it");
         return;
       }
       mark_suspects(rq);

@@ -283,6 +283,46 @@ static void test_logprob_stream_waits_for_prefill_and_merges_once(void) {
   h_free(&h);
 }
 
+/* R-FAIL-PRECOMMIT, "prefill lost": a stream prefill whose response breaks after its 200 head
+ * may have sent the KV: it fails alone and decode goes on; decode's first event commits.
+ * Had decode produced nothing within the tail budget, the attempt fails without blaming it. */
+static void test_prefill_lost_after_its_head_lets_decode_go_on(void) {
+  for (int decode_speaks = 1; decode_speaks >= 0; decode_speaks--) {
+    harness_t h;
+    start(&h, PD_MODE_REFERENCE, STREAM);
+    h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+    h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+    pd_event_t e = {.kind = PD_EV_UP_ERROR, .req_id = 7, .leg_id = 1, .uperr = PD_UPERR_READ};
+    h_feed(&h, e);
+    const pd_action_t *o = h_find(&h, PD_ACT_OUTCOME, 0);
+    PDT_TRUE(o && o->leg_id == 1 && o->flag == PD_OUTCOME_FAILURE); /* prefill, alone */
+    for (int i = 0; h_find(&h, PD_ACT_CLOSE_LEG, i); i++) /* decode is not touched */
+      PDT_TRUE(h_find(&h, PD_ACT_CLOSE_LEG, i)->leg_id != 2);
+    PDT_EQ_U64(h_count(&h, PD_ACT_CLIENT_HEAD), 0);
+    PDT_FALSE(h.ended);
+    if (decode_speaks) {
+      h.now += 10 * MS; /* the KV had arrived: decode streams */
+      h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
+      PDT_EQ_INT(h.head_status, 200);
+      h_leg(&h, PD_EV_UP_DATA, 2, 0, DONE);
+      h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
+      PDT_TRUE(h.ended && !h.aborted);
+      PDT_TRUE(strstr(h.client, "\"a\"") && strstr(h.client, "[DONE]"));
+    } else {
+      const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
+      PDT_TRUE(t && t->deadline_ns == h.now + 500 * MS); /* the tail budget, not 30 s */
+      h_fire(&h, t);
+      int decode_cancelled = 0;
+      for (int i = 0; (o = h_find(&h, PD_ACT_OUTCOME, i)); i++)
+        decode_cancelled |= o->leg_id == 2 && o->flag == PD_OUTCOME_CANCELLED;
+      PDT_TRUE(decode_cancelled); /* decode waited on a KV that never came: not its fault */
+      PDT_FALSE(h.ended);         /* a retry is scheduled */
+      PDT_TRUE(h_find(&h, PD_ACT_TIMER, 0) != NULL);
+    }
+    h_free(&h);
+  }
+}
+
 int pdt_suite_dispatch_more(void) {
   static const pdt_case_t cases[] = {
       {"tail expiry aborts a lagging prefill without blame", test_tail_expiry_aborts_a_lagging_prefill_without_blame},
@@ -304,6 +344,8 @@ int pdt_suite_dispatch_more(void) {
        test_exclusion_that_leaves_nobody_falls_back_to_all_admitted},
       {"a logprob stream waits for prefill and merges its logprobs once",
        test_logprob_stream_waits_for_prefill_and_merges_once},
+      {"a prefill lost after its head lets decode go on (or fails without blaming it)",
+       test_prefill_lost_after_its_head_lets_decode_go_on},
   };
   return PDT_SUITE("dispatch_more", cases);
 }
