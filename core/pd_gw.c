@@ -288,7 +288,9 @@ static const char *reason_phrase(int status) {
   }
 }
 
-/* R1.42's error body shape, which pdref's reference keeps. */
+/* pdref's error body, used by every mode: R1.42's `type`, `code` and `message`, with the
+ * HTTP `status` where smg has `"param": null`. smg's `X-SMG-Error-Code` header is not sent
+ * (the action interface carries no headers). docs/spec.md section 10, Q15. */
 static char *error_json(int status, const char *code, const char *msg) {
   cJSON *root = cJSON_CreateObject();
   cJSON *err = cJSON_AddObjectToObject(root, "error");
