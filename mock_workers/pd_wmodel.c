@@ -153,6 +153,15 @@ static void prefill_respond(struct pd_world *w, pd_wleg_t *p) {
   finish(w, p, has_fault(p, PD_FAULT_TRUNCATE) ? PD_TRUTH_FAILED : PD_TRUTH_OK);
 }
 
+/* A `status` fault's answer: the status head, SGLang's JSON error body, the end. */
+static void answer_status(struct pd_world *w, pd_wleg_t *leg) {
+  leg->injected_status = leg->fp->status;
+  send(w, leg, W2G_HEAD, (uint32_t)leg->fp->status);
+  send(w, leg, W2G_ERROR_BODY, (uint32_t)leg->fp->status);
+  send(w, leg, W2G_END, 0);
+  finish(w, leg, pd_wstatus_is_healthy(leg->fp->status) ? PD_TRUTH_OK : PD_TRUTH_FAILED);
+}
+
 static void decode_token(struct pd_world *w, pd_wleg_t *d) {
   uint32_t k = d->sent_tokens;
   uint32_t after = d->fp ? d->fp->after_tokens : 0;
@@ -167,6 +176,7 @@ static void decode_token(struct pd_world *w, pd_wleg_t *d) {
       send(w, d, W2G_END, 0);
       finish(w, d, PD_TRUTH_FAILED);
       return;
+    case PD_FAULT_STATUS: answer_status(w, d); return; /* deferred: after the KV */
     default: break;
     }
   }
@@ -205,11 +215,8 @@ void pd_wm_on_open(struct pd_world *w, pd_wleg_t *leg) {
   case PD_FAULT_CONNECT_REFUSED: uperr(w, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER); return;
   case PD_FAULT_RESET_BEFORE_HEAD: uperr(w, leg, PD_UPERR_RESET, PD_TRUTH_FAILED); return;
   case PD_FAULT_STATUS:
-    leg->injected_status = leg->fp->status;
-    send(w, leg, W2G_HEAD, (uint32_t)leg->fp->status);
-    send(w, leg, W2G_ERROR_BODY, (uint32_t)leg->fp->status);
-    send(w, leg, W2G_END, 0);
-    finish(w, leg, pd_wstatus_is_healthy(leg->fp->status) ? PD_TRUTH_OK : PD_TRUTH_FAILED);
+    if (pd_wstatus_is_deferred(leg->fp, leg->role == PD_ROLE_DECODE, leg->is_stream)) break;
+    answer_status(w, leg);
     return;
   default: break;
   }

@@ -34,6 +34,10 @@ static const pd_fault_t random_faults[] = {
 
 int pd_wstatus_is_healthy(int status) { return status < 500 && status != 408 && status != 429; }
 
+int pd_wstatus_is_deferred(const pd_fault_t *fp, int is_decode, int is_stream) {
+  return fp && fp->kind == PD_FAULT_STATUS && fp->after_tokens > 0 && is_decode && !is_stream;
+}
+
 void pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
                     pd_prng_t *rng, pd_wpick_t *out) {
   out->fault = -1;

@@ -30,6 +30,10 @@ void pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate
  * worker correctly refusing the request (R3.2), so the worker is healthy; the rest failed. */
 int pd_wstatus_is_healthy(int status);
 
+/* A `status` fault with after_tokens > 0 on a non-stream decode answers after generating
+ * that many tokens (the KV arrived; prefill succeeded), not at once. */
+int pd_wstatus_is_deferred(const pd_fault_t *fp, int is_decode, int is_stream);
+
 /* What the renderer needs to know about a request. */
 typedef struct pd_wr_leg {
   const char *rid;   /* already JSON-escaped, without quotes */

@@ -161,12 +161,21 @@ static void prefill_respond(pd_mock_t *m, pd_mleg_t *p) {
 }
 
 /* A mid-stream fault strikes at token k; returns 1 when it ended the token loop. */
+/* A `status` fault's answer: the status head, SGLang's JSON error body, the end. */
+static void answer_status(pd_mock_t *m, pd_mleg_t *leg) {
+  pd_mo_head(m, leg, leg->fp->status, 0);
+  pd_mo_render(m, leg, PD_WR_ERROR_BODY, (uint32_t)leg->fp->status);
+  pd_mo_end(m, leg, MO_END_CLEAN);
+  finish(m, leg, pd_wstatus_is_healthy(leg->fp->status) ? PD_TRUTH_OK : PD_TRUTH_FAILED);
+}
+
 static int token_fault(pd_mock_t *m, pd_mleg_t *d) {
   switch ((pd_fault_kind_t)d->fault) {
   case PD_FAULT_HANG_MID_STREAM: d->wstate = WL_HUNG; return 1;
   case PD_FAULT_RESET_MID_STREAM: uperr(m, d, PD_UPERR_RESET, PD_TRUTH_FAILED); return 1;
   case PD_FAULT_BODY_ERROR: uperr(m, d, PD_UPERR_READ, PD_TRUTH_FAILED); return 1;
   case PD_FAULT_SSE_ERROR: answer_error(m, d, 500); return 1;
+  case PD_FAULT_STATUS: answer_status(m, d); return 1; /* deferred: after the KV */
   case PD_FAULT_TRUNCATE:
     if (!d->is_stream) { uperr(m, d, PD_UPERR_READ, PD_TRUTH_FAILED); return 1; }
     pd_mo_end(m, d, MO_END_CLEAN);
@@ -234,10 +243,9 @@ static int open_fault(pd_mock_t *m, pd_mleg_t *leg) {
   case PD_FAULT_CONNECT_REFUSED: uperr(m, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER); return 1;
   case PD_FAULT_RESET_BEFORE_HEAD: uperr(m, leg, PD_UPERR_RESET, PD_TRUTH_FAILED); return 1;
   case PD_FAULT_STATUS:
-    pd_mo_head(m, leg, leg->fp->status, 0);
-    pd_mo_render(m, leg, PD_WR_ERROR_BODY, (uint32_t)leg->fp->status);
-    pd_mo_end(m, leg, MO_END_CLEAN);
-    finish(m, leg, pd_wstatus_is_healthy(leg->fp->status) ? PD_TRUTH_OK : PD_TRUTH_FAILED);
+    if (pd_wstatus_is_deferred(leg->fp, leg->m->cfg.role == PD_ROLE_DECODE, leg->is_stream))
+      return 0;
+    answer_status(m, leg);
     return 1;
   default: return 0;
   }
