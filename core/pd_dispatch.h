@@ -61,6 +61,9 @@ typedef enum {
   PD_EV_UP_ERROR = 4,       /* req_id, leg_id, uperr */
   PD_EV_TIMER = 5,          /* req_id, timer_gen (from the PD_ACT_TIMER it answers) */
   PD_EV_CLIENT_GONE = 6,    /* req_id: the client closed its connection */
+  PD_EV_CLIENT_BLOCKED = 7, /* req_id, status 1: the client stopped taking the response and the
+                               driver stopped reading decode (backpressure); status 0: it
+                               reads again. The idle deadline waits meanwhile (R-BACKPRESSURE) */
 } pd_event_kind_t;
 
 typedef struct pd_event {

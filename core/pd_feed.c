@@ -280,6 +280,17 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
     if (ev->timer_gen != rq->timer_gen) return 0;
     fire_deadlines(gw, rq, ops);
     break;
+  case PD_EV_CLIENT_BLOCKED:
+    /* A stall the client causes is nobody's upstream fault: the idle deadline (reference)
+       is suspended while the driver holds decode back, and restarts in full after. The
+       total deadline still runs; a client gone for good is noticed by the driver. */
+    if (rq->client_done || !!ev->status == rq->is_client_blocked) return 0;
+    rq->is_client_blocked = !!ev->status;
+    if (rq->is_client_blocked)
+      rq->dl[DL_IDLE] = 0;
+    else if (rq->is_committed && gw->cfg.idle_timeout_ns)
+      rq->dl[DL_IDLE] = gw->now + gw->cfg.idle_timeout_ns;
+    break;
   case PD_EV_CLIENT_GONE:
     if (rq->client_gone || rq->client_done) return 0;
     rq->client_gone = 1;

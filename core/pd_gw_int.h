@@ -75,6 +75,7 @@ typedef struct pd_rq {
   int is_committed;  /* a byte of the response body went to the client (or a head for smg) */
   int client_done;   /* client response ended or client gone */
   int client_gone;
+  int is_client_blocked; /* PD_EV_CLIENT_BLOCKED: decode not read because of the client */
   int last_status;   /* last attempt's failure status for the client (0 none) */
   const char *last_code;
   char *rid;

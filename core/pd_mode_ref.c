@@ -206,7 +206,8 @@ static void decode_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
     }
     d->events++;
     rq->dl[DL_FIRST] = 0;
-    if (gw->cfg.idle_timeout_ns) rq->dl[DL_IDLE] = gw->now + gw->cfg.idle_timeout_ns;
+    if (gw->cfg.idle_timeout_ns && !rq->is_client_blocked)
+      rq->dl[DL_IDLE] = gw->now + gw->cfg.idle_timeout_ns;
     if (!rq->is_committed && needs_prefill_first(rq)) { /* R-LOGPROB: hold until merged */
       if (pd_buf_append(gw->alloc, &d->body, ev.raw, ev.raw_len))
         fail_leg(gw, rq, d, 502, "held events exceed the buffer");

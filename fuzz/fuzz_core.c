@@ -83,7 +83,7 @@ static void feed(world_t *w, pd_event_t ev) {
 }
 
 static void step(world_t *w, bytes_t *b) {
-  uint8_t op = take(b) % 8;
+  uint8_t op = take(b) % 9;
   int li = w->n_legs ? take(b) % w->n_legs : 0;
   pd_event_t ev = {.req_id = w->n_legs ? w->leg_req[li] : 0, .leg_id = w->n_legs ? w->legs[li] : 0};
   static const int statuses[] = {200, 200, 200, 503, 429, 400, 500, 504};
@@ -109,6 +109,11 @@ static void step(world_t *w, bytes_t *b) {
     break;
   }
   case 6: ev.kind = PD_EV_CLIENT_GONE; ev.req_id = take(b) % MAX_REQS; break;
+  case 7:
+    ev.kind = PD_EV_CLIENT_BLOCKED;
+    ev.req_id = take(b) % MAX_REQS;
+    ev.status = take(b) & 1;
+    break;
   default: w->now += (uint64_t)take(b) * 1000000ull; return;
   }
   feed(w, ev);

@@ -265,6 +265,8 @@ static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
         pd_gwh_backlog(leg->rq->conn) > PD_GWH_PAUSE_BYTES) {
       leg->is_paused = 1; /* libcurl keeps these bytes and hands them over again on resume */
       g->metrics.pauses++;
+      pd_event_t ev = {.kind = PD_EV_CLIENT_BLOCKED, .req_id = leg->rq->id, .status = 1};
+      pd_gwn_feed(g, &ev); /* the idle deadline is not decode's while we hold it back */
       return CURL_WRITEFUNC_PAUSE;
     }
     if (leg->rq && !leg->is_closed) feed_leg(g, leg, PD_EV_UP_DATA, p, len, 0, PD_UPERR_READ);
@@ -409,6 +411,11 @@ void pd_gwu_flush(pd_gateway_t *g) {
       leg->want_resume = 0;
       if (!is_over && leg->is_paused && leg->state == PD_GWU_ACTIVE) {
         leg->is_paused = 0;
+        if (leg->rq) {
+          pd_event_t ev = {.kind = PD_EV_CLIENT_BLOCKED, .req_id = leg->rq->id, .status = 0};
+          pd_gwn_feed(g, &ev);
+        }
+        if (leg->is_closed || !leg->rq) continue; /* closed meanwhile: freed on a later pass */
         /* libcurl may call write_cb from here (the kept bytes): the core is fed, which may
          * close this leg or pause it again; a closed leg is dirty again, freed on a later
          * pass of this loop. */

@@ -215,6 +215,7 @@ typedef struct gwopt {
   pd_mode_t mode;
   size_t max_body;          /* 0: default */
   uint32_t max_connections; /* 0: default */
+  uint64_t idle_ms;         /* 0: default */
 } gwopt_t;
 
 static int gw_start(gwrun_t *r, gwopt_t o, fake_t *pre, int npre, fake_t *dec, int ndec) {
@@ -229,6 +230,7 @@ static int gw_start(gwrun_t *r, gwopt_t o, fake_t *pre, int npre, fake_t *dec, i
   c.seed = 42;
   if (o.max_body) c.max_body_bytes = o.max_body;
   if (o.max_connections) c.max_connections = o.max_connections;
+  if (o.idle_ms) c.core.idle_timeout_ns = o.idle_ms * 1000000ull;
   char err[256] = "";
   if (pd_gateway_new(&c, &r->g, err, sizeof err)) {
     fprintf(stderr, "gateway: %s\n", err);
@@ -314,7 +316,7 @@ static void stream_once(pd_mode_t m) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 5, 5) == 0);
-  if (gw_start(&g, (gwopt_t){m, 0, 0}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){m, 0, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     PDT_EQ_INT(http(g.port, "POST", "/generate", stream_req, 0, &r), CURLE_OK);
@@ -350,7 +352,7 @@ static void test_decode_503_retried_on_other_decode(void) {
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d[0], FAKE_503, 0, 0) == 0 &&
            fake_start(&d[1], FAKE_OK, 3, 0) == 0);
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0}, &p, 1, d, 2) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0}, &p, 1, d, 2) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     PDT_EQ_INT(http(g.port, "POST", "/generate", stream_req, 0, &r), CURLE_OK);
@@ -375,7 +377,7 @@ static void test_bad_input_answers(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 1, 0) == 0);
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 1024, 0}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 1024, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     http(g.port, "POST", "/generate", "{\"text\":", 0, &r); /* malformed JSON */
@@ -411,7 +413,7 @@ static void test_client_gone_closes_decode_and_aborts(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 300, 20) == 0);
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     r.stop_after_events = 3;
@@ -436,7 +438,7 @@ static void test_local_and_info_routes(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 1, 0) == 0);
-  if (gw_start(&g, (gwopt_t){PD_MODE_JOINED, 0, 0}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_JOINED, 0, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     const char *paths[] = {"/health", "/readiness", "/get_model_info", "/v1/models"};
     for (size_t i = 0; i < 4; i++) {
@@ -460,7 +462,7 @@ static void test_connection_limit_503(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 1, 0) == 0);
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 1}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 1, 0}, &p, 1, &d, 1) == 0) {
     int s = socket(AF_INET, SOCK_STREAM, 0); /* holds the one allowed connection */
     struct sockaddr_in sa = {.sin_family = AF_INET,
                              .sin_port = htons(g.port),
@@ -496,7 +498,7 @@ static void test_reset_on_reused_connection_not_resent(void) {
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 2, 0) == 0);
   p.drop_nth = 2;
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     for (int i = 0; i < 2; i++) {
       memset(&r, 0, sizeof r);
@@ -590,7 +592,9 @@ static void test_slow_client_backpressure(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, TOKENS, 0) == 0);
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0}, &p, 1, &d, 1) == 0) {
+  /* idle 200 ms, the client pauses 500 ms: the stall is the client's, so the core's idle
+     deadline waits while decode is held back (PD_EV_CLIENT_BLOCKED), and nothing is cut */
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 200}, &p, 1, &d, 1) == 0) {
     char url[96];
     snprintf(url, sizeof url, "http://127.0.0.1:%u/generate", (unsigned)g.port);
     static slow_t s;
@@ -622,7 +626,7 @@ static void test_slow_client_backpressure(void) {
     PDT_TRUE(pauses >= 1);
     PDT_TRUE(buffered >= 0 && buffered <= 64 * 1024); /* pause threshold + one read */
     PDT_EQ_INT(running, 0);
-    PDT_EQ_INT(s.bad, 0);
+    PDT_EQ_INT(s.bad, 0); /* an SSE error event ("decode stalled") would count as bad */
     PDT_EQ_INT(s.next, TOKENS);
     PDT_EQ_INT(s.done, 1);
     curl_multi_remove_handle(m, e);
@@ -640,7 +644,7 @@ static void test_request_id_forwarded(void) {
     fake_t p, d;
     gwrun_t g;
     PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 2, 0) == 0);
-    if (gw_start(&g, (gwopt_t){(pd_mode_t)m, 0, 0}, &p, 1, &d, 1) == 0) {
+    if (gw_start(&g, (gwopt_t){(pd_mode_t)m, 0, 0, 0}, &p, 1, &d, 1) == 0) {
       static resp_t r;
       memset(&r, 0, sizeof r);
       PDT_EQ_INT(http_h(g.port, "POST", "/generate", stream_req, 0, "X-Request-Id: client-7", &r),
