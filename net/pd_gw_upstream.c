@@ -217,6 +217,12 @@ static void feed_leg(pd_gateway_t *g, pd_gwleg_t *leg, pd_event_kind_t kind, con
   pd_gwn_feed(g, &ev);
 }
 
+/* Tell the core its client holds decode back (1) or takes the response again (0). */
+static void feed_blocked(pd_gateway_t *g, const pd_gwleg_t *leg, int is_blocked) {
+  pd_event_t ev = {.kind = PD_EV_CLIENT_BLOCKED, .req_id = leg->rq->id, .status = is_blocked};
+  pd_gwn_feed(g, &ev);
+}
+
 static void deliver_head(pd_gateway_t *g, pd_gwleg_t *leg) {
   leg->is_head_sent = 1;
   curl_easy_getinfo(leg->easy, CURLINFO_RESPONSE_CODE, &leg->status);
@@ -265,8 +271,7 @@ static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
         pd_gwh_backlog(leg->rq->conn) > PD_GWH_PAUSE_BYTES) {
       leg->is_paused = 1; /* libcurl keeps these bytes and hands them over again on resume */
       g->metrics.pauses++;
-      pd_event_t ev = {.kind = PD_EV_CLIENT_BLOCKED, .req_id = leg->rq->id, .status = 1};
-      pd_gwn_feed(g, &ev); /* the idle deadline is not decode's while we hold it back */
+      feed_blocked(g, leg, 1); /* the idle deadline is not decode's while we hold it back */
       return CURL_WRITEFUNC_PAUSE;
     }
     if (leg->rq && !leg->is_closed) feed_leg(g, leg, PD_EV_UP_DATA, p, len, 0, PD_UPERR_READ);
@@ -411,10 +416,7 @@ void pd_gwu_flush(pd_gateway_t *g) {
       leg->want_resume = 0;
       if (!is_over && leg->is_paused && leg->state == PD_GWU_ACTIVE) {
         leg->is_paused = 0;
-        if (leg->rq) {
-          pd_event_t ev = {.kind = PD_EV_CLIENT_BLOCKED, .req_id = leg->rq->id, .status = 0};
-          pd_gwn_feed(g, &ev);
-        }
+        if (leg->rq) feed_blocked(g, leg, 0);
         if (leg->is_closed || !leg->rq) continue; /* closed meanwhile: freed on a later pass */
         /* libcurl may call write_cb from here (the kept bytes): the core is fed, which may
          * close this leg or pause it again; a closed leg is dirty again, freed on a later
