@@ -172,30 +172,67 @@ static void leave(pd_cf_run_t *run, pd_cf_req_t *q, CURLM *mh, int is_cut) {
 
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
-static size_t discard(char *p, size_t size, size_t n, void *ud) {
-  (void)p;
-  (void)ud;
-  return size * n;
+/* ---------- one blocking request to a local process ---------- */
+
+/* Largest answer pd_cf_http keeps. */
+#define PD_CF_MAX_ANSWER (4u * 1024u * 1024u)
+
+typedef struct answer {
+  char *p;
+  size_t len, cap;
+} answer_t;
+
+static size_t on_answer(char *p, size_t size, size_t n, void *ud) {
+  answer_t *a = ud;
+  size_t len = size * n;
+  if (a->len + len + 1 > PD_CF_MAX_ANSWER) return 0;
+  if (a->len + len + 1 > a->cap) {
+    size_t nc = a->cap ? a->cap : 16384;
+    while (nc < a->len + len + 1)
+      nc *= 2;
+    char *np = realloc(a->p, nc);
+    if (!np) return 0;
+    a->p = np;
+    a->cap = nc;
+  }
+  memcpy(a->p + a->len, p, len);
+  a->len += len;
+  a->p[a->len] = 0;
+  return len;
+}
+
+char *pd_cf_http(uint16_t port, const char *path, const char *post, unsigned timeout_ms,
+                 long *status) {
+  if (status) *status = 0;
+  char url[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
+  CURL *e = curl_easy_init();
+  if (!e) return NULL;
+  answer_t a = {0};
+  curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_PROXY, "");
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+  if (post) curl_easy_setopt(e, CURLOPT_POSTFIELDS, post);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_answer);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, &a);
+  CURLcode rc = curl_easy_perform(e);
+  if (rc == CURLE_OK && status) curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+  curl_easy_cleanup(e);
+  if (rc != CURLE_OK || !a.p) { /* transport error, over the limit, or an empty body */
+    free(a.p);
+    return NULL;
+  }
+  return a.p;
 }
 
 /* Workers that crash count crash_at_ms from the workload's time 0, as in the simulator, not
- * from their start-up (mocks start before the gateway is ready): tell them it is now. */
+ * from their start-up (mocks start before the gateway is ready): tell them it is now. A mock
+ * that does not answer crashes from its start-up instead. */
 static void start_clocks(pd_cf_run_t *run) {
-  for (uint32_t i = 0; i < run->s->n_workers; i++) {
-    if (!run->s->workers[i].crash_at_ms) continue;
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/pdref/start", (unsigned)run->wk[i].port);
-    CURL *e = curl_easy_init();
-    if (!e) continue;
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_PROXY, "");
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 1000L);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_perform(e); /* a mock that does not answer crashes from its start-up instead */
-    curl_easy_cleanup(e);
-  }
+  for (uint32_t i = 0; i < run->s->n_workers; i++)
+    if (run->s->workers[i].crash_at_ms)
+      free(pd_cf_http(run->wk[i].port, "/pdref/start", "", 1000, NULL));
 }
 
 int pd_cf_drive(pd_cf_run_t *run) {

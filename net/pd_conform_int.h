@@ -112,6 +112,11 @@ void pd_cf_tail(const char *path, char *out, size_t cap);
 /* ---------- pd_conform_client.c: the client workload ---------- */
 int pd_cf_plan(pd_cf_run_t *run);  /* draw the requests as the simulator does */
 int pd_cf_drive(pd_cf_run_t *run); /* run them over HTTP; 0 or -1 (stopped) */
+/* One blocking request to 127.0.0.1:port (POST when post is not NULL): the body (malloc'd,
+ * NUL-terminated, at most 4 MiB; free()) or NULL on a transport error, an empty body or one
+ * over the limit. *status (if given): the HTTP status, 0 when none came. */
+char *pd_cf_http(uint16_t port, const char *path, const char *post, unsigned timeout_ms,
+                 long *status);
 void pd_cf_reqs_free(pd_cf_run_t *run);
 
 /* ---------- pd_conform_judge.c: logs, attribution, verdict ---------- */

@@ -10,7 +10,6 @@
  * the usual library scenario, the test is exact). "cancelled" claims nothing about a worker
  * (it agrees with every truth, and is recorded for legs closed before they reached it), so
  * it is not counted. The constraint set is Hall's condition for this small bipartite graph. */
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,58 +17,12 @@
 #include "pd_conform_int.h"
 #include "pd_conform_metrics.h"
 
-/* Largest exposition read. */
-#define PD_CF_MAX_METRICS (4u * 1024u * 1024u)
-
-typedef struct scrape {
-  char *p;
-  size_t len, cap;
-  int is_over;
-} scrape_t;
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud) {
-  scrape_t *s = ud;
-  size_t len = size * n;
-  if (s->len + len + 1 > PD_CF_MAX_METRICS) {
-    s->is_over = 1;
-    return 0;
-  }
-  if (s->len + len + 1 > s->cap) {
-    size_t nc = s->cap ? s->cap : 16384;
-    while (nc < s->len + len + 1)
-      nc *= 2;
-    char *np = realloc(s->p, nc);
-    if (!np) return 0;
-    s->p = np;
-    s->cap = nc;
-  }
-  memcpy(s->p + s->len, p, len);
-  s->len += len;
-  s->p[s->len] = 0;
-  return len;
-}
-
 char *pd_cf_scrape_metrics(uint16_t port, unsigned timeout_ms) {
-  char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", (unsigned)port);
-  CURL *e = curl_easy_init();
-  if (!e) return NULL;
-  scrape_t s = {0};
-  curl_easy_setopt(e, CURLOPT_URL, url);
-  curl_easy_setopt(e, CURLOPT_PROXY, "");
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
   long code = 0;
-  CURLcode rc = curl_easy_perform(e);
-  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
-  curl_easy_cleanup(e);
-  if (rc != CURLE_OK || code != 200 || s.is_over || !s.p) {
-    free(s.p);
-    return NULL;
-  }
-  return s.p;
+  char *body = pd_cf_http(port, "/metrics", NULL, timeout_ms, &code);
+  if (code == 200) return body;
+  free(body);
+  return NULL;
 }
 
 enum { OC_SUCCESS = 0, OC_FAILURE = 1, OC_N = 2 };

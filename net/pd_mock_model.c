@@ -160,7 +160,6 @@ static void prefill_respond(pd_mock_t *m, pd_mleg_t *p) {
   finish(m, p, has_fault(p, PD_FAULT_TRUNCATE) ? PD_TRUTH_FAILED : PD_TRUTH_OK);
 }
 
-/* A mid-stream fault strikes at token k; returns 1 when it ended the token loop. */
 /* A `status` fault's answer: the status head, SGLang's JSON error body, the end. */
 static void answer_status(pd_mock_t *m, pd_mleg_t *leg) {
   pd_mo_head(m, leg, leg->fp->status, 0);
@@ -169,6 +168,7 @@ static void answer_status(pd_mock_t *m, pd_mleg_t *leg) {
   finish(m, leg, pd_wstatus_is_healthy(leg->fp->status) ? PD_TRUTH_OK : PD_TRUTH_FAILED);
 }
 
+/* A mid-stream fault strikes at token k; returns 1 when it ended the token loop. */
 static int token_fault(pd_mock_t *m, pd_mleg_t *d) {
   switch ((pd_fault_kind_t)d->fault) {
   case PD_FAULT_HANG_MID_STREAM: d->wstate = WL_HUNG; return 1;
