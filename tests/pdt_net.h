@@ -8,10 +8,27 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pd_conform.h"
 #include "pd_scenario.h"
 
 #ifndef PD_SOURCE_DIR
 #define PD_SOURCE_DIR "."
+/* Options for `pdref conform` against `bin gateway --mode mode` with the mode's settings
+ * ({pdref_gateway_args}), at timeout scale 0.01; cmd (cap bytes) holds the command line. */
+static inline void pdt_conform_opts(pd_conform_opts_t *o, const char *bin, const char *mode,
+                                    char *cmd, size_t cap) {
+  pd_conform_opts_default(o);
+  snprintf(cmd, cap,
+           "exec %s gateway --mode %s {prefill_args} {decode_args} --listen 127.0.0.1:{port} "
+           "{pdref_gateway_args}",
+           bin, mode);
+  o->gateway_cmd = cmd;
+  o->pdref_bin = bin;
+  pd_conform_set_label(o, mode);
+  o->scale = 0.01;
+  o->slack_ms = 100; /* sanitizer builds are slow to notice a hang-up */
+}
+
 #endif
 
 /* The pdref binary next to the test binary: 0 when it is there and executable. */
@@ -36,6 +53,22 @@ static inline pd_scenario_t *pdt_load_scenario(const char *name) {
   fprintf(stderr, "test: %s\n", s ? err : "out of memory");
   free(s);
   return NULL;
+}
+
+/* Options for `pdref conform` against `bin gateway --mode mode` with the mode's settings
+ * ({pdref_gateway_args}), at timeout scale 0.01; cmd (cap bytes) holds the command line. */
+static inline void pdt_conform_opts(pd_conform_opts_t *o, const char *bin, const char *mode,
+                                    char *cmd, size_t cap) {
+  pd_conform_opts_default(o);
+  snprintf(cmd, cap,
+           "exec %s gateway --mode %s {prefill_args} {decode_args} --listen 127.0.0.1:{port} "
+           "{pdref_gateway_args}",
+           bin, mode);
+  o->gateway_cmd = cmd;
+  o->pdref_bin = bin;
+  pd_conform_set_label(o, mode);
+  o->scale = 0.01;
+  o->slack_ms = 100; /* sanitizer builds are slow to notice a hang-up */
 }
 
 #endif

@@ -33,20 +33,6 @@ static void assert_no_survivors(const pd_conform_result_t *r) {
   PDT_TRUE(waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD);
 }
 
-static void opts_for(pd_conform_opts_t *o, const char *bin, const char *mode, char *cmd,
-                     size_t cap) {
-  pd_conform_opts_default(o);
-  snprintf(cmd, cap,
-           "exec %s gateway --mode %s {prefill_args} {decode_args} --listen 127.0.0.1:{port} "
-           "{pdref_gateway_args}",
-           bin, mode);
-  o->gateway_cmd = cmd;
-  o->pdref_bin = bin;
-  pd_conform_set_label(o, mode);
-  o->scale = SCALE;
-  o->slack_ms = 100; /* sanitizer builds are slow to notice a hang-up */
-}
-
 static void test_parity_with_the_simulator_on_a_subset(void) {
   /* A scale keeps each scenario's order of events on a loaded 2-core machine: the client's
      disconnect at 100 ms must still land mid-stream, after decode met prefill (at 0.01 it
@@ -73,7 +59,7 @@ static void test_parity_with_the_simulator_on_a_subset(void) {
       uint64_t hash = 0;
       PDT_EQ_INT(pd_world_run(s, (pd_mode_t)m, s->config.seed, NULL, &st, &sim, &hash), 0);
       pd_conform_opts_t o;
-      opts_for(&o, bin, pd_mode_name((pd_mode_t)m), cmd, sizeof cmd);
+      pdt_conform_opts(&o, bin, pd_mode_name((pd_mode_t)m), cmd, sizeof cmd);
       o.scale = cases[n].scale;
       pd_conform_result_t r;
       PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
@@ -104,7 +90,7 @@ static void test_crash_judged_when_legs_are_tied_by_request_id(void) {
   if (!s) return;
   pd_conform_opts_t o;
   pd_conform_result_t r;
-  opts_for(&o, bin, "reference", cmd, sizeof cmd);
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
   PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
   PDT_EQ_INT(r.status, PD_CONFORM_RAN);
   PDT_TRUE(r.scale >= 0.1); /* the scenario's socket_min_scale */
@@ -113,7 +99,7 @@ static void test_crash_judged_when_legs_are_tied_by_request_id(void) {
   PDT_EQ_INT(r.got, 0);
   PDT_TRUE(r.matched);
   assert_no_survivors(&r);
-  opts_for(&o, bin, "minilb", cmd, sizeof cmd);
+  pdt_conform_opts(&o, bin, "minilb", cmd, sizeof cmd);
   PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
   PDT_EQ_INT(r.status, PD_CONFORM_RAN);
   PDT_EQ_INT(r.legs_by_timing, 0); /* no header on the legs, the prompt carries the id */

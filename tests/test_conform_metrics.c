@@ -49,16 +49,7 @@ static void test_metrics_show_pr1150_recording_a_failed_prefill_as_success(void)
   const char *modes[] = {"pr1150", "reference"};
   for (int i = 0; i < 2; i++) {
     pd_conform_opts_t o;
-    pd_conform_opts_default(&o);
-    snprintf(cmd, sizeof cmd,
-             "exec %s gateway --mode %s {prefill_args} {decode_args} --listen 127.0.0.1:{port} "
-             "{pdref_gateway_args}",
-             bin, modes[i]);
-    o.gateway_cmd = cmd;
-    o.pdref_bin = bin;
-    pd_conform_set_label(&o, modes[i]);
-    o.scale = 0.01;
-    o.slack_ms = 100;
+    pdt_conform_opts(&o, bin, modes[i], cmd, sizeof cmd);
     pd_conform_result_t r;
     PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
     PDT_EQ_INT(r.status, PD_CONFORM_RAN);
