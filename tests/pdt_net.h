@@ -1,5 +1,5 @@
-/* Helpers for the tests that start real pdref processes (test_conform*.c): where the built
- * `pdref` is, and a library scenario by name. */
+/* Helpers for the tests that start real pdref processes (test_conform*.c, test_mock.c): where
+ * the built `pdref` is, a library scenario by name, conform options for pdref's gateway. */
 #ifndef PDT_NET_H
 #define PDT_NET_H
 #include <limits.h>
@@ -13,22 +13,6 @@
 
 #ifndef PD_SOURCE_DIR
 #define PD_SOURCE_DIR "."
-/* Options for `pdref conform` against `bin gateway --mode mode` with the mode's settings
- * ({pdref_gateway_args}), at timeout scale 0.01; cmd (cap bytes) holds the command line. */
-static inline void pdt_conform_opts(pd_conform_opts_t *o, const char *bin, const char *mode,
-                                    char *cmd, size_t cap) {
-  pd_conform_opts_default(o);
-  snprintf(cmd, cap,
-           "exec %s gateway --mode %s {prefill_args} {decode_args} --listen 127.0.0.1:{port} "
-           "{pdref_gateway_args}",
-           bin, mode);
-  o->gateway_cmd = cmd;
-  o->pdref_bin = bin;
-  pd_conform_set_label(o, mode);
-  o->scale = 0.01;
-  o->slack_ms = 100; /* sanitizer builds are slow to notice a hang-up */
-}
-
 #endif
 
 /* The pdref binary next to the test binary: 0 when it is there and executable. */
