@@ -92,7 +92,9 @@ typedef enum {
   PD_ACT_LOAD = 7,        /* role, worker, flag = +1 acquire / -1 release */
   PD_ACT_BREAKER = 8,     /* role, worker, flag = new pd_breaker_state_t */
   PD_ACT_ATTEMPT = 9,     /* status = attempt number (1-based), flag = prefill worker,
-                             worker = decode worker */
+                             worker = decode worker. An attempt that failed at selection
+                             (breakers open, nobody eligible) is emitted too, with flag -1
+                             and/or worker UINT32_MAX for the role that had nobody */
   PD_ACT_DONE = 10,       /* the request object is gone: every leg closed */
 } pd_action_kind_t;
 
