@@ -320,6 +320,9 @@ static void prefill_done(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
     rq->dl[DL_FIRST] = 0;
     pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
     if (d && d->state == LEG_ENDED) respond_nonstream(gw, rq, d);
+    else if (d && !rq->is_committed && gw->cfg.idle_timeout_ns) /* R-PROGRESS: decode has the
+      KV and generates; its answer is its only sign of progress */
+      rq->dl[DL_IDLE] = gw->now + gw->cfg.idle_timeout_ns;
   } else if (!rq->is_committed) {
     flush_held(gw, rq);
   }
@@ -540,7 +543,9 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
        * (R-OUTCOME); the first-token deadline is the workers' and records timeout. */
       fail_attempt(gw, rq, NULL, which == DL_TOTAL ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT,
                    504, which != DL_TOTAL, "timeout",
-                   which == DL_TOTAL ? "request deadline exceeded" : "no first token in time");
+                   which == DL_TOTAL  ? "request deadline exceeded"
+                   : which == DL_IDLE ? "decode made no progress in time"
+                                      : "no first token in time");
     } else {
       pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
       if (d)
