@@ -1,6 +1,7 @@
 /* Who the core blames and what it records: every leg that failed in the instant an attempt
  * was given up (R-OUTCOME, R-RETRY-EXCLUDE), every attempt including those that failed at
- * selection (I7), and a non-stream decode that makes no progress (R-TIMEOUT). */
+ * selection (I7), and a non-stream decode that makes no progress (R-PROGRESS); and two
+ * behaviours of the minilb model read from mini_lb's source (M1, M2; docs/spec.md 7.3). */
 #include "pd_err.h"
 #include "pdt_harness.h"
 
@@ -145,6 +146,85 @@ static void test_selection_failures_are_attempts_in_the_record(void) {
   h_free(&h);
 }
 
+/* R-PROGRESS: a non-stream decode shows nothing until it is done; from prefill's answer (the
+ * KV is on decode) it has the idle budget, then it alone is blamed (timeout, excluded) and
+ * the request is retried on the other decode. */
+static void test_a_silent_nonstream_decode_is_blamed_after_the_idle_budget(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, NONSTREAM);
+  uint32_t d_first = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
+  h.now = 20 * MS;
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 1, 0, "{\"text\":\"\",\"meta_info\":{}}");
+  h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+  PDT_EQ_INT(outcome_of(&h, 1), PD_OUTCOME_SUCCESS);
+  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
+  PDT_TRUE(t && t->deadline_ns == 30020 * MS); /* idle budget from prefill's answer */
+  h_fire(&h, t);
+  PDT_EQ_INT(outcome_of(&h, 2), PD_OUTCOME_TIMEOUT);
+  PDT_FALSE(h.ended);
+  h_fire(&h, h_find(&h, PD_ACT_TIMER, 0)); /* the backoff */
+  const pd_action_t *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
+  PDT_TRUE(d2 && d2->worker != d_first);
+  h_free(&h);
+}
+
+/* R-PROGRESS: with the defaults, a non-stream request nobody answers ends within the
+ * client's patience (I1's default 120 s), not after 5 first-token deadlines (150 s). */
+static void test_default_budget_ends_a_request_nobody_answers_within_120s(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, NONSTREAM);
+  for (int i = 0; i < 32 && !h.ended; i++)
+    if (!h_fire(&h, h_find(&h, PD_ACT_TIMER, 0))) break;
+  PDT_TRUE(h.ended);
+  PDT_EQ_INT(h.head_status, 504);
+  PDT_TRUE(h.now <= 120000 * MS);
+  h_free(&h);
+}
+
+/* M1: mini_lb's stream handler returns its StreamingResponse before contacting a worker: the
+ * client has a 200 event-stream head at once, and a refused decode cuts the stream (no 500,
+ * no error event). */
+static void test_minilb_stream_head_goes_out_before_any_worker(void) {
+  harness_t h;
+  start(&h, PD_MODE_MINILB, STREAM);
+  PDT_EQ_INT(h.head_status, 200);
+  const pd_action_t *hd = h_find(&h, PD_ACT_CLIENT_HEAD, 0);
+  PDT_TRUE(hd && hd->flag == 1); /* text/event-stream */
+  PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 2);
+  h_uperr(&h, 2, PD_UPERR_CONNECT);
+  PDT_EQ_U64(h_count(&h, PD_ACT_CLIENT_HEAD), 0); /* no second head, no 500 */
+  PDT_TRUE(h.ended && h.aborted);
+  PDT_EQ_INT((int)h.client_len, 0);
+  h_free(&h);
+}
+
+/* M2: non-stream, mini_lb awaits prefill's JSON whenever the body has a "return_logprob" key,
+ * even false: a broken prefill body then gives 500 although decode answered. Without the key
+ * it answers from decode alone. */
+static void minilb_nonstream(harness_t *h, const char *body) {
+  h_init(h, PD_MODE_MINILB, NULL);
+  h_request(h, body);
+  h_leg(h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(h, PD_EV_UP_DATA, 2, 0, "{\"text\":\"ab\",\"meta_info\":{}}");
+  h_leg(h, PD_EV_UP_END, 2, 0, NULL);
+}
+
+static void test_minilb_nonstream_waits_for_prefill_json_when_the_key_is_present(void) {
+  harness_t h;
+  minilb_nonstream(&h, "{\"text\":\"hi\",\"stream\":false,\"return_logprob\":false}");
+  PDT_FALSE(h.ended); /* awaiting prefill_response.json() */
+  h_uperr(&h, 1, PD_UPERR_READ);
+  PDT_TRUE(h.ended);
+  PDT_EQ_INT(h.head_status, 500);
+  h_free(&h);
+  minilb_nonstream(&h, NONSTREAM);
+  PDT_TRUE(h.ended);
+  PDT_EQ_INT(h.head_status, 200);
+  h_free(&h);
+}
+
 int pdt_suite_dispatch_blame(void) {
   static const pdt_case_t cases[] = {
       {"a same-instant failure of the other leg is recorded and excluded as its own",
@@ -154,6 +234,14 @@ int pdt_suite_dispatch_blame(void) {
       {"a prefill error in the instant decode fails after commit is recorded",
        test_prefill_error_in_the_instant_decode_fails_after_commit_is_recorded},
       {"selection failures are attempts in the record", test_selection_failures_are_attempts_in_the_record},
+      {"a silent non-stream decode is blamed after the idle budget",
+       test_a_silent_nonstream_decode_is_blamed_after_the_idle_budget},
+      {"the default budget ends a request nobody answers within 120 s",
+       test_default_budget_ends_a_request_nobody_answers_within_120s},
+      {"minilb: the stream head goes out before any worker (M1)",
+       test_minilb_stream_head_goes_out_before_any_worker},
+      {"minilb: non-stream waits for prefill's JSON when the key is present (M2)",
+       test_minilb_nonstream_waits_for_prefill_json_when_the_key_is_present},
   };
   return PDT_SUITE("dispatch_blame", cases);
 }
