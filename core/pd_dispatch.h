@@ -140,6 +140,11 @@ typedef struct pd_gw_config {
   uint64_t idle_timeout_ns;        /* reference: gap between decode events */
   uint64_t total_timeout_ns;       /* reference: whole request */
   uint64_t prefill_tail_timeout_ns; /* reference: prefill supervised after client end */
+  uint64_t settle_ns; /* reference: how long "the instant" lasts in which a given-up leg may
+                         still report its own failure (R-CANCEL). 0 (default, simulator): the
+                         settle timer is due at once and fires after the events already due;
+                         a socket driver, whose simultaneous answers arrive microseconds
+                         apart, gives it a width */
 } pd_gw_config_t;
 
 /* Per-mode defaults: smg's for joined/pr1150 (R2.1, R3.4, R4.1), mini_lb's (M8.x) and

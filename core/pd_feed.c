@@ -146,7 +146,7 @@ int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
 /* ---------- timers ---------- */
 
 static void rearm(pd_gw_t *gw, pd_rq_t *rq) {
-  uint64_t t = rq->is_settle_due ? gw->now : UINT64_MAX; /* now may be 0: UINT64_MAX = none */
+  uint64_t t = rq->is_settle_due ? rq->settle_at : UINT64_MAX; /* may be 0: MAX = none */
   for (int i = 0; i < DL_COUNT; i++)
     if (rq->dl[i] && rq->dl[i] < t) t = rq->dl[i];
   for (uint32_t i = 0; i < rq->n_legs; i++) {
@@ -168,8 +168,8 @@ static void rearm(pd_gw_t *gw, pd_rq_t *rq) {
 static void fire_deadlines(pd_gw_t *gw, pd_rq_t *rq, const pd_mode_ops_t *ops) {
   rq->armed_ns = 0;
   rq->is_armed = 0;
-  if (rq->is_settle_due && rq->settle_seq != gw->feed_seq) { /* the end of an earlier step's
-                                                                instant: settle first */
+  if (rq->is_settle_due && rq->settle_seq != gw->feed_seq && rq->settle_at <= gw->now) {
+    /* the end of an earlier step's instant: settle first */
     rq->is_settle_due = 0;
     ops->on_deadline(gw, rq, DL_SETTLE);
   }

@@ -87,6 +87,7 @@ typedef struct pd_rq {
   char *rid;
   uint64_t dl[DL_COUNT];
   int is_settle_due;   /* DL_SETTLE: given-up legs wait for the end of this instant */
+  uint64_t settle_at;  /* when it ends: the giving-up step's time + cfg.settle_ns */
   uint64_t settle_seq; /* gw->feed_seq of the step that armed DL_SETTLE: it fires in a later
                           step (a timer at the same instant), never in that one */
   int is_armed;        /* a timer is armed, at armed_ns (which may be 0) */

@@ -51,6 +51,7 @@ static void leg_doom(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   leg->is_doomed = 1;
   leg->deadline_ns = 0;
   if (rq->cur_id[leg->role] == leg->id) rq->cur_id[leg->role] = 0;
+  if (!rq->is_settle_due) rq->settle_at = gw->now + gw->cfg.settle_ns;
   rq->is_settle_due = 1;
   rq->settle_seq = gw->feed_seq;
 }
@@ -518,8 +519,9 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
     settle(gw, rq);
     return;
   case DL_BACKOFF:
-    if (has_doomed(rq)) { /* the last attempt's legs are settled first */
-      rq->dl[DL_BACKOFF] = gw->now ? gw->now : 1; /* 0 means none */
+    if (has_doomed(rq)) { /* the last attempt's legs are settled first (0 means none) */
+      uint64_t at = rq->settle_at > gw->now ? rq->settle_at : gw->now;
+      rq->dl[DL_BACKOFF] = at ? at : 1;
       return;
     }
     if (rq->state == RQ_BACKOFF && !rq->client_done) pd_gw_begin(gw, rq);

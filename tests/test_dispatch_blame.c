@@ -225,6 +225,32 @@ static void test_minilb_nonstream_waits_for_prefill_json_when_the_key_is_present
   h_free(&h);
 }
 
+/* On sockets the instant has a width (settle_ns): the partner's 503 half a millisecond later
+ * is still its own failure; the settle comes at settle_ns. */
+static void test_the_instant_lasts_settle_ns_for_a_socket_driver(void) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.settle_ns = 1 * MS;
+  harness_t h;
+  memset(&h, 0, sizeof h);
+  pd_prng_init(&h.rng, 42);
+  h.gw = pd_gw_new(NULL, &c, &h.rng);
+  pd_gw_add_worker(h.gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
+  pd_gw_add_worker(h.gw, PD_ROLE_DECODE, "d0", "d0", -1);
+  pd_actbuf_init(&h.out, NULL);
+  h_request(&h, STREAM);
+  tm_t tm = {0};
+  h.now = 10 * MS;
+  pd_event_t p503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 503};
+  raw(&h, &tm, p503);
+  PDT_TRUE(tm.armed && tm.at == 11 * MS);
+  h.now = 10 * MS + MS / 2;
+  pd_event_t d503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 2, .status = 503};
+  raw(&h, &tm, d503);
+  PDT_EQ_INT(outcome_of(&h, 2), PD_OUTCOME_FAILURE);
+  h_free(&h);
+}
+
 int pdt_suite_dispatch_blame(void) {
   static const pdt_case_t cases[] = {
       {"a same-instant failure of the other leg is recorded and excluded as its own",
@@ -233,6 +259,8 @@ int pdt_suite_dispatch_blame(void) {
        test_a_given_up_leg_that_says_nothing_is_cancelled_at_the_end_of_the_instant},
       {"a prefill error in the instant decode fails after commit is recorded",
        test_prefill_error_in_the_instant_decode_fails_after_commit_is_recorded},
+      {"the instant lasts settle_ns for a socket driver",
+       test_the_instant_lasts_settle_ns_for_a_socket_driver},
       {"selection failures are attempts in the record", test_selection_failures_are_attempts_in_the_record},
       {"a silent non-stream decode is blamed after the idle budget",
        test_a_silent_nonstream_decode_is_blamed_after_the_idle_budget},
