@@ -536,7 +536,9 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
     if (!rq->is_committed) {
       if (rq->state == RQ_BACKOFF || !live_legs(rq)) { /* in backoff when the total deadline
                                                             passed */
-        pd_gw_client_error(gw, rq, 504, "timeout", "request deadline exceeded");
+        pd_gw_client_error(gw, rq, 504, "timeout",
+                           which == DL_COMMIT ? "no response within the commit budget"
+                                              : "request deadline exceeded");
         return;
       }
       if (which == DL_FIRST && rq->is_prefill_lost) { /* decode never got the KV: not its fault */
