@@ -433,10 +433,14 @@ void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns) {
  * (sampling_params.max_new_tokens = 128, SGLang docs/backend/sampling_params.md). */
 #define PD_DEFAULT_MAX_NEW_TOKENS 128u
 
+/* Largest allowance (about 31 years): deadlines built on it cannot wrap around. */
+#define PD_MAX_ALLOWANCE_NS 1000000000000000000ull
+
 uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq) {
   if (rq->req.is_stream) return 0; /* a stream shows its progress: idle supervises it */
   uint64_t n = rq->req.max_tokens ? rq->req.max_tokens : PD_DEFAULT_MAX_NEW_TOKENS;
-  return n * gw->cfg.token_budget_ns;
+  uint64_t per = gw->cfg.token_budget_ns;
+  return per && n > PD_MAX_ALLOWANCE_NS / per ? PD_MAX_ALLOWANCE_NS : n * per;
 }
 
 int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq) {

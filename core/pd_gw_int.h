@@ -150,7 +150,8 @@ void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int 
 void pd_gw_close_all(pd_gw_t *gw, pd_rq_t *rq, int send_abort);
 void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns);
 /* R-PROGRESS: what a non-stream request's decode may take on top of the idle and commit
- * budgets: its requested output tokens x cfg.token_budget_ns (0 for a stream). */
+ * budgets: its requested output tokens (128 if unstated) x cfg.token_budget_ns, capped so a
+ * deadline built on it cannot wrap (0 for a stream). */
 uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq);
 /* Schedule the next attempt after backoff, or return 0 if no attempt is left (attempts used
  * up, or the backoff would pass the total or the commit budget). */
