@@ -74,7 +74,11 @@ static void uperr(struct pd_world *w, pd_wleg_t *leg, pd_uperr_t e, pd_truth_t t
 static void pick_fault(struct pd_world *w, pd_wleg_t *leg) {
   pd_wnode_t *n = node_of(w, leg);
   pd_wpick_t pk = {-1, leg->fp, leg->lag_ms, leg->drip_ms};
-  pd_wpick_fault(n->spec, ++n->received, w->s->workload.fault_rate, &w->fault_rng, &pk);
+  pd_creq_t *rq = pd_ptrmap_get(&w->reqs, leg->req_id);
+  pd_wtraffic_t t = {w->s->tfaults, w->s->n_tfaults, rq ? (uint32_t)rq->id : PD_TFAULT_ANY,
+                     leg->role, rq ? ++rq->legs_seen[leg->role] : 0, leg->worker, w->tf_owner};
+  leg->tfault = pd_wpick_fault(n->spec, ++n->received, w->s->workload.fault_rate, &t,
+                               &w->fault_rng, &pk);
   leg->fault = pk.fault;
   leg->fp = pk.fp;
   leg->lag_ms = pk.lag_ms;

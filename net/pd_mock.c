@@ -291,6 +291,9 @@ static int init_state(pd_mock_t *m, const pd_mock_config_t *c) {
     free(s);
   }
   m->cfg.worker = &m->worker;
+  m->cfg.n_tfaults = c->tfaults && c->n_tfaults <= PD_SCN_MAX_TFAULTS ? c->n_tfaults : 0;
+  if (m->cfg.n_tfaults) memcpy(m->tfaults, c->tfaults, m->cfg.n_tfaults * sizeof *m->tfaults);
+  m->cfg.tfaults = m->tfaults;
   if (!m->cfg.listen_host) m->cfg.listen_host = "127.0.0.1";
   m->log = c->log;
   m->http_listen = m->boot_listen = m->wake[0] = m->wake[1] = -1;
@@ -331,7 +334,9 @@ pd_mock_t *pd_mock_new(const pd_mock_config_t *c, char *err, size_t errlen) {
     pd_mock_del(m);
     return NULL;
   }
-  if ((m->cfg.role == PD_ROLE_PREFILL && pd_boot_listen(m, err, errlen) < 0) ||
+  if ((m->cfg.n_tfaults && pd_mledger_open(&m->ledger, c->ledger_path,
+                                            c->n_requests ? c->n_requests : 1, err, errlen) < 0) ||
+      (m->cfg.role == PD_ROLE_PREFILL && pd_boot_listen(m, err, errlen) < 0) ||
       pd_mock_http_start(m, err, errlen) < 0) {
     pd_mock_del(m);
     return NULL;
@@ -393,6 +398,7 @@ void pd_mock_del(pd_mock_t *m) {
   for (int i = 0; i < 2; i++)
     if (m->wake[i] >= 0) close(m->wake[i]);
   pd_heap_free(&m->timers);
+  pd_mledger_close(&m->ledger);
   pthread_mutex_destroy(&m->mu);
   free(m);
 }

@@ -11,6 +11,7 @@
 
 #include "pd_heap.h"
 #include "pd_mock.h"
+#include "pd_mock_ledger.h"
 #include "pd_request.h"
 #include "pd_world.h" /* pd_truth_t, pd_wl_state_t: the simulator's worker states */
 #include "pd_wshared.h"
@@ -67,6 +68,8 @@ typedef struct pd_mleg {
   int boot_port;  /* < 0: none */
   uint32_t tokens;
   char xrid[PD_MOCK_XRID_MAX];
+  uint32_t req_index; /* the runner's request index from its id in the prompt, or
+                         PD_TFAULT_ANY (no traffic fault applies) */
   /* the worker model (mock_workers/pd_wmodel.c) */
   pd_wl_state_t wstate;
   int fault; /* pd_fault_kind_t or -1 */
@@ -137,6 +140,8 @@ struct pd_mock {
   uint32_t bc_live[PD_MOCK_MAX_BOOT_CONNS], n_bc_live;
   uint64_t next_id, next_seq;
   uint32_t received; /* generation requests received (nth for faults) */
+  pd_tfault_t tfaults[PD_SCN_MAX_TFAULTS];
+  pd_mledger_t ledger; /* mapped when there are traffic faults */
   pd_prng_t fault_rng, rid_rng;
   pd_aborted_t aborted[PD_MOCK_ABORT_MEMORY];
   uint32_t aborted_next;

@@ -57,7 +57,11 @@ static void uperr(pd_mock_t *m, pd_mleg_t *leg, pd_uperr_t e, pd_truth_t t) {
 
 static void pick_fault(pd_mock_t *m, pd_mleg_t *leg) {
   pd_wpick_t pk = {-1, leg->fp, leg->lag_ms, leg->drip_ms};
-  pd_wpick_fault(&m->worker, ++m->received, m->cfg.fault_rate, &m->fault_rng, &pk);
+  pd_wtraffic_t t = {m->tfaults, m->cfg.n_tfaults, leg->req_index, m->cfg.role, 0,
+                     m->cfg.worker_index, m->ledger.owner};
+  if (m->cfg.n_tfaults) t.leg_no = pd_mledger_next_leg(&m->ledger, leg->req_index, m->cfg.role);
+  if (!t.leg_no) t.request = PD_TFAULT_ANY; /* unknown request: no traffic fault */
+  int tf = pd_wpick_fault(&m->worker, ++m->received, m->cfg.fault_rate, &t, &m->fault_rng, &pk);
   leg->fault = pk.fault;
   leg->fp = pk.fp;
   leg->lag_ms = pk.lag_ms;
@@ -66,6 +70,7 @@ static void pick_fault(pd_mock_t *m, pd_mleg_t *leg) {
   if (leg->drip_ms) pd_mlog_str(m, "fault", leg, "kind", pd_fault_kind_name(PD_FAULT_SLOW_DRIP));
   if (leg->fault >= 0)
     pd_mlog_str(m, "fault", leg, "kind", pd_fault_kind_name((pd_fault_kind_t)leg->fault));
+  if (tf >= 0) pd_mlog_int(m, "traffic_fault", leg, "index", tf);
 }
 
 /* ---------- pairing and KV ---------- */

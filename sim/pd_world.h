@@ -50,6 +50,7 @@ typedef struct pd_wleg {
   /* worker side */
   pd_wl_state_t wstate;
   int fault;            /* pd_fault_kind_t or -1 */
+  int tfault;           /* index of the traffic fault that struck it, or -1 */
   const pd_fault_t *fp;
   uint64_t lag_ms, drip_ms;
   int is_kv_failed;
@@ -90,6 +91,7 @@ typedef struct pd_creq {
   int logprob_state;     /* 0 unchecked, 1 ok, -1 wrong */
   /* the core's timer: one queued heap entry per request, re-pushed when it fires stale */
   uint64_t timer_queued, timer_want, timer_want_gen;
+  uint32_t legs_seen[2]; /* ledger of the traffic faults: legs per role that reached a worker */
   /* gateway view */
   uint32_t attempts;
   int core_done;

@@ -2,6 +2,8 @@
  * the worker models (mock_workers/pd_wmodel.c) and the checker (pd_check.c). */
 #ifndef PD_WORLD_INT_H
 #define PD_WORLD_INT_H
+#include <stdatomic.h>
+
 #include "pd_world.h"
 
 /* Heap event kinds. */
@@ -78,6 +80,8 @@ struct pd_world {
   pd_world_stats_t *stats;
   uint32_t violations;
   uint32_t room_collisions;
+  _Atomic uint32_t tf_owner[PD_SCN_MAX_TFAULTS]; /* sticky traffic faults: worker + 1 */
+  uint64_t tie_seed; /* order of same-instant events (0: insertion order) */
   uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */
   size_t n_dirty, cap_dirty;
 };

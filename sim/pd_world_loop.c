@@ -65,6 +65,7 @@ static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a)
   leg->worker = w->role_node[a->role][a->worker];
   leg->tokens = rq->tokens;
   leg->fault = -1;
+  leg->tfault = -1;
   leg->gw_open = 1;
   leg->t_open = w->now;
   parse_leg_body(leg, a->data, a->len);
