@@ -13,7 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pd_err.h"
 #include "pd_mock.h"
+#include "pd_mock_ledger.h"
 #include "pdt.h"
 #include "pdt_net.h"
 #include "pdt_curl.h"
@@ -439,6 +441,93 @@ out:
   curl_multi_cleanup(mh);
 }
 
+/* Two decode mocks of one run: the scenario's traffic fault "503 on the first decode leg of
+ * request 0" strikes whichever mock gets that leg first, and only it. */
+static int mk_start_tf(mk_t *k, uint32_t index, const pd_tfault_t *tf, const char *ledger) {
+  memset(k, 0, sizeof *k);
+  pd_mock_config_t c;
+  pd_mock_config_default(&c);
+  c.role = PD_ROLE_DECODE;
+  c.speed = SPEED;
+  c.is_direct = 1;
+  c.default_tokens = 4;
+  c.worker_index = index;
+  c.tfaults = tf;
+  c.n_tfaults = 1;
+  c.n_requests = 4;
+  c.ledger_path = ledger;
+  k->log = open_memstream(&k->log_buf, &k->log_len);
+  c.log = k->log;
+  char err[256];
+  k->m = pd_mock_new(&c, err, sizeof err);
+  if (!k->m) fprintf(stderr, "mock: %s\n", err);
+  return k->m ? 0 : -1;
+}
+
+/* shared: 1 = one ledger file for both mocks; 0 = a private ledger each. Returns the
+ * statuses of request 0 on mock b, then on mock a, then request 1 on mock a. */
+static void run_two_mocks(int shared, int st[3]) {
+  pd_tfault_t tf = {.f = {.kind = PD_FAULT_STATUS, .status = 503, .nth_from = 1, .nth_to = 1,
+                          .prob = 1.0},
+                    .role = PD_ROLE_DECODE, .request = 0};
+  char ledger[] = "/tmp/pdt-ledger-XXXXXX";
+  int fd = mkstemp(ledger);
+  if (fd >= 0) close(fd);
+  mk_t a, b;
+  CURLM *mh = curl_multi_init();
+  st[0] = st[1] = st[2] = -1;
+  int ok = mk_start_tf(&a, 1, &tf, shared ? ledger : NULL) == 0;
+  ok = mk_start_tf(&b, 2, &tf, shared ? ledger : NULL) == 0 && ok;
+  const char *r0 = "{\"text\":\"pdconf-00abcd-0 hello\",\"stream\":false}";
+  const char *r1 = "{\"text\":\"pdconf-00abcd-1 hello\",\"stream\":false}";
+  if (ok) {
+    pdt_tx_t *t = pdt_tx_once(mh, pd_mock_port(b.m), "/generate", r0);
+    st[0] = t->status;
+    pdt_tx_del(mh, t);
+    t = pdt_tx_once(mh, pd_mock_port(a.m), "/generate", r0); /* the retry, elsewhere */
+    st[1] = t->status;
+    pdt_tx_del(mh, t);
+    t = pdt_tx_once(mh, pd_mock_port(a.m), "/generate", r1);
+    st[2] = t->status;
+    pdt_tx_del(mh, t);
+  }
+  mk_stop(&b);
+  PDT_TRUE(!ok || log_t(&b, "traffic_fault", "\"index\":0") > 0);
+  mk_free(&a);
+  mk_free(&b);
+  curl_multi_cleanup(mh);
+  unlink(ledger);
+}
+
+static void test_mocks_sharing_a_ledger_fault_one_leg(void) {
+  int st[3];
+  run_two_mocks(1, st);
+  PDT_EQ_INT(st[0], 503); /* the first decode leg of request 0, on mock b */
+  PDT_EQ_INT(st[1], 200); /* its second decode leg, on mock a: no fault */
+  PDT_EQ_INT(st[2], 200); /* request 1: not targeted */
+  run_two_mocks(0, st);   /* without a shared ledger each mock counts its own legs */
+  PDT_EQ_INT(st[0], 503);
+  PDT_EQ_INT(st[1], 503);
+}
+
+static void test_ledger_rejects_another_scenario(void) {
+  char ledger[] = "/tmp/pdt-ledger-XXXXXX", err[256];
+  int fd = mkstemp(ledger);
+  if (fd >= 0) close(fd);
+  pd_mledger_t a, b;
+  PDT_EQ_INT(pd_mledger_open(&a, ledger, 4, err, sizeof err), 0);
+  PDT_EQ_INT(pd_mledger_open(&b, ledger, 5, err, sizeof err), PD_ERR_INVAL);
+  PDT_TRUE(strstr(err, "another scenario") != NULL);
+  PDT_EQ_INT(pd_mledger_open(&b, ledger, 4, err, sizeof err), 0);
+  PDT_EQ_U64(pd_mledger_next_leg(&a, 3, PD_ROLE_DECODE), 1);
+  PDT_EQ_U64(pd_mledger_next_leg(&b, 3, PD_ROLE_DECODE), 2); /* the same counter */
+  PDT_EQ_U64(pd_mledger_next_leg(&b, 3, PD_ROLE_PREFILL), 1);
+  PDT_EQ_U64(pd_mledger_next_leg(&b, 4, PD_ROLE_PREFILL), 0); /* out of range */
+  pd_mledger_close(&a);
+  pd_mledger_close(&b);
+  unlink(ledger);
+}
+
 /* ---------- the binary, as a child process ---------- */
 
 /* Read the ready line from the child's stdout (bounded wait). */
@@ -535,6 +624,8 @@ int pdt_suite_mock(void) {
       {"decode faults on the wire", test_decode_faults_on_the_wire},
       {"kv_fail fails both legs", test_kv_fail_fails_both_legs},
       {"--clock-on-start: a crash counts from POST /pdref/start", test_crash_clock_starts_on_request},
+      {"two mocks sharing a fault ledger: only the first leg gets the fault", test_mocks_sharing_a_ledger_fault_one_leg},
+      {"a fault ledger made for another scenario is refused", test_ledger_rejects_another_scenario},
       {"pdref mock binary serves and stops on SIGTERM", test_binary_serves_and_stops_on_sigterm},
   };
   return PDT_SUITE("mock", cases);
