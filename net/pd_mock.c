@@ -62,7 +62,7 @@ int pd_mock_on_engine(const pd_mock_t *m) {
 
 void pd_mock_timer(pd_mock_t *m, pd_mleg_t *leg, int kind, uint64_t delay_ns) {
   pd_heap_item_t it = {pd_mock_now_ns() + delay_ns, 0, (uint32_t)kind, leg ? leg->slot : 0,
-                       leg ? leg->id : 0, leg ? leg->tgen : 0};
+                       leg ? leg->id : 0, leg ? leg->tgen : 0, 0};
   if (pd_heap_push(&m->timers, &it) < 0) {
     fprintf(stderr, "pdref mock: timer heap full\n");
     return;

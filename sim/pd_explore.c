@@ -230,13 +230,27 @@ int pd_explore_finish(pd_scenario_t *s, pd_mode_t mode, pd_explore_result_t *r) 
   return rc;
 }
 
+uint64_t pd_explore_tie_seed(uint64_t seed, uint32_t i) {
+  if (i == 0) return 0;
+  uint64_t x = seed * 0x9e3779b97f4a7c15ULL + i;
+  x ^= x >> 31;
+  x *= 0xd6e8feb86659fd93ULL;
+  x ^= x >> 32;
+  return (x & ((1ull << 53) - 1)) | 1u; /* exact as a JSON number, never 0 */
+}
+
 int pd_explore_seed(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t skip_mask,
-                    int check_determinism, pd_explore_result_t *r) {
+                    int check_determinism, uint32_t n_ties, pd_explore_result_t *r) {
   pd_world_stats_t st;
   memset(r, 0, sizeof *r);
   r->seed = seed;
   pd_explore_generate(s, seed);
-  int rc = pd_explore_run(s, mode, check_determinism, &r->found_mask, &st);
+  int rc = 0;
+  for (uint32_t t = 0; rc == 0 && !r->found_mask && t < (n_ties ? n_ties : 1); t++) {
+    s->config.tie_seed = pd_explore_tie_seed(seed, t); /* the same world, another order */
+    rc = pd_explore_run(s, mode, check_determinism, &r->found_mask, &st);
+  }
+  r->tie_seed = s->config.tie_seed;
   if (rc || !r->found_mask) return rc;
   snprintf(r->found_reason, sizeof r->found_reason, "%s", st.first_reason);
   r->requests_before = s->workload.requests;

@@ -95,9 +95,31 @@ void pd_ptrmap_free(pd_ptrmap_t *m) {
 
 /* ---------- scheduling ---------- */
 
+/* The tie key of an event: equal for every event of one channel (a leg's messages in each
+ * direction, its worker timers, a request's client and core timer, a worker's crash clock),
+ * so a channel stays FIFO, and a hash of the channel and the tie seed between channels, so
+ * a tie seed picks one order of same-instant events on different channels. */
+static uint64_t tie_key(const struct pd_world *w, uint32_t kind, uint32_t a, uint64_t b) {
+  if (!w->tie_seed) return 0;
+  uint64_t ch;
+  switch (kind) {
+  case EV_G2W_OPEN: case EV_G2W_CLOSE: case EV_G2W_ABORT: ch = 1ull << 60 | b; break;
+  case EV_W2G: ch = 2ull << 60 | b; break;
+  case EV_WTIMER: ch = 3ull << 60 | b; break;
+  case EV_GONE: ch = 4ull << 60 | b; break;
+  case EV_CORE_TIMER: ch = 5ull << 60 | b; break;
+  case EV_CRASH: case EV_RESTART: ch = 6ull << 60 | a; break;
+  default: ch = 0; break; /* EV_ARRIVE */
+  }
+  uint64_t x = (ch ^ w->tie_seed) * 0x9e3779b97f4a7c15ULL;
+  x ^= x >> 29;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  return (x ^ x >> 32) | 1u; /* never 0 */
+}
+
 void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, uint64_t b,
                    uint64_t c) {
-  pd_heap_item_t it = {t, 0, kind, a, b, c};
+  pd_heap_item_t it = {t, 0, kind, a, b, c, tie_key(w, kind, a, b)};
   pd_heap_push(&w->heap, &it);
 }
 

@@ -128,6 +128,8 @@ typedef struct pd_world_opts {
   FILE *trace;                  /* NULL: no trace file (the run hash is kept anyway) */
   pd_world_progress_fn progress; /* NULL: none */
   void *progress_ud;
+  int has_tie_seed;             /* 1: tie_seed below, else the scenario's config.tie_seed */
+  uint64_t tie_seed;            /* order of same-instant events (0: insertion order) */
 } pd_world_opts_t;
 
 int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,

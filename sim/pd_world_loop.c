@@ -342,7 +342,7 @@ static void judge_leftovers(struct pd_world *w) {
 
 int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *trace,
                  pd_world_stats_t *stats, uint32_t *violations, uint64_t *trace_hash) {
-  pd_world_opts_t o = {trace, NULL, NULL};
+  pd_world_opts_t o = {trace, NULL, NULL, 0, 0};
   return pd_world_run_opts(s, mode, seed, &o, stats, violations, trace_hash);
 }
 
@@ -357,6 +357,7 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   pd_trace_init(&w->trace, trace);
   w->run_hash = 0xcbf29ce484222325ULL;
   char *buf = malloc(RENDER_CAP);
+  w->tie_seed = o && o->has_tie_seed ? o->tie_seed : s->config.tie_seed;
   int rc = buf ? setup(w, s, mode, seed) : PD_ERR_NOMEM;
   /* horizon: past every timeout a model can wait on, so hung runs still end */
   uint64_t horizon = (s->config.deadline_ms + 2 * s->config.bootstrap_timeout_ms +

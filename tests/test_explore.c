@@ -227,7 +227,7 @@ static uint32_t explore(pd_mode_t mode, uint32_t n, uint32_t cases, int check_ca
   for (uint64_t seed = 1; s && seed <= n; seed++) {
     pd_explore_result_t r;
     uint32_t skip = shrunk < cases ? done_mask : ~0u;
-    PDT_EQ_INT(pd_explore_seed(s, seed, mode, skip, 0, &r), 0);
+    PDT_EQ_INT(pd_explore_seed(s, seed, mode, skip, 0, 1, &r), 0);
     if (!r.found_mask) continue;
     if (mode == PD_MODE_REFERENCE)
       fprintf(stderr, "  reference violates %#x at seed %llu: %s\n  (a reference or model bug: "
