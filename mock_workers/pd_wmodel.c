@@ -141,11 +141,12 @@ static void transfer_done(struct pd_world *w, pd_wleg_t *p) {
   pd_world_wtimer(w, d, WT_TOKEN, node_of(w, d)->spec->first_token_ms * MS_NS);
   p->wstate = WL_LAG;
   if (has_fault(p, PD_FAULT_HANG_MID_STREAM)) { p->wstate = WL_HUNG; return; }
-  pd_world_wtimer(w, p, WT_RESPOND, p->lag_ms * MS_NS);
+  pd_world_wtimer(w, p, WT_RESPOND, (p->lag_ms + pd_wlate_error_ms(p->fault, p->fp)) * MS_NS);
 }
 
 static void prefill_respond(struct pd_world *w, pd_wleg_t *p) {
   if (has_fault(p, PD_FAULT_RESET_MID_STREAM)) { uperr(w, p, PD_UPERR_RESET, PD_TRUTH_FAILED); return; }
+  if (has_fault(p, PD_FAULT_ERROR_AFTER_KV)) { answer_error(w, p, 500); return; }
   if (!p->is_stream) send(w, p, W2G_HEAD, 200);
   if (has_fault(p, PD_FAULT_BODY_ERROR)) {
     send(w, p, W2G_PREFILL_BODY, 1);
@@ -174,7 +175,8 @@ static void decode_token(struct pd_world *w, pd_wleg_t *d) {
     case PD_FAULT_HANG_MID_STREAM: d->wstate = WL_HUNG; return;
     case PD_FAULT_RESET_MID_STREAM: uperr(w, d, PD_UPERR_RESET, PD_TRUTH_FAILED); return;
     case PD_FAULT_BODY_ERROR: uperr(w, d, PD_UPERR_READ, PD_TRUTH_FAILED); return;
-    case PD_FAULT_SSE_ERROR: answer_error(w, d, 500); return;
+    case PD_FAULT_SSE_ERROR:
+    case PD_FAULT_ERROR_AFTER_KV: answer_error(w, d, 500); return;
     case PD_FAULT_TRUNCATE:
       if (!d->is_stream) { uperr(w, d, PD_UPERR_READ, PD_TRUTH_FAILED); return; }
       send(w, d, W2G_END, 0);

@@ -53,6 +53,12 @@ int pd_wstatus_is_healthy(int status);
  * that many tokens (the KV arrived; prefill succeeded), not at once. */
 int pd_wstatus_is_deferred(const pd_fault_t *fp, int is_decode, int is_stream);
 
+/* How much later than the KV transfer (and any prefill_lag) an error_after_kv prefill gives
+ * its error answer: the fault's ms; 0 for any other fault. */
+static inline uint64_t pd_wlate_error_ms(int fault, const pd_fault_t *fp) {
+  return fault == (int)PD_FAULT_ERROR_AFTER_KV && fp ? fp->ms : 0;
+}
+
 /* What the renderer needs to know about a request. */
 typedef struct pd_wr_leg {
   const char *rid;   /* already JSON-escaped, without quotes */

@@ -149,11 +149,12 @@ static void transfer_done(pd_mock_t *m, pd_mleg_t *p) {
   p->boot = -1;
   p->wstate = WL_LAG;
   if (has_fault(p, PD_FAULT_HANG_MID_STREAM)) { p->wstate = WL_HUNG; return; }
-  pd_mock_timer(m, p, MT_RESPOND, ms_ns(m, p->lag_ms));
+  pd_mock_timer(m, p, MT_RESPOND, ms_ns(m, p->lag_ms + pd_wlate_error_ms(p->fault, p->fp)));
 }
 
 static void prefill_respond(pd_mock_t *m, pd_mleg_t *p) {
   if (has_fault(p, PD_FAULT_RESET_MID_STREAM)) { uperr(m, p, PD_UPERR_RESET, PD_TRUTH_FAILED); return; }
+  if (has_fault(p, PD_FAULT_ERROR_AFTER_KV)) { answer_error(m, p, 500); return; }
   if (!p->is_stream) pd_mo_head(m, p, 200, 0);
   if (has_fault(p, PD_FAULT_BODY_ERROR)) {
     pd_mo_render(m, p, PD_WR_PREFILL_BODY, 1);
@@ -179,7 +180,8 @@ static int token_fault(pd_mock_t *m, pd_mleg_t *d) {
   case PD_FAULT_HANG_MID_STREAM: d->wstate = WL_HUNG; return 1;
   case PD_FAULT_RESET_MID_STREAM: uperr(m, d, PD_UPERR_RESET, PD_TRUTH_FAILED); return 1;
   case PD_FAULT_BODY_ERROR: uperr(m, d, PD_UPERR_READ, PD_TRUTH_FAILED); return 1;
-  case PD_FAULT_SSE_ERROR: answer_error(m, d, 500); return 1;
+  case PD_FAULT_SSE_ERROR:
+  case PD_FAULT_ERROR_AFTER_KV: answer_error(m, d, 500); return 1;
   case PD_FAULT_STATUS: answer_status(m, d); return 1; /* deferred: after the KV */
   case PD_FAULT_TRUNCATE:
     if (!d->is_stream) { uperr(m, d, PD_UPERR_READ, PD_TRUTH_FAILED); return 1; }
