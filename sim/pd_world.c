@@ -336,11 +336,9 @@ void pd_world_arrive(struct pd_world *w) {
   if (w->reqs.len > w->stats->peak_live) w->stats->peak_live = w->reqs.len;
   if (wl->disconnect_at_ms && draw(w, wl->disconnect_prob))
     pd_world_push(w, w->now + wl->disconnect_at_ms * MS_NS, EV_GONE, 0, rq->id, 0);
-  if (w->next_req < wl->requests) { /* next arrival */
-    uint64_t gap = wl->interval_ms * MS_NS;
-    if (wl->poisson && gap) gap = (uint64_t)(-log(1.0 - pd_prng_unit(&w->world_rng)) * (double)gap);
-    pd_world_push(w, w->now + gap, EV_ARRIVE, 0, 0, 0);
-  }
+  if (w->next_req < wl->requests) /* next arrival */
+    pd_world_push(w, w->now + pd_scenario_arrival_gap_ns(wl, w->next_req, &w->world_rng),
+                  EV_ARRIVE, 0, 0, 0);
   char body[4096];
   size_t len = pd_world_client_body(rq, wl, NULL, body, sizeof body);
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id,

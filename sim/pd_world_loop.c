@@ -313,7 +313,8 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
     if (sw->crash_at_ms) push(w, sw->crash_at_ms * MS_NS, EV_CRASH, i, 0, 0);
     if (sw->restart_at_ms) push(w, sw->restart_at_ms * MS_NS, EV_RESTART, i, 0, 0);
   }
-  if (s->workload.requests) push(w, 0, EV_ARRIVE, 0, 0, 0);
+  if (s->workload.requests)
+    push(w, pd_scenario_arrival_gap_ns(&s->workload, 0, &w->world_rng), EV_ARRIVE, 0, 0, 0);
   return 0;
 }
 
