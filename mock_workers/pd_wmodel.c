@@ -49,6 +49,13 @@ static void send(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg) {
   if (leg->worker_conn_open) pd_world_to_gw(w, leg, kind, arg, 0);
 }
 
+/* One message as split_parts chunks ("chunking": "split"). */
+static void send_split(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg) {
+  uint32_t n = node_of(w, leg)->spec->split_parts;
+  for (uint32_t i = 0; leg->worker_conn_open && i < (n >= 2 ? n : 2); i++)
+    pd_world_to_gw_part(w, leg, kind, arg, i, n >= 2 ? n : 2);
+}
+
 /* An error answer: non-stream a status + JSON error body; stream (head already sent) an SSE
  * error event and [DONE] (W6.3). */
 static void answer_error(struct pd_world *w, pd_wleg_t *leg, int status) {
@@ -153,7 +160,11 @@ static void prefill_respond(struct pd_world *w, pd_wleg_t *p) {
     uperr(w, p, PD_UPERR_READ, PD_TRUTH_FAILED);
     return;
   }
-  if (!has_fault(p, PD_FAULT_TRUNCATE)) send(w, p, W2G_PREFILL_BODY, 0);
+  if (!has_fault(p, PD_FAULT_TRUNCATE) && p->is_stream &&
+      node_of(w, p)->spec->chunking == PD_CHUNK_SPLIT)
+    send_split(w, p, W2G_PREFILL_BODY, 0); /* the prefill's event and [DONE], in pieces */
+  else if (!has_fault(p, PD_FAULT_TRUNCATE))
+    send(w, p, W2G_PREFILL_BODY, 0);
   send(w, p, W2G_END, 0);
   finish(w, p, has_fault(p, PD_FAULT_TRUNCATE) ? PD_TRUTH_FAILED : PD_TRUTH_OK);
 }
@@ -196,8 +207,7 @@ static void decode_token(struct pd_world *w, pd_wleg_t *d) {
   if (d->is_stream) {
     pd_chunking_t c = node_of(w, d)->spec->chunking;
     if (c == PD_CHUNK_SPLIT) {
-      send(w, d, W2G_TOKEN, k << 2 | 1);
-      send(w, d, W2G_TOKEN, k << 2 | 2);
+      send_split(w, d, W2G_TOKEN, k << 2);
     } else if (c == PD_CHUNK_COALESCE && k + 1 < d->tokens && !(d->fault >= 0 && k + 1 >= after)) {
       send(w, d, W2G_TOKEN, k << 2 | 3);
       d->sent_tokens++;

@@ -127,6 +127,12 @@ void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, 
   pd_world_push(w, w->now + delay + w->net_ns, EV_W2G, (uint32_t)kind | arg << 8, leg->leg_id, 0);
 }
 
+void pd_world_to_gw_part(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg,
+                         uint32_t part, uint32_t n_parts) {
+  pd_world_push(w, w->now + w->net_ns, EV_W2G, (uint32_t)kind | arg << 8, leg->leg_id,
+                W2G_PART(part, n_parts));
+}
+
 void pd_world_wtimer(struct pd_world *w, pd_wleg_t *leg, int kind, uint64_t delay) {
   pd_world_push(w, w->now + delay, EV_WTIMER, (uint32_t)kind, leg->leg_id, leg->tgen);
 }

@@ -110,6 +110,11 @@ size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, co
 
 /* driver services used by the worker model */
 void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay_ns);
+/* Part `part` (0-based) of n_parts of a message: its rendered bytes cut into n_parts chunks
+ * of near-equal length, delivered one by one (the EV_W2G event's c = W2G_PART). */
+void pd_world_to_gw_part(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg,
+                         uint32_t part, uint32_t n_parts);
+#define W2G_PART(part, n) ((uint64_t)(n) << 8 | (uint64_t)(part))
 void pd_world_wtimer(struct pd_world *w, pd_wleg_t *leg, int kind, uint64_t delay_ns);
 void pd_world_leg_changed(struct pd_world *w, pd_wleg_t *leg); /* checked after the step */
 

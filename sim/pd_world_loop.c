@@ -201,8 +201,17 @@ static void retire_by_id(struct pd_world *w, uint64_t req_id) {
   if (rq) pd_world_try_retire(w, rq);
 }
 
+/* Keep only part p of n of the rendered message (c = W2G_PART(p, n), 0: all of it). */
+static size_t slice(char *buf, size_t len, uint64_t c) {
+  uint64_t n = c >> 8, p = c & 0xff;
+  if (!n || p >= n) return len;
+  size_t from = (size_t)(len * p / n), to = (size_t)(len * (p + 1) / n);
+  memmove(buf, buf + from, to - from);
+  return to - from;
+}
+
 static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint32_t arg,
-                        char *buf) {
+                        uint64_t part, char *buf) {
   if (!leg->gw_open) return; /* the gateway already closed it */
   pd_event_t ev = {.req_id = leg->req_id, .leg_id = leg->leg_id};
   switch (kind) {
@@ -217,7 +226,7 @@ static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint3
     break;
   default:
     ev.kind = PD_EV_UP_DATA;
-    ev.len = pd_wm_render(w, leg, (int)kind, arg, buf, RENDER_CAP);
+    ev.len = slice(buf, pd_wm_render(w, leg, (int)kind, arg, buf, RENDER_CAP), part);
     ev.data = (const uint8_t *)buf;
     if (!ev.len) return;
   }
@@ -272,7 +281,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     retire_by_id(w, rid);
     return;
   }
-  case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, buf); return;
+  case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, it->c, buf); return;
   case EV_WTIMER:
     if (it->c == leg->tgen) pd_wm_on_timer(w, leg, (int)it->a);
     return;
