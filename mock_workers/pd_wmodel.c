@@ -221,7 +221,15 @@ static void decode_token(struct pd_world *w, pd_wleg_t *d) {
 
 /* ---------- entry points ---------- */
 
+static void open_leg(struct pd_world *w, pd_wleg_t *leg);
+static pd_truth_t interrupted_truth(const pd_wleg_t *leg);
+
 void pd_wm_on_open(struct pd_world *w, pd_wleg_t *leg) {
+  open_leg(w, leg);
+  if (leg->is_abort_early && leg->wstate != WL_DONE) finish(w, leg, interrupted_truth(leg));
+}
+
+static void open_leg(struct pd_world *w, pd_wleg_t *leg) {
   pd_wnode_t *n = node_of(w, leg);
   leg->worker_conn_open = 1;
   leg->truth = PD_TRUTH_PENDING;
@@ -272,6 +280,10 @@ void pd_wm_on_close(struct pd_world *w, pd_wleg_t *leg) {
 
 void pd_wm_on_abort(struct pd_world *w, pd_wleg_t *leg) {
   leg->aborts++;
+  if (leg->wstate == WL_NEW) { /* the abort overtook its request: remember it, as the */
+    leg->is_abort_early = 1;   /* socket mock remembers aborted rids (Q7) */
+    return;
+  }
   if (leg->wstate == WL_DONE) return;
   finish(w, leg, interrupted_truth(leg));
 }

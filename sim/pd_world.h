@@ -63,6 +63,8 @@ typedef struct pd_wleg {
   int worker_conn_open; /* the worker still writes to this connection */
   struct pd_wleg *partner;
   uint32_t aborts;
+  int is_abort_early;   /* an abort came before the request: applied when it arrives (Q7) */
+  uint64_t t_open_arrive; /* when the request reaches the worker (net_us + open_delay_ms) */
   /* gateway side */
   uint64_t t_open, t_gw_closed; /* 0: still open at the gateway */
   int gw_open;

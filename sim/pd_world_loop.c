@@ -78,7 +78,8 @@ static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a)
   if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INV_BREAKER - 1);
   if (n->breaker_state == PD_BREAKER_HALF_OPEN && ++n->half_open_inflight > 1)
     rq->violations |= 1u << (PD_INV_BREAKER - 1);
-  push(w, w->now + w->net_ns, EV_G2W_OPEN, 0, leg->leg_id, 0);
+  leg->t_open_arrive = w->now + w->net_ns + n->spec->open_delay_ms * MS_NS; /* may be late */
+  push(w, leg->t_open_arrive, EV_G2W_OPEN, 0, leg->leg_id, 0);
 }
 
 static void leg_gw_closed(struct pd_world *w, pd_wleg_t *leg) {
@@ -142,7 +143,10 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
     leg = pd_ptrmap_get(&w->legs, a->leg_id);
     if (!leg) break;
     leg_gw_closed(w, leg);
-    push(w, w->now + w->net_ns, EV_G2W_CLOSE, 0, leg->leg_id, 0);
+    /* the close follows its request on the same connection; the abort, on its own, may
+       overtake a late request (open_delay_ms) */
+    push(w, w->now + w->net_ns > leg->t_open_arrive ? w->now + w->net_ns : leg->t_open_arrive,
+         EV_G2W_CLOSE, 0, leg->leg_id, 0);
     if (a->str) push(w, w->now + w->net_ns, EV_G2W_ABORT, 0, leg->leg_id, 0);
     break;
   case PD_ACT_CLIENT_HEAD:
