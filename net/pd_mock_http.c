@@ -326,11 +326,10 @@ static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx
   leg->is_attached = 1;
   x->leg = leg;
   pd_mlog_request(m, leg);
-  pd_mm_open(m, leg);
-  if (pd_mm_was_aborted(m, leg->rid)) { /* the abort overtook its request */
-    pd_mlog_str(m, "abort", leg, "prefix", "(remembered)");
-    pd_mm_abort(m, leg);
-  }
+  if (m->worker.open_delay_ms) /* a late request: an abort may overtake it */
+    pd_mock_timer(m, leg, MT_OPEN, pd_mock_scaled_ns(m, m->worker.open_delay_ms));
+  else
+    pd_mm_arrive(m, leg);
   return progress(m, leg, rp);
 }
 

@@ -34,6 +34,7 @@ enum {
   MT_RECONNECT, /* decode: try the bootstrap connection again */
   MT_CRASH,     /* worker crash_at_ms (no leg) */
   MT_RESTART,   /* worker restart_at_ms (no leg) */
+  MT_OPEN,      /* the request reaches the worker model (worker open_delay_ms) */
 };
 
 /* How a leg's HTTP exchange ends once its queued bytes are written. */
@@ -183,6 +184,9 @@ int pd_mo_can_send(const pd_mleg_t *leg);
 
 /* ---------- pd_mock_model.c: the worker model on real sockets ---------- */
 void pd_mm_open(pd_mock_t *m, pd_mleg_t *leg);
+/* The request reaches the model: pd_mm_open, then the abort of an earlier /abort_request
+ * that named its rid (an abort that overtook it). */
+void pd_mm_arrive(pd_mock_t *m, pd_mleg_t *leg);
 void pd_mm_close(pd_mock_t *m, pd_mleg_t *leg); /* the client closed the connection */
 void pd_mm_abort(pd_mock_t *m, pd_mleg_t *leg); /* /abort_request matched the leg */
 void pd_mm_timer(pd_mock_t *m, pd_mleg_t *leg, int kind);

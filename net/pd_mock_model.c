@@ -308,9 +308,20 @@ void pd_mm_abort(pd_mock_t *m, pd_mleg_t *leg) {
   finish(m, leg, interrupted_truth(leg));
 }
 
+void pd_mm_arrive(pd_mock_t *m, pd_mleg_t *leg) {
+  pd_mm_open(m, leg);
+  if (pd_mm_was_aborted(m, leg->rid)) { /* the abort overtook its request */
+    pd_mlog_str(m, "abort", leg, "prefix", "(remembered)");
+    pd_mm_abort(m, leg);
+  }
+}
+
 void pd_mm_timer(pd_mock_t *m, pd_mleg_t *leg, int kind) {
   if (leg->wstate == WL_DONE) return;
   switch (kind) {
+  case MT_OPEN:
+    if (leg->wstate == WL_NEW) pd_mm_arrive(m, leg);
+    return;
   case MT_BOOTSTRAP_TIMEOUT:
     if (leg->wstate == WL_BOOTSTRAP) answer_error(m, leg, 500); /* S5.4 */
     return;
@@ -359,7 +370,7 @@ uint32_t pd_mm_abort_prefix(pd_mock_t *m, const char *prefix) {
   uint32_t n = 0;
   for (uint32_t i = m->n_live; i-- > 0;) {
     pd_mleg_t *leg = m->live[i];
-    if (!has_prefix(leg->rid, prefix)) continue;
+    if (!has_prefix(leg->rid, prefix) || leg->wstate == WL_NEW) continue; /* not here yet */
     n++;
     pd_mlog_str(m, "abort", leg, "prefix", prefix);
     pd_mm_abort(m, leg);

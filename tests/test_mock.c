@@ -302,6 +302,34 @@ out:
   curl_multi_cleanup(mh);
 }
 
+/* open_delay_ms: the request reaches the model late; an /abort_request sent meanwhile finds
+ * nothing live ("aborted":0), is remembered, and cancels the request when it arrives. */
+static void test_abort_overtakes_a_late_request(void) {
+  mk_t p;
+  CURLM *mh = curl_multi_init();
+  pd_scn_worker_t w = {.name = "p0", .role = PD_ROLE_PREFILL, .split_parts = 2};
+  w.open_delay_ms = 1000; /* x SPEED: 100 ms */
+  PDT_TRUE(mk_start(&p, PD_ROLE_PREFILL, &w, 300000, 300000, 0) == 0);
+  if (!p.m) goto out;
+  char body[512];
+  gen_body(body, sizeof body, 1, "late-0001", pd_mock_bootstrap_port(p.m), 6, 4);
+  pdt_tx_t *t = pdt_tx_new(mh, pd_mock_port(p.m), "/generate", body);
+  for (int i = 0; i < 200 && log_t(&p, "request", NULL) < 0; i++) pdt_tx_run(mh, &t, 1, 2);
+  pdt_tx_t *a = pdt_tx_once(mh, pd_mock_port(p.m), "/abort_request", "{\"rid\":\"late-0001\"}");
+  PDT_TRUE(strstr(a->buf, "\"aborted\":0") != NULL); /* not there yet */
+  pdt_tx_run(mh, &t, 1, 3000);
+  PDT_EQ_INT(t->status, 200);
+  PDT_TRUE(strstr(t->buf, "\"finish_reason\":{\"type\":\"abort\"") != NULL);
+  PDT_EQ_INT(pd_mock_live_slots(p.m), 0);
+  pdt_tx_del(mh, a);
+  pdt_tx_del(mh, t);
+  mk_stop(&p);
+  PDT_TRUE(log_t(&p, "abort", "(remembered)") > 0);
+out:
+  mk_free(&p);
+  curl_multi_cleanup(mh);
+}
+
 static void test_bootstrap_timeout_answers_500(void) {
   mk_t p;
   CURLM *mh = curl_multi_init();
@@ -619,6 +647,7 @@ int pdt_suite_mock(void) {
       {"decode without prefill times out with an error event", test_decode_without_prefill_times_out},
       {"abort frees a prefill stuck in bootstrap, a close does not", test_abort_frees_prefill_stuck_in_bootstrap},
       {"an abort that overtakes its request still cancels it", test_abort_that_overtakes_its_request_still_cancels_it},
+      {"open_delay_ms: an abort overtakes a late request and still cancels it", test_abort_overtakes_a_late_request},
       {"prefill bootstrap timeout answers 500", test_bootstrap_timeout_answers_500},
       {"bad input gets JSON errors", test_bad_input_gets_json_errors},
       {"decode faults on the wire", test_decode_faults_on_the_wire},
