@@ -76,7 +76,8 @@ static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a)
   pd_ptrmap_put(&w->legs, leg->leg_id, leg);
   pd_wnode_t *n = &w->nodes[leg->worker];
   if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INV_BREAKER - 1);
-  if (n->breaker_state == PD_BREAKER_HALF_OPEN && ++n->half_open_inflight > 1)
+  uint32_t probes = w->s->config.breaker_half_open_probes; /* the allowed count, default 1 */
+  if (n->breaker_state == PD_BREAKER_HALF_OPEN && ++n->half_open_inflight > (probes ? probes : 1))
     rq->violations |= 1u << (PD_INV_BREAKER - 1);
   leg->t_open_arrive = w->now + w->net_ns + n->spec->open_delay_ms * MS_NS; /* may be late */
   push(w, leg->t_open_arrive, EV_G2W_OPEN, 0, leg->leg_id, 0);
@@ -323,6 +324,10 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
     if (idx < 0) return idx;
     n->role_index = (uint32_t)idx;
     w->role_node[sw->role][idx] = i;
+    if (sw->breaker_initial != PD_BREAKER_CLOSED && mode != PD_MODE_MINILB) { /* no breaker */
+      pd_gw_breaker_start_in(w->gw, sw->role, (uint32_t)idx, sw->breaker_initial, 0);
+      n->breaker_state = sw->breaker_initial;
+    }
     if (sw->crash_at_ms) push(w, sw->crash_at_ms * MS_NS, EV_CRASH, i, 0, 0);
     if (sw->restart_at_ms) push(w, sw->restart_at_ms * MS_NS, EV_RESTART, i, 0, 0);
   }
