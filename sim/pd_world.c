@@ -95,6 +95,14 @@ void pd_ptrmap_free(pd_ptrmap_t *m) {
 
 /* ---------- scheduling ---------- */
 
+/* SplitMix64's finaliser: every input bit moves every output bit. */
+static uint64_t splitmix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ z >> 27) * 0x94d049bb133111ebULL;
+  return z ^ z >> 31;
+}
+
 /* The tie key of an event: equal for every event of one channel (a leg's messages in each
  * direction, its worker timers, a request's client and core timer, a worker's crash clock),
  * so a channel stays FIFO, and a hash of the channel and the tie seed between channels, so
@@ -111,10 +119,7 @@ static uint64_t tie_key(const struct pd_world *w, uint32_t kind, uint32_t a, uin
   case EV_CRASH: case EV_RESTART: ch = 6ull << 60 | a; break;
   default: ch = 0; break; /* EV_ARRIVE */
   }
-  uint64_t x = (ch ^ w->tie_seed) * 0x9e3779b97f4a7c15ULL;
-  x ^= x >> 29;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  return (x ^ x >> 32) | 1u; /* never 0 */
+  return splitmix(ch ^ splitmix(w->tie_seed)) | 1u; /* never 0 */
 }
 
 void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, uint64_t b,
