@@ -40,6 +40,7 @@ static double flag_or_frac(pd_prng_t *r, double p0, double p1) {
 static int kind_fits(pd_fault_kind_t k, pd_role_t role) {
   switch (k) {
   case PD_FAULT_BOOTSTRAP_NEVER_SERVED:
+  case PD_FAULT_ERROR_AFTER_KV:
   case PD_FAULT_PREFILL_LAG: return role == PD_ROLE_PREFILL;
   case PD_FAULT_SLOW_DRIP:
   case PD_FAULT_NEVER_CONNECT: return role == PD_ROLE_DECODE;
@@ -59,7 +60,8 @@ static void gen_fault(pd_prng_t *r, pd_fault_t *f, pd_fault_kind_t kind, uint32_
       kind == PD_FAULT_SSE_ERROR || kind == PD_FAULT_TRUNCATE || kind == PD_FAULT_BODY_ERROR)
     f->after_tokens = (uint32_t)range(r, 0, tokens);
   if (kind == PD_FAULT_SLOW_DRIP) f->ms = range(r, 10, EXP_MAX_DRIP_MS);
-  if (kind == PD_FAULT_PREFILL_LAG) f->ms = range(r, 0, EXP_MAX_LAG_MS);
+  if (kind == PD_FAULT_PREFILL_LAG || kind == PD_FAULT_ERROR_AFTER_KV)
+    f->ms = range(r, 0, EXP_MAX_LAG_MS);
   if (chance(r, 0.5)) { /* otherwise every request */
     f->nth_from = (uint32_t)range(r, 1, requests);
     f->nth_to = f->nth_from + (uint32_t)range(r, 0, 3);
@@ -72,6 +74,7 @@ static void gen_worker(pd_prng_t *r, pd_scn_worker_t *w, pd_role_t role, uint32_
   memset(w, 0, sizeof *w);
   snprintf(w->name, sizeof w->name, "%c%u", role == PD_ROLE_PREFILL ? 'p' : 'd', (unsigned)idx);
   w->role = role;
+  w->split_parts = 2; /* the loader's default */
   /* the other role's timings keep the loader's defaults, so files do not mention them */
   w->forward_ms = role == PD_ROLE_PREFILL ? range(r, 1, 200) : 20;
   w->kv_ms = role == PD_ROLE_PREFILL ? range(r, 0, 50) : 5;
