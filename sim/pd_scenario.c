@@ -601,66 +601,6 @@ void pd_scenario_set_workers(pd_scenario_t *s, uint32_t n_prefill, uint32_t n_de
   s->n_workers = n_prefill + n_decode;
 }
 
-static int is_json_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
-
-/* Byte offset -> 1-based line and column (columns count bytes). */
-static int fail_at(scn_ctx_t *c, const char *text, size_t off, const char *what) {
-  size_t line = 1, start = 0;
-  for (size_t i = 0; i < off; i++)
-    if (text[i] == '\n') {
-      line++;
-      start = i + 1;
-    }
-  return pd_scn_fail(c, PD_ERR_JSON, "%s at byte %zu (line %zu:%zu)", what, off, line,
-              off - start + 1);
-}
-
-static int parse_json(scn_ctx_t *c, const char *text, size_t len, cJSON **out) {
-  const char *end = text;
-  cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-  size_t off = end >= text && end <= text + len ? (size_t)(end - text) : 0;
-  if (!root) return fail_at(c, text, off, "malformed JSON");
-  while (off < len && is_json_space(text[off])) off++;
-  if (off < len) {
-    cJSON_Delete(root);
-    return fail_at(c, text, off, "unexpected data after the JSON value");
-  }
-  *out = root;
-  return 0;
-}
-
-int pd_scenario_parse(pd_scenario_t *s, const char *path, const char *text, size_t len,
-                      char *err, size_t errlen) {
-  scn_ctx_t c = {.file = path ? path : "(scenario)", .err = err, .errlen = errlen,
-                 .jp = "$", .jn = 1};
-  cJSON *root = NULL;
-  if (err && errlen) err[0] = '\0';
-  if (!s || (!text && len)) return pd_scn_fail(&c, PD_ERR_INVAL, "no scenario or no text");
-  pd_scenario_defaults(s);
-  snprintf(s->path, sizeof s->path, "%s", c.file);
-  if (len > PD_SCN_MAX_FILE_BYTES)
-    return pd_scn_fail(&c, PD_ERR_TOO_LARGE, "%zu bytes exceeds the limit of %u bytes", len,
-                PD_SCN_MAX_FILE_BYTES);
-  int rc = parse_json(&c, text ? text : "", len, &root);
-  if (rc < 0) return rc;
-  rc = pd_scn_walk(&c, root, top_keys, sizeof top_keys / sizeof top_keys[0], s);
-  if (rc == 0) rc = pd_scn_check_all(&c, s);
-  cJSON_Delete(root);
-  return rc;
-}
-
-int pd_scenario_load(pd_scenario_t *s, const char *path, char *err, size_t errlen) {
-  scn_ctx_t c = {.file = path ? path : "(scenario)", .err = err, .errlen = errlen};
-  if (err && errlen) err[0] = '\0';
-  if (!s || !path) return pd_scn_fail(&c, PD_ERR_INVAL, "no scenario or no path");
-  FILE *f = fopen(path, "rb");
-  if (!f) return pd_scn_fail(&c, PD_ERR_IO, "cannot open: %s", strerror(errno));
-  char *buf = malloc(PD_SCN_MAX_FILE_BYTES + 1);
-  size_t n = buf ? fread(buf, 1, PD_SCN_MAX_FILE_BYTES + 1, f) : 0;
-  int rc = !buf ? pd_scn_fail(&c, PD_ERR_NOMEM, "out of memory")
-           : ferror(f) ? pd_scn_fail(&c, PD_ERR_IO, "cannot read: %s", strerror(errno))
-                       : pd_scenario_parse(s, path, buf, n, err, errlen); /* may be TOO_LARGE */
-  fclose(f);
-  free(buf);
-  return rc;
+int pd_scn_walk_top(scn_ctx_t *c, const cJSON *root, pd_scenario_t *s) {
+  return pd_scn_walk(c, root, top_keys, sizeof top_keys / sizeof top_keys[0], s);
 }

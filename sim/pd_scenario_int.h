@@ -85,5 +85,7 @@ extern const char *const pd_scn_role_names[2];
 int pd_scn_set_tfaults(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k);
 int pd_scn_set_bursts(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k);
 int pd_scn_check_all(scn_ctx_t *c, pd_scenario_t *s);
+/* The top-level key table applied to a parsed document (pd_scenario.c). */
+int pd_scn_walk_top(scn_ctx_t *c, const cJSON *root, pd_scenario_t *s);
 
 #endif
