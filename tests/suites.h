@@ -18,5 +18,6 @@
   X(pdt_suite_explore)   \
   X(pdt_suite_gateway) \
   X(pdt_suite_mock) \
+  X(pdt_suite_mock_more) \
   X(pdt_suite_conform) \
   X(pdt_suite_conform_metrics)
