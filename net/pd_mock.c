@@ -106,7 +106,7 @@ static void leg_free(pd_mock_t *m, pd_mleg_t *leg) {
 }
 
 void pd_mleg_maybe_free(pd_mock_t *m, pd_mleg_t *leg) {
-  int is_worker_done = leg->wstate == WL_DONE || leg->wstate == WL_NEW;
+  int is_worker_done = leg->wstate == WL_DONE || (leg->wstate == WL_NEW && !leg->is_held);
   if (is_worker_done && !leg->is_attached && !leg->has_response && !leg->want_resume)
     leg_free(m, leg);
 }

@@ -326,7 +326,8 @@ static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx
   leg->is_attached = 1;
   x->leg = leg;
   pd_mlog_request(m, leg);
-  if (m->worker.open_delay_ms) /* a late request: an abort may overtake it */
+  leg->is_held = m->worker.open_delay_ms > 0; /* a late request: an abort may overtake it */
+  if (leg->is_held)
     pd_mock_timer(m, leg, MT_OPEN, pd_mock_scaled_ns(m, m->worker.open_delay_ms));
   else
     pd_mm_arrive(m, leg);

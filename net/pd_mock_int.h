@@ -83,6 +83,8 @@ typedef struct pd_mleg {
   int boot;          /* bootstrap connection index (prefill: paired decode; decode: own) */
   int is_paired;     /* decode: the prefill said PAIR (no reconnect after that) */
   uint32_t aborts;
+  int is_held;         /* held back from the model until MT_OPEN (open_delay_ms) */
+  int is_closed_early; /* the client closed while it was held back */
   /* the HTTP side */
   struct MHD_Connection *conn;
   int fd;

@@ -288,6 +288,10 @@ static pd_truth_t interrupted_truth(const pd_mleg_t *leg) {
 }
 
 void pd_mm_close(pd_mock_t *m, pd_mleg_t *leg) {
+  if (leg->wstate == WL_NEW) { /* held back (open_delay_ms): the close follows its request */
+    leg->is_closed_early = 1;   /* on the same connection, so it applies after MT_OPEN */
+    return;
+  }
   if (leg->wstate == WL_DONE) return;
   if (leg->wstate == WL_BOOTSTRAP) { /* still queued in bootstrap: a disconnect does not
                                         remove it; only /abort_request or the timeout does */
@@ -320,7 +324,10 @@ void pd_mm_timer(pd_mock_t *m, pd_mleg_t *leg, int kind) {
   if (leg->wstate == WL_DONE) return;
   switch (kind) {
   case MT_OPEN:
-    if (leg->wstate == WL_NEW) pd_mm_arrive(m, leg);
+    if (leg->wstate != WL_NEW) return;
+    leg->is_held = 0;
+    pd_mm_arrive(m, leg);
+    if (leg->is_closed_early) pd_mm_close(m, leg);
     return;
   case MT_BOOTSTRAP_TIMEOUT:
     if (leg->wstate == WL_BOOTSTRAP) answer_error(m, leg, 500); /* S5.4 */
