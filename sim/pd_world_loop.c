@@ -381,7 +381,9 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   /* horizon: past every timeout a model can wait on, so hung runs still end */
   uint64_t horizon = (s->config.deadline_ms + 2 * s->config.bootstrap_timeout_ms +
                       2 * s->config.waiting_timeout_ms + 4000000ull) * MS_NS +
-                     s->workload.requests * (s->workload.interval_ms + 1) * 4 * MS_NS;
+                     s->workload.requests * (s->workload.interval_ms + 1) * 4 * MS_NS +
+                     (s->workload.n_bursts ? s->workload.bursts[s->workload.n_bursts - 1].at_ms
+                                           : 0) * MS_NS;
   pd_heap_item_t it;
   for (uint64_t n = 0; rc == 0 && n < (1ull << 40) && pd_heap_pop(&w->heap, &it); n++) {
     if (it.t_ns > horizon) break;
