@@ -10,6 +10,7 @@
 #include "pd_gateway.h"
 #include "pd_gw_metrics.h"
 #include "pd_heap.h"
+#include "pd_httpd.h"
 
 /* epoll data tags (top byte of data.u64). */
 enum { PD_GWN_TAG_MHD = 1, PD_GWN_TAG_CURL = 2, PD_GWN_TAG_WATCH = 3, PD_GWN_TAG_WAKE = 4 };
@@ -130,6 +131,8 @@ struct pd_gateway {
   uint32_t n_slots, n_free;
   pd_gwconn_t *conns;
   uint32_t n_conns; /* open client connections (MHD notify) */
+  pd_httpd_t httpd;  /* connection limit, request deadline, framing (pd_httpd.h) */
+  int has_httpd;
   pd_gwleg_t *legs;
   pd_gwleg_t *dirty, *dirty_tail; /* legs to add or remove at the next flush, in order */
   uint32_t n_aborts;         /* abort posts in flight */

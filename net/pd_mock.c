@@ -389,7 +389,7 @@ void pd_mock_del(pd_mock_t *m) {
   }
   if (m->daemon) {
     resume_all(m);
-    MHD_stop_daemon(m->daemon);
+    pd_mock_http_stop(m);
   }
   if (m->daemon) pd_mlog_int(m, "shutdown", NULL, "live_slots", m->live_slots);
   for (uint32_t n = m->n_live; n-- > 0;) leg_free(m, m->live[n]); /* stuck in bootstrap */

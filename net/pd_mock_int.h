@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "pd_heap.h"
+#include "pd_httpd.h"
 #include "pd_mock.h"
 #include "pd_mock_ledger.h"
 #include "pd_request.h"
@@ -126,6 +127,7 @@ struct pd_mock {
   int engine_started, is_engine_running, stopping, is_down;
   int is_clock_started; /* POST /pdref/start came (cfg.is_clock_on_start) */
   struct MHD_Daemon *daemon;
+  pd_httpd_t httpd; /* connection limit, request deadline, framing (while daemon is set) */
   int http_listen, boot_listen, wake[2];
   uint16_t port, boot_port;
   uint64_t t0_ns, poll_deadline_ns, next_peer_check_ns;
@@ -174,6 +176,7 @@ void pd_mock_want_resume(pd_mock_t *m, pd_mleg_t *leg);
 
 /* ---------- pd_mock_http.c ---------- */
 int pd_mock_http_start(pd_mock_t *m, char *err, size_t errlen);
+void pd_mock_http_stop(pd_mock_t *m); /* every connection resumed; stops the daemon */
 /* A non-blocking, close-on-exec listening socket on host:port (port 0: ephemeral). */
 int pd_mock_listen(const char *host, uint16_t port, int *fd, uint16_t *bound, char *err,
                    size_t errlen);
