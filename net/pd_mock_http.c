@@ -393,7 +393,10 @@ static enum MHD_Result abort_request(pd_mock_t *m, pd_reply_t *rp, pd_mctx_t *x)
 
 static enum MHD_Result dispatch(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x,
                                 const char *url, pd_reply_t *rp) {
-  if (x->is_too_large) return respond_error(rp, 413, "invalid_request_error", "body: exceeds 4 MiB");
+  if (x->is_too_large) { /* the body was read and dropped; the connection ends with it */
+    rp->is_close = 1;
+    return respond_error(rp, 413, "invalid_request_error", "body: exceeds 4 MiB");
+  }
   if (x->route == R_NOT_FOUND) {
     char msg[320];
     snprintf(msg, sizeof msg, "no route %.256s", url);
@@ -446,8 +449,10 @@ static enum MHD_Result on_first(pd_mock_t *m, struct MHD_Connection *c, const ch
     return reply_send(m, c, &rp);
   }
   if (cl && strtoull(cl, NULL, 10) > PD_REQUEST_MAX_BODY_BYTES && /* refuse before reading it */
-      respond_error(&rp, 413, "invalid_request_error", "body: exceeds 4 MiB") == MHD_YES)
+      respond_error(&rp, 413, "invalid_request_error", "body: exceeds 4 MiB") == MHD_YES) {
+    rp.is_close = 1; /* the body is not read */
     return reply_send(m, c, &rp);
+  }
   return MHD_YES;
 }
 
