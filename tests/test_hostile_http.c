@@ -347,39 +347,55 @@ static flood_res_t flood(uint16_t port, unsigned n) {
   return r;
 }
 
-/* n connections to the gateway and to the mock, each with limit connections allowed and a
- * healthy stream holding one of them. */
-static void flood_both(unsigned limit, unsigned n_gw, unsigned n_mock) {
-  hh_t h;
-  if (hh_setup(&h, limit == HH_LIMIT ? limit : 0, 0)) return;
+/* n connections to the gateway and to the mock, each with limit connections allowed (0: the
+ * defaults) and a healthy stream holding one of them. */
+static void flood_round(hh_t *h, unsigned limit, unsigned n_gw, unsigned n_mock) {
   healthy_t hg, hm;
-  healthy_start(&hg, h.port[P_GW], 400, 1);
-  healthy_start(&hm, h.port[P_MOCK], 400, 1);
+  healthy_start(&hg, h->port[P_GW], 400, 1);
+  healthy_start(&hm, h->port[P_MOCK], 400, 1);
   pdt_sleep_ms(150); /* both streams are under way */
   uint64_t t0 = pdt_now_ms();
-  flood_res_t g = flood(h.port[P_GW], n_gw), m = flood(h.port[P_MOCK], n_mock);
+  flood_res_t g = flood(h->port[P_GW], n_gw), m = flood(h->port[P_MOCK], n_mock);
   fprintf(stderr, "test_hostile_http: flood gw %u/%u refused (%u 503), mock %u/%u (%u 503), %llu ms\n",
           g.refused, g.opened, g.json503, m.refused, m.opened, m.json503,
           (unsigned long long)(pdt_now_ms() - t0));
   unsigned lim_gw = limit ? limit : 1024u, lim_mock = limit ? limit : 2048u;
   PDT_EQ_INT(g.opened, n_gw);
   PDT_EQ_INT(m.opened, n_mock);
-  PDT_EQ_INT(g.refused, n_gw - (lim_gw - 1)); /* the healthy stream holds one */
-  PDT_EQ_INT(m.refused, n_mock - (lim_mock - 1));
+  /* the healthy stream holds one connection, unless it is over already (slow builds) */
+  PDT_TRUE(g.refused >= n_gw - lim_gw && g.refused <= n_gw - lim_gw + 1);
+  PDT_TRUE(m.refused >= n_mock - lim_mock && m.refused <= n_mock - lim_mock + 1);
   PDT_TRUE(g.json503 >= 1);          /* past libmicrohttpd's own limit: closed */
   PDT_EQ_INT(m.json503, m.refused);  /* the mock counts at accept: 503 for each */
   healthy_join(&hg);
   healthy_join(&hm);
-  check_after(&h);
+  check_after(h);
+}
+
+static void test_flood_limit_plus_one(void) {
+  hh_t h;
+  if (hh_setup(&h, HH_LIMIT, 0)) return;
+  flood_round(&h, HH_LIMIT, HH_LIMIT + 1, HH_LIMIT + 1);
   PDT_EQ_INT(hh_stop(&h), 0);
 }
 
-static void test_flood_limit_plus_one(void) { flood_both(HH_LIMIT, HH_LIMIT + 1, HH_LIMIT + 1); }
 static void test_flood_twice_the_limit(void) {
-  flood_both(HH_LIMIT, 2 * HH_LIMIT, 2 * HH_LIMIT);
+  hh_t h;
+  if (hh_setup(&h, HH_LIMIT, 0)) return;
+  flood_round(&h, HH_LIMIT, 2 * HH_LIMIT, 2 * HH_LIMIT);
+  flood_round(&h, HH_LIMIT, 2 * HH_LIMIT, 2 * HH_LIMIT); /* and again: nothing leaked */
+  PDT_EQ_INT(hh_stop(&h), 0);
 }
-/* The defaults: 1,024 (gateway) and 2,048 (mock; libmicrohttpd 0.9.75 wedged past it). */
-static void test_flood_default_limits(void) { flood_both(0, 2 * 1024 + 1, 2 * 2048 + 1); }
+
+/* The defaults: 1,024 (gateway) and 2,048 (mock: 2,049 idle connections wedged
+ * libmicrohttpd 0.9.75 for good before it counted its own), at the limit + 1 and twice. */
+static void test_flood_default_limits(void) {
+  hh_t h;
+  if (hh_setup(&h, 0, 0)) return;
+  flood_round(&h, 0, 1024 + 1, 2048 + 1);
+  flood_round(&h, 0, 2 * 1024, 2 * 2048);
+  PDT_EQ_INT(hh_stop(&h), 0);
+}
 
 /* ---------- slowloris ---------- */
 
