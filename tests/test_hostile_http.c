@@ -491,7 +491,7 @@ static char *chunked_body(size_t *len) {
   char *b = malloc(n * (step + 16) + 8), *p = b;
   if (!b) return NULL;
   for (size_t i = 0; i < n; i++) {
-    p += sprintf(p, "%zx\r\n", step);
+    p += snprintf(p, 16, "%zx\r\n", step);
     memset(p, 'x', step);
     p += step;
     memcpy(p, "\r\n", 2);
