@@ -313,9 +313,9 @@ typedef struct flood_res {
   unsigned opened, refused, json503;
 } flood_res_t;
 
-/* Open n idle connections; within 1 s of the last, count those refused (a close, or a 503
- * JSON) and then close them all. */
-static flood_res_t flood(uint16_t port, unsigned n) {
+/* Open n idle connections; within 1 s of the last (or until want are refused), count those
+ * refused (a close, or a 503 JSON) and then close them all. */
+static flood_res_t flood(uint16_t port, unsigned n, unsigned want) {
   flood_res_t r = {0, 0, 0};
   struct pollfd *pf = calloc(n, sizeof *pf);
   if (!pf) return r;
@@ -325,7 +325,7 @@ static flood_res_t flood(uint16_t port, unsigned n) {
     r.opened += pf[i].fd >= 0;
   }
   uint64_t end = pdt_now_ms() + 1000;
-  for (uint64_t now = pdt_now_ms(); now < end; now = pdt_now_ms()) {
+  for (uint64_t now = pdt_now_ms(); now < end && r.refused < want; now = pdt_now_ms()) {
     if (poll(pf, n, (int)(end - now)) <= 0) break;
     for (unsigned i = 0; i < n; i++) {
       if (pf[i].fd < 0 || !pf[i].revents) continue;
@@ -351,15 +351,17 @@ static flood_res_t flood(uint16_t port, unsigned n) {
  * defaults) and a healthy stream holding one of them. */
 static void flood_round(hh_t *h, unsigned limit, unsigned n_gw, unsigned n_mock) {
   healthy_t hg, hm;
-  healthy_start(&hg, h->port[P_GW], 400, 1);
-  healthy_start(&hm, h->port[P_MOCK], 400, 1);
+  unsigned tokens = limit ? 150 : 400; /* outlasts the flood (~1 s at the defaults) */
+  healthy_start(&hg, h->port[P_GW], tokens, 1);
+  healthy_start(&hm, h->port[P_MOCK], tokens, 1);
   pdt_sleep_ms(150); /* both streams are under way */
   uint64_t t0 = pdt_now_ms();
-  flood_res_t g = flood(h->port[P_GW], n_gw), m = flood(h->port[P_MOCK], n_mock);
+  unsigned lim_gw = limit ? limit : 1024u, lim_mock = limit ? limit : 2048u;
+  flood_res_t g = flood(h->port[P_GW], n_gw, n_gw - lim_gw + 1);
+  flood_res_t m = flood(h->port[P_MOCK], n_mock, n_mock - lim_mock + 1);
   fprintf(stderr, "test_hostile_http: flood gw %u/%u refused (%u 503), mock %u/%u (%u 503), %llu ms\n",
           g.refused, g.opened, g.json503, m.refused, m.opened, m.json503,
           (unsigned long long)(pdt_now_ms() - t0));
-  unsigned lim_gw = limit ? limit : 1024u, lim_mock = limit ? limit : 2048u;
   PDT_EQ_INT(g.opened, n_gw);
   PDT_EQ_INT(m.opened, n_mock);
   /* the healthy stream holds one connection, unless it is over already (slow builds) */
