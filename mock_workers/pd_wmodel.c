@@ -35,7 +35,8 @@ static void finish(struct pd_world *w, pd_wleg_t *leg, pd_truth_t truth) {
   leg->wstate = WL_DONE;
   leg->tgen++;
   if (leg->truth == PD_TRUTH_PENDING) leg->truth = truth;
-  if (leg->slot_taken && !leg->t_slot_freed) {
+  if (leg->slot_taken && !leg->is_slot_freed) {
+    leg->is_slot_freed = 1;
     leg->t_slot_freed = w->now;
     node_of(w, leg)->live_slots--;
   }

@@ -68,7 +68,6 @@ void pd_check_client_data(struct pd_world *w, pd_creq_t *rq, const uint8_t *p, s
     rq->body_len += len;
     return;
   }
-  if (!rq->t_first_token) rq->t_first_token = w->now;
   if (pd_sse_feed(&rq->sse, p, len)) {
     rq->token_error = 1;
     return;
@@ -115,6 +114,14 @@ static int outcome_agrees(pd_truth_t t, pd_outcome_t o) {
   return 0;
 }
 
+/* Closed at the gateway / slot freed: flags first, so a time of 0 (net_us 0) counts as a time.
+ * A record built from a socket run's logs may carry only the time (never 0 there). */
+static int leg_closed(const pd_wleg_t *l) { return !l->gw_open; }
+static int slot_freed(const pd_wleg_t *l) { return l->is_slot_freed || l->t_slot_freed != 0; }
+static uint64_t closed_at(const struct pd_world *w, const pd_wleg_t *l) {
+  return leg_closed(l) ? l->t_gw_closed : w->now;
+}
+
 #define FLAG(inv, ...)                                             \
   do {                                                             \
     if (!(v & BIT(inv)) && !*reason) snprintf(reason, cap, __VA_ARGS__); \
@@ -127,13 +134,13 @@ static uint32_t check_legs(struct pd_world *w, pd_creq_t *rq, uint64_t t_end, ch
   uint64_t grace = w->s->config.grace_ms * MS_NS;
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
     const char *wn = w->nodes[l->worker].spec->name;
-    if (!l->t_gw_closed || l->t_gw_closed > t_end + grace)
+    if (!leg_closed(l) || l->t_gw_closed > t_end + grace)
       FLAG(PD_INV_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end", pd_role_name(l->role),
-           wn, (double)((l->t_gw_closed ? l->t_gw_closed : w->now) - t_end) / 1e6);
-    if (l->slot_taken && (!l->t_slot_freed || l->t_slot_freed > t_end + grace))
+           wn, (double)(closed_at(w, l) - t_end) / 1e6);
+    if (l->slot_taken && (!slot_freed(l) || l->t_slot_freed > t_end + grace))
       FLAG(PD_INV_STRANDED_SLOT, "I3 %s slot on %s held %.1f ms after the client's end",
            pd_role_name(l->role), wn,
-           (double)((l->t_slot_freed ? l->t_slot_freed : w->now) - t_end) / 1e6);
+           (double)((slot_freed(l) ? l->t_slot_freed : w->now) - t_end) / 1e6);
     if (l->outcomes > 1) FLAG(PD_INV_OUTCOME, "I4 %s got %d outcomes for one leg", wn, l->outcomes);
     /* Q10: the reference records an outcome for every leg it opened (R-OUTCOME); the
        upstream models keep their own gaps (minilb records none) */
@@ -172,7 +179,7 @@ static uint32_t check_loads(struct pd_world *w, pd_creq_t *rq, char *reason, siz
       uint64_t worker_end = 0;
       for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
         if ((int)l->role == r && l->role_index + 1 == rq->load_w[r][i]) {
-          uint64_t e = l->t_gw_closed ? l->t_gw_closed : w->now;
+          uint64_t e = closed_at(w, l);
           if (e > worker_end) worker_end = e;
         }
       if (rq->load_t_rel[r][i] > worker_end + grace)
@@ -239,8 +246,8 @@ uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_
         FLAG(PD_INV_ERROR_VISIBLE, "I14 worker said %d, client got %d", want, rq->head_status);
     }
   }
-  if (clean && rq->is_stream && rq->t_first_token) {
-    uint64_t ttft = rq->t_first_token - rq->t_arrival;
+  if (clean && rq->is_stream && (rq->has_first_data || rq->t_first_data)) {
+    uint64_t ttft = rq->t_first_data - rq->t_arrival; /* a clean stream's first bytes are SSE */
     w->stats->ttft_sum_ns += ttft;
     w->stats->ttft_n++;
     if (ttft > w->stats->ttft_max_ns) w->stats->ttft_max_ns = ttft;

@@ -53,7 +53,8 @@ static const char *const fault_names[PD_FAULT_KIND_COUNT] = {
 static const char *const inv_names[PD_INV_COUNT] = {
     "termination", "orphan-leg", "stranded-slot", "outcome",     "false-success",
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",
-    "logprobs",    "breaker",    "determinism",   "error-visible"};
+    "logprobs",    "breaker",    "determinism",   "error-visible", "served",
+    "retry-onto-failed", "quiescence"};
 static const char *const role_names[] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
 

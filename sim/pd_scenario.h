@@ -34,8 +34,12 @@ typedef enum {
   PD_INV_BREAKER = 12,     /* I12 */
   PD_INV_DETERMINISM = 13, /* I13 */
   PD_INV_ERROR_VISIBLE = 14, /* I14 */
+  PD_INV_SERVED = 15,      /* I15: a request expected to succeed is served while all is healthy */
+  PD_INV_RETRY_FAILED = 16, /* I16: no retry onto a worker that failed the request while an
+                               untried eligible one existed */
+  PD_INV_QUIESCENCE = 17,  /* I17: after the healed phase, nothing is left held anywhere */
 } pd_inv_t;
-#define PD_INV_COUNT 14
+#define PD_INV_COUNT 17
 
 typedef enum {
   PD_FAULT_STATUS = 0,          /* head with `status` and a JSON error body */
@@ -154,7 +158,7 @@ int pd_scenario_parse(pd_scenario_t *s, const char *path, const char *text, size
 int pd_scenario_load(pd_scenario_t *s, const char *path, char *err, size_t errlen);
 
 const char *pd_fault_kind_name(pd_fault_kind_t k);
-/* "I1".."I14" -> 1..14; 0 when not an invariant ID. */
+/* "I1".."I17" -> 1..17; 0 when not an invariant ID. */
 int pd_inv_parse(const char *id);
 const char *pd_inv_name(int inv); /* short name, e.g. "termination" */
 

@@ -115,6 +115,7 @@ void pd_world_creq_free(pd_creq_t *rq) {
   pd_wleg_t *l = rq->legs;
   while (l) {
     pd_wleg_t *nx = l->next_in_req;
+    free(l->rooms);
     free(l);
     l = nx;
   }
@@ -143,8 +144,9 @@ static void hash_request(struct pd_world *w, const pd_creq_t *rq) {
     hash_u64(h, l->room);
     hash_u64(h, (uint64_t)l->worker << 32 | l->attempt);
     hash_u64(h, (uint64_t)l->truth << 48 | (uint64_t)(l->outcomes ? l->outcome : 9) << 32 | l->aborts);
-    hash_u64(h, l->t_open ^ l->t_gw_closed << 1);
-    hash_u64(h, l->t_slot_taken ^ l->t_slot_freed << 1);
+    hash_u64(h, l->t_open ^ l->t_gw_closed << 1 ^ (uint64_t)l->gw_open << 63);
+    hash_u64(h, l->t_slot_taken ^ l->t_slot_freed << 1 ^ (uint64_t)l->is_slot_freed << 63);
+    for (int i = 1; i < l->n_rooms && l->rooms; i++) hash_u64(h, l->rooms[i]);
   }
 }
 
@@ -194,9 +196,9 @@ static void trace_request(struct pd_world *w, pd_creq_t *rq) {
     pd_trace_track(&w->trace, 4, l->leg_id, name);
     pd_trace_track(&w->trace, pid, l->leg_id, name);
     span(w, 4, l->leg_id, l->role == PD_ROLE_PREFILL ? "prefill leg" : "decode leg", l->t_open,
-         l->t_gw_closed ? l->t_gw_closed : w->now, a);
+         l->gw_open ? w->now : l->t_gw_closed, a);
     if (l->slot_taken)
-      span(w, pid, l->leg_id, "slot", l->t_slot_taken, l->t_slot_freed ? l->t_slot_freed : w->now, a);
+      span(w, pid, l->leg_id, "slot", l->t_slot_taken, l->is_slot_freed ? l->t_slot_freed : w->now, a);
     cJSON_Delete(a);
   }
 }

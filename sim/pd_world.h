@@ -43,7 +43,9 @@ typedef struct pd_wleg {
   uint32_t role_index;  /* index within role (the core's worker index) */
   /* parsed from the body the worker received */
   int is_stream, has_rid, n_rooms, has_logprob;
+  int is_room_array;    /* bootstrap_room came as a JSON array (a batch's rooms) */
   uint64_t room;        /* first room */
+  uint64_t *rooms;      /* every room when n_rooms > 1 (malloc'd, freed with the leg), else NULL */
   uint64_t rooms_hash;  /* hash over all rooms, host and port (leg equality) */
   char rid[48];
   uint32_t tokens;
@@ -56,6 +58,8 @@ typedef struct pd_wleg {
   uint32_t sent_tokens;
   uint64_t tgen;        /* worker timer generation */
   int slot_taken;
+  int is_slot_freed;    /* the worker freed the slot (a time of 0 is a time, not "never"); a
+                           record built from logs (pdref conform) may set only t_slot_freed */
   uint64_t t_slot_taken, t_slot_freed;
   pd_truth_t truth;
   int injected_status;  /* STATUS fault status sent, else 0 */
@@ -63,7 +67,7 @@ typedef struct pd_wleg {
   struct pd_wleg *partner;
   uint32_t aborts;
   /* gateway side */
-  uint64_t t_open, t_gw_closed; /* 0: still open at the gateway */
+  uint64_t t_open, t_gw_closed; /* t_gw_closed is meaningful only once gw_open is 0 */
   int gw_open;
   int outcomes;          /* number recorded */
   pd_outcome_t outcome;
@@ -80,7 +84,8 @@ typedef struct pd_creq {
   /* client view */
   int head_status;
   int is_sse_head;
-  uint64_t t_head, t_first_data, t_first_token, t_end;
+  int has_head, has_first_data; /* flags, not times: virtual time 0 is a real instant */
+  uint64_t t_head, t_first_data, t_end;
   int ended, aborted, gone;
   pd_sse_t sse;
   void *body; /* pd_buf of a non-stream body */

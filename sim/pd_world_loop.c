@@ -71,7 +71,7 @@ static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a)
   leg->next_in_req = rq->legs;
   rq->legs = leg;
   rq->n_legs++;
-  if (rq->t_first_data) rq->retry_after_commit = 1;
+  if (rq->has_first_data) rq->retry_after_commit = 1;
   pd_ptrmap_put(&w->legs, leg->leg_id, leg);
   pd_wnode_t *n = &w->nodes[leg->worker];
   if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INV_BREAKER - 1);
@@ -112,13 +112,15 @@ static void on_load_release_time(struct pd_world *w, pd_creq_t *rq, const pd_act
 static void on_client(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
   switch (a->kind) {
   case PD_ACT_CLIENT_HEAD:
-    if (rq->t_head) { rq->token_error = 1; return; } /* two heads */
+    if (rq->has_head) { rq->token_error = 1; return; } /* two heads */
+    rq->has_head = 1;
     rq->head_status = a->status;
     rq->is_sse_head = a->flag;
     rq->t_head = w->now;
     return;
   case PD_ACT_CLIENT_DATA:
-    if (!rq->t_first_data) rq->t_first_data = w->now;
+    if (!rq->has_first_data) rq->t_first_data = w->now;
+    rq->has_first_data = 1;
     if (!rq->gone) pd_check_client_data(w, rq, a->data, a->len);
     return;
   case PD_ACT_CLIENT_END:

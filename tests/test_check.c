@@ -155,12 +155,39 @@ static void test_reference_must_record_an_outcome_for_every_leg(void) {
   }
 }
 
+/* net_us 0: everything of a request can happen at virtual time 0; closed at 0 is closed. */
+static void test_a_leg_closed_and_a_slot_freed_at_time_zero_count(void) {
+  fixture_t *f = clean();
+  if (!f) return;
+  f->rq.ended = 1;
+  f->rq.t_end = 0;
+  f->rq.is_stream = 0;
+  f->rq.head_status = 502;
+  f->rq.is_sse_head = 0;
+  f->rq.load_t_rel[0][0] = f->rq.load_t_rel[1][0] = 0;
+  f->p.fault = PD_FAULT_SSE_ERROR; /* the reason for the 502 (the workers were not healthy) */
+  pd_wleg_t *legs[2] = {&f->p, &f->d};
+  for (int i = 0; i < 2; i++) {
+    legs[i]->t_open = legs[i]->t_gw_closed = legs[i]->t_slot_taken = legs[i]->t_slot_freed = 0;
+    legs[i]->is_slot_freed = 1;
+    legs[i]->outcome = PD_OUTCOME_CANCELLED;
+    legs[i]->truth = PD_TRUTH_CANCELLED;
+  }
+  EXPECT_ONLY(f, 0);
+  f->d.gw_open = 1; /* still open: I2 */
+  EXPECT_ONLY(f, PD_INV_ORPHAN_LEG);
+  f->d.gw_open = 0;
+  f->p.is_slot_freed = 0; /* never freed: I3 */
+  EXPECT_ONLY(f, PD_INV_STRANDED_SLOT);
+  free(f);
+}
+
 static void test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only(void) {
   fixture_t *f = clean();
   if (!f) return;
   f->rq.ended = 0;
   f->rq.t_end = 0;
-  f->p.t_gw_closed = 0;
+  f->p.gw_open = 1;
   f->rq.load_bal[0][0] = 1;
   f->w.now = 200000 * MS;
   EXPECT_ONLY(f, PD_INV_TERMINATION);
@@ -174,6 +201,8 @@ int pdt_suite_check(void) {
       {"a cancelled outcome is neutral whatever the worker did", test_cancelled_is_neutral_for_every_truth},
       {"a request cut off by the horizon is judged on I1 only",
        test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only},
+      {"a leg closed and a slot freed at virtual time 0 count as closed and freed",
+       test_a_leg_closed_and_a_slot_freed_at_time_zero_count},
       {"the reference must record an outcome for every leg (Q10)",
        test_reference_must_record_an_outcome_for_every_leg},
   };

@@ -326,8 +326,8 @@ static void test_expect_list_is_exact_mask(void) {
   free(s);
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I2','I2']}}", PD_ERR_FIELD,
                "scen.json: $.expect.joined[1]: duplicate invariant \"I2\"");
-  expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I15']}}", PD_ERR_FIELD,
-               "scen.json: $.expect.joined[0]: expected an invariant ID I1..I14, got \"I15\"");
+  expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I18']}}", PD_ERR_FIELD,
+               "scen.json: $.expect.joined[0]: expected an invariant ID I1..I17, got \"I18\"");
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':'fail'}}", PD_ERR_FIELD,
                "scen.json: $.expect.joined: expected \"pass\" or a list of invariant IDs such "
                "as [\"I2\", \"I3\"], got \"fail\"");
@@ -430,14 +430,18 @@ static void test_invariant_ids_and_names(void) {
   PDT_EQ_INT(pd_inv_parse("I7"), 7);
   PDT_EQ_INT(pd_inv_parse("I1"), 1);
   PDT_EQ_INT(pd_inv_parse("I14"), 14);
-  static const char *const bad[] = {"I0", "I15", "I07", "i7", "I", "I7x", "I140", "", "7"};
+  PDT_EQ_INT(pd_inv_parse("I17"), 17);
+  static const char *const bad[] = {"I0", "I18", "I07", "i7", "I", "I7x", "I140", "", "7"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) PDT_EQ_INT(pd_inv_parse(bad[i]), 0);
   PDT_EQ_INT(pd_inv_parse(NULL), 0);
   PDT_EQ_STR(pd_inv_name(PD_INV_TERMINATION), "termination");
   PDT_EQ_STR(pd_inv_name(PD_INV_ATTEMPTS), "attempts");
   PDT_EQ_STR(pd_inv_name(PD_INV_ERROR_VISIBLE), "error-visible");
   PDT_EQ_STR(pd_inv_name(0), "?");
-  PDT_EQ_STR(pd_inv_name(15), "?");
+  PDT_EQ_STR(pd_inv_name(PD_INV_SERVED), "served");
+  PDT_EQ_STR(pd_inv_name(PD_INV_RETRY_FAILED), "retry-onto-failed");
+  PDT_EQ_STR(pd_inv_name(PD_INV_QUIESCENCE), "quiescence");
+  PDT_EQ_STR(pd_inv_name(18), "?");
 }
 
 /* Writes text to a fresh temporary file; returns its path in buf or "" on failure. */
