@@ -128,6 +128,55 @@ static uint64_t closed_at(const struct pd_world *w, const pd_wleg_t *l) {
     v |= BIT(inv);                                                 \
   } while (0)
 
+static uint64_t room_at(const pd_wleg_t *l, int i) { return l->rooms ? l->rooms[i] : l->room; }
+
+/* Does leg o carry room r (any of its rooms)? */
+static int has_room(const pd_wleg_t *o, uint64_t r) {
+  for (int i = 0; i < o->n_rooms; i++)
+    if (room_at(o, i) == r) return 1;
+  return 0;
+}
+
+/* The number of rooms a worker needs for this request: SGLang splits a `text` or `prompt` array
+ * of n >= 2 into n requests and indexes the bootstrap fields per item (io_struct
+ * GenerateReqInput.__getitem__); a scalar room is either an error there or, in the versions that
+ * normalise it, copied to every item (one room shared by n requests). So an array of n rooms.
+ * 0: not judged (not a batch, or chat `n`, whose normalisation differs between SGLang versions). */
+static int rooms_needed(const pd_scn_workload_t *wl) {
+  if (wl->batch < 2 || wl->route == PD_ROUTE_CHAT) return 0;
+  return wl->route == PD_ROUTE_GENERATE || wl->route == PD_ROUTE_COMPLETIONS ? (int)wl->batch : 0;
+}
+
+/* I8: both legs of an attempt carry the same bootstrap data and rid; a batch of n carries n
+ * distinct rooms; no room is reused by another attempt of the request. */
+static uint32_t check_rooms(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap) {
+  uint32_t v = 0;
+  int need = rooms_needed(&w->s->workload);
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+    for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req) {
+      if (o->attempt != l->attempt || o->role == l->role) continue;
+      if (o->rooms_hash != l->rooms_hash || o->has_rid != l->has_rid ||
+          (l->has_rid && strcmp(o->rid, l->rid) != 0))
+        FLAG(PD_INV_ROOMS, "I8 attempt %u legs disagree on bootstrap room or rid", l->attempt);
+    }
+    if (need && l->n_rooms && (!l->is_room_array || l->n_rooms != need))
+      FLAG(PD_INV_ROOMS, "I8 a batch of %d sent %s %d room%s to %s", need,
+           l->is_room_array ? "an array of" : "a scalar:", l->n_rooms, l->n_rooms == 1 ? "" : "s",
+           w->nodes[l->worker].spec->name);
+    for (int i = 0; i < l->n_rooms; i++) {
+      uint64_t r = room_at(l, i);
+      for (int k = i + 1; k < l->n_rooms; k++)
+        if (room_at(l, k) == r)
+          FLAG(PD_INV_ROOMS, "I8 batch items %d and %d share room %llu", i, k, (unsigned long long)r);
+      for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req)
+        if (o->attempt != l->attempt && has_room(o, r))
+          FLAG(PD_INV_ROOMS, "I8 attempts %u and %u reuse room %llu", o->attempt, l->attempt,
+               (unsigned long long)r);
+    }
+  }
+  return v;
+}
+
 static uint32_t check_legs(struct pd_world *w, pd_creq_t *rq, uint64_t t_end, char *reason,
                            size_t cap) {
   uint32_t v = 0;
@@ -150,19 +199,8 @@ static uint32_t check_legs(struct pd_world *w, pd_creq_t *rq, uint64_t t_end, ch
       FLAG(PD_INV_OUTCOME, "I4 %s recorded %s but really %s", wn, pd_outcome_name(l->outcome),
            l->truth == PD_TRUTH_OK ? "succeeded" : l->truth == PD_TRUTH_FAILED ? "failed"
            : l->truth == PD_TRUTH_CANCELLED ? "was cancelled while healthy" : "stalled");
-    /* I8: the two legs of an attempt carry the same bootstrap data and rid */
-    for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req) {
-      if (o->attempt != l->attempt || o->role == l->role) continue;
-      if (o->rooms_hash != l->rooms_hash || o->has_rid != l->has_rid ||
-          (l->has_rid && strcmp(o->rid, l->rid) != 0))
-        FLAG(PD_INV_ROOMS, "I8 attempt %u legs disagree on bootstrap room or rid", l->attempt);
-    }
-    for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req)
-      if (o->attempt != l->attempt && o->room == l->room && o->n_rooms)
-        FLAG(PD_INV_ROOMS, "I8 attempts %u and %u reuse room %llu", o->attempt, l->attempt,
-             (unsigned long long)l->room);
   }
-  return v;
+  return v | check_rooms(w, rq, reason, cap);
 }
 
 /* I9/I10: every load acquired is released exactly once, and no later than the worker's own

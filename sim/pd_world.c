@@ -186,6 +186,10 @@ static void trace_request(struct pd_world *w, pd_creq_t *rq) {
     cJSON_AddNumberToObject(a, "attempt", l->attempt);
     cJSON_AddStringToObject(a, "worker", wn);
     cJSON_AddNumberToObject(a, "room", (double)l->room);
+    if (l->n_rooms > 1 && l->rooms) { /* a batch: every room, not just the first */
+      cJSON *ra = cJSON_AddArrayToObject(a, "rooms");
+      for (int i = 0; i < l->n_rooms; i++) cJSON_AddItemToArray(ra, cJSON_CreateNumber((double)l->rooms[i]));
+    }
     cJSON_AddStringToObject(a, "truth", truth_names[l->truth]);
     cJSON_AddStringToObject(a, "recorded", l->outcomes ? pd_outcome_name(l->outcome) : "none");
     cJSON_AddNumberToObject(a, "aborts_received", l->aborts);
@@ -254,6 +258,17 @@ static int draw(struct pd_world *w, double frac) {
   return pd_prng_unit(&w->world_rng) < frac;
 }
 
+/* `n` prompt strings "<tag> p<i>" from buf + off; returns the new offset (cap - 1 at most: a
+ * list that does not fit makes the caller's final snprintf fail, so the body is 0, never cut). */
+static size_t prompt_list(char *buf, size_t cap, size_t off, uint32_t n, const char *tag,
+                          const char *sep) {
+  for (uint32_t i = 0; i < n && off < cap; i++) {
+    int k = snprintf(buf + off, cap - off, "%s\"%s%sp%u\"", i ? "," : "", tag, sep, i);
+    off = k < 0 || off + (size_t)k >= cap ? cap - 1 : off + (size_t)k;
+  }
+  return off;
+}
+
 size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, const char *tag,
                             char *buf, size_t cap) {
   const char *st = rq->is_stream ? "true" : "false", *lp = rq->wants_logprob ? "true" : "false";
@@ -262,15 +277,16 @@ size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, co
   int n;
   switch (wl->route) {
   case PD_ROUTE_COMPLETIONS:
-    if (wl->batch)
-      n = snprintf(buf, cap,
-                   "{\"model\":\"m\",\"prompt\":[\"%s%sa\",\"%s%sb\"],\"max_tokens\":%u,"
-                   "\"stream\":%s%s}",
-                   tag, sep, tag, sep, rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
-    else
-      n = snprintf(buf, cap,
-                   "{\"model\":\"m\",\"prompt\":\"%s%shello\",\"max_tokens\":%u,\"stream\":%s%s}",
-                   tag, sep, rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
+    if (wl->batch) { /* a prompt array of `batch` strings */
+      size_t off = (size_t)snprintf(buf, cap, "{\"model\":\"m\",\"prompt\":[");
+      off = prompt_list(buf, cap, off, wl->batch, tag, sep);
+      n = snprintf(buf + off, cap - off, "],\"max_tokens\":%u,\"stream\":%s%s}", rq->tokens, st,
+                   rq->wants_logprob ? ",\"logprobs\":1" : "");
+      return n > 0 && off + (size_t)n < cap ? off + (size_t)n : 0;
+    }
+    n = snprintf(buf, cap,
+                 "{\"model\":\"m\",\"prompt\":\"%s%shello\",\"max_tokens\":%u,\"stream\":%s%s}",
+                 tag, sep, rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
     break;
   case PD_ROUTE_CHAT:
     n = snprintf(buf, cap,
@@ -281,8 +297,7 @@ size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, co
   default:
     if (wl->batch) {
       size_t off = (size_t)snprintf(buf, cap, "{\"text\":[");
-      for (uint32_t i = 0; i < wl->batch && off + 16 + strlen(tag) < cap; i++)
-        off += (size_t)snprintf(buf + off, cap - off, "%s\"%s%sp%u\"", i ? "," : "", tag, sep, i);
+      off = prompt_list(buf, cap, off, wl->batch, tag, sep);
       n = snprintf(buf + off, cap - off,
                    "],\"stream\":%s,\"return_logprob\":%s,\"sampling_params\":{\"max_new_tokens\":%u}}",
                    st, lp, rq->tokens);
@@ -321,9 +336,11 @@ void pd_world_arrive(struct pd_world *w) {
     if (wl->poisson && gap) gap = (uint64_t)(-log(1.0 - pd_prng_unit(&w->world_rng)) * (double)gap);
     pd_world_push(w, w->now + gap, EV_ARRIVE, 0, 0, 0);
   }
-  char body[4096];
-  size_t len = pd_world_client_body(rq, wl, NULL, body, sizeof body);
+  size_t cap = 512 + (size_t)wl->batch * 16; /* a batch of 1024 prompts fits */
+  char *body = malloc(cap);
+  size_t len = body ? pd_world_client_body(rq, wl, NULL, body, cap) : 0;
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id,
                    .path = pd_route_path(wl->route), .data = (const uint8_t *)body, .len = len};
   pd_world_feed(w, &ev);
+  free(body);
 }

@@ -18,6 +18,20 @@ static uint64_t fnv(uint64_t h, const char *s) {
   return h;
 }
 
+/* Every room of a batch's room array (I8 judges them all); a non-number counts as room 0. */
+static void leg_rooms(pd_wleg_t *leg, const cJSON *arr) {
+  int n = cJSON_GetArraySize(arr);
+  leg->n_rooms = n;
+  if (n > 1) leg->rooms = calloc((size_t)n, sizeof *leg->rooms);
+  int i = 0;
+  for (const cJSON *e = arr->child; e && i < n; e = e->next, i++) {
+    uint64_t r = cJSON_IsNumber(e) ? (uint64_t)e->valuedouble : 0;
+    if (i == 0) leg->room = r;
+    if (leg->rooms) leg->rooms[i] = r;
+  }
+  if (n > 1 && !leg->rooms) leg->n_rooms = 1; /* out of memory: judge the first room only */
+}
+
 static void parse_leg_body(pd_wleg_t *leg, const uint8_t *body, size_t len) {
   cJSON *j = cJSON_ParseWithLength((const char *)body, len);
   if (!j) return;
@@ -37,12 +51,12 @@ static void parse_leg_body(pd_wleg_t *leg, const uint8_t *body, size_t len) {
   cJSON_free(hs);
   cJSON_free(ps);
   if (cJSON_IsArray(room)) {
-    leg->n_rooms = cJSON_GetArraySize(room);
-    room = cJSON_GetArrayItem(room, 0);
+    leg->is_room_array = 1;
+    leg_rooms(leg, room);
   } else {
     leg->n_rooms = room ? 1 : 0;
+    if (cJSON_IsNumber(room)) leg->room = (uint64_t)room->valuedouble;
   }
-  if (cJSON_IsNumber(room)) leg->room = (uint64_t)room->valuedouble;
   cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");
   if (cJSON_IsArray(rid)) rid = cJSON_GetArrayItem(rid, 0);
   if (cJSON_IsString(rid)) {

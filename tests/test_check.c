@@ -182,6 +182,43 @@ static void test_a_leg_closed_and_a_slot_freed_at_time_zero_count(void) {
   free(f);
 }
 
+/* G18: a batch of n gets n distinct rooms on both legs, none reused by another attempt. */
+static void test_batch_rooms_are_judged_item_by_item(void) {
+  static uint64_t good[3] = {7, 8, 9}, dup[3] = {7, 8, 7}, prev[3] = {100, 101, 102},
+                  prev_reused[3] = {100, 9, 102};
+  for (int c = 0; c < 4; c++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    f->s.workload.batch = 3;
+    f->rq.attempts = 2;
+    pd_wleg_t *legs[2] = {&f->p, &f->d};
+    for (int i = 0; i < 2; i++) {
+      legs[i]->is_room_array = c != 1;
+      legs[i]->n_rooms = c == 1 ? 1 : 3;
+      legs[i]->rooms = c == 1 ? NULL : c == 2 ? dup : good;
+      legs[i]->room = 7;
+      legs[i]->attempt = 2;
+    }
+    pd_wleg_t old = f->d; /* attempt 1: a decode leg whose second room is 9 in case 3 */
+    old.attempt = 1;
+    old.n_rooms = 3;
+    old.rooms = c == 3 ? prev_reused : prev;
+    old.is_room_array = 1;
+    old.room = 100;
+    old.truth = PD_TRUTH_CANCELLED;
+    old.outcome = PD_OUTCOME_CANCELLED;
+    old.next_in_req = NULL;
+    f->d.next_in_req = &old;
+    f->rq.load_w[1][1] = 0;
+    /* 0: good; 1: scalar room for a batch; 2: one room twice; 3: a room of attempt 1 reused */
+    char why[160];
+    uint32_t got = pd_check_request(&f->w, &f->rq, why, sizeof why);
+    if (got != (c == 0 ? 0u : BIT(PD_INV_ROOMS))) fprintf(stderr, "  case %d: %s\n", c, why);
+    PDT_EQ_U64(got, (c == 0 ? 0u : BIT(PD_INV_ROOMS)));
+    free(f);
+  }
+}
+
 static void test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only(void) {
   fixture_t *f = clean();
   if (!f) return;
@@ -203,6 +240,8 @@ int pdt_suite_check(void) {
        test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only},
       {"a leg closed and a slot freed at virtual time 0 count as closed and freed",
        test_a_leg_closed_and_a_slot_freed_at_time_zero_count},
+      {"a batch's rooms are judged item by item (count, distinct, not reused)",
+       test_batch_rooms_are_judged_item_by_item},
       {"the reference must record an outcome for every leg (Q10)",
        test_reference_must_record_an_outcome_for_every_leg},
   };

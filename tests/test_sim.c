@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pd_world.h"
+#include <cjson/cJSON.h>
+
+#include "pd_world_int.h"
 #include "pdt.h"
 
 #ifndef PD_SOURCE_DIR
@@ -117,11 +119,38 @@ static void test_reference_holds_every_invariant_under_10000_faulty_requests(voi
   free(s);
 }
 
+/* The prompt count of a batch body: `batch` items on every route that has a prompt array. */
+static int body_items(pd_route_t route, uint32_t batch, const char *key) {
+  pd_scn_workload_t wl;
+  memset(&wl, 0, sizeof wl);
+  wl.route = route;
+  wl.batch = batch;
+  pd_creq_t rq;
+  memset(&rq, 0, sizeof rq);
+  rq.tokens = 4;
+  char buf[8192];
+  size_t n = pd_world_client_body(&rq, &wl, "t-1", buf, sizeof buf);
+  cJSON *j = cJSON_ParseWithLength(buf, n);
+  int items = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, key));
+  cJSON_Delete(j);
+  return items;
+}
+
+static void test_a_batch_of_5_sends_5_prompts_on_generate_and_completions(void) {
+  PDT_EQ_INT(body_items(PD_ROUTE_GENERATE, 5, "text"), 5);
+  PDT_EQ_INT(body_items(PD_ROUTE_COMPLETIONS, 5, "prompt"), 5);
+  PDT_EQ_INT(body_items(PD_ROUTE_COMPLETIONS, 2, "prompt"), 2);
+  PDT_EQ_INT(body_items(PD_ROUTE_GENERATE, 300, "text"), 300);
+  PDT_EQ_INT(body_items(PD_ROUTE_COMPLETIONS, 0, "prompt"), 0); /* a scalar prompt */
+}
+
 int pdt_suite_sim(void) {
   static const pdt_case_t cases[] = {
       {"every scenario file meets its expectation in every mode", test_every_scenario_meets_its_expectation},
       {"same seed same trace hash; another seed another", test_same_seed_same_trace_different_seed_different_rooms},
       {"a trace file run hashes like a hash-only run", test_trace_file_hash_equals_hash_only_run},
+      {"a batch of 5 sends 5 prompts on /generate and /v1/completions",
+       test_a_batch_of_5_sends_5_prompts_on_generate_and_completions},
       {"reference holds every invariant under 10,000 faulty concurrent requests",
        test_reference_holds_every_invariant_under_10000_faulty_requests},
   };
