@@ -227,6 +227,65 @@ static uint32_t check_loads(struct pd_world *w, pd_creq_t *rq, char *reason, siz
   return v;
 }
 
+/* Did the worker itself fail this leg (not its partner, not the gateway)? Its truth is a
+ * failure and the cause was its own: an injected fault or slowness, a refusal, a crash. */
+static int worker_failed(const pd_wleg_t *l) {
+  if (l->truth == PD_TRUTH_NEVER) return 1;
+  if (l->truth == PD_TRUTH_STALLED) return l->is_own_stall;
+  return l->truth == PD_TRUTH_FAILED && (l->fault >= 0 || l->is_crash_hit);
+}
+
+/* Did the request have a leg to worker `node` of this role before attempt `before`? */
+static const pd_wleg_t *tried(const pd_creq_t *rq, pd_role_t role, uint32_t node, uint32_t before,
+                              int failed_only) {
+  for (const pd_wleg_t *e = rq->legs; e; e = e->next_in_req)
+    if (e->role == role && e->worker == node && e->attempt < before &&
+        (!failed_only || worker_failed(e)))
+      return e;
+  return NULL;
+}
+
+/* I16 (G15): a retry leg goes to a worker that failed this request in an earlier attempt
+ * while a worker of that role the request had not tried was eligible (breaker Closed, as the
+ * core reported it, when the leg was opened). */
+static uint32_t check_retry_target(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap) {
+  uint32_t v = 0;
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+    if (l->attempt < 2 || !l->has_eligible || !tried(rq, l->role, l->worker, l->attempt, 1))
+      continue;
+    for (uint32_t k = 0; k < w->n_nodes && k < 64; k++) {
+      if (!(l->eligible_nodes >> k & 1u) || tried(rq, l->role, k, l->attempt, 0)) continue;
+      FLAG(PD_INV_RETRY_FAILED, "I16 attempt %u went back to %s, which failed it, while %s was untried",
+           l->attempt, w->nodes[l->worker].spec->name, w->nodes[k].spec->name);
+      break;
+    }
+  }
+  return v;
+}
+
+/* I15: a request the workload expects to succeed (its client stays) got a clean answer
+ * whenever every worker was healthy: none down and every breaker Closed from arrival to end,
+ * and no fault, slowness or crash on any leg of it. */
+static uint32_t check_served(struct pd_world *w, pd_creq_t *rq, int clean, char *reason,
+                             size_t cap) {
+  uint32_t v = 0;
+  if (clean || rq->gone || !rq->was_healthy) return 0;
+  int legs = 0, reached = 0;
+  for (const pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+    if (l->fault >= 0 || l->lag_ms || l->drip_ms || l->is_crash_hit) return 0;
+    legs++;
+    reached += l->truth != PD_TRUTH_NEVER;
+  }
+  (void)w;
+  if (!reached)
+    FLAG(PD_INV_SERVED, "I15 status %d, %s, while every worker was healthy", rq->head_status,
+         legs ? "no leg reached a worker" : "no leg was sent");
+  else
+    FLAG(PD_INV_SERVED, "I15 status %d and no clean answer while every worker was healthy",
+         rq->head_status);
+  return v;
+}
+
 uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap) {
   uint32_t v = 0;
   const pd_scn_config_t *c = &w->s->config;
@@ -256,6 +315,7 @@ uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_
   uint32_t max_att = w->gcfg.retry.max_attempts ? w->gcfg.retry.max_attempts : 1;
   if (rq->attempts > max_att) FLAG(PD_INV_ATTEMPTS, "I7 %u attempts > %u", rq->attempts, max_att);
   v |= check_loads(w, rq, reason, cap);
+  v |= check_retry_target(w, rq, reason, cap);
   if (clean && rq->wants_logprob && rq->logprob_state != 1)
     FLAG(PD_INV_LOGPROBS, "I11 input_token_logprobs not prefill++decode exactly once");
   v |= rq->violations & BIT(PD_INV_BREAKER);
@@ -284,6 +344,7 @@ uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_
         FLAG(PD_INV_ERROR_VISIBLE, "I14 worker said %d, client got %d", want, rq->head_status);
     }
   }
+  v |= check_served(w, rq, clean, reason, cap);
   if (clean && rq->is_stream && (rq->has_first_data || rq->t_first_data)) {
     uint64_t ttft = rq->t_first_data - rq->t_arrival; /* a clean stream's first bytes are SSE */
     w->stats->ttft_sum_ns += ttft;

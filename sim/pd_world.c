@@ -227,6 +227,11 @@ void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
   }
   trace_request(w, rq);
   st->requests_done++;
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+    if (l->is_reached) {
+      st->requests_served++;
+      break;
+    }
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_ptrmap_del(&w->legs, l->leg_id);
   pd_ptrmap_del(&w->reqs, rq->id);
   pd_world_creq_free(rq);
@@ -323,6 +328,7 @@ void pd_world_arrive(struct pd_world *w) {
   if (!rq) return;
   rq->id = w->next_req++;
   rq->t_arrival = w->now;
+  rq->health_epoch = w->n_unhealthy ? UINT64_MAX : w->unhealthy_epoch;
   rq->is_stream = draw(w, wl->stream);
   rq->wants_logprob = draw(w, wl->logprob);
   rq->tokens = wl->tokens;

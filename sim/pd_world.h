@@ -71,6 +71,13 @@ typedef struct pd_wleg {
   int gw_open;
   int outcomes;          /* number recorded */
   pd_outcome_t outcome;
+  /* for I16 and the exercised count */
+  int is_crash_hit;        /* its worker crashed while it was live there */
+  int is_reached;          /* the request reached the worker (not refused, node not down) */
+  int is_own_stall;        /* closed or aborted while hung by its own fault or slow-dripping */
+  int has_eligible;        /* eligible_nodes was filled when the gateway opened it (a record
+                              from logs has no breaker view: I16 is not judged for it) */
+  uint64_t eligible_nodes; /* bit per node: breaker Closed (as the core reported) at the open */
   /* bookkeeping */
   int is_in_room_table;
   struct pd_wleg *next_in_req;
@@ -95,6 +102,11 @@ typedef struct pd_creq {
   int logprob_state;     /* 0 unchecked, 1 ok, -1 wrong */
   /* the core's timer: one queued heap entry per request, re-pushed when it fires stale */
   uint64_t timer_queued, timer_want, timer_want_gen;
+  /* I15: the world was healthy (no worker down, every breaker Closed as the core reported)
+   * from arrival to the client's end; set by the driver (a socket run sets it from its crash
+   * windows). 0: I15 is not judged for this request. */
+  int was_healthy;
+  uint64_t health_epoch; /* the world's unhealthy_epoch at arrival; UINT64_MAX if unhealthy */
   /* gateway view */
   uint32_t attempts;
   int core_done;
@@ -117,6 +129,11 @@ typedef struct pd_world_stats {
   uint64_t ttft_sum_ns, ttft_n, ttft_max_ns;
   uint64_t clean_success, client_errors, aborted;
   uint64_t peak_live;
+  /* what the run really exercised (docs/scenarios.md "exercised"): scenario fault entries
+   * (each worker's faults, and its crash) that fired, and requests that reached a worker */
+  uint32_t faults_total, faults_exercised;
+  uint64_t requests_served;
+  char unexercised[96]; /* the first fault entry that never fired, e.g. "d0 faults[0] status" */
   uint32_t first_violating_req_valid;
   uint64_t first_violating_req;
   char first_reason[200];

@@ -78,6 +78,12 @@ struct pd_world {
   pd_world_stats_t *stats;
   uint32_t violations;
   uint32_t room_collisions;
+  /* I15: nodes down plus breakers not Closed now; epoch bumps whenever that count rises */
+  uint32_t n_unhealthy;
+  uint64_t unhealthy_epoch;
+  /* exercised: which scenario fault entries fired (pd_world_note_open, pd_world_mark_crash) */
+  uint8_t fault_fired[PD_SCN_MAX_WORKERS][PD_SCN_MAX_FAULTS];
+  uint8_t crash_fired[PD_SCN_MAX_WORKERS];
   uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */
   size_t n_dirty, cap_dirty;
 };
@@ -103,6 +109,12 @@ void pd_world_creq_free(pd_creq_t *rq); /* free a request and its legs */
  * its length or 0. */
 size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, const char *tag,
                             char *buf, size_t cap);
+
+/* exercised and health bookkeeping (pd_world.c) */
+void pd_world_note_open(struct pd_world *w, pd_wleg_t *leg, int was_down); /* after the model */
+void pd_world_mark_crash(struct pd_world *w, uint32_t node); /* before the model's crash */
+void pd_world_health(struct pd_world *w, int delta); /* +1 a node down / breaker not Closed */
+void pd_world_exercised(struct pd_world *w); /* fill the stats at the end of the run */
 
 /* driver services used by the worker model */
 void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay_ns);

@@ -87,6 +87,10 @@ static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a)
   rq->n_legs++;
   if (rq->has_first_data) rq->retry_after_commit = 1;
   pd_ptrmap_put(&w->legs, leg->leg_id, leg);
+  leg->has_eligible = 1;
+  for (uint32_t i = 0; i < w->n_nodes && i < 64; i++)
+    if (w->nodes[i].role == leg->role && w->nodes[i].breaker_state == PD_BREAKER_CLOSED)
+      leg->eligible_nodes |= 1ull << i;
   pd_wnode_t *n = &w->nodes[leg->worker];
   if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INV_BREAKER - 1);
   if (n->breaker_state == PD_BREAKER_HALF_OPEN && ++n->half_open_inflight > 1)
@@ -142,6 +146,7 @@ static void on_client(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
     rq->ended = 1;
     rq->aborted = a->flag;
     rq->t_end = w->now;
+    rq->was_healthy = rq->health_epoch == w->unhealthy_epoch && !w->n_unhealthy;
     return;
   default: return;
   }
@@ -184,6 +189,8 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
     break;
   case PD_ACT_BREAKER: {
     pd_wnode_t *n = &w->nodes[w->role_node[a->role][a->worker]];
+    if ((n->breaker_state == PD_BREAKER_CLOSED) != (a->flag == PD_BREAKER_CLOSED))
+      pd_world_health(w, a->flag == PD_BREAKER_CLOSED ? -1 : +1);
     n->breaker_state = a->flag;
     n->half_open_inflight = 0;
     break;
@@ -241,6 +248,12 @@ static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint3
   retire_by_id(w, ev.req_id);
 }
 
+/* A leg cut off while its own fault hung it (or it was slow-dripping) stalled by itself; one
+ * waiting on its partner or in bootstrap did not (I16 tells the two apart). */
+static void note_stall(pd_wleg_t *leg) {
+  if (leg->wstate == WL_HUNG || (leg->drip_ms && leg->wstate == WL_STREAM)) leg->is_own_stall = 1;
+}
+
 static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   pd_wleg_t *leg = NULL;
   if (it->kind >= EV_G2W_OPEN && it->kind <= EV_WTIMER) {
@@ -274,15 +287,22 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     pd_world_feed(w, &ev);
     return;
   }
-  case EV_G2W_OPEN: pd_wm_on_open(w, leg); return;
+  case EV_G2W_OPEN: {
+    int was_down = w->nodes[leg->worker].is_down;
+    pd_wm_on_open(w, leg); /* leg stays valid: retirement waits for the end of the step */
+    pd_world_note_open(w, leg, was_down);
+    return;
+  }
   case EV_G2W_CLOSE: { /* the model may retire the request, freeing leg */
     uint64_t rid = leg->req_id;
+    note_stall(leg);
     pd_wm_on_close(w, leg);
     retire_by_id(w, rid);
     return;
   }
   case EV_G2W_ABORT: {
     uint64_t rid = leg->req_id;
+    note_stall(leg);
     pd_wm_on_abort(w, leg);
     retire_by_id(w, rid);
     return;
@@ -292,10 +312,15 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     if (it->c == leg->tgen) pd_wm_on_timer(w, leg, (int)it->a);
     return;
   case EV_CRASH:
+    if (!w->nodes[it->a].is_down) pd_world_health(w, +1);
     w->nodes[it->a].is_down = 1;
+    pd_world_mark_crash(w, it->a);
     pd_wm_crash(w, it->a);
     return;
-  case EV_RESTART: w->nodes[it->a].is_down = 0; return;
+  case EV_RESTART:
+    if (w->nodes[it->a].is_down) pd_world_health(w, -1);
+    w->nodes[it->a].is_down = 0;
+    return;
   default: return;
   }
 }
@@ -389,6 +414,7 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
       o->progress(o->progress_ud, stats->requests_done, s->workload.requests);
   }
   if (rc == 0) judge_leftovers(w);
+  pd_world_exercised(w);
   *violations = w->violations;
   if (w->room_collisions) *violations |= 1u << (PD_INV_ROOMS - 1);
   pd_trace_finish(&w->trace);

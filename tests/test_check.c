@@ -219,6 +219,68 @@ static void test_batch_rooms_are_judged_item_by_item(void) {
   }
 }
 
+/* I15: a request the workload expects to succeed gets a clean answer while all is healthy. */
+static void test_an_unserved_request_while_every_worker_was_healthy_is_i15(void) {
+  for (int c = 0; c < 5; c++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    f->rq.was_healthy = c != 2;
+    f->rq.head_status = 404; /* e.g. a gateway without the route: nothing reached a worker */
+    f->rq.is_sse_head = 0;
+    f->rq.saw_done = 0;
+    f->rq.legs = NULL;
+    f->rq.load_w[0][0] = f->rq.load_w[1][0] = 0;
+    if (c == 1) { /* the same with a 502 after both legs were sent and answered */
+      f->rq.legs = &f->p;
+      f->rq.head_status = 502;
+      f->p.outcome = f->d.outcome = PD_OUTCOME_CANCELLED;
+      f->rq.load_w[0][0] = f->rq.load_w[1][0] = 1;
+    }
+    if (c == 3) { /* a fault on a leg: the failure may be the worker's */
+      f->rq.legs = &f->p;
+      f->d.fault = PD_FAULT_RESET_BEFORE_HEAD;
+      f->d.truth = PD_TRUTH_FAILED;
+      f->d.outcome = PD_OUTCOME_FAILURE;
+      f->rq.load_w[0][0] = f->rq.load_w[1][0] = 1;
+    }
+    if (c == 4) f->rq.gone = 1, f->rq.ended = 0; /* the client left: no success expected */
+    /* 0, 1: I15; 2: the world was unhealthy; 3: a faulted leg; 4: the client left */
+    PDT_EQ_U64(judge(f), (c <= 1 ? BIT(PD_INV_SERVED) : 0u));
+    free(f);
+  }
+}
+
+/* I16 (G15): a retry back onto the worker that failed while an untried one was eligible. */
+static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_eligible(void) {
+  for (int c = 0; c < 5; c++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    pd_scenario_set_workers(&f->s, 1, 2); /* p0, d0, d1: nodes 0, 1, 2 */
+    for (uint32_t i = 0; i < f->s.n_workers; i++) f->w.nodes[i].spec = &f->s.workers[i];
+    f->w.n_nodes = f->s.n_workers;
+    f->rq.attempts = 2;
+    f->p.attempt = f->d.attempt = 2;
+    pd_wleg_t p1 = f->p, d1 = f->d; /* attempt 1 on (p0, d0): d0 answered 503 */
+    p1.attempt = d1.attempt = 1;
+    p1.room = d1.room = 43;
+    p1.truth = PD_TRUTH_CANCELLED;
+    p1.outcome = d1.outcome = PD_OUTCOME_CANCELLED;
+    d1.truth = PD_TRUTH_FAILED;
+    d1.fault = c == 2 ? -1 : PD_FAULT_STATUS; /* c 2: failed for its partner, not itself */
+    d1.injected_status = 503;
+    d1.worker = c == 3 ? 2 : 1; /* c 3: attempt 1 had d1, so nothing was untried */
+    f->d.next_in_req = &p1;
+    p1.next_in_req = &d1;
+    d1.next_in_req = NULL;
+    f->d.has_eligible = 1; /* attempt 2's decode leg: d0 again, d1 eligible unless c 1 */
+    f->d.eligible_nodes = c == 1 ? 1ull << 1 : (1ull << 1 | 1ull << 2);
+    if (c == 3) f->d.worker = 1;
+    f->d.has_eligible = c != 4; /* c 4: no breaker view (a socket run): not judged */
+    PDT_EQ_U64(judge(f), (c == 0 ? BIT(PD_INV_RETRY_FAILED) : 0u));
+    free(f);
+  }
+}
+
 static void test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only(void) {
   fixture_t *f = clean();
   if (!f) return;
@@ -242,6 +304,10 @@ int pdt_suite_check(void) {
        test_a_leg_closed_and_a_slot_freed_at_time_zero_count},
       {"a batch's rooms are judged item by item (count, distinct, not reused)",
        test_batch_rooms_are_judged_item_by_item},
+      {"I15: a request unserved while every worker was healthy",
+       test_an_unserved_request_while_every_worker_was_healthy_is_i15},
+      {"I16: a retry onto the worker that failed while an untried one was eligible",
+       test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_eligible},
       {"the reference must record an outcome for every leg (Q10)",
        test_reference_must_record_an_outcome_for_every_leg},
   };
