@@ -560,6 +560,33 @@ static int set_expect(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *
   return 0;
 }
 
+/* {mode: reason}: the modes in which a fault entry of the scenario cannot fire. */
+static int set_unexercised(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+  pd_scenario_t *s = obj;
+  char got[64], list[96];
+  const char *modes[PD_MODE_COUNT];
+  (void)k;
+  if (!cJSON_IsObject(v)) return fail(c, PD_ERR_FIELD, "expected an object, got %s", GOT(v));
+  for (int m = 0; m < PD_MODE_COUNT; m++) modes[m] = pd_mode_name((pd_mode_t)m);
+  for (const cJSON *it = v->child; it; it = it->next) {
+    pd_mode_t m = PD_MODE_JOINED;
+    size_t old = jp_key(c, it->string);
+    int rc = 0;
+    if (!it->string || pd_mode_parse(it->string, &m) < 0)
+      rc = fail(c, PD_ERR_FIELD, "unknown mode (expected %s)",
+                join_names(modes, PD_MODE_COUNT, list, sizeof list));
+    else if (s->unexercised[m][0]) rc = fail(c, PD_ERR_FIELD, "duplicate key");
+    else if (!cJSON_IsString(it) || !it->valuestring[0] ||
+             strlen(it->valuestring) >= sizeof s->unexercised[m])
+      rc = fail(c, PD_ERR_FIELD, "expected the reason, a string of 1..%zu characters, got %s",
+                sizeof s->unexercised[m] - 1, GOT(it));
+    else snprintf(s->unexercised[m], sizeof s->unexercised[m], "%s", it->valuestring);
+    jp_pop(c, old);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
 static const scn_key_t top_keys[] = {
     K_STR(pd_scenario_t, name, 1, 1),
     K_STR(pd_scenario_t, description, 0, 0),
@@ -568,6 +595,7 @@ static const scn_key_t top_keys[] = {
     {"workers", set_workers, 0, 0, 0, 1, NULL, NULL},
     {"workload", set_workload, 0, 0, 0, 0, NULL, NULL},
     {"expect", set_expect, 0, 0, 0, 1, NULL, NULL},
+    {"unexercised", set_unexercised, 0, 0, 0, 0, NULL, NULL},
 };
 
 /* ---- entry points ---- */

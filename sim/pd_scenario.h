@@ -134,6 +134,10 @@ typedef struct pd_scenario {
   uint32_t n_workers;
   pd_scn_workload_t workload;
   pd_scn_expect_t expect[PD_MODE_COUNT];
+  /* "unexercised": {mode: reason}: in that mode some fault entry cannot fire (e.g. mini_lb
+   * never retries, so a fault on the retry's worker is never reached); the row is then judged
+   * as usual instead of NOT EXERCISED, and must really be unexercised. "" = not declared. */
+  char unexercised[PD_MODE_COUNT][160];
 } pd_scenario_t;
 
 /* Fill *s with every default (one prefill "p0" and one decode "d0", no faults). */

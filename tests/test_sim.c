@@ -51,6 +51,14 @@ static void test_every_scenario_meets_its_expectation(void) {
         fprintf(stderr, "  %s under %s: violated mask %#x, expected %#x (%s)\n", s->name,
                 pd_mode_name((pd_mode_t)m), got, s->expect[m].violated_mask, st.first_reason);
       PDT_EQ_U64(got, s->expect[m].violated_mask);
+      /* every fault entry fires, unless the file declares the mode unexercised (and then one
+         really does not) */
+      int exercised = st.faults_exercised == st.faults_total && st.requests_served > 0;
+      if (exercised == (s->unexercised[m][0] != 0))
+        fprintf(stderr, "  %s under %s: faults exercised %u/%u, served %llu; declared: %s\n",
+                s->name, pd_mode_name((pd_mode_t)m), st.faults_exercised, st.faults_total,
+                (unsigned long long)st.requests_served, s->unexercised[m]);
+      PDT_EQ_INT(exercised, s->unexercised[m][0] == 0);
     }
     free(s);
   }
@@ -144,11 +152,40 @@ static void test_a_batch_of_5_sends_5_prompts_on_generate_and_completions(void) 
   PDT_EQ_INT(body_items(PD_ROUTE_COMPLETIONS, 0, "prompt"), 0); /* a scalar prompt */
 }
 
+/* A fault on a worker that no request reaches never fires: the run says which one. */
+static void test_a_fault_no_request_reaches_is_reported_unexercised(void) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  if (!s) return;
+  pd_scenario_defaults(s);
+  pd_scenario_set_workers(s, 1, 2); /* round robin: the one request goes to d0 */
+  s->workers[2].faults[0] = (pd_fault_t){PD_FAULT_STATUS, 503, 0, 0, 0, 0, 1.0};
+  s->workers[2].n_faults = 1;
+  s->workers[1].crash_at_ms = 100000; /* long after the request: hits nothing */
+  pd_world_stats_t st;
+  uint32_t v = 0;
+  PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, 1, NULL, &st, &v, NULL), 0);
+  PDT_EQ_U64(st.faults_total, 2);
+  PDT_EQ_U64(st.faults_exercised, 0);
+  PDT_EQ_U64(st.requests_served, 1);
+  PDT_EQ_STR(st.unexercised, "d0 crash_at_ms"); /* the first of the two, in worker order */
+  s->workers[2].faults[0].nth_from = 0;
+  s->workers[1].crash_at_ms = 0;
+  s->workers[1].faults[0] = s->workers[2].faults[0]; /* now on d0, which the request reaches */
+  s->workers[1].n_faults = 1;
+  s->workers[2].n_faults = 0;
+  PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, 1, NULL, &st, &v, NULL), 0);
+  PDT_EQ_U64(st.faults_exercised, 1);
+  PDT_EQ_U64(st.faults_total, 1);
+  free(s);
+}
+
 int pdt_suite_sim(void) {
   static const pdt_case_t cases[] = {
       {"every scenario file meets its expectation in every mode", test_every_scenario_meets_its_expectation},
       {"same seed same trace hash; another seed another", test_same_seed_same_trace_different_seed_different_rooms},
       {"a trace file run hashes like a hash-only run", test_trace_file_hash_equals_hash_only_run},
+      {"a fault no request reaches is reported unexercised",
+       test_a_fault_no_request_reaches_is_reported_unexercised},
       {"a batch of 5 sends 5 prompts on /generate and /v1/completions",
        test_a_batch_of_5_sends_5_prompts_on_generate_and_completions},
       {"reference holds every invariant under 10,000 faulty concurrent requests",
