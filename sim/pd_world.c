@@ -207,7 +207,9 @@ static void trace_request(struct pd_world *w, pd_creq_t *rq) {
   }
 }
 
-void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
+void pd_world_judge(struct pd_world *w, pd_creq_t *rq) {
+  if (rq->is_judged) return;
+  rq->is_judged = 1;
   char reason[160] = "";
   uint32_t v = pd_check_request(w, rq, reason, sizeof reason);
   rq->violations = v;
@@ -232,6 +234,10 @@ void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
       st->requests_served++;
       break;
     }
+}
+
+void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
+  pd_world_judge(w, rq);
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_ptrmap_del(&w->legs, l->leg_id);
   pd_ptrmap_del(&w->reqs, rq->id);
   pd_world_creq_free(rq);

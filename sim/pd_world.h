@@ -119,6 +119,7 @@ typedef struct pd_creq {
   pd_wleg_t *legs;       /* list */
   uint32_t n_legs;
   uint32_t violations;
+  int is_judged;         /* judged at the safety horizon, still running (healed phase) */
   char reason[160];
   struct pd_creq *next_live;
 } pd_creq_t;

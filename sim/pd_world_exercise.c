@@ -2,6 +2,8 @@
  * fired (a row whose faults never fired tested nothing about them: NOT EXERCISED), which
  * requests reached a worker, and the health epoch I15 judges a request against. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "pd_world_int.h"
 
@@ -65,4 +67,65 @@ void pd_world_exercised(struct pd_world *w) {
     else if (!st->unexercised[0])
       snprintf(st->unexercised, sizeof st->unexercised, "%.31s crash_at_ms", sw->name);
   }
+}
+
+/* ---------- the healed phase (I17) ---------- */
+
+void pd_world_heal(struct pd_world *w) {
+  pd_scenario_t *h = malloc(sizeof *h);
+  if (h) { /* the same world without faults: later legs (retries) pick none */
+    memcpy(h, w->s, sizeof *h);
+    for (uint32_t i = 0; i < h->n_workers; i++) {
+      h->workers[i].n_faults = 0;
+      h->workers[i].crash_at_ms = h->workers[i].restart_at_ms = 0;
+    }
+    h->workload.fault_rate = 0;
+    h->workload.disconnect_at_ms = 0;
+    h->workload.requests = w->next_req; /* no new arrivals */
+    w->healed = h;
+    w->s = h;
+    for (uint32_t i = 0; i < w->n_nodes; i++) w->nodes[i].spec = &h->workers[i];
+  }
+  for (uint32_t i = 0; i < w->n_nodes; i++)
+    if (w->nodes[i].is_down) {
+      w->nodes[i].is_down = 0;
+      pd_world_health(w, -1);
+    }
+}
+
+/* Append "what" to the reason once room is left (the first finding leads). */
+static void quiet_note(char *r, size_t cap, size_t *off, const char *what) {
+  if (*off + 2 >= cap) return;
+  int n = snprintf(r + *off, cap - *off, "%s%s", *off ? ", " : "", what);
+  *off = n < 0 || *off + (size_t)n >= cap ? cap - 1 : *off + (size_t)n;
+}
+
+void pd_world_check_quiet(struct pd_world *w) {
+  char r[160] = "", what[96];
+  size_t off = 0;
+  size_t live = pd_gw_requests_live(w->gw);
+  if (live) {
+    snprintf(what, sizeof what, "%zu request(s) live in the core", live);
+    quiet_note(r, sizeof r, &off, what);
+  }
+  for (uint32_t i = 0; i < w->n_nodes; i++) {
+    const pd_wnode_t *n = &w->nodes[i];
+    const char *name = n->spec->name;
+    uint32_t load = pd_gw_load(w->gw, n->role, n->role_index);
+    uint32_t probes = pd_gw_breaker_probes(w->gw, n->role, n->role_index);
+    if (load) snprintf(what, sizeof what, "load %u on %.31s", load, name), quiet_note(r, sizeof r, &off, what);
+    if (probes) snprintf(what, sizeof what, "%u breaker probe(s) on %.31s", probes, name),
+                quiet_note(r, sizeof r, &off, what);
+    if (n->live_slots) snprintf(what, sizeof what, "%u slot(s) held on %.31s", n->live_slots, name),
+                       quiet_note(r, sizeof r, &off, what);
+  }
+  if (w->rooms.len || w->droom.len) {
+    snprintf(what, sizeof what, "%zu room(s) in bootstrap tables", w->rooms.len + w->droom.len);
+    quiet_note(r, sizeof r, &off, what);
+  }
+  if (!off) return;
+  w->violations |= 1u << (PD_INV_QUIESCENCE - 1);
+  w->stats->inv_count[PD_INV_QUIESCENCE]++;
+  if (!w->stats->first_reason[0])
+    snprintf(w->stats->first_reason, sizeof w->stats->first_reason, "I17 after the healed phase: %s", r);
 }

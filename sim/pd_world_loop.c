@@ -376,8 +376,34 @@ static void judge_leftovers(struct pd_world *w) {
   if (cap && !all) return;
   for (size_t i = 0; i < w->reqs.cap && n < cap; i++)
     if (w->reqs.keys[i] && w->reqs.keys[i] != UINT64_MAX) all[n++] = w->reqs.vals[i];
-  for (size_t i = 0; i < n; i++) pd_world_retire_now(w, all[i]); /* in id order below */
+  for (size_t i = 0; i < n; i++) pd_world_judge(w, all[i]); /* they run on, healed */
   free(all);
+}
+
+/* Run events up to the horizon (an event past it stays queued for a later phase). */
+static void run_until(struct pd_world *w, uint64_t horizon, const pd_world_opts_t *o, char *buf) {
+  pd_world_stats_t *stats = w->stats;
+  pd_heap_item_t it;
+  for (uint64_t n = 0; n < (1ull << 40) && pd_heap_pop(&w->heap, &it); n++) {
+    if (it.t_ns > horizon) {
+      pd_heap_push(&w->heap, &it);
+      break;
+    }
+    w->now = it.t_ns;
+    stats->events++;
+    step(w, &it, buf);
+    for (size_t i = 0; i < w->n_dirty; i++) retire_by_id(w, w->dirty[i]);
+    w->n_dirty = 0;
+    if (o && o->progress && (n & 0xffff) == 0)
+      o->progress(o->progress_ud, stats->requests_done, w->s->workload.requests);
+  }
+}
+
+/* How long the healed phase may run: every worker-side timeout twice over, plus an hour per
+ * possible attempt (smg's per-leg timeout is 30 minutes, R4.1). */
+static uint64_t quiet_ns(const pd_scenario_t *s) {
+  return (2 * s->config.bootstrap_timeout_ms + 2 * s->config.waiting_timeout_ms +
+          (uint64_t)PD_MAX_ATTEMPTS * 3600000ull) * MS_NS;
 }
 
 int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *trace,
@@ -402,25 +428,21 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   uint64_t horizon = (s->config.deadline_ms + 2 * s->config.bootstrap_timeout_ms +
                       2 * s->config.waiting_timeout_ms + 4000000ull) * MS_NS +
                      s->workload.requests * (s->workload.interval_ms + 1) * 4 * MS_NS;
-  pd_heap_item_t it;
-  for (uint64_t n = 0; rc == 0 && n < (1ull << 40) && pd_heap_pop(&w->heap, &it); n++) {
-    if (it.t_ns > horizon) break;
-    w->now = it.t_ns;
-    stats->events++;
-    step(w, &it, buf);
-    for (size_t i = 0; i < w->n_dirty; i++) retire_by_id(w, w->dirty[i]);
-    w->n_dirty = 0;
-    if (o && o->progress && (n & 0xffff) == 0)
-      o->progress(o->progress_ud, stats->requests_done, s->workload.requests);
-  }
+  if (rc == 0) run_until(w, horizon, o, buf);
   if (rc == 0) judge_leftovers(w);
   pd_world_exercised(w);
+  if (rc == 0) { /* the healed liveness phase: faults off, crashed workers back, time runs on */
+    pd_world_heal(w);
+    run_until(w, horizon + quiet_ns(s), o, buf);
+    pd_world_check_quiet(w);
+  }
   *violations = w->violations;
   if (w->room_collisions) *violations |= 1u << (PD_INV_ROOMS - 1);
   pd_trace_finish(&w->trace);
   if (trace_hash) *trace_hash = w->run_hash;
   free(buf);
   free(w->dirty);
+  free(w->healed);
   teardown(w);
   free(w);
   return rc;
