@@ -281,6 +281,34 @@ static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_e
   }
 }
 
+/* I17: after the healed phase nothing may be held: a slot, a bootstrap room, a load. */
+static void test_anything_left_held_after_the_healed_phase_is_i17(void) {
+  for (int c = 0; c < 4; c++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    pd_prng_t rng;
+    pd_prng_init(&rng, 1);
+    pd_gw_config_t cfg;
+    pd_gw_config_default(&cfg, PD_MODE_REFERENCE);
+    f->w.gw = pd_gw_new(NULL, &cfg, &rng);
+    for (uint32_t i = 0; i < f->w.n_nodes; i++) {
+      f->w.nodes[i].role = f->s.workers[i].role;
+      f->w.nodes[i].role_index = (uint32_t)pd_gw_add_worker(f->w.gw, f->s.workers[i].role,
+                                                            f->s.workers[i].name, "h", 1);
+    }
+    int dummy = 0;
+    if (c == 1) f->w.nodes[1].live_slots = 1;           /* a decode slot never freed */
+    if (c == 2) pd_ptrmap_put(&f->w.rooms, 42, &dummy); /* a room left in bootstrap */
+    if (c == 3) f->w.nodes[0].live_slots = 2;
+    pd_world_check_quiet(&f->w);
+    PDT_EQ_U64(f->w.violations, (c == 0 ? 0u : BIT(PD_INV_QUIESCENCE)));
+    if (c) PDT_TRUE(strstr(f->st.first_reason, "I17 after the healed phase") != NULL);
+    pd_ptrmap_free(&f->w.rooms);
+    pd_gw_del(f->w.gw);
+    free(f);
+  }
+}
+
 static void test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only(void) {
   fixture_t *f = clean();
   if (!f) return;
@@ -308,6 +336,8 @@ int pdt_suite_check(void) {
        test_an_unserved_request_while_every_worker_was_healthy_is_i15},
       {"I16: a retry onto the worker that failed while an untried one was eligible",
        test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_eligible},
+      {"I17: a slot or room left held after the healed phase",
+       test_anything_left_held_after_the_healed_phase_is_i17},
       {"the reference must record an outcome for every leg (Q10)",
        test_reference_must_record_an_outcome_for_every_leg},
   };

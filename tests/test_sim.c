@@ -10,6 +10,8 @@
 #include "pd_world_int.h"
 #include "pdt.h"
 
+#define BIT_I(i) (1u << ((i) - 1))
+
 #ifndef PD_SOURCE_DIR
 #define PD_SOURCE_DIR "."
 #endif
@@ -179,11 +181,33 @@ static void test_a_fault_no_request_reaches_is_reported_unexercised(void) {
   free(s);
 }
 
+/* joined gives a hung decode 30 minutes per attempt (R4.1): three attempts outlast the safety
+ * horizon. The request is judged there (I1) and runs on into the healed phase, where it ends:
+ * nothing is left held, so no I17. */
+static void test_a_request_outliving_the_horizon_ends_in_the_healed_phase(void) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  if (!s) return;
+  pd_scenario_defaults(s);
+  s->config.max_attempts = 3;
+  s->config.bootstrap_timeout_ms = s->config.waiting_timeout_ms = 1000;
+  s->workers[1].faults[0] = (pd_fault_t){PD_FAULT_HANG_BEFORE_HEAD, 0, 0, 0, 0, 0, 1.0};
+  s->workers[1].n_faults = 1;
+  s->workload.tokens = 1;
+  pd_world_stats_t st;
+  uint32_t v = 0;
+  PDT_EQ_INT(pd_world_run(s, PD_MODE_JOINED, 13, NULL, &st, &v, NULL), 0);
+  PDT_EQ_U64(v, BIT_I(PD_INV_TERMINATION));
+  PDT_EQ_U64(st.requests_done, 1);
+  free(s);
+}
+
 int pdt_suite_sim(void) {
   static const pdt_case_t cases[] = {
       {"every scenario file meets its expectation in every mode", test_every_scenario_meets_its_expectation},
       {"same seed same trace hash; another seed another", test_same_seed_same_trace_different_seed_different_rooms},
       {"a trace file run hashes like a hash-only run", test_trace_file_hash_equals_hash_only_run},
+      {"a request outliving the horizon ends in the healed phase: I1, not I17",
+       test_a_request_outliving_the_horizon_ends_in_the_healed_phase},
       {"a fault no request reaches is reported unexercised",
        test_a_fault_no_request_reaches_is_reported_unexercised},
       {"a batch of 5 sends 5 prompts on /generate and /v1/completions",
