@@ -159,9 +159,9 @@ static uint32_t check_rooms(struct pd_world *w, pd_creq_t *rq, char *reason, siz
           (l->has_rid && strcmp(o->rid, l->rid) != 0))
         FLAG(PD_INV_ROOMS, "I8 attempt %u legs disagree on bootstrap room or rid", l->attempt);
     }
-    if (need && l->n_rooms && (!l->is_room_array || l->n_rooms != need))
+    if (need && l->n_rooms && (l->is_room_scalar || l->n_rooms != need))
       FLAG(PD_INV_ROOMS, "I8 a batch of %d sent %s %d room%s to %s", need,
-           l->is_room_array ? "an array of" : "a scalar:", l->n_rooms, l->n_rooms == 1 ? "" : "s",
+           l->is_room_scalar ? "a scalar:" : "an array of", l->n_rooms, l->n_rooms == 1 ? "" : "s",
            w->nodes[l->worker].spec->name);
     for (int i = 0; i < l->n_rooms; i++) {
       uint64_t r = room_at(l, i);

@@ -43,7 +43,8 @@ typedef struct pd_wleg {
   uint32_t role_index;  /* index within role (the core's worker index) */
   /* parsed from the body the worker received */
   int is_stream, has_rid, n_rooms, has_logprob;
-  int is_room_array;    /* bootstrap_room came as a JSON array (a batch's rooms) */
+  int is_room_scalar;   /* bootstrap_room came as one number, not an array (a record built
+                           from logs may know only n_rooms: 0 there) */
   uint64_t room;        /* first room */
   uint64_t *rooms;      /* every room when n_rooms > 1 (malloc'd, freed with the leg), else NULL */
   uint64_t rooms_hash;  /* hash over all rooms, host and port (leg equality) */

@@ -51,10 +51,10 @@ static void parse_leg_body(pd_wleg_t *leg, const uint8_t *body, size_t len) {
   cJSON_free(hs);
   cJSON_free(ps);
   if (cJSON_IsArray(room)) {
-    leg->is_room_array = 1;
     leg_rooms(leg, room);
   } else {
     leg->n_rooms = room ? 1 : 0;
+    leg->is_room_scalar = room != NULL;
     if (cJSON_IsNumber(room)) leg->room = (uint64_t)room->valuedouble;
   }
   cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");

@@ -193,7 +193,7 @@ static void test_batch_rooms_are_judged_item_by_item(void) {
     f->rq.attempts = 2;
     pd_wleg_t *legs[2] = {&f->p, &f->d};
     for (int i = 0; i < 2; i++) {
-      legs[i]->is_room_array = c != 1;
+      legs[i]->is_room_scalar = c == 1;
       legs[i]->n_rooms = c == 1 ? 1 : 3;
       legs[i]->rooms = c == 1 ? NULL : c == 2 ? dup : good;
       legs[i]->room = 7;
@@ -203,7 +203,6 @@ static void test_batch_rooms_are_judged_item_by_item(void) {
     old.attempt = 1;
     old.n_rooms = 3;
     old.rooms = c == 3 ? prev_reused : prev;
-    old.is_room_array = 1;
     old.room = 100;
     old.truth = PD_TRUTH_CANCELLED;
     old.outcome = PD_OUTCOME_CANCELLED;

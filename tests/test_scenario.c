@@ -333,6 +333,25 @@ static void test_expect_list_is_exact_mask(void) {
                "as [\"I2\", \"I3\"], got \"fail\"");
 }
 
+/* "unexercised": {mode: reason} declares the modes in which a fault cannot fire. */
+static void test_unexercised_declares_modes_with_a_reason(void) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  char err[ERR_BYTES];
+  if (!s) return;
+  PDT_EQ_INT(parse_q(s, MIN_DOC(",'unexercised':{'minilb':'never retries'}"), err), 0);
+  PDT_EQ_STR(s->unexercised[PD_MODE_MINILB], "never retries");
+  PDT_EQ_STR(s->unexercised[PD_MODE_REFERENCE], "");
+  free(s);
+  expect_error(MIN_DOC(",'unexercised':{'fast':'x'}"), PD_ERR_FIELD,
+               "scen.json: $.unexercised.fast: unknown mode (expected joined, pr1150, minilb or "
+               "reference)");
+  expect_error(MIN_DOC(",'unexercised':{'minilb':''}"), PD_ERR_FIELD,
+               "scen.json: $.unexercised.minilb: expected the reason, a string of 1..159 "
+               "characters, got \"\"");
+  expect_error(MIN_DOC(",'unexercised':['minilb']"), PD_ERR_FIELD,
+               "scen.json: $.unexercised: expected an object, got an array");
+}
+
 static void test_expect_unknown_mode_rejected(void) {
   expect_error("{'name':'t'," PAIR ",'expect':{'fast':'pass'}}", PD_ERR_FIELD,
                "scen.json: $.expect.fast: unknown mode (expected joined, pr1150, minilb or "
@@ -510,6 +529,7 @@ int pdt_suite_scenario(void) {
       {"fault kinds by name, status needs a status", test_fault_kinds_and_status},
       {"expect list parsed into the exact mask", test_expect_list_is_exact_mask},
       {"unknown mode key in expect rejected", test_expect_unknown_mode_rejected},
+      {"unexercised declares modes with a reason", test_unexercised_declares_modes_with_a_reason},
       {"missing prefill, too few or duplicate workers rejected", test_worker_set_rules},
       {"more than 64 workers is a limit error", test_too_many_workers_is_a_limit},
       {"malformed JSON reports line:column", test_malformed_json_reports_line_and_column},
