@@ -201,6 +201,49 @@ static void test_a_request_outliving_the_horizon_ends_in_the_healed_phase(void) 
   free(s);
 }
 
+/* Read a whole stream (a trace file) into a string; NULL on failure. */
+static char *slurp(FILE *f) {
+  long n = ftell(f);
+  char *t = n > 0 ? malloc((size_t)n + 1) : NULL;
+  if (!t) return NULL;
+  rewind(f);
+  size_t got = fread(t, 1, (size_t)n, f);
+  t[got] = 0;
+  return t;
+}
+
+/* G18 in the trace: a batch leg's span lists every room, not just the first. */
+static void test_the_trace_lists_every_room_of_a_batch(void) {
+  pd_scenario_t *s = load("batch-generate-text-array.json");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  FILE *f = tmpfile();
+  uint32_t v = 0;
+  pd_world_stats_t st;
+  PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, 1, f, &st, &v, NULL), 0);
+  char *t = f ? slurp(f) : NULL;
+  cJSON *j = t ? cJSON_Parse(t) : NULL;
+  int legs = 0;
+  for (const cJSON *e = j ? j->child : NULL; e; e = e->next) {
+    const cJSON *rooms = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"), "rooms");
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+    if (!cJSON_IsNumber(pid) || pid->valuedouble != 4 || !cJSON_IsString(ph) ||
+        strcmp(ph->valuestring, "X") != 0)
+      continue; /* the gateway legs' spans only */
+    legs++;
+    PDT_EQ_INT(cJSON_GetArraySize(rooms), 4);
+    double r0 = cJSON_GetArrayItem(rooms, 0) ? cJSON_GetArrayItem(rooms, 0)->valuedouble : 0;
+    double r3 = cJSON_GetArrayItem(rooms, 3) ? cJSON_GetArrayItem(rooms, 3)->valuedouble : 0;
+    PDT_TRUE(r0 != r3);
+  }
+  PDT_EQ_INT(legs, 2); /* the prefill leg and the decode leg */
+  cJSON_Delete(j);
+  free(t);
+  if (f) fclose(f);
+  free(s);
+}
+
 int pdt_suite_sim(void) {
   static const pdt_case_t cases[] = {
       {"every scenario file meets its expectation in every mode", test_every_scenario_meets_its_expectation},
@@ -208,6 +251,7 @@ int pdt_suite_sim(void) {
       {"a trace file run hashes like a hash-only run", test_trace_file_hash_equals_hash_only_run},
       {"a request outliving the horizon ends in the healed phase: I1, not I17",
        test_a_request_outliving_the_horizon_ends_in_the_healed_phase},
+      {"the trace lists every room of a batch", test_the_trace_lists_every_room_of_a_batch},
       {"a fault no request reaches is reported unexercised",
        test_a_fault_no_request_reaches_is_reported_unexercised},
       {"a batch of 5 sends 5 prompts on /generate and /v1/completions",
