@@ -228,7 +228,8 @@ static uint32_t check_loads(struct pd_world *w, pd_creq_t *rq, char *reason, siz
 }
 
 /* Did the worker itself fail this leg (not its partner, not the gateway)? Its truth is a
- * failure and the cause was its own: an injected fault, a refusal, a crash; or it hung (or
+ * failure and the cause was its own: an injected fault that took effect (not one still waiting
+ * when its partner's failure ended the leg), a refusal, a crash; or it hung (or
  * dripped) by itself and the gateway saw it (recorded a failure or timeout): a hung leg
  * cancelled because its partner failed first had shown the gateway nothing yet. */
 static int worker_failed(const pd_wleg_t *l) {
@@ -236,7 +237,7 @@ static int worker_failed(const pd_wleg_t *l) {
   if (l->truth == PD_TRUTH_STALLED)
     return l->is_own_stall && l->outcomes &&
            (l->outcome == PD_OUTCOME_FAILURE || l->outcome == PD_OUTCOME_TIMEOUT);
-  return l->truth == PD_TRUTH_FAILED && (l->fault >= 0 || l->is_crash_hit);
+  return l->truth == PD_TRUTH_FAILED && (l->is_fault_fired || l->is_crash_hit);
 }
 
 /* Did the request have a leg to worker `node` of this role before attempt `before`? */

@@ -76,6 +76,8 @@ typedef struct pd_wleg {
   int is_crash_hit;        /* its worker crashed while it was live there */
   int is_reached;          /* the request reached the worker (not refused, node not down) */
   int is_own_stall;        /* closed or aborted while hung by its own fault or slow-dripping */
+  int is_fault_fired;      /* its injected fault took effect (set by the worker model where it
+                              acts: at open, at the KV transfer, at the response, mid-stream) */
   int has_eligible;        /* eligible_nodes was filled when the gateway opened it (a record
                               from logs has no breaker view: I16 is not judged for it) */
   uint64_t eligible_nodes; /* bit per node: breaker Closed (as the core reported) at the open */

@@ -265,7 +265,8 @@ static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_e
     p1.truth = PD_TRUTH_CANCELLED;
     p1.outcome = d1.outcome = PD_OUTCOME_CANCELLED;
     d1.truth = PD_TRUTH_FAILED;
-    d1.fault = c == 2 ? -1 : PD_FAULT_STATUS; /* c 2: failed for its partner, not itself */
+    d1.fault = PD_FAULT_HANG_MID_STREAM; /* c 2: a fault still pending when the partner's */
+    d1.is_fault_fired = c != 2;          /* KV failure failed the leg: not its own failure */
     d1.injected_status = 503;
     d1.worker = c == 3 ? 2 : 1; /* c 3: attempt 1 had d1, so nothing was untried */
     f->d.next_in_req = &p1;
