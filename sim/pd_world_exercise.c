@@ -119,6 +119,10 @@ void pd_world_check_quiet(struct pd_world *w) {
     if (n->live_slots) snprintf(what, sizeof what, "%u slot(s) held on %.31s", n->live_slots, name),
                        quiet_note(r, sizeof r, &off, what);
   }
+  if (w->reqs.len) { /* a leg still open at the gateway or still running at its worker */
+    snprintf(what, sizeof what, "%zu request(s) with a leg never settled", w->reqs.len);
+    quiet_note(r, sizeof r, &off, what);
+  }
   if (w->rooms.len || w->droom.len) {
     snprintf(what, sizeof what, "%zu room(s) in bootstrap tables", w->rooms.len + w->droom.len);
     quiet_note(r, sizeof r, &off, what);
