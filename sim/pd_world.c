@@ -238,6 +238,7 @@ void pd_world_judge(struct pd_world *w, pd_creq_t *rq) {
 
 void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
   pd_world_judge(w, rq);
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_world_note_fired(w, l);
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_ptrmap_del(&w->legs, l->leg_id);
   pd_ptrmap_del(&w->reqs, rq->id);
   pd_world_creq_free(rq);

@@ -7,10 +7,10 @@
 
 #include "pd_world_int.h"
 
-/* Was fault entry f of worker spec injected into the leg that just reached it? The scripted
- * fault is the leg's fp; prefill_lag and slow_drip combine with it and leave only their ms. */
+/* Was modifier entry f (prefill_lag, slow_drip) applied to the leg that just reached it? They
+ * combine with the leg's fault and leave only their ms. (A scripted fault proper fires when it
+ * takes effect: pd_world_note_fired.) */
 static int entry_fired(const pd_wleg_t *leg, const pd_fault_t *f, uint32_t nth) {
-  if (leg->fault >= 0 && leg->fp == f) return 1;
   if (f->nth_from && (nth < f->nth_from || nth > f->nth_to)) return 0;
   if (f->kind != PD_FAULT_PREFILL_LAG && f->kind != PD_FAULT_SLOW_DRIP) return 0;
   if (!f->ms) return f->prob >= 1.0; /* a 0 ms lag (a series' baseline) changes nothing: it
@@ -29,6 +29,16 @@ void pd_world_note_open(struct pd_world *w, pd_wleg_t *leg, int was_down) {
   const pd_scn_worker_t *sw = n->spec;
   for (uint32_t i = 0; i < sw->n_faults && i < PD_SCN_MAX_FAULTS; i++)
     if (entry_fired(leg, &sw->faults[i], n->received)) w->fault_fired[leg->worker][i] = 1;
+}
+
+/* The scenario as given, with its faults (the healed phase runs on a copy without them). */
+static const pd_scenario_t *given(const struct pd_world *w) { return w->orig ? w->orig : w->s; }
+
+void pd_world_note_fired(struct pd_world *w, const pd_wleg_t *leg) {
+  const pd_scn_worker_t *sw = &given(w)->workers[leg->worker];
+  if (leg->fault < 0 || !leg->is_fault_fired || !leg->fp) return;
+  if (leg->fp >= sw->faults && leg->fp < sw->faults + sw->n_faults)
+    w->fault_fired[leg->worker][leg->fp - sw->faults] = 1;
 }
 
 void pd_world_mark_crash(struct pd_world *w, uint32_t node) {
@@ -52,8 +62,10 @@ void pd_world_health(struct pd_world *w, int delta) {
 
 void pd_world_exercised(struct pd_world *w) {
   pd_world_stats_t *st = w->stats;
+  for (size_t i = 0; i < w->legs.cap; i++) /* legs still held at the end of the run */
+    if (w->legs.keys[i] && w->legs.keys[i] != UINT64_MAX) pd_world_note_fired(w, w->legs.vals[i]);
   for (uint32_t k = 0; k < w->n_nodes; k++) {
-    const pd_scn_worker_t *sw = w->nodes[k].spec;
+    const pd_scn_worker_t *sw = &given(w)->workers[k];
     for (uint32_t i = 0; i < sw->n_faults && i < PD_SCN_MAX_FAULTS; i++) {
       st->faults_total++;
       if (w->fault_fired[k][i]) st->faults_exercised++;
@@ -83,6 +95,7 @@ void pd_world_heal(struct pd_world *w) {
     h->workload.disconnect_at_ms = 0;
     h->workload.requests = w->next_req; /* no new arrivals */
     w->healed = h;
+    w->orig = w->s;
     w->s = h;
     for (uint32_t i = 0; i < w->n_nodes; i++) w->nodes[i].spec = &h->workers[i];
   }

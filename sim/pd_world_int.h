@@ -85,6 +85,7 @@ struct pd_world {
   uint8_t fault_fired[PD_SCN_MAX_WORKERS][PD_SCN_MAX_FAULTS];
   uint8_t crash_fired[PD_SCN_MAX_WORKERS];
   pd_scenario_t *healed; /* the scenario without faults, crashes or disconnects (I17 phase) */
+  const pd_scenario_t *orig; /* the scenario as given (w->s points to healed once healed) */
   uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */
   size_t n_dirty, cap_dirty;
 };
@@ -117,6 +118,7 @@ size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, co
 /* exercised and health bookkeeping (pd_world.c) */
 void pd_world_note_open(struct pd_world *w, pd_wleg_t *leg, int was_down); /* after the model */
 void pd_world_mark_crash(struct pd_world *w, uint32_t node); /* before the model's crash */
+void pd_world_note_fired(struct pd_world *w, const pd_wleg_t *leg); /* before a leg is freed */
 void pd_world_health(struct pd_world *w, int delta); /* +1 a node down / breaker not Closed */
 void pd_world_exercised(struct pd_world *w); /* fill the stats at the end of the run */
 /* I17: heal the world (crashed workers restarted, no fault on any later leg) before the

@@ -430,12 +430,12 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
                      s->workload.requests * (s->workload.interval_ms + 1) * 4 * MS_NS;
   if (rc == 0) run_until(w, horizon, o, buf);
   if (rc == 0) judge_leftovers(w);
-  pd_world_exercised(w);
   if (rc == 0) { /* the healed liveness phase: faults off, crashed workers back, time runs on */
     pd_world_heal(w);
     run_until(w, horizon + quiet_ns(s), o, buf);
     pd_world_check_quiet(w);
   }
+  pd_world_exercised(w);
   *violations = w->violations;
   if (w->room_collisions) *violations |= 1u << (PD_INV_ROOMS - 1);
   pd_trace_finish(&w->trace);

@@ -178,6 +178,12 @@ static void test_a_fault_no_request_reaches_is_reported_unexercised(void) {
   PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, 1, NULL, &st, &v, NULL), 0);
   PDT_EQ_U64(st.faults_exercised, 1);
   PDT_EQ_U64(st.faults_total, 1);
+  /* chosen but never acting: a mid-stream fault after 5 events on a 2-token request */
+  s->workers[1].faults[0] = (pd_fault_t){PD_FAULT_SSE_ERROR, 0, 5, 0, 0, 0, 1.0};
+  s->workload.tokens = 2;
+  PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, 1, NULL, &st, &v, NULL), 0);
+  PDT_EQ_U64(st.faults_exercised, 0);
+  PDT_EQ_STR(st.unexercised, "d0 faults[0] sse_error");
   free(s);
 }
 
