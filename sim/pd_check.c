@@ -227,16 +227,19 @@ static uint32_t check_loads(struct pd_world *w, pd_creq_t *rq, char *reason, siz
   return v;
 }
 
-/* Did the worker itself fail this leg (not its partner, not the gateway)? Its truth is a
- * failure and the cause was its own: an injected fault that took effect (not one still waiting
- * when its partner's failure ended the leg), a refusal, a crash; or it hung (or
- * dripped) by itself and the gateway saw it (recorded a failure or timeout): a hung leg
- * cancelled because its partner failed first had shown the gateway nothing yet. */
+/* Did the worker fail this leg, as far as the gateway could know? Its failure report (error
+ * status, error event, transport error, truncated end; a refusal) reached the gateway no later
+ * than the gateway closed the leg (`is_failed_at_close`, the same test as I4's), and the
+ * failure was the worker's own: an injected fault that took effect (not one still waiting when
+ * its partner's failure ended the leg), a refusal, a crash. Or it hung (or dripped) by itself
+ * and the gateway saw it (recorded a failure or timeout): a hung leg cancelled because its
+ * partner failed first had shown the gateway nothing yet. */
 static int worker_failed(const pd_wleg_t *l) {
-  if (l->truth == PD_TRUTH_NEVER) return 1;
   if (l->truth == PD_TRUTH_STALLED)
     return l->is_own_stall && l->outcomes &&
            (l->outcome == PD_OUTCOME_FAILURE || l->outcome == PD_OUTCOME_TIMEOUT);
+  if (!l->is_failed_at_close) return 0;
+  if (l->truth == PD_TRUTH_NEVER) return 1;
   return l->truth == PD_TRUTH_FAILED && (l->is_fault_fired || l->is_crash_hit);
 }
 

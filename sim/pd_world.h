@@ -72,6 +72,9 @@ typedef struct pd_wleg {
   int gw_open;
   int outcomes;          /* number recorded */
   pd_outcome_t outcome;
+  int is_failed_at_close; /* the worker's failure report (error status, error event, transport
+                             error, truncated end) reached the gateway no later than the
+                             instant the gateway closed the leg: `cancelled` would hide it (I4) */
   /* for I16 and the exercised count */
   int is_crash_hit;        /* its worker crashed while it was live there */
   int is_reached;          /* the request reached the worker (not refused, node not down) */

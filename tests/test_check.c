@@ -267,6 +267,7 @@ static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_e
     d1.truth = PD_TRUTH_FAILED;
     d1.fault = PD_FAULT_HANG_MID_STREAM; /* c 2: a fault still pending when the partner's */
     d1.is_fault_fired = c != 2;          /* KV failure failed the leg: not its own failure */
+    d1.is_failed_at_close = 1;           /* its 503 reached the gateway */
     d1.injected_status = 503;
     d1.worker = c == 3 ? 2 : 1; /* c 3: attempt 1 had d1, so nothing was untried */
     f->d.next_in_req = &p1;
