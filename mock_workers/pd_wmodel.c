@@ -145,7 +145,8 @@ static void transfer_done(struct pd_world *w, pd_wleg_t *p) {
 }
 
 static void prefill_respond(struct pd_world *w, pd_wleg_t *p) {
-  p->is_fault_fired |= p->fault >= 0; /* a fault still pending here acts now */
+  p->is_fault_fired |= has_fault(p, PD_FAULT_RESET_MID_STREAM) ||
+                       has_fault(p, PD_FAULT_BODY_ERROR) || has_fault(p, PD_FAULT_TRUNCATE);
   if (has_fault(p, PD_FAULT_RESET_MID_STREAM)) { uperr(w, p, PD_UPERR_RESET, PD_TRUTH_FAILED); return; }
   if (!p->is_stream) send(w, p, W2G_HEAD, 200);
   if (has_fault(p, PD_FAULT_BODY_ERROR)) {
@@ -168,11 +169,18 @@ static void answer_status(struct pd_world *w, pd_wleg_t *leg) {
   finish(w, leg, pd_wstatus_is_healthy(leg->fp->status) ? PD_TRUTH_OK : PD_TRUTH_FAILED);
 }
 
+/* The kinds a decode acts on after its after_tokens events (a `status` here is deferred). */
+static int acts_mid_stream(int kind) {
+  return kind == PD_FAULT_HANG_MID_STREAM || kind == PD_FAULT_RESET_MID_STREAM ||
+         kind == PD_FAULT_BODY_ERROR || kind == PD_FAULT_SSE_ERROR || kind == PD_FAULT_TRUNCATE ||
+         kind == PD_FAULT_STATUS;
+}
+
 static void decode_token(struct pd_world *w, pd_wleg_t *d) {
   uint32_t k = d->sent_tokens;
   uint32_t after = d->fp ? d->fp->after_tokens : 0;
   if (d->fault >= 0 && k >= after) {
-    d->is_fault_fired = 1;
+    d->is_fault_fired = acts_mid_stream(d->fault);
     switch ((pd_fault_kind_t)d->fault) {
     case PD_FAULT_HANG_MID_STREAM: d->wstate = WL_HUNG; return;
     case PD_FAULT_RESET_MID_STREAM: uperr(w, d, PD_UPERR_RESET, PD_TRUTH_FAILED); return;
@@ -219,7 +227,10 @@ void pd_wm_on_open(struct pd_world *w, pd_wleg_t *leg) {
   if (n->is_down) { uperr(w, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER); return; }
   pick_fault(w, leg);
   switch (leg->fault) {
-  case PD_FAULT_CONNECT_REFUSED: uperr(w, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER); return;
+  case PD_FAULT_CONNECT_REFUSED:
+    leg->is_fault_fired = 1;
+    uperr(w, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER);
+    return;
   case PD_FAULT_RESET_BEFORE_HEAD:
     leg->is_fault_fired = 1;
     uperr(w, leg, PD_UPERR_RESET, PD_TRUTH_FAILED);

@@ -13,6 +13,8 @@
 static int entry_fired(const pd_wleg_t *leg, const pd_fault_t *f, uint32_t nth) {
   if (f->nth_from && (nth < f->nth_from || nth > f->nth_to)) return 0;
   if (f->kind != PD_FAULT_PREFILL_LAG && f->kind != PD_FAULT_SLOW_DRIP) return 0;
+  /* a lag delays a prefill's answer, a drip a decode's tokens: elsewhere they change nothing */
+  if ((f->kind == PD_FAULT_PREFILL_LAG) != (leg->role == PD_ROLE_PREFILL)) return 0;
   if (!f->ms) return f->prob >= 1.0; /* a 0 ms lag (a series' baseline) changes nothing: it
                                         fires whenever it matches */
   return (f->kind == PD_FAULT_PREFILL_LAG ? leg->lag_ms : leg->drip_ms) == f->ms;
