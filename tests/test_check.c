@@ -263,7 +263,8 @@ static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_e
     p1.attempt = d1.attempt = 1;
     p1.room = d1.room = 43;
     p1.truth = PD_TRUTH_CANCELLED;
-    p1.outcome = d1.outcome = PD_OUTCOME_CANCELLED;
+    p1.outcome = PD_OUTCOME_CANCELLED;
+    d1.outcome = PD_OUTCOME_FAILURE;
     d1.truth = PD_TRUTH_FAILED;
     d1.fault = PD_FAULT_HANG_MID_STREAM; /* c 2: a fault still pending when the partner's */
     d1.is_fault_fired = c != 2;          /* KV failure failed the leg: not its own failure */
