@@ -138,7 +138,11 @@ typedef struct pd_gw_config {
   uint64_t head_timeout_ns;        /* reference, streams: leg sent -> its 200 head (SGLang
                                       sends a stream's head at once, S5.3) */
   uint64_t idle_timeout_ns;        /* reference: gap between decode events */
-  uint64_t total_timeout_ns;       /* reference: whole request */
+  uint64_t total_timeout_ns;       /* reference: whole request, a user cap (R-TIMEOUT) */
+  uint64_t commit_timeout_ns;      /* reference: arrival -> first byte to the client, across
+                                      every retry and backoff (R-PROGRESS) */
+  uint64_t token_budget_ns;        /* reference, non-stream: allowance per requested output
+                                      token added to the idle and commit budgets (R-PROGRESS) */
   uint64_t prefill_tail_timeout_ns; /* reference: prefill supervised after client end */
   uint64_t settle_ns; /* reference: how long "the instant" lasts in which a given-up leg may
                          still report its own failure (R-CANCEL). 0 (default, simulator): the
@@ -185,5 +189,9 @@ pd_breaker_state_t pd_gw_breaker_state(pd_gw_t *gw, pd_role_t role, uint32_t wor
 size_t pd_gw_requests_live(const pd_gw_t *gw);
 /* Half-open probes admitted to the worker and not yet recorded (0 for an unknown worker). */
 uint32_t pd_gw_breaker_probes(const pd_gw_t *gw, pd_role_t role, uint32_t worker);
+/* Start worker's breaker in state st at now_ns (before any event: a scenario's initial
+ * breaker state). PD_ERR_INVAL for an unknown worker or state. */
+int pd_gw_breaker_start_in(pd_gw_t *gw, pd_role_t role, uint32_t worker, pd_breaker_state_t st,
+                           uint64_t now_ns);
 
 #endif

@@ -46,6 +46,9 @@ static int has_crash(const pd_scenario_t *s) {
 
 const char *pd_conform_skip_reason(const pd_scenario_t *s) {
   if (s->workload.requests > PD_CONFORM_MAX_REQUESTS) return "more than 2000 client requests";
+  for (uint32_t i = 0; i < s->n_workers; i++) /* a gateway's breakers start closed */
+    if (s->workers[i].breaker_initial != PD_BREAKER_CLOSED)
+      return "a worker's breaker starts open or half-open (breaker_initial): simulator only";
   return NULL;
 }
 
@@ -91,6 +94,8 @@ static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char 
       {"--first-token-timeout-ms", c.first_token_timeout_ns, sc->first_token_timeout_ms},
       {"--idle-timeout-ms", c.idle_timeout_ns, sc->idle_timeout_ms},
       {"--total-timeout-ms", c.total_timeout_ns, sc->total_timeout_ms},
+      {"--commit-timeout-ms", c.commit_timeout_ns, sc->commit_timeout_ms},
+      {"--token-budget-ms", c.token_budget_ns, sc->token_budget_ms},
       {"--request-timeout-ms", c.request_timeout_ns, sc->request_timeout_ms},
       {"--tail-timeout-ms", c.prefill_tail_timeout_ns, sc->tail_timeout_ms},
   };

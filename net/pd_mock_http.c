@@ -276,6 +276,21 @@ static void body_tag(const char *body, size_t len, char *out, size_t cap) {
   }
 }
 
+/* The request index n of the runner's id "pdconf-<hex>-<n>" in the prompt, for the traffic
+ * faults; PD_TFAULT_ANY when the prompt carries none. */
+static uint32_t body_index(const char *body, size_t len) {
+  char tag[PD_MOCK_XRID_MAX];
+  body_tag(body, len, tag, sizeof tag);
+  const char *dash = strrchr(tag, '-');
+  uint64_t n = 0;
+  if (!dash || !dash[1] || dash - tag < 8) return PD_TFAULT_ANY;
+  for (const char *p = dash + 1; *p; p++) {
+    if (*p < '0' || *p > '9' || n > PD_SCN_MAX_REQUESTS) return PD_TFAULT_ANY;
+    n = n * 10 + (uint64_t)(*p - '0');
+  }
+  return n < PD_SCN_MAX_REQUESTS ? (uint32_t)n : PD_TFAULT_ANY;
+}
+
 static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x,
                                  pd_reply_t *rp) {
   if (m->is_down) {
@@ -304,17 +319,18 @@ static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx
     snprintf(leg->xrid, sizeof leg->xrid, "%s", xr);
   else
     body_tag(x->body, x->len, leg->xrid, sizeof leg->xrid); /* conform's id in the prompt */
+  leg->req_index = body_index(x->body, x->len);
   leg->path = x->path;
   leg->conn = c;
   leg->fd = conn_fd(c);
   leg->is_attached = 1;
   x->leg = leg;
   pd_mlog_request(m, leg);
-  pd_mm_open(m, leg);
-  if (pd_mm_was_aborted(m, leg->rid)) { /* the abort overtook its request */
-    pd_mlog_str(m, "abort", leg, "prefix", "(remembered)");
-    pd_mm_abort(m, leg);
-  }
+  leg->is_held = m->worker.open_delay_ms > 0; /* a late request: an abort may overtake it */
+  if (leg->is_held)
+    pd_mock_timer(m, leg, MT_OPEN, pd_mock_scaled_ns(m, m->worker.open_delay_ms));
+  else
+    pd_mm_arrive(m, leg);
   return progress(m, leg, rp);
 }
 

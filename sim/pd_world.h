@@ -53,6 +53,7 @@ typedef struct pd_wleg {
   /* worker side */
   pd_wl_state_t wstate;
   int fault;            /* pd_fault_kind_t or -1 */
+  int tfault;           /* index of the traffic fault that struck it, or -1 */
   const pd_fault_t *fp;
   uint64_t lag_ms, drip_ms;
   int is_kv_failed;
@@ -67,6 +68,8 @@ typedef struct pd_wleg {
   int worker_conn_open; /* the worker still writes to this connection */
   struct pd_wleg *partner;
   uint32_t aborts;
+  int is_abort_early;   /* an abort came before the request: applied when it arrives (Q7) */
+  uint64_t t_open_arrive; /* when the request reaches the worker (net_us + open_delay_ms) */
   /* gateway side */
   uint64_t t_open, t_gw_closed; /* t_gw_closed is meaningful only once gw_open is 0 */
   int gw_open;
@@ -113,6 +116,7 @@ typedef struct pd_creq {
    * windows). 0: I15 is not judged for this request. */
   int was_healthy;
   uint64_t health_epoch; /* the world's unhealthy_epoch at arrival; UINT64_MAX if unhealthy */
+  uint32_t legs_seen[2]; /* ledger of the traffic faults: legs per role that reached a worker */
   /* gateway view */
   uint32_t attempts;
   int core_done;
@@ -155,6 +159,8 @@ typedef struct pd_world_opts {
   FILE *trace;                  /* NULL: no trace file (the run hash is kept anyway) */
   pd_world_progress_fn progress; /* NULL: none */
   void *progress_ud;
+  int has_tie_seed;             /* 1: tie_seed below, else the scenario's config.tie_seed */
+  uint64_t tie_seed;            /* order of same-instant events (0: insertion order) */
 } pd_world_opts_t;
 
 int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,

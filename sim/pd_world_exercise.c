@@ -31,6 +31,13 @@ void pd_world_note_open(struct pd_world *w, pd_wleg_t *leg, int was_down) {
   const pd_scn_worker_t *sw = n->spec;
   for (uint32_t i = 0; i < sw->n_faults && i < PD_SCN_MAX_FAULTS; i++)
     if (entry_fired(leg, &sw->faults[i], n->received)) w->fault_fired[leg->worker][i] = 1;
+  const pd_scenario_t *s = w->s; /* a traffic lag or drip that struck this leg */
+  if (leg->tfault >= 0 && (uint32_t)leg->tfault < s->n_tfaults) {
+    const pd_fault_t *f = &s->tfaults[leg->tfault].f;
+    int is_mod = f->kind == PD_FAULT_PREFILL_LAG || f->kind == PD_FAULT_SLOW_DRIP;
+    if (is_mod && (f->kind == PD_FAULT_PREFILL_LAG) == (leg->role == PD_ROLE_PREFILL))
+      w->tfault_fired[leg->tfault] = 1;
+  }
 }
 
 /* The scenario as given, with its faults (the healed phase runs on a copy without them). */
@@ -41,6 +48,9 @@ void pd_world_note_fired(struct pd_world *w, const pd_wleg_t *leg) {
   if (leg->fault < 0 || !leg->is_fault_fired || !leg->fp) return;
   if (leg->fp >= sw->faults && leg->fp < sw->faults + sw->n_faults)
     w->fault_fired[leg->worker][leg->fp - sw->faults] = 1;
+  const pd_scenario_t *s = given(w);
+  for (uint32_t i = 0; i < s->n_tfaults && i < PD_SCN_MAX_TFAULTS; i++)
+    if (leg->fp == &s->tfaults[i].f) w->tfault_fired[i] = 1;
 }
 
 void pd_world_mark_crash(struct pd_world *w, uint32_t node) {
@@ -66,6 +76,14 @@ void pd_world_exercised(struct pd_world *w) {
   pd_world_stats_t *st = w->stats;
   for (size_t i = 0; i < w->legs.cap; i++) /* legs still held at the end of the run */
     if (w->legs.keys[i] && w->legs.keys[i] != UINT64_MAX) pd_world_note_fired(w, w->legs.vals[i]);
+  const pd_scenario_t *s = given(w);
+  for (uint32_t i = 0; i < s->n_tfaults && i < PD_SCN_MAX_TFAULTS; i++) {
+    st->faults_total++;
+    if (w->tfault_fired[i]) st->faults_exercised++;
+    else if (!st->unexercised[0])
+      snprintf(st->unexercised, sizeof st->unexercised, "faults[%u] %s (%s)", i,
+               pd_fault_kind_name(s->tfaults[i].f.kind), pd_role_name(s->tfaults[i].role));
+  }
   for (uint32_t k = 0; k < w->n_nodes; k++) {
     const pd_scn_worker_t *sw = &given(w)->workers[k];
     for (uint32_t i = 0; i < sw->n_faults && i < PD_SCN_MAX_FAULTS; i++) {
@@ -93,6 +111,7 @@ void pd_world_heal(struct pd_world *w) {
       h->workers[i].n_faults = 0;
       h->workers[i].crash_at_ms = h->workers[i].restart_at_ms = 0;
     }
+    h->n_tfaults = 0;
     h->workload.fault_rate = 0;
     h->workload.disconnect_at_ms = 0;
     h->workload.requests = w->next_req; /* no new arrivals */
