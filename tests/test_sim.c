@@ -184,6 +184,19 @@ static void test_a_fault_no_request_reaches_is_reported_unexercised(void) {
   PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, 1, NULL, &st, &v, NULL), 0);
   PDT_EQ_U64(st.faults_exercised, 0);
   PDT_EQ_STR(st.unexercised, "d0 faults[0] sse_error");
+  /* a traffic fault for a request that never comes: the top-level entry is unexercised */
+  s->workers[1].n_faults = 0;
+  s->tfaults[0].f = (pd_fault_t){PD_FAULT_STATUS, 503, 0, 0, 1, 1, 1.0};
+  s->tfaults[0].role = PD_ROLE_DECODE;
+  s->tfaults[0].request = 5;
+  s->n_tfaults = 1;
+  PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, 1, NULL, &st, &v, NULL), 0);
+  PDT_EQ_U64(st.faults_total, 1);
+  PDT_EQ_U64(st.faults_exercised, 0);
+  PDT_EQ_STR(st.unexercised, "faults[0] status (decode)");
+  s->tfaults[0].request = 0; /* request 0's first decode leg: it fires */
+  PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, 1, NULL, &st, &v, NULL), 0);
+  PDT_EQ_U64(st.faults_exercised, 1);
   free(s);
 }
 
