@@ -271,12 +271,13 @@ static void record_base(hh_t *h) {
   for (int i = 0; i < P_N; i++) h->base_fds[i] = count_fds(h->pid[i]);
 }
 
-/* Every process alive, with its descriptors back near the baseline (waits up to 2 s). */
+/* Every process alive, with its descriptors back near the baseline (waits up to 5 s: a
+ * loaded sanitizer build closes 4,000 sockets slowly), and serving again. */
 static void check_after(hh_t *h) {
   for (int i = 0; i < P_N; i++) {
     PDT_TRUE(is_alive(h->pid[i]));
     int n = count_fds(h->pid[i]);
-    for (int k = 0; k < 40 && n > h->base_fds[i] + HH_FD_SLACK; k++) {
+    for (int k = 0; k < 100 && n > h->base_fds[i] + HH_FD_SLACK; k++) {
       pdt_sleep_ms(50);
       n = count_fds(h->pid[i]);
     }
@@ -285,7 +286,10 @@ static void check_after(hh_t *h) {
       fprintf(stderr, "test_hostile_http: process %d has %d fds, baseline %d\n", i, n,
               h->base_fds[i]);
   }
-  PDT_TRUE(health_ok(h->port[P_GW]) && health_ok(h->port[P_MOCK]));
+  int ok = 0;
+  for (int k = 0; k < 3 && !ok; k++) ok = health_ok(h->port[P_GW]) && health_ok(h->port[P_MOCK]);
+  if (!ok) fprintf(stderr, "test_hostile_http: /health not answered within 1 s after\n");
+  PDT_TRUE(ok);
 }
 
 static int hh_setup(hh_t *h, unsigned limit, unsigned deadline) {
