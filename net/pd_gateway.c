@@ -316,6 +316,7 @@ static int step(pd_gateway_t *g, int max_wait_ms) {
   if (g->curl_deadline_ns && g->curl_deadline_ns <= pd_gwn_now_ns()) pd_gwu_on_timeout(g);
   pd_gwu_drain(g);
   timers_fire(g);
+  pd_gwh_gate(g);
   MHD_run(g->mhd);
   pd_gwu_flush(g);
   return 0;

@@ -174,7 +174,9 @@ void pd_gwh_client_hup(pd_gateway_t *g, pd_gwconn_t *c);
 void pd_gwh_wake(pd_gwconn_t *c);
 /* An info proxy finished: status (0 = transport error) and body. */
 void pd_gwh_info_done(pd_gateway_t *g, pd_gwconn_t *c, long status, const pd_gwbuf_t *body);
-/* Cancel every live client request (shutdown). */
+/* Let the gate (pd_httpd.h) accept and look at new connections (each loop turn). */
+void pd_gwh_gate(pd_gateway_t *g);
+/* Cancel every live client request (shutdown); stops accepting. */
 void pd_gwh_cancel_all(pd_gateway_t *g);
 
 /* --- upstream side (pd_gw_upstream.c) --- */

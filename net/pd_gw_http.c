@@ -4,11 +4,13 @@
  * buffer and resume it. Suspended connections are blind to hang-ups, so the loop watches
  * each fed request's socket for EPOLLRDHUP itself (pd_gwn_watch). */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "pd_err.h"
 #include "pd_gateway_int.h"
@@ -248,6 +250,7 @@ static const char shutdown_json[] =
 /* Shutdown: every request not yet answered is cancelled in the core (legs closed, aborts
  * posted); a client still without a head gets a 503, a stream already started is cut. */
 void pd_gwh_cancel_all(pd_gateway_t *g) {
+  if (g->has_httpd) pd_httpd_gate_quiesce(&g->httpd); /* no new connections */
   for (pd_gwconn_t *c = g->conns; c; c = c->next) {
     if (c->rq && !c->is_ended && !c->is_gone) {
       c->is_gone = 1;
@@ -543,6 +546,34 @@ static int listen_addr(const pd_gateway_t *g, struct sockaddr_storage *ss, int *
   return 0;
 }
 
+/* The listening socket (the gate accepts: pd_httpd.h); its port into g->port. */
+static int listen_socket(pd_gateway_t *g, const struct sockaddr_storage *ss, int is_v6) {
+  socklen_t len = is_v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int fd = socket(is_v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  struct sockaddr_storage got;
+  socklen_t glen = sizeof got;
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+      bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 1024) < 0 ||
+      getsockname(fd, (struct sockaddr *)&got, &glen) < 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  g->port = ntohs(is_v6 ? ((struct sockaddr_in6 *)&got)->sin6_port
+                        : ((struct sockaddr_in *)&got)->sin_port);
+  return fd;
+}
+
+/* The gate found a good first head: libmicrohttpd takes the connection (loop thread). */
+static int hand(void *ctx, int fd, const struct sockaddr *a, socklen_t alen) {
+  pd_gateway_t *g = ctx;
+  return MHD_add_connection(g->mhd, fd, a, alen) != MHD_YES;
+}
+
+void pd_gwh_gate(pd_gateway_t *g) {
+  if (g->has_httpd) pd_httpd_gate_run(&g->httpd, 0);
+}
+
 int pd_gwh_start(pd_gateway_t *g, char *err, size_t errlen) {
   struct sockaddr_storage ss;
   int is_v6 = 0;
@@ -551,31 +582,38 @@ int pd_gwh_start(pd_gateway_t *g, char *err, size_t errlen) {
     return PD_ERR_INVAL;
   }
   if (pd_httpd_init(&g->httpd, g->cfg.max_connections, g->cfg.client_deadline_s,
-                    g->cfg.client_timeout_s, 0)) {
+                    g->cfg.client_timeout_s, 1)) {
     snprintf(err, errlen, "out of memory");
     return PD_ERR_NOMEM;
   }
   g->has_httpd = 1;
-  unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+  int lfd = listen_socket(g, &ss, is_v6);
+  if (lfd < 0) {
+    snprintf(err, errlen, "cannot listen on %s:%u: %s", g->cfg.listen_host,
+             (unsigned)g->cfg.listen_port, strerror(errno));
+    return PD_ERR_IO;
+  }
+  if (pd_httpd_gate_init(&g->httpd, lfd, hand, g)) {
+    close(lfd);
+    return PD_ERR_NOMEM;
+  }
+  unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                   MHD_USE_NO_LISTEN_SOCKET;
   if (is_v6) flags |= MHD_USE_IPv6;
   g->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_access, g, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, g,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-      pd_httpd_mhd_limit(&g->httpd), MHD_OPTION_CONNECTION_TIMEOUT,
+      MHD_OPTION_CONNECTION_LIMIT, pd_httpd_mhd_limit(&g->httpd), MHD_OPTION_CONNECTION_TIMEOUT,
       (unsigned int)g->cfg.client_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, g,
-      MHD_OPTION_NOTIFY_CONNECTION, on_connection, g, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-      (unsigned int)1024, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16u * 1024u),
-      MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, g, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      (size_t)(16u * 1024u), MHD_OPTION_END);
   if (!g->mhd) {
-    snprintf(err, errlen, "cannot listen on %s:%u (in use, or not a local address?)",
-             g->cfg.listen_host, (unsigned)g->cfg.listen_port);
+    snprintf(err, errlen, "libmicrohttpd: cannot start the HTTP daemon");
     return PD_ERR_IO;
   }
-  const union MHD_DaemonInfo *pi = MHD_get_daemon_info(g->mhd, MHD_DAEMON_INFO_BIND_PORT);
   const union MHD_DaemonInfo *ei = MHD_get_daemon_info(g->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-  if (!pi || !ei) return PD_ERR_IO;
-  g->port = pi->port;
-  if (pd_httpd_start(&g->httpd)) return PD_ERR_IO;
+  if (!ei || pd_httpd_start(&g->httpd)) return PD_ERR_IO;
+  if (pd_gwn_add_fd(g, pd_httpd_gate_fd(&g->httpd), PD_GWN_TAG(PD_GWN_TAG_MHD, 1)))
+    return PD_ERR_IO;
   return pd_gwn_add_fd(g, ei->epoll_fd, PD_GWN_TAG(PD_GWN_TAG_MHD, 0));
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "pd_err.h"
+#include "pd_httpd_int.h"
 
 #define NS_PER_S 1000000000ull
 
@@ -24,7 +25,7 @@ struct pd_httpd_conn {
   uint64_t since_ns, bound_ns;
 };
 
-static uint64_t now_ns(void) {
+uint64_t pd_httpd_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
@@ -34,6 +35,8 @@ static const char *phrase(unsigned status) {
   switch (status) {
   case 400: return "Bad Request";
   case 408: return "Request Timeout";
+  case 414: return "URI Too Long";
+  case 431: return "Request Header Fields Too Large";
   case 413: return "Content Too Large";
   case 503: return "Service Unavailable";
   default: return "Error";
@@ -59,7 +62,7 @@ size_t pd_httpd_error_json(char *buf, size_t cap, unsigned status, const char *c
 
 /* A whole response written straight to the socket (nothing else is being written to it:
  * libmicrohttpd has not read a request yet, or the request is incomplete). Best effort. */
-static void raw_error(int fd, unsigned status, const char *code, const char *msg) {
+void pd_httpd_raw_error(int fd, unsigned status, const char *code, const char *msg) {
   char body[512], all[768];
   size_t bn = pd_httpd_error_json(body, sizeof body, status, code, msg);
   int n = snprintf(all, sizeof all,
@@ -75,6 +78,7 @@ static void raw_error(int fd, unsigned status, const char *code, const char *msg
 int pd_httpd_init(pd_httpd_t *h, uint32_t max_conns, uint32_t request_s, uint32_t idle_s,
                   int is_counted_at_accept) {
   memset(h, 0, sizeof *h);
+  h->gate_ep = h->listen_fd = -1;
   h->max_conns = max_conns ? max_conns : 1;
   h->request_ns = (uint64_t)(request_s ? request_s : 1) * NS_PER_S;
   h->idle_ns = (uint64_t)idle_s * NS_PER_S;
@@ -101,11 +105,12 @@ uint32_t pd_httpd_count(pd_httpd_t *h) {
 /* ---------- the sweeper ---------- */
 
 static void sweep(pd_httpd_t *h, uint64_t now) {
+  pd_httpd_gate_sweep(h, now);
   for (pd_httpd_conn_t *c = h->head; c; c = c->next) {
     if (c->is_whole || c->is_killed || now - c->since_ns < c->bound_ns) continue;
     c->is_killed = 1;
     h->timed_out++;
-    raw_error(c->fd, 408, "request_timeout", "the request was not complete in time");
+    pd_httpd_raw_error(c->fd, 408, "request_timeout", "the request was not complete in time");
     shutdown(c->fd, SHUT_RDWR); /* libmicrohttpd sees the end and closes it */
   }
 }
@@ -113,6 +118,16 @@ static void sweep(pd_httpd_t *h, uint64_t now) {
 static void *sweeper_main(void *arg) {
   pd_httpd_t *h = arg;
   pthread_mutex_lock(&h->mu);
+  while (!h->stopping && h->is_gate_in_sweeper) {
+    pthread_mutex_unlock(&h->mu);
+    pd_httpd_gate_run(h, (int)PD_HTTPD_SWEEP_MS);
+    pthread_mutex_lock(&h->mu);
+    uint64_t now = pd_httpd_now_ns();
+    if (now - h->last_sweep_ns >= PD_HTTPD_SWEEP_MS * 1000000ull) {
+      sweep(h, now);
+      h->last_sweep_ns = now;
+    }
+  }
   while (!h->stopping) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -122,7 +137,7 @@ static void *sweeper_main(void *arg) {
       ts.tv_nsec -= 1000000000L;
     }
     pthread_cond_timedwait(&h->cv, &h->mu, &ts);
-    if (!h->stopping) sweep(h, now_ns());
+    if (!h->stopping) sweep(h, pd_httpd_now_ns());
   }
   pthread_mutex_unlock(&h->mu);
   return NULL;
@@ -153,6 +168,7 @@ void pd_httpd_free(pd_httpd_t *h) {
     c = n;
   }
   h->head = NULL;
+  pd_httpd_gate_free(h);
   pthread_cond_destroy(&h->cv);
   pthread_mutex_destroy(&h->mu);
 }
@@ -168,7 +184,7 @@ int pd_httpd_admit(pd_httpd_t *h, int fd) {
     h->refused++;
   pthread_mutex_unlock(&h->mu);
   if (!ok) {
-    raw_error(fd, 503, "overloaded", "connection limit reached");
+    pd_httpd_raw_error(fd, 503, "overloaded", "connection limit reached");
     close(fd);
   }
   return ok;
@@ -194,7 +210,7 @@ static void on_started(pd_httpd_t *h, struct MHD_Connection *mc, void **socket_c
   if (!h->is_counted_at_accept) is_over = ++h->n_conns > h->max_conns;
   if (c) {
     c->fd = fd;
-    c->since_ns = now_ns();
+    c->since_ns = pd_httpd_now_ns();
     c->bound_ns = h->request_ns;
     c->next = h->head;
     if (h->head) h->head->prev = c;
@@ -204,7 +220,7 @@ static void on_started(pd_httpd_t *h, struct MHD_Connection *mc, void **socket_c
   if (is_over || !c) {
     if (c) c->is_killed = 1;
     h->refused++;
-    raw_error(fd, 503, "overloaded", "connection limit reached");
+    pd_httpd_raw_error(fd, 503, "overloaded", "connection limit reached");
     if (fd >= 0) shutdown(fd, SHUT_RDWR);
   }
   pthread_mutex_unlock(&h->mu);
@@ -253,10 +269,12 @@ void pd_httpd_request_over(pd_httpd_t *h, struct MHD_Connection *mc) {
   if (!c) return;
   pthread_mutex_lock(&h->mu);
   c->is_whole = 0;
-  c->since_ns = now_ns();
+  c->since_ns = pd_httpd_now_ns();
   c->bound_ns = h->idle_ns > h->request_ns ? h->idle_ns : h->request_ns;
   pthread_mutex_unlock(&h->mu);
 }
+
+int pd_httpd_gate_fd(const pd_httpd_t *h) { return h->gate_ep; }
 
 int pd_httpd_is_killed(pd_httpd_t *h, struct MHD_Connection *mc) {
   pd_httpd_conn_t *c = conn_of(mc);

@@ -17,13 +17,29 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /* libmicrohttpd's limit is set this far above ours, so that ours always refuses first. */
 #define PD_HTTPD_MHD_HEADROOM 64u
 /* How often the sweeper looks for requests past their bound. */
 #define PD_HTTPD_SWEEP_MS 100u
+/* The gate's bounds on a first request head (below libmicrohttpd's memory pool, so that it
+ * never answers these itself): 414 past the line, 431 past the head. */
+#define PD_HTTPD_MAX_LINE 4096u
+#define PD_HTTPD_MAX_HEAD 8192u
 
 typedef struct pd_httpd_conn pd_httpd_conn_t;
+/* Hand a checked connection to libmicrohttpd (MHD_add_connection): 0, or nonzero when it
+ * refused it (it closed fd). */
+typedef int (*pd_httpd_hand_fn)(void *ctx, int fd, const struct sockaddr *a, socklen_t alen);
+
+/* A connection held by the gate until its first head is in. */
+typedef struct pd_httpd_pending {
+  int fd, is_killed;
+  uint64_t t0_ns;
+  struct sockaddr_storage addr;
+  socklen_t alen;
+} pd_httpd_pending_t;
 
 typedef struct pd_httpd {
   pthread_mutex_t mu;
@@ -36,6 +52,13 @@ typedef struct pd_httpd {
   uint32_t n_conns;             /* admitted and not yet closed */
   uint64_t refused, timed_out, bad_framing;
   pd_httpd_conn_t *head;
+  /* the gate (pd_httpd_gate.c) */
+  int gate_ep, listen_fd, is_gate_in_sweeper;
+  pd_httpd_pending_t *gate; /* max_conns slots */
+  uint32_t gate_next;
+  uint64_t last_sweep_ns, accept_resume_ns; /* out of descriptors: accept again then */
+  pd_httpd_hand_fn hand;
+  void *hand_ctx;
 } pd_httpd_t;
 
 /* max_conns connections at once; request_s: bound for a whole request (s, >= 1); idle_s:
@@ -50,6 +73,22 @@ void pd_httpd_free(pd_httpd_t *h);
 
 /* The value for MHD_OPTION_CONNECTION_LIMIT. */
 unsigned int pd_httpd_mhd_limit(const pd_httpd_t *h);
+
+/* The gate, after pd_httpd_init and before pd_httpd_start: listen_fd (>= 0) is accepted
+ * by the gate itself; hand gets each connection whose first head passed. With
+ * is_in_sweeper the sweeper thread runs the gate; else the caller runs pd_httpd_gate_run
+ * from its loop (pd_httpd_gate_fd is readable when there is work). */
+int pd_httpd_gate_init(pd_httpd_t *h, int listen_fd, pd_httpd_hand_fn hand, void *ctx);
+int pd_httpd_gate_fd(const pd_httpd_t *h);
+/* A connection accepted (and admitted) by the caller, to be held until its head is in. */
+void pd_httpd_gate_add(pd_httpd_t *h, int fd, const struct sockaddr *a, socklen_t alen);
+/* Stop accepting: the gate's listener and every pending connection are closed. */
+void pd_httpd_gate_quiesce(pd_httpd_t *h);
+/* One round: accept, look at pending connections; waits up to timeout_ms. */
+int pd_httpd_gate_run(pd_httpd_t *h, int timeout_ms);
+/* The head check: 0 incomplete, 1 acceptable, or 400/414/431 with msg filled. */
+int pd_httpd_head_check(const char *p, size_t n, size_t max_line, size_t max_head, char *msg,
+                        size_t cap);
 
 /* Accept path (is_counted_at_accept): 1 if fd may be handed to libmicrohttpd (counted), 0
  * if it was refused (a 503 written, fd closed). */

@@ -572,12 +572,24 @@ int pd_mock_listen(const char *host, uint16_t port, int *fd, uint16_t *bound, ch
   return listen_on(host, port, fd, bound, err, errlen);
 }
 
+/* The gate found a good first head: libmicrohttpd takes the connection. */
+static int hand(void *ctx, int fd, const struct sockaddr *a, socklen_t alen) {
+  pd_mock_t *m = ctx;
+  return MHD_add_connection(m->daemon, fd, a, alen) != MHD_YES;
+}
+
 int pd_mock_http_start(pd_mock_t *m, char *err, size_t errlen) {
   int rc = listen_on(m->cfg.listen_host, m->cfg.port, &m->http_listen, &m->port, err, errlen);
   if (rc < 0) return rc;
   uint32_t maxc = m->cfg.max_connections ? m->cfg.max_connections : PD_MOCK_MAX_CONNECTIONS;
   uint32_t dl = m->cfg.client_deadline_s ? m->cfg.client_deadline_s : PD_MOCK_CLIENT_DEADLINE_S;
   if (pd_httpd_init(&m->httpd, maxc, dl, PD_MOCK_IDLE_TIMEOUT_S, 1)) {
+    snprintf(err, errlen, "out of memory");
+    return PD_ERR_NOMEM;
+  }
+  m->httpd.is_gate_in_sweeper = 1; /* the engine accepts, the sweeper thread gates */
+  if (pd_httpd_gate_init(&m->httpd, -1, hand, m)) {
+    pd_httpd_free(&m->httpd);
     snprintf(err, errlen, "out of memory");
     return PD_ERR_NOMEM;
   }
@@ -616,7 +628,6 @@ void pd_mock_http_accept(pd_mock_t *m) {
     }
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
     if (!pd_httpd_admit(&m->httpd, fd)) continue; /* 503 and closed: the limit is ours */
-    if (MHD_add_connection(m->daemon, fd, (struct sockaddr *)&a, len) != MHD_YES)
-      pd_httpd_unadmit(&m->httpd); /* libmicrohttpd closed fd */
+    pd_httpd_gate_add(&m->httpd, fd, (struct sockaddr *)&a, len); /* then MHD, via hand */
   }
 }

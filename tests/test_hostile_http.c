@@ -563,6 +563,10 @@ static void test_bad_framing_gets_one_400_json(void) {
       "\r\n2\r\n{}\r\n0\r\n\r\n",
       "POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
       "chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+      /* libmicrohttpd 0.9.75 alone wrote its HTML head twice for these */
+      "POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n{}",
+      "POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: 12abc\r\n\r\n{}",
+      "POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000000000000000000\r\n\r\n{}",
   };
   char resp[2048];
   for (int t = 0; t < 2; t++)
@@ -581,6 +585,43 @@ static void test_bad_framing_gets_one_400_json(void) {
   PDT_EQ_INT(hh_stop(&h), 0);
 }
 
+/* Over-long request line and header block: 414 and 431 as JSON, not libmicrohttpd's HTML. */
+static void test_long_line_and_head_get_json(void) {
+  hh_t h;
+  if (hh_setup(&h, HH_LIMIT, 0)) return;
+  healthy_t hg, hm;
+  healthy_start(&hg, h.port[P_GW], 100, 3);
+  healthy_start(&hm, h.port[P_MOCK], 100, 3);
+  enum { BIG = 40000 };
+  char *line = malloc(BIG + 64), *head = malloc(BIG + 96), resp[2048];
+  PDT_TRUE(line && head);
+  if (line && head) {
+    memcpy(line, "GET /", 5);
+    memset(line + 5, 'a', BIG);
+    snprintf(line + 5 + BIG, 59, " HTTP/1.1\r\nHost: x\r\n\r\n");
+    snprintf(head, 64, "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    size_t at = strlen(head);
+    memset(head + at, 'a', BIG);
+    snprintf(head + at + BIG, 8, "\r\n\r\n");
+    for (int t = 0; t < 2; t++)
+      for (int i = 0; i < 2; i++) {
+        uint64_t ms = 9999;
+        exchange(h.port[t ? P_MOCK : P_GW], i ? head : line, NULL, 0, resp, sizeof resp, &ms);
+        if (!is_json_error(resp, i ? 431 : 414) || ms >= 1000)
+          fprintf(stderr, "test_hostile_http: long %s to %s: %llu ms: %.300s\n",
+                  i ? "head" : "line", t ? "mock" : "gateway", (unsigned long long)ms, resp);
+        PDT_TRUE(is_json_error(resp, i ? 431 : 414));
+        PDT_TRUE(ms < 1000);
+      }
+  }
+  free(line);
+  free(head);
+  healthy_join(&hg);
+  healthy_join(&hm);
+  check_after(&h);
+  PDT_EQ_INT(hh_stop(&h), 0);
+}
+
 int pdt_suite_hostile_http(void) {
   static const pdt_case_t cases[] = {
       {"connection flood at the limit + 1: 503, serving, SIGTERM < 1 s", test_flood_limit_plus_one},
@@ -590,7 +631,9 @@ int pdt_suite_hostile_http(void) {
        test_slowloris_is_cut_at_the_deadline},
       {"oversized bodies (chunked, unknown route, wrong method): 413 JSON",
        test_oversized_bodies_get_413_json},
-      {"bad framing (two lengths, xchunked, both): one 400 JSON", test_bad_framing_gets_one_400_json},
+      {"bad framing (bad or two lengths, xchunked, both): one 400 JSON",
+       test_bad_framing_gets_one_400_json},
+      {"over-long request line and head: 414 and 431 JSON", test_long_line_and_head_get_json},
   };
   return PDT_SUITE("hostile_http", cases);
 }
