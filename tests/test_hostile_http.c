@@ -218,7 +218,7 @@ typedef struct healthy {
 static void *healthy_main(void *arg) {
   healthy_t *hs = arg;
   char req[256], *resp = malloc(1 << 20);
-  for (unsigned i = 0; resp && i < hs->loops && !hs->stop; i++) {
+  for (unsigned i = 0; resp && i < hs->loops && (i == 0 || !hs->stop); i++) {
     int body_n = snprintf(req, sizeof req, "{\"text\":\"x\",\"stream\":true,"
                           "\"sampling_params\":{\"max_new_tokens\":%u}}", hs->tokens);
     char head[160];
