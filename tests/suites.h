@@ -22,4 +22,5 @@
   X(pdt_suite_mock) \
   X(pdt_suite_mock_more) \
   X(pdt_suite_conform) \
-  X(pdt_suite_conform_metrics)
+  X(pdt_suite_conform_metrics) \
+  X(pdt_suite_hostile_input)
