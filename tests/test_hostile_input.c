@@ -288,9 +288,9 @@ static void test_bootstrap_port_flood_does_not_stall_requests(void) {
     PDT_EQ_INT(n, N);
     pdt_sleep_ms(200); /* the mock accepts what the backlog holds */
     pdt_tx_t *t = pdt_tx_new(mh, r.gw.port, "/generate", healthy_body);
-    pdt_tx_run(mh, &t, 1, 3000);
+    pdt_tx_run(mh, &t, 1, 3000); /* 240 ms here under ASan; stalled until 30 s before */
     PDT_TRUE(t->is_done && t->status == 200 && strstr(t->buf, "[DONE]") != NULL);
-    PDT_TRUE(t->t_done - t->t_start < 3000);
+    PDT_TRUE(t->t_done - t->t_start < 1000);
     pdt_tx_del(mh, t);
     int now = -1;
     for (int i = 0; i < 60 && (now = count_fds(r.pf.pid)) > base; i++) pdt_sleep_ms(50);
