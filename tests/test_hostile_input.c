@@ -45,7 +45,7 @@ static int read_line(int fd, char *buf, size_t cap, unsigned limit_ms) {
 
 /* Start `pdref ARGS...` (args NULL-terminated, with --json): its ready line gives the ports. */
 static int proc_start(proc_t *p, const char *const *args) {
-  char bin[4096];
+  char bin[PATH_MAX + 16];
   memset(p, 0, sizeof *p);
   p->pid = -1;
   if (pdt_pdref_path(bin, sizeof bin) != 0) return -1;
@@ -224,7 +224,7 @@ static void send_bad(CURLM *mh, healthy_t *h, uint16_t port, const bad_t *b) {
 }
 
 /* Every bad input in every mode: 400 naming the field or offset within 1 s; the only legs
- * the workers saw are the healthy streams'. */
+ * the workers saw are the healthy streams'. Then each input straight to both mocks. */
 static void test_bad_prompts_get_400_and_reach_no_worker(void) {
   static const char *modes[] = {"reference", "joined", "pr1150", "minilb"};
   rig_t r;
@@ -250,6 +250,17 @@ static void test_bad_prompts_get_400_and_reach_no_worker(void) {
                             "", CU_FALSE);
   }
   PDT_EQ_INT(rc, 0);
+  if (rc == 0) { /* the mocks share the parser: sent to them directly, the same answers */
+    healthy_t h = {NULL, r.gw.port, 0, 0, 0};
+    healthy_turn(mh, &h, 1);
+    for (size_t i = 0; i < sizeof bad_inputs / sizeof bad_inputs[0]; i++) {
+      send_bad(mh, &h, r.pf.port, &bad_inputs[i]);
+      send_bad(mh, &h, r.dc.port, &bad_inputs[i]);
+    }
+    pump(mh, &h, h.t, 5000);
+    healthy_turn(mh, &h, 0);
+    PDT_EQ_INT(h.ok, h.started);
+  }
   rig_stop(&r);
   curl_multi_cleanup(mh);
 }
