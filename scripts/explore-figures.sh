@@ -49,6 +49,9 @@ block() {
   run --mode reference --seeds 3000 --determinism
   run --mode reference --seed-start 880 --seeds 1
   run --mode reference --seed-start 1131 --seeds 1
+  run --mode joined --seed-start 8 --seeds 1 --ties 1
+  run --mode joined --seed-start 8 --seeds 1 --ties 4
+  run --mode reference --seeds 2000 --ties 8
   echo
   echo "The first pr1150 finding as \`pdref sim explore --mode pr1150 --seeds 1000\` prints it:"
   echo
