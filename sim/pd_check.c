@@ -330,7 +330,11 @@ uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_
   if (rq->attempts > max_att) FLAG(PD_INV_ATTEMPTS, "I7 %u attempts > %u", rq->attempts, max_att);
   v |= check_loads(w, rq, reason, cap);
   v |= check_retry_target(w, rq, reason, cap);
-  if (clean && rq->wants_logprob && rq->logprob_state != 1)
+  /* I11 judges SGLang's native route only: on the OpenAI routes `logprobs` asks for the
+     output's logprobs, which decode alone produces, so there is nothing of prefill's to merge
+     and mini_lb rightly merges nothing there (M8.3) */
+  if (clean && rq->wants_logprob && w->s->workload.route == PD_ROUTE_GENERATE &&
+      rq->logprob_state != 1)
     FLAG(PD_INV_LOGPROBS, "I11 input_token_logprobs not prefill++decode exactly once");
   v |= rq->violations & BIT(PD_INV_BREAKER);
   if ((rq->violations & BIT(PD_INV_BREAKER)) && !*reason)
