@@ -307,6 +307,10 @@ int pd_cli_gateway(int argc, char **argv) {
            pd_mode_name(cfg.core.mode), cfg.n_prefill, cfg.n_decode);
   }
   fflush(stdout);
+  pd_cli_warn_exposed("pdref gateway", host,
+                      "anyone who reaches it can send requests to the workers (their "
+                      "Authorization header is forwarded to both legs) and read GET /metrics, "
+                      "which names every worker URL");
   rc = pd_gateway_run(g);
   g_running = NULL;
   pd_gateway_del(g);

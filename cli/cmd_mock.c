@@ -240,6 +240,10 @@ static int serve(mock_opts_t *o) {
     return 1;
   }
   print_ready(o, m);
+  pd_cli_warn_exposed("pdref mock", o->host,
+                      "anyone who reaches it can POST /abort_request {\"abort_all\":true} (ends "
+                      "every live request with finish_reason abort), POST /flush_cache and "
+                      "/pdref/start, and open connections to its bootstrap port");
   int sig = 0;
   sigwait(&set, &sig);
   pd_mock_del(m);

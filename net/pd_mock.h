@@ -23,6 +23,12 @@
 #define PD_MOCK_CLIENT_DEADLINE_S 10u
 /* Bootstrap connections a prefill mock serves at once (one per waiting decode request). */
 #define PD_MOCK_MAX_BOOT_CONNS 4096u
+/* An accepted bootstrap connection must send its REG line within this time (a decode sends
+ * it as soon as it connects); at most this many may be waiting for theirs: beyond it the
+ * oldest is closed (a decode that loses its connection reconnects). Idle connections to
+ * the bootstrap port can so hold neither the table nor descriptors (docs/mock.md). */
+#define PD_MOCK_BOOT_REG_TIMEOUT_MS 1000u
+#define PD_MOCK_BOOT_MAX_UNREGISTERED 256u
 /* Aborted rids remembered so an abort that overtakes its request still cancels it. */
 #define PD_MOCK_ABORT_MEMORY 1024u
 #define PD_MOCK_ABORT_MEMORY_MS 30000u

@@ -107,6 +107,7 @@ typedef struct pd_bconn {
   uint32_t live_idx;
   uint64_t room, hash, seq;
   uint32_t flags;      /* REG flags: PD_BOOT_F_KV_FAIL */
+  uint64_t t_open_ns;  /* prefill: when it was accepted (its REG line is due in time) */
   pd_mleg_t *leg;      /* prefill: the paired prefill leg; decode: the owning decode leg */
   char rbuf[PD_MOCK_LINE_MAX];
   size_t rlen;
@@ -132,6 +133,7 @@ struct pd_mock {
   uint16_t port, boot_port;
   uint64_t t0_ns, poll_deadline_ns, next_peer_check_ns;
   uint64_t accept_pause_until_ns; /* engine only: out of descriptors, stop accepting a while */
+  uint64_t boot_expiry_ns;        /* engine only: the next overdue REG line (pd_boot_expire) */
   int engine_asleep;
   pd_heap_t timers;
   pd_mleg_t *legs[PD_MOCK_MAX_LEGS];
@@ -210,6 +212,9 @@ int pd_boot_listen(pd_mock_t *m, char *err, size_t errlen);
 int pd_boot_init(pd_mock_t *m);
 void pd_boot_free(pd_mock_t *m);
 void pd_boot_close_all(pd_mock_t *m);
+/* Close accepted connections whose REG line is overdue (PD_MOCK_BOOT_REG_TIMEOUT_MS);
+ * returns when the next one falls due, or UINT64_MAX. */
+uint64_t pd_boot_expire(pd_mock_t *m, uint64_t now_ns);
 /* Fill pollfds for the listener and every live connection; returns how many. */
 size_t pd_boot_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx);
 void pd_boot_on_poll(pd_mock_t *m, const struct pollfd *p, const uint32_t *idx, size_t n);
