@@ -33,6 +33,7 @@ typedef struct hh {
   pid_t pid[P_N];
   uint16_t port[P_N], boot_port;
   int base_fds[P_N];
+  long base_rss_kb[P_N];
 } hh_t;
 
 /* ---------- processes ---------- */
@@ -89,6 +90,17 @@ static int count_fds(pid_t pid) {
   for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
   closedir(d);
   return n;
+}
+
+static long rss_kb(pid_t pid) {
+  char path[64], line[128];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  long kb = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmRSS:", 6)) kb = strtol(line + 6, NULL, 10);
+  if (f) fclose(f);
+  return kb;
 }
 
 static int is_alive(pid_t pid) { return pid > 0 && waitpid(pid, NULL, WNOHANG) == 0; }
@@ -268,7 +280,10 @@ static int health_ok(uint16_t port) {
 }
 
 static void record_base(hh_t *h) {
-  for (int i = 0; i < P_N; i++) h->base_fds[i] = count_fds(h->pid[i]);
+  for (int i = 0; i < P_N; i++) {
+    h->base_fds[i] = count_fds(h->pid[i]);
+    h->base_rss_kb[i] = rss_kb(h->pid[i]);
+  }
 }
 
 /* Every process alive, with its descriptors back near the baseline (waits up to 5 s: a
@@ -285,6 +300,11 @@ static void check_after(hh_t *h) {
     if (n > h->base_fds[i] + HH_FD_SLACK)
       fprintf(stderr, "test_hostile_http: process %d has %d fds, baseline %d\n", i, n,
               h->base_fds[i]);
+    long rss = rss_kb(h->pid[i]); /* nothing held per flooded connection or dropped body */
+    if (rss > 2 * h->base_rss_kb[i] + 32 * 1024)
+      fprintf(stderr, "test_hostile_http: process %d RSS %ld kB, baseline %ld kB\n", i, rss,
+              h->base_rss_kb[i]);
+    PDT_TRUE(rss > 0 && rss <= 2 * h->base_rss_kb[i] + 32 * 1024);
   }
   int ok = 0;
   for (int k = 0; k < 3 && !ok; k++) ok = health_ok(h->port[P_GW]) && health_ok(h->port[P_MOCK]);
