@@ -49,6 +49,8 @@ void pd_scn_jp_pop(scn_ctx_t *c, size_t old);
 /* What a wrong value was, for "got ..." */
 const char *pd_scn_describe(const cJSON *v, char *b, size_t n);
 #define GOT(v) pd_scn_describe((v), got, sizeof got)
+/* "a, b or c" into b (cap bytes); returns b. */
+const char *pd_scn_join_names(const char *const *names, size_t n, char *b, size_t cap);
 /* A JSON number that is a whole number in [lo, hi] (hi <= 2^53). */
 int pd_scn_as_uint(const cJSON *v, uint64_t lo, uint64_t hi, uint64_t *out);
 int pd_scn_get_uint(scn_ctx_t *c, const cJSON *v, uint64_t lo, uint64_t hi, uint64_t *out);
