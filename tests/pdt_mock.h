@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "pd_mock.h"
 #include "pdt_curl.h"
@@ -22,6 +24,29 @@ typedef struct mk {
   pd_scn_worker_t w;
 } mk_t;
 
+/* Start the mock of config c (k zeroed); its log is a temporary file, flushed a line at a
+ * time, so a test can read it while the mock runs (log_t). */
+static inline int mk_open(mk_t *k, pd_mock_config_t *c) {
+  char err[256] = "no temporary file for the log";
+  k->log = tmpfile();
+  c->log = k->log;
+  k->m = k->log ? pd_mock_new(c, err, sizeof err) : NULL;
+  if (!k->m) fprintf(stderr, "mock: %s\n", err);
+  return k->m ? 0 : -1;
+}
+
+/* Re-read the log file into k->log_buf: every line the mock has flushed so far. */
+static inline void mk_read_log(mk_t *k) {
+  struct stat st;
+  if (!k->log || fstat(fileno(k->log), &st) != 0) return;
+  char *b = realloc(k->log_buf, (size_t)st.st_size + 1);
+  if (!b) return;
+  ssize_t n = pread(fileno(k->log), b, (size_t)st.st_size, 0);
+  k->log_len = n > 0 ? (size_t)n : 0;
+  b[k->log_len] = 0;
+  k->log_buf = b;
+}
+
 static inline int mk_start_ex(mk_t *k, pd_role_t role, const pd_scn_worker_t *w, uint64_t bto_ms,
                        uint64_t wto_ms, int is_direct, int is_clock_on_start) {
   memset(k, 0, sizeof *k);
@@ -38,12 +63,7 @@ static inline int mk_start_ex(mk_t *k, pd_role_t role, const pd_scn_worker_t *w,
   c.waiting_timeout_ms = wto_ms;
   c.is_direct = is_direct;
   c.default_tokens = 8;
-  k->log = open_memstream(&k->log_buf, &k->log_len);
-  c.log = k->log;
-  char err[256];
-  k->m = pd_mock_new(&c, err, sizeof err);
-  if (!k->m) fprintf(stderr, "mock: %s\n", err);
-  return k->m ? 0 : -1;
+  return mk_open(k, &c);
 }
 
 static inline int mk_start(mk_t *k, pd_role_t role, const pd_scn_worker_t *w, uint64_t bto_ms,
@@ -55,6 +75,7 @@ static inline int mk_start(mk_t *k, pd_role_t role, const pd_scn_worker_t *w, ui
 static inline void mk_stop(mk_t *k) {
   pd_mock_del(k->m);
   k->m = NULL;
+  mk_read_log(k);
   if (k->log) fclose(k->log);
   k->log = NULL;
 }
@@ -65,9 +86,11 @@ static inline void mk_free(mk_t *k) {
   k->log_buf = NULL;
 }
 
-/* t_us of the first log line with this event and containing needle (NULL: any); -1 if none. */
-static inline long long log_t(const mk_t *k, const char *ev, const char *needle) {
+/* t_us of the first log line with this event and containing needle (NULL: any); -1 if none.
+ * While the mock runs, the lines it has written so far. */
+static inline long long log_t(mk_t *k, const char *ev, const char *needle) {
   char want[64];
+  mk_read_log(k);
   snprintf(want, sizeof want, "\"ev\":\"%s\"", ev);
   for (const char *line = k->log_buf; line && *line;) { /* bounded by the buffer */
     const char *nl = strchr(line, '\n');
@@ -79,6 +102,14 @@ static inline long long log_t(const mk_t *k, const char *ev, const char *needle)
     line = nl ? nl + 1 : NULL;
   }
   return -1;
+}
+
+/* Wait until the log has that line (log_t >= 0), within limit_ms: its t_us, or -1. */
+static inline long long wait_log(mk_t *k, const char *ev, const char *needle, unsigned limit_ms) {
+  uint64_t end = pdt_now_ms() + limit_ms;
+  long long t;
+  while ((t = log_t(k, ev, needle)) < 0 && pdt_now_ms() < end) pdt_sleep_ms(2);
+  return t;
 }
 
 static inline int wait_slots(pd_mock_t *m, uint32_t want, unsigned limit_ms) {

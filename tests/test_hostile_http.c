@@ -3,7 +3,7 @@
  * child process on 127.0.0.1 ephemeral ports with a healthy stream running alongside. Every
  * input is sent with raw sockets; each test asserts the status and JSON body, the time to the
  * answer, the healthy stream unharmed, the processes alive, their descriptors back to the
- * baseline after, and a SIGTERM stop within a second. Every wait is bounded. */
+ * baseline after, and a SIGTERM stop (HH_STOP_MS). Every wait is bounded. */
 #include <errno.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -21,11 +21,13 @@
 #include "pdt.h"
 #include "pdt_curl.h"
 #include "pdt_net.h"
+#include "pdt_proc.h"
 
 #define HH_LIMIT 64u    /* --max-connections in the lowered-limit tests */
 #define HH_DEADLINE_S 1 /* --client-deadline-s */
 #define HH_FD_SLACK 8   /* pooled upstream connections may come and go */
 #define HH_BIG (9u * 1024u * 1024u)
+#define HH_STOP_MS 5000u /* SIGTERM to exit */
 
 enum { P_PREFILL, P_DECODE, P_GW, P_MOCK, P_N };
 
@@ -37,49 +39,6 @@ typedef struct hh {
 } hh_t;
 
 /* ---------- processes ---------- */
-
-static int read_line(int fd, char *buf, size_t cap, unsigned limit_ms) {
-  size_t len = 0;
-  uint64_t end = pdt_now_ms() + limit_ms;
-  while (len + 1 < cap && pdt_now_ms() < end) {
-    struct pollfd pf = {fd, POLLIN, 0};
-    if (poll(&pf, 1, 50) <= 0) continue;
-    ssize_t n = read(fd, buf + len, cap - 1 - len);
-    if (n <= 0) return -1;
-    len += (size_t)n;
-    buf[len] = 0;
-    if (strchr(buf, '\n')) return 0;
-  }
-  return -1;
-}
-
-static unsigned json_uint(const char *s, const char *key) {
-  const char *p = strstr(s, key);
-  return p ? (unsigned)strtoul(p + strlen(key), NULL, 10) : 0;
-}
-
-/* Start `pdref ARGS... --json`, read its ready line: the pid, or -1. */
-static pid_t spawn(char *const argv[], char *ready, size_t cap) {
-  int pfd[2];
-  if (pipe(pfd) < 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(pfd[1], 1);
-    close(pfd[0]);
-    close(pfd[1]);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  close(pfd[1]);
-  int rc = pid > 0 ? read_line(pfd[0], ready, cap, 10000) : -1;
-  close(pfd[0]);
-  if (rc && pid > 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
-  }
-  return pid;
-}
 
 static int count_fds(pid_t pid) {
   char path[64];
@@ -115,11 +74,11 @@ static int hh_start(hh_t *h, unsigned limit, unsigned deadline) {
   char *pa[] = {bin, "mock", "--role", "prefill", "--listen", "127.0.0.1:0", "--bootstrap-port",
                 "0", "--json", NULL};
   char *da[] = {bin, "mock", "--role", "decode", "--listen", "127.0.0.1:0", "--json", NULL};
-  if ((h->pid[P_PREFILL] = spawn(pa, ready, sizeof ready)) < 0) return -1;
-  h->port[P_PREFILL] = (uint16_t)json_uint(ready, "\"port\":");
-  h->boot_port = (uint16_t)json_uint(ready, "\"bootstrap_port\":");
-  if ((h->pid[P_DECODE] = spawn(da, ready, sizeof ready)) < 0) return -1;
-  h->port[P_DECODE] = (uint16_t)json_uint(ready, "\"port\":");
+  if ((h->pid[P_PREFILL] = pdt_spawn(pa, ready, sizeof ready, 10000)) < 0) return -1;
+  h->port[P_PREFILL] = (uint16_t)pdt_json_uint(ready, "\"port\":");
+  h->boot_port = (uint16_t)pdt_json_uint(ready, "\"bootstrap_port\":");
+  if ((h->pid[P_DECODE] = pdt_spawn(da, ready, sizeof ready, 10000)) < 0) return -1;
+  h->port[P_DECODE] = (uint16_t)pdt_json_uint(ready, "\"port\":");
   snprintf(pre, sizeof pre, "http://127.0.0.1:%u@%u", h->port[P_PREFILL], h->boot_port);
   snprintf(dec, sizeof dec, "http://127.0.0.1:%u", h->port[P_DECODE]);
   char *ga[16] = {bin, "gateway", "--prefill", pre, "--decode", dec, "--listen", "127.0.0.1:0",
@@ -128,33 +87,25 @@ static int hh_start(hh_t *h, unsigned limit, unsigned deadline) {
   if (limit) ga[k++] = "--max-connections", ga[k++] = lim;
   if (deadline) ga[k++] = "--client-deadline-s", ga[k++] = dl;
   ga[k] = NULL;
-  if ((h->pid[P_GW] = spawn(ga, ready, sizeof ready)) < 0) return -1;
-  h->port[P_GW] = (uint16_t)json_uint(ready, "\"port\":");
+  if ((h->pid[P_GW] = pdt_spawn(ga, ready, sizeof ready, 10000)) < 0) return -1;
+  h->port[P_GW] = (uint16_t)pdt_json_uint(ready, "\"port\":");
   char *ma[] = {bin, "mock", "--role", "decode", "--direct", "--listen", "127.0.0.1:0", "--json",
                 "--max-connections", limit ? lim : "0", "--client-deadline-s",
                 deadline ? dl : "0", NULL};
-  if ((h->pid[P_MOCK] = spawn(ma, ready, sizeof ready)) < 0) return -1;
-  h->port[P_MOCK] = (uint16_t)json_uint(ready, "\"port\":");
+  if ((h->pid[P_MOCK] = pdt_spawn(ma, ready, sizeof ready, 10000)) < 0) return -1;
+  h->port[P_MOCK] = (uint16_t)pdt_json_uint(ready, "\"port\":");
   return 0;
 }
 
-/* SIGTERM each process; 0 when every one exited 0 within a second. */
+/* SIGTERM each process; 0 when every one exited 0 within HH_STOP_MS (an ignored SIGTERM
+ * fails; the limit is generous for a loaded machine under sanitizers). */
 static int hh_stop(hh_t *h) {
   int bad = 0;
   for (int i = P_N; i-- > 0;) {
     if (h->pid[i] <= 0) continue;
     kill(h->pid[i], SIGTERM);
-    uint64_t end = pdt_now_ms() + 1000;
-    int status = 0, done = 0;
-    while (!done && pdt_now_ms() < end) {
-      done = waitpid(h->pid[i], &status, WNOHANG) == h->pid[i];
-      if (!done) pdt_sleep_ms(5);
-    }
-    if (!done) {
-      fprintf(stderr, "test_hostile_http: process %d ignored SIGTERM for 1 s\n", i);
-      kill(h->pid[i], SIGKILL);
-      waitpid(h->pid[i], &status, 0);
-    }
+    int status = 0, done = pdt_reap(h->pid[i], HH_STOP_MS, &status) == 0;
+    if (!done) fprintf(stderr, "test_hostile_http: process %d ignored SIGTERM for %u ms\n", i, HH_STOP_MS);
     bad += !done || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     h->pid[i] = 0;
   }

@@ -19,6 +19,7 @@
 #include "pdt_net.h"
 #include "pdt_curl.h"
 #include "pdt_mock.h"
+#include "pdt_proc.h"
 
 
 /* ---------- tests ---------- */
@@ -167,7 +168,8 @@ static void test_abort_frees_prefill_stuck_in_bootstrap(void) {
   pdt_tx_run(mh, &t, 1, 50);
   PDT_TRUE(wait_slots(p.m, 1, 2000));
   pdt_tx_del(mh, t); /* the client leaves: a request in bootstrap keeps its slot */
-  pdt_sleep_ms(100);
+  PDT_TRUE(wait_log(&p, "peer_closed", "stuck-7", 10000) > 0); /* the mock has seen it */
+  pdt_sleep_ms(100); /* the abort comes 100 ms after the close, however late that was seen */
   PDT_EQ_INT(pd_mock_live_slots(p.m), 1);
   pdt_tx_t *a = pdt_tx_once(mh, pd_mock_port(p.m), "/abort_request", "{\"rid\":\"stuck\"}");
   PDT_EQ_INT(a->status, 200);
@@ -335,8 +337,7 @@ static void test_crash_clock_starts_on_request(void) {
   t = pdt_tx_once(mh, pd_mock_port(p.m), "/pdref/start", "");
   PDT_TRUE(strstr(t->buf, "\"started\":false") != NULL); /* once */
   pdt_tx_del(mh, t);
-  for (int i = 0; i < 100 && log_t(&p, "crash", NULL) < 0; i++) pdt_sleep_ms(5);
-  long long t_start = log_t(&p, "clock_start", NULL), t_crash = log_t(&p, "crash", NULL);
+  long long t_crash = wait_log(&p, "crash", NULL, 10000), t_start = log_t(&p, "clock_start", NULL);
   PDT_TRUE(t_start > 0 && t_crash > 0);
   PDT_TRUE(t_crash - t_start >= 38000); /* 40 ms after the start, not after start-up */
 out:
@@ -346,66 +347,25 @@ out:
 
 /* ---------- the binary, as a child process ---------- */
 
-/* Read the ready line from the child's stdout (bounded wait). */
-static int read_ready(int fd, char *buf, size_t cap, unsigned limit_ms) {
-  size_t len = 0;
-  uint64_t end = pdt_now_ms() + limit_ms;
-  while (len + 1 < cap && pdt_now_ms() < end) {
-    struct pollfd pf = {fd, POLLIN, 0};
-    if (poll(&pf, 1, 50) <= 0) continue;
-    ssize_t n = read(fd, buf + len, cap - 1 - len);
-    if (n <= 0) return -1;
-    len += (size_t)n;
-    buf[len] = 0;
-    if (strchr(buf, '\n')) return 0;
-  }
-  return -1;
-}
-
-static int reap(pid_t pid, unsigned limit_ms, int *status) {
-  uint64_t end = pdt_now_ms() + limit_ms;
-  while (pdt_now_ms() < end) {
-    if (waitpid(pid, status, WNOHANG) == pid) return 0;
-    pdt_sleep_ms(10);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, status, 0);
-  return -1;
-}
-
-static pid_t spawn_mock(const char *bin, const char *log, int *out_fd) {
-  int pfd[2];
-  if (pipe(pfd) < 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(pfd[1], 1);
-    close(pfd[0]);
-    close(pfd[1]);
-    execl(bin, "pdref", "mock", "--role", "decode", "--listen", "127.0.0.1:0", "--direct",
-          "--json", "--speed", "0.1", "--log", log, (char *)NULL);
-    _exit(127);
-  }
-  close(pfd[1]);
-  *out_fd = pfd[0];
-  return pid;
-}
-
 static void test_binary_serves_and_stops_on_sigterm(void) {
   char bin[PATH_MAX + 8], log[] = "/tmp/pdref_mock_test_XXXXXX", ready[512] = "";
   if (pdt_pdref_path(bin, sizeof bin) != 0) {
     fprintf(stderr, "test_mock: %s not built, binary test skipped\n", bin);
     return;
   }
-  int lfd = mkstemp(log), out = -1, status = 0;
+  int lfd = mkstemp(log), status = 0;
   PDT_TRUE(lfd >= 0);
   if (lfd < 0) return;
   close(lfd);
-  pid_t pid = spawn_mock(bin, log, &out);
-  PDT_TRUE(pid > 0);
-  if (pid <= 0) return;
-  PDT_EQ_INT(read_ready(out, ready, sizeof ready, 10000), 0);
-  const char *pp = strstr(ready, "\"port\":");
-  unsigned port = pp ? (unsigned)strtoul(pp + 7, NULL, 10) : 0;
+  char *argv[] = {bin, "mock", "--role", "decode", "--listen", "127.0.0.1:0", "--direct",
+                  "--json", "--speed", "0.1", "--log", log, NULL};
+  pid_t pid = pdt_spawn(argv, ready, sizeof ready, 10000);
+  PDT_TRUE(pid > 0); /* started, and its ready line read */
+  if (pid <= 0) {
+    unlink(log);
+    return;
+  }
+  unsigned port = pdt_json_uint(ready, "\"port\":");
   PDT_TRUE(port > 0);
   if (port) {
     CURLM *mh = curl_multi_init();
@@ -415,9 +375,8 @@ static void test_binary_serves_and_stops_on_sigterm(void) {
     curl_multi_cleanup(mh);
   }
   kill(pid, SIGTERM);
-  PDT_EQ_INT(reap(pid, 10000, &status), 0);
+  PDT_EQ_INT(pdt_reap(pid, 10000, &status), 0);
   PDT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  close(out);
   FILE *f = fopen(log, "r");
   char buf[8192] = "";
   size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;

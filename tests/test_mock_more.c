@@ -25,7 +25,8 @@ static void test_abort_overtakes_a_late_request(void) {
   char body[512];
   gen_body(body, sizeof body, 1, "late-0001", pd_mock_bootstrap_port(p.m), 6, 4);
   pdt_tx_t *t = pdt_tx_new(mh, pd_mock_port(p.m), "/generate", body);
-  for (int i = 0; i < 200 && log_t(&p, "request", NULL) < 0; i++) pdt_tx_run(mh, &t, 1, 2);
+  for (uint64_t end = pdt_now_ms() + 10000; log_t(&p, "request", NULL) < 0 && pdt_now_ms() < end;)
+    pdt_tx_run(mh, &t, 1, 2); /* until the mock has the request (bounded) */
   pdt_tx_t *a = pdt_tx_once(mh, pd_mock_port(p.m), "/abort_request", "{\"rid\":\"late-0001\"}");
   PDT_TRUE(strstr(a->buf, "\"aborted\":0") != NULL); /* not there yet */
   pdt_tx_run(mh, &t, 1, 3000);
@@ -56,12 +57,7 @@ static int mk_start_tf(mk_t *k, uint32_t index, const pd_tfault_t *tf, const cha
   c.n_tfaults = 1;
   c.n_requests = 4;
   c.ledger_path = ledger;
-  k->log = open_memstream(&k->log_buf, &k->log_len);
-  c.log = k->log;
-  char err[256];
-  k->m = pd_mock_new(&c, err, sizeof err);
-  if (!k->m) fprintf(stderr, "mock: %s\n", err);
-  return k->m ? 0 : -1;
+  return mk_open(k, &c);
 }
 
 /* shared: 1 = one ledger file for both mocks; 0 = a private ledger each. Returns the

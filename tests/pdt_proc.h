@@ -1,0 +1,75 @@
+/* pdt_proc: child processes of the built pdref (test_mock.c, test_hostile_*.c): start one and
+ * read its ready line, read a number from that line, reap it. Every wait is bounded.
+ * Header-only (static inline). */
+#ifndef PDT_PROC_H
+#define PDT_PROC_H
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pdt_curl.h"
+
+/* Read from fd into buf until a newline (0) or limit_ms pass or the peer closes (-1). */
+static inline int pdt_read_line(int fd, char *buf, size_t cap, unsigned limit_ms) {
+  size_t len = 0;
+  uint64_t end = pdt_now_ms() + limit_ms;
+  while (len + 1 < cap && pdt_now_ms() < end) {
+    struct pollfd pf = {fd, POLLIN, 0};
+    if (poll(&pf, 1, 50) <= 0) continue;
+    ssize_t n = read(fd, buf + len, cap - 1 - len);
+    if (n <= 0) return -1;
+    len += (size_t)n;
+    buf[len] = 0;
+    if (strchr(buf, '\n')) return 0;
+  }
+  return -1;
+}
+
+/* The number after key (e.g. "\"port\":") in s; 0 when key is absent. */
+static inline unsigned pdt_json_uint(const char *s, const char *key) {
+  const char *p = strstr(s, key);
+  return p ? (unsigned)strtoul(p + strlen(key), NULL, 10) : 0;
+}
+
+/* Wait for pid to exit within limit_ms (0, *status set); else SIGKILL it, reap it, -1. */
+static inline int pdt_reap(pid_t pid, unsigned limit_ms, int *status) {
+  uint64_t end = pdt_now_ms() + limit_ms;
+  while (pdt_now_ms() < end) {
+    if (waitpid(pid, status, WNOHANG) == pid) return 0;
+    pdt_sleep_ms(5);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, status, 0);
+  return -1;
+}
+
+/* Start argv (argv[0] a path, stdout a pipe) and read its ready line into ready within
+ * limit_ms: the pid, or -1 (the child killed and reaped). */
+static inline pid_t pdt_spawn(char *const argv[], char *ready, size_t cap, unsigned limit_ms) {
+  int pfd[2];
+  if (pipe(pfd) < 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pfd[1], 1);
+    close(pfd[0]);
+    close(pfd[1]);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(pfd[1]);
+  int rc = pid > 0 ? pdt_read_line(pfd[0], ready, cap, limit_ms) : -1;
+  close(pfd[0]);
+  if (rc && pid > 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+  }
+  return pid;
+}
+
+#endif
