@@ -35,6 +35,17 @@ static inline void h_init(harness_t *h, pd_mode_t mode, const pd_alloc_t *alloc)
   pd_actbuf_init(&h->out, alloc);
 }
 
+/* A gateway with config c: one prefill p0 and n_decode decode workers (d0, d1). */
+static inline void h_init_cfg(harness_t *h, const pd_gw_config_t *c, int n_decode) {
+  memset(h, 0, sizeof *h);
+  pd_prng_init(&h->rng, 42);
+  h->gw = pd_gw_new(NULL, c, &h->rng);
+  pd_gw_add_worker(h->gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
+  pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d0", "d0", -1);
+  if (n_decode > 1) pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d1", "d1", -1);
+  pd_actbuf_init(&h->out, NULL);
+}
+
 static inline void h_free(harness_t *h) {
   pd_actbuf_free(&h->out);
   pd_gw_del(h->gw);
@@ -98,6 +109,25 @@ static inline const pd_action_t *h_find(harness_t *h, pd_action_kind_t k, int nt
   return NULL;
 }
 
+/* The outcome recorded for leg (its status in *status if not NULL), or -1 if none. */
+static inline int h_outcome_of(harness_t *h, uint64_t leg, int *status) {
+  const pd_action_t *o;
+  for (int i = 0; (o = h_find(h, PD_ACT_OUTCOME, i)); i++)
+    if (o->leg_id == leg) {
+      if (status) *status = o->status;
+      return o->flag;
+    }
+  return -1;
+}
+
+/* The CLOSE_LEG action for leg, or NULL. */
+static inline const pd_action_t *h_close_of(harness_t *h, uint64_t leg) {
+  const pd_action_t *c;
+  for (int i = 0; (c = h_find(h, PD_ACT_CLOSE_LEG, i)); i++)
+    if (c->leg_id == leg) return c;
+  return NULL;
+}
+
 static inline size_t h_count(harness_t *h, pd_action_kind_t k) {
   size_t n = 0;
   for (size_t i = 0; i < h->out.n; i++) n += h->out.v[i].kind == k;
@@ -123,6 +153,7 @@ static inline void h_uperr(harness_t *h, uint64_t leg, pd_uperr_t e) {
 }
 
 #define STREAM "{\"text\":\"hi\",\"stream\":true}"
+#define NONSTREAM "{\"text\":\"hi\",\"stream\":false}"
 #define TOK0 "data: {\"text\":\"a\",\"index\":0}\n\n"
 #define TOK1 "data: {\"text\":\"b\",\"index\":1}\n\n"
 #define DONE "data: [DONE]\n\n"

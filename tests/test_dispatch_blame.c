@@ -5,22 +5,6 @@
 #include "pd_err.h"
 #include "pdt_harness.h"
 
-static const char *NONSTREAM = "{\"text\":\"hi\",\"stream\":false}";
-
-static int outcome_of(harness_t *h, uint64_t leg) {
-  const pd_action_t *o;
-  for (int i = 0; (o = h_find(h, PD_ACT_OUTCOME, i)); i++)
-    if (o->leg_id == leg) return o->flag;
-  return -1;
-}
-
-static const pd_action_t *close_of(harness_t *h, uint64_t leg) {
-  const pd_action_t *c;
-  for (int i = 0; (c = h_find(h, PD_ACT_CLOSE_LEG, i)); i++)
-    if (c->leg_id == leg) return c;
-  return NULL;
-}
-
 /* One step as the driver takes it (no end of the instant run for it), remembering the armed
  * timer; fire_raw delivers that timer at its deadline, again as one step. */
 typedef struct { uint64_t at, gen; int armed; } tm_t;
@@ -54,14 +38,14 @@ static void test_same_instant_failure_of_the_other_leg_is_its_own(void) {
   tm_t tm = {0};
   pd_event_t p503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 503};
   raw(&h, &tm, p503);
-  PDT_EQ_INT(outcome_of(&h, 1), PD_OUTCOME_FAILURE);
-  PDT_TRUE(close_of(&h, 2) == NULL); /* not closed before the end of the instant */
-  PDT_EQ_INT(outcome_of(&h, 2), -1);
+  PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_FAILURE);
+  PDT_TRUE(h_close_of(&h, 2) == NULL); /* not closed before the end of the instant */
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), -1);
   PDT_EQ_U64(pd_gw_load(h.gw, PD_ROLE_DECODE, d_first), 0); /* its load goes at once */
   pd_event_t d503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 2, .status = 503};
   raw(&h, &tm, d503); /* same instant: decode's own report */
-  PDT_EQ_INT(outcome_of(&h, 2), PD_OUTCOME_FAILURE);
-  PDT_TRUE(close_of(&h, 2) != NULL && close_of(&h, 2)->str != NULL); /* closed with abort */
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_FAILURE);
+  PDT_TRUE(h_close_of(&h, 2) != NULL && h_close_of(&h, 2)->str != NULL); /* closed with abort */
   fire_raw(&h, &tm); /* the end of the instant: nothing left to settle */
   PDT_EQ_U64(h_count(&h, PD_ACT_OUTCOME), 0);
   PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 0);
@@ -83,10 +67,10 @@ static void test_a_given_up_leg_that_says_nothing_is_cancelled_at_the_end_of_the
   tm_t tm = {0};
   pd_event_t p503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 503};
   raw(&h, &tm, p503);
-  PDT_TRUE(close_of(&h, 2) == NULL);
+  PDT_TRUE(h_close_of(&h, 2) == NULL);
   fire_raw(&h, &tm);
-  PDT_EQ_INT(outcome_of(&h, 2), PD_OUTCOME_CANCELLED);
-  PDT_TRUE(close_of(&h, 2) != NULL && close_of(&h, 2)->str != NULL);
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_CANCELLED);
+  PDT_TRUE(h_close_of(&h, 2) != NULL && h_close_of(&h, 2)->str != NULL);
   h_free(&h);
 }
 
@@ -101,12 +85,12 @@ static void test_prefill_error_in_the_instant_decode_fails_after_commit_is_recor
   tm_t tm = {0};
   pd_event_t reset = {.kind = PD_EV_UP_ERROR, .req_id = 7, .leg_id = 2, .uperr = PD_UPERR_RESET};
   raw(&h, &tm, reset);
-  PDT_TRUE(close_of(&h, 1) == NULL);
+  PDT_TRUE(h_close_of(&h, 1) == NULL);
   const char *err = "data: {\"error\":{\"message\":\"kv\",\"code\":500}}\n\n";
   pd_event_t ev = {.kind = PD_EV_UP_DATA, .req_id = 7, .leg_id = 1,
                    .data = (const uint8_t *)err, .len = strlen(err)};
   raw(&h, &tm, ev);
-  PDT_EQ_INT(outcome_of(&h, 1), PD_OUTCOME_FAILURE);
+  PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_FAILURE);
   h_free(&h);
 }
 
@@ -119,12 +103,7 @@ static void test_selection_failures_are_attempts_in_the_record(void) {
   c.breaker.open_ns = 3600000 * MS;
   c.retry.max_attempts = 4;
   harness_t h;
-  memset(&h, 0, sizeof h);
-  pd_prng_init(&h.rng, 42);
-  h.gw = pd_gw_new(NULL, &c, &h.rng);
-  pd_gw_add_worker(h.gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
-  pd_gw_add_worker(h.gw, PD_ROLE_DECODE, "d0", "d0", -1);
-  pd_actbuf_init(&h.out, NULL);
+  h_init_cfg(&h, &c, 1);
   h_request(&h, NONSTREAM);
   h_leg(&h, PD_EV_UP_HEAD, 1, 503, NULL); /* p0's breaker opens; d0 cancelled */
   PDT_EQ_INT(pd_gw_breaker_state(h.gw, PD_ROLE_PREFILL, 0, h.now), PD_BREAKER_OPEN);
@@ -196,12 +175,7 @@ static void test_the_instant_lasts_settle_ns_for_a_socket_driver(void) {
   pd_gw_config_default(&c, PD_MODE_REFERENCE);
   c.settle_ns = 1 * MS;
   harness_t h;
-  memset(&h, 0, sizeof h);
-  pd_prng_init(&h.rng, 42);
-  h.gw = pd_gw_new(NULL, &c, &h.rng);
-  pd_gw_add_worker(h.gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
-  pd_gw_add_worker(h.gw, PD_ROLE_DECODE, "d0", "d0", -1);
-  pd_actbuf_init(&h.out, NULL);
+  h_init_cfg(&h, &c, 1);
   h_request(&h, STREAM);
   tm_t tm = {0};
   h.now = 10 * MS;
@@ -211,7 +185,7 @@ static void test_the_instant_lasts_settle_ns_for_a_socket_driver(void) {
   h.now = 10 * MS + MS / 2;
   pd_event_t d503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 2, .status = 503};
   raw(&h, &tm, d503);
-  PDT_EQ_INT(outcome_of(&h, 2), PD_OUTCOME_FAILURE);
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_FAILURE);
   h_free(&h);
 }
 

@@ -68,6 +68,18 @@ static void answer_at(harness_t *h, run_t *r, uint64_t t, uint64_t leg) {
   leg_at(h, r, t, PD_EV_UP_END, leg, 0, NULL);
 }
 
+/* The request ended whole (200, no abort) on its first pair: two legs opened, none timed out
+ * or cancelled, decode a success. */
+static void expect_served_first_time(const harness_t *h, const run_t *r) {
+  PDT_TRUE(h->ended);
+  PDT_FALSE(h->aborted);
+  PDT_EQ_INT(h->head_status, 200);
+  PDT_EQ_INT(r->opened, 2);
+  PDT_EQ_INT(r->timeouts, 0);
+  PDT_EQ_INT(r->cancelled, 0);
+  PDT_EQ_INT(r->outcome[2], PD_OUTCOME_SUCCESS + 1);
+}
+
 /* 2,000 tokens at 30 ms: decode answers 60 s after prefill. Its budget is idle 30 s +
  * 2,000 x 100 ms, so nothing is cut, nobody is blamed, and one attempt serves it. */
 static void test_a_healthy_2000_token_nonstream_generation_is_served_on_its_first_attempt(void) {
@@ -77,12 +89,7 @@ static void test_a_healthy_2000_token_nonstream_generation_is_served_on_its_firs
   answer_at(&h, &r, 20 * MS, 1);
   PDT_EQ_U64(r.timer_at, 20 * MS + 230000 * MS); /* idle 30 s + 2,000 x 100 ms */
   answer_at(&h, &r, 60020 * MS, 2);
-  PDT_TRUE(h.ended);
-  PDT_EQ_INT(h.head_status, 200);
-  PDT_EQ_INT(r.opened, 2);
-  PDT_EQ_INT(r.timeouts, 0);
-  PDT_EQ_INT(r.cancelled, 0);
-  PDT_EQ_INT(r.outcome[2], PD_OUTCOME_SUCCESS + 1);
+  expect_served_first_time(&h, &r);
   h_free(&h);
 }
 
@@ -101,13 +108,7 @@ static void test_a_healthy_300s_stream_is_not_cut(void) {
   PDT_FALSE(h.ended);
   leg_at(&h, &r, 300000 * MS, PD_EV_UP_DATA, 2, 0, DONE);
   leg_at(&h, &r, 300000 * MS, PD_EV_UP_END, 2, 0, NULL);
-  PDT_TRUE(h.ended);
-  PDT_FALSE(h.aborted);
-  PDT_EQ_INT(h.head_status, 200);
-  PDT_EQ_INT(r.opened, 2);
-  PDT_EQ_INT(r.timeouts, 0);
-  PDT_EQ_INT(r.cancelled, 0);
-  PDT_EQ_INT(r.outcome[2], PD_OUTCOME_SUCCESS + 1);
+  expect_served_first_time(&h, &r);
   h_free(&h);
 }
 
@@ -158,13 +159,7 @@ static void test_a_retry_past_the_commit_budget_answers_the_worker_status(void) 
   harness_t h;
   run_t r;
   memset(&r, 0, sizeof r);
-  memset(&h, 0, sizeof h);
-  pd_prng_init(&h.rng, 42);
-  h.gw = pd_gw_new(NULL, &c, &h.rng);
-  pd_gw_add_worker(h.gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
-  pd_gw_add_worker(h.gw, PD_ROLE_DECODE, "d0", "d0", -1);
-  pd_gw_add_worker(h.gw, PD_ROLE_DECODE, "d1", "d1", -1);
-  pd_actbuf_init(&h.out, NULL);
+  h_init_cfg(&h, &c, 2);
   h_request(&h, NONSTREAM_8);
   tally(&h, &r);
   leg_at(&h, &r, 990 * MS, PD_EV_UP_HEAD, 2, 503, NULL); /* the backoff (>= 40 ms) passes 1 s */

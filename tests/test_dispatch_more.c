@@ -4,25 +4,6 @@
 #include "pd_err.h"
 #include "pdt_harness.h"
 
-static const char *NONSTREAM = "{\"text\":\"hi\",\"stream\":false}";
-
-static int outcome_of(harness_t *h, uint64_t leg, int *status) {
-  const pd_action_t *o;
-  for (int i = 0; (o = h_find(h, PD_ACT_OUTCOME, i)); i++)
-    if (o->leg_id == leg) {
-      if (status) *status = o->status;
-      return o->flag;
-    }
-  return -1;
-}
-
-static const pd_action_t *close_of(harness_t *h, uint64_t leg) {
-  const pd_action_t *c;
-  for (int i = 0; (c = h_find(h, PD_ACT_CLOSE_LEG, i)); i++)
-    if (c->leg_id == leg) return c;
-  return NULL;
-}
-
 static void test_tail_expiry_aborts_a_lagging_prefill_without_blame(void) {
   harness_t h;
   start(&h, PD_MODE_REFERENCE, STREAM);
@@ -35,9 +16,9 @@ static void test_tail_expiry_aborts_a_lagging_prefill_without_blame(void) {
   h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
   t = h_find(&h, PD_ACT_TIMER, 0) ? h_find(&h, PD_ACT_TIMER, 0) : t;
   PDT_TRUE(h_fire(&h, t));
-  const pd_action_t *c = close_of(&h, 1);
+  const pd_action_t *c = h_close_of(&h, 1);
   PDT_TRUE(c && c->str != NULL); /* closed with /abort_request */
-  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
+  PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
   PDT_EQ_U64(pd_gw_requests_live(h.gw), 0);
   h_free(&h);
 }
@@ -49,10 +30,10 @@ static void test_prefill_failure_after_commit_is_its_own_and_stream_goes_on(void
   h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
   h_leg(&h, PD_EV_UP_HEAD, 1, 500, NULL);
   int st = 0;
-  PDT_EQ_INT(outcome_of(&h, 1, &st), PD_OUTCOME_FAILURE);
+  PDT_EQ_INT(h_outcome_of(&h, 1, &st), PD_OUTCOME_FAILURE);
   PDT_EQ_INT(st, 500);
   PDT_EQ_U64(pd_gw_load(h.gw, PD_ROLE_PREFILL, 0), 0);
-  PDT_EQ_INT(outcome_of(&h, 2, NULL), -1); /* decode not blamed */
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), -1); /* decode not blamed */
   h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK1 DONE);
   PDT_TRUE(h.ended && !h.aborted);
   PDT_EQ_STR(h.client, TOK0 TOK1 DONE);
@@ -90,10 +71,10 @@ static void test_idle_deadline_ends_stream_with_error_event(void) {
   PDT_TRUE(t && t->deadline_ns == 30005 * MS); /* idle 30 s from the token */
   h_fire(&h, t);
   PDT_TRUE(strstr(h.client, "\"error\"") && strstr(h.client, "[DONE]"));
-  const pd_action_t *c = close_of(&h, 2);
+  const pd_action_t *c = h_close_of(&h, 2);
   PDT_TRUE(c && c->str != NULL);
-  PDT_EQ_INT(outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
-  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
+  PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
   h_free(&h);
 }
 
@@ -107,23 +88,12 @@ static void test_a_stream_leg_without_a_head_times_out_alone_after_5s(void) {
   h.now = 5000 * MS;
   pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = gen};
   h_feed(&h, ev);
-  const pd_action_t *c = close_of(&h, 2);
+  const pd_action_t *c = h_close_of(&h, 2);
   PDT_TRUE(c && c->str != NULL); /* closed and aborted: a hung request holds a slot */
-  PDT_EQ_INT(outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
-  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
+  PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
   PDT_TRUE(h_find(&h, PD_ACT_TIMER, 0) != NULL); /* backoff, then a fresh pair */
   h_free(&h);
-}
-
-/* A gateway with a custom config: 1 prefill, 2 decode workers. */
-static void init_cfg(harness_t *h, const pd_gw_config_t *c) {
-  memset(h, 0, sizeof *h);
-  pd_prng_init(&h->rng, 42);
-  h->gw = pd_gw_new(NULL, c, &h->rng);
-  pd_gw_add_worker(h->gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
-  pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d0", "d0", -1);
-  pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d1", "d1", -1);
-  pd_actbuf_init(&h->out, NULL);
 }
 
 static void test_first_token_deadline_blames_only_the_headless_leg(void) {
@@ -131,7 +101,7 @@ static void test_first_token_deadline_blames_only_the_headless_leg(void) {
   pd_gw_config_default(&c, PD_MODE_REFERENCE);
   c.head_timeout_ns = 0; /* only the first-token deadline */
   harness_t h;
-  init_cfg(&h, &c);
+  h_init_cfg(&h, &c, 2);
   h_request(&h, STREAM);
   const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
   uint64_t at = t ? t->deadline_ns : 0, gen = t ? t->timer_gen : 0;
@@ -139,8 +109,8 @@ static void test_first_token_deadline_blames_only_the_headless_leg(void) {
   h.now = at;
   pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = gen};
   h_feed(&h, ev);
-  PDT_EQ_INT(outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
-  PDT_EQ_INT(outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED); /* it was waiting for decode */
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
+  PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED); /* it was waiting for decode */
   h_free(&h);
 }
 
@@ -149,7 +119,7 @@ static void test_no_retry_when_backoff_would_pass_the_total_deadline(void) {
   pd_gw_config_default(&c, PD_MODE_REFERENCE);
   c.total_timeout_ns = 40 * MS; /* the first backoff is 50 ms +/- 20 % */
   harness_t h;
-  init_cfg(&h, &c);
+  h_init_cfg(&h, &c, 2);
   h_request(&h, NONSTREAM);
   h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
   PDT_EQ_INT(h.head_status, 503);
@@ -210,7 +180,7 @@ static void test_half_open_breaker_admits_one_probe_at_a_time(void) {
   c.breaker.open_ns = 100 * MS;
   c.retry.max_attempts = 1;
   harness_t h;
-  init_cfg(&h, &c);
+  h_init_cfg(&h, &c, 2);
   h_request(&h, NONSTREAM); /* req 7 fails on its decode: its breaker opens */
   uint32_t bad = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
   h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
