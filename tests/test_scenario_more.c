@@ -11,6 +11,7 @@
 #include "pd_scenario_write.h"
 #include "pd_world.h"
 #include "pdt.h"
+#include "pdt_net.h"
 
 #ifndef PD_SOURCE_DIR
 #define PD_SOURCE_DIR "."
@@ -38,18 +39,6 @@ static void expect_error(const char *src, const char *msg) {
   PDT_EQ_INT(parse_q(s, src, err), PD_ERR_FIELD);
   PDT_EQ_STR(err, msg);
   free(s);
-}
-
-static pd_scenario_t *load(const char *name) {
-  pd_scenario_t *s = malloc(sizeof *s);
-  char path[512], err[512];
-  snprintf(path, sizeof path, "%s/scenarios/%s", PD_SOURCE_DIR, name);
-  if (s && pd_scenario_load(s, path, err, sizeof err) != 0) {
-    fprintf(stderr, "%s\n", err);
-    free(s);
-    return NULL;
-  }
-  return s;
 }
 
 static uint32_t run(const pd_scenario_t *s, pd_mode_t m, uint64_t seed, pd_world_stats_t *st) {
@@ -183,7 +172,7 @@ static void test_burst_arrival_gaps(void) {
 /* The fault follows the traffic: under minilb's random pair, every seed meets the 503 on the
  * first decode leg; the same fault tied to d0 is missed by the seeds that pick d1. */
 static void test_traffic_fault_fires_whatever_pair_is_picked(void) {
-  pd_scenario_t *s = load("decode-503-while-prefill-detached.json");
+  pd_scenario_t *s = pdt_load_scenario("decode-503-while-prefill-detached");
   pd_world_stats_t st;
   if (!s) return;
   uint32_t want = INV(3) | INV(14), missed_by_name = 0;
@@ -200,7 +189,7 @@ static void test_traffic_fault_fires_whatever_pair_is_picked(void) {
 
 /* sticky: whichever decode worker got the first leg keeps failing; smg re-picks it. */
 static void test_sticky_fault_stays_on_the_worker_that_got_it(void) {
-  pd_scenario_t *s = load("retry-picks-same-failed-pair.json");
+  pd_scenario_t *s = pdt_load_scenario("retry-picks-same-failed-pair");
   pd_world_stats_t st;
   if (!s) return;
   PDT_EQ_U64(run(s, PD_MODE_REFERENCE, s->config.seed, &st), 0);
@@ -216,7 +205,7 @@ static void test_sticky_fault_stays_on_the_worker_that_got_it(void) {
 
 /* The tie seed orders same-instant events: the disconnect and the last token at 35 ms. */
 static void test_tie_seed_orders_same_instant_events(void) {
-  pd_scenario_t *s = load("tie-disconnect-at-last-token.json");
+  pd_scenario_t *s = pdt_load_scenario("tie-disconnect-at-last-token");
   pd_world_stats_t st;
   if (!s) return;
   uint32_t got = 0;
@@ -237,7 +226,7 @@ static void test_tie_seed_orders_same_instant_events(void) {
 
 /* An abort that overtakes its late request is applied when the request arrives (Q7). */
 static void test_abort_before_its_request_is_remembered(void) {
-  pd_scenario_t *s = load("abort-overtakes-late-prefill-request.json");
+  pd_scenario_t *s = pdt_load_scenario("abort-overtakes-late-prefill-request");
   pd_world_stats_t st;
   if (!s) return;
   PDT_EQ_U64(run(s, PD_MODE_REFERENCE, 1, &st), 0);

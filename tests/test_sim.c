@@ -9,24 +9,13 @@
 
 #include "pd_world_int.h"
 #include "pdt.h"
+#include "pdt_net.h"
 
 #define BIT_I(i) (1u << ((i) - 1))
 
 #ifndef PD_SOURCE_DIR
 #define PD_SOURCE_DIR "."
 #endif
-
-static pd_scenario_t *load(const char *name) {
-  pd_scenario_t *s = malloc(sizeof *s);
-  char path[512], err[512];
-  snprintf(path, sizeof path, "%s/scenarios/%s", PD_SOURCE_DIR, name);
-  if (s && pd_scenario_load(s, path, err, sizeof err) != 0) {
-    fprintf(stderr, "%s\n", err);
-    free(s);
-    return NULL;
-  }
-  return s;
-}
 
 static void test_every_scenario_meets_its_expectation(void) {
   char dir[512];
@@ -39,7 +28,9 @@ static void test_every_scenario_meets_its_expectation(void) {
   while ((e = readdir(d))) {
     size_t l = strlen(e->d_name);
     if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0) continue;
-    pd_scenario_t *s = load(e->d_name);
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(l - 5), e->d_name);
+    pd_scenario_t *s = pdt_load_scenario(name);
     PDT_TRUE(s != NULL);
     if (!s) continue;
     files++;
@@ -233,7 +224,7 @@ static char *slurp(FILE *f) {
 
 /* G18 in the trace: a batch leg's span lists every room, not just the first. */
 static void test_the_trace_lists_every_room_of_a_batch(void) {
-  pd_scenario_t *s = load("batch-generate-text-array.json");
+  pd_scenario_t *s = pdt_load_scenario("batch-generate-text-array");
   PDT_TRUE(s != NULL);
   if (!s) return;
   FILE *f = tmpfile();
