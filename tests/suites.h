@@ -19,6 +19,7 @@
   X(pdt_suite_check)     \
   X(pdt_suite_explore)   \
   X(pdt_suite_gateway) \
+  X(pdt_suite_gateway_slow) \
   X(pdt_suite_mock) \
   X(pdt_suite_mock_more) \
   X(pdt_suite_conform) \
