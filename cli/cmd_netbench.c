@@ -19,12 +19,11 @@
 #include "cli.h"
 #include "pd_dispatch.h"
 #include "pd_err.h"
+#include "cmd_netbench.h"
 #include "pd_netbench.h"
 
-#define NB_MAX_LEVELS 8u
 #define NB_START_TIMEOUT_MS 10000u /* a child's ready line */
 #define NB_STOP_TIMEOUT_MS 5000u   /* SIGTERM to exit, then SIGKILL */
-#define NB_PATHS 3
 
 static volatile sig_atomic_t nb_stop;
 static void on_signal(int sig) {
@@ -32,44 +31,7 @@ static void on_signal(int sig) {
   nb_stop = 1;
 }
 
-typedef struct nb_opts {
-  uint32_t levels[NB_MAX_LEVELS], n_levels;
-  uint32_t tokens, token_ms, first_token_ms, requests;
-  uint32_t tp_streams, tp_tokens, tp_token_ms, timeout_s;
-  int is_tp, is_pd, is_json;
-  const char *mode;
-} nb_opts_t;
-
-typedef struct nb_pstats { /* one path at one level */
-  uint32_t requests, ok, errors;
-  uint64_t events, reads;
-  double wall_s, events_per_s, gw_cpu_s;
-  double ttft_us[2], itl_us[2]; /* p50, p99 */
-  char err[192];
-} nb_pstats_t;
-
-typedef struct nb_level {
-  uint32_t streams;
-  nb_pstats_t p[NB_PATHS];
-} nb_level_t;
-
-typedef struct nb_bench {
-  nb_opts_t o;
-  char dir[64], scenario[96], errlog[96], exe[1024];
-  pd_nb_child_t prefill, decode, gw;
-  char p_url[64], d_url[64], g_url[64];
-  uint16_t p_boot;
-  uint64_t room;
-  nb_level_t lv[NB_MAX_LEVELS];
-  nb_pstats_t tp;
-  long rss_kib[2]; /* latency gateway, throughput gateway */
-  double cpu_s[2];
-  uint64_t errors;
-  int is_tty;
-  double last_draw;
-} nb_bench_t;
-
-static const char *const path_names[NB_PATHS] = {"direct", "pd", "gateway"};
+const char *const pd_nb_path_names[NB_PATHS] = {"direct", "pd", "gateway"};
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -297,7 +259,7 @@ static void run_path(nb_bench_t *b, int path, uint32_t streams, uint32_t request
   const char *base = path == PD_NB_GATEWAY ? b->g_url : b->d_url;
   snprintf(url, sizeof url, "%s/generate", base);
   snprintf(purl, sizeof purl, "%s/generate", b->p_url);
-  nb_prog_t prog = {b, path_names[path], streams};
+  nb_prog_t prog = {b, pd_nb_path_names[path], streams};
   /* spread the first round over one request's expected duration (steady load) */
   uint64_t dur_ns = ((uint64_t)b->o.first_token_ms + (uint64_t)tokens * b->o.token_ms) * 1000000ull;
   /* clang-format off */
@@ -370,203 +332,6 @@ static void cleanup(nb_bench_t *b, int is_failed) {
   if (b->dir[0]) rmdir(b->dir);
 }
 
-/* ---------- report ---------- */
-
-typedef struct nb_target {
-  const char *name, *unit;
-  double value, limit;
-  int is_max; /* the value must stay below the limit (else reach it) */
-  int is_measured;
-  char note[128];
-} nb_target_t;
-
-static const nb_level_t *find_level(const nb_bench_t *b, uint32_t streams) {
-  for (uint32_t i = 0; i < b->o.n_levels; i++)
-    if (b->lv[i].streams == streams && b->lv[i].p[PD_NB_GATEWAY].requests) return &b->lv[i];
-  return NULL;
-}
-
-/* p50 (k 0) or p99 (k 1) of the gateway path minus the same percentile of path `from`. */
-static double added(const nb_level_t *lv, int from, int is_itl, int k) {
-  const nb_pstats_t *x = &lv->p[PD_NB_GATEWAY], *y = &lv->p[from];
-  return is_itl ? x->itl_us[k] - y->itl_us[k] : x->ttft_us[k] - y->ttft_us[k];
-}
-
-static double per_cpu_s(const nb_pstats_t *s) {
-  return s->gw_cpu_s > 0 ? (double)s->events / s->gw_cpu_s : 0;
-}
-
-#define NB_TARGETS 5
-static void targets(const nb_bench_t *b, nb_target_t t[NB_TARGETS]) {
-  const nb_level_t *l64 = find_level(b, 64), *l512 = find_level(b, 512), *top = NULL;
-  for (uint32_t i = 0; i < b->o.n_levels; i++)
-    if (b->lv[i].p[PD_NB_GATEWAY].requests && (!top || b->lv[i].streams > top->streams))
-      top = &b->lv[i];
-  double rss = (double)(b->rss_kib[0] > b->rss_kib[1] ? b->rss_kib[0] : b->rss_kib[1]) / 1024.0;
-  nb_target_t v[NB_TARGETS] = {
-      {"added TTFT p50 at 64 streams", "us", l64 ? added(l64, PD_NB_DIRECT, 0, 0) : 0, 200, 1,
-       !!l64, ""},
-      {"added TTFT p99 at 64 streams", "us", l64 ? added(l64, PD_NB_DIRECT, 0, 1) : 0, 2000, 1,
-       !!l64, ""},
-      {"relayed SSE events/s, one core", "ev/s", b->tp.events_per_s, 100000, 0, b->tp.requests > 0,
-       ""},
-      {"errors at 512 streams", "", l512 ? (double)l512->p[PD_NB_GATEWAY].errors : 0, 1, 1, !!l512,
-       ""},
-      {"gateway peak RSS", "MiB", rss, 64, 1, rss > 0, ""},
-  };
-  for (int k = 0; k < 2; k++)
-    if (l64 && l64->p[PD_NB_PD].requests)
-      snprintf(v[k].note, sizeof v[k].note, "gateway alone (vs pd): %+.0f us",
-               added(l64, PD_NB_PD, 0, k));
-  if (b->tp.requests)
-    snprintf(v[2].note, sizeof v[2].note,
-             "%.0f per gateway CPU-s; 1 event/chunk (%u streams): %.0f", per_cpu_s(&b->tp),
-             top ? top->streams : 0, top ? per_cpu_s(&top->p[PD_NB_GATEWAY]) : 0);
-  snprintf(v[4].note, sizeof v[4].note, "latency levels %.1f MiB, throughput run %.1f MiB",
-           (double)b->rss_kib[0] / 1024.0, (double)b->rss_kib[1] / 1024.0);
-  memcpy(t, v, sizeof v);
-}
-
-static const char *verdict(const nb_target_t *t) {
-  if (!t->is_measured) return "not measured";
-  return (t->is_max ? t->value < t->limit : t->value >= t->limit) ? "met" : "missed";
-}
-
-static cJSON *pstats_json(const nb_pstats_t *s) {
-  const char *k[] = {"requests",       "ok",           "errors",        "ttft_p50_us",
-                     "ttft_p99_us",    "itl_p50_us",   "itl_p99_us",    "events",
-                     "seconds",        "events_per_s", "gateway_cpu_s", "events_per_gateway_cpu_s",
-                     "events_per_read"};
-  double v[] = {s->requests,
-                s->ok,
-                s->errors,
-                s->ttft_us[0],
-                s->ttft_us[1],
-                s->itl_us[0],
-                s->itl_us[1],
-                (double)s->events,
-                s->wall_s,
-                s->events_per_s,
-                s->gw_cpu_s,
-                per_cpu_s(s),
-                s->reads ? (double)s->events / (double)s->reads : 0};
-  cJSON *j = cJSON_CreateObject();
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    cJSON_AddNumberToObject(j, k[i], v[i]);
-  if (s->err[0]) cJSON_AddStringToObject(j, "first_error", s->err);
-  return j;
-}
-
-static cJSON *level_json(const nb_level_t *lv) {
-  cJSON *l = cJSON_CreateObject();
-  cJSON_AddNumberToObject(l, "streams", lv->streams);
-  for (int p = 0; p < NB_PATHS; p++)
-    if (lv->p[p].requests) cJSON_AddItemToObject(l, path_names[p], pstats_json(&lv->p[p]));
-  const char *names[4] = {"added_ttft_p50_us", "added_ttft_p99_us", "added_itl_p50_us",
-                          "added_itl_p99_us"};
-  for (int k = 0; k < 4; k++)
-    cJSON_AddNumberToObject(l, names[k], added(lv, PD_NB_DIRECT, k / 2, k % 2));
-  if (lv->p[PD_NB_PD].requests) {
-    cJSON_AddNumberToObject(l, "gateway_alone_ttft_p50_us", added(lv, PD_NB_PD, 0, 0));
-    cJSON_AddNumberToObject(l, "gateway_alone_ttft_p99_us", added(lv, PD_NB_PD, 0, 1));
-  }
-  return l;
-}
-
-static void report_json(const nb_bench_t *b) {
-  const nb_opts_t *o = &b->o;
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "mode", o->mode);
-  cJSON_AddNumberToObject(j, "tokens", o->tokens);
-  cJSON_AddNumberToObject(j, "token_ms", o->token_ms);
-  cJSON_AddNumberToObject(j, "first_token_ms", o->first_token_ms);
-  cJSON *levels = cJSON_AddArrayToObject(j, "levels");
-  for (uint32_t i = 0; i < o->n_levels; i++)
-    if (b->lv[i].p[PD_NB_GATEWAY].requests) cJSON_AddItemToArray(levels, level_json(&b->lv[i]));
-  if (b->tp.requests) {
-    cJSON *t = pstats_json(&b->tp);
-    cJSON_AddNumberToObject(t, "streams", o->tp_streams);
-    cJSON_AddNumberToObject(t, "tokens", o->tp_tokens);
-    cJSON_AddNumberToObject(t, "token_ms", o->tp_token_ms);
-    cJSON_AddItemToObject(j, "throughput", t);
-  }
-  cJSON *g = cJSON_AddObjectToObject(j, "gateway");
-  cJSON_AddNumberToObject(g, "peak_rss_kib", (double)b->rss_kib[0]);
-  cJSON_AddNumberToObject(g, "cpu_s", b->cpu_s[0]);
-  cJSON_AddNumberToObject(g, "throughput_peak_rss_kib", (double)b->rss_kib[1]);
-  cJSON_AddNumberToObject(g, "throughput_cpu_s", b->cpu_s[1]);
-  nb_target_t t[NB_TARGETS];
-  targets(b, t);
-  cJSON *ta = cJSON_AddArrayToObject(j, "targets");
-  for (int i = 0; i < NB_TARGETS; i++) {
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddStringToObject(x, "name", t[i].name);
-    cJSON_AddNumberToObject(x, "value", t[i].value);
-    cJSON_AddNumberToObject(x, "limit", t[i].limit);
-    cJSON_AddStringToObject(x, "unit", t[i].unit);
-    cJSON_AddStringToObject(x, "result", verdict(&t[i]));
-    if (t[i].note[0]) cJSON_AddStringToObject(x, "note", t[i].note);
-    cJSON_AddItemToArray(ta, x);
-  }
-  cJSON_AddNumberToObject(j, "errors", (double)b->errors);
-  char *s = cJSON_Print(j);
-  if (s) puts(s);
-  cJSON_free(s);
-  cJSON_Delete(j);
-}
-
-static void report_text(const nb_bench_t *b) {
-  const nb_opts_t *o = &b->o;
-  printf("gateway bench: mode %s, %u tokens/request, decode first token %u ms then %u ms/token, "
-         "prefill forward+kv 0 ms\n",
-         o->mode, o->tokens, o->first_token_ms, o->token_ms);
-  printf("%7s %-7s %5s %4s %9s %9s %9s %9s %9s %9s\n", "streams", "path", "reqs", "err", "TTFT p50",
-         "TTFT p99", "ITL p50", "ITL p99", "events/s", "gw us/ev");
-  for (uint32_t i = 0; i < o->n_levels; i++)
-    for (int p = 0; p < NB_PATHS; p++) {
-      const nb_pstats_t *s = &b->lv[i].p[p];
-      if (!s->requests) continue;
-      printf("%7u %-7s %5u %4u %6.0f us %6.0f us %6.0f us %6.0f us %9.0f", b->lv[i].streams,
-             path_names[p], s->requests, s->errors, s->ttft_us[0], s->ttft_us[1], s->itl_us[0],
-             s->itl_us[1], s->events_per_s);
-      if (p == PD_NB_GATEWAY && s->events) printf(" %9.1f", s->gw_cpu_s * 1e6 / (double)s->events);
-      printf("\n");
-      if (s->err[0]) printf("%7s first error: %s\n", "", s->err);
-    }
-  printf("added = gateway - direct, same streams, p50 - p50 and p99 - p99 "
-         "(gateway alone = gateway - pd):\n");
-  for (uint32_t i = 0; i < o->n_levels; i++) {
-    const nb_level_t *lv = &b->lv[i];
-    if (!lv->p[PD_NB_GATEWAY].requests) continue;
-    printf("%7u streams: TTFT %+.0f / %+.0f us, ITL %+.0f / %+.0f us", lv->streams,
-           added(lv, 0, 0, 0), added(lv, 0, 0, 1), added(lv, 0, 1, 0), added(lv, 0, 1, 1));
-    if (lv->p[PD_NB_PD].requests)
-      printf("; gateway alone TTFT %+.0f / %+.0f us", added(lv, PD_NB_PD, 0, 0),
-             added(lv, PD_NB_PD, 0, 1));
-    printf("\n");
-  }
-  const nb_pstats_t *tp = &b->tp;
-  if (tp->requests)
-    printf(
-        "throughput: %u streams x %u tokens, token_ms %u: %llu events in %.2f s = %.0f events/s; "
-        "gateway CPU %.2f s (%.0f%% of a core) = %.0f events per CPU-s; %.1f events per "
-        "client read\n",
-        o->tp_streams, o->tp_tokens, o->tp_token_ms, (unsigned long long)tp->events, tp->wall_s,
-        tp->events_per_s, tp->gw_cpu_s, tp->wall_s > 0 ? 100 * tp->gw_cpu_s / tp->wall_s : 0,
-        per_cpu_s(tp), tp->reads ? (double)tp->events / (double)tp->reads : 0);
-  if (tp->err[0]) printf("%7s first error: %s\n", "", tp->err);
-  printf("gateway: peak RSS %.1f MiB, CPU %.2f s (latency levels); peak RSS %.1f MiB, CPU %.2f s "
-         "(throughput)\n",
-         (double)b->rss_kib[0] / 1024, b->cpu_s[0], (double)b->rss_kib[1] / 1024, b->cpu_s[1]);
-  nb_target_t t[NB_TARGETS];
-  targets(b, t);
-  printf("targets (issue 4):\n");
-  for (int i = 0; i < NB_TARGETS; i++)
-    printf("  %-31s %2s %6.0f %-4s %10.1f  %-12s %s\n", t[i].name,
-           t[i].is_max ? "<" : ">=", t[i].limit, t[i].unit, t[i].value, verdict(&t[i]), t[i].note);
-  printf("errors: %llu\n", (unsigned long long)b->errors);
-}
-
 static void raise_fd_limit(void) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= 3 * PD_NB_MAX_CONCURRENCY + 256) return;
@@ -623,9 +388,9 @@ int pd_cli_gateway_bench(int argc, char **argv) {
   if (nb_stop) fprintf(stderr, "pdref gateway bench: interrupted\n");
   if (!rc) {
     if (o->is_json)
-      report_json(b);
+      pd_cli_nb_report_json(b);
     else
-      report_text(b);
+      pd_cli_nb_report_text(b);
   }
   int code = rc || nb_stop || b->errors ? 1 : 0;
   free(b);
