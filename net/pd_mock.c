@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pd_err.h"
 #include "pd_mock_int.h"
 
 #define MS_NS 1000000ull
@@ -116,6 +117,48 @@ void pd_mock_want_resume(pd_mock_t *m, pd_mleg_t *leg) {
   leg->want_resume = 1;
   m->resume[m->n_resume++] = leg; /* at most once per leg: bounded by PD_MOCK_MAX_LEGS */
   if (!pd_mock_on_engine(m)) pd_mock_wake(m);
+}
+
+/* ---------- the worker model's output ---------- */
+
+/* pd_mo_*: the model fills a leg's buffer under m->mu; pd_mock_http.c drains it. */
+
+int pd_mo_can_send(const pd_mleg_t *leg) {
+  return leg->is_attached && !leg->is_peer_closed && leg->end == MO_END_NONE;
+}
+
+void pd_mo_head(pd_mock_t *m, pd_mleg_t *leg, int status, int is_sse) {
+  if (!pd_mo_can_send(leg) || leg->head_status) return;
+  leg->head_status = status;
+  leg->head_is_sse = is_sse;
+  pd_mock_want_resume(m, leg);
+}
+
+static int buf_reserve(pd_mbuf_t *b, size_t more) {
+  if (b->off == b->len) b->off = b->len = 0;
+  if (b->len + more <= b->cap) return 0;
+  size_t nc = b->cap ? b->cap : 1024;
+  while (nc < b->len + more) nc *= 2; /* bounded: doubles past len + more */
+  char *np = realloc(b->p, nc);
+  if (!np) return PD_ERR_NOMEM;
+  b->p = np;
+  b->cap = nc;
+  return 0;
+}
+
+void pd_mo_render(pd_mock_t *m, pd_mleg_t *leg, int kind, uint32_t arg) {
+  if (!pd_mo_can_send(leg)) return;
+  pd_wr_leg_t r = {leg->rid_json, leg->is_stream, leg->has_logprob, leg->tokens};
+  size_t need = pd_wr_render_cap(&r, kind);
+  if (buf_reserve(&leg->out, need) < 0) return;
+  leg->out.len += pd_wr_render(&r, kind, arg, leg->out.p + leg->out.len, need);
+  pd_mock_want_resume(m, leg);
+}
+
+void pd_mo_end(pd_mock_t *m, pd_mleg_t *leg, pd_mo_end_t end) {
+  if (!pd_mo_can_send(leg)) return;
+  leg->end = end;
+  pd_mock_want_resume(m, leg);
 }
 
 uint32_t pd_mock_live_slots(pd_mock_t *m) {

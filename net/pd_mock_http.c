@@ -1,7 +1,7 @@
 /* The mock's HTTP side: libmicrohttpd with its internal polling thread and suspend/resume,
  * fed by the engine's accept loop (MHD_add_connection, so a crash can really refuse
- * connections). Routes, request bodies, and the worker model's output (pd_mo_*) turned into
- * responses: an SSE stream read from the leg's buffer, or a whole response once it is
+ * connections). Routes, request bodies, and the worker model's output (pd_mo_*, in pd_mock.c)
+ * turned into responses: an SSE stream read from the leg's buffer, or a whole response once it is
  * complete. A connection with nothing to send is suspended; the engine resumes it. */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -133,46 +133,6 @@ static int conn_fd(struct MHD_Connection *c) {
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   return ci ? ci->connect_fd : -1;
-}
-
-/* ---------- the worker model's output ---------- */
-
-int pd_mo_can_send(const pd_mleg_t *leg) {
-  return leg->is_attached && !leg->is_peer_closed && leg->end == MO_END_NONE;
-}
-
-void pd_mo_head(pd_mock_t *m, pd_mleg_t *leg, int status, int is_sse) {
-  if (!pd_mo_can_send(leg) || leg->head_status) return;
-  leg->head_status = status;
-  leg->head_is_sse = is_sse;
-  pd_mock_want_resume(m, leg);
-}
-
-static int buf_reserve(pd_mbuf_t *b, size_t more) {
-  if (b->off == b->len) b->off = b->len = 0;
-  if (b->len + more <= b->cap) return 0;
-  size_t nc = b->cap ? b->cap : 1024;
-  while (nc < b->len + more) nc *= 2; /* bounded: doubles past len + more */
-  char *np = realloc(b->p, nc);
-  if (!np) return PD_ERR_NOMEM;
-  b->p = np;
-  b->cap = nc;
-  return 0;
-}
-
-void pd_mo_render(pd_mock_t *m, pd_mleg_t *leg, int kind, uint32_t arg) {
-  if (!pd_mo_can_send(leg)) return;
-  pd_wr_leg_t r = {leg->rid_json, leg->is_stream, leg->has_logprob, leg->tokens};
-  size_t need = pd_wr_render_cap(&r, kind);
-  if (buf_reserve(&leg->out, need) < 0) return;
-  leg->out.len += pd_wr_render(&r, kind, arg, leg->out.p + leg->out.len, need);
-  pd_mock_want_resume(m, leg);
-}
-
-void pd_mo_end(pd_mock_t *m, pd_mleg_t *leg, pd_mo_end_t end) {
-  if (!pd_mo_can_send(leg)) return;
-  leg->end = end;
-  pd_mock_want_resume(m, leg);
 }
 
 /* ---------- responses of generation requests ---------- */
