@@ -191,10 +191,8 @@ static inline int fake_get(fake_t *f, const int *field) {
 
 /* Wait up to ms for *field >= want. */
 static inline int wait_for(fake_t *f, const int *field, int want, int ms) {
-  for (int t = 0; t < ms; t += 10) {
+  for (uint64_t end = pdt_now_ms() + (uint64_t)ms; pdt_now_ms() < end; sleep_ms(10))
     if (fake_get(f, field) >= want) return 1;
-    sleep_ms(10);
-  }
   return fake_get(f, field) >= want;
 }
 
