@@ -1,13 +1,18 @@
 /* pdt_proc: child processes of the built pdref (test_mock.c, test_hostile_*.c): start one and
- * read its ready line, read a number from that line, reap it. Every wait is bounded.
- * Header-only (static inline). */
+ * read its ready line, read a number from that line, reap it, count its descriptors and
+ * memory; and a raw loopback connection. Every wait is bounded. Header-only (static inline). */
 #ifndef PDT_PROC_H
 #define PDT_PROC_H
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,6 +75,43 @@ static inline pid_t pdt_spawn(char *const argv[], char *ready, size_t cap, unsig
     return -1;
   }
   return pid;
+}
+
+/* Open descriptors of pid (/proc), or -1. */
+static inline int pdt_count_fds(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+  DIR *d = opendir(path);
+  if (!d) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* VmRSS of pid in kB, or -1. */
+static inline long pdt_rss_kb(pid_t pid) {
+  char path[64], line[128];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  long kb = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmRSS:", 6)) kb = strtol(line + 6, NULL, 10);
+  if (f) fclose(f);
+  return kb;
+}
+
+/* A child of ours that has not exited. */
+static inline int pdt_is_alive(pid_t pid) { return pid > 0 && waitpid(pid, NULL, WNOHANG) == 0; }
+
+/* A TCP connection to 127.0.0.1:port (blocking, close-on-exec), or -1. */
+static inline int pdt_dial(uint16_t port) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0) return fd;
+  if (fd >= 0) close(fd);
+  return -1;
 }
 
 #endif

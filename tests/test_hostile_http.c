@@ -43,30 +43,6 @@ typedef struct hh {
 
 /* ---------- processes ---------- */
 
-static int count_fds(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-  DIR *d = opendir(path);
-  if (!d) return -1;
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
-static long rss_kb(pid_t pid) {
-  char path[64], line[128];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *f = fopen(path, "r");
-  long kb = -1;
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, "VmRSS:", 6)) kb = strtol(line + 6, NULL, 10);
-  if (f) fclose(f);
-  return kb;
-}
-
-static int is_alive(pid_t pid) { return pid > 0 && waitpid(pid, NULL, WNOHANG) == 0; }
-
 /* The gateway and its two mocks, and a lone decode mock. limit/deadline 0: the defaults. */
 static int hh_start(hh_t *h, unsigned limit, unsigned deadline) {
   memset(h, 0, sizeof *h);
@@ -116,15 +92,6 @@ static int hh_stop(hh_t *h) {
 }
 
 /* ---------- raw sockets ---------- */
-
-static int dial(uint16_t port) {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
-                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0) return fd;
-  if (fd >= 0) close(fd);
-  return -1;
-}
 
 /* Read what comes until the peer closes or limit_ms pass; returns bytes read. */
 static size_t drain(int fd, char *out, size_t cap, unsigned limit_ms) {
@@ -190,7 +157,7 @@ static void *healthy_main(void *arg) {
     char head[160];
     int hn = snprintf(head, sizeof head, "POST /generate HTTP/1.1\r\nHost: x\r\nConnection: close"
                       "\r\nContent-Length: %d\r\n\r\n", body_n);
-    int fd = dial(hs->port);
+    int fd = pdt_dial(hs->port);
     if (fd < 0) { hs->bad++; continue; }
     send_all(fd, head, (size_t)hn);
     send_all(fd, req, (size_t)body_n);
@@ -222,7 +189,7 @@ static void healthy_join(healthy_t *hs) {
 
 /* GET /health answered 200 within HH_ANSWER_MS. */
 static int health_ok(uint16_t port) {
-  int fd = dial(port);
+  int fd = pdt_dial(port);
   if (fd < 0) return 0;
   const char *q = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   uint64_t t0 = pdt_now_ms();
@@ -235,8 +202,8 @@ static int health_ok(uint16_t port) {
 
 static void record_base(hh_t *h) {
   for (int i = 0; i < P_N; i++) {
-    h->base_fds[i] = count_fds(h->pid[i]);
-    h->base_rss_kb[i] = rss_kb(h->pid[i]);
+    h->base_fds[i] = pdt_count_fds(h->pid[i]);
+    h->base_rss_kb[i] = pdt_rss_kb(h->pid[i]);
   }
 }
 
@@ -244,17 +211,17 @@ static void record_base(hh_t *h) {
  * loaded sanitizer build closes 4,000 sockets slowly), and serving again. */
 static void check_after(hh_t *h) {
   for (int i = 0; i < P_N; i++) {
-    PDT_TRUE(is_alive(h->pid[i]));
-    int n = count_fds(h->pid[i]);
+    PDT_TRUE(pdt_is_alive(h->pid[i]));
+    int n = pdt_count_fds(h->pid[i]);
     for (int k = 0; k < 100 && n > h->base_fds[i] + HH_FD_SLACK; k++) {
       pdt_sleep_ms(50);
-      n = count_fds(h->pid[i]);
+      n = pdt_count_fds(h->pid[i]);
     }
     PDT_TRUE(n >= 0 && n <= h->base_fds[i] + HH_FD_SLACK);
     if (n > h->base_fds[i] + HH_FD_SLACK)
       fprintf(stderr, "test_hostile_http: process %d has %d fds, baseline %d\n", i, n,
               h->base_fds[i]);
-    long rss = rss_kb(h->pid[i]); /* nothing held per flooded connection or dropped body */
+    long rss = pdt_rss_kb(h->pid[i]); /* nothing held per flooded connection or dropped body */
     if (rss > 2 * h->base_rss_kb[i] + 32 * 1024)
       fprintf(stderr, "test_hostile_http: process %d RSS %ld kB, baseline %ld kB\n", i, rss,
               h->base_rss_kb[i]);
@@ -298,7 +265,7 @@ static flood_res_t flood(uint16_t port, unsigned n, unsigned want) {
   struct pollfd *pf = calloc(n, sizeof *pf);
   if (!pf) return r;
   for (unsigned i = 0; i < n; i++) {
-    pf[i].fd = dial(port);
+    pf[i].fd = pdt_dial(port);
     pf[i].events = POLLIN;
     r.opened += pf[i].fd >= 0;
   }
@@ -391,7 +358,7 @@ typedef struct slow {
 
 static void slow_open(slow_t *s, uint16_t port, int is_body) {
   memset(s, 0, sizeof *s);
-  s->fd = dial(port);
+  s->fd = pdt_dial(port);
   s->t_open = s->t_quiet = pdt_now_ms();
   const char *h = is_body ? "POST /generate HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"
                           : "POST /generate HTTP/1.1\r\nHost: x\r\nX-Slow: ";
@@ -461,7 +428,7 @@ static void test_slowloris_is_cut_at_the_deadline(void) {
 static void exchange(uint16_t port, const char *head, const char *body, size_t blen, char *out,
                      size_t cap, uint64_t *ms) {
   uint64_t t0 = pdt_now_ms();
-  int fd = dial(port);
+  int fd = pdt_dial(port);
   out[0] = 0;
   if (fd < 0) return;
   send_all(fd, head, strlen(head));

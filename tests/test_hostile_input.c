@@ -77,17 +77,6 @@ static int proc_stop(proc_t *p, unsigned limit_ms, char *err, size_t cap) {
   return is_gone;
 }
 
-static int count_fds(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-  DIR *d = opendir(path);
-  int n = 0;
-  if (!d) return -1;
-  for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
 typedef struct rig {
   proc_t pf, dc, gw;
 } rig_t;
@@ -248,13 +237,7 @@ static void test_bad_prompts_get_400_and_reach_no_worker(void) {
 static int flood(uint16_t port, int *fds, int n) {
   int k = 0;
   for (; k < n; k++) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    fds[k] = socket(AF_INET, SOCK_STREAM, 0);
-    if (fds[k] < 0 || connect(fds[k], (struct sockaddr *)&a, sizeof a) != 0) {
-      if (fds[k] >= 0) close(fds[k]);
-      break;
-    }
+    if ((fds[k] = pdt_dial(port)) < 0) break;
   }
   return k;
 }
@@ -273,7 +256,7 @@ static void test_bootstrap_port_flood_does_not_stall_requests(void) {
     pdt_tx_t *w = pdt_tx_once(mh, r.gw.port, "/generate", healthy_body); /* pooled conns */
     PDT_EQ_INT(w->status, 200);
     pdt_tx_del(mh, w);
-    int base = count_fds(r.pf.pid);
+    int base = pdt_count_fds(r.pf.pid);
     int n = flood(r.pf.boot_port, fds, N);
     PDT_EQ_INT(n, N);
     pdt_sleep_ms(200); /* the mock accepts what the backlog holds */
@@ -283,7 +266,7 @@ static void test_bootstrap_port_flood_does_not_stall_requests(void) {
     PDT_TRUE(t->t_done - t->t_start < HI_ANSWER_MS);
     pdt_tx_del(mh, t);
     int now = -1;
-    for (uint64_t end = pdt_now_ms() + 10000; (now = count_fds(r.pf.pid)) > base && pdt_now_ms() < end;)
+    for (uint64_t end = pdt_now_ms() + 10000; (now = pdt_count_fds(r.pf.pid)) > base && pdt_now_ms() < end;)
       pdt_sleep_ms(50);
     PDT_EQ_INT(now, base); /* within 10 s, the flood still connected */
     for (int i = 0; i < n; i++) close(fds[i]);
