@@ -594,14 +594,28 @@ static void debug_request(const pd_cf_run_t *run, const pd_cf_req_t *q, const un
   }
 }
 
+/* I6 on sockets: attempt x (a second or later) was opened after bytes reached the client.
+ * The gateway opens an attempt before its first leg reaches a worker, so only an arrival
+ * inside the client's commit window proves it: after the first byte of an SSE response and
+ * before the client's end. A leg that reached its worker after the end may belong to an
+ * attempt opened before it (the last attempt's refused prefill ends the request with 502
+ * while its decode request is still on its way); a gateway that really opened an attempt for
+ * a client already gone leaves its legs open past the end, which I2 judges. A whole answer
+ * (a non-stream body, an error document) is one piece on the wire: no window. */
+static int opened_after_commit(const pd_cf_req_t *q, const unit_t *x) {
+  uint64_t first = q->c.t_first_data, end = client_end(q);
+  if (!first || !q->c.is_sse_head || x->t_first <= first) return 0;
+  return !end || x->t_first < end;
+}
+
 static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) {
   pd_creq_t *rq = &q->c;
   uint32_t attempt = 0;
   for (uint32_t i = 0; i < nu; i++) { /* u is sorted by t_first: attempts in order */
     if (u[i].client != (int32_t)rq->id) continue;
     u[i].attempt = ++attempt;
-    if (attempt > 1 && rq->t_first_data && u[i].t_first > rq->t_first_data)
-      rq->retry_after_commit = 1; /* a new attempt reached a worker after the client's first byte */
+    if (attempt > 1 && opened_after_commit(q, &u[i]))
+      rq->retry_after_commit = 1;
     for (uint32_t k = 0; k < u[i].n; k++) {
       pd_wleg_t *l = to_wleg(run, &run->legs[u[i].leg[k]], (size_t)u[i].leg[k], q, attempt);
       if (!l) continue;
