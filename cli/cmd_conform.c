@@ -212,6 +212,7 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   cJSON_AddNumberToObject(j, "legs", r->legs);
   cJSON_AddNumberToObject(j, "legs_unattributed", r->legs_unattributed);
   cJSON_AddNumberToObject(j, "legs_by_timing", r->legs_by_timing);
+  cJSON_AddNumberToObject(j, "legs_by_id", r->legs_by_id);
   cJSON_AddNumberToObject(j, "legs_resent", r->legs_resent);
   cJSON_AddNumberToObject(j, "seconds", r->seconds);
   if (r->status != PD_CONFORM_SKIPPED) cJSON_AddNumberToObject(j, "scale", r->scale);

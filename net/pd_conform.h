@@ -65,6 +65,7 @@ typedef struct pd_conform_result {
   uint32_t legs, legs_unattributed;
   uint32_t legs_resent; /* a leg that reached its worker twice (same rid, room, worker) */
   uint32_t legs_by_timing; /* tied to a request by arrival order, not by X-Request-Id or rid */
+  uint32_t legs_by_id;     /* tied by the runner's request id (header or prompt, as logged) */
   double seconds;
   double scale; /* the timeout scale this scenario ran at (raised to socket_min_scale) */
   pid_t pids[PD_CONFORM_MAX_PIDS]; /* every process started: mocks, then the gateway (each

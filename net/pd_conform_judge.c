@@ -647,8 +647,10 @@ static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) 
 }
 
 void pd_cf_judge(pd_cf_run_t *run) {
-  for (size_t i = 0; i < run->n_legs; i++)
+  for (size_t i = 0; i < run->n_legs; i++) {
     run->legs[i].client = client_of_xrid(run, run->legs[i].xrid);
+    run->r->legs_by_id += run->legs[i].client >= 0;
+  }
   unit_t *u = calloc(run->n_legs + 1, sizeof *u);
   if (!u) return;
   uint32_t nu = build_units(run, u);

@@ -212,6 +212,11 @@ int pd_mreq_fill(pd_mleg_t *leg, const pd_request_t *r, const char *body, size_t
                  uint32_t default_tokens, pd_prng_t *rid_rng, char *err, size_t errlen);
 /* JSON-escape s (without quotes) into a new string; NULL on allocation failure. */
 char *pd_mreq_escape(const char *s);
+/* The id the event log ties a leg by (x_request_id): the X-Request-Id header when it is a
+ * conformance runner's id ("pdconf-..."), else the runner's id found in the body's prompt, else
+ * the header (a gateway that sends its own uuid, as vLLM's proxies do, must not hide the
+ * runner's id); empty when there is neither. header may be NULL. */
+void pd_mreq_pick_xrid(const char *header, const char *body, size_t len, char *out, size_t cap);
 
 /* ---------- pd_mock_log.c ---------- */
 /* One JSON line per event: ev + common leg fields (leg may be NULL). Extra fields are added

@@ -151,3 +151,39 @@ int pd_mreq_fill(pd_mleg_t *leg, const pd_request_t *r, const char *body, size_t
   }
   return 0;
 }
+
+/* ---------- the id a leg is tied by ---------- */
+
+#define CONFORM_ID_PREFIX "pdconf-"
+
+static int is_id_char(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
+}
+
+/* A conformance runner's id in the prompt ("pdconf-<hex>-<n>", pd_conform_client.c): every
+ * gateway forwards the prompt to both legs. Empty when absent. */
+static void body_tag(const char *body, size_t len, char *out, size_t cap) {
+  static const char key[] = CONFORM_ID_PREFIX;
+  out[0] = 0;
+  if (!body || cap < 2) return;
+  for (size_t i = 0; i + sizeof key - 1 <= len; i++) {
+    if (memcmp(body + i, key, sizeof key - 1) != 0) continue;
+    size_t n = 0;
+    while (i + n < len && n + 1 < cap && is_id_char(body[i + n]))
+      n++;
+    memcpy(out, body + i, n);
+    out[n] = 0;
+    return;
+  }
+}
+
+void pd_mreq_pick_xrid(const char *header, const char *body, size_t len, char *out, size_t cap) {
+  if (!cap) return;
+  out[0] = 0;
+  if (header && !strncmp(header, CONFORM_ID_PREFIX, sizeof CONFORM_ID_PREFIX - 1)) {
+    snprintf(out, cap, "%s", header);
+    return;
+  }
+  body_tag(body, len, out, cap);
+  if (!out[0] && header) snprintf(out, cap, "%s", header);
+}

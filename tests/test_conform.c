@@ -221,12 +221,44 @@ static void test_gateway_seed_matches_the_simulators_stream(void) {
 }
 
 
+/* Issue 9 item 4: a gateway that sends its own X-Request-Id (tests/xrid_proxy.py puts a
+ * uuid4 in front of `pdref gateway`, as vLLM's proxies do) must not hide the runner's id in
+ * the prompt: every leg is still tied by it. Four concurrent non-stream requests. */
+static void test_foreign_request_id_does_not_hide_the_runners(void) {
+  char bin[PATH_MAX + 8], cmd[2 * PATH_MAX + 256];
+  if (pdt_pdref_path(bin, sizeof bin) != 0 || system("python3 -c 'import http.server' 2>/dev/null")) {
+    fprintf(stderr, "test_conform: pdref or python3 missing, foreign-id test skipped\n");
+    return;
+  }
+  pd_scenario_t *s = pdt_load_scenario("happy-path-nonstream");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  s->workload.requests = 4;
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  snprintf(cmd, sizeof cmd,
+           "exec python3 %s/tests/xrid_proxy.py {port} -- %s gateway --mode reference "
+           "{prefill_args} {decode_args} {pdref_gateway_args}",
+           PD_SOURCE_DIR, bin);
+  o.scale = 0.1;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.legs, 8);
+  PDT_EQ_INT(r.legs_by_id, 8);
+  PDT_EQ_INT(r.got, 0);
+  assert_no_survivors(&r);
+  free(s);
+}
+
 int pdt_suite_conform(void) {
   static const pdt_case_t cases[] = {
       {"placeholders expand", test_placeholders_expand},
       {"gateway seed matches the simulator's stream", test_gateway_seed_matches_the_simulators_stream},
       {"skips what sockets cannot run", test_skips_what_sockets_cannot_run},
       {"a failed gateway leaves no process", test_failed_gateway_leaves_no_process},
+      {"a gateway's own X-Request-Id does not hide the runner's id",
+       test_foreign_request_id_does_not_hide_the_runners},
       {"a crash is judged when every leg is tied by X-Request-Id or the prompt's id",
        test_crash_judged_when_legs_are_tied_by_request_id},
       {"parity with the simulator on a subset, all modes", test_parity_with_the_simulator_on_a_subset},

@@ -6,6 +6,7 @@
 
 #include "pd_conform.h"
 #include "pd_conform_int.h"
+#include "pd_mock_int.h"
 #include "pd_world.h"
 #include "pdt.h"
 #include "pdt_net.h"
@@ -189,11 +190,30 @@ static void test_judge_no_i6_for_a_leg_arriving_after_the_clients_end(void) {
   }
 }
 
+/* Issue 9 item 4: the mock logs the runner's id in the prompt when the gateway's own
+ * X-Request-Id (a uuid4, as vLLM's proxies send) is not the runner's. */
+static void test_mock_prefers_the_runners_id_to_a_foreign_header(void) {
+  static const char body[] = "{\"text\":\"pdconf-1a2b-7 hello\",\"stream\":true}";
+  char out[PD_MOCK_XRID_MAX];
+  pd_mreq_pick_xrid("3f2a9c0d5e6b47a8b9c0d1e2f3a4b5c6", body, sizeof body - 1, out, sizeof out);
+  PDT_EQ_STR(out, "pdconf-1a2b-7");
+  pd_mreq_pick_xrid("pdconf-1a2b-9", body, sizeof body - 1, out, sizeof out); /* forwarded */
+  PDT_EQ_STR(out, "pdconf-1a2b-9");
+  pd_mreq_pick_xrid(NULL, body, sizeof body - 1, out, sizeof out);
+  PDT_EQ_STR(out, "pdconf-1a2b-7");
+  pd_mreq_pick_xrid("abc", "{\"text\":\"hi\"}", 13, out, sizeof out); /* not a conform run */
+  PDT_EQ_STR(out, "abc");
+  pd_mreq_pick_xrid(NULL, "{}", 2, out, sizeof out);
+  PDT_EQ_STR(out, "");
+}
+
 int pdt_suite_conform_judge(void) {
   static const pdt_case_t cases[] = {
       {"judge ties attempts by how requests ended", test_judge_ties_attempts_by_how_requests_ended},
       {"judge: no I6 for a leg arriving after the client's end",
        test_judge_no_i6_for_a_leg_arriving_after_the_clients_end},
+      {"mock prefers the runner's id to a foreign X-Request-Id",
+       test_mock_prefers_the_runners_id_to_a_foreign_header},
   };
   return PDT_SUITE("conform_judge", cases);
 }
