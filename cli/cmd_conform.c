@@ -1,5 +1,6 @@
 /* `pdref conform`: run scenarios against any PD gateway over real sockets (net/pd_conform.h)
- * and print the verdict table of `pdref sim run`, last line `conform: N passed, M failed`. */
+ * and print the verdict table of `pdref sim run`, last line
+ * `conform: N passed, M failed, K not exercised`. */
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <dirent.h>
@@ -57,8 +58,10 @@ static void usage(FILE *f) {
           "                     gateway's own timeouts to judge requests that end late)\n"
           "  --keep             keep each run's directory (mock logs, gateway output)\n"
           "  --json             machine-readable rows\n"
-          "exit: 0 every result matched its expectation, 1 one did not, 2 bad usage or a run\n"
-          "could not be set up\n");
+          "  --allow-unexercised  a NOT EXERCISED row (a scripted fault never fired, a request\n"
+          "                     reached no worker) does not make the exit status 1\n"
+          "exit: 0 every row matched its expectation and was exercised, 1 one did not or was\n"
+          "not exercised, 2 bad usage or a run could not be set up\n");
 }
 
 
@@ -71,7 +74,7 @@ static void mask_str(uint32_t m, char *buf, size_t cap, const char *sep) {
 
 typedef struct opts {
   pd_conform_opts_t c;
-  int json;
+  int json, allow_unexercised;
   char bin[PATH_MAX];
 } opts_t;
 
@@ -117,6 +120,8 @@ static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
       o->c.keep = 1;
     } else if (!strcmp(a, "--json")) {
       o->json = 1;
+    } else if (!strcmp(a, "--allow-unexercised")) {
+      o->allow_unexercised = 1;
     } else if (a[0] == '-') {
       fprintf(stderr, "pdref conform: unknown option '%s' or missing value (try --help)\n", a);
       return 2;
@@ -171,11 +176,19 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
            r->reason);
     return;
   }
-  printf("%-46s %-9s %-4s %-14s %s", s->name, label, r->got ? "FAIL" : "PASS", got,
-         r->matched ? "as expected" : "UNEXPECTED");
-  if (!r->matched) printf(" (expected %s)", r->want ? want : "pass");
-  printf("\n");
-  if (r->got || !r->matched)
+  if (pd_conform_not_exercised(r)) {
+    printf("%-46s %-9s %-19s (expected %s)", s->name, label, "NOT EXERCISED", r->want ? want : "pass");
+  } else {
+    printf("%-46s %-9s %-4s %-14s %s", s->name, label, r->got ? "FAIL" : "PASS", got,
+           r->matched ? "as expected" : "UNEXPECTED");
+    if (!r->matched) printf(" (expected %s)", r->want ? want : "pass");
+  }
+  printf("  [faults exercised %u/%u, requests served %u/%u", r->faults_fired, r->faults_n,
+         r->served, r->sent);
+  if (r->unserved_excused) printf(", %u unserved after a failure", r->unserved_excused);
+  printf("]\n");
+  if (pd_conform_not_exercised(r)) printf("    not exercised: %s\n", r->nx_reason);
+  else if (r->got || !r->matched)
     printf("    %s\n", r->reason[0] ? r->reason : r->got ? "violation" : "no violation");
   if (r->metrics_reason[0] && strcmp(r->metrics_reason, r->reason))
     printf("    %s\n", r->metrics_reason);
@@ -189,6 +202,7 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
 
 static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
   static const char *const st[] = {"ran", "skipped", "error"};
+  int nx = pd_conform_not_exercised(r);
   cJSON *j = cJSON_CreateObject();
   char got[64], want[64], judged[64];
   mask_str(r->got, got, sizeof got, ",");
@@ -197,7 +211,7 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   cJSON_AddStringToObject(j, "scenario", s->name);
   cJSON_AddStringToObject(j, "file", s->path);
   cJSON_AddStringToObject(j, "mode", o->c.mode_label);
-  cJSON_AddStringToObject(j, "status", st[r->status]);
+  cJSON_AddStringToObject(j, "status", nx ? "not_exercised" : st[r->status]);
   cJSON_AddStringToObject(j, "violated", got);
   cJSON_AddStringToObject(j, "expected", want);
   cJSON_AddStringToObject(j, "judged", judged);
@@ -214,10 +228,32 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   cJSON_AddNumberToObject(j, "legs_by_timing", r->legs_by_timing);
   cJSON_AddNumberToObject(j, "legs_by_id", r->legs_by_id);
   cJSON_AddNumberToObject(j, "legs_resent", r->legs_resent);
+  if (r->status == PD_CONFORM_RAN) {
+    cJSON_AddBoolToObject(j, "exercised", r->exercised);
+    if (nx) cJSON_AddStringToObject(j, "not_exercised", r->nx_reason);
+    cJSON_AddNumberToObject(j, "faults_n", r->faults_n);
+    cJSON_AddNumberToObject(j, "faults_exercised", r->faults_fired);
+    cJSON_AddNumberToObject(j, "requests_sent", r->sent);
+    cJSON_AddNumberToObject(j, "requests_served", r->served);
+    cJSON_AddNumberToObject(j, "requests_unserved_excused", r->unserved_excused);
+  }
   cJSON_AddNumberToObject(j, "seconds", r->seconds);
   if (r->status != PD_CONFORM_SKIPPED) cJSON_AddNumberToObject(j, "scale", r->scale);
   if (r->dir[0]) cJSON_AddStringToObject(j, "dir", r->dir);
   return j;
+}
+
+static void print_json(cJSON *rows, int passed, int failed, int skipped, int unexercised) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddItemToObject(root, "rows", rows);
+  cJSON_AddNumberToObject(root, "passed", passed);
+  cJSON_AddNumberToObject(root, "failed", failed);
+  cJSON_AddNumberToObject(root, "not_exercised", unexercised);
+  cJSON_AddNumberToObject(root, "skipped", skipped);
+  char *txt = cJSON_Print(root);
+  if (txt) puts(txt);
+  cJSON_free(txt);
+  cJSON_Delete(root);
 }
 
 int pd_cli_conform(int argc, char **argv) {
@@ -230,7 +266,7 @@ int pd_cli_conform(int argc, char **argv) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   pd_scenario_t *s = malloc(sizeof *s);
   cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
-  int passed = 0, failed = 0, skipped = 0, exit_code = 0, had_error = 0;
+  int passed = 0, failed = 0, skipped = 0, unexercised = 0, exit_code = 0, had_error = 0;
   if (!s) return 2;
   if (!o.json) print_header(&o);
   for (int f = 0; f < n_files && exit_code != 2 && !g_stop; f++) {
@@ -247,6 +283,7 @@ int pd_cli_conform(int argc, char **argv) {
       break;
     }
     if (r.status == PD_CONFORM_SKIPPED) skipped++;
+    else if (pd_conform_not_exercised(&r)) unexercised++;
     else if (r.matched) passed++;
     else failed++;
     if (r.status == PD_CONFORM_ERROR) had_error = 1; /* keep going; exit 2 at the end */
@@ -257,12 +294,12 @@ int pd_cli_conform(int argc, char **argv) {
   for (int f = 0; f < n_files; f++) free(files[f]);
   free(s);
   if (arr) {
-    pd_cli_print_json_rows(arr, passed, failed, skipped);
+    print_json(arr, passed, failed, skipped, unexercised);
   } else if (exit_code != 2) {
     if (skipped) printf("# %d skipped (not counted)\n", skipped);
-    printf("conform: %d passed, %d failed\n", passed, failed);
+    printf("conform: %d passed, %d failed, %d not exercised\n", passed, failed, unexercised);
   }
   curl_global_cleanup();
   if (g_stop || exit_code == 2 || had_error) return 2;
-  return failed ? 1 : 0;
+  return failed || (unexercised && !o.allow_unexercised) ? 1 : 0;
 }

@@ -369,6 +369,10 @@ static void judge_row(pd_cf_run_t *run, const pd_scenario_t *s, pd_mode_t em, co
   snprintf(r->reason, sizeof r->reason, "%s", run->stats.first_reason);
 }
 
+int pd_conform_not_exercised(const pd_conform_result_t *r) {
+  return r->status == PD_CONFORM_RAN && !r->got && !r->exercised;
+}
+
 int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_conform_result_t *r) {
   memset(r, 0, sizeof *r);
   r->judged = pd_conform_judged_mask(o);
@@ -404,6 +408,7 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
   if (!rc) rc = pd_cf_read_logs(run, err, sizeof err);
   if (!rc) {
     pd_cf_judge(run);
+    pd_cf_exercised(run);
     judge_row(run, s, em, metrics);
   } else {
     r->status = PD_CONFORM_ERROR;

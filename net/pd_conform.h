@@ -66,6 +66,12 @@ typedef struct pd_conform_result {
   uint32_t legs_resent; /* a leg that reached its worker twice (same rid, room, worker) */
   uint32_t legs_by_timing; /* tied to a request by arrival order, not by X-Request-Id or rid */
   uint32_t legs_by_id;     /* tied by the runner's request id (header or prompt, as logged) */
+  /* exercised (docs/conformance.md "Exercised"): a row that tested nothing is not a pass */
+  uint32_t faults_n, faults_fired; /* scripted fault entries that could fire / that fired */
+  uint32_t sent, served;           /* requests sent / with at least one leg at a worker */
+  uint32_t unserved_excused;       /* no leg, but after a failure or a worker crash */
+  int exercised;                   /* every such fault fired, every request served or excused */
+  char nx_reason[192];             /* why not exercised */
   double seconds;
   double scale; /* the timeout scale this scenario ran at (raised to socket_min_scale) */
   pid_t pids[PD_CONFORM_MAX_PIDS]; /* every process started: mocks, then the gateway (each
@@ -94,6 +100,10 @@ uint64_t pd_conform_gateway_seed(uint64_t scenario_seed);
 int pd_conform_expand(const pd_scenario_t *s, const pd_conform_opts_t *o, const char *tmpl,
                       const uint16_t *ports, const uint16_t *boot_ports, uint16_t gw_port,
                       char *out, size_t cap, char *err, size_t errlen);
+
+/* The row ran, violated nothing, and did not test what it meant to (r->nx_reason): its own
+ * status, NOT EXERCISED, neither a pass nor a fail. A row with a violation is a FAIL. */
+int pd_conform_not_exercised(const pd_conform_result_t *r);
 
 /* Run one scenario. Returns 0 (r filled; status says ran, skipped or error), or a negative
  * pd_err code on a local failure (out of memory). Every process started is stopped and reaped

@@ -66,6 +66,8 @@ typedef struct pd_cf_mleg {
   uint32_t aborts;
   int32_t client, unit, partner;
   int32_t resend_of; /* the same body reached the same worker before (an HTTP client's resend) */
+  uint32_t nth;       /* its worker's nth generation request (1-based, log order) */
+  uint32_t fired;     /* fault kinds logged for it (bit per pd_fault_kind_t, modifiers too) */
 } pd_cf_mleg_t;
 
 typedef struct pd_cf_run {
@@ -89,6 +91,7 @@ typedef struct pd_cf_run {
   size_t n_legs, cap_legs;
   uint32_t collisions;
   char collision_worker[32];
+  uint32_t n_req_lines[PD_SCN_MAX_WORKERS]; /* `request` lines read per worker */
 } pd_cf_run_t;
 
 /* ---------- pd_conform_proc.c: processes and ports ---------- */
@@ -122,5 +125,9 @@ void pd_cf_reqs_free(pd_cf_run_t *run);
 /* ---------- pd_conform_judge.c: logs, attribution, verdict ---------- */
 int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap);
 void pd_cf_judge(pd_cf_run_t *run);
+
+/* ---------- pd_conform_exercised.c: did the row test anything ---------- */
+/* After pd_cf_judge: faults exercised, requests served, r->exercised and r->nx_reason. */
+void pd_cf_exercised(pd_cf_run_t *run);
 
 #endif

@@ -108,6 +108,7 @@ static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map
     pd_cf_mleg_t *l = new_leg(run);
     if (!l) return;
     on_request(run, wi, j, l);
+    l->nth = ++run->n_req_lines[wi];
     (*map)[id] = (int32_t)run->n_legs;
     return;
   }
@@ -116,6 +117,7 @@ static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map
   uint64_t t = rel(run, num_of(j, "t_us", 0));
   if (!strcmp(ev, "fault")) {
     int k = fault_of(str_of(j, "kind"));
+    if (k >= 0 && k < 32) l->fired |= 1u << k;
     if (k >= 0 && k != PD_FAULT_PREFILL_LAG && k != PD_FAULT_SLOW_DRIP) l->fault = k;
   } else if (!strcmp(ev, "slot_taken")) {
     l->slot_taken = 1;

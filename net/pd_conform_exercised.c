@@ -1,0 +1,117 @@
+/* Did a socket run test anything? (docs/conformance.md "Exercised".) A row passes only when
+ * the scenario's faults really fired at the mocks and the workload's requests really reached
+ * the workers; otherwise it is NOT EXERCISED. Computed from the mocks' logs once the legs are
+ * tied to requests (pd_conform_judge.c):
+ *  - faults exercised k/n: n counts the scenario's scripted fault entries that could fire
+ *    (probability 1, not shadowed by an earlier entry of the same worker that takes every
+ *    request it would take, first request within the legs the worker can get); k those with a
+ *    `fault` line of their kind on their worker for a request in their nth range;
+ *  - requests served s/m: m the requests sent; s those with at least one leg tied to them in a
+ *    mock's log. A request with no leg is excused when, before it was sent, a leg had failed
+ *    (a breaker may be open, no worker eligible: the gateway may fail it fast) or, by its end,
+ *    a worker had crashed (refused connections leave no log line). */
+#include <stdio.h>
+#include <string.h>
+
+#include "pd_conform_int.h"
+
+static int is_modifier(pd_fault_kind_t k) {
+  return k == PD_FAULT_PREFILL_LAG || k == PD_FAULT_SLOW_DRIP;
+}
+
+/* Entry j takes every request entry i would take (so i never fires, pd_wpick_fault). */
+static int shadows(const pd_fault_t *j, const pd_fault_t *i) {
+  if (is_modifier(j->kind) || is_modifier(i->kind) || j->prob < 1.0) return 0;
+  if (!j->nth_from && !j->nth_to) return 1;
+  if (!i->nth_from && !i->nth_to) return 0;
+  return j->nth_from <= i->nth_from && j->nth_to >= i->nth_to;
+}
+
+static int can_fire(const pd_cf_run_t *run, const pd_scn_worker_t *w, uint32_t i) {
+  const pd_fault_t *f = &w->faults[i];
+  if (f->prob < 1.0) return 0; /* a drawn fault may rightly not fire */
+  uint32_t att = run->o->has_mode ? run->w->gcfg.retry.max_attempts : PD_MAX_ATTEMPTS;
+  uint64_t most = (uint64_t)run->n_reqs * (att ? att : 1);
+  if (f->nth_from && f->nth_from > most) return 0;
+  for (uint32_t j = 0; j < i; j++)
+    if (shadows(&w->faults[j], f)) return 0;
+  return 1;
+}
+
+static int fired(const pd_cf_run_t *run, uint32_t wi, const pd_fault_t *f) {
+  for (size_t k = 0; k < run->n_legs; k++) {
+    const pd_cf_mleg_t *l = &run->legs[k];
+    if (l->worker != wi || !(l->fired >> f->kind & 1u)) continue;
+    if ((f->nth_from || f->nth_to) && (l->nth < f->nth_from || (f->nth_to && l->nth > f->nth_to)))
+      continue;
+    return 1;
+  }
+  return 0;
+}
+
+static void count_faults(pd_cf_run_t *run, char *miss, size_t cap) {
+  pd_conform_result_t *r = run->r;
+  for (uint32_t wi = 0; wi < run->s->n_workers; wi++) {
+    const pd_scn_worker_t *w = &run->s->workers[wi];
+    for (uint32_t i = 0; i < w->n_faults; i++) {
+      if (!can_fire(run, w, i)) continue;
+      r->faults_n++;
+      if (fired(run, wi, &w->faults[i])) r->faults_fired++;
+      else if (!miss[0])
+        snprintf(miss, cap, "%s faults[%u] %s never fired", w->name, i,
+                 pd_fault_kind_name(w->faults[i].kind));
+    }
+  }
+}
+
+/* A failure a gateway may act on came before t, or a worker was down by t2. */
+static int excused(const pd_cf_run_t *run, uint64_t t, uint64_t t2) {
+  for (size_t k = 0; k < run->n_legs; k++) {
+    const pd_cf_mleg_t *l = &run->legs[k];
+    if (l->t_arrive >= t) continue;
+    if (l->fault >= 0 || l->truth == PD_TRUTH_FAILED || l->truth == PD_TRUTH_STALLED ||
+        l->truth == PD_TRUTH_NEVER)
+      return 1;
+  }
+  for (uint32_t wi = 0; wi < run->s->n_workers; wi++) {
+    uint64_t c = run->s->workers[wi].crash_at_ms;
+    if (c && (double)c * 1e6 * run->o->scale <= (double)t2) return 1;
+  }
+  return 0;
+}
+
+static void count_served(pd_cf_run_t *run, char *miss, size_t cap) {
+  pd_conform_result_t *r = run->r;
+  for (uint32_t i = 0; i < run->n_reqs; i++) {
+    const pd_cf_req_t *q = &run->reqs[i];
+    if (!q->c.t_arrival) continue; /* never sent: the run was stopped */
+    r->sent++;
+    if (q->n_units) {
+      r->served++;
+      continue;
+    }
+    uint64_t end = q->c.ended || q->c.gone ? q->c.t_end : q->t_bound;
+    if (excused(run, q->c.t_arrival, end)) {
+      r->unserved_excused++;
+      continue;
+    }
+    if (!miss[0])
+      snprintf(miss, cap, "request %u reached no worker (client saw %s%d)", i,
+               q->c.gone ? "its own disconnect, status " : "status ", q->c.head_status);
+  }
+}
+
+void pd_cf_exercised(pd_cf_run_t *run) {
+  pd_conform_result_t *r = run->r;
+  char fmiss[128] = "", smiss[128] = "";
+  count_faults(run, fmiss, sizeof fmiss);
+  count_served(run, smiss, sizeof smiss);
+  r->exercised = r->faults_fired == r->faults_n && r->served + r->unserved_excused == r->sent;
+  if (r->exercised || r->nx_reason[0]) return;
+  if (r->served + r->unserved_excused < r->sent)
+    snprintf(r->nx_reason, sizeof r->nx_reason, "requests served %u/%u: %s", r->served, r->sent,
+             smiss);
+  else
+    snprintf(r->nx_reason, sizeof r->nx_reason, "faults exercised %u/%u: %s", r->faults_fired,
+             r->faults_n, fmiss);
+}
