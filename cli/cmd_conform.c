@@ -60,6 +60,8 @@ static void usage(FILE *f) {
           "  --json             machine-readable rows\n"
           "  --allow-unexercised  a NOT EXERCISED row (a scripted fault never fired, a request\n"
           "                     reached no worker) does not make the exit status 1\n"
+          "  --no-warm-up       do not measure the gateway's forwarding latency first (no\n"
+          "                     scale is then raised for the gateway's speed)\n"
           "exit: 0 every row matched its expectation and was exercised, 1 one did not or was\n"
           "not exercised, 2 bad usage or a run could not be set up\n");
 }
@@ -74,7 +76,7 @@ static void mask_str(uint32_t m, char *buf, size_t cap, const char *sep) {
 
 typedef struct opts {
   pd_conform_opts_t c;
-  int json, allow_unexercised;
+  int json, allow_unexercised, no_warm_up;
   char bin[PATH_MAX];
 } opts_t;
 
@@ -122,6 +124,8 @@ static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
       o->json = 1;
     } else if (!strcmp(a, "--allow-unexercised")) {
       o->allow_unexercised = 1;
+    } else if (!strcmp(a, "--no-warm-up")) {
+      o->no_warm_up = 1;
     } else if (a[0] == '-') {
       fprintf(stderr, "pdref conform: unknown option '%s' or missing value (try --help)\n", a);
       return 2;
@@ -147,7 +151,7 @@ static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
   return pd_cli_collect_json("pdref conform", paths, n_paths, files, n_files, MAX_FILES);
 }
 
-static void print_header(const opts_t *o) {
+static void print_header(const opts_t *o, const char *warm_why) {
   char judged[96], not_judged[96];
   uint32_t m = pd_conform_judged_mask(&o->c);
   mask_str(m, judged, sizeof judged, " ");
@@ -159,6 +163,13 @@ static void print_header(const opts_t *o) {
          not_judged, o->c.has_mode ? "" : ", I7 attempt limit (no mode label)");
   printf("# timeout scale %g: scenario and worker durations x%g, grace >= %u ms\n", o->c.scale,
          o->c.scale, o->c.slack_ms);
+  if (o->no_warm_up)
+    printf("# warm-up: skipped (--no-warm-up)\n");
+  else if (warm_why[0])
+    printf("# warm-up: not measured (%s): no scale raised for the gateway's speed\n", warm_why);
+  else
+    printf("# warm-up: the gateway forwards a request in %.2f ms (a scenario time under %gx that, "
+           "scaled, raises the row's scale)\n", o->c.fwd_ms, PD_CONFORM_FWD_FACTOR);
   printf("%-46s %-9s %-4s %-14s %s\n", "scenario", "mode", "inv", "violated", "expectation");
 }
 
@@ -195,7 +206,9 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
   if ((r->got || !r->matched) && r->legs_by_timing)
     printf("    note: %u of %u legs tied to requests by arrival order only (no X-Request-Id on the "
            "legs, no rid in the response)\n", r->legs_by_timing, r->legs);
-  if (r->scale != o->c.scale)
+  if (r->scale_note[0] && !r->timing_too_short)
+    printf("    note: %s\n", r->scale_note);
+  else if (r->scale != o->c.scale)
     printf("    note: ran at timeout scale %g (the scenario's socket_min_scale)\n", r->scale);
   if (r->dir[0]) printf("    logs: %s\n", r->dir);
 }
@@ -239,12 +252,19 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   }
   cJSON_AddNumberToObject(j, "seconds", r->seconds);
   if (r->status != PD_CONFORM_SKIPPED) cJSON_AddNumberToObject(j, "scale", r->scale);
+  if (r->scale_note[0]) cJSON_AddStringToObject(j, "scale_note", r->scale_note);
+  if (r->status == PD_CONFORM_RAN) cJSON_AddNumberToObject(j, "forward_ms", r->fwd_ms);
   if (r->dir[0]) cJSON_AddStringToObject(j, "dir", r->dir);
   return j;
 }
 
-static void print_json(cJSON *rows, int passed, int failed, int skipped, int unexercised) {
+static void print_json(cJSON *rows, int passed, int failed, int skipped, int unexercised,
+                       const opts_t *o, const char *warm_why) {
   cJSON *root = cJSON_CreateObject();
+  if (!o->no_warm_up) {
+    cJSON_AddNumberToObject(root, "forward_ms", o->c.fwd_ms);
+    if (warm_why[0]) cJSON_AddStringToObject(root, "warm_up_error", warm_why);
+  }
   cJSON_AddItemToObject(root, "rows", rows);
   cJSON_AddNumberToObject(root, "passed", passed);
   cJSON_AddNumberToObject(root, "failed", failed);
@@ -268,7 +288,12 @@ int pd_cli_conform(int argc, char **argv) {
   cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
   int passed = 0, failed = 0, skipped = 0, unexercised = 0, exit_code = 0, had_error = 0;
   if (!s) return 2;
-  if (!o.json) print_header(&o);
+  char warm_why[256] = "";
+  if (!o.no_warm_up && pd_conform_warm_up(&o.c, &o.c.fwd_ms, warm_why, sizeof warm_why) < 0) {
+    free(s);
+    return 2;
+  }
+  if (!o.json) print_header(&o, warm_why);
   for (int f = 0; f < n_files && exit_code != 2 && !g_stop; f++) {
     char err[512];
     if (pd_scenario_load(s, files[f], err, sizeof err) != 0) {
@@ -294,7 +319,7 @@ int pd_cli_conform(int argc, char **argv) {
   for (int f = 0; f < n_files; f++) free(files[f]);
   free(s);
   if (arr) {
-    print_json(arr, passed, failed, skipped, unexercised);
+    print_json(arr, passed, failed, skipped, unexercised, &o, warm_why);
   } else if (exit_code != 2) {
     if (skipped) printf("# %d skipped (not counted)\n", skipped);
     printf("conform: %d passed, %d failed, %d not exercised\n", passed, failed, unexercised);

@@ -389,6 +389,8 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
   }
   pd_conform_opts_t eo = *o; /* this scenario's options: the scale raised to its floor */
   if (s->config.socket_min_scale > eo.scale) eo.scale = s->config.socket_min_scale;
+  eo.scale = pd_cf_scale_for_speed(s, o, eo.scale, &r->timing_too_short, r->scale_note,
+                                   sizeof r->scale_note);
   r->scale = eo.scale;
   pd_cf_run_t *run = calloc(1, sizeof *run);
   if (!run) return -1;
@@ -409,6 +411,7 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
   if (!rc) {
     pd_cf_judge(run);
     pd_cf_exercised(run);
+    r->fwd_ms = pd_cf_forward_ms(run);
     judge_row(run, s, em, metrics);
   } else {
     r->status = PD_CONFORM_ERROR;

@@ -41,6 +41,8 @@ typedef struct pd_conform_opts {
   uint32_t start_ms, stop_ms;
   const char *tmp_root;    /* where the per-run directory goes; default $TMPDIR or /tmp */
   int keep;                /* keep the run directory (logs, gateway output) */
+  double fwd_ms;           /* the gateway's forwarding latency from pd_conform_warm_up (ms);
+                              0 = not measured: no scale is raised for it */
   volatile sig_atomic_t *stop; /* optional: set (e.g. by a signal handler) to end early */
 } pd_conform_opts_t;
 
@@ -72,6 +74,10 @@ typedef struct pd_conform_result {
   uint32_t unserved_excused;       /* no leg, but after a failure or a worker crash */
   int exercised;                   /* every such fault fired, every request served or excused */
   char nx_reason[192];             /* why not exercised */
+  double fwd_ms;       /* this row's forwarding latency: the largest delay from a request being
+                          sent to its first leg at a mock (ms); -1 when no request had a leg */
+  int timing_too_short; /* the scenario's timing is below what the gateway can show (scale_note) */
+  char scale_note[256]; /* the scale was raised for the gateway's speed, or could not be */
   double seconds;
   double scale; /* the timeout scale this scenario ran at (raised to socket_min_scale) */
   pid_t pids[PD_CONFORM_MAX_PIDS]; /* every process started: mocks, then the gateway (each
@@ -100,6 +106,19 @@ uint64_t pd_conform_gateway_seed(uint64_t scenario_seed);
 int pd_conform_expand(const pd_scenario_t *s, const pd_conform_opts_t *o, const char *tmpl,
                       const uint16_t *ports, const uint16_t *boot_ports, uint16_t gw_port,
                       char *out, size_t cap, char *err, size_t errlen);
+
+/* Scales are raised until a scenario's shortest gateway-facing time is this many times the
+ * gateway's forwarding latency (docs/conformance.md "The gateway's own speed"). */
+#define PD_CONFORM_FWD_FACTOR 2.0
+
+/* Measure the gateway command's forwarding latency (ms) on a warm-up run of its own (one
+ * healthy prefill and decode mock, a few requests at scale 1). 0 with *fwd_ms set; 1 when it
+ * could not be measured (why says so; *fwd_ms 0); negative: out of memory. */
+int pd_conform_warm_up(const pd_conform_opts_t *o, double *fwd_ms, char *why, size_t cap);
+
+/* The scenario's shortest time a gateway must act within (ms at scale 1): the client's
+ * disconnect_at_ms, a gateway timeout the scenario sets; 0 if none. */
+uint64_t pd_conform_gateway_timing_ms(const pd_scenario_t *s);
 
 /* The row ran, violated nothing, and did not test what it meant to (r->nx_reason): its own
  * status, NOT EXERCISED, neither a pass nor a fail. A row with a violation is a FAIL. */

@@ -130,4 +130,12 @@ void pd_cf_judge(pd_cf_run_t *run);
 /* After pd_cf_judge: faults exercised, requests served, r->exercised and r->nx_reason. */
 void pd_cf_exercised(pd_cf_run_t *run);
 
+/* ---------- pd_conform_warmup.c: the gateway's own speed ---------- */
+double pd_cf_forward_ms(const pd_cf_run_t *run);
+/* The scale scenario s needs against a gateway that forwards in o->fwd_ms: scale itself, or
+ * raised (note says so); when even 1 is too small, *too_short is set, note says so and
+ * max(scale, 1) returns. */
+double pd_cf_scale_for_speed(const pd_scenario_t *s, const pd_conform_opts_t *o, double scale,
+                             int *too_short, char *note, size_t cap);
+
 #endif
