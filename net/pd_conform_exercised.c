@@ -4,7 +4,8 @@
  * tied to requests (pd_conform_judge.c):
  *  - faults exercised k/n: n counts the scenario's scripted fault entries that could fire
  *    (probability 1, not shadowed by an earlier entry of the same worker that takes every
- *    request it would take, first request within the legs the worker can get); k those with a
+ *    request it would take, first request within the legs the worker can get, not a 0 ms
+ *    prefill_lag or slow_drip, which the mock does not even log); k those with a
  *    `fault` line of their kind on their worker for a request in their nth range;
  *  - requests served s/m: m the requests sent; s those with at least one leg tied to them in a
  *    mock's log. A request with no leg is excused when, before it was sent, a leg had failed
@@ -30,6 +31,7 @@ static int shadows(const pd_fault_t *j, const pd_fault_t *i) {
 static int can_fire(const pd_cf_run_t *run, const pd_scn_worker_t *w, uint32_t i) {
   const pd_fault_t *f = &w->faults[i];
   if (f->prob < 1.0) return 0; /* a drawn fault may rightly not fire */
+  if (is_modifier(f->kind) && !f->ms) return 0; /* a lag or drip of 0 ms changes nothing */
   uint32_t att = run->o->has_mode ? run->w->gcfg.retry.max_attempts : PD_MAX_ATTEMPTS;
   uint64_t most = (uint64_t)run->n_reqs * (att ? att : 1);
   if (f->nth_from && f->nth_from > most) return 0;
