@@ -8,7 +8,9 @@
  *    prefill_lag or slow_drip, which the mock does not even log); k those with a
  *    `fault` line of their kind on their worker for a request in their nth range;
  *  - requests served s/m: m the requests sent; s those with at least one leg tied to them in a
- *    mock's log. A request with no leg is excused when, before it was sent, a leg had failed
+ *    mock's log that reached its worker before the client's end (a leg that comes after the
+ *    client has its answer, or has gone, tested nothing of that request: a slow gateway
+ *    behind a 5 ms disconnect). A request with no such leg is excused when, before it was sent, a leg had failed
  *    (a breaker may be open, no worker eligible: the gateway may fail it fast) or, by its end,
  *    a worker had crashed (refused connections leave no log line). */
 #include <stdio.h>
@@ -88,17 +90,18 @@ static void count_served(pd_cf_run_t *run, char *miss, size_t cap) {
     const pd_cf_req_t *q = &run->reqs[i];
     if (!q->c.t_arrival) continue; /* never sent: the run was stopped */
     r->sent++;
-    if (q->n_units) {
+    uint64_t end = q->c.ended || q->c.gone ? q->c.t_end : q->t_bound;
+    if (q->n_units && q->t_first_unit < end) {
       r->served++;
       continue;
     }
-    uint64_t end = q->c.ended || q->c.gone ? q->c.t_end : q->t_bound;
     if (excused(run, q->c.t_arrival, end)) {
       r->unserved_excused++;
       continue;
     }
     if (!miss[0])
-      snprintf(miss, cap, "request %u reached no worker (client saw %s%d)", i,
+      snprintf(miss, cap, "request %u reached no worker %s(client saw %s%d)", i,
+               q->n_units ? "before its end " : "",
                q->c.gone ? "its own disconnect, status " : "status ", q->c.head_status);
   }
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Parity of the two drivers (docs/conformance.md): for each mode, `pdref sim run --mode M` and
 # `pdref conform` against `pdref gateway --mode M` over real sockets, compared on the
-# invariants conform judges. One line per scenario x mode; exit 1 if any row differs.
+# invariants conform judges. One line per scenario x mode; exit 1 if any row differs. A row
+# conform marks NOT EXERCISED (a scripted fault that never fired, a request that reached no
+# worker) is compared all the same and says so after its parity word.
 #   scripts/conform-parity.sh [--scale X] [--modes "joined pr1150 minilb reference"] [FILE|DIR...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,10 +20,13 @@ done
 [ $# -gt 0 ] || set -- scenarios
 command -v jq >/dev/null || { echo "conform-parity: needs jq" >&2; exit 2; }
 bad=0
+same=0
+diff=0
+notx=0
 printf '%-46s %-9s %-14s %-14s %s\n' scenario mode sim conform parity
 for m in $MODES; do
   sim=$("$BIN" sim run "$@" --mode "$m" --json || true)
-  con=$("$BIN" conform --json --mode-label "$m" --timeout-scale "$SCALE" \
+  con=$("$BIN" conform --json --allow-unexercised --mode-label "$m" --timeout-scale "$SCALE" \
     --gateway-cmd "$BIN gateway --mode $m {prefill_args} {decode_args} --listen 127.0.0.1:{port} {pdref_gateway_args}" \
     "$@" || true)
   out=$(jq -r -n --argjson s "$sim" --argjson c "$con" '
@@ -32,12 +37,18 @@ for m in $MODES; do
     | ([set($sv[.scenario] // "")[] | select(. as $i | $j | index($i))] | join(",")) as $simv
     | if .status == "skipped" then [.scenario, .mode, $simv, "SKIP", "skip: " + .reason]
       elif .status == "error" then [.scenario, .mode, $simv, "ERROR", "DIFF: " + .reason]
-      elif .violated == $simv then [.scenario, .mode, $simv, .violated, "same"]
+      elif .violated == $simv then [.scenario, .mode, $simv, .violated, "same"
+        + (if .status == "not_exercised" then " (not exercised: " + .not_exercised + ")" else "" end)]
       else [.scenario, .mode, $simv, .violated, "DIFF: " + .reason] end
     | map(if . == "" then "-" else . end) | @tsv')
   while IFS=$'\t' read -r sc mo sv cv why; do
     printf '%-46s %-9s %-14s %-14s %s\n' "$sc" "$mo" "$sv" "$cv" "$why"
-    case "$why" in DIFF*) bad=1 ;; esac
+    case "$why" in
+      DIFF*) bad=1; diff=$((diff + 1)) ;;
+      same*) same=$((same + 1)) ;;
+    esac
+    case "$why" in *"not exercised"*) notx=$((notx + 1)) ;; esac
   done <<<"$out"
 done
+echo "parity: $same same, $diff different ($notx of the rows not exercised)"
 exit $bad

@@ -19,4 +19,5 @@
   X(pdt_suite_mock) \
   X(pdt_suite_conform) \
   X(pdt_suite_conform_metrics) \
-  X(pdt_suite_conform_judge)
+  X(pdt_suite_conform_judge) \
+  X(pdt_suite_conform_exercised)

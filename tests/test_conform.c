@@ -221,7 +221,7 @@ static void test_gateway_seed_matches_the_simulators_stream(void) {
 }
 
 
-/* Issue 9 item 4: a gateway that sends its own X-Request-Id (tests/xrid_proxy.py puts a
+/* Issue 9 item 4: a gateway that sends its own X-Request-Id (tests/pdt_proxy.py puts a
  * uuid4 in front of `pdref gateway`, as vLLM's proxies do) must not hide the runner's id in
  * the prompt: every leg is still tied by it. Four concurrent non-stream requests. */
 static void test_foreign_request_id_does_not_hide_the_runners(void) {
@@ -237,7 +237,7 @@ static void test_foreign_request_id_does_not_hide_the_runners(void) {
   pd_conform_opts_t o;
   pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
   snprintf(cmd, sizeof cmd,
-           "exec python3 %s/tests/xrid_proxy.py {port} -- %s gateway --mode reference "
+           "exec python3 %s/tests/pdt_proxy.py {port} --rewrite-id -- %s gateway --mode reference "
            "{prefill_args} {decode_args} {pdref_gateway_args}",
            PD_SOURCE_DIR, bin);
   o.scale = 0.1;

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""A gateway that sends its own X-Request-Id (as vLLM's proxies send a uuid4), for
-tests/test_conform.c: usage  xrid_proxy.py PORT -- CMD...  starts CMD with
-`--listen 127.0.0.1:P` on a free port P, waits until P accepts, then serves 127.0.0.1:PORT by
-forwarding every request to P with X-Request-Id replaced by a fresh uuid4. Whole responses only
-(non-stream scenarios). Stops CMD on SIGTERM."""
+"""A gateway in front of a gateway, for tests/test_conform*.c:
+  pdt_proxy.py PORT [--rewrite-id] [--delay-ms N] -- CMD...
+starts CMD with `--listen 127.0.0.1:P` on a free port P, waits until P accepts, then serves
+127.0.0.1:PORT by forwarding every POST to P: with --rewrite-id, X-Request-Id replaced by a fresh
+uuid4 (as vLLM's proxies send their own), with --delay-ms, N ms later (a slow gateway). Whole
+responses only (non-stream scenarios). Stops CMD on SIGTERM."""
 import http.server
 import signal
 import socket
@@ -25,7 +26,10 @@ def free_port():
 
 def main():
     port = int(sys.argv[1])
+    opts = sys.argv[2:sys.argv.index("--")]
     cmd = sys.argv[sys.argv.index("--") + 1:]
+    rewrite = "--rewrite-id" in opts
+    delay = float(opts[opts.index("--delay-ms") + 1]) / 1000 if "--delay-ms" in opts else 0
     up = free_port()
     child = subprocess.Popen(cmd + ["--listen", "127.0.0.1:%d" % up])
     for _ in range(500):  # bounded: 10 s
@@ -43,10 +47,16 @@ def main():
 
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if delay:
+                time.sleep(delay)
             req = urllib.request.Request("http://127.0.0.1:%d%s" % (up, self.path), data=body,
                                          method="POST")
             req.add_header("Content-Type", "application/json")
-            req.add_header("X-Request-Id", uuid.uuid4().hex)
+            xrid = self.headers.get("X-Request-Id")
+            if rewrite:
+                xrid = uuid.uuid4().hex
+            if xrid:
+                req.add_header("X-Request-Id", xrid)
             try:
                 with urllib.request.urlopen(req, timeout=60) as r:
                     status, data = r.status, r.read()
