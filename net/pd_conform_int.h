@@ -33,7 +33,7 @@ typedef struct pd_cf_req {
   struct pd_cf_run *run;
   CURL *e;
   struct curl_slist *hdrs;
-  char body[4096];
+  char *body; /* malloc'd, body_len + 1 bytes */
   size_t body_len;
   uint64_t t_plan;  /* planned arrival (scaled) */
   uint64_t disc_ns; /* disconnect this long after arrival (scaled), 0 never */
