@@ -206,7 +206,7 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
   if ((r->got || !r->matched) && r->legs_by_timing)
     printf("    note: %u of %u legs tied to requests by arrival order only (no X-Request-Id on the "
            "legs, no rid in the response)\n", r->legs_by_timing, r->legs);
-  if (r->scale_note[0] && !r->timing_too_short)
+  if (r->scale_note[0])
     printf("    note: %s\n", r->scale_note);
   else if (r->scale != o->c.scale)
     printf("    note: ran at timeout scale %g (the scenario's socket_min_scale)\n", r->scale);

@@ -78,7 +78,8 @@ typedef struct pd_conform_result {
   char nx_reason[192];             /* why not exercised */
   double fwd_ms;       /* this row's forwarding latency: the largest delay from a request being
                           sent to its first leg at a mock (ms); -1 when no request had a leg */
-  int timing_too_short; /* the scenario's timing is below what the gateway can show (scale_note) */
+  int timing_too_short; /* the scenario's timing is below what the gateway can show even at
+                           scale 1 (scale_note); its served count decides */
   char scale_note[256]; /* the scale was raised for the gateway's speed, or could not be */
   double seconds;
   double scale; /* the timeout scale this scenario ran at (raised to socket_min_scale) */

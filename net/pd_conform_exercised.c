@@ -111,12 +111,9 @@ void pd_cf_exercised(pd_cf_run_t *run) {
   char fmiss[128] = "", smiss[128] = "";
   count_faults(run, fmiss, sizeof fmiss);
   count_served(run, smiss, sizeof smiss);
-  r->exercised = r->faults_fired == r->faults_n && r->served + r->unserved_excused == r->sent &&
-                 !r->timing_too_short;
+  r->exercised = r->faults_fired == r->faults_n && r->served + r->unserved_excused == r->sent;
   if (r->exercised || r->nx_reason[0]) return;
-  if (r->timing_too_short)
-    snprintf(r->nx_reason, sizeof r->nx_reason, "%.180s", r->scale_note);
-  else if (r->served + r->unserved_excused < r->sent)
+  if (r->served + r->unserved_excused < r->sent)
     snprintf(r->nx_reason, sizeof r->nx_reason, "requests served %u/%u: %s", r->served, r->sent,
              smiss);
   else

@@ -7,8 +7,9 @@
  * gateway's PRNG, no round-robin turn and no worker's request count of a judged run is spent
  * on it, and no line of it is in a judged log. A scenario whose shortest gateway-facing time
  * (the client's disconnect_at_ms, a timeout the scenario sets) is, scaled, under
- * PD_CONFORM_FWD_FACTOR x that latency runs at a scale raised until it is not; when even scale
- * 1 is too small the row is NOT EXERCISED. */
+ * PD_CONFORM_FWD_FACTOR x that latency runs at a scale raised until it is not, at most to 1;
+ * whether the row then tested anything is its own evidence (pd_conform_exercised.c: a
+ * request whose client was gone before any leg reached a worker is not served). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,9 +125,9 @@ double pd_cf_scale_for_speed(const pd_scenario_t *s, const pd_conform_opts_t *o,
   if (want > 1.0) {
     *too_short = 1;
     snprintf(note, cap,
-             "the scenario's %llu ms (disconnect or timeout) is below what this gateway can show "
-             "even at scale 1: it forwards a request in %.1f ms (needs %gx that)",
-             (unsigned long long)t, o->fwd_ms, PD_CONFORM_FWD_FACTOR);
+             "ran at scale %g: the scenario's %llu ms (disconnect or timeout) is under %gx this "
+             "gateway's forwarding latency (%.1f ms) even at scale 1", scale > 1.0 ? scale : 1.0,
+             (unsigned long long)t, PD_CONFORM_FWD_FACTOR, o->fwd_ms);
     return scale > 1.0 ? scale : 1.0;
   }
   snprintf(note, cap, "scale raised from %g to %.3g: the scenario's %llu ms becomes %.2f ms, "
