@@ -26,6 +26,7 @@ sim: build
 
 test: build build-asan
 	@./scripts/lint.sh
+	@./tests/check_refs_test.sh
 	@./scripts/check-spec.sh
 	@$(BUILD)/pdref sim run scenarios --mode all
 	@ASAN_OPTIONS=exitcode=86:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN_BUILD)/pdref_tests
@@ -43,6 +44,7 @@ fuzz-smoke: fuzz-build
 
 lint:
 	@./scripts/lint.sh
+	@./tests/check_refs_test.sh
 	@./scripts/check-spec.sh
 
 bench: build

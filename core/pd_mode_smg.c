@@ -1,5 +1,5 @@
 /* `joined` (smg HEAD) and `pr1150` (the seed): faithful models, bugs included. Rule numbers
- * refer to ../shared/upstream-behaviour.md; every deviation is named in docs/spec.md. */
+ * refer to docs/upstream.md; every deviation is named in docs/spec.md. */
 #include <cjson/cJSON.h>
 #include <string.h>
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Banned-function check (STYLE 13): no unbounded string functions anywhere in C sources, and
 # no wall clock, libc randomness or environment-dependent time in the deterministic parts
-# (core/, sim/, mock_workers/ models). Exit 1 with file:line on a hit.
+# (core/, sim/, mock_workers/ models), and every upstream rule ID cited is defined in
+# docs/upstream.md (scripts/check-refs.sh). Exit 1 with file:line on a hit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
@@ -11,5 +12,6 @@ hits=$(grep -nE '\b(rand|srand|random|time|gettimeofday|clock_gettime|clock)\s*\
 if [ -n "$hits" ]; then echo "lint: wall clock or libc randomness in a deterministic module:"; echo "$hits"; fail=1; fi
 hits=$(grep -nE '^(static )?[a-z_]+[a-z_0-9 \*]* [a-z_][a-z_0-9]* *(=|;)' core/*.c sim/*.c 2>/dev/null | grep -vE '^\S+:[0-9]+:\s*(static )?const |:[0-9]+:(typedef|extern|return) ' | grep -vE '\(' || true)
 if [ -n "$hits" ]; then echo "lint: file-scope mutable variable in core/ or sim/:"; echo "$hits"; fail=1; fi
+./scripts/check-refs.sh || fail=1
 [ $fail -eq 0 ] && echo "lint: ok"
 exit $fail
