@@ -122,8 +122,29 @@ char *pd_cf_http(uint16_t port, const char *path, const char *post, unsigned tim
                  long *status);
 void pd_cf_reqs_free(pd_cf_run_t *run);
 
-/* ---------- pd_conform_judge.c: logs, attribution, verdict ---------- */
+/* ---------- pd_conform_log.c, pd_conform_judge.c, pd_conform_verdict.c ---------- */
 int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap);
+
+/* An attempt as the mocks saw it: legs paired by room (judge step 2). */
+#define PD_CF_UNIT_LEGS 6u
+typedef struct pd_cf_unit {
+  int32_t leg[PD_CF_UNIT_LEGS]; /* a prefill and a decode leg, and legs re-sent to their worker */
+  uint32_t n;
+  uint64_t t_first, t_last, t_fail; /* first arrival, last close, first close (UINT64_MAX: none) */
+  int32_t client;
+  uint32_t attempt;
+  int by_timing; /* tied by step 4 (may move), not by X-Request-Id or the response */
+  int level;     /* the step-4 level that tied it */
+} pd_cf_unit_t;
+
+/* Tie every leg to a client request (u: n_legs + 1 entries); the attempts, sorted by first
+ * arrival. Counts legs_by_id, legs_by_timing, legs_unattributed, legs_resent. */
+uint32_t pd_cf_attribute(pd_cf_run_t *run, pd_cf_unit_t *u);
+/* When a leg's connection closed (peer_closed or response_end, the first); 0 never. */
+uint64_t pd_cf_leg_closed(const pd_cf_mleg_t *l);
+/* The client's end: a response that ended, or its own disconnect; 0 if none. */
+uint64_t pd_cf_client_end(const pd_cf_req_t *q);
+/* Judge every request and the run-level findings into run->w->violations and run->stats. */
 void pd_cf_judge(pd_cf_run_t *run);
 
 /* ---------- pd_conform_exercised.c: did the row test anything ---------- */
