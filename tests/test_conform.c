@@ -251,12 +251,48 @@ static void test_foreign_request_id_does_not_hide_the_runners(void) {
   free(s);
 }
 
+/* Issue 9 item 5 on real sockets: the only prefill is down from 50 ms, so the second request's
+ * every prefill connect is refused and reference answers 502 while its last attempt's decode
+ * request may still be on its way (before the fix, I6 in 4 runs of 4 at scale 0.1). The
+ * simulator passes; so must conform, in every run. */
+static void test_refused_last_prefill_is_no_retry_after_commit(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_scenario_from_json(
+      "{\"name\": \"prefill-down-every-attempt\", \"description\": \"p0 crashes at 50 ms\","
+      " \"workers\": [{\"name\": \"p0\", \"role\": \"prefill\", \"crash_at_ms\": 50},"
+      " {\"name\": \"d0\", \"role\": \"decode\"}], \"workload\": {\"requests\": 2,"
+      " \"interval_ms\": 100, \"stream\": true}, \"expect\": {\"reference\": \"pass\"}}");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_world_stats_t st;
+  uint32_t sim = 0;
+  uint64_t hash = 0;
+  PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, s->config.seed, NULL, &st, &sim, &hash), 0);
+  PDT_EQ_INT(sim, 0);
+  for (int run = 0; run < 3; run++) {
+    pd_conform_opts_t o;
+    pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+    o.scale = 0.1;
+    pd_conform_result_t r;
+    PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+    PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+    PDT_FALSE(r.got & PD_CONFORM_BIT(PD_INV_COMMIT));
+    PDT_EQ_INT(r.got, 0);
+    assert_no_survivors(&r);
+  }
+  pdt_drop_scenario(s);
+}
+
 int pdt_suite_conform(void) {
   static const pdt_case_t cases[] = {
       {"placeholders expand", test_placeholders_expand},
       {"gateway seed matches the simulator's stream", test_gateway_seed_matches_the_simulators_stream},
       {"skips what sockets cannot run", test_skips_what_sockets_cannot_run},
       {"a failed gateway leaves no process", test_failed_gateway_leaves_no_process},
+      {"a refused last prefill is no retry after commit",
+       test_refused_last_prefill_is_no_retry_after_commit},
       {"a gateway's own X-Request-Id does not hide the runner's id",
        test_foreign_request_id_does_not_hide_the_runners},
       {"a crash is judged when every leg is tied by X-Request-Id or the prompt's id",
