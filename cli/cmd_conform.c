@@ -208,6 +208,8 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
            "legs, no rid in the response)\n", r->legs_by_timing, r->legs);
   if (r->scale_note[0])
     printf("    note: %s\n", r->scale_note);
+  if (r->status == PD_CONFORM_RAN && r->quiescent == 0)
+    printf("    note: %s (from /metrics; reported, not judged)\n", r->quiet_reason);
   else if (r->scale != o->c.scale)
     printf("    note: ran at timeout scale %g (the scenario's socket_min_scale)\n", r->scale);
   if (r->dir[0]) printf("    logs: %s\n", r->dir);
@@ -254,6 +256,10 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   if (r->status != PD_CONFORM_SKIPPED) cJSON_AddNumberToObject(j, "scale", r->scale);
   if (r->scale_note[0]) cJSON_AddStringToObject(j, "scale_note", r->scale_note);
   if (r->status == PD_CONFORM_RAN) cJSON_AddNumberToObject(j, "forward_ms", r->fwd_ms);
+  if (r->status == PD_CONFORM_RAN && r->quiescent >= 0) {
+    cJSON_AddBoolToObject(j, "quiescent", r->quiescent);
+    if (!r->quiescent) cJSON_AddStringToObject(j, "quiescence", r->quiet_reason);
+  }
   if (r->dir[0]) cJSON_AddStringToObject(j, "dir", r->dir);
   return j;
 }

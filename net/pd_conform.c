@@ -17,6 +17,8 @@
 #define BOUND_SLACK_MS 250u  /* a request is given up this long after its I1 bound */
 #define CMD_MAX 16384u
 #define METRICS_TIMEOUT_MS 2000u /* reading the gateway's /metrics at the end of a run */
+#define QUIET_WAIT_MS 1000u      /* re-reading it while it shows work held */
+#define QUIET_POLL_MS 50u
 
 void pd_conform_opts_default(pd_conform_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -329,6 +331,29 @@ static int setup_and_drive(pd_cf_run_t *run, char *err, size_t cap) {
   return 0;
 }
 
+/* The gateway's /metrics once the run has settled; while it still shows work held, read again
+ * for up to QUIET_WAIT_MS (a gauge may lag the last close by a poll). */
+static char *read_metrics(pd_cf_run_t *run) {
+  char *m = pd_cf_scrape_metrics(run->gw_port, METRICS_TIMEOUT_MS);
+  for (unsigned waited = 0; m && pd_cf_metrics_busy(m) && waited < QUIET_WAIT_MS &&
+                            !pd_cf_stopping(run); waited += QUIET_POLL_MS) {
+    pd_cf_sleep_ms(QUIET_POLL_MS);
+    char *again = pd_cf_scrape_metrics(run->gw_port, METRICS_TIMEOUT_MS);
+    if (!again) break;
+    free(m);
+    m = again;
+  }
+  return m;
+}
+
+static int leg_open_at_stop(const pd_cf_run_t *run) {
+  for (size_t i = 0; i < run->n_legs; i++) {
+    uint64_t c = pd_cf_leg_closed(&run->legs[i]);
+    if (!c || c >= run->t_gw_stop) return 1;
+  }
+  return 0;
+}
+
 /* The row's verdict once the legs are judged: the skip of an untrustworthy crash run, I4
  * from /metrics, the match against the expectation. */
 static void judge_row(pd_cf_run_t *run, const pd_scenario_t *s, pd_mode_t em, const char *metrics) {
@@ -367,6 +392,11 @@ static void judge_row(pd_cf_run_t *run, const pd_scenario_t *s, pd_mode_t em, co
   }
   r->matched = !r->want_set || r->got == r->want;
   snprintf(r->reason, sizeof r->reason, "%s", run->stats.first_reason);
+  /* reported, not yet a verdict (docs/conformance.md "Quiescence") */
+  int q = metrics && !r->cut_off && !leg_open_at_stop(run)
+              ? pd_cf_judge_quiescence(run, metrics, r->quiet_reason, sizeof r->quiet_reason)
+              : -1;
+  r->quiescent = q < 0 ? -1 : !q;
 }
 
 int pd_conform_not_exercised(const pd_conform_result_t *r) {
@@ -375,6 +405,7 @@ int pd_conform_not_exercised(const pd_conform_result_t *r) {
 
 int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_conform_result_t *r) {
   memset(r, 0, sizeof *r);
+  r->quiescent = -1;
   r->judged = pd_conform_judged_mask(o);
   pd_mode_t em = o->has_mode ? o->mode : PD_MODE_REFERENCE;
   r->want_set = s->expect[em].is_set;
@@ -402,8 +433,8 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
   uint64_t t_start = pd_cf_now_abs();
   char err[512] = "";
   int rc = setup_and_drive(run, err, sizeof err);
-  /* what the gateway says it recorded, read before it is stopped (I4, when exposed) */
-  char *metrics = rc ? NULL : pd_cf_scrape_metrics(run->gw_port, METRICS_TIMEOUT_MS);
+  /* what the gateway says it recorded, read before it is stopped (I4, quiescence) */
+  char *metrics = rc ? NULL : read_metrics(run);
   run->t_gw_stop = run->t0_abs ? pd_cf_now(run) : 1;
   pd_cf_stop_gateway(run); /* first: its shutdown aborts reach the mocks' logs */
   pd_cf_stop_mocks(run);

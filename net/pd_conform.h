@@ -81,6 +81,10 @@ typedef struct pd_conform_result {
   int timing_too_short; /* the scenario's timing is below what the gateway can show even at
                            scale 1 (scale_note); its served count decides */
   char scale_note[256]; /* the scale was raised for the gateway's speed, or could not be */
+  int quiescent;        /* from /metrics after the run: 1 nothing held, 0 something held
+                           (quiet_reason), -1 not judged (not exposed, a request given up or a
+                           leg open when the gateway was stopped) */
+  char quiet_reason[192];
   double seconds;
   double scale; /* the timeout scale this scenario ran at (raised to socket_min_scale) */
   pid_t pids[PD_CONFORM_MAX_PIDS]; /* every process started: mocks, then the gateway (each
