@@ -226,7 +226,7 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   cJSON_AddStringToObject(j, "scenario", s->name);
   cJSON_AddStringToObject(j, "file", s->path);
   cJSON_AddStringToObject(j, "mode", o->c.mode_label);
-  cJSON_AddStringToObject(j, "status", nx ? "not_exercised" : st[r->status]);
+  cJSON_AddStringToObject(j, "status", nx ? "not exercised" : st[r->status]);
   cJSON_AddStringToObject(j, "violated", got);
   cJSON_AddStringToObject(j, "expected", want);
   cJSON_AddStringToObject(j, "judged", judged);

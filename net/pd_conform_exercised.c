@@ -6,7 +6,9 @@
  *    (probability 1, not shadowed by an earlier entry of the same worker that takes every
  *    request it would take, first request within the legs the worker can get, not a 0 ms
  *    prefill_lag or slow_drip, which the mock does not even log); k those with a
- *    `fault` line of their kind on their worker for a request in their nth range;
+ *    `fault` line of their kind on their worker for a request in their nth range. A worker's
+ *    crash_at_ms counts too: exercised when its mock logged the crash while a client request
+ *    was in flight (refused connections leave no line);
  *  - requests served s/m: m the requests sent; s those with at least one leg tied to them in a
  *    mock's log that reached its worker before the client's end (a leg that comes after the
  *    client has its answer, or has gone, tested nothing of that request: a slow gateway
@@ -53,10 +55,28 @@ static int fired(const pd_cf_run_t *run, uint32_t wi, const pd_fault_t *f) {
   return 0;
 }
 
+/* A crash hit traffic: the mock logged it while a client request was in flight (its refused
+ * connections leave no line, so the requests stand in for them). */
+static int crash_fired(const pd_cf_run_t *run, uint32_t wi) {
+  uint64_t t = run->t_crash[wi];
+  for (uint32_t i = 0; t && i < run->n_reqs; i++) {
+    const pd_cf_req_t *q = &run->reqs[i];
+    uint64_t end = pd_cf_client_end(q);
+    if (q->c.t_arrival && q->c.t_arrival <= t && (!end || end >= t)) return 1;
+  }
+  return 0;
+}
+
 static void count_faults(pd_cf_run_t *run, char *miss, size_t cap) {
   pd_conform_result_t *r = run->r;
   for (uint32_t wi = 0; wi < run->s->n_workers; wi++) {
     const pd_scn_worker_t *w = &run->s->workers[wi];
+    if (w->crash_at_ms) {
+      r->faults_n++;
+      if (crash_fired(run, wi)) r->faults_fired++;
+      else if (!miss[0])
+        snprintf(miss, cap, "%s crash_at_ms hit no request in flight", w->name);
+    }
     for (uint32_t i = 0; i < w->n_faults; i++) {
       if (!can_fire(run, w, i)) continue;
       r->faults_n++;

@@ -92,6 +92,7 @@ typedef struct pd_cf_run {
   uint32_t collisions;
   char collision_worker[32];
   uint32_t n_req_lines[PD_SCN_MAX_WORKERS]; /* `request` lines read per worker */
+  uint64_t t_crash[PD_SCN_MAX_WORKERS];     /* the mock's `crash` line (run time), 0 none */
 } pd_cf_run_t;
 
 /* ---------- pd_conform_proc.c: processes and ports ---------- */

@@ -87,6 +87,10 @@ static void on_request(pd_cf_run_t *run, uint32_t wi, const cJSON *j, pd_cf_mleg
 static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map, size_t *cap) {
   const char *ev = str_of(j, "ev");
   if (!ev) return;
+  if (!strcmp(ev, "crash")) {
+    if (!run->t_crash[wi]) run->t_crash[wi] = rel(run, num_of(j, "t_us", 0));
+    return;
+  }
   if (!strcmp(ev, "room_collision")) {
     if (!run->collisions++)
       snprintf(run->collision_worker, sizeof run->collision_worker, "%s", run->s->workers[wi].name);

@@ -38,7 +38,7 @@ for m in $MODES; do
     | if .status == "skipped" then [.scenario, .mode, $simv, "SKIP", "skip: " + .reason]
       elif .status == "error" then [.scenario, .mode, $simv, "ERROR", "DIFF: " + .reason]
       elif .violated == $simv then [.scenario, .mode, $simv, .violated, "same"
-        + (if .status == "not_exercised" then " (not exercised: " + .not_exercised + ")" else "" end)]
+        + (if .status == "not exercised" then " (not exercised: " + .not_exercised + ")" else "" end)]
       else [.scenario, .mode, $simv, .violated, "DIFF: " + .reason] end
     | map(if . == "" then "-" else . end) | @tsv')
   while IFS=$'\t' read -r sc mo sv cv why; do

@@ -49,8 +49,8 @@ for i in "${!names[@]}"; do
     + (if .warm_up_error then " (warm-up: not measured: " + .warm_up_error + ")"
        elif .forward_ms then " (warm-up: forwards in \(.forward_ms * 100 | round / 100) ms)" else "" end)' "$json"
   jq -r '.rows[]
-    | select(.status == "not_exercised" or .status == "error" or (.status == "ran" and (.matched | not)))
-    | "    \(.scenario): " + (if .status == "not_exercised" then "NOT EXERCISED: " + .not_exercised
+    | select(.status == "not exercised" or .status == "error" or (.status == "ran" and (.matched | not)))
+    | "    \(.scenario): " + (if .status == "not exercised" then "NOT EXERCISED: " + .not_exercised
         elif .status == "error" then "ERROR: " + .reason
         else "FAIL " + .violated + " (expected " + (if .expected == "" then "pass" else .expected end) + "): " + .reason end)' "$json"
   if [ "$rc" -eq 2 ]; then status=2; fi
