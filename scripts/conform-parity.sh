@@ -32,13 +32,16 @@ for m in $MODES; do
   out=$(jq -r -n --argjson s "$sim" --argjson c "$con" '
     def set(x): if x == "" or x == "any" then [] else (x | split(",")) end;
     ($s.rows | map({(.scenario): .violated}) | add) as $sv
+    | ($s.rows | map({(.scenario): (.status == "not exercised")}) | add) as $sx
     | $c.rows[]
     | (set(.judged)) as $j
     | ([set($sv[.scenario] // "")[] | select(. as $i | $j | index($i))] | join(",")) as $simv
     | if .status == "skipped" then [.scenario, .mode, $simv, "SKIP", "skip: " + .reason]
       elif .status == "error" then [.scenario, .mode, $simv, "ERROR", "DIFF: " + .reason]
       elif .violated == $simv then [.scenario, .mode, $simv, .violated, "same"
-        + (if .status == "not exercised" then " (not exercised: " + .not_exercised + ")" else "" end)]
+        + (if .status == "not exercised" then " (not exercised: " + .not_exercised + ")" else "" end)
+        + (if ($sx[.scenario] // false) != (.status == "not exercised")
+           then " (sim " + (if $sx[.scenario] then "not " else "" end) + "exercised)" else "" end)]
       else [.scenario, .mode, $simv, .violated, "DIFF: " + .reason] end
     | map(if . == "" then "-" else . end) | @tsv')
   while IFS=$'\t' read -r sc mo sv cv why; do
