@@ -92,7 +92,9 @@ typedef enum {
   PD_ACT_LOAD = 7,        /* role, worker, flag = +1 acquire / -1 release */
   PD_ACT_BREAKER = 8,     /* role, worker, flag = new pd_breaker_state_t */
   PD_ACT_ATTEMPT = 9,     /* status = attempt number (1-based), flag = prefill worker,
-                             worker = decode worker */
+                             worker = decode worker. An attempt that failed at selection
+                             (breakers open, nobody eligible) is emitted too, with flag -1
+                             and/or worker UINT32_MAX for the role that had nobody */
   PD_ACT_DONE = 10,       /* the request object is gone: every leg closed */
 } pd_action_kind_t;
 
@@ -138,6 +140,11 @@ typedef struct pd_gw_config {
   uint64_t idle_timeout_ns;        /* reference: gap between decode events */
   uint64_t total_timeout_ns;       /* reference: whole request */
   uint64_t prefill_tail_timeout_ns; /* reference: prefill supervised after client end */
+  uint64_t settle_ns; /* reference: how long "the instant" lasts in which a given-up leg may
+                         still report its own failure (R-CANCEL). 0 (default, simulator): the
+                         settle timer is due at once and fires after the events already due;
+                         a socket driver, whose simultaneous answers arrive microseconds
+                         apart, gives it a width */
 } pd_gw_config_t;
 
 /* Per-mode defaults: smg's for joined/pr1150 (R2.1, R3.4, R4.1), mini_lb's (M8.x) and

@@ -108,7 +108,13 @@ int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
   rq->attempt++;
   int32_t pw = pick(gw, rq, PD_ROLE_PREFILL); /* R1.13: prefill first, then decode */
   int32_t dw = pw < 0 ? -1 : pick(gw, rq, PD_ROLE_DECODE);
-  if (pw < 0 || dw < 0) return 503; /* R1.9 */
+  if (pw < 0 || dw < 0) { /* R1.9: an attempt that failed at selection is still an attempt */
+    pd_action_t *at = pd_gw_emit(gw, PD_ACT_ATTEMPT, rq);
+    at->status = (int)rq->attempt;
+    at->flag = pw;
+    at->worker = dw < 0 ? UINT32_MAX : (uint32_t)dw;
+    return 503;
+  }
   char *body = NULL;
   size_t len = 0;
   int rc = render(gw, rq, (uint32_t)pw, &body, &len);
@@ -140,19 +146,20 @@ int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
 /* ---------- timers ---------- */
 
 static void rearm(pd_gw_t *gw, pd_rq_t *rq) {
-  uint64_t t = 0;
+  uint64_t t = rq->is_settle_due ? rq->settle_at : UINT64_MAX; /* may be 0: MAX = none */
   for (int i = 0; i < DL_COUNT; i++)
-    if (rq->dl[i] && (!t || rq->dl[i] < t)) t = rq->dl[i];
+    if (rq->dl[i] && rq->dl[i] < t) t = rq->dl[i];
   for (uint32_t i = 0; i < rq->n_legs; i++) {
     uint64_t d = rq->legs[i]->deadline_ns;
-    if (d && (rq->legs[i]->state == LEG_OPEN || rq->legs[i]->state == LEG_HEAD) &&
-        (!t || d < t))
+    if (d && (rq->legs[i]->state == LEG_OPEN || rq->legs[i]->state == LEG_HEAD) && d < t)
       t = d;
   }
-  if (t == rq->armed_ns) return;
-  rq->armed_ns = t;
+  int any = t != UINT64_MAX;
+  if (any == rq->is_armed && (!any || t == rq->armed_ns)) return;
+  rq->is_armed = any;
+  rq->armed_ns = any ? t : 0;
   rq->timer_gen++;
-  if (!t) return;
+  if (!any) return;
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_TIMER, rq);
   a->deadline_ns = t;
   a->timer_gen = rq->timer_gen;
@@ -160,6 +167,12 @@ static void rearm(pd_gw_t *gw, pd_rq_t *rq) {
 
 static void fire_deadlines(pd_gw_t *gw, pd_rq_t *rq, const pd_mode_ops_t *ops) {
   rq->armed_ns = 0;
+  rq->is_armed = 0;
+  if (rq->is_settle_due && rq->settle_seq != gw->feed_seq && rq->settle_at <= gw->now) {
+    /* the end of an earlier step's instant: settle first */
+    rq->is_settle_due = 0;
+    ops->on_deadline(gw, rq, DL_SETTLE);
+  }
   /* per-leg transport deadlines (reqwest / aiohttp total timeouts) */
   for (uint32_t guard = 0; guard < PD_MAX_LEGS; guard++) {
     pd_leg_t *due = NULL;
@@ -241,6 +254,7 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
   if (!gw || !ev || !out) return PD_ERR_INVAL;
   gw->out = out;
   gw->now = now_ns;
+  gw->feed_seq++;
   if (ev->kind == PD_EV_CLIENT_REQUEST) {
     int rc = client_request(gw, ev);
     size_t slot = pd_map_find(&gw->map, ev->req_id);

@@ -63,7 +63,7 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
     c->first_token_timeout_ns = SEC(30);
     c->head_timeout_ns = SEC(5);
     c->idle_timeout_ns = SEC(30);
-    c->total_timeout_ns = SEC(600);
+    c->total_timeout_ns = SEC(100); /* R-PROGRESS: inside the client's patience (I1: 120 s) */
     c->prefill_tail_timeout_ns = MS(500); /* prefill lags KV by <= ~200 ms (S5.3) */
     break;
   }

@@ -38,6 +38,8 @@ typedef struct pd_leg {
   int saw_done;        /* SSE [DONE] seen */
   int saw_error_event; /* SSE error event seen */
   int is_suspect;      /* reference: blamed when a deadline passes (see ref_on_deadline) */
+  int is_doomed;       /* reference: given up; closed at the end of this instant (DL_SETTLE)
+                          unless it reports its own result first (R-CANCEL, R-OUTCOME) */
   uint32_t events;     /* SSE data events seen */
   uint64_t deadline_ns; /* smg/minilb per-leg total deadline (0 = none) */
   pd_sse_t sse;
@@ -56,8 +58,12 @@ typedef enum {
 } pd_rq_state_t;
 #define PD_RQ_STATE_COUNT 8
 
-/* Named deadlines of a request; the armed timer is the least non-zero one. */
-enum { DL_BACKOFF = 0, DL_FIRST = 1, DL_IDLE = 2, DL_TOTAL = 3, DL_TAIL = 4, DL_COUNT = 5 };
+/* Named deadlines of a request; the armed timer is the least non-zero one. DL_SETTLE is not
+ * stored in dl[]: it is the end of the instant in which legs were given up
+ * (rq->is_settle_due), handled before every other deadline, so a retry due at the same time
+ * starts only after they are settled. */
+enum { DL_BACKOFF = 0, DL_FIRST = 1, DL_IDLE = 2, DL_TOTAL = 3, DL_TAIL = 4, DL_COUNT = 5,
+       DL_SETTLE = 6 };
 
 typedef struct pd_rq {
   uint64_t id;
@@ -80,6 +86,11 @@ typedef struct pd_rq {
   const char *last_code;
   char *rid;
   uint64_t dl[DL_COUNT];
+  int is_settle_due;   /* DL_SETTLE: given-up legs wait for the end of this instant */
+  uint64_t settle_at;  /* when it ends: the giving-up step's time + cfg.settle_ns */
+  uint64_t settle_seq; /* gw->feed_seq of the step that armed DL_SETTLE: it fires in a later
+                          step (a timer at the same instant), never in that one */
+  int is_armed;        /* a timer is armed, at armed_ns (which may be 0) */
   uint64_t armed_ns;
   uint64_t timer_gen;
   pd_buf_t prefill_lp; /* prefill's logprob source (event payload or JSON body) */
@@ -105,6 +116,7 @@ struct pd_gw {
   uint64_t next_leg_id;
   pd_actbuf_t *out; /* during feed */
   uint64_t now;     /* during feed */
+  uint64_t feed_seq; /* steps fed so far (DL_SETTLE waits for a later one) */
   pd_action_t scratch; /* sink for actions beyond PD_MAX_ACTIONS_PER_EVENT (flagged) */
 };
 

@@ -1,12 +1,20 @@
-/* `minilb`: SGLang's mini_lb (M8.1-M8.5). A random pair, both legs sent together, heads
- * gathered, prefill status never checked, streams answered 200 whatever decode says, no
- * retry, breaker or load. Legs close only when the session closes. */
+/* `minilb`: SGLang's mini_lb (M8.1-M8.5; docs/spec.md 7.3 cites the source). A random pair,
+ * both legs sent together, heads gathered, prefill status never checked, streams answered 200
+ * before either worker is contacted, no retry, breaker or load. Legs close only when the
+ * session closes. */
 #include <cjson/cJSON.h>
 #include <string.h>
 
 #include "pd_err.h"
 #include "pd_gw_int.h"
 #include "pd_merge.h"
+
+/* Does the handler read prefill's body? Streams: `return_logprob` true (`.get(..., False)`);
+ * non-stream: the key is present, whatever its value (`"return_logprob" in request`, M2). */
+static int reads_prefill(const pd_rq_t *rq) {
+  if (rq->req.is_stream) return rq->req.return_logprob;
+  return cJSON_GetObjectItemCaseSensitive((const cJSON *)rq->req.json, "return_logprob") != NULL;
+}
 
 static void session_close(pd_gw_t *gw, pd_rq_t *rq) {
   pd_gw_close_all(gw, rq, 0); /* `async with ClientSession` exit: connections torn down */
@@ -114,14 +122,26 @@ static int take_prefill_logprobs(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
   return 0;
 }
 
+/* `await prefill_response.json()`: the body must be JSON, or the handler raises. */
+static int body_is_json(const pd_buf_t *b) {
+  cJSON *j = b->len ? cJSON_ParseWithLength((const char *)b->p, b->len) : NULL;
+  int ok = j != NULL;
+  cJSON_Delete(j);
+  return ok;
+}
+
 static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL), *d = pd_gw_cur(rq, PD_ROLE_DECODE);
-  if (rq->req.return_logprob) {
+  if (reads_prefill(rq)) { /* M2: even for "return_logprob": false */
     if (!p || p->state == LEG_FAILED) { /* prefill_response.json() raised */
       raise_exception(gw, rq);
       return;
     }
     if (p->state != LEG_ENDED) return; /* awaiting prefill json */
+    if (!body_is_json(&p->body)) {
+      raise_exception(gw, rq);
+      return;
+    }
   }
   char *merged = NULL;
   size_t mlen = 0;
@@ -150,8 +170,6 @@ static void heads_gathered(pd_gw_t *gw, pd_rq_t *rq) {
     if (d->state == LEG_ENDED) respond_nonstream(gw, rq);
     return;
   }
-  pd_gw_client_head(gw, rq, 200, 1); /* M8.4: 200 whatever the decode status */
-  rq->is_committed = 1;
   if (rq->req.return_logprob) {
     pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
     rq->state = RQ_DRAIN; /* all prefill chunks read first */
@@ -164,9 +182,14 @@ static void heads_gathered(pd_gw_t *gw, pd_rq_t *rq) {
   start_stream(gw, rq);
 }
 
+/* M1: a stream handler returns its StreamingResponse at once; the 200 event-stream head goes
+ * out before the generator contacts either worker (M8.4: 200 whatever decode says), so any
+ * later exception can only cut the stream. */
 static void mlb_on_start(pd_gw_t *gw, pd_rq_t *rq) {
-  (void)gw;
   rq->state = RQ_HEADS;
+  if (!rq->req.is_stream) return;
+  pd_gw_client_head(gw, rq, 200, 1);
+  rq->is_committed = 1;
 }
 
 static void mlb_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
@@ -177,7 +200,7 @@ static void mlb_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 
 static void mlb_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
   if (leg->role == PD_ROLE_PREFILL) {
-    if (!rq->req.return_logprob) return; /* never read */
+    if (!reads_prefill(rq)) return; /* never read */
     if (pd_buf_append(gw->alloc, &leg->body, b, n)) raise_exception(gw, rq);
     return;
   }
@@ -213,7 +236,7 @@ static void mlb_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 static void mlb_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) {
   (void)e;
   if (rq->state == RQ_HEADS && leg->status) return; /* body error surfaces when read */
-  if (leg->role == PD_ROLE_PREFILL && !rq->req.return_logprob && rq->state != RQ_HEADS) {
+  if (leg->role == PD_ROLE_PREFILL && !reads_prefill(rq) && rq->state != RQ_HEADS) {
     pd_gw_drop_leg(gw, rq, leg); /* an unread prefill: nobody notices */
     return;
   }

@@ -27,29 +27,100 @@ static void leg_succeeded(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   if (leg->state == LEG_ENDED) pd_gw_drop_leg(gw, rq, leg);
 }
 
-/* Cancel a healthy leg: neutral outcome, close with /abort_request (R-CANCEL). */
-static void leg_cancel(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o) {
-  pd_gw_outcome(gw, rq, leg, o, 0);
+/* The outcome of a leg's own HTTP-level result (R-OUTCOME): 0 or 2xx success; a 4xx other
+ * than 408/429 is the worker's answer (success); 504 timeout; everything else failure. */
+static pd_outcome_t status_outcome(int status) {
+  if (status == 0 || is_2xx(status)) return PD_OUTCOME_SUCCESS;
+  if (status == 504) return PD_OUTCOME_TIMEOUT;
+  int retry = status == 502 || pd_retry_is_retryable_status(status);
+  return status >= 400 && status < 500 && !retry ? PD_OUTCOME_SUCCESS : PD_OUTCOME_FAILURE;
+}
+
+/* Give a leg up (R-CANCEL): its load goes now, but it is closed only at the end of this
+ * instant (DL_SETTLE), so a failure it reports in the same instant as the failure that ended
+ * the attempt is recorded and excluded as its own (R-OUTCOME, R-RETRY-EXCLUDE), not hidden
+ * under `cancelled`. A leg already judged, or over, is closed at once. */
+static void leg_doom(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  if (leg->is_doomed) return;
   pd_gw_release_load(gw, rq, leg->role);
+  if (leg->has_outcome || leg->state == LEG_ENDED || leg->state == LEG_FAILED) {
+    pd_gw_outcome(gw, rq, leg, PD_OUTCOME_CANCELLED, 0);
+    pd_gw_close_leg(gw, rq, leg, 1);
+    return;
+  }
+  leg->is_doomed = 1;
+  leg->deadline_ns = 0;
+  if (rq->cur_id[leg->role] == leg->id) rq->cur_id[leg->role] = 0;
+  if (!rq->is_settle_due) rq->settle_at = gw->now + gw->cfg.settle_ns;
+  rq->is_settle_due = 1;
+  rq->settle_seq = gw->feed_seq;
+}
+
+/* Give up every leg of the request that is not given up already. */
+static void doom_all(pd_gw_t *gw, pd_rq_t *rq) {
+  pd_leg_t *snap[PD_MAX_LEGS];
+  uint32_t n = rq->n_legs;
+  memcpy(snap, rq->legs, n * sizeof *snap);
+  for (uint32_t i = 0; i < n; i++) leg_doom(gw, rq, snap[i]);
+}
+
+/* A given-up leg reported its own result in the instant it was given up: record it, exclude
+ * a failed worker, close it. */
+static void doomed_result(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status) {
+  pd_outcome_t o = status_outcome(status);
+  if (o == PD_OUTCOME_FAILURE || o == PD_OUTCOME_TIMEOUT) exclude(rq, leg);
+  pd_gw_outcome(gw, rq, leg, o, status);
   pd_gw_close_leg(gw, rq, leg, 1);
 }
 
+/* The end of the instant: what did not report is cancelled (neutral) and closed with an
+ * abort. Loads were released when the legs were given up. */
+static void settle(pd_gw_t *gw, pd_rq_t *rq) {
+  pd_leg_t *snap[PD_MAX_LEGS];
+  uint32_t n = rq->n_legs;
+  memcpy(snap, rq->legs, n * sizeof *snap);
+  for (uint32_t i = 0; i < n; i++) {
+    if (!snap[i]->is_doomed) continue;
+    pd_gw_outcome(gw, rq, snap[i], PD_OUTCOME_CANCELLED, 0);
+    pd_gw_close_leg(gw, rq, snap[i], 1);
+  }
+}
+
+static uint32_t live_legs(const pd_rq_t *rq) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < rq->n_legs; i++) n += !rq->legs[i]->is_doomed;
+  return n;
+}
+
+static int has_doomed(const pd_rq_t *rq) {
+  for (uint32_t i = 0; i < rq->n_legs; i++)
+    if (rq->legs[i]->is_doomed) return 1;
+  return 0;
+}
+
 /* R-FAIL-PRECOMMIT: `bad` failed (NULL: the first-token deadline, every open leg timed
- * out). Cancel the other leg, exclude the failed worker(s), retry or answer with the
+ * out). Give up the other leg, exclude the failed worker(s), retry or answer with the
  * preserved status (R-STATUS). */
 static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o, int status,
                          int is_retryable, const char *code, const char *msg) {
   int any_suspect = 0;
-  for (uint32_t i = 0; i < rq->n_legs; i++) any_suspect |= rq->legs[i]->is_suspect;
-  for (uint32_t guard = 0; guard < PD_MAX_LEGS && rq->n_legs; guard++) {
-    pd_leg_t *l = rq->legs[0];
-    if (l == bad || (!bad && !l->has_outcome && (l->is_suspect || !any_suspect))) {
-      if (o != PD_OUTCOME_SUCCESS && o != PD_OUTCOME_CANCELLED) exclude(rq, l);
+  pd_leg_t *snap[PD_MAX_LEGS];
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < rq->n_legs; i++) {
+    if (rq->legs[i]->is_doomed) continue;
+    any_suspect |= rq->legs[i]->is_suspect;
+    snap[n++] = rq->legs[i];
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    pd_leg_t *l = snap[i];
+    int blamed = l == bad || (!bad && !l->has_outcome && (l->is_suspect || !any_suspect));
+    if (blamed && o != PD_OUTCOME_CANCELLED) {
+      if (o != PD_OUTCOME_SUCCESS) exclude(rq, l);
       pd_gw_outcome(gw, rq, l, o, status);
       pd_gw_release_load(gw, rq, l->role);
       pd_gw_close_leg(gw, rq, l, 1);
     } else {
-      leg_cancel(gw, rq, l, PD_OUTCOME_CANCELLED);
+      leg_doom(gw, rq, l);
     }
   }
   rq->dl[DL_FIRST] = rq->dl[DL_IDLE] = rq->dl[DL_TAIL] = 0;
@@ -68,9 +139,7 @@ static void fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const 
   int retry = status == 502 || status == 504 || pd_retry_is_retryable_status(status);
   /* A 4xx the worker chose (bad request, not found, ...) is an answer, not a fault: the
    * worker is healthy, the client gets the status, nothing is retried (R-OUTCOME, R3.2). */
-  int is_client_error = status >= 400 && status < 500 && !retry;
-  pd_outcome_t o = status == 504 ? PD_OUTCOME_TIMEOUT
-                   : is_client_error ? PD_OUTCOME_SUCCESS : PD_OUTCOME_FAILURE;
+  pd_outcome_t o = status_outcome(status);
   fail_attempt(gw, rq, leg, o, status, retry,
                leg->role == PD_ROLE_PREFILL ? "prefill_failed" : "decode_failed", m);
 }
@@ -86,7 +155,7 @@ static void fail_stream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d, pd_outcome_t o, i
   pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
   pd_gw_close_leg(gw, rq, d, 1);
   pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
-  if (p) leg_cancel(gw, rq, p, PD_OUTCOME_CANCELLED);
+  if (p) leg_doom(gw, rq, p);
 }
 
 /* A non-stream answer must be a JSON object without an "error" member. */
@@ -252,6 +321,9 @@ static void prefill_done(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
     rq->dl[DL_FIRST] = 0;
     pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
     if (d && d->state == LEG_ENDED) respond_nonstream(gw, rq, d);
+    else if (d && !rq->is_committed && gw->cfg.idle_timeout_ns) /* R-PROGRESS: decode has the
+      KV and generates; its answer is its only sign of progress */
+      rq->dl[DL_IDLE] = gw->now + gw->cfg.idle_timeout_ns;
   } else if (!rq->is_committed) {
     flush_held(gw, rq);
   }
@@ -292,6 +364,36 @@ static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
   leg_succeeded(gw, rq, d);
 }
 
+/* A given-up leg's data: only its own failure (an error event, broken framing) or its end
+ * ([DONE]) matter; tokens are not forwarded. */
+static void doomed_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
+  if (!rq->req.is_stream) {
+    if (pd_buf_append(gw->alloc, &leg->body, b, n)) doomed_result(gw, rq, leg, 502);
+    return;
+  }
+  if (leg->saw_done) return;
+  if (pd_sse_feed(&leg->sse, b, n)) {
+    doomed_result(gw, rq, leg, 502);
+    return;
+  }
+  pd_sse_event_t ev;
+  for (uint32_t guard = 0; guard < 1u << 20; guard++) {
+    int rc = pd_sse_next(&leg->sse, &ev);
+    if (rc == 0) return;
+    if (rc < 0 || ev.kind == PD_SSE_ERROR) {
+      doomed_result(gw, rq, leg, rc < 0 ? 502 : error_event_status(ev.data, ev.len));
+      return;
+    }
+    if (ev.kind == PD_SSE_DONE) leg->saw_done = 1;
+  }
+}
+
+/* A given-up leg ended in its last instant: a clean answer is its success, else failure. */
+static void doomed_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  int ok = rq->req.is_stream ? leg->saw_done : body_is_answer(&leg->body);
+  doomed_result(gw, rq, leg, ok ? 0 : 502);
+}
+
 /* R-TIMEOUT: the first-token deadline runs until decode's first event (stream) or until
  * prefill has answered (non-stream: SGLang's prefill answers after the KV transfer, the moment
  * decode starts generating; a non-stream decode shows nothing before it is done). */
@@ -308,6 +410,10 @@ static void ref_on_start(pd_gw_t *gw, pd_rq_t *rq) {
 static void ref_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   leg->deadline_ns = 0; /* the head came */
   if (is_2xx(leg->status)) return;
+  if (leg->is_doomed) {
+    doomed_result(gw, rq, leg, leg->status);
+    return;
+  }
   if (!rq->is_committed) {
     fail_leg(gw, rq, leg, leg->status, "error status");
   } else if (leg->role == PD_ROLE_PREFILL) { /* after commit: prefill's own failure */
@@ -316,6 +422,10 @@ static void ref_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 }
 
 static void ref_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
+  if (leg->is_doomed) {
+    doomed_data(gw, rq, leg, b, n);
+    return;
+  }
   if (rq->req.is_stream && !leg->saw_done) {
     if (pd_sse_feed(&leg->sse, b, n)) {
       bad_answer(gw, rq, leg, "event too large");
@@ -332,6 +442,10 @@ static void ref_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *
 static void ref_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   if (leg->has_outcome) { /* decode after [DONE], or a recorded leg: just forget it */
     pd_gw_drop_leg(gw, rq, leg);
+    return;
+  }
+  if (leg->is_doomed) {
+    doomed_end(gw, rq, leg);
     return;
   }
   if (rq->req.is_stream && (!leg->saw_done || leg->saw_error_event)) {
@@ -362,6 +476,10 @@ static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) 
     pd_gw_drop_leg(gw, rq, leg);
     return;
   }
+  if (leg->is_doomed) {
+    doomed_result(gw, rq, leg, st);
+    return;
+  }
   if (!rq->is_committed && e == PD_UPERR_TIMEOUT) { /* a head deadline: every leg whose
                                                        head is overdue stalled, not just this */
     for (uint32_t i = 0; i < rq->n_legs; i++) {
@@ -386,7 +504,7 @@ static void mark_suspects(pd_rq_t *rq) {
   uint32_t open = 0, headless = 0;
   for (uint32_t i = 0; i < rq->n_legs; i++) {
     pd_leg_t *l = rq->legs[i];
-    if (l->has_outcome) continue;
+    if (l->has_outcome || l->is_doomed) continue;
     open++;
     headless += l->state == LEG_OPEN;
   }
@@ -397,14 +515,23 @@ static void mark_suspects(pd_rq_t *rq) {
 
 static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
   switch (which) {
+  case DL_SETTLE:
+    settle(gw, rq);
+    return;
   case DL_BACKOFF:
+    if (has_doomed(rq)) { /* the last attempt's legs are settled first (0 means none) */
+      uint64_t at = rq->settle_at > gw->now ? rq->settle_at : gw->now;
+      rq->dl[DL_BACKOFF] = at ? at : 1;
+      return;
+    }
     if (rq->state == RQ_BACKOFF && !rq->client_done) pd_gw_begin(gw, rq);
     return;
   case DL_FIRST:
   case DL_IDLE:
   case DL_TOTAL:
     if (!rq->is_committed) {
-      if (rq->n_legs == 0) { /* in backoff when the total deadline passed */
+      if (rq->state == RQ_BACKOFF || !live_legs(rq)) { /* in backoff when the total deadline
+                                                            passed */
         pd_gw_client_error(gw, rq, 504, "timeout", "request deadline exceeded");
         return;
       }
@@ -418,7 +545,9 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
        * (R-OUTCOME); the first-token deadline is the workers' and records timeout. */
       fail_attempt(gw, rq, NULL, which == DL_TOTAL ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT,
                    504, which != DL_TOTAL, "timeout",
-                   which == DL_TOTAL ? "request deadline exceeded" : "no first token in time");
+                   which == DL_TOTAL  ? "request deadline exceeded"
+                   : which == DL_IDLE ? "decode made no progress in time"
+                                      : "no first token in time");
     } else {
       pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
       if (d)
@@ -428,19 +557,17 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
     return;
   case DL_TAIL: /* supervised legs outlived the client response: the KV already reached
                    decode, so a late prefill answer is cut without blame (R-TAIL) */
-    for (uint32_t guard = 0; guard < PD_MAX_LEGS && rq->n_legs; guard++)
-      leg_cancel(gw, rq, rq->legs[0], PD_OUTCOME_CANCELLED);
+    doom_all(gw, rq);
     return;
   default: return;
   }
 }
 
 static void ref_on_client_gone(pd_gw_t *gw, pd_rq_t *rq) {
-  for (uint32_t guard = 0; guard < PD_MAX_LEGS && rq->n_legs; guard++)
-    leg_cancel(gw, rq, rq->legs[0], PD_OUTCOME_CANCELLED);
+  for (int i = 0; i < DL_COUNT; i++) rq->dl[i] = 0;
+  doom_all(gw, rq); /* closed at the end of this instant (arms DL_SETTLE again) */
   pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
   pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
-  for (int i = 0; i < DL_COUNT; i++) rq->dl[i] = 0;
 }
 
 static void ref_on_no_pair(pd_gw_t *gw, pd_rq_t *rq, int status) {

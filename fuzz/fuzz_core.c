@@ -30,6 +30,7 @@ typedef struct world {
   uint64_t legs[MAX_LEGS], leg_req[MAX_LEGS];
   int n_legs;
   uint64_t timer_at[MAX_REQS], timer_gen[MAX_REQS];
+  int timer_set[MAX_REQS]; /* a timer may be due at time 0 (the end of the first instant) */
   int ends[MAX_REQS], heads[MAX_REQS], done[MAX_REQS];
   long load;
 } world_t;
@@ -65,6 +66,7 @@ static void apply(world_t *w) {
     case PD_ACT_TIMER:
       w->timer_at[r] = a->deadline_ns;
       w->timer_gen[r] = a->timer_gen;
+      w->timer_set[r] = 1;
       break;
     case PD_ACT_LOAD:
       w->load += a->flag;
@@ -101,7 +103,7 @@ static void step(world_t *w, bytes_t *b) {
   case 4: ev.kind = PD_EV_UP_ERROR; ev.uperr = (pd_uperr_t)(take(b) % 4); break;
   case 5: { /* fire a request's timer */
     int r = take(b) % MAX_REQS;
-    if (!w->timer_at[r]) return;
+    if (!w->timer_set[r]) return;
     if (w->timer_at[r] > w->now) w->now = w->timer_at[r];
     ev.kind = PD_EV_TIMER;
     ev.req_id = (uint64_t)r;
@@ -152,7 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int l = 0; l < w.n_legs; l++)
       feed(&w, (pd_event_t){.kind = PD_EV_UP_ERROR, .req_id = w.leg_req[l], .leg_id = w.legs[l]});
     for (int r = 0; r < n_req; r++)
-      if (w.timer_at[r]) {
+      if (w.timer_set[r]) {
         if (w.timer_at[r] > w.now) w.now = w.timer_at[r];
         feed(&w, (pd_event_t){.kind = PD_EV_TIMER, .req_id = (uint64_t)r, .timer_gen = w.timer_gen[r]});
       }

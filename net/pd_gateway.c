@@ -65,6 +65,7 @@ void pd_gwbuf_free(pd_gwbuf_t *b) {
 void pd_gateway_config_default(pd_gateway_config_t *c, pd_mode_t mode) {
   memset(c, 0, sizeof *c);
   pd_gw_config_default(&c->core, mode);
+  c->core.settle_ns = PD_GATEWAY_DEFAULT_SETTLE_NS;
   c->listen_host = "127.0.0.1";
   c->max_body_bytes = PD_GATEWAY_DEFAULT_MAX_BODY_BYTES;
   c->max_connections = PD_GATEWAY_DEFAULT_MAX_CONNECTIONS;

@@ -14,6 +14,9 @@
 #define PD_GATEWAY_DEFAULT_MAX_CONNECTIONS 1024u
 #define PD_GATEWAY_DEFAULT_CLIENT_TIMEOUT_S 30u
 #define PD_GATEWAY_DEFAULT_ABORT_TIMEOUT_MS 2000u
+/* How long "the instant" of R-CANCEL lasts on sockets: a leg given up still has this long to
+ * report its own failure (two workers answering 503 together arrive microseconds apart). */
+#define PD_GATEWAY_DEFAULT_SETTLE_NS 1000000ull
 #define PD_GATEWAY_DEFAULT_INFO_TIMEOUT_MS 10000u
 
 typedef struct pd_gateway_worker {

@@ -121,7 +121,7 @@ static void render_requests(tbuf_t *b, const pd_gwm_t *m) {
       if (m->requests[r][s])
         put(b, "pdref_requests_total{route=\"%s\",status=\"%d\"} %llu\n", route_labels[r],
             s + PD_GWM_STATUS_MIN, (unsigned long long)m->requests[r][s]);
-  scalar(b, "pdref_attempts_total", "counter", "Attempts started (a prefill/decode pair each).",
+  scalar(b, "pdref_attempts_total", "counter", "Attempts started (selection failures included).",
          m->attempts);
   scalar(b, "pdref_retries_total", "counter", "Attempts after the first of their request.",
          m->retries);

@@ -100,9 +100,13 @@ static int looks_clean(pd_creq_t *rq) {
   return rq->saw_done && !rq->saw_error_event;
 }
 
-/* I4: which recorded outcomes agree with what the worker really did. */
-static int outcome_agrees(pd_truth_t t, pd_outcome_t o) {
-  if (o == PD_OUTCOME_CANCELLED) return 1; /* neutral: claims nothing about the worker */
+/* I4: which recorded outcomes agree with what the worker really did. `cancelled` is neutral
+ * and claims nothing about the worker, unless the worker's failure had reached the gateway
+ * by the instant it closed the leg: then it hides a real failure (R-OUTCOME). */
+static int outcome_agrees(const pd_wleg_t *l) {
+  pd_truth_t t = l->truth;
+  pd_outcome_t o = l->outcome;
+  if (o == PD_OUTCOME_CANCELLED) return !l->is_failed_at_close;
   switch (t) {
   case PD_TRUTH_OK: return o == PD_OUTCOME_SUCCESS;
   case PD_TRUTH_FAILED:
@@ -139,9 +143,11 @@ static uint32_t check_legs(struct pd_world *w, pd_creq_t *rq, uint64_t t_end, ch
        upstream models keep their own gaps (minilb records none) */
     if (!l->outcomes && w->mode == PD_MODE_REFERENCE && !w->is_outcome_blind)
       FLAG(PD_INV_OUTCOME, "I4 %s: no outcome recorded for its %s leg", wn, pd_role_name(l->role));
-    if (l->outcomes && !outcome_agrees(l->truth, l->outcome))
+    if (l->outcomes && !outcome_agrees(l))
       FLAG(PD_INV_OUTCOME, "I4 %s recorded %s but really %s", wn, pd_outcome_name(l->outcome),
-           l->truth == PD_TRUTH_OK ? "succeeded" : l->truth == PD_TRUTH_FAILED ? "failed"
+           l->is_failed_at_close && l->outcome == PD_OUTCOME_CANCELLED
+               ? "had failed when the gateway closed it"
+           : l->truth == PD_TRUTH_OK ? "succeeded" : l->truth == PD_TRUTH_FAILED ? "failed"
            : l->truth == PD_TRUTH_CANCELLED ? "was cancelled while healthy" : "stalled");
     /* I8: the two legs of an attempt carry the same bootstrap data and rid */
     for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req) {

@@ -67,6 +67,9 @@ typedef struct pd_wleg {
   int gw_open;
   int outcomes;          /* number recorded */
   pd_outcome_t outcome;
+  int is_failed_at_close; /* the worker's failure report (error status, error event, transport
+                             error, truncated end) reached the gateway no later than the
+                             instant the gateway closed the leg: `cancelled` would hide it (I4) */
   /* bookkeeping */
   int is_in_room_table;
   struct pd_wleg *next_in_req;

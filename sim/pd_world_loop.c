@@ -6,6 +6,7 @@
 
 #include "pd_err.h"
 #include "pd_world_int.h"
+#include "pd_wshared.h"
 
 #define MS_NS 1000000ull
 #define RENDER_CAP (256u * 1024u)
@@ -200,8 +201,22 @@ static void retire_by_id(struct pd_world *w, uint64_t req_id) {
   if (rq) pd_world_try_retire(w, rq);
 }
 
+/* Does this worker message report the leg's failure (I4's truth at the gateway's close)? */
+static int reports_failure(const pd_wleg_t *leg, uint32_t kind, uint32_t arg) {
+  switch (kind) {
+  case W2G_HEAD:
+  case W2G_ERROR_BODY: return (arg < 200 || arg >= 300) && !pd_wstatus_is_healthy((int)arg);
+  case W2G_ERROR_EVENT:
+  case W2G_UPERR: return 1;
+  case W2G_END: return leg->truth == PD_TRUTH_FAILED; /* a stream cut without [DONE] */
+  default: return 0;
+  }
+}
+
 static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint32_t arg,
                         char *buf) {
+  if (reports_failure(leg, kind, arg) && (leg->gw_open || leg->t_gw_closed == w->now))
+    leg->is_failed_at_close = 1; /* arrived before the close, or in its very instant */
   if (!leg->gw_open) return; /* the gateway already closed it */
   pd_event_t ev = {.req_id = leg->req_id, .leg_id = leg->leg_id};
   switch (kind) {

@@ -40,10 +40,30 @@ static inline void h_free(harness_t *h) {
   pd_gw_del(h->gw);
 }
 
-/* Feed one event; record client-visible output. */
-static inline void h_feed(harness_t *h, pd_event_t ev) {
+/* The last TIMER action in the buffer, if it is due now: the end of the instant (legs given
+ * up are settled then, R-CANCEL). It is taken out of the buffer and returned. */
+static inline int h_take_due_timer(harness_t *h, uint64_t *gen) {
+  size_t last = SIZE_MAX;
+  for (size_t i = 0; i < h->out.n; i++)
+    if (h->out.v[i].kind == PD_ACT_TIMER) last = i;
+  if (last == SIZE_MAX || h->out.v[last].deadline_ns > h->now) return 0;
+  *gen = h->out.v[last].timer_gen;
+  size_t k = 0;
+  for (size_t i = 0; i < h->out.n; i++)
+    if (h->out.v[i].kind != PD_ACT_TIMER || h->out.v[i].deadline_ns > h->now)
+      h->out.v[k++] = h->out.v[i];
+  h->out.n = k;
+  return 1;
+}
+
+/* Feed one event, without running the end of the instant. */
+static inline void h_feed_raw(harness_t *h, pd_event_t ev) {
   pd_actbuf_reset(&h->out);
   pd_gw_feed(h->gw, h->now, &ev, &h->out);
+}
+
+/* Record client-visible output of the actions in the buffer. */
+static inline void h_observe(harness_t *h) {
   for (size_t i = 0; i < h->out.n; i++) {
     const pd_action_t *a = &h->out.v[i];
     if (a->kind == PD_ACT_CLIENT_HEAD) h->head_status = a->status;
@@ -57,6 +77,19 @@ static inline void h_feed(harness_t *h, pd_event_t ev) {
       h->aborted = a->flag;
     }
   }
+}
+
+/* Feed one event and then the end of its instant, as a driver's timer at the same time
+ * would (a timer due now); the actions of both steps stay in the buffer, without that
+ * same-instant TIMER; record client-visible output. */
+static inline void h_feed(harness_t *h, pd_event_t ev) {
+  h_feed_raw(h, ev);
+  uint64_t gen;
+  for (int guard = 0; guard < 8 && h_take_due_timer(h, &gen); guard++) {
+    pd_event_t t = {.kind = PD_EV_TIMER, .req_id = ev.req_id, .timer_gen = gen};
+    pd_gw_feed(h->gw, h->now, &t, &h->out);
+  }
+  h_observe(h);
 }
 
 static inline const pd_action_t *h_find(harness_t *h, pd_action_kind_t k, int nth) {

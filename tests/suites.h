@@ -11,6 +11,7 @@
   X(pdt_suite_trace)     \
   X(pdt_suite_dispatch)  \
   X(pdt_suite_dispatch_more) \
+  X(pdt_suite_dispatch_blame) \
   X(pdt_suite_scenario)  \
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \

@@ -1,0 +1,275 @@
+/* Who the core blames and what it records: every leg that failed in the instant an attempt
+ * was given up (R-OUTCOME, R-RETRY-EXCLUDE), every attempt including those that failed at
+ * selection (I7), and a non-stream decode that makes no progress (R-PROGRESS); and two
+ * behaviours of the minilb model read from mini_lb's source (M1, M2; docs/spec.md 7.3). */
+#include "pd_err.h"
+#include "pdt_harness.h"
+
+static const char *NONSTREAM = "{\"text\":\"hi\",\"stream\":false}";
+
+static int outcome_of(harness_t *h, uint64_t leg) {
+  const pd_action_t *o;
+  for (int i = 0; (o = h_find(h, PD_ACT_OUTCOME, i)); i++)
+    if (o->leg_id == leg) return o->flag;
+  return -1;
+}
+
+static const pd_action_t *close_of(harness_t *h, uint64_t leg) {
+  const pd_action_t *c;
+  for (int i = 0; (c = h_find(h, PD_ACT_CLOSE_LEG, i)); i++)
+    if (c->leg_id == leg) return c;
+  return NULL;
+}
+
+/* One step as the driver takes it (no end of the instant run for it), remembering the armed
+ * timer; fire_raw delivers that timer at its deadline, again as one step. */
+typedef struct { uint64_t at, gen; int armed; } tm_t;
+
+static void raw(harness_t *h, tm_t *tm, pd_event_t ev) {
+  h_feed_raw(h, ev);
+  const pd_action_t *x;
+  for (int i = 0; (x = h_find(h, PD_ACT_TIMER, i)); i++) {
+    tm->at = x->deadline_ns;
+    tm->gen = x->timer_gen;
+    tm->armed = 1;
+  }
+}
+
+static void fire_raw(harness_t *h, tm_t *tm) {
+  if (!tm->armed) return;
+  tm->armed = 0;
+  if (tm->at > h->now) h->now = tm->at;
+  pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = tm->gen};
+  raw(h, tm, ev);
+}
+
+/* Both legs answer 503 in the same instant. The first report fails the attempt; the other leg
+ * is given up but stays open to the end of the instant, so its own 503 is recorded as its
+ * failure and excludes it: the retry goes to the other prefill and the other decode. */
+static void test_same_instant_failure_of_the_other_leg_is_its_own(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  uint32_t p_first = h_find(&h, PD_ACT_OPEN_LEG, 0)->worker;
+  uint32_t d_first = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
+  tm_t tm = {0};
+  pd_event_t p503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 503};
+  raw(&h, &tm, p503);
+  PDT_EQ_INT(outcome_of(&h, 1), PD_OUTCOME_FAILURE);
+  PDT_TRUE(close_of(&h, 2) == NULL); /* not closed before the end of the instant */
+  PDT_EQ_INT(outcome_of(&h, 2), -1);
+  PDT_EQ_U64(pd_gw_load(h.gw, PD_ROLE_DECODE, d_first), 0); /* its load goes at once */
+  pd_event_t d503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 2, .status = 503};
+  raw(&h, &tm, d503); /* same instant: decode's own report */
+  PDT_EQ_INT(outcome_of(&h, 2), PD_OUTCOME_FAILURE);
+  PDT_TRUE(close_of(&h, 2) != NULL && close_of(&h, 2)->str != NULL); /* closed with abort */
+  fire_raw(&h, &tm); /* the end of the instant: nothing left to settle */
+  PDT_EQ_U64(h_count(&h, PD_ACT_OUTCOME), 0);
+  PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 0);
+  fire_raw(&h, &tm); /* the backoff: a fresh pair, both failed workers excluded */
+  const pd_action_t *p2 = h_find(&h, PD_ACT_OPEN_LEG, 0), *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
+  PDT_TRUE(p2 && d2);
+  if (p2 && d2) {
+    PDT_TRUE(p2->worker != p_first);
+    PDT_TRUE(d2->worker != d_first);
+  }
+  h_free(&h);
+}
+
+/* A given-up leg that reports nothing in the instant is cancelled (neutral) with an abort at
+ * its end, and is not excluded. */
+static void test_a_given_up_leg_that_says_nothing_is_cancelled_at_the_end_of_the_instant(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  tm_t tm = {0};
+  pd_event_t p503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 503};
+  raw(&h, &tm, p503);
+  PDT_TRUE(close_of(&h, 2) == NULL);
+  fire_raw(&h, &tm);
+  PDT_EQ_INT(outcome_of(&h, 2), PD_OUTCOME_CANCELLED);
+  PDT_TRUE(close_of(&h, 2) != NULL && close_of(&h, 2)->str != NULL);
+  h_free(&h);
+}
+
+/* After commit, a decode failure gives up prefill; a prefill error event in the same instant
+ * is its own failure, not `cancelled`. */
+static void test_prefill_error_in_the_instant_decode_fails_after_commit_is_recorded(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
+  tm_t tm = {0};
+  pd_event_t reset = {.kind = PD_EV_UP_ERROR, .req_id = 7, .leg_id = 2, .uperr = PD_UPERR_RESET};
+  raw(&h, &tm, reset);
+  PDT_TRUE(close_of(&h, 1) == NULL);
+  const char *err = "data: {\"error\":{\"message\":\"kv\",\"code\":500}}\n\n";
+  pd_event_t ev = {.kind = PD_EV_UP_DATA, .req_id = 7, .leg_id = 1,
+                   .data = (const uint8_t *)err, .len = strlen(err)};
+  raw(&h, &tm, ev);
+  PDT_EQ_INT(outcome_of(&h, 1), PD_OUTCOME_FAILURE);
+  h_free(&h);
+}
+
+/* I7 counts attempts: one that failed at selection (every breaker open) is still an attempt
+ * in the record, with no worker named. */
+static void test_selection_failures_are_attempts_in_the_record(void) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.breaker.failure_threshold = 1;
+  c.breaker.open_ns = 3600000 * MS;
+  c.retry.max_attempts = 4;
+  harness_t h;
+  memset(&h, 0, sizeof h);
+  pd_prng_init(&h.rng, 42);
+  h.gw = pd_gw_new(NULL, &c, &h.rng);
+  pd_gw_add_worker(h.gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
+  pd_gw_add_worker(h.gw, PD_ROLE_DECODE, "d0", "d0", -1);
+  pd_actbuf_init(&h.out, NULL);
+  h_request(&h, NONSTREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 503, NULL); /* p0's breaker opens; d0 cancelled */
+  PDT_EQ_INT(pd_gw_breaker_state(h.gw, PD_ROLE_PREFILL, 0, h.now), PD_BREAKER_OPEN);
+  int attempts = 1, unnamed = 0;
+  for (int i = 0; i < 8 && !h.ended; i++) {
+    if (!h_fire(&h, h_find(&h, PD_ACT_TIMER, 0))) break;
+    const pd_action_t *a;
+    for (int k = 0; (a = h_find(&h, PD_ACT_ATTEMPT, k)); k++) {
+      attempts++;
+      PDT_EQ_INT(a->status, attempts);
+      unnamed += a->flag == -1;
+    }
+    PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 0);
+  }
+  PDT_EQ_INT(attempts, 4); /* 1 that reached workers + 3 that failed at selection */
+  PDT_EQ_INT(unnamed, 3);
+  PDT_TRUE(h.ended);
+  PDT_EQ_INT(h.head_status, 503);
+  h_free(&h);
+}
+
+/* R-PROGRESS: a non-stream decode shows nothing until it is done; from prefill's answer (the
+ * KV is on decode) it has the idle budget, then it alone is blamed (timeout, excluded) and
+ * the request is retried on the other decode. */
+static void test_a_silent_nonstream_decode_is_blamed_after_the_idle_budget(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, NONSTREAM);
+  uint32_t d_first = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
+  h.now = 20 * MS;
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 1, 0, "{\"text\":\"\",\"meta_info\":{}}");
+  h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+  PDT_EQ_INT(outcome_of(&h, 1), PD_OUTCOME_SUCCESS);
+  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
+  PDT_TRUE(t && t->deadline_ns == 30020 * MS); /* idle budget from prefill's answer */
+  h_fire(&h, t);
+  PDT_EQ_INT(outcome_of(&h, 2), PD_OUTCOME_TIMEOUT);
+  PDT_FALSE(h.ended);
+  h_fire(&h, h_find(&h, PD_ACT_TIMER, 0)); /* the backoff */
+  const pd_action_t *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
+  PDT_TRUE(d2 && d2->worker != d_first);
+  h_free(&h);
+}
+
+/* R-PROGRESS: with the defaults, a non-stream request nobody answers ends within the
+ * client's patience (I1's default 120 s), not after 5 first-token deadlines (150 s). */
+static void test_default_budget_ends_a_request_nobody_answers_within_120s(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, NONSTREAM);
+  for (int i = 0; i < 32 && !h.ended; i++)
+    if (!h_fire(&h, h_find(&h, PD_ACT_TIMER, 0))) break;
+  PDT_TRUE(h.ended);
+  PDT_EQ_INT(h.head_status, 504);
+  PDT_TRUE(h.now <= 120000 * MS);
+  h_free(&h);
+}
+
+/* M1: mini_lb's stream handler returns its StreamingResponse before contacting a worker: the
+ * client has a 200 event-stream head at once, and a refused decode cuts the stream (no 500,
+ * no error event). */
+static void test_minilb_stream_head_goes_out_before_any_worker(void) {
+  harness_t h;
+  start(&h, PD_MODE_MINILB, STREAM);
+  PDT_EQ_INT(h.head_status, 200);
+  const pd_action_t *hd = h_find(&h, PD_ACT_CLIENT_HEAD, 0);
+  PDT_TRUE(hd && hd->flag == 1); /* text/event-stream */
+  PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 2);
+  h_uperr(&h, 2, PD_UPERR_CONNECT);
+  PDT_EQ_U64(h_count(&h, PD_ACT_CLIENT_HEAD), 0); /* no second head, no 500 */
+  PDT_TRUE(h.ended && h.aborted);
+  PDT_EQ_INT((int)h.client_len, 0);
+  h_free(&h);
+}
+
+/* M2: non-stream, mini_lb awaits prefill's JSON whenever the body has a "return_logprob" key,
+ * even false: a broken prefill body then gives 500 although decode answered. Without the key
+ * it answers from decode alone. */
+static void minilb_nonstream(harness_t *h, const char *body) {
+  h_init(h, PD_MODE_MINILB, NULL);
+  h_request(h, body);
+  h_leg(h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(h, PD_EV_UP_DATA, 2, 0, "{\"text\":\"ab\",\"meta_info\":{}}");
+  h_leg(h, PD_EV_UP_END, 2, 0, NULL);
+}
+
+static void test_minilb_nonstream_waits_for_prefill_json_when_the_key_is_present(void) {
+  harness_t h;
+  minilb_nonstream(&h, "{\"text\":\"hi\",\"stream\":false,\"return_logprob\":false}");
+  PDT_FALSE(h.ended); /* awaiting prefill_response.json() */
+  h_uperr(&h, 1, PD_UPERR_READ);
+  PDT_TRUE(h.ended);
+  PDT_EQ_INT(h.head_status, 500);
+  h_free(&h);
+  minilb_nonstream(&h, NONSTREAM);
+  PDT_TRUE(h.ended);
+  PDT_EQ_INT(h.head_status, 200);
+  h_free(&h);
+}
+
+/* On sockets the instant has a width (settle_ns): the partner's 503 half a millisecond later
+ * is still its own failure; the settle comes at settle_ns. */
+static void test_the_instant_lasts_settle_ns_for_a_socket_driver(void) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.settle_ns = 1 * MS;
+  harness_t h;
+  memset(&h, 0, sizeof h);
+  pd_prng_init(&h.rng, 42);
+  h.gw = pd_gw_new(NULL, &c, &h.rng);
+  pd_gw_add_worker(h.gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
+  pd_gw_add_worker(h.gw, PD_ROLE_DECODE, "d0", "d0", -1);
+  pd_actbuf_init(&h.out, NULL);
+  h_request(&h, STREAM);
+  tm_t tm = {0};
+  h.now = 10 * MS;
+  pd_event_t p503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 503};
+  raw(&h, &tm, p503);
+  PDT_TRUE(tm.armed && tm.at == 11 * MS);
+  h.now = 10 * MS + MS / 2;
+  pd_event_t d503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 2, .status = 503};
+  raw(&h, &tm, d503);
+  PDT_EQ_INT(outcome_of(&h, 2), PD_OUTCOME_FAILURE);
+  h_free(&h);
+}
+
+int pdt_suite_dispatch_blame(void) {
+  static const pdt_case_t cases[] = {
+      {"a same-instant failure of the other leg is recorded and excluded as its own",
+       test_same_instant_failure_of_the_other_leg_is_its_own},
+      {"a given-up leg that says nothing is cancelled at the end of the instant",
+       test_a_given_up_leg_that_says_nothing_is_cancelled_at_the_end_of_the_instant},
+      {"a prefill error in the instant decode fails after commit is recorded",
+       test_prefill_error_in_the_instant_decode_fails_after_commit_is_recorded},
+      {"the instant lasts settle_ns for a socket driver",
+       test_the_instant_lasts_settle_ns_for_a_socket_driver},
+      {"selection failures are attempts in the record", test_selection_failures_are_attempts_in_the_record},
+      {"a silent non-stream decode is blamed after the idle budget",
+       test_a_silent_nonstream_decode_is_blamed_after_the_idle_budget},
+      {"the default budget ends a request nobody answers within 120 s",
+       test_default_budget_ends_a_request_nobody_answers_within_120s},
+      {"minilb: the stream head goes out before any worker (M1)",
+       test_minilb_stream_head_goes_out_before_any_worker},
+      {"minilb: non-stream waits for prefill's JSON when the key is present (M2)",
+       test_minilb_nonstream_waits_for_prefill_json_when_the_key_is_present},
+  };
+  return PDT_SUITE("dispatch_blame", cases);
+}
