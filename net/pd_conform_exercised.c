@@ -97,10 +97,8 @@ static int excused(const pd_cf_run_t *run, uint64_t t, uint64_t t2) {
         l->truth == PD_TRUTH_NEVER)
       return 1;
   }
-  for (uint32_t wi = 0; wi < run->s->n_workers; wi++) {
-    uint64_t c = run->s->workers[wi].crash_at_ms;
-    if (c && (double)c * 1e6 * run->o->scale <= (double)t2) return 1;
-  }
+  for (uint32_t wi = 0; wi < run->s->n_workers; wi++)
+    if (run->t_crash[wi] && run->t_crash[wi] <= t2) return 1;
   return 0;
 }
 

@@ -3,9 +3,9 @@
  * command behind one healthy prefill and one healthy decode mock, WARM_REQUESTS streams one
  * after another at scale 1; the forwarding latency is the largest delay between a request
  * being sent and its first leg reaching a mock (in practice the first, cold request's: every
- * row starts its gateway afresh, so its first request is cold too). It runs in its own processes, so no draw of the
- * gateway's PRNG, no round-robin turn and no worker's request count of a judged run is spent
- * on it, and no line of it is in a judged log. A scenario whose shortest gateway-facing time
+ * row starts its gateway afresh, so its first request is cold too). It runs in its own
+ * processes, so no draw of the gateway's PRNG, no round-robin turn and no worker's request
+ * count of a judged run is spent on it, and no line of it is in a judged log. A scenario whose shortest gateway-facing time
  * (the client's disconnect_at_ms, a timeout the scenario sets) is, scaled, under
  * PD_CONFORM_FWD_FACTOR x that latency runs at a scale raised until it is not, at most to 1;
  * whether the row then tested anything is its own evidence (pd_conform_exercised.c: a
@@ -23,18 +23,22 @@
 /* The largest delay from sending a request to its first leg at a mock, in ms, over the
  * requests that had a leg; -1 when none had. */
 double pd_cf_forward_ms(const pd_cf_run_t *run) {
+  uint64_t *first = calloc(run->n_reqs + 1, sizeof *first);
   double worst = -1;
+  if (!first) return -1;
+  for (size_t k = 0; k < run->n_legs; k++) {
+    const pd_cf_mleg_t *l = &run->legs[k];
+    if (l->client < 0 || (uint32_t)l->client >= run->n_reqs) continue;
+    uint64_t *f = &first[l->client];
+    if (!*f || l->t_arrive < *f) *f = l->t_arrive;
+  }
   for (uint32_t i = 0; i < run->n_reqs; i++) {
     const pd_cf_req_t *q = &run->reqs[i];
-    uint64_t first = 0;
-    for (size_t k = 0; k < run->n_legs; k++) {
-      const pd_cf_mleg_t *l = &run->legs[k];
-      if (l->client == (int32_t)i && (!first || l->t_arrive < first)) first = l->t_arrive;
-    }
-    if (!first || !q->c.t_arrival) continue;
-    double ms = first > q->c.t_arrival ? (double)(first - q->c.t_arrival) / 1e6 : 0;
+    if (!first[i] || !q->c.t_arrival) continue;
+    double ms = first[i] > q->c.t_arrival ? (double)(first[i] - q->c.t_arrival) / 1e6 : 0;
     if (ms > worst) worst = ms;
   }
+  free(first);
   return worst;
 }
 
