@@ -12,9 +12,10 @@
  *  - requests served s/m: m the requests sent; s those with at least one leg tied to them in a
  *    mock's log that reached its worker before the client's end (a leg that comes after the
  *    client has its answer, or has gone, tested nothing of that request: a slow gateway
- *    behind a 5 ms disconnect). A request with no such leg is excused when, before it was sent, a leg had failed
- *    (a breaker may be open, no worker eligible: the gateway may fail it fast) or, by its end,
- *    a worker had crashed (refused connections leave no log line). */
+ *    behind a 5 ms disconnect). A request with no such leg is excused when, before its end, a
+ *    leg of the run had met a fault or failed (a breaker may be open, no worker eligible: the
+ *    gateway may fail it fast) or a worker had crashed (refused connections leave no line).
+ *    A gateway that serves nothing meets no failure: nothing excuses it. */
 #include <stdio.h>
 #include <string.h>
 
@@ -88,8 +89,9 @@ static void count_faults(pd_cf_run_t *run, char *miss, size_t cap) {
   }
 }
 
-/* A failure a gateway may act on came before t, or a worker was down by t2. */
-static int excused(const pd_cf_run_t *run, uint64_t t, uint64_t t2) {
+/* Before t, a leg met a failure the gateway may act on (it reached its worker and failed),
+ * or a worker was down. */
+static int excused(const pd_cf_run_t *run, uint64_t t) {
   for (size_t k = 0; k < run->n_legs; k++) {
     const pd_cf_mleg_t *l = &run->legs[k];
     if (l->t_arrive >= t) continue;
@@ -98,7 +100,7 @@ static int excused(const pd_cf_run_t *run, uint64_t t, uint64_t t2) {
       return 1;
   }
   for (uint32_t wi = 0; wi < run->s->n_workers; wi++)
-    if (run->t_crash[wi] && run->t_crash[wi] <= t2) return 1;
+    if (run->t_crash[wi] && run->t_crash[wi] <= t) return 1;
   return 0;
 }
 
@@ -113,7 +115,7 @@ static void count_served(pd_cf_run_t *run, char *miss, size_t cap) {
       r->served++;
       continue;
     }
-    if (excused(run, q->c.t_arrival, end)) {
+    if (excused(run, end)) {
       r->unserved_excused++;
       continue;
     }
