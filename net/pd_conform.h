@@ -74,6 +74,7 @@ typedef struct pd_conform_result {
   uint32_t faults_n, faults_fired; /* scripted fault entries that could fire / that fired */
   uint32_t sent, served;           /* requests sent / with at least one leg at a worker */
   uint32_t unserved_excused;       /* no leg, but after a failure or a worker crash */
+  uint32_t unserved_late;          /* unserved, but legs came after the client's end */
   int exercised;                   /* every such fault fired, every request served or excused */
   char nx_reason[192];             /* why not exercised */
   double fwd_ms;       /* this row's forwarding latency: the largest delay from a request being

@@ -115,6 +115,7 @@ static void count_served(pd_cf_run_t *run, char *miss, size_t cap) {
       r->served++;
       continue;
     }
+    if (q->n_units) r->unserved_late++; /* its legs came after its end */
     if (excused(run, end)) {
       r->unserved_excused++;
       continue;

@@ -112,23 +112,31 @@ static void test_warm_up_measures_the_gateway(void) {
   PDT_TRUE(strstr(why, "3 of 3 warm-up requests reached no worker") != NULL);
 }
 
+#define DISCONNECT_AT(ms)                                                                   \
+  "{\"name\": \"disconnect-at-" #ms "\", \"description\": \"non-stream, gone at " #ms " ms\","  \
+  " \"workers\": [{\"name\": \"p0\", \"role\": \"prefill\"}, {\"name\": \"d0\","            \
+  " \"role\": \"decode\"}], \"workload\": {\"requests\": 1, \"stream\": false,"             \
+  " \"disconnect_at_ms\": " #ms "}, \"expect\": {\"reference\": \"pass\"}}"
+
 /* Issue 9 item 3: a slow gateway (pdref's behind tests/pdt_proxy.py, 40 ms per request) and a
  * client that disconnects at 500 ms x 0.01 = 5 ms. Without the warm-up the client is gone
- * before any leg reaches a worker: NOT EXERCISED (the legs that come later served nobody).
- * With it the row runs at a scale where the disconnect comes after 2x the measured latency:
- * served 1/1, and the row says so. A scenario time the gateway cannot meet even at scale 1 runs
- * at scale 1, says so, and is judged on what it served. */
+ * before any leg reaches a worker (the legs that come later serve nobody): the row is run
+ * again at a scale from its own forwarding delay, and serves 1/1. With the warm-up the scale is
+ * raised before the first run. A disconnect the gateway cannot meet even at scale 1 (20 ms)
+ * is NOT EXERCISED; a scenario time under the warm-up's latency at scale 1 runs at scale 1
+ * and says so. */
 static void test_scale_follows_the_gateways_speed(void) {
   char bin[PATH_MAX + 8], cmd[2 * PATH_MAX + 512], why[256] = "";
   if (pdt_pdref_path(bin, sizeof bin) != 0 || !have_python()) return;
   signal(SIGPIPE, SIG_IGN);
-  pd_scenario_t *s = pdt_scenario_from_json(
-      "{\"name\": \"disconnect-at-500\", \"description\": \"non-stream, gone at 500 ms\","
-      " \"workers\": [{\"name\": \"p0\", \"role\": \"prefill\"}, {\"name\": \"d0\","
-      " \"role\": \"decode\"}], \"workload\": {\"requests\": 1, \"stream\": false,"
-      " \"disconnect_at_ms\": 500}, \"expect\": {\"reference\": \"pass\"}}");
-  PDT_TRUE(s != NULL);
-  if (!s) return;
+  pd_scenario_t *s = pdt_scenario_from_json(DISCONNECT_AT(500));
+  pd_scenario_t *s20 = pdt_scenario_from_json(DISCONNECT_AT(20));
+  PDT_TRUE(s != NULL && s20 != NULL);
+  if (!s || !s20) {
+    pdt_drop_scenario(s);
+    pdt_drop_scenario(s20);
+    return;
+  }
   pd_conform_opts_t o;
   pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
   snprintf(cmd, sizeof cmd,
@@ -138,8 +146,18 @@ static void test_scale_follows_the_gateways_speed(void) {
   pd_conform_result_t r;
   PDT_EQ_INT(pd_conform_run(s, &o, &r), 0); /* no warm-up: fwd_ms 0 */
   PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_TRUE(strstr(r.scale_note, "run again at scale") != NULL);
+  PDT_TRUE(r.scale >= 2 * 40.0 / 500 - 1e-9);
+  PDT_EQ_INT(r.served, 1);
+  PDT_TRUE(r.exercised);
+  o.scale = 1.0;
+  PDT_EQ_INT(pd_conform_run(s20, &o, &r), 0); /* 20 ms: too soon even at scale 1 */
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
   PDT_EQ_INT(r.served, 0);
+  PDT_EQ_INT(r.unserved_late, 1);
   PDT_TRUE(pd_conform_not_exercised(&r));
+  PDT_TRUE(strstr(r.nx_reason, "reached no worker before its end") != NULL);
+  o.scale = 0.01;
   PDT_EQ_INT(pd_conform_warm_up(&o, &o.fwd_ms, why, sizeof why), 0);
   PDT_TRUE(o.fwd_ms >= 40);
   PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
@@ -156,6 +174,7 @@ static void test_scale_follows_the_gateways_speed(void) {
   PDT_TRUE(strstr(r.scale_note, "even at scale 1") != NULL);
   PDT_TRUE(pd_conform_not_exercised(&r)); /* http.server served nothing */
   pdt_drop_scenario(s);
+  pdt_drop_scenario(s20);
 }
 
 int pdt_suite_conform_exercised(void) {
