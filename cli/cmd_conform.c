@@ -208,10 +208,10 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
            "legs, no rid in the response)\n", r->legs_by_timing, r->legs);
   if (r->scale_note[0])
     printf("    note: %s\n", r->scale_note);
-  if (r->status == PD_CONFORM_RAN && r->quiescent == 0)
-    printf("    note: %s (from /metrics; reported, not judged)\n", r->quiet_reason);
   else if (r->scale != o->c.scale)
     printf("    note: ran at timeout scale %g (the scenario's socket_min_scale)\n", r->scale);
+  if (r->status == PD_CONFORM_RAN && r->quiescent == 0)
+    printf("    note: %s (from /metrics; reported, not judged)\n", r->quiet_reason);
   if (r->dir[0]) printf("    logs: %s\n", r->dir);
 }
 
