@@ -210,7 +210,8 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
     printf("    note: %s\n", r->scale_note);
   else if (r->scale != o->c.scale)
     printf("    note: ran at timeout scale %g (the scenario's socket_min_scale)\n", r->scale);
-  if (r->status == PD_CONFORM_RAN && r->quiescent == 0)
+  if (r->status == PD_CONFORM_RAN && r->quiescent == 0 &&
+      !(r->judged & PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE)))
     printf("    note: %s (from /metrics; reported, not judged)\n", r->quiet_reason);
   if (r->dir[0]) printf("    logs: %s\n", r->dir);
 }

@@ -397,6 +397,15 @@ static void judge_row(pd_cf_run_t *run, const pd_scenario_t *s, pd_mode_t em, co
               ? pd_cf_judge_quiescence(run, metrics, r->quiet_reason, sizeof r->quiet_reason)
               : -1;
   r->quiescent = q < 0 ? -1 : !q;
+#if PD_INV_COUNT >= PD_CONFORM_INV_QUIESCENCE
+  if (q >= 0) { /* I17 is judged for this row (as I4: where the gateway exposes its loads) */
+    r->judged |= PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE);
+    r->want = s->expect[em].violated_mask & r->judged;
+    r->got |= q == 1 ? PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE) : 0;
+    r->matched = !r->want_set || r->got == r->want;
+    if (q == 1 && !r->reason[0]) snprintf(r->reason, sizeof r->reason, "I17 %s", r->quiet_reason);
+  }
+#endif
 }
 
 int pd_conform_not_exercised(const pd_conform_result_t *r) {

@@ -25,10 +25,15 @@
 #define PD_CONFORM_BIT(inv) (1u << ((inv) - 1))
 /* Not judged on sockets: recorded outcomes (I4), loads (I9, I10) and breaker states (I12)
  * live inside the gateway; determinism (I13) is a property of the simulator. */
+/* I16 (retry onto a failed worker) needs the breaker view at each open; I17 (quiescence) is
+ * judged from /metrics only where the gateway exposes its loads (as I4). */
+#define PD_CONFORM_INV_RETRY_FAILED 16
+#define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                             \
   (PD_CONFORM_BIT(PD_INV_OUTCOME) | PD_CONFORM_BIT(PD_INV_LOAD_BALANCE) |               \
    PD_CONFORM_BIT(PD_INV_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INV_BREAKER) |                 \
-   PD_CONFORM_BIT(PD_INV_DETERMINISM))
+   PD_CONFORM_BIT(PD_INV_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED) |    \
+   PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
 
 typedef struct pd_conform_opts {
   const char *gateway_cmd; /* template, run with /bin/sh -c (placeholders: docs/conformance.md) */

@@ -91,7 +91,7 @@ static void count_faults(pd_cf_run_t *run, char *miss, size_t cap) {
 
 /* Before t, a leg met a failure the gateway may act on (it reached its worker and failed),
  * or a worker was down. */
-static int excused(const pd_cf_run_t *run, uint64_t t) {
+int pd_cf_failure_before(const pd_cf_run_t *run, uint64_t t) {
   for (size_t k = 0; k < run->n_legs; k++) {
     const pd_cf_mleg_t *l = &run->legs[k];
     if (l->t_arrive >= t) continue;
@@ -116,7 +116,7 @@ static void count_served(pd_cf_run_t *run, char *miss, size_t cap) {
       continue;
     }
     if (q->n_units) r->unserved_late++; /* its legs came after its end */
-    if (excused(run, end)) {
+    if (pd_cf_failure_before(run, end)) {
       r->unserved_excused++;
       continue;
     }

@@ -151,6 +151,9 @@ void pd_cf_judge(pd_cf_run_t *run);
 /* ---------- pd_conform_exercised.c: did the row test anything ---------- */
 /* After pd_cf_judge: faults exercised, requests served, r->exercised and r->nx_reason. */
 void pd_cf_exercised(pd_cf_run_t *run);
+/* Before t, a leg met a fault or failed, or a worker crashed: the world was not healthy (a
+ * breaker may have opened; no eligible worker). */
+int pd_cf_failure_before(const pd_cf_run_t *run, uint64_t t);
 
 /* ---------- pd_conform_warmup.c: the gateway's own speed ---------- */
 double pd_cf_forward_ms(const pd_cf_run_t *run);

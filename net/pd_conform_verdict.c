@@ -61,6 +61,12 @@ static pd_wleg_t *to_wleg(const pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t 
   l->truth = m->truth;
   l->injected_status = m->fault == PD_FAULT_STATUS ? m->end_status : 0;
   l->aborts = m->aborts;
+  l->lag_ms = m->fired >> PD_FAULT_PREFILL_LAG & 1u; /* applied (the amount is the mock's) */
+  l->drip_ms = m->fired >> PD_FAULT_SLOW_DRIP & 1u;
+#if PD_INV_COUNT >= 17
+  uint64_t crash = run->t_crash[m->worker], closed = pd_cf_leg_closed(m);
+  l->is_crash_hit = crash && m->t_arrive <= crash && (!closed || closed >= crash);
+#endif
   l->t_open = m->t_arrive;
   l->t_gw_closed = pd_cf_leg_closed(m);
   l->gw_open = !l->t_gw_closed;
@@ -123,6 +129,10 @@ static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) 
     }
   }
   rq->attempts = attempt;
+#if PD_INV_COUNT >= 15 /* I15 (served) reads whether the world was healthy all along */
+  uint64_t end = pd_cf_client_end(q);
+  rq->was_healthy = !pd_cf_failure_before(run, end ? end : q->t_bound);
+#endif
   char reason[160] = "";
   run->w->now = run->t_gw_stop;
   uint32_t v = pd_check_request(run->w, rq, reason, sizeof reason) & run->r->judged;
