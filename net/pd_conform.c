@@ -451,7 +451,7 @@ static int run_once(const pd_scenario_t *s, const pd_conform_opts_t *o,
   }
   free(metrics);
   pd_cf_reqs_free(run);
-  free(run->legs);
+  pd_cf_legs_free(run);
   free(run->ss);
   free(run->w);
   free(run);

@@ -67,6 +67,8 @@ typedef struct pd_cf_mleg {
   int32_t client, unit, partner;
   int32_t resend_of; /* the same body reached the same worker before (an HTTP client's resend) */
   uint32_t nth;       /* its worker's nth generation request (1-based, log order) */
+  int room_array;     /* bootstrap_room was an array: 1, a number: 0, not logged: -1 */
+  uint64_t *rooms;    /* every room of a batch (n_rooms of them; malloc'd), else NULL */
   uint32_t fired;     /* fault kinds logged for it (bit per pd_fault_kind_t, modifiers too) */
 } pd_cf_mleg_t;
 
@@ -125,6 +127,7 @@ void pd_cf_reqs_free(pd_cf_run_t *run);
 
 /* ---------- pd_conform_log.c, pd_conform_judge.c, pd_conform_verdict.c ---------- */
 int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap);
+void pd_cf_legs_free(pd_cf_run_t *run); /* the legs and what they own */
 
 /* An attempt as the mocks saw it: legs paired by room (judge step 2). */
 #define PD_CF_UNIT_LEGS 6u

@@ -52,6 +52,7 @@ static pd_cf_mleg_t *new_leg(pd_cf_run_t *run) {
   memset(l, 0, sizeof *l);
   l->fault = -1;
   l->rid_given = -1;
+  l->room_array = -1;
   l->client = l->unit = l->partner = l->resend_of = -1;
   return l;
 }
@@ -76,6 +77,15 @@ static void on_request(pd_cf_run_t *run, uint32_t wi, const cJSON *j, pd_cf_mleg
   l->boot_port = (int)num_of(j, "bootstrap_port", -1);
   const cJSON *rg = cJSON_GetObjectItemCaseSensitive(j, "rid_given"); /* newer mocks */
   if (cJSON_IsBool(rg)) l->rid_given = cJSON_IsTrue(rg);
+  const cJSON *ra = cJSON_GetObjectItemCaseSensitive(j, "room_array");
+  if (cJSON_IsBool(ra)) l->room_array = cJSON_IsTrue(ra);
+  const cJSON *rooms = cJSON_GetObjectItemCaseSensitive(j, "rooms");
+  int nr = cJSON_IsArray(rooms) ? cJSON_GetArraySize(rooms) : 0;
+  if (nr > 1 && nr == l->n_rooms && (l->rooms = malloc((size_t)nr * sizeof *l->rooms))) {
+    int i = 0;
+    for (const cJSON *it = rooms->child; it && i < nr; it = it->next, i++)
+      l->rooms[i] = cJSON_IsString(it) ? strtoull(it->valuestring, NULL, 10) : 0;
+  }
   const char *rh = str_of(j, "rooms_hash");
   if (rh) {
     l->rooms_hash = strtoull(rh, NULL, 16);
@@ -171,3 +181,10 @@ int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap) {
   return 0;
 }
 
+
+void pd_cf_legs_free(pd_cf_run_t *run) {
+  for (size_t i = 0; i < run->n_legs; i++) free(run->legs[i].rooms);
+  free(run->legs);
+  run->legs = NULL;
+  run->n_legs = run->cap_legs = 0;
+}

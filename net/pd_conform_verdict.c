@@ -63,9 +63,12 @@ static pd_wleg_t *to_wleg(const pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t 
   l->aborts = m->aborts;
   l->lag_ms = m->fired >> PD_FAULT_PREFILL_LAG & 1u; /* applied (the amount is the mock's) */
   l->drip_ms = m->fired >> PD_FAULT_SLOW_DRIP & 1u;
-#if PD_INV_COUNT >= 17
+#if PD_INV_COUNT >= 17 /* the checker knows crash hits and every room of a batch */
   uint64_t crash = run->t_crash[m->worker], closed = pd_cf_leg_closed(m);
   l->is_crash_hit = crash && m->t_arrive <= crash && (!closed || closed >= crash);
+  l->is_room_scalar = m->has_room && m->room_array == 0;
+  if (m->rooms && l->n_rooms > 1 && (l->rooms = malloc((size_t)l->n_rooms * sizeof *l->rooms)))
+    memcpy(l->rooms, m->rooms, (size_t)l->n_rooms * sizeof *l->rooms);
 #endif
   l->t_open = m->t_arrive;
   l->t_gw_closed = pd_cf_leg_closed(m);
@@ -148,6 +151,9 @@ static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) 
   }
   while (rq->legs) {
     pd_wleg_t *nx = rq->legs->next_in_req;
+#if PD_INV_COUNT >= 17
+    free(rq->legs->rooms);
+#endif
     free(rq->legs);
     rq->legs = nx;
   }

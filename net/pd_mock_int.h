@@ -61,6 +61,8 @@ typedef struct pd_mleg {
   int is_stream, has_logprob, has_room, n_rooms;
   int rid_given; /* the request carried a rid (else it was made up here, as SGLang does) */
   uint64_t room, rooms_hash;
+  uint64_t *rooms;   /* every room of a batch when n_rooms > 1 (owned), else NULL */
+  int is_room_array; /* bootstrap_room came as an array (a batch), not one number */
   char rid[PD_MOCK_RID_MAX];
   char *rid_json; /* rid JSON-escaped, no quotes (owned) */
   char boot_host[PD_MOCK_HOST_MAX];

@@ -285,12 +285,61 @@ static void test_refused_last_prefill_is_no_retry_after_commit(void) {
   pdt_drop_scenario(s);
 }
 
+/* Every room of a batch reaches the checker (G18): the mocks log them ("rooms", and whether
+ * bootstrap_room was an array), so a chat n=2 through reference logs two distinct rooms on
+ * each leg. Where the checker judges every room, joined's scalar fields for a text array are
+ * I8 on sockets as in the simulator. */
+static void test_batch_rooms_reach_the_checker(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256], path[sizeof ((pd_conform_result_t *)0)->dir + 32];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_load_scenario("batch-chat-n2");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  o.keep = 1;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.got, 0);
+  for (uint32_t w = 0; w < s->n_workers; w++) {
+    snprintf(path, sizeof path, "%s/w%u.jsonl", r.dir, w);
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f))
+      if (strstr(line, "\"ev\":\"request\"")) {
+        const char *p = strstr(line, "\"rooms\":[\"");
+        char a[24] = "", b[24] = "";
+        found = p && sscanf(p, "\"rooms\":[\"%23[0-9]\",\"%23[0-9]\"]", a, b) == 2 &&
+                strcmp(a, b) != 0 && strstr(line, "\"room_array\":true") != NULL;
+      }
+    if (f) fclose(f);
+    PDT_TRUE(found);
+  }
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", r.dir);
+  PDT_EQ_INT(system(cmd), 0);
+  free(s);
+#if PD_INV_COUNT >= 17
+  s = pdt_load_scenario("batch-generate-text-array");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pdt_conform_opts(&o, bin, "joined", cmd, sizeof cmd);
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INV_ROOMS));
+  PDT_TRUE(r.matched);
+  free(s);
+#endif
+}
+
 int pdt_suite_conform(void) {
   static const pdt_case_t cases[] = {
       {"placeholders expand", test_placeholders_expand},
       {"gateway seed matches the simulator's stream", test_gateway_seed_matches_the_simulators_stream},
       {"skips what sockets cannot run", test_skips_what_sockets_cannot_run},
       {"a failed gateway leaves no process", test_failed_gateway_leaves_no_process},
+      {"batch rooms reach the checker", test_batch_rooms_reach_the_checker},
       {"a refused last prefill is no retry after commit",
        test_refused_last_prefill_is_no_retry_after_commit},
       {"a gateway's own X-Request-Id does not hide the runner's id",
