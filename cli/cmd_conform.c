@@ -199,6 +199,9 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
   if (r->unserved_excused) printf(", %u unserved after a failure", r->unserved_excused);
   printf("]\n");
   if (pd_conform_not_exercised(r)) printf("    not exercised: %s\n", r->nx_reason);
+  else if (r->status == PD_CONFORM_RAN && !r->exercised && r->declared_nx)
+    printf("    note: not exercised (%s), as the scenario declares for this mode: %s\n",
+           r->nx_reason, r->declared_nx);
   else if (r->got || !r->matched)
     printf("    %s\n", r->reason[0] ? r->reason : r->got ? "violation" : "no violation");
   if (r->metrics_reason[0] && strcmp(r->metrics_reason, r->reason))
@@ -246,7 +249,9 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   cJSON_AddNumberToObject(j, "legs_resent", r->legs_resent);
   if (r->status == PD_CONFORM_RAN) {
     cJSON_AddBoolToObject(j, "exercised", r->exercised);
-    if (nx) cJSON_AddStringToObject(j, "not_exercised", r->nx_reason);
+    if (nx || (!r->exercised && r->declared_nx))
+      cJSON_AddStringToObject(j, "not_exercised", r->nx_reason);
+    if (r->declared_nx) cJSON_AddStringToObject(j, "declared_unexercised", r->declared_nx);
     cJSON_AddNumberToObject(j, "faults_n", r->faults_n);
     cJSON_AddNumberToObject(j, "faults_exercised", r->faults_fired);
     cJSON_AddNumberToObject(j, "requests_sent", r->sent);

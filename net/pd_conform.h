@@ -82,6 +82,8 @@ typedef struct pd_conform_result {
   uint32_t unserved_late;          /* unserved, but legs came after the client's end */
   int exercised;                   /* every such fault fired, every request served or excused */
   char nx_reason[192];             /* why not exercised */
+  const char *declared_nx;         /* the scenario declares this mode unexercised (its reason:
+                                      "unexercised"), or NULL: such a row is judged as usual */
   double fwd_ms;       /* this row's forwarding latency: the largest delay from a request being
                           sent to its first leg at a mock (ms); -1 when no request had a leg */
   int timing_too_short; /* the scenario's timing is below what the gateway can show even at
