@@ -100,7 +100,7 @@ int pd_cli_sim_bench(int argc, char **argv) {
   uint64_t hash = 0;
   double t0 = wall_s();
   progress_t pr = {isatty(2), t0, 0};
-  pd_world_opts_t wo = {NULL, on_progress, &pr};
+  pd_world_opts_t wo = {NULL, on_progress, &pr, 0, 0};
   int rc = pd_world_run_opts(s, mode, 1, &wo, &st, &viol, &hash);
   double dt = wall_s() - t0;
   if (pr.is_tty) fprintf(stderr, "\r%60s\r", "");

@@ -30,6 +30,7 @@ typedef struct ex_opts {
   uint64_t seeds, start, shard_i, shard_n;
   double time_s;
   uint32_t per_inv; /* shrink and save at most this many cases per invariant, 0 = all */
+  uint32_t ties;    /* orders of same-instant events tried per seed */
   const char *out;
 } ex_opts_t;
 
@@ -64,6 +65,9 @@ static void usage(FILE *f) {
           "  --out DIR         where shrunk cases go (default %s/, created when needed)\n"
           "  --per-invariant N shrink and save at most N cases per invariant (default 1;\n"
           "                    0 = every violating seed); every violation is still counted\n"
+          "  --ties K          try each world in K orders of same-instant events (default 2:\n"
+          "                    insertion order, then one seeded order; the replay command\n"
+          "                    names the --tie-seed that violated)\n"
           "  --determinism     run each seed twice and compare (I13); halves the throughput\n"
           "  --json            one JSON document on stdout instead of text\n"
           "exit: 0 no violation, 1 a violation was found, 2 bad usage or an I/O error\n",
@@ -112,7 +116,7 @@ static int parse_opts(int argc, char **argv, ex_opts_t *o) {
     int takes = strcmp(a, "--mode") == 0 || strcmp(a, "--seeds") == 0 ||
                 strcmp(a, "--time") == 0 || strcmp(a, "--seed-start") == 0 ||
                 strcmp(a, "--shard") == 0 || strcmp(a, "--out") == 0 ||
-                strcmp(a, "--per-invariant") == 0;
+                strcmp(a, "--per-invariant") == 0 || strcmp(a, "--ties") == 0;
     if (takes && !v) return bad("%s: missing value", a);
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
@@ -138,6 +142,9 @@ static int parse_opts(int argc, char **argv, ex_opts_t *o) {
     } else if (strcmp(a, "--per-invariant") == 0) {
       if (parse_u64(v, &u) || u > UINT32_MAX) return bad("--per-invariant: expected a count, got '%s'", v);
       o->per_inv = (uint32_t)u;
+    } else if (strcmp(a, "--ties") == 0) {
+      if (parse_u64(v, &u) || u < 1 || u > 64) return bad("--ties: expected a count in 1..64, got '%s'", v);
+      o->ties = (uint32_t)u;
     } else if (strcmp(a, "--determinism") == 0) {
       o->determinism = 1;
     } else if (strcmp(a, "--json") == 0) {
@@ -222,8 +229,10 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
   pd_explore_file_name(o->mode, r->inv, r->seed, name, sizeof name);
   snprintf(path, sizeof path, "%s/%s", o->out, name);
   snprintf(trace, sizeof trace, "%.*s.trace.json", (int)(strlen(name) - 5), name);
-  snprintf(replay, sizeof replay, "build/pdref sim run %s --mode %s --trace %s", path,
-           pd_mode_name(o->mode), trace);
+  char ties[40] = "";
+  if (r->tie_seed) snprintf(ties, sizeof ties, " --tie-seed %llu", (unsigned long long)r->tie_seed);
+  snprintf(replay, sizeof replay, "build/pdref sim run %s --mode %s%s --trace %s", path,
+           pd_mode_name(o->mode), ties, trace);
   if (!st->is_dir_made && make_dirs(o->out) != 0) {
     progress_clear(st);
     fprintf(stderr, "pdref sim explore: %s: cannot create directory: %s\n", o->out, strerror(errno));
@@ -241,6 +250,7 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
   if (o->json) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddItemToObject(j, "seed", seed_json(r->seed));
+    cJSON_AddItemToObject(j, "tie_seed", seed_json(r->tie_seed));
     cJSON_AddStringToObject(j, "violated", found);
     char id[8];
     snprintf(id, sizeof id, "I%d", r->inv);
@@ -300,7 +310,7 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
     double t = wall_s();
     if (o->has_time && t - st->t0 >= o->time_s) break;
     pd_explore_result_t r;
-    int rc = pd_explore_seed(s, seed, o->mode, skip_mask(st, o), o->determinism, &r);
+    int rc = pd_explore_seed(s, seed, o->mode, skip_mask(st, o), o->determinism, o->ties, &r);
     if (rc) {
       progress_clear(st);
       fprintf(stderr, "pdref sim explore: seed %llu: %s\n", (unsigned long long)seed, pd_strerror(rc));
@@ -375,7 +385,7 @@ static void summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
 }
 
 int pd_cli_sim_explore(int argc, char **argv) {
-  ex_opts_t o = {.seeds = EX_DEFAULT_SEEDS, .start = 1, .shard_n = 1, .per_inv = 1,
+  ex_opts_t o = {.seeds = EX_DEFAULT_SEEDS, .start = 1, .shard_n = 1, .per_inv = 1, .ties = 2,
                  .out = EX_DEFAULT_OUT};
   int rc = parse_opts(argc, argv, &o);
   if (rc >= 0) return rc;

@@ -16,6 +16,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: pdref mock --role prefill|decode [--listen HOST:PORT] [--bootstrap-port P]\n"
           "                  [--scenario FILE --worker NAME] [--log EVENTS.jsonl]\n"
+          "                  [--fault-ledger FILE]\n"
           "                  [--bootstrap-timeout-ms N] [--waiting-timeout-ms N] [--speed X]\n"
           "                  [--seed N] [--direct] [--clock-on-start] [--json]\n"
           "\n"
@@ -28,6 +29,9 @@ static void usage(FILE *f) {
           "  --scenario FILE     take behaviour, faults, timeouts and seed from a scenario\n"
           "  --worker NAME       ... for this worker of the scenario (required with --scenario)\n"
           "  --log FILE          event log, JSON lines flushed per line ('-' = stdout)\n"
+          "  --fault-ledger FILE the fault ledger this run's mocks share, so a scenario's\n"
+          "                      traffic faults strike one leg whichever mock gets it\n"
+          "                      (made when missing; default: private to this mock)\n"
           "  --bootstrap-timeout-ms N  prefill wait for its decode (default: scenario, 300000)\n"
           "  --waiting-timeout-ms N    decode wait for the KV (default: scenario, 300000)\n"
           "  --speed X           multiply every duration by X (0.01: a 300 s timeout is 3 s)\n"
@@ -92,6 +96,7 @@ static int parse_flag(mock_opts_t *o, const char *f, const char *v) {
   else if (!strcmp(f, "--scenario")) o->scenario = v;
   else if (!strcmp(f, "--worker")) o->worker = v;
   else if (!strcmp(f, "--log")) o->log = v;
+  else if (!strcmp(f, "--fault-ledger")) o->c.ledger_path = v;
   else if (!strcmp(f, "--speed")) return parse_speed(v, &o->c.speed);
   else if (!strcmp(f, "--bootstrap-port")) {
     if (parse_u64(f, v, 65535, &n)) return 2;
@@ -154,6 +159,9 @@ static int apply_scenario(mock_opts_t *o, pd_scenario_t *s) {
   if (!o->has_wto) o->c.waiting_timeout_ms = s->config.waiting_timeout_ms;
   o->c.fault_rate = s->workload.fault_rate;
   o->c.default_tokens = s->workload.tokens;
+  o->c.tfaults = s->tfaults;
+  o->c.n_tfaults = s->n_tfaults;
+  o->c.n_requests = s->workload.requests;
   return 0;
 }
 

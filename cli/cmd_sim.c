@@ -24,8 +24,8 @@ static void mask_str(uint32_t m, char *buf, size_t cap) {
 
 typedef struct opts {
   int mode; /* -1 all */
-  int has_seed;
-  uint64_t seed;
+  int has_seed, has_tie_seed;
+  uint64_t seed, tie_seed;
   const char *trace;
   int json;
 } opts_t;
@@ -48,7 +48,8 @@ static int run_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, row_res
       return 2;
     }
   }
-  int rc = pd_world_run(s, m, seed, tf, &r->st, &r->got, &r->hash);
+  pd_world_opts_t wo = {tf, NULL, NULL, o->has_tie_seed, o->tie_seed};
+  int rc = pd_world_run_opts(s, m, seed, &wo, &r->st, &r->got, &r->hash);
   if (tf) fclose(tf);
   if (rc) {
     fprintf(stderr, "pdref sim run: %s: %s\n", s->path, pd_strerror(rc));
@@ -57,7 +58,8 @@ static int run_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, row_res
   pd_world_stats_t st2;
   uint32_t got2 = 0;
   uint64_t h2 = 0;
-  if (pd_world_run(s, m, seed, NULL, &st2, &got2, &h2) == 0 && (h2 != r->hash || got2 != r->got))
+  wo.trace = NULL;
+  if (pd_world_run_opts(s, m, seed, &wo, &st2, &got2, &h2) == 0 && (h2 != r->hash || got2 != r->got))
     r->got |= 1u << (PD_INV_DETERMINISM - 1);
   r->want_set = s->expect[m].is_set;
   r->want = s->expect[m].violated_mask;
@@ -79,9 +81,13 @@ static void print_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, cons
   if (r->got) {
     printf("    %s%s\n", r->st.first_reason[0] ? r->st.first_reason : "violation",
            r->st.first_violating_req_valid ? "" : "");
-    printf("    replay: build/pdref sim run %s --mode %s --seed %llu --trace %s-%s.trace.json\n",
+    uint64_t tie = o->has_tie_seed ? o->tie_seed : s->config.tie_seed;
+    char ties[40] = "";
+    if (tie) snprintf(ties, sizeof ties, " --tie-seed %llu", (unsigned long long)tie);
+    printf("    replay: build/pdref sim run %s --mode %s --seed %llu%s --trace %s-%s.trace.json\n",
            s->path, pd_mode_name(m),
-           (unsigned long long)(o->has_seed ? o->seed : s->config.seed), s->name, pd_mode_name(m));
+           (unsigned long long)(o->has_seed ? o->seed : s->config.seed), ties, s->name,
+           pd_mode_name(m));
   }
 }
 
@@ -114,10 +120,12 @@ static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_fil
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0) {
       printf("usage: pdref sim run FILE|DIR... [--mode joined|pr1150|minilb|reference|all]\n"
-             "                    [--seed N] [--trace OUT.json] [--json]\n"
+             "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json]\n"
              "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
              "violated invariants with the scenario's expectation. --trace writes a Chrome/Perfetto\n"
-             "trace (open in ui.perfetto.dev); use it with one file and one mode.\n");
+             "trace (open in ui.perfetto.dev); use it with one file and one mode. --tie-seed\n"
+             "orders events of the same instant (0: insertion order; default: the scenario's\n"
+             "config.tie_seed), as `pdref sim explore` found them.\n");
       exit(0);
     } else if (strcmp(a, "--mode") == 0 && i + 1 < argc) {
       const char *m = argv[++i];
@@ -130,6 +138,14 @@ static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_fil
       o->seed = strtoull(argv[++i], &end, 0);
       if (*end) { fprintf(stderr, "pdref sim run: --seed: not a number '%s'\n", argv[i]); return 2; }
       o->has_seed = 1;
+    } else if (strcmp(a, "--tie-seed") == 0 && i + 1 < argc) {
+      char *end;
+      o->tie_seed = strtoull(argv[++i], &end, 0);
+      if (*end || !argv[i][0] || argv[i][0] == '-') {
+        fprintf(stderr, "pdref sim run: --tie-seed: not a number '%s'\n", argv[i]);
+        return 2;
+      }
+      o->has_tie_seed = 1;
     } else if (strcmp(a, "--trace") == 0 && i + 1 < argc) {
       o->trace = argv[++i];
     } else if (strcmp(a, "--json") == 0) {

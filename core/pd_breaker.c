@@ -97,6 +97,14 @@ void pd_breaker_init(pd_breaker_t *b, const pd_breaker_config_t *cfg) {
   b->state = PD_BREAKER_CLOSED;
 }
 
+void pd_breaker_start_in(pd_breaker_t *b, pd_breaker_state_t st, uint64_t now_ns) {
+  if ((unsigned)st >= PD_BREAKER_STATE_COUNT) return;
+  b->state = st;
+  b->last_change_ns = now_ns;
+  b->probes_in_flight = 0;
+  on_enter[st](b);
+}
+
 /* A clock that steps backwards never counts as time served. */
 static int open_time_served(const pd_breaker_t *b, uint64_t now_ns) {
   return now_ns >= b->last_change_ns && now_ns - b->last_change_ns >= b->cfg.open_ns;

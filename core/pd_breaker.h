@@ -74,4 +74,8 @@ int pd_breaker_record(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r, i
 
 const char *pd_breaker_state_name(pd_breaker_state_t s);
 
+/* Start a breaker in state st at now_ns, as if it had just moved there (a scenario's
+ * workers[].breaker_initial: a run that begins with a worker's breaker open or half-open). */
+void pd_breaker_start_in(pd_breaker_t *b, pd_breaker_state_t st, uint64_t now_ns);
+
 #endif

@@ -212,6 +212,13 @@ pd_breaker_state_t pd_gw_breaker_state(pd_gw_t *gw, pd_role_t role, uint32_t w, 
   return pd_breaker_state(&copy, now);
 }
 size_t pd_gw_requests_live(const pd_gw_t *gw) { return gw->map.len; }
+int pd_gw_breaker_start_in(pd_gw_t *gw, pd_role_t role, uint32_t w, pd_breaker_state_t st,
+                           uint64_t now) {
+  if ((unsigned)role > 1 || w >= gw->n_workers[role] || (unsigned)st > PD_BREAKER_HALF_OPEN)
+    return PD_ERR_INVAL;
+  pd_breaker_start_in(&gw->workers[role][w].breaker, st, now);
+  return 0;
+}
 
 /* ---------- buffers and action emission ---------- */
 

@@ -59,7 +59,7 @@ typedef struct fz_state {
 } fz_state_t;
 
 static void fz_push(fz_state_t *s, uint64_t delta_ns) {
-  pd_heap_item_t it = {s->now_ns + delta_ns, 12345, 7, 0, s->next_seq, 0};
+  pd_heap_item_t it = {s->now_ns + delta_ns, 12345, 7, 0, s->next_seq, 0, 0};
   int was_failed = s->fa->failed;
   int rc = pd_heap_push(&s->h, &it);
   if (rc == 0) {

@@ -45,6 +45,22 @@ static void check_worker(const pd_scenario_t *s, uint32_t i) {
   check(!w->crash_at_ms || !w->restart_at_ms || w->restart_at_ms > w->crash_at_ms);
   check(w->n_faults <= PD_SCN_MAX_FAULTS);
   for (uint32_t k = 0; k < w->n_faults; k++) check_fault(&w->faults[k]);
+  check(w->split_parts >= 2 && w->split_parts <= PD_SCN_MAX_SPLIT);
+  check(w->open_delay_ms <= PD_SCN_MAX_MS);
+  check(w->breaker_initial >= 0 && w->breaker_initial <= 2);
+}
+
+/* Top-level faults: a leg range from 1, a role, an existing request or every one, no prob. */
+static void check_tfaults(const pd_scenario_t *s) {
+  check(s->n_tfaults <= PD_SCN_MAX_TFAULTS);
+  for (uint32_t i = 0; i < s->n_tfaults; i++) {
+    const pd_tfault_t *t = &s->tfaults[i];
+    check_fault(&t->f);
+    check(t->f.nth_from >= 1 && t->f.prob == 1.0);
+    check(t->role == PD_ROLE_PREFILL || t->role == PD_ROLE_DECODE);
+    check(t->request == PD_TFAULT_ANY || t->request < s->workload.requests);
+    check(t->is_sticky == 0 || t->is_sticky == 1);
+  }
 }
 
 static void check_config(const pd_scn_config_t *c) {
@@ -59,6 +75,7 @@ static void check_config(const pd_scn_config_t *c) {
                          c->grace_ms,           c->net_us};
   for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) check(ms[i] <= PD_SCN_MAX_MS);
   check(c->deadline_ms >= 1);
+  check(c->breaker_half_open_probes <= 1000000);
 }
 
 static void check_workload(const pd_scn_workload_t *w) {
@@ -71,6 +88,14 @@ static void check_workload(const pd_scn_workload_t *w) {
   check(w->tokens >= 1 && w->tokens <= FZ_MAX_TOKENS);
   check(w->interval_ms <= PD_SCN_MAX_MS && w->disconnect_at_ms <= PD_SCN_MAX_MS);
   check((uint64_t)w->requests * w->interval_ms <= PD_SCN_MAX_MS);
+  check(w->n_bursts <= PD_SCN_MAX_BURSTS);
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < w->n_bursts; i++) {
+    check(w->bursts[i].requests >= 1 && w->bursts[i].at_ms <= PD_SCN_MAX_MS);
+    check(i == 0 || w->bursts[i].at_ms > w->bursts[i - 1].at_ms);
+    sum += w->bursts[i].requests;
+  }
+  check(!w->n_bursts || (sum == w->requests && !w->interval_ms && w->poisson == 0.0));
 }
 
 static void check_scenario(const pd_scenario_t *s) {
@@ -88,6 +113,7 @@ static void check_scenario(const pd_scenario_t *s) {
   check(roles[0] >= 1 && roles[1] >= 1);
   check_config(&s->config);
   check_workload(&s->workload);
+  check_tfaults(s);
   for (int m = 0; m < PD_MODE_COUNT; m++) {
     const pd_scn_expect_t *e = &s->expect[m];
     check(e->is_set == 0 || e->is_set == 1);

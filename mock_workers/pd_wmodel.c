@@ -49,6 +49,13 @@ static void send(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg) {
   if (leg->worker_conn_open) pd_world_to_gw(w, leg, kind, arg, 0);
 }
 
+/* One message as split_parts chunks ("chunking": "split"). */
+static void send_split(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg) {
+  uint32_t n = node_of(w, leg)->spec->split_parts;
+  for (uint32_t i = 0; leg->worker_conn_open && i < (n >= 2 ? n : 2); i++)
+    pd_world_to_gw_part(w, leg, kind, arg, i, n >= 2 ? n : 2);
+}
+
 /* An error answer: non-stream a status + JSON error body; stream (head already sent) an SSE
  * error event and [DONE] (W6.3). */
 static void answer_error(struct pd_world *w, pd_wleg_t *leg, int status) {
@@ -74,7 +81,11 @@ static void uperr(struct pd_world *w, pd_wleg_t *leg, pd_uperr_t e, pd_truth_t t
 static void pick_fault(struct pd_world *w, pd_wleg_t *leg) {
   pd_wnode_t *n = node_of(w, leg);
   pd_wpick_t pk = {-1, leg->fp, leg->lag_ms, leg->drip_ms};
-  pd_wpick_fault(n->spec, ++n->received, w->s->workload.fault_rate, &w->fault_rng, &pk);
+  pd_creq_t *rq = pd_ptrmap_get(&w->reqs, leg->req_id);
+  pd_wtraffic_t t = {w->s->tfaults, w->s->n_tfaults, rq ? (uint32_t)rq->id : PD_TFAULT_ANY,
+                     leg->role, rq ? ++rq->legs_seen[leg->role] : 0, leg->worker, w->tf_owner};
+  leg->tfault = pd_wpick_fault(n->spec, ++n->received, w->s->workload.fault_rate, &t,
+                               &w->fault_rng, &pk);
   leg->fault = pk.fault;
   leg->fp = pk.fp;
   leg->lag_ms = pk.lag_ms;
@@ -137,18 +148,23 @@ static void transfer_done(struct pd_world *w, pd_wleg_t *p) {
   pd_world_wtimer(w, d, WT_TOKEN, node_of(w, d)->spec->first_token_ms * MS_NS);
   p->wstate = WL_LAG;
   if (has_fault(p, PD_FAULT_HANG_MID_STREAM)) { p->wstate = WL_HUNG; return; }
-  pd_world_wtimer(w, p, WT_RESPOND, p->lag_ms * MS_NS);
+  pd_world_wtimer(w, p, WT_RESPOND, (p->lag_ms + pd_wlate_error_ms(p->fault, p->fp)) * MS_NS);
 }
 
 static void prefill_respond(struct pd_world *w, pd_wleg_t *p) {
   if (has_fault(p, PD_FAULT_RESET_MID_STREAM)) { uperr(w, p, PD_UPERR_RESET, PD_TRUTH_FAILED); return; }
+  if (has_fault(p, PD_FAULT_ERROR_AFTER_KV)) { answer_error(w, p, 500); return; }
   if (!p->is_stream) send(w, p, W2G_HEAD, 200);
   if (has_fault(p, PD_FAULT_BODY_ERROR)) {
     send(w, p, W2G_PREFILL_BODY, 1);
     uperr(w, p, PD_UPERR_READ, PD_TRUTH_FAILED);
     return;
   }
-  if (!has_fault(p, PD_FAULT_TRUNCATE)) send(w, p, W2G_PREFILL_BODY, 0);
+  if (!has_fault(p, PD_FAULT_TRUNCATE) && p->is_stream &&
+      node_of(w, p)->spec->chunking == PD_CHUNK_SPLIT)
+    send_split(w, p, W2G_PREFILL_BODY, 0); /* the prefill's event and [DONE], in pieces */
+  else if (!has_fault(p, PD_FAULT_TRUNCATE))
+    send(w, p, W2G_PREFILL_BODY, 0);
   send(w, p, W2G_END, 0);
   finish(w, p, has_fault(p, PD_FAULT_TRUNCATE) ? PD_TRUTH_FAILED : PD_TRUTH_OK);
 }
@@ -170,7 +186,8 @@ static void decode_token(struct pd_world *w, pd_wleg_t *d) {
     case PD_FAULT_HANG_MID_STREAM: d->wstate = WL_HUNG; return;
     case PD_FAULT_RESET_MID_STREAM: uperr(w, d, PD_UPERR_RESET, PD_TRUTH_FAILED); return;
     case PD_FAULT_BODY_ERROR: uperr(w, d, PD_UPERR_READ, PD_TRUTH_FAILED); return;
-    case PD_FAULT_SSE_ERROR: answer_error(w, d, 500); return;
+    case PD_FAULT_SSE_ERROR:
+    case PD_FAULT_ERROR_AFTER_KV: answer_error(w, d, 500); return;
     case PD_FAULT_TRUNCATE:
       if (!d->is_stream) { uperr(w, d, PD_UPERR_READ, PD_TRUTH_FAILED); return; }
       send(w, d, W2G_END, 0);
@@ -190,8 +207,7 @@ static void decode_token(struct pd_world *w, pd_wleg_t *d) {
   if (d->is_stream) {
     pd_chunking_t c = node_of(w, d)->spec->chunking;
     if (c == PD_CHUNK_SPLIT) {
-      send(w, d, W2G_TOKEN, k << 2 | 1);
-      send(w, d, W2G_TOKEN, k << 2 | 2);
+      send_split(w, d, W2G_TOKEN, k << 2);
     } else if (c == PD_CHUNK_COALESCE && k + 1 < d->tokens && !(d->fault >= 0 && k + 1 >= after)) {
       send(w, d, W2G_TOKEN, k << 2 | 3);
       d->sent_tokens++;
@@ -205,7 +221,15 @@ static void decode_token(struct pd_world *w, pd_wleg_t *d) {
 
 /* ---------- entry points ---------- */
 
+static void open_leg(struct pd_world *w, pd_wleg_t *leg);
+static pd_truth_t interrupted_truth(const pd_wleg_t *leg);
+
 void pd_wm_on_open(struct pd_world *w, pd_wleg_t *leg) {
+  open_leg(w, leg);
+  if (leg->is_abort_early && leg->wstate != WL_DONE) finish(w, leg, interrupted_truth(leg));
+}
+
+static void open_leg(struct pd_world *w, pd_wleg_t *leg) {
   pd_wnode_t *n = node_of(w, leg);
   leg->worker_conn_open = 1;
   leg->truth = PD_TRUTH_PENDING;
@@ -256,6 +280,10 @@ void pd_wm_on_close(struct pd_world *w, pd_wleg_t *leg) {
 
 void pd_wm_on_abort(struct pd_world *w, pd_wleg_t *leg) {
   leg->aborts++;
+  if (leg->wstate == WL_NEW) { /* the abort overtook its request: remember it, as the */
+    leg->is_abort_early = 1;   /* socket mock remembers aborted rids (Q7) */
+    return;
+  }
   if (leg->wstate == WL_DONE) return;
   finish(w, leg, interrupted_truth(leg));
 }

@@ -38,23 +38,43 @@ int pd_wstatus_is_deferred(const pd_fault_t *fp, int is_decode, int is_stream) {
   return fp && fp->kind == PD_FAULT_STATUS && fp->after_tokens > 0 && is_decode && !is_stream;
 }
 
-void pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
-                    pd_prng_t *rng, pd_wpick_t *out) {
+static void apply(const pd_fault_t *f, pd_wpick_t *out) {
+  if (f->kind == PD_FAULT_PREFILL_LAG) out->lag_ms = f->ms;
+  else if (f->kind == PD_FAULT_SLOW_DRIP) out->drip_ms = f->ms;
+  else if (out->fault < 0) { out->fault = (int)f->kind; out->fp = f; }
+}
+
+/* Does traffic fault i strike this leg? A leg in its range claims a sticky fault's worker
+ * (the first to get there keeps it); a later leg on that worker strikes too. */
+static int traffic_matches(const pd_wtraffic_t *t, uint32_t i) {
+  const pd_tfault_t *tf = &t->tf[i];
+  if (tf->role != t->role || t->request == PD_TFAULT_ANY) return 0;
+  if (tf->request != PD_TFAULT_ANY && tf->request != t->request) return 0;
+  uint32_t me = t->worker + 1u, none = 0;
+  if (t->leg_no >= tf->f.nth_from && t->leg_no <= tf->f.nth_to) {
+    if (tf->is_sticky) atomic_compare_exchange_strong(&t->owner[i], &none, me);
+    return 1;
+  }
+  return tf->is_sticky && atomic_load(&t->owner[i]) == me;
+}
+
+int pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
+                   const pd_wtraffic_t *t, pd_prng_t *rng, pd_wpick_t *out) {
+  int fired = -1;
   out->fault = -1;
+  for (uint32_t i = 0; t && i < t->n_tf; i++) {
+    if (!traffic_matches(t, i)) continue;
+    apply(&t->tf[i].f, out);
+    if (fired < 0) fired = (int)i;
+  }
   for (uint32_t i = 0; i < spec->n_faults; i++) {
     const pd_fault_t *f = &spec->faults[i];
-    if (!fault_matches(rng, f, nth)) continue;
-    if (f->kind == PD_FAULT_PREFILL_LAG) { out->lag_ms = f->ms; continue; }
-    if (f->kind == PD_FAULT_SLOW_DRIP) { out->drip_ms = f->ms; continue; }
-    if (out->fault < 0) { out->fault = (int)f->kind; out->fp = f; }
+    if (fault_matches(rng, f, nth)) apply(f, out);
   }
   if (out->fault < 0 && fault_rate > 0 && pd_prng_unit(rng) < fault_rate) {
-    const pd_fault_t *f = &random_faults[pd_prng_below(rng,
-                                                       sizeof random_faults / sizeof *random_faults)];
-    if (f->kind == PD_FAULT_PREFILL_LAG) out->lag_ms = f->ms;
-    else if (f->kind == PD_FAULT_SLOW_DRIP) out->drip_ms = f->ms;
-    else { out->fault = (int)f->kind; out->fp = f; }
+    apply(&random_faults[pd_prng_below(rng, sizeof random_faults / sizeof *random_faults)], out);
   }
+  return fired;
 }
 
 /* ---------- wire rendering (W6.3, W6.4) ---------- */

@@ -4,6 +4,7 @@
  * rendering (W6.3, W6.4). Pure functions: no world, no clock, no socket. */
 #ifndef PD_WSHARED_H
 #define PD_WSHARED_H
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,13 +19,31 @@ typedef struct pd_wpick {
   uint64_t drip_ms;      /* SLOW_DRIP, unchanged if none applies */
 } pd_wpick_t;
 
-/* Choose the fault of a worker's nth request (1-based): every scripted fault whose nth range
- * holds nth is drawn with its prob; prefill_lag and slow_drip set their modifier, the first
- * other kind drawn is the fault. With none, a random fault from a fixed set with probability
- * fault_rate (workload.fault_rate). Draws from rng in a fixed order, so one seed replays. The
- * caller initialises *out (fault -1, its current fp, lag_ms, drip_ms). */
-void pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
-                    pd_prng_t *rng, pd_wpick_t *out);
+/* A leg as the traffic faults (the scenario's top-level "faults") see it. The caller keeps the
+ * ledger: leg_no is this leg's number among the legs of its role of its request, counted in
+ * the order they reached a worker (the simulator per request; the socket mocks in a shared
+ * file, net/pd_mock_ledger.c), and owner holds, per traffic fault, the worker index + 1 a
+ * sticky fault stuck to (0: none yet). */
+typedef struct pd_wtraffic {
+  const pd_tfault_t *tf;
+  uint32_t n_tf;
+  uint32_t request;        /* 0-based; PD_TFAULT_ANY: unknown, no traffic fault applies */
+  pd_role_t role;
+  uint32_t leg_no;         /* 1-based */
+  uint32_t worker;         /* the worker's index in its scenario */
+  _Atomic uint32_t *owner; /* n_tf entries */
+} pd_wtraffic_t;
+
+/* Choose the fault of a worker's nth request (1-based). First the traffic faults (t, may be
+ * NULL): each that matches this leg applies (and a sticky one claims the worker); then every
+ * scripted fault whose nth range holds nth is drawn with its prob. prefill_lag and slow_drip
+ * set their modifier, the first other kind is the fault. With none, a random fault from a
+ * fixed set with probability fault_rate (workload.fault_rate). Draws from rng in a fixed
+ * order (traffic faults draw nothing), so one seed replays. The caller initialises *out
+ * (fault -1, its current fp, lag_ms, drip_ms). Returns the index of the traffic fault that
+ * fired, or -1. */
+int pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
+                   const pd_wtraffic_t *t, pd_prng_t *rng, pd_wpick_t *out);
 
 /* The truth of a leg answered with an injected status: a 4xx other than 408/429 is the
  * worker correctly refusing the request (R3.2), so the worker is healthy; the rest failed. */
@@ -33,6 +52,12 @@ int pd_wstatus_is_healthy(int status);
 /* A `status` fault with after_tokens > 0 on a non-stream decode answers after generating
  * that many tokens (the KV arrived; prefill succeeded), not at once. */
 int pd_wstatus_is_deferred(const pd_fault_t *fp, int is_decode, int is_stream);
+
+/* How much later than the KV transfer (and any prefill_lag) an error_after_kv prefill gives
+ * its error answer: the fault's ms; 0 for any other fault. */
+static inline uint64_t pd_wlate_error_ms(int fault, const pd_fault_t *fp) {
+  return fault == (int)PD_FAULT_ERROR_AFTER_KV && fp ? fp->ms : 0;
+}
 
 /* What the renderer needs to know about a request. */
 typedef struct pd_wr_leg {

@@ -48,6 +48,9 @@ static int has_crash(const pd_scenario_t *s) {
 
 const char *pd_conform_skip_reason(const pd_scenario_t *s) {
   if (s->workload.requests > PD_CONFORM_MAX_REQUESTS) return "more than 50000 client requests";
+  for (uint32_t i = 0; i < s->n_workers; i++) /* a gateway's breakers start closed */
+    if (s->workers[i].breaker_initial != PD_BREAKER_CLOSED)
+      return "a worker's breaker starts open or half-open (breaker_initial): simulator only";
   return NULL;
 }
 

@@ -37,7 +37,7 @@ int pd_cf_plan(pd_cf_run_t *run) {
   pd_prng_init(&root, run->s->config.seed);
   pd_prng_fork(&root, 1, &gw_rng); /* the simulator forks the gateway's stream first */
   pd_prng_fork(&root, 2, &world);
-  uint64_t t = 0, tag = pd_cf_now_abs() / 1000u;
+  uint64_t t = pd_scenario_arrival_gap_ns(wl, 0, &world), tag = pd_cf_now_abs() / 1000u;
   char body[4096];
   for (uint32_t i = 0; i < n; i++) {
     pd_cf_req_t *q = &run->reqs[i];
@@ -52,11 +52,7 @@ int pd_cf_plan(pd_cf_run_t *run) {
       if (!q->disc_ns) q->disc_ns = 1;
     }
     q->t_plan = scaled(run, t);
-    if (i + 1 < n) {
-      uint64_t gap = wl->interval_ms * PD_CF_MS;
-      if (wl->poisson && gap) gap = (uint64_t)(-log(1.0 - pd_prng_unit(&world)) * (double)gap);
-      t += gap;
-    }
+    if (i + 1 < n) t += pd_scenario_arrival_gap_ns(wl, i + 1, &world); /* as the simulator */
     snprintf(q->xrid, sizeof q->xrid, "pdconf-%06llx-%u", (unsigned long long)(tag & 0xffffff), i);
     /* the id rides in the prompt too: every gateway forwards the prompt to both legs, so the
        mocks tie legs exactly even behind a gateway that drops X-Request-Id (mini_lb) */

@@ -167,6 +167,9 @@ int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap) {
   const pd_scenario_t *s = run->s;
   char speed[32];
   snprintf(speed, sizeof speed, "%.6g", run->o->scale);
+  char ledger[PD_CF_PATH_MAX + 16]; /* traffic faults: one fault ledger per row, fresh */
+  snprintf(ledger, sizeof ledger, "%s/faults.ledger", run->dir);
+  unlink(ledger);
   for (uint32_t i = 0; i < s->n_workers; i++) {
     pd_cf_worker_t *k = &run->wk[i];
     const pd_scn_worker_t *sw = &s->workers[i];
@@ -194,6 +197,10 @@ int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap) {
     argv[n++] = "--speed";
     argv[n++] = speed;
     if (sw->crash_at_ms) argv[n++] = "--clock-on-start"; /* crash at workload time, not start-up */
+    if (s->n_tfaults) {
+      argv[n++] = "--fault-ledger";
+      argv[n++] = ledger;
+    }
     argv[n] = NULL;
     if (spawn(&k->proc, argv, k->out, errp, 1) != 0) {
       snprintf(err, cap, "cannot start the mock for worker %s: %s", sw->name, strerror(errno));

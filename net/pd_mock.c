@@ -62,7 +62,7 @@ int pd_mock_on_engine(const pd_mock_t *m) {
 
 void pd_mock_timer(pd_mock_t *m, pd_mleg_t *leg, int kind, uint64_t delay_ns) {
   pd_heap_item_t it = {pd_mock_now_ns() + delay_ns, 0, (uint32_t)kind, leg ? leg->slot : 0,
-                       leg ? leg->id : 0, leg ? leg->tgen : 0};
+                       leg ? leg->id : 0, leg ? leg->tgen : 0, 0};
   if (pd_heap_push(&m->timers, &it) < 0) {
     fprintf(stderr, "pdref mock: timer heap full\n");
     return;
@@ -107,7 +107,7 @@ static void leg_free(pd_mock_t *m, pd_mleg_t *leg) {
 }
 
 void pd_mleg_maybe_free(pd_mock_t *m, pd_mleg_t *leg) {
-  int is_worker_done = leg->wstate == WL_DONE || leg->wstate == WL_NEW;
+  int is_worker_done = leg->wstate == WL_DONE || (leg->wstate == WL_NEW && !leg->is_held);
   if (is_worker_done && !leg->is_attached && !leg->has_response && !leg->want_resume)
     leg_free(m, leg);
 }
@@ -292,6 +292,9 @@ static int init_state(pd_mock_t *m, const pd_mock_config_t *c) {
     free(s);
   }
   m->cfg.worker = &m->worker;
+  m->cfg.n_tfaults = c->tfaults && c->n_tfaults <= PD_SCN_MAX_TFAULTS ? c->n_tfaults : 0;
+  if (m->cfg.n_tfaults) memcpy(m->tfaults, c->tfaults, m->cfg.n_tfaults * sizeof *m->tfaults);
+  m->cfg.tfaults = m->tfaults;
   if (!m->cfg.listen_host) m->cfg.listen_host = "127.0.0.1";
   m->log = c->log;
   m->http_listen = m->boot_listen = m->wake[0] = m->wake[1] = -1;
@@ -332,7 +335,9 @@ pd_mock_t *pd_mock_new(const pd_mock_config_t *c, char *err, size_t errlen) {
     pd_mock_del(m);
     return NULL;
   }
-  if ((m->cfg.role == PD_ROLE_PREFILL && pd_boot_listen(m, err, errlen) < 0) ||
+  if ((m->cfg.n_tfaults && pd_mledger_open(&m->ledger, c->ledger_path,
+                                            c->n_requests ? c->n_requests : 1, err, errlen) < 0) ||
+      (m->cfg.role == PD_ROLE_PREFILL && pd_boot_listen(m, err, errlen) < 0) ||
       pd_mock_http_start(m, err, errlen) < 0) {
     pd_mock_del(m);
     return NULL;
@@ -394,6 +399,7 @@ void pd_mock_del(pd_mock_t *m) {
   for (int i = 0; i < 2; i++)
     if (m->wake[i] >= 0) close(m->wake[i]);
   pd_heap_free(&m->timers);
+  pd_mledger_close(&m->ledger);
   pthread_mutex_destroy(&m->mu);
   free(m);
 }

@@ -43,6 +43,11 @@ typedef struct pd_mock_config {
   int is_direct;                 /* decode: a request without bootstrap_room needs no KV */
   int is_clock_on_start;         /* crash_at_ms/restart_at_ms count from POST /pdref/start,
                                     not from start-up (a runner's workload time 0) */
+  const pd_tfault_t *tfaults;    /* the scenario's traffic faults (copied), n_tfaults of them */
+  uint32_t n_tfaults;
+  uint32_t n_requests;           /* workload.requests: the ledger's size */
+  const char *ledger_path;       /* fault ledger shared with the run's other mocks; NULL: a
+                                    private one (net/pd_mock_ledger.h) */
   FILE *log;                     /* event log (JSON lines) or NULL; not closed by the mock */
 } pd_mock_config_t;
 

@@ -256,6 +256,21 @@ static const char *header(struct MHD_Connection *c, const char *name) {
   return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
+/* The request index n of the runner's id "pdconf-<hex>-<n>" in the prompt, for the traffic
+ * faults; PD_TFAULT_ANY when the prompt carries none. */
+static uint32_t body_index(const char *body, size_t len) {
+  char tag[PD_MOCK_XRID_MAX];
+  pd_mreq_body_tag(body, len, tag, sizeof tag);
+  const char *dash = strrchr(tag, '-');
+  uint64_t n = 0;
+  if (!dash || !dash[1] || dash - tag < 8) return PD_TFAULT_ANY;
+  for (const char *p = dash + 1; *p; p++) {
+    if (*p < '0' || *p > '9' || n > PD_SCN_MAX_REQUESTS) return PD_TFAULT_ANY;
+    n = n * 10 + (uint64_t)(*p - '0');
+  }
+  return n < PD_SCN_MAX_REQUESTS ? (uint32_t)n : PD_TFAULT_ANY;
+}
+
 static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x,
                                  pd_reply_t *rp) {
   if (m->is_down) {
@@ -280,17 +295,18 @@ static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx
     return respond_error(rp, 400, "invalid_request_error", err);
   }
   pd_mreq_pick_xrid(header(c, "X-Request-Id"), x->body, x->len, leg->xrid, sizeof leg->xrid);
+  leg->req_index = body_index(x->body, x->len);
   leg->path = x->path;
   leg->conn = c;
   leg->fd = conn_fd(c);
   leg->is_attached = 1;
   x->leg = leg;
   pd_mlog_request(m, leg);
-  pd_mm_open(m, leg);
-  if (pd_mm_was_aborted(m, leg->rid)) { /* the abort overtook its request */
-    pd_mlog_str(m, "abort", leg, "prefix", "(remembered)");
-    pd_mm_abort(m, leg);
-  }
+  leg->is_held = m->worker.open_delay_ms > 0; /* a late request: an abort may overtake it */
+  if (leg->is_held)
+    pd_mock_timer(m, leg, MT_OPEN, pd_mock_scaled_ns(m, m->worker.open_delay_ms));
+  else
+    pd_mm_arrive(m, leg);
   return progress(m, leg, rp);
 }
 

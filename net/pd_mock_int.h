@@ -11,6 +11,7 @@
 
 #include "pd_heap.h"
 #include "pd_mock.h"
+#include "pd_mock_ledger.h"
 #include "pd_request.h"
 #include "pd_world.h" /* pd_truth_t, pd_wl_state_t: the simulator's worker states */
 #include "pd_wshared.h"
@@ -33,6 +34,7 @@ enum {
   MT_RECONNECT, /* decode: try the bootstrap connection again */
   MT_CRASH,     /* worker crash_at_ms (no leg) */
   MT_RESTART,   /* worker restart_at_ms (no leg) */
+  MT_OPEN,      /* the request reaches the worker model (worker open_delay_ms) */
 };
 
 /* How a leg's HTTP exchange ends once its queued bytes are written. */
@@ -69,6 +71,8 @@ typedef struct pd_mleg {
   int boot_port;  /* < 0: none */
   uint32_t tokens;
   char xrid[PD_MOCK_XRID_MAX];
+  uint32_t req_index; /* the runner's request index from its id in the prompt, or
+                         PD_TFAULT_ANY (no traffic fault applies) */
   /* the worker model (mock_workers/pd_wmodel.c) */
   pd_wl_state_t wstate;
   int fault; /* pd_fault_kind_t or -1 */
@@ -81,6 +85,8 @@ typedef struct pd_mleg {
   int boot;          /* bootstrap connection index (prefill: paired decode; decode: own) */
   int is_paired;     /* decode: the prefill said PAIR (no reconnect after that) */
   uint32_t aborts;
+  int is_held;         /* held back from the model until MT_OPEN (open_delay_ms) */
+  int is_closed_early; /* the client closed while it was held back */
   /* the HTTP side */
   struct MHD_Connection *conn;
   int fd;
@@ -139,6 +145,8 @@ struct pd_mock {
   uint32_t bc_live[PD_MOCK_MAX_BOOT_CONNS], n_bc_live;
   uint64_t next_id, next_seq;
   uint32_t received; /* generation requests received (nth for faults) */
+  pd_tfault_t tfaults[PD_SCN_MAX_TFAULTS];
+  pd_mledger_t ledger; /* mapped when there are traffic faults */
   pd_prng_t fault_rng, rid_rng;
   pd_aborted_t aborted[PD_MOCK_ABORT_MEMORY];
   uint32_t aborted_next;
@@ -180,6 +188,9 @@ int pd_mo_can_send(const pd_mleg_t *leg);
 
 /* ---------- pd_mock_model.c: the worker model on real sockets ---------- */
 void pd_mm_open(pd_mock_t *m, pd_mleg_t *leg);
+/* The request reaches the model: pd_mm_open, then the abort of an earlier /abort_request
+ * that named its rid (an abort that overtook it). */
+void pd_mm_arrive(pd_mock_t *m, pd_mleg_t *leg);
 void pd_mm_close(pd_mock_t *m, pd_mleg_t *leg); /* the client closed the connection */
 void pd_mm_abort(pd_mock_t *m, pd_mleg_t *leg); /* /abort_request matched the leg */
 void pd_mm_timer(pd_mock_t *m, pd_mleg_t *leg, int kind);
@@ -219,6 +230,9 @@ char *pd_mreq_escape(const char *s);
  * the header (a gateway that sends its own uuid, as vLLM's proxies do, must not hide the
  * runner's id); empty when there is neither. header may be NULL. */
 void pd_mreq_pick_xrid(const char *header, const char *body, size_t len, char *out, size_t cap);
+/* A conformance runner's id in the prompt ("pdconf-<hex>-<n>", pd_conform_client.c): every
+ * gateway forwards the prompt to both legs. Empty when absent. */
+void pd_mreq_body_tag(const char *body, size_t len, char *out, size_t cap);
 
 /* ---------- pd_mock_log.c ---------- */
 /* One JSON line per event: ev + common leg fields (leg may be NULL). Extra fields are added

@@ -57,7 +57,11 @@ static void uperr(pd_mock_t *m, pd_mleg_t *leg, pd_uperr_t e, pd_truth_t t) {
 
 static void pick_fault(pd_mock_t *m, pd_mleg_t *leg) {
   pd_wpick_t pk = {-1, leg->fp, leg->lag_ms, leg->drip_ms};
-  pd_wpick_fault(&m->worker, ++m->received, m->cfg.fault_rate, &m->fault_rng, &pk);
+  pd_wtraffic_t t = {m->tfaults, m->cfg.n_tfaults, leg->req_index, m->cfg.role, 0,
+                     m->cfg.worker_index, m->ledger.owner};
+  if (m->cfg.n_tfaults) t.leg_no = pd_mledger_next_leg(&m->ledger, leg->req_index, m->cfg.role);
+  if (!t.leg_no) t.request = PD_TFAULT_ANY; /* unknown request: no traffic fault */
+  int tf = pd_wpick_fault(&m->worker, ++m->received, m->cfg.fault_rate, &t, &m->fault_rng, &pk);
   leg->fault = pk.fault;
   leg->fp = pk.fp;
   leg->lag_ms = pk.lag_ms;
@@ -66,6 +70,7 @@ static void pick_fault(pd_mock_t *m, pd_mleg_t *leg) {
   if (leg->drip_ms) pd_mlog_str(m, "fault", leg, "kind", pd_fault_kind_name(PD_FAULT_SLOW_DRIP));
   if (leg->fault >= 0)
     pd_mlog_str(m, "fault", leg, "kind", pd_fault_kind_name((pd_fault_kind_t)leg->fault));
+  if (tf >= 0) pd_mlog_int(m, "traffic_fault", leg, "index", tf);
 }
 
 /* ---------- pairing and KV ---------- */
@@ -144,11 +149,12 @@ static void transfer_done(pd_mock_t *m, pd_mleg_t *p) {
   p->boot = -1;
   p->wstate = WL_LAG;
   if (has_fault(p, PD_FAULT_HANG_MID_STREAM)) { p->wstate = WL_HUNG; return; }
-  pd_mock_timer(m, p, MT_RESPOND, ms_ns(m, p->lag_ms));
+  pd_mock_timer(m, p, MT_RESPOND, ms_ns(m, p->lag_ms + pd_wlate_error_ms(p->fault, p->fp)));
 }
 
 static void prefill_respond(pd_mock_t *m, pd_mleg_t *p) {
   if (has_fault(p, PD_FAULT_RESET_MID_STREAM)) { uperr(m, p, PD_UPERR_RESET, PD_TRUTH_FAILED); return; }
+  if (has_fault(p, PD_FAULT_ERROR_AFTER_KV)) { answer_error(m, p, 500); return; }
   if (!p->is_stream) pd_mo_head(m, p, 200, 0);
   if (has_fault(p, PD_FAULT_BODY_ERROR)) {
     pd_mo_render(m, p, PD_WR_PREFILL_BODY, 1);
@@ -174,7 +180,8 @@ static int token_fault(pd_mock_t *m, pd_mleg_t *d) {
   case PD_FAULT_HANG_MID_STREAM: d->wstate = WL_HUNG; return 1;
   case PD_FAULT_RESET_MID_STREAM: uperr(m, d, PD_UPERR_RESET, PD_TRUTH_FAILED); return 1;
   case PD_FAULT_BODY_ERROR: uperr(m, d, PD_UPERR_READ, PD_TRUTH_FAILED); return 1;
-  case PD_FAULT_SSE_ERROR: answer_error(m, d, 500); return 1;
+  case PD_FAULT_SSE_ERROR:
+  case PD_FAULT_ERROR_AFTER_KV: answer_error(m, d, 500); return 1;
   case PD_FAULT_STATUS: answer_status(m, d); return 1; /* deferred: after the KV */
   case PD_FAULT_TRUNCATE:
     if (!d->is_stream) { uperr(m, d, PD_UPERR_READ, PD_TRUTH_FAILED); return 1; }
@@ -281,6 +288,10 @@ static pd_truth_t interrupted_truth(const pd_mleg_t *leg) {
 }
 
 void pd_mm_close(pd_mock_t *m, pd_mleg_t *leg) {
+  if (leg->wstate == WL_NEW) { /* held back (open_delay_ms): the close follows its request */
+    leg->is_closed_early = 1;   /* on the same connection, so it applies after MT_OPEN */
+    return;
+  }
   if (leg->wstate == WL_DONE) return;
   if (leg->wstate == WL_BOOTSTRAP) { /* still queued in bootstrap: a disconnect does not
                                         remove it; only /abort_request or the timeout does */
@@ -301,9 +312,23 @@ void pd_mm_abort(pd_mock_t *m, pd_mleg_t *leg) {
   finish(m, leg, interrupted_truth(leg));
 }
 
+void pd_mm_arrive(pd_mock_t *m, pd_mleg_t *leg) {
+  pd_mm_open(m, leg);
+  if (pd_mm_was_aborted(m, leg->rid)) { /* the abort overtook its request */
+    pd_mlog_str(m, "abort", leg, "prefix", "(remembered)");
+    pd_mm_abort(m, leg);
+  }
+}
+
 void pd_mm_timer(pd_mock_t *m, pd_mleg_t *leg, int kind) {
   if (leg->wstate == WL_DONE) return;
   switch (kind) {
+  case MT_OPEN:
+    if (leg->wstate != WL_NEW) return;
+    leg->is_held = 0;
+    pd_mm_arrive(m, leg);
+    if (leg->is_closed_early) pd_mm_close(m, leg);
+    return;
   case MT_BOOTSTRAP_TIMEOUT:
     if (leg->wstate == WL_BOOTSTRAP) answer_error(m, leg, 500); /* S5.4 */
     return;
@@ -352,7 +377,7 @@ uint32_t pd_mm_abort_prefix(pd_mock_t *m, const char *prefix) {
   uint32_t n = 0;
   for (uint32_t i = m->n_live; i-- > 0;) {
     pd_mleg_t *leg = m->live[i];
-    if (!has_prefix(leg->rid, prefix)) continue;
+    if (!has_prefix(leg->rid, prefix) || leg->wstate == WL_NEW) continue; /* not here yet */
     n++;
     pd_mlog_str(m, "abort", leg, "prefix", prefix);
     pd_mm_abort(m, leg);

@@ -179,9 +179,7 @@ static int is_id_char(char ch) {
   return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
 }
 
-/* A conformance runner's id in the prompt ("pdconf-<hex>-<n>", pd_conform_client.c): every
- * gateway forwards the prompt to both legs. Empty when absent. */
-static void body_tag(const char *body, size_t len, char *out, size_t cap) {
+void pd_mreq_body_tag(const char *body, size_t len, char *out, size_t cap) {
   static const char key[] = CONFORM_ID_PREFIX;
   out[0] = 0;
   if (!body || cap < 2) return;
@@ -203,6 +201,6 @@ void pd_mreq_pick_xrid(const char *header, const char *body, size_t len, char *o
     snprintf(out, cap, "%s", header);
     return;
   }
-  body_tag(body, len, out, cap);
+  pd_mreq_body_tag(body, len, out, cap);
   if (!out[0] && header) snprintf(out, cap, "%s", header);
 }

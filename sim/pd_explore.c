@@ -40,6 +40,7 @@ static double flag_or_frac(pd_prng_t *r, double p0, double p1) {
 static int kind_fits(pd_fault_kind_t k, pd_role_t role) {
   switch (k) {
   case PD_FAULT_BOOTSTRAP_NEVER_SERVED:
+  case PD_FAULT_ERROR_AFTER_KV:
   case PD_FAULT_PREFILL_LAG: return role == PD_ROLE_PREFILL;
   case PD_FAULT_SLOW_DRIP:
   case PD_FAULT_NEVER_CONNECT: return role == PD_ROLE_DECODE;
@@ -59,7 +60,8 @@ static void gen_fault(pd_prng_t *r, pd_fault_t *f, pd_fault_kind_t kind, uint32_
       kind == PD_FAULT_SSE_ERROR || kind == PD_FAULT_TRUNCATE || kind == PD_FAULT_BODY_ERROR)
     f->after_tokens = (uint32_t)range(r, 0, tokens);
   if (kind == PD_FAULT_SLOW_DRIP) f->ms = range(r, 10, EXP_MAX_DRIP_MS);
-  if (kind == PD_FAULT_PREFILL_LAG) f->ms = range(r, 0, EXP_MAX_LAG_MS);
+  if (kind == PD_FAULT_PREFILL_LAG || kind == PD_FAULT_ERROR_AFTER_KV)
+    f->ms = range(r, 0, EXP_MAX_LAG_MS);
   if (chance(r, 0.5)) { /* otherwise every request */
     f->nth_from = (uint32_t)range(r, 1, requests);
     f->nth_to = f->nth_from + (uint32_t)range(r, 0, 3);
@@ -72,6 +74,7 @@ static void gen_worker(pd_prng_t *r, pd_scn_worker_t *w, pd_role_t role, uint32_
   memset(w, 0, sizeof *w);
   snprintf(w->name, sizeof w->name, "%c%u", role == PD_ROLE_PREFILL ? 'p' : 'd', (unsigned)idx);
   w->role = role;
+  w->split_parts = 2; /* the loader's default */
   /* the other role's timings keep the loader's defaults, so files do not mention them */
   w->forward_ms = role == PD_ROLE_PREFILL ? range(r, 1, 200) : 20;
   w->kv_ms = role == PD_ROLE_PREFILL ? range(r, 0, 50) : 5;
@@ -230,13 +233,27 @@ int pd_explore_finish(pd_scenario_t *s, pd_mode_t mode, pd_explore_result_t *r) 
   return rc;
 }
 
+uint64_t pd_explore_tie_seed(uint64_t seed, uint32_t i) {
+  if (i == 0) return 0;
+  uint64_t x = seed * 0x9e3779b97f4a7c15ULL + i;
+  x ^= x >> 31;
+  x *= 0xd6e8feb86659fd93ULL;
+  x ^= x >> 32;
+  return (x & ((1ull << 53) - 1)) | 1u; /* exact as a JSON number, never 0 */
+}
+
 int pd_explore_seed(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t skip_mask,
-                    int check_determinism, pd_explore_result_t *r) {
+                    int check_determinism, uint32_t n_ties, pd_explore_result_t *r) {
   pd_world_stats_t st;
   memset(r, 0, sizeof *r);
   r->seed = seed;
   pd_explore_generate(s, seed);
-  int rc = pd_explore_run(s, mode, check_determinism, &r->found_mask, &st);
+  int rc = 0;
+  for (uint32_t t = 0; rc == 0 && !r->found_mask && t < (n_ties ? n_ties : 1); t++) {
+    s->config.tie_seed = pd_explore_tie_seed(seed, t); /* the same world, another order */
+    rc = pd_explore_run(s, mode, check_determinism, &r->found_mask, &st);
+  }
+  r->tie_seed = s->config.tie_seed;
   if (rc || !r->found_mask) return rc;
   snprintf(r->found_reason, sizeof r->found_reason, "%s", st.first_reason);
   r->requests_before = s->workload.requests;

@@ -34,6 +34,8 @@ typedef struct pd_explore_result {
   uint32_t faults_before, faults_after; /* scripted faults over all workers */
   char found_reason[PD_EXPLORE_REASON_BYTES]; /* first violation of the generated world */
   char reason[PD_EXPLORE_REASON_BYTES];       /* first violation of the shrunk case */
+  uint64_t tie_seed;     /* the order of same-instant events that violated (0: insertion
+                            order); also in the saved case's config.tie_seed */
 } pd_explore_result_t;
 
 /* Fill *s with the world and workload derived from `seed` (config.seed = seed). Every
@@ -64,12 +66,16 @@ int pd_explore_shrink(pd_scenario_t *s, pd_mode_t mode, int inv, uint32_t max_ru
  * world error. */
 int pd_explore_finish(pd_scenario_t *s, pd_mode_t mode, pd_explore_result_t *r);
 
-/* Explore one seed: generate into *s and run it under mode (twice with check_determinism).
- * If it violates an invariant outside skip_mask, shrink for the lowest such invariant and
+/* Explore one seed: generate into *s and run it under mode (twice with check_determinism),
+ * in n_ties orders of same-instant events (tie seeds pd_explore_tie_seed(seed, 0..n_ties-1),
+ * the first being insertion order) until one violates; 0 counts as 1. If it violates an invariant outside skip_mask, shrink for the lowest such invariant and
  * finish *s (pd_explore_finish); r->inv is then set. r is filled either way. Returns 0 or
  * an error from the steps above. */
 int pd_explore_seed(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t skip_mask,
-                    int check_determinism, pd_explore_result_t *r);
+                    int check_determinism, uint32_t n_ties, pd_explore_result_t *r);
+
+/* The i-th tie seed explore tries for a world seed (i = 0: 0, insertion order). */
+uint64_t pd_explore_tie_seed(uint64_t seed, uint32_t i);
 
 /* The invariant a reason line ("I3 decode slot on d0 held ...") is about, 1..14; 0 if none. */
 int pd_explore_reason_inv(const char *reason);

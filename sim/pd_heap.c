@@ -9,7 +9,8 @@
 #define PD_HEAP_MIN_CAP ((size_t)64)
 
 static inline int heap_less(const pd_heap_item_t *x, const pd_heap_item_t *y) {
-  return x->t_ns < y->t_ns || (x->t_ns == y->t_ns && x->seq < y->seq);
+  if (x->t_ns != y->t_ns) return x->t_ns < y->t_ns;
+  return x->tie != y->tie ? x->tie < y->tie : x->seq < y->seq;
 }
 
 void pd_heap_init(pd_heap_t *h, const pd_alloc_t *alloc, size_t max_items) {
@@ -47,18 +48,18 @@ int pd_heap_push(pd_heap_t *h, const pd_heap_item_t *it) {
     if (rc) return rc;
   }
   pd_heap_item_t *v = h->v;
-  const uint64_t t = it->t_ns;
+  pd_heap_item_t x = *it;
+  x.seq = h->next_seq++;
   size_t i = h->n++;
   /* The new item carries the largest seq ever assigned, so it precedes a parent only on a
-   * strictly smaller time: one comparison per level. Parents move down into the hole. */
+   * smaller (time, tie). Parents move down into the hole. */
   while (i > 0) {
     size_t p = (i - 1) / 2;
-    if (!(t < v[p].t_ns)) break;
+    if (!heap_less(&x, &v[p])) break;
     v[i] = v[p];
     i = p;
   }
-  v[i] = *it;
-  v[i].seq = h->next_seq++;
+  v[i] = x;
   return 0;
 }
 

@@ -2,6 +2,7 @@
  * into the struct, integer range, required); one walker applies it, so unknown, duplicate and
  * missing keys are handled in one place and every message carries the JSON path. */
 #include "pd_scenario.h"
+#include "pd_scenario_int.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -15,50 +16,21 @@
 #include "pd_policy.h"
 #include "pd_request.h"
 
-#define SCN_JPATH_BYTES 192     /* "$.workers[63].faults[15]." plus a shown key */
-#define SCN_KEY_SHOWN 64        /* bytes of a key echoed into the path (unknown keys) */
-#define SCN_WHAT_BYTES 512      /* one message body, before "<path>: <json path>: " */
-#define SCN_MAX_TOKENS 100000u
-#define SCN_MAX_SAFE_INT 9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
-#define SCN_SEED_DIGITS 20      /* UINT64_MAX has 20 decimal digits */
-#define SCN_FLAG_BOOL 1u        /* set_flag accepts true/false */
-#define SCN_FLAG_FRAC 2u        /* set_flag accepts a number in 0..1 */
-
-typedef struct scn_ctx {
-  const char *file;
-  char *err;
-  size_t errlen;
-  char jp[SCN_JPATH_BYTES]; /* JSON path of the value being read */
-  size_t jn;
-} scn_ctx_t;
-
-typedef struct scn_key scn_key_t;
-typedef int (*scn_set_fn)(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k);
-struct scn_key {
-  const char *name;
-  scn_set_fn set;
-  size_t off;      /* offset of the field in obj */
-  uint64_t lo, hi; /* integers: range; strings: length lo..hi-1 (hi = buffer size);
-                      enums: hi names */
-  int is_required;
-  const char *const *names; /* enums: names in enum order */
-  const char *what;         /* enums: what a name names, for messages */
-};
-
-static const char *const fault_names[PD_FAULT_KIND_COUNT] = {
+const char *const pd_scn_fault_names[PD_FAULT_KIND_COUNT] = {
     "status",          "hang_before_head",       "hang_mid_stream", "reset_before_head",
     "reset_mid_stream", "sse_error",             "truncate",        "slow_drip",
     "connect_refused", "bootstrap_never_served", "never_connect",   "kv_fail",
-    "prefill_lag",     "body_error"};
+    "prefill_lag",     "body_error",             "error_after_kv"};
 static const char *const inv_names[PD_INV_COUNT] = {
     "termination", "orphan-leg", "stranded-slot", "outcome",     "false-success",
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",
     "logprobs",    "breaker",    "determinism",   "error-visible"};
-static const char *const role_names[] = {"prefill", "decode"};
+const char *const pd_scn_role_names[2] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
+static const char *const breaker_names[] = {"closed", "open", "half_open"};
 
 const char *pd_fault_kind_name(pd_fault_kind_t k) {
-  return (unsigned)k < PD_FAULT_KIND_COUNT ? fault_names[k] : "?";
+  return (unsigned)k < PD_FAULT_KIND_COUNT ? pd_scn_fault_names[k] : "?";
 }
 
 const char *pd_inv_name(int inv) {
@@ -78,7 +50,7 @@ int pd_inv_parse(const char *id) {
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static int fail(scn_ctx_t *c, int code, const char *fmt, ...) {
+int pd_scn_fail(scn_ctx_t *c, int code, const char *fmt, ...) {
   char what[SCN_WHAT_BYTES];
   va_list ap;
   va_start(ap, fmt);
@@ -96,26 +68,26 @@ static size_t jp_add(scn_ctx_t *c, int n) {
 }
 
 /* Append ".key" / "[i]"; return the old length for jp_pop. */
-static size_t jp_key(scn_ctx_t *c, const char *key) {
+size_t pd_scn_jp_key(scn_ctx_t *c, const char *key) {
   size_t old = c->jn;
   jp_add(c, snprintf(c->jp + c->jn, sizeof c->jp - c->jn, ".%.*s", SCN_KEY_SHOWN,
                      key ? key : ""));
   return old;
 }
 
-static size_t jp_idx(scn_ctx_t *c, uint32_t i) {
+size_t pd_scn_jp_idx(scn_ctx_t *c, uint32_t i) {
   size_t old = c->jn;
   jp_add(c, snprintf(c->jp + c->jn, sizeof c->jp - c->jn, "[%u]", (unsigned)i));
   return old;
 }
 
-static void jp_pop(scn_ctx_t *c, size_t old) {
+void pd_scn_jp_pop(scn_ctx_t *c, size_t old) {
   c->jn = old;
   c->jp[old] = '\0';
 }
 
 /* What a wrong value was, for "got ..." */
-static const char *describe(const cJSON *v, char *b, size_t n) {
+const char *pd_scn_describe(const cJSON *v, char *b, size_t n) {
   if (cJSON_IsString(v)) snprintf(b, n, "\"%.40s\"", v->valuestring);
   else if (cJSON_IsNumber(v)) snprintf(b, n, "%.15g", v->valuedouble);
   else
@@ -124,7 +96,6 @@ static const char *describe(const cJSON *v, char *b, size_t n) {
   return b;
 }
 
-#define GOT(v) describe((v), got, sizeof got)
 
 /* "a, b or c" */
 static const char *join_names(const char *const *names, size_t n, char *b, size_t cap) {
@@ -144,7 +115,7 @@ static const char *join_names(const char *const *names, size_t n, char *b, size_
 static void *at(void *obj, size_t off) { return (char *)obj + off; }
 
 /* A JSON number that is a whole number in [lo, hi] (hi <= 2^53, so the test is exact). */
-static int as_uint(const cJSON *v, uint64_t lo, uint64_t hi, uint64_t *out) {
+int pd_scn_as_uint(const cJSON *v, uint64_t lo, uint64_t hi, uint64_t *out) {
   if (!cJSON_IsNumber(v)) return 0;
   double d = v->valuedouble;
   if (!(d >= (double)lo && d <= (double)hi)) return 0; /* also rejects NaN */
@@ -154,47 +125,47 @@ static int as_uint(const cJSON *v, uint64_t lo, uint64_t hi, uint64_t *out) {
   return 1;
 }
 
-static int get_uint(scn_ctx_t *c, const cJSON *v, uint64_t lo, uint64_t hi, uint64_t *out) {
+int pd_scn_get_uint(scn_ctx_t *c, const cJSON *v, uint64_t lo, uint64_t hi, uint64_t *out) {
   char got[64];
-  if (as_uint(v, lo, hi, out)) return 0;
-  return fail(c, PD_ERR_FIELD, "expected an integer in %llu..%llu, got %s",
+  if (pd_scn_as_uint(v, lo, hi, out)) return 0;
+  return pd_scn_fail(c, PD_ERR_FIELD, "expected an integer in %llu..%llu, got %s",
               (unsigned long long)lo, (unsigned long long)hi, GOT(v));
 }
 
-static int get_enum(scn_ctx_t *c, const cJSON *v, const char *what, const char *const *names,
+int pd_scn_get_enum(scn_ctx_t *c, const cJSON *v, const char *what, const char *const *names,
                     size_t n, size_t *out) {
   char got[64], list[SCN_WHAT_BYTES - 128];
-  if (!cJSON_IsString(v)) return fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
+  if (!cJSON_IsString(v)) return pd_scn_fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
   for (size_t i = 0; i < n; i++)
     if (strcmp(v->valuestring, names[i]) == 0) {
       *out = i;
       return 0;
     }
-  return fail(c, PD_ERR_FIELD, "unknown %s \"%.40s\" (expected %s)", what, v->valuestring,
+  return pd_scn_fail(c, PD_ERR_FIELD, "unknown %s \"%.40s\" (expected %s)", what, v->valuestring,
               join_names(names, n, list, sizeof list));
 }
 
-static int set_u64(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
-  return get_uint(c, v, k->lo, k->hi, (uint64_t *)at(obj, k->off));
+int pd_scn_set_u64(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+  return pd_scn_get_uint(c, v, k->lo, k->hi, (uint64_t *)at(obj, k->off));
 }
 
 _Static_assert(sizeof(int) == sizeof(uint32_t), "fault status is set as a uint32_t");
-static int set_u32(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+int pd_scn_set_u32(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
   uint64_t u = 0;
-  int rc = get_uint(c, v, k->lo, k->hi, &u);
+  int rc = pd_scn_get_uint(c, v, k->lo, k->hi, &u);
   if (rc == 0) *(uint32_t *)at(obj, k->off) = (uint32_t)u;
   return rc;
 }
 
 /* A double from true/false (1/0) and/or a number in 0..1: k->lo says which (SCN_FLAG_*). */
-static int set_flag(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+int pd_scn_set_flag(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
   char got[64];
   double *d = (double *)at(obj, k->off);
   int is_frac = cJSON_IsNumber(v) && v->valuedouble >= 0.0 && v->valuedouble <= 1.0;
   if (cJSON_IsBool(v) && (k->lo & SCN_FLAG_BOOL)) *d = cJSON_IsTrue(v) ? 1.0 : 0.0;
   else if (is_frac && (k->lo & SCN_FLAG_FRAC)) *d = v->valuedouble;
   else
-    return fail(c, PD_ERR_FIELD, "expected %s, got %s",
+    return pd_scn_fail(c, PD_ERR_FIELD, "expected %s, got %s",
                 k->lo == SCN_FLAG_BOOL   ? "a boolean"
                 : k->lo == SCN_FLAG_FRAC ? "a number in 0..1"
                                          : "a boolean or a number in 0..1",
@@ -203,13 +174,13 @@ static int set_flag(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k)
 }
 
 /* A string of lo..hi-1 bytes into a char[hi]. */
-static int set_str(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+int pd_scn_set_str(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
   char got[64];
-  if (!cJSON_IsString(v)) return fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
+  if (!cJSON_IsString(v)) return pd_scn_fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
   size_t n = strlen(v->valuestring);
-  if (n < k->lo) return fail(c, PD_ERR_FIELD, "expected a non-empty string");
+  if (n < k->lo) return pd_scn_fail(c, PD_ERR_FIELD, "expected a non-empty string");
   if (n >= k->hi)
-    return fail(c, PD_ERR_FIELD, "expected at most %llu characters, got %zu",
+    return pd_scn_fail(c, PD_ERR_FIELD, "expected at most %llu characters, got %zu",
                 (unsigned long long)(k->hi - 1), n);
   memcpy(at(obj, k->off), v->valuestring, n + 1);
   return 0;
@@ -221,9 +192,9 @@ static int set_policy(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *
   const char *names[] = {pd_policy_name(PD_POLICY_RANDOM), pd_policy_name(PD_POLICY_ROUND_ROBIN),
                          pd_policy_name(PD_POLICY_POWER_OF_TWO)};
   pd_policy_kind_t kind;
-  if (!cJSON_IsString(v)) return fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
+  if (!cJSON_IsString(v)) return pd_scn_fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
   if (pd_policy_parse(v->valuestring, &kind) < 0)
-    return fail(c, PD_ERR_FIELD, "unknown policy \"%.40s\" (expected %s)", v->valuestring,
+    return pd_scn_fail(c, PD_ERR_FIELD, "unknown policy \"%.40s\" (expected %s)", v->valuestring,
                 join_names(names, 3, list, sizeof list));
   snprintf((char *)at(obj, k->off), k->hi, "%s", pd_policy_name(kind));
   return 0;
@@ -235,9 +206,9 @@ static int set_route(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k
                          pd_route_path(PD_ROUTE_CHAT)};
   pd_route_t r;
   (void)k;
-  if (!cJSON_IsString(v)) return fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
+  if (!cJSON_IsString(v)) return pd_scn_fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
   if (pd_request_route(v->valuestring, &r) < 0 || strcmp(pd_route_path(r), v->valuestring) != 0)
-    return fail(c, PD_ERR_FIELD, "unknown route \"%.40s\" (expected %s)", v->valuestring,
+    return pd_scn_fail(c, PD_ERR_FIELD, "unknown route \"%.40s\" (expected %s)", v->valuestring,
                 join_names(names, 3, list, sizeof list));
   ((pd_scn_workload_t *)obj)->route = r;
   return 0;
@@ -245,30 +216,30 @@ static int set_route(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k
 
 _Static_assert(sizeof(pd_role_t) == sizeof(int) && sizeof(pd_chunking_t) == sizeof(int) &&
                    sizeof(pd_fault_kind_t) == sizeof(int),
-               "set_enum stores enums as int");
+               "pd_scn_set_enum stores enums as int");
 
 /* role, chunking, fault kind: the index in k->names is the enum value. */
-static int set_enum(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+int pd_scn_set_enum(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
   size_t i = 0;
-  int rc = get_enum(c, v, k->what, k->names, (size_t)k->hi, &i);
+  int rc = pd_scn_get_enum(c, v, k->what, k->names, (size_t)k->hi, &i);
   int e = (int)i;
   if (rc == 0) memcpy(at(obj, k->off), &e, sizeof e);
   return rc;
 }
 
 /* "nth": n -> [n, n]; [from, to] with 1 <= from <= to. */
-static int set_nth(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+int pd_scn_set_nth(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
   pd_fault_t *f = obj;
   uint64_t a = 0, b = 0;
   char got[64];
   if (cJSON_IsNumber(v)) {
-    int rc = get_uint(c, v, 1, k->hi, &a);
+    int rc = pd_scn_get_uint(c, v, 1, k->hi, &a);
     if (rc == 0) f->nth_from = f->nth_to = (uint32_t)a;
     return rc;
   }
   const cJSON *x = cJSON_IsArray(v) ? v->child : NULL, *y = x ? x->next : NULL;
-  if (!y || y->next || !as_uint(x, 1, k->hi, &a) || !as_uint(y, 1, k->hi, &b) || a > b)
-    return fail(c, PD_ERR_FIELD, "expected an integer n >= 1 or [from, to] with 1 <= from <= to, "
+  if (!y || y->next || !pd_scn_as_uint(x, 1, k->hi, &a) || !pd_scn_as_uint(y, 1, k->hi, &b) || a > b)
+    return pd_scn_fail(c, PD_ERR_FIELD, "expected an integer n >= 1 or [from, to] with 1 <= from <= to, "
                 "got %s", GOT(v));
   f->nth_from = (uint32_t)a;
   f->nth_to = (uint32_t)b;
@@ -276,21 +247,21 @@ static int set_nth(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) 
 }
 
 /* A 64-bit seed: a JSON integer up to 2^53, or a decimal string for any uint64. */
-static int set_seed(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+int pd_scn_set_seed(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
   uint64_t u = 0;
   char got[64];
   const char *p = cJSON_IsString(v) ? v->valuestring : NULL;
   size_t n = p ? strlen(p) : 0;
-  int ok = p ? n >= 1 && n <= SCN_SEED_DIGITS : as_uint(v, 0, k->hi, &u);
+  int ok = p ? n >= 1 && n <= SCN_SEED_DIGITS : pd_scn_as_uint(v, 0, k->hi, &u);
   for (size_t i = 0; p && ok && i < n; i++) {
     unsigned d = (unsigned)(p[i] - '0');
     ok = d <= 9 && u <= (UINT64_MAX - d) / 10;
     u = u * 10 + d;
   }
   if (!ok)
-    return fail(c, PD_ERR_FIELD, "expected an integer in 0..9007199254740992 or a decimal "
+    return pd_scn_fail(c, PD_ERR_FIELD, "expected an integer in 0..9007199254740992 or a decimal "
                 "string up to 18446744073709551615, got %s", GOT(v));
-  ((pd_scn_config_t *)obj)->seed = u;
+  *(uint64_t *)((char *)obj + k->off) = u;
   return 0;
 }
 
@@ -298,60 +269,52 @@ static int set_seed(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k)
 
 /* Apply tbl to the members of object o. Each pass either records a new key in `seen` or
  * fails, so the loop runs at most n + 1 times whatever the input. */
-static int walk(scn_ctx_t *c, const cJSON *o, const scn_key_t *tbl, size_t n, void *obj) {
+int pd_scn_walk(scn_ctx_t *c, const cJSON *o, const scn_key_t *tbl, size_t n, void *obj) {
   char got[64];
   uint64_t seen = 0;
-  if (!cJSON_IsObject(o)) return fail(c, PD_ERR_FIELD, "expected an object, got %s", GOT(o));
+  if (!cJSON_IsObject(o)) return pd_scn_fail(c, PD_ERR_FIELD, "expected an object, got %s", GOT(o));
   for (const cJSON *it = o->child; it; it = it->next) {
     size_t i = 0;
     while (i < n && (!it->string || strcmp(it->string, tbl[i].name) != 0)) i++;
-    size_t old = jp_key(c, it->string);
+    size_t old = pd_scn_jp_key(c, it->string);
     int rc;
-    if (i == n) rc = fail(c, PD_ERR_FIELD, "unknown key");
-    else if (seen & (1ull << i)) rc = fail(c, PD_ERR_FIELD, "duplicate key");
+    if (i == n) rc = pd_scn_fail(c, PD_ERR_FIELD, "unknown key");
+    else if (seen & (1ull << i)) rc = pd_scn_fail(c, PD_ERR_FIELD, "duplicate key");
     else rc = tbl[i].set(c, it, obj, &tbl[i]);
-    jp_pop(c, old);
+    pd_scn_jp_pop(c, old);
     if (rc < 0) return rc;
     seen |= 1ull << i;
   }
   for (size_t i = 0; i < n; i++)
     if (tbl[i].is_required && !(seen & (1ull << i)))
-      return fail(c, PD_ERR_FIELD, "missing required key \"%s\"", tbl[i].name);
+      return pd_scn_fail(c, PD_ERR_FIELD, "missing required key \"%s\"", tbl[i].name);
   return 0;
 }
 
-typedef int (*scn_elem_fn)(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i);
 
 /* fn on each element of array v, the path at [i]; element max+1 is PD_ERR_LIMIT. */
-static int each(scn_ctx_t *c, const cJSON *v, uint32_t max, const char *what, scn_elem_fn fn,
+int pd_scn_each(scn_ctx_t *c, const cJSON *v, uint32_t max, const char *what, scn_elem_fn fn,
                 void *obj) {
   char got[64];
   uint32_t i = 0;
-  if (!cJSON_IsArray(v)) return fail(c, PD_ERR_FIELD, "expected an array, got %s", GOT(v));
+  if (!cJSON_IsArray(v)) return pd_scn_fail(c, PD_ERR_FIELD, "expected an array, got %s", GOT(v));
   for (const cJSON *it = v->child; it; it = it->next, i++) {
-    if (i == max) return fail(c, PD_ERR_LIMIT, "more than %u %s", (unsigned)max, what);
-    size_t old = jp_idx(c, i);
+    if (i == max) return pd_scn_fail(c, PD_ERR_LIMIT, "more than %u %s", (unsigned)max, what);
+    size_t old = pd_scn_jp_idx(c, i);
     int rc = fn(c, it, obj, i);
-    jp_pop(c, old);
+    pd_scn_jp_pop(c, old);
     if (rc < 0) return rc;
   }
   return 0;
 }
 
-#define K_(st, f, fn, lo, hi, req) {#f, fn, offsetof(st, f), (lo), (hi), (req), NULL, NULL}
-#define K_ENUM(st, f, names, what, req) \
-  {#f, set_enum, offsetof(st, f), 0, sizeof(names) / sizeof(names[0]), (req), (names), (what)}
-#define K_MS(st, f) K_(st, f, set_u64, 0, PD_SCN_MAX_MS, 0)
-#define SCN_SIZEOF(st, f) sizeof(((st *)0)->f)
-#define K_STR(st, f, min, req) K_(st, f, set_str, (min), SCN_SIZEOF(st, f), (req))
-
 static const scn_key_t fault_keys[] = {
-    K_ENUM(pd_fault_t, kind, fault_names, "fault kind", 1),
-    K_(pd_fault_t, status, set_u32, 400, 599, 0), /* int: same width */
-    K_(pd_fault_t, after_tokens, set_u32, 0, UINT32_MAX, 0),
+    K_ENUM(pd_fault_t, kind, pd_scn_fault_names, "fault kind", 1),
+    K_(pd_fault_t, status, pd_scn_set_u32, 400, 599, 0), /* int: same width */
+    K_(pd_fault_t, after_tokens, pd_scn_set_u32, 0, UINT32_MAX, 0),
     K_MS(pd_fault_t, ms),
-    {"nth", set_nth, 0, 1, UINT32_MAX, 0, NULL, NULL},
-    K_(pd_fault_t, prob, set_flag, SCN_FLAG_FRAC, 0, 0),
+    {"nth", pd_scn_set_nth, 0, 1, UINT32_MAX, 0, NULL, NULL},
+    K_(pd_fault_t, prob, pd_scn_set_flag, SCN_FLAG_FRAC, 0, 0),
 };
 
 static int fault_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
@@ -359,9 +322,9 @@ static int fault_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
   pd_fault_t *f = &w->faults[i];
   memset(f, 0, sizeof *f);
   f->prob = 1.0;
-  int rc = walk(c, it, fault_keys, sizeof fault_keys / sizeof fault_keys[0], f);
+  int rc = pd_scn_walk(c, it, fault_keys, sizeof fault_keys / sizeof fault_keys[0], f);
   if (rc == 0 && f->kind == PD_FAULT_STATUS && f->status == 0)
-    rc = fail(c, PD_ERR_FIELD, "kind \"status\" needs \"status\" in 400..599");
+    rc = pd_scn_fail(c, PD_ERR_FIELD, "kind \"status\" needs \"status\" in 400..599");
   w->n_faults = rc == 0 ? i + 1 : w->n_faults;
   return rc;
 }
@@ -369,12 +332,12 @@ static int fault_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
 static int set_faults(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
   (void)k;
   ((pd_scn_worker_t *)obj)->n_faults = 0;
-  return each(c, v, PD_SCN_MAX_FAULTS, "faults (PD_SCN_MAX_FAULTS)", fault_elem, obj);
+  return pd_scn_each(c, v, PD_SCN_MAX_FAULTS, "faults (PD_SCN_MAX_FAULTS)", fault_elem, obj);
 }
 
 static const scn_key_t worker_keys[] = {
     K_STR(pd_scn_worker_t, name, 1, 1),
-    K_ENUM(pd_scn_worker_t, role, role_names, "role", 1),
+    K_ENUM(pd_scn_worker_t, role, pd_scn_role_names, "role", 1),
     K_MS(pd_scn_worker_t, forward_ms),
     K_MS(pd_scn_worker_t, kv_ms),
     K_MS(pd_scn_worker_t, first_token_ms),
@@ -382,6 +345,9 @@ static const scn_key_t worker_keys[] = {
     K_ENUM(pd_scn_worker_t, chunking, chunking_names, "chunking", 0),
     K_MS(pd_scn_worker_t, crash_at_ms),
     K_MS(pd_scn_worker_t, restart_at_ms),
+    K_(pd_scn_worker_t, split_parts, pd_scn_set_u32, 2, PD_SCN_MAX_SPLIT, 0),
+    K_MS(pd_scn_worker_t, open_delay_ms),
+    K_ENUM(pd_scn_worker_t, breaker_initial, breaker_names, "breaker state", 0),
     {"faults", set_faults, 0, 0, 0, 0, NULL, NULL},
 };
 
@@ -394,20 +360,22 @@ static void worker_defaults(pd_scn_worker_t *w, const char *name, pd_role_t role
   w->first_token_ms = 10;
   w->token_ms = 5;
   w->chunking = PD_CHUNK_EVENT;
+  w->split_parts = 2;
+  w->breaker_initial = PD_BREAKER_CLOSED;
 }
 
 /* Worker i against itself and workers 0..i-1 (cJSON strings are NUL-terminated). */
 static int check_worker(scn_ctx_t *c, const pd_scenario_t *s, uint32_t i) {
   const pd_scn_worker_t *w = &s->workers[i];
   if (w->crash_at_ms && w->restart_at_ms && w->restart_at_ms <= w->crash_at_ms) {
-    jp_key(c, "restart_at_ms");
-    return fail(c, PD_ERR_FIELD, "must be greater than crash_at_ms (%llu), got %llu",
+    pd_scn_jp_key(c, "restart_at_ms");
+    return pd_scn_fail(c, PD_ERR_FIELD, "must be greater than crash_at_ms (%llu), got %llu",
                 (unsigned long long)w->crash_at_ms, (unsigned long long)w->restart_at_ms);
   }
   for (uint32_t j = 0; j < i; j++)
     if (strcmp(s->workers[j].name, w->name) == 0) {
-      jp_key(c, "name");
-      return fail(c, PD_ERR_FIELD, "duplicate worker name \"%s\" (also workers[%u])", w->name,
+      pd_scn_jp_key(c, "name");
+      return pd_scn_fail(c, PD_ERR_FIELD, "duplicate worker name \"%s\" (also workers[%u])", w->name,
                   (unsigned)j);
     }
   return 0;
@@ -416,20 +384,20 @@ static int check_worker(scn_ctx_t *c, const pd_scenario_t *s, uint32_t i) {
 static int check_roles(scn_ctx_t *c, const pd_scenario_t *s) {
   uint32_t n[2] = {0, 0};
   if (s->n_workers < 2)
-    return fail(c, PD_ERR_FIELD, "expected 2..%u workers, got %u", PD_SCN_MAX_WORKERS,
+    return pd_scn_fail(c, PD_ERR_FIELD, "expected 2..%u workers, got %u", PD_SCN_MAX_WORKERS,
                 (unsigned)s->n_workers);
   for (uint32_t i = 0; i < s->n_workers; i++) n[s->workers[i].role == PD_ROLE_DECODE]++;
   for (int r = 0; r < 2; r++)
     if (n[r] == 0)
-      return fail(c, PD_ERR_FIELD, "no %s worker (need at least one prefill and one decode)",
-                  role_names[r]);
+      return pd_scn_fail(c, PD_ERR_FIELD, "no %s worker (need at least one prefill and one decode)",
+                  pd_scn_role_names[r]);
   return 0;
 }
 
 static int worker_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
   pd_scenario_t *s = obj;
   worker_defaults(&s->workers[i], "", PD_ROLE_PREFILL);
-  int rc = walk(c, it, worker_keys, sizeof worker_keys / sizeof worker_keys[0], &s->workers[i]);
+  int rc = pd_scn_walk(c, it, worker_keys, sizeof worker_keys / sizeof worker_keys[0], &s->workers[i]);
   if (rc == 0) rc = check_worker(c, s, i);
   s->n_workers = rc == 0 ? i + 1 : s->n_workers;
   return rc;
@@ -438,65 +406,70 @@ static int worker_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
 static int set_workers(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
   (void)k;
   ((pd_scenario_t *)obj)->n_workers = 0; /* the file's list replaces the default pair */
-  int rc = each(c, v, PD_SCN_MAX_WORKERS, "workers (PD_SCN_MAX_WORKERS)", worker_elem, obj);
+  int rc = pd_scn_each(c, v, PD_SCN_MAX_WORKERS, "workers (PD_SCN_MAX_WORKERS)", worker_elem, obj);
   return rc < 0 ? rc : check_roles(c, obj);
 }
 
 static const scn_key_t config_keys[] = {
     K_(pd_scn_config_t, prefill_policy, set_policy, 0, SCN_SIZEOF(pd_scn_config_t, prefill_policy), 0),
     K_(pd_scn_config_t, decode_policy, set_policy, 0, SCN_SIZEOF(pd_scn_config_t, decode_policy), 0),
-    K_(pd_scn_config_t, max_attempts, set_u32, 0, PD_MAX_ATTEMPTS, 0),
+    K_(pd_scn_config_t, max_attempts, pd_scn_set_u32, 0, PD_MAX_ATTEMPTS, 0),
     K_MS(pd_scn_config_t, request_timeout_ms),
     K_MS(pd_scn_config_t, first_token_timeout_ms),
     K_MS(pd_scn_config_t, idle_timeout_ms),
     K_MS(pd_scn_config_t, total_timeout_ms),
     K_MS(pd_scn_config_t, tail_timeout_ms),
     K_MS(pd_scn_config_t, head_timeout_ms),
-    K_(pd_scn_config_t, breaker_failure_threshold, set_u32, 0, UINT32_MAX, 0),
+    K_(pd_scn_config_t, breaker_failure_threshold, pd_scn_set_u32, 0, UINT32_MAX, 0),
     K_MS(pd_scn_config_t, breaker_open_ms),
     K_MS(pd_scn_config_t, bootstrap_timeout_ms),
     K_MS(pd_scn_config_t, waiting_timeout_ms),
-    K_(pd_scn_config_t, deadline_ms, set_u64, 1, PD_SCN_MAX_MS, 0),
+    K_(pd_scn_config_t, deadline_ms, pd_scn_set_u64, 1, PD_SCN_MAX_MS, 0),
     K_MS(pd_scn_config_t, grace_ms),
     K_MS(pd_scn_config_t, net_us),
-    K_(pd_scn_config_t, socket_min_scale, set_flag, SCN_FLAG_FRAC, 0, 0),
-    {"seed", set_seed, 0, 0, (uint64_t)SCN_MAX_SAFE_INT, 0, NULL, NULL},
+    K_(pd_scn_config_t, socket_min_scale, pd_scn_set_flag, SCN_FLAG_FRAC, 0, 0),
+    {"seed", pd_scn_set_seed, offsetof(pd_scn_config_t, seed), 0, (uint64_t)SCN_MAX_SAFE_INT, 0,
+     NULL, NULL},
+    {"tie_seed", pd_scn_set_seed, offsetof(pd_scn_config_t, tie_seed), 0,
+     (uint64_t)SCN_MAX_SAFE_INT, 0, NULL, NULL},
+    K_(pd_scn_config_t, breaker_half_open_probes, pd_scn_set_u32, 0, 1000000, 0),
 };
 
 static const scn_key_t workload_keys[] = {
-    K_(pd_scn_workload_t, requests, set_u32, 1, PD_SCN_MAX_REQUESTS, 0),
+    K_(pd_scn_workload_t, requests, pd_scn_set_u32, 1, PD_SCN_MAX_REQUESTS, 0),
     K_(pd_scn_workload_t, route, set_route, 0, 0, 0),
-    K_(pd_scn_workload_t, stream, set_flag, SCN_FLAG_BOOL | SCN_FLAG_FRAC, 0, 0),
-    K_(pd_scn_workload_t, logprob, set_flag, SCN_FLAG_BOOL | SCN_FLAG_FRAC, 0, 0),
-    K_(pd_scn_workload_t, batch, set_u32, 0, PD_REQUEST_MAX_BATCH, 0),
-    K_(pd_scn_workload_t, tokens, set_u32, 1, SCN_MAX_TOKENS, 0),
+    K_(pd_scn_workload_t, stream, pd_scn_set_flag, SCN_FLAG_BOOL | SCN_FLAG_FRAC, 0, 0),
+    K_(pd_scn_workload_t, logprob, pd_scn_set_flag, SCN_FLAG_BOOL | SCN_FLAG_FRAC, 0, 0),
+    K_(pd_scn_workload_t, batch, pd_scn_set_u32, 0, PD_REQUEST_MAX_BATCH, 0),
+    K_(pd_scn_workload_t, tokens, pd_scn_set_u32, 1, SCN_MAX_TOKENS, 0),
     K_MS(pd_scn_workload_t, interval_ms),
-    K_(pd_scn_workload_t, poisson, set_flag, SCN_FLAG_BOOL, 0, 0),
+    K_(pd_scn_workload_t, poisson, pd_scn_set_flag, SCN_FLAG_BOOL, 0, 0),
     K_MS(pd_scn_workload_t, disconnect_at_ms),
-    K_(pd_scn_workload_t, disconnect_prob, set_flag, SCN_FLAG_FRAC, 0, 0),
-    K_(pd_scn_workload_t, fault_rate, set_flag, SCN_FLAG_FRAC, 0, 0),
+    K_(pd_scn_workload_t, disconnect_prob, pd_scn_set_flag, SCN_FLAG_FRAC, 0, 0),
+    K_(pd_scn_workload_t, fault_rate, pd_scn_set_flag, SCN_FLAG_FRAC, 0, 0),
+    {"bursts", pd_scn_set_bursts, 0, 0, 0, 0, NULL, NULL},
 };
 
 static int set_config(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
   (void)k;
-  return walk(c, v, config_keys, sizeof config_keys / sizeof config_keys[0],
+  return pd_scn_walk(c, v, config_keys, sizeof config_keys / sizeof config_keys[0],
               &((pd_scenario_t *)obj)->config);
 }
 
 static int set_workload(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
   pd_scn_workload_t *w = &((pd_scenario_t *)obj)->workload;
   (void)k;
-  int rc = walk(c, v, workload_keys, sizeof workload_keys / sizeof workload_keys[0], w);
+  int rc = pd_scn_walk(c, v, workload_keys, sizeof workload_keys / sizeof workload_keys[0], w);
   if (rc == 0 && w->interval_ms > PD_SCN_MAX_MS / w->requests)
-    rc = fail(c, PD_ERR_FIELD, "requests * interval_ms = %llu ms exceeds %u ms (PD_SCN_MAX_MS)",
+    rc = pd_scn_fail(c, PD_ERR_FIELD, "requests * interval_ms = %llu ms exceeds %u ms (PD_SCN_MAX_MS)",
               (unsigned long long)w->requests * w->interval_ms, PD_SCN_MAX_MS);
   return rc;
 }
 
 static int tag_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
   pd_scenario_t *s = obj;
-  const scn_key_t tag = {"tag", set_str, 0, 1, sizeof s->tags[0], 0, NULL, NULL};
-  int rc = set_str(c, it, s->tags[i], &tag);
+  const scn_key_t tag = {"tag", pd_scn_set_str, 0, 1, sizeof s->tags[0], 0, NULL, NULL};
+  int rc = pd_scn_set_str(c, it, s->tags[i], &tag);
   s->n_tags = rc == 0 ? i + 1 : s->n_tags;
   return rc;
 }
@@ -505,7 +478,7 @@ static int set_tags(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k)
   pd_scenario_t *s = obj;
   (void)k;
   s->n_tags = 0;
-  return each(c, v, sizeof s->tags / sizeof s->tags[0], "tags", tag_elem, s);
+  return pd_scn_each(c, v, sizeof s->tags / sizeof s->tags[0], "tags", tag_elem, s);
 }
 
 /* One invariant ID of an expect list; obj is the mask so far (each element adds a bit). */
@@ -515,9 +488,9 @@ static int inv_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
   int inv = cJSON_IsString(it) ? pd_inv_parse(it->valuestring) : 0;
   (void)i;
   if (!inv)
-    return fail(c, PD_ERR_FIELD, "expected an invariant ID I1..I%d, got %s", PD_INV_COUNT,
+    return pd_scn_fail(c, PD_ERR_FIELD, "expected an invariant ID I1..I%d, got %s", PD_INV_COUNT,
                 GOT(it));
-  if (*mask & (1u << (inv - 1))) return fail(c, PD_ERR_FIELD, "duplicate invariant \"I%d\"", inv);
+  if (*mask & (1u << (inv - 1))) return pd_scn_fail(c, PD_ERR_FIELD, "duplicate invariant \"I%d\"", inv);
   *mask |= 1u << (inv - 1);
   return 0;
 }
@@ -528,9 +501,9 @@ static int parse_verdict(scn_ctx_t *c, const cJSON *v, pd_scn_expect_t *e) {
   uint32_t mask = 0;
   int is_pass = cJSON_IsString(v) && strcmp(v->valuestring, "pass") == 0;
   if (!is_pass && !cJSON_IsArray(v))
-    return fail(c, PD_ERR_FIELD, "expected \"pass\" or a list of invariant IDs such as "
+    return pd_scn_fail(c, PD_ERR_FIELD, "expected \"pass\" or a list of invariant IDs such as "
                 "[\"I2\", \"I3\"], got %s", GOT(v));
-  int rc = is_pass ? 0 : each(c, v, PD_INV_COUNT, "invariant IDs", inv_elem, &mask);
+  int rc = is_pass ? 0 : pd_scn_each(c, v, PD_INV_COUNT, "invariant IDs", inv_elem, &mask);
   e->is_set = rc == 0;
   e->violated_mask = mask;
   return rc;
@@ -542,18 +515,18 @@ static int set_expect(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *
   char got[64], list[96];
   const char *modes[PD_MODE_COUNT];
   (void)k;
-  if (!cJSON_IsObject(v)) return fail(c, PD_ERR_FIELD, "expected an object, got %s", GOT(v));
+  if (!cJSON_IsObject(v)) return pd_scn_fail(c, PD_ERR_FIELD, "expected an object, got %s", GOT(v));
   for (int m = 0; m < PD_MODE_COUNT; m++) modes[m] = pd_mode_name((pd_mode_t)m);
   for (const cJSON *it = v->child; it; it = it->next) {
     pd_mode_t m = PD_MODE_JOINED;
-    size_t old = jp_key(c, it->string);
+    size_t old = pd_scn_jp_key(c, it->string);
     int rc;
     if (!it->string || pd_mode_parse(it->string, &m) < 0)
-      rc = fail(c, PD_ERR_FIELD, "unknown mode (expected %s)",
+      rc = pd_scn_fail(c, PD_ERR_FIELD, "unknown mode (expected %s)",
                 join_names(modes, PD_MODE_COUNT, list, sizeof list));
-    else if (s->expect[m].is_set) rc = fail(c, PD_ERR_FIELD, "duplicate key");
+    else if (s->expect[m].is_set) rc = pd_scn_fail(c, PD_ERR_FIELD, "duplicate key");
     else rc = parse_verdict(c, it, &s->expect[m]);
-    jp_pop(c, old);
+    pd_scn_jp_pop(c, old);
     if (rc < 0) return rc;
   }
   return 0;
@@ -566,6 +539,7 @@ static const scn_key_t top_keys[] = {
     {"config", set_config, 0, 0, 0, 0, NULL, NULL},
     {"workers", set_workers, 0, 0, 0, 1, NULL, NULL},
     {"workload", set_workload, 0, 0, 0, 0, NULL, NULL},
+    {"faults", pd_scn_set_tfaults, 0, 0, 0, 0, NULL, NULL},
     {"expect", set_expect, 0, 0, 0, 1, NULL, NULL},
 };
 
@@ -581,6 +555,7 @@ void pd_scenario_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_
     if (sc->max_attempts) c->retry.max_attempts = sc->max_attempts;
     if (sc->breaker_failure_threshold) c->breaker.failure_threshold = sc->breaker_failure_threshold;
     if (sc->breaker_open_ms) c->breaker.open_ns = sc->breaker_open_ms * ms;
+    if (sc->breaker_half_open_probes) c->breaker.half_open_max_probes = sc->breaker_half_open_probes;
   }
   if (sc->request_timeout_ms && mode != PD_MODE_REFERENCE)
     c->request_timeout_ns = sc->request_timeout_ms * ms;
@@ -626,65 +601,6 @@ void pd_scenario_set_workers(pd_scenario_t *s, uint32_t n_prefill, uint32_t n_de
   s->n_workers = n_prefill + n_decode;
 }
 
-static int is_json_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
-
-/* Byte offset -> 1-based line and column (columns count bytes). */
-static int fail_at(scn_ctx_t *c, const char *text, size_t off, const char *what) {
-  size_t line = 1, start = 0;
-  for (size_t i = 0; i < off; i++)
-    if (text[i] == '\n') {
-      line++;
-      start = i + 1;
-    }
-  return fail(c, PD_ERR_JSON, "%s at byte %zu (line %zu:%zu)", what, off, line,
-              off - start + 1);
-}
-
-static int parse_json(scn_ctx_t *c, const char *text, size_t len, cJSON **out) {
-  const char *end = text;
-  cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-  size_t off = end >= text && end <= text + len ? (size_t)(end - text) : 0;
-  if (!root) return fail_at(c, text, off, "malformed JSON");
-  while (off < len && is_json_space(text[off])) off++;
-  if (off < len) {
-    cJSON_Delete(root);
-    return fail_at(c, text, off, "unexpected data after the JSON value");
-  }
-  *out = root;
-  return 0;
-}
-
-int pd_scenario_parse(pd_scenario_t *s, const char *path, const char *text, size_t len,
-                      char *err, size_t errlen) {
-  scn_ctx_t c = {.file = path ? path : "(scenario)", .err = err, .errlen = errlen,
-                 .jp = "$", .jn = 1};
-  cJSON *root = NULL;
-  if (err && errlen) err[0] = '\0';
-  if (!s || (!text && len)) return fail(&c, PD_ERR_INVAL, "no scenario or no text");
-  pd_scenario_defaults(s);
-  snprintf(s->path, sizeof s->path, "%s", c.file);
-  if (len > PD_SCN_MAX_FILE_BYTES)
-    return fail(&c, PD_ERR_TOO_LARGE, "%zu bytes exceeds the limit of %u bytes", len,
-                PD_SCN_MAX_FILE_BYTES);
-  int rc = parse_json(&c, text ? text : "", len, &root);
-  if (rc < 0) return rc;
-  rc = walk(&c, root, top_keys, sizeof top_keys / sizeof top_keys[0], s);
-  cJSON_Delete(root);
-  return rc;
-}
-
-int pd_scenario_load(pd_scenario_t *s, const char *path, char *err, size_t errlen) {
-  scn_ctx_t c = {.file = path ? path : "(scenario)", .err = err, .errlen = errlen};
-  if (err && errlen) err[0] = '\0';
-  if (!s || !path) return fail(&c, PD_ERR_INVAL, "no scenario or no path");
-  FILE *f = fopen(path, "rb");
-  if (!f) return fail(&c, PD_ERR_IO, "cannot open: %s", strerror(errno));
-  char *buf = malloc(PD_SCN_MAX_FILE_BYTES + 1);
-  size_t n = buf ? fread(buf, 1, PD_SCN_MAX_FILE_BYTES + 1, f) : 0;
-  int rc = !buf ? fail(&c, PD_ERR_NOMEM, "out of memory")
-           : ferror(f) ? fail(&c, PD_ERR_IO, "cannot read: %s", strerror(errno))
-                       : pd_scenario_parse(s, path, buf, n, err, errlen); /* may be TOO_LARGE */
-  fclose(f);
-  free(buf);
-  return rc;
+int pd_scn_walk_top(scn_ctx_t *c, const cJSON *root, pd_scenario_t *s) {
+  return pd_scn_walk(c, root, top_keys, sizeof top_keys / sizeof top_keys[0], s);
 }

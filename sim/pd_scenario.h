@@ -9,9 +9,14 @@
 #include <stdint.h>
 
 #include "pd_dispatch.h"
+#include "pd_prng.h"
 
 #define PD_SCN_MAX_WORKERS 64u     /* per scenario, both roles together */
 #define PD_SCN_MAX_FAULTS 16u      /* per worker */
+#define PD_SCN_MAX_TFAULTS 16u     /* scenario-level faults that follow the traffic */
+#define PD_SCN_MAX_BURSTS 64u      /* workload.bursts entries */
+#define PD_SCN_MAX_SPLIT 16u       /* largest split_parts */
+#define PD_TFAULT_ANY UINT32_MAX   /* pd_tfault_t.request: every request */
 #define PD_SCN_MAX_REQUESTS 2000000u
 #define PD_SCN_MAX_FILE_BYTES (1u << 20)
 /* Largest value of any *_ms (and net_us) field, and of requests * interval_ms: about 11.6
@@ -52,6 +57,8 @@ typedef enum {
   PD_FAULT_KV_FAIL,             /* KV transfer fails: prefill 500 / error event, decode too */
   PD_FAULT_PREFILL_LAG,         /* prefill answers `ms` after the KV transfer (sglang #22853) */
   PD_FAULT_BODY_ERROR,          /* prefill: body read error after the KV transfer */
+  PD_FAULT_ERROR_AFTER_KV,      /* prefill: error answer `ms` after the KV transfer (stream:
+                                   an SSE error event under its 200 head) */
   PD_FAULT_KIND_COUNT
 } pd_fault_kind_t;
 
@@ -67,6 +74,23 @@ typedef struct pd_fault {
 
 typedef enum { PD_CHUNK_EVENT = 0, PD_CHUNK_SPLIT = 1, PD_CHUNK_COALESCE = 2 } pd_chunking_t;
 
+/* A fault that follows the traffic, not a worker name: legs nth_from..nth_to (1-based, counted
+ * per request and role in the order they reach a worker) of role `role` of request `request`
+ * (0-based, or every request), whichever worker gets them. Sticky: the worker that got it
+ * keeps failing that way for every later leg of that role of the matching requests. The
+ * simulator keeps the leg counts per request; the socket mocks share them in a ledger file. */
+typedef struct pd_tfault {
+  pd_fault_t f;     /* kind, status, after_tokens, ms; nth_from..nth_to = the legs; prob 1 */
+  pd_role_t role;
+  uint32_t request; /* PD_TFAULT_ANY: every request */
+  int is_sticky;
+} pd_tfault_t;
+
+typedef struct pd_scn_burst {
+  uint64_t at_ms;    /* arrival time of the burst, from the start of the run */
+  uint32_t requests; /* requests arriving at that instant */
+} pd_scn_burst_t;
+
 typedef struct pd_scn_worker {
   char name[32];
   pd_role_t role;
@@ -74,7 +98,12 @@ typedef struct pd_scn_worker {
   uint64_t kv_ms;          /* prefill: KV transfer time, default 5 */
   uint64_t first_token_ms; /* decode: KV arrival -> first token, default 10 */
   uint64_t token_ms;       /* decode: between tokens, default 5 */
-  pd_chunking_t chunking;  /* decode SSE chunking: "event" | "split" | "coalesce" */
+  pd_chunking_t chunking;  /* decode SSE chunking: "event" | "split" | "coalesce"; prefill
+                              streams honour "split" */
+  uint32_t split_parts;    /* "split": chunks per event, 2..PD_SCN_MAX_SPLIT (default 2) */
+  uint64_t open_delay_ms;  /* extra latency of the gateway's request (not its close or abort)
+                              on its way to this worker: an abort may overtake it */
+  int breaker_initial;     /* pd_breaker_state_t the run starts with (default closed) */
   uint64_t crash_at_ms;    /* 0 none: resets every connection, refuses until restart */
   uint64_t restart_at_ms;  /* 0: never restarts */
   pd_fault_t faults[PD_SCN_MAX_FAULTS];
@@ -93,6 +122,8 @@ typedef struct pd_scn_workload {
   uint64_t disconnect_at_ms; /* client disconnects this long after arrival (0 never) */
   double disconnect_prob;  /* of requests that disconnect, default 1 if disconnect_at_ms */
   double fault_rate;       /* random faults: probability per leg of one random fault kind */
+  pd_scn_burst_t bursts[PD_SCN_MAX_BURSTS]; /* arrival instants; replace interval_ms */
+  uint32_t n_bursts;
 } pd_scn_workload_t;
 
 typedef struct pd_scn_config {
@@ -104,12 +135,14 @@ typedef struct pd_scn_config {
       tail_timeout_ms, head_timeout_ms;
   uint32_t breaker_failure_threshold; /* 0 = mode default */
   uint64_t breaker_open_ms;           /* 0 = mode default */
+  uint32_t breaker_half_open_probes;  /* reference: probes admitted in half-open; 0 = default */
   uint64_t bootstrap_timeout_ms;      /* SGLang prefill, default 300000 (S5.4) */
   uint64_t waiting_timeout_ms;        /* SGLang decode, default 300000 (S5.5) */
   uint64_t deadline_ms;               /* I1 bound from arrival, default 120000 */
   uint64_t grace_ms;                  /* I2/I3/I10 bound after the client's end, default 1000 */
   uint64_t net_us;                    /* one-way network latency, default 100 */
   uint64_t seed;                      /* default 1; "seed" may be a string for 64-bit */
+  uint64_t tie_seed;                  /* order of same-instant events; 0 = insertion order */
   double socket_min_scale; /* pdref conform: the smallest --timeout-scale this workload's
                             * arrival rate survives on real sockets (0 = any) */
 } pd_scn_config_t;
@@ -129,6 +162,8 @@ typedef struct pd_scenario {
   pd_scn_worker_t workers[PD_SCN_MAX_WORKERS];
   uint32_t n_workers;
   pd_scn_workload_t workload;
+  pd_tfault_t tfaults[PD_SCN_MAX_TFAULTS]; /* top-level "faults" */
+  uint32_t n_tfaults;
   pd_scn_expect_t expect[PD_MODE_COUNT];
 } pd_scenario_t;
 
@@ -154,6 +189,11 @@ int pd_scenario_parse(pd_scenario_t *s, const char *path, const char *text, size
 int pd_scenario_load(pd_scenario_t *s, const char *path, char *err, size_t errlen);
 
 const char *pd_fault_kind_name(pd_fault_kind_t k);
+
+/* The gap in ns before request i arrives: for i = 0 from the start of the run, else from
+ * request i-1's arrival. bursts, or interval_ms (exponential with poisson, drawn from rng).
+ * One definition for the simulator and for `pdref conform`'s client. */
+uint64_t pd_scenario_arrival_gap_ns(const pd_scn_workload_t *wl, uint32_t i, pd_prng_t *rng);
 /* "I1".."I14" -> 1..14; 0 when not an invariant ID. */
 int pd_inv_parse(const char *id);
 const char *pd_inv_name(int inv); /* short name, e.g. "termination" */

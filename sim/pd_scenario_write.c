@@ -16,6 +16,7 @@
 #define WR_LINE_BYTES 100u /* a value that fits goes on one line */
 
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
+static const char *const breaker_names[] = {"closed", "open", "half_open"};
 
 /* Each add returns 0 or PD_ERR_NOMEM; `rc |= add(...)` keeps the first failure visible. */
 static int add_num(cJSON *o, const char *key, double v) {
@@ -34,20 +35,47 @@ static int add_frac_if(cJSON *o, const char *key, double v, double dflt) {
   return v == dflt ? 0 : add_num(o, key, v);
 }
 
-static cJSON *fault_json(const pd_fault_t *f) {
-  cJSON *o = cJSON_CreateObject();
-  if (!o) return NULL;
+/* A 64-bit value that JSON numbers cannot hold exactly goes as a decimal string. */
+static int add_u64_exact(cJSON *o, const char *key, uint64_t v) {
+  char buf[24];
+  if (v <= WR_SAFE_INT) return add_num(o, key, (double)v);
+  snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+  return add_str(o, key, buf);
+}
+
+static int add_nth(cJSON *o, const char *key, uint32_t from, uint32_t to) {
+  if (from == to) return add_num(o, key, from);
+  const double nth[2] = {from, to};
+  cJSON *a = cJSON_CreateDoubleArray(nth, 2);
+  return a && cJSON_AddItemToObject(o, key, a) ? 0 : PD_ERR_NOMEM;
+}
+
+static int fault_fields(cJSON *o, const pd_fault_t *f) {
   int rc = add_str(o, "kind", pd_fault_kind_name(f->kind));
   if (f->status) rc |= add_num(o, "status", f->status);
   rc |= add_u64_if(o, "after_tokens", f->after_tokens, 0);
   rc |= add_u64_if(o, "ms", f->ms, 0);
-  if (f->nth_from && f->nth_from == f->nth_to) {
-    rc |= add_num(o, "nth", f->nth_from);
-  } else if (f->nth_from) {
-    const double nth[2] = {f->nth_from, f->nth_to};
-    cJSON *a = cJSON_CreateDoubleArray(nth, 2);
-    rc |= a && cJSON_AddItemToObject(o, "nth", a) ? 0 : PD_ERR_NOMEM;
-  }
+  return rc;
+}
+
+/* A top-level fault: role, request (absent = any), leg (absent = 1), sticky, then the kind. */
+static cJSON *tfault_json(const pd_tfault_t *t) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  int rc = add_str(o, "role", pd_role_name(t->role));
+  if (t->request != PD_TFAULT_ANY) rc |= add_num(o, "request", t->request);
+  if (t->f.nth_from != 1 || t->f.nth_to != 1) rc |= add_nth(o, "leg", t->f.nth_from, t->f.nth_to);
+  if (t->is_sticky && !cJSON_AddBoolToObject(o, "sticky", 1)) rc |= PD_ERR_NOMEM;
+  rc |= fault_fields(o, &t->f);
+  if (rc) cJSON_Delete(o);
+  return rc ? NULL : o;
+}
+
+static cJSON *fault_json(const pd_fault_t *f) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  int rc = fault_fields(o, f);
+  if (f->nth_from) rc |= add_nth(o, "nth", f->nth_from, f->nth_to);
   rc |= add_frac_if(o, "prob", f->prob, 1.0);
   if (rc) cJSON_Delete(o);
   return rc ? NULL : o;
@@ -55,7 +83,8 @@ static cJSON *fault_json(const pd_fault_t *f) {
 
 static int worker_valid(const pd_scn_worker_t *w) {
   if ((w->role != PD_ROLE_PREFILL && w->role != PD_ROLE_DECODE) ||
-      (unsigned)w->chunking > PD_CHUNK_COALESCE || w->n_faults > PD_SCN_MAX_FAULTS || !w->name[0])
+      (unsigned)w->chunking > PD_CHUNK_COALESCE || w->n_faults > PD_SCN_MAX_FAULTS || !w->name[0] ||
+      (unsigned)w->breaker_initial > 2)
     return 0;
   for (uint32_t i = 0; i < w->n_faults; i++)
     if ((unsigned)w->faults[i].kind >= PD_FAULT_KIND_COUNT) return 0;
@@ -74,6 +103,10 @@ static cJSON *worker_json(const pd_scn_worker_t *w, const pd_scn_worker_t *d) {
   if (w->chunking != d->chunking) rc |= add_str(o, "chunking", chunking_names[w->chunking]);
   rc |= add_u64_if(o, "crash_at_ms", w->crash_at_ms, 0);
   rc |= add_u64_if(o, "restart_at_ms", w->restart_at_ms, 0);
+  rc |= add_u64_if(o, "split_parts", w->split_parts, d->split_parts);
+  rc |= add_u64_if(o, "open_delay_ms", w->open_delay_ms, d->open_delay_ms);
+  if (w->breaker_initial != d->breaker_initial)
+    rc |= add_str(o, "breaker_initial", breaker_names[w->breaker_initial]);
   if (w->n_faults) {
     cJSON *a = cJSON_AddArrayToObject(o, "faults");
     rc |= a ? 0 : PD_ERR_NOMEM;
@@ -110,15 +143,12 @@ static int config_json(cJSON *root, const pd_scn_config_t *c, const pd_scn_confi
   rc |= add_u64_if(o, "deadline_ms", c->deadline_ms, d->deadline_ms);
   rc |= add_u64_if(o, "grace_ms", c->grace_ms, d->grace_ms);
   rc |= add_u64_if(o, "net_us", c->net_us, d->net_us);
+  rc |= add_u64_if(o, "breaker_half_open_probes", c->breaker_half_open_probes,
+                   d->breaker_half_open_probes);
+  if (c->tie_seed != d->tie_seed) rc |= add_u64_exact(o, "tie_seed", c->tie_seed);
   if (c->socket_min_scale != d->socket_min_scale)
     rc |= add_num(o, "socket_min_scale", c->socket_min_scale);
-  if (c->seed != d->seed && c->seed <= WR_SAFE_INT) {
-    rc |= add_num(o, "seed", (double)c->seed);
-  } else if (c->seed != d->seed) {
-    char buf[24];
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)c->seed);
-    rc |= add_str(o, "seed", buf);
-  }
+  if (c->seed != d->seed) rc |= add_u64_exact(o, "seed", c->seed);
   return rc;
 }
 
@@ -147,6 +177,14 @@ static int workload_json(cJSON *root, const pd_scn_workload_t *w, const pd_scn_w
   rc |= add_u64_if(o, "disconnect_at_ms", w->disconnect_at_ms, d->disconnect_at_ms);
   rc |= add_frac_if(o, "disconnect_prob", w->disconnect_prob, d->disconnect_prob);
   rc |= add_frac_if(o, "fault_rate", w->fault_rate, d->fault_rate);
+  cJSON *a = w->n_bursts ? cJSON_AddArrayToObject(o, "bursts") : NULL;
+  rc |= w->n_bursts && !a ? PD_ERR_NOMEM : 0;
+  for (uint32_t i = 0; a && i < w->n_bursts; i++) {
+    cJSON *b = cJSON_CreateObject();
+    rc |= b && cJSON_AddItemToArray(a, b) ? 0 : PD_ERR_NOMEM;
+    if (b) rc |= add_num(b, "at_ms", (double)w->bursts[i].at_ms) |
+                 add_num(b, "requests", w->bursts[i].requests);
+  }
   return rc;
 }
 
@@ -187,6 +225,12 @@ static int build(const pd_scenario_t *s, const pd_scenario_t *d, cJSON *root) {
   for (uint32_t i = 0; ws && i < s->n_workers && rc == 0; i++) {
     cJSON *w = worker_json(&s->workers[i], &d->workers[0]);
     rc |= w && cJSON_AddItemToArray(ws, w) ? 0 : PD_ERR_NOMEM;
+  }
+  cJSON *tf = s->n_tfaults ? cJSON_AddArrayToObject(root, "faults") : NULL;
+  rc |= s->n_tfaults && !tf ? PD_ERR_NOMEM : 0;
+  for (uint32_t i = 0; tf && i < s->n_tfaults && rc == 0; i++) {
+    cJSON *f = tfault_json(&s->tfaults[i]);
+    rc |= f && cJSON_AddItemToArray(tf, f) ? 0 : PD_ERR_NOMEM;
   }
   rc |= workload_json(root, &s->workload, &d->workload);
   rc |= expect_json(root, s);
@@ -300,10 +344,14 @@ static void put_value(wr_buf_t *b, const cJSON *v, int depth, size_t col) {
 
 int pd_scenario_write_json(const pd_scenario_t *s, char **out, size_t *len) {
   if (!s || !out || !len || s->n_workers > PD_SCN_MAX_WORKERS || s->n_tags > 8 ||
+      s->n_tfaults > PD_SCN_MAX_TFAULTS || s->workload.n_bursts > PD_SCN_MAX_BURSTS ||
       (unsigned)s->workload.route > PD_ROUTE_CHAT)
     return PD_ERR_INVAL;
   for (uint32_t i = 0; i < s->n_workers; i++)
     if (!worker_valid(&s->workers[i])) return PD_ERR_INVAL;
+  for (uint32_t i = 0; i < s->n_tfaults; i++)
+    if ((unsigned)s->tfaults[i].f.kind >= PD_FAULT_KIND_COUNT || (unsigned)s->tfaults[i].role > 1)
+      return PD_ERR_INVAL;
   pd_scenario_t *d = malloc(sizeof *d);
   cJSON *root = cJSON_CreateObject();
   int rc = d && root ? 0 : PD_ERR_NOMEM;

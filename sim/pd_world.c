@@ -95,14 +95,53 @@ void pd_ptrmap_free(pd_ptrmap_t *m) {
 
 /* ---------- scheduling ---------- */
 
+/* SplitMix64's finaliser: every input bit moves every output bit. */
+static uint64_t splitmix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ z >> 27) * 0x94d049bb133111ebULL;
+  return z ^ z >> 31;
+}
+
+/* The tie key of an event: equal for every event of one channel (a leg's messages in each
+ * direction, its worker timers, a request's client and core timer, a worker's crash clock),
+ * so a channel stays FIFO, and a hash of the channel and the tie seed between channels, so
+ * a tie seed picks one order of same-instant events on different channels. A core timer due
+ * at once is the end of the instant (the reference's settle, R-CANCEL): it runs after every
+ * other event of the instant, whatever the seed. */
+static uint64_t tie_key(const struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a,
+                        uint64_t b) {
+  if (!w->tie_seed) return 0;
+  uint64_t ch;
+  switch (kind) {
+  case EV_G2W_OPEN: case EV_G2W_CLOSE: case EV_G2W_ABORT: ch = 1ull << 60 | b; break;
+  case EV_W2G: ch = 2ull << 60 | b; break;
+  case EV_WTIMER: ch = 3ull << 60 | b; break;
+  case EV_GONE: ch = 4ull << 60 | b; break;
+  case EV_CORE_TIMER:
+    if (t <= w->now) return UINT64_MAX; /* due at once: the end of the instant (settle_ns 0) */
+    ch = 5ull << 60 | b;
+    break;
+  case EV_CRASH: case EV_RESTART: ch = 6ull << 60 | a; break;
+  default: ch = 0; break; /* EV_ARRIVE */
+  }
+  return splitmix(ch ^ splitmix(w->tie_seed)) >> 1 | 1u; /* in 1..2^63-1 */
+}
+
 void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, uint64_t b,
                    uint64_t c) {
-  pd_heap_item_t it = {t, 0, kind, a, b, c};
+  pd_heap_item_t it = {t, 0, kind, a, b, c, tie_key(w, t, kind, a, b)};
   pd_heap_push(&w->heap, &it);
 }
 
 void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay) {
   pd_world_push(w, w->now + delay + w->net_ns, EV_W2G, (uint32_t)kind | arg << 8, leg->leg_id, 0);
+}
+
+void pd_world_to_gw_part(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg,
+                         uint32_t part, uint32_t n_parts) {
+  pd_world_push(w, w->now + w->net_ns, EV_W2G, (uint32_t)kind | arg << 8, leg->leg_id,
+                W2G_PART(part, n_parts));
 }
 
 void pd_world_wtimer(struct pd_world *w, pd_wleg_t *leg, int kind, uint64_t delay) {
@@ -314,11 +353,9 @@ void pd_world_arrive(struct pd_world *w) {
   if (w->reqs.len > w->stats->peak_live) w->stats->peak_live = w->reqs.len;
   if (wl->disconnect_at_ms && draw(w, wl->disconnect_prob))
     pd_world_push(w, w->now + wl->disconnect_at_ms * MS_NS, EV_GONE, 0, rq->id, 0);
-  if (w->next_req < wl->requests) { /* next arrival */
-    uint64_t gap = wl->interval_ms * MS_NS;
-    if (wl->poisson && gap) gap = (uint64_t)(-log(1.0 - pd_prng_unit(&w->world_rng)) * (double)gap);
-    pd_world_push(w, w->now + gap, EV_ARRIVE, 0, 0, 0);
-  }
+  if (w->next_req < wl->requests) /* next arrival */
+    pd_world_push(w, w->now + pd_scenario_arrival_gap_ns(wl, w->next_req, &w->world_rng),
+                  EV_ARRIVE, 0, 0, 0);
   char body[4096];
   size_t len = pd_world_client_body(rq, wl, NULL, body, sizeof body);
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id,

@@ -50,6 +50,7 @@ typedef struct pd_wleg {
   /* worker side */
   pd_wl_state_t wstate;
   int fault;            /* pd_fault_kind_t or -1 */
+  int tfault;           /* index of the traffic fault that struck it, or -1 */
   const pd_fault_t *fp;
   uint64_t lag_ms, drip_ms;
   int is_kv_failed;
@@ -62,6 +63,8 @@ typedef struct pd_wleg {
   int worker_conn_open; /* the worker still writes to this connection */
   struct pd_wleg *partner;
   uint32_t aborts;
+  int is_abort_early;   /* an abort came before the request: applied when it arrives (Q7) */
+  uint64_t t_open_arrive; /* when the request reaches the worker (net_us + open_delay_ms) */
   /* gateway side */
   uint64_t t_open, t_gw_closed; /* 0: still open at the gateway */
   int gw_open;
@@ -93,6 +96,7 @@ typedef struct pd_creq {
   int logprob_state;     /* 0 unchecked, 1 ok, -1 wrong */
   /* the core's timer: one queued heap entry per request, re-pushed when it fires stale */
   uint64_t timer_queued, timer_want, timer_want_gen;
+  uint32_t legs_seen[2]; /* ledger of the traffic faults: legs per role that reached a worker */
   /* gateway view */
   uint32_t attempts;
   int core_done;
@@ -129,6 +133,8 @@ typedef struct pd_world_opts {
   FILE *trace;                  /* NULL: no trace file (the run hash is kept anyway) */
   pd_world_progress_fn progress; /* NULL: none */
   void *progress_ud;
+  int has_tie_seed;             /* 1: tie_seed below, else the scenario's config.tie_seed */
+  uint64_t tie_seed;            /* order of same-instant events (0: insertion order) */
 } pd_world_opts_t;
 
 int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,

@@ -2,6 +2,8 @@
  * the worker models (mock_workers/pd_wmodel.c) and the checker (pd_check.c). */
 #ifndef PD_WORLD_INT_H
 #define PD_WORLD_INT_H
+#include <stdatomic.h>
+
 #include "pd_world.h"
 
 /* Heap event kinds. */
@@ -78,6 +80,8 @@ struct pd_world {
   pd_world_stats_t *stats;
   uint32_t violations;
   uint32_t room_collisions;
+  _Atomic uint32_t tf_owner[PD_SCN_MAX_TFAULTS]; /* sticky traffic faults: worker + 1 */
+  uint64_t tie_seed; /* order of same-instant events (0: insertion order) */
   uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */
   size_t n_dirty, cap_dirty;
 };
@@ -106,6 +110,11 @@ size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, co
 
 /* driver services used by the worker model */
 void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay_ns);
+/* Part `part` (0-based) of n_parts of a message: its rendered bytes cut into n_parts chunks
+ * of near-equal length, delivered one by one (the EV_W2G event's c = W2G_PART). */
+void pd_world_to_gw_part(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg,
+                         uint32_t part, uint32_t n_parts);
+#define W2G_PART(part, n) ((uint64_t)(n) << 8 | (uint64_t)(part))
 void pd_world_wtimer(struct pd_world *w, pd_wleg_t *leg, int kind, uint64_t delay_ns);
 void pd_world_leg_changed(struct pd_world *w, pd_wleg_t *leg); /* checked after the step */
 

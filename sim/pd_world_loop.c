@@ -66,6 +66,7 @@ static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a)
   leg->worker = w->role_node[a->role][a->worker];
   leg->tokens = rq->tokens;
   leg->fault = -1;
+  leg->tfault = -1;
   leg->gw_open = 1;
   leg->t_open = w->now;
   parse_leg_body(leg, a->data, a->len);
@@ -76,9 +77,11 @@ static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a)
   pd_ptrmap_put(&w->legs, leg->leg_id, leg);
   pd_wnode_t *n = &w->nodes[leg->worker];
   if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INV_BREAKER - 1);
-  if (n->breaker_state == PD_BREAKER_HALF_OPEN && ++n->half_open_inflight > 1)
+  uint32_t probes = w->s->config.breaker_half_open_probes; /* the allowed count, default 1 */
+  if (n->breaker_state == PD_BREAKER_HALF_OPEN && ++n->half_open_inflight > (probes ? probes : 1))
     rq->violations |= 1u << (PD_INV_BREAKER - 1);
-  push(w, w->now + w->net_ns, EV_G2W_OPEN, 0, leg->leg_id, 0);
+  leg->t_open_arrive = w->now + w->net_ns + n->spec->open_delay_ms * MS_NS; /* may be late */
+  push(w, leg->t_open_arrive, EV_G2W_OPEN, 0, leg->leg_id, 0);
 }
 
 static void leg_gw_closed(struct pd_world *w, pd_wleg_t *leg) {
@@ -142,7 +145,10 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
     leg = pd_ptrmap_get(&w->legs, a->leg_id);
     if (!leg) break;
     leg_gw_closed(w, leg);
-    push(w, w->now + w->net_ns, EV_G2W_CLOSE, 0, leg->leg_id, 0);
+    /* the close follows its request on the same connection; the abort, on its own, may
+       overtake a late request (open_delay_ms) */
+    push(w, w->now + w->net_ns > leg->t_open_arrive ? w->now + w->net_ns : leg->t_open_arrive,
+         EV_G2W_CLOSE, 0, leg->leg_id, 0);
     if (a->str) push(w, w->now + w->net_ns, EV_G2W_ABORT, 0, leg->leg_id, 0);
     break;
   case PD_ACT_CLIENT_HEAD:
@@ -201,6 +207,15 @@ static void retire_by_id(struct pd_world *w, uint64_t req_id) {
   if (rq) pd_world_try_retire(w, rq);
 }
 
+/* Keep only part p of n of the rendered message (c = W2G_PART(p, n), 0: all of it). */
+static size_t slice(char *buf, size_t len, uint64_t c) {
+  uint64_t n = c >> 8, p = c & 0xff;
+  if (!n || p >= n) return len;
+  size_t from = (size_t)(len * p / n), to = (size_t)(len * (p + 1) / n);
+  memmove(buf, buf + from, to - from);
+  return to - from;
+}
+
 /* Does this worker message report the leg's failure (I4's truth at the gateway's close)? */
 static int reports_failure(const pd_wleg_t *leg, uint32_t kind, uint32_t arg) {
   switch (kind) {
@@ -214,7 +229,7 @@ static int reports_failure(const pd_wleg_t *leg, uint32_t kind, uint32_t arg) {
 }
 
 static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint32_t arg,
-                        char *buf) {
+                        uint64_t part, char *buf) {
   if (reports_failure(leg, kind, arg) && (leg->gw_open || leg->t_gw_closed == w->now))
     leg->is_failed_at_close = 1; /* arrived before the close, or in its very instant */
   if (!leg->gw_open) return; /* the gateway already closed it */
@@ -231,7 +246,7 @@ static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint3
     break;
   default:
     ev.kind = PD_EV_UP_DATA;
-    ev.len = pd_wm_render(w, leg, (int)kind, arg, buf, RENDER_CAP);
+    ev.len = slice(buf, pd_wm_render(w, leg, (int)kind, arg, buf, RENDER_CAP), part);
     ev.data = (const uint8_t *)buf;
     if (!ev.len) return;
   }
@@ -286,7 +301,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     retire_by_id(w, rid);
     return;
   }
-  case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, buf); return;
+  case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, it->c, buf); return;
   case EV_WTIMER:
     if (it->c == leg->tgen) pd_wm_on_timer(w, leg, (int)it->a);
     return;
@@ -324,10 +339,15 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
     if (idx < 0) return idx;
     n->role_index = (uint32_t)idx;
     w->role_node[sw->role][idx] = i;
+    if (sw->breaker_initial != PD_BREAKER_CLOSED && mode != PD_MODE_MINILB) { /* no breaker */
+      pd_gw_breaker_start_in(w->gw, sw->role, (uint32_t)idx, sw->breaker_initial, 0);
+      n->breaker_state = sw->breaker_initial;
+    }
     if (sw->crash_at_ms) push(w, sw->crash_at_ms * MS_NS, EV_CRASH, i, 0, 0);
     if (sw->restart_at_ms) push(w, sw->restart_at_ms * MS_NS, EV_RESTART, i, 0, 0);
   }
-  if (s->workload.requests) push(w, 0, EV_ARRIVE, 0, 0, 0);
+  if (s->workload.requests)
+    push(w, pd_scenario_arrival_gap_ns(&s->workload, 0, &w->world_rng), EV_ARRIVE, 0, 0, 0);
   return 0;
 }
 
@@ -356,7 +376,7 @@ static void judge_leftovers(struct pd_world *w) {
 
 int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *trace,
                  pd_world_stats_t *stats, uint32_t *violations, uint64_t *trace_hash) {
-  pd_world_opts_t o = {trace, NULL, NULL};
+  pd_world_opts_t o = {trace, NULL, NULL, 0, 0};
   return pd_world_run_opts(s, mode, seed, &o, stats, violations, trace_hash);
 }
 
@@ -371,11 +391,14 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   pd_trace_init(&w->trace, trace);
   w->run_hash = 0xcbf29ce484222325ULL;
   char *buf = malloc(RENDER_CAP);
+  w->tie_seed = o && o->has_tie_seed ? o->tie_seed : s->config.tie_seed;
   int rc = buf ? setup(w, s, mode, seed) : PD_ERR_NOMEM;
   /* horizon: past every timeout a model can wait on, so hung runs still end */
   uint64_t horizon = (s->config.deadline_ms + 2 * s->config.bootstrap_timeout_ms +
                       2 * s->config.waiting_timeout_ms + 4000000ull) * MS_NS +
-                     s->workload.requests * (s->workload.interval_ms + 1) * 4 * MS_NS;
+                     s->workload.requests * (s->workload.interval_ms + 1) * 4 * MS_NS +
+                     (s->workload.n_bursts ? s->workload.bursts[s->workload.n_bursts - 1].at_ms
+                                           : 0) * MS_NS;
   pd_heap_item_t it;
   for (uint64_t n = 0; rc == 0 && n < (1ull << 40) && pd_heap_pop(&w->heap, &it); n++) {
     if (it.t_ns > horizon) break;

@@ -13,11 +13,13 @@
   X(pdt_suite_dispatch_more) \
   X(pdt_suite_dispatch_blame) \
   X(pdt_suite_scenario)  \
+  X(pdt_suite_scenario_more) \
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \
   X(pdt_suite_explore)   \
   X(pdt_suite_gateway) \
   X(pdt_suite_mock) \
+  X(pdt_suite_mock_more) \
   X(pdt_suite_conform) \
   X(pdt_suite_conform_metrics) \
   X(pdt_suite_conform_judge) \

@@ -221,13 +221,14 @@ static uint32_t replay_from_file(const pd_scenario_t *s, pd_mode_t mode) {
 
 /* Explore seeds 1..n under mode, shrinking up to `cases` findings (each for an invariant not
  * shrunk yet); returns the number of violating seeds. */
-static uint32_t explore(pd_mode_t mode, uint32_t n, uint32_t cases, int check_cases) {
+static uint32_t explore(pd_mode_t mode, uint32_t n, uint32_t cases, int check_cases,
+                        uint32_t n_ties) {
   pd_scenario_t *s = malloc(sizeof *s);
   uint32_t violating = 0, shrunk = 0, done_mask = 0;
   for (uint64_t seed = 1; s && seed <= n; seed++) {
     pd_explore_result_t r;
     uint32_t skip = shrunk < cases ? done_mask : ~0u;
-    PDT_EQ_INT(pd_explore_seed(s, seed, mode, skip, 0, &r), 0);
+    PDT_EQ_INT(pd_explore_seed(s, seed, mode, skip, 0, n_ties, &r), 0);
     if (!r.found_mask) continue;
     if (mode == PD_MODE_REFERENCE)
       fprintf(stderr, "  reference violates %#x at seed %llu: %s\n  (a reference or model bug: "
@@ -254,13 +255,13 @@ static uint32_t explore(pd_mode_t mode, uint32_t n, uint32_t cases, int check_ca
 }
 
 static void test_pr1150_violations_shrink_to_small_cases_that_replay(void) {
-  uint32_t v = explore(PD_MODE_PR1150, EXT_FIND_SEEDS, EXT_PR1150_CASES, 1);
+  uint32_t v = explore(PD_MODE_PR1150, EXT_FIND_SEEDS, EXT_PR1150_CASES, 1, 1);
   PDT_TRUE(v > 0);
 }
 
 static void test_joined_and_minilb_show_violations(void) {
-  PDT_TRUE(explore(PD_MODE_JOINED, EXT_FIND_SEEDS, 1, 1) > 0);
-  PDT_TRUE(explore(PD_MODE_MINILB, EXT_FIND_SEEDS, 1, 1) > 0);
+  PDT_TRUE(explore(PD_MODE_JOINED, EXT_FIND_SEEDS, 1, 1, 1) > 0);
+  PDT_TRUE(explore(PD_MODE_MINILB, EXT_FIND_SEEDS, 1, 1, 1) > 0);
 }
 
 /* Shrinking keeps the invariant, at least one worker per role, and never grows the world. */
@@ -289,7 +290,34 @@ static void test_shrink_keeps_the_invariant_and_both_roles(void) {
 }
 
 static void test_reference_holds_every_invariant_on_2000_seeds(void) {
-  PDT_EQ_U64(explore(PD_MODE_REFERENCE, EXT_REFERENCE_SEEDS, 0, 0), 0);
+  PDT_EQ_U64(explore(PD_MODE_REFERENCE, EXT_REFERENCE_SEEDS, 0, 0, 2), 0); /* both orders */
+}
+
+/* A world that violates only in another order of its same-instant events: insertion order
+ * (one tie) is clean, more orders find it, and the saved case carries the tie seed. */
+static void test_a_tie_order_finds_what_insertion_order_misses(void) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  uint32_t found = 0;
+  static const pd_mode_t modes[] = {PD_MODE_JOINED, PD_MODE_PR1150, PD_MODE_MINILB};
+  for (uint64_t k = 0; s && k < 3 * EXT_FIND_SEEDS && !found; k++) {
+    pd_explore_result_t r;
+    pd_mode_t mode = modes[k / EXT_FIND_SEEDS];
+    uint64_t seed = 1 + k % EXT_FIND_SEEDS;
+    PDT_EQ_INT(pd_explore_seed(s, seed, mode, ~0u, 0, 1, &r), 0);
+    if (r.found_mask) continue;
+    PDT_EQ_U64(r.tie_seed, 0);
+    PDT_EQ_INT(pd_explore_seed(s, seed, mode, 0, 0, 4, &r), 0);
+    if (!r.found_mask) continue;
+    found++;
+    PDT_TRUE(r.tie_seed != 0);
+    PDT_EQ_U64(s->config.tie_seed, r.tie_seed); /* saved with the case: sim run replays it */
+    PDT_TRUE(r.tie_seed == pd_explore_tie_seed(seed, 1) || r.tie_seed == pd_explore_tie_seed(seed, 2) ||
+             r.tie_seed == pd_explore_tie_seed(seed, 3));
+  }
+  PDT_EQ_U64(found, 1);
+  PDT_TRUE(pd_explore_tie_seed(7, 0) == 0 && pd_explore_tie_seed(7, 1) != 0 &&
+           pd_explore_tie_seed(7, 1) != pd_explore_tie_seed(7, 2));
+  free(s);
 }
 
 int pdt_suite_explore(void) {
@@ -305,6 +333,8 @@ int pdt_suite_explore(void) {
       {"joined and minilb show violations", test_joined_and_minilb_show_violations},
       {"reference holds every invariant on 2000 seeds",
        test_reference_holds_every_invariant_on_2000_seeds},
+      {"a tie order finds what insertion order misses",
+       test_a_tie_order_finds_what_insertion_order_misses},
   };
   return PDT_SUITE("explore", cases);
 }

@@ -44,7 +44,7 @@ static void fa_free(void *p, void *ud) {
 }
 
 static pd_heap_item_t item_at(uint64_t t_ns, uint32_t a) {
-  pd_heap_item_t it = {t_ns, 0, 0, a, 0, 0};
+  pd_heap_item_t it = {t_ns, 0, 0, a, 0, 0, 0};
   return it;
 }
 
