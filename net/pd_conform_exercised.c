@@ -8,7 +8,9 @@
  *    prefill_lag or slow_drip, which the mock does not even log); k those with a
  *    `fault` line of their kind on their worker for a request in their nth range. A worker's
  *    crash_at_ms counts too: exercised when its mock logged the crash while a client request
- *    was in flight (refused connections leave no line);
+ *    was in flight (refused connections leave no line); and each top-level fault (one that
+ *    follows the traffic) whose request was sent, exercised when a mock logged
+ *    `traffic_fault` with its index;
  *  - requests served s/m: m the requests sent; s those with at least one leg tied to them in a
  *    mock's log that reached its worker before the client's end (a leg that comes after the
  *    client has its answer, or has gone, tested nothing of that request: a slow gateway
@@ -70,6 +72,16 @@ static int crash_fired(const pd_cf_run_t *run, uint32_t wi) {
 
 static void count_faults(pd_cf_run_t *run, char *miss, size_t cap) {
   pd_conform_result_t *r = run->r;
+  for (uint32_t i = 0; i < run->s->n_tfaults && i < PD_SCN_MAX_TFAULTS; i++) {
+    const pd_tfault_t *t = &run->s->tfaults[i]; /* top-level: follows the traffic */
+    if (t->request != PD_TFAULT_ANY && t->request >= run->n_reqs) continue;
+    if (is_modifier(t->f.kind) && !t->f.ms) continue;
+    r->faults_n++;
+    if (run->tfault_fired[i]) r->faults_fired++;
+    else if (!miss[0])
+      snprintf(miss, cap, "faults[%u] %s (follows the traffic) never fired", i,
+               pd_fault_kind_name(t->f.kind));
+  }
   for (uint32_t wi = 0; wi < run->s->n_workers; wi++) {
     const pd_scn_worker_t *w = &run->s->workers[wi];
     if (w->crash_at_ms) {

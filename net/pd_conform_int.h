@@ -95,6 +95,7 @@ typedef struct pd_cf_run {
   char collision_worker[32];
   uint32_t n_req_lines[PD_SCN_MAX_WORKERS]; /* `request` lines read per worker */
   uint64_t t_crash[PD_SCN_MAX_WORKERS];     /* the mock's `crash` line (run time), 0 none */
+  uint8_t tfault_fired[PD_SCN_MAX_TFAULTS]; /* a `traffic_fault` line named that entry */
 } pd_cf_run_t;
 
 /* ---------- pd_conform_proc.c: processes and ports ---------- */

@@ -133,6 +133,9 @@ static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map
     int k = fault_of(str_of(j, "kind"));
     if (k >= 0 && k < 32) l->fired |= 1u << k;
     if (k >= 0 && k != PD_FAULT_PREFILL_LAG && k != PD_FAULT_SLOW_DRIP) l->fault = k;
+  } else if (!strcmp(ev, "traffic_fault")) {
+    double k = num_of(j, "index", -1);
+    if (k >= 0 && k < PD_SCN_MAX_TFAULTS) run->tfault_fired[(size_t)k] = 1;
   } else if (!strcmp(ev, "slot_taken")) {
     l->slot_taken = 1;
     l->t_slot_taken = t;
