@@ -461,15 +461,16 @@ static int run_once(const pd_scenario_t *s, const pd_conform_opts_t *o,
   return 0;
 }
 
-/* A request's legs all came after its client had gone (a disconnect sooner than this gateway
- * forwards, on a loaded machine or a cold start): the scale that would have let the row
- * test it, from the row's own forwarding delay; 0 when a rerun would not help. */
-static double rerun_scale(const pd_scenario_t *s, const pd_conform_result_t *r, double scale) {
+/* A request's client was gone before any leg of it reached a worker (a disconnect sooner than
+ * this gateway forwards, on a loaded machine or a cold start): the scale that would have let
+ * the row test it, from the row's own forwarding delay or the warm-up's, at least twice this
+ * one; 0 when a rerun would not help. */
+static double rerun_scale(const pd_scenario_t *s, const pd_conform_opts_t *o,
+                          const pd_conform_result_t *r, double scale) {
   uint64_t t = pd_conform_gateway_timing_ms(s);
-  if (r->status != PD_CONFORM_RAN || r->got || !r->unserved_late || !t || r->fwd_ms <= 0 ||
-      scale >= 1.0)
-    return 0;
-  double want = PD_CONFORM_FWD_FACTOR * r->fwd_ms / (double)t;
+  if (r->status != PD_CONFORM_RAN || r->got || !r->unserved_late || !t || scale >= 1.0) return 0;
+  double fwd = r->fwd_ms > o->fwd_ms ? r->fwd_ms : o->fwd_ms;
+  double want = PD_CONFORM_FWD_FACTOR * fwd / (double)t;
   if (want < 2 * scale) want = 2 * scale;
   return want > 1.0 ? 1.0 : want;
 }
@@ -498,14 +499,14 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
                                    sizeof r->scale_note);
   pd_conform_result_t first = *r; /* the fields set so far, for a rerun */
   if (run_once(s, o, &eo, r)) return -1;
-  double again = rerun_scale(s, r, eo.scale);
+  double again = rerun_scale(s, o, r, eo.scale);
   if (again <= 0) return 0;
-  double fwd = r->fwd_ms, secs = r->seconds, was = eo.scale;
+  double fwd = r->fwd_ms > o->fwd_ms ? r->fwd_ms : o->fwd_ms, secs = r->seconds, was = eo.scale;
   *r = first;
   r->seconds = secs;
   eo.scale = again;
   snprintf(r->scale_note, sizeof r->scale_note,
-           "run again at scale %.3g: at %g a request's legs all came after its client had gone "
-           "(the gateway forwarded in up to %.1f ms)", again, was, fwd);
+           "run again at scale %.3g: at %g a request's client had gone before any leg of it "
+           "reached a worker (the gateway forwarded in up to %.1f ms)", again, was, fwd);
   return run_once(s, o, &eo, r);
 }

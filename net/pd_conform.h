@@ -79,7 +79,8 @@ typedef struct pd_conform_result {
   uint32_t faults_n, faults_fired; /* scripted fault entries that could fire / that fired */
   uint32_t sent, served;           /* requests sent / with at least one leg at a worker */
   uint32_t unserved_excused;       /* no leg, but after a failure or a worker crash */
-  uint32_t unserved_late;          /* unserved, but legs came after the client's end */
+  uint32_t unserved_late;          /* unserved, but legs came after the client's end, or its
+                                      client disconnected before the gateway sent any */
   int exercised;                   /* every such fault fired, every request served or excused */
   char nx_reason[192];             /* why not exercised */
   const char *declared_nx;         /* the scenario declares this mode unexercised (its reason:

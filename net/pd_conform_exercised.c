@@ -127,7 +127,7 @@ static void count_served(pd_cf_run_t *run, char *miss, size_t cap) {
       r->served++;
       continue;
     }
-    if (q->n_units) r->unserved_late++; /* its legs came after its end */
+    if (q->n_units || q->c.gone) r->unserved_late++; /* too soon for this gateway */
     if (pd_cf_failure_before(run, end)) {
       r->unserved_excused++;
       continue;

@@ -48,6 +48,7 @@ for m in $MODES; do
         + (if ($sx[.scenario] // false) != (.status == "not exercised")
            then " (sim " + (if $sx[.scenario] then "not " else "" end) + "exercised)" else "" end)]
       elif .cut_off > 0 then [.scenario, .mode, $simv, .violated, "CUT", .file]
+      elif .status == "not exercised" then [.scenario, .mode, $simv, .violated, "DIFF (not exercised: " + .not_exercised + ")"]
       else [.scenario, .mode, $simv, .violated, "DIFF: " + .reason] end
     | map(if . == "" then "-" else . end) | @tsv')
   while IFS=$'\t' read -r sc mo sv cv why file; do
