@@ -25,7 +25,8 @@ static void usage(FILE *f) {
              "                     [--policy P | --prefill-policy P --decode-policy P]\n"
              "                     [--max-attempts N] [--connect-timeout-ms N]\n"
              "                     [--first-token-timeout-ms N] [--idle-timeout-ms N]\n"
-             "                     [--total-timeout-ms N] [--request-timeout-ms N]\n"
+             "                     [--total-timeout-ms N] [--commit-timeout-ms N]\n"
+             "                     [--token-budget-ms N] [--request-timeout-ms N]\n"
              "                     [--tail-timeout-ms N] [--head-timeout-ms N] [--max-body-bytes N]\n"
              "                     [--max-connections N] [--client-timeout-s N]\n"
              "                     [--abort-timeout-ms N] [--seed N] [--verbose] [--json]\n"
@@ -41,6 +42,11 @@ static void usage(FILE *f) {
              "  --mode M           dispatch rules (default reference)\n"
              "  --policy P         random | round_robin | power_of_two, both roles\n"
              "  timeouts in ms, 0 = none; defaults are the mode's (docs/spec.md R-TIMEOUT)\n"
+             "  --commit-timeout-ms  arrival to the first byte to the client, across retries\n"
+             "                     (reference 90000); --token-budget-ms per requested output\n"
+             "                     token, added to a non-stream request's idle and commit\n"
+             "                     budgets (reference 100); --total-timeout-ms caps the whole\n"
+             "                     request (reference 600000) (docs/spec.md R-PROGRESS)\n"
              "  --retry-backoff-ms, --retry-max-backoff-ms  first and largest pause before a\n"
              "                     retry (default 50, 30000; x1.5 per attempt, +/-20%% jitter)\n"
              "  --breaker-failures N  failures that open a worker's breaker, 0 = no breaker\n"
@@ -136,6 +142,8 @@ static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
       {"--first-token-timeout-ms", offsetof(pd_gw_config_t, first_token_timeout_ns)},
       {"--idle-timeout-ms", offsetof(pd_gw_config_t, idle_timeout_ns)},
       {"--total-timeout-ms", offsetof(pd_gw_config_t, total_timeout_ns)},
+      {"--commit-timeout-ms", offsetof(pd_gw_config_t, commit_timeout_ns)},
+      {"--token-budget-ms", offsetof(pd_gw_config_t, token_budget_ns)},
       {"--request-timeout-ms", offsetof(pd_gw_config_t, request_timeout_ns)},
       {"--tail-timeout-ms", offsetof(pd_gw_config_t, prefill_tail_timeout_ns)},
       {"--head-timeout-ms", offsetof(pd_gw_config_t, head_timeout_ns)},

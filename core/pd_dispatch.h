@@ -138,7 +138,11 @@ typedef struct pd_gw_config {
   uint64_t head_timeout_ns;        /* reference, streams: leg sent -> its 200 head (SGLang
                                       sends a stream's head at once, S5.3) */
   uint64_t idle_timeout_ns;        /* reference: gap between decode events */
-  uint64_t total_timeout_ns;       /* reference: whole request */
+  uint64_t total_timeout_ns;       /* reference: whole request, a user cap (R-TIMEOUT) */
+  uint64_t commit_timeout_ns;      /* reference: arrival -> first byte to the client, across
+                                      every retry and backoff (R-PROGRESS) */
+  uint64_t token_budget_ns;        /* reference, non-stream: allowance per requested output
+                                      token added to the idle and commit budgets (R-PROGRESS) */
   uint64_t prefill_tail_timeout_ns; /* reference: prefill supervised after client end */
   uint64_t settle_ns; /* reference: how long "the instant" lasts in which a given-up leg may
                          still report its own failure (R-CANCEL). 0 (default, simulator): the

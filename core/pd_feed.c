@@ -231,6 +231,8 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
   rq->is_fast_path = gw->cfg.mode == PD_MODE_PR1150 && rq->req.is_stream &&
                      !rq->req.return_logprob;
   if (gw->cfg.total_timeout_ns) rq->dl[DL_TOTAL] = gw->now + gw->cfg.total_timeout_ns;
+  if (gw->cfg.commit_timeout_ns) /* R-PROGRESS: the first byte, across every attempt */
+    rq->dl[DL_COMMIT] = gw->now + gw->cfg.commit_timeout_ns + pd_gw_work_allowance_ns(gw, rq);
   pd_gw_begin(gw, rq);
   return 0;
 }

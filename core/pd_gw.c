@@ -63,7 +63,9 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
     c->first_token_timeout_ns = SEC(30);
     c->head_timeout_ns = SEC(5);
     c->idle_timeout_ns = SEC(30);
-    c->total_timeout_ns = SEC(100); /* R-PROGRESS: inside the client's patience (I1: 120 s) */
+    c->total_timeout_ns = SEC(600);  /* a user cap on the whole request, as smg's was */
+    c->commit_timeout_ns = SEC(90);  /* R-PROGRESS: + idle 30 s = I1's 120 s */
+    c->token_budget_ns = MS(100);    /* R-PROGRESS: several times a decode's inter-token gap */
     c->prefill_tail_timeout_ns = MS(500); /* prefill lags KV by <= ~200 ms (S5.3) */
     break;
   }
@@ -278,6 +280,7 @@ void pd_gw_client_end(pd_gw_t *gw, pd_rq_t *rq, int is_abort) {
   a->flag = is_abort;
   rq->client_done = 1;
   rq->dl[DL_FIRST] = rq->dl[DL_IDLE] = rq->dl[DL_TOTAL] = rq->dl[DL_BACKOFF] = 0;
+  rq->dl[DL_COMMIT] = 0;
 }
 
 static const char *reason_phrase(int status) {
@@ -433,10 +436,25 @@ void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns) {
   rq->dl[which] = t_ns;
 }
 
+/* R-PROGRESS: SGLang's /generate default when a request states no output length
+ * (sampling_params.max_new_tokens = 128, SGLang docs/backend/sampling_params.md). */
+#define PD_DEFAULT_MAX_NEW_TOKENS 128u
+
+/* Largest allowance (about 31 years): deadlines built on it cannot wrap around. */
+#define PD_MAX_ALLOWANCE_NS 1000000000000000000ull
+
+uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq) {
+  if (rq->req.is_stream) return 0; /* a stream shows its progress: idle supervises it */
+  uint64_t n = rq->req.max_tokens ? rq->req.max_tokens : PD_DEFAULT_MAX_NEW_TOKENS;
+  uint64_t per = gw->cfg.token_budget_ns;
+  return per && n > PD_MAX_ALLOWANCE_NS / per ? PD_MAX_ALLOWANCE_NS : n * per;
+}
+
 int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq) {
   if (rq->attempt >= gw->cfg.retry.max_attempts) return 0;
   uint64_t d = pd_retry_delay_ns(&gw->cfg.retry, rq->attempt - 1, gw->rng);
   if (rq->dl[DL_TOTAL] && gw->now + d >= rq->dl[DL_TOTAL]) return 0;
+  if (rq->dl[DL_COMMIT] && gw->now + d >= rq->dl[DL_COMMIT]) return 0; /* R-PROGRESS */
   rq->state = RQ_BACKOFF;
   rq->dl[DL_BACKOFF] = gw->now + d;
   return 1;

@@ -62,8 +62,8 @@ typedef enum {
  * stored in dl[]: it is the end of the instant in which legs were given up
  * (rq->is_settle_due), handled before every other deadline, so a retry due at the same time
  * starts only after they are settled. */
-enum { DL_BACKOFF = 0, DL_FIRST = 1, DL_IDLE = 2, DL_TOTAL = 3, DL_TAIL = 4, DL_COUNT = 5,
-       DL_SETTLE = 6 };
+enum { DL_BACKOFF = 0, DL_FIRST = 1, DL_IDLE = 2, DL_TOTAL = 3, DL_TAIL = 4, DL_COMMIT = 5,
+       DL_COUNT = 6, DL_SETTLE = 7 };
 
 typedef struct pd_rq {
   uint64_t id;
@@ -149,7 +149,12 @@ void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int 
 /* Close every leg of the request that is not detached; send_abort as pd_gw_close_leg. */
 void pd_gw_close_all(pd_gw_t *gw, pd_rq_t *rq, int send_abort);
 void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns);
-/* Schedule the next attempt after backoff, or return 0 if no attempt is left. */
+/* R-PROGRESS: what a non-stream request's decode may take on top of the idle and commit
+ * budgets: its requested output tokens (128 if unstated) x cfg.token_budget_ns, capped so a
+ * deadline built on it cannot wrap (0 for a stream). */
+uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq);
+/* Schedule the next attempt after backoff, or return 0 if no attempt is left (attempts used
+ * up, or the backoff would pass the total or the commit budget). */
 int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq);
 int pd_buf_append(const pd_alloc_t *a, pd_buf_t *b, const void *p, size_t len);
 void pd_buf_free(const pd_alloc_t *a, pd_buf_t *b);

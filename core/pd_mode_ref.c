@@ -220,6 +220,7 @@ static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
     pd_gw_client_head(gw, rq, 200, 1);
     rq->is_committed = 1;
     rq->state = RQ_STREAM;
+    rq->dl[DL_COMMIT] = 0; /* R-PROGRESS: from here idle supervises the stream */
   }
   char *m = NULL;
   size_t ml = 0;
@@ -322,8 +323,8 @@ static void prefill_done(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
     pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
     if (d && d->state == LEG_ENDED) respond_nonstream(gw, rq, d);
     else if (d && !rq->is_committed && gw->cfg.idle_timeout_ns) /* R-PROGRESS: decode has the
-      KV and generates; its answer is its only sign of progress */
-      rq->dl[DL_IDLE] = gw->now + gw->cfg.idle_timeout_ns;
+      KV and generates; its answer is its only sign of progress, after the work asked */
+      rq->dl[DL_IDLE] = gw->now + gw->cfg.idle_timeout_ns + pd_gw_work_allowance_ns(gw, rq);
   } else if (!rq->is_committed) {
     flush_held(gw, rq);
   }
@@ -526,13 +527,18 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
     }
     if (rq->state == RQ_BACKOFF && !rq->client_done) pd_gw_begin(gw, rq);
     return;
+  case DL_COMMIT:
+    if (rq->is_committed) return; /* cleared at commit; before it, as the total deadline */
+    /* fall through */
   case DL_FIRST:
   case DL_IDLE:
   case DL_TOTAL:
     if (!rq->is_committed) {
       if (rq->state == RQ_BACKOFF || !live_legs(rq)) { /* in backoff when the total deadline
                                                             passed */
-        pd_gw_client_error(gw, rq, 504, "timeout", "request deadline exceeded");
+        pd_gw_client_error(gw, rq, 504, "timeout",
+                           which == DL_COMMIT ? "no response within the commit budget"
+                                              : "request deadline exceeded");
         return;
       }
       if (which == DL_FIRST && rq->is_prefill_lost) { /* decode never got the KV: not its fault */
@@ -541,13 +547,15 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
         return;
       }
       mark_suspects(rq);
-      /* The request's own budget running out blames no worker: cancelled, not timeout
-       * (R-OUTCOME); the first-token deadline is the workers' and records timeout. */
-      fail_attempt(gw, rq, NULL, which == DL_TOTAL ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT,
-                   504, which != DL_TOTAL, "timeout",
-                   which == DL_TOTAL  ? "request deadline exceeded"
-                   : which == DL_IDLE ? "decode made no progress in time"
-                                      : "no first token in time");
+      /* The request's own budget (total, commit) running out blames no worker: cancelled, not
+       * timeout (R-OUTCOME); the first-token and idle deadlines are the workers' (timeout). */
+      int is_budget = which == DL_TOTAL || which == DL_COMMIT;
+      fail_attempt(gw, rq, NULL, is_budget ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT, 504,
+                   !is_budget, "timeout",
+                   which == DL_TOTAL    ? "request deadline exceeded"
+                   : which == DL_COMMIT ? "no response within the commit budget"
+                   : which == DL_IDLE   ? "decode made no progress in time"
+                                        : "no first token in time");
     } else {
       pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
       if (d)

@@ -72,7 +72,8 @@ static void check_config(const pd_scn_config_t *c) {
   const uint64_t ms[] = {c->request_timeout_ms, c->first_token_timeout_ms, c->idle_timeout_ms,
                          c->total_timeout_ms,   c->tail_timeout_ms,        c->breaker_open_ms,
                          c->bootstrap_timeout_ms, c->waiting_timeout_ms,   c->deadline_ms,
-                         c->grace_ms,           c->net_us};
+                         c->grace_ms,           c->net_us,
+                         c->commit_timeout_ms,  c->token_budget_ms};
   for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) check(ms[i] <= PD_SCN_MAX_MS);
   check(c->deadline_ms >= 1);
   check(c->breaker_half_open_probes <= 1000000);

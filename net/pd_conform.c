@@ -96,6 +96,8 @@ static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char 
       {"--first-token-timeout-ms", c.first_token_timeout_ns, sc->first_token_timeout_ms},
       {"--idle-timeout-ms", c.idle_timeout_ns, sc->idle_timeout_ms},
       {"--total-timeout-ms", c.total_timeout_ns, sc->total_timeout_ms},
+      {"--commit-timeout-ms", c.commit_timeout_ns, sc->commit_timeout_ms},
+      {"--token-budget-ms", c.token_budget_ns, sc->token_budget_ms},
       {"--request-timeout-ms", c.request_timeout_ns, sc->request_timeout_ms},
       {"--tail-timeout-ms", c.prefill_tail_timeout_ns, sc->tail_timeout_ms},
   };

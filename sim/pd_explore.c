@@ -13,6 +13,7 @@
 #include "pd_scenario_write.h"
 
 #define EXP_GEN_LABEL 0x6578706c6f7265ull /* "explore": the generator's PRNG stream */
+#define EXP_BUDGET_LABEL 0x627564676574ull /* "budget": the R-PROGRESS knobs' stream */
 #define EXP_DEADLINE_MS 120000u   /* the I1 bound of every generated world */
 #define EXP_TOTAL_MIN_MS 20000u   /* reference total timeout: 20..60 s, below the deadline */
 #define EXP_TOTAL_MAX_MS 60000u
@@ -134,6 +135,13 @@ static void gen_config(pd_prng_t *r, pd_scn_config_t *c, uint64_t seed) {
   c->seed = seed;
 }
 
+/* R-PROGRESS: the commit budget below the total, a tight or loose per-token allowance. Drawn
+ * from a stream of their own, so every seed keeps the world it generated before they came. */
+static void gen_budgets(pd_prng_t *r, pd_scn_config_t *c) {
+  if (chance(r, 0.3)) c->commit_timeout_ms = range(r, 2000, c->total_timeout_ms);
+  if (chance(r, 0.3)) c->token_budget_ms = range(r, 1, 200);
+}
+
 void pd_explore_generate(pd_scenario_t *s, uint64_t seed) {
   pd_prng_t root, r;
   pd_prng_init(&root, seed);
@@ -149,6 +157,9 @@ void pd_explore_generate(pd_scenario_t *s, uint64_t seed) {
   double p_faulty = pd_prng_unit(&r);
   gen_workload(&r, &s->workload);
   gen_config(&r, &s->config, seed);
+  pd_prng_t rb;
+  pd_prng_fork(&root, EXP_BUDGET_LABEL, &rb);
+  gen_budgets(&rb, &s->config);
   uint32_t n_p = (uint32_t)range(&r, 1, PD_EXPLORE_MAX_ROLE_WORKERS);
   uint32_t n_d = (uint32_t)range(&r, 1, PD_EXPLORE_MAX_ROLE_WORKERS);
   s->n_workers = n_p + n_d;

@@ -420,6 +420,8 @@ static const scn_key_t config_keys[] = {
     K_MS(pd_scn_config_t, total_timeout_ms),
     K_MS(pd_scn_config_t, tail_timeout_ms),
     K_MS(pd_scn_config_t, head_timeout_ms),
+    K_MS(pd_scn_config_t, commit_timeout_ms),
+    K_MS(pd_scn_config_t, token_budget_ms),
     K_(pd_scn_config_t, breaker_failure_threshold, pd_scn_set_u32, 0, UINT32_MAX, 0),
     K_MS(pd_scn_config_t, breaker_open_ms),
     K_MS(pd_scn_config_t, bootstrap_timeout_ms),
@@ -565,6 +567,8 @@ void pd_scenario_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_
     if (sc->idle_timeout_ms) c->idle_timeout_ns = sc->idle_timeout_ms * ms;
     if (sc->total_timeout_ms) c->total_timeout_ns = sc->total_timeout_ms * ms;
     if (sc->tail_timeout_ms) c->prefill_tail_timeout_ns = sc->tail_timeout_ms * ms;
+    if (sc->commit_timeout_ms) c->commit_timeout_ns = sc->commit_timeout_ms * ms;
+    if (sc->token_budget_ms) c->token_budget_ns = sc->token_budget_ms * ms;
   }
 }
 

@@ -133,6 +133,7 @@ typedef struct pd_scn_config {
   /* 0 = mode default; apply to the modes that model them */
   uint64_t request_timeout_ms, first_token_timeout_ms, idle_timeout_ms, total_timeout_ms,
       tail_timeout_ms, head_timeout_ms;
+  uint64_t commit_timeout_ms, token_budget_ms; /* reference, 0 = default (R-PROGRESS) */
   uint32_t breaker_failure_threshold; /* 0 = mode default */
   uint64_t breaker_open_ms;           /* 0 = mode default */
   uint32_t breaker_half_open_probes;  /* reference: probes admitted in half-open; 0 = default */

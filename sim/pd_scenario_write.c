@@ -135,6 +135,8 @@ static int config_json(cJSON *root, const pd_scn_config_t *c, const pd_scn_confi
   rc |= add_u64_if(o, "total_timeout_ms", c->total_timeout_ms, d->total_timeout_ms);
   rc |= add_u64_if(o, "tail_timeout_ms", c->tail_timeout_ms, d->tail_timeout_ms);
   rc |= add_u64_if(o, "head_timeout_ms", c->head_timeout_ms, d->head_timeout_ms);
+  rc |= add_u64_if(o, "commit_timeout_ms", c->commit_timeout_ms, d->commit_timeout_ms);
+  rc |= add_u64_if(o, "token_budget_ms", c->token_budget_ms, d->token_budget_ms);
   rc |= add_u64_if(o, "breaker_failure_threshold", c->breaker_failure_threshold,
                    d->breaker_failure_threshold);
   rc |= add_u64_if(o, "breaker_open_ms", c->breaker_open_ms, d->breaker_open_ms);

@@ -198,9 +198,11 @@ static void test_placeholders_expand(void) {
   PDT_EQ_INT(pd_conform_expand(s, &o, "{pdref_gateway_args}", ports, boot, 1, out, sizeof out,
                                err, sizeof err),
              0);
-  /* reference defaults scaled by 0.01: 30 s -> 300 ms, 100 s -> 1000 ms, tail 500 -> 5 */
+  /* reference defaults scaled by 0.01: 30 s -> 300 ms, total 600 s -> 6000 ms, commit 90 s ->
+   * 900 ms, 100 ms a token -> 1, tail 500 -> 5 */
   PDT_TRUE(strstr(out, "--first-token-timeout-ms 300 --idle-timeout-ms 300 "
-                       "--total-timeout-ms 1000 --tail-timeout-ms 5") != NULL);
+                       "--total-timeout-ms 6000 --commit-timeout-ms 900 --token-budget-ms 1 "
+                       "--tail-timeout-ms 5") != NULL);
   PDT_TRUE(strstr(out, "--max-attempts 5") && strstr(out, "--prefill-policy round_robin"));
   PDT_EQ_INT(pd_conform_expand(s, &o, "x {nope}", ports, boot, 1, out, sizeof out, err, sizeof err),
              -1);

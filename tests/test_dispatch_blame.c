@@ -1,6 +1,6 @@
 /* Who the core blames and what it records: every leg that failed in the instant an attempt
  * was given up (R-OUTCOME, R-RETRY-EXCLUDE), every attempt including those that failed at
- * selection (I7), and a non-stream decode that makes no progress (R-PROGRESS); and two
+ * selection (I7) (the time budgets of R-PROGRESS are in test_dispatch_budget.c); and two
  * behaviours of the minilb model read from mini_lb's source (M1, M2; docs/spec.md 7.3). */
 #include "pd_err.h"
 #include "pdt_harness.h"
@@ -146,42 +146,6 @@ static void test_selection_failures_are_attempts_in_the_record(void) {
   h_free(&h);
 }
 
-/* R-PROGRESS: a non-stream decode shows nothing until it is done; from prefill's answer (the
- * KV is on decode) it has the idle budget, then it alone is blamed (timeout, excluded) and
- * the request is retried on the other decode. */
-static void test_a_silent_nonstream_decode_is_blamed_after_the_idle_budget(void) {
-  harness_t h;
-  start(&h, PD_MODE_REFERENCE, NONSTREAM);
-  uint32_t d_first = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
-  h.now = 20 * MS;
-  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
-  h_leg(&h, PD_EV_UP_DATA, 1, 0, "{\"text\":\"\",\"meta_info\":{}}");
-  h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
-  PDT_EQ_INT(outcome_of(&h, 1), PD_OUTCOME_SUCCESS);
-  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
-  PDT_TRUE(t && t->deadline_ns == 30020 * MS); /* idle budget from prefill's answer */
-  h_fire(&h, t);
-  PDT_EQ_INT(outcome_of(&h, 2), PD_OUTCOME_TIMEOUT);
-  PDT_FALSE(h.ended);
-  h_fire(&h, h_find(&h, PD_ACT_TIMER, 0)); /* the backoff */
-  const pd_action_t *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
-  PDT_TRUE(d2 && d2->worker != d_first);
-  h_free(&h);
-}
-
-/* R-PROGRESS: with the defaults, a non-stream request nobody answers ends within the
- * client's patience (I1's default 120 s), not after 5 first-token deadlines (150 s). */
-static void test_default_budget_ends_a_request_nobody_answers_within_120s(void) {
-  harness_t h;
-  start(&h, PD_MODE_REFERENCE, NONSTREAM);
-  for (int i = 0; i < 32 && !h.ended; i++)
-    if (!h_fire(&h, h_find(&h, PD_ACT_TIMER, 0))) break;
-  PDT_TRUE(h.ended);
-  PDT_EQ_INT(h.head_status, 504);
-  PDT_TRUE(h.now <= 120000 * MS);
-  h_free(&h);
-}
-
 /* M1: mini_lb's stream handler returns its StreamingResponse before contacting a worker: the
  * client has a 200 event-stream head at once, and a refused decode cuts the stream (no 500,
  * no error event). */
@@ -262,10 +226,6 @@ int pdt_suite_dispatch_blame(void) {
       {"the instant lasts settle_ns for a socket driver",
        test_the_instant_lasts_settle_ns_for_a_socket_driver},
       {"selection failures are attempts in the record", test_selection_failures_are_attempts_in_the_record},
-      {"a silent non-stream decode is blamed after the idle budget",
-       test_a_silent_nonstream_decode_is_blamed_after_the_idle_budget},
-      {"the default budget ends a request nobody answers within 120 s",
-       test_default_budget_ends_a_request_nobody_answers_within_120s},
       {"minilb: the stream head goes out before any worker (M1)",
        test_minilb_stream_head_goes_out_before_any_worker},
       {"minilb: non-stream waits for prefill's JSON when the key is present (M2)",

@@ -50,6 +50,7 @@ static const char full_doc[] =
     "  'request_timeout_ms':1800000,'first_token_timeout_ms':2000,'idle_timeout_ms':3000,"
     "  'total_timeout_ms':4000,'tail_timeout_ms':5000,'breaker_failure_threshold':10,"
     "  'breaker_open_ms':60000,'bootstrap_timeout_ms':1000,'waiting_timeout_ms':2000,"
+    "  'commit_timeout_ms':3500,'token_budget_ms':20,"
     "  'deadline_ms':9000,'grace_ms':500,'net_us':250,'seed':'12345678901234567890'},"
     " 'workers':[{'name':'p0','role':'prefill','forward_ms':30,'kv_ms':6,'first_token_ms':11,"
     "   'token_ms':7,'chunking':'split','crash_at_ms':100,'restart_at_ms':200,"
@@ -78,6 +79,8 @@ static void check_full_config(const pd_scenario_t *s) {
   PDT_EQ_U64(c->bootstrap_timeout_ms, 1000);
   PDT_EQ_U64(c->waiting_timeout_ms, 2000);
   PDT_EQ_U64(c->deadline_ms, 9000);
+  PDT_EQ_U64(c->commit_timeout_ms, 3500);
+  PDT_EQ_U64(c->token_budget_ms, 20);
   PDT_EQ_U64(c->grace_ms, 500);
   PDT_EQ_U64(c->net_us, 250);
   PDT_EQ_U64(c->seed, 12345678901234567890ULL);
