@@ -182,7 +182,7 @@ static int gauge(const pd_cf_run_t *run, const char *text, const char *fam, uint
       const char *close = line[fl] == '{' ? memchr(line, '}', (size_t)(end - line)) : line + fl;
       char role[16], url[256];
       double v = close ? strtod(close + 1, NULL) : 0;
-      uint64_t n = v > 0 ? (uint64_t)(v + 0.5) : 0;
+      uint64_t n = !(v > 0) ? 0 : v > 1e15 ? (uint64_t)1e15 : (uint64_t)(v + 0.5);
       if (close && line[fl] == ' ') {
         *total += n;
         seen = 1;
