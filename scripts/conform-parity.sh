@@ -47,17 +47,22 @@ for m in $MODES; do
         + (if .status == "not exercised" then " (not exercised: " + .not_exercised + ")" else "" end)
         + (if ($sx[.scenario] // false) != (.status == "not exercised")
            then " (sim " + (if $sx[.scenario] then "not " else "" end) + "exercised)" else "" end)]
-      elif .cut_off > 0 then [.scenario, .mode, $simv, .violated, "CUT", .file]
+      elif .cut_off > 0 then [.scenario, .mode, $simv, .violated, "CUT", .file, $sv[.scenario]]
       elif .status == "not exercised" then [.scenario, .mode, $simv, .violated, "DIFF (not exercised: " + .not_exercised + ")"]
       else [.scenario, .mode, $simv, .violated, "DIFF: " + .reason] end
     | map(if . == "" then "-" else . end) | @tsv')
-  while IFS=$'\t' read -r sc mo sv cv why file; do
+  while IFS=$'\t' read -r sc mo sv cv why file simall; do
     if [ "$why" = CUT ]; then
       again=$("$BIN" conform --json --allow-unexercised --no-warm-up --mode-label "$m" \
         --timeout-scale "$SCALE" --request-bound-ms "$LONG_MS" \
         --gateway-cmd "$BIN gateway --mode $m {prefill_args} {decode_args} --listen 127.0.0.1:{port} {pdref_gateway_args}" \
         "$file" || true)
       cv=$(jq -r '.rows[0].violated | if . == "" then "-" else . end' <<<"$again" 2>/dev/null || echo "?")
+      # the simulator's set on what this run judged (I4 is judged once nothing is cut)
+      sv=$(jq -r --arg all "$simall" '(.rows[0].judged | split(",")) as $j
+        | [($all | if . == "" or . == "-" or . == "any" then [] else split(",") end)[]
+           | select(. as $i | $j | index($i))] | join(",") | if . == "" then "-" else . end' \
+        <<<"$again" 2>/dev/null || echo "?")
       if [ "$cv" = "$sv" ]; then
         why="same (judged past the gateway's own timeout: --request-bound-ms $LONG_MS)"
       else
