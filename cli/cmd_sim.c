@@ -33,6 +33,8 @@ typedef struct opts {
 typedef struct row_result {
   uint32_t got, want;
   int want_set, matched;
+  int exercised;  /* every fault entry fired and some request reached a worker */
+  int declared;   /* the scenario declares this mode unexercised ("unexercised") */
   uint64_t hash;
   pd_world_stats_t st;
 } row_result_t;
@@ -63,19 +65,33 @@ static int run_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, row_res
     r->got |= 1u << (PD_INV_DETERMINISM - 1);
   r->want_set = s->expect[m].is_set;
   r->want = s->expect[m].violated_mask;
-  r->matched = !r->want_set || r->want == r->got;
+  r->exercised = r->st.faults_exercised == r->st.faults_total &&
+                 (r->st.requests_served > 0 || r->st.requests_done == 0);
+  r->declared = s->unexercised[m][0] != 0;
+  /* a declared mode must really leave a fault unfired (else the declaration is stale) */
+  r->matched = (!r->want_set || r->want == r->got) && r->declared == !r->exercised;
   return 0;
 }
+
+/* Not exercised and not declared so: the row tested nothing about a fault (or served nothing). */
+static int is_not_exercised(const row_result_t *r) { return !r->exercised && !r->declared; }
 
 static void print_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, const row_result_t *r) {
   char got[64], want[64];
   mask_str(r->got, got, sizeof got);
   mask_str(r->want, want, sizeof want);
   printf("%-46s %-9s %-4s %-14s %s", s->name, pd_mode_name(m), r->got ? "FAIL" : "PASS", got,
-         r->matched ? "as expected" : "UNEXPECTED");
-  if (!r->matched) printf(" (expected %s)", r->want ? want : "pass");
+         is_not_exercised(r) ? "NOT EXERCISED" : r->matched ? "as expected" : "UNEXPECTED");
+  if (!r->matched && !is_not_exercised(r)) {
+    if (r->want_set && r->want != r->got) printf(" (expected %s)", r->want ? want : "pass");
+    else printf(" (declared unexercised, but every fault fired)");
+  }
   if (r->st.ttft_n && !r->got)
     printf("  ttft %.3f ms", (double)r->st.ttft_sum_ns / (double)r->st.ttft_n / 1e6);
+  printf("  faults exercised %u/%u, requests served %llu/%llu", r->st.faults_exercised,
+         r->st.faults_total, (unsigned long long)r->st.requests_served,
+         (unsigned long long)r->st.requests_done);
+  if (r->st.unexercised[0]) printf(" (never fired: %s)", r->st.unexercised);
   if (o->has_seed) printf("  hash %016llx", (unsigned long long)r->hash);
   printf("\n");
   if (r->got) {
@@ -102,6 +118,13 @@ static cJSON *json_row(const pd_scenario_t *s, pd_mode_t m, const row_result_t *
   cJSON_AddStringToObject(j, "violated", got);
   cJSON_AddStringToObject(j, "expected", r->want_set ? want : "any");
   cJSON_AddBoolToObject(j, "matched", r->matched);
+  cJSON_AddStringToObject(j, "status", is_not_exercised(r) ? "not exercised"
+                                       : r->matched ? "as expected" : "unexpected");
+  cJSON_AddNumberToObject(j, "faults_exercised", r->st.faults_exercised);
+  cJSON_AddNumberToObject(j, "faults_total", r->st.faults_total);
+  cJSON_AddNumberToObject(j, "requests_served", (double)r->st.requests_served);
+  if (r->st.unexercised[0]) cJSON_AddStringToObject(j, "never_fired", r->st.unexercised);
+  if (r->declared) cJSON_AddStringToObject(j, "declared_unexercised", s->unexercised[m]);
   cJSON_AddStringToObject(j, "reason", r->st.first_reason);
   char hash[24];
   snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->hash);
@@ -113,6 +136,18 @@ static cJSON *json_row(const pd_scenario_t *s, pd_mode_t m, const row_result_t *
   return j;
 }
 
+static void print_json(cJSON *rows, int passed, int failed, int unexercised) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddItemToObject(root, "rows", rows);
+  cJSON_AddNumberToObject(root, "passed", passed);
+  cJSON_AddNumberToObject(root, "failed", failed);
+  cJSON_AddNumberToObject(root, "not_exercised", unexercised);
+  char *txt = cJSON_Print(root);
+  if (txt) puts(txt);
+  cJSON_free(txt);
+  cJSON_Delete(root);
+}
+
 static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_files) {
   char *paths[MAX_FILES];
   int n_paths = 0;
@@ -122,7 +157,9 @@ static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_fil
       printf("usage: pdref sim run FILE|DIR... [--mode joined|pr1150|minilb|reference|all]\n"
              "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json]\n"
              "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
-             "violated invariants with the scenario's expectation. --trace writes a Chrome/Perfetto\n"
+             "violated invariants with the scenario's expectation. A row whose fault entries did\n"
+             "not all fire, or whose requests reached no worker, is NOT EXERCISED (exit 1) unless\n"
+             "the scenario declares that mode in \"unexercised\". --trace writes a Chrome/Perfetto\n"
              "trace (open in ui.perfetto.dev); use it with one file and one mode. --tie-seed\n"
              "orders events of the same instant (0: insertion order; default: the scenario's\n"
              "config.tie_seed), as `pdref sim explore` found them.\n");
@@ -175,7 +212,7 @@ int pd_cli_sim_run(int argc, char **argv) {
   }
   pd_scenario_t *s = malloc(sizeof *s);
   cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
-  int passed = 0, failed = 0, exit_code = 0;
+  int passed = 0, failed = 0, unexercised = 0, exit_code = 0;
   if (!s) return 2;
   if (!o.json)
     printf("%-46s %-9s %-4s %-14s %s\n", "scenario", "mode", "inv", "violated", "expectation");
@@ -191,7 +228,8 @@ int pd_cli_sim_run(int argc, char **argv) {
       row_result_t r;
       memset(&r, 0, sizeof r);
       if (run_row(s, (pd_mode_t)m, &o, &r)) { exit_code = 2; break; }
-      if (r.matched) passed++;
+      if (is_not_exercised(&r)) unexercised++;
+      else if (r.matched) passed++;
       else failed++;
       if (arr) cJSON_AddItemToArray(arr, json_row(s, (pd_mode_t)m, &r));
       else print_row(s, (pd_mode_t)m, &o, &r);
@@ -201,10 +239,10 @@ int pd_cli_sim_run(int argc, char **argv) {
   for (int f = 0; f < n_files; f++) free(files[f]);
   free(s);
   if (arr) {
-    pd_cli_print_json_rows(arr, passed, failed, -1);
+    print_json(arr, passed, failed, unexercised);
   } else if (exit_code != 2) {
-    printf("sim: %d passed, %d failed\n", passed, failed);
+    printf("sim: %d passed, %d failed, %d not exercised\n", passed, failed, unexercised);
   }
   if (exit_code == 2) return 2;
-  return failed ? 1 : 0;
+  return failed || unexercised ? 1 : 0;
 }

@@ -187,6 +187,8 @@ uint32_t pd_gw_load(const pd_gw_t *gw, pd_role_t role, uint32_t worker);
 pd_breaker_state_t pd_gw_breaker_state(pd_gw_t *gw, pd_role_t role, uint32_t worker,
                                        uint64_t now_ns);
 size_t pd_gw_requests_live(const pd_gw_t *gw);
+/* Half-open probes admitted to the worker and not yet recorded (0 for an unknown worker). */
+uint32_t pd_gw_breaker_probes(const pd_gw_t *gw, pd_role_t role, uint32_t worker);
 /* Start worker's breaker in state st at now_ns (before any event: a scenario's initial
  * breaker state). PD_ERR_INVAL for an unknown worker or state. */
 int pd_gw_breaker_start_in(pd_gw_t *gw, pd_role_t role, uint32_t worker, pd_breaker_state_t st,

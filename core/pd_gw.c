@@ -214,6 +214,9 @@ pd_breaker_state_t pd_gw_breaker_state(pd_gw_t *gw, pd_role_t role, uint32_t w, 
   return pd_breaker_state(&copy, now);
 }
 size_t pd_gw_requests_live(const pd_gw_t *gw) { return gw->map.len; }
+uint32_t pd_gw_breaker_probes(const pd_gw_t *gw, pd_role_t role, uint32_t w) {
+  return w < gw->n_workers[role] ? gw->workers[role][w].breaker.probes_in_flight : 0;
+}
 int pd_gw_breaker_start_in(pd_gw_t *gw, pd_role_t role, uint32_t w, pd_breaker_state_t st,
                            uint64_t now) {
   if ((unsigned)role > 1 || w >= gw->n_workers[role] || (unsigned)st > PD_BREAKER_HALF_OPEN)

@@ -9,11 +9,34 @@
 #include "pd_gw_int.h"
 #include "pd_merge.h"
 
-/* Does the handler read prefill's body? Streams: `return_logprob` true (`.get(..., False)`);
- * non-stream: the key is present, whatever its value (`"return_logprob" in request`, M2). */
+/* mini_lb looks at the body's own `return_logprob` key on every route, never at the OpenAI
+ * routes' `logprobs` (M8.3, M8.4): a chat or completions request asking for logprobs is
+ * proxied like any other. The stream path tests the value (`.get("return_logprob", False)`,
+ * Python truthiness). */
+static int lp_value(const pd_rq_t *rq) {
+  const cJSON *k = cJSON_GetObjectItemCaseSensitive((const cJSON *)rq->req.json, "return_logprob");
+  if (!k || cJSON_IsNull(k) || cJSON_IsFalse(k)) return 0;
+  if (cJSON_IsNumber(k)) return k->valuedouble != 0;
+  if (cJSON_IsString(k)) return k->valuestring && k->valuestring[0];
+  if (cJSON_IsArray(k) || cJSON_IsObject(k)) return k->child != NULL;
+  return 1;
+}
+
+/* Does the handler read prefill's body? Streams: the value is truthy; non-stream: the key is
+ * present, whatever its value (`"return_logprob" in request`, M2). */
 static int reads_prefill(const pd_rq_t *rq) {
-  if (rq->req.is_stream) return rq->req.return_logprob;
+  if (rq->req.is_stream) return lp_value(rq);
   return cJSON_GetObjectItemCaseSensitive((const cJSON *)rq->req.json, "return_logprob") != NULL;
+}
+
+/* Non-stream merge (M8.3): only when decode's JSON has meta_info.input_token_logprobs; then
+ * prefill's must have it too (a KeyError otherwise). */
+static int decode_has_lp(const pd_leg_t *d) {
+  cJSON *j = d->body.len ? cJSON_ParseWithLength((const char *)d->body.p, d->body.len) : NULL;
+  const cJSON *mi = j ? cJSON_GetObjectItemCaseSensitive(j, "meta_info") : NULL;
+  int has = cJSON_IsObject(mi) && cJSON_GetObjectItemCaseSensitive(mi, "input_token_logprobs");
+  cJSON_Delete(j);
+  return has;
 }
 
 static void session_close(pd_gw_t *gw, pd_rq_t *rq) {
@@ -56,7 +79,7 @@ static int merge_line(pd_gw_t *gw, pd_rq_t *rq, const uint8_t *p, size_t len) {
 /* Decode bytes on the stream path: raw chunks without logprobs (iter_chunked), lines with. */
 static int forward_chunk(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d, const uint8_t *p, size_t len,
                          int is_eof) {
-  if (!rq->req.return_logprob) {
+  if (!lp_value(rq)) {
     pd_gw_client_data(gw, rq, p, len);
     return 0;
   }
@@ -145,7 +168,7 @@ static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq) {
   }
   char *merged = NULL;
   size_t mlen = 0;
-  if (rq->req.return_logprob &&
+  if (reads_prefill(rq) && decode_has_lp(d) &&
       (take_prefill_logprobs(gw, rq, p) ||
        pd_merge_logprobs(gw->alloc, (const char *)p->body.p, p->body.len,
                          (const char *)d->body.p, d->body.len, &merged, &mlen))) {
@@ -170,7 +193,7 @@ static void heads_gathered(pd_gw_t *gw, pd_rq_t *rq) {
     if (d->state == LEG_ENDED) respond_nonstream(gw, rq);
     return;
   }
-  if (rq->req.return_logprob) {
+  if (lp_value(rq)) {
     pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
     rq->state = RQ_DRAIN; /* all prefill chunks read first */
     if (p && p->state == LEG_ENDED) {
@@ -222,7 +245,7 @@ static void mlb_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
     return;
   }
   if (rq->state == RQ_STREAM) {
-    if (rq->req.return_logprob && leg->body.len && forward_chunk(gw, rq, leg, NULL, 0, 1)) {
+    if (lp_value(rq) && leg->body.len && forward_chunk(gw, rq, leg, NULL, 0, 1)) {
       raise_exception(gw, rq);
       return;
     }

@@ -35,7 +35,8 @@ static void finish(struct pd_world *w, pd_wleg_t *leg, pd_truth_t truth) {
   leg->wstate = WL_DONE;
   leg->tgen++;
   if (leg->truth == PD_TRUTH_PENDING) leg->truth = truth;
-  if (leg->slot_taken && !leg->t_slot_freed) {
+  if (leg->slot_taken && !leg->is_slot_freed) {
+    leg->is_slot_freed = 1;
     leg->t_slot_freed = w->now;
     node_of(w, leg)->live_slots--;
   }
@@ -108,7 +109,7 @@ static void pair(struct pd_world *w, pd_wleg_t *p, pd_wleg_t *d) {
 
 /* Decode connects to the bootstrap server of the prefill worker named in its body. */
 static void decode_connect(struct pd_world *w, pd_wleg_t *d) {
-  if (has_fault(d, PD_FAULT_NEVER_CONNECT)) return;
+  if (has_fault(d, PD_FAULT_NEVER_CONNECT)) { d->is_fault_fired = 1; return; }
   pd_wleg_t *p = pd_ptrmap_get(&w->rooms, d->room);
   if (p && p->wstate == WL_BOOTSTRAP && p->rooms_hash == d->rooms_hash &&
       !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED) && !node_of(w, p)->is_down) {
@@ -121,6 +122,7 @@ static void decode_connect(struct pd_world *w, pd_wleg_t *d) {
 }
 
 static void prefill_register(struct pd_world *w, pd_wleg_t *p) {
+  if (has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED)) p->is_fault_fired = 1;
   pd_wleg_t *other = pd_ptrmap_get(&w->rooms, p->room);
   if (other && other != p) w->room_collisions++;
   pd_wleg_t *d = pd_ptrmap_get(&w->droom, p->room);
@@ -140,6 +142,8 @@ static void transfer_done(struct pd_world *w, pd_wleg_t *p) {
   pd_wleg_t *d = p->partner;
   if (!d || d->wstate != WL_WAIT_KV || has_fault(p, PD_FAULT_KV_FAIL) ||
       has_fault(d, PD_FAULT_KV_FAIL)) {
+    p->is_fault_fired |= has_fault(p, PD_FAULT_KV_FAIL);
+    if (d) d->is_fault_fired |= has_fault(d, PD_FAULT_KV_FAIL);
     if (d && d->wstate == WL_WAIT_KV) answer_error(w, d, 500); /* KVPoll.Failed both sides */
     answer_error(w, p, 500);                                    /* S5.3 */
     return;
@@ -147,11 +151,14 @@ static void transfer_done(struct pd_world *w, pd_wleg_t *p) {
   d->wstate = WL_STREAM;
   pd_world_wtimer(w, d, WT_TOKEN, node_of(w, d)->spec->first_token_ms * MS_NS);
   p->wstate = WL_LAG;
-  if (has_fault(p, PD_FAULT_HANG_MID_STREAM)) { p->wstate = WL_HUNG; return; }
+  if (has_fault(p, PD_FAULT_HANG_MID_STREAM)) { p->wstate = WL_HUNG; p->is_fault_fired = 1; return; }
   pd_world_wtimer(w, p, WT_RESPOND, (p->lag_ms + pd_wlate_error_ms(p->fault, p->fp)) * MS_NS);
 }
 
 static void prefill_respond(struct pd_world *w, pd_wleg_t *p) {
+  p->is_fault_fired |= has_fault(p, PD_FAULT_RESET_MID_STREAM) ||
+                       has_fault(p, PD_FAULT_BODY_ERROR) || has_fault(p, PD_FAULT_TRUNCATE) ||
+                       has_fault(p, PD_FAULT_ERROR_AFTER_KV);
   if (has_fault(p, PD_FAULT_RESET_MID_STREAM)) { uperr(w, p, PD_UPERR_RESET, PD_TRUTH_FAILED); return; }
   if (has_fault(p, PD_FAULT_ERROR_AFTER_KV)) { answer_error(w, p, 500); return; }
   if (!p->is_stream) send(w, p, W2G_HEAD, 200);
@@ -171,6 +178,7 @@ static void prefill_respond(struct pd_world *w, pd_wleg_t *p) {
 
 /* A `status` fault's answer: the status head, SGLang's JSON error body, the end. */
 static void answer_status(struct pd_world *w, pd_wleg_t *leg) {
+  leg->is_fault_fired = 1;
   leg->injected_status = leg->fp->status;
   send(w, leg, W2G_HEAD, (uint32_t)leg->fp->status);
   send(w, leg, W2G_ERROR_BODY, (uint32_t)leg->fp->status);
@@ -178,10 +186,18 @@ static void answer_status(struct pd_world *w, pd_wleg_t *leg) {
   finish(w, leg, pd_wstatus_is_healthy(leg->fp->status) ? PD_TRUTH_OK : PD_TRUTH_FAILED);
 }
 
+/* The kinds a decode acts on after its after_tokens events (a `status` here is deferred). */
+static int acts_mid_stream(int kind) {
+  return kind == PD_FAULT_HANG_MID_STREAM || kind == PD_FAULT_RESET_MID_STREAM ||
+         kind == PD_FAULT_BODY_ERROR || kind == PD_FAULT_SSE_ERROR || kind == PD_FAULT_TRUNCATE ||
+         kind == PD_FAULT_STATUS || kind == PD_FAULT_ERROR_AFTER_KV;
+}
+
 static void decode_token(struct pd_world *w, pd_wleg_t *d) {
   uint32_t k = d->sent_tokens;
   uint32_t after = d->fp ? d->fp->after_tokens : 0;
   if (d->fault >= 0 && k >= after) {
+    d->is_fault_fired = acts_mid_stream(d->fault);
     switch ((pd_fault_kind_t)d->fault) {
     case PD_FAULT_HANG_MID_STREAM: d->wstate = WL_HUNG; return;
     case PD_FAULT_RESET_MID_STREAM: uperr(w, d, PD_UPERR_RESET, PD_TRUTH_FAILED); return;
@@ -236,8 +252,14 @@ static void open_leg(struct pd_world *w, pd_wleg_t *leg) {
   if (n->is_down) { uperr(w, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER); return; }
   pick_fault(w, leg);
   switch (leg->fault) {
-  case PD_FAULT_CONNECT_REFUSED: uperr(w, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER); return;
-  case PD_FAULT_RESET_BEFORE_HEAD: uperr(w, leg, PD_UPERR_RESET, PD_TRUTH_FAILED); return;
+  case PD_FAULT_CONNECT_REFUSED:
+    leg->is_fault_fired = 1;
+    uperr(w, leg, PD_UPERR_CONNECT, PD_TRUTH_NEVER);
+    return;
+  case PD_FAULT_RESET_BEFORE_HEAD:
+    leg->is_fault_fired = 1;
+    uperr(w, leg, PD_UPERR_RESET, PD_TRUTH_FAILED);
+    return;
   case PD_FAULT_STATUS:
     if (pd_wstatus_is_deferred(leg->fp, leg->role == PD_ROLE_DECODE, leg->is_stream)) break;
     answer_status(w, leg);
@@ -245,10 +267,14 @@ static void open_leg(struct pd_world *w, pd_wleg_t *leg) {
   default: break;
   }
   slot_take(w, leg);
-  if (has_fault(leg, PD_FAULT_HANG_BEFORE_HEAD)) { leg->wstate = WL_HUNG; return; }
+  if (has_fault(leg, PD_FAULT_HANG_BEFORE_HEAD)) { leg->wstate = WL_HUNG; leg->is_fault_fired = 1; return; }
   if (leg->is_stream) send(w, leg, W2G_HEAD, 200); /* StreamingResponse: head at once (S5.3) */
   if (leg->role == PD_ROLE_PREFILL) {
-    if (has_fault(leg, PD_FAULT_SSE_ERROR)) { answer_error(w, leg, 500); return; } /* S5.6 */
+    if (has_fault(leg, PD_FAULT_SSE_ERROR)) { /* S5.6 */
+      leg->is_fault_fired = 1;
+      answer_error(w, leg, 500);
+      return;
+    }
     leg->wstate = WL_BOOTSTRAP;
     pd_world_wtimer(w, leg, WT_BOOTSTRAP_TIMEOUT, w->s->config.bootstrap_timeout_ms * MS_NS);
     prefill_register(w, leg);

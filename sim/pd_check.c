@@ -68,7 +68,6 @@ void pd_check_client_data(struct pd_world *w, pd_creq_t *rq, const uint8_t *p, s
     rq->body_len += len;
     return;
   }
-  if (!rq->t_first_token) rq->t_first_token = w->now;
   if (pd_sse_feed(&rq->sse, p, len)) {
     rq->token_error = 1;
     return;
@@ -119,11 +118,68 @@ static int outcome_agrees(const pd_wleg_t *l) {
   return 0;
 }
 
+/* Closed at the gateway / slot freed: flags first, so a time of 0 (net_us 0) counts as a time.
+ * A record built from a socket run's logs may carry only the time (never 0 there). */
+static int leg_closed(const pd_wleg_t *l) { return !l->gw_open; }
+static int slot_freed(const pd_wleg_t *l) { return l->is_slot_freed || l->t_slot_freed != 0; }
+static uint64_t closed_at(const struct pd_world *w, const pd_wleg_t *l) {
+  return leg_closed(l) ? l->t_gw_closed : w->now;
+}
+
 #define FLAG(inv, ...)                                             \
   do {                                                             \
     if (!(v & BIT(inv)) && !*reason) snprintf(reason, cap, __VA_ARGS__); \
     v |= BIT(inv);                                                 \
   } while (0)
+
+static uint64_t room_at(const pd_wleg_t *l, int i) { return l->rooms ? l->rooms[i] : l->room; }
+
+/* Does leg o carry room r (any of its rooms)? */
+static int has_room(const pd_wleg_t *o, uint64_t r) {
+  for (int i = 0; i < o->n_rooms; i++)
+    if (room_at(o, i) == r) return 1;
+  return 0;
+}
+
+/* The number of rooms a worker needs for this request: SGLang splits a `text` or `prompt` array
+ * of n >= 2 into n requests and indexes the bootstrap fields per item (io_struct
+ * GenerateReqInput.__getitem__); a scalar room is either an error there or, in the versions that
+ * normalise it, copied to every item (one room shared by n requests). So an array of n rooms.
+ * 0: not judged (not a batch, or chat `n`, whose normalisation differs between SGLang versions). */
+static int rooms_needed(const pd_scn_workload_t *wl) {
+  if (wl->batch < 2 || wl->route == PD_ROUTE_CHAT) return 0;
+  return wl->route == PD_ROUTE_GENERATE || wl->route == PD_ROUTE_COMPLETIONS ? (int)wl->batch : 0;
+}
+
+/* I8: both legs of an attempt carry the same bootstrap data and rid; a batch of n carries n
+ * distinct rooms; no room is reused by another attempt of the request. */
+static uint32_t check_rooms(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap) {
+  uint32_t v = 0;
+  int need = rooms_needed(&w->s->workload);
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+    for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req) {
+      if (o->attempt != l->attempt || o->role == l->role) continue;
+      if (o->rooms_hash != l->rooms_hash || o->has_rid != l->has_rid ||
+          (l->has_rid && strcmp(o->rid, l->rid) != 0))
+        FLAG(PD_INV_ROOMS, "I8 attempt %u legs disagree on bootstrap room or rid", l->attempt);
+    }
+    if (need && l->n_rooms && (l->is_room_scalar || l->n_rooms != need))
+      FLAG(PD_INV_ROOMS, "I8 a batch of %d sent %s %d room%s to %s", need,
+           l->is_room_scalar ? "a scalar:" : "an array of", l->n_rooms, l->n_rooms == 1 ? "" : "s",
+           w->nodes[l->worker].spec->name);
+    for (int i = 0; i < l->n_rooms; i++) {
+      uint64_t r = room_at(l, i);
+      for (int k = i + 1; k < l->n_rooms; k++)
+        if (room_at(l, k) == r)
+          FLAG(PD_INV_ROOMS, "I8 batch items %d and %d share room %llu", i, k, (unsigned long long)r);
+      for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req)
+        if (o->attempt != l->attempt && has_room(o, r))
+          FLAG(PD_INV_ROOMS, "I8 attempts %u and %u reuse room %llu", o->attempt, l->attempt,
+               (unsigned long long)r);
+    }
+  }
+  return v;
+}
 
 static uint32_t check_legs(struct pd_world *w, pd_creq_t *rq, uint64_t t_end, char *reason,
                            size_t cap) {
@@ -131,13 +187,13 @@ static uint32_t check_legs(struct pd_world *w, pd_creq_t *rq, uint64_t t_end, ch
   uint64_t grace = w->s->config.grace_ms * MS_NS;
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
     const char *wn = w->nodes[l->worker].spec->name;
-    if (!l->t_gw_closed || l->t_gw_closed > t_end + grace)
+    if (!leg_closed(l) || l->t_gw_closed > t_end + grace)
       FLAG(PD_INV_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end", pd_role_name(l->role),
-           wn, (double)((l->t_gw_closed ? l->t_gw_closed : w->now) - t_end) / 1e6);
-    if (l->slot_taken && (!l->t_slot_freed || l->t_slot_freed > t_end + grace))
+           wn, (double)(closed_at(w, l) - t_end) / 1e6);
+    if (l->slot_taken && (!slot_freed(l) || l->t_slot_freed > t_end + grace))
       FLAG(PD_INV_STRANDED_SLOT, "I3 %s slot on %s held %.1f ms after the client's end",
            pd_role_name(l->role), wn,
-           (double)((l->t_slot_freed ? l->t_slot_freed : w->now) - t_end) / 1e6);
+           (double)((slot_freed(l) ? l->t_slot_freed : w->now) - t_end) / 1e6);
     if (l->outcomes > 1) FLAG(PD_INV_OUTCOME, "I4 %s got %d outcomes for one leg", wn, l->outcomes);
     /* Q10: the reference records an outcome for every leg it opened (R-OUTCOME); the
        upstream models keep their own gaps (minilb records none) */
@@ -149,19 +205,8 @@ static uint32_t check_legs(struct pd_world *w, pd_creq_t *rq, uint64_t t_end, ch
                ? "had failed when the gateway closed it"
            : l->truth == PD_TRUTH_OK ? "succeeded" : l->truth == PD_TRUTH_FAILED ? "failed"
            : l->truth == PD_TRUTH_CANCELLED ? "was cancelled while healthy" : "stalled");
-    /* I8: the two legs of an attempt carry the same bootstrap data and rid */
-    for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req) {
-      if (o->attempt != l->attempt || o->role == l->role) continue;
-      if (o->rooms_hash != l->rooms_hash || o->has_rid != l->has_rid ||
-          (l->has_rid && strcmp(o->rid, l->rid) != 0))
-        FLAG(PD_INV_ROOMS, "I8 attempt %u legs disagree on bootstrap room or rid", l->attempt);
-    }
-    for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req)
-      if (o->attempt != l->attempt && o->room == l->room && o->n_rooms)
-        FLAG(PD_INV_ROOMS, "I8 attempts %u and %u reuse room %llu", o->attempt, l->attempt,
-             (unsigned long long)l->room);
   }
-  return v;
+  return v | check_rooms(w, rq, reason, cap);
 }
 
 /* I9/I10: every load acquired is released exactly once, and no later than the worker's own
@@ -178,13 +223,80 @@ static uint32_t check_loads(struct pd_world *w, pd_creq_t *rq, char *reason, siz
       uint64_t worker_end = 0;
       for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
         if ((int)l->role == r && l->role_index + 1 == rq->load_w[r][i]) {
-          uint64_t e = l->t_gw_closed ? l->t_gw_closed : w->now;
+          uint64_t e = closed_at(w, l);
           if (e > worker_end) worker_end = e;
         }
       if (rq->load_t_rel[r][i] > worker_end + grace)
         FLAG(PD_INV_LOAD_TRUTH, "I10 %s load held %.1f ms after its leg ended",
              pd_role_name((pd_role_t)r), (double)(rq->load_t_rel[r][i] - worker_end) / 1e6);
     }
+  return v;
+}
+
+/* Did the worker fail this leg, as far as the gateway could know? Its failure report (error
+ * status, error event, transport error, truncated end; a refusal) reached the gateway no later
+ * than the gateway closed the leg (`is_failed_at_close`, the same test as I4's), and the
+ * failure was the worker's own: an injected fault that took effect (not one still waiting when
+ * its partner's failure ended the leg), a refusal, a crash. Or it hung (or dripped) by itself
+ * and the gateway saw it (recorded a failure or timeout): a hung leg cancelled because its
+ * partner failed first had shown the gateway nothing yet. */
+static int worker_failed(const pd_wleg_t *l) {
+  if (l->truth == PD_TRUTH_STALLED)
+    return l->is_own_stall && l->outcomes &&
+           (l->outcome == PD_OUTCOME_FAILURE || l->outcome == PD_OUTCOME_TIMEOUT);
+  if (!l->is_failed_at_close) return 0;
+  if (l->truth == PD_TRUTH_NEVER) return 1;
+  return l->truth == PD_TRUTH_FAILED && (l->is_fault_fired || l->is_crash_hit);
+}
+
+/* Did the request have a leg to worker `node` of this role before attempt `before`? */
+static const pd_wleg_t *tried(const pd_creq_t *rq, pd_role_t role, uint32_t node, uint32_t before,
+                              int failed_only) {
+  for (const pd_wleg_t *e = rq->legs; e; e = e->next_in_req)
+    if (e->role == role && e->worker == node && e->attempt < before &&
+        (!failed_only || worker_failed(e)))
+      return e;
+  return NULL;
+}
+
+/* I16 (G15): a retry leg goes to a worker that failed this request in an earlier attempt
+ * while a worker of that role the request had not tried was eligible (breaker Closed, as the
+ * core reported it, when the leg was opened). */
+static uint32_t check_retry_target(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap) {
+  uint32_t v = 0;
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+    if (l->attempt < 2 || !l->has_eligible || !tried(rq, l->role, l->worker, l->attempt, 1))
+      continue;
+    for (uint32_t k = 0; k < w->n_nodes && k < 64; k++) {
+      if (!(l->eligible_nodes >> k & 1u) || tried(rq, l->role, k, l->attempt, 0)) continue;
+      FLAG(PD_INV_RETRY_FAILED, "I16 attempt %u went back to %s, which failed it, while %s was untried",
+           l->attempt, w->nodes[l->worker].spec->name, w->nodes[k].spec->name);
+      break;
+    }
+  }
+  return v;
+}
+
+/* I15: a request the workload expects to succeed (its client stays) got a clean answer
+ * whenever every worker was healthy: none down and every breaker Closed from arrival to end,
+ * and no fault, slowness or crash on any leg of it. */
+static uint32_t check_served(struct pd_world *w, pd_creq_t *rq, int clean, char *reason,
+                             size_t cap) {
+  uint32_t v = 0;
+  if (clean || rq->gone || !rq->was_healthy) return 0;
+  int legs = 0, reached = 0;
+  for (const pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+    if (l->fault >= 0 || l->lag_ms || l->drip_ms || l->is_crash_hit) return 0;
+    legs++;
+    reached += l->truth != PD_TRUTH_NEVER;
+  }
+  (void)w;
+  if (!reached)
+    FLAG(PD_INV_SERVED, "I15 status %d, %s, while every worker was healthy", rq->head_status,
+         legs ? "no leg reached a worker" : "no leg was sent");
+  else
+    FLAG(PD_INV_SERVED, "I15 status %d and no clean answer while every worker was healthy",
+         rq->head_status);
   return v;
 }
 
@@ -217,7 +329,12 @@ uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_
   uint32_t max_att = w->gcfg.retry.max_attempts ? w->gcfg.retry.max_attempts : 1;
   if (rq->attempts > max_att) FLAG(PD_INV_ATTEMPTS, "I7 %u attempts > %u", rq->attempts, max_att);
   v |= check_loads(w, rq, reason, cap);
-  if (clean && rq->wants_logprob && rq->logprob_state != 1)
+  v |= check_retry_target(w, rq, reason, cap);
+  /* I11 judges SGLang's native route only: on the OpenAI routes `logprobs` asks for the
+     output's logprobs, which decode alone produces, so there is nothing of prefill's to merge
+     and mini_lb rightly merges nothing there (M8.3) */
+  if (clean && rq->wants_logprob && w->s->workload.route == PD_ROUTE_GENERATE &&
+      rq->logprob_state != 1)
     FLAG(PD_INV_LOGPROBS, "I11 input_token_logprobs not prefill++decode exactly once");
   v |= rq->violations & BIT(PD_INV_BREAKER);
   if ((rq->violations & BIT(PD_INV_BREAKER)) && !*reason)
@@ -245,8 +362,9 @@ uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_
         FLAG(PD_INV_ERROR_VISIBLE, "I14 worker said %d, client got %d", want, rq->head_status);
     }
   }
-  if (clean && rq->is_stream && rq->t_first_token) {
-    uint64_t ttft = rq->t_first_token - rq->t_arrival;
+  v |= check_served(w, rq, clean, reason, cap);
+  if (clean && rq->is_stream && (rq->has_first_data || rq->t_first_data)) {
+    uint64_t ttft = rq->t_first_data - rq->t_arrival; /* a clean stream's first bytes are SSE */
     w->stats->ttft_sum_ns += ttft;
     w->stats->ttft_n++;
     if (ttft > w->stats->ttft_max_ns) w->stats->ttft_max_ns = ttft;

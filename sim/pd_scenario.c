@@ -24,7 +24,8 @@ const char *const pd_scn_fault_names[PD_FAULT_KIND_COUNT] = {
 static const char *const inv_names[PD_INV_COUNT] = {
     "termination", "orphan-leg", "stranded-slot", "outcome",     "false-success",
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",
-    "logprobs",    "breaker",    "determinism",   "error-visible"};
+    "logprobs",    "breaker",    "determinism",   "error-visible", "served",
+    "retry-onto-failed", "quiescence"};
 const char *const pd_scn_role_names[2] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
@@ -534,6 +535,33 @@ static int set_expect(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *
   return 0;
 }
 
+/* {mode: reason}: the modes in which a fault entry of the scenario cannot fire. */
+static int set_unexercised(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+  pd_scenario_t *s = obj;
+  char got[64], list[96];
+  const char *modes[PD_MODE_COUNT];
+  (void)k;
+  if (!cJSON_IsObject(v)) return pd_scn_fail(c, PD_ERR_FIELD, "expected an object, got %s", GOT(v));
+  for (int m = 0; m < PD_MODE_COUNT; m++) modes[m] = pd_mode_name((pd_mode_t)m);
+  for (const cJSON *it = v->child; it; it = it->next) {
+    pd_mode_t m = PD_MODE_JOINED;
+    size_t old = pd_scn_jp_key(c, it->string);
+    int rc = 0;
+    if (!it->string || pd_mode_parse(it->string, &m) < 0)
+      rc = pd_scn_fail(c, PD_ERR_FIELD, "unknown mode (expected %s)",
+                join_names(modes, PD_MODE_COUNT, list, sizeof list));
+    else if (s->unexercised[m][0]) rc = pd_scn_fail(c, PD_ERR_FIELD, "duplicate key");
+    else if (!cJSON_IsString(it) || !it->valuestring[0] ||
+             strlen(it->valuestring) >= sizeof s->unexercised[m])
+      rc = pd_scn_fail(c, PD_ERR_FIELD, "expected the reason, a string of 1..%zu characters, got %s",
+                sizeof s->unexercised[m] - 1, GOT(it));
+    else snprintf(s->unexercised[m], sizeof s->unexercised[m], "%s", it->valuestring);
+    pd_scn_jp_pop(c, old);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
 static const scn_key_t top_keys[] = {
     K_STR(pd_scenario_t, name, 1, 1),
     K_STR(pd_scenario_t, description, 0, 0),
@@ -543,6 +571,7 @@ static const scn_key_t top_keys[] = {
     {"workload", set_workload, 0, 0, 0, 0, NULL, NULL},
     {"faults", pd_scn_set_tfaults, 0, 0, 0, 0, NULL, NULL},
     {"expect", set_expect, 0, 0, 0, 1, NULL, NULL},
+    {"unexercised", set_unexercised, 0, 0, 0, 0, NULL, NULL},
 };
 
 /* ---- entry points ---- */

@@ -39,8 +39,12 @@ typedef enum {
   PD_INV_BREAKER = 12,     /* I12 */
   PD_INV_DETERMINISM = 13, /* I13 */
   PD_INV_ERROR_VISIBLE = 14, /* I14 */
+  PD_INV_SERVED = 15,      /* I15: a request expected to succeed is served while all is healthy */
+  PD_INV_RETRY_FAILED = 16, /* I16: no retry onto a worker that failed the request while an
+                               untried eligible one existed */
+  PD_INV_QUIESCENCE = 17,  /* I17: after the healed phase, nothing is left held anywhere */
 } pd_inv_t;
-#define PD_INV_COUNT 14
+#define PD_INV_COUNT 17
 
 typedef enum {
   PD_FAULT_STATUS = 0,          /* head with `status` and a JSON error body */
@@ -166,6 +170,10 @@ typedef struct pd_scenario {
   pd_tfault_t tfaults[PD_SCN_MAX_TFAULTS]; /* top-level "faults" */
   uint32_t n_tfaults;
   pd_scn_expect_t expect[PD_MODE_COUNT];
+  /* "unexercised": {mode: reason}: in that mode some fault entry cannot fire (e.g. mini_lb
+   * never retries, so a fault on the retry's worker is never reached); the row is then judged
+   * as usual instead of NOT EXERCISED, and must really be unexercised. "" = not declared. */
+  char unexercised[PD_MODE_COUNT][160];
 } pd_scenario_t;
 
 /* Fill *s with every default (one prefill "p0" and one decode "d0", no faults). */
@@ -195,7 +203,7 @@ const char *pd_fault_kind_name(pd_fault_kind_t k);
  * request i-1's arrival. bursts, or interval_ms (exponential with poisson, drawn from rng).
  * One definition for the simulator and for `pdref conform`'s client. */
 uint64_t pd_scenario_arrival_gap_ns(const pd_scn_workload_t *wl, uint32_t i, pd_prng_t *rng);
-/* "I1".."I14" -> 1..14; 0 when not an invariant ID. */
+/* "I1".."I17" -> 1..17; 0 when not an invariant ID. */
 int pd_inv_parse(const char *id);
 const char *pd_inv_name(int inv); /* short name, e.g. "termination" */
 

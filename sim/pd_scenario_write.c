@@ -236,6 +236,12 @@ static int build(const pd_scenario_t *s, const pd_scenario_t *d, cJSON *root) {
   }
   rc |= workload_json(root, &s->workload, &d->workload);
   rc |= expect_json(root, s);
+  cJSON *ux = NULL;
+  for (int m = 0; m < PD_MODE_COUNT; m++)
+    if (s->unexercised[m][0]) {
+      if (!ux) ux = cJSON_AddObjectToObject(root, "unexercised");
+      rc |= ux ? add_str(ux, pd_mode_name((pd_mode_t)m), s->unexercised[m]) : PD_ERR_NOMEM;
+    }
   return rc ? PD_ERR_NOMEM : 0;
 }
 

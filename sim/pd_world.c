@@ -154,6 +154,7 @@ void pd_world_creq_free(pd_creq_t *rq) {
   pd_wleg_t *l = rq->legs;
   while (l) {
     pd_wleg_t *nx = l->next_in_req;
+    free(l->rooms);
     free(l);
     l = nx;
   }
@@ -182,8 +183,9 @@ static void hash_request(struct pd_world *w, const pd_creq_t *rq) {
     hash_u64(h, l->room);
     hash_u64(h, (uint64_t)l->worker << 32 | l->attempt);
     hash_u64(h, (uint64_t)l->truth << 48 | (uint64_t)(l->outcomes ? l->outcome : 9) << 32 | l->aborts);
-    hash_u64(h, l->t_open ^ l->t_gw_closed << 1);
-    hash_u64(h, l->t_slot_taken ^ l->t_slot_freed << 1);
+    hash_u64(h, l->t_open ^ l->t_gw_closed << 1 ^ (uint64_t)l->gw_open << 63);
+    hash_u64(h, l->t_slot_taken ^ l->t_slot_freed << 1 ^ (uint64_t)l->is_slot_freed << 63);
+    for (int i = 1; i < l->n_rooms && l->rooms; i++) hash_u64(h, l->rooms[i]);
   }
 }
 
@@ -223,6 +225,10 @@ static void trace_request(struct pd_world *w, pd_creq_t *rq) {
     cJSON_AddNumberToObject(a, "attempt", l->attempt);
     cJSON_AddStringToObject(a, "worker", wn);
     cJSON_AddNumberToObject(a, "room", (double)l->room);
+    if (l->n_rooms > 1 && l->rooms) { /* a batch: every room, not just the first */
+      cJSON *ra = cJSON_AddArrayToObject(a, "rooms");
+      for (int i = 0; i < l->n_rooms; i++) cJSON_AddItemToArray(ra, cJSON_CreateNumber((double)l->rooms[i]));
+    }
     cJSON_AddStringToObject(a, "truth", truth_names[l->truth]);
     cJSON_AddStringToObject(a, "recorded", l->outcomes ? pd_outcome_name(l->outcome) : "none");
     cJSON_AddNumberToObject(a, "aborts_received", l->aborts);
@@ -233,14 +239,16 @@ static void trace_request(struct pd_world *w, pd_creq_t *rq) {
     pd_trace_track(&w->trace, 4, l->leg_id, name);
     pd_trace_track(&w->trace, pid, l->leg_id, name);
     span(w, 4, l->leg_id, l->role == PD_ROLE_PREFILL ? "prefill leg" : "decode leg", l->t_open,
-         l->t_gw_closed ? l->t_gw_closed : w->now, a);
+         l->gw_open ? w->now : l->t_gw_closed, a);
     if (l->slot_taken)
-      span(w, pid, l->leg_id, "slot", l->t_slot_taken, l->t_slot_freed ? l->t_slot_freed : w->now, a);
+      span(w, pid, l->leg_id, "slot", l->t_slot_taken, l->is_slot_freed ? l->t_slot_freed : w->now, a);
     cJSON_Delete(a);
   }
 }
 
-void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
+void pd_world_judge(struct pd_world *w, pd_creq_t *rq) {
+  if (rq->is_judged) return;
+  rq->is_judged = 1;
   char reason[160] = "";
   uint32_t v = pd_check_request(w, rq, reason, sizeof reason);
   rq->violations = v;
@@ -260,6 +268,16 @@ void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
   }
   trace_request(w, rq);
   st->requests_done++;
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+    if (l->is_reached) {
+      st->requests_served++;
+      break;
+    }
+}
+
+void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
+  pd_world_judge(w, rq);
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_world_note_fired(w, l);
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_ptrmap_del(&w->legs, l->leg_id);
   pd_ptrmap_del(&w->reqs, rq->id);
   pd_world_creq_free(rq);
@@ -291,6 +309,17 @@ static int draw(struct pd_world *w, double frac) {
   return pd_prng_unit(&w->world_rng) < frac;
 }
 
+/* `n` prompt strings "<tag> p<i>" from buf + off; returns the new offset (cap - 1 at most: a
+ * list that does not fit makes the caller's final snprintf fail, so the body is 0, never cut). */
+static size_t prompt_list(char *buf, size_t cap, size_t off, uint32_t n, const char *tag,
+                          const char *sep) {
+  for (uint32_t i = 0; i < n && off < cap; i++) {
+    int k = snprintf(buf + off, cap - off, "%s\"%s%sp%u\"", i ? "," : "", tag, sep, i);
+    off = k < 0 || off + (size_t)k >= cap ? cap - 1 : off + (size_t)k;
+  }
+  return off;
+}
+
 size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, const char *tag,
                             char *buf, size_t cap) {
   const char *st = rq->is_stream ? "true" : "false", *lp = rq->wants_logprob ? "true" : "false";
@@ -299,15 +328,16 @@ size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, co
   int n;
   switch (wl->route) {
   case PD_ROUTE_COMPLETIONS:
-    if (wl->batch)
-      n = snprintf(buf, cap,
-                   "{\"model\":\"m\",\"prompt\":[\"%s%sa\",\"%s%sb\"],\"max_tokens\":%u,"
-                   "\"stream\":%s%s}",
-                   tag, sep, tag, sep, rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
-    else
-      n = snprintf(buf, cap,
-                   "{\"model\":\"m\",\"prompt\":\"%s%shello\",\"max_tokens\":%u,\"stream\":%s%s}",
-                   tag, sep, rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
+    if (wl->batch) { /* a prompt array of `batch` strings */
+      size_t off = (size_t)snprintf(buf, cap, "{\"model\":\"m\",\"prompt\":[");
+      off = prompt_list(buf, cap, off, wl->batch, tag, sep);
+      n = snprintf(buf + off, cap - off, "],\"max_tokens\":%u,\"stream\":%s%s}", rq->tokens, st,
+                   rq->wants_logprob ? ",\"logprobs\":1" : "");
+      return n > 0 && off + (size_t)n < cap ? off + (size_t)n : 0;
+    }
+    n = snprintf(buf, cap,
+                 "{\"model\":\"m\",\"prompt\":\"%s%shello\",\"max_tokens\":%u,\"stream\":%s%s}",
+                 tag, sep, rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
     break;
   case PD_ROUTE_CHAT:
     n = snprintf(buf, cap,
@@ -318,8 +348,7 @@ size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, co
   default:
     if (wl->batch) {
       size_t off = (size_t)snprintf(buf, cap, "{\"text\":[");
-      for (uint32_t i = 0; i < wl->batch && off + 16 + strlen(tag) < cap; i++)
-        off += (size_t)snprintf(buf + off, cap - off, "%s\"%s%sp%u\"", i ? "," : "", tag, sep, i);
+      off = prompt_list(buf, cap, off, wl->batch, tag, sep);
       n = snprintf(buf + off, cap - off,
                    "],\"stream\":%s,\"return_logprob\":%s,\"sampling_params\":{\"max_new_tokens\":%u}}",
                    st, lp, rq->tokens);
@@ -345,6 +374,7 @@ void pd_world_arrive(struct pd_world *w) {
   if (!rq) return;
   rq->id = w->next_req++;
   rq->t_arrival = w->now;
+  rq->health_epoch = w->n_unhealthy ? UINT64_MAX : w->unhealthy_epoch;
   rq->is_stream = draw(w, wl->stream);
   rq->wants_logprob = draw(w, wl->logprob);
   rq->tokens = wl->tokens;
@@ -356,9 +386,11 @@ void pd_world_arrive(struct pd_world *w) {
   if (w->next_req < wl->requests) /* next arrival */
     pd_world_push(w, w->now + pd_scenario_arrival_gap_ns(wl, w->next_req, &w->world_rng),
                   EV_ARRIVE, 0, 0, 0);
-  char body[4096];
-  size_t len = pd_world_client_body(rq, wl, NULL, body, sizeof body);
+  size_t cap = 512 + (size_t)wl->batch * 16; /* a batch of 1024 prompts fits */
+  char *body = malloc(cap);
+  size_t len = body ? pd_world_client_body(rq, wl, NULL, body, cap) : 0;
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id,
                    .path = pd_route_path(wl->route), .data = (const uint8_t *)body, .len = len};
   pd_world_feed(w, &ev);
+  free(body);
 }

@@ -43,7 +43,10 @@ typedef struct pd_wleg {
   uint32_t role_index;  /* index within role (the core's worker index) */
   /* parsed from the body the worker received */
   int is_stream, has_rid, n_rooms, has_logprob;
+  int is_room_scalar;   /* bootstrap_room came as one number, not an array (a record built
+                           from logs may know only n_rooms: 0 there) */
   uint64_t room;        /* first room */
+  uint64_t *rooms;      /* every room when n_rooms > 1 (malloc'd, freed with the leg), else NULL */
   uint64_t rooms_hash;  /* hash over all rooms, host and port (leg equality) */
   char rid[48];
   uint32_t tokens;
@@ -57,6 +60,8 @@ typedef struct pd_wleg {
   uint32_t sent_tokens;
   uint64_t tgen;        /* worker timer generation */
   int slot_taken;
+  int is_slot_freed;    /* the worker freed the slot (a time of 0 is a time, not "never"); a
+                           record built from logs (pdref conform) may set only t_slot_freed */
   uint64_t t_slot_taken, t_slot_freed;
   pd_truth_t truth;
   int injected_status;  /* STATUS fault status sent, else 0 */
@@ -66,13 +71,22 @@ typedef struct pd_wleg {
   int is_abort_early;   /* an abort came before the request: applied when it arrives (Q7) */
   uint64_t t_open_arrive; /* when the request reaches the worker (net_us + open_delay_ms) */
   /* gateway side */
-  uint64_t t_open, t_gw_closed; /* 0: still open at the gateway */
+  uint64_t t_open, t_gw_closed; /* t_gw_closed is meaningful only once gw_open is 0 */
   int gw_open;
   int outcomes;          /* number recorded */
   pd_outcome_t outcome;
   int is_failed_at_close; /* the worker's failure report (error status, error event, transport
                              error, truncated end) reached the gateway no later than the
                              instant the gateway closed the leg: `cancelled` would hide it (I4) */
+  /* for I16 and the exercised count */
+  int is_crash_hit;        /* its worker crashed while it was live there */
+  int is_reached;          /* the request reached the worker (not refused, node not down) */
+  int is_own_stall;        /* closed or aborted while hung by its own fault or slow-dripping */
+  int is_fault_fired;      /* its injected fault took effect (set by the worker model where it
+                              acts: at open, at the KV transfer, at the response, mid-stream) */
+  int has_eligible;        /* eligible_nodes was filled when the gateway opened it (a record
+                              from logs has no breaker view: I16 is not judged for it) */
+  uint64_t eligible_nodes; /* bit per node: breaker Closed (as the core reported) at the open */
   /* bookkeeping */
   int is_in_room_table;
   struct pd_wleg *next_in_req;
@@ -86,7 +100,8 @@ typedef struct pd_creq {
   /* client view */
   int head_status;
   int is_sse_head;
-  uint64_t t_head, t_first_data, t_first_token, t_end;
+  int has_head, has_first_data; /* flags, not times: virtual time 0 is a real instant */
+  uint64_t t_head, t_first_data, t_end;
   int ended, aborted, gone;
   pd_sse_t sse;
   void *body; /* pd_buf of a non-stream body */
@@ -96,6 +111,11 @@ typedef struct pd_creq {
   int logprob_state;     /* 0 unchecked, 1 ok, -1 wrong */
   /* the core's timer: one queued heap entry per request, re-pushed when it fires stale */
   uint64_t timer_queued, timer_want, timer_want_gen;
+  /* I15: the world was healthy (no worker down, every breaker Closed as the core reported)
+   * from arrival to the client's end; set by the driver (a socket run sets it from its crash
+   * windows). 0: I15 is not judged for this request. */
+  int was_healthy;
+  uint64_t health_epoch; /* the world's unhealthy_epoch at arrival; UINT64_MAX if unhealthy */
   uint32_t legs_seen[2]; /* ledger of the traffic faults: legs per role that reached a worker */
   /* gateway view */
   uint32_t attempts;
@@ -109,6 +129,7 @@ typedef struct pd_creq {
   pd_wleg_t *legs;       /* list */
   uint32_t n_legs;
   uint32_t violations;
+  int is_judged;         /* judged at the safety horizon, still running (healed phase) */
   char reason[160];
   struct pd_creq *next_live;
 } pd_creq_t;
@@ -119,6 +140,11 @@ typedef struct pd_world_stats {
   uint64_t ttft_sum_ns, ttft_n, ttft_max_ns;
   uint64_t clean_success, client_errors, aborted;
   uint64_t peak_live;
+  /* what the run really exercised (docs/scenarios.md "exercised"): scenario fault entries
+   * (each worker's faults, and its crash) that fired, and requests that reached a worker */
+  uint32_t faults_total, faults_exercised;
+  uint64_t requests_served;
+  char unexercised[96]; /* the first fault entry that never fired, e.g. "d0 faults[0] status" */
   uint32_t first_violating_req_valid;
   uint64_t first_violating_req;
   char first_reason[200];

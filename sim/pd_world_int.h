@@ -80,6 +80,15 @@ struct pd_world {
   pd_world_stats_t *stats;
   uint32_t violations;
   uint32_t room_collisions;
+  /* I15: nodes down plus breakers not Closed now; epoch bumps whenever that count rises */
+  uint32_t n_unhealthy;
+  uint64_t unhealthy_epoch;
+  /* exercised: which scenario fault entries fired (pd_world_note_open, pd_world_mark_crash) */
+  uint8_t fault_fired[PD_SCN_MAX_WORKERS][PD_SCN_MAX_FAULTS];
+  uint8_t crash_fired[PD_SCN_MAX_WORKERS];
+  uint8_t tfault_fired[PD_SCN_MAX_TFAULTS]; /* the scenario-level (traffic) faults */
+  pd_scenario_t *healed; /* the scenario without faults, crashes or disconnects (I17 phase) */
+  const pd_scenario_t *orig; /* the scenario as given (w->s points to healed once healed) */
   _Atomic uint32_t tf_owner[PD_SCN_MAX_TFAULTS]; /* sticky traffic faults: worker + 1 */
   uint64_t tie_seed; /* order of same-instant events (0: insertion order) */
   uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */
@@ -99,7 +108,10 @@ void pd_world_feed(struct pd_world *w, const pd_event_t *ev);
 void pd_world_apply(struct pd_world *w);
 void pd_world_arrive(struct pd_world *w);
 void pd_world_try_retire(struct pd_world *w, pd_creq_t *rq);
-void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq); /* judge + free */
+void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq); /* judge (once) + free */
+/* Judge a request (once), keeping it alive: one cut off by the safety horizon runs on into
+ * the healed phase, where only quiescence (I17) is still judged. */
+void pd_world_judge(struct pd_world *w, pd_creq_t *rq);
 void pd_world_creq_free(pd_creq_t *rq); /* free a request and its legs */
 /* The client's request body for rq under the workload (route, stream, logprob, batch,
  * tokens); shared with the socket runner (net/pd_conform_client.c), which puts its request
@@ -107,6 +119,17 @@ void pd_world_creq_free(pd_creq_t *rq); /* free a request and its legs */
  * its length or 0. */
 size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, const char *tag,
                             char *buf, size_t cap);
+
+/* exercised and health bookkeeping (pd_world.c) */
+void pd_world_note_open(struct pd_world *w, pd_wleg_t *leg, int was_down); /* after the model */
+void pd_world_mark_crash(struct pd_world *w, uint32_t node); /* before the model's crash */
+void pd_world_note_fired(struct pd_world *w, const pd_wleg_t *leg); /* before a leg is freed */
+void pd_world_health(struct pd_world *w, int delta); /* +1 a node down / breaker not Closed */
+void pd_world_exercised(struct pd_world *w); /* fill the stats at the end of the run */
+/* I17: heal the world (crashed workers restarted, no fault on any later leg) before the
+ * liveness phase, then check that nothing is left held in the workers or the core. */
+void pd_world_heal(struct pd_world *w);
+void pd_world_check_quiet(struct pd_world *w);
 
 /* driver services used by the worker model */
 void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay_ns);

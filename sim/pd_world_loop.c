@@ -19,6 +19,20 @@ static uint64_t fnv(uint64_t h, const char *s) {
   return h;
 }
 
+/* Every room of a batch's room array (I8 judges them all); a non-number counts as room 0. */
+static void leg_rooms(pd_wleg_t *leg, const cJSON *arr) {
+  int n = cJSON_GetArraySize(arr);
+  leg->n_rooms = n;
+  if (n > 1) leg->rooms = calloc((size_t)n, sizeof *leg->rooms);
+  int i = 0;
+  for (const cJSON *e = arr->child; e && i < n; e = e->next, i++) {
+    uint64_t r = cJSON_IsNumber(e) ? (uint64_t)e->valuedouble : 0;
+    if (i == 0) leg->room = r;
+    if (leg->rooms) leg->rooms[i] = r;
+  }
+  if (n > 1 && !leg->rooms) leg->n_rooms = 1; /* out of memory: judge the first room only */
+}
+
 static void parse_leg_body(pd_wleg_t *leg, const uint8_t *body, size_t len) {
   cJSON *j = cJSON_ParseWithLength((const char *)body, len);
   if (!j) return;
@@ -38,12 +52,12 @@ static void parse_leg_body(pd_wleg_t *leg, const uint8_t *body, size_t len) {
   cJSON_free(hs);
   cJSON_free(ps);
   if (cJSON_IsArray(room)) {
-    leg->n_rooms = cJSON_GetArraySize(room);
-    room = cJSON_GetArrayItem(room, 0);
+    leg_rooms(leg, room);
   } else {
     leg->n_rooms = room ? 1 : 0;
+    leg->is_room_scalar = room != NULL;
+    if (cJSON_IsNumber(room)) leg->room = (uint64_t)room->valuedouble;
   }
-  if (cJSON_IsNumber(room)) leg->room = (uint64_t)room->valuedouble;
   cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");
   if (cJSON_IsArray(rid)) rid = cJSON_GetArrayItem(rid, 0);
   if (cJSON_IsString(rid)) {
@@ -73,8 +87,12 @@ static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a)
   leg->next_in_req = rq->legs;
   rq->legs = leg;
   rq->n_legs++;
-  if (rq->t_first_data) rq->retry_after_commit = 1;
+  if (rq->has_first_data) rq->retry_after_commit = 1;
   pd_ptrmap_put(&w->legs, leg->leg_id, leg);
+  leg->has_eligible = 1;
+  for (uint32_t i = 0; i < w->n_nodes && i < 64; i++)
+    if (w->nodes[i].role == leg->role && w->nodes[i].breaker_state == PD_BREAKER_CLOSED)
+      leg->eligible_nodes |= 1ull << i;
   pd_wnode_t *n = &w->nodes[leg->worker];
   if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INV_BREAKER - 1);
   uint32_t probes = w->s->config.breaker_half_open_probes; /* the allowed count, default 1 */
@@ -116,13 +134,15 @@ static void on_load_release_time(struct pd_world *w, pd_creq_t *rq, const pd_act
 static void on_client(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
   switch (a->kind) {
   case PD_ACT_CLIENT_HEAD:
-    if (rq->t_head) { rq->token_error = 1; return; } /* two heads */
+    if (rq->has_head) { rq->token_error = 1; return; } /* two heads */
+    rq->has_head = 1;
     rq->head_status = a->status;
     rq->is_sse_head = a->flag;
     rq->t_head = w->now;
     return;
   case PD_ACT_CLIENT_DATA:
-    if (!rq->t_first_data) rq->t_first_data = w->now;
+    if (!rq->has_first_data) rq->t_first_data = w->now;
+    rq->has_first_data = 1;
     if (!rq->gone) pd_check_client_data(w, rq, a->data, a->len);
     return;
   case PD_ACT_CLIENT_END:
@@ -130,6 +150,7 @@ static void on_client(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
     rq->ended = 1;
     rq->aborted = a->flag;
     rq->t_end = w->now;
+    rq->was_healthy = rq->health_epoch == w->unhealthy_epoch && !w->n_unhealthy;
     return;
   default: return;
   }
@@ -175,6 +196,8 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
     break;
   case PD_ACT_BREAKER: {
     pd_wnode_t *n = &w->nodes[w->role_node[a->role][a->worker]];
+    if ((n->breaker_state == PD_BREAKER_CLOSED) != (a->flag == PD_BREAKER_CLOSED))
+      pd_world_health(w, a->flag == PD_BREAKER_CLOSED ? -1 : +1);
     n->breaker_state = a->flag;
     n->half_open_inflight = 0;
     break;
@@ -255,6 +278,12 @@ static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint3
   retire_by_id(w, ev.req_id);
 }
 
+/* A leg cut off while its own fault hung it (or it was slow-dripping) stalled by itself; one
+ * waiting on its partner or in bootstrap did not (I16 tells the two apart). */
+static void note_stall(pd_wleg_t *leg) {
+  if (leg->wstate == WL_HUNG || (leg->drip_ms && leg->wstate == WL_STREAM)) leg->is_own_stall = 1;
+}
+
 static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   pd_wleg_t *leg = NULL;
   if (it->kind >= EV_G2W_OPEN && it->kind <= EV_WTIMER) {
@@ -288,15 +317,22 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     pd_world_feed(w, &ev);
     return;
   }
-  case EV_G2W_OPEN: pd_wm_on_open(w, leg); return;
+  case EV_G2W_OPEN: {
+    int was_down = w->nodes[leg->worker].is_down;
+    pd_wm_on_open(w, leg); /* leg stays valid: retirement waits for the end of the step */
+    pd_world_note_open(w, leg, was_down);
+    return;
+  }
   case EV_G2W_CLOSE: { /* the model may retire the request, freeing leg */
     uint64_t rid = leg->req_id;
+    note_stall(leg);
     pd_wm_on_close(w, leg);
     retire_by_id(w, rid);
     return;
   }
   case EV_G2W_ABORT: {
     uint64_t rid = leg->req_id;
+    note_stall(leg);
     pd_wm_on_abort(w, leg);
     retire_by_id(w, rid);
     return;
@@ -306,10 +342,15 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     if (it->c == leg->tgen) pd_wm_on_timer(w, leg, (int)it->a);
     return;
   case EV_CRASH:
+    if (!w->nodes[it->a].is_down) pd_world_health(w, +1);
     w->nodes[it->a].is_down = 1;
+    pd_world_mark_crash(w, it->a);
     pd_wm_crash(w, it->a);
     return;
-  case EV_RESTART: w->nodes[it->a].is_down = 0; return;
+  case EV_RESTART:
+    if (w->nodes[it->a].is_down) pd_world_health(w, -1);
+    w->nodes[it->a].is_down = 0;
+    return;
   default: return;
   }
 }
@@ -370,8 +411,34 @@ static void judge_leftovers(struct pd_world *w) {
   if (cap && !all) return;
   for (size_t i = 0; i < w->reqs.cap && n < cap; i++)
     if (w->reqs.keys[i] && w->reqs.keys[i] != UINT64_MAX) all[n++] = w->reqs.vals[i];
-  for (size_t i = 0; i < n; i++) pd_world_retire_now(w, all[i]); /* in id order below */
+  for (size_t i = 0; i < n; i++) pd_world_judge(w, all[i]); /* they run on, healed */
   free(all);
+}
+
+/* Run events up to the horizon (an event past it stays queued for a later phase). */
+static void run_until(struct pd_world *w, uint64_t horizon, const pd_world_opts_t *o, char *buf) {
+  pd_world_stats_t *stats = w->stats;
+  pd_heap_item_t it;
+  for (uint64_t n = 0; n < (1ull << 40) && pd_heap_pop(&w->heap, &it); n++) {
+    if (it.t_ns > horizon) {
+      pd_heap_push(&w->heap, &it);
+      break;
+    }
+    w->now = it.t_ns;
+    stats->events++;
+    step(w, &it, buf);
+    for (size_t i = 0; i < w->n_dirty; i++) retire_by_id(w, w->dirty[i]);
+    w->n_dirty = 0;
+    if (o && o->progress && (n & 0xffff) == 0)
+      o->progress(o->progress_ud, stats->requests_done, w->s->workload.requests);
+  }
+}
+
+/* How long the healed phase may run: every worker-side timeout twice over, plus an hour per
+ * possible attempt (smg's per-leg timeout is 30 minutes, R4.1). */
+static uint64_t quiet_ns(const pd_scenario_t *s) {
+  return (2 * s->config.bootstrap_timeout_ms + 2 * s->config.waiting_timeout_ms +
+          (uint64_t)PD_MAX_ATTEMPTS * 3600000ull) * MS_NS;
 }
 
 int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *trace,
@@ -399,24 +466,21 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
                      s->workload.requests * (s->workload.interval_ms + 1) * 4 * MS_NS +
                      (s->workload.n_bursts ? s->workload.bursts[s->workload.n_bursts - 1].at_ms
                                            : 0) * MS_NS;
-  pd_heap_item_t it;
-  for (uint64_t n = 0; rc == 0 && n < (1ull << 40) && pd_heap_pop(&w->heap, &it); n++) {
-    if (it.t_ns > horizon) break;
-    w->now = it.t_ns;
-    stats->events++;
-    step(w, &it, buf);
-    for (size_t i = 0; i < w->n_dirty; i++) retire_by_id(w, w->dirty[i]);
-    w->n_dirty = 0;
-    if (o && o->progress && (n & 0xffff) == 0)
-      o->progress(o->progress_ud, stats->requests_done, s->workload.requests);
-  }
+  if (rc == 0) run_until(w, horizon, o, buf);
   if (rc == 0) judge_leftovers(w);
+  if (rc == 0) { /* the healed liveness phase: faults off, crashed workers back, time runs on */
+    pd_world_heal(w);
+    run_until(w, horizon + quiet_ns(s), o, buf);
+    pd_world_check_quiet(w);
+  }
+  pd_world_exercised(w);
   *violations = w->violations;
   if (w->room_collisions) *violations |= 1u << (PD_INV_ROOMS - 1);
   pd_trace_finish(&w->trace);
   if (trace_hash) *trace_hash = w->run_hash;
   free(buf);
   free(w->dirty);
+  free(w->healed);
   teardown(w);
   free(w);
   return rc;

@@ -155,12 +155,168 @@ static void test_reference_must_record_an_outcome_for_every_leg(void) {
   }
 }
 
+/* net_us 0: everything of a request can happen at virtual time 0; closed at 0 is closed. */
+static void test_a_leg_closed_and_a_slot_freed_at_time_zero_count(void) {
+  fixture_t *f = clean();
+  if (!f) return;
+  f->rq.ended = 1;
+  f->rq.t_end = 0;
+  f->rq.is_stream = 0;
+  f->rq.head_status = 502;
+  f->rq.is_sse_head = 0;
+  f->rq.load_t_rel[0][0] = f->rq.load_t_rel[1][0] = 0;
+  f->p.fault = PD_FAULT_SSE_ERROR; /* the reason for the 502 (the workers were not healthy) */
+  pd_wleg_t *legs[2] = {&f->p, &f->d};
+  for (int i = 0; i < 2; i++) {
+    legs[i]->t_open = legs[i]->t_gw_closed = legs[i]->t_slot_taken = legs[i]->t_slot_freed = 0;
+    legs[i]->is_slot_freed = 1;
+    legs[i]->outcome = PD_OUTCOME_CANCELLED;
+    legs[i]->truth = PD_TRUTH_CANCELLED;
+  }
+  EXPECT_ONLY(f, 0);
+  f->d.gw_open = 1; /* still open: I2 */
+  EXPECT_ONLY(f, PD_INV_ORPHAN_LEG);
+  f->d.gw_open = 0;
+  f->p.is_slot_freed = 0; /* never freed: I3 */
+  EXPECT_ONLY(f, PD_INV_STRANDED_SLOT);
+  free(f);
+}
+
+/* G18: a batch of n gets n distinct rooms on both legs, none reused by another attempt. */
+static void test_batch_rooms_are_judged_item_by_item(void) {
+  static uint64_t good[3] = {7, 8, 9}, dup[3] = {7, 8, 7}, prev[3] = {100, 101, 102},
+                  prev_reused[3] = {100, 9, 102};
+  for (int c = 0; c < 4; c++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    f->s.workload.batch = 3;
+    f->rq.attempts = 2;
+    pd_wleg_t *legs[2] = {&f->p, &f->d};
+    for (int i = 0; i < 2; i++) {
+      legs[i]->is_room_scalar = c == 1;
+      legs[i]->n_rooms = c == 1 ? 1 : 3;
+      legs[i]->rooms = c == 1 ? NULL : c == 2 ? dup : good;
+      legs[i]->room = 7;
+      legs[i]->attempt = 2;
+    }
+    pd_wleg_t old = f->d; /* attempt 1: a decode leg whose second room is 9 in case 3 */
+    old.attempt = 1;
+    old.n_rooms = 3;
+    old.rooms = c == 3 ? prev_reused : prev;
+    old.room = 100;
+    old.truth = PD_TRUTH_CANCELLED;
+    old.outcome = PD_OUTCOME_CANCELLED;
+    old.next_in_req = NULL;
+    f->d.next_in_req = &old;
+    f->rq.load_w[1][1] = 0;
+    /* 0: good; 1: scalar room for a batch; 2: one room twice; 3: a room of attempt 1 reused */
+    char why[160];
+    uint32_t got = pd_check_request(&f->w, &f->rq, why, sizeof why);
+    if (got != (c == 0 ? 0u : BIT(PD_INV_ROOMS))) fprintf(stderr, "  case %d: %s\n", c, why);
+    PDT_EQ_U64(got, (c == 0 ? 0u : BIT(PD_INV_ROOMS)));
+    free(f);
+  }
+}
+
+/* I15: a request the workload expects to succeed gets a clean answer while all is healthy. */
+static void test_an_unserved_request_while_every_worker_was_healthy_is_i15(void) {
+  for (int c = 0; c < 5; c++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    f->rq.was_healthy = c != 2;
+    f->rq.head_status = 404; /* e.g. a gateway without the route: nothing reached a worker */
+    f->rq.is_sse_head = 0;
+    f->rq.saw_done = 0;
+    f->rq.legs = NULL;
+    f->rq.load_w[0][0] = f->rq.load_w[1][0] = 0;
+    if (c == 1) { /* the same with a 502 after both legs were sent and answered */
+      f->rq.legs = &f->p;
+      f->rq.head_status = 502;
+      f->p.outcome = f->d.outcome = PD_OUTCOME_CANCELLED;
+      f->rq.load_w[0][0] = f->rq.load_w[1][0] = 1;
+    }
+    if (c == 3) { /* a fault on a leg: the failure may be the worker's */
+      f->rq.legs = &f->p;
+      f->d.fault = PD_FAULT_RESET_BEFORE_HEAD;
+      f->d.truth = PD_TRUTH_FAILED;
+      f->d.outcome = PD_OUTCOME_FAILURE;
+      f->rq.load_w[0][0] = f->rq.load_w[1][0] = 1;
+    }
+    if (c == 4) f->rq.gone = 1, f->rq.ended = 0; /* the client left: no success expected */
+    /* 0, 1: I15; 2: the world was unhealthy; 3: a faulted leg; 4: the client left */
+    PDT_EQ_U64(judge(f), (c <= 1 ? BIT(PD_INV_SERVED) : 0u));
+    free(f);
+  }
+}
+
+/* I16 (G15): a retry back onto the worker that failed while an untried one was eligible. */
+static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_eligible(void) {
+  for (int c = 0; c < 5; c++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    pd_scenario_set_workers(&f->s, 1, 2); /* p0, d0, d1: nodes 0, 1, 2 */
+    for (uint32_t i = 0; i < f->s.n_workers; i++) f->w.nodes[i].spec = &f->s.workers[i];
+    f->w.n_nodes = f->s.n_workers;
+    f->rq.attempts = 2;
+    f->p.attempt = f->d.attempt = 2;
+    pd_wleg_t p1 = f->p, d1 = f->d; /* attempt 1 on (p0, d0): d0 answered 503 */
+    p1.attempt = d1.attempt = 1;
+    p1.room = d1.room = 43;
+    p1.truth = PD_TRUTH_CANCELLED;
+    p1.outcome = PD_OUTCOME_CANCELLED;
+    d1.outcome = PD_OUTCOME_FAILURE;
+    d1.truth = PD_TRUTH_FAILED;
+    d1.fault = PD_FAULT_HANG_MID_STREAM; /* c 2: a fault still pending when the partner's */
+    d1.is_fault_fired = c != 2;          /* KV failure failed the leg: not its own failure */
+    d1.is_failed_at_close = 1;           /* its 503 reached the gateway */
+    d1.injected_status = 503;
+    d1.worker = c == 3 ? 2 : 1; /* c 3: attempt 1 had d1, so nothing was untried */
+    f->d.next_in_req = &p1;
+    p1.next_in_req = &d1;
+    d1.next_in_req = NULL;
+    f->d.has_eligible = 1; /* attempt 2's decode leg: d0 again, d1 eligible unless c 1 */
+    f->d.eligible_nodes = c == 1 ? 1ull << 1 : (1ull << 1 | 1ull << 2);
+    if (c == 3) f->d.worker = 1;
+    f->d.has_eligible = c != 4; /* c 4: no breaker view (a socket run): not judged */
+    PDT_EQ_U64(judge(f), (c == 0 ? BIT(PD_INV_RETRY_FAILED) : 0u));
+    free(f);
+  }
+}
+
+/* I17: after the healed phase nothing may be held: a slot, a bootstrap room, a load. */
+static void test_anything_left_held_after_the_healed_phase_is_i17(void) {
+  for (int c = 0; c < 4; c++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    pd_prng_t rng;
+    pd_prng_init(&rng, 1);
+    pd_gw_config_t cfg;
+    pd_gw_config_default(&cfg, PD_MODE_REFERENCE);
+    f->w.gw = pd_gw_new(NULL, &cfg, &rng);
+    for (uint32_t i = 0; i < f->w.n_nodes; i++) {
+      f->w.nodes[i].role = f->s.workers[i].role;
+      f->w.nodes[i].role_index = (uint32_t)pd_gw_add_worker(f->w.gw, f->s.workers[i].role,
+                                                            f->s.workers[i].name, "h", 1);
+    }
+    int dummy = 0;
+    if (c == 1) f->w.nodes[1].live_slots = 1;           /* a decode slot never freed */
+    if (c == 2) pd_ptrmap_put(&f->w.rooms, 42, &dummy); /* a room left in bootstrap */
+    if (c == 3) f->w.nodes[0].live_slots = 2;
+    pd_world_check_quiet(&f->w);
+    PDT_EQ_U64(f->w.violations, (c == 0 ? 0u : BIT(PD_INV_QUIESCENCE)));
+    if (c) PDT_TRUE(strstr(f->st.first_reason, "I17 after the healed phase") != NULL);
+    pd_ptrmap_free(&f->w.rooms);
+    pd_gw_del(f->w.gw);
+    free(f);
+  }
+}
+
 static void test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only(void) {
   fixture_t *f = clean();
   if (!f) return;
   f->rq.ended = 0;
   f->rq.t_end = 0;
-  f->p.t_gw_closed = 0;
+  f->p.gw_open = 1;
   f->rq.load_bal[0][0] = 1;
   f->w.now = 200000 * MS;
   EXPECT_ONLY(f, PD_INV_TERMINATION);
@@ -174,6 +330,16 @@ int pdt_suite_check(void) {
       {"a cancelled outcome is neutral whatever the worker did", test_cancelled_is_neutral_for_every_truth},
       {"a request cut off by the horizon is judged on I1 only",
        test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only},
+      {"a leg closed and a slot freed at virtual time 0 count as closed and freed",
+       test_a_leg_closed_and_a_slot_freed_at_time_zero_count},
+      {"a batch's rooms are judged item by item (count, distinct, not reused)",
+       test_batch_rooms_are_judged_item_by_item},
+      {"I15: a request unserved while every worker was healthy",
+       test_an_unserved_request_while_every_worker_was_healthy_is_i15},
+      {"I16: a retry onto the worker that failed while an untried one was eligible",
+       test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_eligible},
+      {"I17: a slot or room left held after the healed phase",
+       test_anything_left_held_after_the_healed_phase_is_i17},
       {"the reference must record an outcome for every leg (Q10)",
        test_reference_must_record_an_outcome_for_every_leg},
   };

@@ -18,6 +18,7 @@
 
 #include "pd_gateway.h"
 #include "pdt.h"
+#include "pdt_curl.h"
 
 /* ---------- fake worker ---------- */
 
@@ -609,14 +610,19 @@ static void test_slow_client_backpressure(void) {
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 1024L);
     curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, small_rcvbuf);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 30000L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 120000L);
     curl_multi_add_handle(m, e);
     int running = 1;
     long buffered = -1, pauses = -1;
-    for (int t = 0; t < 3000 && running; t++) { /* at most ~30 s, 10 ms per turn */
+    /* bounded by time (120 s: 10 MB through ASan builds on a loaded 2-core machine) and by
+       turns; the pause is measured in time, not turns, so a slow machine still pauses 0.5 s */
+    uint64_t t0 = pdt_now_ms();
+    int resumed = 0;
+    for (int t = 0; t < 1000000 && running && pdt_now_ms() - t0 < 120000; t++) {
       curl_multi_perform(m, &running);
       curl_multi_poll(m, NULL, 0, 10, NULL);
-      if (t == 50) { /* 0.5 s without reading: decode long since paused */
+      if (!resumed && pdt_now_ms() - t0 >= 500) { /* 0.5 s without reading: decode paused */
+        resumed = 1;
         buffered = metric(g.port, "pdref_client_buffered_bytes_max");
         pauses = metric(g.port, "pdref_upstream_pauses_total");
         s.paused_until_told = 0;

@@ -329,11 +329,30 @@ static void test_expect_list_is_exact_mask(void) {
   free(s);
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I2','I2']}}", PD_ERR_FIELD,
                "scen.json: $.expect.joined[1]: duplicate invariant \"I2\"");
-  expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I15']}}", PD_ERR_FIELD,
-               "scen.json: $.expect.joined[0]: expected an invariant ID I1..I14, got \"I15\"");
+  expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I18']}}", PD_ERR_FIELD,
+               "scen.json: $.expect.joined[0]: expected an invariant ID I1..I17, got \"I18\"");
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':'fail'}}", PD_ERR_FIELD,
                "scen.json: $.expect.joined: expected \"pass\" or a list of invariant IDs such "
                "as [\"I2\", \"I3\"], got \"fail\"");
+}
+
+/* "unexercised": {mode: reason} declares the modes in which a fault cannot fire. */
+static void test_unexercised_declares_modes_with_a_reason(void) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  char err[ERR_BYTES];
+  if (!s) return;
+  PDT_EQ_INT(parse_q(s, MIN_DOC(",'unexercised':{'minilb':'never retries'}"), err), 0);
+  PDT_EQ_STR(s->unexercised[PD_MODE_MINILB], "never retries");
+  PDT_EQ_STR(s->unexercised[PD_MODE_REFERENCE], "");
+  free(s);
+  expect_error(MIN_DOC(",'unexercised':{'fast':'x'}"), PD_ERR_FIELD,
+               "scen.json: $.unexercised.fast: unknown mode (expected joined, pr1150, minilb or "
+               "reference)");
+  expect_error(MIN_DOC(",'unexercised':{'minilb':''}"), PD_ERR_FIELD,
+               "scen.json: $.unexercised.minilb: expected the reason, a string of 1..159 "
+               "characters, got \"\"");
+  expect_error(MIN_DOC(",'unexercised':['minilb']"), PD_ERR_FIELD,
+               "scen.json: $.unexercised: expected an object, got an array");
 }
 
 static void test_expect_unknown_mode_rejected(void) {
@@ -433,14 +452,18 @@ static void test_invariant_ids_and_names(void) {
   PDT_EQ_INT(pd_inv_parse("I7"), 7);
   PDT_EQ_INT(pd_inv_parse("I1"), 1);
   PDT_EQ_INT(pd_inv_parse("I14"), 14);
-  static const char *const bad[] = {"I0", "I15", "I07", "i7", "I", "I7x", "I140", "", "7"};
+  PDT_EQ_INT(pd_inv_parse("I17"), 17);
+  static const char *const bad[] = {"I0", "I18", "I07", "i7", "I", "I7x", "I140", "", "7"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) PDT_EQ_INT(pd_inv_parse(bad[i]), 0);
   PDT_EQ_INT(pd_inv_parse(NULL), 0);
   PDT_EQ_STR(pd_inv_name(PD_INV_TERMINATION), "termination");
   PDT_EQ_STR(pd_inv_name(PD_INV_ATTEMPTS), "attempts");
   PDT_EQ_STR(pd_inv_name(PD_INV_ERROR_VISIBLE), "error-visible");
   PDT_EQ_STR(pd_inv_name(0), "?");
-  PDT_EQ_STR(pd_inv_name(15), "?");
+  PDT_EQ_STR(pd_inv_name(PD_INV_SERVED), "served");
+  PDT_EQ_STR(pd_inv_name(PD_INV_RETRY_FAILED), "retry-onto-failed");
+  PDT_EQ_STR(pd_inv_name(PD_INV_QUIESCENCE), "quiescence");
+  PDT_EQ_STR(pd_inv_name(18), "?");
 }
 
 /* Writes text to a fresh temporary file; returns its path in buf or "" on failure. */
@@ -509,6 +532,7 @@ int pdt_suite_scenario(void) {
       {"fault kinds by name, status needs a status", test_fault_kinds_and_status},
       {"expect list parsed into the exact mask", test_expect_list_is_exact_mask},
       {"unknown mode key in expect rejected", test_expect_unknown_mode_rejected},
+      {"unexercised declares modes with a reason", test_unexercised_declares_modes_with_a_reason},
       {"missing prefill, too few or duplicate workers rejected", test_worker_set_rules},
       {"more than 64 workers is a limit error", test_too_many_workers_is_a_limit},
       {"malformed JSON reports line:column", test_malformed_json_reports_line_and_column},

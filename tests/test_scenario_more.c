@@ -205,10 +205,11 @@ static void test_sticky_fault_stays_on_the_worker_that_got_it(void) {
   if (!s) return;
   PDT_EQ_U64(run(s, PD_MODE_REFERENCE, s->config.seed, &st), 0);
   PDT_EQ_U64(st.clean_success, 1); /* the retry went to the other worker */
-  PDT_EQ_U64(run(s, PD_MODE_JOINED, s->config.seed, &st), INV(3));
+  /* I16: each retry goes back to the worker that failed while the other was untried */
+  PDT_EQ_U64(run(s, PD_MODE_JOINED, s->config.seed, &st), INV(3) | INV(16));
   PDT_EQ_U64(st.clean_success, 0); /* 503 on every attempt */
   s->tfaults[0].is_sticky = 0; /* without it, the second leg on the same worker succeeds */
-  PDT_EQ_U64(run(s, PD_MODE_JOINED, s->config.seed, &st), INV(3));
+  PDT_EQ_U64(run(s, PD_MODE_JOINED, s->config.seed, &st), INV(3) | INV(16));
   PDT_EQ_U64(st.clean_success, 1);
   free(s);
 }

@@ -1,0 +1,169 @@
+/* What a run really exercised, and whether the world was healthy: which scenario fault entries
+ * fired (a row whose faults never fired tested nothing about them: NOT EXERCISED), which
+ * requests reached a worker, and the health epoch I15 judges a request against. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_world_int.h"
+
+/* Was modifier entry f (prefill_lag, slow_drip) applied to the leg that just reached it? They
+ * combine with the leg's fault and leave only their ms. (A scripted fault proper fires when it
+ * takes effect: pd_world_note_fired.) */
+static int entry_fired(const pd_wleg_t *leg, const pd_fault_t *f, uint32_t nth) {
+  if (f->nth_from && (nth < f->nth_from || nth > f->nth_to)) return 0;
+  if (f->kind != PD_FAULT_PREFILL_LAG && f->kind != PD_FAULT_SLOW_DRIP) return 0;
+  /* a lag delays a prefill's answer, a drip a decode's tokens: elsewhere they change nothing */
+  if ((f->kind == PD_FAULT_PREFILL_LAG) != (leg->role == PD_ROLE_PREFILL)) return 0;
+  if (!f->ms) return f->prob >= 1.0; /* a 0 ms lag (a series' baseline) changes nothing: it
+                                        fires whenever it matches */
+  return (f->kind == PD_FAULT_PREFILL_LAG ? leg->lag_ms : leg->drip_ms) == f->ms;
+  return 0;
+}
+
+void pd_world_note_open(struct pd_world *w, pd_wleg_t *leg, int was_down) {
+  pd_wnode_t *n = &w->nodes[leg->worker];
+  if (was_down) { /* refused by a crashed node: the crash is exercised */
+    w->crash_fired[leg->worker] = 1;
+    return;
+  }
+  leg->is_reached = leg->truth != PD_TRUTH_NEVER;
+  const pd_scn_worker_t *sw = n->spec;
+  for (uint32_t i = 0; i < sw->n_faults && i < PD_SCN_MAX_FAULTS; i++)
+    if (entry_fired(leg, &sw->faults[i], n->received)) w->fault_fired[leg->worker][i] = 1;
+  const pd_scenario_t *s = w->s; /* a traffic lag or drip that struck this leg */
+  if (leg->tfault >= 0 && (uint32_t)leg->tfault < s->n_tfaults) {
+    const pd_fault_t *f = &s->tfaults[leg->tfault].f;
+    int is_mod = f->kind == PD_FAULT_PREFILL_LAG || f->kind == PD_FAULT_SLOW_DRIP;
+    if (is_mod && (f->kind == PD_FAULT_PREFILL_LAG) == (leg->role == PD_ROLE_PREFILL))
+      w->tfault_fired[leg->tfault] = 1;
+  }
+}
+
+/* The scenario as given, with its faults (the healed phase runs on a copy without them). */
+static const pd_scenario_t *given(const struct pd_world *w) { return w->orig ? w->orig : w->s; }
+
+void pd_world_note_fired(struct pd_world *w, const pd_wleg_t *leg) {
+  const pd_scn_worker_t *sw = &given(w)->workers[leg->worker];
+  if (leg->fault < 0 || !leg->is_fault_fired || !leg->fp) return;
+  if (leg->fp >= sw->faults && leg->fp < sw->faults + sw->n_faults)
+    w->fault_fired[leg->worker][leg->fp - sw->faults] = 1;
+  const pd_scenario_t *s = given(w);
+  for (uint32_t i = 0; i < s->n_tfaults && i < PD_SCN_MAX_TFAULTS; i++)
+    if (leg->fp == &s->tfaults[i].f) w->tfault_fired[i] = 1;
+}
+
+void pd_world_mark_crash(struct pd_world *w, uint32_t node) {
+  for (size_t i = 0; i < w->legs.cap; i++) { /* bounded by the map's capacity */
+    if (!w->legs.keys[i] || w->legs.keys[i] == UINT64_MAX) continue;
+    pd_wleg_t *leg = w->legs.vals[i];
+    if (leg->worker != node || leg->wstate == WL_DONE || leg->wstate == WL_NEW) continue;
+    leg->is_crash_hit = 1;
+    w->crash_fired[node] = 1;
+  }
+}
+
+void pd_world_health(struct pd_world *w, int delta) {
+  if (delta > 0) {
+    w->n_unhealthy++;
+    w->unhealthy_epoch++;
+  } else if (w->n_unhealthy) {
+    w->n_unhealthy--;
+  }
+}
+
+void pd_world_exercised(struct pd_world *w) {
+  pd_world_stats_t *st = w->stats;
+  for (size_t i = 0; i < w->legs.cap; i++) /* legs still held at the end of the run */
+    if (w->legs.keys[i] && w->legs.keys[i] != UINT64_MAX) pd_world_note_fired(w, w->legs.vals[i]);
+  const pd_scenario_t *s = given(w);
+  for (uint32_t i = 0; i < s->n_tfaults && i < PD_SCN_MAX_TFAULTS; i++) {
+    st->faults_total++;
+    if (w->tfault_fired[i]) st->faults_exercised++;
+    else if (!st->unexercised[0])
+      snprintf(st->unexercised, sizeof st->unexercised, "faults[%u] %s (%s)", i,
+               pd_fault_kind_name(s->tfaults[i].f.kind), pd_role_name(s->tfaults[i].role));
+  }
+  for (uint32_t k = 0; k < w->n_nodes; k++) {
+    const pd_scn_worker_t *sw = &given(w)->workers[k];
+    for (uint32_t i = 0; i < sw->n_faults && i < PD_SCN_MAX_FAULTS; i++) {
+      st->faults_total++;
+      if (w->fault_fired[k][i]) st->faults_exercised++;
+      else if (!st->unexercised[0])
+        snprintf(st->unexercised, sizeof st->unexercised, "%.31s faults[%u] %s", sw->name, i,
+                 pd_fault_kind_name(sw->faults[i].kind));
+    }
+    if (!sw->crash_at_ms) continue;
+    st->faults_total++;
+    if (w->crash_fired[k]) st->faults_exercised++;
+    else if (!st->unexercised[0])
+      snprintf(st->unexercised, sizeof st->unexercised, "%.31s crash_at_ms", sw->name);
+  }
+}
+
+/* ---------- the healed phase (I17) ---------- */
+
+void pd_world_heal(struct pd_world *w) {
+  pd_scenario_t *h = malloc(sizeof *h);
+  if (h) { /* the same world without faults: later legs (retries) pick none */
+    memcpy(h, w->s, sizeof *h);
+    for (uint32_t i = 0; i < h->n_workers; i++) {
+      h->workers[i].n_faults = 0;
+      h->workers[i].crash_at_ms = h->workers[i].restart_at_ms = 0;
+    }
+    h->n_tfaults = 0;
+    h->workload.fault_rate = 0;
+    h->workload.disconnect_at_ms = 0;
+    h->workload.requests = w->next_req; /* no new arrivals */
+    w->healed = h;
+    w->orig = w->s;
+    w->s = h;
+    for (uint32_t i = 0; i < w->n_nodes; i++) w->nodes[i].spec = &h->workers[i];
+  }
+  for (uint32_t i = 0; i < w->n_nodes; i++)
+    if (w->nodes[i].is_down) {
+      w->nodes[i].is_down = 0;
+      pd_world_health(w, -1);
+    }
+}
+
+/* Append "what" to the reason once room is left (the first finding leads). */
+static void quiet_note(char *r, size_t cap, size_t *off, const char *what) {
+  if (*off + 2 >= cap) return;
+  int n = snprintf(r + *off, cap - *off, "%s%s", *off ? ", " : "", what);
+  *off = n < 0 || *off + (size_t)n >= cap ? cap - 1 : *off + (size_t)n;
+}
+
+void pd_world_check_quiet(struct pd_world *w) {
+  char r[160] = "", what[96];
+  size_t off = 0;
+  size_t live = pd_gw_requests_live(w->gw);
+  if (live) {
+    snprintf(what, sizeof what, "%zu request(s) live in the core", live);
+    quiet_note(r, sizeof r, &off, what);
+  }
+  for (uint32_t i = 0; i < w->n_nodes; i++) {
+    const pd_wnode_t *n = &w->nodes[i];
+    const char *name = n->spec->name;
+    uint32_t load = pd_gw_load(w->gw, n->role, n->role_index);
+    uint32_t probes = pd_gw_breaker_probes(w->gw, n->role, n->role_index);
+    if (load) snprintf(what, sizeof what, "load %u on %.31s", load, name), quiet_note(r, sizeof r, &off, what);
+    if (probes) snprintf(what, sizeof what, "%u breaker probe(s) on %.31s", probes, name),
+                quiet_note(r, sizeof r, &off, what);
+    if (n->live_slots) snprintf(what, sizeof what, "%u slot(s) held on %.31s", n->live_slots, name),
+                       quiet_note(r, sizeof r, &off, what);
+  }
+  if (w->reqs.len) { /* a leg still open at the gateway or still running at its worker */
+    snprintf(what, sizeof what, "%zu request(s) with a leg never settled", w->reqs.len);
+    quiet_note(r, sizeof r, &off, what);
+  }
+  if (w->rooms.len || w->droom.len) {
+    snprintf(what, sizeof what, "%zu room(s) in bootstrap tables", w->rooms.len + w->droom.len);
+    quiet_note(r, sizeof r, &off, what);
+  }
+  if (!off) return;
+  w->violations |= 1u << (PD_INV_QUIESCENCE - 1);
+  w->stats->inv_count[PD_INV_QUIESCENCE]++;
+  if (!w->stats->first_reason[0])
+    snprintf(w->stats->first_reason, sizeof w->stats->first_reason, "I17 after the healed phase: %s", r);
+}
