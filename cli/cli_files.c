@@ -1,5 +1,6 @@
 /* Pieces shared by the subcommands. Scenario arguments shared by the subcommands that take FILE|DIR...: files as given,
  * directories expanded to their *.json files in name order. */
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <signal.h>
@@ -67,4 +68,20 @@ void pd_cli_install_signals(void (*on_stop)(int)) {
   sigaction(SIGTERM, &sa, NULL);
   sa.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &sa, NULL);
+}
+
+int pd_cli_is_loopback(const char *host) {
+  struct in_addr a4;
+  struct in6_addr a6;
+  if (!host) return 0;
+  if (!strcmp(host, "localhost")) return 1;
+  if (inet_pton(AF_INET, host, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+  return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+int pd_cli_warn_exposed(const char *cmd, const char *host, const char *exposed) {
+  if (pd_cli_is_loopback(host)) return 0;
+  fprintf(stderr, "%s: warning: listening on %s, not a loopback address: %s\n", cmd,
+          host ? host : "(null)", exposed);
+  return 1;
 }

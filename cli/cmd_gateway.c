@@ -29,6 +29,7 @@ static void usage(FILE *f) {
              "                     [--token-budget-ms N] [--request-timeout-ms N]\n"
              "                     [--tail-timeout-ms N] [--head-timeout-ms N] [--max-body-bytes N]\n"
              "                     [--max-connections N] [--client-timeout-s N]\n"
+             "                     [--client-deadline-s N]\n"
              "                     [--abort-timeout-ms N] [--seed N] [--verbose] [--json]\n"
              "                     [--retry-backoff-ms N] [--retry-max-backoff-ms N]\n"
              "                     [--breaker-failures N] [--breaker-open-ms N]\n"
@@ -56,6 +57,8 @@ static void usage(FILE *f) {
              "  --max-body-bytes   client body limit, 413 beyond (default 4194304)\n"
              "  --max-connections  client connections served, 503 beyond (default 1024)\n"
              "  --client-timeout-s idle client connection timeout (default 30)\n"
+             "  --client-deadline-s a request must be whole (headers and body) this long after\n"
+             "                     the accept or the previous response, else 408 (default 10)\n"
              "  --seed N           PRNG seed for rooms, rids, policies (default: from the clock)\n"
              "  --json             print the ready line as JSON: url, port, mode, prefill, decode\n"
              "Routes: POST /generate /v1/completions /v1/chat/completions; GET /health\n"
@@ -181,6 +184,9 @@ static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
   } else if (!strcmp(f, "--client-timeout-s")) {
     if (parse_u64(f, v, 86400, &x)) return 2;
     c->client_timeout_s = (uint32_t)x;
+  } else if (!strcmp(f, "--client-deadline-s")) {
+    if (parse_range(f, v, 1, 3600, &x)) return 2;
+    c->client_deadline_s = (uint32_t)x;
   } else if (!strcmp(f, "--abort-timeout-ms")) {
     if (parse_range(f, v, 1, 600000, &x)) return 2;
     c->abort_timeout_ms = (uint32_t)x;
@@ -301,6 +307,10 @@ int pd_cli_gateway(int argc, char **argv) {
            pd_mode_name(cfg.core.mode), cfg.n_prefill, cfg.n_decode);
   }
   fflush(stdout);
+  pd_cli_warn_exposed("pdref gateway", host,
+                      "anyone who reaches it can send requests to the workers (their "
+                      "Authorization header is forwarded to both legs) and read GET /metrics, "
+                      "which names every worker URL");
   rc = pd_gateway_run(g);
   g_running = NULL;
   pd_gateway_del(g);

@@ -19,6 +19,7 @@ static void usage(FILE *f) {
           "                  [--fault-ledger FILE]\n"
           "                  [--bootstrap-timeout-ms N] [--waiting-timeout-ms N] [--speed X]\n"
           "                  [--seed N] [--direct] [--clock-on-start] [--json]\n"
+          "                  [--max-connections N] [--client-deadline-s N]\n"
           "\n"
           "An SGLang-like PD worker on real sockets, for testing gateways (docs/mock.md).\n"
           "  --role R            prefill or decode (optional with --worker: the worker's role)\n"
@@ -40,6 +41,10 @@ static void usage(FILE *f) {
           "  --clock-on-start    crash_at_ms/restart_at_ms count from POST /pdref/start (a\n"
           "                      test runner's time 0), not from start-up\n"
           "  --json              print the ready line as JSON\n"
+          "  --max-connections N HTTP connections at once, 503 beyond (0/default 2048)\n"
+          "  --client-deadline-s N  a request must be whole (headers and body) this long\n"
+          "                      after the accept or the previous response, else 408\n"
+          "                      (0/default 10)\n"
           "Ready line (stdout): pdref mock: <role> <worker> http://HOST:PORT bootstrap P\n"
           "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage or input\n");
 }
@@ -108,6 +113,12 @@ static int parse_flag(mock_opts_t *o, const char *f, const char *v) {
   } else if (!strcmp(f, "--waiting-timeout-ms")) {
     o->has_wto = 1;
     return parse_u64(f, v, PD_SCN_MAX_MS, &o->c.waiting_timeout_ms);
+  } else if (!strcmp(f, "--max-connections")) {
+    if (parse_u64(f, v, PD_MOCK_MAX_CONNECTIONS, &n)) return 2;
+    o->c.max_connections = (uint32_t)n; /* 0: the default */
+  } else if (!strcmp(f, "--client-deadline-s")) {
+    if (parse_u64(f, v, 3600, &n)) return 2;
+    o->c.client_deadline_s = (uint32_t)n; /* 0: the default */
   } else if (!strcmp(f, "--seed")) {
     o->has_seed = 1;
     return parse_u64(f, v, UINT64_MAX, &o->c.seed);
@@ -229,6 +240,10 @@ static int serve(mock_opts_t *o) {
     return 1;
   }
   print_ready(o, m);
+  pd_cli_warn_exposed("pdref mock", o->host,
+                      "anyone who reaches it can POST /abort_request {\"abort_all\":true} (ends "
+                      "every live request with finish_reason abort), POST /flush_cache and "
+                      "/pdref/start, and open connections to its bootstrap port");
   int sig = 0;
   sigwait(&set, &sig);
   pd_mock_del(m);

@@ -214,6 +214,42 @@ static int completions_batch(const cJSON *root, pd_batch_rule_t rule, uint64_t *
   return 0;
 }
 
+/* R-BADINPUT: a prompt the workers can start from, per route. Only presence and type; the
+ * shapes of arrays are R-BATCH's (each mode's rule). */
+static int read_prompt(pd_route_t route, const cJSON *root, char *err, size_t errlen) {
+  const cJSON *t, *ids, *emb, *m;
+  switch (route) {
+  case PD_ROUTE_GENERATE:
+    t = field(root, "text"), ids = field(root, "input_ids"), emb = field(root, "input_embeds");
+    if (t && !cJSON_IsNull(t) && !cJSON_IsString(t) && !cJSON_IsArray(t))
+      return fail(err, errlen, PD_ERR_FIELD, "text: expected a string or an array of strings");
+    if (ids && !cJSON_IsNull(ids) && !cJSON_IsArray(ids))
+      return fail(err, errlen, PD_ERR_FIELD, "input_ids: expected an array");
+    if (emb && !cJSON_IsNull(emb) && !cJSON_IsArray(emb))
+      return fail(err, errlen, PD_ERR_FIELD, "input_embeds: expected an array");
+    if ((!t || cJSON_IsNull(t)) && !cJSON_IsArray(ids) && !cJSON_IsArray(emb))
+      return fail(err, errlen, PD_ERR_FIELD,
+                  "text|input_ids: a prompt is required (text, input_ids or input_embeds)");
+    return 0;
+  case PD_ROUTE_COMPLETIONS:
+    t = field(root, "prompt");
+    if (!t || cJSON_IsNull(t)) return fail(err, errlen, PD_ERR_FIELD, "prompt: required");
+    if (!cJSON_IsString(t) && !cJSON_IsArray(t))
+      return fail(err, errlen, PD_ERR_FIELD, "prompt: expected a string or an array");
+    return 0;
+  case PD_ROUTE_CHAT:
+    m = field(root, "messages");
+    if (!m || cJSON_IsNull(m)) return fail(err, errlen, PD_ERR_FIELD, "messages: required");
+    if (!cJSON_IsArray(m) || !m->child)
+      return fail(err, errlen, PD_ERR_FIELD, "messages: expected a non-empty array of objects");
+    for (const cJSON *c = m->child; c; c = c->next) /* bounded by the array length */
+      if (!cJSON_IsObject(c))
+        return fail(err, errlen, PD_ERR_FIELD, "messages: expected a non-empty array of objects");
+    return 0;
+  }
+  return 0;
+}
+
 static int read_batch(pd_request_t *r, const cJSON *root, pd_batch_rule_t rule, char *err,
                       size_t errlen) {
   uint64_t n = 0;
@@ -232,6 +268,71 @@ static int read_batch(pd_request_t *r, const cJSON *root, pd_batch_rule_t rule, 
     return fail(err, errlen, PD_ERR_LIMIT, "%s: batch of %" PRIu64 " exceeds the limit of %u",
                 what, n, PD_REQUEST_MAX_BATCH);
   r->batch_size = (uint32_t)n;
+  return 0;
+}
+
+/* Length of the UTF-8 sequence at p (RFC 3629: no overlongs, no surrogates, at most
+ * U+10FFFF), or 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p, size_t avail) {
+  unsigned char c = p[0];
+  size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c < 0xC2 || c > 0xF4) return 0;
+  if (c == 0xE0) lo = 0xA0;
+  if (c == 0xED) hi = 0x9F;
+  if (c == 0xF0) lo = 0x90;
+  if (c == 0xF4) hi = 0x8F;
+  if (avail < n || p[1] < lo || p[1] > hi) return 0;
+  for (size_t k = 2; k < n; k++)
+    if ((p[k] & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+typedef struct {
+  int in_str, depth;
+  size_t str_at, cand_at, cand_len, key_at, key_len; /* top-level member name, as bytes */
+} scan_t;
+
+static void scan_punct(scan_t *s, unsigned char c, size_t i) {
+  if (c == '"') s->in_str = 1, s->str_at = i + 1;
+  else if (c == '{' || c == '[') s->depth++;
+  else if (c == '}' || c == ']') s->depth--;
+  else if (c == ':' && s->depth == 1) s->key_at = s->cand_at, s->key_len = s->cand_len;
+}
+
+/* R-BADINPUT: what cJSON would accept but could not forward as sent. Invalid UTF-8 and raw
+ * control characters (JSON strings may not hold them; outside strings only whitespace) are
+ * refused at their byte offset; so is the escape \u0000, which cJSON's NUL-terminated strings
+ * would silently cut (the message names the top-level member that holds it). Not a parser:
+ * it only tracks string boundaries and the top-level member name. */
+static int scan_bytes(const unsigned char *b, size_t len, char *err, size_t errlen) {
+  scan_t s = {0};
+  for (size_t i = 0; i < len;) { /* each turn advances i by at least 1 */
+    unsigned char c = b[i];
+    if (c >= 0x80) {
+      size_t n = utf8_len(b + i, len - i);
+      if (!n) return fail(err, errlen, PD_ERR_JSON, "body: invalid UTF-8 at byte %zu", i);
+      i += n;
+      continue;
+    }
+    if (c < 0x20 && (s.in_str || !is_json_space((char)c)))
+      return fail(err, errlen, PD_ERR_JSON, "body: control character 0x%02x at byte %zu", c, i);
+    if (!s.in_str) {
+      scan_punct(&s, c, i);
+    } else if (c == '\\') {
+      if (len - i >= 6 && memcmp(b + i + 1, "u0000", 5) == 0)
+        return fail(err, errlen, PD_ERR_FIELD,
+                    "%.*s: \\u0000 (NUL) at byte %zu is not accepted: it would cut the string",
+                    s.key_len ? (int)(s.key_len > 64 ? 64 : s.key_len) : 4,
+                    s.key_len ? (const char *)b + s.key_at : "body", i);
+      i += 2;
+      continue;
+    } else if (c == '"') {
+      s.in_str = 0;
+      if (s.depth == 1) s.cand_at = s.str_at, s.cand_len = i - s.str_at;
+    }
+    i++;
+  }
   return 0;
 }
 
@@ -273,11 +374,13 @@ int pd_request_parse(pd_request_t *r, const pd_alloc_t *alloc, const char *path,
     return fail(err, errlen, PD_ERR_TOO_LARGE, "body: %zu bytes exceeds the limit of %u", len,
                 PD_REQUEST_MAX_BODY_BYTES);
   cJSON *root = NULL;
-  int rc = parse_body(body, len, &root, err, errlen);
+  int rc = body ? scan_bytes((const unsigned char *)body, len, err, errlen) : 0;
+  if (rc == 0) rc = parse_body(body, len, &root, err, errlen);
   if (rc < 0) return rc;
   rc = read_flags(r, root, err, errlen);
   if (rc == 0) rc = read_max_tokens(r, root, err, errlen);
   if (rc == 0) rc = read_batch(r, root, rule, err, errlen);
+  if (rc == 0) rc = read_prompt(r->route, root, err, errlen);
   if (rc < 0) {
     cJSON_Delete(root);
     return rc;

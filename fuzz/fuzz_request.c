@@ -75,13 +75,24 @@ static void check_arrays(const cJSON *doc, const pd_bootstrap_t *b, int n) {
   }
 }
 
-static void check_render(const pd_request_t *r, const pd_bootstrap_t *b) {
+static void check_render(const pd_request_t *r, const pd_bootstrap_t *b, const char *path,
+                         pd_batch_rule_t rule) {
   char *out = NULL;
   size_t n = 0;
   int rc = pd_request_render(r, b, &out, &n);
   CHECK(rc == 0 || rc == PD_ERR_NOMEM);
   if (rc) return;
   CHECK(n == strlen(out));
+  /* R-BADINPUT: a leg body passes the rules its client body passed (a worker sharing the
+   * parser, as pdref mock does, accepts it): valid UTF-8, no control bytes, no NUL, a prompt */
+  pd_request_t again;
+  char err[128];
+  rc = pd_request_parse(&again, NULL, path, out, n, rule, err, sizeof err);
+  CHECK(rc == 0 || rc == PD_ERR_NOMEM);
+  if (rc == 0) {
+    CHECK(again.batch_size == r->batch_size && again.is_stream == r->is_stream);
+    pd_request_free(&again);
+  }
   const char *end = NULL;
   cJSON *doc = cJSON_ParseWithLengthOpts(out, n, &end, 0);
   CHECK(cJSON_IsObject(doc) && end == out + n);
@@ -117,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rooms[i] = (seed + i * UINT64_C(0x9E3779B97F4A7C15)) & ROOM_MASK;
   pd_bootstrap_t b = {"10.0.0.1", (m & 0x40) ? -1 : 8998, rooms, (m & 0x10) ? "pd-7" : NULL,
                       (m & 0x20) ? 3 : -1};
-  check_render(&r, &b);
+  check_render(&r, &b, path, rule);
   pd_request_free(&r);
   return 0;
 }

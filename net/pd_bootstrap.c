@@ -253,6 +253,31 @@ size_t pd_boot_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx
   return n;
 }
 
+uint64_t pd_boot_expire(pd_mock_t *m, uint64_t now_ns) {
+  uint64_t ttl = (uint64_t)PD_MOCK_BOOT_REG_TIMEOUT_MS * 1000000ull, next = UINT64_MAX;
+  for (uint32_t n = m->n_bc_live; n-- > 0;) { /* from the end: a close moves the last here */
+    int bc = (int)m->bc_live[n];
+    const pd_bconn_t *b = &m->bc[bc];
+    if (b->state != BC_OPEN) continue;
+    if (now_ns >= b->t_open_ns + ttl) pd_boot_close(m, bc); /* no leg refers to it yet */
+    else if (b->t_open_ns + ttl < next) next = b->t_open_ns + ttl;
+  }
+  return next;
+}
+
+/* At PD_MOCK_BOOT_MAX_UNREGISTERED connections without their REG line, close the oldest. */
+static void evict_unregistered(pd_mock_t *m) {
+  uint32_t count = 0;
+  int oldest = -1;
+  for (uint32_t i = 0; i < m->n_bc_live; i++) {
+    int bc = (int)m->bc_live[i];
+    if (m->bc[bc].state != BC_OPEN) continue;
+    count++;
+    if (oldest < 0 || m->bc[bc].t_open_ns < m->bc[oldest].t_open_ns) oldest = bc;
+  }
+  if (count >= PD_MOCK_BOOT_MAX_UNREGISTERED && oldest >= 0) pd_boot_close(m, oldest);
+}
+
 static void accept_some(pd_mock_t *m) {
   for (int i = 0; i < 64; i++) { /* bounded per engine turn */
     int fd = accept(m->boot_listen, NULL, NULL);
@@ -260,9 +285,12 @@ static void accept_some(pd_mock_t *m) {
       pd_mock_accept_failed(m, errno);
       return;
     }
-    if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
-        bc_new(m, fd, BC_OPEN) < 0)
-      close(fd); /* table full: the decode sees EOF and retries */
+    evict_unregistered(m);
+    int bc = fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0
+                 ? -1
+                 : bc_new(m, fd, BC_OPEN);
+    if (bc < 0) close(fd); /* table full: the decode sees EOF and retries */
+    else m->bc[bc].t_open_ns = pd_mock_now_ns();
   }
 }
 

@@ -70,6 +70,7 @@ void pd_gateway_config_default(pd_gateway_config_t *c, pd_mode_t mode) {
   c->max_body_bytes = PD_GATEWAY_DEFAULT_MAX_BODY_BYTES;
   c->max_connections = PD_GATEWAY_DEFAULT_MAX_CONNECTIONS;
   c->client_timeout_s = PD_GATEWAY_DEFAULT_CLIENT_TIMEOUT_S;
+  c->client_deadline_s = PD_GATEWAY_DEFAULT_CLIENT_DEADLINE_S;
   c->abort_timeout_ms = PD_GATEWAY_DEFAULT_ABORT_TIMEOUT_MS;
   c->info_timeout_ms = PD_GATEWAY_DEFAULT_INFO_TIMEOUT_MS;
 }
@@ -315,6 +316,7 @@ static int step(pd_gateway_t *g, int max_wait_ms) {
   if (g->curl_deadline_ns && g->curl_deadline_ns <= pd_gwn_now_ns()) pd_gwu_on_timeout(g);
   pd_gwu_drain(g);
   timers_fire(g);
+  pd_gwh_gate(g);
   MHD_run(g->mhd);
   pd_gwu_flush(g);
   return 0;
@@ -409,6 +411,10 @@ static int check_config(const pd_gateway_config_t *c, char *err, size_t errlen) 
   }
   if (!c->max_connections || c->max_connections > 65536) {
     snprintf(err, errlen, "--max-connections must be 1..65536");
+    return PD_ERR_INVAL;
+  }
+  if (!c->client_deadline_s || c->client_deadline_s > 3600) {
+    snprintf(err, errlen, "--client-deadline-s must be 1..3600");
     return PD_ERR_INVAL;
   }
   return 0;

@@ -13,6 +13,9 @@
 #define PD_GATEWAY_DEFAULT_MAX_BODY_BYTES (4u * 1024u * 1024u)
 #define PD_GATEWAY_DEFAULT_MAX_CONNECTIONS 1024u
 #define PD_GATEWAY_DEFAULT_CLIENT_TIMEOUT_S 30u
+/* A client request must be whole (headers and body) this long after the accept or the
+ * previous response (net/pd_httpd.h), whatever it trickles. */
+#define PD_GATEWAY_DEFAULT_CLIENT_DEADLINE_S 10u
 #define PD_GATEWAY_DEFAULT_ABORT_TIMEOUT_MS 2000u
 /* How long "the instant" of R-CANCEL lasts on sockets: a leg given up still has this long to
  * report its own failure (two workers answering 503 together arrive microseconds apart). */
@@ -35,6 +38,7 @@ typedef struct pd_gateway_config {
   size_t max_body_bytes;     /* larger client bodies get 413 */
   uint32_t max_connections;  /* client connections served; beyond it 503 */
   uint32_t client_timeout_s; /* idle client connection (headers, upload, slow reader) */
+  uint32_t client_deadline_s; /* a whole request, from the accept or the previous response */
   uint32_t abort_timeout_ms; /* bound on each POST /abort_request */
   uint32_t info_timeout_ms;  /* bound on each proxied info request */
   uint64_t seed;             /* the core's PRNG (rooms, rids, policies, jitter) */

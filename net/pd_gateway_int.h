@@ -10,6 +10,7 @@
 #include "pd_gateway.h"
 #include "pd_gw_metrics.h"
 #include "pd_heap.h"
+#include "pd_httpd.h"
 
 /* epoll data tags (top byte of data.u64). */
 enum { PD_GWN_TAG_MHD = 1, PD_GWN_TAG_CURL = 2, PD_GWN_TAG_WATCH = 3, PD_GWN_TAG_WAKE = 4 };
@@ -130,6 +131,8 @@ struct pd_gateway {
   uint32_t n_slots, n_free;
   pd_gwconn_t *conns;
   uint32_t n_conns; /* open client connections (MHD notify) */
+  pd_httpd_t httpd;  /* connection limit, request deadline, framing (pd_httpd.h) */
+  int has_httpd;
   pd_gwleg_t *legs;
   pd_gwleg_t *dirty, *dirty_tail; /* legs to add or remove at the next flush, in order */
   uint32_t n_aborts;         /* abort posts in flight */
@@ -171,7 +174,9 @@ void pd_gwh_client_hup(pd_gateway_t *g, pd_gwconn_t *c);
 void pd_gwh_wake(pd_gwconn_t *c);
 /* An info proxy finished: status (0 = transport error) and body. */
 void pd_gwh_info_done(pd_gateway_t *g, pd_gwconn_t *c, long status, const pd_gwbuf_t *body);
-/* Cancel every live client request (shutdown). */
+/* Let the gate (pd_httpd.h) accept and look at new connections (each loop turn). */
+void pd_gwh_gate(pd_gateway_t *g);
+/* Cancel every live client request (shutdown); stops accepting. */
 void pd_gwh_cancel_all(pd_gateway_t *g);
 
 /* --- upstream side (pd_gw_upstream.c) --- */

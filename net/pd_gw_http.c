@@ -4,20 +4,17 @@
  * buffer and resume it. Suspended connections are blind to hang-ups, so the loop watches
  * each fed request's socket for EPOLLRDHUP itself (pd_gwn_watch). */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "pd_err.h"
 #include "pd_gateway_int.h"
 
-/* MHD accepts this many connections beyond --max-connections so that the excess gets a 503
- * instead of a reset; beyond that MHD refuses them. */
-#define PD_GWH_CONN_HEADROOM 64u
-/* Bytes of an unwanted body read past the limit before hanging up (413 needs it read). */
-#define PD_GWH_DISCARD_BYTES (4u * 1024u * 1024u)
 /* MHD hands the reader at most this much per call. */
 #define PD_GWH_BLOCK_BYTES (8u * 1024u) /* per-read block; 64 KiB x 512 streams cost 32 MB */
 
@@ -253,6 +250,7 @@ static const char shutdown_json[] =
 /* Shutdown: every request not yet answered is cancelled in the core (legs closed, aborts
  * posted); a client still without a head gets a 503, a stream already started is cut. */
 void pd_gwh_cancel_all(pd_gateway_t *g) {
+  if (g->has_httpd) pd_httpd_gate_quiesce(&g->httpd); /* no new connections */
   for (pd_gwconn_t *c = g->conns; c; c = c->next) {
     if (c->rq && !c->is_ended && !c->is_gone) {
       c->is_gone = 1;
@@ -344,41 +342,39 @@ static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, cons
   if (!c) return MHD_NO;
   *req_cls = c;
   classify(c, url, method);
-  if (g->n_conns > g->cfg.max_connections) {
-    g->metrics.rejected_connections++;
-    return respond_error(c, 503, "overloaded", "connection limit reached", 1);
-  }
-  if (c->kind == PD_GWH_REJECT) {
-    snprintf(c->reject_msg, sizeof c->reject_msg, "%s %.200s: %s", method, url,
-             c->head_status == 404 ? "no such route" : "method not allowed on this route");
-    return MHD_YES; /* answered once the body (if any, bounded) is read: keeps keep-alive */
+  if (pd_httpd_is_killed(&g->httpd, mc)) return MHD_NO; /* refused: a 503 is out already */
+  char why[160];
+  if (pd_httpd_framing(&g->httpd, mc, why, sizeof why)) {
+    c->is_ended = 1;
+    return respond_error(c, 400, "bad_framing", why, 1);
   }
   const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Length");
-  if (c->kind == PD_GWH_CORE && cl && strtoull(cl, NULL, 10) > g->cfg.max_body_bytes) {
+  if (cl && strtoull(cl, NULL, 10) > g->cfg.max_body_bytes) { /* any route: nobody reads it */
     char msg[160];
     snprintf(msg, sizeof msg, "body: Content-Length %.30s exceeds the limit of %zu bytes", cl,
              g->cfg.max_body_bytes);
     c->is_ended = 1;
     return respond_error(c, 413, "payload_too_large", msg, 1);
   }
+  if (c->kind == PD_GWH_REJECT) {
+    snprintf(c->reject_msg, sizeof c->reject_msg, "%s %.200s: %s", method, url,
+             c->head_status == 404 ? "no such route" : "method not allowed on this route");
+    return MHD_YES; /* answered once the body (if any, bounded) is read: keeps keep-alive */
+  }
   return MHD_YES;
-}
-
-/* A body nobody will use is read and dropped (so the answer can follow on a clean
- * connection) up to the limit plus PD_GWH_DISCARD_BYTES; beyond, the sender is cut off. */
-static enum MHD_Result discard_ok(const pd_gateway_t *g, const pd_gwconn_t *c) {
-  return c->body_seen > g->cfg.max_body_bytes + PD_GWH_DISCARD_BYTES ? MHD_NO : MHD_YES;
 }
 
 static enum MHD_Result take_upload(pd_gateway_t *g, pd_gwconn_t *c, const char *p, size_t n) {
   c->body_seen += n;
-  if (c->is_queued) return MHD_YES;                    /* an early answer is out; discard */
-  if (c->kind != PD_GWH_CORE) return discard_ok(g, c); /* nobody reads it */
+  /* A body nobody reads is dropped as it comes, so that the answer (413 for one over the
+   * limit: MHD 0.9.75 cannot answer mid-upload) follows its end; --client-deadline-s bounds
+   * how long that may take. */
+  if (c->is_queued || c->kind != PD_GWH_CORE) return MHD_YES;
   if (!c->is_too_large && c->body.len + n > g->cfg.max_body_bytes) {
-    c->is_too_large = 1; /* MHD 0.9.75 cannot answer mid-upload: 413 once it is read */
+    c->is_too_large = 1;
     pd_gwbuf_free(&c->body);
   }
-  if (c->is_too_large) return discard_ok(g, c);
+  if (c->is_too_large) return MHD_YES;
   if (pd_gwbuf_append(&c->body, p, n)) return MHD_NO;
   return MHD_YES;
 }
@@ -471,7 +467,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
     *upload_size = 0;
     return take_upload(g, c, upload, n);
   }
+  pd_httpd_request_whole(&g->httpd, mc);
   if (c->is_queued) return MHD_YES;
+  if (c->kind != PD_GWH_CORE && c->body_seen > g->cfg.max_body_bytes) { /* e.g. chunked */
+    c->kind = PD_GWH_REJECT;
+    c->head_status = 413;
+    snprintf(c->reject_msg, sizeof c->reject_msg, "body: exceeds the limit of %zu bytes",
+             g->cfg.max_body_bytes);
+  }
   switch (c->kind) {
   case PD_GWH_LOCAL: return respond_local(g, c);
   case PD_GWH_INFO: return on_info(g, c);
@@ -479,16 +482,18 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
   default:
     c->is_ended = 1;
     return respond_error(c, c->head_status,
-                         c->head_status == 404 ? "unknown_route" : "method_not_allowed",
-                         c->reject_msg, 0);
+                         c->head_status == 404   ? "unknown_route"
+                         : c->head_status == 413 ? "payload_too_large"
+                                                 : "method_not_allowed",
+                         c->reject_msg, c->head_status == 413);
   }
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)mc;
   (void)toe;
   pd_gateway_t *g = cls;
+  pd_httpd_request_over(&g->httpd, mc);
   pd_gwconn_t *c = *req_cls;
   if (!c) return;
   *req_cls = NULL;
@@ -510,13 +515,12 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
 
 static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ctx,
                           enum MHD_ConnectionNotificationCode toe) {
-  (void)mc;
-  (void)socket_ctx;
   pd_gateway_t *g = cls;
-  if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-    g->n_conns++;
-  else if (g->n_conns)
-    g->n_conns--;
+  pd_httpd_notify(&g->httpd, mc, socket_ctx, toe);
+  g->n_conns = pd_httpd_count(&g->httpd);
+  pthread_mutex_lock(&g->httpd.mu);
+  g->metrics.rejected_connections = g->httpd.refused;
+  pthread_mutex_unlock(&g->httpd.mu);
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -542,6 +546,34 @@ static int listen_addr(const pd_gateway_t *g, struct sockaddr_storage *ss, int *
   return 0;
 }
 
+/* The listening socket (the gate accepts: pd_httpd.h); its port into g->port. */
+static int listen_socket(pd_gateway_t *g, const struct sockaddr_storage *ss, int is_v6) {
+  socklen_t len = is_v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int fd = socket(is_v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  struct sockaddr_storage got;
+  socklen_t glen = sizeof got;
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+      bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 1024) < 0 ||
+      getsockname(fd, (struct sockaddr *)&got, &glen) < 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  g->port = ntohs(is_v6 ? ((struct sockaddr_in6 *)&got)->sin6_port
+                        : ((struct sockaddr_in *)&got)->sin_port);
+  return fd;
+}
+
+/* The gate found a good first head: libmicrohttpd takes the connection (loop thread). */
+static int hand(void *ctx, int fd, const struct sockaddr *a, socklen_t alen) {
+  pd_gateway_t *g = ctx;
+  return MHD_add_connection(g->mhd, fd, a, alen) != MHD_YES;
+}
+
+void pd_gwh_gate(pd_gateway_t *g) {
+  if (g->has_httpd) pd_httpd_gate_run(&g->httpd, 0);
+}
+
 int pd_gwh_start(pd_gateway_t *g, char *err, size_t errlen) {
   struct sockaddr_storage ss;
   int is_v6 = 0;
@@ -549,34 +581,55 @@ int pd_gwh_start(pd_gateway_t *g, char *err, size_t errlen) {
     snprintf(err, errlen, "--listen: '%s' is not a numeric IPv4/IPv6 address", g->cfg.listen_host);
     return PD_ERR_INVAL;
   }
-  unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+  if (pd_httpd_init(&g->httpd, g->cfg.max_connections, g->cfg.client_deadline_s,
+                    g->cfg.client_timeout_s, 1)) {
+    snprintf(err, errlen, "out of memory");
+    return PD_ERR_NOMEM;
+  }
+  g->has_httpd = 1;
+  int lfd = listen_socket(g, &ss, is_v6);
+  if (lfd < 0) {
+    snprintf(err, errlen, "cannot listen on %s:%u: %s", g->cfg.listen_host,
+             (unsigned)g->cfg.listen_port, strerror(errno));
+    return PD_ERR_IO;
+  }
+  if (pd_httpd_gate_init(&g->httpd, lfd, hand, g)) {
+    close(lfd);
+    return PD_ERR_NOMEM;
+  }
+  unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+                   MHD_USE_NO_LISTEN_SOCKET;
   if (is_v6) flags |= MHD_USE_IPv6;
   g->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_access, g, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, g,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned int)(g->cfg.max_connections + PD_GWH_CONN_HEADROOM), MHD_OPTION_CONNECTION_TIMEOUT,
+      MHD_OPTION_CONNECTION_LIMIT, pd_httpd_mhd_limit(&g->httpd), MHD_OPTION_CONNECTION_TIMEOUT,
       (unsigned int)g->cfg.client_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, g,
-      MHD_OPTION_NOTIFY_CONNECTION, on_connection, g, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-      (unsigned int)1024, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16u * 1024u),
-      MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, g, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      (size_t)(16u * 1024u), MHD_OPTION_END);
   if (!g->mhd) {
-    snprintf(err, errlen, "cannot listen on %s:%u (in use, or not a local address?)",
-             g->cfg.listen_host, (unsigned)g->cfg.listen_port);
+    snprintf(err, errlen, "libmicrohttpd: cannot start the HTTP daemon");
     return PD_ERR_IO;
   }
-  const union MHD_DaemonInfo *pi = MHD_get_daemon_info(g->mhd, MHD_DAEMON_INFO_BIND_PORT);
   const union MHD_DaemonInfo *ei = MHD_get_daemon_info(g->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-  if (!pi || !ei) return PD_ERR_IO;
-  g->port = pi->port;
+  if (!ei || pd_httpd_start(&g->httpd)) return PD_ERR_IO;
+  if (pd_gwn_add_fd(g, pd_httpd_gate_fd(&g->httpd), PD_GWN_TAG(PD_GWN_TAG_MHD, 1)))
+    return PD_ERR_IO;
   return pd_gwn_add_fd(g, ei->epoll_fd, PD_GWN_TAG(PD_GWN_TAG_MHD, 0));
 }
 
 void pd_gwh_stop(pd_gateway_t *g) {
-  if (!g->mhd) return;
+  if (g->has_httpd) pd_httpd_stop(&g->httpd); /* no sweep during the stop */
+  if (!g->mhd) {
+    if (g->has_httpd) pd_httpd_free(&g->httpd);
+    g->has_httpd = 0;
+    return;
+  }
   for (pd_gwconn_t *c = g->conns; c; c = c->next) {
     c->is_gone = 1;
     pd_gwh_wake(c); /* MHD_stop_daemon must not meet a suspended connection */
   }
   MHD_stop_daemon(g->mhd); /* NOTIFY_COMPLETED for each: CLIENT_GONE fed, conns freed */
   g->mhd = NULL;
+  pd_httpd_free(&g->httpd);
+  g->has_httpd = 0;
 }

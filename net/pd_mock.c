@@ -217,6 +217,7 @@ static uint64_t sleep_ns(pd_mock_t *m, uint64_t now) {
   if (top && top->t_ns < until) until = top->t_ns;
   if (m->n_live && m->next_peer_check_ns < until) until = m->next_peer_check_ns;
   if (pd_mock_accept_paused(m) && m->accept_pause_until_ns < until) until = m->accept_pause_until_ns;
+  if (m->boot_expiry_ns < until) until = m->boot_expiry_ns;
   return until > now ? until - now : 0;
 }
 
@@ -234,6 +235,7 @@ static void engine_turn(pd_mock_t *m, struct pollfd *pf, uint32_t *idx, size_t c
     m->next_peer_check_ns = now + PD_MOCK_PEER_CHECK_MS * MS_NS;
   }
   do_resumes(m);
+  m->boot_expiry_ns = pd_boot_expire(m, now);
   size_t n = 0;
   pf[n++] = (struct pollfd){m->wake[0], POLLIN, 0};
   int http = pd_mock_accept_paused(m) ? -1 : m->http_listen;
@@ -390,7 +392,7 @@ void pd_mock_del(pd_mock_t *m) {
   }
   if (m->daemon) {
     resume_all(m);
-    MHD_stop_daemon(m->daemon);
+    pd_mock_http_stop(m);
   }
   if (m->daemon) pd_mlog_int(m, "shutdown", NULL, "live_slots", m->live_slots);
   for (uint32_t n = m->n_live; n-- > 0;) leg_free(m, m->live[n]); /* stuck in bootstrap */

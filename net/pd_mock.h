@@ -15,10 +15,20 @@
  * request gets 503: a mock is a test fixture, and 4096 covers the 512-stream benchmark with
  * its prefill tails eight times over. */
 #define PD_MOCK_MAX_LEGS 4096u
-/* Simultaneous HTTP connections (libmicrohttpd's connection limit). */
+/* Simultaneous HTTP connections (default of --max-connections): the mock counts them and
+ * answers 503 beyond, below libmicrohttpd's own limit (net/pd_httpd.h). */
 #define PD_MOCK_MAX_CONNECTIONS 2048u
+/* A request must be whole (headers and body) this long after the accept or the previous
+ * response (default of --client-deadline-s), else 408. */
+#define PD_MOCK_CLIENT_DEADLINE_S 10u
 /* Bootstrap connections a prefill mock serves at once (one per waiting decode request). */
 #define PD_MOCK_MAX_BOOT_CONNS 4096u
+/* An accepted bootstrap connection must send its REG line within this time (a decode sends
+ * it as soon as it connects); at most this many may be waiting for theirs: beyond it the
+ * oldest is closed (a decode that loses its connection reconnects). Idle connections to
+ * the bootstrap port can so hold neither the table nor descriptors (docs/mock.md). */
+#define PD_MOCK_BOOT_REG_TIMEOUT_MS 1000u
+#define PD_MOCK_BOOT_MAX_UNREGISTERED 256u
 /* Aborted rids remembered so an abort that overtakes its request still cancels it. */
 #define PD_MOCK_ABORT_MEMORY 1024u
 #define PD_MOCK_ABORT_MEMORY_MS 30000u
@@ -49,6 +59,8 @@ typedef struct pd_mock_config {
   const char *ledger_path;       /* fault ledger shared with the run's other mocks; NULL: a
                                     private one (net/pd_mock_ledger.h) */
   FILE *log;                     /* event log (JSON lines) or NULL; not closed by the mock */
+  uint32_t max_connections;      /* HTTP connections at once; 0: PD_MOCK_MAX_CONNECTIONS */
+  uint32_t client_deadline_s;    /* a whole request; 0: PD_MOCK_CLIENT_DEADLINE_S */
 } pd_mock_config_t;
 
 typedef struct pd_mock pd_mock_t;

@@ -19,6 +19,8 @@
 enum { R_GENERATE, R_COMPLETIONS, R_CHAT, R_HEALTH, R_SERVER_INFO, R_MODEL_INFO, R_MODELS,
        R_ABORT, R_FLUSH, R_START, R_NOT_FOUND };
 enum { M_GET = 1, M_POST = 2 };
+/* libmicrohttpd's idle timeout for a connection that sends nothing. */
+#define PD_MOCK_IDLE_TIMEOUT_S 60u
 
 static const struct {
   const char *path;
@@ -55,6 +57,7 @@ typedef struct pd_reply {
   size_t len;
   pd_mleg_t *leg; /* a callback response over this leg's output instead of body */
   uint64_t size;  /* its length: MHD_SIZE_UNKNOWN for a stream */
+  int is_close;   /* Connection: close (the request's framing cannot be trusted) */
 } pd_reply_t;
 
 static enum MHD_Result respond(pd_reply_t *rp, unsigned status, const char *type,
@@ -107,6 +110,7 @@ static enum MHD_Result reply_send(pd_mock_t *m, struct MHD_Connection *c, pd_rep
     return MHD_NO;
   }
   if (rp->type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, rp->type);
+  if (rp->is_close) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   enum MHD_Result rc = MHD_queue_response(c, rp->status, r);
   MHD_destroy_response(r);
   return rc;
@@ -365,13 +369,16 @@ static enum MHD_Result abort_request(pd_mock_t *m, pd_reply_t *rp, pd_mctx_t *x)
 
 static enum MHD_Result dispatch(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x,
                                 const char *url, pd_reply_t *rp) {
+  if (x->is_too_large) { /* the body was read and dropped; the connection ends with it */
+    rp->is_close = 1;
+    return respond_error(rp, 413, "invalid_request_error", "body: exceeds 4 MiB");
+  }
   if (x->route == R_NOT_FOUND) {
     char msg[320];
     snprintf(msg, sizeof msg, "no route %.256s", url);
     return respond_error(rp, 404, "not_found", msg);
   }
   if (!x->is_method_ok) return respond_error(rp, 405, "method_not_allowed", "method not allowed");
-  if (x->is_too_large) return respond_error(rp, 413, "invalid_request_error", "body: exceeds 4 MiB");
   switch (x->route) {
   case R_HEALTH: return respond(rp, 200, NULL, "", 0);
   case R_SERVER_INFO: return server_info(m, rp);
@@ -407,11 +414,21 @@ static enum MHD_Result on_first(pd_mock_t *m, struct MHD_Connection *c, const ch
     x->path = routes[i].path;
     x->is_method_ok = (routes[i].methods & meth) != 0;
   }
+  if (pd_httpd_is_killed(&m->httpd, c)) return MHD_NO; /* refused: a 503 is out already */
   const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
   pd_reply_t rp = {0};
-  if (cl && strtoull(cl, NULL, 10) > PD_REQUEST_MAX_BODY_BYTES && /* refuse before reading it */
-      respond_error(&rp, 413, "invalid_request_error", "body: exceeds 4 MiB") == MHD_YES)
+  char why[160], body[320];
+  if (pd_httpd_framing(&m->httpd, c, why, sizeof why)) {
+    size_t n = pd_httpd_error_json(body, sizeof body, 400, "bad_framing", why);
+    if (respond(&rp, 400, "application/json", body, n) != MHD_YES) return MHD_NO;
+    rp.is_close = 1;
     return reply_send(m, c, &rp);
+  }
+  if (cl && strtoull(cl, NULL, 10) > PD_REQUEST_MAX_BODY_BYTES && /* refuse before reading it */
+      respond_error(&rp, 413, "invalid_request_error", "body: exceeds 4 MiB") == MHD_YES) {
+    rp.is_close = 1; /* the body is not read */
+    return reply_send(m, c, &rp);
+  }
   return MHD_YES;
 }
 
@@ -444,6 +461,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     *upload_size = 0;
     return MHD_YES;
   }
+  pd_httpd_request_whole(&m->httpd, c);
   pd_reply_t rp = {0};
   pthread_mutex_lock(&m->mu);
   enum MHD_Result rc = m->stopping ? MHD_NO
@@ -479,10 +497,16 @@ static void leg_detach(pd_mock_t *m, pd_mleg_t *leg, enum MHD_RequestTermination
   pd_mleg_maybe_free(m, leg);
 }
 
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode toe) {
+  pd_mock_t *m = cls;
+  pd_httpd_notify(&m->httpd, c, socket_ctx, toe);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)c;
   pd_mock_t *m = cls;
+  pd_httpd_request_over(&m->httpd, c);
   pd_mctx_t *x = *req_cls;
   if (!x) return;
   *req_cls = NULL;
@@ -524,20 +548,49 @@ int pd_mock_listen(const char *host, uint16_t port, int *fd, uint16_t *bound, ch
   return listen_on(host, port, fd, bound, err, errlen);
 }
 
+/* The gate found a good first head: libmicrohttpd takes the connection. */
+static int hand(void *ctx, int fd, const struct sockaddr *a, socklen_t alen) {
+  pd_mock_t *m = ctx;
+  return MHD_add_connection(m->daemon, fd, a, alen) != MHD_YES;
+}
+
 int pd_mock_http_start(pd_mock_t *m, char *err, size_t errlen) {
   int rc = listen_on(m->cfg.listen_host, m->cfg.port, &m->http_listen, &m->port, err, errlen);
   if (rc < 0) return rc;
+  uint32_t maxc = m->cfg.max_connections ? m->cfg.max_connections : PD_MOCK_MAX_CONNECTIONS;
+  uint32_t dl = m->cfg.client_deadline_s ? m->cfg.client_deadline_s : PD_MOCK_CLIENT_DEADLINE_S;
+  if (pd_httpd_init(&m->httpd, maxc, dl, PD_MOCK_IDLE_TIMEOUT_S, 1)) {
+    snprintf(err, errlen, "out of memory");
+    return PD_ERR_NOMEM;
+  }
+  m->httpd.is_gate_in_sweeper = 1; /* the engine accepts, the sweeper thread gates */
+  if (pd_httpd_gate_init(&m->httpd, -1, hand, m)) {
+    pd_httpd_free(&m->httpd);
+    snprintf(err, errlen, "out of memory");
+    return PD_ERR_NOMEM;
+  }
   m->daemon = MHD_start_daemon(
       MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME |
           MHD_USE_NO_LISTEN_SOCKET,
       0, NULL, NULL, on_access, m, MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned int)PD_MOCK_MAX_CONNECTIONS,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
-  if (!m->daemon) {
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, m, MHD_OPTION_CONNECTION_LIMIT,
+      pd_httpd_mhd_limit(&m->httpd), MHD_OPTION_CONNECTION_TIMEOUT,
+      (unsigned int)PD_MOCK_IDLE_TIMEOUT_S, MHD_OPTION_END);
+  if (!m->daemon || pd_httpd_start(&m->httpd)) {
+    if (m->daemon) MHD_stop_daemon(m->daemon);
+    m->daemon = NULL;
+    pd_httpd_free(&m->httpd);
     snprintf(err, errlen, "libmicrohttpd: cannot start the HTTP daemon");
     return PD_ERR_IO;
   }
   return 0;
+}
+
+void pd_mock_http_stop(pd_mock_t *m) {
+  if (!m->daemon) return;
+  pd_httpd_stop(&m->httpd);
+  MHD_stop_daemon(m->daemon); /* the daemon stays set: pd_mock_del logs the shutdown */
+  pd_httpd_free(&m->httpd);
 }
 
 void pd_mock_http_accept(pd_mock_t *m) {
@@ -550,6 +603,7 @@ void pd_mock_http_accept(pd_mock_t *m) {
       return;
     }
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    MHD_add_connection(m->daemon, fd, (struct sockaddr *)&a, len); /* closes fd on failure */
+    if (!pd_httpd_admit(&m->httpd, fd)) continue; /* 503 and closed: the limit is ours */
+    pd_httpd_gate_add(&m->httpd, fd, (struct sockaddr *)&a, len); /* then MHD, via hand */
   }
 }

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "pd_heap.h"
+#include "pd_httpd.h"
 #include "pd_mock.h"
 #include "pd_mock_ledger.h"
 #include "pd_request.h"
@@ -108,6 +109,7 @@ typedef struct pd_bconn {
   uint32_t live_idx;
   uint64_t room, hash, seq;
   uint32_t flags;      /* REG flags: PD_BOOT_F_KV_FAIL */
+  uint64_t t_open_ns;  /* prefill: when it was accepted (its REG line is due in time) */
   pd_mleg_t *leg;      /* prefill: the paired prefill leg; decode: the owning decode leg */
   char rbuf[PD_MOCK_LINE_MAX];
   size_t rlen;
@@ -128,10 +130,12 @@ struct pd_mock {
   int engine_started, is_engine_running, stopping, is_down;
   int is_clock_started; /* POST /pdref/start came (cfg.is_clock_on_start) */
   struct MHD_Daemon *daemon;
+  pd_httpd_t httpd; /* connection limit, request deadline, framing (while daemon is set) */
   int http_listen, boot_listen, wake[2];
   uint16_t port, boot_port;
   uint64_t t0_ns, poll_deadline_ns, next_peer_check_ns;
   uint64_t accept_pause_until_ns; /* engine only: out of descriptors, stop accepting a while */
+  uint64_t boot_expiry_ns;        /* engine only: the next overdue REG line (pd_boot_expire) */
   int engine_asleep;
   pd_heap_t timers;
   pd_mleg_t *legs[PD_MOCK_MAX_LEGS];
@@ -176,6 +180,7 @@ void pd_mock_want_resume(pd_mock_t *m, pd_mleg_t *leg);
 
 /* ---------- pd_mock_http.c ---------- */
 int pd_mock_http_start(pd_mock_t *m, char *err, size_t errlen);
+void pd_mock_http_stop(pd_mock_t *m); /* every connection resumed; stops the daemon */
 /* A non-blocking, close-on-exec listening socket on host:port (port 0: ephemeral). */
 int pd_mock_listen(const char *host, uint16_t port, int *fd, uint16_t *bound, char *err,
                    size_t errlen);
@@ -209,6 +214,9 @@ int pd_boot_listen(pd_mock_t *m, char *err, size_t errlen);
 int pd_boot_init(pd_mock_t *m);
 void pd_boot_free(pd_mock_t *m);
 void pd_boot_close_all(pd_mock_t *m);
+/* Close accepted connections whose REG line is overdue (PD_MOCK_BOOT_REG_TIMEOUT_MS);
+ * returns when the next one falls due, or UINT64_MAX. */
+uint64_t pd_boot_expire(pd_mock_t *m, uint64_t now_ns);
 /* Fill pollfds for the listener and every live connection; returns how many. */
 size_t pd_boot_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx);
 void pd_boot_on_poll(pd_mock_t *m, const struct pollfd *p, const uint32_t *idx, size_t n);

@@ -24,4 +24,6 @@
   X(pdt_suite_conform) \
   X(pdt_suite_conform_metrics) \
   X(pdt_suite_conform_judge) \
-  X(pdt_suite_conform_exercised)
+  X(pdt_suite_conform_exercised) \
+  X(pdt_suite_hostile_input) \
+  X(pdt_suite_hostile_http)

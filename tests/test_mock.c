@@ -232,7 +232,7 @@ static void test_bad_input_gets_json_errors(void) {
   PDT_EQ_INT(t->status, 400);
   PDT_TRUE(strstr(t->buf, "{\"error\":{\"message\":\"body: malformed JSON at byte") == t->buf);
   pdt_tx_del(mh, t);
-  t = pdt_tx_once(mh, port, "/generate", "{\"bootstrap_room\":\"x\"}");
+  t = pdt_tx_once(mh, port, "/generate", "{\"text\":\"a\",\"bootstrap_room\":\"x\"}");
   PDT_EQ_INT(t->status, 400);
   PDT_TRUE(strstr(t->buf, "bootstrap_room") != NULL);
   pdt_tx_del(mh, t);

@@ -92,7 +92,7 @@ static void t_stream_must_be_a_boolean(void) {
   PDT_EQ_STR(p.err, "stream: expected a boolean");
   parse(&p, "/generate", "{\"stream\":null}", PD_BATCH_RULE_SMG);
   PDT_EQ_INT(p.rc, PD_ERR_FIELD);
-  parse(&p, "/generate", "{\"stream\":true}", PD_BATCH_RULE_SMG);
+  parse(&p, "/generate", "{\"text\":\"a\",\"stream\":true}", PD_BATCH_RULE_SMG);
   PDT_EQ_INT(p.rc, 0);
   PDT_EQ_INT(p.r.is_stream, 1);
   pd_request_free(&p.r);
@@ -108,18 +108,18 @@ static int logprob_of(const char *path, const char *body) {
 }
 
 static void t_logprob_flag_follows_each_route_r1_2(void) {
-  PDT_EQ_INT(logprob_of("/generate", "{\"return_logprob\":true}"), 1);
-  PDT_EQ_INT(logprob_of("/generate", "{\"return_logprob\":null}"), 0);
-  PDT_EQ_INT(logprob_of("/generate", "{\"logprobs\":true}"), 0); /* not generate's field */
-  PDT_EQ_INT(logprob_of("/generate", "{\"return_logprob\":1}"), PD_ERR_FIELD);
-  PDT_EQ_INT(logprob_of("/v1/chat/completions", "{\"logprobs\":true}"), 1);
-  PDT_EQ_INT(logprob_of("/v1/chat/completions", "{\"logprobs\":false}"), 0);
-  PDT_EQ_INT(logprob_of("/v1/chat/completions", "{\"logprobs\":1}"), PD_ERR_FIELD);
+  PDT_EQ_INT(logprob_of("/generate", "{\"text\":\"a\",\"return_logprob\":true}"), 1);
+  PDT_EQ_INT(logprob_of("/generate", "{\"text\":\"a\",\"return_logprob\":null}"), 0);
+  PDT_EQ_INT(logprob_of("/generate", "{\"text\":\"a\",\"logprobs\":true}"), 0); /* not generate's field */
+  PDT_EQ_INT(logprob_of("/generate", "{\"text\":\"a\",\"return_logprob\":1}"), PD_ERR_FIELD);
+  PDT_EQ_INT(logprob_of("/v1/chat/completions", "{\"messages\":[{}],\"logprobs\":true}"), 1);
+  PDT_EQ_INT(logprob_of("/v1/chat/completions", "{\"messages\":[{}],\"logprobs\":false}"), 0);
+  PDT_EQ_INT(logprob_of("/v1/chat/completions", "{\"messages\":[{}],\"logprobs\":1}"), PD_ERR_FIELD);
   /* completions: any present, non-null logprobs count, even 0 */
-  PDT_EQ_INT(logprob_of("/v1/completions", "{\"logprobs\":0}"), 1);
-  PDT_EQ_INT(logprob_of("/v1/completions", "{\"logprobs\":null}"), 0);
-  PDT_EQ_INT(logprob_of("/v1/completions", "{}"), 0);
-  PDT_EQ_INT(logprob_of("/v1/completions", "{\"logprobs\":true}"), PD_ERR_FIELD);
+  PDT_EQ_INT(logprob_of("/v1/completions", "{\"prompt\":\"a\",\"logprobs\":0}"), 1);
+  PDT_EQ_INT(logprob_of("/v1/completions", "{\"prompt\":\"a\",\"logprobs\":null}"), 0);
+  PDT_EQ_INT(logprob_of("/v1/completions", "{\"prompt\":\"a\"}"), 0);
+  PDT_EQ_INT(logprob_of("/v1/completions", "{\"prompt\":\"a\",\"logprobs\":true}"), PD_ERR_FIELD);
 }
 
 static void t_text_array_is_a_batch_for_minilb_and_reference_not_smg_r1_3(void) {
@@ -144,12 +144,12 @@ static void t_input_ids_list_of_lists_is_a_batch_everywhere(void) {
 }
 
 static void t_chat_n_is_a_batch_except_for_minilb(void) {
-  const char *b = "{\"messages\":[],\"n\":3}";
+  const char *b = "{\"messages\":[{}],\"n\":3}";
   PDT_EQ_INT(batch_of("/v1/chat/completions", b, PD_BATCH_RULE_SMG), 3);
   PDT_EQ_INT(batch_of("/v1/chat/completions", b, PD_BATCH_RULE_MINILB), 0);
   PDT_EQ_INT(batch_of("/v1/chat/completions", b, PD_BATCH_RULE_REFERENCE), 3);
-  PDT_EQ_INT(batch_of("/v1/chat/completions", "{\"n\":1}", PD_BATCH_RULE_REFERENCE), 0);
-  PDT_EQ_INT(batch_of("/v1/chat/completions", "{\"n\":2.5}", PD_BATCH_RULE_REFERENCE),
+  PDT_EQ_INT(batch_of("/v1/chat/completions", "{\"messages\":[{}],\"n\":1}", PD_BATCH_RULE_REFERENCE), 0);
+  PDT_EQ_INT(batch_of("/v1/chat/completions", "{\"messages\":[{}],\"n\":2.5}", PD_BATCH_RULE_REFERENCE),
              PD_ERR_FIELD);
 }
 
@@ -168,11 +168,11 @@ static void t_completions_prompt_arrays_per_rule(void) {
 
 static void t_batch_over_the_limit_is_rejected(void) {
   parsed_t p;
-  parse(&p, "/v1/chat/completions", "{\"n\":1025}", PD_BATCH_RULE_REFERENCE);
+  parse(&p, "/v1/chat/completions", "{\"messages\":[{}],\"n\":1025}", PD_BATCH_RULE_REFERENCE);
   PDT_EQ_INT(p.rc, PD_ERR_LIMIT);
   PDT_EQ_STR(p.err, "n: batch of 1025 exceeds the limit of 1024");
-  PDT_EQ_INT(batch_of("/v1/chat/completions", "{\"n\":1024}", PD_BATCH_RULE_REFERENCE), 1024);
-  PDT_EQ_INT(batch_of("/v1/chat/completions", "{\"n\":1e300}", PD_BATCH_RULE_REFERENCE),
+  PDT_EQ_INT(batch_of("/v1/chat/completions", "{\"messages\":[{}],\"n\":1024}", PD_BATCH_RULE_REFERENCE), 1024);
+  PDT_EQ_INT(batch_of("/v1/chat/completions", "{\"messages\":[{}],\"n\":1e300}", PD_BATCH_RULE_REFERENCE),
              PD_ERR_FIELD);
 }
 
@@ -189,21 +189,128 @@ static uint32_t max_tokens_of(const char *path, const char *body, int *rc, char 
 static void t_max_tokens_come_from_each_routes_field(void) {
   int rc;
   char err[ERRLEN];
-  PDT_EQ_U64(max_tokens_of("/generate", "{\"sampling_params\":{\"max_new_tokens\":16}}", &rc,
+  PDT_EQ_U64(max_tokens_of("/generate", "{\"text\":\"a\",\"sampling_params\":{\"max_new_tokens\":16}}", &rc,
                            NULL), 16);
-  PDT_EQ_U64(max_tokens_of("/generate", "{\"max_tokens\":16}", &rc, NULL), 0);
-  PDT_EQ_U64(max_tokens_of("/v1/chat/completions", "{\"max_tokens\":7}", &rc, NULL), 7);
+  PDT_EQ_U64(max_tokens_of("/generate", "{\"text\":\"a\",\"max_tokens\":16}", &rc, NULL), 0);
+  PDT_EQ_U64(max_tokens_of("/v1/chat/completions", "{\"messages\":[{}],\"max_tokens\":7}", &rc, NULL), 7);
   PDT_EQ_U64(max_tokens_of("/v1/chat/completions",
-                           "{\"max_tokens\":7,\"max_completion_tokens\":9}", &rc, NULL), 9);
-  PDT_EQ_U64(max_tokens_of("/v1/completions", "{\"max_tokens\":null}", &rc, NULL), 0);
+                           "{\"messages\":[{}],\"max_tokens\":7,\"max_completion_tokens\":9}", &rc, NULL), 9);
+  PDT_EQ_U64(max_tokens_of("/v1/completions", "{\"prompt\":\"a\",\"max_tokens\":null}", &rc, NULL), 0);
   PDT_EQ_INT(rc, 0);
-  max_tokens_of("/generate", "{\"sampling_params\":{\"max_new_tokens\":-1}}", &rc, err);
+  max_tokens_of("/generate", "{\"text\":\"a\",\"sampling_params\":{\"max_new_tokens\":-1}}", &rc, err);
   PDT_EQ_INT(rc, PD_ERR_FIELD);
   PDT_EQ_STR(err, "sampling_params.max_new_tokens: expected a non-negative integer");
-  max_tokens_of("/v1/completions", "{\"max_tokens\":1.5}", &rc, err);
+  max_tokens_of("/v1/completions", "{\"prompt\":\"a\",\"max_tokens\":1.5}", &rc, err);
   PDT_EQ_STR(err, "max_tokens: expected a non-negative integer");
-  max_tokens_of("/generate", "{\"sampling_params\":[]}", &rc, err);
+  max_tokens_of("/generate", "{\"text\":\"a\",\"sampling_params\":[]}", &rc, err);
   PDT_EQ_STR(err, "sampling_params: expected an object");
+}
+
+/* Parse exactly len bytes (bodies with NUL bytes in them). */
+static void parse_n(parsed_t *p, const char *path, const char *body, size_t len) {
+  p->rc = pd_request_parse(&p->r, NULL, path, body, len, PD_BATCH_RULE_REFERENCE, p->err,
+                           sizeof p->err);
+  if (p->rc == 0) pd_request_free(&p->r);
+}
+
+static void t_nul_in_a_string_is_refused_naming_the_field(void) {
+  parsed_t p;
+  parse_n(&p, "/generate", "{\"text\":\"a\\u0000b\"}", 19);
+  PDT_EQ_INT(p.rc, PD_ERR_FIELD);
+  PDT_EQ_STR(p.err, "text: \\u0000 (NUL) at byte 10 is not accepted: it would cut the string");
+  const char *chat = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\\u0000\"}]}";
+  parse_n(&p, "/v1/chat/completions", chat, strlen(chat));
+  PDT_EQ_INT(p.rc, PD_ERR_FIELD);
+  PDT_EQ_STR(p.err,
+             "messages: \\u0000 (NUL) at byte 52 is not accepted: it would cut the string");
+  /* a raw NUL byte is a control character */
+  parse_n(&p, "/generate", "{\"text\":\"a\0b\"}", 14);
+  PDT_EQ_INT(p.rc, PD_ERR_JSON);
+  PDT_EQ_STR(p.err, "body: control character 0x00 at byte 10");
+  /* an escaped backslash followed by u0000 is no NUL */
+  const char *esc = "{\"text\":\"a\\\\u0000\"}";
+  parse_n(&p, "/generate", esc, strlen(esc));
+  PDT_EQ_INT(p.rc, 0);
+  const char *one = "{\"text\":\"a\\u0001\"}";
+  parse_n(&p, "/generate", one, strlen(one));
+  PDT_EQ_INT(p.rc, 0);
+}
+
+static void t_bad_bytes_are_refused_at_their_offset(void) {
+  static const struct {
+    const char *body;
+    size_t len;
+    const char *err;
+  } bad[] = {
+      {"{\"text\":\"\xff\"}", 13, "body: invalid UTF-8 at byte 9"},
+      {"{\"text\":\"\xc0\x80\"}", 14, "body: invalid UTF-8 at byte 9"},         /* overlong */
+      {"{\"text\":\"\xed\xa0\x80\"}", 15, "body: invalid UTF-8 at byte 9"},     /* surrogate */
+      {"{\"text\":\"\xf4\x90\x80\x80\"}", 16, "body: invalid UTF-8 at byte 9"}, /* > U+10FFFF */
+      {"{\"text\":\"ab\xe2\x82\"}", 15, "body: invalid UTF-8 at byte 11"},      /* cut short */
+      {"{\"text\":\"\xe2\x82", 11, "body: invalid UTF-8 at byte 9"},            /* split body */
+      {"{\"text\":\"a\tb\"}", 14, "body: control character 0x09 at byte 10"},
+      {"{\"text\":\"a\nb\"}", 14, "body: control character 0x0a at byte 10"},
+      {"{\x01\"text\":\"a\"}", 13, "body: control character 0x01 at byte 1"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    parsed_t p;
+    parse_n(&p, "/generate", bad[i].body, bad[i].len);
+    PDT_EQ_INT(p.rc, PD_ERR_JSON);
+    PDT_EQ_STR(p.err, bad[i].err);
+  }
+  parsed_t p; /* valid multi-byte UTF-8 and whitespace between tokens pass */
+  const char *ok = "{\n\t\"text\" : \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"\r\n}";
+  parse_n(&p, "/generate", ok, strlen(ok));
+  PDT_EQ_INT(p.rc, 0);
+}
+
+/* rc and message of parsing body at path under every rule (they must agree). */
+static int prompt_err(const char *path, const char *body, char *err) {
+  int rc = 0;
+  for (int rule = 0; rule < 3; rule++) {
+    parsed_t p;
+    parse(&p, path, body, (pd_batch_rule_t)rule);
+    if (p.rc == 0) pd_request_free(&p.r);
+    if (rule > 0) PDT_EQ_INT(p.rc, rc);
+    rc = p.rc;
+    memcpy(err, p.err, ERRLEN);
+  }
+  return rc;
+}
+
+static void t_a_prompt_is_required_per_route(void) {
+  static const struct {
+    const char *path, *body, *err;
+  } bad[] = {
+      {"/generate", "{\"stream\":true}",
+       "text|input_ids: a prompt is required (text, input_ids or input_embeds)"},
+      {"/generate", "{\"text\":null,\"input_ids\":null}",
+       "text|input_ids: a prompt is required (text, input_ids or input_embeds)"},
+      {"/generate", "{\"text\":5}", "text: expected a string or an array of strings"},
+      {"/generate", "{\"text\":{\"a\":1}}", "text: expected a string or an array of strings"},
+      {"/generate", "{\"input_ids\":\"1 2\"}", "input_ids: expected an array"},
+      {"/v1/completions", "{\"model\":\"m\"}", "prompt: required"},
+      {"/v1/completions", "{\"prompt\":true}", "prompt: expected a string or an array"},
+      {"/v1/chat/completions", "{\"model\":\"m\"}", "messages: required"},
+      {"/v1/chat/completions", "{\"messages\":[]}",
+       "messages: expected a non-empty array of objects"},
+      {"/v1/chat/completions", "{\"messages\":\"hi\"}",
+       "messages: expected a non-empty array of objects"},
+      {"/v1/chat/completions", "{\"messages\":[{},2]}",
+       "messages: expected a non-empty array of objects"},
+  };
+  char err[ERRLEN];
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    PDT_EQ_INT(prompt_err(bad[i].path, bad[i].body, err), PD_ERR_FIELD);
+    PDT_EQ_STR(err, bad[i].err);
+  }
+  const char *good[][2] = {{"/generate", "{\"text\":\"\"}"},
+                           {"/generate", "{\"input_ids\":[1,2]}"},
+                           {"/generate", "{\"text\":null,\"input_embeds\":[[0.5]]}"},
+                           {"/v1/completions", "{\"prompt\":[1,2]}"},
+                           {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\"}]}"}};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+    PDT_EQ_INT(prompt_err(good[i][0], good[i][1], err), 0);
 }
 
 /* Parse body, render with b, parse the result back (NULL on any failure). */
@@ -253,10 +360,10 @@ static void t_render_replaces_client_bootstrap_fields(void) {
   pd_bootstrap_t b = {"h", 1, &room, NULL, 3};
   char *text = NULL;
   cJSON *doc = render("/generate",
-                      "{\"bootstrap_room\":1,\"bootstrap_host\":\"evil\",\"bootstrap_room\":2,"
+                      "{\"text\":\"a\",\"bootstrap_room\":1,\"bootstrap_host\":\"evil\",\"bootstrap_room\":2,"
                       "\"rid\":\"client\",\"routed_dp_rank\":9}",
                       PD_BATCH_RULE_SMG, &b, &text);
-  PDT_EQ_INT(cJSON_GetArraySize(doc), 5); /* duplicates gone: host, port, room, rid, rank */
+  PDT_EQ_INT(cJSON_GetArraySize(doc), 6); /* duplicates gone: text, host, port, room, rid, rank */
   PDT_EQ_INT(cJSON_GetNumberValue(get(doc, "bootstrap_room")), 7);
   PDT_EQ_STR(cJSON_GetStringValue(get(doc, "bootstrap_host")), "h");
   PDT_EQ_STR(cJSON_GetStringValue(get(doc, "rid")), "client"); /* rid NULL: left alone */
@@ -281,7 +388,7 @@ static void t_render_prints_large_rooms_exactly(void) {
   for (size_t i = 0; i < 2; i++) {
     pd_bootstrap_t b = {"h", 1, &rooms[i], NULL, -1};
     char *text = NULL;
-    cJSON *doc = render("/generate", "{}", PD_BATCH_RULE_SMG, &b, &text);
+    cJSON *doc = render("/generate", "{\"text\":\"a\"}", PD_BATCH_RULE_SMG, &b, &text);
     PDT_TRUE(has_substr(text, lits[i]));
     cJSON_Delete(doc);
     pd_free(NULL, text);
@@ -291,7 +398,7 @@ static void t_render_prints_large_rooms_exactly(void) {
 static void t_chat_n3_gets_three_distinct_rooms(void) {
   uint64_t rooms[] = {101, 202, 303};
   pd_bootstrap_t b = {"p0", 8998, rooms, "pd-101", 0};
-  cJSON *doc = render("/v1/chat/completions", "{\"messages\":[],\"n\":3}",
+  cJSON *doc = render("/v1/chat/completions", "{\"messages\":[{}],\"n\":3}",
                       PD_BATCH_RULE_REFERENCE, &b, NULL);
   const cJSON *h = get(doc, "bootstrap_host"), *p = get(doc, "bootstrap_port");
   const cJSON *r = get(doc, "bootstrap_room"), *rid = get(doc, "rid");
@@ -323,7 +430,7 @@ static void t_render_text_batch_depends_on_rule(void) {
 
 static void t_render_without_rooms_is_invalid(void) {
   parsed_t p;
-  parse(&p, "/generate", "{}", PD_BATCH_RULE_SMG);
+  parse(&p, "/generate", "{\"text\":\"a\"}", PD_BATCH_RULE_SMG);
   pd_bootstrap_t b = {"h", 1, NULL, NULL, -1};
   char *out = NULL;
   PDT_EQ_INT(pd_request_render(&p.r, &b, &out, NULL), PD_ERR_INVAL);
@@ -347,7 +454,7 @@ static void null_free(void *p, void *ud) {
 static void t_render_out_of_memory_is_nomem(void) {
   pd_alloc_t a = {null_malloc, null_realloc, null_free, NULL};
   parsed_t p;
-  const char *body = "{\"n\":2}";
+  const char *body = "{\"messages\":[{}],\"n\":2}";
   p.rc = pd_request_parse(&p.r, &a, "/v1/chat/completions", body, strlen(body),
                           PD_BATCH_RULE_REFERENCE, p.err, ERRLEN);
   PDT_EQ_INT(p.rc, 0);
@@ -374,6 +481,11 @@ int pdt_suite_request(void) {
       {"completions prompt arrays per rule", t_completions_prompt_arrays_per_rule},
       {"a batch over 1024 is rejected", t_batch_over_the_limit_is_rejected},
       {"max tokens come from each route's field", t_max_tokens_come_from_each_routes_field},
+      {"a NUL in a string is refused naming the field",
+       t_nul_in_a_string_is_refused_naming_the_field},
+      {"invalid UTF-8 and control characters are refused at their offset",
+       t_bad_bytes_are_refused_at_their_offset},
+      {"a usable prompt is required per route", t_a_prompt_is_required_per_route},
       {"render injects scalar bootstrap fields (R1.23)", t_render_injects_scalar_bootstrap_fields},
       {"render replaces client bootstrap fields", t_render_replaces_client_bootstrap_fields},
       {"no bootstrap port renders null (R1.24)",

@@ -1,0 +1,328 @@
+/* Connection limit, request deadline and framing checks shared by the gateway's and the
+ * mock's libmicrohttpd daemons (pd_httpd.h). */
+#include "pd_httpd.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pd_err.h"
+#include "pd_httpd_int.h"
+
+#define NS_PER_S 1000000000ull
+
+/* One connection libmicrohttpd holds (its socket_context). */
+struct pd_httpd_conn {
+  pd_httpd_conn_t *prev, *next;
+  int fd;
+  int is_whole;  /* the current request is whole: no clock */
+  int is_killed; /* refused or timed out: the socket is shut down, MHD closes it */
+  uint64_t since_ns, bound_ns;
+};
+
+uint64_t pd_httpd_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+static const char *phrase(unsigned status) {
+  switch (status) {
+  case 400: return "Bad Request";
+  case 408: return "Request Timeout";
+  case 414: return "URI Too Long";
+  case 431: return "Request Header Fields Too Large";
+  case 413: return "Content Too Large";
+  case 503: return "Service Unavailable";
+  default: return "Error";
+  }
+}
+
+size_t pd_httpd_error_json(char *buf, size_t cap, unsigned status, const char *code,
+                           const char *msg) {
+  if (!cap) return 0;
+  char esc[256];
+  size_t n = 0;
+  for (const char *p = msg; *p && n + 2 < sizeof esc; p++) { /* msg is ours: ASCII */
+    if (*p == '"' || *p == '\\') esc[n++] = '\\';
+    esc[n++] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
+  }
+  esc[n] = 0;
+  int k = snprintf(buf, cap,
+                   "{\"error\":{\"type\":\"%s\",\"code\":\"%s\",\"message\":\"%s\",\"status\":%u}}",
+                   phrase(status), code, esc, status);
+  if (k < 0) k = 0;
+  return (size_t)k < cap ? (size_t)k : cap - 1;
+}
+
+/* A whole response written straight to the socket (nothing else is being written to it:
+ * libmicrohttpd has not read a request yet, or the request is incomplete). Best effort. */
+void pd_httpd_raw_error(int fd, unsigned status, const char *code, const char *msg) {
+  char body[512], all[768];
+  size_t bn = pd_httpd_error_json(body, sizeof body, status, code, msg);
+  int n = snprintf(all, sizeof all,
+                   "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                   "Content-Length: %zu\r\n\r\n%s",
+                   status, phrase(status), bn, body);
+  if (n > 0 && (size_t)n < sizeof all) {
+    ssize_t w = send(fd, all, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)w;
+  }
+}
+
+int pd_httpd_init(pd_httpd_t *h, uint32_t max_conns, uint32_t request_s, uint32_t idle_s,
+                  int is_counted_at_accept) {
+  memset(h, 0, sizeof *h);
+  h->gate_ep = h->listen_fd = -1;
+  h->max_conns = max_conns ? max_conns : 1;
+  h->request_ns = (uint64_t)(request_s ? request_s : 1) * NS_PER_S;
+  h->idle_ns = (uint64_t)idle_s * NS_PER_S;
+  h->is_counted_at_accept = is_counted_at_accept;
+  if (pthread_mutex_init(&h->mu, NULL)) return PD_ERR_NOMEM;
+  if (pthread_cond_init(&h->cv, NULL)) {
+    pthread_mutex_destroy(&h->mu);
+    return PD_ERR_NOMEM;
+  }
+  return 0;
+}
+
+unsigned int pd_httpd_mhd_limit(const pd_httpd_t *h) {
+  return h->max_conns + PD_HTTPD_MHD_HEADROOM;
+}
+
+uint32_t pd_httpd_count(pd_httpd_t *h) {
+  pthread_mutex_lock(&h->mu);
+  uint32_t n = h->n_conns;
+  pthread_mutex_unlock(&h->mu);
+  return n;
+}
+
+/* ---------- the sweeper ---------- */
+
+static void sweep(pd_httpd_t *h, uint64_t now) {
+  pd_httpd_gate_sweep(h, now);
+  for (pd_httpd_conn_t *c = h->head; c; c = c->next) {
+    if (c->is_whole || c->is_killed || now - c->since_ns < c->bound_ns) continue;
+    c->is_killed = 1;
+    h->timed_out++;
+    pd_httpd_raw_error(c->fd, 408, "request_timeout", "the request was not complete in time");
+    shutdown(c->fd, SHUT_RDWR); /* libmicrohttpd sees the end and closes it */
+  }
+}
+
+static void *sweeper_main(void *arg) {
+  pd_httpd_t *h = arg;
+  pthread_mutex_lock(&h->mu);
+  while (!h->stopping && h->is_gate_in_sweeper) {
+    pthread_mutex_unlock(&h->mu);
+    pd_httpd_gate_run(h, (int)PD_HTTPD_SWEEP_MS);
+    pthread_mutex_lock(&h->mu);
+    uint64_t now = pd_httpd_now_ns();
+    if (now - h->last_sweep_ns >= PD_HTTPD_SWEEP_MS * 1000000ull) {
+      sweep(h, now);
+      h->last_sweep_ns = now;
+    }
+  }
+  while (!h->stopping) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)PD_HTTPD_SWEEP_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+    if (!h->stopping) sweep(h, pd_httpd_now_ns());
+  }
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+int pd_httpd_start(pd_httpd_t *h) {
+  if (pthread_create(&h->sweeper, NULL, sweeper_main, h)) return PD_ERR_IO;
+  h->has_sweeper = 1;
+  return 0;
+}
+
+void pd_httpd_stop(pd_httpd_t *h) {
+  if (!h->has_sweeper) return;
+  pthread_mutex_lock(&h->mu);
+  h->stopping = 1;
+  pthread_cond_signal(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+  pthread_join(h->sweeper, NULL);
+  h->has_sweeper = 0;
+}
+
+void pd_httpd_free(pd_httpd_t *h) {
+  pd_httpd_stop(h);
+  pd_httpd_conn_t *c = h->head; /* normally none: MHD_stop_daemon notified every close */
+  while (c) {
+    pd_httpd_conn_t *n = c->next;
+    free(c);
+    c = n;
+  }
+  h->head = NULL;
+  pd_httpd_gate_free(h);
+  pthread_cond_destroy(&h->cv);
+  pthread_mutex_destroy(&h->mu);
+}
+
+/* ---------- connections ---------- */
+
+int pd_httpd_admit(pd_httpd_t *h, int fd) {
+  pthread_mutex_lock(&h->mu);
+  int ok = h->n_conns < h->max_conns;
+  if (ok)
+    h->n_conns++;
+  else
+    h->refused++;
+  pthread_mutex_unlock(&h->mu);
+  if (!ok) {
+    pd_httpd_raw_error(fd, 503, "overloaded", "connection limit reached");
+    close(fd);
+  }
+  return ok;
+}
+
+void pd_httpd_unadmit(pd_httpd_t *h) {
+  pthread_mutex_lock(&h->mu);
+  if (h->n_conns) h->n_conns--;
+  pthread_mutex_unlock(&h->mu);
+}
+
+static int conn_fd(struct MHD_Connection *mc) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+  return ci ? ci->connect_fd : -1;
+}
+
+static void on_started(pd_httpd_t *h, struct MHD_Connection *mc, void **socket_ctx) {
+  pd_httpd_conn_t *c = calloc(1, sizeof *c);
+  int fd = conn_fd(mc);
+  pthread_mutex_lock(&h->mu);
+  int is_over = 0;
+  if (!h->is_counted_at_accept) is_over = ++h->n_conns > h->max_conns;
+  if (c) {
+    c->fd = fd;
+    c->since_ns = pd_httpd_now_ns();
+    c->bound_ns = h->request_ns;
+    c->next = h->head;
+    if (h->head) h->head->prev = c;
+    h->head = c;
+    *socket_ctx = c;
+  }
+  if (is_over || !c) {
+    if (c) c->is_killed = 1;
+    h->refused++;
+    pd_httpd_raw_error(fd, 503, "overloaded", "connection limit reached");
+    if (fd >= 0) shutdown(fd, SHUT_RDWR);
+  }
+  pthread_mutex_unlock(&h->mu);
+}
+
+static void on_closed(pd_httpd_t *h, void **socket_ctx) {
+  pd_httpd_conn_t *c = *socket_ctx;
+  pthread_mutex_lock(&h->mu);
+  if (h->n_conns) h->n_conns--;
+  if (c) {
+    if (c->prev)
+      c->prev->next = c->next;
+    else
+      h->head = c->next;
+    if (c->next) c->next->prev = c->prev;
+  }
+  pthread_mutex_unlock(&h->mu);
+  free(c);
+  *socket_ctx = NULL;
+}
+
+void pd_httpd_notify(pd_httpd_t *h, struct MHD_Connection *mc, void **socket_ctx,
+                     enum MHD_ConnectionNotificationCode toe) {
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+    on_started(h, mc, socket_ctx);
+  else
+    on_closed(h, socket_ctx);
+}
+
+static pd_httpd_conn_t *conn_of(struct MHD_Connection *mc) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? ci->socket_context : NULL;
+}
+
+void pd_httpd_request_whole(pd_httpd_t *h, struct MHD_Connection *mc) {
+  pd_httpd_conn_t *c = conn_of(mc);
+  if (!c) return;
+  pthread_mutex_lock(&h->mu);
+  c->is_whole = 1;
+  pthread_mutex_unlock(&h->mu);
+}
+
+void pd_httpd_request_over(pd_httpd_t *h, struct MHD_Connection *mc) {
+  pd_httpd_conn_t *c = conn_of(mc);
+  if (!c) return;
+  pthread_mutex_lock(&h->mu);
+  c->is_whole = 0;
+  c->since_ns = pd_httpd_now_ns();
+  c->bound_ns = h->idle_ns > h->request_ns ? h->idle_ns : h->request_ns;
+  pthread_mutex_unlock(&h->mu);
+}
+
+int pd_httpd_gate_fd(const pd_httpd_t *h) { return h->gate_ep; }
+
+int pd_httpd_is_killed(pd_httpd_t *h, struct MHD_Connection *mc) {
+  pd_httpd_conn_t *c = conn_of(mc);
+  if (!c) return 0;
+  pthread_mutex_lock(&h->mu);
+  int k = c->is_killed;
+  pthread_mutex_unlock(&h->mu);
+  return k;
+}
+
+/* ---------- framing ---------- */
+
+typedef struct framing {
+  const char *cl, *te;
+  int n_cl, n_te, cl_differs;
+} framing_t;
+
+static enum MHD_Result framing_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value) {
+  (void)kind;
+  framing_t *f = cls;
+  if (!key || !value) return MHD_YES;
+  if (!strcasecmp(key, "Content-Length")) {
+    if (f->n_cl++ && strcmp(f->cl, value) != 0) f->cl_differs = 1;
+    if (!f->cl) f->cl = value;
+  } else if (!strcasecmp(key, "Transfer-Encoding")) {
+    f->n_te++;
+    if (!f->te) f->te = value;
+  }
+  return MHD_YES;
+}
+
+int pd_httpd_framing(pd_httpd_t *h, struct MHD_Connection *mc, char *msg, size_t cap) {
+  framing_t f = {0};
+  MHD_get_connection_values(mc, MHD_HEADER_KIND, framing_iter, &f);
+  const char *why = NULL;
+  if (f.cl_differs)
+    why = "two different Content-Length headers";
+  else if (f.n_te > 1)
+    why = "more than one Transfer-Encoding header";
+  else if (f.te && strcasecmp(f.te, "chunked") != 0)
+    why = "Transfer-Encoding: only chunked is supported";
+  else if (f.te && f.n_cl)
+    why = "both Transfer-Encoding and Content-Length";
+  if (!why) return 0;
+  snprintf(msg, cap, "framing: %s", why);
+  pthread_mutex_lock(&h->mu);
+  h->bad_framing++;
+  pthread_mutex_unlock(&h->mu);
+  return 400;
+}

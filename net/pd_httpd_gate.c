@@ -1,0 +1,215 @@
+/* The accept gate of pd_httpd.h: a new connection is held until its first request head is
+ * in the socket (MSG_PEEK: nothing is consumed), checked, and only then handed to
+ * libmicrohttpd. libmicrohttpd 0.9.75 answers a bad Content-Length, an over-long request line
+ * or header block itself (HTML, and for Content-Length its head twice); the gate answers
+ * those with one JSON error first. Later requests on a kept-alive connection are not seen
+ * here (pd_httpd_framing covers what libmicrohttpd lets through). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pd_err.h"
+#include "pd_httpd.h"
+#include "pd_httpd_int.h"
+
+#define GATE_LISTEN_TAG (1ull << 40)
+
+/* ---------- the head check (pure) ---------- */
+
+static size_t line_end(const char *p, size_t n, size_t from) {
+  const char *e = memchr(p + from, '\n', n - from);
+  return e ? (size_t)(e - p) : n;
+}
+
+/* A Content-Length value: 1..18 digits between optional blanks. */
+static int is_length(const char *v, size_t n) {
+  while (n && (*v == ' ' || *v == '\t')) v++, n--;
+  while (n && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r')) n--;
+  if (!n || n > 18) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (v[i] < '0' || v[i] > '9') return 0;
+  return 1;
+}
+
+static int bad(char *msg, size_t cap, unsigned status, const char *why) {
+  snprintf(msg, cap, "%s", why);
+  return (int)status;
+}
+
+static int check_fields(const char *p, size_t n, char *msg, size_t cap) {
+  size_t at = line_end(p, n, 0) + 1;
+  while (at < n) {
+    size_t e = line_end(p, n, at), len = e - at;
+    const char *colon = memchr(p + at, ':', len);
+    if (colon && (size_t)(colon - (p + at)) == 14 && !strncasecmp(p + at, "Content-Length", 14) &&
+        !is_length(colon + 1, (size_t)(p + e - colon - 1)))
+      return bad(msg, cap, 400, "framing: Content-Length is not a non-negative integer");
+    at = e + 1;
+  }
+  return 1;
+}
+
+int pd_httpd_head_check(const char *p, size_t n, size_t max_line, size_t max_head, char *msg,
+                        size_t cap) {
+  size_t first = line_end(p, n, 0);
+  if (first > max_line) return bad(msg, cap, 414, "request line too long");
+  const char *end = NULL;
+  for (size_t i = first; i + 1 < n && !end; i++)
+    if (p[i] == '\n' && (p[i + 1] == '\n' || (p[i + 1] == '\r' && i + 2 < n && p[i + 2] == '\n')))
+      end = p + i + 1;
+  if (!end) return n >= max_head ? bad(msg, cap, 431, "request header fields too large") : 0;
+  if ((size_t)(end - p) > max_head) return bad(msg, cap, 431, "request header fields too large");
+  if (first == n) return 0;
+  return check_fields(p, (size_t)(end - p), msg, cap);
+}
+
+/* ---------- the pending connections ---------- */
+
+int pd_httpd_gate_init(pd_httpd_t *h, int listen_fd, pd_httpd_hand_fn hand, void *ctx) {
+  h->gate_ep = epoll_create1(EPOLL_CLOEXEC);
+  h->gate = calloc(h->max_conns, sizeof *h->gate);
+  h->listen_fd = listen_fd;
+  h->hand = hand;
+  h->hand_ctx = ctx;
+  if (h->gate_ep < 0 || !h->gate) return PD_ERR_NOMEM;
+  for (uint32_t i = 0; i < h->max_conns; i++) h->gate[i].fd = -1;
+  if (listen_fd >= 0) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = GATE_LISTEN_TAG};
+    if (epoll_ctl(h->gate_ep, EPOLL_CTL_ADD, listen_fd, &ev)) return PD_ERR_IO;
+  }
+  return 0;
+}
+
+void pd_httpd_gate_free(pd_httpd_t *h) {
+  pd_httpd_gate_quiesce(h);
+  free(h->gate);
+  h->gate = NULL;
+  if (h->gate_ep >= 0) close(h->gate_ep);
+  h->gate_ep = -1;
+}
+
+void pd_httpd_gate_add(pd_httpd_t *h, int fd, const struct sockaddr *a, socklen_t alen) {
+  pthread_mutex_lock(&h->mu);
+  uint32_t slot = h->max_conns;
+  for (uint32_t i = 0; i < h->max_conns && slot == h->max_conns; i++)
+    if (h->gate[(h->gate_next + i) % h->max_conns].fd < 0) slot = (h->gate_next + i) % h->max_conns;
+  int ok = slot < h->max_conns && alen <= sizeof h->gate[0].addr;
+  if (ok) {
+    pd_httpd_pending_t *e = &h->gate[slot];
+    e->fd = fd;
+    e->t0_ns = pd_httpd_now_ns();
+    memcpy(&e->addr, a, alen);
+    e->alen = alen;
+    h->gate_next = slot + 1;
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET | EPOLLRDHUP, .data.u64 = slot};
+    if (epoll_ctl(h->gate_ep, EPOLL_CTL_ADD, fd, &ev)) e->fd = -1, ok = 0;
+  }
+  if (!ok && h->n_conns) h->n_conns--;
+  pthread_mutex_unlock(&h->mu);
+  if (!ok) close(fd);
+}
+
+void pd_httpd_gate_quiesce(pd_httpd_t *h) {
+  pthread_mutex_lock(&h->mu);
+  if (h->listen_fd >= 0) {
+    epoll_ctl(h->gate_ep, EPOLL_CTL_DEL, h->listen_fd, NULL);
+    close(h->listen_fd);
+    h->listen_fd = -1;
+  }
+  for (uint32_t i = 0; h->gate && i < h->max_conns; i++) {
+    if (h->gate[i].fd < 0) continue;
+    epoll_ctl(h->gate_ep, EPOLL_CTL_DEL, h->gate[i].fd, NULL);
+    close(h->gate[i].fd);
+    h->gate[i].fd = -1;
+    if (h->n_conns) h->n_conns--;
+  }
+  pthread_mutex_unlock(&h->mu);
+}
+
+/* Past the deadline (sweeper, h->mu held): 408 and shut down; the gate closes it. */
+void pd_httpd_gate_sweep(pd_httpd_t *h, uint64_t now) {
+  for (uint32_t i = 0; h->gate && i < h->max_conns; i++) {
+    pd_httpd_pending_t *e = &h->gate[i];
+    if (e->fd < 0 || e->is_killed || now - e->t0_ns < h->request_ns) continue;
+    e->is_killed = 1;
+    h->timed_out++;
+    pd_httpd_raw_error(e->fd, 408, "request_timeout", "the request was not complete in time");
+    shutdown(e->fd, SHUT_RDWR);
+  }
+}
+
+/* Look at one pending connection: hand it over, refuse it, or keep waiting. */
+static void gate_look(pd_httpd_t *h, uint32_t slot) {
+  char buf[PD_HTTPD_MAX_HEAD + 1], msg[160];
+  pthread_mutex_lock(&h->mu);
+  pd_httpd_pending_t e = h->gate[slot];
+  pthread_mutex_unlock(&h->mu);
+  if (e.fd < 0) return;
+  ssize_t n = recv(e.fd, buf, sizeof buf, MSG_PEEK);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  int v = n > 0 ? pd_httpd_head_check(buf, (size_t)n, PD_HTTPD_MAX_LINE, PD_HTTPD_MAX_HEAD, msg,
+                                      sizeof msg)
+                : -1; /* closed before a whole head */
+  if (e.is_killed) v = -1; /* shut down past the deadline: the 408 is out */
+  if (v == 0) return;
+  pthread_mutex_lock(&h->mu);
+  epoll_ctl(h->gate_ep, EPOLL_CTL_DEL, e.fd, NULL);
+  h->gate[slot].fd = -1;
+  h->gate[slot].is_killed = 0;
+  if (v != 1 && h->n_conns) h->n_conns--;
+  if (v > 1) h->bad_framing++;
+  pthread_mutex_unlock(&h->mu);
+  if (v == 1) {
+    int fl = fcntl(e.fd, F_GETFL);
+    (void)fcntl(e.fd, F_SETFL, fl & ~O_NONBLOCK); /* as accept() gave it */
+    if (h->hand(h->hand_ctx, e.fd, (struct sockaddr *)&e.addr, e.alen)) pd_httpd_unadmit(h);
+    return;
+  }
+  if (v > 1)
+    pd_httpd_raw_error(e.fd, (unsigned)v, v == 400 ? "bad_framing" : v == 414 ? "uri_too_long"
+                                                                              : "header_too_large",
+                       msg);
+  for (int i = 0; i < 16 && recv(e.fd, buf, sizeof buf, MSG_DONTWAIT) > 0; i++) {
+  } /* what came is read: the close is a FIN, not a reset that could cut the answer */
+  close(e.fd);
+}
+
+static void gate_accept(pd_httpd_t *h) {
+  for (int i = 0; i < 64; i++) { /* bounded per turn */
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    int fd = accept(h->listen_fd, (struct sockaddr *)&a, &len);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE)) { /* pause rather than spin */
+      struct epoll_event ev = {.events = 0, .data.u64 = GATE_LISTEN_TAG};
+      epoll_ctl(h->gate_ep, EPOLL_CTL_MOD, h->listen_fd, &ev);
+      h->accept_resume_ns = pd_httpd_now_ns() + 10000000ull;
+    }
+    if (fd < 0) return;
+    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    if (pd_httpd_admit(h, fd)) pd_httpd_gate_add(h, fd, (struct sockaddr *)&a, len);
+  }
+}
+
+int pd_httpd_gate_run(pd_httpd_t *h, int timeout_ms) {
+  struct epoll_event evs[64];
+  if (h->accept_resume_ns && pd_httpd_now_ns() >= h->accept_resume_ns && h->listen_fd >= 0) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = GATE_LISTEN_TAG};
+    epoll_ctl(h->gate_ep, EPOLL_CTL_MOD, h->listen_fd, &ev);
+    h->accept_resume_ns = 0;
+  }
+  int n = epoll_wait(h->gate_ep, evs, 64, timeout_ms);
+  for (int i = 0; i < n; i++) {
+    if (evs[i].data.u64 == GATE_LISTEN_TAG)
+      gate_accept(h);
+    else if (evs[i].data.u64 < h->max_conns)
+      gate_look(h, (uint32_t)evs[i].data.u64);
+  }
+  return n;
+}
