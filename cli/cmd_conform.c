@@ -1,5 +1,6 @@
 /* `pdref conform`: run scenarios against any PD gateway over real sockets (net/pd_conform.h)
- * and print the verdict table of `pdref sim run`, last line `conform: N passed, M failed`. */
+ * and print the verdict table of `pdref sim run`, last line
+ * `conform: N passed, M failed, K not exercised`. */
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <dirent.h>
@@ -57,8 +58,12 @@ static void usage(FILE *f) {
           "                     gateway's own timeouts to judge requests that end late)\n"
           "  --keep             keep each run's directory (mock logs, gateway output)\n"
           "  --json             machine-readable rows\n"
-          "exit: 0 every result matched its expectation, 1 one did not, 2 bad usage or a run\n"
-          "could not be set up\n");
+          "  --allow-unexercised  a NOT EXERCISED row (a scripted fault never fired, a request\n"
+          "                     reached no worker) does not make the exit status 1\n"
+          "  --no-warm-up       do not measure the gateway's forwarding latency first (no\n"
+          "                     scale is then raised for the gateway's speed)\n"
+          "exit: 0 every row matched its expectation and was exercised, 1 one did not or was\n"
+          "not exercised, 2 bad usage or a run could not be set up\n");
 }
 
 
@@ -71,7 +76,7 @@ static void mask_str(uint32_t m, char *buf, size_t cap, const char *sep) {
 
 typedef struct opts {
   pd_conform_opts_t c;
-  int json;
+  int json, allow_unexercised, no_warm_up;
   char bin[PATH_MAX];
 } opts_t;
 
@@ -117,6 +122,10 @@ static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
       o->c.keep = 1;
     } else if (!strcmp(a, "--json")) {
       o->json = 1;
+    } else if (!strcmp(a, "--allow-unexercised")) {
+      o->allow_unexercised = 1;
+    } else if (!strcmp(a, "--no-warm-up")) {
+      o->no_warm_up = 1;
     } else if (a[0] == '-') {
       fprintf(stderr, "pdref conform: unknown option '%s' or missing value (try --help)\n", a);
       return 2;
@@ -142,18 +151,26 @@ static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
   return pd_cli_collect_json("pdref conform", paths, n_paths, files, n_files, MAX_FILES);
 }
 
-static void print_header(const opts_t *o) {
+static void print_header(const opts_t *o, const char *warm_why) {
   char judged[96], not_judged[96];
   uint32_t m = pd_conform_judged_mask(&o->c);
   mask_str(m, judged, sizeof judged, " ");
   mask_str(((1u << PD_INV_COUNT) - 1u) & ~m, not_judged, sizeof not_judged, " ");
   printf("# conform: %s\n", o->c.gateway_cmd);
   printf("# judged on sockets: %s\n", judged);
-  printf("# not judged: %s (gateway internals: I4 outcomes, I9/I10 loads, I12 breaker%s;"
-         " I13 is the simulator's)\n",
+  printf("# not judged: %s (gateway internals: I4 outcomes and I17 quiescence, both judged "
+         "per row from /metrics where the gateway exposes them; I9/I10 loads, I12 breaker, I16 "
+         "retry target (the breaker view)%s; I13 is the simulator's)\n",
          not_judged, o->c.has_mode ? "" : ", I7 attempt limit (no mode label)");
   printf("# timeout scale %g: scenario and worker durations x%g, grace >= %u ms\n", o->c.scale,
          o->c.scale, o->c.slack_ms);
+  if (o->no_warm_up)
+    printf("# warm-up: skipped (--no-warm-up)\n");
+  else if (warm_why[0])
+    printf("# warm-up: not measured (%s): no scale raised for the gateway's speed\n", warm_why);
+  else
+    printf("# warm-up: the gateway forwards a request in %.2f ms (a scenario time under %gx that, "
+           "scaled, raises the row's scale)\n", o->c.fwd_ms, PD_CONFORM_FWD_FACTOR);
   printf("%-46s %-9s %-4s %-14s %s\n", "scenario", "mode", "inv", "violated", "expectation");
 }
 
@@ -171,24 +188,41 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
            r->reason);
     return;
   }
-  printf("%-46s %-9s %-4s %-14s %s", s->name, label, r->got ? "FAIL" : "PASS", got,
-         r->matched ? "as expected" : "UNEXPECTED");
-  if (!r->matched) printf(" (expected %s)", r->want ? want : "pass");
-  printf("\n");
-  if (r->got || !r->matched)
+  if (pd_conform_not_exercised(r)) {
+    printf("%-46s %-9s %-19s (expected %s)", s->name, label, "NOT EXERCISED", r->want ? want : "pass");
+  } else {
+    printf("%-46s %-9s %-4s %-14s %s", s->name, label, r->got ? "FAIL" : "PASS", got,
+           r->matched ? "as expected" : "UNEXPECTED");
+    if (!r->matched) printf(" (expected %s)", r->want ? want : "pass");
+  }
+  printf("  [faults exercised %u/%u, requests served %u/%u", r->faults_fired, r->faults_n,
+         r->served, r->sent);
+  if (r->unserved_excused) printf(", %u unserved after a failure", r->unserved_excused);
+  printf("]\n");
+  if (pd_conform_not_exercised(r)) printf("    not exercised: %s\n", r->nx_reason);
+  else if (r->status == PD_CONFORM_RAN && !r->exercised && r->declared_nx)
+    printf("    note: not exercised (%s), as the scenario declares for this mode: %s\n",
+           r->nx_reason, r->declared_nx);
+  else if (r->got || !r->matched)
     printf("    %s\n", r->reason[0] ? r->reason : r->got ? "violation" : "no violation");
   if (r->metrics_reason[0] && strcmp(r->metrics_reason, r->reason))
     printf("    %s\n", r->metrics_reason);
   if ((r->got || !r->matched) && r->legs_by_timing)
     printf("    note: %u of %u legs tied to requests by arrival order only (no X-Request-Id on the "
            "legs, no rid in the response)\n", r->legs_by_timing, r->legs);
-  if (r->scale != o->c.scale)
+  if (r->scale_note[0])
+    printf("    note: %s\n", r->scale_note);
+  else if (r->scale != o->c.scale)
     printf("    note: ran at timeout scale %g (the scenario's socket_min_scale)\n", r->scale);
+  if (r->status == PD_CONFORM_RAN && r->quiescent == 0 &&
+      !(r->judged & PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE)))
+    printf("    note: %s (from /metrics; reported, not judged)\n", r->quiet_reason);
   if (r->dir[0]) printf("    logs: %s\n", r->dir);
 }
 
 static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
   static const char *const st[] = {"ran", "skipped", "error"};
+  int nx = pd_conform_not_exercised(r);
   cJSON *j = cJSON_CreateObject();
   char got[64], want[64], judged[64];
   mask_str(r->got, got, sizeof got, ",");
@@ -197,7 +231,7 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   cJSON_AddStringToObject(j, "scenario", s->name);
   cJSON_AddStringToObject(j, "file", s->path);
   cJSON_AddStringToObject(j, "mode", o->c.mode_label);
-  cJSON_AddStringToObject(j, "status", st[r->status]);
+  cJSON_AddStringToObject(j, "status", nx ? "not exercised" : st[r->status]);
   cJSON_AddStringToObject(j, "violated", got);
   cJSON_AddStringToObject(j, "expected", want);
   cJSON_AddStringToObject(j, "judged", judged);
@@ -212,11 +246,47 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   cJSON_AddNumberToObject(j, "legs", r->legs);
   cJSON_AddNumberToObject(j, "legs_unattributed", r->legs_unattributed);
   cJSON_AddNumberToObject(j, "legs_by_timing", r->legs_by_timing);
+  cJSON_AddNumberToObject(j, "legs_by_id", r->legs_by_id);
   cJSON_AddNumberToObject(j, "legs_resent", r->legs_resent);
+  if (r->status == PD_CONFORM_RAN) {
+    cJSON_AddBoolToObject(j, "exercised", r->exercised);
+    if (nx || (!r->exercised && r->declared_nx))
+      cJSON_AddStringToObject(j, "not_exercised", r->nx_reason);
+    if (r->declared_nx) cJSON_AddStringToObject(j, "declared_unexercised", r->declared_nx);
+    cJSON_AddNumberToObject(j, "faults_n", r->faults_n);
+    cJSON_AddNumberToObject(j, "faults_exercised", r->faults_fired);
+    cJSON_AddNumberToObject(j, "requests_sent", r->sent);
+    cJSON_AddNumberToObject(j, "requests_served", r->served);
+    cJSON_AddNumberToObject(j, "requests_unserved_excused", r->unserved_excused);
+  }
   cJSON_AddNumberToObject(j, "seconds", r->seconds);
   if (r->status != PD_CONFORM_SKIPPED) cJSON_AddNumberToObject(j, "scale", r->scale);
+  if (r->scale_note[0]) cJSON_AddStringToObject(j, "scale_note", r->scale_note);
+  if (r->status == PD_CONFORM_RAN) cJSON_AddNumberToObject(j, "forward_ms", r->fwd_ms);
+  if (r->status == PD_CONFORM_RAN && r->quiescent >= 0) {
+    cJSON_AddBoolToObject(j, "quiescent", r->quiescent);
+    if (!r->quiescent) cJSON_AddStringToObject(j, "quiescence", r->quiet_reason);
+  }
   if (r->dir[0]) cJSON_AddStringToObject(j, "dir", r->dir);
   return j;
+}
+
+static void print_json(cJSON *rows, int passed, int failed, int skipped, int unexercised,
+                       const opts_t *o, const char *warm_why) {
+  cJSON *root = cJSON_CreateObject();
+  if (!o->no_warm_up) {
+    cJSON_AddNumberToObject(root, "forward_ms", o->c.fwd_ms);
+    if (warm_why[0]) cJSON_AddStringToObject(root, "warm_up_error", warm_why);
+  }
+  cJSON_AddItemToObject(root, "rows", rows);
+  cJSON_AddNumberToObject(root, "passed", passed);
+  cJSON_AddNumberToObject(root, "failed", failed);
+  cJSON_AddNumberToObject(root, "not_exercised", unexercised);
+  cJSON_AddNumberToObject(root, "skipped", skipped);
+  char *txt = cJSON_Print(root);
+  if (txt) puts(txt);
+  cJSON_free(txt);
+  cJSON_Delete(root);
 }
 
 int pd_cli_conform(int argc, char **argv) {
@@ -229,9 +299,14 @@ int pd_cli_conform(int argc, char **argv) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   pd_scenario_t *s = malloc(sizeof *s);
   cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
-  int passed = 0, failed = 0, skipped = 0, exit_code = 0, had_error = 0;
+  int passed = 0, failed = 0, skipped = 0, unexercised = 0, exit_code = 0, had_error = 0;
   if (!s) return 2;
-  if (!o.json) print_header(&o);
+  char warm_why[256] = "";
+  if (!o.no_warm_up && pd_conform_warm_up(&o.c, &o.c.fwd_ms, warm_why, sizeof warm_why) < 0) {
+    free(s);
+    return 2;
+  }
+  if (!o.json) print_header(&o, warm_why);
   for (int f = 0; f < n_files && exit_code != 2 && !g_stop; f++) {
     char err[512];
     if (pd_scenario_load(s, files[f], err, sizeof err) != 0) {
@@ -246,6 +321,7 @@ int pd_cli_conform(int argc, char **argv) {
       break;
     }
     if (r.status == PD_CONFORM_SKIPPED) skipped++;
+    else if (pd_conform_not_exercised(&r)) unexercised++;
     else if (r.matched) passed++;
     else failed++;
     if (r.status == PD_CONFORM_ERROR) had_error = 1; /* keep going; exit 2 at the end */
@@ -256,12 +332,12 @@ int pd_cli_conform(int argc, char **argv) {
   for (int f = 0; f < n_files; f++) free(files[f]);
   free(s);
   if (arr) {
-    pd_cli_print_json_rows(arr, passed, failed, skipped);
+    print_json(arr, passed, failed, skipped, unexercised, &o, warm_why);
   } else if (exit_code != 2) {
     if (skipped) printf("# %d skipped (not counted)\n", skipped);
-    printf("conform: %d passed, %d failed\n", passed, failed);
+    printf("conform: %d passed, %d failed, %d not exercised\n", passed, failed, unexercised);
   }
   curl_global_cleanup();
   if (g_stop || exit_code == 2 || had_error) return 2;
-  return failed ? 1 : 0;
+  return failed || (unexercised && !o.allow_unexercised) ? 1 : 0;
 }

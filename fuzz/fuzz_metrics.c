@@ -3,7 +3,8 @@
  * and crash bits, then up to 32 legs (worker, truth) as byte pairs until a 0xff byte, then
  * the exposition. Checks: pd_cf_judge_metrics returns -1, 0 or 1, and a violation comes with
  * an "I4 " reason; pd_cf_outcomes_feasible agrees with a brute-force matching on small
- * counts drawn from the same bytes. Traps on any violation. */
+ * counts drawn from the same bytes; pd_cf_judge_quiescence returns -1, 0 or 1 with a bounded
+ * "not quiescent" reason, and only when pd_cf_metrics_busy agrees. Traps on any violation. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -101,6 +102,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int rc = pd_cf_judge_metrics(run, text, reason, sizeof reason);
     check(rc == -1 || rc == 0 || rc == 1);
     if (rc == 1) check(memchr(reason, 0, sizeof reason) && !strncmp(reason, "I4 ", 3));
+    /* quiescence: -1/0/1, a bounded reason on 1, and "held" only when something is */
+    char quiet[192];
+    memset(quiet, 'x', sizeof quiet);
+    int q = pd_cf_judge_quiescence(run, text, quiet, sizeof quiet);
+    check(q == -1 || q == 0 || q == 1);
+    if (q == 1) check(memchr(quiet, 0, sizeof quiet) && !strncmp(quiet, "not quiescent", 13));
+    if (q == 1) check(pd_cf_metrics_busy(text));
     free(text);
   }
   free(legs);

@@ -13,8 +13,10 @@
 #include "pd_dispatch.h"
 #include "pd_scenario.h"
 
-/* Scenarios with more client requests are skipped (sockets, descriptors, run time). */
-#define PD_CONFORM_MAX_REQUESTS 2000u
+/* Scenarios with more client requests are skipped: each request holds about 5 KB of the
+ * runner's memory and its legs about 1.5 KB more, and the judge's arrival-order fallback is
+ * quadratic in the requests (docs/conformance.md "Skipped scenarios"). */
+#define PD_CONFORM_MAX_REQUESTS 50000u
 /* Smallest grace (I2/I3) and the default extra time for a socket round trip. */
 #define PD_CONFORM_DEFAULT_SLACK_MS 50u
 #define PD_CONFORM_DEFAULT_START_MS 10000u /* mocks' ready lines, the gateway's listen */
@@ -23,10 +25,15 @@
 #define PD_CONFORM_BIT(inv) (1u << ((inv) - 1))
 /* Not judged on sockets: recorded outcomes (I4), loads (I9, I10) and breaker states (I12)
  * live inside the gateway; determinism (I13) is a property of the simulator. */
+/* I16 (retry onto a failed worker) needs the breaker view at each open; I17 (quiescence) is
+ * judged from /metrics only where the gateway exposes its loads (as I4). */
+#define PD_CONFORM_INV_RETRY_FAILED 16
+#define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                             \
   (PD_CONFORM_BIT(PD_INV_OUTCOME) | PD_CONFORM_BIT(PD_INV_LOAD_BALANCE) |               \
    PD_CONFORM_BIT(PD_INV_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INV_BREAKER) |                 \
-   PD_CONFORM_BIT(PD_INV_DETERMINISM))
+   PD_CONFORM_BIT(PD_INV_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED) |    \
+   PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
 
 typedef struct pd_conform_opts {
   const char *gateway_cmd; /* template, run with /bin/sh -c (placeholders: docs/conformance.md) */
@@ -41,6 +48,8 @@ typedef struct pd_conform_opts {
   uint32_t start_ms, stop_ms;
   const char *tmp_root;    /* where the per-run directory goes; default $TMPDIR or /tmp */
   int keep;                /* keep the run directory (logs, gateway output) */
+  double fwd_ms;           /* the gateway's forwarding latency from pd_conform_warm_up (ms);
+                              0 = not measured: no scale is raised for it */
   volatile sig_atomic_t *stop; /* optional: set (e.g. by a signal handler) to end early */
 } pd_conform_opts_t;
 
@@ -65,6 +74,26 @@ typedef struct pd_conform_result {
   uint32_t legs, legs_unattributed;
   uint32_t legs_resent; /* a leg that reached its worker twice (same rid, room, worker) */
   uint32_t legs_by_timing; /* tied to a request by arrival order, not by X-Request-Id or rid */
+  uint32_t legs_by_id;     /* tied by the runner's request id (header or prompt, as logged) */
+  /* exercised (docs/conformance.md "Exercised"): a row that tested nothing is not a pass */
+  uint32_t faults_n, faults_fired; /* scripted fault entries that could fire / that fired */
+  uint32_t sent, served;           /* requests sent / with at least one leg at a worker */
+  uint32_t unserved_excused;       /* no leg, but after a failure or a worker crash */
+  uint32_t unserved_late;          /* unserved, but legs came after the client's end, or its
+                                      client disconnected before the gateway sent any */
+  int exercised;                   /* every such fault fired, every request served or excused */
+  char nx_reason[192];             /* why not exercised */
+  const char *declared_nx;         /* the scenario declares this mode unexercised (its reason:
+                                      "unexercised"), or NULL: such a row is judged as usual */
+  double fwd_ms;       /* this row's forwarding latency: the largest delay from a request being
+                          sent to its first leg at a mock (ms); -1 when no request had a leg */
+  int timing_too_short; /* the scenario's timing is below what the gateway can show even at
+                           scale 1 (scale_note); its served count decides */
+  char scale_note[256]; /* the scale was raised for the gateway's speed, or could not be */
+  int quiescent;        /* from /metrics after the run: 1 nothing held, 0 something held
+                           (quiet_reason), -1 not judged (not exposed, a request given up or a
+                           leg open when the gateway was stopped) */
+  char quiet_reason[192];
   double seconds;
   double scale; /* the timeout scale this scenario ran at (raised to socket_min_scale) */
   pid_t pids[PD_CONFORM_MAX_PIDS]; /* every process started: mocks, then the gateway (each
@@ -93,6 +122,23 @@ uint64_t pd_conform_gateway_seed(uint64_t scenario_seed);
 int pd_conform_expand(const pd_scenario_t *s, const pd_conform_opts_t *o, const char *tmpl,
                       const uint16_t *ports, const uint16_t *boot_ports, uint16_t gw_port,
                       char *out, size_t cap, char *err, size_t errlen);
+
+/* Scales are raised until a scenario's shortest gateway-facing time is this many times the
+ * gateway's forwarding latency (docs/conformance.md "The gateway's own speed"). */
+#define PD_CONFORM_FWD_FACTOR 2.0
+
+/* Measure the gateway command's forwarding latency (ms) on a warm-up run of its own (one
+ * healthy prefill and decode mock, a few requests at scale 1). 0 with *fwd_ms set; 1 when it
+ * could not be measured (why says so; *fwd_ms 0); negative: out of memory. */
+int pd_conform_warm_up(const pd_conform_opts_t *o, double *fwd_ms, char *why, size_t cap);
+
+/* The scenario's shortest time a gateway must act within (ms at scale 1): the client's
+ * disconnect_at_ms, a gateway timeout the scenario sets; 0 if none. */
+uint64_t pd_conform_gateway_timing_ms(const pd_scenario_t *s);
+
+/* The row ran, violated nothing, and did not test what it meant to (r->nx_reason): its own
+ * status, NOT EXERCISED, neither a pass nor a fail. A row with a violation is a FAIL. */
+int pd_conform_not_exercised(const pd_conform_result_t *r);
 
 /* Run one scenario. Returns 0 (r filled; status says ran, skipped or error), or a negative
  * pd_err code on a local failure (out of memory). Every process started is stopped and reaped

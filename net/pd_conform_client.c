@@ -38,6 +38,7 @@ int pd_cf_plan(pd_cf_run_t *run) {
   pd_prng_fork(&root, 1, &gw_rng); /* the simulator forks the gateway's stream first */
   pd_prng_fork(&root, 2, &world);
   uint64_t t = pd_scenario_arrival_gap_ns(wl, 0, &world), tag = pd_cf_now_abs() / 1000u;
+  char body[4096];
   for (uint32_t i = 0; i < n; i++) {
     pd_cf_req_t *q = &run->reqs[i];
     q->run = run;
@@ -55,7 +56,12 @@ int pd_cf_plan(pd_cf_run_t *run) {
     snprintf(q->xrid, sizeof q->xrid, "pdconf-%06llx-%u", (unsigned long long)(tag & 0xffffff), i);
     /* the id rides in the prompt too: every gateway forwards the prompt to both legs, so the
        mocks tie legs exactly even behind a gateway that drops X-Request-Id (mini_lb) */
-    q->body_len = pd_world_client_body(&q->c, wl, q->xrid, q->body, sizeof q->body);
+    q->body_len = pd_world_client_body(&q->c, wl, q->xrid, body, sizeof body);
+    if (q->body_len >= sizeof body) q->body_len = sizeof body - 1;
+    q->body = malloc(q->body_len + 1);
+    if (!q->body) return -1;
+    memcpy(q->body, body, q->body_len);
+    q->body[q->body_len] = 0;
   }
   return 0;
 }
@@ -294,6 +300,7 @@ void pd_cf_reqs_free(pd_cf_run_t *run) {
     pd_cf_req_t *q = &run->reqs[i];
     pd_sse_free(&q->c.sse);
     free(q->c.body);
+    free(q->body);
     free(q->units);
   }
   free(run->reqs);

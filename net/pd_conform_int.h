@@ -33,7 +33,7 @@ typedef struct pd_cf_req {
   struct pd_cf_run *run;
   CURL *e;
   struct curl_slist *hdrs;
-  char body[4096];
+  char *body; /* malloc'd, body_len + 1 bytes */
   size_t body_len;
   uint64_t t_plan;  /* planned arrival (scaled) */
   uint64_t disc_ns; /* disconnect this long after arrival (scaled), 0 never */
@@ -66,6 +66,10 @@ typedef struct pd_cf_mleg {
   uint32_t aborts;
   int32_t client, unit, partner;
   int32_t resend_of; /* the same body reached the same worker before (an HTTP client's resend) */
+  uint32_t nth;       /* its worker's nth generation request (1-based, log order) */
+  int room_array;     /* bootstrap_room was an array: 1, a number: 0, not logged: -1 */
+  uint64_t *rooms;    /* every room of a batch (n_rooms of them; malloc'd), else NULL */
+  uint32_t fired;     /* fault kinds logged for it (bit per pd_fault_kind_t, modifiers too) */
 } pd_cf_mleg_t;
 
 typedef struct pd_cf_run {
@@ -89,6 +93,9 @@ typedef struct pd_cf_run {
   size_t n_legs, cap_legs;
   uint32_t collisions;
   char collision_worker[32];
+  uint32_t n_req_lines[PD_SCN_MAX_WORKERS]; /* `request` lines read per worker */
+  uint64_t t_crash[PD_SCN_MAX_WORKERS];     /* the mock's `crash` line (run time), 0 none */
+  uint8_t tfault_fired[PD_SCN_MAX_TFAULTS]; /* a `traffic_fault` line named that entry */
 } pd_cf_run_t;
 
 /* ---------- pd_conform_proc.c: processes and ports ---------- */
@@ -119,8 +126,45 @@ char *pd_cf_http(uint16_t port, const char *path, const char *post, unsigned tim
                  long *status);
 void pd_cf_reqs_free(pd_cf_run_t *run);
 
-/* ---------- pd_conform_judge.c: logs, attribution, verdict ---------- */
+/* ---------- pd_conform_log.c, pd_conform_judge.c, pd_conform_verdict.c ---------- */
 int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap);
+void pd_cf_legs_free(pd_cf_run_t *run); /* the legs and what they own */
+
+/* An attempt as the mocks saw it: legs paired by room (judge step 2). */
+#define PD_CF_UNIT_LEGS 6u
+typedef struct pd_cf_unit {
+  int32_t leg[PD_CF_UNIT_LEGS]; /* a prefill and a decode leg, and legs re-sent to their worker */
+  uint32_t n;
+  uint64_t t_first, t_last, t_fail; /* first arrival, last close, first close (UINT64_MAX: none) */
+  int32_t client;
+  uint32_t attempt;
+  int by_timing; /* tied by step 4 (may move), not by X-Request-Id or the response */
+  int level;     /* the step-4 level that tied it */
+} pd_cf_unit_t;
+
+/* Tie every leg to a client request (u: n_legs + 1 entries); the attempts, sorted by first
+ * arrival. Counts legs_by_id, legs_by_timing, legs_unattributed, legs_resent. */
+uint32_t pd_cf_attribute(pd_cf_run_t *run, pd_cf_unit_t *u);
+/* When a leg's connection closed (peer_closed or response_end, the first); 0 never. */
+uint64_t pd_cf_leg_closed(const pd_cf_mleg_t *l);
+/* The client's end: a response that ended, or its own disconnect; 0 if none. */
+uint64_t pd_cf_client_end(const pd_cf_req_t *q);
+/* Judge every request and the run-level findings into run->w->violations and run->stats. */
 void pd_cf_judge(pd_cf_run_t *run);
+
+/* ---------- pd_conform_exercised.c: did the row test anything ---------- */
+/* After pd_cf_judge: faults exercised, requests served, r->exercised and r->nx_reason. */
+void pd_cf_exercised(pd_cf_run_t *run);
+/* Before t, a leg met a fault or failed, or a worker crashed: the world was not healthy (a
+ * breaker may have opened; no eligible worker). */
+int pd_cf_failure_before(const pd_cf_run_t *run, uint64_t t);
+
+/* ---------- pd_conform_warmup.c: the gateway's own speed ---------- */
+double pd_cf_forward_ms(const pd_cf_run_t *run);
+/* The scale scenario s needs against a gateway that forwards in o->fwd_ms: scale itself, or
+ * raised (note says so); when even 1 is too small, *too_short is set, note says so and
+ * max(scale, 1) returns. */
+double pd_cf_scale_for_speed(const pd_scenario_t *s, const pd_conform_opts_t *o, double scale,
+                             int *too_short, char *note, size_t cap);
 
 #endif

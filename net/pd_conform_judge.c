@@ -1,7 +1,6 @@
-/* The verdict of a socket run: with the mocks' legs read (pd_conform_log.c), tie each leg
- * to the client request it served, rebuild the simulator's records (pd_creq_t with its
- * pd_wleg_t list) and judge every request with pd_check_request, the simulator's own
- * checker. The attribution rule (docs/conformance.md "Tying legs to requests"):
+/* Attribution of a socket run: with the mocks' legs read (pd_conform_log.c), tie each leg to
+ * the client request it served (pd_conform_verdict.c then judges every request with the
+ * simulator's checker). The attribution rule (docs/conformance.md "Tying legs to requests"):
  *  1. a leg whose X-Request-Id is one the runner sent belongs to that request;
  *  2. legs pair into attempts by bootstrap room (k-th prefill with k-th decode of a room, in
  *     arrival order, never across two known requests); an unpaired leg is an attempt alone;
@@ -23,21 +22,11 @@
 
 #define MAX_IDS 8
 
-#define UNIT_LEGS 6u
-
-typedef struct unit {
-  int32_t leg[UNIT_LEGS]; /* a prefill and a decode leg, and legs re-sent to their worker */
-  uint32_t n;
-  uint64_t t_first, t_last, t_fail; /* first arrival, last close, first close (UINT64_MAX: none) */
-  int32_t client;
-  uint32_t attempt;
-  int by_timing; /* tied by step 4 (may move), not by X-Request-Id or the response */
-  int level;     /* the step-4 level that tied it */
-} unit_t;
+typedef pd_cf_unit_t unit_t;
 
 /* ---------- attribution ---------- */
 
-static uint64_t leg_closed(const pd_cf_mleg_t *l) {
+uint64_t pd_cf_leg_closed(const pd_cf_mleg_t *l) {
   if (l->t_peer_closed && (!l->t_end || l->t_peer_closed < l->t_end)) return l->t_peer_closed;
   return l->t_end;
 }
@@ -68,11 +57,11 @@ static int cmp_unit(const void *a, const void *b) {
 }
 
 static void unit_add_leg(pd_cf_run_t *run, unit_t *x, int32_t li) {
-  if (x->n >= UNIT_LEGS) return;
+  if (x->n >= PD_CF_UNIT_LEGS) return;
   pd_cf_mleg_t *l = &run->legs[li];
   x->leg[x->n++] = li;
   if (!x->t_first || l->t_arrive < x->t_first) x->t_first = l->t_arrive;
-  uint64_t c = leg_closed(l);
+  uint64_t c = pd_cf_leg_closed(l);
   if (!c) c = UINT64_MAX;
   if (c > x->t_last) x->t_last = c;
   if (c < x->t_fail && l->resend_of < 0) x->t_fail = c;
@@ -303,7 +292,7 @@ static void pin_by_response(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
           pins = np;
           cap_pins = nc;
         }
-        uint64_t end = leg_closed(l) ? leg_closed(l) : UINT64_MAX / 4;
+        uint64_t end = pd_cf_leg_closed(l) ? pd_cf_leg_closed(l) : UINT64_MAX / 4;
         /* several legs may carry this rid: a clean response comes from a leg that ended
            well, a broken one from one that did not; then the nearest end */
         int clean = c->ended && !c->aborted && c->head_status >= 200 && c->head_status < 300 &&
@@ -352,7 +341,7 @@ static int in_order(const unit_t *u, const pd_cf_req_t *q, const unit_t *x, int 
 
 /* The client's end: a response that ended, or its own disconnect; 0 if none (still open
  * when the runner gave up on it, or never sent). */
-static uint64_t client_end(const pd_cf_req_t *q) {
+uint64_t pd_cf_client_end(const pd_cf_req_t *q) {
   return q->c.ended || q->c.gone ? q->c.t_end : 0;
 }
 
@@ -386,7 +375,7 @@ static int explains_worker_error(const pd_cf_run_t *run, const unit_t *x, const 
  * orphan is still found: this level only chooses among requests that pass level 4, and
  * falls back to level 4 when none fits. */
 static int fits(const pd_cf_run_t *run, const unit_t *x, const pd_cf_req_t *q, uint32_t max_att) {
-  uint64_t end = client_end(q), g = run->grace_ns;
+  uint64_t end = pd_cf_client_end(q), g = run->grace_ns;
   if (end && (x->t_last == UINT64_MAX || x->t_last > end + g)) return 0;
   if (q->n_units + 1 < max_att) return 1; /* a later attempt may end it */
   uint64_t seen = q->c.t_head ? q->c.t_head : q->c.t_first_data ? q->c.t_first_data : end;
@@ -512,163 +501,16 @@ static void attribute_rest(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
   if (max_att == 1) rematch_single_attempts(run, u, nu);
 }
 
-/* ---------- judging ---------- */
-
-static uint64_t fnv(uint64_t h, const char *s) {
-  for (; s && *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
-  return h;
-}
-
-static int made_up_rid(const char *r) { /* the mock's own: 32 lowercase hex digits */
-  size_t n = strlen(r);
-  if (n != 32) return 0;
-  for (size_t i = 0; i < n; i++)
-    if (!((r[i] >= '0' && r[i] <= '9') || (r[i] >= 'a' && r[i] <= 'f'))) return 0;
-  return 1;
-}
-
-static pd_wleg_t *to_wleg(const pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t idx,
-                          const pd_cf_req_t *q, uint32_t attempt) {
-  pd_wleg_t *l = calloc(1, sizeof *l);
-  if (!l) return NULL;
-  l->leg_id = idx + 1;
-  l->req_id = q->c.id;
-  l->attempt = attempt;
-  l->role = m->role;
-  l->worker = m->worker;
-  l->is_stream = m->is_stream;
-  l->has_logprob = m->has_logprob;
-  l->n_rooms = m->has_room ? (m->n_rooms ? m->n_rooms : 1) : 0;
-  l->room = m->room;
-  l->has_rid = m->rid_given >= 0 ? m->rid_given : !made_up_rid(m->rid);
-  size_t rl = strlen(m->rid);
-  if (rl < sizeof l->rid) /* a longer rid keeps its head and a hash of the whole */
-    memcpy(l->rid, m->rid, rl + 1);
-  else
-    snprintf(l->rid, sizeof l->rid, "%.24s#%016llx", m->rid,
-             (unsigned long long)fnv(0xcbf29ce484222325ULL, m->rid));
-  if (m->has_hash) {
-    l->rooms_hash = m->rooms_hash;
-  } else {
-    char nr[16], bp[16];
-    snprintf(nr, sizeof nr, "|%d|", m->n_rooms);
-    snprintf(bp, sizeof bp, "|%d", m->boot_port);
-    l->rooms_hash = fnv(fnv(fnv(fnv(0xcbf29ce484222325ULL, m->room_s), nr), m->host), bp);
-  }
-  l->tokens = q->c.tokens;
-  l->wstate = WL_DONE;
-  l->fault = m->fault;
-  l->slot_taken = m->slot_taken;
-  l->t_slot_taken = m->t_slot_taken;
-  l->t_slot_freed = m->t_slot_freed;
-  l->truth = m->truth;
-  l->injected_status = m->fault == PD_FAULT_STATUS ? m->end_status : 0;
-  l->aborts = m->aborts;
-  l->t_open = m->t_arrive;
-  l->t_gw_closed = leg_closed(m);
-  l->gw_open = !l->t_gw_closed;
-  (void)run;
-  return l;
-}
-
-/* PDREF_CONFORM_DEBUG=1: each request and the legs tied to it, on stderr (ms). */
-static void debug_request(const pd_cf_run_t *run, const pd_cf_req_t *q, const unit_t *u,
-                          uint32_t nu, uint32_t v, const char *why) {
-  const pd_creq_t *c = &q->c;
-  fprintf(stderr, "req %llu: [%#x %s] sent %.3f end %.3f status %d%s%s%s first_data %.3f\n",
-          (unsigned long long)c->id, v, v ? why : "",
-          (double)c->t_arrival / 1e6, (double)c->t_end / 1e6,
-          c->head_status, c->gone ? " gone" : "", q->is_cut ? " cut" : "",
-          c->aborted ? " aborted" : "", (double)c->t_first_data / 1e6);
-  if (getenv("PDREF_CONFORM_DEBUG")[0] == '2') fprintf(stderr, "  body: %.300s\n", q->first);
-  for (uint32_t i = 0; i < nu; i++) {
-    if (u[i].client != (int32_t)c->id) continue;
-    for (uint32_t k = 0; k < u[i].n; k++) {
-      const pd_cf_mleg_t *m = &run->legs[u[i].leg[k]];
-      fprintf(stderr, "  att %u %s %-3s rid %.24s room %s arrive %.3f closed %.3f freed %.3f "
-              "truth %d fault %d status %d\n", u[i].attempt, run->s->workers[m->worker].name,
-              m->role == PD_ROLE_PREFILL ? "P" : "D", m->rid, m->room_s,
-              (double)m->t_arrive / 1e6, (double)leg_closed(m) / 1e6,
-              (double)m->t_slot_freed / 1e6, m->truth, m->fault, m->end_status);
-    }
-  }
-}
-
-static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) {
-  pd_creq_t *rq = &q->c;
-  uint32_t attempt = 0;
-  for (uint32_t i = 0; i < nu; i++) { /* u is sorted by t_first: attempts in order */
-    if (u[i].client != (int32_t)rq->id) continue;
-    u[i].attempt = ++attempt;
-    if (attempt > 1 && rq->t_first_data && u[i].t_first > rq->t_first_data)
-      rq->retry_after_commit = 1; /* a new attempt reached a worker after the client's first byte */
-    for (uint32_t k = 0; k < u[i].n; k++) {
-      pd_wleg_t *l = to_wleg(run, &run->legs[u[i].leg[k]], (size_t)u[i].leg[k], q, attempt);
-      if (!l) continue;
-      l->next_in_req = rq->legs;
-      rq->legs = l;
-      rq->n_legs++;
-      run->r->legs++;
-    }
-  }
-  rq->attempts = attempt;
-  char reason[160] = "";
-  run->w->now = run->t_gw_stop;
-  uint32_t v = pd_check_request(run->w, rq, reason, sizeof reason) & run->r->judged;
-  if (getenv("PDREF_CONFORM_DEBUG")) debug_request(run, q, u, nu, v, reason);
-  if (v) {
-    run->w->violations |= v;
-    if (!run->stats.first_violating_req_valid) {
-      run->stats.first_violating_req_valid = 1;
-      run->stats.first_violating_req = rq->id;
-      snprintf(run->stats.first_reason, sizeof run->stats.first_reason, "request %llu: %s",
-               (unsigned long long)rq->id, reason);
-    }
-  }
-  while (rq->legs) {
-    pd_wleg_t *nx = rq->legs->next_in_req;
-    free(rq->legs);
-    rq->legs = nx;
-  }
-}
-
-void pd_cf_judge(pd_cf_run_t *run) {
-  for (size_t i = 0; i < run->n_legs; i++)
+uint32_t pd_cf_attribute(pd_cf_run_t *run, pd_cf_unit_t *u) {
+  for (size_t i = 0; i < run->n_legs; i++) {
     run->legs[i].client = client_of_xrid(run, run->legs[i].xrid);
-  unit_t *u = calloc(run->n_legs + 1, sizeof *u);
-  if (!u) return;
+    run->r->legs_by_id += run->legs[i].client >= 0;
+  }
   uint32_t nu = build_units(run, u);
   qsort(u, nu, sizeof *u, cmp_unit);
   pin_by_response(run, u, nu);
   attribute_rest(run, u, nu);
   for (uint32_t i = 0; i < nu; i++)
     if (u[i].client < 0) run->r->legs_unattributed += u[i].n;
-  for (uint32_t r = 0; r < run->n_reqs; r++) {
-    pd_cf_req_t *q = &run->reqs[r];
-    if (!q->c.t_arrival) continue; /* never sent (the run was stopped) */
-    judge_one(run, q, u, nu);
-    if (q->is_cut) run->r->cut_off++;
-  }
-  for (size_t i = 0; i < run->n_legs && (run->r->judged & PD_CONFORM_BIT(PD_INV_ROOMS)); i++) {
-    const pd_cf_mleg_t *m = &run->legs[i], *o;
-    if (m->resend_of < 0) continue;
-    /* like a room collision (run level, as in the simulator): the worker got the room twice */
-    run->w->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
-    o = &run->legs[m->resend_of];
-    if (!run->stats.first_reason[0])
-      snprintf(run->stats.first_reason, sizeof run->stats.first_reason,
-               "I8 room %.20s reached %s twice (%u legs re-sent): the gateway's HTTP client "
-               "re-sent a leg after %s", m->room_s, run->s->workers[m->worker].name,
-               run->r->legs_resent,
-               o->fault == PD_FAULT_RESET_BEFORE_HEAD || o->fault == PD_FAULT_CONNECT_REFUSED
-                   ? "a reset before any byte" : "its first try ended");
-    break;
-  }
-  if (run->collisions && (run->r->judged & PD_CONFORM_BIT(PD_INV_ROOMS))) {
-    run->w->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
-    if (!run->stats.first_reason[0])
-      snprintf(run->stats.first_reason, sizeof run->stats.first_reason,
-               "I8 %u room collision(s) on worker %s", run->collisions, run->collision_worker);
-  }
-  free(u);
+  return nu;
 }

@@ -52,6 +52,7 @@ static pd_cf_mleg_t *new_leg(pd_cf_run_t *run) {
   memset(l, 0, sizeof *l);
   l->fault = -1;
   l->rid_given = -1;
+  l->room_array = -1;
   l->client = l->unit = l->partner = l->resend_of = -1;
   return l;
 }
@@ -76,6 +77,15 @@ static void on_request(pd_cf_run_t *run, uint32_t wi, const cJSON *j, pd_cf_mleg
   l->boot_port = (int)num_of(j, "bootstrap_port", -1);
   const cJSON *rg = cJSON_GetObjectItemCaseSensitive(j, "rid_given"); /* newer mocks */
   if (cJSON_IsBool(rg)) l->rid_given = cJSON_IsTrue(rg);
+  const cJSON *ra = cJSON_GetObjectItemCaseSensitive(j, "room_array");
+  if (cJSON_IsBool(ra)) l->room_array = cJSON_IsTrue(ra);
+  const cJSON *rooms = cJSON_GetObjectItemCaseSensitive(j, "rooms");
+  int nr = cJSON_IsArray(rooms) ? cJSON_GetArraySize(rooms) : 0;
+  if (nr > 1 && nr == l->n_rooms && (l->rooms = malloc((size_t)nr * sizeof *l->rooms))) {
+    int i = 0;
+    for (const cJSON *it = rooms->child; it && i < nr; it = it->next, i++)
+      l->rooms[i] = cJSON_IsString(it) ? strtoull(it->valuestring, NULL, 10) : 0;
+  }
   const char *rh = str_of(j, "rooms_hash");
   if (rh) {
     l->rooms_hash = strtoull(rh, NULL, 16);
@@ -87,6 +97,10 @@ static void on_request(pd_cf_run_t *run, uint32_t wi, const cJSON *j, pd_cf_mleg
 static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map, size_t *cap) {
   const char *ev = str_of(j, "ev");
   if (!ev) return;
+  if (!strcmp(ev, "crash")) {
+    if (!run->t_crash[wi]) run->t_crash[wi] = rel(run, num_of(j, "t_us", 0));
+    return;
+  }
   if (!strcmp(ev, "room_collision")) {
     if (!run->collisions++)
       snprintf(run->collision_worker, sizeof run->collision_worker, "%s", run->s->workers[wi].name);
@@ -108,6 +122,7 @@ static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map
     pd_cf_mleg_t *l = new_leg(run);
     if (!l) return;
     on_request(run, wi, j, l);
+    l->nth = ++run->n_req_lines[wi];
     (*map)[id] = (int32_t)run->n_legs;
     return;
   }
@@ -116,7 +131,11 @@ static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map
   uint64_t t = rel(run, num_of(j, "t_us", 0));
   if (!strcmp(ev, "fault")) {
     int k = fault_of(str_of(j, "kind"));
+    if (k >= 0 && k < 32) l->fired |= 1u << k;
     if (k >= 0 && k != PD_FAULT_PREFILL_LAG && k != PD_FAULT_SLOW_DRIP) l->fault = k;
+  } else if (!strcmp(ev, "traffic_fault")) {
+    double k = num_of(j, "index", -1);
+    if (k >= 0 && k < PD_SCN_MAX_TFAULTS) run->tfault_fired[(size_t)k] = 1;
   } else if (!strcmp(ev, "slot_taken")) {
     l->slot_taken = 1;
     l->t_slot_taken = t;
@@ -165,3 +184,10 @@ int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap) {
   return 0;
 }
 
+
+void pd_cf_legs_free(pd_cf_run_t *run) {
+  for (size_t i = 0; i < run->n_legs; i++) free(run->legs[i].rooms);
+  free(run->legs);
+  run->legs = NULL;
+  run->n_legs = run->cap_legs = 0;
+}

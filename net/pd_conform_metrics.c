@@ -166,3 +166,57 @@ int pd_cf_judge_metrics(const pd_cf_run_t *run, const char *text, char *reason, 
   }
   return 0;
 }
+
+/* ---------- quiescence (the liveness phase, I17) ---------- */
+
+/* Sum of a gauge family's values, per scenario worker when labelled by worker (loads[w]), or
+ * whole (*total, unlabelled); 1 when the family has a line for the run (or run is NULL). */
+static int gauge(const pd_cf_run_t *run, const char *text, const char *fam, uint64_t *loads,
+                 uint64_t *total) {
+  size_t fl = strlen(fam);
+  int seen = 0;
+  for (const char *line = text; line && *line;) {
+    const char *eol = strchr(line, '\n');
+    const char *end = eol ? eol : line + strlen(line);
+    if (!strncmp(line, fam, fl) && (line[fl] == '{' || line[fl] == ' ')) {
+      const char *close = line[fl] == '{' ? memchr(line, '}', (size_t)(end - line)) : line + fl;
+      char role[16], url[256];
+      double v = close ? strtod(close + 1, NULL) : 0;
+      uint64_t n = !(v > 0) ? 0 : v > 1e15 ? (uint64_t)1e15 : (uint64_t)(v + 0.5);
+      if (close && line[fl] == ' ') {
+        *total += n;
+        seen = 1;
+      } else if (close && !label(line + fl + 1, close, "role", role, sizeof role) &&
+                 !label(line + fl + 1, close, "worker", url, sizeof url)) {
+        int w = run ? worker_of(run, role, url) : 0;
+        if (w >= 0 && loads) loads[w] += n;
+        if (w >= 0) *total += n;
+        seen |= w >= 0;
+      }
+    }
+    line = eol ? eol + 1 : NULL;
+  }
+  return seen;
+}
+
+int pd_cf_metrics_busy(const char *text) {
+  uint64_t load = 0, live = 0;
+  gauge(NULL, text, "pdref_worker_load", NULL, &load);
+  gauge(NULL, text, "pdref_requests_in_flight", NULL, &live);
+  return load || live;
+}
+
+int pd_cf_judge_quiescence(const pd_cf_run_t *run, const char *text, char *reason, size_t cap) {
+  uint64_t loads[PD_SCN_MAX_WORKERS] = {0}, load = 0, live = 0;
+  if (!gauge(run, text, "pdref_worker_load", loads, &load)) return -1; /* not exposed */
+  gauge(run, text, "pdref_requests_in_flight", NULL, &live);
+  if (!load && !live) return 0;
+  int n = snprintf(reason, cap, "not quiescent after the run: %llu request(s) in flight",
+                   (unsigned long long)live);
+  for (uint32_t w = 0; w < run->s->n_workers && w < PD_SCN_MAX_WORKERS && n > 0 &&
+                       (size_t)n < cap; w++)
+    if (loads[w])
+      n += snprintf(reason + n, cap - (size_t)n, ", %s load %llu", run->s->workers[w].name,
+                    (unsigned long long)loads[w]);
+  return 1;
+}

@@ -22,4 +22,12 @@ int pd_cf_outcomes_feasible(const uint64_t rec[2], const uint64_t legs[5], unsig
  * gateway was stopped), 0 no violation shown, 1 violated (reason filled). */
 int pd_cf_judge_metrics(const struct pd_cf_run *run, const char *text, char *reason, size_t cap);
 
+/* The exposition shows work held: a pdref_worker_load or pdref_requests_in_flight above 0. */
+int pd_cf_metrics_busy(const char *text);
+
+/* Quiescence from an exposition (docs/conformance.md "Quiescence"): -1 not judged (no
+ * pdref_worker_load for the run's workers), 0 every load and pdref_requests_in_flight is 0,
+ * 1 something is still held (reason names it). */
+int pd_cf_judge_quiescence(const struct pd_cf_run *run, const char *text, char *reason, size_t cap);
+
 #endif

@@ -103,6 +103,7 @@ static void leg_free(pd_mock_t *m, pd_mleg_t *leg) {
   m->free_slots[m->n_free++] = leg->slot;
   free(leg->out.p);
   free(leg->rid_json);
+  free(leg->rooms);
   free(leg);
 }
 

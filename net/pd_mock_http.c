@@ -220,31 +220,11 @@ static const char *header(struct MHD_Connection *c, const char *name) {
   return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
 
-/* A conformance runner's request id in the prompt ("pdconf-<hex>-<n>", pd_conform_client.c):
- * every gateway forwards the prompt to both legs, so a leg is tied to its client request even
- * when the gateway drops X-Request-Id. Empty when absent. */
-static void body_tag(const char *body, size_t len, char *out, size_t cap) {
-  static const char key[] = "pdconf-";
-  out[0] = 0;
-  if (!body || cap < 2) return;
-  for (size_t i = 0; i + sizeof key - 1 <= len; i++) {
-    if (memcmp(body + i, key, sizeof key - 1) != 0) continue;
-    size_t n = 0;
-    while (i + n < len && n + 1 < cap &&
-           ((body[i + n] >= 'a' && body[i + n] <= 'z') || (body[i + n] >= '0' && body[i + n] <= '9') ||
-            body[i + n] == '-'))
-      n++;
-    memcpy(out, body + i, n);
-    out[n] = 0;
-    return;
-  }
-}
-
 /* The request index n of the runner's id "pdconf-<hex>-<n>" in the prompt, for the traffic
  * faults; PD_TFAULT_ANY when the prompt carries none. */
 static uint32_t body_index(const char *body, size_t len) {
   char tag[PD_MOCK_XRID_MAX];
-  body_tag(body, len, tag, sizeof tag);
+  pd_mreq_body_tag(body, len, tag, sizeof tag);
   const char *dash = strrchr(tag, '-');
   uint64_t n = 0;
   if (!dash || !dash[1] || dash - tag < 8) return PD_TFAULT_ANY;
@@ -278,11 +258,7 @@ static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx
     pd_mleg_maybe_free(m, leg);
     return respond_error(rp, 400, "invalid_request_error", err);
   }
-  const char *xr = header(c, "X-Request-Id");
-  if (xr)
-    snprintf(leg->xrid, sizeof leg->xrid, "%s", xr);
-  else
-    body_tag(x->body, x->len, leg->xrid, sizeof leg->xrid); /* conform's id in the prompt */
+  pd_mreq_pick_xrid(header(c, "X-Request-Id"), x->body, x->len, leg->xrid, sizeof leg->xrid);
   leg->req_index = body_index(x->body, x->len);
   leg->path = x->path;
   leg->conn = c;

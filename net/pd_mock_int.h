@@ -64,6 +64,8 @@ typedef struct pd_mleg {
   int is_stream, has_logprob, has_room, n_rooms;
   int rid_given; /* the request carried a rid (else it was made up here, as SGLang does) */
   uint64_t room, rooms_hash;
+  uint64_t *rooms;   /* every room of a batch when n_rooms > 1 (owned), else NULL */
+  int is_room_array; /* bootstrap_room came as an array (a batch), not one number */
   char rid[PD_MOCK_RID_MAX];
   char *rid_json; /* rid JSON-escaped, no quotes (owned) */
   char boot_host[PD_MOCK_HOST_MAX];
@@ -231,6 +233,14 @@ int pd_mreq_fill(pd_mleg_t *leg, const pd_request_t *r, const char *body, size_t
                  uint32_t default_tokens, pd_prng_t *rid_rng, char *err, size_t errlen);
 /* JSON-escape s (without quotes) into a new string; NULL on allocation failure. */
 char *pd_mreq_escape(const char *s);
+/* The id the event log ties a leg by (x_request_id): the X-Request-Id header when it is a
+ * conformance runner's id ("pdconf-..."), else the runner's id found in the body's prompt, else
+ * the header (a gateway that sends its own uuid, as vLLM's proxies do, must not hide the
+ * runner's id); empty when there is neither. header may be NULL. */
+void pd_mreq_pick_xrid(const char *header, const char *body, size_t len, char *out, size_t cap);
+/* A conformance runner's id in the prompt ("pdconf-<hex>-<n>", pd_conform_client.c): every
+ * gateway forwards the prompt to both legs. Empty when absent. */
+void pd_mreq_body_tag(const char *body, size_t len, char *out, size_t cap);
 
 /* ---------- pd_mock_log.c ---------- */
 /* One JSON line per event: ev + common leg fields (leg may be NULL). Extra fields are added

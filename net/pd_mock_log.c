@@ -71,6 +71,13 @@ void pd_mlog_request(pd_mock_t *m, const pd_mleg_t *leg) {
   char h[17];
   snprintf(h, sizeof h, "%016llx", (unsigned long long)leg->rooms_hash);
   cJSON_AddStringToObject(j, "rooms_hash", h); /* room list, host and port, for I8 equality */
+  if (leg->has_room) cJSON_AddBoolToObject(j, "room_array", leg->is_room_array);
+  cJSON *rooms = leg->rooms ? cJSON_AddArrayToObject(j, "rooms") : NULL;
+  for (int i = 0; rooms && i < leg->n_rooms; i++) { /* every room of a batch, as strings */
+    char b[24];
+    snprintf(b, sizeof b, "%" PRIu64, leg->rooms[i]);
+    cJSON_AddItemToArray(rooms, cJSON_CreateString(b));
+  }
   if (leg->boot_host[0]) cJSON_AddStringToObject(j, "bootstrap_host", leg->boot_host);
   if (leg->boot_port > 0) cJSON_AddNumberToObject(j, "bootstrap_port", leg->boot_port);
   end(m, j);

@@ -72,6 +72,24 @@ static int fail(char *err, size_t errlen, const char *msg) {
   return PD_ERR_FIELD;
 }
 
+/* Every room of a batch, for the event log (each batch item must get its own, G18). Rooms
+ * past the first are read through cJSON's double: exact up to 2^53, as the rooms a PD
+ * gateway draws are (R-ROOM: 53 bits). */
+static int read_rooms(pd_mleg_t *leg, const cJSON *room, char *err, size_t errlen) {
+  leg->rooms = malloc((size_t)leg->n_rooms * sizeof *leg->rooms);
+  if (!leg->rooms) {
+    snprintf(err, errlen, "out of memory");
+    return PD_ERR_NOMEM;
+  }
+  int i = 0;
+  for (const cJSON *it = room->child; it && i < leg->n_rooms; it = it->next, i++) {
+    double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
+    if (d < 0) return fail(err, errlen, "bootstrap_room: expected an array of non-negative integers");
+    leg->rooms[i] = i ? (d >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)d) : leg->room;
+  }
+  return 0;
+}
+
 static int read_bootstrap(pd_mleg_t *leg, const cJSON *j, const char *body, size_t len,
                           char *err, size_t errlen) {
   const cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
@@ -97,6 +115,7 @@ static int read_bootstrap(pd_mleg_t *leg, const cJSON *j, const char *body, size
   const cJSON *first = room;
   leg->n_rooms = 1;
   if (cJSON_IsArray(room)) {
+    leg->is_room_array = 1;
     leg->n_rooms = cJSON_GetArraySize(room);
     first = cJSON_GetArrayItem(room, 0);
   }
@@ -104,7 +123,7 @@ static int read_bootstrap(pd_mleg_t *leg, const cJSON *j, const char *body, size
     return fail(err, errlen, "bootstrap_room: expected a non-negative integer or an array of them");
   leg->has_room = 1;
   leg->room = exact_room(body, len, first->valuedouble);
-  return 0;
+  return leg->n_rooms > 1 ? read_rooms(leg, room, err, errlen) : 0;
 }
 
 char *pd_mreq_escape(const char *s) {
@@ -150,4 +169,38 @@ int pd_mreq_fill(pd_mleg_t *leg, const pd_request_t *r, const char *body, size_t
     return PD_ERR_NOMEM;
   }
   return 0;
+}
+
+/* ---------- the id a leg is tied by ---------- */
+
+#define CONFORM_ID_PREFIX "pdconf-"
+
+static int is_id_char(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
+}
+
+void pd_mreq_body_tag(const char *body, size_t len, char *out, size_t cap) {
+  static const char key[] = CONFORM_ID_PREFIX;
+  out[0] = 0;
+  if (!body || cap < 2) return;
+  for (size_t i = 0; i + sizeof key - 1 <= len; i++) {
+    if (memcmp(body + i, key, sizeof key - 1) != 0) continue;
+    size_t n = 0;
+    while (i + n < len && n + 1 < cap && is_id_char(body[i + n]))
+      n++;
+    memcpy(out, body + i, n);
+    out[n] = 0;
+    return;
+  }
+}
+
+void pd_mreq_pick_xrid(const char *header, const char *body, size_t len, char *out, size_t cap) {
+  if (!cap) return;
+  out[0] = 0;
+  if (header && !strncmp(header, CONFORM_ID_PREFIX, sizeof CONFORM_ID_PREFIX - 1)) {
+    snprintf(out, cap, "%s", header);
+    return;
+  }
+  pd_mreq_body_tag(body, len, out, cap);
+  if (!out[0] && header) snprintf(out, cap, "%s", header);
 }

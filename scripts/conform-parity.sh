@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Parity of the two drivers (docs/conformance.md): for each mode, `pdref sim run --mode M` and
 # `pdref conform` against `pdref gateway --mode M` over real sockets, compared on the
-# invariants conform judges. One line per scenario x mode; exit 1 if any row differs.
+# invariants conform judges. One line per scenario x mode; exit 1 if any row differs. A row
+# conform marks NOT EXERCISED (a scripted fault that never fired, a request that reached no
+# worker) is compared all the same and says so after its parity word. A row that differs
+# while conform gave a request up at its bound (a request the simulator ends only at the
+# gateway's own, much later timeout is judged on I1 alone on sockets) is run once more with
+# --request-bound-ms past that timeout (LONG_MS, default 4,000,000 x scale, at most 60 s)
+# and compared again; the row says so.
 #   scripts/conform-parity.sh [--scale X] [--modes "joined pr1150 minilb reference"] [FILE|DIR...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,28 +22,60 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -gt 0 ] || set -- scenarios
+LONG_MS=${LONG_MS:-$(awk -v s="$SCALE" 'BEGIN { v = int(4000000 * s); print (v > 60000 ? 60000 : v) }')}
 command -v jq >/dev/null || { echo "conform-parity: needs jq" >&2; exit 2; }
 bad=0
+same=0
+diff=0
+notx=0
 printf '%-46s %-9s %-14s %-14s %s\n' scenario mode sim conform parity
 for m in $MODES; do
   sim=$("$BIN" sim run "$@" --mode "$m" --json || true)
-  con=$("$BIN" conform --json --mode-label "$m" --timeout-scale "$SCALE" \
+  con=$("$BIN" conform --json --allow-unexercised --mode-label "$m" --timeout-scale "$SCALE" \
     --gateway-cmd "$BIN gateway --mode $m {prefill_args} {decode_args} --listen 127.0.0.1:{port} {pdref_gateway_args}" \
     "$@" || true)
   out=$(jq -r -n --argjson s "$sim" --argjson c "$con" '
     def set(x): if x == "" or x == "any" then [] else (x | split(",")) end;
     ($s.rows | map({(.scenario): .violated}) | add) as $sv
+    | ($s.rows | map({(.scenario): (.status == "not exercised")}) | add) as $sx
     | $c.rows[]
     | (set(.judged)) as $j
     | ([set($sv[.scenario] // "")[] | select(. as $i | $j | index($i))] | join(",")) as $simv
     | if .status == "skipped" then [.scenario, .mode, $simv, "SKIP", "skip: " + .reason]
       elif .status == "error" then [.scenario, .mode, $simv, "ERROR", "DIFF: " + .reason]
-      elif .violated == $simv then [.scenario, .mode, $simv, .violated, "same"]
+      elif .violated == $simv then [.scenario, .mode, $simv, .violated, "same"
+        + (if .status == "not exercised" then " (not exercised: " + .not_exercised + ")" else "" end)
+        + (if ($sx[.scenario] // false) != (.status == "not exercised")
+           then " (sim " + (if $sx[.scenario] then "not " else "" end) + "exercised)" else "" end)]
+      elif .cut_off > 0 then [.scenario, .mode, $simv, .violated, "CUT", .file, $sv[.scenario]]
+      elif .status == "not exercised" then [.scenario, .mode, $simv, .violated, "DIFF (not exercised: " + .not_exercised + ")"]
       else [.scenario, .mode, $simv, .violated, "DIFF: " + .reason] end
     | map(if . == "" then "-" else . end) | @tsv')
-  while IFS=$'\t' read -r sc mo sv cv why; do
+  while IFS=$'\t' read -r sc mo sv cv why file simall; do
+    if [ "$why" = CUT ]; then
+      again=$("$BIN" conform --json --allow-unexercised --no-warm-up --mode-label "$m" \
+        --timeout-scale "$SCALE" --request-bound-ms "$LONG_MS" \
+        --gateway-cmd "$BIN gateway --mode $m {prefill_args} {decode_args} --listen 127.0.0.1:{port} {pdref_gateway_args}" \
+        "$file" || true)
+      cv=$(jq -r '.rows[0].violated | if . == "" then "-" else . end' <<<"$again" 2>/dev/null || echo "?")
+      # the simulator's set on what this run judged (I4 is judged once nothing is cut)
+      sv=$(jq -r --arg all "$simall" '(.rows[0].judged | split(",")) as $j
+        | [($all | if . == "" or . == "-" or . == "any" then [] else split(",") end)[]
+           | select(. as $i | $j | index($i))] | join(",") | if . == "" then "-" else . end' \
+        <<<"$again" 2>/dev/null || echo "?")
+      if [ "$cv" = "$sv" ]; then
+        why="same (judged past the gateway's own timeout: --request-bound-ms $LONG_MS)"
+      else
+        why="DIFF: $(jq -r '.rows[0].reason' <<<"$again" 2>/dev/null) (with --request-bound-ms $LONG_MS)"
+      fi
+    fi
     printf '%-46s %-9s %-14s %-14s %s\n' "$sc" "$mo" "$sv" "$cv" "$why"
-    case "$why" in DIFF*) bad=1 ;; esac
+    case "$why" in
+      DIFF*) bad=1; diff=$((diff + 1)) ;;
+      same*) same=$((same + 1)) ;;
+    esac
+    case "$why" in *"not exercised"*) notx=$((notx + 1)) ;; esac
   done <<<"$out"
 done
+echo "parity: $same same, $diff different ($notx of the rows not exercised)"
 exit $bad

@@ -39,6 +39,35 @@ static inline pd_scenario_t *pdt_load_scenario(const char *name) {
   return NULL;
 }
 
+/* A scenario written from JSON text to a fresh directory under /tmp (the mocks read the file)
+ * and loaded: malloc'd (free()), or NULL with the reason on stderr. pdt_drop_scenario removes
+ * the file and its directory. */
+static inline pd_scenario_t *pdt_scenario_from_json(const char *json) {
+  char dir[] = "/tmp/pdt-scn-XXXXXX", path[64], err[512];
+  if (!mkdtemp(dir)) return NULL;
+  snprintf(path, sizeof path, "%s/s.json", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return NULL;
+  fputs(json, f);
+  fclose(f);
+  pd_scenario_t *s = malloc(sizeof *s);
+  if (s && pd_scenario_load(s, path, err, sizeof err) == 0) return s;
+  fprintf(stderr, "test: %s\n", s ? err : "out of memory");
+  free(s);
+  return NULL;
+}
+
+static inline void pdt_drop_scenario(pd_scenario_t *s) {
+  if (!s) return;
+  unlink(s->path);
+  char *slash = strrchr(s->path, '/');
+  if (slash) {
+    *slash = 0;
+    rmdir(s->path);
+  }
+  free(s);
+}
+
 /* Options for `pdref conform` against `bin gateway --mode mode` with the mode's settings
  * ({pdref_gateway_args}), at timeout scale 0.01; cmd (cap bytes) holds the command line. */
 static inline void pdt_conform_opts(pd_conform_opts_t *o, const char *bin, const char *mode,

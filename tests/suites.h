@@ -24,5 +24,7 @@
   X(pdt_suite_mock_more) \
   X(pdt_suite_conform) \
   X(pdt_suite_conform_metrics) \
+  X(pdt_suite_conform_judge) \
+  X(pdt_suite_conform_exercised) \
   X(pdt_suite_hostile_input) \
   X(pdt_suite_hostile_http)

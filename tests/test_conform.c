@@ -223,125 +223,116 @@ static void test_gateway_seed_matches_the_simulators_stream(void) {
 }
 
 
-/* ---------- attribution of legs without X-Request-Id (net/pd_conform_judge.c) ---------- */
-
-#define MS_NS 1000000ull
-
-static pd_cf_mleg_t *judge_leg(pd_cf_run_t *run, uint32_t worker, const char *room, double arrive_ms,
-                               double closed_ms, int fault, int end_status, pd_truth_t truth) {
-  pd_cf_mleg_t *l = &run->legs[run->n_legs++];
-  memset(l, 0, sizeof *l);
-  l->worker = worker;
-  l->role = run->s->workers[worker].role;
-  l->req = run->n_legs;
-  snprintf(l->rid, sizeof l->rid, "%032zx", run->n_legs); /* made up: no rid_given */
-  snprintf(l->room_s, sizeof l->room_s, "%s", room);
-  l->room = strtoull(room, NULL, 10);
-  l->has_room = 1;
-  l->n_rooms = 1;
-  l->is_stream = 1;
-  l->rid_given = 0;
-  l->boot_port = 8998;
-  snprintf(l->host, sizeof l->host, "127.0.0.1");
-  l->t_arrive = (uint64_t)(arrive_ms * MS_NS);
-  l->t_peer_closed = (uint64_t)(closed_ms * MS_NS);
-  l->fault = fault;
-  l->end_status = end_status;
-  l->truth = truth;
-  l->client = l->unit = l->partner = l->resend_of = -1;
-  return l;
+/* Issue 9 item 4: a gateway that sends its own X-Request-Id (tests/pdt_proxy.py puts a
+ * uuid4 in front of `pdref gateway`, as vLLM's proxies do) must not hide the runner's id in
+ * the prompt: every leg is still tied by it. Four concurrent non-stream requests. */
+static void test_foreign_request_id_does_not_hide_the_runners(void) {
+  char bin[PATH_MAX + 8], cmd[2 * PATH_MAX + 256];
+  if (pdt_pdref_path(bin, sizeof bin) != 0 || system("python3 -c 'import http.server' 2>/dev/null")) {
+    fprintf(stderr, "test_conform: pdref or python3 missing, foreign-id test skipped\n");
+    return;
+  }
+  pd_scenario_t *s = pdt_load_scenario("happy-path-nonstream");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  s->workload.requests = 4;
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  snprintf(cmd, sizeof cmd,
+           "exec python3 %s/tests/pdt_proxy.py {port} --rewrite-id -- %s gateway --mode reference "
+           "{prefill_args} {decode_args} {pdref_gateway_args}",
+           PD_SOURCE_DIR, bin);
+  o.scale = 0.1;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.legs, 8);
+  PDT_EQ_INT(r.legs_by_id, 8);
+  PDT_EQ_INT(r.got, 0);
+  assert_no_survivors(&r);
+  free(s);
 }
 
-/* A minilb swarm under load, reduced to two requests the gateway took out of order (seen in
- * swarm-random-faults-stream at --timeout-scale 0.1, checked against X-Request-Id): request 0
- * was given up still open with no head (its prefill hung before the head, its decode waited
- * for the KV until the gateway stopped); request 1, sent 1 ms later, got mini_lb's 500 at
- * 62 ms (its decode was reset before the head; the session closed its prefill at 68 ms).
- * Request 1's attempt reached the workers first. FIFO alone tied it to request 0 and request
- * 0's pair to request 1: a decode leg "open 12 s after the client's end" (I2) that the
- * simulator never reports. Each attempt must go where it explains how the request ended. */
-static void test_judge_ties_attempts_by_how_requests_ended(void) {
-  pd_scenario_t *s = pdt_load_scenario("happy-path-stream"); /* p0 (prefill), d0 (decode) */
+/* Issue 9 item 5 on real sockets: the only prefill is down from 50 ms, so the second request's
+ * every prefill connect is refused and reference answers 502 while its last attempt's decode
+ * request may still be on its way (before the fix, I6 in 4 runs of 4 at scale 0.1). The
+ * simulator passes; so must conform, in every run. */
+static void test_refused_last_prefill_is_no_retry_after_commit(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_scenario_from_json(
+      "{\"name\": \"prefill-down-every-attempt\", \"description\": \"p0 crashes at 50 ms\","
+      " \"workers\": [{\"name\": \"p0\", \"role\": \"prefill\", \"crash_at_ms\": 50},"
+      " {\"name\": \"d0\", \"role\": \"decode\"}], \"workload\": {\"requests\": 2,"
+      " \"interval_ms\": 100, \"stream\": true}, \"expect\": {\"reference\": \"pass\"}}");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_world_stats_t st;
+  uint32_t sim = 0;
+  uint64_t hash = 0;
+  PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, s->config.seed, NULL, &st, &sim, &hash), 0);
+  PDT_EQ_INT(sim, 0);
+  for (int run = 0; run < 3; run++) {
+    pd_conform_opts_t o;
+    pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+    o.scale = 0.1;
+    pd_conform_result_t r;
+    PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+    PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+    PDT_FALSE(r.got & PD_CONFORM_BIT(PD_INV_COMMIT));
+    PDT_EQ_INT(r.got, 0);
+    assert_no_survivors(&r);
+  }
+  pdt_drop_scenario(s);
+}
+
+/* Every room of a batch reaches the checker (G18): the mocks log them ("rooms", and whether
+ * bootstrap_room was an array), so a chat n=2 through reference logs two distinct rooms on
+ * each leg. Where the checker judges every room, joined's scalar fields for a text array are
+ * I8 on sockets as in the simulator. */
+static void test_batch_rooms_reach_the_checker(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256], path[sizeof ((pd_conform_result_t *)0)->dir + 32];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_load_scenario("batch-chat-n2");
   PDT_TRUE(s != NULL);
   if (!s) return;
   pd_conform_opts_t o;
-  pd_conform_opts_default(&o);
-  pd_conform_set_label(&o, "minilb");
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  o.keep = 1;
   pd_conform_result_t r;
-  memset(&r, 0, sizeof r);
-  r.judged = pd_conform_judged_mask(&o);
-  pd_scenario_t ss = *s;
-  ss.config.deadline_ms = 12000;
-  ss.config.grace_ms = 100;
-  struct pd_world *w = calloc(1, sizeof *w);
-  pd_cf_run_t run;
-  memset(&run, 0, sizeof run);
-  run.s = s;
-  run.ss = &ss;
-  run.o = &o;
-  run.r = &r;
-  run.w = w;
-  run.grace_ns = 100 * MS_NS;
-  run.bound_ns = 12350 * MS_NS;
-  run.t_gw_stop = 12400 * MS_NS;
-  pd_cf_req_t reqs[2];
-  pd_cf_mleg_t legs[4];
-  memset(reqs, 0, sizeof reqs);
-  run.reqs = reqs;
-  run.n_reqs = 2;
-  run.legs = legs;
-  run.cap_legs = 4;
-  PDT_TRUE(w != NULL);
-  if (!w) {
-    free(s);
-    return;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.got, 0);
+  for (uint32_t w = 0; w < s->n_workers; w++) {
+    snprintf(path, sizeof path, "%s/w%u.jsonl", r.dir, w);
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f))
+      if (strstr(line, "\"ev\":\"request\"")) {
+        const char *p = strstr(line, "\"rooms\":[\"");
+        char a[24] = "", b[24] = "";
+        found = p && sscanf(p, "\"rooms\":[\"%23[0-9]\",\"%23[0-9]\"]", a, b) == 2 &&
+                strcmp(a, b) != 0 && strstr(line, "\"room_array\":true") != NULL;
+      }
+    if (f) fclose(f);
+    PDT_TRUE(found);
   }
-  w->s = &ss;
-  w->mode = PD_MODE_MINILB;
-  pd_scenario_gw_config(s, w->mode, &w->gcfg);
-  w->stats = &run.stats;
-  w->n_nodes = s->n_workers;
-  for (uint32_t i = 0; i < s->n_workers; i++) {
-    w->nodes[i].spec = &ss.workers[i];
-    w->nodes[i].role = s->workers[i].role;
-  }
-  uint32_t p0 = s->workers[0].role == PD_ROLE_PREFILL ? 0 : 1, d0 = 1 - p0;
-  for (uint32_t i = 0; i < 2; i++) {
-    pd_cf_req_t *q = &reqs[i];
-    q->run = &run;
-    q->c.id = i;
-    q->c.is_stream = 1;
-    q->c.tokens = 8;
-    pd_sse_init(&q->c.sse, NULL);
-    q->c.t_arrival = (uint64_t)((8.1 + 1.1 * i) * MS_NS);
-    q->t_bound = q->c.t_arrival + run.bound_ns;
-  }
-  reqs[0].is_cut = 1; /* never a head, given up at its bound */
-  reqs[1].c.ended = 1;
-  reqs[1].c.head_status = 500;
-  reqs[1].c.t_head = reqs[1].c.t_first_data = 62 * MS_NS;
-  reqs[1].c.t_end = 65 * MS_NS;
-  snprintf(reqs[1].first, sizeof reqs[1].first, "%s",
-           "{\"error\":{\"type\":\"Internal Server Error\",\"code\":\"internal_error\"}}");
-  /* request 1's attempt, first at the workers */
-  judge_leg(&run, p0, "111", 42.7, 68.2, -1, 200, PD_TRUTH_PENDING);
-  judge_leg(&run, d0, "111", 41.9, 42.6, PD_FAULT_RESET_BEFORE_HEAD, 0, PD_TRUTH_FAILED);
-  /* request 0's, open until the gateway stopped */
-  judge_leg(&run, p0, "222", 44.4, 12378.3, PD_FAULT_HANG_BEFORE_HEAD, 0, PD_TRUTH_STALLED);
-  judge_leg(&run, d0, "222", 65.3, 12369.2, -1, 200, PD_TRUTH_STALLED);
-  pd_cf_judge(&run);
-  uint32_t got = w->violations & r.judged;
-  PDT_TRUE(got & PD_CONFORM_BIT(PD_INV_TERMINATION));      /* request 0 never ended */
-  PDT_FALSE(got & PD_CONFORM_BIT(PD_INV_ORPHAN_LEG));      /* no leg outlived its client */
-  PDT_FALSE(got & PD_CONFORM_BIT(PD_INV_ATTEMPTS));
-  PDT_EQ_INT(legs[0].unit, legs[1].unit);
-  for (uint32_t i = 0; i < 2; i++) {
-    PDT_EQ_INT(reqs[i].n_units, 1);
-    pd_sse_free(&reqs[i].c.sse);
-    free(reqs[i].units);
-  }
-  free(w);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", r.dir);
+  PDT_EQ_INT(system(cmd), 0);
   free(s);
+#if PD_INV_COUNT >= 17
+  s = pdt_load_scenario("batch-generate-text-array");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pdt_conform_opts(&o, bin, "joined", cmd, sizeof cmd);
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INV_ROOMS));
+  PDT_TRUE(r.matched);
+  free(s);
+#endif
 }
 
 int pdt_suite_conform(void) {
@@ -349,8 +340,12 @@ int pdt_suite_conform(void) {
       {"placeholders expand", test_placeholders_expand},
       {"gateway seed matches the simulator's stream", test_gateway_seed_matches_the_simulators_stream},
       {"skips what sockets cannot run", test_skips_what_sockets_cannot_run},
-      {"judge ties attempts by how requests ended", test_judge_ties_attempts_by_how_requests_ended},
       {"a failed gateway leaves no process", test_failed_gateway_leaves_no_process},
+      {"batch rooms reach the checker", test_batch_rooms_reach_the_checker},
+      {"a refused last prefill is no retry after commit",
+       test_refused_last_prefill_is_no_retry_after_commit},
+      {"a gateway's own X-Request-Id does not hide the runner's id",
+       test_foreign_request_id_does_not_hide_the_runners},
       {"a crash is judged when every leg is tied by X-Request-Id or the prompt's id",
        test_crash_judged_when_legs_are_tied_by_request_id},
       {"parity with the simulator on a subset, all modes", test_parity_with_the_simulator_on_a_subset},

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pd_conform.h"
+#include "pd_conform_int.h"
 #include "pd_conform_metrics.h"
 #include "pd_world.h"
 #include "pdt.h"
@@ -62,7 +63,38 @@ static void test_metrics_show_pr1150_recording_a_failed_prefill_as_success(void)
       PDT_EQ_STR(r.metrics_reason, "");
     }
     PDT_TRUE(r.matched);
+    PDT_EQ_INT(r.quiescent, 1); /* both let go of every load once the request ended */
   }
+  free(s);
+}
+
+/* Quiescence from an exposition: a load or a request still held after the run is named;
+ * without pdref_worker_load for the run's workers it is not judged. */
+static void test_quiescence_from_metrics(void) {
+  pd_scenario_t *s = pdt_load_scenario("happy-path-stream"); /* p0, d0 */
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_cf_run_t run;
+  memset(&run, 0, sizeof run);
+  run.s = s;
+  uint32_t p0 = s->workers[0].role == PD_ROLE_PREFILL ? 0 : 1, d0 = 1 - p0;
+  run.wk[p0].port = 4001;
+  run.wk[d0].port = 4002;
+  static const char quiet[] =
+      "pdref_worker_load{role=\"prefill\",worker=\"http://127.0.0.1:4001\"} 0\n"
+      "pdref_worker_load{role=\"decode\",worker=\"http://127.0.0.1:4002\"} 0\n"
+      "pdref_requests_in_flight 0\n";
+  static const char held[] =
+      "pdref_worker_load{role=\"prefill\",worker=\"http://127.0.0.1:4001\"} 1\n"
+      "pdref_worker_load{role=\"decode\",worker=\"http://127.0.0.1:4002\"} 0\n"
+      "pdref_requests_in_flight 2\n";
+  char why[192] = "";
+  PDT_EQ_INT(pd_cf_judge_quiescence(&run, quiet, why, sizeof why), 0);
+  PDT_FALSE(pd_cf_metrics_busy(quiet));
+  PDT_EQ_INT(pd_cf_judge_quiescence(&run, held, why, sizeof why), 1);
+  PDT_TRUE(pd_cf_metrics_busy(held));
+  PDT_EQ_STR(why, "not quiescent after the run: 2 request(s) in flight, p0 load 1");
+  PDT_EQ_INT(pd_cf_judge_quiescence(&run, "pdref_requests_in_flight 0\n", why, sizeof why), -1);
   free(s);
 }
 
@@ -72,6 +104,7 @@ int pdt_suite_conform_metrics(void) {
        test_outcome_counts_feasibility},
       {"sockets: /metrics shows pr1150 recording a failed prefill as a success (I4)",
        test_metrics_show_pr1150_recording_a_failed_prefill_as_success},
+      {"quiescence from /metrics", test_quiescence_from_metrics},
   };
   return PDT_SUITE("conform_metrics", cases);
 }

@@ -1,0 +1,194 @@
+/* The verdict of a socket run once its legs are tied to requests (pd_conform_judge.c): rebuild
+ * the simulator's records (pd_creq_t with its pd_wleg_t list) from the mocks' legs and judge
+ * every request with pd_check_request, the simulator's own checker; then the run-level I8
+ * findings (a leg re-sent to its worker, room collisions). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_conform_int.h"
+
+typedef pd_cf_unit_t unit_t;
+
+
+static uint64_t fnv(uint64_t h, const char *s) {
+  for (; s && *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+  return h;
+}
+
+static int made_up_rid(const char *r) { /* the mock's own: 32 lowercase hex digits */
+  size_t n = strlen(r);
+  if (n != 32) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!((r[i] >= '0' && r[i] <= '9') || (r[i] >= 'a' && r[i] <= 'f'))) return 0;
+  return 1;
+}
+
+static pd_wleg_t *to_wleg(const pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t idx,
+                          const pd_cf_req_t *q, uint32_t attempt) {
+  pd_wleg_t *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  l->leg_id = idx + 1;
+  l->req_id = q->c.id;
+  l->attempt = attempt;
+  l->role = m->role;
+  l->worker = m->worker;
+  l->is_stream = m->is_stream;
+  l->has_logprob = m->has_logprob;
+  l->n_rooms = m->has_room ? (m->n_rooms ? m->n_rooms : 1) : 0;
+  l->room = m->room;
+  l->has_rid = m->rid_given >= 0 ? m->rid_given : !made_up_rid(m->rid);
+  size_t rl = strlen(m->rid);
+  if (rl < sizeof l->rid) /* a longer rid keeps its head and a hash of the whole */
+    memcpy(l->rid, m->rid, rl + 1);
+  else
+    snprintf(l->rid, sizeof l->rid, "%.24s#%016llx", m->rid,
+             (unsigned long long)fnv(0xcbf29ce484222325ULL, m->rid));
+  if (m->has_hash) {
+    l->rooms_hash = m->rooms_hash;
+  } else {
+    char nr[16], bp[16];
+    snprintf(nr, sizeof nr, "|%d|", m->n_rooms);
+    snprintf(bp, sizeof bp, "|%d", m->boot_port);
+    l->rooms_hash = fnv(fnv(fnv(fnv(0xcbf29ce484222325ULL, m->room_s), nr), m->host), bp);
+  }
+  l->tokens = q->c.tokens;
+  l->wstate = WL_DONE;
+  l->fault = m->fault;
+  l->slot_taken = m->slot_taken;
+  l->t_slot_taken = m->t_slot_taken;
+  l->t_slot_freed = m->t_slot_freed;
+  l->truth = m->truth;
+  l->injected_status = m->fault == PD_FAULT_STATUS ? m->end_status : 0;
+  l->aborts = m->aborts;
+  l->lag_ms = m->fired >> PD_FAULT_PREFILL_LAG & 1u; /* applied (the amount is the mock's) */
+  l->drip_ms = m->fired >> PD_FAULT_SLOW_DRIP & 1u;
+#if PD_INV_COUNT >= 17 /* the checker knows crash hits and every room of a batch */
+  uint64_t crash = run->t_crash[m->worker], closed = pd_cf_leg_closed(m);
+  l->is_crash_hit = crash && m->t_arrive <= crash && (!closed || closed >= crash);
+  l->is_room_scalar = m->has_room && m->room_array == 0;
+  if (m->rooms && l->n_rooms > 1 && (l->rooms = malloc((size_t)l->n_rooms * sizeof *l->rooms)))
+    memcpy(l->rooms, m->rooms, (size_t)l->n_rooms * sizeof *l->rooms);
+#endif
+  l->t_open = m->t_arrive;
+  l->t_gw_closed = pd_cf_leg_closed(m);
+  l->gw_open = !l->t_gw_closed;
+  (void)run;
+  return l;
+}
+
+/* PDREF_CONFORM_DEBUG=1: each request and the legs tied to it, on stderr (ms). */
+static void debug_request(const pd_cf_run_t *run, const pd_cf_req_t *q, const unit_t *u,
+                          uint32_t nu, uint32_t v, const char *why) {
+  const pd_creq_t *c = &q->c;
+  fprintf(stderr, "req %llu: [%#x %s] sent %.3f end %.3f status %d%s%s%s first_data %.3f\n",
+          (unsigned long long)c->id, v, v ? why : "",
+          (double)c->t_arrival / 1e6, (double)c->t_end / 1e6,
+          c->head_status, c->gone ? " gone" : "", q->is_cut ? " cut" : "",
+          c->aborted ? " aborted" : "", (double)c->t_first_data / 1e6);
+  if (getenv("PDREF_CONFORM_DEBUG")[0] == '2') fprintf(stderr, "  body: %.300s\n", q->first);
+  for (uint32_t i = 0; i < nu; i++) {
+    if (u[i].client != (int32_t)c->id) continue;
+    for (uint32_t k = 0; k < u[i].n; k++) {
+      const pd_cf_mleg_t *m = &run->legs[u[i].leg[k]];
+      fprintf(stderr, "  att %u %s %-3s rid %.24s room %s arrive %.3f closed %.3f freed %.3f "
+              "truth %d fault %d status %d\n", u[i].attempt, run->s->workers[m->worker].name,
+              m->role == PD_ROLE_PREFILL ? "P" : "D", m->rid, m->room_s,
+              (double)m->t_arrive / 1e6, (double)pd_cf_leg_closed(m) / 1e6,
+              (double)m->t_slot_freed / 1e6, m->truth, m->fault, m->end_status);
+    }
+  }
+}
+
+/* I6 on sockets: attempt x (a second or later) was opened after bytes reached the client.
+ * The gateway opens an attempt before its first leg reaches a worker, so only an arrival
+ * inside the client's commit window proves it: after the first byte of an SSE response and
+ * before the client's end. A leg that reached its worker after the end may belong to an
+ * attempt opened before it (the last attempt's refused prefill ends the request with 502
+ * while its decode request is still on its way); a gateway that really opened an attempt for
+ * a client already gone leaves its legs open past the end, which I2 judges. A whole answer
+ * (a non-stream body, an error document) is one piece on the wire: no window. */
+static int opened_after_commit(const pd_cf_req_t *q, const unit_t *x) {
+  uint64_t first = q->c.t_first_data, end = pd_cf_client_end(q);
+  if (!first || !q->c.is_sse_head || x->t_first <= first) return 0;
+  return !end || x->t_first < end;
+}
+
+static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) {
+  pd_creq_t *rq = &q->c;
+  uint32_t attempt = 0;
+  for (uint32_t i = 0; i < nu; i++) { /* u is sorted by t_first: attempts in order */
+    if (u[i].client != (int32_t)rq->id) continue;
+    u[i].attempt = ++attempt;
+    if (attempt > 1 && opened_after_commit(q, &u[i]))
+      rq->retry_after_commit = 1;
+    for (uint32_t k = 0; k < u[i].n; k++) {
+      pd_wleg_t *l = to_wleg(run, &run->legs[u[i].leg[k]], (size_t)u[i].leg[k], q, attempt);
+      if (!l) continue;
+      l->next_in_req = rq->legs;
+      rq->legs = l;
+      rq->n_legs++;
+      run->r->legs++;
+    }
+  }
+  rq->attempts = attempt;
+#if PD_INV_COUNT >= 15 /* I15 (served) reads whether the world was healthy all along */
+  uint64_t end = pd_cf_client_end(q);
+  rq->was_healthy = !pd_cf_failure_before(run, end ? end : q->t_bound);
+#endif
+  char reason[160] = "";
+  run->w->now = run->t_gw_stop;
+  uint32_t v = pd_check_request(run->w, rq, reason, sizeof reason) & run->r->judged;
+  if (getenv("PDREF_CONFORM_DEBUG")) debug_request(run, q, u, nu, v, reason);
+  if (v) {
+    run->w->violations |= v;
+    if (!run->stats.first_violating_req_valid) {
+      run->stats.first_violating_req_valid = 1;
+      run->stats.first_violating_req = rq->id;
+      snprintf(run->stats.first_reason, sizeof run->stats.first_reason, "request %llu: %s",
+               (unsigned long long)rq->id, reason);
+    }
+  }
+  while (rq->legs) {
+    pd_wleg_t *nx = rq->legs->next_in_req;
+#if PD_INV_COUNT >= 17
+    free(rq->legs->rooms);
+#endif
+    free(rq->legs);
+    rq->legs = nx;
+  }
+}
+
+void pd_cf_judge(pd_cf_run_t *run) {
+  unit_t *u = calloc(run->n_legs + 1, sizeof *u);
+  if (!u) return;
+  uint32_t nu = pd_cf_attribute(run, u);
+  for (uint32_t r = 0; r < run->n_reqs; r++) {
+    pd_cf_req_t *q = &run->reqs[r];
+    if (!q->c.t_arrival) continue; /* never sent (the run was stopped) */
+    judge_one(run, q, u, nu);
+    if (q->is_cut) run->r->cut_off++;
+  }
+  for (size_t i = 0; i < run->n_legs && (run->r->judged & PD_CONFORM_BIT(PD_INV_ROOMS)); i++) {
+    const pd_cf_mleg_t *m = &run->legs[i], *o;
+    if (m->resend_of < 0) continue;
+    /* like a room collision (run level, as in the simulator): the worker got the room twice */
+    run->w->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
+    o = &run->legs[m->resend_of];
+    if (!run->stats.first_reason[0])
+      snprintf(run->stats.first_reason, sizeof run->stats.first_reason,
+               "I8 room %.20s reached %s twice (%u legs re-sent): the gateway's HTTP client "
+               "re-sent a leg after %s", m->room_s, run->s->workers[m->worker].name,
+               run->r->legs_resent,
+               o->fault == PD_FAULT_RESET_BEFORE_HEAD || o->fault == PD_FAULT_CONNECT_REFUSED
+                   ? "a reset before any byte" : "its first try ended");
+    break;
+  }
+  if (run->collisions && (run->r->judged & PD_CONFORM_BIT(PD_INV_ROOMS))) {
+    run->w->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
+    if (!run->stats.first_reason[0])
+      snprintf(run->stats.first_reason, sizeof run->stats.first_reason,
+               "I8 %u room collision(s) on worker %s", run->collisions, run->collision_worker);
+  }
+  free(u);
+}

@@ -1,0 +1,199 @@
+/* Did a conform row test anything (net/pd_conform_exercised.c, net/pd_conform_warmup.c)?
+ * Real processes on 127.0.0.1: a gateway that answers every request itself, pdref's gateway,
+ * and pdref's gateway behind a slow proxy (tests/pdt_proxy.py). Issue 9 items 1 and 3. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "pd_conform.h"
+#include "pd_scenario.h"
+#include "pdt.h"
+#include "pdt_net.h"
+
+static int have_python(void) { return system("python3 -c 'import http.server' 2>/dev/null") == 0; }
+
+/* python3 -m http.server answers 501 to every POST: no request reaches a worker. The row is not
+ * exercised (served 0/1) and `pdref conform` exits 1. Where the checker has I15 ("served": no
+ * clean answer while every worker was healthy) the row is a FAIL I15, which wins, and exits
+ * 1 even with --allow-unexercised; before I15 it violates nothing and is NOT EXERCISED,
+ * counted apart, exit 0 with --allow-unexercised. pdref's gateway on the same scenario serves
+ * 1/1 and passes. */
+#if PD_INV_COUNT >= 15
+#define SERVED_BIT PD_CONFORM_BIT(15)
+#define NOTHING_LINE "conform: 0 passed, 2 failed, 0 not exercised"
+#else
+#define SERVED_BIT 0u
+#define NOTHING_LINE "conform: 0 passed, 0 failed, 2 not exercised"
+#endif
+static void test_a_gateway_that_serves_nothing_is_not_exercised(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0 || !have_python()) return;
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_load_scenario("happy-path-stream");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pd_conform_opts_default(&o);
+  o.gateway_cmd = "exec python3 -m http.server {port} --bind 127.0.0.1";
+  o.pdref_bin = bin;
+  o.scale = 0.01;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.got, SERVED_BIT);
+  PDT_EQ_INT(r.sent, 1);
+  PDT_EQ_INT(r.served, 0);
+  PDT_FALSE(r.exercised);
+  PDT_EQ_INT(pd_conform_not_exercised(&r), !SERVED_BIT);
+  PDT_TRUE(strstr(r.nx_reason, "requests served 0/1") != NULL);
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.served, 1);
+  PDT_TRUE(r.exercised);
+  PDT_FALSE(pd_conform_not_exercised(&r));
+  PDT_TRUE(r.matched);
+  for (int allow = 0; allow < 2; allow++) {
+    snprintf(cmd, sizeof cmd,
+             "%s conform --mode-label x --timeout-scale 0.01 %s --gateway-cmd 'exec python3 -m "
+             "http.server {port} --bind 127.0.0.1' %s/scenarios/happy-path-stream.json "
+             "%s/scenarios/happy-path-nonstream.json > /tmp/pdt-conform-nx.out 2>&1",
+             bin, allow ? "--allow-unexercised" : "", PD_SOURCE_DIR, PD_SOURCE_DIR);
+    int st = system(cmd);
+    PDT_TRUE(WIFEXITED(st));
+    PDT_EQ_INT(WEXITSTATUS(st), allow && !SERVED_BIT ? 0 : 1);
+    FILE *f = fopen("/tmp/pdt-conform-nx.out", "r");
+    char out[8192] = "";
+    size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+    out[n] = 0;
+    if (f) fclose(f);
+    PDT_TRUE(strstr(out, NOTHING_LINE) != NULL);
+    PDT_TRUE(strstr(out, SERVED_BIT ? "FAIL I15" : "NOT EXERCISED") != NULL);
+  }
+  unlink("/tmp/pdt-conform-nx.out");
+  free(s);
+}
+
+#define FAULT ", \"faults\": [{\"kind\": \"status\", \"status\": 400}]"
+
+/* A fault on a worker the gateway never picks (round robin's first choice is d0, the fault
+ * is on d1): it never fires, so the row tested nothing about it. On d0 it fires: 1/1. */
+static void test_a_fault_that_never_fired_is_not_exercised(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  for (int on_d0 = 0; on_d0 < 2; on_d0++) {
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"name\": \"fault-on-%s\", \"description\": \"a 400 on one decode\", \"workers\": "
+             "[{\"name\": \"p0\", \"role\": \"prefill\"}, {\"name\": \"d0\", \"role\": \"decode\"%s},"
+             " {\"name\": \"d1\", \"role\": \"decode\"%s}], \"workload\": {\"requests\": 1, "
+             "\"stream\": false}, \"expect\": {\"reference\": \"pass\"}}",
+             on_d0 ? "d0" : "d1", on_d0 ? FAULT : "", on_d0 ? "" : FAULT);
+    pd_scenario_t *s = pdt_scenario_from_json(json);
+    PDT_TRUE(s != NULL);
+    if (!s) return;
+    pd_conform_opts_t o;
+    pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+    pd_conform_result_t r;
+    PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+    PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+    PDT_EQ_INT(r.faults_n, 1);
+    PDT_EQ_INT(r.faults_fired, on_d0 ? 1 : 0);
+    PDT_EQ_INT(r.served, 1);
+    PDT_EQ_INT(pd_conform_not_exercised(&r), !on_d0);
+    if (!on_d0) PDT_TRUE(strstr(r.nx_reason, "d1 faults[0] status never fired") != NULL);
+    pdt_drop_scenario(s);
+  }
+}
+
+/* The warm-up measures pdref's gateway (a few ms at most) and fails to measure a gateway that
+ * forwards nothing. */
+static void test_warm_up_measures_the_gateway(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512], why[256] = "";
+  if (pdt_pdref_path(bin, sizeof bin) != 0 || !have_python()) return;
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  double ms = -1;
+  PDT_EQ_INT(pd_conform_warm_up(&o, &ms, why, sizeof why), 0);
+  PDT_TRUE(ms > 0 && ms < 1000);
+  o.gateway_cmd = "exec python3 -m http.server {port} --bind 127.0.0.1";
+  PDT_EQ_INT(pd_conform_warm_up(&o, &ms, why, sizeof why), 1);
+  PDT_EQ_INT(ms, 0);
+  PDT_TRUE(strstr(why, "3 of 3 warm-up requests reached no worker") != NULL);
+}
+
+#define DISCONNECT_AT(ms)                                                                   \
+  "{\"name\": \"disconnect-at-" #ms "\", \"description\": \"non-stream, gone at " #ms " ms\","  \
+  " \"workers\": [{\"name\": \"p0\", \"role\": \"prefill\"}, {\"name\": \"d0\","            \
+  " \"role\": \"decode\"}], \"workload\": {\"requests\": 1, \"stream\": false,"             \
+  " \"disconnect_at_ms\": " #ms "}, \"expect\": {\"reference\": \"pass\"}}"
+
+/* Issue 9 item 3: a slow gateway (pdref's behind tests/pdt_proxy.py, 40 ms per request) and a
+ * client that disconnects at 500 ms x 0.01 = 5 ms. Without the warm-up the client is gone
+ * before any leg reaches a worker (the legs that come later serve nobody): the row is run
+ * again at a scale from its own forwarding delay, and serves 1/1. With the warm-up the scale is
+ * raised before the first run. A disconnect the gateway cannot meet even at scale 1 (20 ms)
+ * is NOT EXERCISED; a scenario time under the warm-up's latency at scale 1 runs at scale 1
+ * and says so. */
+static void test_scale_follows_the_gateways_speed(void) {
+  char bin[PATH_MAX + 8], cmd[2 * PATH_MAX + 512], why[256] = "";
+  if (pdt_pdref_path(bin, sizeof bin) != 0 || !have_python()) return;
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_scenario_from_json(DISCONNECT_AT(500));
+  pd_scenario_t *s20 = pdt_scenario_from_json(DISCONNECT_AT(20));
+  PDT_TRUE(s != NULL && s20 != NULL);
+  if (!s || !s20) {
+    pdt_drop_scenario(s);
+    pdt_drop_scenario(s20);
+    return;
+  }
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  snprintf(cmd, sizeof cmd,
+           "exec python3 %s/tests/pdt_proxy.py {port} --delay-ms 40 -- %s gateway --mode "
+           "reference {prefill_args} {decode_args} {pdref_gateway_args}",
+           PD_SOURCE_DIR, bin);
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0); /* no warm-up: fwd_ms 0 */
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_TRUE(strstr(r.scale_note, "run again at scale") != NULL);
+  PDT_TRUE(r.scale >= 2 * 40.0 / 500 - 1e-9);
+  PDT_EQ_INT(r.served, 1);
+  PDT_TRUE(r.exercised);
+  o.scale = 1.0;
+  PDT_EQ_INT(pd_conform_run(s20, &o, &r), 0); /* 20 ms: too soon even at scale 1 */
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.served, 0);
+  PDT_EQ_INT(r.unserved_late, 1);
+  PDT_TRUE(pd_conform_not_exercised(&r));
+  PDT_TRUE(strstr(r.nx_reason, "reached no worker before its end") != NULL);
+  o.scale = 0.01;
+  PDT_EQ_INT(pd_conform_warm_up(&o, &o.fwd_ms, why, sizeof why), 0);
+  PDT_TRUE(o.fwd_ms >= 40);
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_TRUE(r.scale >= 2 * o.fwd_ms / 500 - 1e-9);
+  PDT_TRUE(strstr(r.scale_note, "scale raised from 0.01") != NULL);
+  PDT_EQ_INT(r.served, 1);
+  PDT_TRUE(r.exercised);
+  o.fwd_ms = 400; /* pretend: 2 x 400 ms > 500 ms at scale 1 */
+  o.gateway_cmd = "exec python3 -m http.server {port} --bind 127.0.0.1";
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_TRUE(r.timing_too_short);
+  PDT_TRUE(r.scale == 1.0);
+  PDT_TRUE(strstr(r.scale_note, "even at scale 1") != NULL);
+  PDT_FALSE(r.exercised); /* http.server served nothing (I15 where judged) */
+  pdt_drop_scenario(s);
+  pdt_drop_scenario(s20);
+}
+
+int pdt_suite_conform_exercised(void) {
+  static const pdt_case_t cases[] = {
+      {"a gateway that serves nothing is not exercised",
+       test_a_gateway_that_serves_nothing_is_not_exercised},
+      {"a fault that never fired is not exercised", test_a_fault_that_never_fired_is_not_exercised},
+      {"warm-up measures the gateway", test_warm_up_measures_the_gateway},
+      {"the scale follows the gateway's speed", test_scale_follows_the_gateways_speed},
+  };
+  return PDT_SUITE("conform_exercised", cases);
+}

@@ -1,0 +1,219 @@
+/* The judge of a socket run (net/pd_conform_judge.c) on hand-built mock logs: legs tied to
+ * requests without X-Request-Id, and I6 read from the client's commit window. No process
+ * starts: a fixture holds the run, its requests and the legs the mocks would have logged. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_conform.h"
+#include "pd_conform_int.h"
+#include "pd_mock_int.h"
+#include "pd_world.h"
+#include "pdt.h"
+#include "pdt_net.h"
+
+#define MS_NS 1000000ull
+#define FX_REQS 4
+#define FX_LEGS 16
+
+typedef struct fx {
+  pd_scenario_t *s, ss;
+  struct pd_world *w;
+  pd_conform_opts_t o;
+  pd_conform_result_t r;
+  pd_cf_run_t run;
+  pd_cf_req_t reqs[FX_REQS];
+  pd_cf_mleg_t legs[FX_LEGS];
+  uint32_t p0, d0; /* worker indices of happy-path-stream's p0 and d0 */
+} fx_t;
+
+/* happy-path-stream's two workers, the mode's settings, n requests sent every 1.1 ms from 8.1
+ * ms, each a stream of 8 tokens. 0, or -1 (nothing to free). */
+static int fx_init(fx_t *f, const char *mode, uint32_t n) {
+  memset(f, 0, sizeof *f);
+  f->s = pdt_load_scenario("happy-path-stream");
+  f->w = calloc(1, sizeof *f->w);
+  if (!f->s || !f->w || n > FX_REQS) {
+    free(f->s);
+    free(f->w);
+    return -1;
+  }
+  pd_conform_opts_default(&f->o);
+  pd_conform_set_label(&f->o, mode);
+  f->r.judged = pd_conform_judged_mask(&f->o);
+  f->ss = *f->s;
+  f->ss.config.deadline_ms = 12000;
+  f->ss.config.grace_ms = 100;
+  pd_cf_run_t *run = &f->run;
+  run->s = f->s;
+  run->ss = &f->ss;
+  run->o = &f->o;
+  run->r = &f->r;
+  run->w = f->w;
+  run->grace_ns = 100 * MS_NS;
+  run->bound_ns = 12350 * MS_NS;
+  run->t_gw_stop = 12400 * MS_NS;
+  run->reqs = f->reqs;
+  run->n_reqs = n;
+  run->legs = f->legs;
+  run->cap_legs = FX_LEGS;
+  f->w->s = &f->ss;
+  f->w->mode = f->o.has_mode ? f->o.mode : PD_MODE_REFERENCE;
+  pd_scenario_gw_config(f->s, f->w->mode, &f->w->gcfg);
+  f->w->stats = &run->stats;
+  f->w->n_nodes = f->s->n_workers;
+  for (uint32_t i = 0; i < f->s->n_workers; i++) {
+    f->w->nodes[i].spec = &f->ss.workers[i];
+    f->w->nodes[i].role = f->s->workers[i].role;
+  }
+  f->p0 = f->s->workers[0].role == PD_ROLE_PREFILL ? 0 : 1;
+  f->d0 = 1 - f->p0;
+  for (uint32_t i = 0; i < n; i++) {
+    pd_cf_req_t *q = &f->reqs[i];
+    q->run = run;
+    q->c.id = i;
+    q->c.is_stream = 1;
+    q->c.tokens = 8;
+    pd_sse_init(&q->c.sse, NULL);
+    q->c.t_arrival = (uint64_t)((8.1 + 1.1 * i) * MS_NS);
+    q->t_bound = q->c.t_arrival + run->bound_ns;
+  }
+  return 0;
+}
+
+static void fx_free(fx_t *f) {
+  for (uint32_t i = 0; i < f->run.n_reqs; i++) {
+    pd_sse_free(&f->reqs[i].c.sse);
+    free(f->reqs[i].units);
+  }
+  free(f->w);
+  free(f->s);
+}
+
+static pd_cf_mleg_t *fx_leg(fx_t *f, uint32_t worker, const char *room, double arrive_ms,
+                            double closed_ms, int fault, int end_status, pd_truth_t truth) {
+  pd_cf_run_t *run = &f->run;
+  pd_cf_mleg_t *l = &run->legs[run->n_legs++];
+  memset(l, 0, sizeof *l);
+  l->worker = worker;
+  l->role = run->s->workers[worker].role;
+  l->req = run->n_legs;
+  snprintf(l->rid, sizeof l->rid, "%032zx", run->n_legs); /* made up: no rid_given */
+  snprintf(l->room_s, sizeof l->room_s, "%s", room);
+  l->room = strtoull(room, NULL, 10);
+  l->has_room = 1;
+  l->n_rooms = 1;
+  l->is_stream = 1;
+  l->rid_given = 0;
+  l->boot_port = 8998;
+  snprintf(l->host, sizeof l->host, "127.0.0.1");
+  l->t_arrive = (uint64_t)(arrive_ms * MS_NS);
+  l->t_peer_closed = (uint64_t)(closed_ms * MS_NS);
+  l->fault = fault;
+  l->end_status = end_status;
+  l->truth = truth;
+  l->client = l->unit = l->partner = l->resend_of = -1;
+  return l;
+}
+
+/* The client's view of request i: head status, SSE or not, first byte and end (ms). */
+static void fx_ended(fx_t *f, uint32_t i, int status, int sse, double first_ms, double end_ms) {
+  pd_creq_t *c = &f->reqs[i].c;
+  c->ended = 1;
+  c->head_status = status;
+  c->is_sse_head = sse;
+  c->t_head = c->t_first_data = (uint64_t)(first_ms * MS_NS);
+  c->t_end = (uint64_t)(end_ms * MS_NS);
+}
+
+static uint32_t fx_got(const fx_t *f) { return f->w->violations & f->r.judged; }
+
+/* A minilb swarm under load, reduced to two requests the gateway took out of order (seen in
+ * swarm-random-faults-stream at --timeout-scale 0.1, checked against X-Request-Id): request 0
+ * was given up still open with no head (its prefill hung before the head, its decode waited
+ * for the KV until the gateway stopped); request 1, sent 1 ms later, got mini_lb's 500 at
+ * 62 ms (its decode was reset before the head; the session closed its prefill at 68 ms).
+ * Request 1's attempt reached the workers first. FIFO alone tied it to request 0 and request
+ * 0's pair to request 1: a decode leg "open 12 s after the client's end" (I2) that the
+ * simulator never reports. Each attempt must go where it explains how the request ended. */
+static void test_judge_ties_attempts_by_how_requests_ended(void) {
+  fx_t f;
+  PDT_EQ_INT(fx_init(&f, "minilb", 2), 0);
+  if (!f.s) return;
+  f.reqs[0].is_cut = 1; /* never a head, given up at its bound */
+  fx_ended(&f, 1, 500, 0, 62, 65);
+  snprintf(f.reqs[1].first, sizeof f.reqs[1].first, "%s",
+           "{\"error\":{\"type\":\"Internal Server Error\",\"code\":\"internal_error\"}}");
+  /* request 1's attempt, first at the workers */
+  fx_leg(&f, f.p0, "111", 42.7, 68.2, -1, 200, PD_TRUTH_PENDING);
+  fx_leg(&f, f.d0, "111", 41.9, 42.6, PD_FAULT_RESET_BEFORE_HEAD, 0, PD_TRUTH_FAILED);
+  /* request 0's, open until the gateway stopped */
+  fx_leg(&f, f.p0, "222", 44.4, 12378.3, PD_FAULT_HANG_BEFORE_HEAD, 0, PD_TRUTH_STALLED);
+  fx_leg(&f, f.d0, "222", 65.3, 12369.2, -1, 200, PD_TRUTH_STALLED);
+  pd_cf_judge(&f.run);
+  uint32_t got = fx_got(&f);
+  PDT_TRUE(got & PD_CONFORM_BIT(PD_INV_TERMINATION)); /* request 0 never ended */
+  PDT_FALSE(got & PD_CONFORM_BIT(PD_INV_ORPHAN_LEG)); /* no leg outlived its client */
+  PDT_FALSE(got & PD_CONFORM_BIT(PD_INV_ATTEMPTS));
+  PDT_EQ_INT(f.legs[0].unit, f.legs[1].unit);
+  PDT_EQ_INT(f.reqs[0].n_units, 1);
+  PDT_EQ_INT(f.reqs[1].n_units, 1);
+  fx_free(&f);
+}
+
+/* Issue 9 item 5, seen with `pdref gateway --mode reference` when the only prefill is down
+ * (every connect refused, so no prefill leg is logged): the gateway's fifth attempt fails at
+ * its prefill connect and the client gets 502 at 50.66 ms, while that attempt's decode request,
+ * opened before, reaches its mock at 50.80 ms. An attempt is opened when the gateway opens
+ * it, not when a leg arrives: no I6. The same arrival inside an SSE response that is still
+ * going is a retry after commit. */
+static void test_judge_no_i6_for_a_leg_arriving_after_the_clients_end(void) {
+  static const double arrive[5] = {10.9, 16.7, 24.4, 35.9, 50.8};
+  for (int sse = 0; sse < 2; sse++) {
+    fx_t f;
+    PDT_EQ_INT(fx_init(&f, "reference", 1), 0);
+    if (!f.s) return;
+    snprintf(f.reqs[0].xrid, sizeof f.reqs[0].xrid, "pdconf-abc-0");
+    if (sse) fx_ended(&f, 0, 200, 1, 40.0, 60.0); /* a stream committed at 40 ms, open to 60 */
+    else fx_ended(&f, 0, 502, 0, 50.66, 50.70);
+    for (int k = 0; k < 5; k++) {
+      char room[16];
+      snprintf(room, sizeof room, "%d", 100 + k);
+      pd_cf_mleg_t *l = fx_leg(&f, f.d0, room, arrive[k], arrive[k] + 0.3, -1, 200,
+                               PD_TRUTH_CANCELLED);
+      snprintf(l->xrid, sizeof l->xrid, "%s", f.reqs[0].xrid); /* the header, forwarded */
+    }
+    pd_cf_judge(&f.run);
+    PDT_EQ_INT(f.reqs[0].n_units, 5);
+    if (sse) PDT_TRUE(fx_got(&f) & PD_CONFORM_BIT(PD_INV_COMMIT));
+    else PDT_FALSE(fx_got(&f) & PD_CONFORM_BIT(PD_INV_COMMIT));
+    fx_free(&f);
+  }
+}
+
+/* Issue 9 item 4: the mock logs the runner's id in the prompt when the gateway's own
+ * X-Request-Id (a uuid4, as vLLM's proxies send) is not the runner's. */
+static void test_mock_prefers_the_runners_id_to_a_foreign_header(void) {
+  static const char body[] = "{\"text\":\"pdconf-1a2b-7 hello\",\"stream\":true}";
+  char out[PD_MOCK_XRID_MAX];
+  pd_mreq_pick_xrid("3f2a9c0d5e6b47a8b9c0d1e2f3a4b5c6", body, sizeof body - 1, out, sizeof out);
+  PDT_EQ_STR(out, "pdconf-1a2b-7");
+  pd_mreq_pick_xrid("pdconf-1a2b-9", body, sizeof body - 1, out, sizeof out); /* forwarded */
+  PDT_EQ_STR(out, "pdconf-1a2b-9");
+  pd_mreq_pick_xrid(NULL, body, sizeof body - 1, out, sizeof out);
+  PDT_EQ_STR(out, "pdconf-1a2b-7");
+  pd_mreq_pick_xrid("abc", "{\"text\":\"hi\"}", 13, out, sizeof out); /* not a conform run */
+  PDT_EQ_STR(out, "abc");
+  pd_mreq_pick_xrid(NULL, "{}", 2, out, sizeof out);
+  PDT_EQ_STR(out, "");
+}
+
+int pdt_suite_conform_judge(void) {
+  static const pdt_case_t cases[] = {
+      {"judge ties attempts by how requests ended", test_judge_ties_attempts_by_how_requests_ended},
+      {"judge: no I6 for a leg arriving after the client's end",
+       test_judge_no_i6_for_a_leg_arriving_after_the_clients_end},
+      {"mock prefers the runner's id to a foreign X-Request-Id",
+       test_mock_prefers_the_runners_id_to_a_foreign_header},
+  };
+  return PDT_SUITE("conform_judge", cases);
+}
