@@ -92,12 +92,6 @@ static uint32_t live_legs(const pd_rq_t *rq) {
   return n;
 }
 
-static int has_doomed(const pd_rq_t *rq) {
-  for (uint32_t i = 0; i < rq->n_legs; i++)
-    if (rq->legs[i]->is_doomed) return 1;
-  return 0;
-}
-
 /* R-FAIL-PRECOMMIT: `bad` failed (NULL: the first-token deadline, every open leg timed
  * out). Give up the other leg, exclude the failed worker(s), retry or answer with the
  * preserved status (R-STATUS). */
@@ -520,7 +514,7 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
     settle(gw, rq);
     return;
   case DL_BACKOFF:
-    if (has_doomed(rq)) { /* the last attempt's legs are settled first (0 means none) */
+    if (live_legs(rq) < rq->n_legs) { /* the last attempt's legs are settled first (0 means none) */
       uint64_t at = rq->settle_at > gw->now ? rq->settle_at : gw->now;
       rq->dl[DL_BACKOFF] = at ? at : 1;
       return;
