@@ -94,16 +94,21 @@ static void test_slow_client_backpressure(void) {
     int running = 1;
     long buffered = -1, pauses = -1;
     /* bounded by time (120 s: 10 MB through ASan builds on a loaded 2-core machine) and by
-       turns; the pause is measured in time, not turns, so a slow machine still pauses 0.5 s */
-    uint64_t t0 = pdt_now_ms();
+       turns. The client stops reading for at least 0.5 s (more than the 200 ms idle timeout)
+       and until the gateway has paused decode, which takes filling the kernel's buffers first
+       (up to 10 s on a slow machine; past that, the assertion below fails). */
+    uint64_t t0 = pdt_now_ms(), t_look = 0;
     int resumed = 0;
     for (int t = 0; t < 1000000 && running && pdt_now_ms() - t0 < 120000; t++) {
       curl_multi_perform(m, &running);
       curl_multi_poll(m, NULL, 0, 10, NULL);
-      if (!resumed && pdt_now_ms() - t0 >= 500) { /* 0.5 s without reading: decode paused */
+      uint64_t now = pdt_now_ms();
+      if (!resumed && now - t0 >= 500 && now - t_look >= 50) {
+        t_look = now;
+        pauses = metric(g.port, "pdref_upstream_pauses_total");
+        if (pauses < 1 && now - t0 < 10000) continue; /* decode not held back yet */
         resumed = 1;
         buffered = metric(g.port, "pdref_client_buffered_bytes_max");
-        pauses = metric(g.port, "pdref_upstream_pauses_total");
         s.paused_until_told = 0;
         curl_easy_pause(e, CURLPAUSE_CONT);
       }
