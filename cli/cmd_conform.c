@@ -1,4 +1,4 @@
-/* `pdref conform`: run scenarios against any PD gateway over real sockets (net/pd_conform.h)
+/* `pdref conform`: run scenarios against any PD gateway over real sockets (net/conform/pd_conform.h)
  * and print the verdict table of `pdref sim run`, last line
  * `conform: N passed, M failed, K not exercised`. */
 #include <cjson/cJSON.h>

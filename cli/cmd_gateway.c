@@ -1,4 +1,4 @@
-/* `pdref gateway`: the real PD gateway on the dispatch core (net/pd_gateway.h). Parses the
+/* `pdref gateway`: the real PD gateway on the dispatch core (net/gateway/pd_gateway.h). Parses the
  * flags, raises the descriptor limit, runs the loop until SIGINT/SIGTERM. */
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* `pdref mock`: one SGLang-like prefill or decode worker on real sockets (net/pd_mock.h,
+/* `pdref mock`: one SGLang-like prefill or decode worker on real sockets (mock_workers/server/pd_mock.h,
  * docs/mock.md). Parses the flags, loads the worker from a scenario file if asked, prints
  * one ready line with the bound ports, and serves until SIGINT/SIGTERM. */
 #include <errno.h>

@@ -4,7 +4,7 @@
  * and inter-token gaps of streaming /generate requests three ways: straight to the decode
  * (direct), client-driven PD with bootstrap fields (pd, no gateway), and through the gateway;
  * then relay throughput with token_ms 0. Prints what the gateway adds, its RSS and CPU, and
- * the issue's targets (docs/benchmarks.md). The client is net/pd_netbench.c. */
+ * the issue's targets (docs/benchmarks.md). The client is net/bench/pd_netbench.c. */
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* pd_wshared: the parts of the SGLang-like worker model that the simulator
- * (mock_workers/pd_wmodel.c) and the real-socket mock (net/pd_mock*.c) share, so both pick
+ * (mock_workers/pd_wmodel.c) and the real-socket mock (mock_workers/server/pd_mock*.c) share, so both pick
  * the same faults by the same rules and write the same bytes: fault selection and wire
  * rendering (W6.3, W6.4). Pure functions: no world, no clock, no socket. */
 #ifndef PD_WSHARED_H
@@ -22,7 +22,7 @@ typedef struct pd_wpick {
 /* A leg as the traffic faults (the scenario's top-level "faults") see it. The caller keeps the
  * ledger: leg_no is this leg's number among the legs of its role of its request, counted in
  * the order they reached a worker (the simulator per request; the socket mocks in a shared
- * file, net/pd_mock_ledger.c), and owner holds, per traffic fault, the worker index + 1 a
+ * file, mock_workers/server/pd_mock_ledger.c), and owner holds, per traffic fault, the worker index + 1 a
  * sticky fault stuck to (0: none yet). */
 typedef struct pd_wtraffic {
   const pd_tfault_t *tf;

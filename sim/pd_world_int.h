@@ -114,7 +114,7 @@ void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq); /* judge (once) + f
 void pd_world_judge(struct pd_world *w, pd_creq_t *rq);
 void pd_world_creq_free(pd_creq_t *rq); /* free a request and its legs */
 /* The client's request body for rq under the workload (route, stream, logprob, batch,
- * tokens); shared with the socket runner (net/pd_conform_client.c), which puts its request
+ * tokens); shared with the socket runner (net/conform/pd_conform_client.c), which puts its request
  * id (tag, [a-z0-9-] only) at the start of every prompt; the simulator passes NULL. Returns
  * its length or 0. */
 size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, const char *tag,

@@ -1,4 +1,4 @@
-/* pdt_gateway: the real-socket gateway (net/pd_gateway.h) on 127.0.0.1 ephemeral ports for
+/* pdt_gateway: the real-socket gateway (net/gateway/pd_gateway.h) on 127.0.0.1 ephemeral ports for
  * test_gateway*.c: a tiny fake worker (libmicrohttpd, a thread per connection) answers
  * /generate with a fixed SSE stream, a 503, or a slow stream, and records what it saw
  * (requests, rids, aborts, early closes); the gateway runs its loop in a thread; the client

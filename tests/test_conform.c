@@ -1,4 +1,4 @@
-/* pdref conform (net/pd_conform.h) through the real pdref binary: `pdref mock` children and
+/* pdref conform (net/conform/pd_conform.h) through the real pdref binary: `pdref mock` children and
  * `pdref gateway --mode M`, on 127.0.0.1 ephemeral ports. The verdict on the socket-judged
  * invariants must equal the simulator's for a representative subset in all four modes, and no
  * process started by a run may outlive it (also when the gateway command fails). The binary

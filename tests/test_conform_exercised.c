@@ -1,4 +1,4 @@
-/* Did a conform row test anything (net/pd_conform_exercised.c, net/pd_conform_warmup.c)?
+/* Did a conform row test anything (net/conform/pd_conform_exercised.c, net/conform/pd_conform_warmup.c)?
  * Real processes on 127.0.0.1: a gateway that answers every request itself, pdref's gateway,
  * and pdref's gateway behind a slow proxy (tests/pdt_proxy.py). Issue 9 items 1 and 3. */
 #include <signal.h>

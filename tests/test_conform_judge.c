@@ -1,4 +1,4 @@
-/* The judge of a socket run (net/pd_conform_judge.c) on hand-built mock logs: legs tied to
+/* The judge of a socket run (net/conform/pd_conform_judge.c) on hand-built mock logs: legs tied to
  * requests without X-Request-Id, and I6 read from the client's commit window. No process
  * starts: a fixture holds the run, its requests and the legs the mocks would have logged. */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* I4 over real sockets, from the gateway's /metrics (net/pd_conform_metrics.c): the counting
+/* I4 over real sockets, from the gateway's /metrics (net/conform/pd_conform_metrics.c): the counting
  * argument on its own, then pdref's gateway in pr1150 and reference mode behind real mocks. */
 #include <signal.h>
 #include <stdlib.h>

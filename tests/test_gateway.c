@@ -1,4 +1,4 @@
-/* The real-socket gateway (net/pd_gateway.h) against fake workers (tests/pdt_gateway.h):
+/* The real-socket gateway (net/gateway/pd_gateway.h) against fake workers (tests/pdt_gateway.h):
  * streams pass through, retries, bad input, a client gone, local routes, the connection
  * limit, resets on reused connections, X-Request-Id. A client that stops reading is in
  * test_gateway_slow.c. Every wait is bounded. */

@@ -1,4 +1,4 @@
-/* Hostile HTTP input on the real sockets (issue 10; net/pd_httpd.h): the built `pdref gateway`
+/* Hostile HTTP input on the real sockets (issue 10; net/httpd/pd_httpd.h): the built `pdref gateway`
  * (a prefill and a decode mock behind it) and a `pdref mock` on its own, each started as a
  * child process on 127.0.0.1 ephemeral ports with a healthy stream running alongside. Every
  * input is sent with raw sockets; each test asserts the status and JSON body, the time to the

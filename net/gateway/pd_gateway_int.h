@@ -1,4 +1,4 @@
-/* Internal to net/pd_gateway*.c and net/pd_gw_*.c: the loop object, the client connection,
+/* Internal to net/gateway/pd_gateway*.c and net/gateway/pd_gw_*.c: the loop object, the client connection,
  * the core request record and the upstream transfer, shared by the loop (pd_gateway.c), the
  * HTTP side (pd_gw_http.c) and the libcurl side (pd_gw_upstream.c). */
 #ifndef PD_GATEWAY_INT_H

@@ -1,4 +1,4 @@
-/* I4 from a gateway's /metrics (net/pd_conform_metrics.c). */
+/* I4 from a gateway's /metrics (net/conform/pd_conform_metrics.c). */
 #ifndef PD_CONFORM_METRICS_H
 #define PD_CONFORM_METRICS_H
 

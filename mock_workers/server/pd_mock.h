@@ -16,7 +16,7 @@
  * its prefill tails eight times over. */
 #define PD_MOCK_MAX_LEGS 4096u
 /* Simultaneous HTTP connections (default of --max-connections): the mock counts them and
- * answers 503 beyond, below libmicrohttpd's own limit (net/pd_httpd.h). */
+ * answers 503 beyond, below libmicrohttpd's own limit (net/httpd/pd_httpd.h). */
 #define PD_MOCK_MAX_CONNECTIONS 2048u
 /* A request must be whole (headers and body) this long after the accept or the previous
  * response (default of --client-deadline-s), else 408. */
@@ -57,7 +57,7 @@ typedef struct pd_mock_config {
   uint32_t n_tfaults;
   uint32_t n_requests;           /* workload.requests: the ledger's size */
   const char *ledger_path;       /* fault ledger shared with the run's other mocks; NULL: a
-                                    private one (net/pd_mock_ledger.h) */
+                                    private one (mock_workers/server/pd_mock_ledger.h) */
   FILE *log;                     /* event log (JSON lines) or NULL; not closed by the mock */
   uint32_t max_connections;      /* HTTP connections at once; 0: PD_MOCK_MAX_CONNECTIONS */
   uint32_t client_deadline_s;    /* a whole request; 0: PD_MOCK_CLIENT_DEADLINE_S */

@@ -1,4 +1,4 @@
-/* Internal to net/pd_httpd*.c. */
+/* Internal to net/httpd/pd_httpd*.c. */
 #ifndef PD_HTTPD_INT_H
 #define PD_HTTPD_INT_H
 #include "pd_httpd.h"

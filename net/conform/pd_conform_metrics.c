@@ -1,5 +1,5 @@
 /* I4 on sockets, from what the gateway says it recorded: its Prometheus exposition
- * (`pdref_worker_outcomes_total{role,worker,outcome}`, net/pd_gw_metrics.c) read once the run
+ * (`pdref_worker_outcomes_total{role,worker,outcome}`, net/gateway/pd_gw_metrics.c) read once the run
  * has settled, against the truth of every leg in the mocks' logs.
  *
  * Outcomes are counted per worker, not per leg, so the judgement is a feasibility test: is

@@ -14,7 +14,7 @@
 #define PD_GATEWAY_DEFAULT_MAX_CONNECTIONS 1024u
 #define PD_GATEWAY_DEFAULT_CLIENT_TIMEOUT_S 30u
 /* A client request must be whole (headers and body) this long after the accept or the
- * previous response (net/pd_httpd.h), whatever it trickles. */
+ * previous response (net/httpd/pd_httpd.h), whatever it trickles. */
 #define PD_GATEWAY_DEFAULT_CLIENT_DEADLINE_S 10u
 #define PD_GATEWAY_DEFAULT_ABORT_TIMEOUT_MS 2000u
 /* How long "the instant" of R-CANCEL lasts on sockets: a leg given up still has this long to

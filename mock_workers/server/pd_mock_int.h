@@ -1,4 +1,4 @@
-/* Internal to net/pd_mock*.c and net/pd_bootstrap.c: the mock's state and the calls its
+/* Internal to mock_workers/server/pd_mock*.c and mock_workers/server/pd_bootstrap.c: the mock's state and the calls its
  * parts make on each other. Threads: libmicrohttpd's polling thread runs the HTTP callbacks
  * (pd_mock_http.c), the engine thread runs timers, the bootstrap sockets and the accept loop
  * (pd_mock.c, pd_bootstrap.c). Both hold m->mu for every touch of the state below; only the

@@ -1,4 +1,4 @@
-/* Internal to net/pd_conform*.c: one run of one scenario (processes, client requests, the
+/* Internal to net/conform/pd_conform*.c: one run of one scenario (processes, client requests, the
  * mocks' legs as read from their logs) and the calls the parts make on each other. Times are
  * run-relative nanoseconds on CLOCK_MONOTONIC (the clock of the mocks' t_us), 0 = "never". */
 #ifndef PD_CONFORM_INT_H
