@@ -20,6 +20,7 @@ void pd_actbuf_init(pd_actbuf_t *b, const pd_alloc_t *alloc) {
 
 void pd_actbuf_reset(pd_actbuf_t *b) {
   b->n = 0;
+  b->step_start = 0;
   b->is_overflow = 0;
   struct pd_actblock *blk = b->blocks;
   if (!blk) return;
@@ -45,7 +46,7 @@ pd_action_t *pd_actbuf_push(pd_actbuf_t *b);
 const uint8_t *pd_actbuf_keep(pd_actbuf_t *b, const void *p, size_t len);
 
 pd_action_t *pd_actbuf_push(pd_actbuf_t *b) {
-  if (b->n >= PD_MAX_ACTIONS_PER_EVENT) {
+  if (b->n - b->step_start >= PD_MAX_ACTIONS_PER_EVENT) {
     b->is_overflow = 1;
     return NULL;
   }

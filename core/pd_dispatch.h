@@ -1,7 +1,9 @@
 /* pd_dispatch: the sans-IO PD dispatch core. A gateway object owns the worker table
  * (breakers, loads, policies) and one state machine per client request. A driver (the
  * simulator, or the real-socket gateway) feeds it events with the current time and carries
- * out the actions it emits; the core never touches a socket, a clock or a global.
+ * out the actions it emits; the core never touches a socket, a clock or a global. The core
+ * owns its deadlines: the driver asks for the next one (pd_gw_get_expiry) and calls
+ * pd_gw_handle_expiry when its clock passes it, as ngtcp2's get_expiry / handle_expiry.
  *
  * Modes: `joined` (smg HEAD), `pr1150` (the seed), `minilb` (SGLang mini_lb) and `reference`
  * (pdref's rules, docs/spec.md). See docs/spec.md for the state diagram. */
@@ -26,7 +28,8 @@
 #define PD_MAX_LEGS (2u * PD_MAX_ATTEMPTS)
 /* Bytes of one leg's body the core buffers (prefill drain, non-stream decode, held events). */
 #define PD_MAX_LEG_BUFFER_BYTES (8u * 1024u * 1024u)
-/* Actions one event may produce: bounded by legs x (close, outcome, load) + client output. */
+/* Actions one step may produce (one event, or one request's expiry within
+ * pd_gw_handle_expiry): bounded by legs x (close, outcome, load) + client output. */
 #define PD_MAX_ACTIONS_PER_EVENT 256u
 
 typedef enum {
@@ -59,9 +62,8 @@ typedef enum {
   PD_EV_UP_DATA = 2,        /* req_id, leg_id, data/len */
   PD_EV_UP_END = 3,         /* req_id, leg_id: body ended cleanly */
   PD_EV_UP_ERROR = 4,       /* req_id, leg_id, uperr */
-  PD_EV_TIMER = 5,          /* req_id, timer_gen (from the PD_ACT_TIMER it answers) */
-  PD_EV_CLIENT_GONE = 6,    /* req_id: the client closed its connection */
-  PD_EV_CLIENT_BLOCKED = 7, /* req_id, status 1: the client stopped taking the response and the
+  PD_EV_CLIENT_GONE = 5,    /* req_id: the client closed its connection */
+  PD_EV_CLIENT_BLOCKED = 6, /* req_id, status 1: the client stopped taking the response and the
                                driver stopped reading decode (backpressure); status 0: it
                                reads again. The idle deadline waits meanwhile (R-BACKPRESSURE) */
 } pd_event_kind_t;
@@ -72,7 +74,6 @@ typedef struct pd_event {
   uint64_t leg_id;
   int status;
   pd_uperr_t uperr;
-  uint64_t timer_gen;
   const char *path;
   const uint8_t *data;
   size_t len;
@@ -86,16 +87,15 @@ typedef enum {
   PD_ACT_CLIENT_HEAD = 2, /* status, flag = 1 for text/event-stream, 0 for JSON */
   PD_ACT_CLIENT_DATA = 3, /* data/len */
   PD_ACT_CLIENT_END = 4,  /* flag = 1: abort the connection (no clean end); 0: clean end */
-  PD_ACT_TIMER = 5,       /* deadline_ns, timer_gen: deliver PD_EV_TIMER at deadline */
-  PD_ACT_OUTCOME = 6,     /* role, worker, leg_id, flag = pd_outcome_t, status (HTTP status
+  PD_ACT_OUTCOME = 5,     /* role, worker, leg_id, flag = pd_outcome_t, status (HTTP status
                              recorded by status-based modes, else 0) */
-  PD_ACT_LOAD = 7,        /* role, worker, flag = +1 acquire / -1 release */
-  PD_ACT_BREAKER = 8,     /* role, worker, flag = new pd_breaker_state_t */
-  PD_ACT_ATTEMPT = 9,     /* status = attempt number (1-based), flag = prefill worker,
+  PD_ACT_LOAD = 6,        /* role, worker, flag = +1 acquire / -1 release */
+  PD_ACT_BREAKER = 7,     /* role, worker, flag = new pd_breaker_state_t */
+  PD_ACT_ATTEMPT = 8,     /* status = attempt number (1-based), flag = prefill worker,
                              worker = decode worker. An attempt that failed at selection
                              (breakers open, nobody eligible) is emitted too, with flag -1
                              and/or worker UINT32_MAX for the role that had nobody */
-  PD_ACT_DONE = 10,       /* the request object is gone: every leg closed */
+  PD_ACT_DONE = 9,        /* the request object is gone: every leg closed */
 } pd_action_kind_t;
 
 typedef struct pd_action {
@@ -107,7 +107,6 @@ typedef struct pd_action {
   int status;
   int flag;
   uint64_t deadline_ns;
-  uint64_t timer_gen;
   const char *str;
   const uint8_t *data;
   size_t len;
@@ -119,7 +118,8 @@ typedef struct pd_actbuf {
   pd_action_t *v;
   size_t n, cap;
   struct pd_actblock *blocks; /* byte arena for action payloads, never moved */
-  int is_overflow;            /* more than PD_MAX_ACTIONS_PER_EVENT were produced */
+  size_t step_start;          /* first action of the step being produced */
+  int is_overflow;            /* a step produced more than PD_MAX_ACTIONS_PER_EVENT */
 } pd_actbuf_t;
 
 void pd_actbuf_init(pd_actbuf_t *b, const pd_alloc_t *alloc);
@@ -173,11 +173,35 @@ int pd_gw_add_worker(pd_gw_t *gw, pd_role_t role, const char *name, const char *
                      int bootstrap_port);
 
 /* Feed one event at time now_ns; append resulting actions to out. Unknown or stale ids
- * (closed legs, old timer generations, finished requests) are ignored and return 0.
+ * (closed legs, finished requests) are ignored and return 0. now_ns never goes back: a driver
+ * passes the same clock to pd_gw_feed and pd_gw_handle_expiry.
  * Returns 0, PD_ERR_NOMEM (the request concerned is failed with a 500 where possible),
  * PD_ERR_INVAL (malformed event). A bad client request is not an error of this call: it
  * produces a 4xx client response. */
 int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *out);
+
+/* Deadlines. Each live request has at most one deadline armed in the core, the earliest of
+ * its timeouts (docs/spec.md R-TIMEOUT), its backoff and its end-of-instant settle (R-CANCEL);
+ * they are kept in one min-heap keyed by (deadline, seq), seq the order in which they were
+ * armed, so the heap never holds more entries than live requests and a request's entry
+ * leaves it when the request ends. A deadline that does not move keeps its place.
+ *
+ * pd_gw_get_expiry: the earliest armed deadline in ns, UINT64_MAX when none. It changes only
+ * in pd_gw_feed and pd_gw_handle_expiry: ask again after each call.
+ *
+ * pd_gw_handle_expiry: fire, in (deadline, seq) order, every deadline <= now_ns armed before
+ * the call, appending the actions each produces to out (the actions a request's expiry
+ * produces are contiguous, as for one event). A deadline armed while firing, even one due at
+ * once (the settle of legs given up now, R-CANCEL), waits for the next call, so the driver
+ * delivers the I/O events of the instant it already holds first. Nothing is due when now_ns <
+ * pd_gw_get_expiry: nothing is emitted. Returns 0, or PD_ERR_INVAL (NULL argument).
+ *
+ * A driver's loop: wait until min(pd_gw_get_expiry, its own I/O); feed what arrived; when the
+ * clock reaches the expiry call pd_gw_handle_expiry(now); carry out the actions. */
+uint64_t pd_gw_get_expiry(const pd_gw_t *gw);
+int pd_gw_handle_expiry(pd_gw_t *gw, uint64_t now_ns, pd_actbuf_t *out);
+/* Deadlines armed (one per request at most): for tests and drivers' metrics. */
+size_t pd_gw_deadlines_armed(const pd_gw_t *gw);
 
 /* Observability for drivers and tests. */
 uint32_t pd_gw_worker_count(const pd_gw_t *gw, pd_role_t role);

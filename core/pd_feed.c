@@ -1,4 +1,6 @@
-/* Event routing (pd_gw_feed), attempt start (selection + bootstrap), and timer arming. */
+/* Event routing (pd_gw_feed), attempt start (selection + bootstrap), and the deadlines
+ * (one heap entry per request: pd_gw_get_expiry, pd_gw_handle_expiry). */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -143,8 +145,27 @@ int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
   return 0;
 }
 
-/* ---------- timers ---------- */
+/* ---------- deadlines ---------- */
 
+/* A deadline entry's c is its request (the heap's items carry integers). */
+static pd_rq_t *entry_rq(const pd_heap_item_t *it) { return (pd_rq_t *)(uintptr_t)it->c; }
+
+static void deadline_track(const pd_heap_item_t *it, size_t index) {
+  entry_rq(it)->dl_index = index;
+}
+
+void pd_gw_deadlines_init(pd_gw_t *gw) {
+  pd_heap_init(&gw->deadlines, gw->alloc, 0);
+  pd_heap_set_track(&gw->deadlines, deadline_track);
+}
+
+static void disarm(pd_gw_t *gw, pd_rq_t *rq) {
+  if (rq->dl_index != PD_HEAP_NONE) pd_heap_remove(&gw->deadlines, rq->dl_index, NULL);
+  assert(rq->dl_index == PD_HEAP_NONE);
+}
+
+/* Arm the request's earliest deadline. One that does not move keeps its entry, and so its
+ * place among equal deadlines; one that moves is armed anew, after those already armed. */
 static void rearm(pd_gw_t *gw, pd_rq_t *rq) {
   uint64_t t = rq->is_settle_due ? rq->settle_at : UINT64_MAX; /* may be 0: MAX = none */
   for (int i = 0; i < DL_COUNT; i++)
@@ -154,20 +175,16 @@ static void rearm(pd_gw_t *gw, pd_rq_t *rq) {
     if (d && (rq->legs[i]->state == LEG_OPEN || rq->legs[i]->state == LEG_HEAD) && d < t)
       t = d;
   }
-  int any = t != UINT64_MAX;
-  if (any == rq->is_armed && (!any || t == rq->armed_ns)) return;
-  rq->is_armed = any;
-  rq->armed_ns = any ? t : 0;
-  rq->timer_gen++;
-  if (!any) return;
-  pd_action_t *a = pd_gw_emit(gw, PD_ACT_TIMER, rq);
-  a->deadline_ns = t;
-  a->timer_gen = rq->timer_gen;
+  if (rq->dl_index != PD_HEAP_NONE && gw->deadlines.v[rq->dl_index].t_ns == t) return;
+  disarm(gw, rq);
+  if (t == UINT64_MAX) return;
+  pd_heap_item_t it = {.t_ns = t, .b = rq->id, .c = (uint64_t)(uintptr_t)rq};
+  int rc = pd_heap_push(&gw->deadlines, &it); /* cannot fail: room kept per live request */
+  assert(rc == 0);
+  (void)rc;
 }
 
 static void fire_deadlines(pd_gw_t *gw, pd_rq_t *rq, const pd_mode_ops_t *ops) {
-  rq->armed_ns = 0;
-  rq->is_armed = 0;
   if (rq->is_settle_due && rq->settle_seq != gw->feed_seq && rq->settle_at <= gw->now) {
     /* the end of an earlier step's instant: settle first */
     rq->is_settle_due = 0;
@@ -209,6 +226,7 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
   pd_rq_t *rq = pd_calloc(gw->alloc, 1, sizeof *rq);
   if (!rq) return PD_ERR_NOMEM;
   rq->id = ev->req_id;
+  rq->dl_index = PD_HEAP_NONE;
   rq->t_start_ns = gw->now;
   char err[256];
   int rc = pd_request_parse(&rq->req, gw->alloc, ev->path ? ev->path : "",
@@ -223,7 +241,9 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
     pd_free(gw->alloc, rq);
     return 0;
   }
-  if ((rc = pd_map_put(gw->alloc, &gw->map, rq->id, rq))) {
+  /* room for one deadline per live request, so arming one never fails */
+  if ((rc = pd_heap_reserve(&gw->deadlines, gw->map.len + 1)) ||
+      (rc = pd_map_put(gw->alloc, &gw->map, rq->id, rq))) {
     pd_request_free(&rq->req);
     pd_free(gw->alloc, rq);
     return rc;
@@ -257,6 +277,7 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
   gw->out = out;
   gw->now = now_ns;
   gw->feed_seq++;
+  out->step_start = out->n;
   if (ev->kind == PD_EV_CLIENT_REQUEST) {
     int rc = client_request(gw, ev);
     size_t slot = pd_map_find(&gw->map, ev->req_id);
@@ -292,10 +313,6 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
     leg->state = LEG_FAILED;
     ops->on_error(gw, rq, leg, ev->uperr);
     break;
-  case PD_EV_TIMER:
-    if (ev->timer_gen != rq->timer_gen) return 0;
-    fire_deadlines(gw, rq, ops);
-    break;
   case PD_EV_CLIENT_BLOCKED:
     /* A stall the client causes is nobody's upstream fault: the idle deadline (reference)
        is suspended while the driver holds decode back, and restarts in full after. The
@@ -326,10 +343,42 @@ void pd_gw_finish(pd_gw_t *gw, size_t slot) {
     pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
     pd_gw_emit(gw, PD_ACT_DONE, rq);
     pd_map_del(&gw->map, slot);
+    disarm(gw, rq);
     pd_gw_rq_free(gw, rq);
     return;
   }
   if (rq->client_done && !rq->dl[DL_TAIL] && gw->cfg.prefill_tail_timeout_ns)
     rq->dl[DL_TAIL] = gw->now + gw->cfg.prefill_tail_timeout_ns; /* R-TAIL */
   rearm(gw, rq);
+}
+
+uint64_t pd_gw_get_expiry(const pd_gw_t *gw) {
+  const pd_heap_item_t *top = pd_heap_peek(&gw->deadlines);
+  return top ? top->t_ns : UINT64_MAX;
+}
+
+size_t pd_gw_deadlines_armed(const pd_gw_t *gw) { return pd_heap_len(&gw->deadlines); }
+
+int pd_gw_handle_expiry(pd_gw_t *gw, uint64_t now_ns, pd_actbuf_t *out) {
+  if (!gw || !out) return PD_ERR_INVAL;
+  gw->out = out;
+  gw->now = now_ns;
+  const pd_mode_ops_t *ops = mode_ops(gw);
+  /* Entries armed from here on carry a seq >= armed_before and t >= now_ns (every deadline is
+   * now or later), so they sort after every due entry armed before: the first one on top
+   * ends the call. Each earlier entry fires at most once: the length bounds the loop. */
+  const uint64_t armed_before = gw->deadlines.next_seq;
+  for (size_t guard = pd_heap_len(&gw->deadlines); guard > 0; guard--) {
+    const pd_heap_item_t *top = pd_heap_peek(&gw->deadlines);
+    if (!top || top->t_ns > now_ns || top->seq >= armed_before) break;
+    pd_rq_t *rq = entry_rq(top);
+    pd_heap_pop(&gw->deadlines, NULL);
+    size_t slot = pd_map_find(&gw->map, rq->id);
+    assert(slot != SIZE_MAX && gw->map.vals[slot] == rq); /* a freed request is disarmed */
+    gw->feed_seq++; /* each request's expiry is a step of its own (DL_SETTLE) */
+    out->step_start = out->n;
+    fire_deadlines(gw, rq, ops);
+    pd_gw_finish(gw, slot);
+  }
+  return 0;
 }

@@ -153,6 +153,7 @@ pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t
   gw->rng = rng;
   gw->next_leg_id = 1;
   for (int r = 0; r < 2; r++) pd_policy_init(&gw->policy[r], cfg->policy[r]);
+  pd_gw_deadlines_init(gw);
   return gw;
 }
 
@@ -176,6 +177,7 @@ void pd_gw_del(pd_gw_t *gw) {
     if (gw->map.keys[i] && gw->map.keys[i] != TOMB) pd_gw_rq_free(gw, gw->map.vals[i]);
   pd_free(gw->alloc, gw->map.keys);
   pd_free(gw->alloc, gw->map.vals);
+  pd_heap_free(&gw->deadlines);
   for (int r = 0; r < 2; r++)
     for (uint32_t i = 0; i < gw->n_workers[r]; i++) {
       pd_free(gw->alloc, gw->workers[r][i].name);

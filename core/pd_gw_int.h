@@ -3,6 +3,7 @@
 #ifndef PD_GW_INT_H
 #define PD_GW_INT_H
 #include "pd_dispatch.h"
+#include "pd_heap.h"
 #include "pd_sse.h"
 
 typedef struct pd_worker {
@@ -58,8 +59,8 @@ typedef enum {
 } pd_rq_state_t;
 #define PD_RQ_STATE_COUNT 8
 
-/* Named deadlines of a request; the armed timer is the least non-zero one. DL_SETTLE is not
- * stored in dl[]: it is the end of the instant in which legs were given up
+/* Named deadlines of a request; the one armed in gw->deadlines is the least non-zero one.
+ * DL_SETTLE is not stored in dl[]: it is the end of the instant in which legs were given up
  * (rq->is_settle_due), handled before every other deadline, so a retry due at the same time
  * starts only after they are settled. */
 enum { DL_BACKOFF = 0, DL_FIRST = 1, DL_IDLE = 2, DL_TOTAL = 3, DL_TAIL = 4, DL_COMMIT = 5,
@@ -89,10 +90,8 @@ typedef struct pd_rq {
   int is_settle_due;   /* DL_SETTLE: given-up legs wait for the end of this instant */
   uint64_t settle_at;  /* when it ends: the giving-up step's time + cfg.settle_ns */
   uint64_t settle_seq; /* gw->feed_seq of the step that armed DL_SETTLE: it fires in a later
-                          step (a timer at the same instant), never in that one */
-  int is_armed;        /* a timer is armed, at armed_ns (which may be 0) */
-  uint64_t armed_ns;
-  uint64_t timer_gen;
+                          step (an expiry at the same instant), never in that one */
+  size_t dl_index;     /* its entry in gw->deadlines, PD_HEAP_NONE when nothing is armed */
   pd_buf_t prefill_lp; /* prefill's logprob source (event payload or JSON body) */
   int prefill_lp_ready;
   int is_prefill_lost; /* reference: this attempt's prefill broke after its 200 head; decode
@@ -117,6 +116,8 @@ struct pd_gw {
   pd_actbuf_t *out; /* during feed */
   uint64_t now;     /* during feed */
   uint64_t feed_seq; /* steps fed so far (DL_SETTLE waits for a later one) */
+  pd_heap_t deadlines; /* each live request's earliest deadline, at most one entry each,
+                          keyed by (deadline, arming order); indexed by rq->dl_index */
   pd_action_t scratch; /* sink for actions beyond PD_MAX_ACTIONS_PER_EVENT (flagged) */
 };
 
@@ -166,8 +167,10 @@ void pd_gw_rq_free(pd_gw_t *gw, pd_rq_t *rq);
 void pd_gw_load_acquire(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w);
 /* Start the request's next attempt and hand the result to the mode (pd_feed.c). */
 void pd_gw_begin(pd_gw_t *gw, pd_rq_t *rq);
-/* After an event: free the request if it is over, else re-arm its timer. */
+/* After an event: free the request if it is over, else re-arm its deadline. */
 void pd_gw_finish(pd_gw_t *gw, size_t slot);
+/* The deadline heap, indexed by rq->dl_index (pd_gw_new). */
+void pd_gw_deadlines_init(pd_gw_t *gw);
 
 /* --- modes --- */
 typedef struct pd_mode_ops {

@@ -1,8 +1,10 @@
 #include "pd_heap.h"
 
+#include <assert.h>
+
 #include "pd_err.h"
 
-/* Default bound on queued events: 64 Mi items (2.5 GiB of 40-byte items) is far past any
+/* Default bound on queued events: 64 Mi items (3 GiB of 48-byte items) is far past any
  * scenario we run and stops a runaway event loop before it exhausts memory. */
 #define PD_HEAP_DEFAULT_MAX ((size_t)1 << 26)
 /* First allocation: one page-ish worth of items, so small runs grow at most a few times. */
@@ -20,6 +22,12 @@ void pd_heap_init(pd_heap_t *h, const pd_alloc_t *alloc, size_t max_items) {
   h->cap = 0;
   h->next_seq = 0;
   h->max_items = max_items ? max_items : PD_HEAP_DEFAULT_MAX;
+  h->track = NULL;
+}
+
+void pd_heap_set_track(pd_heap_t *h, pd_heap_track_fn track) {
+  assert(h->n == 0);
+  h->track = track;
 }
 
 void pd_heap_free(pd_heap_t *h) {
@@ -41,47 +49,91 @@ static int heap_grow(pd_heap_t *h) {
   return 0;
 }
 
+/* Move x up from the hole at i: parents that x precedes move down into the hole. is_tracked
+ * is a constant at each call, so the plain (simulator) heap pays nothing for tracking. */
+static inline void sift_up(pd_heap_t *h, size_t i, const pd_heap_item_t *x, int is_tracked) {
+  pd_heap_item_t *v = h->v;
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (!heap_less(x, &v[p])) break;
+    v[i] = v[p];
+    if (is_tracked) h->track(&v[i], i);
+    i = p;
+  }
+  v[i] = *x;
+  if (is_tracked) h->track(&v[i], i);
+}
+
+/* Move x down from the hole at i among the first n items: smaller children move up. */
+static inline void sift_down(pd_heap_t *h, size_t i, size_t n, const pd_heap_item_t *x,
+                             int is_tracked) {
+  pd_heap_item_t *v = h->v;
+  size_t c = 2 * i + 1;
+  while (c < n) {
+    if (c + 1 < n && heap_less(&v[c + 1], &v[c])) c++;
+    if (!heap_less(&v[c], x)) break;
+    v[i] = v[c];
+    if (is_tracked) h->track(&v[i], i);
+    i = c;
+    c = 2 * i + 1;
+  }
+  v[i] = *x;
+  if (is_tracked) h->track(&v[i], i);
+}
+
+int pd_heap_reserve(pd_heap_t *h, size_t n) {
+  if (n > h->max_items) return PD_ERR_LIMIT;
+  while (h->cap < n) {
+    int rc = heap_grow(h);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 int pd_heap_push(pd_heap_t *h, const pd_heap_item_t *it) {
   if (h->n >= h->max_items) return PD_ERR_LIMIT;
   if (h->n == h->cap) {
     int rc = heap_grow(h);
     if (rc) return rc;
   }
-  pd_heap_item_t *v = h->v;
   pd_heap_item_t x = *it;
   x.seq = h->next_seq++;
-  size_t i = h->n++;
   /* The new item carries the largest seq ever assigned, so it precedes a parent only on a
-   * smaller (time, tie). Parents move down into the hole. */
-  while (i > 0) {
-    size_t p = (i - 1) / 2;
-    if (!heap_less(&x, &v[p])) break;
-    v[i] = v[p];
-    i = p;
-  }
-  v[i] = x;
+   * smaller (time, tie). */
+  size_t i = h->n++;
+  if (h->track)
+    sift_up(h, i, &x, 1);
+  else
+    sift_up(h, i, &x, 0);
   return 0;
 }
 
 int pd_heap_pop(pd_heap_t *h, pd_heap_item_t *out) {
   if (h->n == 0) return 0;
-  pd_heap_item_t *v = h->v;
-  if (out) *out = v[0];
-  size_t n = --h->n;
-  if (n == 0) return 1;
-  /* Sift the last item down from the root through a hole: smaller children move up. */
-  const pd_heap_item_t last = v[n];
-  size_t i = 0;
-  size_t c = 1;
-  while (c < n) {
-    if (c + 1 < n && heap_less(&v[c + 1], &v[c])) c++;
-    if (!heap_less(&v[c], &last)) break;
-    v[i] = v[c];
-    i = c;
-    c = 2 * i + 1;
-  }
-  v[i] = last;
+  pd_heap_remove(h, 0, out);
   return 1;
+}
+
+void pd_heap_remove(pd_heap_t *h, size_t index, pd_heap_item_t *out) {
+  assert(index < h->n);
+  pd_heap_item_t *v = h->v;
+  if (h->track) h->track(&v[index], PD_HEAP_NONE);
+  if (out) *out = v[index];
+  size_t n = --h->n;
+  if (index == n) return;
+  /* The last item fills the hole: up if it precedes the hole's parent, else down. */
+  const pd_heap_item_t last = v[n];
+  int is_up = index > 0 && heap_less(&last, &v[(index - 1) / 2]);
+  if (h->track) {
+    if (is_up)
+      sift_up(h, index, &last, 1);
+    else
+      sift_down(h, index, n, &last, 1);
+  } else if (is_up) {
+    sift_up(h, index, &last, 0);
+  } else {
+    sift_down(h, index, n, &last, 0);
+  }
 }
 
 const pd_heap_item_t *pd_heap_peek(const pd_heap_t *h) { return h->n ? &h->v[0] : NULL; }

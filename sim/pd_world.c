@@ -104,13 +104,12 @@ static uint64_t splitmix(uint64_t z) {
 }
 
 /* The tie key of an event: equal for every event of one channel (a leg's messages in each
- * direction, its worker timers, a request's client and core timer, a worker's crash clock),
- * so a channel stays FIFO, and a hash of the channel and the tie seed between channels, so
- * a tie seed picks one order of same-instant events on different channels. A core timer due
- * at once is the end of the instant (the reference's settle, R-CANCEL): it runs after every
- * other event of the instant, whatever the seed. */
-static uint64_t tie_key(const struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a,
-                        uint64_t b) {
+ * direction, its worker timers, a request's client, a worker's crash clock), so a channel
+ * stays FIFO, and a hash of the channel and the tie seed between channels, so a tie seed
+ * picks one order of same-instant events on different channels. The core's deadlines are not
+ * in this heap: they fire after every event of their instant, whatever the seed (run_until in
+ * pd_world_loop.c), so the end of the instant (the reference's settle, R-CANCEL) comes last. */
+static uint64_t tie_key(const struct pd_world *w, uint32_t kind, uint32_t a, uint64_t b) {
   if (!w->tie_seed) return 0;
   uint64_t ch;
   switch (kind) {
@@ -118,10 +117,6 @@ static uint64_t tie_key(const struct pd_world *w, uint64_t t, uint32_t kind, uin
   case EV_W2G: ch = 2ull << 60 | b; break;
   case EV_WTIMER: ch = 3ull << 60 | b; break;
   case EV_GONE: ch = 4ull << 60 | b; break;
-  case EV_CORE_TIMER:
-    if (t <= w->now) return UINT64_MAX; /* due at once: the end of the instant (settle_ns 0) */
-    ch = 5ull << 60 | b;
-    break;
   case EV_CRASH: case EV_RESTART: ch = 6ull << 60 | a; break;
   default: ch = 0; break; /* EV_ARRIVE */
   }
@@ -130,7 +125,7 @@ static uint64_t tie_key(const struct pd_world *w, uint64_t t, uint32_t kind, uin
 
 void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, uint64_t b,
                    uint64_t c) {
-  pd_heap_item_t it = {t, 0, kind, a, b, c, tie_key(w, t, kind, a, b)};
+  pd_heap_item_t it = {t, 0, kind, a, b, c, tie_key(w, kind, a, b)};
   pd_heap_push(&w->heap, &it);
 }
 

@@ -109,8 +109,6 @@ typedef struct pd_creq {
   uint32_t next_token;
   int token_error, saw_done, saw_error_event, events_after_done, first_event_seen;
   int logprob_state;     /* 0 unchecked, 1 ok, -1 wrong */
-  /* the core's timer: one queued heap entry per request, re-pushed when it fires stale */
-  uint64_t timer_queued, timer_want, timer_want_gen;
   /* I15: the world was healthy (no worker down, every breaker Closed as the core reported)
    * from arrival to the client's end; set by the driver (a socket run sets it from its crash
    * windows). 0: I15 is not judged for this request. */

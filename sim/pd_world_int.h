@@ -10,7 +10,6 @@
 enum {
   EV_ARRIVE = 1,  /* a = request index */
   EV_GONE,        /* b = req id */
-  EV_CORE_TIMER,  /* b = req id, c = gen */
   EV_G2W_OPEN,    /* b = leg id */
   EV_G2W_CLOSE,   /* b = leg id */
   EV_G2W_ABORT,   /* b = leg id */

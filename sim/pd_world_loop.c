@@ -175,14 +175,6 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
   case PD_ACT_CLIENT_HEAD:
   case PD_ACT_CLIENT_DATA:
   case PD_ACT_CLIENT_END: on_client(w, rq, a); break;
-  case PD_ACT_TIMER:
-    rq->timer_want = a->deadline_ns;
-    rq->timer_want_gen = a->timer_gen;
-    if (!rq->timer_queued || a->deadline_ns < rq->timer_queued) {
-      push(w, a->deadline_ns, EV_CORE_TIMER, 0, rq->id, a->timer_gen);
-      rq->timer_queued = a->deadline_ns;
-    }
-    break;
   case PD_ACT_OUTCOME:
     leg = pd_ptrmap_get(&w->legs, a->leg_id);
     if (leg) {
@@ -207,28 +199,23 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
   }
 }
 
-void pd_world_apply(struct pd_world *w) {
-  uint64_t ids[PD_MAX_ACTIONS_PER_EVENT];
-  size_t n_ids = 0;
-  for (size_t i = 0; i < w->acts.n; i++) {
-    const pd_action_t *a = &w->acts.v[i];
-    /* BREAKER actions carry the req of the request that observed them, not always live */
-    apply_one(w, a);
-    if (n_ids < PD_MAX_ACTIONS_PER_EVENT && (n_ids == 0 || ids[n_ids - 1] != a->req_id))
-      ids[n_ids++] = a->req_id;
-  }
-  for (size_t i = 0; i < n_ids; i++) {
-    pd_creq_t *rq = pd_ptrmap_get(&w->reqs, ids[i]);
-    if (rq) pd_world_try_retire(w, rq);
-  }
-}
-
-/* ---------- heap events ---------- */
-
 static void retire_by_id(struct pd_world *w, uint64_t req_id) {
   pd_creq_t *rq = pd_ptrmap_get(&w->reqs, req_id);
   if (rq) pd_world_try_retire(w, rq);
 }
+
+/* Carry out the actions of one step, or of several requests' expiries: a request's actions
+ * are contiguous (BREAKER actions carry the request that observed them), so it may retire
+ * once its run of actions is over. */
+void pd_world_apply(struct pd_world *w) {
+  for (size_t i = 0; i < w->acts.n; i++) {
+    const pd_action_t *a = &w->acts.v[i];
+    apply_one(w, a);
+    if (i + 1 == w->acts.n || w->acts.v[i + 1].req_id != a->req_id) retire_by_id(w, a->req_id);
+  }
+}
+
+/* ---------- heap events ---------- */
 
 /* Keep only part p of n of the rendered message (c = W2G_PART(p, n), 0: all of it). */
 static size_t slice(char *buf, size_t len, uint64_t c) {
@@ -300,21 +287,6 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = rq->id};
     pd_world_feed(w, &ev); /* may retire and free rq */
     retire_by_id(w, ev.req_id);
-    return;
-  }
-  case EV_CORE_TIMER: {
-    pd_creq_t *rq = pd_ptrmap_get(&w->reqs, it->b);
-    if (!rq || it->t_ns != rq->timer_queued) return; /* superseded by an earlier entry */
-    rq->timer_queued = 0;
-    if (rq->timer_want_gen != it->c) { /* re-armed later meanwhile: queue the wanted one */
-      if (rq->timer_want >= w->now) {
-        push(w, rq->timer_want, EV_CORE_TIMER, 0, rq->id, rq->timer_want_gen);
-        rq->timer_queued = rq->timer_want;
-      }
-      return;
-    }
-    pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = it->b, .timer_gen = it->c};
-    pd_world_feed(w, &ev);
     return;
   }
   case EV_G2W_OPEN: {
@@ -415,18 +387,33 @@ static void judge_leftovers(struct pd_world *w) {
   free(all);
 }
 
-/* Run events up to the horizon (an event past it stays queued for a later phase). */
+/* Fire the core's deadlines due now; one step, like an event. */
+static void expire(struct pd_world *w) {
+  pd_actbuf_reset(&w->acts);
+  pd_gw_handle_expiry(w->gw, w->now, &w->acts);
+  pd_world_apply(w);
+}
+
+/* Run events up to the horizon (an event past it stays queued for a later phase). The core's
+ * next deadline and the world's next event are merged by time; at the same instant the
+ * world's events go first, so a deadline fires after every event of its instant (as a socket
+ * driver fires a due deadline after the socket events it already holds). */
 static void run_until(struct pd_world *w, uint64_t horizon, const pd_world_opts_t *o, char *buf) {
   pd_world_stats_t *stats = w->stats;
   pd_heap_item_t it;
-  for (uint64_t n = 0; n < (1ull << 40) && pd_heap_pop(&w->heap, &it); n++) {
-    if (it.t_ns > horizon) {
-      pd_heap_push(&w->heap, &it);
-      break;
-    }
-    w->now = it.t_ns;
+  for (uint64_t n = 0; n < (1ull << 40); n++) {
+    const pd_heap_item_t *top = pd_heap_peek(&w->heap);
+    uint64_t expiry = pd_gw_get_expiry(w->gw), t = top ? top->t_ns : UINT64_MAX;
+    if (expiry < t) t = expiry;
+    if (t > horizon) break; /* nothing left before the horizon (t is UINT64_MAX when idle) */
+    w->now = t;
     stats->events++;
-    step(w, &it, buf);
+    if (top && top->t_ns == t) {
+      pd_heap_pop(&w->heap, &it);
+      step(w, &it, buf);
+    } else {
+      expire(w);
+    }
     for (size_t i = 0; i < w->n_dirty; i++) retire_by_id(w, w->dirty[i]);
     w->n_dirty = 0;
     if (o && o->progress && (n & 0xffff) == 0)

@@ -51,22 +51,6 @@ static inline void h_free(harness_t *h) {
   pd_gw_del(h->gw);
 }
 
-/* The last TIMER action in the buffer, if it is due now: the end of the instant (legs given
- * up are settled then, R-CANCEL). It is taken out of the buffer and returned. */
-static inline int h_take_due_timer(harness_t *h, uint64_t *gen) {
-  size_t last = SIZE_MAX;
-  for (size_t i = 0; i < h->out.n; i++)
-    if (h->out.v[i].kind == PD_ACT_TIMER) last = i;
-  if (last == SIZE_MAX || h->out.v[last].deadline_ns > h->now) return 0;
-  *gen = h->out.v[last].timer_gen;
-  size_t k = 0;
-  for (size_t i = 0; i < h->out.n; i++)
-    if (h->out.v[i].kind != PD_ACT_TIMER || h->out.v[i].deadline_ns > h->now)
-      h->out.v[k++] = h->out.v[i];
-  h->out.n = k;
-  return 1;
-}
-
 /* Feed one event, without running the end of the instant. */
 static inline void h_feed_raw(harness_t *h, pd_event_t ev) {
   pd_actbuf_reset(&h->out);
@@ -90,16 +74,35 @@ static inline void h_observe(harness_t *h) {
   }
 }
 
-/* Feed one event and then the end of its instant, as a driver's timer at the same time
- * would (a timer due now); the actions of both steps stay in the buffer, without that
- * same-instant TIMER; record client-visible output. */
+/* The end of the instant: fire what is due now (legs given up are settled then, R-CANCEL),
+ * as a driver does once it has no other event of this instant; the actions stay in the
+ * buffer. */
+static inline void h_settle(harness_t *h) {
+  for (int guard = 0; guard < 8 && pd_gw_get_expiry(h->gw) <= h->now; guard++)
+    pd_gw_handle_expiry(h->gw, h->now, &h->out);
+}
+
+/* Feed one event and then the end of its instant; the actions of both stay in the buffer;
+ * record client-visible output. */
 static inline void h_feed(harness_t *h, pd_event_t ev) {
   h_feed_raw(h, ev);
-  uint64_t gen;
-  for (int guard = 0; guard < 8 && h_take_due_timer(h, &gen); guard++) {
-    pd_event_t t = {.kind = PD_EV_TIMER, .req_id = ev.req_id, .timer_gen = gen};
-    pd_gw_feed(h->gw, h->now, &t, &h->out);
-  }
+  h_settle(h);
+  h_observe(h);
+}
+
+/* The core's next deadline (UINT64_MAX: none). */
+static inline uint64_t h_expiry(const harness_t *h) { return pd_gw_get_expiry(h->gw); }
+
+/* A deadline is armed later than now (a backoff, a timeout still to come). */
+static inline int h_armed_later(const harness_t *h) {
+  return h_expiry(h) != UINT64_MAX && h_expiry(h) > h->now;
+}
+
+/* Handle the expiry at now and then the end of the instant, as one step of the driver. */
+static inline void h_expire(harness_t *h) {
+  pd_actbuf_reset(&h->out);
+  pd_gw_handle_expiry(h->gw, h->now, &h->out);
+  h_settle(h);
   h_observe(h);
 }
 
@@ -165,13 +168,12 @@ static inline void start(harness_t *h, pd_mode_t mode, const char *body) {
 }
 
 
-/* Fire the request's armed timer (the last TIMER action seen), at its deadline. */
-static inline int h_fire(harness_t *h, const pd_action_t *t) {
-  if (!t) return 0;
-  uint64_t at = t->deadline_ns, gen = t->timer_gen;
+/* Move the clock to the core's next deadline (if later) and fire it. 0: none armed. */
+static inline int h_fire(harness_t *h) {
+  uint64_t at = h_expiry(h);
+  if (at == UINT64_MAX) return 0;
   if (at > h->now) h->now = at;
-  pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = gen};
-  h_feed(h, ev);
+  h_expire(h);
   return 1;
 }
 

@@ -60,12 +60,8 @@ static void test_decode_503_cancels_prefill_and_retries_elsewhere(void) {
   PDT_TRUE(saw_fail);
   PDT_TRUE(saw_cancel);
   PDT_EQ_U64(h_count(&h, PD_ACT_CLIENT_HEAD), 0); /* nothing to the client yet */
-  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
-  PDT_TRUE(t != NULL);
-  if (t) {
-    h.now = t->deadline_ns;
-    pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = t->timer_gen};
-    h_feed(&h, ev);
+  PDT_TRUE(h_armed_later(&h)); /* the backoff */
+  if (h_fire(&h)) {
     const pd_action_t *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
     PDT_TRUE(d2 != NULL);
     if (d2) PDT_TRUE(d2->worker != first_decode); /* fresh pair excludes the failed one */
@@ -168,7 +164,7 @@ static void test_joined_transport_error_drops_other_leg_without_abort(void) {
   const pd_action_t *o = h_find(&h, PD_ACT_OUTCOME, 0);
   PDT_TRUE(o && o->status == 502); /* R3.1: 502 for both workers */
   PDT_EQ_U64(h_count(&h, PD_ACT_OUTCOME), 2);
-  PDT_TRUE(h_find(&h, PD_ACT_TIMER, 0) != NULL); /* retryable: backoff */
+  PDT_TRUE(h_armed_later(&h)); /* retryable: backoff */
   h_free(&h);
 }
 
@@ -203,12 +199,8 @@ static void test_bad_input_gets_4xx_json(void) {
 static void test_first_token_deadline_times_out_both_and_retries(void) {
   harness_t h;
   start(&h, PD_MODE_REFERENCE, STREAM);
-  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
-  PDT_TRUE(t && t->deadline_ns == 5000 * MS); /* neither stream leg sends its head */
-  if (!t) { h_free(&h); return; }
-  h.now = t->deadline_ns;
-  pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = t->timer_gen};
-  h_feed(&h, ev);
+  PDT_EQ_U64(h_expiry(&h), 5000 * MS); /* neither stream leg sends its head */
+  h_fire(&h);
   size_t timeouts = 0;
   for (int i = 0; h_find(&h, PD_ACT_OUTCOME, i); i++)
     timeouts += h_find(&h, PD_ACT_OUTCOME, i)->flag == PD_OUTCOME_TIMEOUT;

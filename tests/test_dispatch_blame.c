@@ -5,26 +5,16 @@
 #include "pd_err.h"
 #include "pdt_harness.h"
 
-/* One step as the driver takes it (no end of the instant run for it), remembering the armed
- * timer; fire_raw delivers that timer at its deadline, again as one step. */
-typedef struct { uint64_t at, gen; int armed; } tm_t;
+/* One step as the driver takes it (no end of the instant run for it); fire_raw fires the
+ * core's next deadline at its time, again as one step. */
+static void raw(harness_t *h, pd_event_t ev) { h_feed_raw(h, ev); }
 
-static void raw(harness_t *h, tm_t *tm, pd_event_t ev) {
-  h_feed_raw(h, ev);
-  const pd_action_t *x;
-  for (int i = 0; (x = h_find(h, PD_ACT_TIMER, i)); i++) {
-    tm->at = x->deadline_ns;
-    tm->gen = x->timer_gen;
-    tm->armed = 1;
-  }
-}
-
-static void fire_raw(harness_t *h, tm_t *tm) {
-  if (!tm->armed) return;
-  tm->armed = 0;
-  if (tm->at > h->now) h->now = tm->at;
-  pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = tm->gen};
-  raw(h, tm, ev);
+static void fire_raw(harness_t *h) {
+  uint64_t at = h_expiry(h);
+  if (at == UINT64_MAX) return;
+  if (at > h->now) h->now = at;
+  pd_actbuf_reset(&h->out);
+  pd_gw_handle_expiry(h->gw, h->now, &h->out);
 }
 
 /* Both legs answer 503 in the same instant. The first report fails the attempt; the other leg
@@ -35,21 +25,20 @@ static void test_same_instant_failure_of_the_other_leg_is_its_own(void) {
   start(&h, PD_MODE_REFERENCE, STREAM);
   uint32_t p_first = h_find(&h, PD_ACT_OPEN_LEG, 0)->worker;
   uint32_t d_first = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
-  tm_t tm = {0};
   pd_event_t p503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 503};
-  raw(&h, &tm, p503);
+  raw(&h, p503);
   PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_FAILURE);
   PDT_TRUE(h_close_of(&h, 2) == NULL); /* not closed before the end of the instant */
   PDT_EQ_INT(h_outcome_of(&h, 2, NULL), -1);
   PDT_EQ_U64(pd_gw_load(h.gw, PD_ROLE_DECODE, d_first), 0); /* its load goes at once */
   pd_event_t d503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 2, .status = 503};
-  raw(&h, &tm, d503); /* same instant: decode's own report */
+  raw(&h, d503); /* same instant: decode's own report */
   PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_FAILURE);
   PDT_TRUE(h_close_of(&h, 2) != NULL && h_close_of(&h, 2)->str != NULL); /* closed with abort */
-  fire_raw(&h, &tm); /* the end of the instant: nothing left to settle */
+  fire_raw(&h); /* the end of the instant: nothing left to settle */
   PDT_EQ_U64(h_count(&h, PD_ACT_OUTCOME), 0);
   PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 0);
-  fire_raw(&h, &tm); /* the backoff: a fresh pair, both failed workers excluded */
+  fire_raw(&h); /* the backoff: a fresh pair, both failed workers excluded */
   const pd_action_t *p2 = h_find(&h, PD_ACT_OPEN_LEG, 0), *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
   PDT_TRUE(p2 && d2);
   if (p2 && d2) {
@@ -64,11 +53,10 @@ static void test_same_instant_failure_of_the_other_leg_is_its_own(void) {
 static void test_a_given_up_leg_that_says_nothing_is_cancelled_at_the_end_of_the_instant(void) {
   harness_t h;
   start(&h, PD_MODE_REFERENCE, STREAM);
-  tm_t tm = {0};
   pd_event_t p503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 503};
-  raw(&h, &tm, p503);
+  raw(&h, p503);
   PDT_TRUE(h_close_of(&h, 2) == NULL);
-  fire_raw(&h, &tm);
+  fire_raw(&h);
   PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_CANCELLED);
   PDT_TRUE(h_close_of(&h, 2) != NULL && h_close_of(&h, 2)->str != NULL);
   h_free(&h);
@@ -82,14 +70,13 @@ static void test_prefill_error_in_the_instant_decode_fails_after_commit_is_recor
   h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
   h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
   h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
-  tm_t tm = {0};
   pd_event_t reset = {.kind = PD_EV_UP_ERROR, .req_id = 7, .leg_id = 2, .uperr = PD_UPERR_RESET};
-  raw(&h, &tm, reset);
+  raw(&h, reset);
   PDT_TRUE(h_close_of(&h, 1) == NULL);
   const char *err = "data: {\"error\":{\"message\":\"kv\",\"code\":500}}\n\n";
   pd_event_t ev = {.kind = PD_EV_UP_DATA, .req_id = 7, .leg_id = 1,
                    .data = (const uint8_t *)err, .len = strlen(err)};
-  raw(&h, &tm, ev);
+  raw(&h, ev);
   PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_FAILURE);
   h_free(&h);
 }
@@ -109,7 +96,7 @@ static void test_selection_failures_are_attempts_in_the_record(void) {
   PDT_EQ_INT(pd_gw_breaker_state(h.gw, PD_ROLE_PREFILL, 0, h.now), PD_BREAKER_OPEN);
   int attempts = 1, unnamed = 0;
   for (int i = 0; i < 8 && !h.ended; i++) {
-    if (!h_fire(&h, h_find(&h, PD_ACT_TIMER, 0))) break;
+    if (!h_fire(&h)) break;
     const pd_action_t *a;
     for (int k = 0; (a = h_find(&h, PD_ACT_ATTEMPT, k)); k++) {
       attempts++;
@@ -177,14 +164,13 @@ static void test_the_instant_lasts_settle_ns_for_a_socket_driver(void) {
   harness_t h;
   h_init_cfg(&h, &c, 1);
   h_request(&h, STREAM);
-  tm_t tm = {0};
   h.now = 10 * MS;
   pd_event_t p503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 503};
-  raw(&h, &tm, p503);
-  PDT_TRUE(tm.armed && tm.at == 11 * MS);
+  raw(&h, p503);
+  PDT_EQ_U64(h_expiry(&h), 11 * MS);
   h.now = 10 * MS + MS / 2;
   pd_event_t d503 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 2, .status = 503};
-  raw(&h, &tm, d503);
+  raw(&h, d503);
   PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_FAILURE);
   h_free(&h);
 }

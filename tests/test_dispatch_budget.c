@@ -10,10 +10,8 @@ static const char *NONSTREAM_2000 =
     "{\"text\":\"hi\",\"stream\":false,\"sampling_params\":{\"max_new_tokens\":2000}}";
 static const char *ANSWER = "{\"text\":\"ab\",\"meta_info\":{}}";
 
-/* What a run did across every step: the armed timer, and the actions worth counting. */
+/* What a run did across every step: the actions worth counting. */
 typedef struct {
-  uint64_t timer_at, timer_gen;
-  int is_armed;
   int opened, timeouts, cancelled;
   int outcome[8]; /* by leg id: outcome + 1, 0 none */
 } run_t;
@@ -21,11 +19,6 @@ typedef struct {
 static void tally(harness_t *h, run_t *r) {
   for (size_t i = 0; i < h->out.n; i++) {
     const pd_action_t *a = &h->out.v[i];
-    if (a->kind == PD_ACT_TIMER) {
-      r->timer_at = a->deadline_ns;
-      r->timer_gen = a->timer_gen;
-      r->is_armed = 1;
-    }
     r->opened += a->kind == PD_ACT_OPEN_LEG;
     if (a->kind != PD_ACT_OUTCOME) continue;
     r->timeouts += a->flag == PD_OUTCOME_TIMEOUT;
@@ -34,13 +27,10 @@ static void tally(harness_t *h, run_t *r) {
   }
 }
 
-/* Fire the request's timer while it is due no later than t, then move the clock to t. */
+/* Fire the core's deadlines while they are due no later than t, then move the clock to t. */
 static void run_until(harness_t *h, run_t *r, uint64_t t) {
-  for (int guard = 0; guard < 64 && r->is_armed && r->timer_at <= t && !h->ended; guard++) {
-    r->is_armed = 0;
-    if (r->timer_at > h->now) h->now = r->timer_at;
-    pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = r->timer_gen};
-    h_feed(h, ev);
+  for (int guard = 0; guard < 64 && h_expiry(h) <= t && !h->ended; guard++) {
+    h_fire(h);
     tally(h, r);
   }
   if (t > h->now && !h->ended) h->now = t;
@@ -87,7 +77,7 @@ static void test_a_healthy_2000_token_nonstream_generation_is_served_on_its_firs
   run_t r;
   begin(&h, &r, NONSTREAM_2000);
   answer_at(&h, &r, 20 * MS, 1);
-  PDT_EQ_U64(r.timer_at, 20 * MS + 230000 * MS); /* idle 30 s + 2,000 x 100 ms */
+  PDT_EQ_U64(h_expiry(&h), 20 * MS + 230000 * MS); /* idle 30 s + 2,000 x 100 ms */
   answer_at(&h, &r, 60020 * MS, 2);
   expect_served_first_time(&h, &r);
   h_free(&h);
@@ -121,7 +111,7 @@ static void test_a_nonstream_decode_that_hangs_after_prefill_is_blamed_within_it
   uint32_t d_first = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
   answer_at(&h, &r, 20 * MS, 1);
   PDT_EQ_INT(r.outcome[1], PD_OUTCOME_SUCCESS + 1);
-  PDT_EQ_U64(r.timer_at, 20 * MS + 30800 * MS);
+  PDT_EQ_U64(h_expiry(&h), 20 * MS + 30800 * MS);
   run_until(&h, &r, 30820 * MS);
   PDT_EQ_INT(r.outcome[2], PD_OUTCOME_TIMEOUT + 1);
   PDT_FALSE(h.ended);

@@ -11,11 +11,9 @@ static void test_tail_expiry_aborts_a_lagging_prefill_without_blame(void) {
   h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
   h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0 DONE);
   PDT_TRUE(h.ended && !h.aborted); /* the client is not held for prefill */
-  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
-  PDT_TRUE(t != NULL);
+  PDT_TRUE(h_armed_later(&h)); /* the tail deadline */
   h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
-  t = h_find(&h, PD_ACT_TIMER, 0) ? h_find(&h, PD_ACT_TIMER, 0) : t;
-  PDT_TRUE(h_fire(&h, t));
+  PDT_TRUE(h_fire(&h));
   const pd_action_t *c = h_close_of(&h, 1);
   PDT_TRUE(c && c->str != NULL); /* closed with /abort_request */
   PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
@@ -48,9 +46,7 @@ static void test_exhausted_retries_preserve_the_worker_status(void) {
   for (int guard = 0; guard < 10 && !h.ended; guard++) {
     attempts++;
     h_leg(&h, PD_EV_UP_HEAD, decode_leg, 429, NULL);
-    const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
-    if (!t) break;
-    h_fire(&h, t);
+    if (!h_fire(&h)) break;
     const pd_action_t *d = h_find(&h, PD_ACT_OPEN_LEG, 1);
     if (d) decode_leg = d->leg_id;
   }
@@ -67,9 +63,8 @@ static void test_idle_deadline_ends_stream_with_error_event(void) {
   h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
   h.now = 5 * MS;
   h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
-  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
-  PDT_TRUE(t && t->deadline_ns == 30005 * MS); /* idle 30 s from the token */
-  h_fire(&h, t);
+  PDT_EQ_U64(h_expiry(&h), 30005 * MS); /* idle 30 s from the token */
+  h_fire(&h);
   PDT_TRUE(strstr(h.client, "\"error\"") && strstr(h.client, "[DONE]"));
   const pd_action_t *c = h_close_of(&h, 2);
   PDT_TRUE(c && c->str != NULL);
@@ -81,18 +76,16 @@ static void test_idle_deadline_ends_stream_with_error_event(void) {
 static void test_a_stream_leg_without_a_head_times_out_alone_after_5s(void) {
   harness_t h;
   start(&h, PD_MODE_REFERENCE, STREAM);
-  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
-  PDT_TRUE(t && t->deadline_ns == 5000 * MS); /* the head deadline comes first */
-  uint64_t gen = t ? t->timer_gen : 0;
+  PDT_EQ_U64(h_expiry(&h), 5000 * MS); /* the head deadline comes first */
   h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  PDT_EQ_U64(h_expiry(&h), 5000 * MS); /* decode's head deadline stays */
   h.now = 5000 * MS;
-  pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = gen};
-  h_feed(&h, ev);
+  h_expire(&h);
   const pd_action_t *c = h_close_of(&h, 2);
   PDT_TRUE(c && c->str != NULL); /* closed and aborted: a hung request holds a slot */
   PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
   PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
-  PDT_TRUE(h_find(&h, PD_ACT_TIMER, 0) != NULL); /* backoff, then a fresh pair */
+  PDT_TRUE(h_armed_later(&h)); /* backoff, then a fresh pair */
   h_free(&h);
 }
 
@@ -103,12 +96,10 @@ static void test_first_token_deadline_blames_only_the_headless_leg(void) {
   harness_t h;
   h_init_cfg(&h, &c, 2);
   h_request(&h, STREAM);
-  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
-  uint64_t at = t ? t->deadline_ns : 0, gen = t ? t->timer_gen : 0;
+  uint64_t at = h_expiry(&h);
   h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL); /* prefill answered its head; decode never did */
   h.now = at;
-  pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = gen};
-  h_feed(&h, ev);
+  h_expire(&h);
   PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_TIMEOUT);
   PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED); /* it was waiting for decode */
   h_free(&h);
@@ -151,7 +142,7 @@ static void test_each_attempt_gets_fresh_53bit_rooms_and_a_fixed_width_rid(void)
     cJSON_Delete(j);
     uint64_t d = h_find(&h, PD_ACT_OPEN_LEG, 1)->leg_id;
     h_leg(&h, PD_EV_UP_HEAD, d, 503, NULL);
-    h_fire(&h, h_find(&h, PD_ACT_TIMER, 0));
+    h_fire(&h);
   }
   h_free(&h);
 }
@@ -160,15 +151,16 @@ static void test_client_leaving_during_backoff_ends_everything(void) {
   harness_t h;
   start(&h, PD_MODE_REFERENCE, STREAM);
   h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
-  const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
-  uint64_t at = t ? t->deadline_ns : 0, gen = t ? t->timer_gen : 0;
+  PDT_TRUE(h_armed_later(&h)); /* the backoff */
+  uint64_t at = h_expiry(&h);
   pd_event_t gone = {.kind = PD_EV_CLIENT_GONE, .req_id = 7};
   h_feed(&h, gone);
   PDT_EQ_U64(h_count(&h, PD_ACT_DONE), 1);
   PDT_EQ_U64(pd_gw_requests_live(h.gw), 0);
+  PDT_EQ_U64(h_expiry(&h), UINT64_MAX); /* its deadlines went with it */
+  PDT_EQ_U64(pd_gw_deadlines_armed(h.gw), 0);
   h.now = at;
-  pd_event_t late = {.kind = PD_EV_TIMER, .req_id = 7, .timer_gen = gen};
-  h_feed(&h, late);
+  h_expire(&h);
   PDT_EQ_U64(h.out.n, 0); /* no attempt after the client left */
   h_free(&h);
 }
@@ -211,7 +203,7 @@ static void test_exclusion_that_leaves_nobody_falls_back_to_all_admitted(void) {
     worker[a] = d->worker;
     h_leg(&h, PD_EV_UP_HEAD, d->leg_id, 503, NULL); /* this attempt's decode fails */
     PDT_FALSE(h.ended);
-    if (!h_fire(&h, h_find(&h, PD_ACT_TIMER, 0))) break; /* the backoff, then a new attempt */
+    if (!h_fire(&h)) break; /* the backoff, then a new attempt */
     d = h_find(&h, PD_ACT_OPEN_LEG, 1);
     PDT_TRUE(d != NULL); /* never a 503 for want of workers while any is admitted */
   }
@@ -278,15 +270,14 @@ static void test_prefill_lost_after_its_head_lets_decode_go_on(void) {
       PDT_TRUE(h.ended && !h.aborted);
       PDT_TRUE(strstr(h.client, "\"a\"") && strstr(h.client, "[DONE]"));
     } else {
-      const pd_action_t *t = h_find(&h, PD_ACT_TIMER, 0);
-      PDT_TRUE(t && t->deadline_ns == h.now + 500 * MS); /* the tail budget, not 30 s */
-      h_fire(&h, t);
+      PDT_EQ_U64(h_expiry(&h), h.now + 500 * MS); /* the tail budget, not 30 s */
+      h_fire(&h);
       int decode_cancelled = 0;
       for (int i = 0; (o = h_find(&h, PD_ACT_OUTCOME, i)); i++)
         decode_cancelled |= o->leg_id == 2 && o->flag == PD_OUTCOME_CANCELLED;
       PDT_TRUE(decode_cancelled); /* decode waited on a KV that never came: not its fault */
       PDT_FALSE(h.ended);         /* a retry is scheduled */
-      PDT_TRUE(h_find(&h, PD_ACT_TIMER, 0) != NULL);
+      PDT_TRUE(h_armed_later(&h));
     }
     h_free(&h);
   }

@@ -1,6 +1,7 @@
 /* The gateway's event loop: one epoll set over libmicrohttpd's epoll fd, libcurl's sockets,
- * the client sockets being watched for hang-ups and a wake-up eventfd; the core's timers in
- * a min-heap; every core event goes through pd_gwn_feed, which carries out the actions. */
+ * the client sockets being watched for hang-ups and a wake-up eventfd, and a wait bounded by
+ * the core's next deadline (pd_gw_get_expiry). Every core event goes through pd_gwn_feed and
+ * every expiry through expire; both carry out the actions. */
 #define _GNU_SOURCE /* EPOLLRDHUP, eventfd */
 #include <errno.h>
 #include <stdarg.h>
@@ -18,10 +19,6 @@
 #define PD_GWN_SLOT_BITS 24u
 #define PD_GWN_MAX_WAIT_MS 1000
 #define PD_GWN_EVENTS 256
-/* Timer heap entries (40 bytes each), live and stale. */
-#define PD_GWN_MAX_TIMERS (1u << 22)
-/* Timer pops per loop turn: a bound, not a limit anyone should reach. */
-#define PD_GWN_MAX_TIMERS_PER_TURN 4096u
 
 uint64_t pd_gwn_now_ns(void) {
   struct timespec ts;
@@ -142,38 +139,6 @@ void pd_gwn_req_del(pd_gateway_t *g, pd_gwreq_t *rq) {
   free(rq);
 }
 
-/* ---------- core timers: one heap entry per request at a time (as the simulator) ---------- */
-
-static void timer_arm(pd_gateway_t *g, pd_gwreq_t *rq, uint64_t t_ns, uint64_t gen) {
-  rq->want_ns = t_ns;
-  rq->want_gen = gen;
-  if (rq->queued_ns && t_ns >= rq->queued_ns) return; /* re-queued when that one pops */
-  pd_heap_item_t it = {.t_ns = t_ns, .b = rq->id, .c = gen};
-  if (pd_heap_push(&g->timers, &it) == 0)
-    rq->queued_ns = t_ns;
-  else
-    pd_gwn_log(g, "timer heap full; request %llu loses a deadline", (unsigned long long)rq->id);
-}
-
-static void timers_fire(pd_gateway_t *g) {
-  uint64_t now = pd_gwn_now_ns();
-  for (uint32_t n = 0; n < PD_GWN_MAX_TIMERS_PER_TURN; n++) {
-    const pd_heap_item_t *top = pd_heap_peek(&g->timers);
-    if (!top || top->t_ns > now) return;
-    pd_heap_item_t it;
-    pd_heap_pop(&g->timers, &it);
-    pd_gwreq_t *rq = pd_gwn_req_find(g, it.b);
-    if (!rq || rq->queued_ns != it.t_ns) continue; /* gone, or superseded by an earlier one */
-    rq->queued_ns = 0;
-    if (rq->want_gen != it.c) { /* re-armed later meanwhile */
-      if (rq->want_ns) timer_arm(g, rq, rq->want_ns, rq->want_gen);
-      continue;
-    }
-    pd_event_t ev = {.kind = PD_EV_TIMER, .req_id = rq->id, .timer_gen = it.c};
-    pd_gwn_feed(g, &ev);
-  }
-}
-
 /* ---------- actions ---------- */
 
 static void on_outcome(pd_gateway_t *g, const pd_action_t *a) {
@@ -193,9 +158,6 @@ static void apply(pd_gateway_t *g, const pd_action_t *a) {
   case PD_ACT_CLIENT_END:
     if (rq && rq->conn) pd_gwh_client_action(g, rq->conn, a);
     break;
-  case PD_ACT_TIMER:
-    if (rq) timer_arm(g, rq, a->deadline_ns, a->timer_gen);
-    break;
   case PD_ACT_OUTCOME: on_outcome(g, a); break;
   case PD_ACT_BREAKER:
     if (a->worker < PD_MAX_WORKERS) g->metrics.breaker_changes[a->role][a->worker]++;
@@ -211,17 +173,29 @@ static void apply(pd_gateway_t *g, const pd_action_t *a) {
   }
 }
 
+static void apply_all(pd_gateway_t *g) {
+  if (g->acts.is_overflow) pd_gwn_log(g, "core: action buffer overflow");
+  for (size_t i = 0; i < g->acts.n; i++)
+    apply(g, &g->acts.v[i]);
+  pd_actbuf_reset(&g->acts);
+}
+
 static int feed_one(pd_gateway_t *g, const pd_event_t *ev) {
   pd_actbuf_reset(&g->acts);
   int rc = pd_gw_feed(g->core, pd_gwn_now_ns(), ev, &g->acts);
   if (rc)
     pd_gwn_log(g, "core: event %d of request %llu: %s", (int)ev->kind,
                (unsigned long long)ev->req_id, pd_strerror(rc));
-  if (g->acts.is_overflow) pd_gwn_log(g, "core: action buffer overflow");
-  for (size_t i = 0; i < g->acts.n; i++)
-    apply(g, &g->acts.v[i]);
-  pd_actbuf_reset(&g->acts);
+  apply_all(g);
   return rc;
+}
+
+/* Slow readers found while applying: now they are fed as gone, outside the batch. */
+static void feed_gone_pending(pd_gateway_t *g) {
+  for (uint32_t guard = 0; guard < 1024 && g->n_gone_pending; guard++) {
+    pd_event_t gone = {.kind = PD_EV_CLIENT_GONE, .req_id = g->gone_pending[--g->n_gone_pending]};
+    feed_one(g, &gone);
+  }
 }
 
 int pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev) {
@@ -231,13 +205,21 @@ int pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev) {
   }
   g->in_feed = 1;
   int rc = feed_one(g, ev);
-  /* slow readers found while applying: now they are fed as gone, outside the batch */
-  for (uint32_t guard = 0; guard < 1024 && g->n_gone_pending; guard++) {
-    pd_event_t gone = {.kind = PD_EV_CLIENT_GONE, .req_id = g->gone_pending[--g->n_gone_pending]};
-    feed_one(g, &gone);
-  }
+  feed_gone_pending(g);
   g->in_feed = 0;
   return rc;
+}
+
+/* Fire the core's deadlines that the clock has passed. */
+static void expire(pd_gateway_t *g) {
+  uint64_t now = pd_gwn_now_ns();
+  if (g->in_feed || pd_gw_get_expiry(g->core) > now) return;
+  g->in_feed = 1;
+  pd_actbuf_reset(&g->acts);
+  pd_gw_handle_expiry(g->core, now, &g->acts);
+  apply_all(g);
+  feed_gone_pending(g);
+  g->in_feed = 0;
 }
 
 /* ---------- epoll ---------- */
@@ -276,8 +258,8 @@ static void on_watch(pd_gateway_t *g, int fd) {
 
 static int wait_ms(pd_gateway_t *g) {
   uint64_t now = pd_gwn_now_ns(), t = now + (uint64_t)PD_GWN_MAX_WAIT_MS * 1000000ull;
-  const pd_heap_item_t *top = pd_heap_peek(&g->timers);
-  if (top && top->t_ns < t) t = top->t_ns;
+  uint64_t expiry = pd_gw_get_expiry(g->core);
+  if (expiry < t) t = expiry;
   if (g->curl_deadline_ns && g->curl_deadline_ns < t) t = g->curl_deadline_ns;
   MHD_UNSIGNED_LONG_LONG mt;
   if (MHD_get_timeout(g->mhd, &mt) == MHD_YES && mt < PD_GWN_MAX_WAIT_MS &&
@@ -315,7 +297,7 @@ static int step(pd_gateway_t *g, int max_wait_ms) {
   if (n > 0) on_events(g, evs, n);
   if (g->curl_deadline_ns && g->curl_deadline_ns <= pd_gwn_now_ns()) pd_gwu_on_timeout(g);
   pd_gwu_drain(g);
-  timers_fire(g);
+  expire(g);
   pd_gwh_gate(g);
   MHD_run(g->mhd);
   pd_gwu_flush(g);
@@ -392,10 +374,6 @@ static int setup_loop(pd_gateway_t *g, char *err, size_t errlen) {
   g->n_slots = cap;
   for (uint32_t i = 0; i < cap; i++)
     g->free_slots[g->n_free++] = cap - 1 - i;
-  /* stale entries (requests gone, deadlines superseded) stay until they pop: at most about
-   * request rate x longest deadline, so the bound is generous */
-  pd_heap_init(&g->timers, NULL,
-               PD_GWN_MAX_TIMERS > (size_t)cap * 8u ? PD_GWN_MAX_TIMERS : (size_t)cap * 8u);
   pd_actbuf_init(&g->acts, NULL);
   return 0;
 }
@@ -460,7 +438,6 @@ void pd_gateway_del(pd_gateway_t *g) {
   if (g->multi) pd_gwu_free(g);
   if (g->is_curl_init) curl_global_cleanup();
   pd_gw_del(g->core);
-  pd_heap_free(&g->timers);
   pd_actbuf_free(&g->acts);
   for (int r = 0; r < 2; r++)
     for (uint32_t i = 0; i < PD_MAX_WORKERS; i++)

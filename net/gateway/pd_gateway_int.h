@@ -9,7 +9,6 @@
 
 #include "pd_gateway.h"
 #include "pd_gw_metrics.h"
-#include "pd_heap.h"
 #include "pd_httpd.h"
 
 /* epoll data tags (top byte of data.u64). */
@@ -83,7 +82,6 @@ typedef struct pd_gwreq {
   pd_gwconn_t *conn;
   struct pd_gwleg *legs[PD_MAX_LEGS];
   uint32_t n_legs;
-  uint64_t want_ns, want_gen, queued_ns; /* the core's armed timer and the heap entry */
 } pd_gwreq_t;
 
 typedef enum { PD_GWU_CORE = 0, PD_GWU_ABORT = 1, PD_GWU_INFO = 2 } pd_gwu_kind_t;
@@ -125,7 +123,6 @@ struct pd_gateway {
   CURLM *multi;
   int is_curl_init;
   uint64_t curl_deadline_ns; /* 0 = none */
-  pd_heap_t timers;
   pd_gwreq_t **slots;
   uint32_t *gens, *free_slots;
   uint32_t n_slots, n_free;
