@@ -37,16 +37,30 @@ void pd_heap_free(pd_heap_t *h) {
   h->cap = 0;
 }
 
-/* Doubles capacity (capped at max_items). Cold path, kept out of line. */
-static int heap_grow(pd_heap_t *h) {
-  size_t cap = h->cap ? h->cap * 2 : PD_HEAP_MIN_CAP;
-  if (cap < h->cap || cap > h->max_items) cap = h->max_items;
+/* Grows the array to cap items (cap > h->cap, <= max_items). Cold path, kept out of line. */
+static int heap_resize(pd_heap_t *h, size_t cap) {
   if (cap > (size_t)-1 / sizeof(pd_heap_item_t)) return PD_ERR_NOMEM;
   pd_heap_item_t *v = pd_realloc(h->alloc, h->v, cap * sizeof(pd_heap_item_t));
   if (!v) return PD_ERR_NOMEM;
   h->v = v;
   h->cap = cap;
   return 0;
+}
+
+/* Doubles capacity (capped at max_items). */
+static int heap_grow(pd_heap_t *h) {
+  size_t cap = h->cap ? h->cap * 2 : PD_HEAP_MIN_CAP;
+  if (cap < h->cap || cap > h->max_items) cap = h->max_items;
+  return heap_resize(h, cap);
+}
+
+int pd_heap_reserve(pd_heap_t *h, size_t n) {
+  if (n > h->max_items) return PD_ERR_LIMIT;
+  if (n <= h->cap) return 0;
+  /* one allocation; doubling when that is enough, so a reserve before each push is amortised */
+  size_t cap = h->cap ? h->cap * 2 : PD_HEAP_MIN_CAP;
+  if (cap < n || cap > h->max_items) cap = n;
+  return heap_resize(h, cap);
 }
 
 /* Move x up from the hole at i: parents that x precedes move down into the hole. is_tracked
@@ -79,15 +93,6 @@ static inline void sift_down(pd_heap_t *h, size_t i, size_t n, const pd_heap_ite
   }
   v[i] = *x;
   if (is_tracked) h->track(&v[i], i);
-}
-
-int pd_heap_reserve(pd_heap_t *h, size_t n) {
-  if (n > h->max_items) return PD_ERR_LIMIT;
-  while (h->cap < n) {
-    int rc = heap_grow(h);
-    if (rc) return rc;
-  }
-  return 0;
 }
 
 int pd_heap_push(pd_heap_t *h, const pd_heap_item_t *it) {

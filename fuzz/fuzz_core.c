@@ -1,9 +1,10 @@
 /* Structure-aware fuzzer for the dispatch core: the input picks a mode and decodes into an
  * interleaving of events for several requests (heads, SSE fragments, ends, transport errors,
- * timers, client disconnects), fed through the same API the drivers use. After every step
- * and at the end it checks what must always hold: loads never go negative and return to zero,
- * every request gets one head, body only after it and one end, and once every leg is
- * answered nothing stays alive. */
+ * expiries of the core's deadlines, client disconnects), fed through the same API the drivers
+ * use. After every step and at the end it checks what must always hold: loads never go
+ * negative and return to zero, every request gets one head, body only after it and one end,
+ * the core holds no more deadlines than live requests and an expiry not yet due does nothing,
+ * and once every leg is answered nothing stays alive. */
 #include <stdint.h>
 #include <string.h>
 
@@ -29,8 +30,6 @@ typedef struct world {
   uint64_t now;
   uint64_t legs[MAX_LEGS], leg_req[MAX_LEGS];
   int n_legs;
-  uint64_t timer_at[MAX_REQS], timer_gen[MAX_REQS];
-  int timer_set[MAX_REQS]; /* a timer may be due at time 0 (the end of the first instant) */
   int ends[MAX_REQS], heads[MAX_REQS], done[MAX_REQS];
   long load;
 } world_t;
@@ -63,11 +62,6 @@ static void apply(world_t *w) {
     case PD_ACT_CLIENT_DATA:
       if (!w->heads[r] || w->ends[r]) __builtin_trap(); /* body only between head and end */
       break;
-    case PD_ACT_TIMER:
-      w->timer_at[r] = a->deadline_ns;
-      w->timer_gen[r] = a->timer_gen;
-      w->timer_set[r] = 1;
-      break;
     case PD_ACT_LOAD:
       w->load += a->flag;
       if (w->load < 0) __builtin_trap();
@@ -76,11 +70,27 @@ static void apply(world_t *w) {
     default: break;
     }
   }
+  if (pd_gw_deadlines_armed(w->gw) > pd_gw_requests_live(w->gw)) __builtin_trap();
 }
 
 static void feed(world_t *w, pd_event_t ev) {
   pd_actbuf_reset(&w->out);
   pd_gw_feed(w->gw, w->now, &ev, &w->out);
+  apply(w);
+}
+
+/* Fire the core's next deadline, moving the clock to it when it is later; nothing armed:
+ * nothing to do. Asking before it is due must do nothing. */
+static void expire(world_t *w) {
+  uint64_t at = pd_gw_get_expiry(w->gw);
+  if (at == UINT64_MAX) return;
+  pd_actbuf_reset(&w->out);
+  if (at > w->now) {
+    pd_gw_handle_expiry(w->gw, w->now, &w->out);
+    if (w->out.n || pd_gw_get_expiry(w->gw) != at) __builtin_trap(); /* not due yet */
+    w->now = at;
+  }
+  pd_gw_handle_expiry(w->gw, w->now, &w->out);
   apply(w);
 }
 
@@ -101,15 +111,7 @@ static void step(world_t *w, bytes_t *b) {
   }
   case 3: ev.kind = PD_EV_UP_END; break;
   case 4: ev.kind = PD_EV_UP_ERROR; ev.uperr = (pd_uperr_t)(take(b) % 4); break;
-  case 5: { /* fire a request's timer */
-    int r = take(b) % MAX_REQS;
-    if (!w->timer_set[r]) return;
-    if (w->timer_at[r] > w->now) w->now = w->timer_at[r];
-    ev.kind = PD_EV_TIMER;
-    ev.req_id = (uint64_t)r;
-    ev.timer_gen = w->timer_gen[r];
-    break;
-  }
+  case 5: expire(w); return;
   case 6: ev.kind = PD_EV_CLIENT_GONE; ev.req_id = take(b) % MAX_REQS; break;
   case 7:
     ev.kind = PD_EV_CLIENT_BLOCKED;
@@ -148,19 +150,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     feed(&w, ev);
   }
   for (int i = 0; i < 4096 && b.n; i++) step(&w, &b);
-  /* Quiesce: clients leave, every leg errors out, every timer fires. */
+  /* Quiesce: clients leave, every leg errors out, the deadlines fire. */
   for (int round = 0; round < 64; round++) {
     for (int r = 0; r < n_req; r++) feed(&w, (pd_event_t){.kind = PD_EV_CLIENT_GONE, .req_id = (uint64_t)r});
     for (int l = 0; l < w.n_legs; l++)
       feed(&w, (pd_event_t){.kind = PD_EV_UP_ERROR, .req_id = w.leg_req[l], .leg_id = w.legs[l]});
-    for (int r = 0; r < n_req; r++)
-      if (w.timer_set[r]) {
-        if (w.timer_at[r] > w.now) w.now = w.timer_at[r];
-        feed(&w, (pd_event_t){.kind = PD_EV_TIMER, .req_id = (uint64_t)r, .timer_gen = w.timer_gen[r]});
-      }
+    for (int r = 0; r < n_req; r++) expire(&w);
     if (pd_gw_requests_live(w.gw) == 0) break;
   }
   if (pd_gw_requests_live(w.gw) != 0) __builtin_trap(); /* something never ended */
+  if (pd_gw_deadlines_armed(w.gw) != 0 || pd_gw_get_expiry(w.gw) != UINT64_MAX)
+    __builtin_trap(); /* a deadline outlived its request */
   if (w.load != 0) __builtin_trap();                     /* a load never released */
   for (uint32_t i = 0; i < 2; i++)
     if (pd_gw_load(w.gw, PD_ROLE_PREFILL, i) || pd_gw_load(w.gw, PD_ROLE_DECODE, i)) __builtin_trap();

@@ -1,4 +1,5 @@
-/* pd_heap: events pop in (time, insertion) order, named limit, allocation failure. */
+/* pd_heap: events pop in (time, insertion) order, named limit, allocation failure, and the
+ * indexed use (positions tracked, removal before due, reserve). */
 #include <stdlib.h>
 
 #include "pd_alloc.h"
@@ -210,6 +211,96 @@ static void test_pop_without_out_discards(void) {
   PDT_EQ_U64(pd_heap_len(&h), 0);
 }
 
+/* Indexed use: the item's a is its handle; the tracking callback keeps track_pos. */
+#define TRACK_HANDLES 256
+static size_t track_pos[TRACK_HANDLES];
+
+static void track(const pd_heap_item_t *it, size_t index) { track_pos[it->a] = index; }
+
+static void ref_remove_handle(ref_t *r, uint32_t handle) {
+  for (size_t i = 0; i < r->n; i++)
+    if (r->v[i].a == handle) {
+      r->v[i] = r->v[--r->n];
+      return;
+    }
+}
+
+/* Every live handle sits where the callback said; every other one is PD_HEAP_NONE. */
+static int positions_hold(const pd_heap_t *h, const int *is_live) {
+  for (uint32_t k = 0; k < TRACK_HANDLES; k++) {
+    size_t i = track_pos[k];
+    if (is_live[k] ? i >= pd_heap_len(h) || h->v[i].a != k : i != PD_HEAP_NONE) return 0;
+  }
+  return 1;
+}
+
+static void random_indexed_round(uint64_t seed) {
+  static ref_t ref;
+  int is_live[TRACK_HANDLES] = {0};
+  pd_prng_t rng;
+  pd_prng_init(&rng, seed);
+  pd_heap_t h;
+  pd_heap_init(&h, NULL, 0);
+  pd_heap_set_track(&h, track);
+  for (uint32_t k = 0; k < TRACK_HANDLES; k++) track_pos[k] = PD_HEAP_NONE;
+  ref.n = 0;
+  uint64_t t_range = 1 + pd_prng_below(&rng, 16), seq = 0;
+  int bad = 0;
+  for (int op = 0; op < RANDOM_OPS && bad < 5; op++) {
+    uint32_t k = (uint32_t)pd_prng_below(&rng, TRACK_HANDLES);
+    uint64_t dice = pd_prng_below(&rng, 100);
+    if (!is_live[k]) { /* arm handle k */
+      pd_heap_item_t it = item_at(pd_prng_below(&rng, t_range), k);
+      PDT_EQ_INT(pd_heap_push(&h, &it), 0);
+      it.seq = seq++;
+      ref.v[ref.n++] = it;
+      is_live[k] = 1;
+    } else if (dice < 60) { /* disarm handle k before it is due */
+      pd_heap_item_t got;
+      pd_heap_remove(&h, track_pos[k], &got);
+      bad += got.a != k;
+      PDT_EQ_U64(got.a, k);
+      ref_remove_handle(&ref, k);
+      is_live[k] = 0;
+    } else { /* the least one is due */
+      pd_heap_item_t want = ref_pop(&ref), got;
+      PDT_EQ_INT(pd_heap_pop(&h, &got), 1);
+      bad += got.seq != want.seq;
+      PDT_EQ_U64(got.seq, want.seq);
+      is_live[got.a] = 0;
+    }
+    int ok = positions_hold(&h, is_live);
+    bad += !ok;
+    PDT_TRUE(ok);
+    PDT_EQ_U64(pd_heap_len(&h), ref.n);
+  }
+  if (bad) printf("\nheap indexed: seed=%" PRIu64 " failed\n", seed);
+  pd_heap_free(&h);
+}
+
+static void test_indexed_removal_keeps_order_and_positions(void) {
+  printf("\nheap indexed: base seed=%" PRIu64 " (round r uses seed+r)\n", (uint64_t)HEAP_SEED);
+  for (uint64_t r = 0; r < RANDOM_ROUNDS; r++) random_indexed_round(HEAP_SEED + r);
+}
+
+/* After pd_heap_reserve(n), n pushes allocate nothing: they cannot fail. */
+static void test_reserve_makes_pushes_infallible(void) {
+  fail_alloc_t f = {0, 2, 0}; /* every allocation after the reserve's first would fail */
+  pd_alloc_t a = {fa_malloc, fa_realloc, fa_free, &f};
+  pd_heap_t h;
+  pd_heap_init(&h, &a, 1000);
+  PDT_EQ_INT(pd_heap_reserve(&h, 700), 0);
+  PDT_EQ_U64(f.calls, 1);
+  for (uint32_t i = 0; i < 700; i++) {
+    pd_heap_item_t it = item_at(i % 13, i);
+    PDT_EQ_INT(pd_heap_push(&h, &it), 0);
+  }
+  PDT_EQ_U64(f.calls, 1);
+  PDT_EQ_INT(pd_heap_reserve(&h, 1001), PD_ERR_LIMIT);
+  pd_heap_free(&h);
+  PDT_EQ_INT(f.live, 0);
+}
+
 int pdt_suite_heap(void) {
   static const pdt_case_t cases[] = {
       {"equal times pop in insertion order", test_equal_times_pop_in_insertion_order},
@@ -220,6 +311,9 @@ int pdt_suite_heap(void) {
       {"allocation failure returns PD_ERR_NOMEM and leaks nothing",
        test_alloc_failure_returns_nomem},
       {"pop with NULL out discards the least item", test_pop_without_out_discards},
+      {"indexed: removal keeps the order, the callback keeps every position",
+       test_indexed_removal_keeps_order_and_positions},
+      {"reserve makes the pushes up to it infallible", test_reserve_makes_pushes_infallible},
   };
   return PDT_SUITE("heap", cases);
 }
