@@ -123,7 +123,7 @@ uint64_t pd_conform_gateway_timing_ms(const pd_scenario_t *s) {
  * client's end (R-TAIL), and I2/I3 allow the grace; what is left between the two is all the
  * time the gateway has to act on its tail deadline. With the defaults that is 1000 - 500 ms,
  * 50 ms at scale 0.1: less than a busy machine's loop can be late. 0 when not applicable. */
-static uint64_t tail_margin_ms(const pd_scenario_t *s, const pd_conform_opts_t *o) {
+uint64_t pd_cf_tail_margin_ms(const pd_scenario_t *s, const pd_conform_opts_t *o) {
   if (!o->has_mode || o->mode != PD_MODE_REFERENCE) return 0;
   pd_gw_config_t c;
   pd_scenario_gw_config(s, o->mode, &c);
@@ -134,7 +134,7 @@ static uint64_t tail_margin_ms(const pd_scenario_t *s, const pd_conform_opts_t *
 double pd_cf_scale_for_speed(const pd_scenario_t *s, const pd_conform_opts_t *o, double scale,
                              int *too_short, char *note, size_t cap) {
   *too_short = 0;
-  uint64_t t = pd_conform_gateway_timing_ms(s), m = tail_margin_ms(s, o);
+  uint64_t t = pd_conform_gateway_timing_ms(s), m = pd_cf_tail_margin_ms(s, o);
   if (m && (!t || m < t)) t = m;
   double need = o->fwd_ms * PD_CONFORM_FWD_FACTOR;
   if (!t || o->fwd_ms <= 0 || (double)t * scale >= need) return scale;
