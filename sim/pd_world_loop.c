@@ -1,5 +1,7 @@
 /* The run loop and the action side of the driver: core actions become scheduled deliveries
- * and ledger entries; heap events become core events and worker-model calls. */
+ * and ledger entries; heap events become core events and worker-model calls; the core's
+ * deadlines fire when the clock reaches pd_gw_get_expiry. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,7 +407,8 @@ static void run_until(struct pd_world *w, uint64_t horizon, const pd_world_opts_
     const pd_heap_item_t *top = pd_heap_peek(&w->heap);
     uint64_t expiry = pd_gw_get_expiry(w->gw), t = top ? top->t_ns : UINT64_MAX;
     if (expiry < t) t = expiry;
-    if (t > horizon) break; /* nothing left before the horizon (t is UINT64_MAX when idle) */
+    if (t == UINT64_MAX || t > horizon) break; /* idle, or nothing left before the horizon */
+    assert(t >= w->now); /* every deadline and event is now or later */
     w->now = t;
     stats->events++;
     if (top && top->t_ns == t) {
