@@ -184,7 +184,9 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
  * its timeouts (docs/spec.md R-TIMEOUT), its backoff and its end-of-instant settle (R-CANCEL);
  * they are kept in one min-heap keyed by (deadline, seq), seq the order in which they were
  * armed, so the heap never holds more entries than live requests and a request's entry
- * leaves it when the request ends. A deadline that does not move keeps its place.
+ * leaves it when the request ends. A deadline that does not move keeps its place. Room for
+ * the entry is taken when the request arrives (pd_gw_feed's PD_ERR_NOMEM), so arming one
+ * never fails.
  *
  * pd_gw_get_expiry: the earliest armed deadline in ns, UINT64_MAX when none. It changes only
  * in pd_gw_feed and pd_gw_handle_expiry: ask again after each call.
