@@ -3,6 +3,7 @@
  * the core's next deadline (pd_gw_get_expiry). Every core event goes through pd_gwn_feed and
  * every expiry through expire; both carry out the actions. */
 #define _GNU_SOURCE /* EPOLLRDHUP, eventfd */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -210,10 +211,12 @@ int pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev) {
   return rc;
 }
 
-/* Fire the core's deadlines that the clock has passed. */
+/* Fire the core's deadlines that the clock has passed (once per loop turn, after the turn's
+ * socket events: those of the same instant reach the core first). */
 static void expire(pd_gateway_t *g) {
+  assert(!g->in_feed); /* called from the loop only, never while actions are carried out */
   uint64_t now = pd_gwn_now_ns();
-  if (g->in_feed || pd_gw_get_expiry(g->core) > now) return;
+  if (pd_gw_get_expiry(g->core) > now) return;
   g->in_feed = 1;
   pd_actbuf_reset(&g->acts);
   pd_gw_handle_expiry(g->core, now, &g->acts);
