@@ -146,7 +146,8 @@ typedef struct pd_gw_config {
   uint64_t prefill_tail_timeout_ns; /* reference: prefill supervised after client end */
   uint64_t settle_ns; /* reference: how long "the instant" lasts in which a given-up leg may
                          still report its own failure (R-CANCEL). 0 (default, simulator): the
-                         settle timer is due at once and fires after the events already due;
+                         settle deadline is due at once and fires after the events already
+                         due (pd_gw_handle_expiry);
                          a socket driver, whose simultaneous answers arrive microseconds
                          apart, gives it a width */
 } pd_gw_config_t;
