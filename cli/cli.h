@@ -1,4 +1,5 @@
-/* Subcommand entry points of the pdref binary; each returns the process exit code. */
+/* Subcommand entry points of the pdref binary; each returns the process exit code. argv[0] is
+ * the command word ("run", "gateway", ...), the options follow, as getopt_long expects. */
 #ifndef PD_CLI_H
 #define PD_CLI_H
 
