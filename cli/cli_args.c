@@ -107,9 +107,9 @@ void pd_cli_getopt_begin(void) {
   opterr = 0;
 }
 
-int pd_cli_getopt(int argc, char **argv, const struct option *opts) {
+int pd_cli_getopt(int argc, char **argv, const struct option *opts, int *index) {
   /* "-": plain words come back in order as PD_CLI_OPT_ARG; ":": a missing value is ':' */
-  return getopt_long(argc, argv, "-:h", opts, NULL);
+  return getopt_long(argc, argv, "-:h", opts, index);
 }
 
 int pd_cli_option_error(const char *cmd, int c, char **argv) {

@@ -42,8 +42,9 @@ int pd_cli_parse_mode(const char *cmd, const char *flag, const char *text, pd_mo
 void pd_cli_getopt_begin(void);
 /* getopt_long over argv (argv[0] the command word) with the options of opts and "-h", errors
  * left to the caller: returns an option's val, 'h', PD_CLI_OPT_ARG with optarg set to a plain
- * word (in the order given), '?' or ':' for pd_cli_option_error, or -1 at the end. */
-int pd_cli_getopt(int argc, char **argv, const struct option *opts);
+ * word (in the order given), '?' or ':' for pd_cli_option_error, or -1 at the end. index (may
+ * be NULL) gets the long option's position in opts. */
+int pd_cli_getopt(int argc, char **argv, const struct option *opts, int *index);
 /* Print what was wrong with the option pd_cli_getopt just returned c ('?' or ':') for:
  * "<cmd>: unknown option '--x' (try --help)", "<cmd>: option '--x' needs a value", ...
  * Returns 2, the exit code. */

@@ -75,7 +75,7 @@ typedef struct bench_opts {
 static int parse_opts(int argc, char **argv, bench_opts_t *o) {
   int c, rc = 0;
   pd_cli_getopt_begin();
-  while (rc == 0 && (c = pd_cli_getopt(argc, argv, long_opts)) != -1) {
+  while (rc == 0 && (c = pd_cli_getopt(argc, argv, long_opts, NULL)) != -1) {
     if (c == 'h') {
       usage();
       return 0;

@@ -151,7 +151,7 @@ static int apply_opt(int c, const char *v, ex_opts_t *o) {
 static int parse_opts(int argc, char **argv, ex_opts_t *o) {
   int c;
   pd_cli_getopt_begin();
-  while ((c = pd_cli_getopt(argc, argv, long_opts)) != -1) {
+  while ((c = pd_cli_getopt(argc, argv, long_opts, NULL)) != -1) {
     if (c == 'h') {
       usage(stdout);
       return 0;

@@ -204,7 +204,7 @@ static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_fil
   static char *paths[MAX_FILES];
   int n_paths = 0, c;
   pd_cli_getopt_begin();
-  while ((c = pd_cli_getopt(argc, argv, run_opts)) != -1) {
+  while ((c = pd_cli_getopt(argc, argv, run_opts, NULL)) != -1) {
     if (c == 'h') {
       usage();
       return 0;
