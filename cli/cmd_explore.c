@@ -183,10 +183,7 @@ static int make_dirs(const char *dir) {
 }
 
 static void mask_str(uint32_t m, char *buf, size_t cap) {
-  size_t off = 0;
-  buf[0] = '\0';
-  for (int i = 1; i <= PD_INV_COUNT && off + 5 < cap; i++)
-    if (m >> (i - 1) & 1u) off += (size_t)snprintf(buf + off, cap - off, "%sI%d", off ? "," : "", i);
+  pd_cli_mask_str(m, PD_INV_COUNT, ",", buf, cap);
 }
 
 static void progress_clear(ex_state_t *st) { pd_cli_progress_clear(&st->bar); }

@@ -275,16 +275,6 @@ static int parse(int argc, char **argv, pd_gateway_config_t *c, char *host, size
   return -1;
 }
 
-/* Each client may need its socket plus two worker legs and an abort post. */
-static void raise_fd_limit(uint32_t max_connections) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl)) return;
-  rlim_t want = (rlim_t)max_connections * 4 + 256;
-  if (rl.rlim_cur >= want) return;
-  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
-}
-
 static void install_signals(void) { pd_cli_install_signals(on_signal); }
 
 int pd_cli_gateway(int argc, char **argv) {
@@ -292,7 +282,7 @@ int pd_cli_gateway(int argc, char **argv) {
   char host[256];
   int rc = parse(argc, argv, &cfg, host, sizeof host);
   if (rc >= 0) return rc;
-  raise_fd_limit(cfg.max_connections);
+  pd_cli_raise_fd_limit((uint64_t)cfg.max_connections * 4 + 256); /* a client, 2 legs, an abort */
   install_signals();
   pd_gateway_t *g = NULL;
   char err[512] = "";

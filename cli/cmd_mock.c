@@ -223,16 +223,6 @@ static void print_ready(const mock_opts_t *o, pd_mock_t *m) {
   fflush(stdout);
 }
 
-/* Room for every connection and bootstrap socket a full mock holds (the default soft limit
- * of 1024 is below it). */
-static void raise_fd_limit(void) {
-  struct rlimit rl;
-  rlim_t want = (rlim_t)PD_MOCK_MAX_CONNECTIONS + PD_MOCK_MAX_BOOT_CONNS + 256;
-  if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want) return;
-  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
-}
-
 /* Serve until SIGINT/SIGTERM: blocked in every thread, taken here with sigwait. */
 static int serve(mock_opts_t *o) {
   sigset_t set;
@@ -241,7 +231,8 @@ static int serve(mock_opts_t *o) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   signal(SIGPIPE, SIG_IGN);
-  raise_fd_limit();
+  /* room for every connection and bootstrap socket a full mock holds (above the default 1024) */
+  pd_cli_raise_fd_limit((uint64_t)PD_MOCK_MAX_CONNECTIONS + PD_MOCK_MAX_BOOT_CONNS + 256);
   char err[512];
   pd_mock_t *m = pd_mock_new(&o->c, err, sizeof err);
   if (!m) {

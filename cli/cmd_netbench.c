@@ -350,15 +350,6 @@ static void cleanup(nb_bench_t *b, int is_failed) {
   if (b->dir[0]) rmdir(b->dir);
 }
 
-static void raise_fd_limit(void) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= 3 * PD_NB_MAX_CONCURRENCY + 256) return;
-  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 3 * PD_NB_MAX_CONCURRENCY + 256
-                    ? 3 * PD_NB_MAX_CONCURRENCY + 256
-                    : rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
-}
-
 int pd_cli_gateway_bench(int argc, char **argv) {
   nb_bench_t *b = calloc(1, sizeof *b);
   if (!b) return 1;
@@ -392,7 +383,7 @@ int pd_cli_gateway_bench(int argc, char **argv) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   signal(SIGPIPE, SIG_IGN);
-  raise_fd_limit();
+  pd_cli_raise_fd_limit(3 * PD_NB_MAX_CONCURRENCY + 256);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   int rc = run_all(b);
   cleanup(b, rc || b->errors);
