@@ -50,8 +50,8 @@ static int parse_finite(const char *text, double *out) {
   return 0;
 }
 
-int pd_cli_parse_double(const char *cmd, const char *flag, const char *text, double min,
-                        double max, double *out) {
+int pd_cli_parse_double(const char *cmd, const char *flag, const char *text, double min, double max,
+                        double *out) {
   double v = 0;
   if (parse_finite(text, &v)) return not_a_number(cmd, flag, text);
   if (v < min || v > max) {
@@ -118,8 +118,8 @@ int pd_cli_option_error(const char *cmd, int c, char **argv) {
   if (c == ':')
     fprintf(stderr, "%s: option '%s' needs a value (try --help)\n", cmd, word);
   else if (is_long && optopt != 0) /* a known flag given "=VALUE" */
-    fprintf(stderr, "%s: option '%.*s' takes no value (try --help)\n", cmd,
-            (int)strcspn(word, "="), word);
+    fprintf(stderr, "%s: option '%.*s' takes no value (try --help)\n", cmd, (int)strcspn(word, "="),
+            word);
   else if (is_long)
     fprintf(stderr, "%s: unknown option '%s' (try --help)\n", cmd, word);
   else

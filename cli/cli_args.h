@@ -26,8 +26,8 @@ int pd_cli_parse_u32(const char *cmd, const char *flag, const char *text, uint32
                      uint32_t max, uint32_t *out);
 /* A finite decimal number (strtod syntax, nothing after it, no leading space) with
  * min <= v <= max. 0 or PD_ERR_INVAL. */
-int pd_cli_parse_double(const char *cmd, const char *flag, const char *text, double min,
-                        double max, double *out);
+int pd_cli_parse_double(const char *cmd, const char *flag, const char *text, double min, double max,
+                        double *out);
 /* A finite number with 0 < v <= max (a scale, a speed, a duration). 0 or PD_ERR_INVAL. */
 int pd_cli_parse_positive(const char *cmd, const char *flag, const char *text, double max,
                           double *out);

@@ -19,7 +19,9 @@ void pd_cli_progress_init(pd_cli_progress_t *p, int is_json) {
   p->t0_s = pd_cli_wall_s();
 }
 
-double pd_cli_progress_elapsed_s(const pd_cli_progress_t *p) { return pd_cli_wall_s() - p->t0_s; }
+double pd_cli_progress_elapsed_s(const pd_cli_progress_t *p) {
+  return pd_cli_wall_s() - p->t0_s;
+}
 
 void pd_cli_progress_draw(pd_cli_progress_t *p, double frac, const char *fmt, ...) {
   if (!p->is_on) return;
@@ -30,7 +32,8 @@ void pd_cli_progress_draw(pd_cli_progress_t *p, double frac, const char *fmt, ..
   char line[PD_CLI_PROGRESS_LINE];
   int fill = (int)(frac * PD_CLI_PROGRESS_WIDTH), n = 0;
   line[n++] = '[';
-  for (int i = 0; i < PD_CLI_PROGRESS_WIDTH; i++) line[n++] = i < fill ? '#' : '.';
+  for (int i = 0; i < PD_CLI_PROGRESS_WIDTH; i++)
+    line[n++] = i < fill ? '#' : '.';
   line[n++] = ']';
   line[n++] = ' ';
   va_list ap;

@@ -9,9 +9,9 @@
 #define PD_CLI_PROGRESS_LINE 160    /* the text after the bar is cut to fit this line */
 
 typedef struct pd_cli_progress {
-  int is_on;          /* stderr is a TTY and the output is not --json */
+  int is_on; /* stderr is a TTY and the output is not --json */
   double t0_s, drawn_s;
-  int line_chars;     /* characters now on the line (0: nothing to clear) */
+  int line_chars; /* characters now on the line (0: nothing to clear) */
 } pd_cli_progress_t;
 
 /* Monotonic wall-clock seconds (the CLI may read the clock; core/ and sim/ never do). */

@@ -11,7 +11,9 @@
 #define PD_VERSION "unknown"
 #endif
 
-const char *pd_cli_version(void) { return PD_VERSION; }
+const char *pd_cli_version(void) {
+  return PD_VERSION;
+}
 
 void pd_cli_print_version(const char *prog, int is_json) {
   if (!is_json) {
