@@ -131,3 +131,26 @@ int pd_cli_unexpected_arg(const char *cmd, const char *word) {
   fprintf(stderr, "%s: unexpected argument '%s' (try --help)\n", cmd, word);
   return 2;
 }
+
+int pd_cli_parse(const pd_cli_parser_t *p, int argc, char **argv) {
+  int c, index = 0;
+  pd_cli_getopt_begin();
+  while ((c = pd_cli_getopt(argc, argv, p->opts, &index)) != -1) {
+    if (c == 'h') {
+      p->usage(stdout);
+      return 0;
+    }
+    if (c == '?' || c == ':') return pd_cli_option_error(p->cmd, c, argv);
+    if (c != PD_CLI_OPT_ARG) {
+      if (p->apply(p->ctx, c, index, optarg)) return 2;
+    } else if (!p->words) {
+      return pd_cli_unexpected_arg(p->cmd, optarg);
+    } else if (*p->n_words < p->max_words) {
+      p->words[(*p->n_words)++] = optarg;
+    }
+  }
+  if (optind < argc && !p->words) return pd_cli_unexpected_arg(p->cmd, argv[optind]);
+  for (; optind < argc && *p->n_words < p->max_words; optind++) /* the words after "--" */
+    p->words[(*p->n_words)++] = argv[optind];
+  return -1;
+}

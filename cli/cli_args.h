@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "pd_dispatch.h"
 
@@ -51,6 +52,23 @@ int pd_cli_getopt(int argc, char **argv, const struct option *opts, int *index);
 int pd_cli_option_error(const char *cmd, int c, char **argv);
 /* "<cmd>: unexpected argument '<word>' (try --help)"; returns 2. */
 int pd_cli_unexpected_arg(const char *cmd, const char *word);
+
+/* A subcommand's whole option loop: --help prints usage(stdout); an option goes to
+ * apply(ctx, val, index in opts, value or NULL), which returns 0 or an error (its message
+ * printed); a plain word goes to words (up to max_words, *n_words counts them), or is an
+ * error when words is NULL. */
+typedef struct pd_cli_parser {
+  const char *cmd; /* "pdref sim bench", for messages */
+  const struct option *opts;
+  void (*usage)(FILE *f);
+  int (*apply)(void *ctx, int val, int index, char *value);
+  void *ctx;
+  char **words;
+  int max_words, *n_words;
+} pd_cli_parser_t;
+/* Run the loop over argv (argv[0] the command word): -1 to go on, 0 after --help, 2 on bad
+ * usage (unknown option, missing value, bad value, unexpected word). */
+int pd_cli_parse(const pd_cli_parser_t *p, int argc, char **argv);
 
 /* The version: `git describe --tags --always --dirty` of the source when CMake configured it,
  * else the project version of CMakeLists.txt. */

@@ -47,10 +47,10 @@ static void on_progress(void *ud, uint64_t done, uint64_t total) {
                        (double)done / (el + 1e-9));
 }
 
-static void usage(void) {
-  printf("usage: pdref sim bench [--requests N] [--fault-rate F] [--mode M] [--json]\n"
-         "Runs N simulated requests (default 1000000, 1%% of legs faulted) through the\n"
-         "given mode (default reference) and prints events/s, requests/s, peak RSS.\n");
+static void usage(FILE *f) {
+  fprintf(f, "usage: pdref sim bench [--requests N] [--fault-rate F] [--mode M] [--json]\n"
+             "Runs N simulated requests (default 1000000, 1%% of legs faulted) through the\n"
+             "given mode (default reference) and prints events/s, requests/s, peak RSS.\n");
 }
 
 enum { OPT_REQUESTS = PD_CLI_OPT_FIRST, OPT_FAULT_RATE, OPT_MODE, OPT_JSON };
@@ -71,27 +71,17 @@ typedef struct bench_opts {
   int is_json;
 } bench_opts_t;
 
-/* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
-static int parse_opts(int argc, char **argv, bench_opts_t *o) {
-  int c, rc = 0;
-  pd_cli_getopt_begin();
-  while (rc == 0 && (c = pd_cli_getopt(argc, argv, long_opts, NULL)) != -1) {
-    if (c == 'h') {
-      usage();
-      return 0;
-    }
-    if (c == '?' || c == ':') return pd_cli_option_error(CMD, c, argv);
-    if (c == PD_CLI_OPT_ARG) return pd_cli_unexpected_arg(CMD, optarg);
-    if (c == OPT_REQUESTS)
-      rc = pd_cli_parse_u32(CMD, "--requests", optarg, 1, PD_SCN_MAX_REQUESTS, &o->requests);
-    else if (c == OPT_FAULT_RATE)
-      rc = pd_cli_parse_double(CMD, "--fault-rate", optarg, 0, 1, &o->fault_rate);
-    else if (c == OPT_MODE)
-      rc = pd_cli_parse_mode(CMD, "--mode", optarg, &o->mode);
-    else
-      o->is_json = 1;
+/* One option with its value v; 0, or an error (the message printed). */
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  bench_opts_t *o = ctx;
+  (void)index;
+  switch (c) {
+  case OPT_REQUESTS:
+    return pd_cli_parse_u32(CMD, "--requests", v, 1, PD_SCN_MAX_REQUESTS, &o->requests);
+  case OPT_FAULT_RATE: return pd_cli_parse_double(CMD, "--fault-rate", v, 0, 1, &o->fault_rate);
+  case OPT_MODE: return pd_cli_parse_mode(CMD, "--mode", v, &o->mode);
+  default: o->is_json = 1; return 0; /* OPT_JSON */
   }
-  return rc ? 2 : -1;
 }
 
 static void report(const bench_opts_t *o, const pd_world_stats_t *st, double dt) {
@@ -124,7 +114,8 @@ static void report(const bench_opts_t *o, const pd_world_stats_t *st, double dt)
 
 int pd_cli_sim_bench(int argc, char **argv) {
   bench_opts_t o = {.requests = 1000000, .fault_rate = 0.01, .mode = PD_MODE_REFERENCE};
-  int rc = parse_opts(argc, argv, &o);
+  pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, &o, NULL, 0, NULL};
+  int rc = pd_cli_parse(&p, argc, argv);
   if (rc >= 0) return rc;
   pd_scenario_t *s = malloc(sizeof *s);
   if (!s) return 2;

@@ -100,7 +100,9 @@ static const struct option long_opts[] = {
 };
 
 /* One option with its value v; 0, or PD_ERR_INVAL (the message printed). */
-static int apply_opt(int c, const char *v, opts_t *o) {
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  opts_t *o = ctx;
+  (void)index;
   switch (c) {
   case OPT_GATEWAY_CMD: o->c.gateway_cmd = v; return 0;
   case OPT_MODE_LABEL: pd_conform_set_label(&o->c, v); return 0;
@@ -118,22 +120,11 @@ static int apply_opt(int c, const char *v, opts_t *o) {
 /* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
 static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
   static char *paths[MAX_FILES];
-  int n_paths = 0, c;
+  int n_paths = 0;
   pd_conform_opts_default(&o->c);
-  pd_cli_getopt_begin();
-  while ((c = pd_cli_getopt(argc, argv, long_opts, NULL)) != -1) {
-    if (c == 'h') {
-      usage(stdout);
-      return 0;
-    }
-    if (c == '?' || c == ':') return pd_cli_option_error(CMD, c, argv);
-    if (c == PD_CLI_OPT_ARG) {
-      if (n_paths < MAX_FILES) paths[n_paths++] = optarg;
-    } else if (apply_opt(c, optarg, o)) {
-      return 2;
-    }
-  }
-  for (; optind < argc && n_paths < MAX_FILES; optind++) paths[n_paths++] = argv[optind];
+  pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, o, paths, MAX_FILES, &n_paths};
+  int rc = pd_cli_parse(&p, argc, argv);
+  if (rc >= 0) return rc;
   if (!o->c.gateway_cmd || !o->c.gateway_cmd[0]) {
     fprintf(stderr, "pdref conform: --gateway-cmd is required (try --help)\n");
     return 2;
@@ -149,7 +140,7 @@ static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
   }
   o->bin[n] = 0;
   o->c.pdref_bin = o->bin;
-  int rc = pd_cli_collect_json(CMD, paths, n_paths, files, n_files, MAX_FILES);
+  rc = pd_cli_collect_json(CMD, paths, n_paths, files, n_files, MAX_FILES);
   return rc ? rc : -1;
 }
 

@@ -116,7 +116,9 @@ static const struct option long_opts[] = {
 };
 
 /* One option with its value v; 0, or an error (the message printed). */
-static int apply_opt(int c, const char *v, ex_opts_t *o) {
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  ex_opts_t *o = ctx;
+  (void)index;
   switch (c) {
   case OPT_MODE:
     o->has_mode = 1;
@@ -149,17 +151,9 @@ static int apply_opt(int c, const char *v, ex_opts_t *o) {
 
 /* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
 static int parse_opts(int argc, char **argv, ex_opts_t *o) {
-  int c;
-  pd_cli_getopt_begin();
-  while ((c = pd_cli_getopt(argc, argv, long_opts, NULL)) != -1) {
-    if (c == 'h') {
-      usage(stdout);
-      return 0;
-    }
-    if (c == '?' || c == ':') return pd_cli_option_error(CMD, c, argv);
-    if (c == PD_CLI_OPT_ARG) return pd_cli_unexpected_arg(CMD, optarg);
-    if (apply_opt(c, optarg, o)) return 2;
-  }
+  pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, o, NULL, 0, NULL};
+  int rc = pd_cli_parse(&p, argc, argv);
+  if (rc >= 0) return rc;
   if (!o->has_mode) return bad("--mode is required: joined, pr1150, minilb or reference");
   if (o->has_seeds && o->has_time) return bad("--seeds and --time cannot be combined");
   return -1;

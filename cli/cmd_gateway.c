@@ -218,16 +218,24 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+typedef struct gw_parse {
+  pd_gateway_config_t *cfg;
+  char *host; /* the --listen host: cap bytes */
+  size_t cap;
+} gw_parse_t;
+
 /* One option (long_opts[index]) with its value v; 0, or an error (the message printed). */
-static int apply_opt(int c, int index, char *v, pd_gateway_config_t *cfg, char *host, size_t cap) {
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  gw_parse_t *g = ctx;
+  pd_gateway_config_t *cfg = g->cfg;
   char flag[48];
   switch (c) {
   case OPT_MODE: return 0; /* read in the first pass */
   case OPT_PREFILL: return add_worker(cfg, 1, v);
   case OPT_DECODE: return add_worker(cfg, 0, v);
   case OPT_LISTEN:
-    cfg->listen_host = host;
-    return pd_cli_parse_host_port(CMD, "--listen", v, host, cap, &cfg->listen_port);
+    cfg->listen_host = g->host;
+    return pd_cli_parse_host_port(CMD, "--listen", v, g->host, g->cap, &cfg->listen_port);
   case OPT_POLICY: return set_policy("--policy", v, &cfg->core, -1);
   case OPT_PREFILL_POLICY: return set_policy("--prefill-policy", v, &cfg->core, 0);
   case OPT_DECODE_POLICY: return set_policy("--decode-policy", v, &cfg->core, 1);
@@ -251,23 +259,17 @@ static int parse_mode(int argc, char **argv, pd_mode_t *mode) {
 /* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
 static int parse(int argc, char **argv, pd_gateway_config_t *c, char *host, size_t cap) {
   pd_mode_t mode = PD_MODE_REFERENCE;
-  int rc = parse_mode(argc, argv, &mode), opt, index = 0;
+  int rc = parse_mode(argc, argv, &mode);
   if (rc >= 0) return rc;
   pd_gateway_config_default(c, mode);
   c->seed = clock_seed();
   snprintf(host, cap, "127.0.0.1");
   c->listen_host = host;
   c->listen_port = 8000;
-  pd_cli_getopt_begin();
-  while ((opt = pd_cli_getopt(argc, argv, long_opts, &index)) != -1) {
-    if (opt == 'h') {
-      usage(stdout);
-      return 0;
-    }
-    if (opt == '?' || opt == ':') return pd_cli_option_error(CMD, opt, argv);
-    if (opt == PD_CLI_OPT_ARG) return pd_cli_unexpected_arg(CMD, optarg);
-    if (apply_opt(opt, index, optarg, c, host, cap)) return 2;
-  }
+  gw_parse_t g = {c, host, cap};
+  pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, &g, NULL, 0, NULL};
+  rc = pd_cli_parse(&p, argc, argv);
+  if (rc >= 0) return rc;
   if (!c->n_prefill || !c->n_decode) {
     fprintf(stderr, CMD ": need at least one --prefill and one --decode (try --help)\n");
     return 2;

@@ -121,7 +121,9 @@ static int apply_number(mock_opts_t *o, int c, const char *v) {
 }
 
 /* One option with its value; 0, or PD_ERR_INVAL on a bad value. */
-static int apply_opt(mock_opts_t *o, int c, const char *v) {
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  mock_opts_t *o = ctx;
+  (void)index;
   switch (c) {
   case OPT_ROLE: o->role = v; return 0;
   case OPT_LISTEN:
@@ -135,22 +137,6 @@ static int apply_opt(mock_opts_t *o, int c, const char *v) {
   case OPT_CLOCK_ON_START: o->c.is_clock_on_start = 1; return 0;
   default: return apply_number(o, c, v);
   }
-}
-
-/* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
-static int parse_args(mock_opts_t *o, int argc, char **argv) {
-  int c;
-  pd_cli_getopt_begin();
-  while ((c = pd_cli_getopt(argc, argv, long_opts, NULL)) != -1) {
-    if (c == 'h') {
-      usage(stdout);
-      return 0;
-    }
-    if (c == '?' || c == ':') return pd_cli_option_error(CMD, c, argv);
-    if (c == PD_CLI_OPT_ARG) return pd_cli_unexpected_arg(CMD, optarg);
-    if (apply_opt(o, c, optarg)) return 2;
-  }
-  return -1;
 }
 
 /* The worker, its role and the scenario-wide settings; the scenario stays alive in *s. */
@@ -256,7 +242,8 @@ int pd_cli_mock(int argc, char **argv) {
   pd_mock_config_default(&o.c);
   o.c.bootstrap_port = 8998; /* SGLang's default */
   snprintf(o.host, sizeof o.host, "127.0.0.1");
-  int rc = parse_args(&o, argc, argv);
+  pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, &o, NULL, 0, NULL};
+  int rc = pd_cli_parse(&p, argc, argv);
   if (rc >= 0) return rc;
   pd_scenario_t *s = calloc(1, sizeof *s);
   rc = s ? resolve_role(&o, s) : 1;

@@ -123,8 +123,10 @@ static const struct option long_opts[] = {
 };
 
 /* One option with its value: 0, or 2 on a bad value. */
-static int apply_opt(nb_opts_t *o, int c, const char *v) {
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  nb_opts_t *o = ctx;
   pd_mode_t m;
+  (void)index;
   size_t k = (size_t)(c - PD_CLI_OPT_FIRST);
   if (c >= PD_CLI_OPT_FIRST && k < NB_NUM_OPTS) {
     assert(strcmp(num_opts[k].flag + 2, long_opts[1 + k].name) == 0); /* the tables agree */
@@ -147,22 +149,6 @@ static int apply_opt(nb_opts_t *o, int c, const char *v) {
     o->is_tp = 0;
     return 0;
   }
-}
-
-/* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
-static int parse_args(nb_opts_t *o, int argc, char **argv) {
-  int c;
-  pd_cli_getopt_begin();
-  while ((c = pd_cli_getopt(argc, argv, long_opts, NULL)) != -1) {
-    if (c == 'h') {
-      usage(stdout);
-      return 0;
-    }
-    if (c == '?' || c == ':') return pd_cli_option_error(CMD, c, argv);
-    if (c == PD_CLI_OPT_ARG) return pd_cli_unexpected_arg(CMD, optarg);
-    if (apply_opt(o, c, optarg)) return 2;
-  }
-  return -1;
 }
 
 /* ---------- the processes under test ---------- */
@@ -367,7 +353,8 @@ int pd_cli_gateway_bench(int argc, char **argv) {
                    .is_pd = 1,
                    .mode = "reference"};
   memcpy(o->levels, lv, sizeof lv);
-  int parsed = parse_args(o, argc, argv);
+  pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, o, NULL, 0, NULL};
+  int parsed = pd_cli_parse(&p, argc, argv);
   if (parsed >= 0) {
     free(b);
     return parsed;

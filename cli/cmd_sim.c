@@ -148,16 +148,16 @@ static void print_json(cJSON *rows, int passed, int failed, int unexercised) {
 
 #define CMD "pdref sim run"
 
-static void usage(void) {
-  printf("usage: pdref sim run FILE|DIR... [--mode joined|pr1150|minilb|reference|all]\n"
-         "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json]\n"
-         "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
-         "violated invariants with the scenario's expectation. A row whose fault entries did\n"
-         "not all fire, or whose requests reached no worker, is NOT EXERCISED (exit 1) unless\n"
-         "the scenario declares that mode in \"unexercised\". --trace writes a Chrome/Perfetto\n"
-         "trace (open in ui.perfetto.dev); use it with one file and one mode. --tie-seed\n"
-         "orders events of the same instant (0: insertion order; default: the scenario's\n"
-         "config.tie_seed), as `pdref sim explore` found them.\n");
+static void usage(FILE *f) {
+  fprintf(f, "usage: pdref sim run FILE|DIR... [--mode joined|pr1150|minilb|reference|all]\n"
+             "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json]\n"
+             "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
+             "violated invariants with the scenario's expectation. A row whose fault entries did\n"
+             "not all fire, or whose requests reached no worker, is NOT EXERCISED (exit 1) unless\n"
+             "the scenario declares that mode in \"unexercised\". --trace writes a Chrome/Perfetto\n"
+             "trace (open in ui.perfetto.dev); use it with one file and one mode. --tie-seed\n"
+             "orders events of the same instant (0: insertion order; default: the scenario's\n"
+             "config.tie_seed), as `pdref sim explore` found them.\n");
 }
 
 enum { OPT_MODE = PD_CLI_OPT_FIRST, OPT_SEED, OPT_TIE_SEED, OPT_TRACE, OPT_JSON };
@@ -173,8 +173,10 @@ static const struct option run_opts[] = {
 };
 
 /* One option; 0, or PD_ERR_INVAL after printing why. */
-static int apply_opt(int c, const char *v, opts_t *o) {
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  opts_t *o = ctx;
   pd_mode_t pm;
+  (void)index;
   switch (c) {
   case OPT_MODE:
     if (strcmp(v, "all") == 0) o->mode = -1;
@@ -199,26 +201,15 @@ static int apply_opt(int c, const char *v, opts_t *o) {
 /* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
 static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_files) {
   static char *paths[MAX_FILES];
-  int n_paths = 0, c;
-  pd_cli_getopt_begin();
-  while ((c = pd_cli_getopt(argc, argv, run_opts, NULL)) != -1) {
-    if (c == 'h') {
-      usage();
-      return 0;
-    }
-    if (c == '?' || c == ':') return pd_cli_option_error(CMD, c, argv);
-    if (c == PD_CLI_OPT_ARG) {
-      if (n_paths < MAX_FILES) paths[n_paths++] = optarg;
-    } else if (apply_opt(c, optarg, o)) {
-      return 2;
-    }
-  }
-  for (; optind < argc && n_paths < MAX_FILES; optind++) paths[n_paths++] = argv[optind];
+  int n_paths = 0;
+  pd_cli_parser_t p = {CMD, run_opts, usage, apply_opt, o, paths, MAX_FILES, &n_paths};
+  int rc = pd_cli_parse(&p, argc, argv);
+  if (rc >= 0) return rc;
   if (!n_paths) {
     fprintf(stderr, CMD ": no scenario file or directory given (try --help)\n");
     return 2;
   }
-  int rc = pd_cli_collect_json(CMD, paths, n_paths, files, n_files, MAX_FILES);
+  rc = pd_cli_collect_json(CMD, paths, n_paths, files, n_files, MAX_FILES);
   return rc ? rc : -1;
 }
 

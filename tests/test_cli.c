@@ -137,6 +137,47 @@ static void test_progress_is_silent_with_json(void) {
   PDT_TRUE(pd_cli_progress_elapsed_s(&p) >= 0);
 }
 
+static int parsed_n;
+
+static int apply_n(void *ctx, int val, int index, char *value) {
+  (void)ctx;
+  PDT_EQ_INT(val, PD_CLI_OPT_FIRST);
+  PDT_EQ_INT(index, 1);
+  return pd_cli_parse_u32("test", "--n", value, 0, 100, (uint32_t *)&parsed_n);
+}
+
+static void no_usage(FILE *f) { (void)f; }
+
+static void test_parse_loop_words_in_order_and_after_dashes(void) {
+  static const struct option opts[] = {
+      {"help", no_argument, NULL, 'h'}, {"n", required_argument, NULL, PD_CLI_OPT_FIRST}, {0}};
+  char a0[] = "cmd", a1[] = "a", a2[] = "--n", a3[] = "5", a4[] = "b", a5[] = "--", a6[] = "--c";
+  char *argv[] = {a0, a1, a2, a3, a4, a5, a6, NULL};
+  char *words[4];
+  int n_words = 0;
+  parsed_n = -1;
+  pd_cli_parser_t p = {"test", opts, no_usage, apply_n, NULL, words, 4, &n_words};
+  PDT_EQ_INT(pd_cli_parse(&p, 7, argv), -1);
+  PDT_EQ_INT(parsed_n, 5);
+  PDT_EQ_INT(n_words, 3);
+  if (n_words == 3) {
+    PDT_EQ_STR(words[0], "a");
+    PDT_EQ_STR(words[1], "b");
+    PDT_EQ_STR(words[2], "--c"); /* after "--", a word even if it looks like an option */
+  }
+  char b0[] = "cmd", b1[] = "--n=7", b2[] = "stray";
+  char *argv2[] = {b0, b1, b2, NULL};
+  p.words = NULL; /* this command takes no words */
+  PDT_EQ_INT(pd_cli_parse(&p, 3, argv2), 2);
+  PDT_EQ_INT(parsed_n, 7);
+  char c0[] = "cmd", c1[] = "--n", c2[] = "7x";
+  char *argv3[] = {c0, c1, c2, NULL};
+  PDT_EQ_INT(pd_cli_parse(&p, 3, argv3), 2); /* a bad value stops the parse */
+  char d0[] = "cmd", d1[] = "-h", d2[] = "--bogus";
+  char *argv4[] = {d0, d1, d2, NULL};
+  PDT_EQ_INT(pd_cli_parse(&p, 3, argv4), 0); /* --help first: usage, exit 0 */
+}
+
 /* ---------- the binaries ---------- */
 
 typedef struct run {
@@ -317,6 +358,7 @@ int pdt_suite_cli(void) {
       {"host:port", test_host_port},
       {"mode names", test_mode_names},
       {"progress bar silent with --json", test_progress_is_silent_with_json},
+      {"option loop: words in order, after --, errors", test_parse_loop_words_in_order_and_after_dashes},
       {"sim bench --requests 500x exits 2 naming it", test_bad_number_exits_2_naming_flag_and_value},
       {"good numbers (and --flag=value) still run", test_good_numbers_still_run},
       {"unknown option exits 2 (every subcommand)", test_unknown_option_exits_2},
