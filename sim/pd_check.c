@@ -122,6 +122,7 @@ static int outcome_agrees(const pd_wleg_t *l) {
     return o == PD_OUTCOME_TIMEOUT || o == PD_OUTCOME_FAILURE || o == PD_OUTCOME_CANCELLED;
   case PD_TRUTH_CANCELLED: return o == PD_OUTCOME_CANCELLED || o == PD_OUTCOME_SUCCESS;
   }
+  assert(!"a leg's truth outside pd_truth_t");
   return 0;
 }
 

@@ -14,6 +14,7 @@
  *     FIFO), else to the request whose last attempt ended last before it (a retry); requests
  *     that asked for something else (stream, logprobs), were already served, have used the
  *     mode's attempts, or whose attempts would overlap are tried only when nothing else fits. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +153,7 @@ static uint32_t build_units(pd_cf_run_t *run, unit_t *u) {
 
 /* The leg whose body describes the unit's request: decode if there is one. */
 static const pd_cf_mleg_t *face(const pd_cf_run_t *run, const unit_t *x) {
+  assert(x->n >= 1); /* a unit is made with a leg (add_unit) */
   for (uint32_t k = 0; k < x->n; k++)
     if (run->legs[x->leg[k]].role == PD_ROLE_DECODE) return &run->legs[x->leg[k]];
   return &run->legs[x->leg[0]];
