@@ -248,9 +248,9 @@ static void trace_request(struct pd_world *w, pd_creq_t *rq) {
 
 /* What the checker reads of the world, now (the scenario is the healed one once healed). */
 static pd_judge_t judge_of(const struct pd_world *w) {
-  pd_judge_t j = {w->s, w->mode, 0, w->gcfg.retry.max_attempts ? w->gcfg.retry.max_attempts : 1,
-                  w->now, w->stats};
-  return j;
+  uint32_t att = w->gcfg.retry.max_attempts;
+  return (pd_judge_t){.s = w->s, .mode = w->mode, .is_outcome_blind = 0,
+                      .max_attempts = att ? att : 1, .now = w->now, .stats = w->stats};
 }
 
 void pd_world_judge(struct pd_world *w, pd_creq_t *rq) {
