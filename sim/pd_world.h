@@ -8,10 +8,8 @@
 #include <stdio.h>
 
 #include "pd_dispatch.h"
-#include "pd_heap.h"
 #include "pd_scenario.h"
 #include "pd_sse.h"
-#include "pd_trace.h"
 
 /* What a worker really did with one leg (judged at the worker, never from the gateway). */
 typedef enum {

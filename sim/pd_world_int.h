@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 
 #include "pd_check.h"
+#include "pd_heap.h"
+#include "pd_trace.h"
 #include "pd_world.h"
 
 /* Heap event kinds. */
