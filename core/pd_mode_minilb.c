@@ -103,7 +103,7 @@ static int forward_chunk(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d, const uint8_t *p
 
 static void start_stream(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
-  rq->state = RQ_STREAM;
+  PD_RQ_SET(gw, rq, RQ_STREAM);
   if (d->body.len) {
     pd_buf_t held = d->body;
     memset(&d->body, 0, sizeof d->body);
@@ -188,14 +188,14 @@ static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq) {
 
 static void heads_gathered(pd_gw_t *gw, pd_rq_t *rq) {
   if (!rq->req.is_stream) {
-    rq->state = RQ_READ;
+    PD_RQ_SET(gw, rq, RQ_READ);
     pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
     if (d->state == LEG_ENDED) respond_nonstream(gw, rq);
     return;
   }
   if (lp_value(rq)) {
     pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
-    rq->state = RQ_DRAIN; /* all prefill chunks read first */
+    PD_RQ_SET(gw, rq, RQ_DRAIN); /* all prefill chunks read first */
     if (p && p->state == LEG_ENDED) {
       if (take_prefill_logprobs(gw, rq, p)) raise_exception(gw, rq);
       else start_stream(gw, rq);
@@ -209,10 +209,10 @@ static void heads_gathered(pd_gw_t *gw, pd_rq_t *rq) {
  * out before the generator contacts either worker (M8.4: 200 whatever decode says), so any
  * later exception can only cut the stream. */
 static void mlb_on_start(pd_gw_t *gw, pd_rq_t *rq) {
-  rq->state = RQ_HEADS;
+  PD_RQ_SET(gw, rq, RQ_HEADS);
   if (!rq->req.is_stream) return;
   pd_gw_client_head(gw, rq, 200, 1);
-  rq->is_committed = 1;
+  rq->is_committed = 1; /* before RQ_STREAM: the head goes out before either worker answers */
 }
 
 static void mlb_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
