@@ -280,11 +280,11 @@ void pd_gw_client_data(pd_gw_t *gw, pd_rq_t *rq, const void *p, size_t len) {
   a->len = len;
 }
 
-void pd_gw_client_end(pd_gw_t *gw, pd_rq_t *rq, int is_abort) {
+void pd_gw_client_end_at(pd_gw_t *gw, pd_rq_t *rq, int is_abort, const char *file, int line) {
   if (pd_rq_client_done(rq)) return;
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLIENT_END, rq);
   a->flag = is_abort;
-  PD_RQ_SET(gw, rq, RQ_TAIL);
+  pd_rq_set_state(gw, rq, RQ_TAIL, file, line);
 }
 
 static const char *reason_phrase(int status) {
@@ -317,8 +317,8 @@ static char *error_json(int status, const char *code, const char *msg) {
   return s;
 }
 
-void pd_gw_client_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *code,
-                        const char *msg) {
+void pd_gw_client_error_at(pd_gw_t *gw, pd_rq_t *rq, int status, const char *code,
+                           const char *msg, const char *file, int line) {
   if (pd_rq_client_done(rq)) return;
   pd_gw_client_head(gw, rq, status, 0);
   char *s = error_json(status, code, msg);
@@ -326,7 +326,7 @@ void pd_gw_client_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *code,
     pd_gw_client_data(gw, rq, s, strlen(s));
     cJSON_free(s);
   }
-  pd_gw_client_end(gw, rq, 0);
+  pd_gw_client_end_at(gw, rq, 0, file, line);
 }
 
 void pd_gw_sse_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *msg) {
@@ -356,7 +356,7 @@ pd_leg_t *pd_gw_cur(pd_rq_t *rq, pd_role_t role) {
 }
 
 /* A leg is removed exactly once: it must still be the request's, and it is freed here. */
-static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *file, int line) {
   uint32_t found = 0;
   for (uint32_t i = 0; i < rq->n_legs; i++) {
     if (rq->legs[i] != leg) continue;
@@ -366,7 +366,7 @@ static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   }
   assert(found);
   (void)found;
-  PD_LEG_SET(gw, rq, leg, LEG_REMOVED);
+  pd_leg_set_state(gw, rq, leg, LEG_REMOVED, file, line);
   if (rq->cur_id[leg->role] == leg->id) rq->cur_id[leg->role] = 0;
   if (leg->is_probe && !leg->has_outcome) /* never leak a half-open probe slot */
     pd_breaker_record(&gw->workers[leg->role][leg->worker].breaker, gw->now,
@@ -374,7 +374,8 @@ static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   leg_free(gw, leg);
 }
 
-void pd_gw_close_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort) {
+void pd_gw_close_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort,
+                        const char *file, int line) {
   if (leg->state == LEG_OPEN || leg->state == LEG_HEAD) {
     pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLOSE_LEG, rq);
     a->leg_id = leg->id;
@@ -382,12 +383,14 @@ void pd_gw_close_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort) {
     a->worker = leg->worker;
     if (send_abort && rq->rid) a->str = (const char *)pd_gw_keep(gw, rq->rid, strlen(rq->rid));
   }
-  leg_remove(gw, rq, leg);
+  leg_remove(gw, rq, leg, file, line);
 }
 
-void pd_gw_drop_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) { leg_remove(gw, rq, leg); }
+void pd_gw_drop_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *file, int line) {
+  leg_remove(gw, rq, leg, file, line);
+}
 
-void pd_gw_close_all(pd_gw_t *gw, pd_rq_t *rq, int send_abort) {
+void pd_gw_close_all_at(pd_gw_t *gw, pd_rq_t *rq, int send_abort, const char *file, int line) {
   for (uint32_t guard = 0; guard < PD_MAX_LEGS; guard++) {
     pd_leg_t *victim = NULL;
     for (uint32_t i = 0; i < rq->n_legs; i++)
@@ -396,7 +399,7 @@ void pd_gw_close_all(pd_gw_t *gw, pd_rq_t *rq, int send_abort) {
         break;
       }
     if (!victim) return;
-    pd_gw_close_leg(gw, rq, victim, send_abort);
+    pd_gw_close_leg_at(gw, rq, victim, send_abort, file, line);
   }
 }
 

@@ -155,10 +155,16 @@ pd_action_t *pd_gw_emit(pd_gw_t *gw, pd_action_kind_t kind, pd_rq_t *rq);
 const uint8_t *pd_gw_keep(pd_gw_t *gw, const void *p, size_t len);
 void pd_gw_client_head(pd_gw_t *gw, pd_rq_t *rq, int status, int is_sse);
 void pd_gw_client_data(pd_gw_t *gw, pd_rq_t *rq, const void *p, size_t len);
-void pd_gw_client_end(pd_gw_t *gw, pd_rq_t *rq, int is_abort);
+/* End the client response (moves the request to RQ_TAIL). The helpers that change a state
+ * take the caller's file and line through their macro, for the transition trace. */
+void pd_gw_client_end_at(pd_gw_t *gw, pd_rq_t *rq, int is_abort, const char *file, int line);
+#define pd_gw_client_end(gw, rq, is_abort) \
+  pd_gw_client_end_at((gw), (rq), (is_abort), __FILE__, __LINE__)
 /* Whole JSON error response: head, {"error":{...}} body, end. */
-void pd_gw_client_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *code,
-                        const char *msg);
+void pd_gw_client_error_at(pd_gw_t *gw, pd_rq_t *rq, int status, const char *code,
+                           const char *msg, const char *file, int line);
+#define pd_gw_client_error(gw, rq, status, code, msg) \
+  pd_gw_client_error_at((gw), (rq), (status), (code), (msg), __FILE__, __LINE__)
 /* One SSE error frame `data: {"error":{"message":..,"code":..}}\n\n`. */
 void pd_gw_sse_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *msg);
 
@@ -169,14 +175,20 @@ int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq);
 pd_leg_t *pd_gw_leg(pd_rq_t *rq, uint64_t leg_id);
 pd_leg_t *pd_gw_cur(pd_rq_t *rq, pd_role_t role);
 /* Close a leg: emit CLOSE_LEG (with rid when abort), drop its load/probe, free it. */
-void pd_gw_close_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort);
+void pd_gw_close_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort,
+                        const char *file, int line);
+#define pd_gw_close_leg(gw, rq, leg, send_abort) \
+  pd_gw_close_leg_at((gw), (rq), (leg), (send_abort), __FILE__, __LINE__)
 /* Forget a leg that ended on its own (no CLOSE action needed). */
-void pd_gw_drop_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
+void pd_gw_drop_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *file, int line);
+#define pd_gw_drop_leg(gw, rq, leg) pd_gw_drop_leg_at((gw), (rq), (leg), __FILE__, __LINE__)
 void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role);
 /* Record an outcome for one leg's worker (breaker + OUTCOME action), once per leg. */
 void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int status);
 /* Close every leg of the request that is not detached; send_abort as pd_gw_close_leg. */
-void pd_gw_close_all(pd_gw_t *gw, pd_rq_t *rq, int send_abort);
+void pd_gw_close_all_at(pd_gw_t *gw, pd_rq_t *rq, int send_abort, const char *file, int line);
+#define pd_gw_close_all(gw, rq, send_abort) \
+  pd_gw_close_all_at((gw), (rq), (send_abort), __FILE__, __LINE__)
 void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns);
 /* R-PROGRESS: what a non-stream request's decode may take on top of the idle and commit
  * budgets: its requested output tokens (128 if unstated) x cfg.token_budget_ns, capped so a
