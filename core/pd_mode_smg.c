@@ -1,5 +1,6 @@
 /* `joined` (smg HEAD) and `pr1150` (the seed): faithful models, bugs included. Rule numbers
  * refer to docs/upstream.md; every deviation is named in docs/spec.md. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <string.h>
 
@@ -107,6 +108,7 @@ static void take_prefill_logprobs(pd_gw_t *gw, pd_rq_t *rq, const pd_leg_t *p) {
 
 static void commit_stream(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  assert(d); /* decode is current until the response is over */
   record_both(gw, rq, d->status); /* R3.3: a stream's outcome is fixed at its head */
   pd_gw_client_head(gw, rq, d->status, 1);
   PD_RQ_SET(gw, rq, RQ_STREAM); /* commits */
@@ -133,6 +135,7 @@ static void commit_stream(pd_gw_t *gw, pd_rq_t *rq) {
 
 static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  assert(d); /* decode is current until the response is over */
   pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
   int status = d->status;
   record_both(gw, rq, status);
@@ -155,6 +158,7 @@ static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq) {
 /* Decode is 2xx and prefill fully read (or its read error ignored, R1.35). */
 static void drain_done(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  assert(d); /* decode is current until the response is over */
   if (rq->req.is_stream) {
     commit_stream(gw, rq);
     return;
@@ -168,6 +172,7 @@ static void drain_done(pd_gw_t *gw, pd_rq_t *rq) {
 static void both_heads(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
   pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  assert(p && d); /* both heads are in: both legs are current */
   if (!is_2xx(d->status)) { /* R1.34: decode checked first, prefill dropped */
     attempt_fail(gw, rq, map_decode_status(d->status, rq->req.is_stream), "decode_error",
                  "decode server returned an error", rq->req.is_stream);
@@ -186,11 +191,15 @@ static void smg_on_start(pd_gw_t *gw, pd_rq_t *rq) {
   PD_RQ_SET(gw, rq, RQ_HEADS);
   if (rq->is_fast_path) { /* pr1150: prefill spawned and forgotten */
     pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
+    assert(p); /* just opened */
     p->is_detached = 1; /* still the attempt's prefill for outcome recording (R3.1) */
   }
 }
 
+/* After the client response ended (RQ_TAIL) only a detached prefill is left: every path that
+ * ends the client closes or drops the other legs first. */
 static void smg_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  assert(rq->state != RQ_TAIL || leg->is_detached);
   if (leg->is_detached || rq->state != RQ_HEADS) return; /* detached: status only logged */
   if (rq->is_fast_path) {
     if (leg->role != PD_ROLE_DECODE) return;
@@ -207,6 +216,7 @@ static void smg_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 }
 
 static void smg_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
+  assert(rq->state != RQ_TAIL || leg->is_detached);
   if (leg->is_detached) return; /* drained and discarded */
   if (leg->role == PD_ROLE_DECODE && rq->state == RQ_STREAM) {
     relay(gw, rq, leg, b, n);
@@ -221,6 +231,7 @@ static void smg_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *
 }
 
 static void smg_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  assert(rq->state != RQ_TAIL || leg->is_detached);
   if (leg->is_detached || rq->state == RQ_GONE) {
     pd_gw_drop_leg(gw, rq, leg);
     return;
@@ -239,6 +250,7 @@ static void smg_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 
 static void smg_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) {
   (void)e;
+  assert(rq->state != RQ_TAIL || leg->is_detached);
   if (leg->is_detached || rq->state == RQ_GONE) { /* logged only */
     pd_gw_drop_leg(gw, rq, leg);
     return;
