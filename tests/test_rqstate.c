@@ -1,11 +1,14 @@
 /* The request and leg state machines (core/pd_rqstate.c): docs/spec.md section 4 draws the
  * same legal moves the core asserts, and every transition is reported to the hook, legal, with
  * the line that made it, without changing what the core does. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pd_rqstate.h"
+#include "pd_scenario.h"
+#include "pd_world.h"
 #include "pdt.h"
 #include "pdt_harness.h"
 
@@ -317,6 +320,64 @@ static void test_the_hook_changes_no_action(void) {
   PDT_EQ_U64(differ, 0);
 }
 
+/* ---------- the simulator's Perfetto trace ---------- */
+
+static char *read_all(FILE *f) {
+  long len = ftell(f);
+  if (len < 0) return NULL;
+  rewind(f);
+  char *buf = calloc(1, (size_t)len + 1);
+  if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* The instant named name on process pid, with its file and line in args; NULL if none. */
+static const cJSON *find_instant(const cJSON *root, const char *name, int pid) {
+  const cJSON *e;
+  cJSON_ArrayForEach(e, root) {
+    const cJSON *n = cJSON_GetObjectItem(e, "name"), *ph = cJSON_GetObjectItem(e, "ph");
+    if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0 && cJSON_IsString(ph) &&
+        strcmp(ph->valuestring, "i") == 0 && cJSON_GetObjectItem(e, "pid")->valueint == pid)
+      return e;
+  }
+  return NULL;
+}
+
+static void test_the_sim_trace_shows_each_transition_with_its_line(void) {
+  static pd_scenario_t s;
+  char path[1024], err[512];
+  snprintf(path, sizeof path, "%s/scenarios/happy-path-stream.json", PD_SOURCE_DIR);
+  PDT_EQ_INT(pd_scenario_load(&s, path, err, sizeof err), 0);
+  FILE *f = tmpfile();
+  PDT_TRUE(f != NULL);
+  if (!f) return;
+  pd_world_stats_t st;
+  uint32_t v = 0, v_plain = 0;
+  uint64_t h = 0, h_plain = 0;
+  PDT_EQ_INT(pd_world_run(&s, PD_MODE_REFERENCE, s.config.seed, f, &st, &v, &h), 0);
+  PDT_EQ_INT(pd_world_run(&s, PD_MODE_REFERENCE, s.config.seed, NULL, &st, &v_plain, &h_plain), 0);
+  PDT_EQ_U64(h, h_plain); /* tracing changes nothing the run hash covers */
+  PDT_EQ_INT(v, v_plain);
+  char *buf = read_all(f);
+  fclose(f);
+  cJSON *root = buf ? cJSON_Parse(buf) : NULL;
+  free(buf);
+  PDT_TRUE(cJSON_IsArray(root));
+  const cJSON *commit = find_instant(root, "rq FIRST->STREAM", 1);
+  const cJSON *end = find_instant(root, "rq TAIL->END", 1);
+  const cJSON *head = find_instant(root, "leg OPEN->HEAD", 4);
+  PDT_TRUE(commit && end && head);
+  if (commit) {
+    const cJSON *args = cJSON_GetObjectItem(commit, "args");
+    PDT_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(args, "file")), "pd_mode_ref.c");
+    PDT_TRUE(cJSON_GetObjectItem(args, "line") && cJSON_GetObjectItem(args, "line")->valueint > 0);
+  }
+  cJSON_Delete(root);
+}
+
 int pdt_suite_rqstate(void) {
   static const pdt_case_t cases[] = {
       {"spec 4.1: the request's table and drawing match the core",
@@ -331,6 +392,8 @@ int pdt_suite_rqstate(void) {
       {"reference prefill lost is a state decode commits from",
        test_reference_prefill_lost_is_a_state_decode_commits_from},
       {"the transition hook changes no action", test_the_hook_changes_no_action},
+      {"the simulator's trace shows each transition with its line",
+       test_the_sim_trace_shows_each_transition_with_its_line},
   };
   return PDT_SUITE("rqstate", cases);
 }
