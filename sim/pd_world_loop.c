@@ -144,7 +144,7 @@ static void on_client(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
   case PD_ACT_CLIENT_DATA:
     if (!rq->has_first_data) rq->t_first_data = w->now;
     rq->has_first_data = 1;
-    if (!rq->gone) pd_check_client_data(w, rq, a->data, a->len);
+    if (!rq->gone) (void)pd_check_client_data(rq, a->data, a->len); /* counted if lost */
     return;
   case PD_ACT_CLIENT_END:
     if (rq->gone || rq->ended) return;
@@ -476,6 +476,7 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
     pd_world_check_quiet(w);
   }
   pd_world_exercised(w);
+  if (rc == 0 && stats->records_lost) rc = PD_ERR_NOMEM; /* a request judged on a lost record */
   *violations = w->violations;
   if (w->room_collisions) *violations |= 1u << (PD_INV_ROOMS - 1);
   pd_trace_finish(&w->trace);
