@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pd_err.h"
+#include "pd_rqstate.h"
 #include "pd_world_int.h"
 #include "pd_wshared.h"
 
@@ -368,6 +369,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   pd_scenario_gw_config(s, mode, c);
   w->gw = pd_gw_new(NULL, c, &w->gw_rng);
   if (!w->gw) return PD_ERR_NOMEM;
+  if (w->trace.out) pd_gw_set_transition_hook(w->gw, pd_trace_on_transition, &w->trace);
   pd_actbuf_init(&w->acts, NULL);
   pd_heap_init(&w->heap, NULL, 0);
   for (uint32_t i = 0; i < s->n_workers; i++) {
