@@ -223,7 +223,7 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
     pd_free(gw->alloc, rq);
     return 0;
   }
-  if ((rc = pd_map_put(gw->alloc, &gw->map, rq->id, rq))) {
+  if ((rc = pd_map_put(&gw->map, rq->id, rq))) {
     pd_request_free(&rq->req);
     pd_free(gw->alloc, rq);
     return rc;
@@ -325,7 +325,7 @@ void pd_gw_finish(pd_gw_t *gw, size_t slot) {
     pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
     pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
     pd_gw_emit(gw, PD_ACT_DONE, rq);
-    pd_map_del(&gw->map, slot);
+    pd_map_del_slot(&gw->map, slot);
     pd_gw_rq_free(gw, rq);
     return;
   }

@@ -3,6 +3,7 @@
 #ifndef PD_GW_INT_H
 #define PD_GW_INT_H
 #include "pd_dispatch.h"
+#include "pd_map.h"
 #include "pd_sse.h"
 
 typedef struct pd_worker {
@@ -99,12 +100,6 @@ typedef struct pd_rq {
                           may still have the KV (R-FAIL-PRECOMMIT, "prefill lost") */
 } pd_rq_t;
 
-typedef struct pd_map {
-  uint64_t *keys; /* 0 = empty; ids are stored +1 so 0 is usable by drivers */
-  pd_rq_t **vals;
-  size_t cap, len, tomb;
-} pd_map_t;
-
 struct pd_gw {
   const pd_alloc_t *alloc;
   pd_gw_config_t cfg;
@@ -112,7 +107,7 @@ struct pd_gw {
   pd_worker_t workers[2][PD_MAX_WORKERS];
   uint32_t n_workers[2];
   pd_policy_t policy[2];
-  pd_map_t map;
+  pd_map_t map; /* live requests: id -> pd_rq_t */
   uint64_t next_leg_id;
   pd_actbuf_t *out; /* during feed */
   uint64_t now;     /* during feed */
@@ -159,9 +154,6 @@ int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq);
 int pd_buf_append(const pd_alloc_t *a, pd_buf_t *b, const void *p, size_t len);
 void pd_buf_free(const pd_alloc_t *a, pd_buf_t *b);
 
-size_t pd_map_find(const pd_map_t *m, uint64_t id); /* slot or SIZE_MAX */
-int pd_map_put(const pd_alloc_t *a, pd_map_t *m, uint64_t id, pd_rq_t *rq);
-void pd_map_del(pd_map_t *m, size_t slot);
 void pd_gw_rq_free(pd_gw_t *gw, pd_rq_t *rq);
 void pd_gw_load_acquire(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w);
 /* Start the request's next attempt and hand the result to the mode (pd_feed.c). */

@@ -300,12 +300,12 @@ static void test_anything_left_held_after_the_healed_phase_is_i17(void) {
     }
     int dummy = 0;
     if (c == 1) f->w.nodes[1].live_slots = 1;           /* a decode slot never freed */
-    if (c == 2) pd_ptrmap_put(&f->w.rooms, 42, &dummy); /* a room left in bootstrap */
+    if (c == 2) pd_map_put(&f->w.rooms, 42, &dummy); /* a room left in bootstrap */
     if (c == 3) f->w.nodes[0].live_slots = 2;
     pd_world_check_quiet(&f->w);
     PDT_EQ_U64(f->w.violations, (c == 0 ? 0u : BIT(PD_INV_QUIESCENCE)));
     if (c) PDT_TRUE(strstr(f->st.first_reason, "I17 after the healed phase") != NULL);
-    pd_ptrmap_free(&f->w.rooms);
+    pd_map_free(&f->w.rooms);
     pd_gw_del(f->w.gw);
     free(f);
   }

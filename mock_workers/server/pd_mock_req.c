@@ -10,19 +10,15 @@
 #include <string.h>
 
 #include "pd_err.h"
+#include "pd_hash.h"
 #include "pd_mock_int.h"
-
-static uint64_t fnv(uint64_t h, const char *s) {
-  for (; s && *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
-  return h;
-}
 
 /* FNV-1a over the printed bootstrap fields: equal on both legs iff host, port and rooms are. */
 static uint64_t rooms_hash(const cJSON *room, const cJSON *host, const cJSON *port) {
   char *rs = room ? cJSON_PrintUnformatted(room) : NULL;
   char *hs = host ? cJSON_PrintUnformatted(host) : NULL;
   char *ps = port ? cJSON_PrintUnformatted(port) : NULL;
-  uint64_t h = fnv(fnv(fnv(0xcbf29ce484222325ULL, rs), hs), ps);
+  uint64_t h = pd_fnv1a_str(pd_fnv1a_str(pd_fnv1a_str(PD_FNV1A_OFFSET, rs), hs), ps);
   cJSON_free(rs);
   cJSON_free(hs);
   cJSON_free(ps);
