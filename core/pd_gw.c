@@ -155,27 +155,7 @@ int pd_gw_breaker_start_in(pd_gw_t *gw, pd_role_t role, uint32_t w, pd_breaker_s
   return 0;
 }
 
-/* ---------- buffers and action emission ---------- */
-
-int pd_buf_append(const pd_alloc_t *a, pd_buf_t *b, const void *p, size_t len) {
-  if (b->len + len > PD_MAX_LEG_BUFFER_BYTES) return PD_ERR_TOO_LARGE;
-  if (b->len + len > b->cap) {
-    size_t nc = b->cap ? b->cap : 256;
-    while (nc < b->len + len) nc *= 2;
-    uint8_t *np = pd_realloc(a, b->p, nc);
-    if (!np) return PD_ERR_NOMEM;
-    b->p = np;
-    b->cap = nc;
-  }
-  if (len) memcpy(b->p + b->len, p, len);
-  b->len += len;
-  return 0;
-}
-
-void pd_buf_free(const pd_alloc_t *a, pd_buf_t *b) {
-  pd_free(a, b->p);
-  memset(b, 0, sizeof *b);
-}
+/* ---------- action emission ---------- */
 
 pd_action_t *pd_gw_emit(pd_gw_t *gw, pd_action_kind_t kind, pd_rq_t *rq) {
   pd_action_t *a = pd_actbuf_push(gw->out);

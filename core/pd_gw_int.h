@@ -2,6 +2,7 @@
  * selection, accounting) and the mode files (pd_mode_smg.c, pd_mode_ref.c). */
 #ifndef PD_GW_INT_H
 #define PD_GW_INT_H
+#include "pd_buf.h"
 #include "pd_dispatch.h"
 #include "pd_map.h"
 #include "pd_sse.h"
@@ -21,10 +22,8 @@ typedef enum {
   LEG_FAILED = 3, /* transport error */
 } pd_leg_state_t;
 
-typedef struct pd_buf {
-  uint8_t *p;
-  size_t len, cap;
-} pd_buf_t;
+/* A leg's held bytes grow to the buffer's default limit (no leg sets its own). */
+_Static_assert(PD_MAX_LEG_BUFFER_BYTES == PD_BUF_DEFAULT_MAX_BYTES, "leg buffer limit");
 
 typedef struct pd_leg {
   uint64_t id;
@@ -151,8 +150,6 @@ uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq);
 /* Schedule the next attempt after backoff, or return 0 if no attempt is left (attempts used
  * up, or the backoff would pass the total or the commit budget). */
 int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq);
-int pd_buf_append(const pd_alloc_t *a, pd_buf_t *b, const void *p, size_t len);
-void pd_buf_free(const pd_alloc_t *a, pd_buf_t *b);
 
 void pd_gw_rq_free(pd_gw_t *gw, pd_rq_t *rq);
 void pd_gw_load_acquire(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w);

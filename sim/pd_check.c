@@ -56,16 +56,7 @@ static void client_event(pd_creq_t *rq, const pd_sse_event_t *ev) {
 void pd_check_client_data(struct pd_world *w, pd_creq_t *rq, const uint8_t *p, size_t len) {
   (void)w;
   if (!rq->is_sse_head) { /* a JSON body: keep it whole */
-    if (rq->body_len + len > rq->body_cap) {
-      size_t nc = rq->body_cap ? rq->body_cap * 2 : 1024;
-      while (nc < rq->body_len + len) nc *= 2;
-      void *nb = realloc(rq->body, nc);
-      if (!nb) return;
-      rq->body = nb;
-      rq->body_cap = nc;
-    }
-    memcpy((char *)rq->body + rq->body_len, p, len);
-    rq->body_len += len;
+    pd_buf_append(NULL, &rq->body, p, len); /* a body it cannot keep is judged unclean */
     return;
   }
   if (pd_sse_feed(&rq->sse, p, len)) {
@@ -79,7 +70,7 @@ void pd_check_client_data(struct pd_world *w, pd_creq_t *rq, const uint8_t *p, s
 
 /* A non-stream body: complete JSON with every token and (if asked) merged logprobs. */
 static int body_clean(pd_creq_t *rq) {
-  cJSON *j = cJSON_ParseWithLength(rq->body, rq->body_len);
+  cJSON *j = cJSON_ParseWithLength((const char *)rq->body.p, rq->body.len);
   int ok = 0;
   if (j && !cJSON_GetObjectItemCaseSensitive(j, "error")) {
     const cJSON *mi = cJSON_GetObjectItemCaseSensitive(j, "meta_info");

@@ -80,7 +80,7 @@ void pd_world_creq_free(pd_creq_t *rq) {
     l = nx;
   }
   pd_sse_free(&rq->sse);
-  free(rq->body);
+  pd_buf_free(NULL, &rq->body);
   free(rq);
 }
 
@@ -292,6 +292,7 @@ void pd_world_arrive(struct pd_world *w) {
   pd_creq_t *rq = calloc(1, sizeof *rq);
   if (!rq) return;
   rq->id = w->next_req++;
+  pd_buf_init(&rq->body, PD_WORLD_MAX_BODY_BYTES);
   rq->t_arrival = w->now;
   rq->health_epoch = w->n_unhealthy ? UINT64_MAX : w->unhealthy_epoch;
   rq->is_stream = draw(w, wl->stream);
