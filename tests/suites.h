@@ -11,6 +11,7 @@
   X(pdt_suite_map)       \
   X(pdt_suite_hash)      \
   X(pdt_suite_buf)       \
+  X(pdt_suite_proc)      \
   X(pdt_suite_trace)     \
   X(pdt_suite_dispatch)  \
   X(pdt_suite_dispatch_more) \
