@@ -40,14 +40,7 @@ static void parse_leg_body(pd_wleg_t *leg, const uint8_t *body, size_t len) {
   cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
   cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_host");
   cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
-  char *rs = room ? cJSON_PrintUnformatted(room) : NULL;
-  char *hs = host ? cJSON_PrintUnformatted(host) : NULL;
-  char *ps = port ? cJSON_PrintUnformatted(port) : NULL;
-  /* FNV-1a over the bootstrap fields: equal on both legs iff host, port and rooms match */
-  leg->rooms_hash = pd_fnv1a_str(pd_fnv1a_str(pd_fnv1a_str(PD_FNV1A_OFFSET, rs), hs), ps);
-  cJSON_free(rs);
-  cJSON_free(hs);
-  cJSON_free(ps);
+  leg->rooms_hash = pd_wr_rooms_hash(room, host, port);
   if (cJSON_IsArray(room)) {
     leg_rooms(leg, room);
   } else {
