@@ -17,6 +17,7 @@
   X(pdt_suite_dispatch_more) \
   X(pdt_suite_dispatch_blame) \
   X(pdt_suite_dispatch_budget) \
+  X(pdt_suite_dispatch_nomem) \
   X(pdt_suite_scenario)  \
   X(pdt_suite_scenario_more) \
   X(pdt_suite_sim)       \

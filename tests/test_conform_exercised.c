@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include "pd_conform.h"
+#include "pd_conform_int.h"
 #include "pd_scenario.h"
 #include "pdt.h"
 #include "pdt_net.h"
@@ -187,6 +188,32 @@ static void test_scale_follows_the_gateways_speed(void) {
   pdt_drop_scenario(s20);
 }
 
+/* The margin a reference gateway has past its prefill tail before I2/I3 (grace - tail) is a
+ * gateway-facing time for the scale: 1000 - 500 ms with the defaults, the scenario's own when
+ * it sets them, nothing for the upstream models (they have no tail). */
+static void test_tail_margin_is_grace_past_the_reference_tail(void) {
+  pd_scenario_t *s = pdt_scenario_from_json(DISCONNECT_AT(500));
+  pd_scenario_t *t = pdt_scenario_from_json(
+      "{\"name\": \"tail\", \"description\": \"d\", \"config\": {\"grace_ms\": 2000,"
+      " \"tail_timeout_ms\": 300}, \"workers\": [{\"name\": \"p0\", \"role\": \"prefill\"},"
+      " {\"name\": \"d0\", \"role\": \"decode\"}], \"workload\": {\"requests\": 1},"
+      " \"expect\": {\"reference\": \"pass\"}}");
+  PDT_TRUE(s != NULL && t != NULL);
+  if (s && t) {
+    pd_conform_opts_t o;
+    pd_conform_opts_default(&o);
+    pd_conform_set_label(&o, "reference");
+    PDT_EQ_INT((int)pd_cf_tail_margin_ms(s, &o), 500);
+    PDT_EQ_INT((int)pd_cf_tail_margin_ms(t, &o), 1700);
+    pd_conform_set_label(&o, "joined");
+    PDT_EQ_INT((int)pd_cf_tail_margin_ms(s, &o), 0);
+    pd_conform_set_label(&o, "some-other-gateway");
+    PDT_EQ_INT((int)pd_cf_tail_margin_ms(s, &o), 0);
+  }
+  pdt_drop_scenario(s);
+  pdt_drop_scenario(t);
+}
+
 int pdt_suite_conform_exercised(void) {
   static const pdt_case_t cases[] = {
       {"a gateway that serves nothing is not exercised",
@@ -194,6 +221,8 @@ int pdt_suite_conform_exercised(void) {
       {"a fault that never fired is not exercised", test_a_fault_that_never_fired_is_not_exercised},
       {"warm-up measures the gateway", test_warm_up_measures_the_gateway},
       {"the scale follows the gateway's speed", test_scale_follows_the_gateways_speed},
+      {"tail margin is the grace past the reference tail",
+       test_tail_margin_is_grace_past_the_reference_tail},
   };
   return PDT_SUITE("conform_exercised", cases);
 }

@@ -467,13 +467,23 @@ static int run_once(const pd_scenario_t *s, const pd_conform_opts_t *o,
  * this gateway forwards, on a loaded machine, a cold start or a sanitizer build): the row did
  * not run the scenario as written, whatever it found (a leg sent for a client already gone
  * is an orphan the simulator never sees). The scale that would have let it, from the row's
- * own forwarding delay or the warm-up's, at least twice this one; 0 when a rerun would not
- * help. */
+ * own forwarding delay or the warm-up's, at least twice this one (1 when neither measured a
+ * delay: no leg reached a worker); 0 when a rerun would not help. */
 static double rerun_scale(const pd_scenario_t *s, const pd_conform_opts_t *o,
                           const pd_conform_result_t *r, double scale) {
   uint64_t t = pd_conform_gateway_timing_ms(s);
-  if (r->status != PD_CONFORM_RAN || !r->unserved_late || !t || scale >= 1.0) return 0;
+  if (r->status != PD_CONFORM_RAN || scale >= 1.0) return 0;
   double fwd = r->fwd_ms > o->fwd_ms ? r->fwd_ms : o->fwd_ms;
+  /* A row that found only I2/I3 while its own forwarding delay was over half the margin a
+     reference gateway has past its prefill tail measured the machine's load, not the
+     gateway: run again where the margin holds twice that delay. */
+  uint32_t timing = PD_CONFORM_BIT(PD_INV_ORPHAN_LEG) | PD_CONFORM_BIT(PD_INV_STRANDED_SLOT);
+  uint64_t m = pd_cf_tail_margin_ms(s, o);
+  if (m && r->got && !(r->got & ~timing) && PD_CONFORM_FWD_FACTOR * r->fwd_ms > (double)m * scale)
+    t = m;
+  else if (!r->unserved_late || !t)
+    return 0;
+  if (fwd <= 0) return 1.0; /* no leg reached a worker: no delay to go by */
   double want = PD_CONFORM_FWD_FACTOR * fwd / (double)t;
   if (want < 2 * scale) want = 2 * scale;
   return want > 1.0 ? 1.0 : want;
@@ -506,6 +516,7 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
   double again = rerun_scale(s, o, r, eo.scale);
   if (again <= 0) return 0;
   double fwd = r->fwd_ms > o->fwd_ms ? r->fwd_ms : o->fwd_ms, secs = r->seconds, was = eo.scale;
+  int was_late = r->unserved_late;
   char had[64] = "nothing";
   for (int i = 1, n = 0; i <= PD_INV_COUNT && r->got; i++)
     if (r->got >> (i - 1) & 1u) n += snprintf(had + n, sizeof had - (size_t)n, "%sI%d", n ? "," : "", i);
@@ -513,8 +524,11 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
   r->seconds = secs;
   eo.scale = again;
   snprintf(r->scale_note, sizeof r->scale_note,
-           "run again at scale %.3g: at %g a request's client had gone before any leg of it "
-           "reached a worker (the gateway forwarded in up to %.1f ms; that run found %s)", again,
-           was, fwd, had);
+           was_late
+               ? "run again at scale %.3g: at %g a request's client had gone before any leg of "
+                 "it reached a worker (the gateway forwarded in up to %.1f ms; that run found %s)"
+               : "run again at scale %.3g: at %g the gateway forwarded in up to %.1f ms, over "
+                 "half its margin past the prefill tail (that run found %s)",
+           again, was, fwd, had);
   return run_once(s, o, &eo, r);
 }

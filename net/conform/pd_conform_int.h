@@ -155,6 +155,9 @@ double pd_cf_forward_ms(const pd_cf_run_t *run);
 /* The scale scenario s needs against a gateway that forwards in o->fwd_ms: scale itself, or
  * raised (note says so); when even 1 is too small, *too_short is set, note says so and
  * max(scale, 1) returns. */
+/* Reference only: the scenario's grace minus the gateway's prefill tail, in ms at scale 1 (the
+ * time a reference gateway has to act on its tail deadline before I2/I3); 0 otherwise. */
+uint64_t pd_cf_tail_margin_ms(const pd_scenario_t *s, const pd_conform_opts_t *o);
 double pd_cf_scale_for_speed(const pd_scenario_t *s, const pd_conform_opts_t *o, double scale,
                              int *too_short, char *note, size_t cap);
 

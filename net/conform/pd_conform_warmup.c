@@ -119,22 +119,35 @@ uint64_t pd_conform_gateway_timing_ms(const pd_scenario_t *s) {
   return t;
 }
 
+/* The judge's own margin: a reference gateway supervises prefill for its tail after the
+ * client's end (R-TAIL), and I2/I3 allow the grace; what is left between the two is all the
+ * time the gateway has to act on its tail deadline. With the defaults that is 1000 - 500 ms,
+ * 50 ms at scale 0.1: less than a busy machine's loop can be late. 0 when not applicable. */
+uint64_t pd_cf_tail_margin_ms(const pd_scenario_t *s, const pd_conform_opts_t *o) {
+  if (!o->has_mode || o->mode != PD_MODE_REFERENCE) return 0;
+  pd_gw_config_t c;
+  pd_scenario_gw_config(s, o->mode, &c);
+  uint64_t tail = c.prefill_tail_timeout_ns / PD_CF_MS;
+  return tail && s->config.grace_ms > tail ? s->config.grace_ms - tail : 0;
+}
+
 double pd_cf_scale_for_speed(const pd_scenario_t *s, const pd_conform_opts_t *o, double scale,
                              int *too_short, char *note, size_t cap) {
   *too_short = 0;
-  uint64_t t = pd_conform_gateway_timing_ms(s);
+  uint64_t t = pd_conform_gateway_timing_ms(s), m = pd_cf_tail_margin_ms(s, o);
+  if (m && (!t || m < t)) t = m;
   double need = o->fwd_ms * PD_CONFORM_FWD_FACTOR;
   if (!t || o->fwd_ms <= 0 || (double)t * scale >= need) return scale;
   double want = need / (double)t;
   if (want > 1.0) {
     *too_short = 1;
     snprintf(note, cap,
-             "ran at scale %g: the scenario's %llu ms (disconnect or timeout) is under %gx this "
+             "ran at scale %g: the scenario's %llu ms (disconnect, timeout or grace past the tail) is under %gx this "
              "gateway's forwarding latency (%.1f ms) even at scale 1", scale > 1.0 ? scale : 1.0,
              (unsigned long long)t, PD_CONFORM_FWD_FACTOR, o->fwd_ms);
     return scale > 1.0 ? scale : 1.0;
   }
-  snprintf(note, cap, "scale raised from %g to %.3g: the scenario's %llu ms becomes %.2f ms, "
+  snprintf(note, cap, "scale raised from %g to %.3g: the scenario's %llu ms (disconnect, timeout or grace past the tail) becomes %.2f ms, "
            "under %gx the gateway's forwarding latency (%.2f ms)", scale, want,
            (unsigned long long)t, (double)t * scale, PD_CONFORM_FWD_FACTOR, o->fwd_ms);
   return want;

@@ -5,6 +5,7 @@
  * flushes them between turns (pd_gwu_flush). */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,13 @@ static void detach(pd_gwreq_t *rq, pd_gwleg_t *leg) {
 
 void pd_gwu_open(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a) {
   uint32_t n = a->role == PD_ROLE_PREFILL ? g->cfg.n_prefill : g->cfg.n_decode;
-  if (a->worker >= n || rq->n_legs >= PD_MAX_LEGS) return; /* core bug: it waits in vain */
+  /* The core opens legs only on workers it was given and at most PD_MAX_LEGS per request. */
+  assert(a->worker < n && rq->n_legs < PD_MAX_LEGS);
+  if (a->worker >= n || rq->n_legs >= PD_MAX_LEGS) { /* release build: say so, not hang */
+    pd_gwn_log(g, "core bug: request %llu opened a leg on worker %u of %u (%u legs)",
+               (unsigned long long)rq->id, (unsigned)a->worker, (unsigned)n, (unsigned)rq->n_legs);
+    return;
+  }
   pd_gwleg_t *leg = leg_new(g, PD_GWU_CORE, g->urls[a->role][a->worker], a->str ? a->str : "");
   if (!leg) return;
   leg->rq = rq;

@@ -4,6 +4,7 @@
  * or header block itself (HTML, and for Content-Length its head twice); the gate answers
  * those with one JSON error first. Later requests on a kept-alive connection are not seen
  * here (pd_httpd_framing covers what libmicrohttpd lets through). */
+#define _GNU_SOURCE /* accept4 */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -145,55 +146,81 @@ void pd_httpd_gate_sweep(pd_httpd_t *h, uint64_t now) {
   }
 }
 
+#define GATE_WAIT (-2) /* nothing readable yet */
+
+/* What the bytes in fd's socket say (nothing consumed): GATE_WAIT or 0 (keep waiting), 1 (a
+ * good first head: hand it over), -1 (closed before a whole head), or an HTTP status to
+ * refuse it with (msg filled). */
+static int gate_peek(int fd, char *msg, size_t cap) {
+  char buf[PD_HTTPD_MAX_HEAD + 1];
+  ssize_t n = recv(fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return GATE_WAIT;
+  return n > 0 ? pd_httpd_head_check(buf, (size_t)n, PD_HTTPD_MAX_LINE, PD_HTTPD_MAX_HEAD, msg, cap)
+               : -1;
+}
+
+/* A connection out of the gate with verdict v (not 0 or GATE_WAIT): handed to the server, or
+ * answered and closed. It is no longer in the pending table. */
+static void gate_finish(pd_httpd_t *h, int fd, const struct sockaddr *a, socklen_t alen, int v,
+                        const char *msg) {
+  if (v == 1) {
+    if (h->hand(h->hand_ctx, fd, a, alen)) pd_httpd_unadmit(h);
+    return;
+  }
+  pthread_mutex_lock(&h->mu);
+  if (h->n_conns) h->n_conns--;
+  if (v > 1) h->bad_framing++;
+  pthread_mutex_unlock(&h->mu);
+  if (v > 1)
+    pd_httpd_raw_error(fd, (unsigned)v, v == 400 ? "bad_framing" : v == 414 ? "uri_too_long"
+                                                                            : "header_too_large",
+                       msg);
+  char buf[4096];
+  for (int i = 0; i < 16 && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0; i++) {
+  } /* what came is read: the close is a FIN, not a reset that could cut the answer */
+  close(fd);
+}
+
 /* Look at one pending connection: hand it over, refuse it, or keep waiting. */
 static void gate_look(pd_httpd_t *h, uint32_t slot) {
-  char buf[PD_HTTPD_MAX_HEAD + 1], msg[160];
+  char msg[160];
   pthread_mutex_lock(&h->mu);
   pd_httpd_pending_t e = h->gate[slot];
   pthread_mutex_unlock(&h->mu);
   if (e.fd < 0) return;
-  ssize_t n = recv(e.fd, buf, sizeof buf, MSG_PEEK);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-  int v = n > 0 ? pd_httpd_head_check(buf, (size_t)n, PD_HTTPD_MAX_LINE, PD_HTTPD_MAX_HEAD, msg,
-                                      sizeof msg)
-                : -1; /* closed before a whole head */
+  int v = gate_peek(e.fd, msg, sizeof msg);
   if (e.is_killed) v = -1; /* shut down past the deadline: the 408 is out */
-  if (v == 0) return;
+  if (v == 0 || v == GATE_WAIT) return;
   pthread_mutex_lock(&h->mu);
   epoll_ctl(h->gate_ep, EPOLL_CTL_DEL, e.fd, NULL);
   h->gate[slot].fd = -1;
   h->gate[slot].is_killed = 0;
-  if (v != 1 && h->n_conns) h->n_conns--;
-  if (v > 1) h->bad_framing++;
   pthread_mutex_unlock(&h->mu);
-  if (v == 1) {
-    int fl = fcntl(e.fd, F_GETFL);
-    (void)fcntl(e.fd, F_SETFL, fl & ~O_NONBLOCK); /* as accept() gave it */
-    if (h->hand(h->hand_ctx, e.fd, (struct sockaddr *)&e.addr, e.alen)) pd_httpd_unadmit(h);
-    return;
-  }
-  if (v > 1)
-    pd_httpd_raw_error(e.fd, (unsigned)v, v == 400 ? "bad_framing" : v == 414 ? "uri_too_long"
-                                                                              : "header_too_large",
-                       msg);
-  for (int i = 0; i < 16 && recv(e.fd, buf, sizeof buf, MSG_DONTWAIT) > 0; i++) {
-  } /* what came is read: the close is a FIN, not a reset that could cut the answer */
-  close(e.fd);
+  gate_finish(h, e.fd, (struct sockaddr *)&e.addr, e.alen, v, msg);
 }
 
+/* Accept what is waiting. A connection whose first head is already in (the common case: a
+ * client writes its request right after the handshake) is judged at once, with no trip
+ * through the pending table: three system calls (accept4, recv, the hand-off) per healthy
+ * connection instead of nine on this path, which is most of the gate's cost under load. */
 static void gate_accept(pd_httpd_t *h) {
   for (int i = 0; i < 64; i++) { /* bounded per turn */
     struct sockaddr_storage a;
     socklen_t len = sizeof a;
-    int fd = accept(h->listen_fd, (struct sockaddr *)&a, &len);
+    int fd = accept4(h->listen_fd, (struct sockaddr *)&a, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0 && (errno == EMFILE || errno == ENFILE)) { /* pause rather than spin */
       struct epoll_event ev = {.events = 0, .data.u64 = GATE_LISTEN_TAG};
       epoll_ctl(h->gate_ep, EPOLL_CTL_MOD, h->listen_fd, &ev);
       h->accept_resume_ns = pd_httpd_now_ns() + 10000000ull;
     }
     if (fd < 0) return;
-    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    if (pd_httpd_admit(h, fd)) pd_httpd_gate_add(h, fd, (struct sockaddr *)&a, len);
+    if (!pd_httpd_admit(h, fd)) continue;
+    char msg[160];
+    int v = gate_peek(fd, msg, sizeof msg);
+    if (v == 0 || v == GATE_WAIT)
+      pd_httpd_gate_add(h, fd, (struct sockaddr *)&a, len);
+    else
+      gate_finish(h, fd, (struct sockaddr *)&a, len, v, msg);
   }
 }
 

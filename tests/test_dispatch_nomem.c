@@ -1,0 +1,112 @@
+/* Out of memory anywhere in the core: every allocation, the core's own (through its injected
+ * allocator) and cJSON's (parsing bodies, rendering legs, merging logprobs), is failed in turn,
+ * in every mode, on a stream and a non-stream request with logprobs. Each run must end with
+ * nothing live. cJSON's allocator is process-wide (cJSON_InitHooks), so the test installs
+ * hooks that share the injected allocator's countdown and puts cJSON's defaults back after. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_dispatch.h"
+#include "pdt.h"
+
+#include "pdt_harness.h"
+
+typedef struct failing {
+  long countdown, live, calls, json_calls;
+} failing_t;
+
+static failing_t *g_failing; /* the run cJSON's hooks count against (tests only) */
+
+static void *take(failing_t *f) {
+  f->calls++;
+  return f->countdown-- == 0 ? NULL : f;
+}
+static void *f_malloc(size_t n, void *ud) {
+  failing_t *f = ud;
+  void *p = take(f) ? malloc(n) : NULL;
+  if (p) f->live++;
+  return p;
+}
+static void *f_realloc(void *p, size_t n, void *ud) {
+  failing_t *f = ud;
+  void *q = take(f) ? realloc(p, n) : NULL;
+  if (q && !p) f->live++;
+  return q;
+}
+static void f_free(void *p, void *ud) {
+  failing_t *f = ud;
+  if (p) f->live--;
+  free(p);
+}
+static void *cj_malloc(size_t n) {
+  g_failing->json_calls++;
+  return f_malloc(n, g_failing);
+}
+static void cj_free(void *p) { f_free(p, g_failing); }
+
+#define LP_STREAM "{\"text\":\"hi\",\"stream\":true,\"return_logprob\":true}"
+#define LP_NONSTREAM "{\"text\":\"hi\",\"stream\":false,\"return_logprob\":true}"
+#define P_CHUNK "data: {\"text\":\"\",\"meta_info\":{\"input_token_logprobs\":[[-0.5,1,null]]}}\n\n"
+#define P_BODY "{\"text\":\"\",\"meta_info\":{\"input_token_logprobs\":[[-0.5,1,null]]}}"
+#define D_BODY "{\"text\":\"ab\",\"meta_info\":{\"input_token_logprobs\":[[null,1,null]]}}"
+
+/* One request through mode m, failing allocation number n (0-based; -1 = none). Returns the
+ * client's head status. */
+static int run_one(pd_mode_t m, int is_stream, long n, failing_t *f) {
+  memset(f, 0, sizeof *f);
+  f->countdown = n;
+  g_failing = f;
+  cJSON_Hooks hooks = {cj_malloc, cj_free};
+  cJSON_InitHooks(&hooks);
+  pd_alloc_t a = {f_malloc, f_realloc, f_free, f};
+  harness_t h;
+  h_init(&h, m, &a);
+  int status = -1;
+  if (h.gw) {
+    h_request(&h, is_stream ? LP_STREAM : LP_NONSTREAM);
+    h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+    h_leg(&h, PD_EV_UP_DATA, 1, 0, is_stream ? P_CHUNK : P_BODY);
+    if (is_stream) h_leg(&h, PD_EV_UP_DATA, 1, 0, DONE);
+    h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+    h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+    h_leg(&h, PD_EV_UP_DATA, 2, 0, is_stream ? TOK0 : D_BODY);
+    if (is_stream) h_leg(&h, PD_EV_UP_DATA, 2, 0, DONE);
+    h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
+    status = h.head_status;
+    pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = 7};
+    h_feed(&h, ev);
+    h_free(&h);
+  }
+  cJSON_InitHooks(NULL);
+  g_failing = NULL;
+  return status;
+}
+
+static void test_every_core_and_cjson_allocation_failure_is_survived(void) {
+  for (int m = 0; m < PD_MODE_COUNT; m++) {
+    for (int is_stream = 0; is_stream < 2; is_stream++) {
+      failing_t f;
+      int ok = run_one((pd_mode_t)m, is_stream, -1, &f); /* the script, nothing failed */
+      long total = f.calls;
+      PDT_EQ_INT(ok, 200);
+      PDT_EQ_INT(f.live, 0);
+      PDT_TRUE(f.json_calls > 0); /* cJSON's allocations are in the count */
+      for (long n = 0; n < total; n++) {
+        run_one((pd_mode_t)m, is_stream, n, &f);
+        char what[96];
+        snprintf(what, sizeof what, "%s %s: allocation %ld of %ld failed, %ld blocks live",
+                 pd_mode_name((pd_mode_t)m), is_stream ? "stream" : "non-stream", n, total, f.live);
+        CU_assertImplementation(f.live == 0, __LINE__, what, __FILE__, "", CU_FALSE);
+      }
+    }
+  }
+}
+
+int pdt_suite_dispatch_nomem(void) {
+  static const pdt_case_t cases[] = {
+      {"every core and cJSON allocation failure is survived, every mode",
+       test_every_core_and_cjson_allocation_failure_is_survived},
+  };
+  return PDT_SUITE("dispatch_nomem", cases);
+}
