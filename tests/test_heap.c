@@ -6,42 +6,11 @@
 #include "pd_heap.h"
 #include "pd_prng.h"
 #include "pdt.h"
+#include "pdt_alloc.h"
 
 #define HEAP_SEED 0x5eed0001ULL
 #define RANDOM_ROUNDS 8
 #define RANDOM_OPS 4000
-
-/* Allocator that fails exactly the fail_at-th acquisition (1-based; 0 = never) and counts
- * live blocks so a test can see every acquire released. */
-typedef struct fail_alloc {
-  unsigned calls;
-  unsigned fail_at;
-  long live;
-} fail_alloc_t;
-
-static int fa_should_fail(fail_alloc_t *f) { return ++f->calls == f->fail_at; }
-
-static void *fa_malloc(size_t n, void *ud) {
-  fail_alloc_t *f = ud;
-  if (fa_should_fail(f)) return NULL;
-  void *p = malloc(n);
-  if (p) f->live++;
-  return p;
-}
-
-static void *fa_realloc(void *p, size_t n, void *ud) {
-  fail_alloc_t *f = ud;
-  if (fa_should_fail(f)) return NULL;
-  void *q = realloc(p, n);
-  if (q && !p) f->live++;
-  return q;
-}
-
-static void fa_free(void *p, void *ud) {
-  fail_alloc_t *f = ud;
-  if (p) f->live--;
-  free(p);
-}
 
 static pd_heap_item_t item_at(uint64_t t_ns, uint32_t a) {
   pd_heap_item_t it = {t_ns, 0, 0, a, 0, 0, 0};
@@ -171,8 +140,8 @@ static void test_default_limit_is_nonzero(void) {
  * NOMEM, the heap stays ordered and usable, and every block is released. */
 static void test_alloc_failure_returns_nomem(void) {
   for (unsigned k = 1; k <= 16; k++) {
-    fail_alloc_t f = {0, k, 0};
-    pd_alloc_t a = {fa_malloc, fa_realloc, fa_free, &f};
+    pdt_alloc_t f = {0, k, 0};
+    pd_alloc_t a = pdt_alloc(&f);
     pd_heap_t h;
     pd_heap_init(&h, &a, 0);
     int nomem = 0;
