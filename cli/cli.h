@@ -1,6 +1,9 @@
-/* Subcommand entry points of the pdref binary; each returns the process exit code. */
+/* Subcommand entry points of the pdref binary; each returns the process exit code. argv[0] is
+ * the command word ("run", "gateway", ...), the options follow, as getopt_long expects. */
 #ifndef PD_CLI_H
 #define PD_CLI_H
+#include <stddef.h>
+#include <stdint.h>
 
 int pd_cli_sim_run(int argc, char **argv);
 int pd_cli_sim_bench(int argc, char **argv);
@@ -23,6 +26,12 @@ int pd_cli_is_loopback(const char *host);
 /* When host is not a loopback address, print to stderr "<cmd>: warning: listening on <host>,
  * not a loopback address: <exposed>" and return 1; else print nothing and return 0. */
 int pd_cli_warn_exposed(const char *cmd, const char *host, const char *exposed);
+/* Raise the soft limit on open descriptors to want (or the hard limit, when lower); a
+ * failure leaves it as it was. */
+void pd_cli_raise_fd_limit(uint64_t want);
+/* The set bits of mask (bit i-1 = invariant Ii, i = 1..n_bits) as "I2,I5" with sep between
+ * them; "" for 0. Stops before overflowing buf. */
+void pd_cli_mask_str(uint32_t mask, int n_bits, const char *sep, char *buf, size_t cap);
 /* SIGINT/SIGTERM -> on_stop, SIGPIPE ignored. */
 void pd_cli_install_signals(void (*on_stop)(int));
 

@@ -1,5 +1,6 @@
-/* Pieces shared by the subcommands. Scenario arguments shared by the subcommands that take FILE|DIR...: files as given,
- * directories expanded to their *.json files in name order. */
+/* Pieces shared by the subcommands: scenario arguments (FILE|DIR...: files as given,
+ * directories expanded to their *.json files in name order), JSON rows, invariant lists,
+ * signals, the descriptor limit and the loopback check. */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -84,4 +86,19 @@ int pd_cli_warn_exposed(const char *cmd, const char *host, const char *exposed) 
   fprintf(stderr, "%s: warning: listening on %s, not a loopback address: %s\n", cmd,
           host ? host : "(null)", exposed);
   return 1;
+}
+
+void pd_cli_raise_fd_limit(uint64_t want) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want) return;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? (rlim_t)want : rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+void pd_cli_mask_str(uint32_t mask, int n_bits, const char *sep, char *buf, size_t cap) {
+  size_t off = 0;
+  buf[0] = '\0';
+  for (int i = 1; i <= n_bits && off + strlen(sep) + 4 < cap; i++)
+    if (mask >> (i - 1) & 1u)
+      off += (size_t)snprintf(buf + off, cap - off, "%sI%d", off ? sep : "", i);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "pd_conform.h"
 
 #define MAX_FILES 4096
@@ -68,10 +69,7 @@ static void usage(FILE *f) {
 
 
 static void mask_str(uint32_t m, char *buf, size_t cap, const char *sep) {
-  size_t off = 0;
-  buf[0] = 0;
-  for (int i = 1; i <= PD_INV_COUNT && off + 6 < cap; i++)
-    if (m >> (i - 1) & 1u) off += (size_t)snprintf(buf + off, cap - off, "%sI%d", off ? sep : "", i);
+  pd_cli_mask_str(m, PD_INV_COUNT, sep, buf, cap);
 }
 
 typedef struct opts {
@@ -80,59 +78,53 @@ typedef struct opts {
   char bin[PATH_MAX];
 } opts_t;
 
+#define CMD "pdref conform"
+
+enum {
+  OPT_GATEWAY_CMD = PD_CLI_OPT_FIRST, OPT_MODE_LABEL, OPT_TIMEOUT_SCALE, OPT_SLACK_MS,
+  OPT_REQUEST_BOUND_MS, OPT_KEEP, OPT_JSON, OPT_ALLOW_UNEXERCISED, OPT_NO_WARM_UP
+};
+
+static const struct option long_opts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"gateway-cmd", required_argument, NULL, OPT_GATEWAY_CMD},
+    {"mode-label", required_argument, NULL, OPT_MODE_LABEL},
+    {"timeout-scale", required_argument, NULL, OPT_TIMEOUT_SCALE},
+    {"slack-ms", required_argument, NULL, OPT_SLACK_MS},
+    {"request-bound-ms", required_argument, NULL, OPT_REQUEST_BOUND_MS},
+    {"keep", no_argument, NULL, OPT_KEEP},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"allow-unexercised", no_argument, NULL, OPT_ALLOW_UNEXERCISED},
+    {"no-warm-up", no_argument, NULL, OPT_NO_WARM_UP},
+    {NULL, 0, NULL, 0},
+};
+
+/* One option with its value v; 0, or PD_ERR_INVAL (the message printed). */
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  opts_t *o = ctx;
+  (void)index;
+  switch (c) {
+  case OPT_GATEWAY_CMD: o->c.gateway_cmd = v; return 0;
+  case OPT_MODE_LABEL: pd_conform_set_label(&o->c, v); return 0;
+  case OPT_TIMEOUT_SCALE: return pd_cli_parse_positive(CMD, "--timeout-scale", v, 100, &o->c.scale);
+  case OPT_SLACK_MS: return pd_cli_parse_u32(CMD, "--slack-ms", v, 0, 600000, &o->c.slack_ms);
+  case OPT_REQUEST_BOUND_MS:
+    return pd_cli_parse_u64(CMD, "--request-bound-ms", v, 0, 86400000ull, &o->c.bound_ms);
+  case OPT_KEEP: o->c.keep = 1; return 0;
+  case OPT_JSON: o->json = 1; return 0;
+  case OPT_ALLOW_UNEXERCISED: o->allow_unexercised = 1; return 0;
+  default: o->no_warm_up = 1; return 0; /* OPT_NO_WARM_UP */
+  }
+}
+
+/* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
 static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
-  char *paths[MAX_FILES];
+  static char *paths[MAX_FILES];
   int n_paths = 0;
   pd_conform_opts_default(&o->c);
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    int has_v = i + 1 < argc;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      exit(0);
-    } else if (!strcmp(a, "--gateway-cmd") && has_v) {
-      o->c.gateway_cmd = argv[++i];
-    } else if (!strcmp(a, "--mode-label") && has_v) {
-      pd_conform_set_label(&o->c, argv[++i]);
-    } else if (!strcmp(a, "--timeout-scale") && has_v) {
-      char *end;
-      o->c.scale = strtod(argv[++i], &end);
-      if (*end || !(o->c.scale > 0 && o->c.scale <= 100)) {
-        fprintf(stderr, "pdref conform: --timeout-scale: '%s' is not a number in (0, 100]\n", argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(a, "--slack-ms") && has_v) {
-      char *end;
-      unsigned long v = strtoul(argv[++i], &end, 10);
-      if (*end || v > 600000) {
-        fprintf(stderr, "pdref conform: --slack-ms: '%s' is not a number in 0..600000\n", argv[i]);
-        return 2;
-      }
-      o->c.slack_ms = (uint32_t)v;
-    } else if (!strcmp(a, "--request-bound-ms") && has_v) {
-      char *end;
-      unsigned long long v = strtoull(argv[++i], &end, 10);
-      if (*end || v > 86400000ull) {
-        fprintf(stderr, "pdref conform: --request-bound-ms: '%s' is not a number in 0..86400000\n",
-                argv[i]);
-        return 2;
-      }
-      o->c.bound_ms = v;
-    } else if (!strcmp(a, "--keep")) {
-      o->c.keep = 1;
-    } else if (!strcmp(a, "--json")) {
-      o->json = 1;
-    } else if (!strcmp(a, "--allow-unexercised")) {
-      o->allow_unexercised = 1;
-    } else if (!strcmp(a, "--no-warm-up")) {
-      o->no_warm_up = 1;
-    } else if (a[0] == '-') {
-      fprintf(stderr, "pdref conform: unknown option '%s' or missing value (try --help)\n", a);
-      return 2;
-    } else if (n_paths < MAX_FILES) {
-      paths[n_paths++] = (char *)a;
-    }
-  }
+  pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, o, paths, MAX_FILES, &n_paths};
+  int rc = pd_cli_parse(&p, argc, argv);
+  if (rc >= 0) return rc;
   if (!o->c.gateway_cmd || !o->c.gateway_cmd[0]) {
     fprintf(stderr, "pdref conform: --gateway-cmd is required (try --help)\n");
     return 2;
@@ -148,7 +140,8 @@ static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
   }
   o->bin[n] = 0;
   o->c.pdref_bin = o->bin;
-  return pd_cli_collect_json("pdref conform", paths, n_paths, files, n_files, MAX_FILES);
+  rc = pd_cli_collect_json(CMD, paths, n_paths, files, n_files, MAX_FILES);
+  return rc ? rc : -1;
 }
 
 static void print_header(const opts_t *o, const char *warm_why) {
@@ -293,7 +286,7 @@ int pd_cli_conform(int argc, char **argv) {
   static opts_t o;
   static char *files[MAX_FILES];
   int n_files = 0, rc = parse(argc, argv, &o, files, &n_files);
-  if (rc) return rc;
+  if (rc >= 0) return rc;
   pd_cli_install_signals(on_signal);
   o.c.stop = &g_stop;
   curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -9,20 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cli.h"
+#include "cli_args.h"
+#include "cli_progress.h"
 #include "pd_err.h"
 #include "pd_explore.h"
 #include "pd_scenario_write.h"
 
 #define EX_DEFAULT_SEEDS 1000u
 #define EX_DEFAULT_OUT "explore-out"
-#define EX_PROGRESS_EVERY_S 0.1  /* redraw the progress line at most 10 times a second */
 #define EX_JSON_MAX_LISTED 10000u /* violating seeds listed one by one in --json */
 #define EX_PATH_BYTES 1024
-#define EX_BAR_WIDTH 24
+#define EX_MAX_TIME_S 1e9 /* --time bound (about 32 years) */
+#define CMD "pdref sim explore"
 
 typedef struct ex_opts {
   pd_mode_t mode;
@@ -38,16 +38,11 @@ typedef struct ex_state {
   uint64_t explored, violating, shrunk, saved;
   uint64_t inv_seeds[PD_INV_COUNT + 1], inv_first[PD_INV_COUNT + 1];
   uint32_t inv_saved[PD_INV_COUNT + 1];
-  double t0, t_shrink, t_drawn;
-  int is_tty, is_dir_made, progress_shown;
+  double t_shrink;
+  int is_dir_made;
+  pd_cli_progress_t bar; /* its t0 is the start of the exploration */
   cJSON *findings, *violating_list;
 } ex_state_t;
-
-static double wall_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -74,23 +69,12 @@ static void usage(FILE *f) {
           EX_DEFAULT_SEEDS, EX_DEFAULT_OUT);
 }
 
-/* A decimal integer with nothing after it ("-1" and "" are not). */
-static int parse_u64(const char *a, uint64_t *out) {
-  char *end = NULL;
-  if (!a || a[0] < '0' || a[0] > '9') return -1;
-  errno = 0;
-  unsigned long long v = strtoull(a, &end, 10);
-  if (errno || *end) return -1;
-  *out = v;
-  return 0;
-}
-
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
 static int bad(const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "pdref sim explore: ");
+  fprintf(stderr, CMD ": ");
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
@@ -98,62 +82,78 @@ static int bad(const char *fmt, ...) {
   return 2;
 }
 
+/* i/n with 0 <= i < n. */
 static int parse_shard(const char *a, ex_opts_t *o) {
-  const char *slash = a ? strchr(a, '/') : NULL;
+  const char *slash = strchr(a, '/');
   char head[32];
-  if (!slash || (size_t)(slash - a) >= sizeof head) return -1;
+  if (!slash || (size_t)(slash - a) >= sizeof head) return bad("--shard: expected i/n, got '%s'", a);
   memcpy(head, a, (size_t)(slash - a));
   head[slash - a] = '\0';
-  if (parse_u64(head, &o->shard_i) || parse_u64(slash + 1, &o->shard_n)) return -1;
-  return o->shard_n >= 1 && o->shard_i < o->shard_n ? 0 : -1;
+  if (pd_cli_parse_u64(CMD, "--shard n", slash + 1, 1, UINT64_MAX, &o->shard_n) ||
+      pd_cli_parse_u64(CMD, "--shard i", head, 0, o->shard_n - 1, &o->shard_i))
+    return 2;
+  return 0;
+}
+
+enum {
+  OPT_MODE = PD_CLI_OPT_FIRST, OPT_SEEDS, OPT_TIME, OPT_SEED_START, OPT_SHARD, OPT_OUT,
+  OPT_PER_INV, OPT_TIES, OPT_DETERMINISM, OPT_JSON
+};
+
+static const struct option long_opts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"seeds", required_argument, NULL, OPT_SEEDS},
+    {"time", required_argument, NULL, OPT_TIME},
+    {"seed-start", required_argument, NULL, OPT_SEED_START},
+    {"shard", required_argument, NULL, OPT_SHARD},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"per-invariant", required_argument, NULL, OPT_PER_INV},
+    {"ties", required_argument, NULL, OPT_TIES},
+    {"determinism", no_argument, NULL, OPT_DETERMINISM},
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0},
+};
+
+/* One option with its value v; 0, or an error (the message printed). */
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  ex_opts_t *o = ctx;
+  (void)index;
+  switch (c) {
+  case OPT_MODE:
+    o->has_mode = 1;
+    return pd_cli_parse_mode(CMD, "--mode", v, &o->mode);
+  case OPT_SEEDS:
+    o->has_seeds = 1;
+    return pd_cli_parse_u64(CMD, "--seeds", v, 1, UINT64_MAX, &o->seeds);
+  case OPT_TIME:
+    o->has_time = 1;
+    return pd_cli_parse_positive(CMD, "--time", v, EX_MAX_TIME_S, &o->time_s);
+  case OPT_SEED_START:
+    return pd_cli_parse_u64(CMD, "--seed-start", v, 0, UINT64_MAX, &o->start);
+  case OPT_SHARD:
+    return parse_shard(v, o);
+  case OPT_OUT:
+    o->out = v;
+    return v[0] ? 0 : bad("--out: expected a directory name");
+  case OPT_PER_INV:
+    return pd_cli_parse_u32(CMD, "--per-invariant", v, 0, UINT32_MAX, &o->per_inv);
+  case OPT_TIES:
+    return pd_cli_parse_u32(CMD, "--ties", v, 1, 64, &o->ties);
+  case OPT_DETERMINISM:
+    o->determinism = 1;
+    return 0;
+  default: /* OPT_JSON */
+    o->json = 1;
+    return 0;
+  }
 }
 
 /* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
 static int parse_opts(int argc, char **argv, ex_opts_t *o) {
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    uint64_t u = 0;
-    int takes = strcmp(a, "--mode") == 0 || strcmp(a, "--seeds") == 0 ||
-                strcmp(a, "--time") == 0 || strcmp(a, "--seed-start") == 0 ||
-                strcmp(a, "--shard") == 0 || strcmp(a, "--out") == 0 ||
-                strcmp(a, "--per-invariant") == 0 || strcmp(a, "--ties") == 0;
-    if (takes && !v) return bad("%s: missing value", a);
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (strcmp(a, "--mode") == 0) {
-      if (pd_mode_parse(v, &o->mode) < 0) return bad("--mode: unknown mode '%s'", v);
-      o->has_mode = 1;
-    } else if (strcmp(a, "--seeds") == 0) {
-      if (parse_u64(v, &o->seeds) || o->seeds == 0) return bad("--seeds: expected a count >= 1, got '%s'", v);
-      o->has_seeds = 1;
-    } else if (strcmp(a, "--time") == 0) {
-      char *end = NULL;
-      o->time_s = strtod(v, &end);
-      if (*end || !(o->time_s > 0 && o->time_s < 1e9)) return bad("--time: expected seconds > 0, got '%s'", v);
-      o->has_time = 1;
-    } else if (strcmp(a, "--seed-start") == 0) {
-      if (parse_u64(v, &o->start)) return bad("--seed-start: expected an unsigned integer, got '%s'", v);
-    } else if (strcmp(a, "--shard") == 0) {
-      if (parse_shard(v, o)) return bad("--shard: expected i/n with 0 <= i < n, got '%s'", v);
-    } else if (strcmp(a, "--out") == 0) {
-      if (!v[0]) return bad("--out: expected a directory name");
-      o->out = v;
-    } else if (strcmp(a, "--per-invariant") == 0) {
-      if (parse_u64(v, &u) || u > UINT32_MAX) return bad("--per-invariant: expected a count, got '%s'", v);
-      o->per_inv = (uint32_t)u;
-    } else if (strcmp(a, "--ties") == 0) {
-      if (parse_u64(v, &u) || u < 1 || u > 64) return bad("--ties: expected a count in 1..64, got '%s'", v);
-      o->ties = (uint32_t)u;
-    } else if (strcmp(a, "--determinism") == 0) {
-      o->determinism = 1;
-    } else if (strcmp(a, "--json") == 0) {
-      o->json = 1;
-    } else {
-      return bad(a[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'", a);
-    }
-    i += takes;
-  }
+  pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, o, NULL, 0, NULL};
+  int rc = pd_cli_parse(&p, argc, argv);
+  if (rc >= 0) return rc;
   if (!o->has_mode) return bad("--mode is required: joined, pr1150, minilb or reference");
   if (o->has_seeds && o->has_time) return bad("--seeds and --time cannot be combined");
   return -1;
@@ -177,37 +177,22 @@ static int make_dirs(const char *dir) {
 }
 
 static void mask_str(uint32_t m, char *buf, size_t cap) {
-  size_t off = 0;
-  buf[0] = '\0';
-  for (int i = 1; i <= PD_INV_COUNT && off + 5 < cap; i++)
-    if (m >> (i - 1) & 1u) off += (size_t)snprintf(buf + off, cap - off, "%sI%d", off ? "," : "", i);
+  pd_cli_mask_str(m, PD_INV_COUNT, ",", buf, cap);
 }
 
-static void progress_clear(ex_state_t *st) {
-  if (!st->progress_shown) return;
-  fprintf(stderr, "\r%*s\r", 79, "");
-  st->progress_shown = 0;
-}
+static void progress_clear(ex_state_t *st) { pd_cli_progress_clear(&st->bar); }
 
-static void progress(ex_state_t *st, const ex_opts_t *o, uint64_t total, double now) {
-  if (!st->is_tty || now - st->t_drawn < EX_PROGRESS_EVERY_S) return;
-  st->t_drawn = now;
-  double el = now - st->t0, rate = el > 0 ? (double)st->explored / el : 0;
-  char bar[EX_BAR_WIDTH + 1];
+static void progress(ex_state_t *st, const ex_opts_t *o, uint64_t total) {
+  double el = pd_cli_progress_elapsed_s(&st->bar), rate = el > 0 ? (double)st->explored / el : 0;
   double frac = o->has_time ? el / o->time_s : total ? (double)st->explored / (double)total : 1;
-  int fill = (int)(frac > 1 ? EX_BAR_WIDTH : frac * EX_BAR_WIDTH);
-  for (int i = 0; i < EX_BAR_WIDTH; i++) bar[i] = i < fill ? '#' : '.';
-  bar[EX_BAR_WIDTH] = '\0';
   if (o->has_time)
-    fprintf(stderr, "\r[%s] %llu seeds  %.1f/%.0f s  %.0f seeds/s  %llu violating   ", bar,
-            (unsigned long long)st->explored, el, o->time_s, rate,
-            (unsigned long long)st->violating);
+    pd_cli_progress_draw(&st->bar, frac, "%llu seeds  %.1f/%.0f s  %.0f seeds/s  %llu violating",
+                         (unsigned long long)st->explored, el, o->time_s, rate,
+                         (unsigned long long)st->violating);
   else
-    fprintf(stderr, "\r[%s] %llu/%llu seeds  %.0f seeds/s  %llu violating   ", bar,
-            (unsigned long long)st->explored, (unsigned long long)total, rate,
-            (unsigned long long)st->violating);
-  fflush(stderr);
-  st->progress_shown = 1;
+    pd_cli_progress_draw(&st->bar, frac, "%llu/%llu seeds  %.0f seeds/s  %llu violating",
+                         (unsigned long long)st->explored, (unsigned long long)total, rate,
+                         (unsigned long long)st->violating);
 }
 
 static cJSON *seed_json(uint64_t seed) {
@@ -307,8 +292,8 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
   for (uint64_t off = 0; off < limit; off++) {
     uint64_t seed = o->start + off;
     if (seed % o->shard_n != o->shard_i) continue;
-    double t = wall_s();
-    if (o->has_time && t - st->t0 >= o->time_s) break;
+    double t = pd_cli_wall_s();
+    if (o->has_time && t - st->bar.t0_s >= o->time_s) break;
     pd_explore_result_t r;
     int rc = pd_explore_seed(s, seed, o->mode, skip_mask(st, o), o->determinism, o->ties, &r);
     if (rc) {
@@ -322,9 +307,9 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
       st->shrunk++;
       st->inv_saved[r.inv]++;
       if (report_finding(st, o, s, &r)) return 2;
-      st->t_shrink += wall_s() - t;
+      st->t_shrink += pd_cli_wall_s() - t;
     }
-    progress(st, o, total, wall_s());
+    progress(st, o, total);
   }
   return 0;
 }
@@ -391,8 +376,7 @@ int pd_cli_sim_explore(int argc, char **argv) {
   if (rc >= 0) return rc;
   ex_state_t st;
   memset(&st, 0, sizeof st);
-  st.is_tty = isatty(STDERR_FILENO);
-  st.t0 = wall_s();
+  pd_cli_progress_init(&st.bar, o.json);
   if (o.json) {
     st.findings = cJSON_CreateArray();
     st.violating_list = cJSON_CreateArray();
@@ -403,7 +387,7 @@ int pd_cli_sim_explore(int argc, char **argv) {
   pd_scenario_t *s = malloc(sizeof *s);
   rc = s ? explore(&o, &st, s, total) : 2;
   progress_clear(&st);
-  double el = wall_s() - st.t0;
+  double el = pd_cli_progress_elapsed_s(&st.bar);
   if (rc == 0 && o.json) summary_json(&st, &o, el);
   else if (rc == 0) summary_text(&st, &o, el);
   cJSON_Delete(st.findings);

@@ -1,5 +1,6 @@
 /* `pdref gateway`: the real PD gateway on the dispatch core (net/gateway/pd_gateway.h). Parses the
  * flags, raises the descriptor limit, runs the loop until SIGINT/SIGTERM. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "pd_err.h"
 #include "pd_gateway.h"
 
@@ -72,47 +74,14 @@ static void on_signal(int sig) {
   if (g) pd_gateway_stop(g);
 }
 
-static int parse_range(const char *flag, const char *s, uint64_t min, uint64_t max, uint64_t *out) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (!*s || *end || errno || s[0] == '-' || v < min || v > max) {
-    fprintf(stderr, "pdref gateway: %s: '%s' is not a number in %llu..%llu\n", flag, s,
-            (unsigned long long)min, (unsigned long long)max);
-    return 2;
-  }
-  *out = v;
-  return 0;
-}
-
-static int parse_u64(const char *flag, const char *s, uint64_t max, uint64_t *out) {
-  return parse_range(flag, s, 0, max, out);
-}
-
-static int parse_listen(const char *s, pd_gateway_config_t *c, char *host, size_t cap) {
-  const char *colon = strrchr(s, ':');
-  uint64_t port = 0;
-  if (!colon || colon == s || parse_u64("--listen", colon + 1, 65535, &port)) {
-    fprintf(stderr, "pdref gateway: --listen: expected HOST:PORT, got '%s'\n", s);
-    return 2;
-  }
-  size_t n = (size_t)(colon - s);
-  if (s[0] == '[' && n >= 2 && s[n - 1] == ']') { /* [v6]:port */
-    s++;
-    n -= 2;
-  }
-  snprintf(host, cap, "%.*s", (int)(n < cap ? n : cap - 1), s);
-  c->listen_host = host;
-  c->listen_port = (uint16_t)port;
-  return 0;
-}
+#define CMD "pdref gateway"
 
 static int add_worker(pd_gateway_config_t *c, int is_prefill, char *spec) {
   uint32_t *n = is_prefill ? &c->n_prefill : &c->n_decode;
   pd_gateway_worker_t *w = is_prefill ? c->prefill : c->decode;
   int port = -1;
   if (*n >= PD_MAX_WORKERS || pd_gateway_parse_worker(spec, &port) || (!is_prefill && port >= 0)) {
-    fprintf(stderr, "pdref gateway: --%s: expected http://HOST:PORT%s, got '%s'\n",
+    fprintf(stderr, CMD ": --%s: expected http://HOST:PORT%s, got '%s'\n",
             is_prefill ? "prefill" : "decode", is_prefill ? "[@BOOTSTRAP_PORT]" : "", spec);
     return 2;
   }
@@ -125,7 +94,7 @@ static int add_worker(pd_gateway_config_t *c, int is_prefill, char *spec) {
 static int set_policy(const char *flag, const char *v, pd_gw_config_t *core, int role) {
   pd_policy_kind_t k;
   if (pd_policy_parse(v, &k)) {
-    fprintf(stderr, "pdref gateway: %s: unknown policy '%s'\n", flag, v);
+    fprintf(stderr, CMD ": %s: unknown policy '%s'\n", flag, v);
     return 2;
   }
   if (role != 1) core->policy[PD_ROLE_PREFILL] = k;
@@ -153,62 +122,51 @@ static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
   };
   for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++) {
     if (strcmp(f, ns_flags[i].flag)) continue;
-    if (parse_u64(f, v, 1000ull * 86400 * 365, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 0, 1000ull * 86400 * 365, &x)) return 2;
     *(uint64_t *)(void *)((char *)k + ns_flags[i].off) = x * MS_NS;
     return 0;
   }
   if (!strcmp(f, "--max-attempts")) {
-    if (parse_range(f, v, 1, PD_MAX_ATTEMPTS, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 1, PD_MAX_ATTEMPTS, &x)) return 2;
     k->retry.max_attempts = (uint32_t)x;
   } else if (!strcmp(f, "--retry-backoff-ms")) {
-    if (parse_u64(f, v, 3600000, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 0, 3600000, &x)) return 2;
     k->retry.initial_backoff_ms = x;
   } else if (!strcmp(f, "--retry-max-backoff-ms")) {
-    if (parse_u64(f, v, 3600000, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 0, 3600000, &x)) return 2;
     k->retry.max_backoff_ms = x;
   } else if (!strcmp(f, "--breaker-failures")) {
-    if (parse_u64(f, v, 1000000, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 0, 1000000, &x)) return 2;
     k->breaker.failure_threshold = x ? (uint32_t)x : UINT32_MAX; /* 0: no breaker */
   } else if (!strcmp(f, "--breaker-open-ms")) {
-    if (parse_range(f, v, 1, 1000ull * 86400, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 1, 1000ull * 86400, &x)) return 2;
     k->breaker.open_ns = x * MS_NS;
   } else if (!strcmp(f, "--breaker-window-ms")) {
-    if (parse_range(f, v, 1, 1000ull * 86400, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 1, 1000ull * 86400, &x)) return 2;
     k->breaker.window_ns = x * MS_NS;
   } else if (!strcmp(f, "--max-body-bytes")) {
-    if (parse_range(f, v, 1, 1ull << 30, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 1, 1ull << 30, &x)) return 2;
     c->max_body_bytes = (size_t)x;
   } else if (!strcmp(f, "--max-connections")) {
-    if (parse_range(f, v, 1, 65536, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 1, 65536, &x)) return 2;
     c->max_connections = (uint32_t)x;
   } else if (!strcmp(f, "--client-timeout-s")) {
-    if (parse_u64(f, v, 86400, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 0, 86400, &x)) return 2;
     c->client_timeout_s = (uint32_t)x;
   } else if (!strcmp(f, "--client-deadline-s")) {
-    if (parse_range(f, v, 1, 3600, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 1, 3600, &x)) return 2;
     c->client_deadline_s = (uint32_t)x;
   } else if (!strcmp(f, "--abort-timeout-ms")) {
-    if (parse_range(f, v, 1, 600000, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 1, 600000, &x)) return 2;
     c->abort_timeout_ms = (uint32_t)x;
   } else if (!strcmp(f, "--seed")) {
-    if (parse_u64(f, v, UINT64_MAX, &x)) return 2;
+    if (pd_cli_parse_u64(CMD, f, v, 0, UINT64_MAX, &x)) return 2;
     c->seed = x;
   } else {
-    fprintf(stderr, "pdref gateway: unknown option '%s' (try --help)\n", f);
+    assert(!"a numeric option without a setter");
     return 2;
   }
   return 0;
-}
-
-static int apply_flag(const char *f, char *v, pd_gateway_config_t *c, char *host, size_t cap) {
-  if (!strcmp(f, "--mode")) return 0; /* read in the first pass */
-  if (!strcmp(f, "--prefill")) return add_worker(c, 1, v);
-  if (!strcmp(f, "--decode")) return add_worker(c, 0, v);
-  if (!strcmp(f, "--listen")) return parse_listen(v, c, host, cap);
-  if (!strcmp(f, "--policy")) return set_policy(f, v, &c->core, -1);
-  if (!strcmp(f, "--prefill-policy")) return set_policy(f, v, &c->core, 0);
-  if (!strcmp(f, "--decode-policy")) return set_policy(f, v, &c->core, 1);
-  return set_number(f, v, c);
 }
 
 static uint64_t clock_seed(void) {
@@ -219,66 +177,114 @@ static uint64_t clock_seed(void) {
 
 static int is_json; /* --json: the ready line as one JSON object */
 
+enum {
+  OPT_MODE = PD_CLI_OPT_FIRST, OPT_PREFILL, OPT_DECODE, OPT_LISTEN, OPT_POLICY,
+  OPT_PREFILL_POLICY, OPT_DECODE_POLICY, OPT_VERBOSE, OPT_JSON, OPT_NUMBER
+};
+
+/* Every option of set_number has val OPT_NUMBER; its name tells them apart. */
+static const struct option long_opts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"prefill", required_argument, NULL, OPT_PREFILL},
+    {"decode", required_argument, NULL, OPT_DECODE},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"prefill-policy", required_argument, NULL, OPT_PREFILL_POLICY},
+    {"decode-policy", required_argument, NULL, OPT_DECODE_POLICY},
+    {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"connect-timeout-ms", required_argument, NULL, OPT_NUMBER},
+    {"first-token-timeout-ms", required_argument, NULL, OPT_NUMBER},
+    {"idle-timeout-ms", required_argument, NULL, OPT_NUMBER},
+    {"total-timeout-ms", required_argument, NULL, OPT_NUMBER},
+    {"commit-timeout-ms", required_argument, NULL, OPT_NUMBER},
+    {"token-budget-ms", required_argument, NULL, OPT_NUMBER},
+    {"request-timeout-ms", required_argument, NULL, OPT_NUMBER},
+    {"tail-timeout-ms", required_argument, NULL, OPT_NUMBER},
+    {"head-timeout-ms", required_argument, NULL, OPT_NUMBER},
+    {"max-attempts", required_argument, NULL, OPT_NUMBER},
+    {"retry-backoff-ms", required_argument, NULL, OPT_NUMBER},
+    {"retry-max-backoff-ms", required_argument, NULL, OPT_NUMBER},
+    {"breaker-failures", required_argument, NULL, OPT_NUMBER},
+    {"breaker-open-ms", required_argument, NULL, OPT_NUMBER},
+    {"breaker-window-ms", required_argument, NULL, OPT_NUMBER},
+    {"max-body-bytes", required_argument, NULL, OPT_NUMBER},
+    {"max-connections", required_argument, NULL, OPT_NUMBER},
+    {"client-timeout-s", required_argument, NULL, OPT_NUMBER},
+    {"client-deadline-s", required_argument, NULL, OPT_NUMBER},
+    {"abort-timeout-ms", required_argument, NULL, OPT_NUMBER},
+    {"seed", required_argument, NULL, OPT_NUMBER},
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct gw_parse {
+  pd_gateway_config_t *cfg;
+  char *host; /* the --listen host: cap bytes */
+  size_t cap;
+} gw_parse_t;
+
+/* One option (long_opts[index]) with its value v; 0, or an error (the message printed). */
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  gw_parse_t *g = ctx;
+  pd_gateway_config_t *cfg = g->cfg;
+  char flag[48];
+  switch (c) {
+  case OPT_MODE: return 0; /* read in the first pass */
+  case OPT_PREFILL: return add_worker(cfg, 1, v);
+  case OPT_DECODE: return add_worker(cfg, 0, v);
+  case OPT_LISTEN:
+    cfg->listen_host = g->host;
+    return pd_cli_parse_host_port(CMD, "--listen", v, g->host, g->cap, &cfg->listen_port);
+  case OPT_POLICY: return set_policy("--policy", v, &cfg->core, -1);
+  case OPT_PREFILL_POLICY: return set_policy("--prefill-policy", v, &cfg->core, 0);
+  case OPT_DECODE_POLICY: return set_policy("--decode-policy", v, &cfg->core, 1);
+  case OPT_VERBOSE: cfg->is_verbose = 1; return 0;
+  case OPT_JSON: is_json = 1; return 0;
+  default: /* OPT_NUMBER */
+    snprintf(flag, sizeof flag, "--%s", long_opts[index].name);
+    return set_number(flag, v, cfg);
+  }
+}
+
+/* The mode first (it chooses the defaults the other options change). -1, or an exit code. */
+static int parse_mode(int argc, char **argv, pd_mode_t *mode) {
+  int c;
+  pd_cli_getopt_begin();
+  while ((c = pd_cli_getopt(argc, argv, long_opts, NULL)) != -1)
+    if (c == OPT_MODE && pd_cli_parse_mode(CMD, "--mode", optarg, mode)) return 2;
+  return -1;
+}
+
+/* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
 static int parse(int argc, char **argv, pd_gateway_config_t *c, char *host, size_t cap) {
   pd_mode_t mode = PD_MODE_REFERENCE;
-  for (int i = 0; i + 1 < argc; i++)
-    if (!strcmp(argv[i], "--mode") && pd_mode_parse(argv[i + 1], &mode)) {
-      fprintf(stderr, "pdref gateway: --mode: unknown mode '%s'\n", argv[i + 1]);
-      return 2;
-    }
+  int rc = parse_mode(argc, argv, &mode);
+  if (rc >= 0) return rc;
   pd_gateway_config_default(c, mode);
   c->seed = clock_seed();
   snprintf(host, cap, "127.0.0.1");
   c->listen_host = host;
   c->listen_port = 8000;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--verbose")) {
-      c->is_verbose = 1;
-      continue;
-    }
-    if (!strcmp(argv[i], "--json")) {
-      is_json = 1;
-      continue;
-    }
-    if (i + 1 >= argc || strncmp(argv[i], "--", 2) != 0) {
-      fprintf(stderr, "pdref gateway: '%s': expected an option with a value (try --help)\n",
-              argv[i]);
-      return 2;
-    }
-    int rc = apply_flag(argv[i], argv[i + 1], c, host, cap);
-    if (rc) return rc;
-    i++;
-  }
+  gw_parse_t g = {c, host, cap};
+  pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, &g, NULL, 0, NULL};
+  rc = pd_cli_parse(&p, argc, argv);
+  if (rc >= 0) return rc;
   if (!c->n_prefill || !c->n_decode) {
-    fprintf(stderr, "pdref gateway: need at least one --prefill and one --decode (try --help)\n");
+    fprintf(stderr, CMD ": need at least one --prefill and one --decode (try --help)\n");
     return 2;
   }
-  return 0;
-}
-
-/* Each client may need its socket plus two worker legs and an abort post. */
-static void raise_fd_limit(uint32_t max_connections) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl)) return;
-  rlim_t want = (rlim_t)max_connections * 4 + 256;
-  if (rl.rlim_cur >= want) return;
-  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
+  return -1;
 }
 
 static void install_signals(void) { pd_cli_install_signals(on_signal); }
 
 int pd_cli_gateway(int argc, char **argv) {
-  for (int i = 0; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    }
   static pd_gateway_config_t cfg; /* large (worker tables): not on the stack */
   char host[256];
   int rc = parse(argc, argv, &cfg, host, sizeof host);
-  if (rc) return rc;
-  raise_fd_limit(cfg.max_connections);
+  if (rc >= 0) return rc;
+  pd_cli_raise_fd_limit((uint64_t)cfg.max_connections * 4 + 256); /* a client, 2 legs, an abort */
   install_signals();
   pd_gateway_t *g = NULL;
   char err[512] = "";

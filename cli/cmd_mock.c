@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "pd_mock.h"
 
 static void usage(FILE *f) {
@@ -56,92 +57,86 @@ typedef struct mock_opts {
   int has_boot_port, has_bto, has_wto, has_seed, is_json;
 } mock_opts_t;
 
-static int parse_u64(const char *flag, const char *s, uint64_t max, uint64_t *out) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (!*s || *end || errno || s[0] == '-' || v > max) {
-    fprintf(stderr, "pdref mock: %s: '%s' is not an integer in 0..%llu\n", flag, s,
-            (unsigned long long)max);
-    return 2;
-  }
-  *out = v;
-  return 0;
-}
+#define CMD "pdref mock"
 
-static int parse_listen(mock_opts_t *o, const char *s) {
-  const char *colon = strrchr(s, ':');
-  uint64_t port = 0;
-  if (!colon || colon == s || (size_t)(colon - s) >= sizeof o->host ||
-      parse_u64("--listen", colon + 1, 65535, &port)) {
-    fprintf(stderr, "pdref mock: --listen: expected HOST:PORT, got '%s'\n", s);
-    return 2;
-  }
-  snprintf(o->host, sizeof o->host, "%.*s", (int)(colon - s), s);
-  o->c.port = (uint16_t)port;
-  return 0;
-}
+enum {
+  OPT_ROLE = PD_CLI_OPT_FIRST, OPT_LISTEN, OPT_SCENARIO, OPT_WORKER, OPT_LOG, OPT_LEDGER,
+  OPT_SPEED, OPT_BOOT_PORT, OPT_BOOT_TIMEOUT, OPT_WAIT_TIMEOUT, OPT_MAX_CONN, OPT_DEADLINE,
+  OPT_SEED, OPT_JSON, OPT_DIRECT, OPT_CLOCK_ON_START
+};
 
-static int parse_speed(const char *s, double *out) {
-  char *end = NULL;
-  double v = strtod(s, &end);
-  if (!*s || *end || !(v > 0) || v > 1e6) {
-    fprintf(stderr, "pdref mock: --speed: '%s' is not a number in (0, 1e6]\n", s);
-    return 2;
-  }
-  *out = v;
-  return 0;
-}
+static const struct option long_opts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"role", required_argument, NULL, OPT_ROLE},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"scenario", required_argument, NULL, OPT_SCENARIO},
+    {"worker", required_argument, NULL, OPT_WORKER},
+    {"log", required_argument, NULL, OPT_LOG},
+    {"fault-ledger", required_argument, NULL, OPT_LEDGER},
+    {"speed", required_argument, NULL, OPT_SPEED},
+    {"bootstrap-port", required_argument, NULL, OPT_BOOT_PORT},
+    {"bootstrap-timeout-ms", required_argument, NULL, OPT_BOOT_TIMEOUT},
+    {"waiting-timeout-ms", required_argument, NULL, OPT_WAIT_TIMEOUT},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONN},
+    {"client-deadline-s", required_argument, NULL, OPT_DEADLINE},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"direct", no_argument, NULL, OPT_DIRECT},
+    {"clock-on-start", no_argument, NULL, OPT_CLOCK_ON_START},
+    {NULL, 0, NULL, 0},
+};
 
-/* One flag with its value; returns 0, or 2 on a bad flag. */
-static int parse_flag(mock_opts_t *o, const char *f, const char *v) {
-  uint64_t n = 0;
-  if (!strcmp(f, "--role")) o->role = v;
-  else if (!strcmp(f, "--listen")) return parse_listen(o, v);
-  else if (!strcmp(f, "--scenario")) o->scenario = v;
-  else if (!strcmp(f, "--worker")) o->worker = v;
-  else if (!strcmp(f, "--log")) o->log = v;
-  else if (!strcmp(f, "--fault-ledger")) o->c.ledger_path = v;
-  else if (!strcmp(f, "--speed")) return parse_speed(v, &o->c.speed);
-  else if (!strcmp(f, "--bootstrap-port")) {
-    if (parse_u64(f, v, 65535, &n)) return 2;
-    o->c.bootstrap_port = (uint16_t)n;
+/* The options that set a number; 0, or PD_ERR_INVAL (the message printed). */
+static int apply_number(mock_opts_t *o, int c, const char *v) {
+  uint32_t n = 0;
+  int rc;
+  switch (c) {
+  case OPT_SPEED:
+    return pd_cli_parse_positive(CMD, "--speed", v, 1e6, &o->c.speed);
+  case OPT_BOOT_PORT:
     o->has_boot_port = 1;
-  } else if (!strcmp(f, "--bootstrap-timeout-ms")) {
+    rc = pd_cli_parse_u32(CMD, "--bootstrap-port", v, 0, 65535, &n);
+    if (!rc) o->c.bootstrap_port = (uint16_t)n;
+    return rc;
+  case OPT_BOOT_TIMEOUT:
     o->has_bto = 1;
-    return parse_u64(f, v, PD_SCN_MAX_MS, &o->c.bootstrap_timeout_ms);
-  } else if (!strcmp(f, "--waiting-timeout-ms")) {
+    return pd_cli_parse_u64(CMD, "--bootstrap-timeout-ms", v, 0, PD_SCN_MAX_MS,
+                            &o->c.bootstrap_timeout_ms);
+  case OPT_WAIT_TIMEOUT:
     o->has_wto = 1;
-    return parse_u64(f, v, PD_SCN_MAX_MS, &o->c.waiting_timeout_ms);
-  } else if (!strcmp(f, "--max-connections")) {
-    if (parse_u64(f, v, PD_MOCK_MAX_CONNECTIONS, &n)) return 2;
-    o->c.max_connections = (uint32_t)n; /* 0: the default */
-  } else if (!strcmp(f, "--client-deadline-s")) {
-    if (parse_u64(f, v, 3600, &n)) return 2;
-    o->c.client_deadline_s = (uint32_t)n; /* 0: the default */
-  } else if (!strcmp(f, "--seed")) {
+    return pd_cli_parse_u64(CMD, "--waiting-timeout-ms", v, 0, PD_SCN_MAX_MS,
+                            &o->c.waiting_timeout_ms);
+  case OPT_MAX_CONN: /* 0: the default */
+    rc = pd_cli_parse_u32(CMD, "--max-connections", v, 0, PD_MOCK_MAX_CONNECTIONS, &n);
+    if (!rc) o->c.max_connections = n;
+    return rc;
+  case OPT_DEADLINE: /* 0: the default */
+    rc = pd_cli_parse_u32(CMD, "--client-deadline-s", v, 0, 3600, &n);
+    if (!rc) o->c.client_deadline_s = n;
+    return rc;
+  default: /* OPT_SEED */
     o->has_seed = 1;
-    return parse_u64(f, v, UINT64_MAX, &o->c.seed);
-  } else {
-    fprintf(stderr, "pdref mock: unknown option '%s' (try --help)\n", f);
-    return 2;
+    return pd_cli_parse_u64(CMD, "--seed", v, 0, UINT64_MAX, &o->c.seed);
   }
-  return 0;
 }
 
-static int parse_args(mock_opts_t *o, int argc, char **argv) {
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) { o->is_json = 1; continue; }
-    if (!strcmp(argv[i], "--direct")) { o->c.is_direct = 1; continue; }
-    if (!strcmp(argv[i], "--clock-on-start")) { o->c.is_clock_on_start = 1; continue; }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "pdref mock: %s needs a value (try --help)\n", argv[i]);
-      return 2;
-    }
-    if (parse_flag(o, argv[i], argv[i + 1])) return 2;
-    i++;
+/* One option with its value; 0, or PD_ERR_INVAL on a bad value. */
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  mock_opts_t *o = ctx;
+  (void)index;
+  switch (c) {
+  case OPT_ROLE: o->role = v; return 0;
+  case OPT_LISTEN:
+    return pd_cli_parse_host_port(CMD, "--listen", v, o->host, sizeof o->host, &o->c.port);
+  case OPT_SCENARIO: o->scenario = v; return 0;
+  case OPT_WORKER: o->worker = v; return 0;
+  case OPT_LOG: o->log = v; return 0;
+  case OPT_LEDGER: o->c.ledger_path = v; return 0;
+  case OPT_JSON: o->is_json = 1; return 0;
+  case OPT_DIRECT: o->c.is_direct = 1; return 0;
+  case OPT_CLOCK_ON_START: o->c.is_clock_on_start = 1; return 0;
+  default: return apply_number(o, c, v);
   }
-  return 0;
 }
 
 /* The worker, its role and the scenario-wide settings; the scenario stays alive in *s. */
@@ -214,16 +209,6 @@ static void print_ready(const mock_opts_t *o, pd_mock_t *m) {
   fflush(stdout);
 }
 
-/* Room for every connection and bootstrap socket a full mock holds (the default soft limit
- * of 1024 is below it). */
-static void raise_fd_limit(void) {
-  struct rlimit rl;
-  rlim_t want = (rlim_t)PD_MOCK_MAX_CONNECTIONS + PD_MOCK_MAX_BOOT_CONNS + 256;
-  if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want) return;
-  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
-}
-
 /* Serve until SIGINT/SIGTERM: blocked in every thread, taken here with sigwait. */
 static int serve(mock_opts_t *o) {
   sigset_t set;
@@ -232,7 +217,8 @@ static int serve(mock_opts_t *o) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   signal(SIGPIPE, SIG_IGN);
-  raise_fd_limit();
+  /* room for every connection and bootstrap socket a full mock holds (above the default 1024) */
+  pd_cli_raise_fd_limit((uint64_t)PD_MOCK_MAX_CONNECTIONS + PD_MOCK_MAX_BOOT_CONNS + 256);
   char err[512];
   pd_mock_t *m = pd_mock_new(&o->c, err, sizeof err);
   if (!m) {
@@ -251,19 +237,16 @@ static int serve(mock_opts_t *o) {
 }
 
 int pd_cli_mock(int argc, char **argv) {
-  for (int i = 0; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    }
   mock_opts_t o;
   memset(&o, 0, sizeof o);
   pd_mock_config_default(&o.c);
   o.c.bootstrap_port = 8998; /* SGLang's default */
   snprintf(o.host, sizeof o.host, "127.0.0.1");
+  pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, &o, NULL, 0, NULL};
+  int rc = pd_cli_parse(&p, argc, argv);
+  if (rc >= 0) return rc;
   pd_scenario_t *s = calloc(1, sizeof *s);
-  int rc = s ? parse_args(&o, argc, argv) : 1;
-  if (!rc) rc = resolve_role(&o, s);
+  rc = s ? resolve_role(&o, s) : 1;
   FILE *log = NULL;
   if (!rc && o.log) {
     log = strcmp(o.log, "-") == 0 ? stdout : fopen(o.log, "w");

@@ -5,6 +5,7 @@
  * (direct), client-driven PD with bootstrap fields (pd, no gateway), and through the gateway;
  * then relay throughput with token_ms 0. Prints what the gateway adds, its RSS and CPU, and
  * the issue's targets (docs/benchmarks.md). The client is net/bench/pd_netbench.c. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_args.h"
+#include "cli_progress.h"
 #include "pd_dispatch.h"
 #include "pd_err.h"
 #include "cmd_netbench.h"
@@ -61,19 +64,9 @@ static void usage(FILE *f) {
 
 /* ---------- options ---------- */
 
-static int parse_u32(const char *flag, const char *s, uint32_t lo, uint32_t hi, uint32_t *out) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long v = strtoul(s, &end, 10);
-  if (!*s || *end || errno || s[0] == '-' || v < lo || v > hi) {
-    fprintf(stderr, "pdref gateway bench: %s: '%s' is not an integer in %u..%u\n", flag, s,
-            (unsigned)lo, (unsigned)hi);
-    return 2;
-  }
-  *out = (uint32_t)v;
-  return 0;
-}
+#define CMD "pdref gateway bench"
 
+/* --concurrency 1,64,512: at most NB_MAX_LEVELS levels. */
 static int parse_levels(nb_opts_t *o, const char *s) {
   char buf[128];
   snprintf(buf, sizeof buf, "%s", s);
@@ -81,16 +74,18 @@ static int parse_levels(nb_opts_t *o, const char *s) {
   char *save = NULL;
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (o->n_levels == NB_MAX_LEVELS) {
-      fprintf(stderr, "pdref gateway bench: --concurrency: at most %u levels\n", NB_MAX_LEVELS);
+      fprintf(stderr, CMD ": --concurrency: at most %u levels\n", NB_MAX_LEVELS);
       return 2;
     }
-    if (parse_u32("--concurrency", t, 1, PD_NB_MAX_CONCURRENCY, &o->levels[o->n_levels++]))
+    if (pd_cli_parse_u32(CMD, "--concurrency", t, 1, PD_NB_MAX_CONCURRENCY,
+                         &o->levels[o->n_levels++]))
       return 2;
   }
-  return o->n_levels ? 0 : parse_u32("--concurrency", "", 1, 1, &o->levels[0]);
+  return o->n_levels ? 0 : pd_cli_parse_u32(CMD, "--concurrency", s, 1, 1, &o->levels[0]);
 }
 
-/* The numeric options: flag, field, range. */
+/* The numeric options: flag, field, range; the option of num_opts[k] has val
+ * PD_CLI_OPT_FIRST + k. */
 static const struct {
   const char *flag;
   size_t off;
@@ -105,39 +100,55 @@ static const struct {
     {"--tp-token-ms", offsetof(nb_opts_t, tp_token_ms), 0, 60000},
     {"--timeout-s", offsetof(nb_opts_t, timeout_s), 1, 3600},
 };
+#define NB_NUM_OPTS (sizeof num_opts / sizeof num_opts[0])
 
-/* One flag with its value: 0, or 2 on a bad flag or value. */
-static int parse_flag(nb_opts_t *o, const char *f, const char *v) {
-  for (size_t k = 0; k < sizeof num_opts / sizeof num_opts[0]; k++)
-    if (!strcmp(f, num_opts[k].flag))
-      return parse_u32(f, v, num_opts[k].lo, num_opts[k].hi,
-                       (uint32_t *)(void *)((char *)o + num_opts[k].off));
-  if (!strcmp(f, "--concurrency")) return parse_levels(o, v);
+enum { OPT_CONCURRENCY = PD_CLI_OPT_FIRST + 32, OPT_MODE, OPT_JSON, OPT_NO_PD, OPT_NO_TP };
+
+static const struct option long_opts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"tokens", required_argument, NULL, PD_CLI_OPT_FIRST + 0},
+    {"token-ms", required_argument, NULL, PD_CLI_OPT_FIRST + 1},
+    {"first-token-ms", required_argument, NULL, PD_CLI_OPT_FIRST + 2},
+    {"requests", required_argument, NULL, PD_CLI_OPT_FIRST + 3},
+    {"tp-streams", required_argument, NULL, PD_CLI_OPT_FIRST + 4},
+    {"tp-tokens", required_argument, NULL, PD_CLI_OPT_FIRST + 5},
+    {"tp-token-ms", required_argument, NULL, PD_CLI_OPT_FIRST + 6},
+    {"timeout-s", required_argument, NULL, PD_CLI_OPT_FIRST + 7},
+    {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"no-pd", no_argument, NULL, OPT_NO_PD},
+    {"no-throughput", no_argument, NULL, OPT_NO_TP},
+    {NULL, 0, NULL, 0},
+};
+
+/* One option with its value: 0, or 2 on a bad value. */
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  nb_opts_t *o = ctx;
   pd_mode_t m;
-  if (!strcmp(f, "--mode") && !pd_mode_parse(v, &m)) {
+  (void)index;
+  size_t k = (size_t)(c - PD_CLI_OPT_FIRST);
+  if (c >= PD_CLI_OPT_FIRST && k < NB_NUM_OPTS) {
+    assert(strcmp(num_opts[k].flag + 2, long_opts[1 + k].name) == 0); /* the tables agree */
+    return pd_cli_parse_u32(CMD, num_opts[k].flag, v, num_opts[k].lo, num_opts[k].hi,
+                            (uint32_t *)(void *)((char *)o + num_opts[k].off)) ? 2 : 0;
+  }
+  switch (c) {
+  case OPT_CONCURRENCY:
+    return parse_levels(o, v);
+  case OPT_MODE:
     o->mode = v;
+    return pd_cli_parse_mode(CMD, "--mode", v, &m) ? 2 : 0;
+  case OPT_JSON:
+    o->is_json = 1;
+    return 0;
+  case OPT_NO_PD:
+    o->is_pd = 0;
+    return 0;
+  default: /* OPT_NO_TP */
+    o->is_tp = 0;
     return 0;
   }
-  fprintf(stderr, "pdref gateway bench: %s '%s': unknown option or mode (try --help)\n", f, v);
-  return 2;
-}
-
-static int parse_args(nb_opts_t *o, int argc, char **argv) {
-  for (int i = 0; i < argc; i++) {
-    const char *f = argv[i];
-    if (!strcmp(f, "--json"))
-      o->is_json = 1;
-    else if (!strcmp(f, "--no-pd"))
-      o->is_pd = 0;
-    else if (!strcmp(f, "--no-throughput"))
-      o->is_tp = 0;
-    else if (i + 1 >= argc) {
-      fprintf(stderr, "pdref gateway bench: '%s': unknown option or missing value\n", f);
-      return 2;
-    } else if (parse_flag(o, f, argv[++i]))
-      return 2;
-  }
-  return 0;
 }
 
 /* ---------- the processes under test ---------- */
@@ -240,16 +251,9 @@ typedef struct nb_prog {
 
 static void on_progress(void *ud, uint32_t done, uint32_t total) {
   nb_prog_t *p = ud;
-  double now = (double)pd_nb_now_ns() / 1e9;
-  if (!p->b->is_tty || (now - p->b->last_draw < 0.1 && done < total)) return;
-  p->b->last_draw = now;
-  int width = 30, fill = total ? (int)((double)done / (double)total * width) : 0;
-  char bar[64];
-  for (int i = 0; i < width; i++)
-    bar[i] = i < fill ? '#' : '.';
-  bar[width] = 0;
-  fprintf(stderr, "\r[%s] %u streams, %-7s %u/%u requests   ", bar, (unsigned)p->streams, p->label,
-          (unsigned)done, (unsigned)total);
+  pd_cli_progress_draw(&p->b->bar, total ? (double)done / (double)total : 0,
+                       "%u streams, %-7s %u/%u requests", (unsigned)p->streams, p->label,
+                       (unsigned)done, (unsigned)total);
 }
 
 /* One measured run of `path`, warm-up included; fills st and counts errors. */
@@ -292,7 +296,7 @@ static void run_path(nb_bench_t *b, int path, uint32_t streams, uint32_t request
   snprintf(st->err, sizeof st->err, "%s", rc ? pd_strerror(rc) : r.first_error);
   b->errors += st->errors;
   pd_nb_result_free(&r);
-  if (b->is_tty) fprintf(stderr, "\r%78s\r", "");
+  pd_cli_progress_clear(&b->bar);
 }
 
 static int run_all(nb_bench_t *b) {
@@ -332,21 +336,7 @@ static void cleanup(nb_bench_t *b, int is_failed) {
   if (b->dir[0]) rmdir(b->dir);
 }
 
-static void raise_fd_limit(void) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= 3 * PD_NB_MAX_CONCURRENCY + 256) return;
-  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 3 * PD_NB_MAX_CONCURRENCY + 256
-                    ? 3 * PD_NB_MAX_CONCURRENCY + 256
-                    : rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
-}
-
 int pd_cli_gateway_bench(int argc, char **argv) {
-  for (int i = 0; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    }
   nb_bench_t *b = calloc(1, sizeof *b);
   if (!b) return 1;
   nb_opts_t *o = &b->o;
@@ -363,13 +353,15 @@ int pd_cli_gateway_bench(int argc, char **argv) {
                    .is_pd = 1,
                    .mode = "reference"};
   memcpy(o->levels, lv, sizeof lv);
-  if (parse_args(o, argc, argv)) {
+  pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, o, NULL, 0, NULL};
+  int parsed = pd_cli_parse(&p, argc, argv);
+  if (parsed >= 0) {
     free(b);
-    return 2;
+    return parsed;
   }
   ssize_t n = readlink("/proc/self/exe", b->exe, sizeof b->exe - 1);
   if (n <= 0) snprintf(b->exe, sizeof b->exe, "/proc/self/exe");
-  b->is_tty = isatty(STDERR_FILENO);
+  pd_cli_progress_init(&b->bar, o->is_json);
   b->room = (1ull << 62) | ((pd_nb_now_ns() & 0xffffffffull) << 20);
   struct sigaction sa, old_int, old_term;
   memset(&sa, 0, sizeof sa);
@@ -378,7 +370,7 @@ int pd_cli_gateway_bench(int argc, char **argv) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   signal(SIGPIPE, SIG_IGN);
-  raise_fd_limit();
+  pd_cli_raise_fd_limit(3 * PD_NB_MAX_CONCURRENCY + 256);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   int rc = run_all(b);
   cleanup(b, rc || b->errors);

@@ -4,6 +4,7 @@
 #define PD_CMD_NETBENCH_H
 #include <stdint.h>
 
+#include "cli_progress.h"
 #include "pd_netbench.h"
 
 #define NB_MAX_LEVELS 8u
@@ -42,8 +43,7 @@ typedef struct nb_bench {
   long rss_kib[2]; /* latency gateway, throughput gateway */
   double cpu_s[2];
   uint64_t errors;
-  int is_tty;
-  double last_draw;
+  pd_cli_progress_t bar;
 } nb_bench_t;
 
 extern const char *const pd_nb_path_names[NB_PATHS]; /* direct, pd, gateway */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_args.h"
 #include "pd_err.h"
 #include "pd_world.h"
 
@@ -16,10 +17,7 @@
 
 
 static void mask_str(uint32_t m, char *buf, size_t cap) {
-  size_t off = 0;
-  buf[0] = 0;
-  for (int i = 1; i <= PD_INV_COUNT && off + 5 < cap; i++)
-    if (m >> (i - 1) & 1u) off += (size_t)snprintf(buf + off, cap - off, "%sI%d", off ? "," : "", i);
+  pd_cli_mask_str(m, PD_INV_COUNT, ",", buf, cap);
 }
 
 typedef struct opts {
@@ -148,13 +146,10 @@ static void print_json(cJSON *rows, int passed, int failed, int unexercised) {
   cJSON_Delete(root);
 }
 
-static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_files) {
-  char *paths[MAX_FILES];
-  int n_paths = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0) {
-      printf("usage: pdref sim run FILE|DIR... [--mode joined|pr1150|minilb|reference|all]\n"
+#define CMD "pdref sim run"
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: pdref sim run FILE|DIR... [--mode joined|pr1150|minilb|reference|all]\n"
              "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json]\n"
              "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
              "violated invariants with the scenario's expectation. A row whose fault entries did\n"
@@ -163,49 +158,66 @@ static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_fil
              "trace (open in ui.perfetto.dev); use it with one file and one mode. --tie-seed\n"
              "orders events of the same instant (0: insertion order; default: the scenario's\n"
              "config.tie_seed), as `pdref sim explore` found them.\n");
-      exit(0);
-    } else if (strcmp(a, "--mode") == 0 && i + 1 < argc) {
-      const char *m = argv[++i];
-      pd_mode_t pm;
-      if (strcmp(m, "all") == 0) o->mode = -1;
-      else if (pd_mode_parse(m, &pm) == 0) o->mode = (int)pm;
-      else { fprintf(stderr, "pdref sim run: --mode: unknown mode '%s'\n", m); return 2; }
-    } else if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
-      char *end;
-      o->seed = strtoull(argv[++i], &end, 0);
-      if (*end) { fprintf(stderr, "pdref sim run: --seed: not a number '%s'\n", argv[i]); return 2; }
-      o->has_seed = 1;
-    } else if (strcmp(a, "--tie-seed") == 0 && i + 1 < argc) {
-      char *end;
-      o->tie_seed = strtoull(argv[++i], &end, 0);
-      if (*end || !argv[i][0] || argv[i][0] == '-') {
-        fprintf(stderr, "pdref sim run: --tie-seed: not a number '%s'\n", argv[i]);
-        return 2;
-      }
-      o->has_tie_seed = 1;
-    } else if (strcmp(a, "--trace") == 0 && i + 1 < argc) {
-      o->trace = argv[++i];
-    } else if (strcmp(a, "--json") == 0) {
-      o->json = 1;
-    } else if (a[0] == '-') {
-      fprintf(stderr, "pdref sim run: unknown option '%s' (try --help)\n", a);
-      return 2;
-    } else if (n_paths < MAX_FILES) {
-      paths[n_paths++] = (char *)a;
-    }
+}
+
+enum { OPT_MODE = PD_CLI_OPT_FIRST, OPT_SEED, OPT_TIE_SEED, OPT_TRACE, OPT_JSON };
+
+static const struct option run_opts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"tie-seed", required_argument, NULL, OPT_TIE_SEED},
+    {"trace", required_argument, NULL, OPT_TRACE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0},
+};
+
+/* One option; 0, or PD_ERR_INVAL after printing why. */
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  opts_t *o = ctx;
+  pd_mode_t pm;
+  (void)index;
+  switch (c) {
+  case OPT_MODE:
+    if (strcmp(v, "all") == 0) o->mode = -1;
+    else if (pd_cli_parse_mode(CMD, "--mode", v, &pm) == 0) o->mode = (int)pm;
+    else return PD_ERR_INVAL;
+    return 0;
+  case OPT_SEED:
+    o->has_seed = 1;
+    return pd_cli_parse_u64(CMD, "--seed", v, 0, UINT64_MAX, &o->seed);
+  case OPT_TIE_SEED:
+    o->has_tie_seed = 1;
+    return pd_cli_parse_u64(CMD, "--tie-seed", v, 0, UINT64_MAX, &o->tie_seed);
+  case OPT_TRACE:
+    o->trace = v;
+    return 0;
+  default: /* OPT_JSON */
+    o->json = 1;
+    return 0;
   }
+}
+
+/* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
+static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_files) {
+  static char *paths[MAX_FILES];
+  int n_paths = 0;
+  pd_cli_parser_t p = {CMD, run_opts, usage, apply_opt, o, paths, MAX_FILES, &n_paths};
+  int rc = pd_cli_parse(&p, argc, argv);
+  if (rc >= 0) return rc;
   if (!n_paths) {
-    fprintf(stderr, "pdref sim run: no scenario file or directory given (try --help)\n");
+    fprintf(stderr, CMD ": no scenario file or directory given (try --help)\n");
     return 2;
   }
-  return pd_cli_collect_json("pdref sim run", paths, n_paths, files, n_files, MAX_FILES);
+  rc = pd_cli_collect_json(CMD, paths, n_paths, files, n_files, MAX_FILES);
+  return rc ? rc : -1;
 }
 
 int pd_cli_sim_run(int argc, char **argv) {
   opts_t o = {.mode = -1};
   static char *files[MAX_FILES];
   int n_files = 0, rc = parse_opts(argc, argv, &o, files, &n_files);
-  if (rc) return rc;
+  if (rc >= 0) return rc;
   if (o.trace && (n_files != 1 || o.mode < 0)) {
     fprintf(stderr, "pdref sim run: --trace needs exactly one scenario file and one --mode\n");
     return 2;

@@ -3,10 +3,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_args.h"
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: pdref <command> [options]\n"
+          "       pdref --version [--json]\n"
           "\n"
           "commands:\n"
           "  sim run FILE|DIR... [--mode M|all] [--seed N] [--trace OUT.json] [--json]\n"
@@ -32,28 +34,30 @@ static void usage(FILE *f) {
           "exit: 0 every result matched its expectation, 1 one did not, 2 bad usage or input\n");
 }
 
+/* Each subcommand gets argv from its command word on (argv[0] = "run", "gateway", ...). */
 int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  if (pd_cli_is_version("pdref", argc, argv)) return 0;
   if (strcmp(argv[1], "sim") == 0) {
-    if (argc < 3 || strcmp(argv[2], "--help") == 0) {
+    if (argc < 3 || strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0) {
       usage(argc < 3 ? stderr : stdout);
       return argc < 3 ? 2 : 0;
     }
     if (strcmp(argv[2], "run") == 0 || strcmp(argv[2], "replay") == 0)
-      return pd_cli_sim_run(argc - 3, argv + 3);
-    if (strcmp(argv[2], "bench") == 0) return pd_cli_sim_bench(argc - 3, argv + 3);
-    if (strcmp(argv[2], "explore") == 0) return pd_cli_sim_explore(argc - 3, argv + 3);
+      return pd_cli_sim_run(argc - 2, argv + 2);
+    if (strcmp(argv[2], "bench") == 0) return pd_cli_sim_bench(argc - 2, argv + 2);
+    if (strcmp(argv[2], "explore") == 0) return pd_cli_sim_explore(argc - 2, argv + 2);
     fprintf(stderr, "pdref sim: unknown subcommand '%s' (try --help)\n", argv[2]);
     return 2;
   }
   if (strcmp(argv[1], "gateway") == 0 && argc > 2 && strcmp(argv[2], "bench") == 0)
-    return pd_cli_gateway_bench(argc - 3, argv + 3);
-  if (strcmp(argv[1], "gateway") == 0) return pd_cli_gateway(argc - 2, argv + 2);
-  if (strcmp(argv[1], "mock") == 0) return pd_cli_mock(argc - 2, argv + 2);
-  if (strcmp(argv[1], "conform") == 0) return pd_cli_conform(argc - 2, argv + 2);
+    return pd_cli_gateway_bench(argc - 2, argv + 2);
+  if (strcmp(argv[1], "gateway") == 0) return pd_cli_gateway(argc - 1, argv + 1);
+  if (strcmp(argv[1], "mock") == 0) return pd_cli_mock(argc - 1, argv + 1);
+  if (strcmp(argv[1], "conform") == 0) return pd_cli_conform(argc - 1, argv + 1);
   fprintf(stderr, "pdref: unknown command '%s' (try --help)\n", argv[1]);
   return 2;
 }

@@ -1,4 +1,5 @@
 /* Event routing (pd_gw_feed), attempt start (selection + bootstrap), and timer arming. */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -191,7 +192,7 @@ static void fire_deadlines(pd_gw_t *gw, pd_rq_t *rq, const pd_mode_ops_t *ops) {
     a->worker = due->worker;
     if (gw->cfg.mode == PD_MODE_REFERENCE && rq->rid) /* R-CANCEL: a hung leg holds a slot */
       a->str = (const char *)pd_gw_keep(gw, rq->rid, strlen(rq->rid));
-    due->state = LEG_FAILED;
+    PD_LEG_SET(gw, rq, due, LEG_FAILED);
     due->deadline_ns = 0;
     ops->on_error(gw, rq, due, PD_UPERR_TIMEOUT);
   }
@@ -218,7 +219,7 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
     int st = rc == PD_ERR_ROUTE ? 404 : rc == PD_ERR_TOO_LARGE ? 413
              : rc == PD_ERR_NOMEM ? 500 : 400;
     pd_gw_client_error(gw, rq, st, rc == PD_ERR_ROUTE ? "unknown_route" : "invalid_request", err);
-    pd_gw_emit(gw, PD_ACT_DONE, rq);
+    PD_RQ_SET(gw, rq, RQ_END); /* never in the map: freed at once */
     pd_request_free(&rq->req);
     pd_free(gw->alloc, rq);
     return 0;
@@ -234,6 +235,7 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
   if (gw->cfg.commit_timeout_ns) /* R-PROGRESS: the first byte, across every attempt */
     rq->dl[DL_COMMIT] = gw->now + gw->cfg.commit_timeout_ns + pd_gw_work_allowance_ns(gw, rq);
   pd_gw_begin(gw, rq);
+  assert(rq->state != RQ_NEW); /* started, waiting to retry, or answered */
   return 0;
 }
 
@@ -275,7 +277,7 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
   switch (ev->kind) {
   case PD_EV_UP_HEAD:
     if (leg->state != LEG_OPEN) return 0;
-    leg->state = LEG_HEAD;
+    PD_LEG_SET(gw, rq, leg, LEG_HEAD);
     leg->status = ev->status;
     ops->on_head(gw, rq, leg);
     break;
@@ -285,11 +287,11 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
     break;
   case PD_EV_UP_END:
     if (leg->state != LEG_HEAD) return 0;
-    leg->state = LEG_ENDED;
+    PD_LEG_SET(gw, rq, leg, LEG_ENDED);
     ops->on_end(gw, rq, leg);
     break;
   case PD_EV_UP_ERROR:
-    leg->state = LEG_FAILED;
+    PD_LEG_SET(gw, rq, leg, LEG_FAILED);
     ops->on_error(gw, rq, leg, ev->uperr);
     break;
   case PD_EV_TIMER:
@@ -300,7 +302,7 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
     /* A stall the client causes is nobody's upstream fault: the idle deadline (reference)
        is suspended while the driver holds decode back, and restarts in full after. The
        total deadline still runs; a client gone for good is noticed by the driver. */
-    if (rq->client_done || !!ev->status == rq->is_client_blocked) return 0;
+    if (pd_rq_client_done(rq) || !!ev->status == rq->is_client_blocked) return 0;
     rq->is_client_blocked = !!ev->status;
     if (rq->is_client_blocked)
       rq->dl[DL_IDLE] = 0;
@@ -308,10 +310,9 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
       rq->dl[DL_IDLE] = gw->now + gw->cfg.idle_timeout_ns;
     break;
   case PD_EV_CLIENT_GONE:
-    if (rq->client_gone || rq->client_done) return 0;
-    rq->client_gone = 1;
-    ops->on_client_gone(gw, rq);
-    rq->client_done = 1;
+    if (pd_rq_client_done(rq)) return 0;
+    ops->on_client_gone(gw, rq); /* reads the state the client left */
+    PD_RQ_SET(gw, rq, RQ_GONE);
     break;
   default: return PD_ERR_INVAL;
   }
@@ -321,15 +322,13 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
 
 void pd_gw_finish(pd_gw_t *gw, size_t slot) {
   pd_rq_t *rq = gw->map.vals[slot];
-  if (rq->client_done && rq->n_legs == 0) {
-    pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
-    pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
-    pd_gw_emit(gw, PD_ACT_DONE, rq);
+  if (pd_rq_client_done(rq) && rq->n_legs == 0) {
+    PD_RQ_SET(gw, rq, RQ_END); /* releases what loads remain, emits DONE */
     pd_map_del_slot(&gw->map, slot);
     pd_gw_rq_free(gw, rq);
     return;
   }
-  if (rq->client_done && !rq->dl[DL_TAIL] && gw->cfg.prefill_tail_timeout_ns)
+  if (pd_rq_client_done(rq) && !rq->dl[DL_TAIL] && gw->cfg.prefill_tail_timeout_ns)
     rq->dl[DL_TAIL] = gw->now + gw->cfg.prefill_tail_timeout_ns; /* R-TAIL */
   rearm(gw, rq);
 }

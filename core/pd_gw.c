@@ -1,6 +1,7 @@
 /* The gateway object: worker table, request map, event routing, timers, and the pieces every
  * mode shares (selection, bootstrap, loads, outcomes, client output). The modes themselves
  * live in pd_mode_smg.c and pd_mode_ref.c. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -159,8 +160,10 @@ int pd_gw_breaker_start_in(pd_gw_t *gw, pd_role_t role, uint32_t w, pd_breaker_s
 
 pd_action_t *pd_gw_emit(pd_gw_t *gw, pd_action_kind_t kind, pd_rq_t *rq) {
   pd_action_t *a = pd_actbuf_push(gw->out);
+  /* PD_MAX_ACTIONS_PER_EVENT bounds what one event can produce: reaching it is a core bug */
+  assert(!gw->out->is_overflow);
   if (!a) {
-    memset(&gw->scratch, 0, sizeof gw->scratch); /* buffer full: write sink, never read */
+    memset(&gw->scratch, 0, sizeof gw->scratch); /* no memory: write sink, never read */
     a = &gw->scratch;
   }
   a->kind = kind;
@@ -187,13 +190,11 @@ void pd_gw_client_data(pd_gw_t *gw, pd_rq_t *rq, const void *p, size_t len) {
   a->len = len;
 }
 
-void pd_gw_client_end(pd_gw_t *gw, pd_rq_t *rq, int is_abort) {
-  if (rq->client_done) return;
+void pd_gw_client_end_at(pd_gw_t *gw, pd_rq_t *rq, int is_abort, const char *file, int line) {
+  if (pd_rq_client_done(rq)) return;
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLIENT_END, rq);
   a->flag = is_abort;
-  rq->client_done = 1;
-  rq->dl[DL_FIRST] = rq->dl[DL_IDLE] = rq->dl[DL_TOTAL] = rq->dl[DL_BACKOFF] = 0;
-  rq->dl[DL_COMMIT] = 0;
+  pd_rq_set_state(gw, rq, RQ_TAIL, file, line);
 }
 
 static const char *reason_phrase(int status) {
@@ -226,16 +227,16 @@ static char *error_json(int status, const char *code, const char *msg) {
   return s;
 }
 
-void pd_gw_client_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *code,
-                        const char *msg) {
-  if (rq->client_done) return;
+void pd_gw_client_error_at(pd_gw_t *gw, pd_rq_t *rq, int status, const char *code,
+                           const char *msg, const char *file, int line) {
+  if (pd_rq_client_done(rq)) return;
   pd_gw_client_head(gw, rq, status, 0);
   char *s = error_json(status, code, msg);
   if (s) {
     pd_gw_client_data(gw, rq, s, strlen(s));
     cJSON_free(s);
   }
-  pd_gw_client_end(gw, rq, 0);
+  pd_gw_client_end_at(gw, rq, 0, file, line);
 }
 
 void pd_gw_sse_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *msg) {
@@ -264,12 +265,18 @@ pd_leg_t *pd_gw_cur(pd_rq_t *rq, pd_role_t role) {
   return rq->cur_id[role] ? pd_gw_leg(rq, rq->cur_id[role]) : NULL;
 }
 
-static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+/* A leg is removed exactly once: it must still be the request's, and it is freed here. */
+static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *file, int line) {
+  uint32_t found = 0;
   for (uint32_t i = 0; i < rq->n_legs; i++) {
     if (rq->legs[i] != leg) continue;
     rq->legs[i] = rq->legs[--rq->n_legs];
+    found = 1;
     break;
   }
+  assert(found);
+  (void)found;
+  pd_leg_set_state(gw, rq, leg, LEG_REMOVED, file, line);
   if (rq->cur_id[leg->role] == leg->id) rq->cur_id[leg->role] = 0;
   if (leg->is_probe && !leg->has_outcome) /* never leak a half-open probe slot */
     pd_breaker_record(&gw->workers[leg->role][leg->worker].breaker, gw->now,
@@ -277,7 +284,8 @@ static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   leg_free(gw, leg);
 }
 
-void pd_gw_close_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort) {
+void pd_gw_close_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort,
+                        const char *file, int line) {
   if (leg->state == LEG_OPEN || leg->state == LEG_HEAD) {
     pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLOSE_LEG, rq);
     a->leg_id = leg->id;
@@ -285,12 +293,14 @@ void pd_gw_close_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort) {
     a->worker = leg->worker;
     if (send_abort && rq->rid) a->str = (const char *)pd_gw_keep(gw, rq->rid, strlen(rq->rid));
   }
-  leg_remove(gw, rq, leg);
+  leg_remove(gw, rq, leg, file, line);
 }
 
-void pd_gw_drop_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) { leg_remove(gw, rq, leg); }
+void pd_gw_drop_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *file, int line) {
+  leg_remove(gw, rq, leg, file, line);
+}
 
-void pd_gw_close_all(pd_gw_t *gw, pd_rq_t *rq, int send_abort) {
+void pd_gw_close_all_at(pd_gw_t *gw, pd_rq_t *rq, int send_abort, const char *file, int line) {
   for (uint32_t guard = 0; guard < PD_MAX_LEGS; guard++) {
     pd_leg_t *victim = NULL;
     for (uint32_t i = 0; i < rq->n_legs; i++)
@@ -299,11 +309,13 @@ void pd_gw_close_all(pd_gw_t *gw, pd_rq_t *rq, int send_abort) {
         break;
       }
     if (!victim) return;
-    pd_gw_close_leg(gw, rq, victim, send_abort);
+    pd_gw_close_leg_at(gw, rq, victim, send_abort, file, line);
   }
 }
 
 void pd_gw_load_acquire(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w) {
+  assert(rq->load_w[role] == 0); /* one load per role per request: released before the next */
+  assert(gw->workers[role][w].load < UINT32_MAX);
   gw->workers[role][w].load++;
   rq->load_w[role] = w + 1;
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_LOAD, rq);
@@ -316,6 +328,7 @@ void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
   if (!rq->load_w[role]) return;
   uint32_t w = rq->load_w[role] - 1;
   rq->load_w[role] = 0;
+  assert(gw->workers[role][w].load > 0); /* a load is released only after its acquire */
   if (gw->workers[role][w].load) gw->workers[role][w].load--;
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_LOAD, rq);
   a->role = role;
@@ -368,7 +381,8 @@ int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq) {
   uint64_t d = pd_retry_delay_ns(&gw->cfg.retry, rq->attempt - 1, gw->rng);
   if (rq->dl[DL_TOTAL] && gw->now + d >= rq->dl[DL_TOTAL]) return 0;
   if (rq->dl[DL_COMMIT] && gw->now + d >= rq->dl[DL_COMMIT]) return 0; /* R-PROGRESS */
-  rq->state = RQ_BACKOFF;
+  /* a retry that found no pair waits on in RQ_BACKOFF: no move */
+  if (rq->state != RQ_BACKOFF) PD_RQ_SET(gw, rq, RQ_BACKOFF);
   rq->dl[DL_BACKOFF] = gw->now + d;
   return 1;
 }

@@ -1,10 +1,12 @@
 /* Internal to core/: the gateway and request structures shared by pd_gw.c (plumbing,
- * selection, accounting) and the mode files (pd_mode_smg.c, pd_mode_ref.c). */
+ * selection, accounting), pd_rqstate.c (the two state machines) and the mode files
+ * (pd_mode_smg.c, pd_mode_minilb.c, pd_mode_ref.c). */
 #ifndef PD_GW_INT_H
 #define PD_GW_INT_H
 #include "pd_buf.h"
 #include "pd_dispatch.h"
 #include "pd_map.h"
+#include "pd_rqstate.h"
 #include "pd_sse.h"
 
 typedef struct pd_worker {
@@ -15,12 +17,17 @@ typedef struct pd_worker {
   pd_breaker_t breaker;
 } pd_worker_t;
 
+/* A leg's transport state. Moves only through PD_LEG_SET (pd_rqstate.c: legal moves,
+ * docs/spec.md 4.2). Being given up (reference, R-CANCEL) is the is_doomed flag, not a state:
+ * a given-up leg still moves OPEN -> HEAD -> ENDED and its events are judged. */
 typedef enum {
-  LEG_OPEN = 0,   /* sent; no head yet */
-  LEG_HEAD = 1,   /* head received; body streaming */
-  LEG_ENDED = 2,  /* body ended cleanly (judged by the mode) */
-  LEG_FAILED = 3, /* transport error */
+  LEG_OPEN = 0,    /* sent; no head yet */
+  LEG_HEAD = 1,    /* head received; body streaming */
+  LEG_ENDED = 2,   /* body ended cleanly (judged by the mode) */
+  LEG_FAILED = 3,  /* transport error, or a per-leg deadline (closed by the core) */
+  LEG_REMOVED = 4, /* closed or forgotten: about to be freed (terminal, entered once) */
 } pd_leg_state_t;
+#define PD_LEG_STATE_COUNT 5
 
 /* A leg's held bytes grow to the buffer's default limit (no leg sets its own). */
 _Static_assert(PD_MAX_LEG_BUFFER_BYTES == PD_BUF_DEFAULT_MAX_BYTES, "leg buffer limit");
@@ -46,17 +53,25 @@ typedef struct pd_leg {
   pd_buf_t body; /* drained / held bytes */
 } pd_leg_t;
 
+/* A request's phase. Moves only through PD_RQ_SET (pd_rqstate.c: legal moves and entry
+ * actions, docs/spec.md 4.1). TAIL, GONE and END are "the client is done" (pd_rq_client_done). */
 typedef enum {
-  RQ_HEADS = 0,     /* smg/minilb: waiting for both heads */
-  RQ_DRAIN = 1,     /* joined: decode 2xx, draining prefill body */
-  RQ_READ = 2,      /* non-stream: reading bodies */
-  RQ_FIRST = 3,     /* reference: legs open, nothing committed */
-  RQ_STREAM = 4,    /* committed: relaying decode to the client */
-  RQ_BACKOFF = 5,   /* waiting to start the next attempt */
-  RQ_TAIL = 6,      /* client response ended; legs still supervised/detached */
-  RQ_END = 7,       /* terminal: freed on the way out of feed */
+  RQ_NEW = 0,          /* parsed; no attempt started yet (never outlives its feed step) */
+  RQ_HEADS = 1,        /* smg/minilb: waiting for both heads */
+  RQ_DRAIN = 2,        /* joined; minilb stream with logprob: decode 2xx, draining prefill */
+  RQ_READ = 3,         /* smg/minilb non-stream: reading bodies */
+  RQ_FIRST = 4,        /* reference: legs open, nothing committed */
+  RQ_PREFILL_LOST = 5, /* reference: prefill broke after its 200 head, decode is up and has
+                          the tail budget to show its first event (R-FAIL-PRECOMMIT) */
+  RQ_STREAM = 6,       /* committed: relaying decode to the client */
+  RQ_BACKOFF = 7,      /* waiting to start the next attempt */
+  RQ_TAIL = 8,         /* client response ended; legs left are supervised (reference, R-TAIL)
+                          or detached (pr1150) */
+  RQ_GONE = 9,         /* the client went away first; legs left are being given up
+                          (reference) or linger until their next chunk (smg, G7) */
+  RQ_END = 10,         /* terminal: loads released, DONE emitted, freed on the way out */
 } pd_rq_state_t;
-#define PD_RQ_STATE_COUNT 8
+#define PD_RQ_STATE_COUNT 11
 
 /* Named deadlines of a request; the armed timer is the least non-zero one. DL_SETTLE is not
  * stored in dl[]: it is the end of the instant in which legs were given up
@@ -78,9 +93,8 @@ typedef struct pd_rq {
   pd_leg_t *legs[PD_MAX_LEGS];
   uint32_t n_legs;
   uint8_t excluded[2][PD_MAX_WORKERS / 8];
-  int is_committed;  /* a byte of the response body went to the client (or a head for smg) */
-  int client_done;   /* client response ended or client gone */
-  int client_gone;
+  int is_committed;  /* the client head went out (a flag, not a state: minilb sends a stream's
+                        head in RQ_HEADS, reference a non-stream answer from RQ_FIRST) */
   int is_client_blocked; /* PD_EV_CLIENT_BLOCKED: decode not read because of the client */
   int last_status;   /* last attempt's failure status for the client (0 none) */
   const char *last_code;
@@ -95,9 +109,12 @@ typedef struct pd_rq {
   uint64_t timer_gen;
   pd_buf_t prefill_lp; /* prefill's logprob source (event payload or JSON body) */
   int prefill_lp_ready;
-  int is_prefill_lost; /* reference: this attempt's prefill broke after its 200 head; decode
-                          may still have the KV (R-FAIL-PRECOMMIT, "prefill lost") */
 } pd_rq_t;
+
+/* The client response is over (ended, or the client went away): no more client output. */
+static inline int pd_rq_client_done(const pd_rq_t *rq) {
+  return rq->state == RQ_TAIL || rq->state == RQ_GONE || rq->state == RQ_END;
+}
 
 struct pd_gw {
   const pd_alloc_t *alloc;
@@ -111,8 +128,20 @@ struct pd_gw {
   pd_actbuf_t *out; /* during feed */
   uint64_t now;     /* during feed */
   uint64_t feed_seq; /* steps fed so far (DL_SETTLE waits for a later one) */
-  pd_action_t scratch; /* sink for actions beyond PD_MAX_ACTIONS_PER_EVENT (flagged) */
+  pd_action_t scratch; /* sink for an action the buffer had no memory for */
+  pd_transition_fn on_transition; /* optional observer of every state change (NULL: none) */
+  void *transition_ctx;
 };
+
+/* --- the state machines (pd_rqstate.c) --- */
+/* The one place a request's state changes: asserts the move is legal, reports it to the
+ * transition hook with the caller's file and line, then runs the entry action of `to`. */
+void pd_rq_set_state(pd_gw_t *gw, pd_rq_t *rq, pd_rq_state_t to, const char *file, int line);
+#define PD_RQ_SET(gw, rq, to) pd_rq_set_state((gw), (rq), (to), __FILE__, __LINE__)
+/* The one place a leg's state changes (legal moves asserted, reported like the request's). */
+void pd_leg_set_state(pd_gw_t *gw, const pd_rq_t *rq, pd_leg_t *leg, pd_leg_state_t to,
+                      const char *file, int line);
+#define PD_LEG_SET(gw, rq, leg, to) pd_leg_set_state((gw), (rq), (leg), (to), __FILE__, __LINE__)
 
 /* --- plumbing (pd_gw.c) --- */
 pd_action_t *pd_gw_emit(pd_gw_t *gw, pd_action_kind_t kind, pd_rq_t *rq);
@@ -120,10 +149,16 @@ pd_action_t *pd_gw_emit(pd_gw_t *gw, pd_action_kind_t kind, pd_rq_t *rq);
 const uint8_t *pd_gw_keep(pd_gw_t *gw, const void *p, size_t len);
 void pd_gw_client_head(pd_gw_t *gw, pd_rq_t *rq, int status, int is_sse);
 void pd_gw_client_data(pd_gw_t *gw, pd_rq_t *rq, const void *p, size_t len);
-void pd_gw_client_end(pd_gw_t *gw, pd_rq_t *rq, int is_abort);
+/* End the client response (moves the request to RQ_TAIL). The helpers that change a state
+ * take the caller's file and line through their macro, for the transition trace. */
+void pd_gw_client_end_at(pd_gw_t *gw, pd_rq_t *rq, int is_abort, const char *file, int line);
+#define pd_gw_client_end(gw, rq, is_abort) \
+  pd_gw_client_end_at((gw), (rq), (is_abort), __FILE__, __LINE__)
 /* Whole JSON error response: head, {"error":{...}} body, end. */
-void pd_gw_client_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *code,
-                        const char *msg);
+void pd_gw_client_error_at(pd_gw_t *gw, pd_rq_t *rq, int status, const char *code,
+                           const char *msg, const char *file, int line);
+#define pd_gw_client_error(gw, rq, status, code, msg) \
+  pd_gw_client_error_at((gw), (rq), (status), (code), (msg), __FILE__, __LINE__)
 /* One SSE error frame `data: {"error":{"message":..,"code":..}}\n\n`. */
 void pd_gw_sse_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *msg);
 
@@ -134,14 +169,20 @@ int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq);
 pd_leg_t *pd_gw_leg(pd_rq_t *rq, uint64_t leg_id);
 pd_leg_t *pd_gw_cur(pd_rq_t *rq, pd_role_t role);
 /* Close a leg: emit CLOSE_LEG (with rid when abort), drop its load/probe, free it. */
-void pd_gw_close_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort);
+void pd_gw_close_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort,
+                        const char *file, int line);
+#define pd_gw_close_leg(gw, rq, leg, send_abort) \
+  pd_gw_close_leg_at((gw), (rq), (leg), (send_abort), __FILE__, __LINE__)
 /* Forget a leg that ended on its own (no CLOSE action needed). */
-void pd_gw_drop_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
+void pd_gw_drop_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *file, int line);
+#define pd_gw_drop_leg(gw, rq, leg) pd_gw_drop_leg_at((gw), (rq), (leg), __FILE__, __LINE__)
 void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role);
 /* Record an outcome for one leg's worker (breaker + OUTCOME action), once per leg. */
 void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int status);
 /* Close every leg of the request that is not detached; send_abort as pd_gw_close_leg. */
-void pd_gw_close_all(pd_gw_t *gw, pd_rq_t *rq, int send_abort);
+void pd_gw_close_all_at(pd_gw_t *gw, pd_rq_t *rq, int send_abort, const char *file, int line);
+#define pd_gw_close_all(gw, rq, send_abort) \
+  pd_gw_close_all_at((gw), (rq), (send_abort), __FILE__, __LINE__)
 void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns);
 /* R-PROGRESS: what a non-stream request's decode may take on top of the idle and commit
  * budgets: its requested output tokens (128 if unstated) x cfg.token_budget_ns, capped so a

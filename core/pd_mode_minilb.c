@@ -2,6 +2,7 @@
  * both legs sent together, heads gathered, prefill status never checked, streams answered 200
  * before either worker is contacted, no retry, breaker or load. Legs close only when the
  * session closes. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <string.h>
 
@@ -103,7 +104,8 @@ static int forward_chunk(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d, const uint8_t *p
 
 static void start_stream(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
-  rq->state = RQ_STREAM;
+  assert(d); /* decode is current until the response is over */
+  PD_RQ_SET(gw, rq, RQ_STREAM);
   if (d->body.len) {
     pd_buf_t held = d->body;
     memset(&d->body, 0, sizeof d->body);
@@ -155,6 +157,7 @@ static int body_is_json(const pd_buf_t *b) {
 
 static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL), *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  assert(d); /* decode is current until the response is over */
   if (reads_prefill(rq)) { /* M2: even for "return_logprob": false */
     if (!p || p->state == LEG_FAILED) { /* prefill_response.json() raised */
       raise_exception(gw, rq);
@@ -188,14 +191,15 @@ static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq) {
 
 static void heads_gathered(pd_gw_t *gw, pd_rq_t *rq) {
   if (!rq->req.is_stream) {
-    rq->state = RQ_READ;
+    PD_RQ_SET(gw, rq, RQ_READ);
     pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+    assert(d); /* decode is current until the response is over */
     if (d->state == LEG_ENDED) respond_nonstream(gw, rq);
     return;
   }
   if (lp_value(rq)) {
     pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
-    rq->state = RQ_DRAIN; /* all prefill chunks read first */
+    PD_RQ_SET(gw, rq, RQ_DRAIN); /* all prefill chunks read first */
     if (p && p->state == LEG_ENDED) {
       if (take_prefill_logprobs(gw, rq, p)) raise_exception(gw, rq);
       else start_stream(gw, rq);
@@ -209,19 +213,22 @@ static void heads_gathered(pd_gw_t *gw, pd_rq_t *rq) {
  * out before the generator contacts either worker (M8.4: 200 whatever decode says), so any
  * later exception can only cut the stream. */
 static void mlb_on_start(pd_gw_t *gw, pd_rq_t *rq) {
-  rq->state = RQ_HEADS;
+  PD_RQ_SET(gw, rq, RQ_HEADS);
   if (!rq->req.is_stream) return;
   pd_gw_client_head(gw, rq, 200, 1);
-  rq->is_committed = 1;
+  rq->is_committed = 1; /* before RQ_STREAM: the head goes out before either worker answers */
 }
 
+/* Every path that ends the client closes the session too: no leg event comes after it. */
 static void mlb_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   (void)leg;
+  assert(!pd_rq_client_done(rq));
   pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL), *d = pd_gw_cur(rq, PD_ROLE_DECODE);
   if (rq->state == RQ_HEADS && p && d && p->status && d->status) heads_gathered(gw, rq);
 }
 
 static void mlb_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
+  assert(!pd_rq_client_done(rq));
   if (leg->role == PD_ROLE_PREFILL) {
     if (!reads_prefill(rq)) return; /* never read */
     if (pd_buf_append(gw->alloc, &leg->body, b, n)) raise_exception(gw, rq);
@@ -235,6 +242,7 @@ static void mlb_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *
 }
 
 static void mlb_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  assert(!pd_rq_client_done(rq));
   if (leg->role == PD_ROLE_PREFILL) {
     if (rq->state == RQ_DRAIN) {
       if (take_prefill_logprobs(gw, rq, leg)) raise_exception(gw, rq);
@@ -258,6 +266,7 @@ static void mlb_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 
 static void mlb_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) {
   (void)e;
+  assert(!pd_rq_client_done(rq));
   if (rq->state == RQ_HEADS && leg->status) return; /* body error surfaces when read */
   if (leg->role == PD_ROLE_PREFILL && !reads_prefill(rq) && rq->state != RQ_HEADS) {
     pd_gw_drop_leg(gw, rq, leg); /* an unread prefill: nobody notices */

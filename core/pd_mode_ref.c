@@ -2,6 +2,7 @@
  * event; nothing is committed before it, so every failure of either leg cancels both (close
  * + /abort_request) and retries on a fresh pair; after commit prefill stays supervised and
  * each worker gets exactly one honest outcome per attempt from its own leg. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +98,7 @@ static uint32_t live_legs(const pd_rq_t *rq) {
  * preserved status (R-STATUS). */
 static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o, int status,
                          int is_retryable, const char *code, const char *msg) {
+  assert(!pd_rq_client_done(rq) && !rq->is_committed); /* after either, no attempt fails */
   int any_suspect = 0;
   pd_leg_t *snap[PD_MAX_LEGS];
   uint32_t n = 0;
@@ -117,9 +119,8 @@ static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o
       leg_doom(gw, rq, l);
     }
   }
-  rq->dl[DL_FIRST] = rq->dl[DL_IDLE] = rq->dl[DL_TAIL] = 0;
-  rq->state = RQ_BACKOFF;
-  rq->last_status = status; /* what the client gets if no later attempt can start */
+  PD_RQ_SET(gw, rq, RQ_BACKOFF); /* clears the attempt's deadlines */
+  rq->last_status = status;      /* what the client gets if no later attempt can start */
   if (is_retryable && pd_gw_schedule_retry(gw, rq)) return;
   pd_gw_client_error(gw, rq, status, code, msg);
 }
@@ -182,9 +183,7 @@ static int prefill_lost(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p, int status) {
   if (!d || d->has_outcome || d->state == LEG_OPEN || !is_2xx(d->status)) return 0;
   exclude(rq, p);
   leg_failed_alone(gw, rq, p, PD_OUTCOME_FAILURE, status);
-  rq->is_prefill_lost = 1;
-  uint64_t until = gw->now + gw->cfg.prefill_tail_timeout_ns;
-  if (!rq->dl[DL_FIRST] || until < rq->dl[DL_FIRST]) rq->dl[DL_FIRST] = until;
+  PD_RQ_SET(gw, rq, RQ_PREFILL_LOST); /* decode gets the tail budget for its first event */
   return 1;
 }
 
@@ -212,8 +211,7 @@ static int error_event_status(const char *data, size_t len) {
 static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
   if (!rq->is_committed) {
     pd_gw_client_head(gw, rq, 200, 1);
-    rq->is_committed = 1;
-    rq->state = RQ_STREAM;
+    PD_RQ_SET(gw, rq, RQ_STREAM); /* commits */
     rq->dl[DL_COMMIT] = 0; /* R-PROGRESS: from here idle supervises the stream */
   }
   char *m = NULL;
@@ -389,18 +387,8 @@ static void doomed_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   doomed_result(gw, rq, leg, ok ? 0 : 502);
 }
 
-/* R-TIMEOUT: the first-token deadline runs until decode's first event (stream) or until
- * prefill has answered (non-stream: SGLang's prefill answers after the KV transfer, the moment
- * decode starts generating; a non-stream decode shows nothing before it is done). */
-static void ref_on_start(pd_gw_t *gw, pd_rq_t *rq) {
-  rq->state = RQ_FIRST;
-  rq->is_prefill_lost = 0;
-  if (gw->cfg.first_token_timeout_ns) rq->dl[DL_FIRST] = gw->now + gw->cfg.first_token_timeout_ns;
-  if (rq->req.is_stream && gw->cfg.head_timeout_ns) /* a stream leg without a head is hung */
-    for (uint32_t i = 0; i < rq->n_legs; i++)
-      if (rq->legs[i]->attempt == rq->attempt)
-        rq->legs[i]->deadline_ns = gw->now + gw->cfg.head_timeout_ns;
-}
+/* Entering RQ_FIRST arms the first-token and head deadlines (R-TIMEOUT, pd_rqstate.c). */
+static void ref_on_start(pd_gw_t *gw, pd_rq_t *rq) { PD_RQ_SET(gw, rq, RQ_FIRST); }
 
 static void ref_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   leg->deadline_ns = 0; /* the head came */
@@ -519,7 +507,7 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
       rq->dl[DL_BACKOFF] = at ? at : 1;
       return;
     }
-    if (rq->state == RQ_BACKOFF && !rq->client_done) pd_gw_begin(gw, rq);
+    if (rq->state == RQ_BACKOFF) pd_gw_begin(gw, rq); /* not once the client is done */
     return;
   case DL_COMMIT:
     if (rq->is_committed) return; /* cleared at commit; before it, as the total deadline */
@@ -535,7 +523,7 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
                                               : "request deadline exceeded");
         return;
       }
-      if (which == DL_FIRST && rq->is_prefill_lost) { /* decode never got the KV: not its fault */
+      if (which == DL_FIRST && rq->state == RQ_PREFILL_LOST) { /* decode never got the KV */
         fail_attempt(gw, rq, NULL, PD_OUTCOME_CANCELLED, 502, 1, "prefill_failed",
                      "prefill leg failed and decode produced nothing without it");
         return;

@@ -1,5 +1,6 @@
 /* `joined` (smg HEAD) and `pr1150` (the seed): faithful models, bugs included. Rule numbers
  * refer to docs/upstream.md; every deviation is named in docs/spec.md. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <string.h>
 
@@ -107,10 +108,10 @@ static void take_prefill_logprobs(pd_gw_t *gw, pd_rq_t *rq, const pd_leg_t *p) {
 
 static void commit_stream(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  assert(d); /* decode is current until the response is over */
   record_both(gw, rq, d->status); /* R3.3: a stream's outcome is fixed at its head */
   pd_gw_client_head(gw, rq, d->status, 1);
-  rq->is_committed = 1;
-  rq->state = RQ_STREAM;
+  PD_RQ_SET(gw, rq, RQ_STREAM); /* commits */
   if (!rq->is_fast_path) {
     pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
     take_prefill_logprobs(gw, rq, p);
@@ -121,7 +122,7 @@ static void commit_stream(pd_gw_t *gw, pd_rq_t *rq) {
     memset(&d->body, 0, sizeof d->body);
     relay(gw, rq, d, held.p, held.len);
     pd_buf_free(gw->alloc, &held);
-    if (rq->client_done) return;
+    if (pd_rq_client_done(rq)) return;
   }
   if (d->state == LEG_ENDED) {
     pd_gw_drop_leg(gw, rq, d);
@@ -134,6 +135,7 @@ static void commit_stream(pd_gw_t *gw, pd_rq_t *rq) {
 
 static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  assert(d); /* decode is current until the response is over */
   pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
   int status = d->status;
   record_both(gw, rq, status);
@@ -156,11 +158,12 @@ static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq) {
 /* Decode is 2xx and prefill fully read (or its read error ignored, R1.35). */
 static void drain_done(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  assert(d); /* decode is current until the response is over */
   if (rq->req.is_stream) {
     commit_stream(gw, rq);
     return;
   }
-  rq->state = RQ_READ;
+  PD_RQ_SET(gw, rq, RQ_READ);
   if (d->state == LEG_ENDED) respond_nonstream(gw, rq);
   else if (d->state == LEG_FAILED)
     attempt_fail(gw, rq, 500, "read_response_failed", "decode body read failed", 0);
@@ -169,6 +172,7 @@ static void drain_done(pd_gw_t *gw, pd_rq_t *rq) {
 static void both_heads(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
   pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  assert(p && d); /* both heads are in: both legs are current */
   if (!is_2xx(d->status)) { /* R1.34: decode checked first, prefill dropped */
     attempt_fail(gw, rq, map_decode_status(d->status, rq->req.is_stream), "decode_error",
                  "decode server returned an error", rq->req.is_stream);
@@ -179,20 +183,23 @@ static void both_heads(pd_gw_t *gw, pd_rq_t *rq) {
                  "Prefill server error", 0);
     return;
   }
-  rq->state = RQ_DRAIN;
+  PD_RQ_SET(gw, rq, RQ_DRAIN);
   if (p->state == LEG_ENDED || p->state == LEG_FAILED) drain_done(gw, rq);
 }
 
 static void smg_on_start(pd_gw_t *gw, pd_rq_t *rq) {
-  rq->state = RQ_HEADS;
+  PD_RQ_SET(gw, rq, RQ_HEADS);
   if (rq->is_fast_path) { /* pr1150: prefill spawned and forgotten */
     pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL);
+    assert(p); /* just opened */
     p->is_detached = 1; /* still the attempt's prefill for outcome recording (R3.1) */
   }
-  (void)gw;
 }
 
+/* After the client response ended (RQ_TAIL) only a detached prefill is left: every path that
+ * ends the client closes or drops the other legs first. */
 static void smg_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  assert(rq->state != RQ_TAIL || leg->is_detached);
   if (leg->is_detached || rq->state != RQ_HEADS) return; /* detached: status only logged */
   if (rq->is_fast_path) {
     if (leg->role != PD_ROLE_DECODE) return;
@@ -209,21 +216,23 @@ static void smg_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 }
 
 static void smg_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
+  assert(rq->state != RQ_TAIL || leg->is_detached);
   if (leg->is_detached) return; /* drained and discarded */
   if (leg->role == PD_ROLE_DECODE && rq->state == RQ_STREAM) {
     relay(gw, rq, leg, b, n);
     return;
   }
-  if (leg->role == PD_ROLE_DECODE && rq->state == RQ_TAIL) {
+  if (leg->role == PD_ROLE_DECODE && rq->state == RQ_GONE) {
     pd_gw_close_leg(gw, rq, leg, 0); /* G7: the relay notices the gone client only now */
     return;
   }
-  if (pd_buf_append(gw->alloc, &leg->body, b, n) != 0 && !rq->client_done)
+  if (pd_buf_append(gw->alloc, &leg->body, b, n) != 0 && !pd_rq_client_done(rq))
     attempt_fail(gw, rq, 500, "read_response_failed", "response too large", 0);
 }
 
 static void smg_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
-  if (leg->is_detached || rq->state == RQ_TAIL) {
+  assert(rq->state != RQ_TAIL || leg->is_detached);
+  if (leg->is_detached || rq->state == RQ_GONE) {
     pd_gw_drop_leg(gw, rq, leg);
     return;
   }
@@ -241,7 +250,8 @@ static void smg_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 
 static void smg_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) {
   (void)e;
-  if (leg->is_detached || rq->state == RQ_TAIL) { /* logged only */
+  assert(rq->state != RQ_TAIL || leg->is_detached);
+  if (leg->is_detached || rq->state == RQ_GONE) { /* logged only */
     pd_gw_drop_leg(gw, rq, leg);
     return;
   }
@@ -278,12 +288,9 @@ static void smg_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
 static void smg_on_client_gone(pd_gw_t *gw, pd_rq_t *rq) {
   release_loads(gw, rq); /* the body and its guards drop at once (R3.13) */
   rq->dl[DL_BACKOFF] = 0;
-  if (rq->state == RQ_STREAM) {
-    rq->state = RQ_TAIL; /* G7: upstream decode closed only at its next chunk */
-    return;
-  }
-  pd_gw_close_all(gw, rq, 0); /* R3.14: handler future dropped; detached prefill lives on */
-  rq->state = RQ_TAIL;
+  /* the core moves to RQ_GONE next. G7: a streaming decode is closed only at its next chunk;
+   * otherwise R3.14: the handler future is dropped, a detached prefill lives on */
+  if (rq->state != RQ_STREAM) pd_gw_close_all(gw, rq, 0);
 }
 
 static void smg_on_no_pair(pd_gw_t *gw, pd_rq_t *rq, int status) {

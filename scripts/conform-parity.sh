@@ -9,6 +9,7 @@
 # --request-bound-ms past that timeout (LONG_MS, default 4,000,000 x scale, at most 60 s)
 # and compared again; the row says so.
 #   scripts/conform-parity.sh [--scale X] [--modes "joined pr1150 minilb reference"] [FILE|DIR...]
+#   (--modes takes a space- or comma-separated list)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/pdref}
@@ -18,10 +19,13 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
     --modes) MODES=$2; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "conform-parity: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac
 done
 [ $# -gt 0 ] || set -- scenarios
+MODES=${MODES//,/ }
 LONG_MS=${LONG_MS:-$(awk -v s="$SCALE" 'BEGIN { v = int(4000000 * s); print (v > 60000 ? 60000 : v) }')}
 command -v jq >/dev/null || { echo "conform-parity: needs jq" >&2; exit 2; }
 bad=0

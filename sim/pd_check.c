@@ -1,12 +1,15 @@
-/* The invariant checker (docs/spec.md I1-I14). Each finished request is judged from the
+/* The invariant checker (docs/spec.md I1-I16). Each finished request is judged from the
  * client's bytes and the workers' ground truth; the core's own word is used only for what it
- * claims (recorded outcomes, load and breaker actions), which is then held against truth. */
+ * claims (recorded outcomes, load and breaker actions), which is then held against truth.
+ * Besides the records it reads only the judge context (pd_check.h), never a world. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pd_world_int.h"
+#include "pd_check.h"
+#include "pd_err.h"
 
 #define MS_NS 1000000ull
 #define BIT(i) (1u << ((i) - 1))
@@ -53,19 +56,21 @@ static void client_event(pd_creq_t *rq, const pd_sse_event_t *ev) {
   cJSON_Delete(j);
 }
 
-void pd_check_client_data(struct pd_world *w, pd_creq_t *rq, const uint8_t *p, size_t len) {
-  (void)w;
+int pd_check_client_data(pd_creq_t *rq, const uint8_t *p, size_t len) {
   if (!rq->is_sse_head) { /* a JSON body: keep it whole */
-    pd_buf_append(NULL, &rq->body, p, len); /* a body it cannot keep is judged unclean */
-    return;
+    if (rq->is_record_lost) return PD_ERR_NOMEM;
+    int rc = pd_buf_append(NULL, &rq->body, p, len);
+    if (rc) rq->is_record_lost = 1; /* out of memory, or past PD_WORLD_MAX_BODY_BYTES */
+    return rc;
   }
-  if (pd_sse_feed(&rq->sse, p, len)) {
+  if (pd_sse_feed(&rq->sse, p, len)) { /* over the framer's limit: reported as I6 */
     rq->token_error = 1;
-    return;
+    return 0;
   }
   pd_sse_event_t ev;
   for (uint32_t guard = 0; guard < 1u << 20 && pd_sse_next(&rq->sse, &ev) == 1; guard++)
     client_event(rq, &ev);
+  return 0;
 }
 
 /* A non-stream body: complete JSON with every token and (if asked) merged logprobs. */
@@ -106,6 +111,7 @@ static int outcome_agrees(const pd_wleg_t *l) {
     return o == PD_OUTCOME_TIMEOUT || o == PD_OUTCOME_FAILURE || o == PD_OUTCOME_CANCELLED;
   case PD_TRUTH_CANCELLED: return o == PD_OUTCOME_CANCELLED || o == PD_OUTCOME_SUCCESS;
   }
+  assert(!"a leg's truth outside pd_truth_t");
   return 0;
 }
 
@@ -113,8 +119,14 @@ static int outcome_agrees(const pd_wleg_t *l) {
  * A record built from a socket run's logs may carry only the time (never 0 there). */
 static int leg_closed(const pd_wleg_t *l) { return !l->gw_open; }
 static int slot_freed(const pd_wleg_t *l) { return l->is_slot_freed || l->t_slot_freed != 0; }
-static uint64_t closed_at(const struct pd_world *w, const pd_wleg_t *l) {
-  return leg_closed(l) ? l->t_gw_closed : w->now;
+static uint64_t closed_at(const pd_judge_t *j, const pd_wleg_t *l) {
+  return leg_closed(l) ? l->t_gw_closed : j->now;
+}
+
+/* The name of scenario worker `worker` (a leg's worker is always one of them). */
+static const char *worker_name(const pd_judge_t *j, uint32_t worker) {
+  assert(worker < j->s->n_workers);
+  return j->s->workers[worker].name;
 }
 
 #define FLAG(inv, ...)                                             \
@@ -144,9 +156,9 @@ static int rooms_needed(const pd_scn_workload_t *wl) {
 
 /* I8: both legs of an attempt carry the same bootstrap data and rid; a batch of n carries n
  * distinct rooms; no room is reused by another attempt of the request. */
-static uint32_t check_rooms(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap) {
+static uint32_t check_rooms(const pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap) {
   uint32_t v = 0;
-  int need = rooms_needed(&w->s->workload);
+  int need = rooms_needed(&j->s->workload);
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
     for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req) {
       if (o->attempt != l->attempt || o->role == l->role) continue;
@@ -157,7 +169,7 @@ static uint32_t check_rooms(struct pd_world *w, pd_creq_t *rq, char *reason, siz
     if (need && l->n_rooms && (l->is_room_scalar || l->n_rooms != need))
       FLAG(PD_INV_ROOMS, "I8 a batch of %d sent %s %d room%s to %s", need,
            l->is_room_scalar ? "a scalar:" : "an array of", l->n_rooms, l->n_rooms == 1 ? "" : "s",
-           w->nodes[l->worker].spec->name);
+           worker_name(j, l->worker));
     for (int i = 0; i < l->n_rooms; i++) {
       uint64_t r = room_at(l, i);
       for (int k = i + 1; k < l->n_rooms; k++)
@@ -172,23 +184,23 @@ static uint32_t check_rooms(struct pd_world *w, pd_creq_t *rq, char *reason, siz
   return v;
 }
 
-static uint32_t check_legs(struct pd_world *w, pd_creq_t *rq, uint64_t t_end, char *reason,
+static uint32_t check_legs(const pd_judge_t *j, pd_creq_t *rq, uint64_t t_end, char *reason,
                            size_t cap) {
   uint32_t v = 0;
-  uint64_t grace = w->s->config.grace_ms * MS_NS;
+  uint64_t grace = j->s->config.grace_ms * MS_NS;
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
-    const char *wn = w->nodes[l->worker].spec->name;
+    const char *wn = worker_name(j, l->worker);
     if (!leg_closed(l) || l->t_gw_closed > t_end + grace)
       FLAG(PD_INV_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end", pd_role_name(l->role),
-           wn, (double)(closed_at(w, l) - t_end) / 1e6);
+           wn, (double)(closed_at(j, l) - t_end) / 1e6);
     if (l->slot_taken && (!slot_freed(l) || l->t_slot_freed > t_end + grace))
       FLAG(PD_INV_STRANDED_SLOT, "I3 %s slot on %s held %.1f ms after the client's end",
            pd_role_name(l->role), wn,
-           (double)((slot_freed(l) ? l->t_slot_freed : w->now) - t_end) / 1e6);
+           (double)((slot_freed(l) ? l->t_slot_freed : j->now) - t_end) / 1e6);
     if (l->outcomes > 1) FLAG(PD_INV_OUTCOME, "I4 %s got %d outcomes for one leg", wn, l->outcomes);
     /* Q10: the reference records an outcome for every leg it opened (R-OUTCOME); the
        upstream models keep their own gaps (minilb records none) */
-    if (!l->outcomes && w->mode == PD_MODE_REFERENCE && !w->is_outcome_blind)
+    if (!l->outcomes && j->mode == PD_MODE_REFERENCE && !j->is_outcome_blind)
       FLAG(PD_INV_OUTCOME, "I4 %s: no outcome recorded for its %s leg", wn, pd_role_name(l->role));
     if (l->outcomes && !outcome_agrees(l))
       FLAG(PD_INV_OUTCOME, "I4 %s recorded %s but really %s", wn, pd_outcome_name(l->outcome),
@@ -197,14 +209,14 @@ static uint32_t check_legs(struct pd_world *w, pd_creq_t *rq, uint64_t t_end, ch
            : l->truth == PD_TRUTH_OK ? "succeeded" : l->truth == PD_TRUTH_FAILED ? "failed"
            : l->truth == PD_TRUTH_CANCELLED ? "was cancelled while healthy" : "stalled");
   }
-  return v | check_rooms(w, rq, reason, cap);
+  return v | check_rooms(j, rq, reason, cap);
 }
 
 /* I9/I10: every load acquired is released exactly once, and no later than the worker's own
  * part of the request ended (plus grace). */
-static uint32_t check_loads(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap) {
+static uint32_t check_loads(const pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap) {
   uint32_t v = 0;
-  uint64_t grace = w->s->config.grace_ms * MS_NS;
+  uint64_t grace = j->s->config.grace_ms * MS_NS;
   if (rq->load_neg) FLAG(PD_INV_LOAD_BALANCE, "I9 a load was released twice");
   for (int r = 0; r < 2; r++)
     for (int i = 0; i < 8; i++) {
@@ -214,7 +226,7 @@ static uint32_t check_loads(struct pd_world *w, pd_creq_t *rq, char *reason, siz
       uint64_t worker_end = 0;
       for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
         if ((int)l->role == r && l->role_index + 1 == rq->load_w[r][i]) {
-          uint64_t e = closed_at(w, l);
+          uint64_t e = closed_at(j, l);
           if (e > worker_end) worker_end = e;
         }
       if (rq->load_t_rel[r][i] > worker_end + grace)
@@ -253,15 +265,15 @@ static const pd_wleg_t *tried(const pd_creq_t *rq, pd_role_t role, uint32_t node
 /* I16 (G15): a retry leg goes to a worker that failed this request in an earlier attempt
  * while a worker of that role the request had not tried was eligible (breaker Closed, as the
  * core reported it, when the leg was opened). */
-static uint32_t check_retry_target(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap) {
+static uint32_t check_retry_target(const pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap) {
   uint32_t v = 0;
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
     if (l->attempt < 2 || !l->has_eligible || !tried(rq, l->role, l->worker, l->attempt, 1))
       continue;
-    for (uint32_t k = 0; k < w->n_nodes && k < 64; k++) {
+    for (uint32_t k = 0; k < j->s->n_workers && k < 64; k++) {
       if (!(l->eligible_nodes >> k & 1u) || tried(rq, l->role, k, l->attempt, 0)) continue;
       FLAG(PD_INV_RETRY_FAILED, "I16 attempt %u went back to %s, which failed it, while %s was untried",
-           l->attempt, w->nodes[l->worker].spec->name, w->nodes[k].spec->name);
+           l->attempt, worker_name(j, l->worker), worker_name(j, k));
       break;
     }
   }
@@ -271,8 +283,7 @@ static uint32_t check_retry_target(struct pd_world *w, pd_creq_t *rq, char *reas
 /* I15: a request the workload expects to succeed (its client stays) got a clean answer
  * whenever every worker was healthy: none down and every breaker Closed from arrival to end,
  * and no fault, slowness or crash on any leg of it. */
-static uint32_t check_served(struct pd_world *w, pd_creq_t *rq, int clean, char *reason,
-                             size_t cap) {
+static uint32_t check_served(const pd_creq_t *rq, int clean, char *reason, size_t cap) {
   uint32_t v = 0;
   if (clean || rq->gone || !rq->was_healthy) return 0;
   int legs = 0, reached = 0;
@@ -281,7 +292,6 @@ static uint32_t check_served(struct pd_world *w, pd_creq_t *rq, int clean, char 
     legs++;
     reached += l->truth != PD_TRUTH_NEVER;
   }
-  (void)w;
   if (!reached)
     FLAG(PD_INV_SERVED, "I15 status %d, %s, while every worker was healthy", rq->head_status,
          legs ? "no leg reached a worker" : "no leg was sent");
@@ -291,12 +301,73 @@ static uint32_t check_served(struct pd_world *w, pd_creq_t *rq, int clean, char 
   return v;
 }
 
-uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap) {
+/* I5, I6, I7: a clean answer carries every token once and in order, no attempt follows the
+ * first byte to the client, and the mode's attempt limit holds. */
+static uint32_t check_tokens(const pd_judge_t *j, const pd_creq_t *rq, int clean, char *reason,
+                             size_t cap) {
   uint32_t v = 0;
-  const pd_scn_config_t *c = &w->s->config;
+  int decode_ok = 0;
+  for (const pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+    if (l->role == PD_ROLE_DECODE && l->truth == PD_TRUTH_OK) decode_ok = 1;
+  if (clean && (!decode_ok || rq->next_token != rq->tokens))
+    FLAG(PD_INV_FALSE_SUCCESS, "I5 clean 200 with %u of %u tokens, decode %s", rq->next_token,
+         rq->tokens, decode_ok ? "ok" : "failed");
+  if (rq->retry_after_commit) FLAG(PD_INV_COMMIT, "I6 a new attempt after bytes reached the client");
+  if (rq->token_error || rq->events_after_done)
+    FLAG(PD_INV_COMMIT, "I6 duplicated, lost or reordered tokens");
+  if (rq->attempts > j->max_attempts)
+    FLAG(PD_INV_ATTEMPTS, "I7 %u attempts > %u", rq->attempts, j->max_attempts);
+  return v;
+}
+
+/* I14: a request that ended without a clean answer (its client stayed) shows the client a
+ * failure: an SSE error event in a 200 stream, the worker's own status when the last attempt
+ * has exactly one. */
+static uint32_t check_error_visible(const pd_creq_t *rq, char *reason, size_t cap) {
+  uint32_t v = 0;
+  int ok2xx = rq->head_status >= 200 && rq->head_status < 300;
+  if (ok2xx && rq->is_stream && !rq->saw_error_event)
+    FLAG(PD_INV_ERROR_VISIBLE, "I14 a failed 200 stream ended without an SSE error event");
+  if (ok2xx || !rq->head_status) return v;
+  int want = 0, ambiguous = 0;
+  uint32_t last = 0;
+  for (const pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+    if (l->attempt > last) last = l->attempt;
+  for (const pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+    if (l->attempt != last) continue;
+    if (!l->injected_status) { /* failed without a status of its own: ambiguous */
+      if (l->truth == PD_TRUTH_FAILED || l->truth == PD_TRUTH_NEVER) ambiguous = 1;
+      continue;
+    }
+    if (want && want != l->injected_status) ambiguous = 1;
+    want = l->injected_status;
+  }
+  if (want && !ambiguous && want != rq->head_status)
+    FLAG(PD_INV_ERROR_VISIBLE, "I14 worker said %d, client got %d", want, rq->head_status);
+  return v;
+}
+
+/* The run's counts: how the client's request ended, and a clean stream's TTFT. */
+static void tally(pd_world_stats_t *st, const pd_creq_t *rq, int clean) {
+  if (clean && rq->is_stream && (rq->has_first_data || rq->t_first_data)) {
+    uint64_t ttft = rq->t_first_data - rq->t_arrival; /* a clean stream's first bytes are SSE */
+    st->ttft_sum_ns += ttft;
+    st->ttft_n++;
+    if (ttft > st->ttft_max_ns) st->ttft_max_ns = ttft;
+  }
+  if (clean) st->clean_success++;
+  else if (rq->gone) st->aborted++;
+  else st->client_errors++;
+}
+
+uint32_t pd_check_request(pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap) {
+  assert(j->s && j->stats && j->max_attempts >= 1);
+  uint32_t v = 0;
+  const pd_scn_config_t *c = &j->s->config;
   *reason = 0;
+  if (rq->is_record_lost) j->stats->records_lost++;
   int terminated = rq->ended || rq->gone;
-  uint64_t t_end = terminated ? rq->t_end : w->now;
+  uint64_t t_end = terminated ? rq->t_end : j->now;
   if (!terminated || t_end > rq->t_arrival + c->deadline_ms * MS_NS)
     FLAG(PD_INV_TERMINATION, "I1 no end within %llu ms (%s after %.1f ms)",
          (unsigned long long)c->deadline_ms, terminated ? "ended" : "still open",
@@ -306,62 +377,22 @@ uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_
     v |= rq->violations & BIT(PD_INV_BREAKER);
     return v;
   }
-  v |= check_legs(w, rq, t_end, reason, cap);
+  v |= check_legs(j, rq, t_end, reason, cap);
   int clean = !rq->gone && looks_clean(rq);
-  int decode_ok = 0;
-  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
-    if (l->role == PD_ROLE_DECODE && l->truth == PD_TRUTH_OK) decode_ok = 1;
-  if (clean && (!decode_ok || rq->next_token != rq->tokens))
-    FLAG(PD_INV_FALSE_SUCCESS, "I5 clean 200 with %u of %u tokens, decode %s", rq->next_token,
-         rq->tokens, decode_ok ? "ok" : "failed");
-  if (rq->retry_after_commit) FLAG(PD_INV_COMMIT, "I6 a new attempt after bytes reached the client");
-  if (rq->token_error || rq->events_after_done)
-    FLAG(PD_INV_COMMIT, "I6 duplicated, lost or reordered tokens");
-  uint32_t max_att = w->gcfg.retry.max_attempts ? w->gcfg.retry.max_attempts : 1;
-  if (rq->attempts > max_att) FLAG(PD_INV_ATTEMPTS, "I7 %u attempts > %u", rq->attempts, max_att);
-  v |= check_loads(w, rq, reason, cap);
-  v |= check_retry_target(w, rq, reason, cap);
+  v |= check_tokens(j, rq, clean, reason, cap);
+  v |= check_loads(j, rq, reason, cap);
+  v |= check_retry_target(j, rq, reason, cap);
   /* I11 judges SGLang's native route only: on the OpenAI routes `logprobs` asks for the
      output's logprobs, which decode alone produces, so there is nothing of prefill's to merge
      and mini_lb rightly merges nothing there (M8.3) */
-  if (clean && rq->wants_logprob && w->s->workload.route == PD_ROUTE_GENERATE &&
+  if (clean && rq->wants_logprob && j->s->workload.route == PD_ROUTE_GENERATE &&
       rq->logprob_state != 1)
     FLAG(PD_INV_LOGPROBS, "I11 input_token_logprobs not prefill++decode exactly once");
   v |= rq->violations & BIT(PD_INV_BREAKER);
   if ((rq->violations & BIT(PD_INV_BREAKER)) && !*reason)
     snprintf(reason, cap, "I12 a request went to a worker whose breaker was open or probing");
-  /* I14: a failure the client can see as one */
-  if (!rq->gone && terminated && !clean) {
-    int ok2xx = rq->head_status >= 200 && rq->head_status < 300;
-    if (ok2xx && rq->is_stream && !rq->saw_error_event)
-      FLAG(PD_INV_ERROR_VISIBLE, "I14 a failed 200 stream ended without an SSE error event");
-    if (!ok2xx && rq->head_status) {
-      int want = 0;
-      uint32_t last = 0;
-      for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) if (l->attempt > last) last = l->attempt;
-      int ambiguous = 0;
-      for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
-        if (l->attempt != last) continue;
-        if (!l->injected_status) { /* failed without a status of its own: ambiguous */
-          if (l->truth == PD_TRUTH_FAILED || l->truth == PD_TRUTH_NEVER) ambiguous = 1;
-          continue;
-        }
-        if (want && want != l->injected_status) ambiguous = 1;
-        want = l->injected_status;
-      }
-      if (want && !ambiguous && want != rq->head_status)
-        FLAG(PD_INV_ERROR_VISIBLE, "I14 worker said %d, client got %d", want, rq->head_status);
-    }
-  }
-  v |= check_served(w, rq, clean, reason, cap);
-  if (clean && rq->is_stream && (rq->has_first_data || rq->t_first_data)) {
-    uint64_t ttft = rq->t_first_data - rq->t_arrival; /* a clean stream's first bytes are SSE */
-    w->stats->ttft_sum_ns += ttft;
-    w->stats->ttft_n++;
-    if (ttft > w->stats->ttft_max_ns) w->stats->ttft_max_ns = ttft;
-  }
-  if (clean) w->stats->clean_success++;
-  else if (rq->gone) w->stats->aborted++;
-  else w->stats->client_errors++;
+  if (!rq->gone && !clean) v |= check_error_visible(rq, reason, cap);
+  v |= check_served(rq, clean, reason, cap);
+  tally(j->stats, rq, clean);
   return v;
 }

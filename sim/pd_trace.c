@@ -1,8 +1,10 @@
 #include "pd_trace.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "pd_hash.h"
+#include "pd_rqstate.h"
 
 /* One event is assembled here and flushed (hashed, then written) whenever it fills, so names
  * and args of any length stream through without allocation. */
@@ -156,6 +158,20 @@ void pd_trace_instant(pd_trace_t *t, uint32_t pid, uint64_t tid, const char *nam
   ev_str(&e, ",\"ts\":");
   ev_us(&e, t_ns);
   ev_end(&e, args_json);
+}
+
+void pd_trace_on_transition(void *ctx, const pd_transition_t *tr) {
+  pd_trace_t *t = ctx;
+  int is_rq = tr->machine == PD_MACHINE_REQUEST;
+  const char *from = is_rq ? pd_rq_state_name(tr->from) : pd_leg_state_name(tr->from);
+  const char *to = is_rq ? pd_rq_state_name(tr->to) : pd_leg_state_name(tr->to);
+  char name[64], args[128];
+  snprintf(name, sizeof name, "%s %s->%s", is_rq ? "rq" : "leg", from ? from : "?",
+           to ? to : "?");
+  /* file names are core/'s own (no quote or backslash to escape) */
+  snprintf(args, sizeof args, "{\"file\":\"%s\",\"line\":%d}", tr->file ? tr->file : "",
+           tr->line);
+  pd_trace_instant(t, is_rq ? 1u : 4u, is_rq ? tr->req_id : tr->leg_id, name, tr->now_ns, args);
 }
 
 uint64_t pd_trace_finish(pd_trace_t *t) {

@@ -165,11 +165,19 @@ static void trace_request(struct pd_world *w, pd_creq_t *rq) {
   }
 }
 
+/* What the checker reads of the world, now (the scenario is the healed one once healed). */
+static pd_judge_t judge_of(const struct pd_world *w) {
+  uint32_t att = w->gcfg.retry.max_attempts;
+  return (pd_judge_t){.s = w->s, .mode = w->mode, .is_outcome_blind = 0,
+                      .max_attempts = att ? att : 1, .now = w->now, .stats = w->stats};
+}
+
 void pd_world_judge(struct pd_world *w, pd_creq_t *rq) {
   if (rq->is_judged) return;
   rq->is_judged = 1;
   char reason[160] = "";
-  uint32_t v = pd_check_request(w, rq, reason, sizeof reason);
+  pd_judge_t j = judge_of(w);
+  uint32_t v = pd_check_request(&j, rq, reason, sizeof reason);
   rq->violations = v;
   snprintf(rq->reason, sizeof rq->reason, "%s", reason);
   pd_world_stats_t *st = w->stats;

@@ -9,10 +9,8 @@
 
 #include "pd_buf.h"
 #include "pd_dispatch.h"
-#include "pd_heap.h"
 #include "pd_scenario.h"
 #include "pd_sse.h"
-#include "pd_trace.h"
 
 /* A client's non-stream body as the simulator keeps it: the core relays at most one leg's
  * buffer (PD_MAX_LEG_BUFFER_BYTES) of it, with room to spare. */
@@ -113,6 +111,7 @@ typedef struct pd_creq {
   uint32_t next_token;
   int token_error, saw_done, saw_error_event, events_after_done, first_event_seen;
   int logprob_state;     /* 0 unchecked, 1 ok, -1 wrong */
+  int is_record_lost;    /* the checker ran out of memory keeping the body (pd_check.h) */
   /* the core's timer: one queued heap entry per request, re-pushed when it fires stale */
   uint64_t timer_queued, timer_want, timer_want_gen;
   /* I15: the world was healthy (no worker down, every breaker Closed as the core reported)
@@ -143,6 +142,8 @@ typedef struct pd_world_stats {
   uint32_t inv_count[PD_INV_COUNT + 1];
   uint64_t ttft_sum_ns, ttft_n, ttft_max_ns;
   uint64_t clean_success, client_errors, aborted;
+  uint64_t records_lost; /* requests judged on a record the checker could not keep whole
+                            (out of memory): the run is an error (pd_check.h) */
   uint64_t peak_live;
   /* what the run really exercised (docs/scenarios.md "exercised"): scenario fault entries
    * (each worker's faults, and its crash) that fired, and requests that reached a worker */
@@ -155,6 +156,13 @@ typedef struct pd_world_stats {
 } pd_world_stats_t;
 
 typedef struct pd_world pd_world_t;
+
+/* The client's request body for rq under the workload (route, stream, logprob, batch,
+ * tokens); shared with the socket runner (net/conform/pd_conform_client.c), which puts its
+ * request id (tag, [a-z0-9-] only) at the start of every prompt; the simulator passes NULL.
+ * Returns its length or 0. */
+size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, const char *tag,
+                            char *buf, size_t cap);
 
 /* Called every ~65536 events with the requests judged so far (for progress bars). */
 typedef void (*pd_world_progress_fn)(void *ud, uint64_t requests_done, uint64_t requests_total);

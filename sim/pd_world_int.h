@@ -1,10 +1,14 @@
-/* Internal to sim/ and mock_workers/: the world object shared by the driver (pd_world.c),
- * the worker models (mock_workers/pd_wmodel.c) and the checker (pd_check.c). */
+/* Internal to sim/ and mock_workers/: the world object shared by the driver (pd_world.c)
+ * and the worker models (mock_workers/pd_wmodel.c). The checker (pd_check.h) does not see
+ * it: the driver hands it a judge context filled from the world (pd_world_judge). */
 #ifndef PD_WORLD_INT_H
 #define PD_WORLD_INT_H
 #include <stdatomic.h>
 
+#include "pd_check.h"
+#include "pd_heap.h"
 #include "pd_map.h"
+#include "pd_trace.h"
 #include "pd_world.h"
 
 /* Heap event kinds. */
@@ -53,8 +57,6 @@ typedef struct pd_wnode {
 struct pd_world {
   const pd_scenario_t *s;
   pd_mode_t mode;
-  int is_outcome_blind; /* the records carry no recorded outcomes (pdref conform): I4 cannot
-                           require one (Q10) */
   pd_gw_config_t gcfg;
   pd_prng_t gw_rng, world_rng, fault_rng;
   pd_gw_t *gw;
@@ -103,12 +105,6 @@ void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq); /* judge (once) + f
  * the healed phase, where only quiescence (I17) is still judged. */
 void pd_world_judge(struct pd_world *w, pd_creq_t *rq);
 void pd_world_creq_free(pd_creq_t *rq); /* free a request and its legs */
-/* The client's request body for rq under the workload (route, stream, logprob, batch,
- * tokens); shared with the socket runner (net/conform/pd_conform_client.c), which puts its request
- * id (tag, [a-z0-9-] only) at the start of every prompt; the simulator passes NULL. Returns
- * its length or 0. */
-size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, const char *tag,
-                            char *buf, size_t cap);
 
 /* exercised and health bookkeeping (pd_world.c) */
 void pd_world_note_open(struct pd_world *w, pd_wleg_t *leg, int was_down); /* after the model */
@@ -140,11 +136,6 @@ void pd_wm_crash(struct pd_world *w, uint32_t node);
 /* Render a W2G message for delivery into buf; returns length (0: nothing to send). */
 size_t pd_wm_render(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, char *buf,
                     size_t cap);
-
-/* checker (pd_check.c): judge a finished request; returns the violated mask */
-uint32_t pd_check_request(struct pd_world *w, pd_creq_t *rq, char *reason, size_t cap);
-/* client-side observation of one CLIENT_DATA action */
-void pd_check_client_data(struct pd_world *w, pd_creq_t *rq, const uint8_t *p, size_t len);
 
 /* the standard logprob parts: prefill's and decode's input_token_logprobs */
 #define PD_LP_PREFILL "[[-0.25,11,null],[-0.5,12,null]]"

@@ -7,6 +7,7 @@
 
 #include "pd_err.h"
 #include "pd_hash.h"
+#include "pd_rqstate.h"
 #include "pd_world_int.h"
 #include "pd_wshared.h"
 
@@ -133,7 +134,7 @@ static void on_client(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
   case PD_ACT_CLIENT_DATA:
     if (!rq->has_first_data) rq->t_first_data = w->now;
     rq->has_first_data = 1;
-    if (!rq->gone) pd_check_client_data(w, rq, a->data, a->len);
+    if (!rq->gone) (void)pd_check_client_data(rq, a->data, a->len); /* counted if lost */
     return;
   case PD_ACT_CLIENT_END:
     if (rq->gone || rq->ended) return;
@@ -358,6 +359,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   pd_scenario_gw_config(s, mode, c);
   w->gw = pd_gw_new(NULL, c, &w->gw_rng);
   if (!w->gw) return PD_ERR_NOMEM;
+  if (w->trace.out) pd_gw_set_transition_hook(w->gw, pd_trace_on_transition, &w->trace);
   pd_actbuf_init(&w->acts, NULL);
   pd_heap_init(&w->heap, NULL, 0);
   for (uint32_t i = 0; i < s->n_workers; i++) {
@@ -467,6 +469,7 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   }
   if (rc == 0 && w->push_err) rc = w->push_err; /* an event was lost: the verdict is void */
   pd_world_exercised(w);
+  if (rc == 0 && stats->records_lost) rc = PD_ERR_NOMEM; /* a request judged on a lost record */
   *violations = w->violations;
   if (w->room_collisions) *violations |= 1u << (PD_INV_ROOMS - 1);
   pd_trace_finish(&w->trace);

@@ -18,6 +18,7 @@
   X(pdt_suite_dispatch_blame) \
   X(pdt_suite_dispatch_budget) \
   X(pdt_suite_dispatch_nomem) \
+  X(pdt_suite_rqstate)   \
   X(pdt_suite_scenario)  \
   X(pdt_suite_scenario_more) \
   X(pdt_suite_sim)       \
@@ -32,4 +33,5 @@
   X(pdt_suite_conform_judge) \
   X(pdt_suite_conform_exercised) \
   X(pdt_suite_hostile_input) \
-  X(pdt_suite_hostile_http)
+  X(pdt_suite_hostile_http) \
+  X(pdt_suite_cli)

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pd_world_int.h"
+#include "pd_check.h"
+#include "pd_err.h"
+#include "pd_world_int.h" /* the I17 quiescence check reads a world */
 #include "pdt.h"
 
 #define MS 1000000ull
@@ -11,7 +13,8 @@
 
 typedef struct fixture {
   pd_scenario_t s;
-  struct pd_world w;
+  pd_judge_t j;
+  struct pd_world w; /* I17 only */
   pd_world_stats_t st;
   pd_creq_t rq;
   pd_wleg_t p, d;
@@ -22,12 +25,8 @@ static fixture_t *clean(void) {
   fixture_t *f = calloc(1, sizeof *f);
   if (!f) return NULL;
   pd_scenario_defaults(&f->s);
-  f->w.s = &f->s;
-  f->w.stats = &f->st;
-  f->w.now = 1000 * MS;
-  f->w.gcfg.retry.max_attempts = 5;
-  for (uint32_t i = 0; i < f->s.n_workers; i++) f->w.nodes[i].spec = &f->s.workers[i];
-  f->w.n_nodes = f->s.n_workers;
+  f->j = (pd_judge_t){.s = &f->s, .mode = PD_MODE_REFERENCE, .max_attempts = 5,
+                      .now = 1000 * MS, .stats = &f->st};
   pd_creq_t *r = &f->rq;
   r->is_stream = 1;
   r->tokens = 2;
@@ -72,7 +71,7 @@ static fixture_t *clean(void) {
 
 static uint32_t judge(fixture_t *f) {
   char reason[160];
-  return pd_check_request(&f->w, &f->rq, reason, sizeof reason);
+  return pd_check_request(&f->j, &f->rq, reason, sizeof reason);
 }
 
 #define EXPECT_ONLY(f, inv)                         \
@@ -106,7 +105,7 @@ static void test_each_defect_trips_its_own_invariant(void) {
     switch (cases[i].inv) {
     case PD_INV_TERMINATION: f->rq.t_end = 130000 * MS; f->p.t_gw_closed = f->d.t_gw_closed = 129999 * MS;
       f->p.t_slot_freed = f->d.t_slot_freed = 129999 * MS;
-      f->rq.load_t_rel[0][0] = f->rq.load_t_rel[1][0] = 129999 * MS; f->w.now = 200000 * MS; break;
+      f->rq.load_t_rel[0][0] = f->rq.load_t_rel[1][0] = 129999 * MS; f->j.now = 200000 * MS; break;
     case PD_INV_ORPHAN_LEG: f->p.t_gw_closed = 5000 * MS; f->rq.load_t_rel[0][0] = 5000 * MS; break;
     case PD_INV_STRANDED_SLOT: f->p.t_slot_freed = 0; break;
     case PD_INV_OUTCOME: f->p.truth = PD_TRUTH_CANCELLED; f->p.outcome = PD_OUTCOME_FAILURE; break;
@@ -147,8 +146,8 @@ static void test_reference_must_record_an_outcome_for_every_leg(void) {
   for (int m = 0; m < 3; m++) {
     fixture_t *f = clean();
     if (!f) return;
-    f->w.mode = m == 0 ? PD_MODE_JOINED : PD_MODE_REFERENCE;
-    f->w.is_outcome_blind = m == 2;
+    f->j.mode = m == 0 ? PD_MODE_JOINED : PD_MODE_REFERENCE;
+    f->j.is_outcome_blind = m == 2;
     f->d.outcomes = 0;
     PDT_EQ_U64(judge(f), m == 1 ? BIT(PD_INV_OUTCOME) : 0u);
     free(f);
@@ -211,7 +210,7 @@ static void test_batch_rooms_are_judged_item_by_item(void) {
     f->rq.load_w[1][1] = 0;
     /* 0: good; 1: scalar room for a batch; 2: one room twice; 3: a room of attempt 1 reused */
     char why[160];
-    uint32_t got = pd_check_request(&f->w, &f->rq, why, sizeof why);
+    uint32_t got = pd_check_request(&f->j, &f->rq, why, sizeof why);
     if (got != (c == 0 ? 0u : BIT(PD_INV_ROOMS))) fprintf(stderr, "  case %d: %s\n", c, why);
     PDT_EQ_U64(got, (c == 0 ? 0u : BIT(PD_INV_ROOMS)));
     free(f);
@@ -255,8 +254,6 @@ static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_e
     fixture_t *f = clean();
     if (!f) return;
     pd_scenario_set_workers(&f->s, 1, 2); /* p0, d0, d1: nodes 0, 1, 2 */
-    for (uint32_t i = 0; i < f->s.n_workers; i++) f->w.nodes[i].spec = &f->s.workers[i];
-    f->w.n_nodes = f->s.n_workers;
     f->rq.attempts = 2;
     f->p.attempt = f->d.attempt = 2;
     pd_wleg_t p1 = f->p, d1 = f->d; /* attempt 1 on (p0, d0): d0 answered 503 */
@@ -292,8 +289,12 @@ static void test_anything_left_held_after_the_healed_phase_is_i17(void) {
     pd_prng_init(&rng, 1);
     pd_gw_config_t cfg;
     pd_gw_config_default(&cfg, PD_MODE_REFERENCE);
+    f->w.s = &f->s;
+    f->w.stats = &f->st;
     f->w.gw = pd_gw_new(NULL, &cfg, &rng);
+    f->w.n_nodes = f->s.n_workers;
     for (uint32_t i = 0; i < f->w.n_nodes; i++) {
+      f->w.nodes[i].spec = &f->s.workers[i];
       f->w.nodes[i].role = f->s.workers[i].role;
       f->w.nodes[i].role_index = (uint32_t)pd_gw_add_worker(f->w.gw, f->s.workers[i].role,
                                                             f->s.workers[i].name, "h", 1);
@@ -318,8 +319,32 @@ static void test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only(
   f->rq.t_end = 0;
   f->p.gw_open = 1;
   f->rq.load_bal[0][0] = 1;
-  f->w.now = 200000 * MS;
+  f->j.now = 200000 * MS;
   EXPECT_ONLY(f, PD_INV_TERMINATION);
+  free(f);
+}
+
+/* A JSON body the checker could not keep is counted lost when judged (the driver then makes
+ * the run an error); a later chunk is refused too, so a body is never judged from its tail. */
+static void test_a_lost_client_record_is_counted(void) {
+  fixture_t *f = clean();
+  if (!f) return;
+  f->rq.is_stream = 0;
+  f->rq.is_sse_head = 0;
+  PDT_EQ_INT(pd_check_client_data(&f->rq, (const uint8_t *)"{", 1), 0);
+  PDT_EQ_U64(f->rq.body.len, 1);
+  f->rq.is_record_lost = 1; /* as after a failed realloc */
+  PDT_EQ_INT(pd_check_client_data(&f->rq, (const uint8_t *)"}", 1), PD_ERR_NOMEM);
+  PDT_EQ_U64(f->rq.body.len, 1);
+  judge(f);
+  PDT_EQ_U64(f->st.records_lost, 1);
+  judge(f);
+  PDT_EQ_U64(f->st.records_lost, 2); /* per judged request */
+  pd_buf_free(NULL, &f->rq.body);
+  f->rq.is_record_lost = 0; /* a body past its limit is lost the same way */
+  pd_buf_init(&f->rq.body, 1);
+  PDT_EQ_INT(pd_check_client_data(&f->rq, (const uint8_t *)"{}", 2), PD_ERR_TOO_LARGE);
+  PDT_TRUE(f->rq.is_record_lost);
   free(f);
 }
 
@@ -340,6 +365,8 @@ int pdt_suite_check(void) {
        test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_eligible},
       {"I17: a slot or room left held after the healed phase",
        test_anything_left_held_after_the_healed_phase_is_i17},
+      {"a client record the checker could not keep is counted lost",
+       test_a_lost_client_record_is_counted},
       {"the reference must record an outcome for every leg (Q10)",
        test_reference_must_record_an_outcome_for_every_leg},
   };

@@ -2,9 +2,11 @@
  * Real processes on 127.0.0.1: a gateway that answers every request itself, pdref's gateway,
  * and pdref's gateway behind a slow proxy (tests/pdt_proxy.py). Issue 9 items 1 and 3. */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "pd_conform.h"
 #include "pd_conform_int.h"
@@ -54,16 +56,18 @@ static void test_a_gateway_that_serves_nothing_is_not_exercised(void) {
   PDT_TRUE(r.exercised);
   PDT_FALSE(pd_conform_not_exercised(&r));
   PDT_TRUE(r.matched);
+  char out_path[64]; /* this process's own file: other test runs may share /tmp */
+  snprintf(out_path, sizeof out_path, "/tmp/pdt-conform-nx-%ld.out", (long)getpid());
   for (int allow = 0; allow < 2; allow++) {
     snprintf(cmd, sizeof cmd,
              "%s conform --mode-label x --timeout-scale 0.01 %s --gateway-cmd 'exec python3 -m "
              "http.server {port} --bind 127.0.0.1' %s/scenarios/happy-path-stream.json "
-             "%s/scenarios/happy-path-nonstream.json > /tmp/pdt-conform-nx.out 2>&1",
-             bin, allow ? "--allow-unexercised" : "", PD_SOURCE_DIR, PD_SOURCE_DIR);
+             "%s/scenarios/happy-path-nonstream.json > %s 2>&1",
+             bin, allow ? "--allow-unexercised" : "", PD_SOURCE_DIR, PD_SOURCE_DIR, out_path);
     int st = system(cmd);
     PDT_TRUE(WIFEXITED(st));
     PDT_EQ_INT(WEXITSTATUS(st), allow && !SERVED_BIT ? 0 : 1);
-    FILE *f = fopen("/tmp/pdt-conform-nx.out", "r");
+    FILE *f = fopen(out_path, "r");
     char out[8192] = "";
     size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
     out[n] = 0;
@@ -71,7 +75,7 @@ static void test_a_gateway_that_serves_nothing_is_not_exercised(void) {
     PDT_TRUE(strstr(out, NOTHING_LINE) != NULL);
     PDT_TRUE(strstr(out, SERVED_BIT ? "FAIL I15" : "NOT EXERCISED") != NULL);
   }
-  unlink("/tmp/pdt-conform-nx.out");
+  unlink(out_path);
   free(s);
 }
 

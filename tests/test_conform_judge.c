@@ -7,7 +7,6 @@
 #include "pd_conform.h"
 #include "pd_conform_int.h"
 #include "pd_mock_int.h"
-#include "pd_world.h"
 #include "pdt.h"
 #include "pdt_net.h"
 
@@ -17,7 +16,6 @@
 
 typedef struct fx {
   pd_scenario_t *s, ss;
-  struct pd_world *w;
   pd_conform_opts_t o;
   pd_conform_result_t r;
   pd_cf_run_t run;
@@ -31,10 +29,8 @@ typedef struct fx {
 static int fx_init(fx_t *f, const char *mode, uint32_t n) {
   memset(f, 0, sizeof *f);
   f->s = pdt_load_scenario("happy-path-stream");
-  f->w = calloc(1, sizeof *f->w);
-  if (!f->s || !f->w || n > FX_REQS) {
+  if (!f->s || n > FX_REQS) {
     free(f->s);
-    free(f->w);
     return -1;
   }
   pd_conform_opts_default(&f->o);
@@ -48,7 +44,6 @@ static int fx_init(fx_t *f, const char *mode, uint32_t n) {
   run->ss = &f->ss;
   run->o = &f->o;
   run->r = &f->r;
-  run->w = f->w;
   run->grace_ns = 100 * MS_NS;
   run->bound_ns = 12350 * MS_NS;
   run->t_gw_stop = 12400 * MS_NS;
@@ -56,15 +51,7 @@ static int fx_init(fx_t *f, const char *mode, uint32_t n) {
   run->n_reqs = n;
   run->legs = f->legs;
   run->cap_legs = FX_LEGS;
-  f->w->s = &f->ss;
-  f->w->mode = f->o.has_mode ? f->o.mode : PD_MODE_REFERENCE;
-  pd_scenario_gw_config(f->s, f->w->mode, &f->w->gcfg);
-  f->w->stats = &run->stats;
-  f->w->n_nodes = f->s->n_workers;
-  for (uint32_t i = 0; i < f->s->n_workers; i++) {
-    f->w->nodes[i].spec = &f->ss.workers[i];
-    f->w->nodes[i].role = f->s->workers[i].role;
-  }
+  pd_cf_judge_init(run); /* as the runner does, on the scaled copy */
   f->p0 = f->s->workers[0].role == PD_ROLE_PREFILL ? 0 : 1;
   f->d0 = 1 - f->p0;
   for (uint32_t i = 0; i < n; i++) {
@@ -85,7 +72,6 @@ static void fx_free(fx_t *f) {
     pd_sse_free(&f->reqs[i].c.sse);
     free(f->reqs[i].units);
   }
-  free(f->w);
   free(f->s);
 }
 
@@ -125,7 +111,14 @@ static void fx_ended(fx_t *f, uint32_t i, int status, int sse, double first_ms, 
   c->t_end = (uint64_t)(end_ms * MS_NS);
 }
 
-static uint32_t fx_got(const fx_t *f) { return f->w->violations & f->r.judged; }
+static uint32_t fx_got(const fx_t *f) { return f->run.violations & f->r.judged; }
+
+static int fx_judge(fx_t *f) {
+  char err[200] = "";
+  int rc = pd_cf_judge(&f->run, err, sizeof err);
+  if (rc) fprintf(stderr, "  pd_cf_judge: %s\n", err);
+  return rc;
+}
 
 /* A minilb swarm under load, reduced to two requests the gateway took out of order (seen in
  * swarm-random-faults-stream at --timeout-scale 0.1, checked against X-Request-Id): request 0
@@ -149,7 +142,7 @@ static void test_judge_ties_attempts_by_how_requests_ended(void) {
   /* request 0's, open until the gateway stopped */
   fx_leg(&f, f.p0, "222", 44.4, 12378.3, PD_FAULT_HANG_BEFORE_HEAD, 0, PD_TRUTH_STALLED);
   fx_leg(&f, f.d0, "222", 65.3, 12369.2, -1, 200, PD_TRUTH_STALLED);
-  pd_cf_judge(&f.run);
+  PDT_EQ_INT(fx_judge(&f), 0);
   uint32_t got = fx_got(&f);
   PDT_TRUE(got & PD_CONFORM_BIT(PD_INV_TERMINATION)); /* request 0 never ended */
   PDT_FALSE(got & PD_CONFORM_BIT(PD_INV_ORPHAN_LEG)); /* no leg outlived its client */
@@ -182,12 +175,48 @@ static void test_judge_no_i6_for_a_leg_arriving_after_the_clients_end(void) {
                                PD_TRUTH_CANCELLED);
       snprintf(l->xrid, sizeof l->xrid, "%s", f.reqs[0].xrid); /* the header, forwarded */
     }
-    pd_cf_judge(&f.run);
+    PDT_EQ_INT(fx_judge(&f), 0);
     PDT_EQ_INT(f.reqs[0].n_units, 5);
     if (sse) PDT_TRUE(fx_got(&f) & PD_CONFORM_BIT(PD_INV_COMMIT));
     else PDT_FALSE(fx_got(&f) & PD_CONFORM_BIT(PD_INV_COMMIT));
     fx_free(&f);
   }
+}
+
+/* A client's body the checker could not keep (out of memory) leaves no trustworthy verdict:
+ * the run is an error naming it, not a row that passes or fails. */
+static void test_judge_a_lost_client_record_makes_the_run_an_error(void) {
+  for (int lost = 0; lost < 2; lost++) {
+    fx_t f;
+    PDT_EQ_INT(fx_init(&f, "reference", 1), 0);
+    if (!f.s) return;
+    fx_ended(&f, 0, 200, 1, 20.0, 30.0);
+    f.reqs[0].c.is_record_lost = lost;
+    char err[200] = "";
+    PDT_EQ_INT(pd_cf_judge(&f.run, err, sizeof err), lost ? -1 : 0);
+    PDT_EQ_U64(f.run.stats.records_lost, (uint64_t)lost);
+    if (lost) PDT_TRUE(strstr(err, "1 client bodies lost") != NULL);
+    fx_free(&f);
+  }
+}
+
+/* An attempt holds PD_CF_UNIT_LEGS legs; a leg re-sent to its worker more often than that
+ * is judged with no request, and counted so (it was dropped silently before). */
+static void test_judge_counts_legs_resent_past_an_attempts_room(void) {
+  fx_t f;
+  PDT_EQ_INT(fx_init(&f, "reference", 1), 0);
+  if (!f.s) return;
+  fx_ended(&f, 0, 200, 1, 20.0, 30.0);
+  pd_cf_mleg_t *p = fx_leg(&f, f.p0, "300", 10.0, 25.0, -1, 200, PD_TRUTH_OK);
+  fx_leg(&f, f.d0, "300", 10.5, 29.0, -1, 200, PD_TRUTH_OK);
+  for (int k = 0; k < 6; k++) { /* the same body to p0 again: resends of p */
+    pd_cf_mleg_t *r = fx_leg(&f, f.p0, "300", 11.0 + k, 12.0 + k, -1, 200, PD_TRUTH_OK);
+    snprintf(r->rid, sizeof r->rid, "%s", p->rid);
+  }
+  PDT_EQ_INT(fx_judge(&f), 0);
+  PDT_EQ_U64(f.r.legs_resent, 6);
+  PDT_EQ_U64(f.r.legs_unattributed, 8 - PD_CF_UNIT_LEGS); /* 2 + 6 legs, room for 6 */
+  fx_free(&f);
 }
 
 /* Issue 9 item 4: the mock logs the runner's id in the prompt when the gateway's own
@@ -212,6 +241,10 @@ int pdt_suite_conform_judge(void) {
       {"judge ties attempts by how requests ended", test_judge_ties_attempts_by_how_requests_ended},
       {"judge: no I6 for a leg arriving after the client's end",
        test_judge_no_i6_for_a_leg_arriving_after_the_clients_end},
+      {"judge: a client record lost to memory makes the run an error",
+       test_judge_a_lost_client_record_makes_the_run_an_error},
+      {"judge: legs re-sent past an attempt's room are counted unattributed",
+       test_judge_counts_legs_resent_past_an_attempts_room},
       {"mock prefers the runner's id to a foreign X-Request-Id",
        test_mock_prefers_the_runners_id_to_a_foreign_header},
   };

@@ -232,12 +232,12 @@ static void remove_dir(pd_cf_run_t *run) {
   rmdir(run->dir);
 }
 
-static int make_world(pd_cf_run_t *run) {
+/* The scaled scenario the checker reads (deadline, grace) and the judge context on it. */
+static int make_judge(pd_cf_run_t *run) {
   const pd_scenario_t *s = run->s;
   const pd_conform_opts_t *o = run->o;
   run->ss = malloc(sizeof *run->ss);
-  run->w = calloc(1, sizeof *run->w);
-  if (!run->ss || !run->w) return -1;
+  if (!run->ss) return -1;
   *run->ss = *s;
   pd_scn_config_t *c = &run->ss->config;
   c->deadline_ms = scaled_ms((double)s->config.deadline_ms * 1e6, o->scale);
@@ -246,18 +246,7 @@ static int make_world(pd_cf_run_t *run) {
   run->grace_ns = c->grace_ms * PD_CF_MS;
   run->bound_ns = (c->deadline_ms + BOUND_SLACK_MS) * PD_CF_MS + run->grace_ns;
   if (o->bound_ms && o->bound_ms * PD_CF_MS > run->bound_ns) run->bound_ns = o->bound_ms * PD_CF_MS;
-  struct pd_world *w = run->w;
-  w->s = run->ss;
-  w->mode = o->has_mode ? o->mode : PD_MODE_REFERENCE;
-  w->is_outcome_blind = 1; /* outcomes come from /metrics, per worker (pd_conform_metrics.c) */
-  pd_scenario_gw_config(s, w->mode, &w->gcfg);
-  if (!o->has_mode) w->gcfg.retry.max_attempts = UINT32_MAX; /* I7 is not judged */
-  w->stats = &run->stats;
-  w->n_nodes = s->n_workers;
-  for (uint32_t i = 0; i < s->n_workers; i++) {
-    w->nodes[i].spec = &run->ss->workers[i];
-    w->nodes[i].role = s->workers[i].role;
-  }
+  pd_cf_judge_init(run);
   return 0;
 }
 
@@ -288,7 +277,7 @@ static int setup_and_drive(pd_cf_run_t *run, char *err, size_t cap) {
     return -1;
   }
   snprintf(run->r->dir, sizeof run->r->dir, "%s", run->dir);
-  if (pd_cf_plan(run) || make_world(run)) {
+  if (pd_cf_plan(run) || make_judge(run)) {
     snprintf(err, cap, "out of memory");
     return -1;
   }
@@ -380,7 +369,7 @@ static void judge_row(pd_cf_run_t *run, const pd_scenario_t *s, pd_mode_t em, co
     return;
   }
   r->status = PD_CONFORM_RAN;
-  r->got = run->w->violations & r->judged;
+  r->got = run->violations & r->judged;
   char why[256] = "";
   /* I4 when the gateway exposes its outcomes and every request ended: a request given up
    * may have its outcomes recorded later than the run can see */
@@ -439,8 +428,8 @@ static int run_once(const pd_scenario_t *s, const pd_conform_opts_t *o,
   pd_cf_stop_gateway(run); /* first: its shutdown aborts reach the mocks' logs */
   pd_cf_stop_mocks(run);
   if (!rc) rc = pd_cf_read_logs(run, err, sizeof err);
+  if (!rc) rc = pd_cf_judge(run, err, sizeof err);
   if (!rc) {
-    pd_cf_judge(run);
     pd_cf_exercised(run);
     r->fwd_ms = pd_cf_forward_ms(run);
     judge_row(run, s, em, metrics);
@@ -458,7 +447,6 @@ static int run_once(const pd_scenario_t *s, const pd_conform_opts_t *o,
   pd_cf_reqs_free(run);
   pd_cf_legs_free(run);
   free(run->ss);
-  free(run->w);
   free(run);
   return 0;
 }

@@ -39,7 +39,7 @@ static int can_fire(const pd_cf_run_t *run, const pd_scn_worker_t *w, uint32_t i
   const pd_fault_t *f = &w->faults[i];
   if (f->prob < 1.0) return 0; /* a drawn fault may rightly not fire */
   if (is_modifier(f->kind) && !f->ms) return 0; /* a lag or drip of 0 ms changes nothing */
-  uint32_t att = run->o->has_mode ? run->w->gcfg.retry.max_attempts : PD_MAX_ATTEMPTS;
+  uint32_t att = run->o->has_mode ? run->judge.max_attempts : PD_MAX_ATTEMPTS;
   uint64_t most = (uint64_t)run->n_reqs * (att ? att : 1);
   if (f->nth_from && f->nth_from > most) return 0;
   for (uint32_t j = 0; j < i; j++)

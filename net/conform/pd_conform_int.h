@@ -7,8 +7,9 @@
 #include <sys/types.h>
 
 #include "pd_conform.h"
+#include "pd_check.h"
 #include "pd_proc.h"
-#include "pd_world_int.h"
+#include "pd_scenario.h"
 
 #define PD_CF_PATH_MAX 512u
 #define PD_CF_DIR_MAX 400u /* the run directory: room left for file names */
@@ -71,8 +72,10 @@ typedef struct pd_cf_run {
   pd_scenario_t *ss; /* the scaled copy the checker reads (deadline, grace) */
   const pd_conform_opts_t *o;
   pd_conform_result_t *r;
-  struct pd_world *w;
-  pd_world_stats_t stats;
+  pd_judge_t judge;       /* what the checker reads (pd_cf_judge_init) */
+  pd_world_stats_t stats; /* the checker's counts (judge.stats points here) */
+  uint32_t violations;    /* mask of the invariants violated in the run */
+  uint32_t n_nomem;       /* allocations that failed while reading or judging: an error */
   char dir[PD_CF_DIR_MAX];
   pd_cf_worker_t wk[PD_SCN_MAX_WORKERS];
   uint32_t n_wk;
@@ -140,8 +143,12 @@ uint32_t pd_cf_attribute(pd_cf_run_t *run, pd_cf_unit_t *u);
 uint64_t pd_cf_leg_closed(const pd_cf_mleg_t *l);
 /* The client's end: a response that ended, or its own disconnect; 0 if none. */
 uint64_t pd_cf_client_end(const pd_cf_req_t *q);
-/* Judge every request and the run-level findings into run->w->violations and run->stats. */
-void pd_cf_judge(pd_cf_run_t *run);
+/* Fill run->judge from the scaled scenario (run->ss), the options and run->stats. */
+void pd_cf_judge_init(pd_cf_run_t *run);
+/* Judge every request and the run-level findings into run->violations and run->stats.
+ * 0, or -1 with err when the verdict cannot be trusted (memory ran out while judging, or a
+ * client's body could not be kept). */
+int pd_cf_judge(pd_cf_run_t *run, char *err, size_t cap);
 
 /* ---------- pd_conform_exercised.c: did the row test anything ---------- */
 /* After pd_cf_judge: faults exercised, requests served, r->exercised and r->nx_reason. */

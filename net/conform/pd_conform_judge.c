@@ -14,6 +14,7 @@
  *     FIFO), else to the request whose last attempt ended last before it (a retry); requests
  *     that asked for something else (stream, logprobs), were already served, have used the
  *     mode's attempts, or whose attempts would overlap are tried only when nothing else fits. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,10 @@ static int cmp_unit(const void *a, const void *b) {
 }
 
 static void unit_add_leg(pd_cf_run_t *run, unit_t *x, int32_t li) {
-  if (x->n >= PD_CF_UNIT_LEGS) return;
+  if (x->n >= PD_CF_UNIT_LEGS) { /* re-sent more often than an attempt holds: judged nowhere */
+    run->r->legs_unattributed++;
+    return;
+  }
   pd_cf_mleg_t *l = &run->legs[li];
   x->leg[x->n++] = li;
   if (!x->t_first || l->t_arrive < x->t_first) x->t_first = l->t_arrive;
@@ -96,6 +100,7 @@ static uint32_t build_units(pd_cf_run_t *run, unit_t *u) {
   if (!keys || !idx) {
     free(keys);
     free(idx);
+    run->n_nomem++;
     return 0;
   }
   size_t n = 0;
@@ -148,6 +153,7 @@ static uint32_t build_units(pd_cf_run_t *run, unit_t *u) {
 
 /* The leg whose body describes the unit's request: decode if there is one. */
 static const pd_cf_mleg_t *face(const pd_cf_run_t *run, const unit_t *x) {
+  assert(x->n >= 1); /* a unit is made with a leg (add_unit) */
   for (uint32_t k = 0; k < x->n; k++)
     if (run->legs[x->leg[k]].role == PD_ROLE_DECODE) return &run->legs[x->leg[k]];
   return &run->legs[x->leg[0]];
@@ -261,7 +267,10 @@ static void pin_by_response(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
   key_t *keys = malloc((run->n_legs + 1) * sizeof *keys);
   size_t n = 0, n_pins = 0, cap_pins = 0;
   pin_t *pins = NULL;
-  if (!keys) return;
+  if (!keys) {
+    run->n_nomem++;
+    return;
+  }
   for (size_t i = 0; i < run->n_legs; i++)
     if (run->legs[i].role == PD_ROLE_DECODE && run->legs[i].unit >= 0)
       keys[n++] = (key_t){run->legs[i].rid, 0, (int32_t)i};
@@ -288,7 +297,10 @@ static void pin_by_response(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
         if (n_pins == cap_pins) {
           size_t nc = cap_pins ? cap_pins * 2 : 64;
           pin_t *np = realloc(pins, nc * sizeof *np);
-          if (!np) break;
+          if (!np) {
+            run->n_nomem++;
+            break;
+          }
           pins = np;
           cap_pins = nc;
         }
@@ -311,13 +323,16 @@ static void pin_by_response(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
   free(keys);
 }
 
-static void note(pd_cf_req_t *q, const unit_t *x, int32_t ux) {
+static void note(pd_cf_run_t *run, pd_cf_req_t *q, const unit_t *x, int32_t ux) {
   if (!q->n_units || x->t_first < q->t_first_unit) q->t_first_unit = x->t_first;
   if (x->t_last != UINT64_MAX && x->t_last > q->t_last_unit_end) q->t_last_unit_end = x->t_last;
   if (q->n_units == q->cap_units) {
     uint32_t nc = q->cap_units ? q->cap_units * 2 : 4;
     int32_t *nu = realloc(q->units, nc * sizeof *nu);
-    if (!nu) return;
+    if (!nu) {
+      run->n_nomem++;
+      return;
+    }
     q->units = nu;
     q->cap_units = nc;
   }
@@ -399,7 +414,7 @@ static int fits(const pd_cf_run_t *run, const unit_t *x, const pd_cf_req_t *q, u
  * request live when the attempt came. */
 static int32_t pick(const pd_cf_run_t *run, const unit_t *u, const unit_t *x, int level) {
   int32_t first = -1, retry = -1, latest = -1;
-  uint32_t max_att = run->w->gcfg.retry.max_attempts ? run->w->gcfg.retry.max_attempts : 1;
+  uint32_t max_att = run->judge.max_attempts;
   for (uint32_t r = 0; r < run->n_reqs; r++) {
     const pd_cf_req_t *q = &run->reqs[r];
     if (!q->c.t_arrival || q->c.t_arrival > x->t_first) continue;
@@ -461,7 +476,10 @@ static void rematch_single_attempts(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
   aug_t a = {run, u, calloc(run->n_reqs + 1, sizeof *a.owner), calloc(run->n_reqs + 1, 1)};
   int32_t *todo = calloc(nu + 1, sizeof *todo);
   uint32_t n_todo = 0;
-  if (!a.owner || !a.seen || !todo) goto out;
+  if (!a.owner || !a.seen || !todo) {
+    run->n_nomem++;
+    goto out;
+  }
   for (uint32_t r = 0; r < run->n_reqs; r++) a.owner[r] = -1;
   for (uint32_t i = 0; i < nu; i++)
     if (u[i].client >= 0 && !u[i].by_timing) a.owner[u[i].client] = -2;
@@ -486,7 +504,7 @@ out:
 
 static void attribute_rest(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
   for (uint32_t i = 0; i < nu; i++)
-    if (u[i].client >= 0) note(&run->reqs[u[i].client], &u[i], (int32_t)i);
+    if (u[i].client >= 0) note(run, &run->reqs[u[i].client], &u[i], (int32_t)i);
   for (uint32_t i = 0; i < nu; i++) {
     unit_t *x = &u[i];
     if (x->client >= 0) continue; /* tied by X-Request-Id or by the response */
@@ -494,11 +512,10 @@ static void attribute_rest(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
       if ((x->client = pick(run, u, x, x->level)) >= 0) break;
     if (x->client < 0) continue;
     x->by_timing = 1;
-    note(&run->reqs[x->client], x, (int32_t)i);
+    note(run, &run->reqs[x->client], x, (int32_t)i);
     run->r->legs_by_timing += x->n;
   }
-  uint32_t max_att = run->w->gcfg.retry.max_attempts ? run->w->gcfg.retry.max_attempts : 1;
-  if (max_att == 1) rematch_single_attempts(run, u, nu);
+  if (run->judge.max_attempts == 1) rematch_single_attempts(run, u, nu);
 }
 
 uint32_t pd_cf_attribute(pd_cf_run_t *run, pd_cf_unit_t *u) {

@@ -114,13 +114,19 @@ static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map
       size_t nc = *cap ? *cap : 64;
       while (nc <= id) nc *= 2;
       int32_t *nm = realloc(*map, nc * sizeof *nm);
-      if (!nm) return;
+      if (!nm) {
+        run->n_nomem++;
+        return;
+      }
       memset(nm + *cap, 0, (nc - *cap) * sizeof *nm);
       *map = nm;
       *cap = nc;
     }
     pd_cf_mleg_t *l = new_leg(run);
-    if (!l) return;
+    if (!l) {
+      run->n_nomem++;
+      return;
+    }
     on_request(run, wi, j, l);
     l->nth = ++run->n_req_lines[wi];
     (*map)[id] = (int32_t)run->n_legs;
@@ -171,6 +177,10 @@ int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap) {
     free(line);
     free(map);
     fclose(f);
+  }
+  if (run->n_nomem) {
+    snprintf(err, cap, "out of memory reading the mocks' logs (%u allocations failed)", run->n_nomem);
+    return -1;
   }
   for (size_t i = 0; i < run->n_legs; i++) { /* legs that never took a slot: truth by fault */
     pd_cf_mleg_t *l = &run->legs[i];

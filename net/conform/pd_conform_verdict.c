@@ -20,7 +20,7 @@ static int made_up_rid(const char *r) { /* the mock's own: 32 lowercase hex digi
   return 1;
 }
 
-static pd_wleg_t *to_wleg(const pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t idx,
+static pd_wleg_t *to_wleg(pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t idx,
                           const pd_cf_req_t *q, uint32_t attempt) {
   pd_wleg_t *l = calloc(1, sizeof *l);
   if (!l) return NULL;
@@ -50,7 +50,6 @@ static pd_wleg_t *to_wleg(const pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t 
     l->rooms_hash = pd_fnv1a_str(pd_fnv1a_str(h, m->host), bp);
   }
   l->tokens = q->c.tokens;
-  l->wstate = WL_DONE;
   l->fault = m->fault;
   l->slot_taken = m->slot_taken;
   l->t_slot_taken = m->t_slot_taken;
@@ -64,13 +63,15 @@ static pd_wleg_t *to_wleg(const pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t 
   uint64_t crash = run->t_crash[m->worker], closed = pd_cf_leg_closed(m);
   l->is_crash_hit = crash && m->t_arrive <= crash && (!closed || closed >= crash);
   l->is_room_scalar = m->has_room && m->room_array == 0;
-  if (m->rooms && l->n_rooms > 1 && (l->rooms = malloc((size_t)l->n_rooms * sizeof *l->rooms)))
-    memcpy(l->rooms, m->rooms, (size_t)l->n_rooms * sizeof *l->rooms);
+  if (m->rooms && l->n_rooms > 1) {
+    l->rooms = malloc((size_t)l->n_rooms * sizeof *l->rooms);
+    if (l->rooms) memcpy(l->rooms, m->rooms, (size_t)l->n_rooms * sizeof *l->rooms);
+    else run->n_nomem++; /* judged on its first room alone: the verdict is an error */
+  }
 #endif
   l->t_open = m->t_arrive;
   l->t_gw_closed = pd_cf_leg_closed(m);
   l->gw_open = !l->t_gw_closed;
-  (void)run;
   return l;
 }
 
@@ -121,7 +122,10 @@ static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) 
       rq->retry_after_commit = 1;
     for (uint32_t k = 0; k < u[i].n; k++) {
       pd_wleg_t *l = to_wleg(run, &run->legs[u[i].leg[k]], (size_t)u[i].leg[k], q, attempt);
-      if (!l) continue;
+      if (!l) { /* a request judged without one of its legs: the verdict is an error */
+        run->n_nomem++;
+        continue;
+      }
       l->next_in_req = rq->legs;
       rq->legs = l;
       rq->n_legs++;
@@ -134,11 +138,11 @@ static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) 
   rq->was_healthy = !pd_cf_failure_before(run, end ? end : q->t_bound);
 #endif
   char reason[160] = "";
-  run->w->now = run->t_gw_stop;
-  uint32_t v = pd_check_request(run->w, rq, reason, sizeof reason) & run->r->judged;
+  run->judge.now = run->t_gw_stop; /* what is still open is judged open at the stop */
+  uint32_t v = pd_check_request(&run->judge, rq, reason, sizeof reason) & run->r->judged;
   if (getenv("PDREF_CONFORM_DEBUG")) debug_request(run, q, u, nu, v, reason);
   if (v) {
-    run->w->violations |= v;
+    run->violations |= v;
     if (!run->stats.first_violating_req_valid) {
       run->stats.first_violating_req_valid = 1;
       run->stats.first_violating_req = rq->id;
@@ -156,9 +160,28 @@ static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) 
   }
 }
 
-void pd_cf_judge(pd_cf_run_t *run) {
+void pd_cf_judge_init(pd_cf_run_t *run) {
+  const pd_conform_opts_t *o = run->o;
+  pd_mode_t mode = o->has_mode ? o->mode : PD_MODE_REFERENCE;
+  pd_gw_config_t gcfg;
+  pd_scenario_gw_config(run->s, mode, &gcfg);
+  uint32_t att = gcfg.retry.max_attempts ? gcfg.retry.max_attempts : 1;
+  run->judge = (pd_judge_t){
+      .s = run->ss,
+      .mode = mode,
+      .is_outcome_blind = 1, /* outcomes come from /metrics, per worker (pd_conform_metrics.c) */
+      .max_attempts = o->has_mode ? att : UINT32_MAX, /* no mode label: I7 is not judged */
+      .now = 0,
+      .stats = &run->stats,
+  };
+}
+
+int pd_cf_judge(pd_cf_run_t *run, char *err, size_t cap) {
   unit_t *u = calloc(run->n_legs + 1, sizeof *u);
-  if (!u) return;
+  if (!u) {
+    snprintf(err, cap, "out of memory judging %zu legs", run->n_legs);
+    return -1;
+  }
   uint32_t nu = pd_cf_attribute(run, u);
   for (uint32_t r = 0; r < run->n_reqs; r++) {
     pd_cf_req_t *q = &run->reqs[r];
@@ -170,7 +193,7 @@ void pd_cf_judge(pd_cf_run_t *run) {
     const pd_cf_mleg_t *m = &run->legs[i], *o;
     if (m->resend_of < 0) continue;
     /* like a room collision (run level, as in the simulator): the worker got the room twice */
-    run->w->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
+    run->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
     o = &run->legs[m->resend_of];
     if (!run->stats.first_reason[0])
       snprintf(run->stats.first_reason, sizeof run->stats.first_reason,
@@ -182,10 +205,16 @@ void pd_cf_judge(pd_cf_run_t *run) {
     break;
   }
   if (run->collisions && (run->r->judged & PD_CONFORM_BIT(PD_INV_ROOMS))) {
-    run->w->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
+    run->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
     if (!run->stats.first_reason[0])
       snprintf(run->stats.first_reason, sizeof run->stats.first_reason,
                "I8 %u room collision(s) on worker %s", run->collisions, run->collision_worker);
   }
   free(u);
+  if (run->n_nomem || run->stats.records_lost) {
+    snprintf(err, cap, "out of memory judging the run (%u allocations failed, %llu client "
+             "bodies lost): no verdict", run->n_nomem, (unsigned long long)run->stats.records_lost);
+    return -1;
+  }
+  return 0;
 }

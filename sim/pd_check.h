@@ -1,0 +1,41 @@
+/* pd_check: the invariant checker (docs/spec.md I1-I16). It judges one finished request from
+ * its records: the client's bytes (pd_creq_t) and each leg's ground truth at the worker
+ * (pd_wleg_t). Besides the records it reads only a judge context (pd_judge_t), which the
+ * simulator fills from its world (pd_world.c) and pdref conform from its logs
+ * (net/conform/pd_conform_verdict.c); it never sees a world or a socket run. */
+#ifndef PD_CHECK_H
+#define PD_CHECK_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pd_scenario.h"
+#include "pd_world.h"
+
+/* Everything the checker reads besides the request's records. */
+typedef struct pd_judge {
+  /* the scenario as judged: config.deadline_ms (I1) and config.grace_ms (I2, I3, I10), the
+   * workload's route and batch (I8, I11), workers[i].name for the reasons; n_workers bounds
+   * the eligible-node mask (I16) */
+  const pd_scenario_t *s;
+  pd_mode_t mode;            /* the reference must record an outcome for every leg (I4, Q10) */
+  int is_outcome_blind;      /* the records carry no recorded outcomes (pdref conform reads
+                                them from /metrics): I4 cannot require one */
+  uint32_t max_attempts;     /* I7: attempts allowed per request, at least 1 */
+  uint64_t now;              /* the judging instant: the end of whatever is still open */
+  pd_world_stats_t *stats;   /* out: clean_success, client_errors, aborted, TTFT and
+                                records_lost are added to per judged request */
+} pd_judge_t;
+
+/* Judge one request (ended, gone, or cut off at j->now); returns the mask of violated
+ * invariants (bit i - 1 for Ii) and writes the first finding into reason (cap bytes, "" when
+ * none). Adds the request to j->stats (clean, error or aborted; TTFT of a clean stream; a
+ * request whose record was lost, see pd_check_client_data, counts in records_lost). */
+uint32_t pd_check_request(pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap);
+
+/* The client's observation of len bytes of response data (after its head): SSE events are
+ * parsed as they come, a JSON body is kept whole. Returns 0, or PD_ERR_NOMEM (PD_ERR_TOO_LARGE
+ * past PD_WORLD_MAX_BODY_BYTES) when the body could not be kept: the record is marked lost (rq->is_record_lost) and the request is
+ * counted in records_lost when judged, which makes the run an error for its driver. */
+int pd_check_client_data(pd_creq_t *rq, const uint8_t *p, size_t len);
+
+#endif

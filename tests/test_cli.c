@@ -1,0 +1,370 @@
+/* cli/: the option checks (cli/cli_args.c) as functions, and the built pdref and pdref-gateway
+ * binaries (next to this test binary) as a user runs them: a bad number, an unknown option or
+ * a missing value exits 2 naming the option; --help and --version exit 0. Every run is
+ * bounded (a child still running after PDT_CLI_LIMIT_MS is killed). */
+#include <cjson/cJSON.h>
+#include <float.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_args.h"
+#include "cli_progress.h"
+#include "pd_err.h"
+#include "pdt.h"
+#include "pdt_net.h"
+#include "pdt_proc.h"
+
+#define PDT_CLI_LIMIT_MS 20000u /* one CLI run, start to exit */
+#define PDT_CLI_OUT_BYTES 65536u
+
+/* ---------- the parse helpers ---------- */
+
+static int u64(const char *text, uint64_t min, uint64_t max, uint64_t *out) {
+  return pd_cli_parse_u64("test", "--n", text, min, max, out);
+}
+
+static void test_u64_accepts_whole_numbers_in_range(void) {
+  uint64_t v = 7;
+  PDT_EQ_INT(u64("500", 0, 1000, &v), 0);
+  PDT_EQ_U64(v, 500);
+  PDT_EQ_INT(u64("1", 1, 10, &v), 0); /* both edges are inside */
+  PDT_EQ_U64(v, 1);
+  PDT_EQ_INT(u64("10", 1, 10, &v), 0);
+  PDT_EQ_U64(v, 10);
+  PDT_EQ_INT(u64("18446744073709551615", 0, UINT64_MAX, &v), 0);
+  PDT_EQ_U64(v, UINT64_MAX);
+  PDT_EQ_INT(u64("007", 0, 10, &v), 0); /* leading zeros are still decimal */
+  PDT_EQ_U64(v, 7);
+  PDT_EQ_INT(u64("-0", 0, 10, &v), 0);
+  PDT_EQ_U64(v, 0);
+}
+
+static void test_u64_rejects_garbage_sign_overflow_and_range(void) {
+  static const char *const bad[] = {"500x", "", " 5", "5 ", "+5", "0x10", "1e3", "abc", "-",
+                                    "1.5", "-1", "-18446744073709551615",
+                                    "18446744073709551616", "99999999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    uint64_t v = 42;
+    int rc = u64(bad[i], 0, UINT64_MAX, &v);
+    if (rc != PD_ERR_INVAL) fprintf(stderr, "test_cli: '%s' was accepted\n", bad[i]);
+    PDT_EQ_INT(rc, PD_ERR_INVAL);
+    PDT_EQ_U64(v, 42); /* untouched on error */
+  }
+  uint64_t v = 42;
+  PDT_EQ_INT(u64("0", 1, 10, &v), PD_ERR_INVAL); /* one below min */
+  PDT_EQ_INT(u64("11", 1, 10, &v), PD_ERR_INVAL); /* one above max */
+  PDT_EQ_U64(v, 42);
+}
+
+static void test_u32_narrows_to_its_range(void) {
+  uint32_t v = 3;
+  PDT_EQ_INT(pd_cli_parse_u32("test", "--n", "4294967295", 0, UINT32_MAX, &v), 0);
+  PDT_EQ_U64(v, UINT32_MAX);
+  PDT_EQ_INT(pd_cli_parse_u32("test", "--n", "4294967296", 0, UINT32_MAX, &v), PD_ERR_INVAL);
+  PDT_EQ_INT(pd_cli_parse_u32("test", "--n", "65", 1, 64, &v), PD_ERR_INVAL);
+  PDT_EQ_U64(v, UINT32_MAX);
+}
+
+static void test_double_is_finite_whole_and_in_range(void) {
+  double v = -1;
+  PDT_EQ_INT(pd_cli_parse_double("test", "--f", "0.25", 0, 1, &v), 0);
+  PDT_TRUE(v == 0.25);
+  PDT_EQ_INT(pd_cli_parse_double("test", "--f", "0", 0, 1, &v), 0); /* edges inside */
+  PDT_TRUE(v == 0);
+  PDT_EQ_INT(pd_cli_parse_double("test", "--f", "1", 0, 1, &v), 0);
+  PDT_TRUE(v == 1);
+  PDT_EQ_INT(pd_cli_parse_double("test", "--f", "1e-2", 0, 1, &v), 0);
+  PDT_TRUE(v == 0.01);
+  static const char *const bad[] = {"abc", "", "0.5x", " 0.5", "nan", "inf", "-inf", "1e999",
+                                    "-0.0001", "1.0001", "0x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    double w = 7;
+    int rc = pd_cli_parse_double("test", "--f", bad[i], 0, 1, &w);
+    if (rc != PD_ERR_INVAL) fprintf(stderr, "test_cli: '%s' was accepted\n", bad[i]);
+    PDT_EQ_INT(rc, PD_ERR_INVAL);
+    PDT_TRUE(w == 7);
+  }
+}
+
+static void test_positive_excludes_zero(void) {
+  double v = 0;
+  PDT_EQ_INT(pd_cli_parse_positive("test", "--s", "0", 100, &v), PD_ERR_INVAL);
+  PDT_EQ_INT(pd_cli_parse_positive("test", "--s", "-1", 100, &v), PD_ERR_INVAL);
+  PDT_EQ_INT(pd_cli_parse_positive("test", "--s", "100.5", 100, &v), PD_ERR_INVAL);
+  PDT_EQ_INT(pd_cli_parse_positive("test", "--s", "0.001", 100, &v), 0);
+  PDT_TRUE(v == 0.001);
+  PDT_EQ_INT(pd_cli_parse_positive("test", "--s", "100", 100, &v), 0);
+  PDT_TRUE(v == 100);
+}
+
+static void test_host_port(void) {
+  char host[16] = "";
+  uint16_t port = 1;
+  PDT_EQ_INT(pd_cli_parse_host_port("test", "--listen", "127.0.0.1:8000", host, sizeof host,
+                                    &port), 0);
+  PDT_EQ_STR(host, "127.0.0.1");
+  PDT_EQ_U64(port, 8000);
+  PDT_EQ_INT(pd_cli_parse_host_port("test", "--listen", "[::1]:0", host, sizeof host, &port), 0);
+  PDT_EQ_STR(host, "::1");
+  PDT_EQ_U64(port, 0);
+  PDT_EQ_INT(pd_cli_parse_host_port("test", "--listen", "h:65535", host, sizeof host, &port), 0);
+  PDT_EQ_U64(port, 65535);
+  static const char *const bad[] = {"127.0.0.1", ":80", "h:", "h:65536", "h:8x", "h:-1", "",
+                                    "h:123456", "[]:80", "a-host-name-too-long:80"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int rc = pd_cli_parse_host_port("test", "--listen", bad[i], host, sizeof host, &port);
+    if (rc != PD_ERR_INVAL) fprintf(stderr, "test_cli: '%s' was accepted\n", bad[i]);
+    PDT_EQ_INT(rc, PD_ERR_INVAL);
+  }
+  PDT_EQ_STR(host, "h"); /* the last good parse */
+}
+
+static void test_mode_names(void) {
+  pd_mode_t m = PD_MODE_JOINED;
+  PDT_EQ_INT(pd_cli_parse_mode("test", "--mode", "reference", &m), 0);
+  PDT_EQ_INT(m, PD_MODE_REFERENCE);
+  PDT_EQ_INT(pd_cli_parse_mode("test", "--mode", "Reference", &m), PD_ERR_INVAL);
+}
+
+static void test_progress_is_silent_with_json(void) {
+  pd_cli_progress_t p;
+  pd_cli_progress_init(&p, 1);
+  PDT_EQ_INT(p.is_on, 0);
+  pd_cli_progress_draw(&p, 1, "%d requests", 5);
+  PDT_EQ_INT(p.line_chars, 0); /* nothing drawn, nothing to clear */
+  PDT_TRUE(pd_cli_progress_elapsed_s(&p) >= 0);
+}
+
+static int parsed_n;
+
+static int apply_n(void *ctx, int val, int index, char *value) {
+  (void)ctx;
+  PDT_EQ_INT(val, PD_CLI_OPT_FIRST);
+  PDT_EQ_INT(index, 1);
+  return pd_cli_parse_u32("test", "--n", value, 0, 100, (uint32_t *)&parsed_n);
+}
+
+static void no_usage(FILE *f) { (void)f; }
+
+static void test_parse_loop_words_in_order_and_after_dashes(void) {
+  static const struct option opts[] = {
+      {"help", no_argument, NULL, 'h'}, {"n", required_argument, NULL, PD_CLI_OPT_FIRST}, {0}};
+  char a0[] = "cmd", a1[] = "a", a2[] = "--n", a3[] = "5", a4[] = "b", a5[] = "--", a6[] = "--c";
+  char *argv[] = {a0, a1, a2, a3, a4, a5, a6, NULL};
+  char *words[4];
+  int n_words = 0;
+  parsed_n = -1;
+  pd_cli_parser_t p = {"test", opts, no_usage, apply_n, NULL, words, 4, &n_words};
+  PDT_EQ_INT(pd_cli_parse(&p, 7, argv), -1);
+  PDT_EQ_INT(parsed_n, 5);
+  PDT_EQ_INT(n_words, 3);
+  if (n_words == 3) {
+    PDT_EQ_STR(words[0], "a");
+    PDT_EQ_STR(words[1], "b");
+    PDT_EQ_STR(words[2], "--c"); /* after "--", a word even if it looks like an option */
+  }
+  char b0[] = "cmd", b1[] = "--n=7", b2[] = "stray";
+  char *argv2[] = {b0, b1, b2, NULL};
+  p.words = NULL; /* this command takes no words */
+  PDT_EQ_INT(pd_cli_parse(&p, 3, argv2), 2);
+  PDT_EQ_INT(parsed_n, 7);
+  char c0[] = "cmd", c1[] = "--n", c2[] = "7x";
+  char *argv3[] = {c0, c1, c2, NULL};
+  PDT_EQ_INT(pd_cli_parse(&p, 3, argv3), 2); /* a bad value stops the parse */
+  char d0[] = "cmd", d1[] = "-h", d2[] = "--bogus";
+  char *argv4[] = {d0, d1, d2, NULL};
+  PDT_EQ_INT(pd_cli_parse(&p, 3, argv4), 0); /* --help first: usage, exit 0 */
+}
+
+/* ---------- the binaries ---------- */
+
+typedef struct run {
+  int code; /* exit status, or -1 when it did not exit by itself */
+  char out[PDT_CLI_OUT_BYTES]; /* stdout and stderr, interleaved */
+} run_t;
+
+/* Run bin_name (next to this test) with args, NULL-terminated; 0, or -1 when not built. */
+static int run_bin(run_t *r, const char *bin_name, const char *const *args) {
+  char bin[PATH_MAX + 32], *argv[32];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return -1;
+  snprintf(strrchr(bin, '/') + 1, sizeof bin - (size_t)(strrchr(bin, '/') + 1 - bin), "%s",
+           bin_name);
+  if (access(bin, X_OK) != 0) return -1;
+  int n = 0;
+  argv[n++] = bin;
+  for (; args[n - 1] && n < 31; n++) argv[n] = (char *)args[n - 1];
+  argv[n] = NULL;
+  int pfd[2];
+  if (pipe(pfd) < 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pfd[1], 1);
+    dup2(pfd[1], 2);
+    close(pfd[0]);
+    close(pfd[1]);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(pfd[1]);
+  size_t len = 0;
+  uint64_t end = pdt_now_ms() + PDT_CLI_LIMIT_MS;
+  while (pid > 0 && len + 1 < sizeof r->out && pdt_now_ms() < end) {
+    struct pollfd pf = {pfd[0], POLLIN, 0};
+    if (poll(&pf, 1, 50) <= 0) continue;
+    ssize_t k = read(pfd[0], r->out + len, sizeof r->out - 1 - len);
+    if (k <= 0) break;
+    len += (size_t)k;
+  }
+  r->out[len] = '\0';
+  close(pfd[0]);
+  int status = 0;
+  r->code = pid > 0 && pdt_reap(pid, 2000, &status) == 0 && WIFEXITED(status)
+                ? WEXITSTATUS(status)
+                : -1;
+  return 0;
+}
+
+static run_t *pdref(const char *const *args) {
+  static run_t r;
+  memset(&r, 0, sizeof r);
+  if (run_bin(&r, "pdref", args) != 0) {
+    fprintf(stderr, "test_cli: pdref not built next to the tests, binary test skipped\n");
+    return NULL;
+  }
+  return &r;
+}
+
+/* out contains want (printed on failure). */
+#define PDT_HAS(out, want)                                                            \
+  do {                                                                              \
+    if (!strstr(out, want)) fprintf(stderr, "test_cli: no '%s' in:\n%s\n", want, out); \
+    PDT_TRUE(strstr(out, want) != NULL);                                            \
+  } while (0)
+
+static void test_bad_number_exits_2_naming_flag_and_value(void) {
+  const char *args[] = {"sim", "bench", "--requests", "500x", NULL};
+  run_t *r = pdref(args);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 2);
+  PDT_HAS(r->out, "pdref sim bench: --requests: '500x' is not a number");
+  PDT_TRUE(strstr(r->out, "requests/s") == NULL); /* nothing ran */
+  const char *rate[] = {"sim", "bench", "--fault-rate", "abc", NULL};
+  r = pdref(rate);
+  PDT_EQ_INT(r->code, 2);
+  PDT_HAS(r->out, "--fault-rate: 'abc' is not a number");
+  const char *range[] = {"sim", "bench", "--fault-rate", "1.5", NULL};
+  r = pdref(range);
+  PDT_EQ_INT(r->code, 2);
+  PDT_HAS(r->out, "--fault-rate: '1.5' is out of range 0..1");
+}
+
+static void test_good_numbers_still_run(void) {
+  const char *args[] = {"sim", "bench", "--requests", "500", "--fault-rate", "0", "--json", NULL};
+  run_t *r = pdref(args);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 0);
+  PDT_HAS(r->out, "\"requests\":\t500,");
+  const char *eq[] = {"sim", "bench", "--requests=300", "--json", NULL}; /* --flag=value */
+  r = pdref(eq);
+  PDT_EQ_INT(r->code, 0);
+  PDT_HAS(r->out, "\"requests\":\t300,");
+}
+
+/* Each subcommand: an unknown option and a missing value exit 2 naming the option. */
+static const char *const subcommands[][2] = {
+    {"sim", "run"}, {"sim", "bench"}, {"sim", "explore"}, {"gateway", NULL},
+    {"gateway", "bench"}, {"mock", NULL}, {"conform", NULL},
+};
+#define N_SUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])
+
+static void test_unknown_option_exits_2(void) {
+  for (size_t i = 0; i < N_SUBCOMMANDS; i++) {
+    const char *args[] = {subcommands[i][0], subcommands[i][1] ? subcommands[i][1] : "--bogus",
+                          "--bogus", NULL};
+    if (!subcommands[i][1]) args[2] = NULL;
+    run_t *r = pdref(args);
+    if (!r) return;
+    PDT_EQ_INT(r->code, 2);
+    PDT_HAS(r->out, "unknown option '--bogus'");
+  }
+}
+
+static void test_missing_value_exits_2(void) {
+  static const char *const flag[N_SUBCOMMANDS] = {"--mode", "--requests", "--seeds", "--listen",
+                                                   "--tokens", "--speed", "--gateway-cmd"};
+  for (size_t i = 0; i < N_SUBCOMMANDS; i++) {
+    const char *args[] = {subcommands[i][0], subcommands[i][1] ? subcommands[i][1] : flag[i],
+                          flag[i], NULL};
+    if (!subcommands[i][1]) args[2] = NULL;
+    run_t *r = pdref(args);
+    if (!r) return;
+    char want[64];
+    snprintf(want, sizeof want, "option '%s' needs a value", flag[i]);
+    PDT_EQ_INT(r->code, 2);
+    PDT_HAS(r->out, want);
+  }
+}
+
+static void test_help_exits_0(void) {
+  for (size_t i = 0; i < N_SUBCOMMANDS; i++) {
+    const char *args[] = {subcommands[i][0], subcommands[i][1] ? subcommands[i][1] : "--help",
+                          "--help", NULL};
+    if (!subcommands[i][1]) args[2] = NULL;
+    run_t *r = pdref(args);
+    if (!r) return;
+    PDT_EQ_INT(r->code, 0);
+    PDT_HAS(r->out, "usage: pdref ");
+  }
+  const char *top[] = {"--help", NULL};
+  run_t *r = pdref(top);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 0);
+  PDT_HAS(r->out, "pdref --version");
+}
+
+static void test_version(void) {
+  const char *args[] = {"--version", NULL};
+  run_t *r = pdref(args);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 0);
+  PDT_TRUE(strncmp(r->out, "pdref ", 6) == 0 && strlen(r->out) > 7);
+  char want[128];
+  snprintf(want, sizeof want, "pdref %s\n", pd_cli_version());
+  PDT_EQ_STR(r->out, want);
+  const char *json[] = {"--version", "--json", NULL};
+  r = pdref(json);
+  PDT_EQ_INT(r->code, 0);
+  cJSON *j = cJSON_Parse(r->out);
+  cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
+  PDT_TRUE(cJSON_IsString(v) && v->valuestring[0]);
+  if (cJSON_IsString(v)) PDT_EQ_STR(v->valuestring, pd_cli_version());
+  cJSON_Delete(j);
+  run_t g;
+  if (run_bin(&g, "pdref-gateway", args) == 0) {
+    PDT_EQ_INT(g.code, 0);
+    PDT_TRUE(strncmp(g.out, "pdref-gateway ", 14) == 0);
+  }
+}
+
+int pdt_suite_cli(void) {
+  static const pdt_case_t cases[] = {
+      {"u64: whole numbers in range, both edges", test_u64_accepts_whole_numbers_in_range},
+      {"u64: garbage, sign, overflow, out of range", test_u64_rejects_garbage_sign_overflow_and_range},
+      {"u32: its own range", test_u32_narrows_to_its_range},
+      {"double: finite, whole text, in range", test_double_is_finite_whole_and_in_range},
+      {"positive: 0 excluded, max included", test_positive_excludes_zero},
+      {"host:port", test_host_port},
+      {"mode names", test_mode_names},
+      {"progress bar silent with --json", test_progress_is_silent_with_json},
+      {"option loop: words in order, after --, errors", test_parse_loop_words_in_order_and_after_dashes},
+      {"sim bench --requests 500x exits 2 naming it", test_bad_number_exits_2_naming_flag_and_value},
+      {"good numbers (and --flag=value) still run", test_good_numbers_still_run},
+      {"unknown option exits 2 (every subcommand)", test_unknown_option_exits_2},
+      {"missing value exits 2 (every subcommand)", test_missing_value_exits_2},
+      {"--help exits 0 (every subcommand)", test_help_exits_0},
+      {"--version and --version --json", test_version},
+  };
+  return PDT_SUITE("cli", cases);
+}
