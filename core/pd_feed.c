@@ -242,8 +242,8 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
     return 0;
   }
   /* room for one deadline per live request, so arming one never fails */
-  if ((rc = pd_heap_reserve(&gw->deadlines, gw->map.len + 1)) ||
-      (rc = pd_map_put(gw->alloc, &gw->map, rq->id, rq))) {
+  if ((rc = pd_heap_reserve(&gw->deadlines, pd_map_len(&gw->map) + 1)) ||
+      (rc = pd_map_put(&gw->map, rq->id, rq))) {
     pd_request_free(&rq->req);
     pd_free(gw->alloc, rq);
     return rc;
@@ -340,7 +340,7 @@ void pd_gw_finish(pd_gw_t *gw, size_t slot) {
   pd_rq_t *rq = gw->map.vals[slot];
   if (pd_rq_client_done(rq) && rq->n_legs == 0) {
     PD_RQ_SET(gw, rq, RQ_END); /* releases what loads remain, emits DONE */
-    pd_map_del(&gw->map, slot);
+    pd_map_del_slot(&gw->map, slot);
     disarm(gw, rq);
     pd_gw_rq_free(gw, rq);
     return;

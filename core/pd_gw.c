@@ -72,76 +72,6 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
   }
 }
 
-/* ---------- request map: open addressing, u64 keys stored +1 ---------- */
-
-#define TOMB UINT64_MAX
-
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x;
-}
-
-static int map_grow(const pd_alloc_t *a, pd_map_t *m) {
-  size_t nc = m->cap ? m->cap * 2 : 64;
-  if (m->len * 4 < m->cap) nc = m->cap; /* mostly tombstones: rehash in place size */
-  uint64_t *nk = pd_calloc(a, nc, sizeof *nk);
-  pd_rq_t **nv = pd_calloc(a, nc, sizeof *nv);
-  if (!nk || !nv) {
-    pd_free(a, nk);
-    pd_free(a, nv);
-    return PD_ERR_NOMEM;
-  }
-  for (size_t i = 0; i < m->cap; i++) {
-    if (m->keys[i] == 0 || m->keys[i] == TOMB) continue;
-    size_t j = mix64(m->keys[i]) & (nc - 1);
-    while (nk[j]) j = (j + 1) & (nc - 1);
-    nk[j] = m->keys[i];
-    nv[j] = m->vals[i];
-  }
-  pd_free(a, m->keys);
-  pd_free(a, m->vals);
-  m->keys = nk;
-  m->vals = nv;
-  m->cap = nc;
-  m->tomb = 0;
-  return 0;
-}
-
-size_t pd_map_find(const pd_map_t *m, uint64_t id) {
-  if (!m->cap) return SIZE_MAX;
-  uint64_t k = id + 1;
-  size_t j = mix64(k) & (m->cap - 1);
-  for (size_t n = 0; n < m->cap; n++, j = (j + 1) & (m->cap - 1)) {
-    if (m->keys[j] == 0) return SIZE_MAX;
-    if (m->keys[j] == k) return j;
-  }
-  return SIZE_MAX;
-}
-
-int pd_map_put(const pd_alloc_t *a, pd_map_t *m, uint64_t id, pd_rq_t *rq) {
-  if ((m->len + m->tomb + 1) * 4 >= m->cap * 3) {
-    int rc = map_grow(a, m);
-    if (rc) return rc;
-  }
-  uint64_t k = id + 1;
-  size_t j = mix64(k) & (m->cap - 1);
-  while (m->keys[j] && m->keys[j] != TOMB) j = (j + 1) & (m->cap - 1);
-  if (m->keys[j] == TOMB) m->tomb--;
-  m->keys[j] = k;
-  m->vals[j] = rq;
-  m->len++;
-  return 0;
-}
-
-void pd_map_del(pd_map_t *m, size_t slot) {
-  m->keys[slot] = TOMB;
-  m->vals[slot] = NULL;
-  m->len--;
-  m->tomb++;
-}
-
 /* ---------- lifecycle ---------- */
 
 pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t *rng) {
@@ -152,6 +82,7 @@ pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t
   if (gw->cfg.retry.max_attempts == 0) gw->cfg.retry.max_attempts = 1;
   if (gw->cfg.retry.max_attempts > PD_MAX_ATTEMPTS) gw->cfg.retry.max_attempts = PD_MAX_ATTEMPTS;
   gw->rng = rng;
+  pd_map_init(&gw->map, alloc, 0);
   gw->next_leg_id = 1;
   for (int r = 0; r < 2; r++) pd_policy_init(&gw->policy[r], cfg->policy[r]);
   pd_gw_deadlines_init(gw);
@@ -174,10 +105,9 @@ void pd_gw_rq_free(pd_gw_t *gw, pd_rq_t *rq) {
 
 void pd_gw_del(pd_gw_t *gw) {
   if (!gw) return;
-  for (size_t i = 0; i < gw->map.cap; i++)
-    if (gw->map.keys[i] && gw->map.keys[i] != TOMB) pd_gw_rq_free(gw, gw->map.vals[i]);
-  pd_free(gw->alloc, gw->map.keys);
-  pd_free(gw->alloc, gw->map.vals);
+  void *rq;
+  for (size_t slot = 0; pd_map_next(&gw->map, &slot, NULL, &rq);) pd_gw_rq_free(gw, rq);
+  pd_map_free(&gw->map);
   pd_heap_free(&gw->deadlines);
   for (int r = 0; r < 2; r++)
     for (uint32_t i = 0; i < gw->n_workers[r]; i++) {
@@ -216,7 +146,7 @@ pd_breaker_state_t pd_gw_breaker_state(pd_gw_t *gw, pd_role_t role, uint32_t w, 
   pd_breaker_t copy = gw->workers[role][w].breaker;
   return pd_breaker_state(&copy, now);
 }
-size_t pd_gw_requests_live(const pd_gw_t *gw) { return gw->map.len; }
+size_t pd_gw_requests_live(const pd_gw_t *gw) { return pd_map_len(&gw->map); }
 uint32_t pd_gw_breaker_probes(const pd_gw_t *gw, pd_role_t role, uint32_t w) {
   return w < gw->n_workers[role] ? gw->workers[role][w].breaker.probes_in_flight : 0;
 }
@@ -228,27 +158,7 @@ int pd_gw_breaker_start_in(pd_gw_t *gw, pd_role_t role, uint32_t w, pd_breaker_s
   return 0;
 }
 
-/* ---------- buffers and action emission ---------- */
-
-int pd_buf_append(const pd_alloc_t *a, pd_buf_t *b, const void *p, size_t len) {
-  if (b->len + len > PD_MAX_LEG_BUFFER_BYTES) return PD_ERR_TOO_LARGE;
-  if (b->len + len > b->cap) {
-    size_t nc = b->cap ? b->cap : 256;
-    while (nc < b->len + len) nc *= 2;
-    uint8_t *np = pd_realloc(a, b->p, nc);
-    if (!np) return PD_ERR_NOMEM;
-    b->p = np;
-    b->cap = nc;
-  }
-  if (len) memcpy(b->p + b->len, p, len);
-  b->len += len;
-  return 0;
-}
-
-void pd_buf_free(const pd_alloc_t *a, pd_buf_t *b) {
-  pd_free(a, b->p);
-  memset(b, 0, sizeof *b);
-}
+/* ---------- action emission ---------- */
 
 pd_action_t *pd_gw_emit(pd_gw_t *gw, pd_action_kind_t kind, pd_rq_t *rq) {
   pd_action_t *a = pd_actbuf_push(gw->out);

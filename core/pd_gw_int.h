@@ -3,8 +3,10 @@
  * (pd_mode_smg.c, pd_mode_minilb.c, pd_mode_ref.c). */
 #ifndef PD_GW_INT_H
 #define PD_GW_INT_H
+#include "pd_buf.h"
 #include "pd_dispatch.h"
 #include "pd_heap.h"
+#include "pd_map.h"
 #include "pd_rqstate.h"
 #include "pd_sse.h"
 
@@ -28,10 +30,8 @@ typedef enum {
 } pd_leg_state_t;
 #define PD_LEG_STATE_COUNT 5
 
-typedef struct pd_buf {
-  uint8_t *p;
-  size_t len, cap;
-} pd_buf_t;
+/* A leg's held bytes grow to the buffer's default limit (no leg sets its own). */
+_Static_assert(PD_MAX_LEG_BUFFER_BYTES == PD_BUF_DEFAULT_MAX_BYTES, "leg buffer limit");
 
 typedef struct pd_leg {
   uint64_t id;
@@ -115,12 +115,6 @@ static inline int pd_rq_client_done(const pd_rq_t *rq) {
   return rq->state == RQ_TAIL || rq->state == RQ_GONE || rq->state == RQ_END;
 }
 
-typedef struct pd_map {
-  uint64_t *keys; /* 0 = empty; ids are stored +1 so 0 is usable by drivers */
-  pd_rq_t **vals;
-  size_t cap, len, tomb;
-} pd_map_t;
-
 struct pd_gw {
   const pd_alloc_t *alloc;
   pd_gw_config_t cfg;
@@ -128,7 +122,7 @@ struct pd_gw {
   pd_worker_t workers[2][PD_MAX_WORKERS];
   uint32_t n_workers[2];
   pd_policy_t policy[2];
-  pd_map_t map;
+  pd_map_t map; /* live requests: id -> pd_rq_t */
   uint64_t next_leg_id;
   pd_actbuf_t *out; /* during feed */
   uint64_t now;     /* during feed */
@@ -198,12 +192,7 @@ uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq);
 /* Schedule the next attempt after backoff, or return 0 if no attempt is left (attempts used
  * up, or the backoff would pass the total or the commit budget). */
 int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq);
-int pd_buf_append(const pd_alloc_t *a, pd_buf_t *b, const void *p, size_t len);
-void pd_buf_free(const pd_alloc_t *a, pd_buf_t *b);
 
-size_t pd_map_find(const pd_map_t *m, uint64_t id); /* slot or SIZE_MAX */
-int pd_map_put(const pd_alloc_t *a, pd_map_t *m, uint64_t id, pd_rq_t *rq);
-void pd_map_del(pd_map_t *m, size_t slot);
 void pd_gw_rq_free(pd_gw_t *gw, pd_rq_t *rq);
 void pd_gw_load_acquire(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w);
 /* Start the request's next attempt and hand the result to the mode (pd_feed.c). */

@@ -5,14 +5,10 @@
 #include <stdint.h>
 
 #include "pd_breaker.h"
+#include "fuzz_reader.h"
 
 #define FZ_MAX_STEPS 4096  /* bounds one run whatever the input length */
 #define FZ_MAX_PENDING 64  /* admitted requests awaiting a result, per breaker */
-
-typedef struct fz_in {
-  const uint8_t *p;
-  size_t n;
-} fz_in_t;
 
 typedef struct fz_side {
   pd_breaker_t b;
@@ -23,24 +19,14 @@ typedef struct fz_side {
   uint32_t prev_failures, prev_successes, prev_transitions;
 } fz_side_t;
 
-static uint8_t take(fz_in_t *in) {
-  if (in->n == 0) return 0;
-  in->n--;
-  return *in->p++;
-}
-
-static void check(int ok) {
-  if (!ok) __builtin_trap();
-}
-
-static void decode_config(fz_in_t *in, pd_breaker_config_t *c) {
-  uint8_t f = take(in);
+static void decode_config(fz_reader_t *in, pd_breaker_config_t *c) {
+  uint8_t f = fz_u8(in);
   c->failure_threshold = f == 0xff ? UINT32_MAX : f % 16u;
-  c->success_threshold = take(in) % 8u;
-  c->open_ns = (uint64_t)take(in) * 16;
-  c->window_ns = (uint64_t)take(in) * 16;
-  c->failure_rate_pct = take(in) % 128u; /* some above 100 on purpose */
-  c->half_open_max_probes = take(in) % 5u; /* 0 is normalised to 1 */
+  c->success_threshold = fz_u8(in) % 8u;
+  c->open_ns = (uint64_t)fz_u8(in) * 16;
+  c->window_ns = (uint64_t)fz_u8(in) * 16;
+  c->failure_rate_pct = fz_u8(in) % 128u; /* some above 100 on purpose */
+  c->half_open_max_probes = fz_u8(in) % 5u; /* 0 is normalised to 1 */
 }
 
 static uint32_t pending_probes(const fz_side_t *s) {
@@ -56,49 +42,49 @@ static int counter_step_ok(uint32_t prev, uint32_t now) {
 
 static void check_counters(fz_side_t *s) {
   const pd_breaker_t *b = &s->b;
-  check(counter_step_ok(s->prev_failures, b->consecutive_failures));
-  check(counter_step_ok(s->prev_successes, b->consecutive_successes));
-  check(!(b->consecutive_failures > 0 && b->consecutive_successes > 0));
-  check(b->transitions >= s->prev_transitions);
+  FZ_CHECK(counter_step_ok(s->prev_failures, b->consecutive_failures));
+  FZ_CHECK(counter_step_ok(s->prev_successes, b->consecutive_successes));
+  FZ_CHECK(!(b->consecutive_failures > 0 && b->consecutive_successes > 0));
+  FZ_CHECK(b->transitions >= s->prev_transitions);
   s->prev_failures = b->consecutive_failures;
   s->prev_successes = b->consecutive_successes;
   s->prev_transitions = b->transitions;
-  for (int i = 0; i < PD_BREAKER_BUCKETS; i++) check(b->bucket_fail[i] <= b->bucket_total[i]);
+  for (int i = 0; i < PD_BREAKER_BUCKETS; i++) FZ_CHECK(b->bucket_fail[i] <= b->bucket_total[i]);
 }
 
 static void check_probes(const fz_side_t *s) {
   const pd_breaker_t *b = &s->b;
   if (b->cfg.kind == PD_BREAKER_KIND_SMG) {
-    check(b->probes_in_flight == 0);
+    FZ_CHECK(b->probes_in_flight == 0);
     return;
   }
-  check(b->cfg.half_open_max_probes >= 1);
-  check(b->probes_in_flight <= b->cfg.half_open_max_probes);
-  check(b->probes_in_flight <= pending_probes(s)); /* no phantom slots */
+  FZ_CHECK(b->cfg.half_open_max_probes >= 1);
+  FZ_CHECK(b->probes_in_flight <= b->cfg.half_open_max_probes);
+  FZ_CHECK(b->probes_in_flight <= pending_probes(s)); /* no phantom slots */
 }
 
 static void check_thresholds(const pd_breaker_t *b) {
   const pd_breaker_config_t *c = &b->cfg;
   if (b->state == PD_BREAKER_CLOSED && c->kind == PD_BREAKER_KIND_SMG)
-    check(c->failure_threshold == UINT32_MAX || b->consecutive_failures == 0 ||
+    FZ_CHECK(c->failure_threshold == UINT32_MAX || b->consecutive_failures == 0 ||
           b->consecutive_failures < c->failure_threshold);
   if (b->state == PD_BREAKER_HALF_OPEN)
-    check(b->consecutive_successes == 0 || b->consecutive_successes < c->success_threshold);
+    FZ_CHECK(b->consecutive_successes == 0 || b->consecutive_successes < c->success_threshold);
 }
 
 /* Before open_ns has passed since it opened, an open breaker stays open and refuses. */
 static void check_open_time(fz_side_t *s, uint64_t now_ns) {
   pd_breaker_t *b = &s->b;
   if (b->state != PD_BREAKER_OPEN) return;
-  check(s->saw_open);
+  FZ_CHECK(s->saw_open);
   if (now_ns - s->opened_at_ns < b->cfg.open_ns) {
-    check(!pd_breaker_can_execute(b, now_ns));
-    check(b->state == PD_BREAKER_OPEN);
+    FZ_CHECK(!pd_breaker_can_execute(b, now_ns));
+    FZ_CHECK(b->state == PD_BREAKER_OPEN);
   }
 }
 
 static void check_all(fz_side_t *s, uint64_t now_ns) {
-  check((unsigned)s->b.state <= PD_BREAKER_HALF_OPEN);
+  FZ_CHECK((unsigned)s->b.state <= PD_BREAKER_HALF_OPEN);
   check_counters(s);
   check_probes(s);
   check_thresholds(&s->b);
@@ -117,8 +103,8 @@ static void step_admit(fz_side_t *s, uint64_t now_ns, int force) {
   if (!may && !force) return;
   int is_probe = -1;
   pd_breaker_admit(&s->b, now_ns, &is_probe);
-  check(is_probe == 0 || is_probe == 1);
-  if (s->b.cfg.kind == PD_BREAKER_KIND_SMG) check(is_probe == 0);
+  FZ_CHECK(is_probe == 0 || is_probe == 1);
+  if (s->b.cfg.kind == PD_BREAKER_KIND_SMG) FZ_CHECK(is_probe == 0);
   if (s->n_pending < FZ_MAX_PENDING) s->pending_probe[s->n_pending++] = is_probe;
   else if (is_probe) pd_breaker_record(&s->b, now_ns, PD_BREAKER_NEUTRAL, 1);
 }
@@ -133,18 +119,18 @@ static void step_record(fz_side_t *s, uint64_t now_ns, uint8_t sel) {
   }
   pd_breaker_state_t before = s->b.state;
   int changed = pd_breaker_record(&s->b, now_ns, r, was_probe);
-  check(changed == (s->b.state != before));
-  if (r == PD_BREAKER_NEUTRAL) check(!changed);
+  FZ_CHECK(changed == (s->b.state != before));
+  if (r == PD_BREAKER_NEUTRAL) FZ_CHECK(!changed);
   note_state(s, before, now_ns);
 }
 
 static void step_read(fz_side_t *s, uint64_t now_ns) {
   pd_breaker_state_t got = pd_breaker_state(&s->b, now_ns);
-  check(got == s->b.state);
+  FZ_CHECK(got == s->b.state);
   int may = pd_breaker_can_execute(&s->b, now_ns);
-  if (got == PD_BREAKER_CLOSED) check(may);
-  if (got == PD_BREAKER_OPEN) check(!may);
-  if (got == PD_BREAKER_HALF_OPEN && s->b.cfg.kind == PD_BREAKER_KIND_SMG) check(may);
+  if (got == PD_BREAKER_CLOSED) FZ_CHECK(may);
+  if (got == PD_BREAKER_OPEN) FZ_CHECK(!may);
+  if (got == PD_BREAKER_HALF_OPEN && s->b.cfg.kind == PD_BREAKER_KIND_SMG) FZ_CHECK(may);
 }
 
 static void run_step(fz_side_t *s, uint64_t now_ns, uint8_t op, uint8_t arg) {
@@ -158,7 +144,7 @@ static void run_step(fz_side_t *s, uint64_t now_ns, uint8_t op, uint8_t arg) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  fz_in_t in = {data, size};
+  fz_reader_t in = fz_reader(data, size);
   pd_breaker_config_t c;
   decode_config(&in, &c);
   fz_side_t sides[2] = {0};
@@ -168,7 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pd_breaker_init(&sides[1].b, &c);
   uint64_t now_ns = 0;
   for (int step = 0; step < FZ_MAX_STEPS && in.n > 0; step++) {
-    uint8_t op = take(&in), arg = take(&in);
+    uint8_t op = fz_u8(&in), arg = fz_u8(&in);
     if (op % 4u == 0) now_ns += (op & 0x80) ? (uint64_t)arg << 8 : arg;
     for (int k = 0; k < 2; k++) run_step(&sides[k], now_ns, op, arg);
   }

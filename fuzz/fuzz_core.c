@@ -9,20 +9,10 @@
 #include <string.h>
 
 #include "pd_dispatch.h"
+#include "fuzz_reader.h"
 
 #define MAX_LEGS 64
 #define MAX_REQS 4
-
-typedef struct bytes {
-  const uint8_t *p;
-  size_t n;
-} bytes_t;
-
-static uint8_t take(bytes_t *b) {
-  if (!b->n) return 0;
-  b->n--;
-  return *b->p++;
-}
 
 typedef struct world {
   pd_gw_t *gw;
@@ -94,43 +84,43 @@ static void expire(world_t *w) {
   apply(w);
 }
 
-static void step(world_t *w, bytes_t *b) {
-  uint8_t op = take(b) % 9;
-  int li = w->n_legs ? take(b) % w->n_legs : 0;
+static void step(world_t *w, fz_reader_t *b) {
+  uint8_t op = fz_u8(b) % 9;
+  int li = w->n_legs ? fz_u8(b) % w->n_legs : 0;
   pd_event_t ev = {.req_id = w->n_legs ? w->leg_req[li] : 0, .leg_id = w->n_legs ? w->legs[li] : 0};
   static const int statuses[] = {200, 200, 200, 503, 429, 400, 500, 504};
   switch (op) {
-  case 0: ev.kind = PD_EV_UP_HEAD; ev.status = statuses[take(b) % 8]; break;
+  case 0: ev.kind = PD_EV_UP_HEAD; ev.status = statuses[fz_u8(b) % 8]; break;
   case 1:
   case 2: {
-    const char *f = frags[take(b) % (sizeof frags / sizeof *frags)];
+    const char *f = frags[fz_u8(b) % (sizeof frags / sizeof *frags)];
     ev.kind = PD_EV_UP_DATA;
     ev.data = (const uint8_t *)f;
     ev.len = strlen(f);
     break;
   }
   case 3: ev.kind = PD_EV_UP_END; break;
-  case 4: ev.kind = PD_EV_UP_ERROR; ev.uperr = (pd_uperr_t)(take(b) % 4); break;
+  case 4: ev.kind = PD_EV_UP_ERROR; ev.uperr = (pd_uperr_t)(fz_u8(b) % 4); break;
   case 5: expire(w); return;
-  case 6: ev.kind = PD_EV_CLIENT_GONE; ev.req_id = take(b) % MAX_REQS; break;
+  case 6: ev.kind = PD_EV_CLIENT_GONE; ev.req_id = fz_u8(b) % MAX_REQS; break;
   case 7:
     ev.kind = PD_EV_CLIENT_BLOCKED;
-    ev.req_id = take(b) % MAX_REQS;
-    ev.status = take(b) & 1;
+    ev.req_id = fz_u8(b) % MAX_REQS;
+    ev.status = fz_u8(b) & 1;
     break;
-  default: w->now += (uint64_t)take(b) * 1000000ull; return;
+  default: w->now += (uint64_t)fz_u8(b) * 1000000ull; return;
   }
   feed(w, ev);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  bytes_t b = {data, size};
+  fz_reader_t b = fz_reader(data, size);
   world_t w;
   memset(&w, 0, sizeof w);
   pd_prng_t rng;
-  pd_prng_init(&rng, take(&b));
+  pd_prng_init(&rng, fz_u8(&b));
   pd_gw_config_t c;
-  pd_gw_config_default(&c, (pd_mode_t)(take(&b) % PD_MODE_COUNT));
+  pd_gw_config_default(&c, (pd_mode_t)(fz_u8(&b) % PD_MODE_COUNT));
   w.gw = pd_gw_new(NULL, &c, &rng);
   if (!w.gw) return 0;
   pd_gw_add_worker(w.gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
@@ -142,9 +132,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       "{\"text\":\"a\",\"stream\":true}", "{\"text\":\"a\",\"stream\":false}",
       "{\"text\":\"a\",\"stream\":true,\"return_logprob\":true}",
       "{\"text\":[\"a\",\"b\"],\"stream\":false,\"return_logprob\":true}"};
-  int n_req = 1 + take(&b) % MAX_REQS;
+  int n_req = 1 + fz_u8(&b) % MAX_REQS;
   for (int r = 0; r < n_req; r++) {
-    const char *body = bodies[take(&b) % 4];
+    const char *body = bodies[fz_u8(&b) % 4];
     pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = (uint64_t)r, .path = "/generate",
                      .data = (const uint8_t *)body, .len = strlen(body)};
     feed(&w, ev);

@@ -7,26 +7,11 @@
 
 #include "pd_err.h"
 #include "pd_heap.h"
-
-#define FZ_CHECK(c) \
-  do {              \
-    if (!(c)) __builtin_trap(); \
-  } while (0)
+#include "fuzz_reader.h"
 
 /* Bounds one input's work: a burst pushes at most this many items, and max_items (from the
  * first byte) stays small enough to reach PD_ERR_LIMIT after a few doublings. */
 #define FZ_BURST_MAX 16
-
-typedef struct fz_bytes {
-  const uint8_t *p;
-  size_t n;
-} fz_bytes_t;
-
-static uint8_t take(fz_bytes_t *b) {
-  if (b->n == 0) return 0;
-  b->n--;
-  return *b->p++;
-}
 
 typedef struct fz_alloc {
   unsigned calls, fail_at;
@@ -92,11 +77,11 @@ static void fz_pop(fz_state_t *s) {
   FZ_CHECK(pd_heap_len(&s->h) == s->live);
 }
 
-static void fz_op(fz_state_t *s, fz_bytes_t *b) {
-  uint8_t op = take(b);
+static void fz_op(fz_state_t *s, fz_reader_t *b) {
+  uint8_t op = fz_u8(b);
   switch (op & 3) {
   case 0:
-  case 1: fz_push(s, take(b)); break;
+  case 1: fz_push(s, fz_u8(b)); break;
   case 2: fz_pop(s); break;
   default: {
     unsigned k = 1 + (op >> 2) % FZ_BURST_MAX;
@@ -107,9 +92,9 @@ static void fz_op(fz_state_t *s, fz_bytes_t *b) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  fz_bytes_t b = {data, size};
-  uint8_t lim = take(&b);
-  fz_alloc_t fa = {0, take(&b), 0};
+  fz_reader_t b = fz_reader(data, size);
+  uint8_t lim = fz_u8(&b);
+  fz_alloc_t fa = {0, fz_u8(&b), 0};
   pd_alloc_t a = {fz_malloc, fz_realloc, fz_free, &fa};
   fz_state_t s = {.fa = &fa};
   pd_heap_init(&s.h, &a, (size_t)lim * 16 + 1); /* up to 4081: keeps an input cheap */

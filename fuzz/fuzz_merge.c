@@ -11,22 +11,8 @@
 #include "pd_alloc.h"
 #include "pd_err.h"
 #include "pd_merge.h"
+#include "fuzz_reader.h"
 
-#define CHECK(c) \
-  do {           \
-    if (!(c)) __builtin_trap(); \
-  } while (0)
-
-typedef struct {
-  const uint8_t *p;
-  size_t n;
-} fz_t;
-
-static uint8_t fz_u8(fz_t *f) {
-  if (f->n == 0) return 0;
-  f->n--;
-  return *f->p++;
-}
 
 static void *null_malloc(size_t n, void *ud) {
   (void)n, (void)ud;
@@ -64,18 +50,18 @@ static void check_merge(const char *p, size_t plen, const char *d, size_t dlen, 
   char *out = NULL, *again = NULL;
   size_t n = 0, n2 = 0;
   int rc = pd_merge_logprobs(fail ? &nul : NULL, p, plen, d, dlen, &out, &n);
-  CHECK(rc == 0 || rc == PD_ERR_JSON || rc == PD_ERR_NOT_OBJECT || rc == PD_ERR_NOT_FOUND ||
+  FZ_CHECK(rc == 0 || rc == PD_ERR_JSON || rc == PD_ERR_NOT_OBJECT || rc == PD_ERR_NOT_FOUND ||
         rc == PD_ERR_NOMEM);
   if (rc != 0) {
-    CHECK(out == NULL);
+    FZ_CHECK(out == NULL);
     return;
   }
-  CHECK(!fail && n == strlen(out));
+  FZ_CHECK(!fail && n == strlen(out));
   int pc = logprob_count(p, plen), dc = logprob_count(d, dlen);
-  CHECK(pc >= 0 && dc >= 0);
-  CHECK(logprob_count(out, n) == pc + dc);
-  CHECK(pd_merge_logprobs(NULL, p, plen, d, dlen, &again, &n2) == 0);
-  CHECK(n2 == n && memcmp(out, again, n) == 0);
+  FZ_CHECK(pc >= 0 && dc >= 0);
+  FZ_CHECK(logprob_count(out, n) == pc + dc);
+  FZ_CHECK(pd_merge_logprobs(NULL, p, plen, d, dlen, &again, &n2) == 0);
+  FZ_CHECK(n2 == n && memcmp(out, again, n) == 0);
   pd_free(NULL, again);
   pd_free(NULL, out);
 }
@@ -85,22 +71,22 @@ static void check_smg(const char *p, size_t plen, const char *c, size_t clen, in
   char *out = NULL;
   size_t n = 0;
   int rc = pd_merge_smg_chunk(fail ? &nul : NULL, p, plen, c, clen, &out, &n);
-  CHECK(rc == 0 || rc == PD_ERR_JSON || rc == PD_ERR_NOT_FOUND || rc == PD_ERR_NOMEM);
+  FZ_CHECK(rc == 0 || rc == PD_ERR_JSON || rc == PD_ERR_NOT_FOUND || rc == PD_ERR_NOMEM);
   if (rc != 0) {
-    CHECK(out == NULL);
+    FZ_CHECK(out == NULL);
     return;
   }
-  CHECK(!fail && n >= 9 && n == strlen(out));
-  CHECK(memcmp(out, "data: ", 6) == 0 && memcmp(out + n - 2, "\n\n", 2) == 0);
+  FZ_CHECK(!fail && n >= 9 && n == strlen(out));
+  FZ_CHECK(memcmp(out, "data: ", 6) == 0 && memcmp(out + n - 2, "\n\n", 2) == 0);
   const char *end = NULL;
   cJSON *doc = cJSON_ParseWithLengthOpts(out + 6, n - 8, &end, 0);
-  CHECK(doc != NULL && end == out + n - 2);
+  FZ_CHECK(doc != NULL && end == out + n - 2);
   cJSON_Delete(doc);
   pd_free(NULL, out);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  fz_t f = {data, size};
+  fz_reader_t f = fz_reader(data, size);
   uint8_t flags = fz_u8(&f);
   size_t split = (size_t)fz_u8(&f) << 8;
   split |= fz_u8(&f);

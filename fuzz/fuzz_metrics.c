@@ -13,12 +13,9 @@
 
 #include "pd_conform_int.h"
 #include "pd_conform_metrics.h"
+#include "fuzz_reader.h"
 
 #define FZ_MAX_LEGS 32u
-
-static void check(int ok) {
-  if (!ok) __builtin_trap();
-}
 
 /* Which leg classes each outcome class fits (pd_conform_metrics.c: success <- ok, cancelled,
  * open; failure <- failed, stalled, open). */
@@ -54,8 +51,8 @@ static void check_feasible(const uint8_t *d, size_t n) {
   memcpy(l2, legs, sizeof l2);
   unsigned bad = 0;
   int got = pd_cf_outcomes_feasible(rec, legs, &bad);
-  check(got == brute(r2, l2));
-  check(got || (bad && bad < 4u));
+  FZ_CHECK(got == brute(r2, l2));
+  FZ_CHECK(got || (bad && bad < 4u));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -100,15 +97,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char reason[256];
     memset(reason, 'x', sizeof reason);
     int rc = pd_cf_judge_metrics(run, text, reason, sizeof reason);
-    check(rc == -1 || rc == 0 || rc == 1);
-    if (rc == 1) check(memchr(reason, 0, sizeof reason) && !strncmp(reason, "I4 ", 3));
+    FZ_CHECK(rc == -1 || rc == 0 || rc == 1);
+    if (rc == 1) FZ_CHECK(memchr(reason, 0, sizeof reason) && !strncmp(reason, "I4 ", 3));
     /* quiescence: -1/0/1, a bounded reason on 1, and "held" only when something is */
     char quiet[192];
     memset(quiet, 'x', sizeof quiet);
     int q = pd_cf_judge_quiescence(run, text, quiet, sizeof quiet);
-    check(q == -1 || q == 0 || q == 1);
-    if (q == 1) check(memchr(quiet, 0, sizeof quiet) && !strncmp(quiet, "not quiescent", 13));
-    if (q == 1) check(pd_cf_metrics_busy(text));
+    FZ_CHECK(q == -1 || q == 0 || q == 1);
+    if (q == 1) FZ_CHECK(memchr(quiet, 0, sizeof quiet) && !strncmp(quiet, "not quiescent", 13));
+    if (q == 1) FZ_CHECK(pd_cf_metrics_busy(text));
     free(text);
   }
   free(legs);

@@ -12,46 +12,26 @@
 #include "pd_alloc.h"
 #include "pd_err.h"
 #include "pd_request.h"
+#include "fuzz_reader.h"
 
-#define CHECK(c) \
-  do {           \
-    if (!(c)) __builtin_trap(); \
-  } while (0)
 #define ROOM_MASK ((UINT64_C(1) << 53) - 1)
-
-typedef struct {
-  const uint8_t *p;
-  size_t n;
-} fz_t;
-
-static uint8_t fz_u8(fz_t *f) {
-  if (f->n == 0) return 0;
-  f->n--;
-  return *f->p++;
-}
-
-static uint64_t fz_u64(fz_t *f) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v = v << 8 | fz_u8(f);
-  return v;
-}
 
 static const char *const paths[] = {"/generate", "/v1/completions", "/v1/chat/completions"};
 static const char *const queried[] = {"/generate?a=1", "/v1/completions?",
                                       "/v1/chat/completions?x"};
 
 static void check_room(const cJSON *it, uint64_t room) {
-  CHECK(cJSON_IsNumber(it) && it->valuedouble == (double)room);
+  FZ_CHECK(cJSON_IsNumber(it) && it->valuedouble == (double)room);
 }
 
 static void check_scalars(const cJSON *doc, const pd_bootstrap_t *b) {
   const cJSON *port = cJSON_GetObjectItemCaseSensitive(doc, "bootstrap_port");
   const char *host = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "bootstrap_host"));
-  CHECK(host && strcmp(host, b->host) == 0);
-  CHECK(b->port < 0 ? cJSON_IsNull(port) : cJSON_IsNumber(port) && port->valueint == b->port);
+  FZ_CHECK(host && strcmp(host, b->host) == 0);
+  FZ_CHECK(b->port < 0 ? cJSON_IsNull(port) : cJSON_IsNumber(port) && port->valueint == b->port);
   check_room(cJSON_GetObjectItemCaseSensitive(doc, "bootstrap_room"), b->rooms[0]);
   const char *rid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "rid"));
-  if (b->rid) CHECK(rid && strcmp(rid, b->rid) == 0);
+  if (b->rid) FZ_CHECK(rid && strcmp(rid, b->rid) == 0);
 }
 
 static void check_arrays(const cJSON *doc, const pd_bootstrap_t *b, int n) {
@@ -59,18 +39,18 @@ static void check_arrays(const cJSON *doc, const pd_bootstrap_t *b, int n) {
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(doc, "bootstrap_port");
   const cJSON *r = cJSON_GetObjectItemCaseSensitive(doc, "bootstrap_room");
   const cJSON *rid = cJSON_GetObjectItemCaseSensitive(doc, "rid");
-  CHECK(cJSON_GetArraySize(h) == n && cJSON_GetArraySize(p) == n && cJSON_GetArraySize(r) == n);
-  CHECK(!b->rid || cJSON_GetArraySize(rid) == n);
+  FZ_CHECK(cJSON_GetArraySize(h) == n && cJSON_GetArraySize(p) == n && cJSON_GetArraySize(r) == n);
+  FZ_CHECK(!b->rid || cJSON_GetArraySize(rid) == n);
   if (b->rid) {
     const char *last = cJSON_GetStringValue(cJSON_GetArrayItem(rid, n - 1));
     char want[64];
     snprintf(want, sizeof want, "%s-%04x", b->rid, (unsigned)(n - 1));
-    CHECK(last && strcmp(last, want) == 0);
+    FZ_CHECK(last && strcmp(last, want) == 0);
   }
   const cJSON *hi = h->child, *pi = p->child, *ri = r->child;
   for (int i = 0; i < n; i++, hi = hi->next, pi = pi->next, ri = ri->next) {
-    CHECK(strcmp(cJSON_GetStringValue(hi), b->host) == 0);
-    CHECK(b->port < 0 ? cJSON_IsNull(pi) : pi->valueint == b->port);
+    FZ_CHECK(strcmp(cJSON_GetStringValue(hi), b->host) == 0);
+    FZ_CHECK(b->port < 0 ? cJSON_IsNull(pi) : pi->valueint == b->port);
     check_room(ri, b->rooms[i]);
   }
 }
@@ -80,34 +60,34 @@ static void check_render(const pd_request_t *r, const pd_bootstrap_t *b, const c
   char *out = NULL;
   size_t n = 0;
   int rc = pd_request_render(r, b, &out, &n);
-  CHECK(rc == 0 || rc == PD_ERR_NOMEM);
+  FZ_CHECK(rc == 0 || rc == PD_ERR_NOMEM);
   if (rc) return;
-  CHECK(n == strlen(out));
+  FZ_CHECK(n == strlen(out));
   /* R-BADINPUT: a leg body passes the rules its client body passed (a worker sharing the
    * parser, as pdref mock does, accepts it): valid UTF-8, no control bytes, no NUL, a prompt */
   pd_request_t again;
   char err[128];
   rc = pd_request_parse(&again, NULL, path, out, n, rule, err, sizeof err);
-  CHECK(rc == 0 || rc == PD_ERR_NOMEM);
+  FZ_CHECK(rc == 0 || rc == PD_ERR_NOMEM);
   if (rc == 0) {
-    CHECK(again.batch_size == r->batch_size && again.is_stream == r->is_stream);
+    FZ_CHECK(again.batch_size == r->batch_size && again.is_stream == r->is_stream);
     pd_request_free(&again);
   }
   const char *end = NULL;
   cJSON *doc = cJSON_ParseWithLengthOpts(out, n, &end, 0);
-  CHECK(cJSON_IsObject(doc) && end == out + n);
+  FZ_CHECK(cJSON_IsObject(doc) && end == out + n);
   if (r->batch_size)
     check_arrays(doc, b, (int)r->batch_size);
   else
     check_scalars(doc, b);
   const cJSON *dp = cJSON_GetObjectItemCaseSensitive(doc, "routed_dp_rank");
-  CHECK(b->dp_rank < 0 ? 1 : cJSON_IsNumber(dp) && dp->valueint == b->dp_rank);
+  FZ_CHECK(b->dp_rank < 0 ? 1 : cJSON_IsNumber(dp) && dp->valueint == b->dp_rank);
   cJSON_Delete(doc);
   pd_free(r->alloc, out);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  fz_t f = {data, size};
+  fz_reader_t f = fz_reader(data, size);
   uint8_t m = fz_u8(&f);
   uint64_t seed = fz_u64(&f);
   const char *path = (m & 0x80) ? queried[(m & 3) % 3] : paths[(m & 3) % 3];
@@ -116,13 +96,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[128];
   int rc = pd_request_parse(&r, NULL, path, (const char *)f.p, f.n, rule, err, sizeof err);
   if (rc != 0) {
-    CHECK(rc == PD_ERR_JSON || rc == PD_ERR_NOT_OBJECT || rc == PD_ERR_FIELD ||
+    FZ_CHECK(rc == PD_ERR_JSON || rc == PD_ERR_NOT_OBJECT || rc == PD_ERR_FIELD ||
           rc == PD_ERR_LIMIT || rc == PD_ERR_NOMEM);
-    CHECK(err[0] != '\0' && r.json == NULL);
+    FZ_CHECK(err[0] != '\0' && r.json == NULL);
     return 0;
   }
-  CHECK(r.batch_size <= PD_REQUEST_MAX_BATCH);
-  CHECK(r.is_stream == 0 || r.is_stream == 1);
+  FZ_CHECK(r.batch_size <= PD_REQUEST_MAX_BATCH);
+  FZ_CHECK(r.is_stream == 0 || r.is_stream == 1);
   uint64_t rooms[PD_REQUEST_MAX_BATCH];
   for (size_t i = 0; i < PD_REQUEST_MAX_BATCH; i++)
     rooms[i] = (seed + i * UINT64_C(0x9E3779B97F4A7C15)) & ROOM_MASK;

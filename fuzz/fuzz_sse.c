@@ -8,46 +8,17 @@
 #include <string.h>
 
 #include "pd_alloc.h"
+#include "pd_buf.h"
 #include "pd_sse.h"
+#include "fuzz_reader.h"
 
-#define CHECK(c) \
-  do {           \
-    if (!(c)) __builtin_trap(); \
-  } while (0)
 #define MAX_CUTS 7
 
-typedef struct {
-  const uint8_t *p;
-  size_t n;
-} fz_t;
-
-static uint8_t fz_u8(fz_t *f) {
-  if (f->n == 0) return 0;
-  f->n--;
-  return *f->p++;
-}
-
-static uint16_t fz_u16(fz_t *f) {
-  uint16_t hi = fz_u8(f);
-  return (uint16_t)(hi << 8 | fz_u8(f));
-}
-
 /* A growable log of events: kind, len, data, raw_len, raw, then the final rc and pending. */
-typedef struct {
-  uint8_t *b;
-  size_t len, cap;
-} log_t;
+typedef pd_buf_t log_t;
 
 static void log_put(log_t *l, const void *p, size_t n) {
-  if (l->len + n > l->cap) {
-    size_t cap = l->cap ? l->cap : 1024;
-    while (cap < l->len + n) cap *= 2;
-    l->b = realloc(l->b, cap);
-    CHECK(l->b != NULL);
-    l->cap = cap;
-  }
-  if (n) memcpy(l->b + l->len, p, n);
-  l->len += n;
+  FZ_CHECK(pd_buf_append(NULL, l, p, n) == 0); /* a log is a few times the input's size */
 }
 
 static void log_event(log_t *l, const pd_sse_event_t *ev) {
@@ -63,11 +34,11 @@ static void log_event(log_t *l, const pd_sse_event_t *ev) {
 static void check_whole_event(const pd_sse_t *s, const pd_sse_event_t *ev, const uint8_t *in,
                               size_t *next_off) {
   size_t off = (size_t)(ev->raw - s->buf);
-  CHECK(ev->raw >= s->buf && off >= *next_off && off + ev->raw_len <= s->len);
-  CHECK(memcmp(ev->raw, in + off, ev->raw_len) == 0);
-  CHECK(ev->raw_len >= 2 && ev->raw[ev->raw_len - 1] == '\n');
-  CHECK(ev->len < ev->raw_len && ev->data[ev->len] == '\0');
-  CHECK(ev->kind == pd_sse_classify(ev->data, ev->len));
+  FZ_CHECK(ev->raw >= s->buf && off >= *next_off && off + ev->raw_len <= s->len);
+  FZ_CHECK(memcmp(ev->raw, in + off, ev->raw_len) == 0);
+  FZ_CHECK(ev->raw_len >= 2 && ev->raw[ev->raw_len - 1] == '\n');
+  FZ_CHECK(ev->len < ev->raw_len && ev->data[ev->len] == '\0');
+  FZ_CHECK(ev->kind == pd_sse_classify(ev->data, ev->len));
   *next_off = off + ev->raw_len;
 }
 
@@ -94,7 +65,7 @@ static void run(const uint8_t *in, size_t len, const size_t *cuts, size_t ncuts,
     }
   }
   size_t pending = pd_sse_pending(&s);
-  CHECK(pending <= len);
+  FZ_CHECK(pending <= len);
   log_put(l, &rc, sizeof rc);
   log_put(l, &pending, sizeof pending);
   pd_sse_free(&s);
@@ -106,7 +77,7 @@ static int cmp_size(const void *a, const void *b) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  fz_t f = {data, size};
+  fz_reader_t f = fz_reader(data, size);
   uint8_t mode = fz_u8(&f);
   size_t ncuts = mode & MAX_CUTS, cuts[MAX_CUTS];
   uint16_t raw_cuts[MAX_CUTS];
@@ -119,18 +90,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   log_t whole = {0}, split = {0};
   run(in, len, NULL, 0, &whole, 1);
   run(in, len, cuts, ncuts, &split, 0);
-  CHECK(whole.len == split.len && memcmp(whole.b, split.b, whole.len) == 0);
+  FZ_CHECK(whole.len == split.len && memcmp(whole.p, split.p, whole.len) == 0);
   if (mode & 8) {
     size_t *every = malloc((len ? len : 1) * sizeof *every);
-    CHECK(every != NULL);
+    FZ_CHECK(every != NULL);
     for (size_t i = 0; i < len; i++) every[i] = i;
     log_t bytewise = {0};
     run(in, len, every, len, &bytewise, 0);
-    CHECK(whole.len == bytewise.len && memcmp(whole.b, bytewise.b, whole.len) == 0);
-    free(bytewise.b);
+    FZ_CHECK(whole.len == bytewise.len && memcmp(whole.p, bytewise.p, whole.len) == 0);
+    pd_buf_free(NULL, &bytewise);
     free(every);
   }
-  free(whole.b);
-  free(split.b);
+  pd_buf_free(NULL, &whole);
+  pd_buf_free(NULL, &split);
   return 0;
 }

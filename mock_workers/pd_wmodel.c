@@ -24,8 +24,8 @@ static void slot_take(struct pd_world *w, pd_wleg_t *leg) {
 
 static void room_unregister(struct pd_world *w, pd_wleg_t *leg) {
   if (!leg->is_in_room_table) return;
-  pd_ptrmap_t *m = leg->role == PD_ROLE_PREFILL ? &w->rooms : &w->droom;
-  if (pd_ptrmap_get(m, leg->room) == leg) pd_ptrmap_del(m, leg->room);
+  pd_map_t *m = leg->role == PD_ROLE_PREFILL ? &w->rooms : &w->droom;
+  if (pd_map_get(m, leg->room) == leg) pd_map_del(m, leg->room);
   leg->is_in_room_table = 0;
 }
 
@@ -82,7 +82,7 @@ static void uperr(struct pd_world *w, pd_wleg_t *leg, pd_uperr_t e, pd_truth_t t
 static void pick_fault(struct pd_world *w, pd_wleg_t *leg) {
   pd_wnode_t *n = node_of(w, leg);
   pd_wpick_t pk = {-1, leg->fp, leg->lag_ms, leg->drip_ms};
-  pd_creq_t *rq = pd_ptrmap_get(&w->reqs, leg->req_id);
+  pd_creq_t *rq = pd_map_get(&w->reqs, leg->req_id);
   pd_wtraffic_t t = {w->s->tfaults, w->s->n_tfaults, rq ? (uint32_t)rq->id : PD_TFAULT_ANY,
                      leg->role, rq ? ++rq->legs_seen[leg->role] : 0, leg->worker, w->tf_owner};
   leg->tfault = pd_wpick_fault(n->spec, ++n->received, w->s->workload.fault_rate, &t,
@@ -110,28 +110,28 @@ static void pair(struct pd_world *w, pd_wleg_t *p, pd_wleg_t *d) {
 /* Decode connects to the bootstrap server of the prefill worker named in its body. */
 static void decode_connect(struct pd_world *w, pd_wleg_t *d) {
   if (has_fault(d, PD_FAULT_NEVER_CONNECT)) { d->is_fault_fired = 1; return; }
-  pd_wleg_t *p = pd_ptrmap_get(&w->rooms, d->room);
+  pd_wleg_t *p = pd_map_get(&w->rooms, d->room);
   if (p && p->wstate == WL_BOOTSTRAP && p->rooms_hash == d->rooms_hash &&
       !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED) && !node_of(w, p)->is_down) {
     pair(w, p, d);
     return;
   }
-  pd_wleg_t *other = pd_ptrmap_get(&w->droom, d->room);
+  pd_wleg_t *other = pd_map_get(&w->droom, d->room);
   if (other && other != d) w->room_collisions++;
-  if (!other && pd_ptrmap_put(&w->droom, d->room, d) == 0) d->is_in_room_table = 1;
+  if (!other && pd_map_put(&w->droom, d->room, d) == 0) d->is_in_room_table = 1;
 }
 
 static void prefill_register(struct pd_world *w, pd_wleg_t *p) {
   if (has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED)) p->is_fault_fired = 1;
-  pd_wleg_t *other = pd_ptrmap_get(&w->rooms, p->room);
+  pd_wleg_t *other = pd_map_get(&w->rooms, p->room);
   if (other && other != p) w->room_collisions++;
-  pd_wleg_t *d = pd_ptrmap_get(&w->droom, p->room);
+  pd_wleg_t *d = pd_map_get(&w->droom, p->room);
   if (d && d->wstate == WL_WAIT_KV && !d->partner && d->rooms_hash == p->rooms_hash &&
       !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED)) {
     pair(w, p, d);
     return;
   }
-  if (!other && pd_ptrmap_put(&w->rooms, p->room, p) == 0) p->is_in_room_table = 1;
+  if (!other && pd_map_put(&w->rooms, p->room, p) == 0) p->is_in_room_table = 1;
 }
 
 static uint64_t token_gap_ns(struct pd_world *w, const pd_wleg_t *d) {
@@ -337,10 +337,11 @@ void pd_wm_on_timer(struct pd_world *w, pd_wleg_t *leg, int kind) {
 }
 
 void pd_wm_crash(struct pd_world *w, uint32_t node) {
-  /* every leg on the node fails with a reset; the map walk is bounded by its capacity */
-  for (size_t i = 0; i < w->legs.cap; i++) {
-    if (!w->legs.keys[i] || w->legs.keys[i] == UINT64_MAX) continue;
-    pd_wleg_t *leg = w->legs.vals[i];
+  /* every leg on the node fails with a reset (requests retire after the step, so the walk
+   * sees each leg once) */
+  void *v;
+  for (size_t slot = 0; pd_map_next(&w->legs, &slot, NULL, &v);) {
+    pd_wleg_t *leg = v;
     if (leg->worker != node || leg->wstate == WL_DONE || leg->wstate == WL_NEW) continue;
     if (leg->worker_conn_open) uperr(w, leg, PD_UPERR_RESET, PD_TRUTH_FAILED);
     else finish(w, leg, PD_TRUTH_FAILED);

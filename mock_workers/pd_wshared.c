@@ -2,9 +2,11 @@
  * real-socket mock (see pd_wshared.h). Moved here unchanged from pd_wmodel.c. */
 #include "pd_wshared.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "pd_hash.h"
 #include "pd_world_int.h"
 
 _Static_assert((int)PD_WR_TOKEN == (int)W2G_TOKEN, "render kinds follow W2G_*");
@@ -170,4 +172,15 @@ size_t pd_wr_render(const pd_wr_leg_t *leg, int kind, uint32_t arg, char *buf, s
 size_t pd_wr_render_cap(const pd_wr_leg_t *leg, int kind) {
   size_t rid = leg->rid ? strlen(leg->rid) : 0; /* events carry it once, coalesced twice */
   return 512 + 2 * rid + (kind == PD_WR_DECODE_BODY ? 12 * (size_t)leg->tokens : 0);
+}
+
+uint64_t pd_wr_rooms_hash(const cJSON *room, const cJSON *host, const cJSON *port) {
+  char *rs = room ? cJSON_PrintUnformatted(room) : NULL;
+  char *hs = host ? cJSON_PrintUnformatted(host) : NULL;
+  char *ps = port ? cJSON_PrintUnformatted(port) : NULL;
+  uint64_t h = pd_fnv1a_str(pd_fnv1a_str(pd_fnv1a_str(PD_FNV1A_OFFSET, rs), hs), ps);
+  cJSON_free(rs);
+  cJSON_free(hs);
+  cJSON_free(ps);
+  return h;
 }

@@ -87,4 +87,10 @@ size_t pd_wr_render(const pd_wr_leg_t *leg, int kind, uint32_t arg, char *buf, s
 /* Bytes pd_wr_render may need for this kind on this leg (rid length included). */
 size_t pd_wr_render_cap(const pd_wr_leg_t *leg, int kind);
 
+/* FNV-1a over a request's bootstrap fields as cJSON prints them (absent ones as ""): equal
+ * on both legs of a pair iff host, port and rooms are. */
+struct cJSON;
+uint64_t pd_wr_rooms_hash(const struct cJSON *room, const struct cJSON *host,
+                          const struct cJSON *port);
+
 #endif

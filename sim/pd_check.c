@@ -59,20 +59,9 @@ static void client_event(pd_creq_t *rq, const pd_sse_event_t *ev) {
 int pd_check_client_data(pd_creq_t *rq, const uint8_t *p, size_t len) {
   if (!rq->is_sse_head) { /* a JSON body: keep it whole */
     if (rq->is_record_lost) return PD_ERR_NOMEM;
-    if (rq->body_len + len > rq->body_cap) {
-      size_t nc = rq->body_cap ? rq->body_cap * 2 : 1024;
-      while (nc < rq->body_len + len) nc *= 2;
-      void *nb = realloc(rq->body, nc);
-      if (!nb) {
-        rq->is_record_lost = 1;
-        return PD_ERR_NOMEM;
-      }
-      rq->body = nb;
-      rq->body_cap = nc;
-    }
-    memcpy((char *)rq->body + rq->body_len, p, len);
-    rq->body_len += len;
-    return 0;
+    int rc = pd_buf_append(NULL, &rq->body, p, len);
+    if (rc) rq->is_record_lost = 1; /* out of memory, or past PD_WORLD_MAX_BODY_BYTES */
+    return rc;
   }
   if (pd_sse_feed(&rq->sse, p, len)) { /* over the framer's limit: reported as I6 */
     rq->token_error = 1;
@@ -86,7 +75,7 @@ int pd_check_client_data(pd_creq_t *rq, const uint8_t *p, size_t len) {
 
 /* A non-stream body: complete JSON with every token and (if asked) merged logprobs. */
 static int body_clean(pd_creq_t *rq) {
-  cJSON *j = cJSON_ParseWithLength(rq->body, rq->body_len);
+  cJSON *j = cJSON_ParseWithLength((const char *)rq->body.p, rq->body.len);
   int ok = 0;
   if (j && !cJSON_GetObjectItemCaseSensitive(j, "error")) {
     const cJSON *mi = cJSON_GetObjectItemCaseSensitive(j, "meta_info");

@@ -33,8 +33,8 @@ typedef struct pd_judge {
 uint32_t pd_check_request(pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap);
 
 /* The client's observation of len bytes of response data (after its head): SSE events are
- * parsed as they come, a JSON body is kept whole. Returns 0, or PD_ERR_NOMEM when the body
- * could not be kept: the record is marked lost (rq->is_record_lost) and the request is
+ * parsed as they come, a JSON body is kept whole. Returns 0, or PD_ERR_NOMEM (PD_ERR_TOO_LARGE
+ * past PD_WORLD_MAX_BODY_BYTES) when the body could not be kept: the record is marked lost (rq->is_record_lost) and the request is
  * counted in records_lost when judged, which makes the run an error for its driver. */
 int pd_check_client_data(pd_creq_t *rq, const uint8_t *p, size_t len);
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_buf.h"
 #include "pd_err.h"
 
 #define WR_SAFE_INT (1ull << 53) /* larger JSON numbers are not exact: seeds go as strings */
@@ -248,27 +249,12 @@ static int build(const pd_scenario_t *s, const pd_scenario_t *d, cJSON *root) {
 /* ---- printing: a value goes on one line when it fits, as in the hand-written files ---- */
 
 typedef struct wr_buf {
-  char *p;
-  size_t n, cap;
+  pd_buf_t b; /* a scenario file is kilobytes: the default limit is ample */
   int is_oom;
 } wr_buf_t;
 
 static void put(wr_buf_t *b, const char *s, size_t n) {
-  if (b->is_oom) return;
-  if (b->n + n + 1 > b->cap) {
-    size_t nc = b->cap ? b->cap : 1024;
-    while (nc < b->n + n + 1) nc *= 2;
-    char *np = realloc(b->p, nc);
-    if (!np) {
-      b->is_oom = 1;
-      return;
-    }
-    b->p = np;
-    b->cap = nc;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = '\0';
+  if (!b->is_oom && pd_buf_append(NULL, &b->b, s, n)) b->is_oom = 1;
 }
 
 static void puts_(wr_buf_t *b, const char *s) { put(b, s, strlen(s)); }
@@ -324,16 +310,16 @@ static void put_indent(wr_buf_t *b, int depth) {
 
 /* v at nesting depth, its first character at column col. */
 static void put_value(wr_buf_t *b, const cJSON *v, int depth, size_t col) {
-  wr_buf_t one = {0};
+  wr_buf_t one = {{0}, 0};
   put_inline(&one, v);
   int is_container = cJSON_IsArray(v) || cJSON_IsObject(v);
   if (one.is_oom) b->is_oom = 1;
-  if (!is_container || !v->child || (depth > 0 && col + one.n <= WR_LINE_BYTES)) {
-    put(b, one.p ? one.p : "", one.n);
-    free(one.p);
+  if (!is_container || !v->child || (depth > 0 && col + one.b.len <= WR_LINE_BYTES)) {
+    put(b, pd_buf_str(&one.b), one.b.len);
+    pd_buf_free(NULL, &one.b);
     return;
   }
-  free(one.p);
+  pd_buf_free(NULL, &one.b);
   int is_obj = cJSON_IsObject(v);
   puts_(b, is_obj ? "{\n" : "[\n");
   for (const cJSON *it = v->child; it; it = it->next) {
@@ -367,15 +353,15 @@ int pd_scenario_write_json(const pd_scenario_t *s, char **out, size_t *len) {
     pd_scenario_defaults(d);
     rc = build(s, d, root);
   }
-  wr_buf_t b = {0};
+  wr_buf_t b = {{0}, 0};
   if (rc == 0) {
     put_value(&b, root, 0, 0);
     puts_(&b, "\n");
     rc = b.is_oom ? PD_ERR_NOMEM : 0;
   }
-  *out = rc == 0 ? b.p : NULL;
-  *len = rc == 0 ? b.n : 0;
-  if (rc) free(b.p);
+  *out = rc == 0 ? (char *)b.b.p : NULL; /* libc memory: the caller frees it */
+  *len = rc == 0 ? b.b.len : 0;
+  if (rc) pd_buf_free(NULL, &b.b);
   cJSON_Delete(root);
   free(d);
   return rc;

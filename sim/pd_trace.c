@@ -3,10 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pd_hash.h"
 #include "pd_rqstate.h"
-
-#define FNV64_OFFSET 0xcbf29ce484222325ULL
-#define FNV64_PRIME 0x100000001b3ULL
 
 /* One event is assembled here and flushed (hashed, then written) whenever it fills, so names
  * and args of any length stream through without allocation. */
@@ -19,12 +17,7 @@ typedef struct ev_buf {
 } ev_buf_t;
 
 static void ev_flush(ev_buf_t *e) {
-  uint64_t h = e->t->hash;
-  for (size_t i = 0; i < e->n; i++) {
-    h ^= (unsigned char)e->b[i];
-    h *= FNV64_PRIME;
-  }
-  e->t->hash = h;
+  e->t->hash = pd_fnv1a(e->t->hash, e->b, e->n);
   if (e->t->out && e->n) fwrite(e->b, 1, e->n, e->t->out);
   e->n = 0;
 }
@@ -122,13 +115,13 @@ static void ev_end(ev_buf_t *e, const char *args_json) {
   }
   ev_put(e, "}", 1);
   ev_flush(e);
-  e->t->hash = (e->t->hash ^ (unsigned char)'\n') * FNV64_PRIME;
+  e->t->hash = pd_fnv1a(e->t->hash, "\n", 1);
   e->t->events++;
 }
 
 void pd_trace_init(pd_trace_t *t, FILE *out) {
   t->out = out;
-  t->hash = FNV64_OFFSET;
+  t->hash = PD_FNV1A_OFFSET;
   t->events = 0;
   t->need_comma = 0;
   if (out) fputs("[", out);

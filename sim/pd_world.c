@@ -7,91 +7,10 @@
 #include <string.h>
 
 #include "pd_err.h"
+#include "pd_hash.h"
 #include "pd_world_int.h"
 
 #define MS_NS 1000000ull
-
-/* ---------- pointer map (open addressing, keys stored +1) ---------- */
-
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 31;
-  x *= 0x7fb5d329728ea185ULL;
-  x ^= x >> 27;
-  return x;
-}
-
-static int ptrmap_grow(pd_ptrmap_t *m) {
-  size_t nc = m->cap ? m->cap * 2 : 64;
-  if (m->len * 4 < m->cap) nc = m->cap;
-  uint64_t *nk = calloc(nc, sizeof *nk);
-  void **nv = calloc(nc, sizeof *nv);
-  if (!nk || !nv) {
-    free(nk);
-    free(nv);
-    return PD_ERR_NOMEM;
-  }
-  for (size_t i = 0; i < m->cap; i++) {
-    if (!m->keys[i] || m->keys[i] == UINT64_MAX) continue;
-    size_t j = mix(m->keys[i]) & (nc - 1);
-    while (nk[j]) j = (j + 1) & (nc - 1);
-    nk[j] = m->keys[i];
-    nv[j] = m->vals[i];
-  }
-  free(m->keys);
-  free(m->vals);
-  m->keys = nk;
-  m->vals = nv;
-  m->cap = nc;
-  m->tomb = 0;
-  return 0;
-}
-
-static size_t ptrmap_slot(const pd_ptrmap_t *m, uint64_t k) {
-  if (!m->cap) return SIZE_MAX;
-  uint64_t key = k + 1;
-  size_t j = mix(key) & (m->cap - 1);
-  for (size_t n = 0; n < m->cap; n++, j = (j + 1) & (m->cap - 1)) {
-    if (!m->keys[j]) return SIZE_MAX;
-    if (m->keys[j] == key) return j;
-  }
-  return SIZE_MAX;
-}
-
-void *pd_ptrmap_get(const pd_ptrmap_t *m, uint64_t k) {
-  size_t s = ptrmap_slot(m, k);
-  return s == SIZE_MAX ? NULL : m->vals[s];
-}
-
-int pd_ptrmap_put(pd_ptrmap_t *m, uint64_t k, void *v) {
-  size_t s = ptrmap_slot(m, k);
-  if (s != SIZE_MAX) {
-    m->vals[s] = v;
-    return 0;
-  }
-  if ((m->len + m->tomb + 1) * 4 >= m->cap * 3 && ptrmap_grow(m)) return PD_ERR_NOMEM;
-  size_t j = mix(k + 1) & (m->cap - 1);
-  while (m->keys[j] && m->keys[j] != UINT64_MAX) j = (j + 1) & (m->cap - 1);
-  if (m->keys[j] == UINT64_MAX) m->tomb--;
-  m->keys[j] = k + 1;
-  m->vals[j] = v;
-  m->len++;
-  return 0;
-}
-
-void pd_ptrmap_del(pd_ptrmap_t *m, uint64_t k) {
-  size_t s = ptrmap_slot(m, k);
-  if (s == SIZE_MAX) return;
-  m->keys[s] = UINT64_MAX;
-  m->vals[s] = NULL;
-  m->len--;
-  m->tomb++;
-}
-
-void pd_ptrmap_free(pd_ptrmap_t *m) {
-  free(m->keys);
-  free(m->vals);
-  memset(m, 0, sizeof *m);
-}
 
 /* ---------- scheduling ---------- */
 
@@ -126,7 +45,9 @@ static uint64_t tie_key(const struct pd_world *w, uint32_t kind, uint32_t a, uin
 void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, uint64_t b,
                    uint64_t c) {
   pd_heap_item_t it = {t, 0, kind, a, b, c, tie_key(w, kind, a, b)};
-  pd_heap_push(&w->heap, &it);
+  int rc = pd_heap_push(&w->heap, &it);
+  if (rc && !w->push_err) w->push_err = rc; /* out of memory or past the heap's limit: an
+                                               * event is lost and the run cannot be judged */
 }
 
 void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay) {
@@ -154,7 +75,7 @@ void pd_world_creq_free(pd_creq_t *rq) {
     l = nx;
   }
   pd_sse_free(&rq->sse);
-  free(rq->body);
+  pd_buf_free(NULL, &rq->body);
   free(rq);
 }
 
@@ -162,9 +83,7 @@ static int leg_settled(const pd_wleg_t *l) { return !l->gw_open && l->wstate == 
 
 /* FNV-1a over a value's bytes: the run hash covers every judged request and leg as binary
  * fields, whether or not a trace file is written (so the two runs of I13 compare exactly). */
-static void hash_u64(uint64_t *h, uint64_t v) {
-  for (int i = 0; i < 8; i++, v >>= 8) *h = (*h ^ (v & 0xff)) * 0x100000001b3ULL;
-}
+static void hash_u64(uint64_t *h, uint64_t v) { *h = pd_fnv1a_u64(*h, v); }
 
 static void hash_request(struct pd_world *w, const pd_creq_t *rq) {
   uint64_t *h = &w->run_hash;
@@ -281,8 +200,8 @@ void pd_world_judge(struct pd_world *w, pd_creq_t *rq) {
 void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
   pd_world_judge(w, rq);
   for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_world_note_fired(w, l);
-  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_ptrmap_del(&w->legs, l->leg_id);
-  pd_ptrmap_del(&w->reqs, rq->id);
+  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_map_del(&w->legs, l->leg_id);
+  pd_map_del(&w->reqs, rq->id);
   pd_world_creq_free(rq);
 }
 
@@ -376,13 +295,14 @@ void pd_world_arrive(struct pd_world *w) {
   pd_creq_t *rq = calloc(1, sizeof *rq);
   if (!rq) return;
   rq->id = w->next_req++;
+  pd_buf_init(&rq->body, PD_WORLD_MAX_BODY_BYTES);
   rq->t_arrival = w->now;
   rq->health_epoch = w->n_unhealthy ? UINT64_MAX : w->unhealthy_epoch;
   rq->is_stream = draw(w, wl->stream);
   rq->wants_logprob = draw(w, wl->logprob);
   rq->tokens = wl->tokens;
   pd_sse_init(&rq->sse, NULL);
-  pd_ptrmap_put(&w->reqs, rq->id, rq);
+  pd_map_put(&w->reqs, rq->id, rq);
   if (w->reqs.len > w->stats->peak_live) w->stats->peak_live = w->reqs.len;
   if (wl->disconnect_at_ms && draw(w, wl->disconnect_prob))
     pd_world_push(w, w->now + wl->disconnect_at_ms * MS_NS, EV_GONE, 0, rq->id, 0);

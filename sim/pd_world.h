@@ -7,9 +7,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pd_buf.h"
 #include "pd_dispatch.h"
 #include "pd_scenario.h"
 #include "pd_sse.h"
+
+/* A client's non-stream body as the simulator keeps it: the core relays at most one leg's
+ * buffer (PD_MAX_LEG_BUFFER_BYTES) of it, with room to spare. */
+#define PD_WORLD_MAX_BODY_BYTES (4u * PD_MAX_LEG_BUFFER_BYTES)
 
 /* What a worker really did with one leg (judged at the worker, never from the gateway). */
 typedef enum {
@@ -102,8 +107,7 @@ typedef struct pd_creq {
   uint64_t t_head, t_first_data, t_end;
   int ended, aborted, gone;
   pd_sse_t sse;
-  void *body; /* pd_buf of a non-stream body */
-  size_t body_len, body_cap;
+  pd_buf_t body; /* a non-stream body, at most PD_WORLD_MAX_BODY_BYTES */
   uint32_t next_token;
   int token_error, saw_done, saw_error_event, events_after_done, first_event_seen;
   int logprob_state;     /* 0 unchecked, 1 ok, -1 wrong */

@@ -54,9 +54,9 @@ void pd_world_note_fired(struct pd_world *w, const pd_wleg_t *leg) {
 }
 
 void pd_world_mark_crash(struct pd_world *w, uint32_t node) {
-  for (size_t i = 0; i < w->legs.cap; i++) { /* bounded by the map's capacity */
-    if (!w->legs.keys[i] || w->legs.keys[i] == UINT64_MAX) continue;
-    pd_wleg_t *leg = w->legs.vals[i];
+  void *v;
+  for (size_t slot = 0; pd_map_next(&w->legs, &slot, NULL, &v);) {
+    pd_wleg_t *leg = v;
     if (leg->worker != node || leg->wstate == WL_DONE || leg->wstate == WL_NEW) continue;
     leg->is_crash_hit = 1;
     w->crash_fired[node] = 1;
@@ -74,8 +74,9 @@ void pd_world_health(struct pd_world *w, int delta) {
 
 void pd_world_exercised(struct pd_world *w) {
   pd_world_stats_t *st = w->stats;
-  for (size_t i = 0; i < w->legs.cap; i++) /* legs still held at the end of the run */
-    if (w->legs.keys[i] && w->legs.keys[i] != UINT64_MAX) pd_world_note_fired(w, w->legs.vals[i]);
+  void *leg;
+  for (size_t slot = 0; pd_map_next(&w->legs, &slot, NULL, &leg);) /* legs held at the end */
+    pd_world_note_fired(w, leg);
   const pd_scenario_t *s = given(w);
   for (uint32_t i = 0; i < s->n_tfaults && i < PD_SCN_MAX_TFAULTS; i++) {
     st->faults_total++;

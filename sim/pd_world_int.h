@@ -7,6 +7,7 @@
 
 #include "pd_check.h"
 #include "pd_heap.h"
+#include "pd_map.h"
 #include "pd_trace.h"
 #include "pd_world.h"
 
@@ -52,12 +53,6 @@ typedef struct pd_wnode {
   uint32_t half_open_inflight;
 } pd_wnode_t;
 
-typedef struct pd_ptrmap {
-  uint64_t *keys;
-  void **vals;
-  size_t cap, len, tomb;
-} pd_ptrmap_t;
-
 struct pd_world {
   const pd_scenario_t *s;
   pd_mode_t mode;
@@ -71,10 +66,10 @@ struct pd_world {
   pd_wnode_t nodes[PD_SCN_MAX_WORKERS];
   uint32_t n_nodes;
   uint32_t role_node[2][PD_SCN_MAX_WORKERS]; /* core worker index -> node */
-  pd_ptrmap_t legs;  /* leg id -> pd_wleg_t */
-  pd_ptrmap_t reqs;  /* req id -> pd_creq_t */
-  pd_ptrmap_t rooms; /* room -> prefill pd_wleg_t waiting in bootstrap */
-  pd_ptrmap_t droom; /* room -> decode pd_wleg_t registered before its prefill */
+  pd_map_t legs;  /* leg id -> pd_wleg_t */
+  pd_map_t reqs;  /* req id -> pd_creq_t */
+  pd_map_t rooms; /* room -> prefill pd_wleg_t waiting in bootstrap */
+  pd_map_t droom; /* room -> decode pd_wleg_t registered before its prefill */
   uint32_t next_req;
   pd_trace_t trace;
   uint64_t run_hash; /* FNV-1a over every judged request (I13) */
@@ -92,15 +87,10 @@ struct pd_world {
   const pd_scenario_t *orig; /* the scenario as given (w->s points to healed once healed) */
   _Atomic uint32_t tf_owner[PD_SCN_MAX_TFAULTS]; /* sticky traffic faults: worker + 1 */
   uint64_t tie_seed; /* order of same-instant events (0: insertion order) */
+  int push_err; /* the first push the event queue refused: pd_world_run_opts returns it */
   uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */
   size_t n_dirty, cap_dirty;
 };
-
-/* pointer map (pd_world.c) */
-void *pd_ptrmap_get(const pd_ptrmap_t *m, uint64_t k);
-int pd_ptrmap_put(pd_ptrmap_t *m, uint64_t k, void *v);
-void pd_ptrmap_del(pd_ptrmap_t *m, uint64_t k);
-void pd_ptrmap_free(pd_ptrmap_t *m);
 
 /* driver (pd_world.c, pd_world_loop.c) */
 void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, uint64_t b,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pd_err.h"
+#include "pd_hash.h"
 #include "pd_rqstate.h"
 #include "pd_world_int.h"
 #include "pd_wshared.h"
@@ -15,12 +16,6 @@
 #define RENDER_CAP (256u * 1024u)
 
 #define push pd_world_push
-
-/* FNV-1a over the leg's bootstrap fields: equal on both legs iff host, port and rooms match. */
-static uint64_t fnv(uint64_t h, const char *s) {
-  for (; s && *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
-  return h;
-}
 
 /* Every room of a batch's room array (I8 judges them all); a non-number counts as room 0. */
 static void leg_rooms(pd_wleg_t *leg, const cJSON *arr) {
@@ -47,13 +42,7 @@ static void parse_leg_body(pd_wleg_t *leg, const uint8_t *body, size_t len) {
   cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
   cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_host");
   cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
-  char *rs = room ? cJSON_PrintUnformatted(room) : NULL;
-  char *hs = host ? cJSON_PrintUnformatted(host) : NULL;
-  char *ps = port ? cJSON_PrintUnformatted(port) : NULL;
-  leg->rooms_hash = fnv(fnv(fnv(0xcbf29ce484222325ULL, rs), hs), ps);
-  cJSON_free(rs);
-  cJSON_free(hs);
-  cJSON_free(ps);
+  leg->rooms_hash = pd_wr_rooms_hash(room, host, port);
   if (cJSON_IsArray(room)) {
     leg_rooms(leg, room);
   } else {
@@ -91,7 +80,7 @@ static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a)
   rq->legs = leg;
   rq->n_legs++;
   if (rq->has_first_data) rq->retry_after_commit = 1;
-  pd_ptrmap_put(&w->legs, leg->leg_id, leg);
+  pd_map_put(&w->legs, leg->leg_id, leg);
   leg->has_eligible = 1;
   for (uint32_t i = 0; i < w->n_nodes && i < 64; i++)
     if (w->nodes[i].role == leg->role && w->nodes[i].breaker_state == PD_BREAKER_CLOSED)
@@ -160,13 +149,13 @@ static void on_client(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
 }
 
 static void apply_one(struct pd_world *w, const pd_action_t *a) {
-  pd_creq_t *rq = pd_ptrmap_get(&w->reqs, a->req_id);
+  pd_creq_t *rq = pd_map_get(&w->reqs, a->req_id);
   if (!rq) return;
   pd_wleg_t *leg;
   switch (a->kind) {
   case PD_ACT_OPEN_LEG: on_open_leg(w, rq, a); break;
   case PD_ACT_CLOSE_LEG:
-    leg = pd_ptrmap_get(&w->legs, a->leg_id);
+    leg = pd_map_get(&w->legs, a->leg_id);
     if (!leg) break;
     leg_gw_closed(w, leg);
     /* the close follows its request on the same connection; the abort, on its own, may
@@ -179,7 +168,7 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
   case PD_ACT_CLIENT_DATA:
   case PD_ACT_CLIENT_END: on_client(w, rq, a); break;
   case PD_ACT_OUTCOME:
-    leg = pd_ptrmap_get(&w->legs, a->leg_id);
+    leg = pd_map_get(&w->legs, a->leg_id);
     if (leg) {
       leg->outcomes++;
       leg->outcome = (pd_outcome_t)a->flag;
@@ -203,7 +192,7 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
 }
 
 static void retire_by_id(struct pd_world *w, uint64_t req_id) {
-  pd_creq_t *rq = pd_ptrmap_get(&w->reqs, req_id);
+  pd_creq_t *rq = pd_map_get(&w->reqs, req_id);
   if (rq) pd_world_try_retire(w, rq);
 }
 
@@ -277,13 +266,13 @@ static void note_stall(pd_wleg_t *leg) {
 static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   pd_wleg_t *leg = NULL;
   if (it->kind >= EV_G2W_OPEN && it->kind <= EV_WTIMER) {
-    leg = pd_ptrmap_get(&w->legs, it->b);
+    leg = pd_map_get(&w->legs, it->b);
     if (!leg) return;
   }
   switch (it->kind) {
   case EV_ARRIVE: pd_world_arrive(w); return;
   case EV_GONE: {
-    pd_creq_t *rq = pd_ptrmap_get(&w->reqs, it->b);
+    pd_creq_t *rq = pd_map_get(&w->reqs, it->b);
     if (!rq || rq->ended || rq->gone) return;
     rq->gone = 1;
     rq->t_end = w->now;
@@ -369,12 +358,12 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
 }
 
 static void teardown(struct pd_world *w) {
-  for (size_t i = 0; i < w->reqs.cap; i++)
-    if (w->reqs.keys[i] && w->reqs.keys[i] != UINT64_MAX) pd_world_creq_free(w->reqs.vals[i]);
-  pd_ptrmap_free(&w->reqs);
-  pd_ptrmap_free(&w->legs);
-  pd_ptrmap_free(&w->rooms);
-  pd_ptrmap_free(&w->droom);
+  void *rq;
+  for (size_t slot = 0; pd_map_next(&w->reqs, &slot, NULL, &rq);) pd_world_creq_free(rq);
+  pd_map_free(&w->reqs);
+  pd_map_free(&w->legs);
+  pd_map_free(&w->rooms);
+  pd_map_free(&w->droom);
   pd_heap_free(&w->heap);
   pd_actbuf_free(&w->acts);
   pd_gw_del(w->gw);
@@ -382,11 +371,11 @@ static void teardown(struct pd_world *w) {
 
 /* Judge every request still unfinished when the queue ran dry (or the horizon passed). */
 static void judge_leftovers(struct pd_world *w) {
-  size_t n = 0, cap = w->reqs.len;
+  size_t n = 0, cap = pd_map_len(&w->reqs);
   pd_creq_t **all = cap ? malloc(cap * sizeof *all) : NULL;
   if (cap && !all) return;
-  for (size_t i = 0; i < w->reqs.cap && n < cap; i++)
-    if (w->reqs.keys[i] && w->reqs.keys[i] != UINT64_MAX) all[n++] = w->reqs.vals[i];
+  void *rq;
+  for (size_t slot = 0; n < cap && pd_map_next(&w->reqs, &slot, NULL, &rq);) all[n++] = rq;
   for (size_t i = 0; i < n; i++) pd_world_judge(w, all[i]); /* they run on, healed */
   free(all);
 }
@@ -448,7 +437,7 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   memset(stats, 0, sizeof *stats);
   w->stats = stats;
   pd_trace_init(&w->trace, trace);
-  w->run_hash = 0xcbf29ce484222325ULL;
+  w->run_hash = PD_FNV1A_OFFSET;
   char *buf = malloc(RENDER_CAP);
   w->tie_seed = o && o->has_tie_seed ? o->tie_seed : s->config.tie_seed;
   int rc = buf ? setup(w, s, mode, seed) : PD_ERR_NOMEM;
@@ -465,6 +454,7 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
     run_until(w, horizon + quiet_ns(s), o, buf);
     pd_world_check_quiet(w);
   }
+  if (rc == 0 && w->push_err) rc = w->push_err; /* an event was lost: the verdict is void */
   pd_world_exercised(w);
   if (rc == 0 && stats->records_lost) rc = PD_ERR_NOMEM; /* a request judged on a lost record */
   *violations = w->violations;

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pd_proc.h"
 #include "pdt_curl.h"
 
 /* Read from fd into buf until a newline (0) or limit_ms pass or the peer closes (-1). */
@@ -56,25 +57,15 @@ static inline int pdt_reap(pid_t pid, unsigned limit_ms, int *status) {
 /* Start argv (argv[0] a path, stdout a pipe) and read its ready line into ready within
  * limit_ms: the pid, or -1 (the child killed and reaped). */
 static inline pid_t pdt_spawn(char *const argv[], char *ready, size_t cap, unsigned limit_ms) {
-  int pfd[2];
-  if (pipe(pfd) < 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(pfd[1], 1);
-    close(pfd[0]);
-    close(pfd[1]);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  close(pfd[1]);
-  int rc = pid > 0 ? pdt_read_line(pfd[0], ready, cap, limit_ms) : -1;
-  close(pfd[0]);
-  if (rc && pid > 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+  pd_proc_t p;
+  pd_proc_opts_t o = {0};
+  if (pd_proc_spawn(&p, argv[0], argv, &o) != 0) return -1;
+  if (pd_proc_read_line(&p, ready, cap, limit_ms, NULL) != 0) {
+    pd_proc_stop(&p, 0); /* SIGKILL at once, reaped */
     return -1;
   }
-  return pid;
+  close(p.out_fd); /* the ready line was all we read */
+  return p.pid;
 }
 
 /* Open descriptors of pid (/proc), or -1. */

@@ -8,6 +8,10 @@
   X(pdt_suite_breaker)   \
   X(pdt_suite_policy)    \
   X(pdt_suite_heap)      \
+  X(pdt_suite_map)       \
+  X(pdt_suite_hash)      \
+  X(pdt_suite_buf)       \
+  X(pdt_suite_proc)      \
   X(pdt_suite_trace)     \
   X(pdt_suite_dispatch)  \
   X(pdt_suite_dispatch_more) \

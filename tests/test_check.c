@@ -301,12 +301,12 @@ static void test_anything_left_held_after_the_healed_phase_is_i17(void) {
     }
     int dummy = 0;
     if (c == 1) f->w.nodes[1].live_slots = 1;           /* a decode slot never freed */
-    if (c == 2) pd_ptrmap_put(&f->w.rooms, 42, &dummy); /* a room left in bootstrap */
+    if (c == 2) pd_map_put(&f->w.rooms, 42, &dummy); /* a room left in bootstrap */
     if (c == 3) f->w.nodes[0].live_slots = 2;
     pd_world_check_quiet(&f->w);
     PDT_EQ_U64(f->w.violations, (c == 0 ? 0u : BIT(PD_INV_QUIESCENCE)));
     if (c) PDT_TRUE(strstr(f->st.first_reason, "I17 after the healed phase") != NULL);
-    pd_ptrmap_free(&f->w.rooms);
+    pd_map_free(&f->w.rooms);
     pd_gw_del(f->w.gw);
     free(f);
   }
@@ -332,15 +332,19 @@ static void test_a_lost_client_record_is_counted(void) {
   f->rq.is_stream = 0;
   f->rq.is_sse_head = 0;
   PDT_EQ_INT(pd_check_client_data(&f->rq, (const uint8_t *)"{", 1), 0);
-  PDT_EQ_U64(f->rq.body_len, 1);
+  PDT_EQ_U64(f->rq.body.len, 1);
   f->rq.is_record_lost = 1; /* as after a failed realloc */
   PDT_EQ_INT(pd_check_client_data(&f->rq, (const uint8_t *)"}", 1), PD_ERR_NOMEM);
-  PDT_EQ_U64(f->rq.body_len, 1);
+  PDT_EQ_U64(f->rq.body.len, 1);
   judge(f);
   PDT_EQ_U64(f->st.records_lost, 1);
   judge(f);
   PDT_EQ_U64(f->st.records_lost, 2); /* per judged request */
-  free(f->rq.body);
+  pd_buf_free(NULL, &f->rq.body);
+  f->rq.is_record_lost = 0; /* a body past its limit is lost the same way */
+  pd_buf_init(&f->rq.body, 1);
+  PDT_EQ_INT(pd_check_client_data(&f->rq, (const uint8_t *)"{}", 2), PD_ERR_TOO_LARGE);
+  PDT_TRUE(f->rq.is_record_lost);
   free(f);
 }
 

@@ -7,42 +7,11 @@
 #include "pd_heap.h"
 #include "pd_prng.h"
 #include "pdt.h"
+#include "pdt_alloc.h"
 
 #define HEAP_SEED 0x5eed0001ULL
 #define RANDOM_ROUNDS 8
 #define RANDOM_OPS 4000
-
-/* Allocator that fails exactly the fail_at-th acquisition (1-based; 0 = never) and counts
- * live blocks so a test can see every acquire released. */
-typedef struct fail_alloc {
-  unsigned calls;
-  unsigned fail_at;
-  long live;
-} fail_alloc_t;
-
-static int fa_should_fail(fail_alloc_t *f) { return ++f->calls == f->fail_at; }
-
-static void *fa_malloc(size_t n, void *ud) {
-  fail_alloc_t *f = ud;
-  if (fa_should_fail(f)) return NULL;
-  void *p = malloc(n);
-  if (p) f->live++;
-  return p;
-}
-
-static void *fa_realloc(void *p, size_t n, void *ud) {
-  fail_alloc_t *f = ud;
-  if (fa_should_fail(f)) return NULL;
-  void *q = realloc(p, n);
-  if (q && !p) f->live++;
-  return q;
-}
-
-static void fa_free(void *p, void *ud) {
-  fail_alloc_t *f = ud;
-  if (p) f->live--;
-  free(p);
-}
 
 static pd_heap_item_t item_at(uint64_t t_ns, uint32_t a) {
   pd_heap_item_t it = {t_ns, 0, 0, a, 0, 0, 0};
@@ -172,8 +141,8 @@ static void test_default_limit_is_nonzero(void) {
  * NOMEM, the heap stays ordered and usable, and every block is released. */
 static void test_alloc_failure_returns_nomem(void) {
   for (unsigned k = 1; k <= 16; k++) {
-    fail_alloc_t f = {0, k, 0};
-    pd_alloc_t a = {fa_malloc, fa_realloc, fa_free, &f};
+    pdt_alloc_t f = {0, k, 0};
+    pd_alloc_t a = pdt_alloc(&f);
     pd_heap_t h;
     pd_heap_init(&h, &a, 0);
     int nomem = 0;
@@ -285,8 +254,8 @@ static void test_indexed_removal_keeps_order_and_positions(void) {
 
 /* After pd_heap_reserve(n), n pushes allocate nothing: they cannot fail. */
 static void test_reserve_makes_pushes_infallible(void) {
-  fail_alloc_t f = {0, 2, 0}; /* every allocation after the reserve's first would fail */
-  pd_alloc_t a = {fa_malloc, fa_realloc, fa_free, &f};
+  pdt_alloc_t f = {0, 2, 0}; /* the allocation after the reserve's would fail */
+  pd_alloc_t a = pdt_alloc(&f);
   pd_heap_t h;
   pd_heap_init(&h, &a, 1000);
   PDT_EQ_INT(pd_heap_reserve(&h, 700), 0);

@@ -7,6 +7,7 @@
 #include "pd_prng.h"
 #include "pd_sse.h"
 #include "pdt.h"
+#include "pdt_alloc.h"
 
 #define REC_MAX_EVENTS 16
 #define REC_MAX_BYTES 512
@@ -324,37 +325,13 @@ static void t_many_small_events_in_one_huge_chunk_are_fine(void) {
   free(buf);
 }
 
-/* An allocator that fails the Nth allocation and counts live blocks. */
-typedef struct {
-  long fail_at, calls, live;
-} failing_t;
-
-static void *fa_malloc(size_t n, void *ud) {
-  failing_t *f = ud;
-  if (f->calls++ == f->fail_at) return NULL;
-  void *p = malloc(n);
-  if (p) f->live++;
-  return p;
-}
-static void *fa_realloc(void *p, size_t n, void *ud) {
-  failing_t *f = ud;
-  if (f->calls++ == f->fail_at) return NULL;
-  void *q = realloc(p, n);
-  if (q && !p) f->live++;
-  return q;
-}
-static void fa_free(void *p, void *ud) {
-  failing_t *f = ud;
-  if (p) f->live--;
-  free(p);
-}
-
+/* Fail each allocation in turn (tests/pdt_alloc.h). */
 static void t_each_failed_allocation_is_reported_and_nothing_leaks(void) {
   const char *in = "data: {\"a\":1}\n\ndata: [DONE]\n\n";
   int saw_nomem = 0, saw_ok = 0;
   for (long k = 0; k < 16; k++) {
-    failing_t f = {k, 0, 0};
-    pd_alloc_t a = {fa_malloc, fa_realloc, fa_free, &f};
+    pdt_alloc_t f = {0, (unsigned)k + 1, 0}; /* the k-th acquisition from 0 fails */
+    pd_alloc_t a = pdt_alloc(&f);
     pd_sse_t s;
     pd_sse_event_t ev;
     pd_sse_init(&s, &a);

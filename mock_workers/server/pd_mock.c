@@ -84,6 +84,7 @@ pd_mleg_t *pd_mleg_new(pd_mock_t *m) {
   leg->boot = -1;
   leg->fault = -1;
   leg->wstate = WL_NEW;
+  pd_buf_init(&leg->out, PD_MOCK_MAX_OUT_BYTES);
   leg->live_idx = m->n_live;
   m->live[m->n_live++] = leg;
   m->legs[leg->slot] = leg;
@@ -101,7 +102,7 @@ static void leg_free(pd_mock_t *m, pd_mleg_t *leg) {
   last->live_idx = leg->live_idx;
   m->legs[leg->slot] = NULL;
   m->free_slots[m->n_free++] = leg->slot;
-  free(leg->out.p);
+  pd_buf_free(NULL, &leg->out);
   free(leg->rid_json);
   free(leg->rooms);
   free(leg);
@@ -135,24 +136,18 @@ void pd_mo_head(pd_mock_t *m, pd_mleg_t *leg, int status, int is_sse) {
   pd_mock_want_resume(m, leg);
 }
 
-static int buf_reserve(pd_mbuf_t *b, size_t more) {
-  if (b->off == b->len) b->off = b->len = 0;
-  if (b->len + more <= b->cap) return 0;
-  size_t nc = b->cap ? b->cap : 1024;
-  while (nc < b->len + more) nc *= 2; /* bounded: doubles past len + more */
-  char *np = realloc(b->p, nc);
-  if (!np) return PD_ERR_NOMEM;
-  b->p = np;
-  b->cap = nc;
-  return 0;
+/* Room for `more` bytes of output; an output fully handed over starts again at the front. */
+static int out_reserve(pd_mleg_t *leg, size_t more) {
+  if (leg->out_off == leg->out.len) leg->out_off = leg->out.len = 0;
+  return pd_buf_reserve(NULL, &leg->out, more);
 }
 
 void pd_mo_render(pd_mock_t *m, pd_mleg_t *leg, int kind, uint32_t arg) {
   if (!pd_mo_can_send(leg)) return;
   pd_wr_leg_t r = {leg->rid_json, leg->is_stream, leg->has_logprob, leg->tokens};
   size_t need = pd_wr_render_cap(&r, kind);
-  if (buf_reserve(&leg->out, need) < 0) return;
-  leg->out.len += pd_wr_render(&r, kind, arg, leg->out.p + leg->out.len, need);
+  if (out_reserve(leg, need) < 0) return;
+  leg->out.len += pd_wr_render(&r, kind, arg, (char *)leg->out.p + leg->out.len, need);
   pd_mock_want_resume(m, leg);
 }
 

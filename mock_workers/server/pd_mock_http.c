@@ -39,8 +39,7 @@ static const struct {
 typedef struct pd_mctx {
   int route, is_method_ok, is_too_large;
   const char *path; /* static route path */
-  char *body;
-  size_t len, cap;
+  pd_buf_t body; /* at most PD_REQUEST_MAX_BODY_BYTES */
   pd_mleg_t *leg;
 } pd_mctx_t;
 
@@ -139,11 +138,11 @@ static int conn_fd(struct MHD_Connection *c) {
 
 static ssize_t reader_step(pd_mock_t *m, pd_mleg_t *leg, char *buf, size_t max) {
   if (m->stopping || leg->is_peer_closed) return MHD_CONTENT_READER_END_WITH_ERROR;
-  size_t avail = leg->out.len - leg->out.off;
+  size_t avail = leg->out.len - leg->out_off;
   if (avail) {
     size_t n = avail < max ? avail : max;
-    memcpy(buf, leg->out.p + leg->out.off, n);
-    leg->out.off += n;
+    memcpy(buf, leg->out.p + leg->out_off, n);
+    leg->out_off += n;
     return (ssize_t)n;
   }
   switch (leg->end) {
@@ -179,13 +178,13 @@ static void leg_reader_free(void *cls) {
 /* Plan the head: an SSE stream read from the leg, a whole buffered response, or (body read
  * error) a response whose declared length is longer than what will come. */
 static enum MHD_Result plan_head(pd_mleg_t *leg, pd_reply_t *rp) {
-  size_t avail = leg->out.len - leg->out.off;
+  size_t avail = leg->out.len - leg->out_off;
   const char *type = leg->head_is_sse ? "text/event-stream" : "application/json";
   leg->head_queued = 1;
   if (!leg->head_is_sse && leg->end == MO_END_CLEAN) {
     enum MHD_Result rc = respond(rp, (unsigned)leg->head_status, type,
-                                 leg->out.p ? leg->out.p + leg->out.off : "", avail);
-    leg->out.off = leg->out.len = 0;
+                                 pd_buf_str(&leg->out) + leg->out_off, avail);
+    leg->out_off = leg->out.len = 0;
     return rc;
   }
   rp->is_set = 1;
@@ -243,7 +242,7 @@ static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx
   }
   pd_request_t r;
   char err[320];
-  int rc = pd_request_parse(&r, NULL, x->path, x->body ? x->body : "", x->len,
+  int rc = pd_request_parse(&r, NULL, x->path, pd_buf_str(&x->body), x->body.len,
                             PD_BATCH_RULE_REFERENCE, err, sizeof err);
   if (rc < 0) return respond_error(rp, rc == PD_ERR_TOO_LARGE ? 413 : 400, "invalid_request_error", err);
   pd_mleg_t *leg = pd_mleg_new(m);
@@ -251,15 +250,15 @@ static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx
     pd_request_free(&r);
     return respond_error(rp, 503, "server_busy", "mock: too many live requests");
   }
-  rc = pd_mreq_fill(leg, &r, x->body, x->len, m->cfg.default_tokens, &m->rid_rng, err,
+  rc = pd_mreq_fill(leg, &r, (const char *)x->body.p, x->body.len, m->cfg.default_tokens, &m->rid_rng, err,
                     sizeof err);
   pd_request_free(&r);
   if (rc < 0) {
     pd_mleg_maybe_free(m, leg);
     return respond_error(rp, 400, "invalid_request_error", err);
   }
-  pd_mreq_pick_xrid(header(c, "X-Request-Id"), x->body, x->len, leg->xrid, sizeof leg->xrid);
-  leg->req_index = body_index(x->body, x->len);
+  pd_mreq_pick_xrid(header(c, "X-Request-Id"), (const char *)x->body.p, x->body.len, leg->xrid, sizeof leg->xrid);
+  leg->req_index = body_index((const char *)x->body.p, x->body.len);
   leg->path = x->path;
   leg->conn = c;
   leg->fd = conn_fd(c);
@@ -311,7 +310,7 @@ static enum MHD_Result model_info(pd_reply_t *rp, int is_list) {
 
 /* POST /abort_request {"rid": "..."} (or {"abort_all": true}): SGLang's prefix rule. */
 static enum MHD_Result abort_request(pd_mock_t *m, pd_reply_t *rp, pd_mctx_t *x) {
-  cJSON *j = x->len ? cJSON_ParseWithLength(x->body, x->len) : NULL;
+  cJSON *j = x->body.len ? cJSON_ParseWithLength((const char *)x->body.p, x->body.len) : NULL;
   const cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");
   const char *prefix = cJSON_IsString(rid) ? rid->valuestring : NULL;
   if (!prefix && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "abort_all"))) prefix = "";
@@ -366,6 +365,7 @@ static enum MHD_Result on_first(pd_mock_t *m, struct MHD_Connection *c, const ch
   pd_mctx_t *x = calloc(1, sizeof *x);
   if (!x) return MHD_NO;
   *req_cls = x;
+  pd_buf_init(&x->body, PD_REQUEST_MAX_BODY_BYTES);
   x->route = R_NOT_FOUND;
   int meth = strcmp(method, "GET") == 0 ? M_GET : strcmp(method, "POST") == 0 ? M_POST : 0;
   for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
@@ -393,20 +393,8 @@ static enum MHD_Result on_first(pd_mock_t *m, struct MHD_Connection *c, const ch
 }
 
 static void take_body(pd_mctx_t *x, const char *data, size_t n) {
-  if (x->is_too_large || x->len + n > PD_REQUEST_MAX_BODY_BYTES) {
-    x->is_too_large = 1; /* keep reading and dropping it; answer 413 at the end */
-    return;
-  }
-  if (x->len + n > x->cap) {
-    size_t nc = x->cap ? x->cap : 4096;
-    while (nc < x->len + n) nc *= 2; /* bounded by the 4 MiB check above */
-    char *np = realloc(x->body, nc);
-    if (!np) { x->is_too_large = 1; return; }
-    x->body = np;
-    x->cap = nc;
-  }
-  memcpy(x->body + x->len, data, n);
-  x->len += n;
+  /* past the limit (or out of memory): keep reading and dropping it; answer 413 at the end */
+  if (!x->is_too_large && pd_buf_append(NULL, &x->body, data, n)) x->is_too_large = 1;
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
@@ -475,7 +463,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     leg_detach(m, x->leg, toe);
     pthread_mutex_unlock(&m->mu);
   }
-  free(x->body);
+  pd_buf_free(NULL, &x->body);
   free(x);
 }
 

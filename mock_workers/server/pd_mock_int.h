@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 
+#include "pd_buf.h"
 #include "pd_heap.h"
 #include "pd_httpd.h"
 #include "pd_mock.h"
@@ -24,6 +25,9 @@
 /* How often (real time) the engine looks for clients gone from suspended connections
  * (libmicrohttpd does not watch a suspended socket). */
 #define PD_MOCK_PEER_CHECK_MS 20u
+/* A leg's rendered but unsent bytes: a whole answer of the largest token count a scenario
+ * asks for fits many times over; the bound stops a client that never reads. */
+#define PD_MOCK_MAX_OUT_BYTES (256u * 1024u * 1024u)
 
 /* Engine timers (heap item kind; a = leg slot, b = leg id, c = leg timer generation). */
 enum {
@@ -47,10 +51,6 @@ typedef enum {
   MO_END_REFUSED, /* connect_refused / worker down: RST before any byte */
 } pd_mo_end_t;
 
-typedef struct pd_mbuf {
-  char *p;
-  size_t len, off, cap;
-} pd_mbuf_t;
 
 /* One generation request on this worker (a "leg" in the simulator's words). */
 typedef struct pd_mleg {
@@ -95,7 +95,8 @@ typedef struct pd_mleg {
   int has_response;  /* a callback response still points at this leg */
   int is_suspended, want_resume, is_peer_closed;
   int head_status, head_is_sse, head_queued;
-  pd_mbuf_t out;
+  pd_buf_t out;   /* rendered bytes; those before out_off were handed to libmicrohttpd */
+  size_t out_off;
   pd_mo_end_t end;
 } pd_mleg_t;
 

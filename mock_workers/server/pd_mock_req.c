@@ -12,23 +12,6 @@
 #include "pd_err.h"
 #include "pd_mock_int.h"
 
-static uint64_t fnv(uint64_t h, const char *s) {
-  for (; s && *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
-  return h;
-}
-
-/* FNV-1a over the printed bootstrap fields: equal on both legs iff host, port and rooms are. */
-static uint64_t rooms_hash(const cJSON *room, const cJSON *host, const cJSON *port) {
-  char *rs = room ? cJSON_PrintUnformatted(room) : NULL;
-  char *hs = host ? cJSON_PrintUnformatted(host) : NULL;
-  char *ps = port ? cJSON_PrintUnformatted(port) : NULL;
-  uint64_t h = fnv(fnv(fnv(0xcbf29ce484222325ULL, rs), hs), ps);
-  cJSON_free(rs);
-  cJSON_free(hs);
-  cJSON_free(ps);
-  return h;
-}
-
 static size_t count_occurrences(const char *s, size_t len, const char *pat, const char **first) {
   size_t n = 0, pl = strlen(pat);
   *first = NULL;
@@ -95,7 +78,7 @@ static int read_bootstrap(pd_mleg_t *leg, const cJSON *j, const char *body, size
   const cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
   const cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_host");
   const cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
-  leg->rooms_hash = rooms_hash(room, host, port);
+  leg->rooms_hash = pd_wr_rooms_hash(room, host, port);
   leg->boot_port = -1;
   /* a batch carries arrays, one entry per item (R1.25, M8.2): the first item's address is
    * the batch's, as the first room keys the rendezvous */

@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -487,72 +485,12 @@ uint64_t pd_nb_percentile(const uint64_t *v, uint64_t n, double p) {
 int pd_nb_child_start(pd_nb_child_t *c, const char *exe, char *const args[], const char *err_path,
                       char *line, size_t cap, uint32_t timeout_ms,
                       const volatile sig_atomic_t *stop) {
-  int fds[2];
-  c->pid = 0;
-  c->out_fd = -1;
-  if (cap < 2 || pipe2(fds, O_CLOEXEC) < 0) return -1;
-  int err_fd = err_path ? open(err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
-  pid_t parent = getpid(), pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    if (err_fd >= 0) close(err_fd);
-    return -1;
-  }
-  if (pid == 0) { /* only async-signal-safe calls until exec */
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(127); /* the parent died before prctl */
-    dup2(fds[1], STDOUT_FILENO);         /* dup2 clears O_CLOEXEC on the copy */
-    if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
-    execv(exe, args);
-    _exit(127);
-  }
-  setpgid(pid, pid); /* both sides: no window where a group kill would miss it */
-  close(fds[1]);
-  if (err_fd >= 0) close(err_fd);
-  c->pid = pid;
-  c->out_fd = fds[0];
-  size_t n = 0;
-  line[0] = 0;
-  uint64_t deadline = pd_nb_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-  while (!memchr(line, '\n', n)) { /* bounded by the deadline and by cap */
-    uint64_t now = pd_nb_now_ns();
-    if (now >= deadline || (stop && *stop) || n + 1 >= cap) return -1;
-    struct pollfd p = {c->out_fd, POLLIN, 0};
-    int r = poll(&p, 1, (int)((deadline - now) / 1000000ull) + 1);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    ssize_t k = read(c->out_fd, line + n, cap - 1 - n);
-    if (k <= 0) return -1; /* it exited before it was ready */
-    n += (size_t)k;
-    line[n] = 0;
-  }
-  return 0;
+  pd_proc_opts_t o = {.err_path = err_path, .is_err_append = 1, .is_group = 1};
+  if (pd_proc_spawn(c, exe, args, &o) != 0) return -1;
+  return pd_proc_read_line(c, line, cap, timeout_ms, stop);
 }
 
-static void nap_5ms(void) {
-  struct timespec ts = {0, 5000000};
-  nanosleep(&ts, NULL);
-}
-
-void pd_nb_child_stop(pd_nb_child_t *c, uint32_t timeout_ms) {
-  if (c->pid > 0) {
-    int st = 0;
-    pid_t r = 0;
-    if (kill(-c->pid, SIGTERM) < 0) kill(c->pid, SIGTERM);
-    for (uint32_t i = 0; i <= timeout_ms / 5 && (r = waitpid(c->pid, &st, WNOHANG)) == 0; i++)
-      nap_5ms();
-    if (r == 0) {
-      if (kill(-c->pid, SIGKILL) < 0) kill(c->pid, SIGKILL);
-      for (uint32_t i = 0; i < 2000 && waitpid(c->pid, &st, WNOHANG) == 0; i++)
-        nap_5ms();
-    }
-  }
-  if (c->out_fd >= 0) close(c->out_fd);
-  c->pid = 0;
-  c->out_fd = -1;
-}
+void pd_nb_child_stop(pd_nb_child_t *c, uint32_t timeout_ms) { pd_proc_stop(c, timeout_ms); }
 
 long pd_nb_proc_hwm_kib(pid_t pid) {
   char path[64], line[256];

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "pd_proc.h"
+
 /* Streams in flight in one run: each is one or two client sockets (PD path), and 4096 is
  * eight times the issue's largest level. */
 #define PD_NB_MAX_CONCURRENCY 4096u
@@ -77,14 +79,11 @@ uint64_t pd_nb_now_ns(void);
 
 /* ---------- the processes under test ---------- */
 
-typedef struct pd_nb_child {
-  pid_t pid;  /* 0: none */
-  int out_fd; /* read end of its stdout; -1: none */
-} pd_nb_child_t;
+typedef pd_proc_t pd_nb_child_t; /* pid 0: none */
 
 /* Start exe with args (args[0] is its argv[0], NULL-terminated) in its own process group, its
  * stdout on a pipe, its stderr appended to err_path (NULL: ours), and PR_SET_PDEATHSIG so
- * it does not outlive us; then read its first
+ * it does not outlive us (pd_proc_spawn); then read its first
  * stdout line (the ready line) into line, NUL-terminated, within timeout_ms or until *stop.
  * Returns 0, or -1 when it could not start, exited, or was not ready in time; in every case
  * call pd_nb_child_stop afterwards. */

@@ -418,7 +418,7 @@ static int run_once(const pd_scenario_t *s, const pd_conform_opts_t *o,
   run->o = eo;
   run->r = r;
   raise_fd_limit();
-  pd_cf_subreaper();
+  pd_proc_subreaper(); /* orphans of the gateway command come to us and are reaped */
   uint64_t t_start = pd_cf_now_abs();
   char err[512] = "";
   int rc = setup_and_drive(run, err, sizeof err);

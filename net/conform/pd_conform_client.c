@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pd_buf.h"
 #include "pd_conform_int.h"
 
 #define WAIT_MAX_NS (5 * PD_CF_MS)
@@ -47,6 +48,7 @@ int pd_cf_plan(pd_cf_run_t *run) {
     q->c.wants_logprob = draw(&world, wl->logprob);
     q->c.tokens = wl->tokens;
     pd_sse_init(&q->c.sse, NULL);
+    pd_buf_init(&q->c.body, PD_WORLD_MAX_BODY_BYTES); /* as the simulator keeps it */
     if (wl->disconnect_at_ms && draw(&world, wl->disconnect_prob)) {
       q->disc_ns = scaled(run, wl->disconnect_at_ms * PD_CF_MS);
       if (!q->disc_ns) q->disc_ns = 1;
@@ -178,28 +180,10 @@ static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 /* Largest answer pd_cf_http keeps. */
 #define PD_CF_MAX_ANSWER (4u * 1024u * 1024u)
 
-typedef struct answer {
-  char *p;
-  size_t len, cap;
-} answer_t;
-
 static size_t on_answer(char *p, size_t size, size_t n, void *ud) {
-  answer_t *a = ud;
+  pd_buf_t *a = ud;
   size_t len = size * n;
-  if (a->len + len + 1 > PD_CF_MAX_ANSWER) return 0;
-  if (a->len + len + 1 > a->cap) {
-    size_t nc = a->cap ? a->cap : 16384;
-    while (nc < a->len + len + 1)
-      nc *= 2;
-    char *np = realloc(a->p, nc);
-    if (!np) return 0;
-    a->p = np;
-    a->cap = nc;
-  }
-  memcpy(a->p + a->len, p, len);
-  a->len += len;
-  a->p[a->len] = 0;
-  return len;
+  return pd_buf_append(NULL, a, p, len) ? 0 : len; /* 0: over the limit, or out of memory */
 }
 
 char *pd_cf_http(uint16_t port, const char *path, const char *post, unsigned timeout_ms,
@@ -209,7 +193,8 @@ char *pd_cf_http(uint16_t port, const char *path, const char *post, unsigned tim
   snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
   CURL *e = curl_easy_init();
   if (!e) return NULL;
-  answer_t a = {0};
+  pd_buf_t a;
+  pd_buf_init(&a, PD_CF_MAX_ANSWER - 1); /* and its NUL */
   curl_easy_setopt(e, CURLOPT_URL, url);
   curl_easy_setopt(e, CURLOPT_PROXY, "");
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -221,10 +206,10 @@ char *pd_cf_http(uint16_t port, const char *path, const char *post, unsigned tim
   if (rc == CURLE_OK && status) curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
   curl_easy_cleanup(e);
   if (rc != CURLE_OK || !a.p) { /* transport error, over the limit, or an empty body */
-    free(a.p);
+    pd_buf_free(NULL, &a);
     return NULL;
   }
-  return a.p;
+  return (char *)a.p; /* libc memory: the caller frees it */
 }
 
 /* Workers that crash count crash_at_ms from the workload's time 0, as in the simulator, not
@@ -298,7 +283,7 @@ void pd_cf_reqs_free(pd_cf_run_t *run) {
   for (uint32_t i = 0; i < run->n_reqs; i++) {
     pd_cf_req_t *q = &run->reqs[i];
     pd_sse_free(&q->c.sse);
-    free(q->c.body);
+    pd_buf_free(NULL, &q->c.body);
     free(q->body);
     free(q->units);
   }

@@ -8,6 +8,7 @@
 
 #include "pd_conform.h"
 #include "pd_check.h"
+#include "pd_proc.h"
 #include "pd_scenario.h"
 
 #define PD_CF_PATH_MAX 512u
@@ -15,15 +16,8 @@
 #define PD_CF_FIRST_BYTES 4096u /* response bytes kept to find the serving leg's rid */
 #define PD_CF_MS 1000000ull
 
-typedef struct pd_cf_child {
-  pid_t pid;    /* 0: not started */
-  int is_group; /* leads its own process group (signalled as -pid) */
-  int is_reaped;
-  int status;
-} pd_cf_child_t;
-
 typedef struct pd_cf_worker {
-  pd_cf_child_t proc;
+  pd_proc_t proc;
   uint16_t port, boot_port;
   char log[PD_CF_PATH_MAX], out[PD_CF_PATH_MAX];
 } pd_cf_worker_t;
@@ -85,7 +79,7 @@ typedef struct pd_cf_run {
   char dir[PD_CF_DIR_MAX];
   pd_cf_worker_t wk[PD_SCN_MAX_WORKERS];
   uint32_t n_wk;
-  pd_cf_child_t gw;
+  pd_proc_t gw;
   uint16_t gw_port;
   char gw_out[PD_CF_PATH_MAX];
   uint64_t t0_abs; /* CLOCK_MONOTONIC ns of run time 0 (just before the first request) */
@@ -112,9 +106,6 @@ int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap);
 /* Start `/bin/sh -c cmd` in its own process group; wait until gw_port accepts. */
 int pd_cf_start_gateway(pd_cf_run_t *run, const char *cmd, char *err, size_t cap);
 void pd_cf_stop_gateway(pd_cf_run_t *run);
-/* Become a child subreaper: orphans of the gateway command are re-parented to the runner,
- * which kills and reaps its whole process group. */
-void pd_cf_subreaper(void);
 void pd_cf_stop_mocks(pd_cf_run_t *run);
 /* The last line(s) of a child's output file, for error messages. */
 void pd_cf_tail(const char *path, char *out, size_t cap);

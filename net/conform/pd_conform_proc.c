@@ -1,17 +1,14 @@
 /* The runner's processes: `pdref mock` children (one per scenario worker, ready line read
  * from their stdout file), the gateway command (/bin/sh -c, its own process group), free
- * loopback ports, and stopping: SIGTERM, a bounded wait, SIGKILL, reap. Every wait is bounded;
- * nothing is left running or unreaped. Between fork and exec the child only makes
- * async-signal-safe calls. */
+ * loopback ports, and stopping them (net/proc/pd_proc.c: SIGTERM, a bounded wait, SIGKILL,
+ * reap). Every wait is bounded; nothing is left running or unreaped. */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -21,7 +18,6 @@
 #include "pd_conform_int.h"
 
 #define MAX_ARGS 24
-#define CLOSE_FDS_MAX 4096
 
 uint64_t pd_cf_now_abs(void) {
   struct timespec ts;
@@ -71,55 +67,8 @@ static int tcp_accepts(uint16_t port) {
   return ok;
 }
 
-/* Fork and exec argv with stdout to out_path and stderr to err_path (NULL: same file), stdin
- * from /dev/null, in its own process group when is_group. */
-static int spawn(pd_cf_child_t *c, char *const argv[], const char *out_path, const char *err_path,
-                 int is_group) {
-  memset(c, 0, sizeof *c);
-  int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int err = err_path ? open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-  int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (out < 0 || in < 0 || (err_path && err < 0)) {
-    if (out >= 0) close(out);
-    if (err >= 0) close(err);
-    if (in >= 0) close(in);
-    return -1;
-  }
-  long maxfd = sysconf(_SC_OPEN_MAX);
-  if (maxfd < 0 || maxfd > CLOSE_FDS_MAX) maxfd = CLOSE_FDS_MAX;
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (is_group) setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGTERM); /* the runner dying takes its children along */
-    if (getppid() != parent) _exit(127);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(err_path ? err : out, 2);
-    for (int fd = 3; fd < (int)maxfd; fd++) close(fd);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  close(out);
-  if (err >= 0) close(err);
-  close(in);
-  if (pid < 0) return -1;
-  if (is_group) setpgid(pid, pid); /* both sides, so no signal can race the child's call */
-  c->pid = pid;
-  c->is_group = is_group;
-  return 0;
-}
-
 static void note_pid(pd_cf_run_t *run, pid_t pid) {
   if (run->r->n_pids < PD_CONFORM_MAX_PIDS) run->r->pids[run->r->n_pids++] = pid;
-}
-
-/* Reap without blocking; 1 when the child is gone. */
-static int reaped(pd_cf_child_t *c) {
-  if (!c->pid || c->is_reaped) return 1;
-  pid_t p = waitpid(c->pid, &c->status, WNOHANG);
-  if (p == c->pid || (p < 0 && errno == ECHILD)) c->is_reaped = 1;
-  return c->is_reaped;
 }
 
 void pd_cf_tail(const char *path, char *out, size_t cap) {
@@ -202,7 +151,8 @@ int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap) {
       argv[n++] = ledger;
     }
     argv[n] = NULL;
-    if (spawn(&k->proc, argv, k->out, errp, 1) != 0) {
+    pd_proc_opts_t po = {.out_path = k->out, .err_path = errp, .is_group = 1};
+    if (pd_proc_spawn(&k->proc, argv[0], argv, &po) != 0) {
       snprintf(err, cap, "cannot start the mock for worker %s: %s", sw->name, strerror(errno));
       return -1;
     }
@@ -218,7 +168,7 @@ int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap) {
         ready++;
         continue;
       }
-      if (reaped(&k->proc)) {
+      if (pd_proc_is_gone(&k->proc)) {
         char t[320], errp[PD_CF_PATH_MAX + 8];
         snprintf(errp, sizeof errp, "%s/w%u.err", run->dir, i);
         pd_cf_tail(errp, t, sizeof t);
@@ -237,7 +187,8 @@ int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap) {
 int pd_cf_start_gateway(pd_cf_run_t *run, const char *cmd, char *err, size_t cap) {
   snprintf(run->gw_out, sizeof run->gw_out, "%s/gateway.out", run->dir);
   char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
-  if (spawn(&run->gw, argv, run->gw_out, NULL, 1) != 0) {
+  pd_proc_opts_t po = {.out_path = run->gw_out, .is_err_to_out = 1, .is_group = 1};
+  if (pd_proc_spawn(&run->gw, argv[0], argv, &po) != 0) {
     snprintf(err, cap, "cannot start the gateway command: %s", strerror(errno));
     return -1;
   }
@@ -245,7 +196,7 @@ int pd_cf_start_gateway(pd_cf_run_t *run, const char *cmd, char *err, size_t cap
   uint64_t end = pd_cf_now_abs() + run->o->start_ms * PD_CF_MS;
   for (uint32_t guard = 0; guard < 1000000; guard++) { /* bounded by `end` */
     if (tcp_accepts(run->gw_port)) return 0;
-    if (reaped(&run->gw)) {
+    if (pd_proc_is_gone(&run->gw)) {
       char t[320];
       pd_cf_tail(run->gw_out, t, sizeof t);
       snprintf(err, cap, "the gateway command exited (status %d) before listening on port %u: %s",
@@ -262,56 +213,12 @@ int pd_cf_start_gateway(pd_cf_run_t *run, const char *cmd, char *err, size_t cap
   return -1;
 }
 
-static void signal_child(const pd_cf_child_t *c, int sig) {
-  if (!c->pid) return;
-  if (c->is_group) kill(-c->pid, sig); /* the whole group: sh and whatever it started */
-  else if (!c->is_reaped) kill(c->pid, sig);
-}
-
-/* SIGTERM every child, wait up to stop_ms for all of them, SIGKILL the rest and reap them. */
-static void stop_children(pd_cf_run_t *run, pd_cf_child_t **cs, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++)
-    if (!reaped(cs[i])) signal_child(cs[i], SIGTERM);
-  uint64_t end = pd_cf_now_abs() + run->o->stop_ms * PD_CF_MS;
-  for (uint32_t guard = 0; guard < 1000000; guard++) { /* bounded by `end` */
-    uint32_t left = 0;
-    for (uint32_t i = 0; i < n; i++) left += !reaped(cs[i]);
-    if (!left || pd_cf_now_abs() > end) break;
-    pd_cf_sleep_ms(2);
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    pd_cf_child_t *c = cs[i];
-    if (!c->pid) continue;
-    if (!reaped(c)) {
-      signal_child(c, SIGKILL);
-      pid_t p = waitpid(c->pid, &c->status, 0); /* SIGKILL cannot be ignored */
-      if (p == c->pid || (p < 0 && errno == ECHILD)) c->is_reaped = 1;
-    }
-    if (c->is_group) kill(-c->pid, SIGKILL); /* anything its leader left behind */
-  }
-  /* Reap the group members the leaders left behind: the runner is a child subreaper
-     (pd_cf_subreaper), so orphans of its children are its own children. */
-  uint64_t reap_end = pd_cf_now_abs() + 1000 * PD_CF_MS;
-  for (uint32_t i = 0; i < n; i++) {
-    if (!cs[i]->pid || !cs[i]->is_group) continue;
-    for (uint32_t guard = 0; guard < 100000; guard++) { /* bounded by reap_end */
-      pid_t p = waitpid(-cs[i]->pid, NULL, WNOHANG);
-      if (p > 0) continue;
-      if ((p < 0 && errno == ECHILD) || pd_cf_now_abs() > reap_end) break;
-      pd_cf_sleep_ms(1);
-    }
-  }
-}
-
-void pd_cf_subreaper(void) { prctl(PR_SET_CHILD_SUBREAPER, 1); }
-
-void pd_cf_stop_gateway(pd_cf_run_t *run) {
-  pd_cf_child_t *c = &run->gw;
-  stop_children(run, &c, 1);
-}
+/* The runner is a child subreaper (pd_conform.c), so the orphans a stopped group leaves
+ * are its own children and pd_proc_stop_all reaps them. */
+void pd_cf_stop_gateway(pd_cf_run_t *run) { pd_proc_stop(&run->gw, run->o->stop_ms); }
 
 void pd_cf_stop_mocks(pd_cf_run_t *run) {
-  pd_cf_child_t *cs[PD_SCN_MAX_WORKERS];
-  for (uint32_t i = 0; i < run->n_wk; i++) cs[i] = &run->wk[i].proc;
-  stop_children(run, cs, run->n_wk);
+  pd_proc_t *ps[PD_SCN_MAX_WORKERS];
+  for (uint32_t i = 0; i < run->n_wk; i++) ps[i] = &run->wk[i].proc;
+  pd_proc_stop_all(ps, run->n_wk, run->o->stop_ms);
 }

@@ -7,14 +7,10 @@
 #include <string.h>
 
 #include "pd_conform_int.h"
+#include "pd_hash.h"
 
 typedef pd_cf_unit_t unit_t;
 
-
-static uint64_t fnv(uint64_t h, const char *s) {
-  for (; s && *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
-  return h;
-}
 
 static int made_up_rid(const char *r) { /* the mock's own: 32 lowercase hex digits */
   size_t n = strlen(r);
@@ -43,14 +39,15 @@ static pd_wleg_t *to_wleg(pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t idx,
     memcpy(l->rid, m->rid, rl + 1);
   else
     snprintf(l->rid, sizeof l->rid, "%.24s#%016llx", m->rid,
-             (unsigned long long)fnv(0xcbf29ce484222325ULL, m->rid));
+             (unsigned long long)pd_fnv1a_str(PD_FNV1A_OFFSET, m->rid));
   if (m->has_hash) {
     l->rooms_hash = m->rooms_hash;
   } else {
     char nr[16], bp[16];
     snprintf(nr, sizeof nr, "|%d|", m->n_rooms);
     snprintf(bp, sizeof bp, "|%d", m->boot_port);
-    l->rooms_hash = fnv(fnv(fnv(fnv(0xcbf29ce484222325ULL, m->room_s), nr), m->host), bp);
+    uint64_t h = pd_fnv1a_str(pd_fnv1a_str(PD_FNV1A_OFFSET, m->room_s), nr);
+    l->rooms_hash = pd_fnv1a_str(pd_fnv1a_str(h, m->host), bp);
   }
   l->tokens = q->c.tokens;
   l->fault = m->fault;

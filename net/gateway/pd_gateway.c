@@ -37,27 +37,6 @@ void pd_gwn_log(const pd_gateway_t *g, const char *fmt, ...) {
   va_end(ap);
 }
 
-int pd_gwbuf_append(pd_gwbuf_t *b, const void *p, size_t len) {
-  if (b->len + len + 1 > b->cap) {
-    size_t nc = b->cap ? b->cap : 1024;
-    while (nc < b->len + len + 1)
-      nc *= 2;
-    char *np = realloc(b->p, nc);
-    if (!np) return PD_ERR_NOMEM;
-    b->p = np;
-    b->cap = nc;
-  }
-  if (len) memcpy(b->p + b->len, p, len);
-  b->len += len;
-  b->p[b->len] = 0;
-  return 0;
-}
-
-void pd_gwbuf_free(pd_gwbuf_t *b) {
-  free(b->p);
-  memset(b, 0, sizeof *b);
-}
-
 /* ---------- configuration ---------- */
 
 void pd_gateway_config_default(pd_gateway_config_t *c, pd_mode_t mode) {

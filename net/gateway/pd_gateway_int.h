@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <stdatomic.h>
 
+#include "pd_buf.h"
 #include "pd_gateway.h"
 #include "pd_gw_metrics.h"
 #include "pd_httpd.h"
@@ -34,13 +35,9 @@ enum { PD_GWN_TAG_MHD = 1, PD_GWN_TAG_CURL = 2, PD_GWN_TAG_WATCH = 3, PD_GWN_TAG
 /* Abort posts in flight; beyond it an abort is dropped (and counted). */
 #define PD_GWU_MAX_ABORTS 4096u
 
-typedef struct pd_gwbuf {
-  char *p;
-  size_t len, cap;
-} pd_gwbuf_t;
-
-int pd_gwbuf_append(pd_gwbuf_t *b, const void *p, size_t len);
-void pd_gwbuf_free(pd_gwbuf_t *b);
+/* A client's output buffer: at most PD_GWH_MAX_OUT_BYTES unsent past out_off, which is
+ * compacted once it reaches PD_GWH_COMPACT_BYTES; or an info answer relayed whole. */
+#define PD_GWH_OUT_BUF_BYTES (PD_GWH_MAX_OUT_BYTES + PD_GWH_COMPACT_BYTES + PD_GWU_MAX_INFO_BYTES)
 
 typedef enum {
   PD_GWH_CORE = 0,
@@ -62,13 +59,13 @@ typedef struct pd_gwconn {
   const char *path;      /* static route path for the core */
   struct pd_gwreq *rq;   /* core request, NULL before feeding and after its DONE */
   struct pd_gwleg *info; /* proxied info transfer */
-  pd_gwbuf_t body;       /* request body */
+  pd_buf_t body;       /* request body */
   struct curl_slist *fwd; /* client headers forwarded to the worker legs (R1.28) */
   uint32_t n_fwd;
   size_t body_seen;      /* bytes uploaded, kept or not */
   int is_too_large, is_fed, is_suspended, is_queued, is_recorded;
   int head_status, is_sse, saw_data;
-  pd_gwbuf_t out; /* response bytes not yet taken by MHD */
+  pd_buf_t out; /* response bytes not yet taken by MHD */
   size_t out_off;
   int is_ended, is_abort, is_gone;
   int fd, is_watched;
@@ -106,7 +103,7 @@ typedef struct pd_gwleg {
   int is_paused, want_resume; /* backpressure: reads paused; resume at the next flush */
   uint32_t n_sends; /* times libcurl was about to send the request (prereq_cb) */
   long status;
-  pd_gwbuf_t resp; /* INFO: response body */
+  pd_buf_t resp; /* INFO: response body */
 } pd_gwleg_t;
 
 struct pd_gateway {
@@ -170,7 +167,7 @@ void pd_gwh_client_hup(pd_gateway_t *g, pd_gwconn_t *c);
 /* Resume c if it is suspended, so MHD takes its news. */
 void pd_gwh_wake(pd_gwconn_t *c);
 /* An info proxy finished: status (0 = transport error) and body. */
-void pd_gwh_info_done(pd_gateway_t *g, pd_gwconn_t *c, long status, const pd_gwbuf_t *body);
+void pd_gwh_info_done(pd_gateway_t *g, pd_gwconn_t *c, long status, const pd_buf_t *body);
 /* Let the gate (pd_httpd.h) accept and look at new connections (each loop turn). */
 void pd_gwh_gate(pd_gateway_t *g);
 /* Cancel every live client request (shutdown); stops accepting. */

@@ -22,7 +22,7 @@ static void client_data(pd_gateway_t *g, pd_gwconn_t *c, const pd_action_t *a) {
     c->out.len -= c->out_off;
     c->out_off = 0;
   }
-  if (pd_gwbuf_append(&c->out, a->data, a->len)) {
+  if (pd_buf_append(NULL, &c->out, a->data, a->len)) {
     c->is_gone = 1; /* out of memory: drop the client, NOTIFY_COMPLETED cancels the legs */
     return;
   }
@@ -59,7 +59,7 @@ void pd_gwh_client_hup(pd_gateway_t *g, pd_gwconn_t *c) {
   pd_gwh_wake(c); /* MHD closes it: handler or reader now refuse */
 }
 
-void pd_gwh_info_done(pd_gateway_t *g, pd_gwconn_t *c, long status, const pd_gwbuf_t *body) {
+void pd_gwh_info_done(pd_gateway_t *g, pd_gwconn_t *c, long status, const pd_buf_t *body) {
   (void)g;
   c->info = NULL;
   if (status == 0) { /* transport error: smg's proxy_request_failed (W6.1) */
@@ -67,12 +67,12 @@ void pd_gwh_info_done(pd_gateway_t *g, pd_gwconn_t *c, long status, const pd_gwb
                     "\"proxy_request_failed\",\"message\":\"prefill worker unreachable\","
                     "\"status\":500}}";
     c->head_status = 500;
-    pd_gwbuf_append(&c->out, m, strlen(m));
+    pd_buf_append(NULL, &c->out, m, strlen(m));
   } else {
     int s = (int)status;
     int keep = (s >= 200 && s < 300) || s == 400 || s == 404 || s == 500 || s == 502 || s == 503;
     c->head_status = keep ? s : 500;
-    if (body->len) pd_gwbuf_append(&c->out, body->p, body->len);
+    if (body->len) pd_buf_append(NULL, &c->out, body->p, body->len);
   }
   c->is_ended = 1;
   pd_gwh_wake(c);
@@ -99,7 +99,7 @@ void pd_gwh_cancel_all(pd_gateway_t *g) {
       c->head_status = 503;
       c->is_sse = 0;
       c->is_ended = 1;
-      pd_gwbuf_append(&c->out, shutdown_json, sizeof shutdown_json - 1);
+      pd_buf_append(NULL, &c->out, shutdown_json, sizeof shutdown_json - 1);
     } else if (!c->is_ended) {
       c->is_gone = 1;
     }

@@ -47,6 +47,8 @@ static pd_gwconn_t *conn_new(pd_gateway_t *g, struct MHD_Connection *mc) {
   c->mc = mc;
   c->fd = -1;
   c->route = PD_GWM_R_OTHER;
+  pd_buf_init(&c->body, g->cfg.max_body_bytes); /* take_upload keeps it within the limit */
+  pd_buf_init(&c->out, PD_GWH_OUT_BUF_BYTES);
   c->next = g->conns;
   if (g->conns) g->conns->prev = c;
   g->conns = c;
@@ -59,8 +61,8 @@ static void conn_free(pd_gateway_t *g, pd_gwconn_t *c) {
   else
     g->conns = c->next;
   if (c->next) c->next->prev = c->prev;
-  pd_gwbuf_free(&c->body);
-  pd_gwbuf_free(&c->out);
+  pd_buf_free(NULL, &c->body);
+  pd_buf_free(NULL, &c->out);
   curl_slist_free_all(c->fwd);
   free(c);
 }
@@ -151,7 +153,7 @@ static enum MHD_Result try_respond(pd_gwconn_t *c) {
   }
   const char *ctype = c->is_sse ? "text/event-stream" : "application/json";
   if (!c->is_sse && c->is_ended && !c->is_abort) {
-    enum MHD_Result ok = respond(c, c->head_status, ctype, c->out.p ? c->out.p + c->out_off : "",
+    enum MHD_Result ok = respond(c, c->head_status, ctype, pd_buf_str(&c->out) + c->out_off,
                                  c->out.len - c->out_off, 0);
     c->out.len = c->out_off = 0;
     return ok;
@@ -270,10 +272,10 @@ static enum MHD_Result take_upload(pd_gateway_t *g, pd_gwconn_t *c, const char *
   if (c->is_queued || c->kind != PD_GWH_CORE) return MHD_YES;
   if (!c->is_too_large && c->body.len + n > g->cfg.max_body_bytes) {
     c->is_too_large = 1;
-    pd_gwbuf_free(&c->body);
+    pd_buf_free(NULL, &c->body);
   }
   if (c->is_too_large) return MHD_YES;
-  if (pd_gwbuf_append(&c->body, p, n)) return MHD_NO;
+  if (pd_buf_append(NULL, &c->body, p, n)) return MHD_NO;
   return MHD_YES;
 }
 
@@ -330,10 +332,10 @@ static enum MHD_Result feed_request(pd_gateway_t *g, pd_gwconn_t *c) {
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST,
                    .req_id = rq->id,
                    .path = c->path,
-                   .data = (const uint8_t *)(c->body.p ? c->body.p : ""),
+                   .data = (const uint8_t *)pd_buf_str(&c->body),
                    .len = c->body.len};
   int rc = pd_gwn_feed(g, &ev); /* may answer at once (4xx) and even free rq */
-  pd_gwbuf_free(&c->body);
+  pd_buf_free(NULL, &c->body);
   if (rc && c->rq && !c->head_status) { /* the core could not take it (out of memory) */
     pd_gwn_req_del(g, c->rq);
     c->is_gone = 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_buf.h"
 #include "pd_err.h"
 
 static const double ttft_le[PD_GWM_TTFT_BUCKETS] = {
@@ -44,8 +45,7 @@ void pd_gwm_ttft(pd_gwm_t *m, uint64_t ns) {
 /* ---------- text buffer ---------- */
 
 typedef struct tbuf {
-  char *p;
-  size_t len, cap;
+  pd_buf_t b; /* the default limit (8 MiB) is far past 2 x 256 workers' lines */
   int is_failed;
 } tbuf_t;
 
@@ -54,30 +54,11 @@ __attribute__((format(printf, 2, 3)))
 #endif
 static void
 put(tbuf_t *b, const char *fmt, ...) {
-  for (int tries = 0; tries < 2 && !b->is_failed; tries++) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->is_failed = 1;
-      return;
-    }
-    if (b->p && (size_t)n < b->cap - b->len) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t nc = b->cap ? b->cap : 16384;
-    while (nc < b->len + (size_t)n + 1)
-      nc *= 2;
-    char *np = realloc(b->p, nc);
-    if (!np) {
-      b->is_failed = 1;
-      return;
-    }
-    b->p = np;
-    b->cap = nc;
-  }
+  if (b->is_failed) return;
+  va_list ap;
+  va_start(ap, fmt);
+  if (pd_buf_vprintf(NULL, &b->b, fmt, ap)) b->is_failed = 1;
+  va_end(ap);
 }
 
 /* Label values are worker URLs: escape backslash, quote and newline. */
@@ -225,17 +206,17 @@ static void render_ttft(tbuf_t *b, const pd_gwm_t *m) {
 }
 
 int pd_gwm_render(const pd_gwm_t *m, const pd_gwm_view_t *v, char **out, size_t *len) {
-  tbuf_t b = {0};
+  tbuf_t b = {{0}, 0};
   render_requests(&b, m);
   render_workers(&b, m, v);
   render_legs(&b, m);
   render_clients(&b, m, v);
   render_ttft(&b, m);
-  if (b.is_failed || !b.p) {
-    free(b.p);
+  if (b.is_failed || !b.b.p) {
+    pd_buf_free(NULL, &b.b);
     return PD_ERR_NOMEM;
   }
-  *out = b.p;
-  *len = b.len;
+  *out = (char *)b.b.p;
+  *len = b.b.len;
   return 0;
 }

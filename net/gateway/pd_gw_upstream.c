@@ -39,7 +39,7 @@ static void leg_free(pd_gateway_t *g, pd_gwleg_t *leg) {
   if (leg->kind == PD_GWU_ABORT && g->n_aborts) g->n_aborts--;
   if (leg->easy) curl_easy_cleanup(leg->easy);
   curl_slist_free_all(leg->hdrs);
-  pd_gwbuf_free(&leg->resp);
+  pd_buf_free(NULL, &leg->resp);
   free(leg);
 }
 
@@ -65,6 +65,7 @@ static pd_gwleg_t *leg_new(pd_gateway_t *g, pd_gwu_kind_t kind, const char *base
   if (!leg) return NULL;
   leg->g = g;
   leg->kind = kind;
+  pd_buf_init(&leg->resp, PD_GWU_MAX_INFO_BYTES);
   leg->next = g->legs;
   if (g->legs) g->legs->prev = leg;
   g->legs = leg;
@@ -285,7 +286,7 @@ static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
     return len;
   case PD_GWU_INFO:
     if (!leg->conn || leg->resp.len + len > PD_GWU_MAX_INFO_BYTES) return 0;
-    return pd_gwbuf_append(&leg->resp, p, len) ? 0 : len;
+    return pd_buf_append(NULL, &leg->resp, p, len) ? 0 : len;
   default: return len;
   }
 }
