@@ -77,7 +77,7 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   (void)index;
   switch (c) {
   case OPT_REQUESTS:
-    return pd_cli_parse_u32(CMD, "--requests", v, 1, PD_SCN_MAX_REQUESTS, &o->requests);
+    return pd_cli_parse_u32(CMD, "--requests", v, 1, PD_SCENARIO_MAX_REQUESTS, &o->requests);
   case OPT_FAULT_RATE: return pd_cli_parse_double(CMD, "--fault-rate", v, 0, 1, &o->fault_rate);
   case OPT_MODE: return pd_cli_parse_mode(CMD, "--mode", v, &o->mode);
   default: o->is_json = 1; return 0; /* OPT_JSON */

@@ -69,7 +69,7 @@ static void usage(FILE *f) {
 
 
 static void mask_str(uint32_t m, char *buf, size_t cap, const char *sep) {
-  pd_cli_mask_str(m, PD_INV_COUNT, sep, buf, cap);
+  pd_cli_mask_str(m, PD_INVARIANT_COUNT, sep, buf, cap);
 }
 
 typedef struct opts {
@@ -148,7 +148,7 @@ static void print_header(const opts_t *o, const char *warm_why) {
   char judged[96], not_judged[96];
   uint32_t m = pd_conform_judged_mask(&o->c);
   mask_str(m, judged, sizeof judged, " ");
-  mask_str(((1u << PD_INV_COUNT) - 1u) & ~m, not_judged, sizeof not_judged, " ");
+  mask_str(((1u << PD_INVARIANT_COUNT) - 1u) & ~m, not_judged, sizeof not_judged, " ");
   printf("# conform: %s\n", o->c.gateway_cmd);
   printf("# judged on sockets: %s\n", judged);
   printf("# not judged: %s (gateway internals: I4 outcomes and I17 quiescence, both judged "

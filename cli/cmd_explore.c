@@ -36,8 +36,8 @@ typedef struct ex_opts {
 
 typedef struct ex_state {
   uint64_t explored, violating, shrunk, saved;
-  uint64_t inv_seeds[PD_INV_COUNT + 1], inv_first[PD_INV_COUNT + 1];
-  uint32_t inv_saved[PD_INV_COUNT + 1];
+  uint64_t inv_seeds[PD_INVARIANT_COUNT + 1], inv_first[PD_INVARIANT_COUNT + 1];
+  uint32_t inv_saved[PD_INVARIANT_COUNT + 1];
   double t_shrink;
   int is_dir_made;
   pd_cli_progress_t bar; /* its t0 is the start of the exploration */
@@ -177,7 +177,7 @@ static int make_dirs(const char *dir) {
 }
 
 static void mask_str(uint32_t m, char *buf, size_t cap) {
-  pd_cli_mask_str(m, PD_INV_COUNT, ",", buf, cap);
+  pd_cli_mask_str(m, PD_INVARIANT_COUNT, ",", buf, cap);
 }
 
 static void progress_clear(ex_state_t *st) { pd_cli_progress_clear(&st->bar); }
@@ -240,7 +240,7 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
     char id[8];
     snprintf(id, sizeof id, "I%d", r->inv);
     cJSON_AddStringToObject(j, "invariant", id);
-    cJSON_AddStringToObject(j, "invariant_name", pd_inv_name(r->inv));
+    cJSON_AddStringToObject(j, "invariant_name", pd_invariant_name(r->inv));
     cJSON_AddStringToObject(j, "shrunk_violated", shrunk);
     cJSON_AddStringToObject(j, "reason", r->reason);
     cJSON_AddStringToObject(j, "found_reason", r->found_reason);
@@ -256,7 +256,7 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
   progress_clear(st);
   printf("seed %llu: violated %s; shrunk for I%d (%s) in %u runs: %u -> %u requests, %u -> %u "
          "workers, %u -> %u faults; the case violates %s\n",
-         (unsigned long long)r->seed, found, r->inv, pd_inv_name(r->inv), r->shrink_runs,
+         (unsigned long long)r->seed, found, r->inv, pd_invariant_name(r->inv), r->shrink_runs,
          r->requests_before, r->requests_after, r->workers_before, r->workers_after,
          r->faults_before, r->faults_after, shrunk);
   printf("    %s\n    saved:  %s\n    replay: %s\n", r->reason[0] ? r->reason : "(no reason)",
@@ -267,7 +267,7 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
 
 static void count(ex_state_t *st, const pd_explore_result_t *r) {
   st->violating++;
-  for (int i = 1; i <= PD_INV_COUNT; i++)
+  for (int i = 1; i <= PD_INVARIANT_COUNT; i++)
     if (r->found_mask >> (i - 1) & 1u && st->inv_seeds[i]++ == 0) st->inv_first[i] = r->seed;
   if (st->violating_list && cJSON_GetArraySize(st->violating_list) < (int)EX_JSON_MAX_LISTED) {
     char m[64];
@@ -282,7 +282,7 @@ static void count(ex_state_t *st, const pd_explore_result_t *r) {
 /* Invariants that already have --per-invariant saved cases. */
 static uint32_t skip_mask(const ex_state_t *st, const ex_opts_t *o) {
   uint32_t m = 0;
-  for (int i = 1; i <= PD_INV_COUNT && o->per_inv; i++)
+  for (int i = 1; i <= PD_INVARIANT_COUNT && o->per_inv; i++)
     if (st->inv_saved[i] >= o->per_inv) m |= 1u << (i - 1);
   return m;
 }
@@ -327,7 +327,7 @@ static void summary_text(const ex_state_t *st, const ex_opts_t *o, double el) {
     return;
   }
   printf("explore: %llu violating seeds:", (unsigned long long)st->violating);
-  for (int i = 1; i <= PD_INV_COUNT; i++)
+  for (int i = 1; i <= PD_INVARIANT_COUNT; i++)
     if (st->inv_seeds[i])
       printf(" I%d %llu (first seed %llu);", i, (unsigned long long)st->inv_seeds[i],
              (unsigned long long)st->inv_first[i]);
@@ -350,12 +350,12 @@ static void summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
   cJSON_AddNumberToObject(j, "seeds_per_s", el > 0 ? (double)st->explored / el : 0);
   cJSON_AddNumberToObject(j, "violating_seeds", (double)st->violating);
   cJSON *inv = cJSON_AddObjectToObject(j, "invariants");
-  for (int i = 1; i <= PD_INV_COUNT; i++) {
+  for (int i = 1; i <= PD_INVARIANT_COUNT; i++) {
     if (!st->inv_seeds[i]) continue;
     char id[8];
     snprintf(id, sizeof id, "I%d", i);
     cJSON *e = cJSON_AddObjectToObject(inv, id);
-    cJSON_AddStringToObject(e, "name", pd_inv_name(i));
+    cJSON_AddStringToObject(e, "name", pd_invariant_name(i));
     cJSON_AddNumberToObject(e, "seeds", (double)st->inv_seeds[i]);
     cJSON_AddItemToObject(e, "first_seed", seed_json(st->inv_first[i]));
   }

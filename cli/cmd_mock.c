@@ -100,11 +100,11 @@ static int apply_number(mock_opts_t *o, int c, const char *v) {
     return rc;
   case OPT_BOOT_TIMEOUT:
     o->has_bto = 1;
-    return pd_cli_parse_u64(CMD, "--bootstrap-timeout-ms", v, 0, PD_SCN_MAX_MS,
+    return pd_cli_parse_u64(CMD, "--bootstrap-timeout-ms", v, 0, PD_SCENARIO_MAX_MS,
                             &o->c.bootstrap_timeout_ms);
   case OPT_WAIT_TIMEOUT:
     o->has_wto = 1;
-    return pd_cli_parse_u64(CMD, "--waiting-timeout-ms", v, 0, PD_SCN_MAX_MS,
+    return pd_cli_parse_u64(CMD, "--waiting-timeout-ms", v, 0, PD_SCENARIO_MAX_MS,
                             &o->c.waiting_timeout_ms);
   case OPT_MAX_CONN: /* 0: the default */
     rc = pd_cli_parse_u32(CMD, "--max-connections", v, 0, PD_MOCK_MAX_CONNECTIONS, &n);

@@ -25,16 +25,16 @@
 #include "cmd_netbench.h"
 #include "pd_netbench.h"
 
-#define NB_START_TIMEOUT_MS 10000u /* a child's ready line */
-#define NB_STOP_TIMEOUT_MS 5000u   /* SIGTERM to exit, then SIGKILL */
+#define NETBENCH_START_TIMEOUT_MS 10000u /* a child's ready line */
+#define NETBENCH_STOP_TIMEOUT_MS 5000u   /* SIGTERM to exit, then SIGKILL */
 
-static volatile sig_atomic_t nb_stop;
+static volatile sig_atomic_t netbench_stop;
 static void on_signal(int sig) {
   (void)sig;
-  nb_stop = 1;
+  netbench_stop = 1;
 }
 
-const char *const pd_nb_path_names[NB_PATHS] = {"direct", "pd", "gateway"};
+const char *const pd_netbench_path_names[NETBENCH_PATHS] = {"direct", "pd", "gateway"};
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -66,18 +66,18 @@ static void usage(FILE *f) {
 
 #define CMD "pdref gateway bench"
 
-/* --concurrency 1,64,512: at most NB_MAX_LEVELS levels. */
-static int parse_levels(nb_opts_t *o, const char *s) {
+/* --concurrency 1,64,512: at most NETBENCH_MAX_LEVELS levels. */
+static int parse_levels(netbench_opts_t *o, const char *s) {
   char buf[128];
   snprintf(buf, sizeof buf, "%s", s);
   o->n_levels = 0;
   char *save = NULL;
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (o->n_levels == NB_MAX_LEVELS) {
-      fprintf(stderr, CMD ": --concurrency: at most %u levels\n", NB_MAX_LEVELS);
+    if (o->n_levels == NETBENCH_MAX_LEVELS) {
+      fprintf(stderr, CMD ": --concurrency: at most %u levels\n", NETBENCH_MAX_LEVELS);
       return 2;
     }
-    if (pd_cli_parse_u32(CMD, "--concurrency", t, 1, PD_NB_MAX_CONCURRENCY,
+    if (pd_cli_parse_u32(CMD, "--concurrency", t, 1, PD_NETBENCH_MAX_CONCURRENCY,
                          &o->levels[o->n_levels++]))
       return 2;
   }
@@ -91,16 +91,16 @@ static const struct {
   size_t off;
   uint32_t lo, hi;
 } num_opts[] = {
-    {"--tokens", offsetof(nb_opts_t, tokens), 1, PD_NB_MAX_TOKENS},
-    {"--token-ms", offsetof(nb_opts_t, token_ms), 0, 60000},
-    {"--first-token-ms", offsetof(nb_opts_t, first_token_ms), 0, 60000},
-    {"--requests", offsetof(nb_opts_t, requests), 1, PD_NB_MAX_REQUESTS},
-    {"--tp-streams", offsetof(nb_opts_t, tp_streams), 1, PD_NB_MAX_CONCURRENCY},
-    {"--tp-tokens", offsetof(nb_opts_t, tp_tokens), 1, PD_NB_MAX_TOKENS},
-    {"--tp-token-ms", offsetof(nb_opts_t, tp_token_ms), 0, 60000},
-    {"--timeout-s", offsetof(nb_opts_t, timeout_s), 1, 3600},
+    {"--tokens", offsetof(netbench_opts_t, tokens), 1, PD_NETBENCH_MAX_TOKENS},
+    {"--token-ms", offsetof(netbench_opts_t, token_ms), 0, 60000},
+    {"--first-token-ms", offsetof(netbench_opts_t, first_token_ms), 0, 60000},
+    {"--requests", offsetof(netbench_opts_t, requests), 1, PD_NETBENCH_MAX_REQUESTS},
+    {"--tp-streams", offsetof(netbench_opts_t, tp_streams), 1, PD_NETBENCH_MAX_CONCURRENCY},
+    {"--tp-tokens", offsetof(netbench_opts_t, tp_tokens), 1, PD_NETBENCH_MAX_TOKENS},
+    {"--tp-token-ms", offsetof(netbench_opts_t, tp_token_ms), 0, 60000},
+    {"--timeout-s", offsetof(netbench_opts_t, timeout_s), 1, 3600},
 };
-#define NB_NUM_OPTS (sizeof num_opts / sizeof num_opts[0])
+#define NETBENCH_NUM_OPTS (sizeof num_opts / sizeof num_opts[0])
 
 enum { OPT_CONCURRENCY = PD_CLI_OPT_FIRST + 32, OPT_MODE, OPT_JSON, OPT_NO_PD, OPT_NO_TP };
 
@@ -124,11 +124,11 @@ static const struct option long_opts[] = {
 
 /* One option with its value: 0, or 2 on a bad value. */
 static int apply_opt(void *ctx, int c, int index, char *v) {
-  nb_opts_t *o = ctx;
+  netbench_opts_t *o = ctx;
   pd_mode_t m;
   (void)index;
   size_t k = (size_t)(c - PD_CLI_OPT_FIRST);
-  if (c >= PD_CLI_OPT_FIRST && k < NB_NUM_OPTS) {
+  if (c >= PD_CLI_OPT_FIRST && k < NETBENCH_NUM_OPTS) {
     assert(strcmp(num_opts[k].flag + 2, long_opts[1 + k].name) == 0); /* the tables agree */
     return pd_cli_parse_u32(CMD, num_opts[k].flag, v, num_opts[k].lo, num_opts[k].hi,
                             (uint32_t *)(void *)((char *)o + num_opts[k].off)) ? 2 : 0;
@@ -154,12 +154,13 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
 /* ---------- the processes under test ---------- */
 
 /* Children's stderr goes to one log in the temp dir, shown when something fails. */
-static int start_child(nb_bench_t *b, pd_nb_child_t *c, char *const args[], char *line,
-                       size_t cap) {
-  return pd_nb_child_start(c, b->exe, args, b->errlog, line, cap, NB_START_TIMEOUT_MS, &nb_stop);
+static int start_child(netbench_session_t *b, pd_netbench_child_t *c, char *const args[],
+                       char *line, size_t cap) {
+  return pd_netbench_child_start(c, b->exe, args, b->errlog, line, cap, NETBENCH_START_TIMEOUT_MS,
+                                 &netbench_stop);
 }
 
-static void show_errlog(const nb_bench_t *b) {
+static void show_errlog(const netbench_session_t *b) {
   FILE *f = b->errlog[0] ? fopen(b->errlog, "r") : NULL;
   char line[512];
   for (int i = 0; f && i < 40 && fgets(line, sizeof line, f); i++) /* bounded */
@@ -167,14 +168,14 @@ static void show_errlog(const nb_bench_t *b) {
   if (f) fclose(f);
 }
 
-static int write_scenario(nb_bench_t *b) {
+static int write_scenario(netbench_session_t *b) {
   snprintf(b->dir, sizeof b->dir, "/tmp/pdref-gwbench-XXXXXX");
   if (!mkdtemp(b->dir)) return -1;
   snprintf(b->scenario, sizeof b->scenario, "%s/bench.json", b->dir);
   snprintf(b->errlog, sizeof b->errlog, "%s/stderr.log", b->dir);
   FILE *f = fopen(b->scenario, "w");
   if (!f) return -1;
-  const nb_opts_t *o = &b->o;
+  const netbench_opts_t *o = &b->o;
   fprintf(f,
           "{\"name\":\"gateway-bench\",\"workers\":["
           "{\"name\":\"p0\",\"role\":\"prefill\",\"forward_ms\":0,\"kv_ms\":0},"
@@ -187,7 +188,8 @@ static int write_scenario(nb_bench_t *b) {
 }
 
 /* Mock `worker` of the scenario; fills url (and the bootstrap port for the prefill). */
-static int start_mock(nb_bench_t *b, pd_nb_child_t *c, const char *worker, char *url, size_t cap) {
+static int start_mock(netbench_session_t *b, pd_netbench_child_t *c, const char *worker, char *url,
+                      size_t cap) {
   char line[512];
   /* clang-format off */
   char *args[] = {"pdref", "mock", "--scenario", b->scenario, "--worker", (char *)worker,
@@ -212,7 +214,7 @@ static int start_mock(nb_bench_t *b, pd_nb_child_t *c, const char *worker, char 
   return ok ? 0 : -1;
 }
 
-static int start_gateway(nb_bench_t *b) {
+static int start_gateway(netbench_session_t *b) {
   char line[512], pre[96], maxc[16];
   snprintf(pre, sizeof pre, "%s@%u", b->p_url, (unsigned)b->p_boot);
   uint32_t most = b->o.tp_streams;
@@ -233,53 +235,53 @@ static int start_gateway(nb_bench_t *b) {
   return 0;
 }
 
-static void stop_gateway(nb_bench_t *b, int which) {
+static void stop_gateway(netbench_session_t *b, int which) {
   if (b->gw.pid > 0) {
-    b->rss_kib[which] = pd_nb_proc_hwm_kib(b->gw.pid);
-    b->cpu_s[which] = pd_nb_proc_cpu_s(b->gw.pid);
+    b->rss_kib[which] = pd_netbench_proc_hwm_kib(b->gw.pid);
+    b->cpu_s[which] = pd_netbench_proc_cpu_s(b->gw.pid);
   }
-  pd_nb_child_stop(&b->gw, NB_STOP_TIMEOUT_MS);
+  pd_netbench_child_stop(&b->gw, NETBENCH_STOP_TIMEOUT_MS);
 }
 
 /* ---------- runs ---------- */
 
-typedef struct nb_prog {
-  nb_bench_t *b;
+typedef struct netbench_progress {
+  netbench_session_t *b;
   const char *label;
   uint32_t streams;
-} nb_prog_t;
+} netbench_progress_t;
 
 static void on_progress(void *ud, uint32_t done, uint32_t total) {
-  nb_prog_t *p = ud;
+  netbench_progress_t *p = ud;
   pd_cli_progress_draw(&p->b->bar, total ? (double)done / (double)total : 0,
                        "%u streams, %-7s %u/%u requests", (unsigned)p->streams, p->label,
                        (unsigned)done, (unsigned)total);
 }
 
 /* One measured run of `path`, warm-up included; fills st and counts errors. */
-static void run_path(nb_bench_t *b, int path, uint32_t streams, uint32_t requests, uint32_t tokens,
-                     int is_recording, nb_pstats_t *st) {
+static void run_path(netbench_session_t *b, int path, uint32_t streams, uint32_t requests,
+                     uint32_t tokens, int is_recording, netbench_path_stats_t *st) {
   char url[96], purl[96];
-  const char *base = path == PD_NB_GATEWAY ? b->g_url : b->d_url;
+  const char *base = path == PD_NETBENCH_GATEWAY ? b->g_url : b->d_url;
   snprintf(url, sizeof url, "%s/generate", base);
   snprintf(purl, sizeof purl, "%s/generate", b->p_url);
-  nb_prog_t prog = {b, pd_nb_path_names[path], streams};
+  netbench_progress_t prog = {b, pd_netbench_path_names[path], streams};
   /* spread the first round over one request's expected duration (steady load) */
   uint64_t dur_ns = ((uint64_t)b->o.first_token_ms + (uint64_t)tokens * b->o.token_ms) * 1000000ull;
   /* clang-format off */
-  pd_nb_run_t run = {.path = (pd_nb_path_t)path, .url = url, .prefill_url = purl,
+  pd_netbench_run_t run = {.path = (pd_netbench_path_t)path, .url = url, .prefill_url = purl,
                      .bootstrap_port = b->p_boot, .first_room = b->room,
                      .concurrency = streams, .requests = requests, .tokens = tokens,
                      .timeout_ns = (uint64_t)b->o.timeout_s * 1000000000ull,
                      .stagger_ns = is_recording ? dur_ns / streams : 0,
                      .is_recording = is_recording, .is_warmup = 1,
-                     .on_progress = on_progress, .ud = &prog, .stop = &nb_stop};
+                     .on_progress = on_progress, .ud = &prog, .stop = &netbench_stop};
   /* clang-format on */
   b->room += (uint64_t)requests + streams + 1;
-  pd_nb_result_t r;
-  double cpu0 = b->gw.pid > 0 ? pd_nb_proc_cpu_s(b->gw.pid) : 0;
-  int rc = pd_nb_run(&run, &r);
-  double cpu1 = b->gw.pid > 0 ? pd_nb_proc_cpu_s(b->gw.pid) : 0;
+  pd_netbench_result_t r;
+  double cpu0 = b->gw.pid > 0 ? pd_netbench_proc_cpu_s(b->gw.pid) : 0;
+  int rc = pd_netbench_run(&run, &r);
+  double cpu1 = b->gw.pid > 0 ? pd_netbench_proc_cpu_s(b->gw.pid) : 0;
   memset(st, 0, sizeof *st);
   st->requests = requests;
   st->ok = r.ok;
@@ -288,19 +290,19 @@ static void run_path(nb_bench_t *b, int path, uint32_t streams, uint32_t request
   st->reads = r.reads;
   st->wall_s = (double)r.wall_ns / 1e9;
   st->events_per_s = st->wall_s > 0 ? (double)r.events / st->wall_s : 0;
-  st->gw_cpu_s = path == PD_NB_GATEWAY ? cpu1 - cpu0 : 0;
-  st->ttft_us[0] = (double)pd_nb_percentile(r.ttft_ns, r.n_ttft, 50) / 1e3;
-  st->ttft_us[1] = (double)pd_nb_percentile(r.ttft_ns, r.n_ttft, 99) / 1e3;
-  st->itl_us[0] = (double)pd_nb_percentile(r.gap_ns, r.n_gap, 50) / 1e3;
-  st->itl_us[1] = (double)pd_nb_percentile(r.gap_ns, r.n_gap, 99) / 1e3;
+  st->gw_cpu_s = path == PD_NETBENCH_GATEWAY ? cpu1 - cpu0 : 0;
+  st->ttft_us[0] = (double)pd_netbench_percentile(r.ttft_ns, r.n_ttft, 50) / 1e3;
+  st->ttft_us[1] = (double)pd_netbench_percentile(r.ttft_ns, r.n_ttft, 99) / 1e3;
+  st->itl_us[0] = (double)pd_netbench_percentile(r.gap_ns, r.n_gap, 50) / 1e3;
+  st->itl_us[1] = (double)pd_netbench_percentile(r.gap_ns, r.n_gap, 99) / 1e3;
   snprintf(st->err, sizeof st->err, "%s", rc ? pd_strerror(rc) : r.first_error);
   b->errors += st->errors;
-  pd_nb_result_free(&r);
+  pd_netbench_result_free(&r);
   pd_cli_progress_clear(&b->bar);
 }
 
-static int run_all(nb_bench_t *b) {
-  const nb_opts_t *o = &b->o;
+static int run_all(netbench_session_t *b) {
+  const netbench_opts_t *o = &b->o;
   if (write_scenario(b) < 0) {
     fprintf(stderr, "pdref gateway bench: cannot write the scenario in /tmp\n");
     return -1;
@@ -308,28 +310,28 @@ static int run_all(nb_bench_t *b) {
   if (start_mock(b, &b->prefill, "p0", b->p_url, sizeof b->p_url) < 0 ||
       start_mock(b, &b->decode, "d0", b->d_url, sizeof b->d_url) < 0 || start_gateway(b) < 0)
     return -1;
-  for (uint32_t i = 0; i < o->n_levels && !nb_stop; i++) {
-    nb_level_t *lv = &b->lv[i];
+  for (uint32_t i = 0; i < o->n_levels && !netbench_stop; i++) {
+    netbench_level_t *lv = &b->lv[i];
     lv->streams = o->levels[i];
     uint32_t n = o->requests ? o->requests : lv->streams * 4 > 16 ? lv->streams * 4 : 16;
-    for (int p = 0; p < NB_PATHS && !nb_stop; p++)
-      if (p != PD_NB_PD || o->is_pd) run_path(b, p, lv->streams, n, o->tokens, 1, &lv->p[p]);
+    for (int p = 0; p < NETBENCH_PATHS && !netbench_stop; p++)
+      if (p != PD_NETBENCH_PD || o->is_pd) run_path(b, p, lv->streams, n, o->tokens, 1, &lv->p[p]);
   }
   stop_gateway(b, 0);
-  pd_nb_child_stop(&b->decode, NB_STOP_TIMEOUT_MS);
-  if (!o->is_tp || nb_stop) return 0;
+  pd_netbench_child_stop(&b->decode, NETBENCH_STOP_TIMEOUT_MS);
+  if (!o->is_tp || netbench_stop) return 0;
   if (start_mock(b, &b->decode, "d1", b->d_url, sizeof b->d_url) < 0 || start_gateway(b) < 0)
     return -1;
-  run_path(b, PD_NB_GATEWAY, o->tp_streams, o->tp_streams, o->tp_tokens, 0, &b->tp);
+  run_path(b, PD_NETBENCH_GATEWAY, o->tp_streams, o->tp_streams, o->tp_tokens, 0, &b->tp);
   stop_gateway(b, 1);
   return 0;
 }
 
 /* Stop every child (bounded), show their stderr if something failed, remove the temp dir. */
-static void cleanup(nb_bench_t *b, int is_failed) {
-  pd_nb_child_stop(&b->gw, NB_STOP_TIMEOUT_MS);
-  pd_nb_child_stop(&b->decode, NB_STOP_TIMEOUT_MS);
-  pd_nb_child_stop(&b->prefill, NB_STOP_TIMEOUT_MS);
+static void cleanup(netbench_session_t *b, int is_failed) {
+  pd_netbench_child_stop(&b->gw, NETBENCH_STOP_TIMEOUT_MS);
+  pd_netbench_child_stop(&b->decode, NETBENCH_STOP_TIMEOUT_MS);
+  pd_netbench_child_stop(&b->prefill, NETBENCH_STOP_TIMEOUT_MS);
   if (is_failed) show_errlog(b);
   if (b->scenario[0]) unlink(b->scenario);
   if (b->errlog[0]) unlink(b->errlog);
@@ -337,11 +339,11 @@ static void cleanup(nb_bench_t *b, int is_failed) {
 }
 
 int pd_cli_gateway_bench(int argc, char **argv) {
-  nb_bench_t *b = calloc(1, sizeof *b);
+  netbench_session_t *b = calloc(1, sizeof *b);
   if (!b) return 1;
-  nb_opts_t *o = &b->o;
+  netbench_opts_t *o = &b->o;
   uint32_t lv[] = {1, 64, 512};
-  *o = (nb_opts_t){.n_levels = 3,
+  *o = (netbench_opts_t){.n_levels = 3,
                    .tokens = 64,
                    .token_ms = 5,
                    .first_token_ms = 2,
@@ -362,7 +364,7 @@ int pd_cli_gateway_bench(int argc, char **argv) {
   ssize_t n = readlink("/proc/self/exe", b->exe, sizeof b->exe - 1);
   if (n <= 0) snprintf(b->exe, sizeof b->exe, "/proc/self/exe");
   pd_cli_progress_init(&b->bar, o->is_json);
-  b->room = (1ull << 62) | ((pd_nb_now_ns() & 0xffffffffull) << 20);
+  b->room = (1ull << 62) | ((pd_netbench_now_ns() & 0xffffffffull) << 20);
   struct sigaction sa, old_int, old_term;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
@@ -370,21 +372,21 @@ int pd_cli_gateway_bench(int argc, char **argv) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   signal(SIGPIPE, SIG_IGN);
-  pd_cli_raise_fd_limit(3 * PD_NB_MAX_CONCURRENCY + 256);
+  pd_cli_raise_fd_limit(3 * PD_NETBENCH_MAX_CONCURRENCY + 256);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   int rc = run_all(b);
   cleanup(b, rc || b->errors);
   curl_global_cleanup();
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
-  if (nb_stop) fprintf(stderr, "pdref gateway bench: interrupted\n");
+  if (netbench_stop) fprintf(stderr, "pdref gateway bench: interrupted\n");
   if (!rc) {
     if (o->is_json)
       pd_cli_nb_report_json(b);
     else
       pd_cli_nb_report_text(b);
   }
-  int code = rc || nb_stop || b->errors ? 1 : 0;
+  int code = rc || netbench_stop || b->errors ? 1 : 0;
   free(b);
   return code;
 }

@@ -8,67 +8,67 @@
 
 #include "cmd_netbench.h"
 
-typedef struct nb_target {
+typedef struct netbench_target {
   const char *name, *unit;
   double value, limit;
   int is_max; /* the value must stay below the limit (else reach it) */
   int is_measured;
   char note[128];
-} nb_target_t;
+} netbench_target_t;
 
-static const nb_level_t *find_level(const nb_bench_t *b, uint32_t streams) {
+static const netbench_level_t *find_level(const netbench_session_t *b, uint32_t streams) {
   for (uint32_t i = 0; i < b->o.n_levels; i++)
-    if (b->lv[i].streams == streams && b->lv[i].p[PD_NB_GATEWAY].requests) return &b->lv[i];
+    if (b->lv[i].streams == streams && b->lv[i].p[PD_NETBENCH_GATEWAY].requests) return &b->lv[i];
   return NULL;
 }
 
 /* p50 (k 0) or p99 (k 1) of the gateway path minus the same percentile of path `from`. */
-static double added(const nb_level_t *lv, int from, int is_itl, int k) {
-  const nb_pstats_t *x = &lv->p[PD_NB_GATEWAY], *y = &lv->p[from];
+static double added(const netbench_level_t *lv, int from, int is_itl, int k) {
+  const netbench_path_stats_t *x = &lv->p[PD_NETBENCH_GATEWAY], *y = &lv->p[from];
   return is_itl ? x->itl_us[k] - y->itl_us[k] : x->ttft_us[k] - y->ttft_us[k];
 }
 
-static double per_cpu_s(const nb_pstats_t *s) {
+static double per_cpu_s(const netbench_path_stats_t *s) {
   return s->gw_cpu_s > 0 ? (double)s->events / s->gw_cpu_s : 0;
 }
 
-#define NB_TARGETS 5
-static void targets(const nb_bench_t *b, nb_target_t t[NB_TARGETS]) {
-  const nb_level_t *l64 = find_level(b, 64), *l512 = find_level(b, 512), *top = NULL;
+#define NETBENCH_TARGETS 5
+static void targets(const netbench_session_t *b, netbench_target_t t[NETBENCH_TARGETS]) {
+  const netbench_level_t *l64 = find_level(b, 64), *l512 = find_level(b, 512), *top = NULL;
   for (uint32_t i = 0; i < b->o.n_levels; i++)
-    if (b->lv[i].p[PD_NB_GATEWAY].requests && (!top || b->lv[i].streams > top->streams))
+    if (b->lv[i].p[PD_NETBENCH_GATEWAY].requests && (!top || b->lv[i].streams > top->streams))
       top = &b->lv[i];
   double rss = (double)(b->rss_kib[0] > b->rss_kib[1] ? b->rss_kib[0] : b->rss_kib[1]) / 1024.0;
-  nb_target_t v[NB_TARGETS] = {
-      {"added TTFT p50 at 64 streams", "us", l64 ? added(l64, PD_NB_DIRECT, 0, 0) : 0, 200, 1,
+  netbench_target_t v[NETBENCH_TARGETS] = {
+      {"added TTFT p50 at 64 streams", "us", l64 ? added(l64, PD_NETBENCH_DIRECT, 0, 0) : 0, 200, 1,
        !!l64, ""},
-      {"added TTFT p99 at 64 streams", "us", l64 ? added(l64, PD_NB_DIRECT, 0, 1) : 0, 2000, 1,
-       !!l64, ""},
+      {"added TTFT p99 at 64 streams", "us", l64 ? added(l64, PD_NETBENCH_DIRECT, 0, 1) : 0, 2000,
+       1, !!l64, ""},
       {"relayed SSE events/s, one core", "ev/s", b->tp.events_per_s, 100000, 0, b->tp.requests > 0,
        ""},
-      {"errors at 512 streams", "", l512 ? (double)l512->p[PD_NB_GATEWAY].errors : 0, 1, 1, !!l512,
-       ""},
+      {"errors at 512 streams", "", l512 ? (double)l512->p[PD_NETBENCH_GATEWAY].errors : 0, 1, 1,
+       !!l512, ""},
       {"gateway peak RSS", "MiB", rss, 64, 1, rss > 0, ""},
   };
   for (int k = 0; k < 2; k++)
-    if (l64 && l64->p[PD_NB_PD].requests)
+    if (l64 && l64->p[PD_NETBENCH_PD].requests)
       snprintf(v[k].note, sizeof v[k].note, "gateway alone (vs pd): %+.0f us",
-               added(l64, PD_NB_PD, 0, k));
+               added(l64, PD_NETBENCH_PD, 0, k));
   if (b->tp.requests)
     snprintf(v[2].note, sizeof v[2].note,
              "%.0f per gateway CPU-s; 1 event/chunk (%u streams): %.0f", per_cpu_s(&b->tp),
-             top ? top->streams : 0, top ? per_cpu_s(&top->p[PD_NB_GATEWAY]) : 0);
+             top ? top->streams : 0, top ? per_cpu_s(&top->p[PD_NETBENCH_GATEWAY]) : 0);
   snprintf(v[4].note, sizeof v[4].note, "latency levels %.1f MiB, throughput run %.1f MiB",
            (double)b->rss_kib[0] / 1024.0, (double)b->rss_kib[1] / 1024.0);
   memcpy(t, v, sizeof v);
 }
 
-static const char *verdict(const nb_target_t *t) {
+static const char *verdict(const netbench_target_t *t) {
   if (!t->is_measured) return "not measured";
   return (t->is_max ? t->value < t->limit : t->value >= t->limit) ? "met" : "missed";
 }
 
-static cJSON *pstats_json(const nb_pstats_t *s) {
+static cJSON *pstats_json(const netbench_path_stats_t *s) {
   const char *k[] = {"requests",       "ok",           "errors",        "ttft_p50_us",
                      "ttft_p99_us",    "itl_p50_us",   "itl_p99_us",    "events",
                      "seconds",        "events_per_s", "gateway_cpu_s", "events_per_gateway_cpu_s",
@@ -93,24 +93,25 @@ static cJSON *pstats_json(const nb_pstats_t *s) {
   return j;
 }
 
-static cJSON *level_json(const nb_level_t *lv) {
+static cJSON *level_json(const netbench_level_t *lv) {
   cJSON *l = cJSON_CreateObject();
   cJSON_AddNumberToObject(l, "streams", lv->streams);
-  for (int p = 0; p < NB_PATHS; p++)
-    if (lv->p[p].requests) cJSON_AddItemToObject(l, pd_nb_path_names[p], pstats_json(&lv->p[p]));
+  for (int p = 0; p < NETBENCH_PATHS; p++)
+    if (lv->p[p].requests)
+      cJSON_AddItemToObject(l, pd_netbench_path_names[p], pstats_json(&lv->p[p]));
   const char *names[4] = {"added_ttft_p50_us", "added_ttft_p99_us", "added_itl_p50_us",
                           "added_itl_p99_us"};
   for (int k = 0; k < 4; k++)
-    cJSON_AddNumberToObject(l, names[k], added(lv, PD_NB_DIRECT, k / 2, k % 2));
-  if (lv->p[PD_NB_PD].requests) {
-    cJSON_AddNumberToObject(l, "gateway_alone_ttft_p50_us", added(lv, PD_NB_PD, 0, 0));
-    cJSON_AddNumberToObject(l, "gateway_alone_ttft_p99_us", added(lv, PD_NB_PD, 0, 1));
+    cJSON_AddNumberToObject(l, names[k], added(lv, PD_NETBENCH_DIRECT, k / 2, k % 2));
+  if (lv->p[PD_NETBENCH_PD].requests) {
+    cJSON_AddNumberToObject(l, "gateway_alone_ttft_p50_us", added(lv, PD_NETBENCH_PD, 0, 0));
+    cJSON_AddNumberToObject(l, "gateway_alone_ttft_p99_us", added(lv, PD_NETBENCH_PD, 0, 1));
   }
   return l;
 }
 
-void pd_cli_nb_report_json(const nb_bench_t *b) {
-  const nb_opts_t *o = &b->o;
+void pd_cli_nb_report_json(const netbench_session_t *b) {
+  const netbench_opts_t *o = &b->o;
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "mode", o->mode);
   cJSON_AddNumberToObject(j, "tokens", o->tokens);
@@ -118,7 +119,8 @@ void pd_cli_nb_report_json(const nb_bench_t *b) {
   cJSON_AddNumberToObject(j, "first_token_ms", o->first_token_ms);
   cJSON *levels = cJSON_AddArrayToObject(j, "levels");
   for (uint32_t i = 0; i < o->n_levels; i++)
-    if (b->lv[i].p[PD_NB_GATEWAY].requests) cJSON_AddItemToArray(levels, level_json(&b->lv[i]));
+    if (b->lv[i].p[PD_NETBENCH_GATEWAY].requests)
+      cJSON_AddItemToArray(levels, level_json(&b->lv[i]));
   if (b->tp.requests) {
     cJSON *t = pstats_json(&b->tp);
     cJSON_AddNumberToObject(t, "streams", o->tp_streams);
@@ -131,10 +133,10 @@ void pd_cli_nb_report_json(const nb_bench_t *b) {
   cJSON_AddNumberToObject(g, "cpu_s", b->cpu_s[0]);
   cJSON_AddNumberToObject(g, "throughput_peak_rss_kib", (double)b->rss_kib[1]);
   cJSON_AddNumberToObject(g, "throughput_cpu_s", b->cpu_s[1]);
-  nb_target_t t[NB_TARGETS];
+  netbench_target_t t[NETBENCH_TARGETS];
   targets(b, t);
   cJSON *ta = cJSON_AddArrayToObject(j, "targets");
-  for (int i = 0; i < NB_TARGETS; i++) {
+  for (int i = 0; i < NETBENCH_TARGETS; i++) {
     cJSON *x = cJSON_CreateObject();
     cJSON_AddStringToObject(x, "name", t[i].name);
     cJSON_AddNumberToObject(x, "value", t[i].value);
@@ -151,37 +153,38 @@ void pd_cli_nb_report_json(const nb_bench_t *b) {
   cJSON_Delete(j);
 }
 
-void pd_cli_nb_report_text(const nb_bench_t *b) {
-  const nb_opts_t *o = &b->o;
+void pd_cli_nb_report_text(const netbench_session_t *b) {
+  const netbench_opts_t *o = &b->o;
   printf("gateway bench: mode %s, %u tokens/request, decode first token %u ms then %u ms/token, "
          "prefill forward+kv 0 ms\n",
          o->mode, o->tokens, o->first_token_ms, o->token_ms);
   printf("%7s %-7s %5s %4s %9s %9s %9s %9s %9s %9s\n", "streams", "path", "reqs", "err", "TTFT p50",
          "TTFT p99", "ITL p50", "ITL p99", "events/s", "gw us/ev");
   for (uint32_t i = 0; i < o->n_levels; i++)
-    for (int p = 0; p < NB_PATHS; p++) {
-      const nb_pstats_t *s = &b->lv[i].p[p];
+    for (int p = 0; p < NETBENCH_PATHS; p++) {
+      const netbench_path_stats_t *s = &b->lv[i].p[p];
       if (!s->requests) continue;
       printf("%7u %-7s %5u %4u %6.0f us %6.0f us %6.0f us %6.0f us %9.0f", b->lv[i].streams,
-             pd_nb_path_names[p], s->requests, s->errors, s->ttft_us[0], s->ttft_us[1], s->itl_us[0],
-             s->itl_us[1], s->events_per_s);
-      if (p == PD_NB_GATEWAY && s->events) printf(" %9.1f", s->gw_cpu_s * 1e6 / (double)s->events);
+             pd_netbench_path_names[p], s->requests, s->errors, s->ttft_us[0], s->ttft_us[1],
+             s->itl_us[0], s->itl_us[1], s->events_per_s);
+      if (p == PD_NETBENCH_GATEWAY && s->events)
+        printf(" %9.1f", s->gw_cpu_s * 1e6 / (double)s->events);
       printf("\n");
       if (s->err[0]) printf("%7s first error: %s\n", "", s->err);
     }
   printf("added = gateway - direct, same streams, p50 - p50 and p99 - p99 "
          "(gateway alone = gateway - pd):\n");
   for (uint32_t i = 0; i < o->n_levels; i++) {
-    const nb_level_t *lv = &b->lv[i];
-    if (!lv->p[PD_NB_GATEWAY].requests) continue;
+    const netbench_level_t *lv = &b->lv[i];
+    if (!lv->p[PD_NETBENCH_GATEWAY].requests) continue;
     printf("%7u streams: TTFT %+.0f / %+.0f us, ITL %+.0f / %+.0f us", lv->streams,
            added(lv, 0, 0, 0), added(lv, 0, 0, 1), added(lv, 0, 1, 0), added(lv, 0, 1, 1));
-    if (lv->p[PD_NB_PD].requests)
-      printf("; gateway alone TTFT %+.0f / %+.0f us", added(lv, PD_NB_PD, 0, 0),
-             added(lv, PD_NB_PD, 0, 1));
+    if (lv->p[PD_NETBENCH_PD].requests)
+      printf("; gateway alone TTFT %+.0f / %+.0f us", added(lv, PD_NETBENCH_PD, 0, 0),
+             added(lv, PD_NETBENCH_PD, 0, 1));
     printf("\n");
   }
-  const nb_pstats_t *tp = &b->tp;
+  const netbench_path_stats_t *tp = &b->tp;
   if (tp->requests)
     printf(
         "throughput: %u streams x %u tokens, token_ms %u: %llu events in %.2f s = %.0f events/s; "
@@ -194,10 +197,10 @@ void pd_cli_nb_report_text(const nb_bench_t *b) {
   printf("gateway: peak RSS %.1f MiB, CPU %.2f s (latency levels); peak RSS %.1f MiB, CPU %.2f s "
          "(throughput)\n",
          (double)b->rss_kib[0] / 1024, b->cpu_s[0], (double)b->rss_kib[1] / 1024, b->cpu_s[1]);
-  nb_target_t t[NB_TARGETS];
+  netbench_target_t t[NETBENCH_TARGETS];
   targets(b, t);
   printf("targets (issue 4):\n");
-  for (int i = 0; i < NB_TARGETS; i++)
+  for (int i = 0; i < NETBENCH_TARGETS; i++)
     printf("  %-31s %2s %6.0f %-4s %10.1f  %-12s %s\n", t[i].name,
            t[i].is_max ? "<" : ">=", t[i].limit, t[i].unit, t[i].value, verdict(&t[i]), t[i].note);
   printf("errors: %llu\n", (unsigned long long)b->errors);

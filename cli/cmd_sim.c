@@ -17,7 +17,7 @@
 
 
 static void mask_str(uint32_t m, char *buf, size_t cap) {
-  pd_cli_mask_str(m, PD_INV_COUNT, ",", buf, cap);
+  pd_cli_mask_str(m, PD_INVARIANT_COUNT, ",", buf, cap);
 }
 
 typedef struct opts {
@@ -60,7 +60,7 @@ static int run_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, row_res
   uint64_t h2 = 0;
   wo.trace = NULL;
   if (pd_world_run_opts(s, m, seed, &wo, &st2, &got2, &h2) == 0 && (h2 != r->hash || got2 != r->got))
-    r->got |= 1u << (PD_INV_DETERMINISM - 1);
+    r->got |= 1u << (PD_INVARIANT_DETERMINISM - 1);
   r->want_set = s->expect[m].is_set;
   r->want = s->expect[m].violated_mask;
   r->exercised = r->st.faults_exercised == r->st.faults_total &&

@@ -43,11 +43,11 @@ typedef enum {
 typedef enum { PD_ROLE_PREFILL = 0, PD_ROLE_DECODE = 1 } pd_role_t;
 
 typedef enum {
-  PD_UPERR_CONNECT = 0, /* connection refused / failed / connect timeout */
-  PD_UPERR_RESET = 1,   /* connection reset after it was established */
-  PD_UPERR_TIMEOUT = 2, /* a driver-enforced transport timeout */
-  PD_UPERR_READ = 3,    /* body read error (e.g. truncated chunked encoding) */
-} pd_uperr_t;
+  PD_UPSTREAM_ERROR_CONNECT = 0, /* connection refused / failed / connect timeout */
+  PD_UPSTREAM_ERROR_RESET = 1,   /* connection reset after it was established */
+  PD_UPSTREAM_ERROR_TIMEOUT = 2, /* a driver-enforced transport timeout */
+  PD_UPSTREAM_ERROR_READ = 3,    /* body read error (e.g. truncated chunked encoding) */
+} pd_upstream_error_t;
 
 typedef enum {
   PD_OUTCOME_SUCCESS = 0,
@@ -73,7 +73,7 @@ typedef struct pd_event {
   uint64_t req_id;
   uint64_t leg_id;
   int status;
-  pd_uperr_t uperr;
+  pd_upstream_error_t uperr;
   const char *path;
   const uint8_t *data;
   size_t len;

@@ -210,7 +210,7 @@ static void fire_deadlines(pd_gw_t *gw, pd_rq_t *rq, const pd_mode_ops_t *ops) {
       a->str = (const char *)pd_gw_keep(gw, rq->rid, strlen(rq->rid));
     PD_LEG_SET(gw, rq, due, LEG_FAILED);
     due->deadline_ns = 0;
-    ops->on_error(gw, rq, due, PD_UPERR_TIMEOUT);
+    ops->on_error(gw, rq, due, PD_UPSTREAM_ERROR_TIMEOUT);
   }
   for (int i = 0; i < DL_COUNT; i++) {
     if (!rq->dl[i] || rq->dl[i] > gw->now) continue;
@@ -340,9 +340,9 @@ void pd_gw_finish(pd_gw_t *gw, size_t slot) {
   pd_rq_t *rq = gw->map.vals[slot];
   if (pd_rq_client_done(rq) && rq->n_legs == 0) {
     PD_RQ_SET(gw, rq, RQ_END); /* releases what loads remain, emits DONE */
-    pd_map_del_slot(&gw->map, slot);
+    pd_map_remove_slot(&gw->map, slot);
     disarm(gw, rq);
-    pd_gw_rq_free(gw, rq);
+    pd_gw_rq_del(gw, rq);
     return;
   }
   if (pd_rq_client_done(rq) && !rq->dl[DL_TAIL] && gw->cfg.prefill_tail_timeout_ns)

@@ -89,14 +89,14 @@ pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t
   return gw;
 }
 
-static void leg_free(pd_gw_t *gw, pd_leg_t *leg) {
+static void leg_del(pd_gw_t *gw, pd_leg_t *leg) {
   pd_sse_free(&leg->sse);
   pd_buf_free(gw->alloc, &leg->body);
   pd_free(gw->alloc, leg);
 }
 
-void pd_gw_rq_free(pd_gw_t *gw, pd_rq_t *rq) {
-  for (uint32_t i = 0; i < rq->n_legs; i++) leg_free(gw, rq->legs[i]);
+void pd_gw_rq_del(pd_gw_t *gw, pd_rq_t *rq) {
+  for (uint32_t i = 0; i < rq->n_legs; i++) leg_del(gw, rq->legs[i]);
   pd_request_free(&rq->req);
   pd_buf_free(gw->alloc, &rq->prefill_lp);
   pd_free(gw->alloc, rq->rid);
@@ -106,7 +106,7 @@ void pd_gw_rq_free(pd_gw_t *gw, pd_rq_t *rq) {
 void pd_gw_del(pd_gw_t *gw) {
   if (!gw) return;
   void *rq;
-  for (size_t slot = 0; pd_map_next(&gw->map, &slot, NULL, &rq);) pd_gw_rq_free(gw, rq);
+  for (size_t slot = 0; pd_map_next(&gw->map, &slot, NULL, &rq);) pd_gw_rq_del(gw, rq);
   pd_map_free(&gw->map);
   pd_heap_free(&gw->deadlines);
   for (int r = 0; r < 2; r++)
@@ -283,7 +283,7 @@ static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *file
   if (leg->is_probe && !leg->has_outcome) /* never leak a half-open probe slot */
     pd_breaker_record(&gw->workers[leg->role][leg->worker].breaker, gw->now,
                       PD_BREAKER_NEUTRAL, 1);
-  leg_free(gw, leg);
+  leg_del(gw, leg);
 }
 
 void pd_gw_close_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort,

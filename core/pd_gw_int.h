@@ -193,7 +193,7 @@ uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq);
  * up, or the backoff would pass the total or the commit budget). */
 int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq);
 
-void pd_gw_rq_free(pd_gw_t *gw, pd_rq_t *rq);
+void pd_gw_rq_del(pd_gw_t *gw, pd_rq_t *rq);
 void pd_gw_load_acquire(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w);
 /* Start the request's next attempt and hand the result to the mode (pd_feed.c). */
 void pd_gw_begin(pd_gw_t *gw, pd_rq_t *rq);
@@ -208,7 +208,7 @@ typedef struct pd_mode_ops {
   void (*on_head)(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
   void (*on_data)(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *p, size_t len);
   void (*on_end)(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
-  void (*on_error)(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e);
+  void (*on_error)(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_upstream_error_t e);
   void (*on_deadline)(pd_gw_t *gw, pd_rq_t *rq, int which); /* DL_* passed, or -1: a leg's */
   void (*on_client_gone)(pd_gw_t *gw, pd_rq_t *rq);
   void (*on_no_pair)(pd_gw_t *gw, pd_rq_t *rq, int status); /* selection failed */

@@ -95,7 +95,7 @@ int pd_map_put(pd_map_t *m, uint64_t key, void *val) {
   return 0;
 }
 
-void pd_map_del_slot(pd_map_t *m, size_t slot) {
+void pd_map_remove_slot(pd_map_t *m, size_t slot) {
   assert(slot < m->cap && is_live(m->keys[slot]));
   m->keys[slot] = SLOT_TOMB;
   m->vals[slot] = NULL;
@@ -103,11 +103,11 @@ void pd_map_del_slot(pd_map_t *m, size_t slot) {
   m->tomb++;
 }
 
-void *pd_map_del(pd_map_t *m, uint64_t key) {
+void *pd_map_remove(pd_map_t *m, uint64_t key) {
   size_t s = pd_map_find(m, key);
   if (s == PD_MAP_NONE) return NULL;
   void *v = m->vals[s];
-  pd_map_del_slot(m, s);
+  pd_map_remove_slot(m, s);
   return v;
 }
 

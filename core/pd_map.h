@@ -44,14 +44,14 @@ void *pd_map_get(const pd_map_t *m, uint64_t key);
  * PD_ERR_LIMIT when a new key would pass max_len; PD_ERR_NOMEM (the map is unchanged). */
 int pd_map_put(pd_map_t *m, uint64_t key, void *val);
 /* Remove key if present; returns its value, or NULL. */
-void *pd_map_del(pd_map_t *m, uint64_t key);
+void *pd_map_remove(pd_map_t *m, uint64_t key);
 /* Remove the key at slot, a live slot from pd_map_find or pd_map_next. */
-void pd_map_del_slot(pd_map_t *m, size_t slot);
+void pd_map_remove_slot(pd_map_t *m, size_t slot);
 size_t pd_map_len(const pd_map_t *m);
 
 /* Walk the live entries in slot order: *slot starts at 0; returns 1 with *key and *val
  * (either may be NULL) and *slot past the entry, or 0 at the end. Removing the entry just
- * returned (pd_map_del_slot(m, *slot - 1)) keeps the walk valid; a put does not. */
+ * returned (pd_map_remove_slot(m, *slot - 1)) keeps the walk valid; a put does not. */
 int pd_map_next(const pd_map_t *m, size_t *slot, uint64_t *key, void **val);
 
 #endif

@@ -264,7 +264,7 @@ static void mlb_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   }
 }
 
-static void mlb_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) {
+static void mlb_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_upstream_error_t e) {
   (void)e;
   assert(!pd_rq_client_done(rq));
   if (rq->state == RQ_HEADS && leg->status) return; /* body error surfaces when read */

@@ -450,11 +450,11 @@ static void ref_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   if (!rq->req.is_stream) respond_nonstream(gw, rq, leg);
 }
 
-static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) {
-  int st = e == PD_UPERR_TIMEOUT ? 504 : 502;
-  const char *what = e == PD_UPERR_CONNECT ? "connect failed"
-                     : e == PD_UPERR_TIMEOUT ? "timed out"
-                     : e == PD_UPERR_RESET ? "connection reset" : "body read failed";
+static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_upstream_error_t e) {
+  int st = e == PD_UPSTREAM_ERROR_TIMEOUT ? 504 : 502;
+  const char *what = e == PD_UPSTREAM_ERROR_CONNECT ? "connect failed"
+                     : e == PD_UPSTREAM_ERROR_TIMEOUT ? "timed out"
+                     : e == PD_UPSTREAM_ERROR_RESET ? "connection reset" : "body read failed";
   if (leg->has_outcome) { /* after its own success ([DONE] seen): nothing lost */
     pd_gw_drop_leg(gw, rq, leg);
     return;
@@ -463,7 +463,7 @@ static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) 
     doomed_result(gw, rq, leg, st);
     return;
   }
-  if (!rq->is_committed && e == PD_UPERR_TIMEOUT) { /* a head deadline: every leg whose
+  if (!rq->is_committed && e == PD_UPSTREAM_ERROR_TIMEOUT) { /* a head deadline: every leg whose
                                                        head is overdue stalled, not just this */
     for (uint32_t i = 0; i < rq->n_legs; i++) {
       pd_leg_t *l = rq->legs[i];
@@ -471,7 +471,9 @@ static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) 
     }
     fail_attempt(gw, rq, NULL, PD_OUTCOME_TIMEOUT, 504, 1, "timeout", "no response head in time");
   } else if (!rq->is_committed) {
-    if ((e == PD_UPERR_READ || e == PD_UPERR_RESET) && prefill_lost(gw, rq, leg, st)) return;
+    if ((e == PD_UPSTREAM_ERROR_READ || e == PD_UPSTREAM_ERROR_RESET) &&
+        prefill_lost(gw, rq, leg, st))
+      return;
     fail_leg(gw, rq, leg, st, what);
   } else if (leg->role == PD_ROLE_DECODE) {
     fail_stream(gw, rq, leg, st == 504 ? PD_OUTCOME_TIMEOUT : PD_OUTCOME_FAILURE, st, what, 0);

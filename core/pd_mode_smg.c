@@ -248,7 +248,7 @@ static void smg_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   }
 }
 
-static void smg_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_uperr_t e) {
+static void smg_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_upstream_error_t e) {
   (void)e;
   assert(rq->state != RQ_TAIL || leg->is_detached);
   if (leg->is_detached || rq->state == RQ_GONE) { /* logged only */

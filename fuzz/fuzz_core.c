@@ -100,7 +100,7 @@ static void step(world_t *w, fz_reader_t *b) {
     break;
   }
   case 3: ev.kind = PD_EV_UP_END; break;
-  case 4: ev.kind = PD_EV_UP_ERROR; ev.uperr = (pd_uperr_t)(fz_u8(b) % 4); break;
+  case 4: ev.kind = PD_EV_UP_ERROR; ev.uperr = (pd_upstream_error_t)(fz_u8(b) % 4); break;
   case 5: expire(w); return;
   case 6: ev.kind = PD_EV_CLIENT_GONE; ev.req_id = fz_u8(b) % MAX_REQS; break;
   case 7:

@@ -1,10 +1,10 @@
 /* fuzz_metrics: what `pdref conform` makes of a gateway's /metrics. The exposition comes from
  * the gateway under test, any gateway, so it is untrusted text. Input: byte 0 = worker count
  * and crash bits, then up to 32 legs (worker, truth) as byte pairs until a 0xff byte, then
- * the exposition. Checks: pd_cf_judge_metrics returns -1, 0 or 1, and a violation comes with
- * an "I4 " reason; pd_cf_outcomes_feasible agrees with a brute-force matching on small
- * counts drawn from the same bytes; pd_cf_judge_quiescence returns -1, 0 or 1 with a bounded
- * "not quiescent" reason, and only when pd_cf_metrics_busy agrees. Traps on any violation. */
+ * the exposition. Checks: pd_conform_judge_metrics returns -1, 0 or 1, and a violation comes with
+ * an "I4 " reason; pd_conform_outcomes_feasible agrees with a brute-force matching on small
+ * counts drawn from the same bytes; pd_conform_judge_quiescence returns -1, 0 or 1 with a bounded
+ * "not quiescent" reason, and only when pd_conform_metrics_busy agrees. Traps on any violation. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,7 +50,7 @@ static void check_feasible(const uint8_t *d, size_t n) {
   uint64_t r2[2] = {rec[0], rec[1]}, l2[5];
   memcpy(l2, legs, sizeof l2);
   unsigned bad = 0;
-  int got = pd_cf_outcomes_feasible(rec, legs, &bad);
+  int got = pd_conform_outcomes_feasible(rec, legs, &bad);
   FZ_CHECK(got == brute(r2, l2));
   FZ_CHECK(got || (bad && bad < 4u));
 }
@@ -59,8 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   check_feasible(data + 1, size - 1);
   pd_scenario_t *s = calloc(1, sizeof *s);
-  pd_cf_run_t *run = calloc(1, sizeof *run);
-  pd_cf_mleg_t *legs = calloc(FZ_MAX_LEGS, sizeof *legs);
+  pd_conform_runner_t *run = calloc(1, sizeof *run);
+  pd_conform_logged_leg_t *legs = calloc(FZ_MAX_LEGS, sizeof *legs);
   if (!s || !run || !legs) {
     free(s);
     free(run);
@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   size_t pos = 1, nl = 0;
   while (pos + 1 < size && data[pos] != 0xff && nl < FZ_MAX_LEGS) {
-    pd_cf_mleg_t *l = &legs[nl++];
+    pd_conform_logged_leg_t *l = &legs[nl++];
     l->worker = data[pos] % s->n_workers;
     l->role = s->workers[l->worker].role;
     l->truth = (pd_truth_t)(data[pos + 1] % 6u);
@@ -96,16 +96,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     text[tl] = 0;
     char reason[256];
     memset(reason, 'x', sizeof reason);
-    int rc = pd_cf_judge_metrics(run, text, reason, sizeof reason);
+    int rc = pd_conform_judge_metrics(run, text, reason, sizeof reason);
     FZ_CHECK(rc == -1 || rc == 0 || rc == 1);
     if (rc == 1) FZ_CHECK(memchr(reason, 0, sizeof reason) && !strncmp(reason, "I4 ", 3));
     /* quiescence: -1/0/1, a bounded reason on 1, and "held" only when something is */
     char quiet[192];
     memset(quiet, 'x', sizeof quiet);
-    int q = pd_cf_judge_quiescence(run, text, quiet, sizeof quiet);
+    int q = pd_conform_judge_quiescence(run, text, quiet, sizeof quiet);
     FZ_CHECK(q == -1 || q == 0 || q == 1);
     if (q == 1) FZ_CHECK(memchr(quiet, 0, sizeof quiet) && !strncmp(quiet, "not quiescent", 13));
-    if (q == 1) FZ_CHECK(pd_cf_metrics_busy(text));
+    if (q == 1) FZ_CHECK(pd_conform_metrics_busy(text));
     free(text);
   }
   free(legs);

@@ -26,41 +26,41 @@ static void check_fault(const pd_fault_t *f) {
   FZ_CHECK(f->kind == PD_FAULT_STATUS ? f->status >= 400 && f->status <= 599
                                    : f->status == 0 || (f->status >= 400 && f->status <= 599));
   FZ_CHECK((f->nth_from == 0 && f->nth_to == 0) || (f->nth_from >= 1 && f->nth_from <= f->nth_to));
-  FZ_CHECK(f->ms <= PD_SCN_MAX_MS);
+  FZ_CHECK(f->ms <= PD_SCENARIO_MAX_MS);
   FZ_CHECK(is_frac(f->prob));
 }
 
 static void check_worker(const pd_scenario_t *s, uint32_t i) {
-  const pd_scn_worker_t *w = &s->workers[i];
+  const pd_scenario_worker_t *w = &s->workers[i];
   FZ_CHECK(is_cstr(w->name, sizeof w->name));
   for (uint32_t j = 0; j < i; j++) FZ_CHECK(strcmp(s->workers[j].name, w->name) != 0);
   FZ_CHECK(w->role == PD_ROLE_PREFILL || w->role == PD_ROLE_DECODE);
   FZ_CHECK((unsigned)w->chunking <= PD_CHUNK_COALESCE);
-  FZ_CHECK(w->forward_ms <= PD_SCN_MAX_MS && w->kv_ms <= PD_SCN_MAX_MS);
-  FZ_CHECK(w->first_token_ms <= PD_SCN_MAX_MS && w->token_ms <= PD_SCN_MAX_MS);
-  FZ_CHECK(w->crash_at_ms <= PD_SCN_MAX_MS && w->restart_at_ms <= PD_SCN_MAX_MS);
+  FZ_CHECK(w->forward_ms <= PD_SCENARIO_MAX_MS && w->kv_ms <= PD_SCENARIO_MAX_MS);
+  FZ_CHECK(w->first_token_ms <= PD_SCENARIO_MAX_MS && w->token_ms <= PD_SCENARIO_MAX_MS);
+  FZ_CHECK(w->crash_at_ms <= PD_SCENARIO_MAX_MS && w->restart_at_ms <= PD_SCENARIO_MAX_MS);
   FZ_CHECK(!w->crash_at_ms || !w->restart_at_ms || w->restart_at_ms > w->crash_at_ms);
-  FZ_CHECK(w->n_faults <= PD_SCN_MAX_FAULTS);
+  FZ_CHECK(w->n_faults <= PD_SCENARIO_MAX_FAULTS);
   for (uint32_t k = 0; k < w->n_faults; k++) check_fault(&w->faults[k]);
-  FZ_CHECK(w->split_parts >= 2 && w->split_parts <= PD_SCN_MAX_SPLIT);
-  FZ_CHECK(w->open_delay_ms <= PD_SCN_MAX_MS);
+  FZ_CHECK(w->split_parts >= 2 && w->split_parts <= PD_SCENARIO_MAX_SPLIT);
+  FZ_CHECK(w->open_delay_ms <= PD_SCENARIO_MAX_MS);
   FZ_CHECK(w->breaker_initial >= 0 && w->breaker_initial <= 2);
 }
 
 /* Top-level faults: a leg range from 1, a role, an existing request or every one, no prob. */
 static void check_tfaults(const pd_scenario_t *s) {
-  FZ_CHECK(s->n_tfaults <= PD_SCN_MAX_TFAULTS);
+  FZ_CHECK(s->n_tfaults <= PD_SCENARIO_MAX_TRAFFIC_FAULTS);
   for (uint32_t i = 0; i < s->n_tfaults; i++) {
-    const pd_tfault_t *t = &s->tfaults[i];
+    const pd_traffic_fault_t *t = &s->tfaults[i];
     check_fault(&t->f);
     FZ_CHECK(t->f.nth_from >= 1 && t->f.prob == 1.0);
     FZ_CHECK(t->role == PD_ROLE_PREFILL || t->role == PD_ROLE_DECODE);
-    FZ_CHECK(t->request == PD_TFAULT_ANY || t->request < s->workload.requests);
+    FZ_CHECK(t->request == PD_TRAFFIC_FAULT_ANY || t->request < s->workload.requests);
     FZ_CHECK(t->is_sticky == 0 || t->is_sticky == 1);
   }
 }
 
-static void check_config(const pd_scn_config_t *c) {
+static void check_config(const pd_scenario_config_t *c) {
   pd_policy_kind_t k;
   FZ_CHECK(memchr(c->prefill_policy, 0, sizeof c->prefill_policy) != NULL);
   FZ_CHECK(memchr(c->decode_policy, 0, sizeof c->decode_policy) != NULL);
@@ -71,25 +71,25 @@ static void check_config(const pd_scn_config_t *c) {
                          c->bootstrap_timeout_ms, c->waiting_timeout_ms,   c->deadline_ms,
                          c->grace_ms,           c->net_us,
                          c->commit_timeout_ms,  c->token_budget_ms};
-  for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) FZ_CHECK(ms[i] <= PD_SCN_MAX_MS);
+  for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) FZ_CHECK(ms[i] <= PD_SCENARIO_MAX_MS);
   FZ_CHECK(c->deadline_ms >= 1);
   FZ_CHECK(c->breaker_half_open_probes <= 1000000);
 }
 
-static void check_workload(const pd_scn_workload_t *w) {
-  FZ_CHECK(w->requests >= 1 && w->requests <= PD_SCN_MAX_REQUESTS);
+static void check_workload(const pd_scenario_workload_t *w) {
+  FZ_CHECK(w->requests >= 1 && w->requests <= PD_SCENARIO_MAX_REQUESTS);
   FZ_CHECK(w->route == PD_ROUTE_GENERATE || w->route == PD_ROUTE_COMPLETIONS ||
         w->route == PD_ROUTE_CHAT);
   FZ_CHECK(is_frac(w->stream) && is_frac(w->logprob) && is_frac(w->disconnect_prob));
   FZ_CHECK(is_frac(w->fault_rate) && (w->poisson == 0.0 || w->poisson == 1.0));
   FZ_CHECK(w->batch <= PD_REQUEST_MAX_BATCH);
   FZ_CHECK(w->tokens >= 1 && w->tokens <= FZ_MAX_TOKENS);
-  FZ_CHECK(w->interval_ms <= PD_SCN_MAX_MS && w->disconnect_at_ms <= PD_SCN_MAX_MS);
-  FZ_CHECK((uint64_t)w->requests * w->interval_ms <= PD_SCN_MAX_MS);
-  FZ_CHECK(w->n_bursts <= PD_SCN_MAX_BURSTS);
+  FZ_CHECK(w->interval_ms <= PD_SCENARIO_MAX_MS && w->disconnect_at_ms <= PD_SCENARIO_MAX_MS);
+  FZ_CHECK((uint64_t)w->requests * w->interval_ms <= PD_SCENARIO_MAX_MS);
+  FZ_CHECK(w->n_bursts <= PD_SCENARIO_MAX_BURSTS);
   uint64_t sum = 0;
   for (uint32_t i = 0; i < w->n_bursts; i++) {
-    FZ_CHECK(w->bursts[i].requests >= 1 && w->bursts[i].at_ms <= PD_SCN_MAX_MS);
+    FZ_CHECK(w->bursts[i].requests >= 1 && w->bursts[i].at_ms <= PD_SCENARIO_MAX_MS);
     FZ_CHECK(i == 0 || w->bursts[i].at_ms > w->bursts[i - 1].at_ms);
     sum += w->bursts[i].requests;
   }
@@ -103,7 +103,7 @@ static void check_scenario(const pd_scenario_t *s) {
   FZ_CHECK(memchr(s->description, 0, sizeof s->description) != NULL);
   FZ_CHECK(s->n_tags <= 8);
   for (uint32_t i = 0; i < s->n_tags; i++) FZ_CHECK(is_cstr(s->tags[i], sizeof s->tags[i]));
-  FZ_CHECK(s->n_workers >= 2 && s->n_workers <= PD_SCN_MAX_WORKERS);
+  FZ_CHECK(s->n_workers >= 2 && s->n_workers <= PD_SCENARIO_MAX_WORKERS);
   for (uint32_t i = 0; i < s->n_workers; i++) {
     check_worker(s, i);
     roles[s->workers[i].role == PD_ROLE_DECODE]++;
@@ -113,9 +113,9 @@ static void check_scenario(const pd_scenario_t *s) {
   check_workload(&s->workload);
   check_tfaults(s);
   for (int m = 0; m < PD_MODE_COUNT; m++) {
-    const pd_scn_expect_t *e = &s->expect[m];
+    const pd_scenario_expect_t *e = &s->expect[m];
     FZ_CHECK(e->is_set == 0 || e->is_set == 1);
-    FZ_CHECK((e->violated_mask >> PD_INV_COUNT) == 0);
+    FZ_CHECK((e->violated_mask >> PD_INVARIANT_COUNT) == 0);
     FZ_CHECK(e->is_set || e->violated_mask == 0);
   }
 }

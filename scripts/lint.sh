@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 fail=0
 hits=$(grep -nE '\b(sprintf|vsprintf|strcpy|strcat|gets)\s*\(' --include='*.c' --include='*.h' -r core sim mock_workers net cli tests fuzz 2>/dev/null | grep -vE 'snprintf|vsnprintf' || true)
 if [ -n "$hits" ]; then echo "lint: unbounded string function:"; echo "$hits"; fail=1; fi
-hits=$(grep -nE '\b(rand|srand|random|time|gettimeofday|clock_gettime|clock)\s*\(' --include='*.c' --include='*.h' -r core sim mock_workers/pd_wmodel.c 2>/dev/null | grep -vE ':[0-9]+:\s*(/\*|\*)' || true)
+hits=$(grep -nE '\b(rand|srand|random|time|gettimeofday|clock_gettime|clock)\s*\(' --include='*.c' --include='*.h' -r core sim mock_workers/pd_worker_model.c 2>/dev/null | grep -vE ':[0-9]+:\s*(/\*|\*)' || true)
 if [ -n "$hits" ]; then echo "lint: wall clock or libc randomness in a deterministic module:"; echo "$hits"; fail=1; fi
 hits=$(grep -nE '^(static )?[a-z_]+[a-z_0-9 \*]* [a-z_][a-z_0-9]* *(=|;)' core/*.c sim/*.c 2>/dev/null | grep -vE '^\S+:[0-9]+:\s*(static )?const |:[0-9]+:(typedef|extern|return) ' | grep -vE '\(' || true)
 if [ -n "$hits" ]; then echo "lint: file-scope mutable variable in core/ or sim/:"; echo "$hits"; fail=1; fi

@@ -26,7 +26,7 @@ static int logprobs_ok(const cJSON *meta) {
   return 1;
 }
 
-static void client_event(pd_creq_t *rq, const pd_sse_event_t *ev) {
+static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
   if (rq->saw_done) {
     rq->events_after_done = 1;
     return;
@@ -56,7 +56,7 @@ static void client_event(pd_creq_t *rq, const pd_sse_event_t *ev) {
   cJSON_Delete(j);
 }
 
-int pd_check_client_data(pd_creq_t *rq, const uint8_t *p, size_t len) {
+int pd_check_client_data(pd_client_request_t *rq, const uint8_t *p, size_t len) {
   if (!rq->is_sse_head) { /* a JSON body: keep it whole */
     if (rq->is_record_lost) return PD_ERR_NOMEM;
     int rc = pd_buf_append(NULL, &rq->body, p, len);
@@ -74,7 +74,7 @@ int pd_check_client_data(pd_creq_t *rq, const uint8_t *p, size_t len) {
 }
 
 /* A non-stream body: complete JSON with every token and (if asked) merged logprobs. */
-static int body_clean(pd_creq_t *rq) {
+static int body_clean(pd_client_request_t *rq) {
   cJSON *j = cJSON_ParseWithLength((const char *)rq->body.p, rq->body.len);
   int ok = 0;
   if (j && !cJSON_GetObjectItemCaseSensitive(j, "error")) {
@@ -89,7 +89,7 @@ static int body_clean(pd_creq_t *rq) {
 }
 
 /* Does the client believe it got a complete, clean generation? */
-static int looks_clean(pd_creq_t *rq) {
+static int looks_clean(pd_client_request_t *rq) {
   if (!rq->ended || rq->aborted || rq->head_status < 200 || rq->head_status >= 300) return 0;
   if (!rq->is_stream) return body_clean(rq);
   return rq->saw_done && !rq->saw_error_event;
@@ -98,7 +98,7 @@ static int looks_clean(pd_creq_t *rq) {
 /* I4: which recorded outcomes agree with what the worker really did. `cancelled` is neutral
  * and claims nothing about the worker, unless the worker's failure had reached the gateway
  * by the instant it closed the leg: then it hides a real failure (R-OUTCOME). */
-static int outcome_agrees(const pd_wleg_t *l) {
+static int outcome_agrees(const pd_worker_leg_t *l) {
   pd_truth_t t = l->truth;
   pd_outcome_t o = l->outcome;
   if (o == PD_OUTCOME_CANCELLED) return !l->is_failed_at_close;
@@ -117,9 +117,9 @@ static int outcome_agrees(const pd_wleg_t *l) {
 
 /* Closed at the gateway / slot freed: flags first, so a time of 0 (net_us 0) counts as a time.
  * A record built from a socket run's logs may carry only the time (never 0 there). */
-static int leg_closed(const pd_wleg_t *l) { return !l->gw_open; }
-static int slot_freed(const pd_wleg_t *l) { return l->is_slot_freed || l->t_slot_freed != 0; }
-static uint64_t closed_at(const pd_judge_t *j, const pd_wleg_t *l) {
+static int leg_closed(const pd_worker_leg_t *l) { return !l->gw_open; }
+static int slot_freed(const pd_worker_leg_t *l) { return l->is_slot_freed || l->t_slot_freed != 0; }
+static uint64_t closed_at(const pd_judge_t *j, const pd_worker_leg_t *l) {
   return leg_closed(l) ? l->t_gw_closed : j->now;
 }
 
@@ -135,10 +135,12 @@ static const char *worker_name(const pd_judge_t *j, uint32_t worker) {
     v |= BIT(inv);                                                 \
   } while (0)
 
-static uint64_t room_at(const pd_wleg_t *l, int i) { return l->rooms ? l->rooms[i] : l->room; }
+static uint64_t room_at(const pd_worker_leg_t *l, int i) {
+  return l->rooms ? l->rooms[i] : l->room;
+}
 
 /* Does leg o carry room r (any of its rooms)? */
-static int has_room(const pd_wleg_t *o, uint64_t r) {
+static int has_room(const pd_worker_leg_t *o, uint64_t r) {
   for (int i = 0; i < o->n_rooms; i++)
     if (room_at(o, i) == r) return 1;
   return 0;
@@ -149,61 +151,66 @@ static int has_room(const pd_wleg_t *o, uint64_t r) {
  * GenerateReqInput.__getitem__); a scalar room is either an error there or, in the versions that
  * normalise it, copied to every item (one room shared by n requests). So an array of n rooms.
  * 0: not judged (not a batch, or chat `n`, whose normalisation differs between SGLang versions). */
-static int rooms_needed(const pd_scn_workload_t *wl) {
+static int rooms_needed(const pd_scenario_workload_t *wl) {
   if (wl->batch < 2 || wl->route == PD_ROUTE_CHAT) return 0;
   return wl->route == PD_ROUTE_GENERATE || wl->route == PD_ROUTE_COMPLETIONS ? (int)wl->batch : 0;
 }
 
 /* I8: both legs of an attempt carry the same bootstrap data and rid; a batch of n carries n
  * distinct rooms; no room is reused by another attempt of the request. */
-static uint32_t check_rooms(const pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap) {
+static uint32_t check_rooms(const pd_judge_t *j, pd_client_request_t *rq, char *reason,
+                            size_t cap) {
   uint32_t v = 0;
   int need = rooms_needed(&j->s->workload);
-  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
-    for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req) {
+  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
+    for (pd_worker_leg_t *o = l->next_in_req; o; o = o->next_in_req) {
       if (o->attempt != l->attempt || o->role == l->role) continue;
       if (o->rooms_hash != l->rooms_hash || o->has_rid != l->has_rid ||
           (l->has_rid && strcmp(o->rid, l->rid) != 0))
-        FLAG(PD_INV_ROOMS, "I8 attempt %u legs disagree on bootstrap room or rid", l->attempt);
+        FLAG(PD_INVARIANT_ROOMS, "I8 attempt %u legs disagree on bootstrap room or rid",
+             l->attempt);
     }
     if (need && l->n_rooms && (l->is_room_scalar || l->n_rooms != need))
-      FLAG(PD_INV_ROOMS, "I8 a batch of %d sent %s %d room%s to %s", need,
+      FLAG(PD_INVARIANT_ROOMS, "I8 a batch of %d sent %s %d room%s to %s", need,
            l->is_room_scalar ? "a scalar:" : "an array of", l->n_rooms, l->n_rooms == 1 ? "" : "s",
            worker_name(j, l->worker));
     for (int i = 0; i < l->n_rooms; i++) {
       uint64_t r = room_at(l, i);
       for (int k = i + 1; k < l->n_rooms; k++)
         if (room_at(l, k) == r)
-          FLAG(PD_INV_ROOMS, "I8 batch items %d and %d share room %llu", i, k, (unsigned long long)r);
-      for (pd_wleg_t *o = l->next_in_req; o; o = o->next_in_req)
+          FLAG(PD_INVARIANT_ROOMS, "I8 batch items %d and %d share room %llu", i, k,
+               (unsigned long long)r);
+      for (pd_worker_leg_t *o = l->next_in_req; o; o = o->next_in_req)
         if (o->attempt != l->attempt && has_room(o, r))
-          FLAG(PD_INV_ROOMS, "I8 attempts %u and %u reuse room %llu", o->attempt, l->attempt,
+          FLAG(PD_INVARIANT_ROOMS, "I8 attempts %u and %u reuse room %llu", o->attempt, l->attempt,
                (unsigned long long)r);
     }
   }
   return v;
 }
 
-static uint32_t check_legs(const pd_judge_t *j, pd_creq_t *rq, uint64_t t_end, char *reason,
-                           size_t cap) {
+static uint32_t check_legs(const pd_judge_t *j, pd_client_request_t *rq, uint64_t t_end,
+                           char *reason, size_t cap) {
   uint32_t v = 0;
   uint64_t grace = j->s->config.grace_ms * MS_NS;
-  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     const char *wn = worker_name(j, l->worker);
     if (!leg_closed(l) || l->t_gw_closed > t_end + grace)
-      FLAG(PD_INV_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end", pd_role_name(l->role),
-           wn, (double)(closed_at(j, l) - t_end) / 1e6);
+      FLAG(PD_INVARIANT_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end",
+           pd_role_name(l->role), wn, (double)(closed_at(j, l) - t_end) / 1e6);
     if (l->slot_taken && (!slot_freed(l) || l->t_slot_freed > t_end + grace))
-      FLAG(PD_INV_STRANDED_SLOT, "I3 %s slot on %s held %.1f ms after the client's end",
+      FLAG(PD_INVARIANT_STRANDED_SLOT, "I3 %s slot on %s held %.1f ms after the client's end",
            pd_role_name(l->role), wn,
            (double)((slot_freed(l) ? l->t_slot_freed : j->now) - t_end) / 1e6);
-    if (l->outcomes > 1) FLAG(PD_INV_OUTCOME, "I4 %s got %d outcomes for one leg", wn, l->outcomes);
+    if (l->outcomes > 1)
+      FLAG(PD_INVARIANT_OUTCOME, "I4 %s got %d outcomes for one leg", wn, l->outcomes);
     /* Q10: the reference records an outcome for every leg it opened (R-OUTCOME); the
        upstream models keep their own gaps (minilb records none) */
     if (!l->outcomes && j->mode == PD_MODE_REFERENCE && !j->is_outcome_blind)
-      FLAG(PD_INV_OUTCOME, "I4 %s: no outcome recorded for its %s leg", wn, pd_role_name(l->role));
+      FLAG(PD_INVARIANT_OUTCOME, "I4 %s: no outcome recorded for its %s leg", wn,
+           pd_role_name(l->role));
     if (l->outcomes && !outcome_agrees(l))
-      FLAG(PD_INV_OUTCOME, "I4 %s recorded %s but really %s", wn, pd_outcome_name(l->outcome),
+      FLAG(PD_INVARIANT_OUTCOME, "I4 %s recorded %s but really %s", wn, pd_outcome_name(l->outcome),
            l->is_failed_at_close && l->outcome == PD_OUTCOME_CANCELLED
                ? "had failed when the gateway closed it"
            : l->truth == PD_TRUTH_OK ? "succeeded" : l->truth == PD_TRUTH_FAILED ? "failed"
@@ -214,23 +221,24 @@ static uint32_t check_legs(const pd_judge_t *j, pd_creq_t *rq, uint64_t t_end, c
 
 /* I9/I10: every load acquired is released exactly once, and no later than the worker's own
  * part of the request ended (plus grace). */
-static uint32_t check_loads(const pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap) {
+static uint32_t check_loads(const pd_judge_t *j, pd_client_request_t *rq, char *reason,
+                            size_t cap) {
   uint32_t v = 0;
   uint64_t grace = j->s->config.grace_ms * MS_NS;
-  if (rq->load_neg) FLAG(PD_INV_LOAD_BALANCE, "I9 a load was released twice");
+  if (rq->load_neg) FLAG(PD_INVARIANT_LOAD_BALANCE, "I9 a load was released twice");
   for (int r = 0; r < 2; r++)
     for (int i = 0; i < 8; i++) {
       if (!rq->load_w[r][i]) continue;
       if (rq->load_bal[r][i] != 0)
-        FLAG(PD_INV_LOAD_BALANCE, "I9 %s load never released", pd_role_name((pd_role_t)r));
+        FLAG(PD_INVARIANT_LOAD_BALANCE, "I9 %s load never released", pd_role_name((pd_role_t)r));
       uint64_t worker_end = 0;
-      for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+      for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
         if ((int)l->role == r && l->role_index + 1 == rq->load_w[r][i]) {
           uint64_t e = closed_at(j, l);
           if (e > worker_end) worker_end = e;
         }
       if (rq->load_t_rel[r][i] > worker_end + grace)
-        FLAG(PD_INV_LOAD_TRUTH, "I10 %s load held %.1f ms after its leg ended",
+        FLAG(PD_INVARIANT_LOAD_TRUTH, "I10 %s load held %.1f ms after its leg ended",
              pd_role_name((pd_role_t)r), (double)(rq->load_t_rel[r][i] - worker_end) / 1e6);
     }
   return v;
@@ -243,7 +251,7 @@ static uint32_t check_loads(const pd_judge_t *j, pd_creq_t *rq, char *reason, si
  * its partner's failure ended the leg), a refusal, a crash. Or it hung (or dripped) by itself
  * and the gateway saw it (recorded a failure or timeout): a hung leg cancelled because its
  * partner failed first had shown the gateway nothing yet. */
-static int worker_failed(const pd_wleg_t *l) {
+static int worker_failed(const pd_worker_leg_t *l) {
   if (l->truth == PD_TRUTH_STALLED)
     return l->is_own_stall && l->outcomes &&
            (l->outcome == PD_OUTCOME_FAILURE || l->outcome == PD_OUTCOME_TIMEOUT);
@@ -253,9 +261,9 @@ static int worker_failed(const pd_wleg_t *l) {
 }
 
 /* Did the request have a leg to worker `node` of this role before attempt `before`? */
-static const pd_wleg_t *tried(const pd_creq_t *rq, pd_role_t role, uint32_t node, uint32_t before,
-                              int failed_only) {
-  for (const pd_wleg_t *e = rq->legs; e; e = e->next_in_req)
+static const pd_worker_leg_t *tried(const pd_client_request_t *rq, pd_role_t role, uint32_t node,
+                                    uint32_t before, int failed_only) {
+  for (const pd_worker_leg_t *e = rq->legs; e; e = e->next_in_req)
     if (e->role == role && e->worker == node && e->attempt < before &&
         (!failed_only || worker_failed(e)))
       return e;
@@ -265,15 +273,17 @@ static const pd_wleg_t *tried(const pd_creq_t *rq, pd_role_t role, uint32_t node
 /* I16 (G15): a retry leg goes to a worker that failed this request in an earlier attempt
  * while a worker of that role the request had not tried was eligible (breaker Closed, as the
  * core reported it, when the leg was opened). */
-static uint32_t check_retry_target(const pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap) {
+static uint32_t check_retry_target(const pd_judge_t *j, pd_client_request_t *rq, char *reason,
+                                   size_t cap) {
   uint32_t v = 0;
-  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     if (l->attempt < 2 || !l->has_eligible || !tried(rq, l->role, l->worker, l->attempt, 1))
       continue;
     for (uint32_t k = 0; k < j->s->n_workers && k < 64; k++) {
       if (!(l->eligible_nodes >> k & 1u) || tried(rq, l->role, k, l->attempt, 0)) continue;
-      FLAG(PD_INV_RETRY_FAILED, "I16 attempt %u went back to %s, which failed it, while %s was untried",
-           l->attempt, worker_name(j, l->worker), worker_name(j, k));
+      FLAG(PD_INVARIANT_RETRY_FAILED,
+           "I16 attempt %u went back to %s, which failed it, while %s was untried", l->attempt,
+           worker_name(j, l->worker), worker_name(j, k));
       break;
     }
   }
@@ -283,57 +293,58 @@ static uint32_t check_retry_target(const pd_judge_t *j, pd_creq_t *rq, char *rea
 /* I15: a request the workload expects to succeed (its client stays) got a clean answer
  * whenever every worker was healthy: none down and every breaker Closed from arrival to end,
  * and no fault, slowness or crash on any leg of it. */
-static uint32_t check_served(const pd_creq_t *rq, int clean, char *reason, size_t cap) {
+static uint32_t check_served(const pd_client_request_t *rq, int clean, char *reason, size_t cap) {
   uint32_t v = 0;
   if (clean || rq->gone || !rq->was_healthy) return 0;
   int legs = 0, reached = 0;
-  for (const pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     if (l->fault >= 0 || l->lag_ms || l->drip_ms || l->is_crash_hit) return 0;
     legs++;
     reached += l->truth != PD_TRUTH_NEVER;
   }
   if (!reached)
-    FLAG(PD_INV_SERVED, "I15 status %d, %s, while every worker was healthy", rq->head_status,
+    FLAG(PD_INVARIANT_SERVED, "I15 status %d, %s, while every worker was healthy", rq->head_status,
          legs ? "no leg reached a worker" : "no leg was sent");
   else
-    FLAG(PD_INV_SERVED, "I15 status %d and no clean answer while every worker was healthy",
+    FLAG(PD_INVARIANT_SERVED, "I15 status %d and no clean answer while every worker was healthy",
          rq->head_status);
   return v;
 }
 
 /* I5, I6, I7: a clean answer carries every token once and in order, no attempt follows the
  * first byte to the client, and the mode's attempt limit holds. */
-static uint32_t check_tokens(const pd_judge_t *j, const pd_creq_t *rq, int clean, char *reason,
-                             size_t cap) {
+static uint32_t check_tokens(const pd_judge_t *j, const pd_client_request_t *rq, int clean,
+                             char *reason, size_t cap) {
   uint32_t v = 0;
   int decode_ok = 0;
-  for (const pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
     if (l->role == PD_ROLE_DECODE && l->truth == PD_TRUTH_OK) decode_ok = 1;
   if (clean && (!decode_ok || rq->next_token != rq->tokens))
-    FLAG(PD_INV_FALSE_SUCCESS, "I5 clean 200 with %u of %u tokens, decode %s", rq->next_token,
+    FLAG(PD_INVARIANT_FALSE_SUCCESS, "I5 clean 200 with %u of %u tokens, decode %s", rq->next_token,
          rq->tokens, decode_ok ? "ok" : "failed");
-  if (rq->retry_after_commit) FLAG(PD_INV_COMMIT, "I6 a new attempt after bytes reached the client");
+  if (rq->retry_after_commit)
+    FLAG(PD_INVARIANT_COMMIT, "I6 a new attempt after bytes reached the client");
   if (rq->token_error || rq->events_after_done)
-    FLAG(PD_INV_COMMIT, "I6 duplicated, lost or reordered tokens");
+    FLAG(PD_INVARIANT_COMMIT, "I6 duplicated, lost or reordered tokens");
   if (rq->attempts > j->max_attempts)
-    FLAG(PD_INV_ATTEMPTS, "I7 %u attempts > %u", rq->attempts, j->max_attempts);
+    FLAG(PD_INVARIANT_ATTEMPTS, "I7 %u attempts > %u", rq->attempts, j->max_attempts);
   return v;
 }
 
 /* I14: a request that ended without a clean answer (its client stayed) shows the client a
  * failure: an SSE error event in a 200 stream, the worker's own status when the last attempt
  * has exactly one. */
-static uint32_t check_error_visible(const pd_creq_t *rq, char *reason, size_t cap) {
+static uint32_t check_error_visible(const pd_client_request_t *rq, char *reason, size_t cap) {
   uint32_t v = 0;
   int ok2xx = rq->head_status >= 200 && rq->head_status < 300;
   if (ok2xx && rq->is_stream && !rq->saw_error_event)
-    FLAG(PD_INV_ERROR_VISIBLE, "I14 a failed 200 stream ended without an SSE error event");
+    FLAG(PD_INVARIANT_ERROR_VISIBLE, "I14 a failed 200 stream ended without an SSE error event");
   if (ok2xx || !rq->head_status) return v;
   int want = 0, ambiguous = 0;
   uint32_t last = 0;
-  for (const pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
     if (l->attempt > last) last = l->attempt;
-  for (const pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     if (l->attempt != last) continue;
     if (!l->injected_status) { /* failed without a status of its own: ambiguous */
       if (l->truth == PD_TRUTH_FAILED || l->truth == PD_TRUTH_NEVER) ambiguous = 1;
@@ -343,12 +354,12 @@ static uint32_t check_error_visible(const pd_creq_t *rq, char *reason, size_t ca
     want = l->injected_status;
   }
   if (want && !ambiguous && want != rq->head_status)
-    FLAG(PD_INV_ERROR_VISIBLE, "I14 worker said %d, client got %d", want, rq->head_status);
+    FLAG(PD_INVARIANT_ERROR_VISIBLE, "I14 worker said %d, client got %d", want, rq->head_status);
   return v;
 }
 
 /* The run's counts: how the client's request ended, and a clean stream's TTFT. */
-static void tally(pd_world_stats_t *st, const pd_creq_t *rq, int clean) {
+static void tally(pd_world_stats_t *st, const pd_client_request_t *rq, int clean) {
   if (clean && rq->is_stream && (rq->has_first_data || rq->t_first_data)) {
     uint64_t ttft = rq->t_first_data - rq->t_arrival; /* a clean stream's first bytes are SSE */
     st->ttft_sum_ns += ttft;
@@ -360,21 +371,21 @@ static void tally(pd_world_stats_t *st, const pd_creq_t *rq, int clean) {
   else st->client_errors++;
 }
 
-uint32_t pd_check_request(pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap) {
+uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, size_t cap) {
   assert(j->s && j->stats && j->max_attempts >= 1);
   uint32_t v = 0;
-  const pd_scn_config_t *c = &j->s->config;
+  const pd_scenario_config_t *c = &j->s->config;
   *reason = 0;
   if (rq->is_record_lost) j->stats->records_lost++;
   int terminated = rq->ended || rq->gone;
   uint64_t t_end = terminated ? rq->t_end : j->now;
   if (!terminated || t_end > rq->t_arrival + c->deadline_ms * MS_NS)
-    FLAG(PD_INV_TERMINATION, "I1 no end within %llu ms (%s after %.1f ms)",
+    FLAG(PD_INVARIANT_TERMINATION, "I1 no end within %llu ms (%s after %.1f ms)",
          (unsigned long long)c->deadline_ms, terminated ? "ended" : "still open",
          (double)(t_end - rq->t_arrival) / 1e6);
   if (!terminated) { /* cut off by the run's horizon: the end-relative checks (I2, I3, I9, I10,
                        I14) have no end to measure from; only I1 and I12 stand */
-    v |= rq->violations & BIT(PD_INV_BREAKER);
+    v |= rq->violations & BIT(PD_INVARIANT_BREAKER);
     return v;
   }
   v |= check_legs(j, rq, t_end, reason, cap);
@@ -387,9 +398,9 @@ uint32_t pd_check_request(pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap
      and mini_lb rightly merges nothing there (M8.3) */
   if (clean && rq->wants_logprob && j->s->workload.route == PD_ROUTE_GENERATE &&
       rq->logprob_state != 1)
-    FLAG(PD_INV_LOGPROBS, "I11 input_token_logprobs not prefill++decode exactly once");
-  v |= rq->violations & BIT(PD_INV_BREAKER);
-  if ((rq->violations & BIT(PD_INV_BREAKER)) && !*reason)
+    FLAG(PD_INVARIANT_LOGPROBS, "I11 input_token_logprobs not prefill++decode exactly once");
+  v |= rq->violations & BIT(PD_INVARIANT_BREAKER);
+  if ((rq->violations & BIT(PD_INVARIANT_BREAKER)) && !*reason)
     snprintf(reason, cap, "I12 a request went to a worker whose breaker was open or probing");
   if (!rq->gone && !clean) v |= check_error_visible(rq, reason, cap);
   v |= check_served(rq, clean, reason, cap);

@@ -1,6 +1,6 @@
 /* pd_check: the invariant checker (docs/spec.md I1-I16). It judges one finished request from
- * its records: the client's bytes (pd_creq_t) and each leg's ground truth at the worker
- * (pd_wleg_t). Besides the records it reads only a judge context (pd_judge_t), which the
+ * its records: the client's bytes (pd_client_request_t) and each leg's ground truth at the worker
+ * (pd_worker_leg_t). Besides the records it reads only a judge context (pd_judge_t), which the
  * simulator fills from its world (pd_world.c) and pdref conform from its logs
  * (net/conform/pd_conform_verdict.c); it never sees a world or a socket run. */
 #ifndef PD_CHECK_H
@@ -30,12 +30,12 @@ typedef struct pd_judge {
  * invariants (bit i - 1 for Ii) and writes the first finding into reason (cap bytes, "" when
  * none). Adds the request to j->stats (clean, error or aborted; TTFT of a clean stream; a
  * request whose record was lost, see pd_check_client_data, counts in records_lost). */
-uint32_t pd_check_request(pd_judge_t *j, pd_creq_t *rq, char *reason, size_t cap);
+uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, size_t cap);
 
 /* The client's observation of len bytes of response data (after its head): SSE events are
  * parsed as they come, a JSON body is kept whole. Returns 0, or PD_ERR_NOMEM (PD_ERR_TOO_LARGE
  * past PD_WORLD_MAX_BODY_BYTES) when the body could not be kept: the record is marked lost (rq->is_record_lost) and the request is
  * counted in records_lost when judged, which makes the run an error for its driver. */
-int pd_check_client_data(pd_creq_t *rq, const uint8_t *p, size_t len);
+int pd_check_client_data(pd_client_request_t *rq, const uint8_t *p, size_t len);
 
 #endif

@@ -70,8 +70,8 @@ static void gen_fault(pd_prng_t *r, pd_fault_t *f, pd_fault_kind_t kind, uint32_
   if (chance(r, 0.4)) f->prob = 0.1 + 0.8 * pd_prng_unit(r);
 }
 
-static void gen_worker(pd_prng_t *r, pd_scn_worker_t *w, pd_role_t role, uint32_t idx,
-                       uint32_t kinds, double p_faulty, const pd_scn_workload_t *wl) {
+static void gen_worker(pd_prng_t *r, pd_scenario_worker_t *w, pd_role_t role, uint32_t idx,
+                       uint32_t kinds, double p_faulty, const pd_scenario_workload_t *wl) {
   memset(w, 0, sizeof *w);
   snprintf(w->name, sizeof w->name, "%c%u", role == PD_ROLE_PREFILL ? 'p' : 'd', (unsigned)idx);
   w->role = role;
@@ -99,7 +99,7 @@ static void gen_worker(pd_prng_t *r, pd_scn_worker_t *w, pd_role_t role, uint32_
     gen_fault(r, &w->faults[i], fits[pd_prng_below(r, n_fits)], wl->requests, wl->tokens);
 }
 
-static void gen_workload(pd_prng_t *r, pd_scn_workload_t *wl) {
+static void gen_workload(pd_prng_t *r, pd_scenario_workload_t *wl) {
   static const pd_route_t routes[] = {PD_ROUTE_GENERATE, PD_ROUTE_GENERATE, PD_ROUTE_GENERATE,
                                       PD_ROUTE_COMPLETIONS, PD_ROUTE_CHAT};
   wl->requests = (uint32_t)range(r, 1, PD_EXPLORE_MAX_REQUESTS);
@@ -117,7 +117,7 @@ static void gen_workload(pd_prng_t *r, pd_scn_workload_t *wl) {
   if (chance(r, 0.15)) wl->fault_rate = 0.01 + 0.29 * pd_prng_unit(r);
 }
 
-static void gen_config(pd_prng_t *r, pd_scn_config_t *c, uint64_t seed) {
+static void gen_config(pd_prng_t *r, pd_scenario_config_t *c, uint64_t seed) {
   static const char *const policies[] = {"random", "round_robin", "power_of_two"};
   snprintf(c->prefill_policy, sizeof c->prefill_policy, "%s", policies[pd_prng_below(r, 3)]);
   snprintf(c->decode_policy, sizeof c->decode_policy, "%s", policies[pd_prng_below(r, 3)]);
@@ -137,7 +137,7 @@ static void gen_config(pd_prng_t *r, pd_scn_config_t *c, uint64_t seed) {
 
 /* R-PROGRESS: the commit budget below the total, a tight or loose per-token allowance. Drawn
  * from a stream of their own, so every seed keeps the world it generated before they came. */
-static void gen_budgets(pd_prng_t *r, pd_scn_config_t *c) {
+static void gen_budgets(pd_prng_t *r, pd_scenario_config_t *c) {
   if (chance(r, 0.3)) c->commit_timeout_ms = range(r, 2000, c->total_timeout_ms);
   if (chance(r, 0.3)) c->token_budget_ms = range(r, 1, 200);
 }
@@ -179,7 +179,7 @@ int pd_explore_run(const pd_scenario_t *s, pd_mode_t mode, int twice, uint32_t *
   int rc = pd_world_run(s, mode, s->config.seed, NULL, sp, mask, &h1);
   if (rc == 0 && twice) {
     rc = pd_world_run(s, mode, s->config.seed, NULL, &st2, &m2, &h2);
-    if (rc == 0 && (h1 != h2 || m2 != *mask)) *mask |= EXP_BIT(PD_INV_DETERMINISM);
+    if (rc == 0 && (h1 != h2 || m2 != *mask)) *mask |= EXP_BIT(PD_INVARIANT_DETERMINISM);
   }
   return rc;
 }
@@ -193,7 +193,7 @@ static uint32_t count_faults(const pd_scenario_t *s) {
 static void mask_str(uint32_t m, char *buf, size_t cap) {
   size_t off = 0;
   buf[0] = '\0';
-  for (int i = 1; i <= PD_INV_COUNT && off + 5 < cap; i++)
+  for (int i = 1; i <= PD_INVARIANT_COUNT && off + 5 < cap; i++)
     if (m & EXP_BIT(i)) off += (size_t)snprintf(buf + off, cap - off, "%sI%d", off ? "," : "", i);
   if (!m) snprintf(buf, cap, "pass");
 }
@@ -209,7 +209,7 @@ static void label(pd_scenario_t *s, pd_mode_t mode, const pd_explore_result_t *r
            "workers and %u faults that still violate I%d (%s). First violation of this case: %s",
            pd_mode_name(mode), (unsigned long long)r->seed, r->requests_before,
            r->workers_before, r->faults_before, found, r->shrink_runs, r->requests_after,
-           r->workers_after, r->faults_after, r->inv, pd_inv_name(r->inv), r->reason);
+           r->workers_after, r->faults_after, r->inv, pd_invariant_name(r->inv), r->reason);
   s->n_tags = 0;
   memset(s->tags, 0, sizeof s->tags);
   snprintf(s->tags[s->n_tags++], sizeof s->tags[0], "explore");
@@ -275,8 +275,8 @@ int pd_explore_seed(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t sk
   /* the invariant of the first violation (what a replay prints first), else the lowest */
   int inv = pd_explore_reason_inv(st.first_reason);
   if (inv < 1 || !(todo & EXP_BIT(inv)))
-    for (inv = 1; inv < PD_INV_COUNT && !(todo & EXP_BIT(inv));) inv++;
-  if (inv == PD_INV_DETERMINISM) { /* not shrinkable by single runs: keep the world whole */
+    for (inv = 1; inv < PD_INVARIANT_COUNT && !(todo & EXP_BIT(inv));) inv++;
+  if (inv == PD_INVARIANT_DETERMINISM) { /* not shrinkable by single runs: keep the world whole */
     r->inv = inv;
     return pd_explore_finish(s, mode, r);
   }
@@ -290,7 +290,7 @@ int pd_explore_reason_inv(const char *reason) {
   int n = reason[1] - '0';
   if (reason[2] >= '0' && reason[2] <= '9') n = n * 10 + (reason[2] - '0');
   const char *end = reason + 2 + (n >= 10);
-  return (*end == ' ' || *end == '\0') && n <= PD_INV_COUNT ? n : 0;
+  return (*end == ' ' || *end == '\0') && n <= PD_INVARIANT_COUNT ? n : 0;
 }
 
 int pd_explore_file_name(pd_mode_t mode, int inv, uint64_t seed, char *buf, size_t cap) {

@@ -51,7 +51,7 @@ static mut_rc_t mut_drop_worker(pd_scenario_t *s, uint32_t k) {
 }
 
 /* The k-th fault over all workers, or NULL past the last (*w gets its worker). */
-static pd_fault_t *nth_fault(pd_scenario_t *s, uint32_t k, pd_scn_worker_t **w) {
+static pd_fault_t *nth_fault(pd_scenario_t *s, uint32_t k, pd_scenario_worker_t **w) {
   for (uint32_t i = 0; i < s->n_workers; i++) {
     if (k < s->workers[i].n_faults) {
       *w = &s->workers[i];
@@ -63,7 +63,7 @@ static pd_fault_t *nth_fault(pd_scenario_t *s, uint32_t k, pd_scn_worker_t **w) 
 }
 
 static mut_rc_t mut_drop_fault(pd_scenario_t *s, uint32_t k) {
-  pd_scn_worker_t *w = NULL;
+  pd_scenario_worker_t *w = NULL;
   pd_fault_t *f = nth_fault(s, k, &w);
   if (!f) return MUT_DONE;
   size_t after = (size_t)(&w->faults[w->n_faults] - (f + 1));
@@ -76,7 +76,7 @@ static mut_rc_t mut_drop_fault(pd_scenario_t *s, uint32_t k) {
 /* Variant 2i: no crash (nor restart) on worker i; 2i+1: crash without restart. */
 static mut_rc_t mut_drop_crash(pd_scenario_t *s, uint32_t k) {
   if (k / 2 >= s->n_workers) return MUT_DONE;
-  pd_scn_worker_t *w = &s->workers[k / 2];
+  pd_scenario_worker_t *w = &s->workers[k / 2];
   if (k % 2 == 0) {
     if (!w->crash_at_ms && !w->restart_at_ms) return MUT_SKIP;
     w->crash_at_ms = w->restart_at_ms = 0;
@@ -88,7 +88,7 @@ static mut_rc_t mut_drop_crash(pd_scenario_t *s, uint32_t k) {
 static int is_frac(double d) { return d > 0.0 && d < 1.0; }
 
 static mut_rc_t mut_workload(pd_scenario_t *s, uint32_t k) {
-  pd_scn_workload_t *w = &s->workload;
+  pd_scenario_workload_t *w = &s->workload;
   switch (k) {
   case 0: return is_frac(w->stream) ? (w->stream = 1.0, MUT_CHANGED) : MUT_SKIP;
   case 1: return is_frac(w->stream) ? (w->stream = 0.0, MUT_CHANGED) : MUT_SKIP;
@@ -117,7 +117,7 @@ static mut_rc_t mut_workload(pd_scenario_t *s, uint32_t k) {
 }
 
 static mut_rc_t mut_config(pd_scenario_t *s, uint32_t k) {
-  pd_scn_config_t *c = &s->config;
+  pd_scenario_config_t *c = &s->config;
   switch (k) {
   case 0:
     if (strcmp(c->prefill_policy, "round_robin") == 0) return MUT_SKIP;
@@ -149,8 +149,10 @@ typedef struct shr_timing {
 } shr_timing_t;
 
 static const shr_timing_t timings[] = {
-    {offsetof(pd_scn_worker_t, forward_ms), 20},     {offsetof(pd_scn_worker_t, kv_ms), 5},
-    {offsetof(pd_scn_worker_t, first_token_ms), 10}, {offsetof(pd_scn_worker_t, token_ms), 5},
+    {offsetof(pd_scenario_worker_t, forward_ms), 20},
+    {offsetof(pd_scenario_worker_t, kv_ms), 5},
+    {offsetof(pd_scenario_worker_t, first_token_ms), 10},
+    {offsetof(pd_scenario_worker_t, token_ms), 5},
 };
 #define N_TIMINGS (sizeof timings / sizeof timings[0])
 #define WORKER_VARIANTS (3u + 2u * N_TIMINGS)
@@ -158,7 +160,7 @@ static const shr_timing_t timings[] = {
 /* Variant WORKER_VARIANTS * i + j: simplification j of worker i. */
 static mut_rc_t mut_worker(pd_scenario_t *s, uint32_t k) {
   if (k / WORKER_VARIANTS >= s->n_workers) return MUT_DONE;
-  pd_scn_worker_t *w = &s->workers[k / WORKER_VARIANTS];
+  pd_scenario_worker_t *w = &s->workers[k / WORKER_VARIANTS];
   uint32_t j = k % WORKER_VARIANTS;
   if (j == 0) return SET_TO(w->chunking, PD_CHUNK_EVENT);
   if (j == 1) return w->crash_at_ms ? halve_u64(&w->crash_at_ms, 1) : MUT_SKIP;
@@ -176,7 +178,7 @@ static mut_rc_t mut_worker(pd_scenario_t *s, uint32_t k) {
 #define FAULT_VARIANTS 4u
 
 static mut_rc_t mut_fault(pd_scenario_t *s, uint32_t k) {
-  pd_scn_worker_t *w = NULL;
+  pd_scenario_worker_t *w = NULL;
   pd_fault_t *f = nth_fault(s, k / FAULT_VARIANTS, &w);
   if (!f) return MUT_DONE;
   switch (k % FAULT_VARIANTS) {

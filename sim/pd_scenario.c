@@ -15,108 +15,111 @@
 #include "pd_policy.h"
 #include "pd_request.h"
 
-const char *const pd_scn_fault_names[PD_FAULT_KIND_COUNT] = {
+const char *const pd_scenario_fault_names[PD_FAULT_KIND_COUNT] = {
     "status",          "hang_before_head",       "hang_mid_stream", "reset_before_head",
     "reset_mid_stream", "sse_error",             "truncate",        "slow_drip",
     "connect_refused", "bootstrap_never_served", "never_connect",   "kv_fail",
     "prefill_lag",     "body_error",             "error_after_kv"};
-static const char *const inv_names[PD_INV_COUNT] = {
+static const char *const inv_names[PD_INVARIANT_COUNT] = {
     "termination", "orphan-leg", "stranded-slot", "outcome",     "false-success",
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",
     "logprobs",    "breaker",    "determinism",   "error-visible", "served",
     "retry-onto-failed", "quiescence"};
-const char *const pd_scn_role_names[2] = {"prefill", "decode"};
+const char *const pd_scenario_role_names[2] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
 
 const char *pd_fault_kind_name(pd_fault_kind_t k) {
-  return (unsigned)k < PD_FAULT_KIND_COUNT ? pd_scn_fault_names[k] : "?";
+  return (unsigned)k < PD_FAULT_KIND_COUNT ? pd_scenario_fault_names[k] : "?";
 }
 
-const char *pd_inv_name(int inv) {
-  return inv >= 1 && inv <= PD_INV_COUNT ? inv_names[inv - 1] : "?";
+const char *pd_invariant_name(int inv) {
+  return inv >= 1 && inv <= PD_INVARIANT_COUNT ? inv_names[inv - 1] : "?";
 }
 
-int pd_inv_parse(const char *id) {
+int pd_invariant_parse(const char *id) {
   if (!id || id[0] != 'I' || id[1] < '1' || id[1] > '9') return 0;
   int n = id[1] - '0', is_two = id[2] >= '0' && id[2] <= '9';
   if (id[2 + is_two] != '\0') return 0;
   n = is_two ? n * 10 + (id[2] - '0') : n;
-  return n <= PD_INV_COUNT ? n : 0;
+  return n <= PD_INVARIANT_COUNT ? n : 0;
 }
 
 /* The core parses policies and routes; the loader only insists on the exact spelling. */
-static int set_policy(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+static int set_policy(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
   char got[64], list[96];
   const char *names[] = {pd_policy_name(PD_POLICY_RANDOM), pd_policy_name(PD_POLICY_ROUND_ROBIN),
                          pd_policy_name(PD_POLICY_POWER_OF_TWO)};
   pd_policy_kind_t kind;
-  if (!cJSON_IsString(v)) return pd_scn_fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
+  if (!cJSON_IsString(v))
+    return pd_scenario_fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
   if (pd_policy_parse(v->valuestring, &kind) < 0)
-    return pd_scn_fail(c, PD_ERR_FIELD, "unknown policy \"%.40s\" (expected %s)", v->valuestring,
-                pd_scn_join_names(names, 3, list, sizeof list));
+    return pd_scenario_fail(c, PD_ERR_FIELD, "unknown policy \"%.40s\" (expected %s)",
+                            v->valuestring, pd_scenario_join_names(names, 3, list, sizeof list));
   snprintf((char *)obj + k->off, k->hi, "%s", pd_policy_name(kind));
   return 0;
 }
 
-static int set_route(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+static int set_route(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
   char got[64], list[96];
   const char *names[] = {pd_route_path(PD_ROUTE_GENERATE), pd_route_path(PD_ROUTE_COMPLETIONS),
                          pd_route_path(PD_ROUTE_CHAT)};
   pd_route_t r;
   (void)k;
-  if (!cJSON_IsString(v)) return pd_scn_fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
+  if (!cJSON_IsString(v))
+    return pd_scenario_fail(c, PD_ERR_FIELD, "expected a string, got %s", GOT(v));
   if (pd_request_route(v->valuestring, &r) < 0 || strcmp(pd_route_path(r), v->valuestring) != 0)
-    return pd_scn_fail(c, PD_ERR_FIELD, "unknown route \"%.40s\" (expected %s)", v->valuestring,
-                pd_scn_join_names(names, 3, list, sizeof list));
-  ((pd_scn_workload_t *)obj)->route = r;
+    return pd_scenario_fail(c, PD_ERR_FIELD, "unknown route \"%.40s\" (expected %s)",
+                            v->valuestring, pd_scenario_join_names(names, 3, list, sizeof list));
+  ((pd_scenario_workload_t *)obj)->route = r;
   return 0;
 }
 
-static const scn_key_t fault_keys[] = {
-    K_ENUM(pd_fault_t, kind, pd_scn_fault_names, "fault kind", 1),
-    K_(pd_fault_t, status, pd_scn_set_u32, 400, 599, 0), /* int: same width */
-    K_(pd_fault_t, after_tokens, pd_scn_set_u32, 0, UINT32_MAX, 0),
+static const scenario_key_t fault_keys[] = {
+    K_ENUM(pd_fault_t, kind, pd_scenario_fault_names, "fault kind", 1),
+    K_(pd_fault_t, status, pd_scenario_set_u32, 400, 599, 0), /* int: same width */
+    K_(pd_fault_t, after_tokens, pd_scenario_set_u32, 0, UINT32_MAX, 0),
     K_MS(pd_fault_t, ms),
-    {"nth", pd_scn_set_nth, 0, 1, UINT32_MAX, 0, NULL, NULL},
-    K_(pd_fault_t, prob, pd_scn_set_flag, SCN_FLAG_FRAC, 0, 0),
+    {"nth", pd_scenario_set_nth, 0, 1, UINT32_MAX, 0, NULL, NULL},
+    K_(pd_fault_t, prob, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
 };
 
-static int fault_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
-  pd_scn_worker_t *w = obj;
+static int fault_elem(scenario_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
+  pd_scenario_worker_t *w = obj;
   pd_fault_t *f = &w->faults[i];
   memset(f, 0, sizeof *f);
   f->prob = 1.0;
-  int rc = pd_scn_walk(c, it, fault_keys, sizeof fault_keys / sizeof fault_keys[0], f);
+  int rc = pd_scenario_walk(c, it, fault_keys, sizeof fault_keys / sizeof fault_keys[0], f);
   if (rc == 0 && f->kind == PD_FAULT_STATUS && f->status == 0)
-    rc = pd_scn_fail(c, PD_ERR_FIELD, "kind \"status\" needs \"status\" in 400..599");
+    rc = pd_scenario_fail(c, PD_ERR_FIELD, "kind \"status\" needs \"status\" in 400..599");
   w->n_faults = rc == 0 ? i + 1 : w->n_faults;
   return rc;
 }
 
-static int set_faults(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+static int set_faults(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
   (void)k;
-  ((pd_scn_worker_t *)obj)->n_faults = 0;
-  return pd_scn_each(c, v, PD_SCN_MAX_FAULTS, "faults (PD_SCN_MAX_FAULTS)", fault_elem, obj);
+  ((pd_scenario_worker_t *)obj)->n_faults = 0;
+  return pd_scenario_each(c, v, PD_SCENARIO_MAX_FAULTS, "faults (PD_SCENARIO_MAX_FAULTS)",
+                          fault_elem, obj);
 }
 
-static const scn_key_t worker_keys[] = {
-    K_STR(pd_scn_worker_t, name, 1, 1),
-    K_ENUM(pd_scn_worker_t, role, pd_scn_role_names, "role", 1),
-    K_MS(pd_scn_worker_t, forward_ms),
-    K_MS(pd_scn_worker_t, kv_ms),
-    K_MS(pd_scn_worker_t, first_token_ms),
-    K_MS(pd_scn_worker_t, token_ms),
-    K_ENUM(pd_scn_worker_t, chunking, chunking_names, "chunking", 0),
-    K_MS(pd_scn_worker_t, crash_at_ms),
-    K_MS(pd_scn_worker_t, restart_at_ms),
-    K_(pd_scn_worker_t, split_parts, pd_scn_set_u32, 2, PD_SCN_MAX_SPLIT, 0),
-    K_MS(pd_scn_worker_t, open_delay_ms),
-    K_ENUM(pd_scn_worker_t, breaker_initial, breaker_names, "breaker state", 0),
+static const scenario_key_t worker_keys[] = {
+    K_STR(pd_scenario_worker_t, name, 1, 1),
+    K_ENUM(pd_scenario_worker_t, role, pd_scenario_role_names, "role", 1),
+    K_MS(pd_scenario_worker_t, forward_ms),
+    K_MS(pd_scenario_worker_t, kv_ms),
+    K_MS(pd_scenario_worker_t, first_token_ms),
+    K_MS(pd_scenario_worker_t, token_ms),
+    K_ENUM(pd_scenario_worker_t, chunking, chunking_names, "chunking", 0),
+    K_MS(pd_scenario_worker_t, crash_at_ms),
+    K_MS(pd_scenario_worker_t, restart_at_ms),
+    K_(pd_scenario_worker_t, split_parts, pd_scenario_set_u32, 2, PD_SCENARIO_MAX_SPLIT, 0),
+    K_MS(pd_scenario_worker_t, open_delay_ms),
+    K_ENUM(pd_scenario_worker_t, breaker_initial, breaker_names, "breaker state", 0),
     {"faults", set_faults, 0, 0, 0, 0, NULL, NULL},
 };
 
-static void worker_defaults(pd_scn_worker_t *w, const char *name, pd_role_t role) {
+static void worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t role) {
   memset(w, 0, sizeof *w);
   snprintf(w->name, sizeof w->name, "%s", name);
   w->role = role;
@@ -130,147 +133,157 @@ static void worker_defaults(pd_scn_worker_t *w, const char *name, pd_role_t role
 }
 
 /* Worker i against itself and workers 0..i-1 (cJSON strings are NUL-terminated). */
-static int check_worker(scn_ctx_t *c, const pd_scenario_t *s, uint32_t i) {
-  const pd_scn_worker_t *w = &s->workers[i];
+static int check_worker(scenario_ctx_t *c, const pd_scenario_t *s, uint32_t i) {
+  const pd_scenario_worker_t *w = &s->workers[i];
   if (w->crash_at_ms && w->restart_at_ms && w->restart_at_ms <= w->crash_at_ms) {
-    pd_scn_jp_key(c, "restart_at_ms");
-    return pd_scn_fail(c, PD_ERR_FIELD, "must be greater than crash_at_ms (%llu), got %llu",
+    pd_scenario_json_path_key(c, "restart_at_ms");
+    return pd_scenario_fail(c, PD_ERR_FIELD, "must be greater than crash_at_ms (%llu), got %llu",
                 (unsigned long long)w->crash_at_ms, (unsigned long long)w->restart_at_ms);
   }
   for (uint32_t j = 0; j < i; j++)
     if (strcmp(s->workers[j].name, w->name) == 0) {
-      pd_scn_jp_key(c, "name");
-      return pd_scn_fail(c, PD_ERR_FIELD, "duplicate worker name \"%s\" (also workers[%u])", w->name,
-                  (unsigned)j);
+      pd_scenario_json_path_key(c, "name");
+      return pd_scenario_fail(c, PD_ERR_FIELD, "duplicate worker name \"%s\" (also workers[%u])",
+                              w->name, (unsigned)j);
     }
   return 0;
 }
 
-static int check_roles(scn_ctx_t *c, const pd_scenario_t *s) {
+static int check_roles(scenario_ctx_t *c, const pd_scenario_t *s) {
   uint32_t n[2] = {0, 0};
   if (s->n_workers < 2)
-    return pd_scn_fail(c, PD_ERR_FIELD, "expected 2..%u workers, got %u", PD_SCN_MAX_WORKERS,
-                (unsigned)s->n_workers);
+    return pd_scenario_fail(c, PD_ERR_FIELD, "expected 2..%u workers, got %u",
+                            PD_SCENARIO_MAX_WORKERS, (unsigned)s->n_workers);
   for (uint32_t i = 0; i < s->n_workers; i++) n[s->workers[i].role == PD_ROLE_DECODE]++;
   for (int r = 0; r < 2; r++)
     if (n[r] == 0)
-      return pd_scn_fail(c, PD_ERR_FIELD, "no %s worker (need at least one prefill and one decode)",
-                  pd_scn_role_names[r]);
+      return pd_scenario_fail(c, PD_ERR_FIELD,
+                              "no %s worker (need at least one prefill and one decode)",
+                              pd_scenario_role_names[r]);
   return 0;
 }
 
-static int worker_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
+static int worker_elem(scenario_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
   pd_scenario_t *s = obj;
   worker_defaults(&s->workers[i], "", PD_ROLE_PREFILL);
-  int rc = pd_scn_walk(c, it, worker_keys, sizeof worker_keys / sizeof worker_keys[0], &s->workers[i]);
+  int rc = pd_scenario_walk(c, it, worker_keys, sizeof worker_keys / sizeof worker_keys[0],
+                            &s->workers[i]);
   if (rc == 0) rc = check_worker(c, s, i);
   s->n_workers = rc == 0 ? i + 1 : s->n_workers;
   return rc;
 }
 
-static int set_workers(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+static int set_workers(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
   (void)k;
   ((pd_scenario_t *)obj)->n_workers = 0; /* the file's list replaces the default pair */
-  int rc = pd_scn_each(c, v, PD_SCN_MAX_WORKERS, "workers (PD_SCN_MAX_WORKERS)", worker_elem, obj);
+  int rc = pd_scenario_each(c, v, PD_SCENARIO_MAX_WORKERS, "workers (PD_SCENARIO_MAX_WORKERS)",
+                            worker_elem, obj);
   return rc < 0 ? rc : check_roles(c, obj);
 }
 
-static const scn_key_t config_keys[] = {
-    K_(pd_scn_config_t, prefill_policy, set_policy, 0, SCN_SIZEOF(pd_scn_config_t, prefill_policy), 0),
-    K_(pd_scn_config_t, decode_policy, set_policy, 0, SCN_SIZEOF(pd_scn_config_t, decode_policy), 0),
-    K_(pd_scn_config_t, max_attempts, pd_scn_set_u32, 0, PD_MAX_ATTEMPTS, 0),
-    K_MS(pd_scn_config_t, request_timeout_ms),
-    K_MS(pd_scn_config_t, first_token_timeout_ms),
-    K_MS(pd_scn_config_t, idle_timeout_ms),
-    K_MS(pd_scn_config_t, total_timeout_ms),
-    K_MS(pd_scn_config_t, tail_timeout_ms),
-    K_MS(pd_scn_config_t, head_timeout_ms),
-    K_MS(pd_scn_config_t, commit_timeout_ms),
-    K_MS(pd_scn_config_t, token_budget_ms),
-    K_(pd_scn_config_t, breaker_failure_threshold, pd_scn_set_u32, 0, UINT32_MAX, 0),
-    K_MS(pd_scn_config_t, breaker_open_ms),
-    K_MS(pd_scn_config_t, bootstrap_timeout_ms),
-    K_MS(pd_scn_config_t, waiting_timeout_ms),
-    K_(pd_scn_config_t, deadline_ms, pd_scn_set_u64, 1, PD_SCN_MAX_MS, 0),
-    K_MS(pd_scn_config_t, grace_ms),
-    K_MS(pd_scn_config_t, net_us),
-    K_(pd_scn_config_t, socket_min_scale, pd_scn_set_flag, SCN_FLAG_FRAC, 0, 0),
-    {"seed", pd_scn_set_seed, offsetof(pd_scn_config_t, seed), 0, (uint64_t)SCN_MAX_SAFE_INT, 0,
-     NULL, NULL},
-    {"tie_seed", pd_scn_set_seed, offsetof(pd_scn_config_t, tie_seed), 0,
-     (uint64_t)SCN_MAX_SAFE_INT, 0, NULL, NULL},
-    K_(pd_scn_config_t, breaker_half_open_probes, pd_scn_set_u32, 0, 1000000, 0),
+static const scenario_key_t config_keys[] = {
+    K_(pd_scenario_config_t, prefill_policy, set_policy, 0,
+       SCENARIO_SIZEOF(pd_scenario_config_t, prefill_policy), 0),
+    K_(pd_scenario_config_t, decode_policy, set_policy, 0,
+       SCENARIO_SIZEOF(pd_scenario_config_t, decode_policy), 0),
+    K_(pd_scenario_config_t, max_attempts, pd_scenario_set_u32, 0, PD_MAX_ATTEMPTS, 0),
+    K_MS(pd_scenario_config_t, request_timeout_ms),
+    K_MS(pd_scenario_config_t, first_token_timeout_ms),
+    K_MS(pd_scenario_config_t, idle_timeout_ms),
+    K_MS(pd_scenario_config_t, total_timeout_ms),
+    K_MS(pd_scenario_config_t, tail_timeout_ms),
+    K_MS(pd_scenario_config_t, head_timeout_ms),
+    K_MS(pd_scenario_config_t, commit_timeout_ms),
+    K_MS(pd_scenario_config_t, token_budget_ms),
+    K_(pd_scenario_config_t, breaker_failure_threshold, pd_scenario_set_u32, 0, UINT32_MAX, 0),
+    K_MS(pd_scenario_config_t, breaker_open_ms),
+    K_MS(pd_scenario_config_t, bootstrap_timeout_ms),
+    K_MS(pd_scenario_config_t, waiting_timeout_ms),
+    K_(pd_scenario_config_t, deadline_ms, pd_scenario_set_u64, 1, PD_SCENARIO_MAX_MS, 0),
+    K_MS(pd_scenario_config_t, grace_ms),
+    K_MS(pd_scenario_config_t, net_us),
+    K_(pd_scenario_config_t, socket_min_scale, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
+    {"seed", pd_scenario_set_seed, offsetof(pd_scenario_config_t, seed), 0,
+     (uint64_t)SCENARIO_MAX_SAFE_INT, 0, NULL, NULL},
+    {"tie_seed", pd_scenario_set_seed, offsetof(pd_scenario_config_t, tie_seed), 0,
+     (uint64_t)SCENARIO_MAX_SAFE_INT, 0, NULL, NULL},
+    K_(pd_scenario_config_t, breaker_half_open_probes, pd_scenario_set_u32, 0, 1000000, 0),
 };
 
-static const scn_key_t workload_keys[] = {
-    K_(pd_scn_workload_t, requests, pd_scn_set_u32, 1, PD_SCN_MAX_REQUESTS, 0),
-    K_(pd_scn_workload_t, route, set_route, 0, 0, 0),
-    K_(pd_scn_workload_t, stream, pd_scn_set_flag, SCN_FLAG_BOOL | SCN_FLAG_FRAC, 0, 0),
-    K_(pd_scn_workload_t, logprob, pd_scn_set_flag, SCN_FLAG_BOOL | SCN_FLAG_FRAC, 0, 0),
-    K_(pd_scn_workload_t, batch, pd_scn_set_u32, 0, PD_REQUEST_MAX_BATCH, 0),
-    K_(pd_scn_workload_t, tokens, pd_scn_set_u32, 1, SCN_MAX_TOKENS, 0),
-    K_MS(pd_scn_workload_t, interval_ms),
-    K_(pd_scn_workload_t, poisson, pd_scn_set_flag, SCN_FLAG_BOOL, 0, 0),
-    K_MS(pd_scn_workload_t, disconnect_at_ms),
-    K_(pd_scn_workload_t, disconnect_prob, pd_scn_set_flag, SCN_FLAG_FRAC, 0, 0),
-    K_(pd_scn_workload_t, fault_rate, pd_scn_set_flag, SCN_FLAG_FRAC, 0, 0),
-    {"bursts", pd_scn_set_bursts, 0, 0, 0, 0, NULL, NULL},
+static const scenario_key_t workload_keys[] = {
+    K_(pd_scenario_workload_t, requests, pd_scenario_set_u32, 1, PD_SCENARIO_MAX_REQUESTS, 0),
+    K_(pd_scenario_workload_t, route, set_route, 0, 0, 0),
+    K_(pd_scenario_workload_t, stream, pd_scenario_set_flag,
+       SCENARIO_FLAG_BOOL | SCENARIO_FLAG_FRAC, 0, 0),
+    K_(pd_scenario_workload_t, logprob, pd_scenario_set_flag,
+       SCENARIO_FLAG_BOOL | SCENARIO_FLAG_FRAC, 0, 0),
+    K_(pd_scenario_workload_t, batch, pd_scenario_set_u32, 0, PD_REQUEST_MAX_BATCH, 0),
+    K_(pd_scenario_workload_t, tokens, pd_scenario_set_u32, 1, SCENARIO_MAX_TOKENS, 0),
+    K_MS(pd_scenario_workload_t, interval_ms),
+    K_(pd_scenario_workload_t, poisson, pd_scenario_set_flag, SCENARIO_FLAG_BOOL, 0, 0),
+    K_MS(pd_scenario_workload_t, disconnect_at_ms),
+    K_(pd_scenario_workload_t, disconnect_prob, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
+    K_(pd_scenario_workload_t, fault_rate, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
+    {"bursts", pd_scenario_set_bursts, 0, 0, 0, 0, NULL, NULL},
 };
 
-static int set_config(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+static int set_config(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
   (void)k;
-  return pd_scn_walk(c, v, config_keys, sizeof config_keys / sizeof config_keys[0],
+  return pd_scenario_walk(c, v, config_keys, sizeof config_keys / sizeof config_keys[0],
               &((pd_scenario_t *)obj)->config);
 }
 
-static int set_workload(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
-  pd_scn_workload_t *w = &((pd_scenario_t *)obj)->workload;
+static int set_workload(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
+  pd_scenario_workload_t *w = &((pd_scenario_t *)obj)->workload;
   (void)k;
-  int rc = pd_scn_walk(c, v, workload_keys, sizeof workload_keys / sizeof workload_keys[0], w);
-  if (rc == 0 && w->interval_ms > PD_SCN_MAX_MS / w->requests)
-    rc = pd_scn_fail(c, PD_ERR_FIELD, "requests * interval_ms = %llu ms exceeds %u ms (PD_SCN_MAX_MS)",
-              (unsigned long long)w->requests * w->interval_ms, PD_SCN_MAX_MS);
+  int rc = pd_scenario_walk(c, v, workload_keys, sizeof workload_keys / sizeof workload_keys[0], w);
+  if (rc == 0 && w->interval_ms > PD_SCENARIO_MAX_MS / w->requests)
+    rc = pd_scenario_fail(c, PD_ERR_FIELD,
+                          "requests * interval_ms = %llu ms exceeds %u ms (PD_SCENARIO_MAX_MS)",
+                          (unsigned long long)w->requests * w->interval_ms, PD_SCENARIO_MAX_MS);
   return rc;
 }
 
-static int tag_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
+static int tag_elem(scenario_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
   pd_scenario_t *s = obj;
-  const scn_key_t tag = {"tag", pd_scn_set_str, 0, 1, sizeof s->tags[0], 0, NULL, NULL};
-  int rc = pd_scn_set_str(c, it, s->tags[i], &tag);
+  const scenario_key_t tag = {"tag", pd_scenario_set_str, 0, 1, sizeof s->tags[0], 0, NULL, NULL};
+  int rc = pd_scenario_set_str(c, it, s->tags[i], &tag);
   s->n_tags = rc == 0 ? i + 1 : s->n_tags;
   return rc;
 }
 
-static int set_tags(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+static int set_tags(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
   pd_scenario_t *s = obj;
   (void)k;
   s->n_tags = 0;
-  return pd_scn_each(c, v, sizeof s->tags / sizeof s->tags[0], "tags", tag_elem, s);
+  return pd_scenario_each(c, v, sizeof s->tags / sizeof s->tags[0], "tags", tag_elem, s);
 }
 
 /* One invariant ID of an expect list; obj is the mask so far (each element adds a bit). */
-static int inv_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
+static int inv_elem(scenario_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
   char got[64];
   uint32_t *mask = obj;
-  int inv = cJSON_IsString(it) ? pd_inv_parse(it->valuestring) : 0;
+  int inv = cJSON_IsString(it) ? pd_invariant_parse(it->valuestring) : 0;
   (void)i;
   if (!inv)
-    return pd_scn_fail(c, PD_ERR_FIELD, "expected an invariant ID I1..I%d, got %s", PD_INV_COUNT,
-                GOT(it));
-  if (*mask & (1u << (inv - 1))) return pd_scn_fail(c, PD_ERR_FIELD, "duplicate invariant \"I%d\"", inv);
+    return pd_scenario_fail(c, PD_ERR_FIELD, "expected an invariant ID I1..I%d, got %s",
+                            PD_INVARIANT_COUNT, GOT(it));
+  if (*mask & (1u << (inv - 1)))
+    return pd_scenario_fail(c, PD_ERR_FIELD, "duplicate invariant \"I%d\"", inv);
   *mask |= 1u << (inv - 1);
   return 0;
 }
 
 /* "pass", or the exact list of invariant IDs that must be violated. */
-static int parse_verdict(scn_ctx_t *c, const cJSON *v, pd_scn_expect_t *e) {
+static int parse_verdict(scenario_ctx_t *c, const cJSON *v, pd_scenario_expect_t *e) {
   char got[64];
   uint32_t mask = 0;
   int is_pass = cJSON_IsString(v) && strcmp(v->valuestring, "pass") == 0;
   if (!is_pass && !cJSON_IsArray(v))
-    return pd_scn_fail(c, PD_ERR_FIELD, "expected \"pass\" or a list of invariant IDs such as "
+    return pd_scenario_fail(c, PD_ERR_FIELD, "expected \"pass\" or a list of invariant IDs such as "
                 "[\"I2\", \"I3\"], got %s", GOT(v));
-  int rc = is_pass ? 0 : pd_scn_each(c, v, PD_INV_COUNT, "invariant IDs", inv_elem, &mask);
+  int rc =
+      is_pass ? 0 : pd_scenario_each(c, v, PD_INVARIANT_COUNT, "invariant IDs", inv_elem, &mask);
   e->is_set = rc == 0;
   e->violated_mask = mask;
   return rc;
@@ -278,44 +291,45 @@ static int parse_verdict(scn_ctx_t *c, const cJSON *v, pd_scn_expect_t *e) {
 
 /* An object keyed by mode names: fn reads each entry's value for its mode (and refuses a
  * mode it has already set); an unknown mode fails here. */
-typedef int (*mode_fn)(scn_ctx_t *c, const cJSON *it, pd_scenario_t *s, pd_mode_t m);
+typedef int (*mode_fn)(scenario_ctx_t *c, const cJSON *it, pd_scenario_t *s, pd_mode_t m);
 
-static int each_mode(scn_ctx_t *c, const cJSON *v, pd_scenario_t *s, mode_fn fn) {
+static int each_mode(scenario_ctx_t *c, const cJSON *v, pd_scenario_t *s, mode_fn fn) {
   char got[64], list[96];
   const char *modes[PD_MODE_COUNT];
-  if (!cJSON_IsObject(v)) return pd_scn_fail(c, PD_ERR_FIELD, "expected an object, got %s", GOT(v));
+  if (!cJSON_IsObject(v))
+    return pd_scenario_fail(c, PD_ERR_FIELD, "expected an object, got %s", GOT(v));
   for (int m = 0; m < PD_MODE_COUNT; m++) modes[m] = pd_mode_name((pd_mode_t)m);
   for (const cJSON *it = v->child; it; it = it->next) {
     pd_mode_t m = PD_MODE_JOINED;
-    size_t old = pd_scn_jp_key(c, it->string);
+    size_t old = pd_scenario_json_path_key(c, it->string);
     int rc;
     if (!it->string || pd_mode_parse(it->string, &m) < 0)
-      rc = pd_scn_fail(c, PD_ERR_FIELD, "unknown mode (expected %s)",
-                pd_scn_join_names(modes, PD_MODE_COUNT, list, sizeof list));
+      rc = pd_scenario_fail(c, PD_ERR_FIELD, "unknown mode (expected %s)",
+                pd_scenario_join_names(modes, PD_MODE_COUNT, list, sizeof list));
     else rc = fn(c, it, s, m);
-    pd_scn_jp_pop(c, old);
+    pd_scenario_json_path_pop(c, old);
     if (rc < 0) return rc;
   }
   return 0;
 }
 
-static int expect_mode(scn_ctx_t *c, const cJSON *it, pd_scenario_t *s, pd_mode_t m) {
-  if (s->expect[m].is_set) return pd_scn_fail(c, PD_ERR_FIELD, "duplicate key");
+static int expect_mode(scenario_ctx_t *c, const cJSON *it, pd_scenario_t *s, pd_mode_t m) {
+  if (s->expect[m].is_set) return pd_scenario_fail(c, PD_ERR_FIELD, "duplicate key");
   return parse_verdict(c, it, &s->expect[m]);
 }
 
 /* Keys are mode names; each pass sets a new mode or fails (at most PD_MODE_COUNT + 1). */
-static int set_expect(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+static int set_expect(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
   (void)k;
   return each_mode(c, v, obj, expect_mode);
 }
 
-static int unexercised_mode(scn_ctx_t *c, const cJSON *it, pd_scenario_t *s, pd_mode_t m) {
+static int unexercised_mode(scenario_ctx_t *c, const cJSON *it, pd_scenario_t *s, pd_mode_t m) {
   char got[64];
-  if (s->unexercised[m][0]) return pd_scn_fail(c, PD_ERR_FIELD, "duplicate key");
+  if (s->unexercised[m][0]) return pd_scenario_fail(c, PD_ERR_FIELD, "duplicate key");
   if (!cJSON_IsString(it) || !it->valuestring[0] ||
       strlen(it->valuestring) >= sizeof s->unexercised[m])
-    return pd_scn_fail(c, PD_ERR_FIELD,
+    return pd_scenario_fail(c, PD_ERR_FIELD,
                        "expected the reason, a string of 1..%zu characters, got %s",
                        sizeof s->unexercised[m] - 1, GOT(it));
   snprintf(s->unexercised[m], sizeof s->unexercised[m], "%s", it->valuestring);
@@ -323,19 +337,19 @@ static int unexercised_mode(scn_ctx_t *c, const cJSON *it, pd_scenario_t *s, pd_
 }
 
 /* {mode: reason}: the modes in which a fault entry of the scenario cannot fire. */
-static int set_unexercised(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+static int set_unexercised(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
   (void)k;
   return each_mode(c, v, obj, unexercised_mode);
 }
 
-static const scn_key_t top_keys[] = {
+static const scenario_key_t top_keys[] = {
     K_STR(pd_scenario_t, name, 1, 1),
     K_STR(pd_scenario_t, description, 0, 0),
     {"tags", set_tags, 0, 0, 0, 0, NULL, NULL},
     {"config", set_config, 0, 0, 0, 0, NULL, NULL},
     {"workers", set_workers, 0, 0, 0, 1, NULL, NULL},
     {"workload", set_workload, 0, 0, 0, 0, NULL, NULL},
-    {"faults", pd_scn_set_tfaults, 0, 0, 0, 0, NULL, NULL},
+    {"faults", pd_scenario_set_traffic_faults, 0, 0, 0, 0, NULL, NULL},
     {"expect", set_expect, 0, 0, 0, 1, NULL, NULL},
     {"unexercised", set_unexercised, 0, 0, 0, 0, NULL, NULL},
 };
@@ -344,7 +358,7 @@ static const scn_key_t top_keys[] = {
 
 void pd_scenario_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_t *c) {
   const uint64_t ms = 1000000ull;
-  const pd_scn_config_t *sc = &s->config;
+  const pd_scenario_config_t *sc = &s->config;
   pd_gw_config_default(c, mode);
   if (mode != PD_MODE_MINILB) { /* mini_lb: random, no retries, no breaker (M8.1, M8.5) */
     pd_policy_parse(sc->prefill_policy, &c->policy[0]);
@@ -369,7 +383,7 @@ void pd_scenario_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_
 
 void pd_scenario_defaults(pd_scenario_t *s) {
   memset(s, 0, sizeof *s);
-  pd_scn_config_t *c = &s->config;
+  pd_scenario_config_t *c = &s->config;
   snprintf(c->prefill_policy, sizeof c->prefill_policy, "%s", "round_robin");
   snprintf(c->decode_policy, sizeof c->decode_policy, "%s", "round_robin");
   c->bootstrap_timeout_ms = 300000;
@@ -381,7 +395,7 @@ void pd_scenario_defaults(pd_scenario_t *s) {
   worker_defaults(&s->workers[0], "p0", PD_ROLE_PREFILL);
   worker_defaults(&s->workers[1], "d0", PD_ROLE_DECODE);
   s->n_workers = 2;
-  pd_scn_workload_t *w = &s->workload;
+  pd_scenario_workload_t *w = &s->workload;
   w->requests = 1;
   w->route = PD_ROUTE_GENERATE;
   w->stream = 1.0;
@@ -390,7 +404,7 @@ void pd_scenario_defaults(pd_scenario_t *s) {
 }
 
 void pd_scenario_set_workers(pd_scenario_t *s, uint32_t n_prefill, uint32_t n_decode) {
-  if (n_prefill + n_decode > PD_SCN_MAX_WORKERS) return;
+  if (n_prefill + n_decode > PD_SCENARIO_MAX_WORKERS) return;
   char name[32];
   for (uint32_t i = 0; i < n_prefill + n_decode; i++) {
     int is_prefill = i < n_prefill;
@@ -400,6 +414,6 @@ void pd_scenario_set_workers(pd_scenario_t *s, uint32_t n_prefill, uint32_t n_de
   s->n_workers = n_prefill + n_decode;
 }
 
-int pd_scn_walk_top(scn_ctx_t *c, const cJSON *root, pd_scenario_t *s) {
-  return pd_scn_walk(c, root, top_keys, sizeof top_keys / sizeof top_keys[0], s);
+int pd_scenario_walk_top(scenario_ctx_t *c, const cJSON *root, pd_scenario_t *s) {
+  return pd_scenario_walk(c, root, top_keys, sizeof top_keys / sizeof top_keys[0], s);
 }

@@ -11,40 +11,40 @@
 #include "pd_dispatch.h"
 #include "pd_prng.h"
 
-#define PD_SCN_MAX_WORKERS 64u     /* per scenario, both roles together */
-#define PD_SCN_MAX_FAULTS 16u      /* per worker */
-#define PD_SCN_MAX_TFAULTS 16u     /* scenario-level faults that follow the traffic */
-#define PD_SCN_MAX_BURSTS 64u      /* workload.bursts entries */
-#define PD_SCN_MAX_SPLIT 16u       /* largest split_parts */
-#define PD_TFAULT_ANY UINT32_MAX   /* pd_tfault_t.request: every request */
-#define PD_SCN_MAX_REQUESTS 2000000u
-#define PD_SCN_MAX_FILE_BYTES (1u << 20)
+#define PD_SCENARIO_MAX_WORKERS 64u     /* per scenario, both roles together */
+#define PD_SCENARIO_MAX_FAULTS 16u      /* per worker */
+#define PD_SCENARIO_MAX_TRAFFIC_FAULTS 16u     /* scenario-level faults that follow the traffic */
+#define PD_SCENARIO_MAX_BURSTS 64u      /* workload.bursts entries */
+#define PD_SCENARIO_MAX_SPLIT 16u       /* largest split_parts */
+#define PD_TRAFFIC_FAULT_ANY UINT32_MAX   /* pd_traffic_fault_t.request: every request */
+#define PD_SCENARIO_MAX_REQUESTS 2000000u
+#define PD_SCENARIO_MAX_FILE_BYTES (1u << 20)
 /* Largest value of any *_ms (and net_us) field, and of requests * interval_ms: about 11.6
  * days, so times converted to ns (x 1e6) and summed over a run stay far below 2^64. */
-#define PD_SCN_MAX_MS 1000000000u
+#define PD_SCENARIO_MAX_MS 1000000000u
 
 /* Invariant IDs, bit i-1 of a mask is invariant Ii (docs/spec.md). */
 typedef enum {
-  PD_INV_TERMINATION = 1,  /* I1 */
-  PD_INV_ORPHAN_LEG = 2,   /* I2 */
-  PD_INV_STRANDED_SLOT = 3, /* I3 */
-  PD_INV_OUTCOME = 4,      /* I4 */
-  PD_INV_FALSE_SUCCESS = 5, /* I5 */
-  PD_INV_COMMIT = 6,       /* I6: no retry after commit; no duplicated or lost tokens */
-  PD_INV_ATTEMPTS = 7,     /* I7 */
-  PD_INV_ROOMS = 8,        /* I8 */
-  PD_INV_LOAD_BALANCE = 9, /* I9 */
-  PD_INV_LOAD_TRUTH = 10,  /* I10 */
-  PD_INV_LOGPROBS = 11,    /* I11 */
-  PD_INV_BREAKER = 12,     /* I12 */
-  PD_INV_DETERMINISM = 13, /* I13 */
-  PD_INV_ERROR_VISIBLE = 14, /* I14 */
-  PD_INV_SERVED = 15,      /* I15: a request expected to succeed is served while all is healthy */
-  PD_INV_RETRY_FAILED = 16, /* I16: no retry onto a worker that failed the request while an
+  PD_INVARIANT_TERMINATION = 1,    /* I1 */
+  PD_INVARIANT_ORPHAN_LEG = 2,     /* I2 */
+  PD_INVARIANT_STRANDED_SLOT = 3,  /* I3 */
+  PD_INVARIANT_OUTCOME = 4,        /* I4 */
+  PD_INVARIANT_FALSE_SUCCESS = 5,  /* I5 */
+  PD_INVARIANT_COMMIT = 6,         /* I6: no retry after commit; no duplicated or lost tokens */
+  PD_INVARIANT_ATTEMPTS = 7,       /* I7 */
+  PD_INVARIANT_ROOMS = 8,          /* I8 */
+  PD_INVARIANT_LOAD_BALANCE = 9,   /* I9 */
+  PD_INVARIANT_LOAD_TRUTH = 10,    /* I10 */
+  PD_INVARIANT_LOGPROBS = 11,      /* I11 */
+  PD_INVARIANT_BREAKER = 12,       /* I12 */
+  PD_INVARIANT_DETERMINISM = 13,   /* I13 */
+  PD_INVARIANT_ERROR_VISIBLE = 14, /* I14 */
+  PD_INVARIANT_SERVED = 15, /* I15: a request expected to succeed is served while all is healthy */
+  PD_INVARIANT_RETRY_FAILED = 16, /* I16: no retry onto a worker that failed the request while an
                                untried eligible one existed */
-  PD_INV_QUIESCENCE = 17,  /* I17: after the healed phase, nothing is left held anywhere */
-} pd_inv_t;
-#define PD_INV_COUNT 17
+  PD_INVARIANT_QUIESCENCE = 17,   /* I17: after the healed phase, nothing is left held anywhere */
+} pd_invariant_t;
+#define PD_INVARIANT_COUNT 17
 
 typedef enum {
   PD_FAULT_STATUS = 0,          /* head with `status` and a JSON error body */
@@ -83,19 +83,19 @@ typedef enum { PD_CHUNK_EVENT = 0, PD_CHUNK_SPLIT = 1, PD_CHUNK_COALESCE = 2 } p
  * (0-based, or every request), whichever worker gets them. Sticky: the worker that got it
  * keeps failing that way for every later leg of that role of the matching requests. The
  * simulator keeps the leg counts per request; the socket mocks share them in a ledger file. */
-typedef struct pd_tfault {
+typedef struct pd_traffic_fault {
   pd_fault_t f;     /* kind, status, after_tokens, ms; nth_from..nth_to = the legs; prob 1 */
   pd_role_t role;
-  uint32_t request; /* PD_TFAULT_ANY: every request */
+  uint32_t request; /* PD_TRAFFIC_FAULT_ANY: every request */
   int is_sticky;
-} pd_tfault_t;
+} pd_traffic_fault_t;
 
-typedef struct pd_scn_burst {
+typedef struct pd_scenario_burst {
   uint64_t at_ms;    /* arrival time of the burst, from the start of the run */
   uint32_t requests; /* requests arriving at that instant */
-} pd_scn_burst_t;
+} pd_scenario_burst_t;
 
-typedef struct pd_scn_worker {
+typedef struct pd_scenario_worker {
   char name[32];
   pd_role_t role;
   uint64_t forward_ms;     /* prefill: forward pass after bootstrap, default 20 */
@@ -104,17 +104,17 @@ typedef struct pd_scn_worker {
   uint64_t token_ms;       /* decode: between tokens, default 5 */
   pd_chunking_t chunking;  /* decode SSE chunking: "event" | "split" | "coalesce"; prefill
                               streams honour "split" */
-  uint32_t split_parts;    /* "split": chunks per event, 2..PD_SCN_MAX_SPLIT (default 2) */
+  uint32_t split_parts;    /* "split": chunks per event, 2..PD_SCENARIO_MAX_SPLIT (default 2) */
   uint64_t open_delay_ms;  /* extra latency of the gateway's request (not its close or abort)
                               on its way to this worker: an abort may overtake it */
   int breaker_initial;     /* pd_breaker_state_t the run starts with (default closed) */
   uint64_t crash_at_ms;    /* 0 none: resets every connection, refuses until restart */
   uint64_t restart_at_ms;  /* 0: never restarts */
-  pd_fault_t faults[PD_SCN_MAX_FAULTS];
+  pd_fault_t faults[PD_SCENARIO_MAX_FAULTS];
   uint32_t n_faults;
-} pd_scn_worker_t;
+} pd_scenario_worker_t;
 
-typedef struct pd_scn_workload {
+typedef struct pd_scenario_workload {
   uint32_t requests;       /* default 1 */
   pd_route_t route;        /* "route": "/generate" (default) | "/v1/completions" | ... */
   double stream;           /* fraction of streaming requests (true=1, false=0), default 1 */
@@ -126,11 +126,11 @@ typedef struct pd_scn_workload {
   uint64_t disconnect_at_ms; /* client disconnects this long after arrival (0 never) */
   double disconnect_prob;  /* of requests that disconnect, default 1 if disconnect_at_ms */
   double fault_rate;       /* random faults: probability per leg of one random fault kind */
-  pd_scn_burst_t bursts[PD_SCN_MAX_BURSTS]; /* arrival instants; replace interval_ms */
+  pd_scenario_burst_t bursts[PD_SCENARIO_MAX_BURSTS]; /* arrival instants; replace interval_ms */
   uint32_t n_bursts;
-} pd_scn_workload_t;
+} pd_scenario_workload_t;
 
-typedef struct pd_scn_config {
+typedef struct pd_scenario_config {
   char prefill_policy[16]; /* default "round_robin" */
   char decode_policy[16];
   uint32_t max_attempts;   /* 0 = mode default */
@@ -150,12 +150,12 @@ typedef struct pd_scn_config {
   uint64_t tie_seed;                  /* order of same-instant events; 0 = insertion order */
   double socket_min_scale; /* pdref conform: the smallest --timeout-scale this workload's
                             * arrival rate survives on real sockets (0 = any) */
-} pd_scn_config_t;
+} pd_scenario_config_t;
 
-typedef struct pd_scn_expect {
+typedef struct pd_scenario_expect {
   int is_set;             /* the file gave an expectation for this mode */
   uint32_t violated_mask; /* exact set of invariants that must be violated; 0 = PASS */
-} pd_scn_expect_t;
+} pd_scenario_expect_t;
 
 typedef struct pd_scenario {
   char path[256];
@@ -163,13 +163,13 @@ typedef struct pd_scenario {
   char description[512];
   char tags[8][24];       /* free labels, e.g. "seed-1", "G6", "ttft" */
   uint32_t n_tags;
-  pd_scn_config_t config;
-  pd_scn_worker_t workers[PD_SCN_MAX_WORKERS];
+  pd_scenario_config_t config;
+  pd_scenario_worker_t workers[PD_SCENARIO_MAX_WORKERS];
   uint32_t n_workers;
-  pd_scn_workload_t workload;
-  pd_tfault_t tfaults[PD_SCN_MAX_TFAULTS]; /* top-level "faults" */
+  pd_scenario_workload_t workload;
+  pd_traffic_fault_t tfaults[PD_SCENARIO_MAX_TRAFFIC_FAULTS]; /* top-level "faults" */
   uint32_t n_tfaults;
-  pd_scn_expect_t expect[PD_MODE_COUNT];
+  pd_scenario_expect_t expect[PD_MODE_COUNT];
   /* "unexercised": {mode: reason}: in that mode some fault entry cannot fire (e.g. mini_lb
    * never retries, so a fault on the retry's worker is never reached); the row is then judged
    * as usual instead of NOT EXERCISED, and must really be unexercised. "" = not declared. */
@@ -184,7 +184,7 @@ void pd_scenario_defaults(pd_scenario_t *s);
 void pd_scenario_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_t *c);
 
 /* Replace the workers with n_prefill prefill workers p0.. and n_decode decode workers d0..,
- * all with default timings and no faults (n_prefill + n_decode <= PD_SCN_MAX_WORKERS). */
+ * all with default timings and no faults (n_prefill + n_decode <= PD_SCENARIO_MAX_WORKERS). */
 void pd_scenario_set_workers(pd_scenario_t *s, uint32_t n_prefill, uint32_t n_decode);
 
 /* Parse a scenario from text. `path` names it in messages. On error returns PD_ERR_JSON /
@@ -202,9 +202,9 @@ const char *pd_fault_kind_name(pd_fault_kind_t k);
 /* The gap in ns before request i arrives: for i = 0 from the start of the run, else from
  * request i-1's arrival. bursts, or interval_ms (exponential with poisson, drawn from rng).
  * One definition for the simulator and for `pdref conform`'s client. */
-uint64_t pd_scenario_arrival_gap_ns(const pd_scn_workload_t *wl, uint32_t i, pd_prng_t *rng);
+uint64_t pd_scenario_arrival_gap_ns(const pd_scenario_workload_t *wl, uint32_t i, pd_prng_t *rng);
 /* "I1".."I17" -> 1..17; 0 when not an invariant ID. */
-int pd_inv_parse(const char *id);
-const char *pd_inv_name(int inv); /* short name, e.g. "termination" */
+int pd_invariant_parse(const char *id);
+const char *pd_invariant_name(int inv); /* short name, e.g. "termination" */
 
 #endif

@@ -1,5 +1,5 @@
 /* pd_scenario_more: the loader's entry points (parse, load) and the scenario-level parts — the top-level "faults" that
- * follow the traffic (pd_tfault_t), the workload's "bursts", the checks that need the whole
+ * follow the traffic (pd_traffic_fault_t), the workload's "bursts", the checks that need the whole
  * file (a fault's request index against workload.requests, bursts against the arrival
  * keys), and the arrival schedule shared by the simulator and the socket runner. */
 #include <errno.h>
@@ -16,114 +16,127 @@
 
 /* ---- top-level "faults" ---- */
 
-static int set_bool(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+static int set_bool(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
   char got[64];
-  if (!cJSON_IsBool(v)) return pd_scn_fail(c, PD_ERR_FIELD, "expected a boolean, got %s", GOT(v));
+  if (!cJSON_IsBool(v))
+    return pd_scenario_fail(c, PD_ERR_FIELD, "expected a boolean, got %s", GOT(v));
   *(int *)((char *)obj + k->off) = cJSON_IsTrue(v);
   return 0;
 }
 
-_Static_assert(offsetof(pd_tfault_t, f) == 0, "a traffic fault starts with its pd_fault_t");
+_Static_assert(offsetof(pd_traffic_fault_t, f) == 0, "a traffic fault starts with its pd_fault_t");
 
-static const scn_key_t tfault_keys[] = {
-    {"kind", pd_scn_set_enum, offsetof(pd_fault_t, kind), 0, PD_FAULT_KIND_COUNT, 1,
-     pd_scn_fault_names, "fault kind"},
-    {"status", pd_scn_set_u32, offsetof(pd_fault_t, status), 400, 599, 0, NULL, NULL},
-    {"after_tokens", pd_scn_set_u32, offsetof(pd_fault_t, after_tokens), 0, UINT32_MAX, 0, NULL,
-     NULL},
-    {"ms", pd_scn_set_u64, offsetof(pd_fault_t, ms), 0, PD_SCN_MAX_MS, 0, NULL, NULL},
-    {"role", pd_scn_set_enum, offsetof(pd_tfault_t, role), 0, 2, 1, pd_scn_role_names, "role"},
-    {"request", pd_scn_set_u32, offsetof(pd_tfault_t, request), 0, PD_SCN_MAX_REQUESTS - 1, 0,
+static const scenario_key_t tfault_keys[] = {
+    {"kind", pd_scenario_set_enum, offsetof(pd_fault_t, kind), 0, PD_FAULT_KIND_COUNT, 1,
+     pd_scenario_fault_names, "fault kind"},
+    {"status", pd_scenario_set_u32, offsetof(pd_fault_t, status), 400, 599, 0, NULL, NULL},
+    {"after_tokens", pd_scenario_set_u32, offsetof(pd_fault_t, after_tokens), 0, UINT32_MAX, 0,
      NULL, NULL},
-    {"leg", pd_scn_set_nth, 0, 1, UINT32_MAX, 0, NULL, NULL},
-    {"sticky", set_bool, offsetof(pd_tfault_t, is_sticky), 0, 0, 0, NULL, NULL},
+    {"ms", pd_scenario_set_u64, offsetof(pd_fault_t, ms), 0, PD_SCENARIO_MAX_MS, 0, NULL, NULL},
+    {"role", pd_scenario_set_enum, offsetof(pd_traffic_fault_t, role), 0, 2, 1,
+     pd_scenario_role_names, "role"},
+    {"request", pd_scenario_set_u32, offsetof(pd_traffic_fault_t, request), 0,
+     PD_SCENARIO_MAX_REQUESTS - 1, 0, NULL, NULL},
+    {"leg", pd_scenario_set_nth, 0, 1, UINT32_MAX, 0, NULL, NULL},
+    {"sticky", set_bool, offsetof(pd_traffic_fault_t, is_sticky), 0, 0, 0, NULL, NULL},
 };
 
-static int tfault_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
+static int tfault_elem(scenario_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
   pd_scenario_t *s = obj;
-  pd_tfault_t *t = &s->tfaults[i];
+  pd_traffic_fault_t *t = &s->tfaults[i];
   memset(t, 0, sizeof *t);
   t->f.prob = 1.0;
   t->f.nth_from = t->f.nth_to = 1; /* the first leg */
-  t->request = PD_TFAULT_ANY;
-  int rc = pd_scn_walk(c, it, tfault_keys, sizeof tfault_keys / sizeof tfault_keys[0], t);
+  t->request = PD_TRAFFIC_FAULT_ANY;
+  int rc = pd_scenario_walk(c, it, tfault_keys, sizeof tfault_keys / sizeof tfault_keys[0], t);
   if (rc == 0 && t->f.kind == PD_FAULT_STATUS && t->f.status == 0)
-    rc = pd_scn_fail(c, PD_ERR_FIELD, "kind \"status\" needs \"status\" in 400..599");
+    rc = pd_scenario_fail(c, PD_ERR_FIELD, "kind \"status\" needs \"status\" in 400..599");
   s->n_tfaults = rc == 0 ? i + 1 : s->n_tfaults;
   return rc;
 }
 
-int pd_scn_set_tfaults(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+int pd_scenario_set_traffic_faults(scenario_ctx_t *c, const cJSON *v, void *obj,
+                                   const scenario_key_t *k) {
   (void)k;
   ((pd_scenario_t *)obj)->n_tfaults = 0;
-  return pd_scn_each(c, v, PD_SCN_MAX_TFAULTS, "faults (PD_SCN_MAX_TFAULTS)", tfault_elem, obj);
+  return pd_scenario_each(c, v, PD_SCENARIO_MAX_TRAFFIC_FAULTS,
+                          "faults (PD_SCENARIO_MAX_TRAFFIC_FAULTS)", tfault_elem, obj);
 }
 
 /* ---- workload "bursts" ---- */
 
-static const scn_key_t burst_keys[] = {
-    {"at_ms", pd_scn_set_u64, offsetof(pd_scn_burst_t, at_ms), 0, PD_SCN_MAX_MS, 1, NULL, NULL},
-    {"requests", pd_scn_set_u32, offsetof(pd_scn_burst_t, requests), 1, PD_SCN_MAX_REQUESTS, 1,
+static const scenario_key_t burst_keys[] = {
+    {"at_ms", pd_scenario_set_u64, offsetof(pd_scenario_burst_t, at_ms), 0, PD_SCENARIO_MAX_MS, 1,
      NULL, NULL},
+    {"requests", pd_scenario_set_u32, offsetof(pd_scenario_burst_t, requests), 1,
+     PD_SCENARIO_MAX_REQUESTS, 1, NULL, NULL},
 };
 
-static int burst_elem(scn_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
-  pd_scn_workload_t *w = obj;
-  pd_scn_burst_t *b = &w->bursts[i];
+static int burst_elem(scenario_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
+  pd_scenario_workload_t *w = obj;
+  pd_scenario_burst_t *b = &w->bursts[i];
   memset(b, 0, sizeof *b);
-  int rc = pd_scn_walk(c, it, burst_keys, sizeof burst_keys / sizeof burst_keys[0], b);
+  int rc = pd_scenario_walk(c, it, burst_keys, sizeof burst_keys / sizeof burst_keys[0], b);
   if (rc == 0 && i > 0 && b->at_ms <= w->bursts[i - 1].at_ms) {
-    size_t old = pd_scn_jp_key(c, "at_ms");
-    rc = pd_scn_fail(c, PD_ERR_FIELD, "must be greater than the previous burst's at_ms (%llu), "
-                     "got %llu", (unsigned long long)w->bursts[i - 1].at_ms,
-                     (unsigned long long)b->at_ms);
-    pd_scn_jp_pop(c, old);
+    size_t old = pd_scenario_json_path_key(c, "at_ms");
+    rc = pd_scenario_fail(c, PD_ERR_FIELD,
+                          "must be greater than the previous burst's at_ms (%llu), "
+                          "got %llu",
+                          (unsigned long long)w->bursts[i - 1].at_ms, (unsigned long long)b->at_ms);
+    pd_scenario_json_path_pop(c, old);
   }
   w->n_bursts = rc == 0 ? i + 1 : w->n_bursts;
   return rc;
 }
 
-int pd_scn_set_bursts(scn_ctx_t *c, const cJSON *v, void *obj, const scn_key_t *k) {
+int pd_scenario_set_bursts(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
   (void)k;
-  ((pd_scn_workload_t *)obj)->n_bursts = 0;
-  int rc = pd_scn_each(c, v, PD_SCN_MAX_BURSTS, "bursts (PD_SCN_MAX_BURSTS)", burst_elem, obj);
-  if (rc == 0 && ((pd_scn_workload_t *)obj)->n_bursts == 0)
-    rc = pd_scn_fail(c, PD_ERR_FIELD, "expected at least one burst (leave the key out instead)");
+  ((pd_scenario_workload_t *)obj)->n_bursts = 0;
+  int rc = pd_scenario_each(c, v, PD_SCENARIO_MAX_BURSTS, "bursts (PD_SCENARIO_MAX_BURSTS)",
+                            burst_elem, obj);
+  if (rc == 0 && ((pd_scenario_workload_t *)obj)->n_bursts == 0)
+    rc = pd_scenario_fail(c, PD_ERR_FIELD,
+                          "expected at least one burst (leave the key out instead)");
   return rc;
 }
 
 /* ---- checks across objects ---- */
 
-static int check_bursts(scn_ctx_t *c, pd_scn_workload_t *w) {
+static int check_bursts(scenario_ctx_t *c, pd_scenario_workload_t *w) {
   uint64_t sum = 0;
   for (uint32_t i = 0; i < w->n_bursts; i++) sum += w->bursts[i].requests;
-  size_t old = pd_scn_jp_key(c, "workload");
+  size_t old = pd_scenario_json_path_key(c, "workload");
   int rc = 0;
-  if (sum > PD_SCN_MAX_REQUESTS)
-    rc = pd_scn_fail(c, PD_ERR_FIELD, "bursts: %llu requests in all exceeds %u "
-                     "(PD_SCN_MAX_REQUESTS)", (unsigned long long)sum, PD_SCN_MAX_REQUESTS);
+  if (sum > PD_SCENARIO_MAX_REQUESTS)
+    rc = pd_scenario_fail(c, PD_ERR_FIELD,
+                          "bursts: %llu requests in all exceeds %u "
+                          "(PD_SCENARIO_MAX_REQUESTS)",
+                          (unsigned long long)sum, PD_SCENARIO_MAX_REQUESTS);
   else if (w->interval_ms || w->poisson != 0.0)
-    rc = pd_scn_fail(c, PD_ERR_FIELD, "bursts: cannot be combined with interval_ms or poisson");
+    rc =
+        pd_scenario_fail(c, PD_ERR_FIELD, "bursts: cannot be combined with interval_ms or poisson");
   else if (w->requests != 1 && w->requests != sum) /* 1: the default, left out */
-    rc = pd_scn_fail(c, PD_ERR_FIELD, "requests: %u, but the bursts bring %llu (leave requests "
-                     "out, or make them equal)", (unsigned)w->requests, (unsigned long long)sum);
-  pd_scn_jp_pop(c, old);
+    rc = pd_scenario_fail(c, PD_ERR_FIELD,
+                          "requests: %u, but the bursts bring %llu (leave requests "
+                          "out, or make them equal)",
+                          (unsigned)w->requests, (unsigned long long)sum);
+  pd_scenario_json_path_pop(c, old);
   if (rc == 0) w->requests = (uint32_t)sum;
   return rc;
 }
 
-int pd_scn_check_all(scn_ctx_t *c, pd_scenario_t *s) {
+int pd_scenario_check_all(scenario_ctx_t *c, pd_scenario_t *s) {
   if (s->workload.n_bursts) {
     int rc = check_bursts(c, &s->workload);
     if (rc < 0) return rc;
   }
   for (uint32_t i = 0; i < s->n_tfaults; i++) {
-    const pd_tfault_t *t = &s->tfaults[i];
-    if (t->request == PD_TFAULT_ANY || t->request < s->workload.requests) continue;
-    pd_scn_jp_key(c, "faults");
-    pd_scn_jp_idx(c, i);
-    pd_scn_jp_key(c, "request");
-    return pd_scn_fail(c, PD_ERR_FIELD, "request %u does not exist: the workload has %u "
+    const pd_traffic_fault_t *t = &s->tfaults[i];
+    if (t->request == PD_TRAFFIC_FAULT_ANY || t->request < s->workload.requests) continue;
+    pd_scenario_json_path_key(c, "faults");
+    pd_scenario_json_path_idx(c, i);
+    pd_scenario_json_path_key(c, "request");
+    return pd_scenario_fail(c, PD_ERR_FIELD, "request %u does not exist: the workload has %u "
                        "(counted from 0)", (unsigned)t->request, (unsigned)s->workload.requests);
   }
   return 0;
@@ -131,7 +144,7 @@ int pd_scn_check_all(scn_ctx_t *c, pd_scenario_t *s) {
 
 /* ---- the arrival schedule ---- */
 
-uint64_t pd_scenario_arrival_gap_ns(const pd_scn_workload_t *wl, uint32_t i, pd_prng_t *rng) {
+uint64_t pd_scenario_arrival_gap_ns(const pd_scenario_workload_t *wl, uint32_t i, pd_prng_t *rng) {
   if (wl->n_bursts) {
     uint64_t first = 0; /* index of the burst's first request */
     for (uint32_t b = 0; b < wl->n_bursts; b++) {
@@ -152,18 +165,18 @@ uint64_t pd_scenario_arrival_gap_ns(const pd_scn_workload_t *wl, uint32_t i, pd_
 static int is_json_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
 
 /* Byte offset -> 1-based line and column (columns count bytes). */
-static int fail_at(scn_ctx_t *c, const char *text, size_t off, const char *what) {
+static int fail_at(scenario_ctx_t *c, const char *text, size_t off, const char *what) {
   size_t line = 1, start = 0;
   for (size_t i = 0; i < off; i++)
     if (text[i] == '\n') {
       line++;
       start = i + 1;
     }
-  return pd_scn_fail(c, PD_ERR_JSON, "%s at byte %zu (line %zu:%zu)", what, off, line,
+  return pd_scenario_fail(c, PD_ERR_JSON, "%s at byte %zu (line %zu:%zu)", what, off, line,
               off - start + 1);
 }
 
-static int parse_json(scn_ctx_t *c, const char *text, size_t len, cJSON **out) {
+static int parse_json(scenario_ctx_t *c, const char *text, size_t len, cJSON **out) {
   const char *end = text;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
   size_t off = end >= text && end <= text + len ? (size_t)(end - text) : 0;
@@ -179,34 +192,34 @@ static int parse_json(scn_ctx_t *c, const char *text, size_t len, cJSON **out) {
 
 int pd_scenario_parse(pd_scenario_t *s, const char *path, const char *text, size_t len,
                       char *err, size_t errlen) {
-  scn_ctx_t c = {.file = path ? path : "(scenario)", .err = err, .errlen = errlen,
+  scenario_ctx_t c = {.file = path ? path : "(scenario)", .err = err, .errlen = errlen,
                  .jp = "$", .jn = 1};
   cJSON *root = NULL;
   if (err && errlen) err[0] = '\0';
-  if (!s || (!text && len)) return pd_scn_fail(&c, PD_ERR_INVAL, "no scenario or no text");
+  if (!s || (!text && len)) return pd_scenario_fail(&c, PD_ERR_INVAL, "no scenario or no text");
   pd_scenario_defaults(s);
   snprintf(s->path, sizeof s->path, "%s", c.file);
-  if (len > PD_SCN_MAX_FILE_BYTES)
-    return pd_scn_fail(&c, PD_ERR_TOO_LARGE, "%zu bytes exceeds the limit of %u bytes", len,
-                PD_SCN_MAX_FILE_BYTES);
+  if (len > PD_SCENARIO_MAX_FILE_BYTES)
+    return pd_scenario_fail(&c, PD_ERR_TOO_LARGE, "%zu bytes exceeds the limit of %u bytes", len,
+                PD_SCENARIO_MAX_FILE_BYTES);
   int rc = parse_json(&c, text ? text : "", len, &root);
   if (rc < 0) return rc;
-  rc = pd_scn_walk_top(&c, root, s);
-  if (rc == 0) rc = pd_scn_check_all(&c, s);
+  rc = pd_scenario_walk_top(&c, root, s);
+  if (rc == 0) rc = pd_scenario_check_all(&c, s);
   cJSON_Delete(root);
   return rc;
 }
 
 int pd_scenario_load(pd_scenario_t *s, const char *path, char *err, size_t errlen) {
-  scn_ctx_t c = {.file = path ? path : "(scenario)", .err = err, .errlen = errlen};
+  scenario_ctx_t c = {.file = path ? path : "(scenario)", .err = err, .errlen = errlen};
   if (err && errlen) err[0] = '\0';
-  if (!s || !path) return pd_scn_fail(&c, PD_ERR_INVAL, "no scenario or no path");
+  if (!s || !path) return pd_scenario_fail(&c, PD_ERR_INVAL, "no scenario or no path");
   FILE *f = fopen(path, "rb");
-  if (!f) return pd_scn_fail(&c, PD_ERR_IO, "cannot open: %s", strerror(errno));
-  char *buf = malloc(PD_SCN_MAX_FILE_BYTES + 1);
-  size_t n = buf ? fread(buf, 1, PD_SCN_MAX_FILE_BYTES + 1, f) : 0;
-  int rc = !buf ? pd_scn_fail(&c, PD_ERR_NOMEM, "out of memory")
-           : ferror(f) ? pd_scn_fail(&c, PD_ERR_IO, "cannot read: %s", strerror(errno))
+  if (!f) return pd_scenario_fail(&c, PD_ERR_IO, "cannot open: %s", strerror(errno));
+  char *buf = malloc(PD_SCENARIO_MAX_FILE_BYTES + 1);
+  size_t n = buf ? fread(buf, 1, PD_SCENARIO_MAX_FILE_BYTES + 1, f) : 0;
+  int rc = !buf ? pd_scenario_fail(&c, PD_ERR_NOMEM, "out of memory")
+           : ferror(f) ? pd_scenario_fail(&c, PD_ERR_IO, "cannot read: %s", strerror(errno))
                        : pd_scenario_parse(s, path, buf, n, err, errlen); /* may be TOO_LARGE */
   fclose(f);
   free(buf);

@@ -60,11 +60,11 @@ static int fault_fields(cJSON *o, const pd_fault_t *f) {
 }
 
 /* A top-level fault: role, request (absent = any), leg (absent = 1), sticky, then the kind. */
-static cJSON *tfault_json(const pd_tfault_t *t) {
+static cJSON *tfault_json(const pd_traffic_fault_t *t) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   int rc = add_str(o, "role", pd_role_name(t->role));
-  if (t->request != PD_TFAULT_ANY) rc |= add_num(o, "request", t->request);
+  if (t->request != PD_TRAFFIC_FAULT_ANY) rc |= add_num(o, "request", t->request);
   if (t->f.nth_from != 1 || t->f.nth_to != 1) rc |= add_nth(o, "leg", t->f.nth_from, t->f.nth_to);
   if (t->is_sticky && !cJSON_AddBoolToObject(o, "sticky", 1)) rc |= PD_ERR_NOMEM;
   rc |= fault_fields(o, &t->f);
@@ -82,17 +82,17 @@ static cJSON *fault_json(const pd_fault_t *f) {
   return rc ? NULL : o;
 }
 
-static int worker_valid(const pd_scn_worker_t *w) {
+static int worker_valid(const pd_scenario_worker_t *w) {
   if ((w->role != PD_ROLE_PREFILL && w->role != PD_ROLE_DECODE) ||
-      (unsigned)w->chunking > PD_CHUNK_COALESCE || w->n_faults > PD_SCN_MAX_FAULTS || !w->name[0] ||
-      (unsigned)w->breaker_initial > 2)
+      (unsigned)w->chunking > PD_CHUNK_COALESCE || w->n_faults > PD_SCENARIO_MAX_FAULTS ||
+      !w->name[0] || (unsigned)w->breaker_initial > 2)
     return 0;
   for (uint32_t i = 0; i < w->n_faults; i++)
     if ((unsigned)w->faults[i].kind >= PD_FAULT_KIND_COUNT) return 0;
   return 1;
 }
 
-static cJSON *worker_json(const pd_scn_worker_t *w, const pd_scn_worker_t *d) {
+static cJSON *worker_json(const pd_scenario_worker_t *w, const pd_scenario_worker_t *d) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   int rc = add_str(o, "name", w->name);
@@ -120,7 +120,7 @@ static cJSON *worker_json(const pd_scn_worker_t *w, const pd_scn_worker_t *d) {
   return rc ? NULL : o;
 }
 
-static int config_json(cJSON *root, const pd_scn_config_t *c, const pd_scn_config_t *d) {
+static int config_json(cJSON *root, const pd_scenario_config_t *c, const pd_scenario_config_t *d) {
   cJSON *o = cJSON_AddObjectToObject(root, "config");
   if (!o) return PD_ERR_NOMEM;
   int rc = 0;
@@ -155,7 +155,8 @@ static int config_json(cJSON *root, const pd_scn_config_t *c, const pd_scn_confi
   return rc;
 }
 
-static int workload_json(cJSON *root, const pd_scn_workload_t *w, const pd_scn_workload_t *d) {
+static int workload_json(cJSON *root, const pd_scenario_workload_t *w,
+                         const pd_scenario_workload_t *d) {
   cJSON *o = cJSON_AddObjectToObject(root, "workload");
   if (!o) return PD_ERR_NOMEM;
   int rc = add_u64_if(o, "requests", w->requests, d->requests);
@@ -195,14 +196,14 @@ static int expect_json(cJSON *root, const pd_scenario_t *s) {
   cJSON *o = cJSON_AddObjectToObject(root, "expect");
   int rc = o ? 0 : PD_ERR_NOMEM;
   for (int m = 0; m < PD_MODE_COUNT && rc == 0; m++) {
-    const pd_scn_expect_t *e = &s->expect[m];
+    const pd_scenario_expect_t *e = &s->expect[m];
     if (!e->is_set) continue;
     if (!e->violated_mask) {
       rc |= add_str(o, pd_mode_name((pd_mode_t)m), "pass");
       continue;
     }
     cJSON *a = cJSON_AddArrayToObject(o, pd_mode_name((pd_mode_t)m));
-    for (int i = 1; a && i <= PD_INV_COUNT; i++) {
+    for (int i = 1; a && i <= PD_INVARIANT_COUNT; i++) {
       char id[8];
       snprintf(id, sizeof id, "I%d", i);
       if (e->violated_mask >> (i - 1) & 1u) rc |= cJSON_AddItemToArray(a, cJSON_CreateString(id))
@@ -337,9 +338,9 @@ static void put_value(wr_buf_t *b, const cJSON *v, int depth, size_t col) {
 }
 
 int pd_scenario_write_json(const pd_scenario_t *s, char **out, size_t *len) {
-  if (!s || !out || !len || s->n_workers > PD_SCN_MAX_WORKERS || s->n_tags > 8 ||
-      s->n_tfaults > PD_SCN_MAX_TFAULTS || s->workload.n_bursts > PD_SCN_MAX_BURSTS ||
-      (unsigned)s->workload.route > PD_ROUTE_CHAT)
+  if (!s || !out || !len || s->n_workers > PD_SCENARIO_MAX_WORKERS || s->n_tags > 8 ||
+      s->n_tfaults > PD_SCENARIO_MAX_TRAFFIC_FAULTS ||
+      s->workload.n_bursts > PD_SCENARIO_MAX_BURSTS || (unsigned)s->workload.route > PD_ROUTE_CHAT)
     return PD_ERR_INVAL;
   for (uint32_t i = 0; i < s->n_workers; i++)
     if (!worker_valid(&s->workers[i])) return PD_ERR_INVAL;

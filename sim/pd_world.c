@@ -50,26 +50,27 @@ void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, ui
                                                * event is lost and the run cannot be judged */
 }
 
-void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay) {
+void pd_world_to_gw(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg,
+                    uint64_t delay) {
   pd_world_push(w, w->now + delay + w->net_ns, EV_W2G, (uint32_t)kind | arg << 8, leg->leg_id, 0);
 }
 
-void pd_world_to_gw_part(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg,
+void pd_world_to_gw_part(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg,
                          uint32_t part, uint32_t n_parts) {
   pd_world_push(w, w->now + w->net_ns, EV_W2G, (uint32_t)kind | arg << 8, leg->leg_id,
                 W2G_PART(part, n_parts));
 }
 
-void pd_world_wtimer(struct pd_world *w, pd_wleg_t *leg, int kind, uint64_t delay) {
+void pd_world_wtimer(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint64_t delay) {
   pd_world_push(w, w->now + delay, EV_WTIMER, (uint32_t)kind, leg->leg_id, leg->tgen);
 }
 
 /* ---------- requests: creation, retirement ---------- */
 
-void pd_world_creq_free(pd_creq_t *rq) {
-  pd_wleg_t *l = rq->legs;
+void pd_world_client_request_del(pd_client_request_t *rq) {
+  pd_worker_leg_t *l = rq->legs;
   while (l) {
-    pd_wleg_t *nx = l->next_in_req;
+    pd_worker_leg_t *nx = l->next_in_req;
     free(l->rooms);
     free(l);
     l = nx;
@@ -79,20 +80,22 @@ void pd_world_creq_free(pd_creq_t *rq) {
   free(rq);
 }
 
-static int leg_settled(const pd_wleg_t *l) { return !l->gw_open && l->wstate == WL_DONE; }
+static int leg_settled(const pd_worker_leg_t *l) {
+  return !l->gw_open && l->wstate == PD_WORKER_LEG_DONE;
+}
 
 /* FNV-1a over a value's bytes: the run hash covers every judged request and leg as binary
  * fields, whether or not a trace file is written (so the two runs of I13 compare exactly). */
 static void hash_u64(uint64_t *h, uint64_t v) { *h = pd_fnv1a_u64(*h, v); }
 
-static void hash_request(struct pd_world *w, const pd_creq_t *rq) {
+static void hash_request(struct pd_world *w, const pd_client_request_t *rq) {
   uint64_t *h = &w->run_hash;
   hash_u64(h, rq->id);
   hash_u64(h, rq->t_arrival);
   hash_u64(h, rq->t_end);
   hash_u64(h, (uint64_t)rq->head_status << 32 | rq->attempts);
   hash_u64(h, (uint64_t)rq->violations << 32 | rq->next_token);
-  for (const pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     hash_u64(h, l->leg_id);
     hash_u64(h, l->room);
     hash_u64(h, (uint64_t)l->worker << 32 | l->attempt);
@@ -115,7 +118,7 @@ static void span(struct pd_world *w, uint32_t pid, uint64_t tid, const char *nam
 }
 
 /* Perfetto tracks: pid 1 client requests, 2 prefill slots, 3 decode slots, 4 gateway legs. */
-static void trace_request(struct pd_world *w, pd_creq_t *rq) {
+static void trace_request(struct pd_world *w, pd_client_request_t *rq) {
   hash_request(w, rq);
   if (!w->trace.out) return;
   char name[64];
@@ -132,7 +135,7 @@ static void trace_request(struct pd_world *w, pd_creq_t *rq) {
   span(w, 1, rq->id, rq->violations ? "request (VIOLATION)" : "request", rq->t_arrival,
        rq->t_end ? rq->t_end : w->now, a);
   cJSON_Delete(a);
-  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) {
+  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     const char *wn = w->nodes[l->worker].spec->name;
     a = cJSON_CreateObject();
     cJSON_AddNumberToObject(a, "req", (double)rq->id);
@@ -167,7 +170,7 @@ static pd_judge_t judge_of(const struct pd_world *w) {
                       .max_attempts = att ? att : 1, .now = w->now, .stats = w->stats};
 }
 
-void pd_world_judge(struct pd_world *w, pd_creq_t *rq) {
+void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
   if (rq->is_judged) return;
   rq->is_judged = 1;
   char reason[160] = "";
@@ -180,7 +183,7 @@ void pd_world_judge(struct pd_world *w, pd_creq_t *rq) {
   if (v) {
     w->violations |= v;
     st->violations_total++;
-    for (int i = 1; i <= PD_INV_COUNT; i++)
+    for (int i = 1; i <= PD_INVARIANT_COUNT; i++)
       if (v >> (i - 1) & 1u) st->inv_count[i]++;
     if (!st->first_violating_req_valid) {
       st->first_violating_req_valid = 1;
@@ -190,29 +193,29 @@ void pd_world_judge(struct pd_world *w, pd_creq_t *rq) {
   }
   trace_request(w, rq);
   st->requests_done++;
-  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
     if (l->is_reached) {
       st->requests_served++;
       break;
     }
 }
 
-void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq) {
+void pd_world_retire_now(struct pd_world *w, pd_client_request_t *rq) {
   pd_world_judge(w, rq);
-  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_world_note_fired(w, l);
-  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req) pd_map_del(&w->legs, l->leg_id);
-  pd_map_del(&w->reqs, rq->id);
-  pd_world_creq_free(rq);
+  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) pd_world_note_fired(w, l);
+  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) pd_map_remove(&w->legs, l->leg_id);
+  pd_map_remove(&w->reqs, rq->id);
+  pd_world_client_request_del(rq);
 }
 
-void pd_world_try_retire(struct pd_world *w, pd_creq_t *rq) {
+void pd_world_try_retire(struct pd_world *w, pd_client_request_t *rq) {
   if (!(rq->ended || rq->gone) || !rq->core_done) return;
-  for (pd_wleg_t *l = rq->legs; l; l = l->next_in_req)
+  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
     if (!leg_settled(l)) return;
   pd_world_retire_now(w, rq);
 }
 
-void pd_world_leg_changed(struct pd_world *w, pd_wleg_t *leg) {
+void pd_world_leg_changed(struct pd_world *w, pd_worker_leg_t *leg) {
   if (w->n_dirty == w->cap_dirty) {
     size_t nc = w->cap_dirty ? w->cap_dirty * 2 : 64;
     uint64_t *nd = realloc(w->dirty, nc * sizeof *nd);
@@ -242,8 +245,8 @@ static size_t prompt_list(char *buf, size_t cap, size_t off, uint32_t n, const c
   return off;
 }
 
-size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, const char *tag,
-                            char *buf, size_t cap) {
+size_t pd_world_client_body(const pd_client_request_t *rq, const pd_scenario_workload_t *wl,
+                            const char *tag, char *buf, size_t cap) {
   const char *st = rq->is_stream ? "true" : "false", *lp = rq->wants_logprob ? "true" : "false";
   const char *sep = tag ? " " : "";
   if (!tag) tag = "";
@@ -291,8 +294,8 @@ void pd_world_feed(struct pd_world *w, const pd_event_t *ev) {
 }
 
 void pd_world_arrive(struct pd_world *w) {
-  const pd_scn_workload_t *wl = &w->s->workload;
-  pd_creq_t *rq = calloc(1, sizeof *rq);
+  const pd_scenario_workload_t *wl = &w->s->workload;
+  pd_client_request_t *rq = calloc(1, sizeof *rq);
   if (!rq) return;
   rq->id = w->next_req++;
   pd_buf_init(&rq->body, PD_WORLD_MAX_BODY_BYTES);

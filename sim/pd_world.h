@@ -1,5 +1,5 @@
 /* pd_world: one simulated run. A virtual clock and event queue drive the dispatch core
- * against SGLang-like worker models (mock_workers/pd_wmodel.c) and a client model; every
+ * against SGLang-like worker models (mock_workers/pd_worker_model.c) and a client model; every
  * leg and request keeps the ground truth the invariant checker (pd_check.c) judges from.
  * No wall clock, no global state: everything random comes from the run's seed. */
 #ifndef PD_WORLD_H
@@ -27,17 +27,17 @@ typedef enum {
 } pd_truth_t;
 
 typedef enum {
-  WL_NEW = 0,
-  WL_BOOTSTRAP, /* prefill: waiting for decode to connect to the room */
-  WL_FORWARD,   /* prefill: forward pass + KV transfer */
-  WL_LAG,       /* prefill: KV sent, HTTP response not yet written */
-  WL_WAIT_KV,   /* decode: waiting for the KV */
-  WL_STREAM,    /* decode: producing tokens */
-  WL_HUNG,      /* a hang fault: no more output */
-  WL_DONE,      /* worker finished the request (slot freed) */
-} pd_wl_state_t;
+  PD_WORKER_LEG_NEW = 0,
+  PD_WORKER_LEG_BOOTSTRAP, /* prefill: waiting for decode to connect to the room */
+  PD_WORKER_LEG_FORWARD,   /* prefill: forward pass + KV transfer */
+  PD_WORKER_LEG_LAG,       /* prefill: KV sent, HTTP response not yet written */
+  PD_WORKER_LEG_WAIT_KV,   /* decode: waiting for the KV */
+  PD_WORKER_LEG_STREAM,    /* decode: producing tokens */
+  PD_WORKER_LEG_HUNG,      /* a hang fault: no more output */
+  PD_WORKER_LEG_DONE,      /* worker finished the request (slot freed) */
+} pd_worker_leg_state_t;
 
-typedef struct pd_wleg {
+typedef struct pd_worker_leg {
   uint64_t leg_id;
   uint64_t req_id;
   uint32_t attempt;
@@ -54,7 +54,7 @@ typedef struct pd_wleg {
   char rid[48];
   uint32_t tokens;
   /* worker side */
-  pd_wl_state_t wstate;
+  pd_worker_leg_state_t wstate;
   int fault;            /* pd_fault_kind_t or -1 */
   int tfault;           /* index of the traffic fault that struck it, or -1 */
   const pd_fault_t *fp;
@@ -69,7 +69,7 @@ typedef struct pd_wleg {
   pd_truth_t truth;
   int injected_status;  /* STATUS fault status sent, else 0 */
   int worker_conn_open; /* the worker still writes to this connection */
-  struct pd_wleg *partner;
+  struct pd_worker_leg *partner;
   uint32_t aborts;
   int is_abort_early;   /* an abort came before the request: applied when it arrives (Q7) */
   uint64_t t_open_arrive; /* when the request reaches the worker (net_us + open_delay_ms) */
@@ -92,10 +92,10 @@ typedef struct pd_wleg {
   uint64_t eligible_nodes; /* bit per node: breaker Closed (as the core reported) at the open */
   /* bookkeeping */
   int is_in_room_table;
-  struct pd_wleg *next_in_req;
-} pd_wleg_t;
+  struct pd_worker_leg *next_in_req;
+} pd_worker_leg_t;
 
-typedef struct pd_creq {
+typedef struct pd_client_request {
   uint64_t id;
   uint64_t t_arrival, t_disconnect;
   int is_stream, wants_logprob;
@@ -127,17 +127,17 @@ typedef struct pd_creq {
   uint32_t load_w[2][8];
   uint64_t load_t_rel[2][8];
   int load_neg;
-  pd_wleg_t *legs;       /* list */
+  pd_worker_leg_t *legs;       /* list */
   uint32_t n_legs;
   uint32_t violations;
   int is_judged;         /* judged at the safety horizon, still running (healed phase) */
   char reason[160];
-  struct pd_creq *next_live;
-} pd_creq_t;
+  struct pd_client_request *next_live;
+} pd_client_request_t;
 
 typedef struct pd_world_stats {
   uint64_t events, requests_done, violations_total;
-  uint32_t inv_count[PD_INV_COUNT + 1];
+  uint32_t inv_count[PD_INVARIANT_COUNT + 1];
   uint64_t ttft_sum_ns, ttft_n, ttft_max_ns;
   uint64_t clean_success, client_errors, aborted;
   uint64_t records_lost; /* requests judged on a record the checker could not keep whole
@@ -159,8 +159,8 @@ typedef struct pd_world pd_world_t;
  * tokens); shared with the socket runner (net/conform/pd_conform_client.c), which puts its
  * request id (tag, [a-z0-9-] only) at the start of every prompt; the simulator passes NULL.
  * Returns its length or 0. */
-size_t pd_world_client_body(const pd_creq_t *rq, const pd_scn_workload_t *wl, const char *tag,
-                            char *buf, size_t cap);
+size_t pd_world_client_body(const pd_client_request_t *rq, const pd_scenario_workload_t *wl,
+                            const char *tag, char *buf, size_t cap);
 
 /* Called every ~65536 events with the requests judged so far (for progress bars). */
 typedef void (*pd_world_progress_fn)(void *ud, uint64_t requests_done, uint64_t requests_total);

@@ -10,7 +10,7 @@
 /* Was modifier entry f (prefill_lag, slow_drip) applied to the leg that just reached it? They
  * combine with the leg's fault and leave only their ms. (A scripted fault proper fires when it
  * takes effect: pd_world_note_fired.) */
-static int entry_fired(const pd_wleg_t *leg, const pd_fault_t *f, uint32_t nth) {
+static int entry_fired(const pd_worker_leg_t *leg, const pd_fault_t *f, uint32_t nth) {
   if (f->nth_from && (nth < f->nth_from || nth > f->nth_to)) return 0;
   if (f->kind != PD_FAULT_PREFILL_LAG && f->kind != PD_FAULT_SLOW_DRIP) return 0;
   /* a lag delays a prefill's answer, a drip a decode's tokens: elsewhere they change nothing */
@@ -21,15 +21,15 @@ static int entry_fired(const pd_wleg_t *leg, const pd_fault_t *f, uint32_t nth) 
   return 0;
 }
 
-void pd_world_note_open(struct pd_world *w, pd_wleg_t *leg, int was_down) {
-  pd_wnode_t *n = &w->nodes[leg->worker];
+void pd_world_note_open(struct pd_world *w, pd_worker_leg_t *leg, int was_down) {
+  pd_worker_node_t *n = &w->nodes[leg->worker];
   if (was_down) { /* refused by a crashed node: the crash is exercised */
     w->crash_fired[leg->worker] = 1;
     return;
   }
   leg->is_reached = leg->truth != PD_TRUTH_NEVER;
-  const pd_scn_worker_t *sw = n->spec;
-  for (uint32_t i = 0; i < sw->n_faults && i < PD_SCN_MAX_FAULTS; i++)
+  const pd_scenario_worker_t *sw = n->spec;
+  for (uint32_t i = 0; i < sw->n_faults && i < PD_SCENARIO_MAX_FAULTS; i++)
     if (entry_fired(leg, &sw->faults[i], n->received)) w->fault_fired[leg->worker][i] = 1;
   const pd_scenario_t *s = w->s; /* a traffic lag or drip that struck this leg */
   if (leg->tfault >= 0 && (uint32_t)leg->tfault < s->n_tfaults) {
@@ -43,21 +43,23 @@ void pd_world_note_open(struct pd_world *w, pd_wleg_t *leg, int was_down) {
 /* The scenario as given, with its faults (the healed phase runs on a copy without them). */
 static const pd_scenario_t *given(const struct pd_world *w) { return w->orig ? w->orig : w->s; }
 
-void pd_world_note_fired(struct pd_world *w, const pd_wleg_t *leg) {
-  const pd_scn_worker_t *sw = &given(w)->workers[leg->worker];
+void pd_world_note_fired(struct pd_world *w, const pd_worker_leg_t *leg) {
+  const pd_scenario_worker_t *sw = &given(w)->workers[leg->worker];
   if (leg->fault < 0 || !leg->is_fault_fired || !leg->fp) return;
   if (leg->fp >= sw->faults && leg->fp < sw->faults + sw->n_faults)
     w->fault_fired[leg->worker][leg->fp - sw->faults] = 1;
   const pd_scenario_t *s = given(w);
-  for (uint32_t i = 0; i < s->n_tfaults && i < PD_SCN_MAX_TFAULTS; i++)
+  for (uint32_t i = 0; i < s->n_tfaults && i < PD_SCENARIO_MAX_TRAFFIC_FAULTS; i++)
     if (leg->fp == &s->tfaults[i].f) w->tfault_fired[i] = 1;
 }
 
 void pd_world_mark_crash(struct pd_world *w, uint32_t node) {
   void *v;
   for (size_t slot = 0; pd_map_next(&w->legs, &slot, NULL, &v);) {
-    pd_wleg_t *leg = v;
-    if (leg->worker != node || leg->wstate == WL_DONE || leg->wstate == WL_NEW) continue;
+    pd_worker_leg_t *leg = v;
+    if (leg->worker != node || leg->wstate == PD_WORKER_LEG_DONE ||
+        leg->wstate == PD_WORKER_LEG_NEW)
+      continue;
     leg->is_crash_hit = 1;
     w->crash_fired[node] = 1;
   }
@@ -78,7 +80,7 @@ void pd_world_exercised(struct pd_world *w) {
   for (size_t slot = 0; pd_map_next(&w->legs, &slot, NULL, &leg);) /* legs held at the end */
     pd_world_note_fired(w, leg);
   const pd_scenario_t *s = given(w);
-  for (uint32_t i = 0; i < s->n_tfaults && i < PD_SCN_MAX_TFAULTS; i++) {
+  for (uint32_t i = 0; i < s->n_tfaults && i < PD_SCENARIO_MAX_TRAFFIC_FAULTS; i++) {
     st->faults_total++;
     if (w->tfault_fired[i]) st->faults_exercised++;
     else if (!st->unexercised[0])
@@ -86,8 +88,8 @@ void pd_world_exercised(struct pd_world *w) {
                pd_fault_kind_name(s->tfaults[i].f.kind), pd_role_name(s->tfaults[i].role));
   }
   for (uint32_t k = 0; k < w->n_nodes; k++) {
-    const pd_scn_worker_t *sw = &given(w)->workers[k];
-    for (uint32_t i = 0; i < sw->n_faults && i < PD_SCN_MAX_FAULTS; i++) {
+    const pd_scenario_worker_t *sw = &given(w)->workers[k];
+    for (uint32_t i = 0; i < sw->n_faults && i < PD_SCENARIO_MAX_FAULTS; i++) {
       st->faults_total++;
       if (w->fault_fired[k][i]) st->faults_exercised++;
       else if (!st->unexercised[0])
@@ -144,7 +146,7 @@ void pd_world_check_quiet(struct pd_world *w) {
     quiet_note(r, sizeof r, &off, what);
   }
   for (uint32_t i = 0; i < w->n_nodes; i++) {
-    const pd_wnode_t *n = &w->nodes[i];
+    const pd_worker_node_t *n = &w->nodes[i];
     const char *name = n->spec->name;
     uint32_t load = pd_gw_load(w->gw, n->role, n->role_index);
     uint32_t probes = pd_gw_breaker_probes(w->gw, n->role, n->role_index);
@@ -163,8 +165,8 @@ void pd_world_check_quiet(struct pd_world *w) {
     quiet_note(r, sizeof r, &off, what);
   }
   if (!off) return;
-  w->violations |= 1u << (PD_INV_QUIESCENCE - 1);
-  w->stats->inv_count[PD_INV_QUIESCENCE]++;
+  w->violations |= 1u << (PD_INVARIANT_QUIESCENCE - 1);
+  w->stats->inv_count[PD_INVARIANT_QUIESCENCE]++;
   if (!w->stats->first_reason[0])
     snprintf(w->stats->first_reason, sizeof w->stats->first_reason, "I17 after the healed phase: %s", r);
 }

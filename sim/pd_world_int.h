@@ -1,5 +1,5 @@
 /* Internal to sim/ and mock_workers/: the world object shared by the driver (pd_world.c)
- * and the worker models (mock_workers/pd_wmodel.c). The checker (pd_check.h) does not see
+ * and the worker models (mock_workers/pd_worker_model.c). The checker (pd_check.h) does not see
  * it: the driver hands it a judge context filled from the world (pd_world_judge). */
 #ifndef PD_WORLD_INT_H
 #define PD_WORLD_INT_H
@@ -35,14 +35,14 @@ enum {
   W2G_DECODE_BODY,
   W2G_ERROR_BODY,   /* arg = status */
   W2G_END,
-  W2G_UPERR,        /* arg = pd_uperr_t */
+  W2G_UPERR,        /* arg = pd_upstream_error_t */
 };
 
 /* Worker timers. */
 enum { WT_BOOTSTRAP_TIMEOUT = 1, WT_WAIT_TIMEOUT, WT_TRANSFER_DONE, WT_RESPOND, WT_TOKEN };
 
-typedef struct pd_wnode {
-  const pd_scn_worker_t *spec;
+typedef struct pd_worker_node {
+  const pd_scenario_worker_t *spec;
   pd_role_t role;
   uint32_t role_index;
   uint32_t received;   /* requests received (nth for faults) */
@@ -51,7 +51,7 @@ typedef struct pd_wnode {
   /* breaker timeline as the core reports it, for I12 */
   int breaker_state;
   uint32_t half_open_inflight;
-} pd_wnode_t;
+} pd_worker_node_t;
 
 struct pd_world {
   const pd_scenario_t *s;
@@ -63,13 +63,13 @@ struct pd_world {
   pd_heap_t heap;
   uint64_t now;
   uint64_t net_ns;
-  pd_wnode_t nodes[PD_SCN_MAX_WORKERS];
+  pd_worker_node_t nodes[PD_SCENARIO_MAX_WORKERS];
   uint32_t n_nodes;
-  uint32_t role_node[2][PD_SCN_MAX_WORKERS]; /* core worker index -> node */
-  pd_map_t legs;  /* leg id -> pd_wleg_t */
-  pd_map_t reqs;  /* req id -> pd_creq_t */
-  pd_map_t rooms; /* room -> prefill pd_wleg_t waiting in bootstrap */
-  pd_map_t droom; /* room -> decode pd_wleg_t registered before its prefill */
+  uint32_t role_node[2][PD_SCENARIO_MAX_WORKERS]; /* core worker index -> node */
+  pd_map_t legs;  /* leg id -> pd_worker_leg_t */
+  pd_map_t reqs;  /* req id -> pd_client_request_t */
+  pd_map_t rooms; /* room -> prefill pd_worker_leg_t waiting in bootstrap */
+  pd_map_t droom; /* room -> decode pd_worker_leg_t registered before its prefill */
   uint32_t next_req;
   pd_trace_t trace;
   uint64_t run_hash; /* FNV-1a over every judged request (I13) */
@@ -80,12 +80,12 @@ struct pd_world {
   uint32_t n_unhealthy;
   uint64_t unhealthy_epoch;
   /* exercised: which scenario fault entries fired (pd_world_note_open, pd_world_mark_crash) */
-  uint8_t fault_fired[PD_SCN_MAX_WORKERS][PD_SCN_MAX_FAULTS];
-  uint8_t crash_fired[PD_SCN_MAX_WORKERS];
-  uint8_t tfault_fired[PD_SCN_MAX_TFAULTS]; /* the scenario-level (traffic) faults */
+  uint8_t fault_fired[PD_SCENARIO_MAX_WORKERS][PD_SCENARIO_MAX_FAULTS];
+  uint8_t crash_fired[PD_SCENARIO_MAX_WORKERS];
+  uint8_t tfault_fired[PD_SCENARIO_MAX_TRAFFIC_FAULTS]; /* the scenario-level (traffic) faults */
   pd_scenario_t *healed; /* the scenario without faults, crashes or disconnects (I17 phase) */
   const pd_scenario_t *orig; /* the scenario as given (w->s points to healed once healed) */
-  _Atomic uint32_t tf_owner[PD_SCN_MAX_TFAULTS]; /* sticky traffic faults: worker + 1 */
+  _Atomic uint32_t tf_owner[PD_SCENARIO_MAX_TRAFFIC_FAULTS]; /* sticky traffic faults: worker + 1 */
   uint64_t tie_seed; /* order of same-instant events (0: insertion order) */
   int push_err; /* the first push the event queue refused: pd_world_run_opts returns it */
   uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */
@@ -98,17 +98,19 @@ void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, ui
 void pd_world_feed(struct pd_world *w, const pd_event_t *ev);
 void pd_world_apply(struct pd_world *w);
 void pd_world_arrive(struct pd_world *w);
-void pd_world_try_retire(struct pd_world *w, pd_creq_t *rq);
-void pd_world_retire_now(struct pd_world *w, pd_creq_t *rq); /* judge (once) + free */
+void pd_world_try_retire(struct pd_world *w, pd_client_request_t *rq);
+void pd_world_retire_now(struct pd_world *w, pd_client_request_t *rq); /* judge (once) + free */
 /* Judge a request (once), keeping it alive: one cut off by the safety horizon runs on into
  * the healed phase, where only quiescence (I17) is still judged. */
-void pd_world_judge(struct pd_world *w, pd_creq_t *rq);
-void pd_world_creq_free(pd_creq_t *rq); /* free a request and its legs */
+void pd_world_judge(struct pd_world *w, pd_client_request_t *rq);
+void pd_world_client_request_del(pd_client_request_t *rq); /* free a request and its legs */
 
 /* exercised and health bookkeeping (pd_world.c) */
-void pd_world_note_open(struct pd_world *w, pd_wleg_t *leg, int was_down); /* after the model */
+void pd_world_note_open(struct pd_world *w, pd_worker_leg_t *leg,
+                        int was_down);                       /* after the model */
 void pd_world_mark_crash(struct pd_world *w, uint32_t node); /* before the model's crash */
-void pd_world_note_fired(struct pd_world *w, const pd_wleg_t *leg); /* before a leg is freed */
+void pd_world_note_fired(struct pd_world *w,
+                         const pd_worker_leg_t *leg); /* before a leg is freed */
 void pd_world_health(struct pd_world *w, int delta); /* +1 a node down / breaker not Closed */
 void pd_world_exercised(struct pd_world *w); /* fill the stats at the end of the run */
 /* I17: heal the world (crashed workers restarted, no fault on any later leg) before the
@@ -117,24 +119,25 @@ void pd_world_heal(struct pd_world *w);
 void pd_world_check_quiet(struct pd_world *w);
 
 /* driver services used by the worker model */
-void pd_world_to_gw(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, uint64_t delay_ns);
+void pd_world_to_gw(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg,
+                    uint64_t delay_ns);
 /* Part `part` (0-based) of n_parts of a message: its rendered bytes cut into n_parts chunks
  * of near-equal length, delivered one by one (the EV_W2G event's c = W2G_PART). */
-void pd_world_to_gw_part(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg,
+void pd_world_to_gw_part(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg,
                          uint32_t part, uint32_t n_parts);
 #define W2G_PART(part, n) ((uint64_t)(n) << 8 | (uint64_t)(part))
-void pd_world_wtimer(struct pd_world *w, pd_wleg_t *leg, int kind, uint64_t delay_ns);
-void pd_world_leg_changed(struct pd_world *w, pd_wleg_t *leg); /* checked after the step */
+void pd_world_wtimer(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint64_t delay_ns);
+void pd_world_leg_changed(struct pd_world *w, pd_worker_leg_t *leg); /* checked after the step */
 
-/* worker model (mock_workers/pd_wmodel.c) */
-void pd_wm_on_open(struct pd_world *w, pd_wleg_t *leg);
-void pd_wm_on_close(struct pd_world *w, pd_wleg_t *leg);
-void pd_wm_on_abort(struct pd_world *w, pd_wleg_t *leg);
-void pd_wm_on_timer(struct pd_world *w, pd_wleg_t *leg, int kind);
-void pd_wm_crash(struct pd_world *w, uint32_t node);
+/* worker model (mock_workers/pd_worker_model.c) */
+void pd_worker_model_on_open(struct pd_world *w, pd_worker_leg_t *leg);
+void pd_worker_model_on_close(struct pd_world *w, pd_worker_leg_t *leg);
+void pd_worker_model_on_abort(struct pd_world *w, pd_worker_leg_t *leg);
+void pd_worker_model_on_timer(struct pd_world *w, pd_worker_leg_t *leg, int kind);
+void pd_worker_model_crash(struct pd_world *w, uint32_t node);
 /* Render a W2G message for delivery into buf; returns length (0: nothing to send). */
-size_t pd_wm_render(struct pd_world *w, pd_wleg_t *leg, int kind, uint32_t arg, char *buf,
-                    size_t cap);
+size_t pd_worker_model_render(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg,
+                              char *buf, size_t cap);
 
 /* the standard logprob parts: prefill's and decode's input_token_logprobs */
 #define PD_LP_PREFILL "[[-0.25,11,null],[-0.5,12,null]]"

@@ -10,7 +10,7 @@
 #include "pd_hash.h"
 #include "pd_rqstate.h"
 #include "pd_world_int.h"
-#include "pd_wshared.h"
+#include "pd_worker_shared.h"
 
 #define MS_NS 1000000ull
 #define RENDER_CAP (256u * 1024u)
@@ -18,7 +18,7 @@
 #define push pd_world_push
 
 /* Every room of a batch's room array (I8 judges them all); a non-number counts as room 0. */
-static void leg_rooms(pd_wleg_t *leg, const cJSON *arr) {
+static void leg_rooms(pd_worker_leg_t *leg, const cJSON *arr) {
   int n = cJSON_GetArraySize(arr);
   leg->n_rooms = n;
   if (n > 1) leg->rooms = calloc((size_t)n, sizeof *leg->rooms);
@@ -31,7 +31,7 @@ static void leg_rooms(pd_wleg_t *leg, const cJSON *arr) {
   if (n > 1 && !leg->rooms) leg->n_rooms = 1; /* out of memory: judge the first room only */
 }
 
-static void parse_leg_body(pd_wleg_t *leg, const uint8_t *body, size_t len) {
+static void parse_leg_body(pd_worker_leg_t *leg, const uint8_t *body, size_t len) {
   cJSON *j = cJSON_ParseWithLength((const char *)body, len);
   if (!j) return;
   cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "stream");
@@ -42,7 +42,7 @@ static void parse_leg_body(pd_wleg_t *leg, const uint8_t *body, size_t len) {
   cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
   cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_host");
   cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
-  leg->rooms_hash = pd_wr_rooms_hash(room, host, port);
+  leg->rooms_hash = pd_wire_rooms_hash(room, host, port);
   if (cJSON_IsArray(room)) {
     leg_rooms(leg, room);
   } else {
@@ -61,8 +61,8 @@ static void parse_leg_body(pd_wleg_t *leg, const uint8_t *body, size_t len) {
   cJSON_Delete(j);
 }
 
-static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
-  pd_wleg_t *leg = calloc(1, sizeof *leg);
+static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_action_t *a) {
+  pd_worker_leg_t *leg = calloc(1, sizeof *leg);
   if (!leg) return;
   leg->leg_id = a->leg_id;
   leg->req_id = rq->id;
@@ -85,24 +85,24 @@ static void on_open_leg(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a)
   for (uint32_t i = 0; i < w->n_nodes && i < 64; i++)
     if (w->nodes[i].role == leg->role && w->nodes[i].breaker_state == PD_BREAKER_CLOSED)
       leg->eligible_nodes |= 1ull << i;
-  pd_wnode_t *n = &w->nodes[leg->worker];
-  if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INV_BREAKER - 1);
+  pd_worker_node_t *n = &w->nodes[leg->worker];
+  if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INVARIANT_BREAKER - 1);
   uint32_t probes = w->s->config.breaker_half_open_probes; /* the allowed count, default 1 */
   if (n->breaker_state == PD_BREAKER_HALF_OPEN && ++n->half_open_inflight > (probes ? probes : 1))
-    rq->violations |= 1u << (PD_INV_BREAKER - 1);
+    rq->violations |= 1u << (PD_INVARIANT_BREAKER - 1);
   leg->t_open_arrive = w->now + w->net_ns + n->spec->open_delay_ms * MS_NS; /* may be late */
   push(w, leg->t_open_arrive, EV_G2W_OPEN, 0, leg->leg_id, 0);
 }
 
-static void leg_gw_closed(struct pd_world *w, pd_wleg_t *leg) {
+static void leg_gw_closed(struct pd_world *w, pd_worker_leg_t *leg) {
   if (!leg->gw_open) return;
   leg->gw_open = 0;
   leg->t_gw_closed = w->now;
-  pd_wnode_t *n = &w->nodes[leg->worker];
+  pd_worker_node_t *n = &w->nodes[leg->worker];
   if (n->breaker_state == PD_BREAKER_HALF_OPEN && n->half_open_inflight) n->half_open_inflight--;
 }
 
-static void on_load(pd_creq_t *rq, const pd_action_t *a) {
+static void on_load(pd_client_request_t *rq, const pd_action_t *a) {
   int r = a->role;
   for (int i = 0; i < 8; i++) {
     if (rq->load_bal[r][i] == 0 && a->flag > 0 && rq->load_w[r][i] == 0) {
@@ -118,12 +118,13 @@ static void on_load(pd_creq_t *rq, const pd_action_t *a) {
   }
 }
 
-static void on_load_release_time(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
+static void on_load_release_time(struct pd_world *w, pd_client_request_t *rq,
+                                 const pd_action_t *a) {
   for (int i = 0; i < 8; i++)
     if (rq->load_w[a->role][i] == a->worker + 1) rq->load_t_rel[a->role][i] = w->now;
 }
 
-static void on_client(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
+static void on_client(struct pd_world *w, pd_client_request_t *rq, const pd_action_t *a) {
   switch (a->kind) {
   case PD_ACT_CLIENT_HEAD:
     if (rq->has_head) { rq->token_error = 1; return; } /* two heads */
@@ -149,9 +150,9 @@ static void on_client(struct pd_world *w, pd_creq_t *rq, const pd_action_t *a) {
 }
 
 static void apply_one(struct pd_world *w, const pd_action_t *a) {
-  pd_creq_t *rq = pd_map_get(&w->reqs, a->req_id);
+  pd_client_request_t *rq = pd_map_get(&w->reqs, a->req_id);
   if (!rq) return;
-  pd_wleg_t *leg;
+  pd_worker_leg_t *leg;
   switch (a->kind) {
   case PD_ACT_OPEN_LEG: on_open_leg(w, rq, a); break;
   case PD_ACT_CLOSE_LEG:
@@ -179,7 +180,7 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
     if (a->flag < 0) on_load_release_time(w, rq, a);
     break;
   case PD_ACT_BREAKER: {
-    pd_wnode_t *n = &w->nodes[w->role_node[a->role][a->worker]];
+    pd_worker_node_t *n = &w->nodes[w->role_node[a->role][a->worker]];
     if ((n->breaker_state == PD_BREAKER_CLOSED) != (a->flag == PD_BREAKER_CLOSED))
       pd_world_health(w, a->flag == PD_BREAKER_CLOSED ? -1 : +1);
     n->breaker_state = a->flag;
@@ -192,7 +193,7 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
 }
 
 static void retire_by_id(struct pd_world *w, uint64_t req_id) {
-  pd_creq_t *rq = pd_map_get(&w->reqs, req_id);
+  pd_client_request_t *rq = pd_map_get(&w->reqs, req_id);
   if (rq) pd_world_try_retire(w, rq);
 }
 
@@ -219,10 +220,10 @@ static size_t slice(char *buf, size_t len, uint64_t c) {
 }
 
 /* Does this worker message report the leg's failure (I4's truth at the gateway's close)? */
-static int reports_failure(const pd_wleg_t *leg, uint32_t kind, uint32_t arg) {
+static int reports_failure(const pd_worker_leg_t *leg, uint32_t kind, uint32_t arg) {
   switch (kind) {
   case W2G_HEAD:
-  case W2G_ERROR_BODY: return (arg < 200 || arg >= 300) && !pd_wstatus_is_healthy((int)arg);
+  case W2G_ERROR_BODY: return (arg < 200 || arg >= 300) && !pd_worker_status_is_healthy((int)arg);
   case W2G_ERROR_EVENT:
   case W2G_UPERR: return 1;
   case W2G_END: return leg->truth == PD_TRUTH_FAILED; /* a stream cut without [DONE] */
@@ -230,7 +231,7 @@ static int reports_failure(const pd_wleg_t *leg, uint32_t kind, uint32_t arg) {
   }
 }
 
-static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint32_t arg,
+static void deliver_w2g(struct pd_world *w, pd_worker_leg_t *leg, uint32_t kind, uint32_t arg,
                         uint64_t part, char *buf) {
   if (reports_failure(leg, kind, arg) && (leg->gw_open || leg->t_gw_closed == w->now))
     leg->is_failed_at_close = 1; /* arrived before the close, or in its very instant */
@@ -244,11 +245,11 @@ static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint3
   case W2G_END: ev.kind = PD_EV_UP_END; break;
   case W2G_UPERR:
     ev.kind = PD_EV_UP_ERROR;
-    ev.uperr = (pd_uperr_t)arg;
+    ev.uperr = (pd_upstream_error_t)arg;
     break;
   default:
     ev.kind = PD_EV_UP_DATA;
-    ev.len = slice(buf, pd_wm_render(w, leg, (int)kind, arg, buf, RENDER_CAP), part);
+    ev.len = slice(buf, pd_worker_model_render(w, leg, (int)kind, arg, buf, RENDER_CAP), part);
     ev.data = (const uint8_t *)buf;
     if (!ev.len) return;
   }
@@ -259,12 +260,13 @@ static void deliver_w2g(struct pd_world *w, pd_wleg_t *leg, uint32_t kind, uint3
 
 /* A leg cut off while its own fault hung it (or it was slow-dripping) stalled by itself; one
  * waiting on its partner or in bootstrap did not (I16 tells the two apart). */
-static void note_stall(pd_wleg_t *leg) {
-  if (leg->wstate == WL_HUNG || (leg->drip_ms && leg->wstate == WL_STREAM)) leg->is_own_stall = 1;
+static void note_stall(pd_worker_leg_t *leg) {
+  if (leg->wstate == PD_WORKER_LEG_HUNG || (leg->drip_ms && leg->wstate == PD_WORKER_LEG_STREAM))
+    leg->is_own_stall = 1;
 }
 
 static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
-  pd_wleg_t *leg = NULL;
+  pd_worker_leg_t *leg = NULL;
   if (it->kind >= EV_G2W_OPEN && it->kind <= EV_WTIMER) {
     leg = pd_map_get(&w->legs, it->b);
     if (!leg) return;
@@ -272,7 +274,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   switch (it->kind) {
   case EV_ARRIVE: pd_world_arrive(w); return;
   case EV_GONE: {
-    pd_creq_t *rq = pd_map_get(&w->reqs, it->b);
+    pd_client_request_t *rq = pd_map_get(&w->reqs, it->b);
     if (!rq || rq->ended || rq->gone) return;
     rq->gone = 1;
     rq->t_end = w->now;
@@ -283,33 +285,33 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   }
   case EV_G2W_OPEN: {
     int was_down = w->nodes[leg->worker].is_down;
-    pd_wm_on_open(w, leg); /* leg stays valid: retirement waits for the end of the step */
+    pd_worker_model_on_open(w, leg); /* leg stays valid: retirement waits for the end of the step */
     pd_world_note_open(w, leg, was_down);
     return;
   }
   case EV_G2W_CLOSE: { /* the model may retire the request, freeing leg */
     uint64_t rid = leg->req_id;
     note_stall(leg);
-    pd_wm_on_close(w, leg);
+    pd_worker_model_on_close(w, leg);
     retire_by_id(w, rid);
     return;
   }
   case EV_G2W_ABORT: {
     uint64_t rid = leg->req_id;
     note_stall(leg);
-    pd_wm_on_abort(w, leg);
+    pd_worker_model_on_abort(w, leg);
     retire_by_id(w, rid);
     return;
   }
   case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, it->c, buf); return;
   case EV_WTIMER:
-    if (it->c == leg->tgen) pd_wm_on_timer(w, leg, (int)it->a);
+    if (it->c == leg->tgen) pd_worker_model_on_timer(w, leg, (int)it->a);
     return;
   case EV_CRASH:
     if (!w->nodes[it->a].is_down) pd_world_health(w, +1);
     w->nodes[it->a].is_down = 1;
     pd_world_mark_crash(w, it->a);
-    pd_wm_crash(w, it->a);
+    pd_worker_model_crash(w, it->a);
     return;
   case EV_RESTART:
     if (w->nodes[it->a].is_down) pd_world_health(w, -1);
@@ -336,8 +338,8 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   pd_actbuf_init(&w->acts, NULL);
   pd_heap_init(&w->heap, NULL, 0);
   for (uint32_t i = 0; i < s->n_workers; i++) {
-    const pd_scn_worker_t *sw = &s->workers[i];
-    pd_wnode_t *n = &w->nodes[w->n_nodes++];
+    const pd_scenario_worker_t *sw = &s->workers[i];
+    pd_worker_node_t *n = &w->nodes[w->n_nodes++];
     n->spec = sw;
     n->role = sw->role;
     int idx = pd_gw_add_worker(w->gw, sw->role, sw->name, sw->name,
@@ -359,7 +361,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
 
 static void teardown(struct pd_world *w) {
   void *rq;
-  for (size_t slot = 0; pd_map_next(&w->reqs, &slot, NULL, &rq);) pd_world_creq_free(rq);
+  for (size_t slot = 0; pd_map_next(&w->reqs, &slot, NULL, &rq);) pd_world_client_request_del(rq);
   pd_map_free(&w->reqs);
   pd_map_free(&w->legs);
   pd_map_free(&w->rooms);
@@ -372,7 +374,7 @@ static void teardown(struct pd_world *w) {
 /* Judge every request still unfinished when the queue ran dry (or the horizon passed). */
 static void judge_leftovers(struct pd_world *w) {
   size_t n = 0, cap = pd_map_len(&w->reqs);
-  pd_creq_t **all = cap ? malloc(cap * sizeof *all) : NULL;
+  pd_client_request_t **all = cap ? malloc(cap * sizeof *all) : NULL;
   if (cap && !all) return;
   void *rq;
   for (size_t slot = 0; n < cap && pd_map_next(&w->reqs, &slot, NULL, &rq);) all[n++] = rq;
@@ -458,7 +460,7 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   pd_world_exercised(w);
   if (rc == 0 && stats->records_lost) rc = PD_ERR_NOMEM; /* a request judged on a lost record */
   *violations = w->violations;
-  if (w->room_collisions) *violations |= 1u << (PD_INV_ROOMS - 1);
+  if (w->room_collisions) *violations |= 1u << (PD_INVARIANT_ROOMS - 1);
   pd_trace_finish(&w->trace);
   if (trace_hash) *trace_hash = w->run_hash;
   free(buf);

@@ -150,7 +150,7 @@ static inline void h_leg(harness_t *h, pd_event_kind_t k, uint64_t leg, int stat
 }
 
 /* A transport error on one leg of request 7. */
-static inline void h_uperr(harness_t *h, uint64_t leg, pd_uperr_t e) {
+static inline void h_uperr(harness_t *h, uint64_t leg, pd_upstream_error_t e) {
   pd_event_t ev = {.kind = PD_EV_UP_ERROR, .req_id = 7, .leg_id = leg, .uperr = e};
   h_feed(h, ev);
 }

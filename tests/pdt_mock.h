@@ -21,7 +21,7 @@ typedef struct mk {
   FILE *log;
   char *log_buf;
   size_t log_len;
-  pd_scn_worker_t w;
+  pd_scenario_worker_t w;
 } mk_t;
 
 /* Start the mock of config c (k zeroed); its log is a temporary file, flushed a line at a
@@ -47,8 +47,9 @@ static inline void mk_read_log(mk_t *k) {
   k->log_buf = b;
 }
 
-static inline int mk_start_ex(mk_t *k, pd_role_t role, const pd_scn_worker_t *w, uint64_t bto_ms,
-                       uint64_t wto_ms, int is_direct, int is_clock_on_start) {
+static inline int mk_start_ex(mk_t *k, pd_role_t role, const pd_scenario_worker_t *w,
+                              uint64_t bto_ms, uint64_t wto_ms, int is_direct,
+                              int is_clock_on_start) {
   memset(k, 0, sizeof *k);
   pd_mock_config_t c;
   pd_mock_config_default(&c);
@@ -66,7 +67,7 @@ static inline int mk_start_ex(mk_t *k, pd_role_t role, const pd_scn_worker_t *w,
   return mk_open(k, &c);
 }
 
-static inline int mk_start(mk_t *k, pd_role_t role, const pd_scn_worker_t *w, uint64_t bto_ms,
+static inline int mk_start(mk_t *k, pd_role_t role, const pd_scenario_worker_t *w, uint64_t bto_ms,
                     uint64_t wto_ms, int is_direct) {
   return mk_start_ex(k, role, w, bto_ms, wto_ms, is_direct, 0);
 }
@@ -128,7 +129,7 @@ static inline void gen_body(char *out, size_t cap, int stream, const char *rid, 
 }
 
 
-static inline void add_fault(pd_scn_worker_t *w, pd_fault_kind_t k, int status, uint32_t after,
+static inline void add_fault(pd_scenario_worker_t *w, pd_fault_kind_t k, int status, uint32_t after,
                       uint32_t nth) {
   pd_fault_t *f = &w->faults[w->n_faults++];
   memset(f, 0, sizeof *f);

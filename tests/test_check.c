@@ -16,8 +16,8 @@ typedef struct fixture {
   pd_judge_t j;
   struct pd_world w; /* I17 only */
   pd_world_stats_t st;
-  pd_creq_t rq;
-  pd_wleg_t p, d;
+  pd_client_request_t rq;
+  pd_worker_leg_t p, d;
 } fixture_t;
 
 /* One streaming request of 2 tokens on (p0, d0) that went perfectly, judged at t = 1 s. */
@@ -27,7 +27,7 @@ static fixture_t *clean(void) {
   pd_scenario_defaults(&f->s);
   f->j = (pd_judge_t){.s = &f->s, .mode = PD_MODE_REFERENCE, .max_attempts = 5,
                       .now = 1000 * MS, .stats = &f->st};
-  pd_creq_t *r = &f->rq;
+  pd_client_request_t *r = &f->rq;
   r->is_stream = 1;
   r->tokens = 2;
   r->next_token = 2;
@@ -38,9 +38,9 @@ static fixture_t *clean(void) {
   r->saw_done = 1;
   r->core_done = 1;
   r->attempts = 1;
-  pd_wleg_t *legs[2] = {&f->p, &f->d};
+  pd_worker_leg_t *legs[2] = {&f->p, &f->d};
   for (int i = 0; i < 2; i++) {
-    pd_wleg_t *l = legs[i];
+    pd_worker_leg_t *l = legs[i];
     l->leg_id = (uint64_t)i + 1;
     l->attempt = 1;
     l->role = i ? PD_ROLE_DECODE : PD_ROLE_PREFILL;
@@ -49,7 +49,7 @@ static fixture_t *clean(void) {
     l->rooms_hash = 4242;
     l->n_rooms = 1;
     l->truth = PD_TRUTH_OK;
-    l->wstate = WL_DONE;
+    l->wstate = PD_WORKER_LEG_DONE;
     l->slot_taken = 1;
     l->t_slot_taken = 1 * MS;
     l->t_slot_freed = 90 * MS;
@@ -92,31 +92,45 @@ static void test_each_defect_trips_its_own_invariant(void) {
     int inv;
     void (*apply)(fixture_t *);
   } cases[] = {
-      {"late end", PD_INV_TERMINATION, NULL}, {"leg open", PD_INV_ORPHAN_LEG, NULL},
-      {"slot late", PD_INV_STRANDED_SLOT, NULL}, {"blame", PD_INV_OUTCOME, NULL},
-      {"short clean", PD_INV_FALSE_SUCCESS, NULL}, {"retry after commit", PD_INV_COMMIT, NULL},
-      {"attempts", PD_INV_ATTEMPTS, NULL}, {"rooms", PD_INV_ROOMS, NULL},
-      {"load kept", PD_INV_LOAD_BALANCE, NULL}, {"load late", PD_INV_LOAD_TRUTH, NULL},
-      {"logprobs", PD_INV_LOGPROBS, NULL}, {"silent failure", PD_INV_ERROR_VISIBLE, NULL},
+      {"late end", PD_INVARIANT_TERMINATION, NULL},
+      {"leg open", PD_INVARIANT_ORPHAN_LEG, NULL},
+      {"slot late", PD_INVARIANT_STRANDED_SLOT, NULL},
+      {"blame", PD_INVARIANT_OUTCOME, NULL},
+      {"short clean", PD_INVARIANT_FALSE_SUCCESS, NULL},
+      {"retry after commit", PD_INVARIANT_COMMIT, NULL},
+      {"attempts", PD_INVARIANT_ATTEMPTS, NULL},
+      {"rooms", PD_INVARIANT_ROOMS, NULL},
+      {"load kept", PD_INVARIANT_LOAD_BALANCE, NULL},
+      {"load late", PD_INVARIANT_LOAD_TRUTH, NULL},
+      {"logprobs", PD_INVARIANT_LOGPROBS, NULL},
+      {"silent failure", PD_INVARIANT_ERROR_VISIBLE, NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     fixture_t *f = clean();
     if (!f) return;
     switch (cases[i].inv) {
-    case PD_INV_TERMINATION: f->rq.t_end = 130000 * MS; f->p.t_gw_closed = f->d.t_gw_closed = 129999 * MS;
+    case PD_INVARIANT_TERMINATION:
+      f->rq.t_end = 130000 * MS;
+      f->p.t_gw_closed = f->d.t_gw_closed = 129999 * MS;
       f->p.t_slot_freed = f->d.t_slot_freed = 129999 * MS;
       f->rq.load_t_rel[0][0] = f->rq.load_t_rel[1][0] = 129999 * MS; f->j.now = 200000 * MS; break;
-    case PD_INV_ORPHAN_LEG: f->p.t_gw_closed = 5000 * MS; f->rq.load_t_rel[0][0] = 5000 * MS; break;
-    case PD_INV_STRANDED_SLOT: f->p.t_slot_freed = 0; break;
-    case PD_INV_OUTCOME: f->p.truth = PD_TRUTH_CANCELLED; f->p.outcome = PD_OUTCOME_FAILURE; break;
-    case PD_INV_FALSE_SUCCESS: f->rq.next_token = 1; f->rq.tokens = 2; break;
-    case PD_INV_COMMIT: f->rq.retry_after_commit = 1; break;
-    case PD_INV_ATTEMPTS: f->rq.attempts = 6; f->p.attempt = f->d.attempt = 6; break;
-    case PD_INV_ROOMS: f->d.rooms_hash = 1; break;
-    case PD_INV_LOAD_BALANCE: f->rq.load_bal[1][0] = 1; break;
-    case PD_INV_LOAD_TRUTH: f->rq.load_t_rel[0][0] = 2000 * MS; break;
-    case PD_INV_LOGPROBS: f->rq.wants_logprob = 1; f->rq.logprob_state = -1; break;
-    case PD_INV_ERROR_VISIBLE: f->rq.saw_done = 0; f->d.truth = PD_TRUTH_FAILED;
+    case PD_INVARIANT_ORPHAN_LEG:
+      f->p.t_gw_closed = 5000 * MS;
+      f->rq.load_t_rel[0][0] = 5000 * MS;
+      break;
+    case PD_INVARIANT_STRANDED_SLOT: f->p.t_slot_freed = 0; break;
+    case PD_INVARIANT_OUTCOME:
+      f->p.truth = PD_TRUTH_CANCELLED;
+      f->p.outcome = PD_OUTCOME_FAILURE;
+      break;
+    case PD_INVARIANT_FALSE_SUCCESS: f->rq.next_token = 1; f->rq.tokens = 2; break;
+    case PD_INVARIANT_COMMIT: f->rq.retry_after_commit = 1; break;
+    case PD_INVARIANT_ATTEMPTS: f->rq.attempts = 6; f->p.attempt = f->d.attempt = 6; break;
+    case PD_INVARIANT_ROOMS: f->d.rooms_hash = 1; break;
+    case PD_INVARIANT_LOAD_BALANCE: f->rq.load_bal[1][0] = 1; break;
+    case PD_INVARIANT_LOAD_TRUTH: f->rq.load_t_rel[0][0] = 2000 * MS; break;
+    case PD_INVARIANT_LOGPROBS: f->rq.wants_logprob = 1; f->rq.logprob_state = -1; break;
+    case PD_INVARIANT_ERROR_VISIBLE: f->rq.saw_done = 0; f->d.truth = PD_TRUTH_FAILED;
       f->d.outcome = PD_OUTCOME_FAILURE; break;
     default: break;
     }
@@ -149,7 +163,7 @@ static void test_reference_must_record_an_outcome_for_every_leg(void) {
     f->j.mode = m == 0 ? PD_MODE_JOINED : PD_MODE_REFERENCE;
     f->j.is_outcome_blind = m == 2;
     f->d.outcomes = 0;
-    PDT_EQ_U64(judge(f), m == 1 ? BIT(PD_INV_OUTCOME) : 0u);
+    PDT_EQ_U64(judge(f), m == 1 ? BIT(PD_INVARIANT_OUTCOME) : 0u);
     free(f);
   }
 }
@@ -165,7 +179,7 @@ static void test_a_leg_closed_and_a_slot_freed_at_time_zero_count(void) {
   f->rq.is_sse_head = 0;
   f->rq.load_t_rel[0][0] = f->rq.load_t_rel[1][0] = 0;
   f->p.fault = PD_FAULT_SSE_ERROR; /* the reason for the 502 (the workers were not healthy) */
-  pd_wleg_t *legs[2] = {&f->p, &f->d};
+  pd_worker_leg_t *legs[2] = {&f->p, &f->d};
   for (int i = 0; i < 2; i++) {
     legs[i]->t_open = legs[i]->t_gw_closed = legs[i]->t_slot_taken = legs[i]->t_slot_freed = 0;
     legs[i]->is_slot_freed = 1;
@@ -174,10 +188,10 @@ static void test_a_leg_closed_and_a_slot_freed_at_time_zero_count(void) {
   }
   EXPECT_ONLY(f, 0);
   f->d.gw_open = 1; /* still open: I2 */
-  EXPECT_ONLY(f, PD_INV_ORPHAN_LEG);
+  EXPECT_ONLY(f, PD_INVARIANT_ORPHAN_LEG);
   f->d.gw_open = 0;
   f->p.is_slot_freed = 0; /* never freed: I3 */
-  EXPECT_ONLY(f, PD_INV_STRANDED_SLOT);
+  EXPECT_ONLY(f, PD_INVARIANT_STRANDED_SLOT);
   free(f);
 }
 
@@ -190,7 +204,7 @@ static void test_batch_rooms_are_judged_item_by_item(void) {
     if (!f) return;
     f->s.workload.batch = 3;
     f->rq.attempts = 2;
-    pd_wleg_t *legs[2] = {&f->p, &f->d};
+    pd_worker_leg_t *legs[2] = {&f->p, &f->d};
     for (int i = 0; i < 2; i++) {
       legs[i]->is_room_scalar = c == 1;
       legs[i]->n_rooms = c == 1 ? 1 : 3;
@@ -198,7 +212,7 @@ static void test_batch_rooms_are_judged_item_by_item(void) {
       legs[i]->room = 7;
       legs[i]->attempt = 2;
     }
-    pd_wleg_t old = f->d; /* attempt 1: a decode leg whose second room is 9 in case 3 */
+    pd_worker_leg_t old = f->d; /* attempt 1: a decode leg whose second room is 9 in case 3 */
     old.attempt = 1;
     old.n_rooms = 3;
     old.rooms = c == 3 ? prev_reused : prev;
@@ -211,8 +225,8 @@ static void test_batch_rooms_are_judged_item_by_item(void) {
     /* 0: good; 1: scalar room for a batch; 2: one room twice; 3: a room of attempt 1 reused */
     char why[160];
     uint32_t got = pd_check_request(&f->j, &f->rq, why, sizeof why);
-    if (got != (c == 0 ? 0u : BIT(PD_INV_ROOMS))) fprintf(stderr, "  case %d: %s\n", c, why);
-    PDT_EQ_U64(got, (c == 0 ? 0u : BIT(PD_INV_ROOMS)));
+    if (got != (c == 0 ? 0u : BIT(PD_INVARIANT_ROOMS))) fprintf(stderr, "  case %d: %s\n", c, why);
+    PDT_EQ_U64(got, (c == 0 ? 0u : BIT(PD_INVARIANT_ROOMS)));
     free(f);
   }
 }
@@ -243,7 +257,7 @@ static void test_an_unserved_request_while_every_worker_was_healthy_is_i15(void)
     }
     if (c == 4) f->rq.gone = 1, f->rq.ended = 0; /* the client left: no success expected */
     /* 0, 1: I15; 2: the world was unhealthy; 3: a faulted leg; 4: the client left */
-    PDT_EQ_U64(judge(f), (c <= 1 ? BIT(PD_INV_SERVED) : 0u));
+    PDT_EQ_U64(judge(f), (c <= 1 ? BIT(PD_INVARIANT_SERVED) : 0u));
     free(f);
   }
 }
@@ -256,7 +270,7 @@ static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_e
     pd_scenario_set_workers(&f->s, 1, 2); /* p0, d0, d1: nodes 0, 1, 2 */
     f->rq.attempts = 2;
     f->p.attempt = f->d.attempt = 2;
-    pd_wleg_t p1 = f->p, d1 = f->d; /* attempt 1 on (p0, d0): d0 answered 503 */
+    pd_worker_leg_t p1 = f->p, d1 = f->d; /* attempt 1 on (p0, d0): d0 answered 503 */
     p1.attempt = d1.attempt = 1;
     p1.room = d1.room = 43;
     p1.truth = PD_TRUTH_CANCELLED;
@@ -275,7 +289,7 @@ static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_e
     f->d.eligible_nodes = c == 1 ? 1ull << 1 : (1ull << 1 | 1ull << 2);
     if (c == 3) f->d.worker = 1;
     f->d.has_eligible = c != 4; /* c 4: no breaker view (a socket run): not judged */
-    PDT_EQ_U64(judge(f), (c == 0 ? BIT(PD_INV_RETRY_FAILED) : 0u));
+    PDT_EQ_U64(judge(f), (c == 0 ? BIT(PD_INVARIANT_RETRY_FAILED) : 0u));
     free(f);
   }
 }
@@ -304,7 +318,7 @@ static void test_anything_left_held_after_the_healed_phase_is_i17(void) {
     if (c == 2) pd_map_put(&f->w.rooms, 42, &dummy); /* a room left in bootstrap */
     if (c == 3) f->w.nodes[0].live_slots = 2;
     pd_world_check_quiet(&f->w);
-    PDT_EQ_U64(f->w.violations, (c == 0 ? 0u : BIT(PD_INV_QUIESCENCE)));
+    PDT_EQ_U64(f->w.violations, (c == 0 ? 0u : BIT(PD_INVARIANT_QUIESCENCE)));
     if (c) PDT_TRUE(strstr(f->st.first_reason, "I17 after the healed phase") != NULL);
     pd_map_free(&f->w.rooms);
     pd_gw_del(f->w.gw);
@@ -320,7 +334,7 @@ static void test_a_request_cut_off_by_the_horizon_is_judged_on_termination_only(
   f->p.gw_open = 1;
   f->rq.load_bal[0][0] = 1;
   f->j.now = 200000 * MS;
-  EXPECT_ONLY(f, PD_INV_TERMINATION);
+  EXPECT_ONLY(f, PD_INVARIANT_TERMINATION);
   free(f);
 }
 

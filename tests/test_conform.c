@@ -95,7 +95,7 @@ static void test_crash_judged_when_legs_are_tied_by_request_id(void) {
   PDT_EQ_INT(r.status, PD_CONFORM_RAN);
   PDT_TRUE(r.scale >= 0.1); /* the scenario's socket_min_scale */
   PDT_EQ_INT(r.legs_by_timing, 0);
-  PDT_TRUE(r.judged & PD_CONFORM_BIT(PD_INV_OUTCOME));
+  PDT_TRUE(r.judged & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
   PDT_EQ_INT(r.got, 0);
   PDT_TRUE(r.matched);
   assert_no_survivors(&r);
@@ -280,7 +280,7 @@ static void test_refused_last_prefill_is_no_retry_after_commit(void) {
     pd_conform_result_t r;
     PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
     PDT_EQ_INT(r.status, PD_CONFORM_RAN);
-    PDT_FALSE(r.got & PD_CONFORM_BIT(PD_INV_COMMIT));
+    PDT_FALSE(r.got & PD_CONFORM_BIT(PD_INVARIANT_COMMIT));
     PDT_EQ_INT(r.got, 0);
     assert_no_survivors(&r);
   }
@@ -323,13 +323,13 @@ static void test_batch_rooms_reach_the_checker(void) {
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", r.dir);
   PDT_EQ_INT(system(cmd), 0);
   free(s);
-#if PD_INV_COUNT >= 17
+#if PD_INVARIANT_COUNT >= 17
   s = pdt_load_scenario("batch-generate-text-array");
   PDT_TRUE(s != NULL);
   if (!s) return;
   pdt_conform_opts(&o, bin, "joined", cmd, sizeof cmd);
   PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
-  PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INV_ROOMS));
+  PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INVARIANT_ROOMS));
   PDT_TRUE(r.matched);
   free(s);
 #endif

@@ -22,7 +22,7 @@ static int have_python(void) { return system("python3 -c 'import http.server' 2>
  * 1 even with --allow-unexercised; before I15 it violates nothing and is NOT EXERCISED,
  * counted apart, exit 0 with --allow-unexercised. pdref's gateway on the same scenario serves
  * 1/1 and passes. */
-#if PD_INV_COUNT >= 15
+#if PD_INVARIANT_COUNT >= 15
 #define SERVED_BIT PD_CONFORM_BIT(15)
 #define NOTHING_LINE "conform: 0 passed, 2 failed, 0 not exercised"
 #else
@@ -207,12 +207,12 @@ static void test_tail_margin_is_grace_past_the_reference_tail(void) {
     pd_conform_opts_t o;
     pd_conform_opts_default(&o);
     pd_conform_set_label(&o, "reference");
-    PDT_EQ_INT((int)pd_cf_tail_margin_ms(s, &o), 500);
-    PDT_EQ_INT((int)pd_cf_tail_margin_ms(t, &o), 1700);
+    PDT_EQ_INT((int)pd_conform_tail_margin_ms(s, &o), 500);
+    PDT_EQ_INT((int)pd_conform_tail_margin_ms(t, &o), 1700);
     pd_conform_set_label(&o, "joined");
-    PDT_EQ_INT((int)pd_cf_tail_margin_ms(s, &o), 0);
+    PDT_EQ_INT((int)pd_conform_tail_margin_ms(s, &o), 0);
     pd_conform_set_label(&o, "some-other-gateway");
-    PDT_EQ_INT((int)pd_cf_tail_margin_ms(s, &o), 0);
+    PDT_EQ_INT((int)pd_conform_tail_margin_ms(s, &o), 0);
   }
   pdt_drop_scenario(s);
   pdt_drop_scenario(t);

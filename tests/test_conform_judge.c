@@ -18,9 +18,9 @@ typedef struct fx {
   pd_scenario_t *s, ss;
   pd_conform_opts_t o;
   pd_conform_result_t r;
-  pd_cf_run_t run;
-  pd_cf_req_t reqs[FX_REQS];
-  pd_cf_mleg_t legs[FX_LEGS];
+  pd_conform_runner_t run;
+  pd_conform_req_t reqs[FX_REQS];
+  pd_conform_logged_leg_t legs[FX_LEGS];
   uint32_t p0, d0; /* worker indices of happy-path-stream's p0 and d0 */
 } fx_t;
 
@@ -39,7 +39,7 @@ static int fx_init(fx_t *f, const char *mode, uint32_t n) {
   f->ss = *f->s;
   f->ss.config.deadline_ms = 12000;
   f->ss.config.grace_ms = 100;
-  pd_cf_run_t *run = &f->run;
+  pd_conform_runner_t *run = &f->run;
   run->s = f->s;
   run->ss = &f->ss;
   run->o = &f->o;
@@ -51,11 +51,11 @@ static int fx_init(fx_t *f, const char *mode, uint32_t n) {
   run->n_reqs = n;
   run->legs = f->legs;
   run->cap_legs = FX_LEGS;
-  pd_cf_judge_init(run); /* as the runner does, on the scaled copy */
+  pd_conform_judge_init(run); /* as the runner does, on the scaled copy */
   f->p0 = f->s->workers[0].role == PD_ROLE_PREFILL ? 0 : 1;
   f->d0 = 1 - f->p0;
   for (uint32_t i = 0; i < n; i++) {
-    pd_cf_req_t *q = &f->reqs[i];
+    pd_conform_req_t *q = &f->reqs[i];
     q->run = run;
     q->c.id = i;
     q->c.is_stream = 1;
@@ -75,10 +75,10 @@ static void fx_free(fx_t *f) {
   free(f->s);
 }
 
-static pd_cf_mleg_t *fx_leg(fx_t *f, uint32_t worker, const char *room, double arrive_ms,
+static pd_conform_logged_leg_t *fx_leg(fx_t *f, uint32_t worker, const char *room, double arrive_ms,
                             double closed_ms, int fault, int end_status, pd_truth_t truth) {
-  pd_cf_run_t *run = &f->run;
-  pd_cf_mleg_t *l = &run->legs[run->n_legs++];
+  pd_conform_runner_t *run = &f->run;
+  pd_conform_logged_leg_t *l = &run->legs[run->n_legs++];
   memset(l, 0, sizeof *l);
   l->worker = worker;
   l->role = run->s->workers[worker].role;
@@ -103,7 +103,7 @@ static pd_cf_mleg_t *fx_leg(fx_t *f, uint32_t worker, const char *room, double a
 
 /* The client's view of request i: head status, SSE or not, first byte and end (ms). */
 static void fx_ended(fx_t *f, uint32_t i, int status, int sse, double first_ms, double end_ms) {
-  pd_creq_t *c = &f->reqs[i].c;
+  pd_client_request_t *c = &f->reqs[i].c;
   c->ended = 1;
   c->head_status = status;
   c->is_sse_head = sse;
@@ -115,8 +115,8 @@ static uint32_t fx_got(const fx_t *f) { return f->run.violations & f->r.judged; 
 
 static int fx_judge(fx_t *f) {
   char err[200] = "";
-  int rc = pd_cf_judge(&f->run, err, sizeof err);
-  if (rc) fprintf(stderr, "  pd_cf_judge: %s\n", err);
+  int rc = pd_conform_judge(&f->run, err, sizeof err);
+  if (rc) fprintf(stderr, "  pd_conform_judge: %s\n", err);
   return rc;
 }
 
@@ -144,9 +144,9 @@ static void test_judge_ties_attempts_by_how_requests_ended(void) {
   fx_leg(&f, f.d0, "222", 65.3, 12369.2, -1, 200, PD_TRUTH_STALLED);
   PDT_EQ_INT(fx_judge(&f), 0);
   uint32_t got = fx_got(&f);
-  PDT_TRUE(got & PD_CONFORM_BIT(PD_INV_TERMINATION)); /* request 0 never ended */
-  PDT_FALSE(got & PD_CONFORM_BIT(PD_INV_ORPHAN_LEG)); /* no leg outlived its client */
-  PDT_FALSE(got & PD_CONFORM_BIT(PD_INV_ATTEMPTS));
+  PDT_TRUE(got & PD_CONFORM_BIT(PD_INVARIANT_TERMINATION)); /* request 0 never ended */
+  PDT_FALSE(got & PD_CONFORM_BIT(PD_INVARIANT_ORPHAN_LEG)); /* no leg outlived its client */
+  PDT_FALSE(got & PD_CONFORM_BIT(PD_INVARIANT_ATTEMPTS));
   PDT_EQ_INT(f.legs[0].unit, f.legs[1].unit);
   PDT_EQ_INT(f.reqs[0].n_units, 1);
   PDT_EQ_INT(f.reqs[1].n_units, 1);
@@ -171,14 +171,14 @@ static void test_judge_no_i6_for_a_leg_arriving_after_the_clients_end(void) {
     for (int k = 0; k < 5; k++) {
       char room[16];
       snprintf(room, sizeof room, "%d", 100 + k);
-      pd_cf_mleg_t *l = fx_leg(&f, f.d0, room, arrive[k], arrive[k] + 0.3, -1, 200,
+      pd_conform_logged_leg_t *l = fx_leg(&f, f.d0, room, arrive[k], arrive[k] + 0.3, -1, 200,
                                PD_TRUTH_CANCELLED);
       snprintf(l->xrid, sizeof l->xrid, "%s", f.reqs[0].xrid); /* the header, forwarded */
     }
     PDT_EQ_INT(fx_judge(&f), 0);
     PDT_EQ_INT(f.reqs[0].n_units, 5);
-    if (sse) PDT_TRUE(fx_got(&f) & PD_CONFORM_BIT(PD_INV_COMMIT));
-    else PDT_FALSE(fx_got(&f) & PD_CONFORM_BIT(PD_INV_COMMIT));
+    if (sse) PDT_TRUE(fx_got(&f) & PD_CONFORM_BIT(PD_INVARIANT_COMMIT));
+    else PDT_FALSE(fx_got(&f) & PD_CONFORM_BIT(PD_INVARIANT_COMMIT));
     fx_free(&f);
   }
 }
@@ -193,29 +193,29 @@ static void test_judge_a_lost_client_record_makes_the_run_an_error(void) {
     fx_ended(&f, 0, 200, 1, 20.0, 30.0);
     f.reqs[0].c.is_record_lost = lost;
     char err[200] = "";
-    PDT_EQ_INT(pd_cf_judge(&f.run, err, sizeof err), lost ? -1 : 0);
+    PDT_EQ_INT(pd_conform_judge(&f.run, err, sizeof err), lost ? -1 : 0);
     PDT_EQ_U64(f.run.stats.records_lost, (uint64_t)lost);
     if (lost) PDT_TRUE(strstr(err, "1 client bodies lost") != NULL);
     fx_free(&f);
   }
 }
 
-/* An attempt holds PD_CF_UNIT_LEGS legs; a leg re-sent to its worker more often than that
+/* An attempt holds PD_CONFORM_UNIT_LEGS legs; a leg re-sent to its worker more often than that
  * is judged with no request, and counted so (it was dropped silently before). */
 static void test_judge_counts_legs_resent_past_an_attempts_room(void) {
   fx_t f;
   PDT_EQ_INT(fx_init(&f, "reference", 1), 0);
   if (!f.s) return;
   fx_ended(&f, 0, 200, 1, 20.0, 30.0);
-  pd_cf_mleg_t *p = fx_leg(&f, f.p0, "300", 10.0, 25.0, -1, 200, PD_TRUTH_OK);
+  pd_conform_logged_leg_t *p = fx_leg(&f, f.p0, "300", 10.0, 25.0, -1, 200, PD_TRUTH_OK);
   fx_leg(&f, f.d0, "300", 10.5, 29.0, -1, 200, PD_TRUTH_OK);
   for (int k = 0; k < 6; k++) { /* the same body to p0 again: resends of p */
-    pd_cf_mleg_t *r = fx_leg(&f, f.p0, "300", 11.0 + k, 12.0 + k, -1, 200, PD_TRUTH_OK);
+    pd_conform_logged_leg_t *r = fx_leg(&f, f.p0, "300", 11.0 + k, 12.0 + k, -1, 200, PD_TRUTH_OK);
     snprintf(r->rid, sizeof r->rid, "%s", p->rid);
   }
   PDT_EQ_INT(fx_judge(&f), 0);
   PDT_EQ_U64(f.r.legs_resent, 6);
-  PDT_EQ_U64(f.r.legs_unattributed, 8 - PD_CF_UNIT_LEGS); /* 2 + 6 legs, room for 6 */
+  PDT_EQ_U64(f.r.legs_unattributed, 8 - PD_CONFORM_UNIT_LEGS); /* 2 + 6 legs, room for 6 */
   fx_free(&f);
 }
 
@@ -224,15 +224,15 @@ static void test_judge_counts_legs_resent_past_an_attempts_room(void) {
 static void test_mock_prefers_the_runners_id_to_a_foreign_header(void) {
   static const char body[] = "{\"text\":\"pdconf-1a2b-7 hello\",\"stream\":true}";
   char out[PD_MOCK_XRID_MAX];
-  pd_mreq_pick_xrid("3f2a9c0d5e6b47a8b9c0d1e2f3a4b5c6", body, sizeof body - 1, out, sizeof out);
+  pd_mock_req_pick_xrid("3f2a9c0d5e6b47a8b9c0d1e2f3a4b5c6", body, sizeof body - 1, out, sizeof out);
   PDT_EQ_STR(out, "pdconf-1a2b-7");
-  pd_mreq_pick_xrid("pdconf-1a2b-9", body, sizeof body - 1, out, sizeof out); /* forwarded */
+  pd_mock_req_pick_xrid("pdconf-1a2b-9", body, sizeof body - 1, out, sizeof out); /* forwarded */
   PDT_EQ_STR(out, "pdconf-1a2b-9");
-  pd_mreq_pick_xrid(NULL, body, sizeof body - 1, out, sizeof out);
+  pd_mock_req_pick_xrid(NULL, body, sizeof body - 1, out, sizeof out);
   PDT_EQ_STR(out, "pdconf-1a2b-7");
-  pd_mreq_pick_xrid("abc", "{\"text\":\"hi\"}", 13, out, sizeof out); /* not a conform run */
+  pd_mock_req_pick_xrid("abc", "{\"text\":\"hi\"}", 13, out, sizeof out); /* not a conform run */
   PDT_EQ_STR(out, "abc");
-  pd_mreq_pick_xrid(NULL, "{}", 2, out, sizeof out);
+  pd_mock_req_pick_xrid(NULL, "{}", 2, out, sizeof out);
   PDT_EQ_STR(out, "");
 }
 

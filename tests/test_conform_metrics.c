@@ -17,20 +17,20 @@ enum { OK = 0, FAIL = 1, STALL = 2, CANC = 3, OPEN = 4 }; /* leg truth classes *
 static void test_outcome_counts_feasibility(void) {
   unsigned bad = 0;
   /* one leg per worker: exact */
-  PDT_FALSE(pd_cf_outcomes_feasible((uint64_t[2]){1, 0}, (uint64_t[5]){0, 1, 0, 0, 0}, &bad));
+  PDT_FALSE(pd_conform_outcomes_feasible((uint64_t[2]){1, 0}, (uint64_t[5]){0, 1, 0, 0, 0}, &bad));
   PDT_EQ_INT(bad, 1u << S);
-  PDT_TRUE(pd_cf_outcomes_feasible((uint64_t[2]){1, 0}, (uint64_t[5]){1, 0, 0, 0, 0}, NULL));
-  PDT_TRUE(pd_cf_outcomes_feasible((uint64_t[2]){1, 0}, (uint64_t[5]){0, 0, 0, 1, 0}, NULL));
-  PDT_FALSE(pd_cf_outcomes_feasible((uint64_t[2]){0, 1}, (uint64_t[5]){1, 0, 0, 0, 0}, &bad));
+  PDT_TRUE(pd_conform_outcomes_feasible((uint64_t[2]){1, 0}, (uint64_t[5]){1, 0, 0, 0, 0}, NULL));
+  PDT_TRUE(pd_conform_outcomes_feasible((uint64_t[2]){1, 0}, (uint64_t[5]){0, 0, 0, 1, 0}, NULL));
+  PDT_FALSE(pd_conform_outcomes_feasible((uint64_t[2]){0, 1}, (uint64_t[5]){1, 0, 0, 0, 0}, &bad));
   PDT_EQ_INT(bad, 1u << F);
-  PDT_TRUE(pd_cf_outcomes_feasible((uint64_t[2]){0, 1}, (uint64_t[5]){0, 0, 1, 0, 0}, NULL));
+  PDT_TRUE(pd_conform_outcomes_feasible((uint64_t[2]){0, 1}, (uint64_t[5]){0, 0, 1, 0, 0}, NULL));
   /* no outcome for a leg is allowed (Q10) */
-  PDT_TRUE(pd_cf_outcomes_feasible((uint64_t[2]){0, 0}, (uint64_t[5]){3, 2, 1, 0, 0}, NULL));
+  PDT_TRUE(pd_conform_outcomes_feasible((uint64_t[2]){0, 0}, (uint64_t[5]){3, 2, 1, 0, 0}, NULL));
   /* several legs: each class fits, but not both at once on the one open leg */
-  PDT_FALSE(pd_cf_outcomes_feasible((uint64_t[2]){1, 1}, (uint64_t[5]){0, 0, 0, 0, 1}, &bad));
+  PDT_FALSE(pd_conform_outcomes_feasible((uint64_t[2]){1, 1}, (uint64_t[5]){0, 0, 0, 0, 1}, &bad));
   PDT_EQ_INT(bad, (1u << S) | (1u << F));
-  PDT_TRUE(pd_cf_outcomes_feasible((uint64_t[2]){2, 3}, (uint64_t[5]){1, 2, 1, 1, 0}, NULL));
-  PDT_FALSE(pd_cf_outcomes_feasible((uint64_t[2]){3, 3}, (uint64_t[5]){1, 2, 1, 1, 0}, &bad));
+  PDT_TRUE(pd_conform_outcomes_feasible((uint64_t[2]){2, 3}, (uint64_t[5]){1, 2, 1, 1, 0}, NULL));
+  PDT_FALSE(pd_conform_outcomes_feasible((uint64_t[2]){3, 3}, (uint64_t[5]){1, 2, 1, 1, 0}, &bad));
   PDT_EQ_INT(bad, 1u << S);
 }
 
@@ -54,12 +54,12 @@ static void test_metrics_show_pr1150_recording_a_failed_prefill_as_success(void)
     pd_conform_result_t r;
     PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
     PDT_EQ_INT(r.status, PD_CONFORM_RAN);
-    PDT_TRUE(r.judged & PD_CONFORM_BIT(PD_INV_OUTCOME));
+    PDT_TRUE(r.judged & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
     if (i == 0) {
-      PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INV_OUTCOME));
+      PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
       PDT_TRUE(strstr(r.metrics_reason, "I4 p0: /metrics records 1 success") != NULL);
     } else {
-      PDT_FALSE(r.got & PD_CONFORM_BIT(PD_INV_OUTCOME));
+      PDT_FALSE(r.got & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
       PDT_EQ_STR(r.metrics_reason, "");
     }
     PDT_TRUE(r.matched);
@@ -74,7 +74,7 @@ static void test_quiescence_from_metrics(void) {
   pd_scenario_t *s = pdt_load_scenario("happy-path-stream"); /* p0, d0 */
   PDT_TRUE(s != NULL);
   if (!s) return;
-  pd_cf_run_t run;
+  pd_conform_runner_t run;
   memset(&run, 0, sizeof run);
   run.s = s;
   uint32_t p0 = s->workers[0].role == PD_ROLE_PREFILL ? 0 : 1, d0 = 1 - p0;
@@ -89,12 +89,13 @@ static void test_quiescence_from_metrics(void) {
       "pdref_worker_load{role=\"decode\",worker=\"http://127.0.0.1:4002\"} 0\n"
       "pdref_requests_in_flight 2\n";
   char why[192] = "";
-  PDT_EQ_INT(pd_cf_judge_quiescence(&run, quiet, why, sizeof why), 0);
-  PDT_FALSE(pd_cf_metrics_busy(quiet));
-  PDT_EQ_INT(pd_cf_judge_quiescence(&run, held, why, sizeof why), 1);
-  PDT_TRUE(pd_cf_metrics_busy(held));
+  PDT_EQ_INT(pd_conform_judge_quiescence(&run, quiet, why, sizeof why), 0);
+  PDT_FALSE(pd_conform_metrics_busy(quiet));
+  PDT_EQ_INT(pd_conform_judge_quiescence(&run, held, why, sizeof why), 1);
+  PDT_TRUE(pd_conform_metrics_busy(held));
   PDT_EQ_STR(why, "not quiescent after the run: 2 request(s) in flight, p0 load 1");
-  PDT_EQ_INT(pd_cf_judge_quiescence(&run, "pdref_requests_in_flight 0\n", why, sizeof why), -1);
+  PDT_EQ_INT(pd_conform_judge_quiescence(&run, "pdref_requests_in_flight 0\n", why, sizeof why),
+             -1);
   free(s);
 }
 

@@ -105,7 +105,7 @@ static void test_midstream_reset_ends_with_sse_error_event(void) {
   start(&h, PD_MODE_REFERENCE, STREAM);
   h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
   h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
-  h_uperr(&h, 2, PD_UPERR_RESET);
+  h_uperr(&h, 2, PD_UPSTREAM_ERROR_RESET);
   PDT_TRUE(strstr(h.client, "\"error\"") != NULL);
   PDT_TRUE(strstr(h.client, "data: [DONE]") != NULL);
   PDT_TRUE(h.ended && !h.aborted);
@@ -158,7 +158,7 @@ static void test_pr1150_detached_prefill_survives_decode_failure(void) {
 static void test_joined_transport_error_drops_other_leg_without_abort(void) {
   harness_t h;
   start(&h, PD_MODE_JOINED, "{\"text\":\"hi\",\"stream\":false}");
-  h_uperr(&h, 2, PD_UPERR_RESET);
+  h_uperr(&h, 2, PD_UPSTREAM_ERROR_RESET);
   const pd_action_t *c = h_find(&h, PD_ACT_CLOSE_LEG, 0);
   PDT_TRUE(c && c->leg_id == 1 && c->str == NULL); /* try_join drop: TCP close only (R1.31) */
   const pd_action_t *o = h_find(&h, PD_ACT_OUTCOME, 0);

@@ -70,7 +70,8 @@ static void test_prefill_error_in_the_instant_decode_fails_after_commit_is_recor
   h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
   h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
   h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
-  pd_event_t reset = {.kind = PD_EV_UP_ERROR, .req_id = 7, .leg_id = 2, .uperr = PD_UPERR_RESET};
+  pd_event_t reset = {
+      .kind = PD_EV_UP_ERROR, .req_id = 7, .leg_id = 2, .uperr = PD_UPSTREAM_ERROR_RESET};
   raw(&h, reset);
   PDT_TRUE(h_close_of(&h, 1) == NULL);
   const char *err = "data: {\"error\":{\"message\":\"kv\",\"code\":500}}\n\n";
@@ -122,7 +123,7 @@ static void test_minilb_stream_head_goes_out_before_any_worker(void) {
   const pd_action_t *hd = h_find(&h, PD_ACT_CLIENT_HEAD, 0);
   PDT_TRUE(hd && hd->flag == 1); /* text/event-stream */
   PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 2);
-  h_uperr(&h, 2, PD_UPERR_CONNECT);
+  h_uperr(&h, 2, PD_UPSTREAM_ERROR_CONNECT);
   PDT_EQ_U64(h_count(&h, PD_ACT_CLIENT_HEAD), 0); /* no second head, no 500 */
   PDT_TRUE(h.ended && h.aborted);
   PDT_EQ_INT((int)h.client_len, 0);
@@ -145,7 +146,7 @@ static void test_minilb_nonstream_waits_for_prefill_json_when_the_key_is_present
   harness_t h;
   minilb_nonstream(&h, "{\"text\":\"hi\",\"stream\":false,\"return_logprob\":false}");
   PDT_FALSE(h.ended); /* awaiting prefill_response.json() */
-  h_uperr(&h, 1, PD_UPERR_READ);
+  h_uperr(&h, 1, PD_UPSTREAM_ERROR_READ);
   PDT_TRUE(h.ended);
   PDT_EQ_INT(h.head_status, 500);
   h_free(&h);

@@ -254,7 +254,7 @@ static void test_prefill_lost_after_its_head_lets_decode_go_on(void) {
     start(&h, PD_MODE_REFERENCE, STREAM);
     h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
     h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
-    h_uperr(&h, 1, PD_UPERR_READ);
+    h_uperr(&h, 1, PD_UPSTREAM_ERROR_READ);
     const pd_action_t *o = h_find(&h, PD_ACT_OUTCOME, 0);
     PDT_TRUE(o && o->leg_id == 1 && o->flag == PD_OUTCOME_FAILURE); /* prefill, alone */
     for (int i = 0; h_find(&h, PD_ACT_CLOSE_LEG, i); i++) /* decode is not touched */

@@ -60,7 +60,7 @@ static void test_same_seed_generates_the_same_valid_world(void) {
     PDT_TRUE(a->config.total_timeout_ms < a->config.deadline_ms);
     n_p = n_d = 0;
     for (uint32_t i = 0; i < a->n_workers; i++) {
-      const pd_scn_worker_t *w = &a->workers[i];
+      const pd_scenario_worker_t *w = &a->workers[i];
       if (w->role == PD_ROLE_PREFILL) n_p++;
       else n_d++;
       faults += w->n_faults;
@@ -106,14 +106,14 @@ static void test_writer_round_trips_every_field(void) {
   s->n_tags = 2;
   snprintf(s->tags[0], sizeof s->tags[0], "a");
   snprintf(s->tags[1], sizeof s->tags[1], "b");
-  pd_scn_config_t *c = &s->config;
+  pd_scenario_config_t *c = &s->config;
   snprintf(c->prefill_policy, sizeof c->prefill_policy, "power_of_two");
   snprintf(c->decode_policy, sizeof c->decode_policy, "random");
   c->max_attempts = 16;
   c->request_timeout_ms = 1;
   c->first_token_timeout_ms = 2;
   c->idle_timeout_ms = 3;
-  c->total_timeout_ms = PD_SCN_MAX_MS;
+  c->total_timeout_ms = PD_SCENARIO_MAX_MS;
   c->tail_timeout_ms = 5;
   c->breaker_failure_threshold = UINT32_MAX;
   c->breaker_open_ms = 7;
@@ -138,8 +138,8 @@ static void test_writer_round_trips_every_field(void) {
     f->nth_to = k % 3 == 1 ? (uint32_t)k : k % 3 == 2 ? UINT32_MAX : 0;
     f->prob = k % 2 ? 0.1 * k / 2 : 1.0;
   }
-  pd_scn_workload_t *w = &s->workload;
-  w->requests = PD_SCN_MAX_REQUESTS;
+  pd_scenario_workload_t *w = &s->workload;
+  w->requests = PD_SCENARIO_MAX_REQUESTS;
   w->route = PD_ROUTE_CHAT;
   w->stream = 0.0;
   w->logprob = 1.0 / 3.0;
@@ -151,7 +151,7 @@ static void test_writer_round_trips_every_field(void) {
   w->disconnect_prob = 0.0;
   w->fault_rate = 1e-9;
   s->expect[PD_MODE_JOINED].is_set = 1;
-  s->expect[PD_MODE_JOINED].violated_mask = (1u << PD_INV_COUNT) - 1;
+  s->expect[PD_MODE_JOINED].violated_mask = (1u << PD_INVARIANT_COUNT) - 1;
   s->expect[PD_MODE_MINILB].is_set = 1;
   PDT_TRUE(round_trips(s));
   c->seed = 1ull << 53; /* the largest number form */
@@ -273,7 +273,7 @@ static void test_shrink_keeps_the_invariant_and_both_roles(void) {
   uint32_t mask = 0, runs = 0, before = s->workload.requests;
   PDT_EQ_INT(pd_explore_run(s, PD_MODE_PR1150, 1, &mask, NULL), 0);
   int inv = 1;
-  while (inv < PD_INV_COUNT && !(mask & (1u << (inv - 1)))) inv++;
+  while (inv < PD_INVARIANT_COUNT && !(mask & (1u << (inv - 1)))) inv++;
   if (mask) {
     PDT_EQ_INT(pd_explore_shrink(s, PD_MODE_PR1150, inv, PD_EXPLORE_SHRINK_MAX_RUNS, &runs), 0);
     PDT_TRUE(runs > 0 && runs <= PD_EXPLORE_SHRINK_MAX_RUNS);

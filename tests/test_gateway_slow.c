@@ -65,7 +65,7 @@ static long metric(uint16_t port, const char *name) {
 }
 
 /* A client that stops reading mid-stream: the gateway stops reading decode (backpressure)
- * instead of buffering the stream, and holds at most about PD_GWH_PAUSE_BYTES for it; when
+ * instead of buffering the stream, and holds at most about PD_GATEWAY_HTTP_PAUSE_BYTES for it; when
  * the client reads again every event arrives, in order, once. */
 static void test_slow_client_backpressure(void) {
   enum { TOKENS = 200000 }; /* ~10 MB of SSE: more than the kernel buffers on the way */

@@ -50,14 +50,14 @@ static void test_remove_keeps_others_reachable(void) {
   pd_map_t m;
   pd_map_init(&m, NULL, 0);
   for (uint64_t k = 0; k < 40; k++) PDT_EQ_INT(pd_map_put(&m, k, val_of(k)), 0);
-  for (uint64_t k = 0; k < 40; k += 2) PDT_TRUE(pd_map_del(&m, k) == val_of(k));
-  PDT_TRUE(pd_map_del(&m, 0) == NULL); /* already gone */
+  for (uint64_t k = 0; k < 40; k += 2) PDT_TRUE(pd_map_remove(&m, k) == val_of(k));
+  PDT_TRUE(pd_map_remove(&m, 0) == NULL); /* already gone */
   PDT_EQ_U64(pd_map_len(&m), 20);
   PDT_EQ_U64(m.tomb, 20);
   for (uint64_t k = 0; k < 40; k++) /* probes run past the tombstones */
     PDT_TRUE(pd_map_get(&m, k) == (k % 2 ? val_of(k) : NULL));
   size_t s = pd_map_find(&m, 5);
-  pd_map_del_slot(&m, s);
+  pd_map_remove_slot(&m, s);
   PDT_TRUE(pd_map_get(&m, 5) == NULL);
   PDT_EQ_U64(pd_map_len(&m), 19);
   pd_map_free(&m);
@@ -80,7 +80,7 @@ static void test_tombstones_are_swept_at_the_same_size(void) {
   for (uint64_t k = 0; k < 4; k++) PDT_EQ_INT(pd_map_put(&m, k, val_of(k)), 0);
   for (uint64_t k = 100; k < 10100; k++) { /* churn: one live key in and out */
     PDT_EQ_INT(pd_map_put(&m, k, val_of(k)), 0);
-    PDT_TRUE(pd_map_del(&m, k) == val_of(k));
+    PDT_TRUE(pd_map_remove(&m, k) == val_of(k));
   }
   PDT_EQ_U64(m.cap, 64); /* rebuilt in place, never doubled for tombstones */
   PDT_TRUE(m.len + m.tomb < 48);
@@ -97,7 +97,7 @@ static void test_limit_refuses_new_keys_only(void) {
   PDT_EQ_INT(pd_map_put(&m, 1, val_of(9)), 0); /* a replace is not a new key */
   PDT_TRUE(pd_map_get(&m, 1) == val_of(9));
   PDT_EQ_U64(pd_map_len(&m), 3);
-  pd_map_del(&m, 0);
+  pd_map_remove(&m, 0);
   PDT_EQ_INT(pd_map_put(&m, 3, val_of(3)), 0);
   pd_map_free(&m);
   pd_map_t z = {0}; /* zeroed: the default limit, not zero */
@@ -133,14 +133,14 @@ static void test_walk_visits_each_live_key_once(void) {
   PDT_EQ_INT(pd_map_next(&m, &slot, NULL, NULL), 0);
   uint8_t seen[300] = {0};
   for (uint64_t k = 0; k < 300; k++) PDT_EQ_INT(pd_map_put(&m, k, val_of(k)), 0);
-  for (uint64_t k = 0; k < 300; k += 3) pd_map_del(&m, k);
+  for (uint64_t k = 0; k < 300; k += 3) pd_map_remove(&m, k);
   uint64_t key;
   void *v;
   size_t n = 0;
   for (slot = 0; pd_map_next(&m, &slot, &key, &v); n++) {
     PDT_TRUE(key < 300 && key % 3 != 0 && v == val_of(key));
     if (key < 300) seen[key]++;
-    if (key % 2) pd_map_del_slot(&m, slot - 1); /* removing the entry just seen is allowed */
+    if (key % 2) pd_map_remove_slot(&m, slot - 1); /* removing the entry just seen is allowed */
   }
   PDT_EQ_U64(n, 200);
   for (uint64_t k = 0; k < 300; k++) PDT_EQ_INT(seen[k], k % 3 ? 1 : 0);
@@ -166,7 +166,7 @@ static void test_random_ops_match_an_array(void) {
       want[k] = v;
       bad += pd_map_put(&m, k, v) != 0;
     } else {
-      bad += pd_map_del(&m, k) != want[k];
+      bad += pd_map_remove(&m, k) != want[k];
       live -= want[k] != NULL;
       want[k] = NULL;
     }

@@ -102,7 +102,7 @@ out:
 static void test_cancelled_decode_leaves_prefill_blocked(void) {
   pd_scenario_t *s = calloc(1, sizeof *s);
   pd_scenario_defaults(s);
-  pd_scn_worker_t w = s->workers[1];
+  pd_scenario_worker_t w = s->workers[1];
   free(s);
   add_fault(&w, PD_FAULT_HANG_BEFORE_HEAD, 0, 0, 1);
   mk_t p, d;
@@ -261,7 +261,7 @@ out:
 static void test_decode_faults_on_the_wire(void) {
   pd_scenario_t *s = calloc(1, sizeof *s);
   pd_scenario_defaults(s);
-  pd_scn_worker_t w = s->workers[1];
+  pd_scenario_worker_t w = s->workers[1];
   free(s);
   add_fault(&w, PD_FAULT_STATUS, 503, 0, 1);
   add_fault(&w, PD_FAULT_RESET_BEFORE_HEAD, 0, 0, 2);
@@ -297,7 +297,7 @@ out:
 static void test_kv_fail_fails_both_legs(void) {
   pd_scenario_t *s = calloc(1, sizeof *s);
   pd_scenario_defaults(s);
-  pd_scn_worker_t w = s->workers[0];
+  pd_scenario_worker_t w = s->workers[0];
   free(s);
   add_fault(&w, PD_FAULT_KV_FAIL, 0, 0, 1);
   mk_t p, d;
@@ -325,7 +325,7 @@ out:
 static void test_crash_clock_starts_on_request(void) {
   mk_t p;
   CURLM *mh = curl_multi_init();
-  pd_scn_worker_t w = {.name = "p0", .role = PD_ROLE_PREFILL};
+  pd_scenario_worker_t w = {.name = "p0", .role = PD_ROLE_PREFILL};
   w.crash_at_ms = 400; /* x SPEED: 40 ms */
   PDT_TRUE(mk_start_ex(&p, PD_ROLE_PREFILL, &w, 300000, 300000, 0, 1) == 0);
   if (!p.m) goto out;

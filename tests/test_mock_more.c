@@ -18,7 +18,7 @@
 static void test_abort_overtakes_a_late_request(void) {
   mk_t p;
   CURLM *mh = curl_multi_init();
-  pd_scn_worker_t w = {.name = "p0", .role = PD_ROLE_PREFILL, .split_parts = 2};
+  pd_scenario_worker_t w = {.name = "p0", .role = PD_ROLE_PREFILL, .split_parts = 2};
   w.open_delay_ms = 1000; /* x SPEED: 100 ms */
   PDT_TRUE(mk_start(&p, PD_ROLE_PREFILL, &w, 300000, 300000, 0) == 0);
   if (!p.m) goto out;
@@ -44,7 +44,7 @@ out:
 
 /* Two decode mocks of one run: the scenario's traffic fault "503 on the first decode leg of
  * request 0" strikes whichever mock gets that leg first, and only it. */
-static int mk_start_tf(mk_t *k, uint32_t index, const pd_tfault_t *tf, const char *ledger) {
+static int mk_start_tf(mk_t *k, uint32_t index, const pd_traffic_fault_t *tf, const char *ledger) {
   memset(k, 0, sizeof *k);
   pd_mock_config_t c;
   pd_mock_config_default(&c);
@@ -63,7 +63,7 @@ static int mk_start_tf(mk_t *k, uint32_t index, const pd_tfault_t *tf, const cha
 /* shared: 1 = one ledger file for both mocks; 0 = a private ledger each. Returns the
  * statuses of request 0 on mock b, then on mock a, then request 1 on mock a. */
 static void run_two_mocks(int shared, int st[3]) {
-  pd_tfault_t tf = {.f = {.kind = PD_FAULT_STATUS, .status = 503, .nth_from = 1, .nth_to = 1,
+  pd_traffic_fault_t tf = {.f = {.kind = PD_FAULT_STATUS, .status = 503, .nth_from = 1, .nth_to = 1,
                           .prob = 1.0},
                     .role = PD_ROLE_DECODE, .request = 0};
   char ledger[] = "/tmp/pdt-ledger-XXXXXX";
@@ -110,17 +110,17 @@ static void test_ledger_rejects_another_scenario(void) {
   char ledger[] = "/tmp/pdt-ledger-XXXXXX", err[256];
   int fd = mkstemp(ledger);
   if (fd >= 0) close(fd);
-  pd_mledger_t a, b;
-  PDT_EQ_INT(pd_mledger_open(&a, ledger, 4, err, sizeof err), 0);
-  PDT_EQ_INT(pd_mledger_open(&b, ledger, 5, err, sizeof err), PD_ERR_INVAL);
+  pd_mock_ledger_t a, b;
+  PDT_EQ_INT(pd_mock_ledger_open(&a, ledger, 4, err, sizeof err), 0);
+  PDT_EQ_INT(pd_mock_ledger_open(&b, ledger, 5, err, sizeof err), PD_ERR_INVAL);
   PDT_TRUE(strstr(err, "another scenario") != NULL);
-  PDT_EQ_INT(pd_mledger_open(&b, ledger, 4, err, sizeof err), 0);
-  PDT_EQ_U64(pd_mledger_next_leg(&a, 3, PD_ROLE_DECODE), 1);
-  PDT_EQ_U64(pd_mledger_next_leg(&b, 3, PD_ROLE_DECODE), 2); /* the same counter */
-  PDT_EQ_U64(pd_mledger_next_leg(&b, 3, PD_ROLE_PREFILL), 1);
-  PDT_EQ_U64(pd_mledger_next_leg(&b, 4, PD_ROLE_PREFILL), 0); /* out of range */
-  pd_mledger_close(&a);
-  pd_mledger_close(&b);
+  PDT_EQ_INT(pd_mock_ledger_open(&b, ledger, 4, err, sizeof err), 0);
+  PDT_EQ_U64(pd_mock_ledger_next_leg(&a, 3, PD_ROLE_DECODE), 1);
+  PDT_EQ_U64(pd_mock_ledger_next_leg(&b, 3, PD_ROLE_DECODE), 2); /* the same counter */
+  PDT_EQ_U64(pd_mock_ledger_next_leg(&b, 3, PD_ROLE_PREFILL), 1);
+  PDT_EQ_U64(pd_mock_ledger_next_leg(&b, 4, PD_ROLE_PREFILL), 0); /* out of range */
+  pd_mock_ledger_close(&a);
+  pd_mock_ledger_close(&b);
   unlink(ledger);
 }
 

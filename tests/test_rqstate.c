@@ -270,7 +270,7 @@ static void test_reference_prefill_lost_is_a_state_decode_commits_from(void) {
   h_request(&h, STREAM);
   h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
   h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
-  h_uperr(&h, 1, PD_UPERR_READ);
+  h_uperr(&h, 1, PD_UPSTREAM_ERROR_READ);
   char path[256];
   rq_path(&s, path, sizeof path);
   PDT_EQ_STR(path, "NEW>FIRST FIRST>PREFILL_LOST");

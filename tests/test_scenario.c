@@ -65,7 +65,7 @@ static const char full_doc[] =
     " 'expect':{'joined':'pass','pr1150':['I3','I2'],'minilb':['I14'],'reference':'pass'}}";
 
 static void check_full_config(const pd_scenario_t *s) {
-  const pd_scn_config_t *c = &s->config;
+  const pd_scenario_config_t *c = &s->config;
   PDT_EQ_STR(c->prefill_policy, "random");
   PDT_EQ_STR(c->decode_policy, "power_of_two");
   PDT_EQ_U64(c->max_attempts, 5);
@@ -87,7 +87,7 @@ static void check_full_config(const pd_scenario_t *s) {
 }
 
 static void check_full_workers(const pd_scenario_t *s) {
-  const pd_scn_worker_t *p = &s->workers[0], *d = &s->workers[1];
+  const pd_scenario_worker_t *p = &s->workers[0], *d = &s->workers[1];
   PDT_EQ_U64(s->n_workers, 3);
   PDT_EQ_STR(p->name, "p0");
   PDT_EQ_INT(p->role, PD_ROLE_PREFILL);
@@ -120,7 +120,7 @@ static void check_full_workers(const pd_scenario_t *s) {
 }
 
 static void check_full_workload(const pd_scenario_t *s) {
-  const pd_scn_workload_t *w = &s->workload;
+  const pd_scenario_workload_t *w = &s->workload;
   PDT_EQ_U64(w->requests, 100);
   PDT_EQ_INT(w->route, PD_ROUTE_CHAT);
   PDT_TRUE(w->stream == 0.75);
@@ -244,7 +244,7 @@ static void test_integers_must_be_whole_and_in_range(void) {
                "scen.json: $.workload.requests: expected an integer in 1..2000000, got 2000001");
   expect_error(MIN_DOC(",'workload':{'requests':2000000,'interval_ms':1000}"), PD_ERR_FIELD,
                "scen.json: $.workload: requests * interval_ms = 2000000000 ms exceeds "
-               "1000000000 ms (PD_SCN_MAX_MS)");
+               "1000000000 ms (PD_SCENARIO_MAX_MS)");
 }
 
 static const char fault_doc[] =
@@ -389,12 +389,12 @@ static void test_worker_set_rules(void) {
 static void test_too_many_workers_is_a_limit(void) {
   char doc[8192];
   size_t n = (size_t)snprintf(doc, sizeof doc, "{'name':'t','expect':{},'workers':[");
-  for (unsigned i = 0; i <= PD_SCN_MAX_WORKERS && n < sizeof doc; i++)
+  for (unsigned i = 0; i <= PD_SCENARIO_MAX_WORKERS && n < sizeof doc; i++)
     n += (size_t)snprintf(doc + n, sizeof doc - n, "%s{'name':'w%u','role':'%s'}", i ? "," : "",
                           i, i % 2 ? "decode" : "prefill");
   snprintf(doc + n, sizeof doc - n, "]}");
   expect_error(doc, PD_ERR_LIMIT,
-               "scen.json: $.workers: more than 64 workers (PD_SCN_MAX_WORKERS)");
+               "scen.json: $.workers: more than 64 workers (PD_SCENARIO_MAX_WORKERS)");
 }
 
 static void test_malformed_json_reports_line_and_column(void) {
@@ -449,21 +449,21 @@ static void test_strings_routes_and_policies(void) {
 }
 
 static void test_invariant_ids_and_names(void) {
-  PDT_EQ_INT(pd_inv_parse("I7"), 7);
-  PDT_EQ_INT(pd_inv_parse("I1"), 1);
-  PDT_EQ_INT(pd_inv_parse("I14"), 14);
-  PDT_EQ_INT(pd_inv_parse("I17"), 17);
+  PDT_EQ_INT(pd_invariant_parse("I7"), 7);
+  PDT_EQ_INT(pd_invariant_parse("I1"), 1);
+  PDT_EQ_INT(pd_invariant_parse("I14"), 14);
+  PDT_EQ_INT(pd_invariant_parse("I17"), 17);
   static const char *const bad[] = {"I0", "I18", "I07", "i7", "I", "I7x", "I140", "", "7"};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) PDT_EQ_INT(pd_inv_parse(bad[i]), 0);
-  PDT_EQ_INT(pd_inv_parse(NULL), 0);
-  PDT_EQ_STR(pd_inv_name(PD_INV_TERMINATION), "termination");
-  PDT_EQ_STR(pd_inv_name(PD_INV_ATTEMPTS), "attempts");
-  PDT_EQ_STR(pd_inv_name(PD_INV_ERROR_VISIBLE), "error-visible");
-  PDT_EQ_STR(pd_inv_name(0), "?");
-  PDT_EQ_STR(pd_inv_name(PD_INV_SERVED), "served");
-  PDT_EQ_STR(pd_inv_name(PD_INV_RETRY_FAILED), "retry-onto-failed");
-  PDT_EQ_STR(pd_inv_name(PD_INV_QUIESCENCE), "quiescence");
-  PDT_EQ_STR(pd_inv_name(18), "?");
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) PDT_EQ_INT(pd_invariant_parse(bad[i]), 0);
+  PDT_EQ_INT(pd_invariant_parse(NULL), 0);
+  PDT_EQ_STR(pd_invariant_name(PD_INVARIANT_TERMINATION), "termination");
+  PDT_EQ_STR(pd_invariant_name(PD_INVARIANT_ATTEMPTS), "attempts");
+  PDT_EQ_STR(pd_invariant_name(PD_INVARIANT_ERROR_VISIBLE), "error-visible");
+  PDT_EQ_STR(pd_invariant_name(0), "?");
+  PDT_EQ_STR(pd_invariant_name(PD_INVARIANT_SERVED), "served");
+  PDT_EQ_STR(pd_invariant_name(PD_INVARIANT_RETRY_FAILED), "retry-onto-failed");
+  PDT_EQ_STR(pd_invariant_name(PD_INVARIANT_QUIESCENCE), "quiescence");
+  PDT_EQ_STR(pd_invariant_name(18), "?");
 }
 
 /* Writes text to a fresh temporary file; returns its path in buf or "" on failure. */
@@ -493,11 +493,11 @@ static void test_load_reads_file_and_keeps_path(void) {
 
 static void test_load_rejects_oversized_file(void) {
   pd_scenario_t *s = malloc(sizeof *s);
-  char *big = malloc(PD_SCN_MAX_FILE_BYTES + 1);
+  char *big = malloc(PD_SCENARIO_MAX_FILE_BYTES + 1);
   char err[ERR_BYTES], path[64];
   if (s && big) {
-    memset(big, ' ', PD_SCN_MAX_FILE_BYTES + 1);
-    write_temp(path, sizeof path, big, PD_SCN_MAX_FILE_BYTES + 1);
+    memset(big, ' ', PD_SCENARIO_MAX_FILE_BYTES + 1);
+    write_temp(path, sizeof path, big, PD_SCENARIO_MAX_FILE_BYTES + 1);
     PDT_EQ_INT(pd_scenario_load(s, path, err, sizeof err), PD_ERR_TOO_LARGE);
     PDT_TRUE(strstr(err, "exceeds the limit of 1048576 bytes") != NULL);
     unlink(path);

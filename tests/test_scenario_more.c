@@ -73,14 +73,14 @@ static void test_new_fields_load(void) {
   PDT_EQ_INT(s->workers[1].breaker_initial, PD_BREAKER_HALF_OPEN);
   PDT_EQ_U64(s->workers[1].split_parts, 2); /* default */
   PDT_EQ_U64(s->n_tfaults, 2);
-  const pd_tfault_t *a = &s->tfaults[0], *b = &s->tfaults[1];
+  const pd_traffic_fault_t *a = &s->tfaults[0], *b = &s->tfaults[1];
   PDT_EQ_INT(a->role, PD_ROLE_DECODE);
   PDT_EQ_U64(a->request, 2);
   PDT_EQ_U64(a->f.nth_from, 1);
   PDT_EQ_U64(a->f.nth_to, 2);
   PDT_EQ_INT(a->is_sticky, 1);
   PDT_EQ_INT(a->f.status, 503);
-  PDT_EQ_U64(b->request, PD_TFAULT_ANY); /* absent: every request */
+  PDT_EQ_U64(b->request, PD_TRAFFIC_FAULT_ANY); /* absent: every request */
   PDT_EQ_U64(b->f.nth_from, 1);          /* absent: the first leg */
   PDT_EQ_INT(b->f.kind, PD_FAULT_ERROR_AFTER_KV);
   PDT_EQ_U64(b->f.ms, 30);
@@ -152,10 +152,10 @@ static void test_writer_round_trips_new_fields(void) {
 }
 
 static void test_burst_arrival_gaps(void) {
-  pd_scn_workload_t w;
+  pd_scenario_workload_t w;
   memset(&w, 0, sizeof w);
-  w.bursts[0] = (pd_scn_burst_t){10, 2};
-  w.bursts[1] = (pd_scn_burst_t){25, 3};
+  w.bursts[0] = (pd_scenario_burst_t){10, 2};
+  w.bursts[1] = (pd_scenario_burst_t){25, 3};
   w.n_bursts = 2;
   pd_prng_t r;
   pd_prng_init(&r, 1);
@@ -177,7 +177,7 @@ static void test_traffic_fault_fires_whatever_pair_is_picked(void) {
   if (!s) return;
   uint32_t want = INV(3) | INV(14), missed_by_name = 0;
   for (uint64_t seed = 1; seed <= 8; seed++) PDT_EQ_U64(run(s, PD_MODE_MINILB, seed, &st), want);
-  pd_scn_worker_t *d0 = &s->workers[2];
+  pd_scenario_worker_t *d0 = &s->workers[2];
   PDT_EQ_STR(d0->name, "d0");
   d0->faults[0] = s->tfaults[0].f; /* the old form: on worker d0, its first request */
   d0->n_faults = 1;

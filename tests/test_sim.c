@@ -122,11 +122,11 @@ static void test_reference_holds_every_invariant_under_10000_faulty_requests(voi
 
 /* The prompt count of a batch body: `batch` items on every route that has a prompt array. */
 static int body_items(pd_route_t route, uint32_t batch, const char *key) {
-  pd_scn_workload_t wl;
+  pd_scenario_workload_t wl;
   memset(&wl, 0, sizeof wl);
   wl.route = route;
   wl.batch = batch;
-  pd_creq_t rq;
+  pd_client_request_t rq;
   memset(&rq, 0, sizeof rq);
   rq.tokens = 4;
   char buf[8192];
@@ -206,7 +206,7 @@ static void test_a_request_outliving_the_horizon_ends_in_the_healed_phase(void) 
   pd_world_stats_t st;
   uint32_t v = 0;
   PDT_EQ_INT(pd_world_run(s, PD_MODE_JOINED, 13, NULL, &st, &v, NULL), 0);
-  PDT_EQ_U64(v, BIT_I(PD_INV_TERMINATION));
+  PDT_EQ_U64(v, BIT_I(PD_INVARIANT_TERMINATION));
   PDT_EQ_U64(st.requests_done, 1);
   free(s);
 }

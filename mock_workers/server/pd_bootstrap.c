@@ -21,7 +21,7 @@
 
 #define LISTENER UINT32_MAX
 
-int pd_boot_init(pd_mock_t *m) {
+int pd_mock_bootstrap_init(pd_mock_t *m) {
   m->boot_listen = -1;
   m->bc = calloc(PD_MOCK_MAX_BOOT_CONNS, sizeof *m->bc);
   if (!m->bc) return -1;
@@ -33,16 +33,16 @@ int pd_boot_init(pd_mock_t *m) {
   return 0;
 }
 
-void pd_boot_free(pd_mock_t *m) {
+void pd_mock_bootstrap_free(pd_mock_t *m) {
   if (!m->bc) return;
-  pd_boot_close_all(m);
+  pd_mock_bootstrap_close_all(m);
   if (m->boot_listen >= 0) close(m->boot_listen);
   m->boot_listen = -1;
   free(m->bc);
   m->bc = NULL;
 }
 
-int pd_boot_listen(pd_mock_t *m, char *err, size_t errlen) {
+int pd_mock_bootstrap_listen(pd_mock_t *m, char *err, size_t errlen) {
   uint16_t port = 0; /* a restart binds the port bound first, so boot_port never changes */
   int rc = pd_mock_listen(m->cfg.listen_host, m->boot_port ? m->boot_port : m->cfg.bootstrap_port,
                           &m->boot_listen, &port, err, errlen);
@@ -50,12 +50,12 @@ int pd_boot_listen(pd_mock_t *m, char *err, size_t errlen) {
   return rc;
 }
 
-pd_bconn_t *pd_boot_get(pd_mock_t *m, int bc) { return &m->bc[bc]; }
+pd_mock_bootstrap_conn_t *pd_mock_bootstrap_get(pd_mock_t *m, int bc) { return &m->bc[bc]; }
 
-static int bc_new(pd_mock_t *m, int fd, pd_bc_state_t state) {
+static int bc_new(pd_mock_t *m, int fd, pd_mock_bootstrap_conn_state_t state) {
   if (!m->n_bc_free) return -1;
   uint32_t i = m->bc_free[--m->n_bc_free];
-  pd_bconn_t *b = &m->bc[i];
+  pd_mock_bootstrap_conn_t *b = &m->bc[i];
   memset(b, 0, sizeof *b);
   b->fd = fd;
   b->state = state;
@@ -64,35 +64,35 @@ static int bc_new(pd_mock_t *m, int fd, pd_bc_state_t state) {
   return (int)i;
 }
 
-void pd_boot_close(pd_mock_t *m, int bc) {
-  pd_bconn_t *b = &m->bc[bc];
-  if (b->state == BC_FREE) return;
+void pd_mock_bootstrap_close(pd_mock_t *m, int bc) {
+  pd_mock_bootstrap_conn_t *b = &m->bc[bc];
+  if (b->state == BOOTSTRAP_CONN_FREE) return;
   close(b->fd);
   uint32_t last = m->bc_live[--m->n_bc_live];
   m->bc_live[b->live_idx] = last;
   m->bc[last].live_idx = b->live_idx;
   b->fd = -1;
-  b->state = BC_FREE;
+  b->state = BOOTSTRAP_CONN_FREE;
   b->leg = NULL;
   m->bc_free[m->n_bc_free++] = (uint32_t)bc;
 }
 
-void pd_boot_close_all(pd_mock_t *m) {
+void pd_mock_bootstrap_close_all(pd_mock_t *m) {
   for (uint32_t n = m->n_bc_live; n-- > 0;) { /* each close removes one */
     int bc = (int)m->bc_live[n];
-    pd_mleg_t *leg = m->bc[bc].leg;
+    pd_mock_leg_t *leg = m->bc[bc].leg;
     if (leg && leg->boot == bc) leg->boot = -1;
-    pd_boot_close(m, bc);
+    pd_mock_bootstrap_close(m, bc);
   }
 }
 
 /* The peer closed, or the socket failed: tell the leg that used it. */
 static void bc_lost(pd_mock_t *m, int bc) {
-  pd_mleg_t *leg = m->bc[bc].leg;
+  pd_mock_leg_t *leg = m->bc[bc].leg;
   int is_mine = leg && leg->boot == bc;
   if (is_mine) leg->boot = -1;
-  pd_boot_close(m, bc);
-  if (is_mine && m->cfg.role == PD_ROLE_DECODE) pd_mm_boot_lost(m, leg);
+  pd_mock_bootstrap_close(m, bc);
+  if (is_mine && m->cfg.role == PD_ROLE_DECODE) pd_mock_model_boot_lost(m, leg);
 }
 
 static int send_line(pd_mock_t *m, int bc, const char *line) {
@@ -103,17 +103,18 @@ static int send_line(pd_mock_t *m, int bc, const char *line) {
   return -1;
 }
 
-int pd_boot_send(pd_mock_t *m, int bc, const char *verb, uint64_t room) {
+int pd_mock_bootstrap_send(pd_mock_t *m, int bc, const char *verb, uint64_t room) {
   char line[64];
   snprintf(line, sizeof line, "%s %" PRIu64 "\n", verb, room);
   return send_line(m, bc, line);
 }
 
-int pd_boot_find_registered(pd_mock_t *m, uint64_t room) {
+int pd_mock_bootstrap_find_registered(pd_mock_t *m, uint64_t room) {
   int best = -1;
   for (uint32_t i = 0; i < m->n_bc_live; i++) {
-    const pd_bconn_t *b = &m->bc[m->bc_live[i]];
-    if (b->state == BC_REGISTERED && b->room == room && (best < 0 || b->seq < m->bc[best].seq))
+    const pd_mock_bootstrap_conn_t *b = &m->bc[m->bc_live[i]];
+    if (b->state == BOOTSTRAP_CONN_REGISTERED && b->room == room &&
+        (best < 0 || b->seq < m->bc[best].seq))
       best = (int)m->bc_live[i];
   }
   return best;
@@ -122,13 +123,13 @@ int pd_boot_find_registered(pd_mock_t *m, uint64_t room) {
 /* ---------- decode side ---------- */
 
 static void on_connected(pd_mock_t *m, int bc) {
-  pd_bconn_t *b = &m->bc[bc];
+  pd_mock_bootstrap_conn_t *b = &m->bc[bc];
   char line[96];
   snprintf(line, sizeof line, "REG %" PRIu64 " %016" PRIx64 " %" PRIu32 "\n", b->room, b->hash,
            b->flags);
-  b->state = BC_REGISTERED;
-  pd_mleg_t *d = b->leg;
-  if (send_line(m, bc, line) == 0) pd_mlog_room(m, "room_registered", d, d->room);
+  b->state = BOOTSTRAP_CONN_REGISTERED;
+  pd_mock_leg_t *d = b->leg;
+  if (send_line(m, bc, line) == 0) pd_mock_log_room(m, "room_registered", d, d->room);
 }
 
 static int open_socket(const char *host, int port, int *fd_out) {
@@ -150,19 +151,19 @@ static int open_socket(const char *host, int port, int *fd_out) {
   return rc == 0 ? 1 : 0; /* 1 connected at once, 0 in progress */
 }
 
-void pd_boot_connect(pd_mock_t *m, pd_mleg_t *d) {
+void pd_mock_bootstrap_connect(pd_mock_t *m, pd_mock_leg_t *d) {
   int fd = -1, rc = open_socket(d->boot_host, d->boot_port, &fd);
-  int bc = rc < 0 ? -1 : bc_new(m, fd, BC_CONNECTING);
+  int bc = rc < 0 ? -1 : bc_new(m, fd, BOOTSTRAP_CONN_CONNECTING);
   if (bc < 0) {
     if (fd >= 0) close(fd);
-    pd_mm_boot_lost(m, d); /* refused or no room in the table: retry later */
+    pd_mock_model_boot_lost(m, d); /* refused or no room in the table: retry later */
     return;
   }
-  pd_bconn_t *b = &m->bc[bc];
+  pd_mock_bootstrap_conn_t *b = &m->bc[bc];
   b->leg = d;
   b->room = d->room;
   b->hash = d->rooms_hash;
-  b->flags = d->fault == (int)PD_FAULT_KV_FAIL ? PD_BOOT_F_KV_FAIL : 0;
+  b->flags = d->fault == (int)PD_FAULT_KV_FAIL ? PD_MOCK_BOOTSTRAP_F_KV_FAIL : 0;
   d->boot = bc;
   if (rc == 1) on_connected(m, bc);
   if (!pd_mock_on_engine(m)) pd_mock_wake(m); /* the engine polls the new socket now, not at
@@ -187,10 +188,10 @@ static int parse_verb_room(const char *line, const char *verb, uint64_t *room) {
 }
 
 static void on_line_prefill(pd_mock_t *m, int bc, const char *line) {
-  pd_bconn_t *b = &m->bc[bc];
+  pd_mock_bootstrap_conn_t *b = &m->bc[bc];
   uint64_t room, hash;
   uint32_t flags;
-  if (b->state != BC_OPEN ||
+  if (b->state != BOOTSTRAP_CONN_OPEN ||
       sscanf(line, "REG %" SCNu64 " %" SCNx64 " %" SCNu32, &room, &hash, &flags) != 3) {
     bc_lost(m, bc); /* protocol error */
     return;
@@ -198,29 +199,30 @@ static void on_line_prefill(pd_mock_t *m, int bc, const char *line) {
   b->room = room;
   b->hash = hash;
   b->flags = flags;
-  pd_mm_registered(m, bc);
+  pd_mock_model_registered(m, bc);
 }
 
 static void on_line_decode(pd_mock_t *m, int bc, const char *line) {
-  pd_mleg_t *d = m->bc[bc].leg;
+  pd_mock_leg_t *d = m->bc[bc].leg;
   uint64_t room = 0;
   if (!d || d->boot != bc) { bc_lost(m, bc); return; }
   if (parse_verb_room(line, "PAIR", &room) && room == d->room) d->is_paired = 1;
-  else if (parse_verb_room(line, "KV", &room) && room == d->room) pd_mm_kv(m, d, 1);
-  else if (parse_verb_room(line, "FAIL", &room) && room == d->room) pd_mm_kv(m, d, 0);
+  else if (parse_verb_room(line, "KV", &room) && room == d->room) pd_mock_model_kv(m, d, 1);
+  else if (parse_verb_room(line, "FAIL", &room) && room == d->room) pd_mock_model_kv(m, d, 0);
   else bc_lost(m, bc);
 }
 
 /* Read what is there and handle each complete line; stops when the connection goes. */
 static void on_readable(pd_mock_t *m, int bc, int fd) {
-  pd_bconn_t *b = &m->bc[bc];
+  pd_mock_bootstrap_conn_t *b = &m->bc[bc];
   for (int round = 0; round < 8; round++) { /* bounded per engine turn */
     ssize_t n = recv(fd, b->rbuf + b->rlen, sizeof b->rbuf - 1 - b->rlen, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (n <= 0) { bc_lost(m, bc); return; }
     b->rlen += (size_t)n;
     char *nl;
-    while (b->state != BC_FREE && b->fd == fd && (nl = memchr(b->rbuf, '\n', b->rlen))) {
+    while (b->state != BOOTSTRAP_CONN_FREE && b->fd == fd &&
+           (nl = memchr(b->rbuf, '\n', b->rlen))) {
       char line[PD_MOCK_LINE_MAX];
       size_t ll = (size_t)(nl - b->rbuf);
       memcpy(line, b->rbuf, ll);
@@ -230,19 +232,19 @@ static void on_readable(pd_mock_t *m, int bc, int fd) {
       if (m->cfg.role == PD_ROLE_PREFILL) on_line_prefill(m, bc, line);
       else on_line_decode(m, bc, line);
     }
-    if (b->state == BC_FREE || b->fd != fd) return;
+    if (b->state == BOOTSTRAP_CONN_FREE || b->fd != fd) return;
     if (b->rlen >= sizeof b->rbuf - 1) { bc_lost(m, bc); return; } /* line too long */
   }
 }
 
 /* ---------- polling ---------- */
 
-size_t pd_boot_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx) {
+size_t pd_mock_bootstrap_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx) {
   size_t n = 0;
   for (uint32_t i = 0; i < m->n_bc_live && n < cap; i++) {
-    const pd_bconn_t *b = &m->bc[m->bc_live[i]];
+    const pd_mock_bootstrap_conn_t *b = &m->bc[m->bc_live[i]];
     p[n].fd = b->fd;
-    p[n].events = (short)(b->state == BC_CONNECTING ? POLLOUT : POLLIN);
+    p[n].events = (short)(b->state == BOOTSTRAP_CONN_CONNECTING ? POLLOUT : POLLIN);
     p[n].revents = 0;
     idx[n++] = m->bc_live[i];
   }
@@ -253,13 +255,13 @@ size_t pd_boot_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx
   return n;
 }
 
-uint64_t pd_boot_expire(pd_mock_t *m, uint64_t now_ns) {
+uint64_t pd_mock_bootstrap_expire(pd_mock_t *m, uint64_t now_ns) {
   uint64_t ttl = (uint64_t)PD_MOCK_BOOT_REG_TIMEOUT_MS * 1000000ull, next = UINT64_MAX;
   for (uint32_t n = m->n_bc_live; n-- > 0;) { /* from the end: a close moves the last here */
     int bc = (int)m->bc_live[n];
-    const pd_bconn_t *b = &m->bc[bc];
-    if (b->state != BC_OPEN) continue;
-    if (now_ns >= b->t_open_ns + ttl) pd_boot_close(m, bc); /* no leg refers to it yet */
+    const pd_mock_bootstrap_conn_t *b = &m->bc[bc];
+    if (b->state != BOOTSTRAP_CONN_OPEN) continue;
+    if (now_ns >= b->t_open_ns + ttl) pd_mock_bootstrap_close(m, bc); /* no leg refers to it yet */
     else if (b->t_open_ns + ttl < next) next = b->t_open_ns + ttl;
   }
   return next;
@@ -271,11 +273,11 @@ static void evict_unregistered(pd_mock_t *m) {
   int oldest = -1;
   for (uint32_t i = 0; i < m->n_bc_live; i++) {
     int bc = (int)m->bc_live[i];
-    if (m->bc[bc].state != BC_OPEN) continue;
+    if (m->bc[bc].state != BOOTSTRAP_CONN_OPEN) continue;
     count++;
     if (oldest < 0 || m->bc[bc].t_open_ns < m->bc[oldest].t_open_ns) oldest = bc;
   }
-  if (count >= PD_MOCK_BOOT_MAX_UNREGISTERED && oldest >= 0) pd_boot_close(m, oldest);
+  if (count >= PD_MOCK_BOOT_MAX_UNREGISTERED && oldest >= 0) pd_mock_bootstrap_close(m, oldest);
 }
 
 static void accept_some(pd_mock_t *m) {
@@ -288,13 +290,14 @@ static void accept_some(pd_mock_t *m) {
     evict_unregistered(m);
     int bc = fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0
                  ? -1
-                 : bc_new(m, fd, BC_OPEN);
+                 : bc_new(m, fd, BOOTSTRAP_CONN_OPEN);
     if (bc < 0) close(fd); /* table full: the decode sees EOF and retries */
     else m->bc[bc].t_open_ns = pd_mock_now_ns();
   }
 }
 
-void pd_boot_on_poll(pd_mock_t *m, const struct pollfd *p, const uint32_t *idx, size_t n) {
+void pd_mock_bootstrap_on_poll(pd_mock_t *m, const struct pollfd *p, const uint32_t *idx,
+                               size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (!p[i].revents) continue;
     if (idx[i] == LISTENER) {
@@ -302,9 +305,10 @@ void pd_boot_on_poll(pd_mock_t *m, const struct pollfd *p, const uint32_t *idx, 
       continue;
     }
     int bc = (int)idx[i];
-    pd_bconn_t *b = &m->bc[bc];
-    if (b->state == BC_FREE || b->fd != p[i].fd) continue; /* closed earlier in this turn */
-    if (b->state == BC_CONNECTING) connect_done(m, bc);
+    pd_mock_bootstrap_conn_t *b = &m->bc[bc];
+    if (b->state == BOOTSTRAP_CONN_FREE || b->fd != p[i].fd)
+      continue; /* closed earlier in this turn */
+    if (b->state == BOOTSTRAP_CONN_CONNECTING) connect_done(m, bc);
     else on_readable(m, bc, p[i].fd);
   }
 }

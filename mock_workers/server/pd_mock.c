@@ -61,7 +61,7 @@ int pd_mock_on_engine(const pd_mock_t *m) {
   return m->is_engine_running && pthread_equal(pthread_self(), m->engine_tid);
 }
 
-void pd_mock_timer(pd_mock_t *m, pd_mleg_t *leg, int kind, uint64_t delay_ns) {
+void pd_mock_timer(pd_mock_t *m, pd_mock_leg_t *leg, int kind, uint64_t delay_ns) {
   pd_heap_item_t it = {pd_mock_now_ns() + delay_ns, 0, (uint32_t)kind, leg ? leg->slot : 0,
                        leg ? leg->id : 0, leg ? leg->tgen : 0, 0};
   if (pd_heap_push(&m->timers, &it) < 0) {
@@ -73,9 +73,9 @@ void pd_mock_timer(pd_mock_t *m, pd_mleg_t *leg, int kind, uint64_t delay_ns) {
 
 /* ---------- legs ---------- */
 
-pd_mleg_t *pd_mleg_new(pd_mock_t *m) {
+pd_mock_leg_t *pd_mock_leg_new(pd_mock_t *m) {
   if (!m->n_free) return NULL;
-  pd_mleg_t *leg = calloc(1, sizeof *leg);
+  pd_mock_leg_t *leg = calloc(1, sizeof *leg);
   if (!leg) return NULL;
   leg->m = m;
   leg->slot = m->free_slots[--m->n_free];
@@ -83,7 +83,7 @@ pd_mleg_t *pd_mleg_new(pd_mock_t *m) {
   leg->fd = -1;
   leg->boot = -1;
   leg->fault = -1;
-  leg->wstate = WL_NEW;
+  leg->wstate = PD_WORKER_LEG_NEW;
   pd_buf_init(&leg->out, PD_MOCK_MAX_OUT_BYTES);
   leg->live_idx = m->n_live;
   m->live[m->n_live++] = leg;
@@ -95,9 +95,9 @@ pd_mleg_t *pd_mleg_new(pd_mock_t *m) {
   return leg;
 }
 
-static void leg_free(pd_mock_t *m, pd_mleg_t *leg) {
-  if (leg->boot >= 0) pd_boot_close(m, leg->boot);
-  pd_mleg_t *last = m->live[--m->n_live];
+static void leg_del(pd_mock_t *m, pd_mock_leg_t *leg) {
+  if (leg->boot >= 0) pd_mock_bootstrap_close(m, leg->boot);
+  pd_mock_leg_t *last = m->live[--m->n_live];
   m->live[leg->live_idx] = last;
   last->live_idx = leg->live_idx;
   m->legs[leg->slot] = NULL;
@@ -108,13 +108,14 @@ static void leg_free(pd_mock_t *m, pd_mleg_t *leg) {
   free(leg);
 }
 
-void pd_mleg_maybe_free(pd_mock_t *m, pd_mleg_t *leg) {
-  int is_worker_done = leg->wstate == WL_DONE || (leg->wstate == WL_NEW && !leg->is_held);
+void pd_mock_leg_del_if_unused(pd_mock_t *m, pd_mock_leg_t *leg) {
+  int is_worker_done =
+      leg->wstate == PD_WORKER_LEG_DONE || (leg->wstate == PD_WORKER_LEG_NEW && !leg->is_held);
   if (is_worker_done && !leg->is_attached && !leg->has_response && !leg->want_resume)
-    leg_free(m, leg);
+    leg_del(m, leg);
 }
 
-void pd_mock_want_resume(pd_mock_t *m, pd_mleg_t *leg) {
+void pd_mock_want_resume(pd_mock_t *m, pd_mock_leg_t *leg) {
   if (!leg->is_suspended || leg->want_resume) return;
   leg->want_resume = 1;
   m->resume[m->n_resume++] = leg; /* at most once per leg: bounded by PD_MOCK_MAX_LEGS */
@@ -123,36 +124,36 @@ void pd_mock_want_resume(pd_mock_t *m, pd_mleg_t *leg) {
 
 /* ---------- the worker model's output ---------- */
 
-/* pd_mo_*: the model fills a leg's buffer under m->mu; pd_mock_http.c drains it. */
+/* pd_mock_output_*: the model fills a leg's buffer under m->mu; pd_mock_http.c drains it. */
 
-int pd_mo_can_send(const pd_mleg_t *leg) {
-  return leg->is_attached && !leg->is_peer_closed && leg->end == MO_END_NONE;
+int pd_mock_output_can_send(const pd_mock_leg_t *leg) {
+  return leg->is_attached && !leg->is_peer_closed && leg->end == PD_MOCK_OUTPUT_END_NONE;
 }
 
-void pd_mo_head(pd_mock_t *m, pd_mleg_t *leg, int status, int is_sse) {
-  if (!pd_mo_can_send(leg) || leg->head_status) return;
+void pd_mock_output_head(pd_mock_t *m, pd_mock_leg_t *leg, int status, int is_sse) {
+  if (!pd_mock_output_can_send(leg) || leg->head_status) return;
   leg->head_status = status;
   leg->head_is_sse = is_sse;
   pd_mock_want_resume(m, leg);
 }
 
 /* Room for `more` bytes of output; an output fully handed over starts again at the front. */
-static int out_reserve(pd_mleg_t *leg, size_t more) {
+static int out_reserve(pd_mock_leg_t *leg, size_t more) {
   if (leg->out_off == leg->out.len) leg->out_off = leg->out.len = 0;
   return pd_buf_reserve(NULL, &leg->out, more);
 }
 
-void pd_mo_render(pd_mock_t *m, pd_mleg_t *leg, int kind, uint32_t arg) {
-  if (!pd_mo_can_send(leg)) return;
-  pd_wr_leg_t r = {leg->rid_json, leg->is_stream, leg->has_logprob, leg->tokens};
-  size_t need = pd_wr_render_cap(&r, kind);
+void pd_mock_output_render(pd_mock_t *m, pd_mock_leg_t *leg, int kind, uint32_t arg) {
+  if (!pd_mock_output_can_send(leg)) return;
+  pd_wire_leg_t r = {leg->rid_json, leg->is_stream, leg->has_logprob, leg->tokens};
+  size_t need = pd_wire_render_cap(&r, kind);
   if (out_reserve(leg, need) < 0) return;
-  leg->out.len += pd_wr_render(&r, kind, arg, (char *)leg->out.p + leg->out.len, need);
+  leg->out.len += pd_wire_render(&r, kind, arg, (char *)leg->out.p + leg->out.len, need);
   pd_mock_want_resume(m, leg);
 }
 
-void pd_mo_end(pd_mock_t *m, pd_mleg_t *leg, pd_mo_end_t end) {
-  if (!pd_mo_can_send(leg)) return;
+void pd_mock_output_end(pd_mock_t *m, pd_mock_leg_t *leg, pd_mock_output_end_t end) {
+  if (!pd_mock_output_can_send(leg)) return;
   leg->end = end;
   pd_mock_want_resume(m, leg);
 }
@@ -175,11 +176,11 @@ static void do_resumes(pd_mock_t *m) {
     struct MHD_Connection *cs[RESUMES_PER_BATCH];
     uint32_t n = 0;
     while (m->n_resume && n < RESUMES_PER_BATCH) {
-      pd_mleg_t *leg = m->resume[--m->n_resume];
+      pd_mock_leg_t *leg = m->resume[--m->n_resume];
       leg->want_resume = 0;
       if (leg->is_suspended && leg->is_attached && leg->conn) cs[n++] = leg->conn;
       leg->is_suspended = 0;
-      pd_mleg_maybe_free(m, leg);
+      pd_mock_leg_del_if_unused(m, leg);
     }
     pthread_mutex_unlock(&m->mu);
     for (uint32_t i = 0; i < n; i++) MHD_resume_connection(cs[i]);
@@ -190,11 +191,11 @@ static void do_resumes(pd_mock_t *m) {
 /* libmicrohttpd does not watch suspended sockets: look for clients that left. */
 static void peer_check(pd_mock_t *m) {
   struct pollfd pf[PEER_POLL_BATCH];
-  pd_mleg_t *who[PEER_POLL_BATCH];
+  pd_mock_leg_t *who[PEER_POLL_BATCH];
   for (uint32_t start = 0; start < m->n_live;) {
     uint32_t n = 0;
     for (; start < m->n_live && n < PEER_POLL_BATCH; start++) {
-      pd_mleg_t *leg = m->live[start];
+      pd_mock_leg_t *leg = m->live[start];
       if (!leg->is_suspended || !leg->is_attached || leg->fd < 0 || leg->is_peer_closed) continue;
       pf[n] = (struct pollfd){leg->fd, POLLRDHUP, 0};
       who[n++] = leg;
@@ -203,19 +204,19 @@ static void peer_check(pd_mock_t *m) {
     for (uint32_t i = 0; i < n; i++) {
       if (!(pf[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
       who[i]->is_peer_closed = 1;
-      pd_mlog(m, "peer_closed", who[i]);
-      pd_mm_close(m, who[i]);
+      pd_mock_log(m, "peer_closed", who[i]);
+      pd_mock_model_close(m, who[i]);
       pd_mock_want_resume(m, who[i]); /* libmicrohttpd then closes it */
     }
   }
 }
 
 static void crash(pd_mock_t *m) {
-  pd_mlog(m, "crash", NULL);
-  pd_mm_crash(m);
+  pd_mock_log(m, "crash", NULL);
+  pd_mock_model_crash(m);
   if (m->http_listen >= 0) close(m->http_listen); /* new connections are refused */
   m->http_listen = -1;
-  pd_boot_close_all(m);
+  pd_mock_bootstrap_close_all(m);
   if (m->boot_listen >= 0) close(m->boot_listen);
   m->boot_listen = -1;
 }
@@ -223,12 +224,13 @@ static void crash(pd_mock_t *m) {
 static void restart(pd_mock_t *m) {
   char err[256];
   m->is_down = 0;
-  pd_mlog(m, "restart", NULL);
+  pd_mock_log(m, "restart", NULL);
   uint16_t port = 0;
   if (m->http_listen < 0 &&
       pd_mock_listen(m->cfg.listen_host, m->port, &m->http_listen, &port, err, sizeof err) < 0)
     fprintf(stderr, "pdref mock: restart: %s\n", err);
-  if (m->cfg.role == PD_ROLE_PREFILL && m->boot_listen < 0 && pd_boot_listen(m, err, sizeof err) < 0)
+  if (m->cfg.role == PD_ROLE_PREFILL && m->boot_listen < 0 &&
+      pd_mock_bootstrap_listen(m, err, sizeof err) < 0)
     fprintf(stderr, "pdref mock: restart: %s\n", err);
 }
 
@@ -240,10 +242,10 @@ static void fire_timers(pd_mock_t *m, uint64_t now) {
     pd_heap_pop(&m->timers, &it);
     if (it.kind == MT_CRASH) { crash(m); continue; }
     if (it.kind == MT_RESTART) { restart(m); continue; }
-    pd_mleg_t *leg = it.a < PD_MOCK_MAX_LEGS ? m->legs[it.a] : NULL;
+    pd_mock_leg_t *leg = it.a < PD_MOCK_MAX_LEGS ? m->legs[it.a] : NULL;
     if (!leg || leg->id != it.b || leg->tgen != it.c) continue; /* stale */
-    pd_mm_timer(m, leg, (int)it.kind);
-    pd_mleg_maybe_free(m, leg);
+    pd_mock_model_timer(m, leg, (int)it.kind);
+    pd_mock_leg_del_if_unused(m, leg);
   }
 }
 
@@ -273,12 +275,12 @@ static void engine_turn(pd_mock_t *m, struct pollfd *pf, uint32_t *idx, size_t c
     m->next_peer_check_ns = now + PD_MOCK_PEER_CHECK_MS * MS_NS;
   }
   do_resumes(m);
-  m->boot_expiry_ns = pd_boot_expire(m, now);
+  m->boot_expiry_ns = pd_mock_bootstrap_expire(m, now);
   size_t n = 0;
   pf[n++] = (struct pollfd){m->wake[0], POLLIN, 0};
   int http = pd_mock_accept_paused(m) ? -1 : m->http_listen;
   if (http >= 0) pf[n++] = (struct pollfd){http, POLLIN, 0};
-  size_t nb = pd_boot_pollfds(m, pf + n, cap - n, idx);
+  size_t nb = pd_mock_bootstrap_pollfds(m, pf + n, cap - n, idx);
   uint64_t ns = sleep_ns(m, pd_mock_now_ns());
   struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
   m->poll_deadline_ns = pd_mock_now_ns() + ns;
@@ -290,7 +292,7 @@ static void engine_turn(pd_mock_t *m, struct pollfd *pf, uint32_t *idx, size_t c
   m->engine_asleep = 0;
   if (rc <= 0) return;
   if (pf[0].revents) drain_wake(m);
-  pd_boot_on_poll(m, pf + n, idx, nb);
+  pd_mock_bootstrap_on_poll(m, pf + n, idx, nb);
 }
 
 static void *engine_main(void *arg) {
@@ -332,7 +334,8 @@ static int init_state(pd_mock_t *m, const pd_mock_config_t *c) {
     free(s);
   }
   m->cfg.worker = &m->worker;
-  m->cfg.n_tfaults = c->tfaults && c->n_tfaults <= PD_SCN_MAX_TFAULTS ? c->n_tfaults : 0;
+  m->cfg.n_tfaults =
+      c->tfaults && c->n_tfaults <= PD_SCENARIO_MAX_TRAFFIC_FAULTS ? c->n_tfaults : 0;
   if (m->cfg.n_tfaults) memcpy(m->tfaults, c->tfaults, m->cfg.n_tfaults * sizeof *m->tfaults);
   m->cfg.tfaults = m->tfaults;
   if (!m->cfg.listen_host) m->cfg.listen_host = "127.0.0.1";
@@ -346,7 +349,7 @@ static int init_state(pd_mock_t *m, const pd_mock_config_t *c) {
   for (int i = 0; i < 2; i++)
     if (fcntl(m->wake[i], F_SETFL, O_NONBLOCK) < 0 || fcntl(m->wake[i], F_SETFD, FD_CLOEXEC) < 0)
       return -1;
-  return pd_boot_init(m);
+  return pd_mock_bootstrap_init(m);
 }
 
 static void schedule_crash(pd_mock_t *m) {
@@ -375,9 +378,9 @@ pd_mock_t *pd_mock_new(const pd_mock_config_t *c, char *err, size_t errlen) {
     pd_mock_del(m);
     return NULL;
   }
-  if ((m->cfg.n_tfaults && pd_mledger_open(&m->ledger, c->ledger_path,
+  if ((m->cfg.n_tfaults && pd_mock_ledger_open(&m->ledger, c->ledger_path,
                                             c->n_requests ? c->n_requests : 1, err, errlen) < 0) ||
-      (m->cfg.role == PD_ROLE_PREFILL && pd_boot_listen(m, err, errlen) < 0) ||
+      (m->cfg.role == PD_ROLE_PREFILL && pd_mock_bootstrap_listen(m, err, errlen) < 0) ||
       pd_mock_http_start(m, err, errlen) < 0) {
     pd_mock_del(m);
     return NULL;
@@ -403,7 +406,7 @@ static void resume_all(pd_mock_t *m) {
     struct MHD_Connection *cs[RESUMES_PER_BATCH];
     uint32_t n = 0;
     for (uint32_t i = 0; i < m->n_live && n < RESUMES_PER_BATCH; i++) {
-      pd_mleg_t *leg = m->live[i];
+      pd_mock_leg_t *leg = m->live[i];
       if (!leg->is_suspended || !leg->conn) continue;
       leg->is_suspended = 0;
       cs[n++] = leg->conn;
@@ -432,14 +435,14 @@ void pd_mock_del(pd_mock_t *m) {
     resume_all(m);
     pd_mock_http_stop(m);
   }
-  if (m->daemon) pd_mlog_int(m, "shutdown", NULL, "live_slots", m->live_slots);
-  for (uint32_t n = m->n_live; n-- > 0;) leg_free(m, m->live[n]); /* stuck in bootstrap */
-  pd_boot_free(m);
+  if (m->daemon) pd_mock_log_int(m, "shutdown", NULL, "live_slots", m->live_slots);
+  for (uint32_t n = m->n_live; n-- > 0;) leg_del(m, m->live[n]); /* stuck in bootstrap */
+  pd_mock_bootstrap_free(m);
   if (m->http_listen >= 0) close(m->http_listen);
   for (int i = 0; i < 2; i++)
     if (m->wake[i] >= 0) close(m->wake[i]);
   pd_heap_free(&m->timers);
-  pd_mledger_close(&m->ledger);
+  pd_mock_ledger_close(&m->ledger);
   pthread_mutex_destroy(&m->mu);
   free(m);
 }

@@ -1,7 +1,7 @@
 /* pd_mock: one SGLang-like PD worker (prefill or decode) on real sockets. An HTTP/1.1 server
  * (libmicrohttpd, internal polling thread, suspend/resume) speaks SGLang's wire format (W6.x),
  * a bootstrap rendezvous over TCP pairs prefill and decode by room (S5.x, docs/mock.md), and
- * one engine thread with a timer heap runs the worker model of mock_workers/pd_wmodel.c with
+ * one engine thread with a timer heap runs the worker model of mock_workers/pd_worker_model.c with
  * the faults of a scenario worker. Every request's ground truth goes to a JSON-lines event
  * log. No thread per request; all state behind one mutex. */
 #ifndef PD_MOCK_H
@@ -39,7 +39,7 @@
 
 typedef struct pd_mock_config {
   pd_role_t role;
-  const pd_scn_worker_t *worker; /* behaviour and faults; copied at pd_mock_new */
+  const pd_scenario_worker_t *worker; /* behaviour and faults; copied at pd_mock_new */
   uint32_t worker_index;         /* index of the worker in its scenario (seeds its faults) */
   uint64_t seed;                 /* scenario config.seed */
   double fault_rate;             /* scenario workload.fault_rate */
@@ -53,7 +53,7 @@ typedef struct pd_mock_config {
   int is_direct;                 /* decode: a request without bootstrap_room needs no KV */
   int is_clock_on_start;         /* crash_at_ms/restart_at_ms count from POST /pdref/start,
                                     not from start-up (a runner's workload time 0) */
-  const pd_tfault_t *tfaults;    /* the scenario's traffic faults (copied), n_tfaults of them */
+  const pd_traffic_fault_t *tfaults; /* the scenario's traffic faults (copied), n_tfaults of them */
   uint32_t n_tfaults;
   uint32_t n_requests;           /* workload.requests: the ledger's size */
   const char *ledger_path;       /* fault ledger shared with the run's other mocks; NULL: a

@@ -1,8 +1,8 @@
 /* The mock's HTTP side: libmicrohttpd with its internal polling thread and suspend/resume,
  * fed by the engine's accept loop (MHD_add_connection, so a crash can really refuse
- * connections). Routes, request bodies, and the worker model's output (pd_mo_*, in pd_mock.c)
- * turned into responses: an SSE stream read from the leg's buffer, or a whole response once it is
- * complete. A connection with nothing to send is suspended; the engine resumes it. */
+ * connections). Routes, request bodies, and the worker model's output (pd_mock_output_*, in
+ * pd_mock.c) turned into responses: an SSE stream read from the leg's buffer, or a whole response
+ * once it is complete. A connection with nothing to send is suspended; the engine resumes it. */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -36,12 +36,12 @@ static const struct {
 };
 
 /* Per HTTP request (libmicrohttpd's req_cls). */
-typedef struct pd_mctx {
+typedef struct pd_mock_http_ctx {
   int route, is_method_ok, is_too_large;
   const char *path; /* static route path */
   pd_buf_t body; /* at most PD_REQUEST_MAX_BODY_BYTES */
-  pd_mleg_t *leg;
-} pd_mctx_t;
+  pd_mock_leg_t *leg;
+} pd_mock_http_ctx_t;
 
 /* ---------- replies ---------- */
 
@@ -54,7 +54,7 @@ typedef struct pd_reply {
   const char *type;
   char *body; /* malloc'd; libmicrohttpd frees it */
   size_t len;
-  pd_mleg_t *leg; /* a callback response over this leg's output instead of body */
+  pd_mock_leg_t *leg; /* a callback response over this leg's output instead of body */
   uint64_t size;  /* its length: MHD_SIZE_UNKNOWN for a stream */
   int is_close;   /* Connection: close (the request's framing cannot be trusted) */
 } pd_reply_t;
@@ -104,7 +104,7 @@ static enum MHD_Result reply_send(pd_mock_t *m, struct MHD_Connection *c, pd_rep
     if (!rp->leg) return MHD_NO;
     pthread_mutex_lock(&m->mu);
     rp->leg->has_response = 0;
-    pd_mleg_maybe_free(m, rp->leg);
+    pd_mock_leg_del_if_unused(m, rp->leg);
     pthread_mutex_unlock(&m->mu);
     return MHD_NO;
   }
@@ -136,7 +136,7 @@ static int conn_fd(struct MHD_Connection *c) {
 
 /* ---------- responses of generation requests ---------- */
 
-static ssize_t reader_step(pd_mock_t *m, pd_mleg_t *leg, char *buf, size_t max) {
+static ssize_t reader_step(pd_mock_t *m, pd_mock_leg_t *leg, char *buf, size_t max) {
   if (m->stopping || leg->is_peer_closed) return MHD_CONTENT_READER_END_WITH_ERROR;
   size_t avail = leg->out.len - leg->out_off;
   if (avail) {
@@ -146,19 +146,19 @@ static ssize_t reader_step(pd_mock_t *m, pd_mleg_t *leg, char *buf, size_t max) 
     return (ssize_t)n;
   }
   switch (leg->end) {
-  case MO_END_NONE: /* nothing yet: sleep until the engine has more */
+  case PD_MOCK_OUTPUT_END_NONE: /* nothing yet: sleep until the engine has more */
     MHD_suspend_connection(leg->conn);
     leg->is_suspended = 1;
     return 0;
-  case MO_END_CLEAN: return MHD_CONTENT_READER_END_OF_STREAM;
-  case MO_END_READ: return MHD_CONTENT_READER_END_WITH_ERROR;
+  case PD_MOCK_OUTPUT_END_CLEAN: return MHD_CONTENT_READER_END_OF_STREAM;
+  case PD_MOCK_OUTPUT_END_READ: return MHD_CONTENT_READER_END_WITH_ERROR;
   default: reset_tcp(leg->fd); return MHD_CONTENT_READER_END_WITH_ERROR; /* reset */
   }
 }
 
 static ssize_t leg_reader(void *cls, uint64_t pos, char *buf, size_t max) {
   (void)pos;
-  pd_mleg_t *leg = cls;
+  pd_mock_leg_t *leg = cls;
   pd_mock_t *m = leg->m;
   pthread_mutex_lock(&m->mu);
   ssize_t n = reader_step(m, leg, buf, max);
@@ -167,21 +167,21 @@ static ssize_t leg_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 }
 
 static void leg_reader_free(void *cls) {
-  pd_mleg_t *leg = cls;
+  pd_mock_leg_t *leg = cls;
   pd_mock_t *m = leg->m;
   pthread_mutex_lock(&m->mu);
   leg->has_response = 0;
-  pd_mleg_maybe_free(m, leg);
+  pd_mock_leg_del_if_unused(m, leg);
   pthread_mutex_unlock(&m->mu);
 }
 
 /* Plan the head: an SSE stream read from the leg, a whole buffered response, or (body read
  * error) a response whose declared length is longer than what will come. */
-static enum MHD_Result plan_head(pd_mleg_t *leg, pd_reply_t *rp) {
+static enum MHD_Result plan_head(pd_mock_leg_t *leg, pd_reply_t *rp) {
   size_t avail = leg->out.len - leg->out_off;
   const char *type = leg->head_is_sse ? "text/event-stream" : "application/json";
   leg->head_queued = 1;
-  if (!leg->head_is_sse && leg->end == MO_END_CLEAN) {
+  if (!leg->head_is_sse && leg->end == PD_MOCK_OUTPUT_END_CLEAN) {
     enum MHD_Result rc = respond(rp, (unsigned)leg->head_status, type,
                                  pd_buf_str(&leg->out) + leg->out_off, avail);
     leg->out_off = leg->out.len = 0;
@@ -198,18 +198,19 @@ static enum MHD_Result plan_head(pd_mleg_t *leg, pd_reply_t *rp) {
 
 /* Called on the request's last header/body call and again after each resume until the head
  * is queued. */
-static enum MHD_Result progress(pd_mock_t *m, pd_mleg_t *leg, pd_reply_t *rp) {
+static enum MHD_Result progress(pd_mock_t *m, pd_mock_leg_t *leg, pd_reply_t *rp) {
   if (m->stopping || leg->is_peer_closed) return MHD_NO;
   if (leg->head_queued) return MHD_YES;
-  if (leg->end == MO_END_RESET || leg->end == MO_END_REFUSED) {
+  if (leg->end == PD_MOCK_OUTPUT_END_RESET || leg->end == PD_MOCK_OUTPUT_END_REFUSED) {
     reset_tcp(leg->fd);
     return MHD_NO;
   }
-  if (leg->end != MO_END_NONE && !leg->head_status) { /* a read error before any head */
+  if (leg->end != PD_MOCK_OUTPUT_END_NONE && !leg->head_status) { /* a read error before any head */
     leg->head_status = 200;
-    leg->head_is_sse = leg->is_stream && leg->end == MO_END_CLEAN;
+    leg->head_is_sse = leg->is_stream && leg->end == PD_MOCK_OUTPUT_END_CLEAN;
   }
-  if (leg->head_status && (leg->head_is_sse || leg->end != MO_END_NONE)) return plan_head(leg, rp);
+  if (leg->head_status && (leg->head_is_sse || leg->end != PD_MOCK_OUTPUT_END_NONE))
+    return plan_head(leg, rp);
   MHD_suspend_connection(leg->conn);
   leg->is_suspended = 1;
   return MHD_YES;
@@ -220,21 +221,21 @@ static const char *header(struct MHD_Connection *c, const char *name) {
 }
 
 /* The request index n of the runner's id "pdconf-<hex>-<n>" in the prompt, for the traffic
- * faults; PD_TFAULT_ANY when the prompt carries none. */
+ * faults; PD_TRAFFIC_FAULT_ANY when the prompt carries none. */
 static uint32_t body_index(const char *body, size_t len) {
   char tag[PD_MOCK_XRID_MAX];
-  pd_mreq_body_tag(body, len, tag, sizeof tag);
+  pd_mock_req_body_tag(body, len, tag, sizeof tag);
   const char *dash = strrchr(tag, '-');
   uint64_t n = 0;
-  if (!dash || !dash[1] || dash - tag < 8) return PD_TFAULT_ANY;
+  if (!dash || !dash[1] || dash - tag < 8) return PD_TRAFFIC_FAULT_ANY;
   for (const char *p = dash + 1; *p; p++) {
-    if (*p < '0' || *p > '9' || n > PD_SCN_MAX_REQUESTS) return PD_TFAULT_ANY;
+    if (*p < '0' || *p > '9' || n > PD_SCENARIO_MAX_REQUESTS) return PD_TRAFFIC_FAULT_ANY;
     n = n * 10 + (uint64_t)(*p - '0');
   }
-  return n < PD_SCN_MAX_REQUESTS ? (uint32_t)n : PD_TFAULT_ANY;
+  return n < PD_SCENARIO_MAX_REQUESTS ? (uint32_t)n : PD_TRAFFIC_FAULT_ANY;
 }
 
-static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x,
+static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mock_http_ctx_t *x,
                                  pd_reply_t *rp) {
   if (m->is_down) {
     reset_tcp(conn_fd(c));
@@ -245,31 +246,32 @@ static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mctx
   int rc = pd_request_parse(&r, NULL, x->path, pd_buf_str(&x->body), x->body.len,
                             PD_BATCH_RULE_REFERENCE, err, sizeof err);
   if (rc < 0) return respond_error(rp, rc == PD_ERR_TOO_LARGE ? 413 : 400, "invalid_request_error", err);
-  pd_mleg_t *leg = pd_mleg_new(m);
+  pd_mock_leg_t *leg = pd_mock_leg_new(m);
   if (!leg) {
     pd_request_free(&r);
     return respond_error(rp, 503, "server_busy", "mock: too many live requests");
   }
-  rc = pd_mreq_fill(leg, &r, (const char *)x->body.p, x->body.len, m->cfg.default_tokens, &m->rid_rng, err,
-                    sizeof err);
+  rc = pd_mock_req_fill(leg, &r, (const char *)x->body.p, x->body.len, m->cfg.default_tokens,
+                        &m->rid_rng, err, sizeof err);
   pd_request_free(&r);
   if (rc < 0) {
-    pd_mleg_maybe_free(m, leg);
+    pd_mock_leg_del_if_unused(m, leg);
     return respond_error(rp, 400, "invalid_request_error", err);
   }
-  pd_mreq_pick_xrid(header(c, "X-Request-Id"), (const char *)x->body.p, x->body.len, leg->xrid, sizeof leg->xrid);
+  pd_mock_req_pick_xrid(header(c, "X-Request-Id"), (const char *)x->body.p, x->body.len, leg->xrid,
+                        sizeof leg->xrid);
   leg->req_index = body_index((const char *)x->body.p, x->body.len);
   leg->path = x->path;
   leg->conn = c;
   leg->fd = conn_fd(c);
   leg->is_attached = 1;
   x->leg = leg;
-  pd_mlog_request(m, leg);
+  pd_mock_log_request(m, leg);
   leg->is_held = m->worker.open_delay_ms > 0; /* a late request: an abort may overtake it */
   if (leg->is_held)
     pd_mock_timer(m, leg, MT_OPEN, pd_mock_scaled_ns(m, m->worker.open_delay_ms));
   else
-    pd_mm_arrive(m, leg);
+    pd_mock_model_arrive(m, leg);
   return progress(m, leg, rp);
 }
 
@@ -309,7 +311,7 @@ static enum MHD_Result model_info(pd_reply_t *rp, int is_list) {
 }
 
 /* POST /abort_request {"rid": "..."} (or {"abort_all": true}): SGLang's prefix rule. */
-static enum MHD_Result abort_request(pd_mock_t *m, pd_reply_t *rp, pd_mctx_t *x) {
+static enum MHD_Result abort_request(pd_mock_t *m, pd_reply_t *rp, pd_mock_http_ctx_t *x) {
   cJSON *j = x->body.len ? cJSON_ParseWithLength((const char *)x->body.p, x->body.len) : NULL;
   const cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");
   const char *prefix = cJSON_IsString(rid) ? rid->valuestring : NULL;
@@ -319,14 +321,14 @@ static enum MHD_Result abort_request(pd_mock_t *m, pd_reply_t *rp, pd_mctx_t *x)
     return respond_error(rp, 400, "invalid_request_error",
                          j ? "rid: expected a string" : "body: malformed JSON");
   }
-  uint32_t n = pd_mm_abort_prefix(m, prefix);
+  uint32_t n = pd_mock_model_abort_prefix(m, prefix);
   cJSON_Delete(j);
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "aborted", n);
   return respond_cjson(rp, 200, o);
 }
 
-static enum MHD_Result dispatch(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_t *x,
+static enum MHD_Result dispatch(pd_mock_t *m, struct MHD_Connection *c, pd_mock_http_ctx_t *x,
                                 const char *url, pd_reply_t *rp) {
   if (x->is_too_large) { /* the body was read and dropped; the connection ends with it */
     rp->is_close = 1;
@@ -345,11 +347,11 @@ static enum MHD_Result dispatch(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_
   case R_MODELS: return model_info(rp, 1);
   case R_ABORT: return abort_request(m, rp, x);
   case R_FLUSH:
-    pd_mlog(m, "flush", NULL);
+    pd_mock_log(m, "flush", NULL);
     return respond(rp, 200, "text/plain", "Cache flushed.\n", 15);
   case R_START: {
     int started = pd_mock_clock_start(m);
-    if (started) pd_mlog(m, "clock_start", NULL);
+    if (started) pd_mock_log(m, "clock_start", NULL);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "started", started);
     return respond_cjson(rp, 200, o);
@@ -362,7 +364,7 @@ static enum MHD_Result dispatch(pd_mock_t *m, struct MHD_Connection *c, pd_mctx_
 
 static enum MHD_Result on_first(pd_mock_t *m, struct MHD_Connection *c, const char *url,
                                 const char *method, void **req_cls) {
-  pd_mctx_t *x = calloc(1, sizeof *x);
+  pd_mock_http_ctx_t *x = calloc(1, sizeof *x);
   if (!x) return MHD_NO;
   *req_cls = x;
   pd_buf_init(&x->body, PD_REQUEST_MAX_BODY_BYTES);
@@ -392,7 +394,7 @@ static enum MHD_Result on_first(pd_mock_t *m, struct MHD_Connection *c, const ch
   return MHD_YES;
 }
 
-static void take_body(pd_mctx_t *x, const char *data, size_t n) {
+static void take_body(pd_mock_http_ctx_t *x, const char *data, size_t n) {
   /* past the limit (or out of memory): keep reading and dropping it; answer 413 at the end */
   if (!x->is_too_large && pd_buf_append(NULL, &x->body, data, n)) x->is_too_large = 1;
 }
@@ -402,7 +404,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
                                  size_t *upload_size, void **req_cls) {
   (void)version;
   pd_mock_t *m = cls;
-  pd_mctx_t *x = *req_cls;
+  pd_mock_http_ctx_t *x = *req_cls;
   if (!x) return on_first(m, c, url, method, req_cls);
   if (*upload_size) {
     take_body(x, upload, *upload_size);
@@ -420,7 +422,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
   if (rp.is_set && rp.leg) { /* not sent after all: the leg's response reference goes */
     pthread_mutex_lock(&m->mu);
     rp.leg->has_response = 0;
-    pd_mleg_maybe_free(m, rp.leg);
+    pd_mock_leg_del_if_unused(m, rp.leg);
     pthread_mutex_unlock(&m->mu);
   }
   free(rp.body);
@@ -428,21 +430,21 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
 }
 
 /* The request is over (answered, failed, or the client left). */
-static void leg_detach(pd_mock_t *m, pd_mleg_t *leg, enum MHD_RequestTerminationCode toe) {
+static void leg_detach(pd_mock_t *m, pd_mock_leg_t *leg, enum MHD_RequestTerminationCode toe) {
   int is_client_gone = toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT ||
                        toe == MHD_REQUEST_TERMINATED_READ_ERROR;
   if (!leg->is_peer_closed && toe != MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN &&
-      (leg->wstate != WL_DONE || is_client_gone)) {
+      (leg->wstate != PD_WORKER_LEG_DONE || is_client_gone)) {
     leg->is_peer_closed = 1;
-    pd_mlog(m, "peer_closed", leg);
-    pd_mm_close(m, leg);
+    pd_mock_log(m, "peer_closed", leg);
+    pd_mock_model_close(m, leg);
   }
-  pd_mlog_int(m, "response_end", leg, "status", leg->head_queued ? leg->head_status : 0);
+  pd_mock_log_int(m, "response_end", leg, "status", leg->head_queued ? leg->head_status : 0);
   leg->is_attached = 0;
   leg->is_suspended = 0;
   leg->conn = NULL;
   leg->fd = -1;
-  pd_mleg_maybe_free(m, leg);
+  pd_mock_leg_del_if_unused(m, leg);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
@@ -455,7 +457,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
   pd_mock_t *m = cls;
   pd_httpd_request_over(&m->httpd, c);
-  pd_mctx_t *x = *req_cls;
+  pd_mock_http_ctx_t *x = *req_cls;
   if (!x) return;
   *req_cls = NULL;
   if (x->leg) {

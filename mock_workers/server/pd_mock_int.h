@@ -15,8 +15,8 @@
 #include "pd_mock.h"
 #include "pd_mock_ledger.h"
 #include "pd_request.h"
-#include "pd_world.h" /* pd_truth_t, pd_wl_state_t: the simulator's worker states */
-#include "pd_wshared.h"
+#include "pd_world.h" /* pd_truth_t, pd_worker_leg_state_t: the simulator's worker states */
+#include "pd_worker_shared.h"
 
 #define PD_MOCK_RID_MAX 256u
 #define PD_MOCK_XRID_MAX 128u
@@ -44,16 +44,16 @@ enum {
 
 /* How a leg's HTTP exchange ends once its queued bytes are written. */
 typedef enum {
-  MO_END_NONE = 0,
-  MO_END_CLEAN,   /* complete response (chunked: terminating chunk) */
-  MO_END_READ,    /* body read error: the connection is cut mid-body */
-  MO_END_RESET,   /* connection reset (RST) */
-  MO_END_REFUSED, /* connect_refused / worker down: RST before any byte */
-} pd_mo_end_t;
+  PD_MOCK_OUTPUT_END_NONE = 0,
+  PD_MOCK_OUTPUT_END_CLEAN,   /* complete response (chunked: terminating chunk) */
+  PD_MOCK_OUTPUT_END_READ,    /* body read error: the connection is cut mid-body */
+  PD_MOCK_OUTPUT_END_RESET,   /* connection reset (RST) */
+  PD_MOCK_OUTPUT_END_REFUSED, /* connect_refused / worker down: RST before any byte */
+} pd_mock_output_end_t;
 
 
 /* One generation request on this worker (a "leg" in the simulator's words). */
-typedef struct pd_mleg {
+typedef struct pd_mock_leg {
   struct pd_mock *m;
   uint64_t id;   /* mock-local request id ("req" in the log) */
   uint32_t slot; /* index in m->legs */
@@ -73,9 +73,9 @@ typedef struct pd_mleg {
   uint32_t tokens;
   char xrid[PD_MOCK_XRID_MAX];
   uint32_t req_index; /* the runner's request index from its id in the prompt, or
-                         PD_TFAULT_ANY (no traffic fault applies) */
-  /* the worker model (mock_workers/pd_wmodel.c) */
-  pd_wl_state_t wstate;
+                         PD_TRAFFIC_FAULT_ANY (no traffic fault applies) */
+  /* the worker model (mock_workers/pd_worker_model.c) */
+  pd_worker_leg_state_t wstate;
   int fault; /* pd_fault_kind_t or -1 */
   const pd_fault_t *fp;
   uint64_t lag_ms, drip_ms;
@@ -97,25 +97,32 @@ typedef struct pd_mleg {
   int head_status, head_is_sse, head_queued;
   pd_buf_t out;   /* rendered bytes; those before out_off were handed to libmicrohttpd */
   size_t out_off;
-  pd_mo_end_t end;
-} pd_mleg_t;
+  pd_mock_output_end_t end;
+} pd_mock_leg_t;
 
-typedef enum { BC_FREE = 0, BC_CONNECTING, BC_OPEN, BC_REGISTERED, BC_IGNORED, BC_PAIRED } pd_bc_state_t;
+typedef enum {
+  BOOTSTRAP_CONN_FREE = 0,
+  BOOTSTRAP_CONN_CONNECTING,
+  BOOTSTRAP_CONN_OPEN,
+  BOOTSTRAP_CONN_REGISTERED,
+  BOOTSTRAP_CONN_IGNORED,
+  BOOTSTRAP_CONN_PAIRED
+} pd_mock_bootstrap_conn_state_t;
 
 /* One bootstrap connection: on a prefill mock an accepted decode, on a decode mock its own
  * connection to a prefill's bootstrap server (docs/mock.md, "Bootstrap protocol"). */
-typedef struct pd_bconn {
+typedef struct pd_mock_bootstrap_conn {
   int fd;
-  pd_bc_state_t state;
+  pd_mock_bootstrap_conn_state_t state;
   uint32_t live_idx;
   uint64_t room, hash, seq;
-  uint32_t flags;      /* REG flags: PD_BOOT_F_KV_FAIL */
+  uint32_t flags;      /* REG flags: PD_MOCK_BOOTSTRAP_F_KV_FAIL */
   uint64_t t_open_ns;  /* prefill: when it was accepted (its REG line is due in time) */
-  pd_mleg_t *leg;      /* prefill: the paired prefill leg; decode: the owning decode leg */
+  pd_mock_leg_t *leg;      /* prefill: the paired prefill leg; decode: the owning decode leg */
   char rbuf[PD_MOCK_LINE_MAX];
   size_t rlen;
-} pd_bconn_t;
-#define PD_BOOT_F_KV_FAIL 1u
+} pd_mock_bootstrap_conn_t;
+#define PD_MOCK_BOOTSTRAP_F_KV_FAIL 1u
 
 typedef struct pd_aborted {
   char rid[PD_MOCK_RID_MAX];
@@ -124,7 +131,7 @@ typedef struct pd_aborted {
 
 struct pd_mock {
   pd_mock_config_t cfg;
-  pd_scn_worker_t worker;
+  pd_scenario_worker_t worker;
   pthread_mutex_t mu;
   pthread_t engine;       /* written by pd_mock_new, read by pd_mock_del only */
   pthread_t engine_tid;   /* the engine's own id, set under mu when it starts */
@@ -136,22 +143,22 @@ struct pd_mock {
   uint16_t port, boot_port;
   uint64_t t0_ns, poll_deadline_ns, next_peer_check_ns;
   uint64_t accept_pause_until_ns; /* engine only: out of descriptors, stop accepting a while */
-  uint64_t boot_expiry_ns;        /* engine only: the next overdue REG line (pd_boot_expire) */
+  uint64_t boot_expiry_ns; /* engine only: the next overdue REG line (pd_mock_bootstrap_expire) */
   int engine_asleep;
   pd_heap_t timers;
-  pd_mleg_t *legs[PD_MOCK_MAX_LEGS];
+  pd_mock_leg_t *legs[PD_MOCK_MAX_LEGS];
   uint32_t free_slots[PD_MOCK_MAX_LEGS], n_free;
-  pd_mleg_t *live[PD_MOCK_MAX_LEGS];
+  pd_mock_leg_t *live[PD_MOCK_MAX_LEGS];
   uint32_t n_live, live_slots;
-  pd_mleg_t *resume[PD_MOCK_MAX_LEGS];
+  pd_mock_leg_t *resume[PD_MOCK_MAX_LEGS];
   uint32_t n_resume;
-  pd_bconn_t *bc; /* PD_MOCK_MAX_BOOT_CONNS */
+  pd_mock_bootstrap_conn_t *bc; /* PD_MOCK_MAX_BOOT_CONNS */
   uint32_t bc_free[PD_MOCK_MAX_BOOT_CONNS], n_bc_free;
   uint32_t bc_live[PD_MOCK_MAX_BOOT_CONNS], n_bc_live;
   uint64_t next_id, next_seq;
   uint32_t received; /* generation requests received (nth for faults) */
-  pd_tfault_t tfaults[PD_SCN_MAX_TFAULTS];
-  pd_mledger_t ledger; /* mapped when there are traffic faults */
+  pd_traffic_fault_t tfaults[PD_SCENARIO_MAX_TRAFFIC_FAULTS];
+  pd_mock_ledger_t ledger; /* mapped when there are traffic faults */
   pd_prng_t fault_rng, rid_rng;
   pd_aborted_t aborted[PD_MOCK_ABORT_MEMORY];
   uint32_t aborted_next;
@@ -163,7 +170,7 @@ uint64_t pd_mock_now_ns(void);
 uint64_t pd_mock_scaled_ns(const pd_mock_t *m, uint64_t ms);
 /* Arm a timer for a leg (NULL leg: a worker timer); wakes the engine when it is earlier than
  * the engine's sleep. */
-void pd_mock_timer(pd_mock_t *m, pd_mleg_t *leg, int kind, uint64_t delay_ns);
+void pd_mock_timer(pd_mock_t *m, pd_mock_leg_t *leg, int kind, uint64_t delay_ns);
 /* POST /pdref/start (m->mu held): with cfg.is_clock_on_start, schedule the crash and restart
  * from now. 1 if it did, 0 if not asked for or already done. */
 int pd_mock_clock_start(pd_mock_t *m);
@@ -173,11 +180,11 @@ void pd_mock_accept_failed(pd_mock_t *m, int err);
 int pd_mock_accept_paused(const pd_mock_t *m);
 int pd_mock_on_engine(const pd_mock_t *m);
 /* A new leg in a free slot, or NULL (PD_MOCK_MAX_LEGS live, or no memory). */
-pd_mleg_t *pd_mleg_new(pd_mock_t *m);
+pd_mock_leg_t *pd_mock_leg_new(pd_mock_t *m);
 /* Free the leg when nothing refers to it any more (worker done, HTTP and response gone). */
-void pd_mleg_maybe_free(pd_mock_t *m, pd_mleg_t *leg);
+void pd_mock_leg_del_if_unused(pd_mock_t *m, pd_mock_leg_t *leg);
 /* Queue a resume of a suspended leg's connection (done by the engine, outside m->mu). */
-void pd_mock_want_resume(pd_mock_t *m, pd_mleg_t *leg);
+void pd_mock_want_resume(pd_mock_t *m, pd_mock_leg_t *leg);
 
 /* ---------- pd_mock_http.c ---------- */
 int pd_mock_http_start(pd_mock_t *m, char *err, size_t errlen);
@@ -187,72 +194,74 @@ int pd_mock_listen(const char *host, uint16_t port, int *fd, uint16_t *bound, ch
                    size_t errlen);
 void pd_mock_http_accept(pd_mock_t *m); /* engine: accept and hand to libmicrohttpd */
 /* Output of the worker model (the simulator's W2G messages). */
-void pd_mo_head(pd_mock_t *m, pd_mleg_t *leg, int status, int is_sse);
-void pd_mo_render(pd_mock_t *m, pd_mleg_t *leg, int kind, uint32_t arg);
-void pd_mo_end(pd_mock_t *m, pd_mleg_t *leg, pd_mo_end_t end);
-int pd_mo_can_send(const pd_mleg_t *leg);
+void pd_mock_output_head(pd_mock_t *m, pd_mock_leg_t *leg, int status, int is_sse);
+void pd_mock_output_render(pd_mock_t *m, pd_mock_leg_t *leg, int kind, uint32_t arg);
+void pd_mock_output_end(pd_mock_t *m, pd_mock_leg_t *leg, pd_mock_output_end_t end);
+int pd_mock_output_can_send(const pd_mock_leg_t *leg);
 
 /* ---------- pd_mock_model.c: the worker model on real sockets ---------- */
-void pd_mm_open(pd_mock_t *m, pd_mleg_t *leg);
-/* The request reaches the model: pd_mm_open, then the abort of an earlier /abort_request
+void pd_mock_model_open(pd_mock_t *m, pd_mock_leg_t *leg);
+/* The request reaches the model: pd_mock_model_open, then the abort of an earlier /abort_request
  * that named its rid (an abort that overtook it). */
-void pd_mm_arrive(pd_mock_t *m, pd_mleg_t *leg);
-void pd_mm_close(pd_mock_t *m, pd_mleg_t *leg); /* the client closed the connection */
-void pd_mm_abort(pd_mock_t *m, pd_mleg_t *leg); /* /abort_request matched the leg */
-void pd_mm_timer(pd_mock_t *m, pd_mleg_t *leg, int kind);
-void pd_mm_crash(pd_mock_t *m);
+void pd_mock_model_arrive(pd_mock_t *m, pd_mock_leg_t *leg);
+void pd_mock_model_close(pd_mock_t *m, pd_mock_leg_t *leg); /* the client closed the connection */
+void pd_mock_model_abort(pd_mock_t *m, pd_mock_leg_t *leg); /* /abort_request matched the leg */
+void pd_mock_model_timer(pd_mock_t *m, pd_mock_leg_t *leg, int kind);
+void pd_mock_model_crash(pd_mock_t *m);
 /* bootstrap events */
-void pd_mm_registered(pd_mock_t *m, int bc); /* prefill: a decode registered a room */
-void pd_mm_kv(pd_mock_t *m, pd_mleg_t *d, int is_ok); /* decode: KV arrived or failed */
-void pd_mm_boot_lost(pd_mock_t *m, pd_mleg_t *d);    /* decode: connection lost or refused */
+void pd_mock_model_registered(pd_mock_t *m, int bc); /* prefill: a decode registered a room */
+void pd_mock_model_kv(pd_mock_t *m, pd_mock_leg_t *d, int is_ok); /* decode: KV arrived or failed */
+void pd_mock_model_boot_lost(pd_mock_t *m,
+                             pd_mock_leg_t *d); /* decode: connection lost or refused */
 /* /abort_request: abort every live leg whose rid starts with prefix; returns the count. */
-uint32_t pd_mm_abort_prefix(pd_mock_t *m, const char *prefix);
+uint32_t pd_mock_model_abort_prefix(pd_mock_t *m, const char *prefix);
 /* A new request whose rid an earlier abort named (within PD_MOCK_ABORT_MEMORY_MS). */
-int pd_mm_was_aborted(pd_mock_t *m, const char *rid);
+int pd_mock_model_was_aborted(pd_mock_t *m, const char *rid);
 
 /* ---------- pd_bootstrap.c ---------- */
-int pd_boot_listen(pd_mock_t *m, char *err, size_t errlen);
-int pd_boot_init(pd_mock_t *m);
-void pd_boot_free(pd_mock_t *m);
-void pd_boot_close_all(pd_mock_t *m);
+int pd_mock_bootstrap_listen(pd_mock_t *m, char *err, size_t errlen);
+int pd_mock_bootstrap_init(pd_mock_t *m);
+void pd_mock_bootstrap_free(pd_mock_t *m);
+void pd_mock_bootstrap_close_all(pd_mock_t *m);
 /* Close accepted connections whose REG line is overdue (PD_MOCK_BOOT_REG_TIMEOUT_MS);
  * returns when the next one falls due, or UINT64_MAX. */
-uint64_t pd_boot_expire(pd_mock_t *m, uint64_t now_ns);
+uint64_t pd_mock_bootstrap_expire(pd_mock_t *m, uint64_t now_ns);
 /* Fill pollfds for the listener and every live connection; returns how many. */
-size_t pd_boot_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx);
-void pd_boot_on_poll(pd_mock_t *m, const struct pollfd *p, const uint32_t *idx, size_t n);
-void pd_boot_connect(pd_mock_t *m, pd_mleg_t *d);     /* decode: connect and register */
-int pd_boot_find_registered(pd_mock_t *m, uint64_t room); /* prefill: earliest REGISTERED */
-int pd_boot_send(pd_mock_t *m, int bc, const char *verb, uint64_t room);
-void pd_boot_close(pd_mock_t *m, int bc);             /* close without telling the model */
-pd_bconn_t *pd_boot_get(pd_mock_t *m, int bc);
+size_t pd_mock_bootstrap_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx);
+void pd_mock_bootstrap_on_poll(pd_mock_t *m, const struct pollfd *p, const uint32_t *idx, size_t n);
+void pd_mock_bootstrap_connect(pd_mock_t *m, pd_mock_leg_t *d); /* decode: connect and register */
+int pd_mock_bootstrap_find_registered(pd_mock_t *m,
+                                      uint64_t room); /* prefill: earliest REGISTERED */
+int pd_mock_bootstrap_send(pd_mock_t *m, int bc, const char *verb, uint64_t room);
+void pd_mock_bootstrap_close(pd_mock_t *m, int bc); /* close without telling the model */
+pd_mock_bootstrap_conn_t *pd_mock_bootstrap_get(pd_mock_t *m, int bc);
 
 /* ---------- pd_mock_req.c ---------- */
 /* Fill a leg from a parsed generation request (a missing rid is drawn from rid_rng). 0, or
  * PD_ERR_FIELD / PD_ERR_NOMEM with err. */
-int pd_mreq_fill(pd_mleg_t *leg, const pd_request_t *r, const char *body, size_t len,
+int pd_mock_req_fill(pd_mock_leg_t *leg, const pd_request_t *r, const char *body, size_t len,
                  uint32_t default_tokens, pd_prng_t *rid_rng, char *err, size_t errlen);
 /* JSON-escape s (without quotes) into a new string; NULL on allocation failure. */
-char *pd_mreq_escape(const char *s);
+char *pd_mock_req_escape(const char *s);
 /* The id the event log ties a leg by (x_request_id): the X-Request-Id header when it is a
  * conformance runner's id ("pdconf-..."), else the runner's id found in the body's prompt, else
  * the header (a gateway that sends its own uuid, as vLLM's proxies do, must not hide the
  * runner's id); empty when there is neither. header may be NULL. */
-void pd_mreq_pick_xrid(const char *header, const char *body, size_t len, char *out, size_t cap);
+void pd_mock_req_pick_xrid(const char *header, const char *body, size_t len, char *out, size_t cap);
 /* A conformance runner's id in the prompt ("pdconf-<hex>-<n>", pd_conform_client.c): every
  * gateway forwards the prompt to both legs. Empty when absent. */
-void pd_mreq_body_tag(const char *body, size_t len, char *out, size_t cap);
+void pd_mock_req_body_tag(const char *body, size_t len, char *out, size_t cap);
 
 /* ---------- pd_mock_log.c ---------- */
 /* One JSON line per event: ev + common leg fields (leg may be NULL). Extra fields are added
  * by the variants. All under m->mu, flushed per line. */
-void pd_mlog(pd_mock_t *m, const char *ev, const pd_mleg_t *leg);
-void pd_mlog_request(pd_mock_t *m, const pd_mleg_t *leg);
-void pd_mlog_str(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, const char *key,
+void pd_mock_log(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg);
+void pd_mock_log_request(pd_mock_t *m, const pd_mock_leg_t *leg);
+void pd_mock_log_str(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, const char *key,
                  const char *val);
-void pd_mlog_int(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, const char *key,
+void pd_mock_log_int(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, const char *key,
                  long long val);
-void pd_mlog_room(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, uint64_t room);
-const char *pd_mlog_truth(pd_truth_t t);
+void pd_mock_log_room(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, uint64_t room);
+const char *pd_mock_log_truth(pd_truth_t t);
 
 #endif

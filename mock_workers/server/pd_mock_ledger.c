@@ -20,7 +20,7 @@ typedef struct ledger_head {
 } ledger_head_t;
 
 _Static_assert(sizeof(ledger_head_t) <= 64, "ledger header fits its 64 bytes");
-_Static_assert(64 + PD_SCN_MAX_TFAULTS * sizeof(uint32_t) <= PD_LEDGER_HEADER_BYTES,
+_Static_assert(64 + PD_SCENARIO_MAX_TRAFFIC_FAULTS * sizeof(uint32_t) <= PD_LEDGER_HEADER_BYTES,
                "owners fit before the counters");
 
 static int fail(char *err, size_t errlen, int code, const char *path, const char *what) {
@@ -30,7 +30,7 @@ static int fail(char *err, size_t errlen, int code, const char *path, const char
 }
 
 /* Open (or make) the file and grow it to len; never shrinks a file another mock sized. */
-static int map_file(pd_mledger_t *l, const char *path, char *err, size_t errlen) {
+static int map_file(pd_mock_ledger_t *l, const char *path, char *err, size_t errlen) {
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return fail(err, errlen, PD_ERR_IO, path, "cannot open");
   struct stat st;
@@ -48,11 +48,11 @@ static int map_file(pd_mledger_t *l, const char *path, char *err, size_t errlen)
   return rc;
 }
 
-int pd_mledger_open(pd_mledger_t *l, const char *path, uint32_t n_requests, char *err,
+int pd_mock_ledger_open(pd_mock_ledger_t *l, const char *path, uint32_t n_requests, char *err,
                     size_t errlen) {
   memset(l, 0, sizeof *l);
   errno = 0;
-  if (n_requests == 0 || n_requests > PD_SCN_MAX_REQUESTS)
+  if (n_requests == 0 || n_requests > PD_SCENARIO_MAX_REQUESTS)
     return fail(err, errlen, PD_ERR_INVAL, path, "request count out of range");
   l->len = PD_LEDGER_HEADER_BYTES + 2u * (size_t)n_requests * sizeof(uint32_t);
   l->n_requests = n_requests;
@@ -73,7 +73,7 @@ int pd_mledger_open(pd_mledger_t *l, const char *path, uint32_t n_requests, char
   atomic_compare_exchange_strong(&h->n_requests, &none, n_requests);
   errno = 0;
   if (atomic_load(&h->magic) != LEDGER_MAGIC || atomic_load(&h->n_requests) != n_requests) {
-    pd_mledger_close(l);
+    pd_mock_ledger_close(l);
     return fail(err, errlen, PD_ERR_INVAL, path, "made for another scenario (magic or request "
                 "count differs)");
   }
@@ -82,12 +82,12 @@ int pd_mledger_open(pd_mledger_t *l, const char *path, uint32_t n_requests, char
   return 0;
 }
 
-void pd_mledger_close(pd_mledger_t *l) {
+void pd_mock_ledger_close(pd_mock_ledger_t *l) {
   if (l->map) munmap(l->map, l->len);
   memset(l, 0, sizeof *l);
 }
 
-uint32_t pd_mledger_next_leg(pd_mledger_t *l, uint32_t request, pd_role_t role) {
+uint32_t pd_mock_ledger_next_leg(pd_mock_ledger_t *l, uint32_t request, pd_role_t role) {
   if (!l->count || request >= l->n_requests || (unsigned)role > 1) return 0;
   return atomic_fetch_add(&l->count[2u * request + (uint32_t)role], 1u) + 1u;
 }

@@ -19,23 +19,23 @@
 
 #define PD_LEDGER_HEADER_BYTES 128u
 
-typedef struct pd_mledger {
+typedef struct pd_mock_ledger {
   void *map;
   size_t len;
   uint32_t n_requests;
-  _Atomic uint32_t *owner; /* PD_SCN_MAX_TFAULTS */
+  _Atomic uint32_t *owner; /* PD_SCENARIO_MAX_TRAFFIC_FAULTS */
   _Atomic uint32_t *count; /* 2 * n_requests */
-} pd_mledger_t;
+} pd_mock_ledger_t;
 
 /* Map the ledger for n_requests requests: path NULL for a private one, else the file (made
  * and sized when missing; a file made for another request count is an error). 0, or
  * PD_ERR_IO / PD_ERR_INVAL / PD_ERR_NOMEM with a message in err. */
-int pd_mledger_open(pd_mledger_t *l, const char *path, uint32_t n_requests, char *err,
+int pd_mock_ledger_open(pd_mock_ledger_t *l, const char *path, uint32_t n_requests, char *err,
                     size_t errlen);
-void pd_mledger_close(pd_mledger_t *l);
+void pd_mock_ledger_close(pd_mock_ledger_t *l);
 
 /* Count one more leg of role of request (0-based) and return its number (1-based); 0 when
  * the request is unknown or out of range (no traffic fault applies). */
-uint32_t pd_mledger_next_leg(pd_mledger_t *l, uint32_t request, pd_role_t role);
+uint32_t pd_mock_ledger_next_leg(pd_mock_ledger_t *l, uint32_t request, pd_role_t role);
 
 #endif

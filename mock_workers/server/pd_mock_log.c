@@ -8,7 +8,7 @@
 
 #include "pd_mock_int.h"
 
-const char *pd_mlog_truth(pd_truth_t t) {
+const char *pd_mock_log_truth(pd_truth_t t) {
   switch (t) {
   case PD_TRUTH_OK: return "ok";
   case PD_TRUTH_FAILED: return "failed";
@@ -25,7 +25,7 @@ static void add_u64_str(cJSON *j, const char *key, uint64_t v) {
   cJSON_AddStringToObject(j, key, b);
 }
 
-static cJSON *begin(const char *ev, const pd_mleg_t *leg) {
+static cJSON *begin(const char *ev, const pd_mock_leg_t *leg) {
   cJSON *j = cJSON_CreateObject();
   if (!j) return NULL;
   cJSON_AddNumberToObject(j, "t_us", (double)(pd_mock_now_ns() / 1000u));
@@ -50,11 +50,11 @@ static void end(pd_mock_t *m, cJSON *j) {
   cJSON_Delete(j);
 }
 
-void pd_mlog(pd_mock_t *m, const char *ev, const pd_mleg_t *leg) {
+void pd_mock_log(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg) {
   if (m->log) end(m, begin(ev, leg));
 }
 
-void pd_mlog_request(pd_mock_t *m, const pd_mleg_t *leg) {
+void pd_mock_log_request(pd_mock_t *m, const pd_mock_leg_t *leg) {
   if (!m->log) return;
   cJSON *j = begin("request", leg);
   if (!j) return;
@@ -83,7 +83,7 @@ void pd_mlog_request(pd_mock_t *m, const pd_mleg_t *leg) {
   end(m, j);
 }
 
-void pd_mlog_str(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, const char *key,
+void pd_mock_log_str(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, const char *key,
                  const char *val) {
   if (!m->log) return;
   cJSON *j = begin(ev, leg);
@@ -91,7 +91,7 @@ void pd_mlog_str(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, const char 
   end(m, j);
 }
 
-void pd_mlog_int(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, const char *key,
+void pd_mock_log_int(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, const char *key,
                  long long val) {
   if (!m->log) return;
   cJSON *j = begin(ev, leg);
@@ -99,7 +99,7 @@ void pd_mlog_int(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, const char 
   end(m, j);
 }
 
-void pd_mlog_room(pd_mock_t *m, const char *ev, const pd_mleg_t *leg, uint64_t room) {
+void pd_mock_log_room(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, uint64_t room) {
   if (!m->log) return;
   cJSON *j = begin(ev, leg);
   if (!j) return;

@@ -58,7 +58,7 @@ static int fail(char *err, size_t errlen, const char *msg) {
 /* Every room of a batch, for the event log (each batch item must get its own, G18). Rooms
  * past the first are read through cJSON's double: exact up to 2^53, as the rooms a PD
  * gateway draws are (R-ROOM: 53 bits). */
-static int read_rooms(pd_mleg_t *leg, const cJSON *room, char *err, size_t errlen) {
+static int read_rooms(pd_mock_leg_t *leg, const cJSON *room, char *err, size_t errlen) {
   leg->rooms = malloc((size_t)leg->n_rooms * sizeof *leg->rooms);
   if (!leg->rooms) {
     snprintf(err, errlen, "out of memory");
@@ -73,12 +73,12 @@ static int read_rooms(pd_mleg_t *leg, const cJSON *room, char *err, size_t errle
   return 0;
 }
 
-static int read_bootstrap(pd_mleg_t *leg, const cJSON *j, const char *body, size_t len,
+static int read_bootstrap(pd_mock_leg_t *leg, const cJSON *j, const char *body, size_t len,
                           char *err, size_t errlen) {
   const cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
   const cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_host");
   const cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
-  leg->rooms_hash = pd_wr_rooms_hash(room, host, port);
+  leg->rooms_hash = pd_wire_rooms_hash(room, host, port);
   leg->boot_port = -1;
   /* a batch carries arrays, one entry per item (R1.25, M8.2): the first item's address is
    * the batch's, as the first room keys the rendezvous */
@@ -109,7 +109,7 @@ static int read_bootstrap(pd_mleg_t *leg, const cJSON *j, const char *body, size
   return leg->n_rooms > 1 ? read_rooms(leg, room, err, errlen) : 0;
 }
 
-char *pd_mreq_escape(const char *s) {
+char *pd_mock_req_escape(const char *s) {
   cJSON *j = cJSON_CreateString(s);
   char *p = j ? cJSON_PrintUnformatted(j) : NULL;
   cJSON_Delete(j);
@@ -124,7 +124,7 @@ char *pd_mreq_escape(const char *s) {
   return out;
 }
 
-int pd_mreq_fill(pd_mleg_t *leg, const pd_request_t *r, const char *body, size_t len,
+int pd_mock_req_fill(pd_mock_leg_t *leg, const pd_request_t *r, const char *body, size_t len,
                  uint32_t default_tokens, pd_prng_t *rid_rng, char *err, size_t errlen) {
   const cJSON *j = r->json;
   leg->is_stream = r->is_stream;
@@ -146,7 +146,7 @@ int pd_mreq_fill(pd_mleg_t *leg, const pd_request_t *r, const char *body, size_t
   }
   leg->tokens = r->max_tokens ? r->max_tokens : default_tokens;
   if (leg->tokens > PD_MOCK_MAX_TOKENS) leg->tokens = PD_MOCK_MAX_TOKENS;
-  leg->rid_json = pd_mreq_escape(leg->rid);
+  leg->rid_json = pd_mock_req_escape(leg->rid);
   if (!leg->rid_json) {
     snprintf(err, errlen, "out of memory");
     return PD_ERR_NOMEM;
@@ -162,7 +162,7 @@ static int is_id_char(char ch) {
   return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
 }
 
-void pd_mreq_body_tag(const char *body, size_t len, char *out, size_t cap) {
+void pd_mock_req_body_tag(const char *body, size_t len, char *out, size_t cap) {
   static const char key[] = CONFORM_ID_PREFIX;
   out[0] = 0;
   if (!body || cap < 2) return;
@@ -177,13 +177,14 @@ void pd_mreq_body_tag(const char *body, size_t len, char *out, size_t cap) {
   }
 }
 
-void pd_mreq_pick_xrid(const char *header, const char *body, size_t len, char *out, size_t cap) {
+void pd_mock_req_pick_xrid(const char *header, const char *body, size_t len, char *out,
+                           size_t cap) {
   if (!cap) return;
   out[0] = 0;
   if (header && !strncmp(header, CONFORM_ID_PREFIX, sizeof CONFORM_ID_PREFIX - 1)) {
     snprintf(out, cap, "%s", header);
     return;
   }
-  pd_mreq_body_tag(body, len, out, cap);
+  pd_mock_req_body_tag(body, len, out, cap);
   if (!out[0] && header) snprintf(out, cap, "%s", header);
 }

@@ -21,36 +21,36 @@
 
 #include "pd_err.h"
 
-#define NB_PFX 16u         /* bytes of an event kept to classify it */
-#define NB_EPOLL_BATCH 256 /* ready fds per epoll_wait */
-#define NB_MAX_WAIT_MS 100 /* longest sleep, so stop and the deadline are seen */
-#define NB_MAX_INFO_PER_TURN 100000u
-#define NB_BODY_BYTES 384u
+#define NETBENCH_PFX 16u         /* bytes of an event kept to classify it */
+#define NETBENCH_EPOLL_BATCH 256 /* ready fds per epoll_wait */
+#define NETBENCH_MAX_WAIT_MS 100 /* longest sleep, so stop and the deadline are seen */
+#define NETBENCH_MAX_INFO_PER_TURN 100000u
+#define NETBENCH_BODY_BYTES 384u
 
-typedef struct nb_engine nb_engine_t;
+typedef struct netbench_engine netbench_engine_t;
 
-typedef struct nb_stream {
-  nb_engine_t *e;
+typedef struct netbench_stream {
+  netbench_engine_t *e;
   CURL *easy[2]; /* [0] measured stream, [1] PD path's prefill leg */
   int is_live[2];
-  char body[NB_BODY_BYTES];
+  char body[NETBENCH_BODY_BYTES];
   uint64_t t_start_ns, t_first_ns, t_last_ns;
   uint32_t tokens;
   int is_active, is_done_seen, is_error_event, is_failed, is_after_done;
-  char pfx[NB_PFX];
+  char pfx[NETBENCH_PFX];
   uint32_t plen;
   int prev_nl;
   uint64_t *gap_ns; /* this request's gaps, committed to the result if it ends ok */
   uint32_t n_gap, cap_gap;
-} nb_stream_t;
+} netbench_stream_t;
 
-struct nb_engine {
-  const pd_nb_run_t *run;
-  pd_nb_result_t *res;
+struct netbench_engine {
+  const pd_netbench_run_t *run;
+  pd_netbench_result_t *res;
   CURLM *multi;
   int ep;
   uint64_t timer_ns; /* libcurl's timeout; UINT64_MAX: none */
-  nb_stream_t *streams;
+  netbench_stream_t *streams;
   struct curl_slist *hdrs;
   uint32_t started, finished;
   uint32_t *idle; /* slots with no request, a stack */
@@ -63,13 +63,14 @@ struct nb_engine {
   uint64_t t0_ns, stagger_ns; /* first round: request i starts at t0 + i x stagger */
 };
 
-uint64_t pd_nb_now_ns(void) {
+uint64_t pd_netbench_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-__attribute__((format(printf, 2, 3))) static void note_error(nb_engine_t *e, const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) static void note_error(netbench_engine_t *e, const char *fmt,
+                                                             ...) {
   if (e->res->first_error[0]) return;
   va_list ap;
   va_start(ap, fmt);
@@ -79,13 +80,13 @@ __attribute__((format(printf, 2, 3))) static void note_error(nb_engine_t *e, con
 
 /* ---------- SSE counting ---------- */
 
-static int has_prefix(const nb_stream_t *s, const char *p) {
+static int has_prefix(const netbench_stream_t *s, const char *p) {
   size_t n = strlen(p);
   return s->plen >= n && memcmp(s->pfx, p, n) == 0;
 }
 
-static void event_end(nb_stream_t *s, uint64_t now) {
-  nb_engine_t *e = s->e;
+static void event_end(netbench_stream_t *s, uint64_t now) {
+  netbench_engine_t *e = s->e;
   if (!has_prefix(s, "data:")) return; /* comment or other field */
   if (has_prefix(s, "data: [DONE]")) {
     s->is_done_seen = 1;
@@ -108,16 +109,16 @@ static void event_end(nb_stream_t *s, uint64_t now) {
   if (s->n_gap < s->cap_gap) s->gap_ns[s->n_gap++] = gap;
 }
 
-static void pfx_add(nb_stream_t *s, const char *p, size_t n) {
-  size_t k = NB_PFX - s->plen < n ? NB_PFX - s->plen : n;
+static void pfx_add(netbench_stream_t *s, const char *p, size_t n) {
+  size_t k = NETBENCH_PFX - s->plen < n ? NETBENCH_PFX - s->plen : n;
   memcpy(s->pfx + s->plen, p, k);
   s->plen += (uint32_t)k;
 }
 
 static size_t body_cb(char *p, size_t size, size_t nmemb, void *ud) {
-  nb_stream_t *s = ud;
+  netbench_stream_t *s = ud;
   size_t len = size * nmemb, i = 0;
-  uint64_t now = pd_nb_now_ns();
+  uint64_t now = pd_netbench_now_ns();
   s->e->res->reads++;
   while (i < len) { /* bounded: i grows every pass */
     const char *nl = memchr(p + i, '\n', len - i);
@@ -151,7 +152,7 @@ static size_t discard_cb(char *p, size_t size, size_t nmemb, void *ud) {
 static int sock_cb(CURL *easy, curl_socket_t fd, int what, void *ud, void *sockp) {
   (void)easy;
   (void)sockp;
-  nb_engine_t *e = ud;
+  netbench_engine_t *e = ud;
   if (what == CURL_POLL_REMOVE) {
     epoll_ctl(e->ep, EPOLL_CTL_DEL, fd, NULL);
     return 0;
@@ -167,12 +168,14 @@ static int sock_cb(CURL *easy, curl_socket_t fd, int what, void *ud, void *sockp
 
 static int timer_cb(CURLM *multi, long timeout_ms, void *ud) {
   (void)multi;
-  nb_engine_t *e = ud;
-  e->timer_ns = timeout_ms < 0 ? UINT64_MAX : pd_nb_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  netbench_engine_t *e = ud;
+  e->timer_ns =
+      timeout_ms < 0 ? UINT64_MAX : pd_netbench_now_ns() + (uint64_t)timeout_ms * 1000000ull;
   return 0;
 }
 
-static CURL *easy_new(nb_engine_t *e, nb_stream_t *s, const char *url, int is_measured) {
+static CURL *easy_new(netbench_engine_t *e, netbench_stream_t *s, const char *url,
+                      int is_measured) {
   CURL *c = curl_easy_init();
   if (!c) return NULL;
   curl_easy_setopt(c, CURLOPT_URL, url);
@@ -188,14 +191,14 @@ static CURL *easy_new(nb_engine_t *e, nb_stream_t *s, const char *url, int is_me
   return c;
 }
 
-static int n_legs(const nb_engine_t *e) {
-  return e->run->path == PD_NB_PD ? 2 : 1;
+static int n_legs(const netbench_engine_t *e) {
+  return e->run->path == PD_NETBENCH_PD ? 2 : 1;
 }
 
-static void body_fill(nb_engine_t *e, nb_stream_t *s) {
-  const pd_nb_run_t *r = e->run;
+static void body_fill(netbench_engine_t *e, netbench_stream_t *s) {
+  const pd_netbench_run_t *r = e->run;
   char pd[160] = "";
-  if (r->path == PD_NB_PD)
+  if (r->path == PD_NETBENCH_PD)
     snprintf(pd, sizeof pd,
              ",\"bootstrap_host\":\"127.0.0.1\",\"bootstrap_port\":%u,\"bootstrap_room\":%" PRIu64,
              (unsigned)r->bootstrap_port, e->room++);
@@ -206,8 +209,8 @@ static void body_fill(nb_engine_t *e, nb_stream_t *s) {
 }
 
 /* The request in slot s is over (every leg finished): judge it, count it, free the slot. */
-static void stream_finish(nb_engine_t *e, nb_stream_t *s) {
-  pd_nb_result_t *r = e->res;
+static void stream_finish(netbench_engine_t *e, netbench_stream_t *s) {
+  pd_netbench_result_t *r = e->res;
   s->is_active = 0;
   e->finished++;
   e->idle[e->n_idle++] = (uint32_t)(s - e->streams);
@@ -238,13 +241,13 @@ static void stream_finish(nb_engine_t *e, nb_stream_t *s) {
 }
 
 /* Start the next request in an idle slot. A leg libcurl refuses fails the request. */
-static void stream_start(nb_engine_t *e) {
-  nb_stream_t *s = &e->streams[e->idle[--e->n_idle]];
+static void stream_start(netbench_engine_t *e) {
+  netbench_stream_t *s = &e->streams[e->idle[--e->n_idle]];
   e->started++;
   body_fill(e, s);
   s->tokens = s->n_gap = s->plen = 0;
   s->is_done_seen = s->is_error_event = s->is_failed = s->is_after_done = s->prev_nl = 0;
-  s->t_start_ns = s->t_first_ns = pd_nb_now_ns();
+  s->t_start_ns = s->t_first_ns = pd_netbench_now_ns();
   s->is_active = 1;
   for (int k = n_legs(e) - 1; k >= 0; k--) { /* PD: both legs go out in the same turn */
     curl_easy_setopt(s->easy[k], CURLOPT_POSTFIELDSIZE, (long)strlen(s->body));
@@ -258,10 +261,10 @@ static void stream_start(nb_engine_t *e) {
   if (!s->is_live[0] && !s->is_live[1]) stream_finish(e, s);
 }
 
-static void leg_done(nb_engine_t *e, CURL *easy, CURLcode rc) {
+static void leg_done(netbench_engine_t *e, CURL *easy, CURLcode rc) {
   char *priv = NULL;
   curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
-  nb_stream_t *s = (nb_stream_t *)(void *)priv;
+  netbench_stream_t *s = (netbench_stream_t *)(void *)priv;
   if (!s) return;
   int k = s->easy[1] == easy ? 1 : 0;
   long status = 0;
@@ -280,9 +283,9 @@ static void leg_done(nb_engine_t *e, CURL *easy, CURLcode rc) {
 }
 
 /* Cut every open request (deadline or stop): each counts as an error. */
-static void cut_all(nb_engine_t *e, const char *why) {
+static void cut_all(netbench_engine_t *e, const char *why) {
   for (uint32_t i = 0; i < e->run->concurrency; i++) {
-    nb_stream_t *s = &e->streams[i];
+    netbench_stream_t *s = &e->streams[i];
     if (!s->is_active) continue;
     for (int k = 0; k < 2; k++)
       if (s->is_live[k]) {
@@ -295,9 +298,9 @@ static void cut_all(nb_engine_t *e, const char *why) {
   }
 }
 
-static void drain_info(nb_engine_t *e) {
+static void drain_info(netbench_engine_t *e) {
   int left = 0;
-  for (uint32_t i = 0; i < NB_MAX_INFO_PER_TURN; i++) {
+  for (uint32_t i = 0; i < NETBENCH_MAX_INFO_PER_TURN; i++) {
     CURLMsg *m = curl_multi_info_read(e->multi, &left);
     if (!m) break;
     if (m->msg == CURLMSG_DONE) leg_done(e, m->easy_handle, m->data.result);
@@ -305,9 +308,9 @@ static void drain_info(nb_engine_t *e) {
 }
 
 /* One turn: start what may start, sleep until a socket or libcurl's timer, act on both. */
-static void turn(nb_engine_t *e, uint64_t deadline_ns) {
+static void turn(netbench_engine_t *e, uint64_t deadline_ns) {
   int running = 0;
-  uint64_t now = pd_nb_now_ns(), next_start = UINT64_MAX;
+  uint64_t now = pd_netbench_now_ns(), next_start = UINT64_MAX;
   while (e->n_idle && e->started < e->requests) { /* bounded by requests */
     if (e->started < e->run->concurrency && e->stagger_ns) {
       next_start = e->t0_ns + e->started * e->stagger_ns;
@@ -316,27 +319,28 @@ static void turn(nb_engine_t *e, uint64_t deadline_ns) {
     }
     stream_start(e);
   }
-  now = pd_nb_now_ns(); /* after the starts: libcurl's timer is due now, wait 0 */
+  now = pd_netbench_now_ns(); /* after the starts: libcurl's timer is due now, wait 0 */
   uint64_t until = e->timer_ns < deadline_ns ? e->timer_ns : deadline_ns;
   if (next_start < until) until = next_start;
   int wait_ms = until <= now ? 0 : (int)((until - now + 999999u) / 1000000u);
-  if (wait_ms > NB_MAX_WAIT_MS) wait_ms = NB_MAX_WAIT_MS;
-  struct epoll_event evs[NB_EPOLL_BATCH];
-  int n = epoll_wait(e->ep, evs, NB_EPOLL_BATCH, wait_ms);
+  if (wait_ms > NETBENCH_MAX_WAIT_MS) wait_ms = NETBENCH_MAX_WAIT_MS;
+  struct epoll_event evs[NETBENCH_EPOLL_BATCH];
+  int n = epoll_wait(e->ep, evs, NETBENCH_EPOLL_BATCH, wait_ms);
   for (int i = 0; i < n; i++) {
     int flags = (evs[i].events & (EPOLLIN | EPOLLHUP) ? CURL_CSELECT_IN : 0) |
                 (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
                 (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
     curl_multi_socket_action(e->multi, evs[i].data.fd, flags, &running);
   }
-  if (e->timer_ns <= pd_nb_now_ns()) {
+  if (e->timer_ns <= pd_netbench_now_ns()) {
     e->timer_ns = UINT64_MAX;
     curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
   }
   drain_info(e);
 }
 
-static int engine_init(nb_engine_t *e, const pd_nb_run_t *run, pd_nb_result_t *res) {
+static int engine_init(netbench_engine_t *e, const pd_netbench_run_t *run,
+                       pd_netbench_result_t *res) {
   uint32_t c = run->concurrency;
   e->run = run;
   e->res = res;
@@ -356,21 +360,23 @@ static int engine_init(nb_engine_t *e, const pd_nb_run_t *run, pd_nb_result_t *r
   curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
   curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, (long)(2 * c + 16));
   uint32_t per_stream = run->tokens - 1;
-  if (run->is_recording && per_stream > PD_NB_MAX_GAPS / c) per_stream = PD_NB_MAX_GAPS / c;
+  if (run->is_recording && per_stream > PD_NETBENCH_MAX_GAPS / c)
+    per_stream = PD_NETBENCH_MAX_GAPS / c;
   uint64_t want_gaps = (uint64_t)run->requests * (run->tokens - 1);
-  e->cap_gap = run->is_recording ? (want_gaps < PD_NB_MAX_GAPS ? want_gaps : PD_NB_MAX_GAPS) : 0;
+  e->cap_gap =
+      run->is_recording ? (want_gaps < PD_NETBENCH_MAX_GAPS ? want_gaps : PD_NETBENCH_MAX_GAPS) : 0;
   if (run->is_recording) {
     res->ttft_ns = calloc(run->requests, sizeof *res->ttft_ns);
     res->gap_ns = calloc(e->cap_gap ? e->cap_gap : 1, sizeof *res->gap_ns);
     if (!res->ttft_ns || !res->gap_ns) return PD_ERR_NOMEM;
   }
   for (uint32_t i = 0; i < c; i++) {
-    nb_stream_t *s = &e->streams[i];
+    netbench_stream_t *s = &e->streams[i];
     s->e = e;
     e->idle[e->n_idle++] = c - 1 - i;
     s->easy[0] = easy_new(e, s, run->url, 1);
     if (!s->easy[0]) return PD_ERR_NOMEM;
-    if (run->path == PD_NB_PD && !(s->easy[1] = easy_new(e, s, run->prefill_url, 0)))
+    if (run->path == PD_NETBENCH_PD && !(s->easy[1] = easy_new(e, s, run->prefill_url, 0)))
       return PD_ERR_NOMEM;
     if (run->is_recording && per_stream) {
       s->cap_gap = per_stream;
@@ -380,9 +386,9 @@ static int engine_init(nb_engine_t *e, const pd_nb_run_t *run, pd_nb_result_t *r
   return 0;
 }
 
-static void engine_free(nb_engine_t *e) {
+static void engine_free(netbench_engine_t *e) {
   for (uint32_t i = 0; e->streams && i < e->run->concurrency; i++) {
-    nb_stream_t *s = &e->streams[i];
+    netbench_stream_t *s = &e->streams[i];
     for (int k = 0; k < 2; k++) {
       if (!s->easy[k]) continue;
       if (s->is_live[k] && e->multi) curl_multi_remove_handle(e->multi, s->easy[k]);
@@ -404,21 +410,21 @@ static int cmp_u64(const void *a, const void *b) {
 
 /* Run `requests` requests of `tokens` tokens on the engine's slots, until done, stopped or
  * past the deadline; errors land in e->res. */
-static void batch(nb_engine_t *e, uint32_t requests, uint32_t tokens, int is_recording,
+static void batch(netbench_engine_t *e, uint32_t requests, uint32_t tokens, int is_recording,
                   uint64_t deadline_ns) {
   e->requests = requests;
   e->tokens = tokens;
   e->is_recording = is_recording;
   e->started = e->finished = 0;
-  e->t0_ns = pd_nb_now_ns();
+  e->t0_ns = pd_netbench_now_ns();
   e->stagger_ns = is_recording ? e->run->stagger_ns : 0;
-  /* bounded: every turn waits at most NB_MAX_WAIT_MS, and the deadline ends the loop */
+  /* bounded: every turn waits at most NETBENCH_MAX_WAIT_MS, and the deadline ends the loop */
   while (e->finished < requests) {
     if (e->run->stop && *e->run->stop) {
       cut_all(e, "interrupted");
       break;
     }
-    if (pd_nb_now_ns() >= deadline_ns) {
+    if (pd_netbench_now_ns() >= deadline_ns) {
       cut_all(e, "timed out: the run's bound passed with requests still open");
       break;
     }
@@ -427,13 +433,14 @@ static void batch(nb_engine_t *e, uint32_t requests, uint32_t tokens, int is_rec
   e->res->errors += requests - e->finished; /* never started (stop or deadline) */
 }
 
-int pd_nb_run(const pd_nb_run_t *run, pd_nb_result_t *res) {
+int pd_netbench_run(const pd_netbench_run_t *run, pd_netbench_result_t *res) {
   memset(res, 0, sizeof *res);
-  if (!run || !run->url || run->concurrency == 0 || run->concurrency > PD_NB_MAX_CONCURRENCY ||
-      run->requests == 0 || run->requests > PD_NB_MAX_REQUESTS || run->tokens == 0 ||
-      run->tokens > PD_NB_MAX_TOKENS || (run->path == PD_NB_PD && !run->prefill_url))
+  if (!run || !run->url || run->concurrency == 0 ||
+      run->concurrency > PD_NETBENCH_MAX_CONCURRENCY || run->requests == 0 ||
+      run->requests > PD_NETBENCH_MAX_REQUESTS || run->tokens == 0 ||
+      run->tokens > PD_NETBENCH_MAX_TOKENS || (run->path == PD_NETBENCH_PD && !run->prefill_url))
     return PD_ERR_INVAL;
-  nb_engine_t e;
+  netbench_engine_t e;
   memset(&e, 0, sizeof e);
   e.ep = -1;
   int rc = engine_init(&e, run, res);
@@ -442,9 +449,9 @@ int pd_nb_run(const pd_nb_run_t *run, pd_nb_result_t *res) {
     engine_free(&e);
     return rc;
   }
-  uint64_t deadline = pd_nb_now_ns() + run->timeout_ns;
+  uint64_t deadline = pd_netbench_now_ns() + run->timeout_ns;
   if (run->is_warmup) { /* one unmeasured request per slot: connections open, pools warm */
-    pd_nb_result_t warm;
+    pd_netbench_result_t warm;
     memset(&warm, 0, sizeof warm);
     e.res = &warm;
     batch(&e, run->concurrency, 1, 0, deadline);
@@ -453,16 +460,16 @@ int pd_nb_run(const pd_nb_run_t *run, pd_nb_result_t *res) {
       snprintf(res->first_error, sizeof res->first_error, "warm-up: %.180s", warm.first_error);
     e.res = res;
   }
-  uint64_t t0 = pd_nb_now_ns();
+  uint64_t t0 = pd_netbench_now_ns();
   batch(&e, run->requests, run->tokens, run->is_recording, deadline);
-  res->wall_ns = pd_nb_now_ns() - t0;
+  res->wall_ns = pd_netbench_now_ns() - t0;
   engine_free(&e);
   if (res->ttft_ns) qsort(res->ttft_ns, res->n_ttft, sizeof *res->ttft_ns, cmp_u64);
   if (res->gap_ns) qsort(res->gap_ns, res->n_gap, sizeof *res->gap_ns, cmp_u64);
   return 0;
 }
 
-void pd_nb_result_free(pd_nb_result_t *res) {
+void pd_netbench_result_free(pd_netbench_result_t *res) {
   if (!res) return;
   free(res->ttft_ns);
   free(res->gap_ns);
@@ -470,7 +477,7 @@ void pd_nb_result_free(pd_nb_result_t *res) {
   res->n_ttft = res->n_gap = 0;
 }
 
-uint64_t pd_nb_percentile(const uint64_t *v, uint64_t n, double p) {
+uint64_t pd_netbench_percentile(const uint64_t *v, uint64_t n, double p) {
   if (!n) return 0;
   double rank = p / 100.0 * (double)n;
   uint64_t k = (uint64_t)rank;
@@ -482,17 +489,19 @@ uint64_t pd_nb_percentile(const uint64_t *v, uint64_t n, double p) {
 
 /* ---------- the processes under test ---------- */
 
-int pd_nb_child_start(pd_nb_child_t *c, const char *exe, char *const args[], const char *err_path,
-                      char *line, size_t cap, uint32_t timeout_ms,
-                      const volatile sig_atomic_t *stop) {
+int pd_netbench_child_start(pd_netbench_child_t *c, const char *exe, char *const args[],
+                            const char *err_path, char *line, size_t cap, uint32_t timeout_ms,
+                            const volatile sig_atomic_t *stop) {
   pd_proc_opts_t o = {.err_path = err_path, .is_err_append = 1, .is_group = 1};
   if (pd_proc_spawn(c, exe, args, &o) != 0) return -1;
   return pd_proc_read_line(c, line, cap, timeout_ms, stop);
 }
 
-void pd_nb_child_stop(pd_nb_child_t *c, uint32_t timeout_ms) { pd_proc_stop(c, timeout_ms); }
+void pd_netbench_child_stop(pd_netbench_child_t *c, uint32_t timeout_ms) {
+  pd_proc_stop(c, timeout_ms);
+}
 
-long pd_nb_proc_hwm_kib(pid_t pid) {
+long pd_netbench_proc_hwm_kib(pid_t pid) {
   char path[64], line[256];
   long kib = 0;
   snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
@@ -504,7 +513,7 @@ long pd_nb_proc_hwm_kib(pid_t pid) {
   return kib;
 }
 
-double pd_nb_proc_cpu_s(pid_t pid) {
+double pd_netbench_proc_cpu_s(pid_t pid) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
   FILE *f = fopen(path, "r");

@@ -12,7 +12,7 @@
 #include "pd_conform_int.h"
 #include "pd_conform_metrics.h"
 
-#define ALL_INVARIANTS ((1u << PD_INV_COUNT) - 1u)
+#define ALL_INVARIANTS ((1u << PD_INVARIANT_COUNT) - 1u)
 #define SETTLE_MARGIN_MS 25u /* after grace: the mocks poll idle peers every 20 ms */
 #define BOUND_SLACK_MS 250u  /* a request is given up this long after its I1 bound */
 #define CMD_MAX 16384u
@@ -36,7 +36,8 @@ void pd_conform_set_label(pd_conform_opts_t *o, const char *label) {
 
 uint32_t pd_conform_judged_mask(const pd_conform_opts_t *o) {
   uint32_t m = ALL_INVARIANTS & ~PD_CONFORM_UNJUDGED;
-  if (!o->has_mode) m &= ~PD_CONFORM_BIT(PD_INV_ATTEMPTS); /* the attempt limit is the mode's */
+  if (!o->has_mode)
+    m &= ~PD_CONFORM_BIT(PD_INVARIANT_ATTEMPTS); /* the attempt limit is the mode's */
   return m;
 }
 
@@ -70,7 +71,7 @@ static uint64_t scaled_ms(double ns, double scale) {
 /* {pdref_gateway_args}: `pdref gateway` flags for the simulator's gateway settings, scaled.
  * With a mode label: that mode's defaults plus the scenario; without: the scenario only. */
 static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char *out, size_t cap) {
-  const pd_scn_config_t *sc = &s->config;
+  const pd_scenario_config_t *sc = &s->config;
   pd_gw_config_t c;
   pd_scenario_gw_config(s, o->has_mode ? o->mode : PD_MODE_REFERENCE, &c);
   size_t off = 0;
@@ -89,7 +90,7 @@ static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char 
         (unsigned long long)scaled_ms((double)c.retry.max_backoff_ms * 1e6, o->scale));
   uint32_t bf = o->has_mode ? c.breaker.failure_threshold : sc->breaker_failure_threshold;
   if (bf) ADD(" --breaker-failures %u", bf == UINT32_MAX ? 0u : bf);
-  const struct { const char *flag; uint64_t ns, scn_ms; } t[] = {
+  const struct { const char *flag; uint64_t ns, scenario_ms; } t[] = {
       {"--breaker-open-ms", bf == UINT32_MAX ? 0 : c.breaker.open_ns, sc->breaker_open_ms},
       {"--breaker-window-ms", bf == UINT32_MAX ? 0 : c.breaker.window_ns, 0},
       {"--head-timeout-ms", c.head_timeout_ns, sc->head_timeout_ms},
@@ -102,7 +103,7 @@ static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char 
       {"--tail-timeout-ms", c.prefill_tail_timeout_ns, sc->tail_timeout_ms},
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-    uint64_t ns = o->has_mode ? t[i].ns : t[i].scn_ms * PD_CF_MS;
+    uint64_t ns = o->has_mode ? t[i].ns : t[i].scenario_ms * PD_CONFORM_MS;
     if (ns) ADD(" %s %llu", t[i].flag, (unsigned long long)scaled_ms((double)ns, o->scale));
   }
 #undef ADD
@@ -216,9 +217,9 @@ static void raise_fd_limit(void) {
   setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-static void remove_dir(pd_cf_run_t *run) {
+static void remove_dir(pd_conform_runner_t *run) {
   if (!run->dir[0]) return;
-  char p[PD_CF_PATH_MAX + 32];
+  char p[PD_CONFORM_PATH_MAX + 32];
   static const char *const ext[] = {"jsonl", "out", "err"};
   for (uint32_t i = 0; i < run->s->n_workers; i++)
     for (int k = 0; k < 3; k++) {
@@ -233,40 +234,41 @@ static void remove_dir(pd_cf_run_t *run) {
 }
 
 /* The scaled scenario the checker reads (deadline, grace) and the judge context on it. */
-static int make_judge(pd_cf_run_t *run) {
+static int make_judge(pd_conform_runner_t *run) {
   const pd_scenario_t *s = run->s;
   const pd_conform_opts_t *o = run->o;
   run->ss = malloc(sizeof *run->ss);
   if (!run->ss) return -1;
   *run->ss = *s;
-  pd_scn_config_t *c = &run->ss->config;
+  pd_scenario_config_t *c = &run->ss->config;
   c->deadline_ms = scaled_ms((double)s->config.deadline_ms * 1e6, o->scale);
   c->grace_ms = scaled_ms((double)s->config.grace_ms * 1e6, o->scale);
   if (c->grace_ms < o->slack_ms) c->grace_ms = o->slack_ms;
-  run->grace_ns = c->grace_ms * PD_CF_MS;
-  run->bound_ns = (c->deadline_ms + BOUND_SLACK_MS) * PD_CF_MS + run->grace_ns;
-  if (o->bound_ms && o->bound_ms * PD_CF_MS > run->bound_ns) run->bound_ns = o->bound_ms * PD_CF_MS;
-  pd_cf_judge_init(run);
+  run->grace_ns = c->grace_ms * PD_CONFORM_MS;
+  run->bound_ns = (c->deadline_ms + BOUND_SLACK_MS) * PD_CONFORM_MS + run->grace_ns;
+  if (o->bound_ms && o->bound_ms * PD_CONFORM_MS > run->bound_ns)
+    run->bound_ns = o->bound_ms * PD_CONFORM_MS;
+  pd_conform_judge_init(run);
   return 0;
 }
 
 /* Wait until every request that ended has had its grace (so a slot freed late is seen late). */
-static void settle(pd_cf_run_t *run) {
+static void settle(pd_conform_runner_t *run) {
   uint64_t until = 0;
   for (uint32_t i = 0; i < run->n_reqs; i++) {
-    const pd_creq_t *c = &run->reqs[i].c;
+    const pd_client_request_t *c = &run->reqs[i].c;
     if ((c->ended || c->gone) && c->t_end > until) until = c->t_end;
   }
-  until += run->grace_ns + SETTLE_MARGIN_MS * PD_CF_MS;
-  for (uint32_t guard = 0; guard < 100000 && !pd_cf_stopping(run); guard++) {
-    uint64_t now = pd_cf_now(run);
+  until += run->grace_ns + SETTLE_MARGIN_MS * PD_CONFORM_MS;
+  for (uint32_t guard = 0; guard < 100000 && !pd_conform_stopping(run); guard++) {
+    uint64_t now = pd_conform_now(run);
     if (now >= until) break;
-    uint64_t left = (until - now) / PD_CF_MS;
-    pd_cf_sleep_ms(left > 20 ? 20 : left ? (unsigned)left : 1);
+    uint64_t left = (until - now) / PD_CONFORM_MS;
+    pd_conform_sleep_ms(left > 20 ? 20 : left ? (unsigned)left : 1);
   }
 }
 
-static int setup_and_drive(pd_cf_run_t *run, char *err, size_t cap) {
+static int setup_and_drive(pd_conform_runner_t *run, char *err, size_t cap) {
   const pd_scenario_t *s = run->s;
   const char *root = run->o->tmp_root ? run->o->tmp_root : getenv("TMPDIR");
   int n = snprintf(run->dir, sizeof run->dir, "%s/pdref-conform-XXXXXX",
@@ -277,11 +279,11 @@ static int setup_and_drive(pd_cf_run_t *run, char *err, size_t cap) {
     return -1;
   }
   snprintf(run->r->dir, sizeof run->r->dir, "%s", run->dir);
-  if (pd_cf_plan(run) || make_judge(run)) {
+  if (pd_conform_plan(run) || make_judge(run)) {
     snprintf(err, cap, "out of memory");
     return -1;
   }
-  uint16_t ports[PD_SCN_MAX_WORKERS], boot[PD_SCN_MAX_WORKERS];
+  uint16_t ports[PD_SCENARIO_MAX_WORKERS], boot[PD_SCENARIO_MAX_WORKERS];
   char *cmd = malloc(CMD_MAX);
   if (!cmd) return -1;
   memset(ports, 0, sizeof ports);
@@ -290,7 +292,7 @@ static int setup_and_drive(pd_cf_run_t *run, char *err, size_t cap) {
     free(cmd); /* a bad template fails before any process starts */
     return -1;
   }
-  if (pd_cf_start_mocks(run, err, cap)) {
+  if (pd_conform_start_mocks(run, err, cap)) {
     free(cmd);
     return -1;
   }
@@ -298,7 +300,7 @@ static int setup_and_drive(pd_cf_run_t *run, char *err, size_t cap) {
     ports[i] = run->wk[i].port;
     boot[i] = run->wk[i].boot_port;
   }
-  if (pd_cf_free_port(&run->gw_port)) {
+  if (pd_conform_free_port(&run->gw_port)) {
     snprintf(err, cap, "no free loopback port for the gateway");
     free(cmd);
     return -1;
@@ -306,18 +308,18 @@ static int setup_and_drive(pd_cf_run_t *run, char *err, size_t cap) {
   int rc = pd_conform_expand(s, run->o, run->o->gateway_cmd, ports, boot, run->gw_port, cmd,
                              CMD_MAX, err, cap);
   if (!rc) {
-    char p[PD_CF_PATH_MAX + 16];
+    char p[PD_CONFORM_PATH_MAX + 16];
     snprintf(p, sizeof p, "%s/gateway.cmd", run->dir);
     FILE *f = fopen(p, "w"); /* the expanded command line, for --keep readers */
     if (f) {
       fprintf(f, "%s\n", cmd);
       fclose(f);
     }
-    rc = pd_cf_start_gateway(run, cmd, err, cap);
+    rc = pd_conform_start_gateway(run, cmd, err, cap);
   }
   free(cmd);
   if (rc) return -1;
-  if (pd_cf_drive(run)) {
+  if (pd_conform_drive(run)) {
     snprintf(err, cap, "stopped");
     return -1;
   }
@@ -327,12 +329,12 @@ static int setup_and_drive(pd_cf_run_t *run, char *err, size_t cap) {
 
 /* The gateway's /metrics once the run has settled; while it still shows work held, read again
  * for up to QUIET_WAIT_MS (a gauge may lag the last close by a poll). */
-static char *read_metrics(pd_cf_run_t *run) {
-  char *m = pd_cf_scrape_metrics(run->gw_port, METRICS_TIMEOUT_MS);
-  for (unsigned waited = 0; m && pd_cf_metrics_busy(m) && waited < QUIET_WAIT_MS &&
-                            !pd_cf_stopping(run); waited += QUIET_POLL_MS) {
-    pd_cf_sleep_ms(QUIET_POLL_MS);
-    char *again = pd_cf_scrape_metrics(run->gw_port, METRICS_TIMEOUT_MS);
+static char *read_metrics(pd_conform_runner_t *run) {
+  char *m = pd_conform_scrape_metrics(run->gw_port, METRICS_TIMEOUT_MS);
+  for (unsigned waited = 0; m && pd_conform_metrics_busy(m) && waited < QUIET_WAIT_MS &&
+                            !pd_conform_stopping(run); waited += QUIET_POLL_MS) {
+    pd_conform_sleep_ms(QUIET_POLL_MS);
+    char *again = pd_conform_scrape_metrics(run->gw_port, METRICS_TIMEOUT_MS);
     if (!again) break;
     free(m);
     m = again;
@@ -340,9 +342,9 @@ static char *read_metrics(pd_cf_run_t *run) {
   return m;
 }
 
-static int leg_open_at_stop(const pd_cf_run_t *run) {
+static int leg_open_at_stop(const pd_conform_runner_t *run) {
   for (size_t i = 0; i < run->n_legs; i++) {
-    uint64_t c = pd_cf_leg_closed(&run->legs[i]);
+    uint64_t c = pd_conform_leg_closed(&run->legs[i]);
     if (!c || c >= run->t_gw_stop) return 1;
   }
   return 0;
@@ -350,7 +352,8 @@ static int leg_open_at_stop(const pd_cf_run_t *run) {
 
 /* The row's verdict once the legs are judged: the skip of an untrustworthy crash run, I4
  * from /metrics, the match against the expectation. */
-static void judge_row(pd_cf_run_t *run, const pd_scenario_t *s, pd_mode_t em, const char *metrics) {
+static void judge_row(pd_conform_runner_t *run, const pd_scenario_t *s, pd_mode_t em,
+                      const char *metrics) {
   pd_conform_result_t *r = run->r;
   r->requests = run->n_reqs;
   r->clean = (uint32_t)run->stats.clean_success;
@@ -373,13 +376,13 @@ static void judge_row(pd_cf_run_t *run, const pd_scenario_t *s, pd_mode_t em, co
   char why[256] = "";
   /* I4 when the gateway exposes its outcomes and every request ended: a request given up
    * may have its outcomes recorded later than the run can see */
-  int m = metrics && !r->cut_off ? pd_cf_judge_metrics(run, metrics, why, sizeof why) : -1;
+  int m = metrics && !r->cut_off ? pd_conform_judge_metrics(run, metrics, why, sizeof why) : -1;
   if (m >= 0) { /* I4 is judged for this row */
-    r->judged |= PD_CONFORM_BIT(PD_INV_OUTCOME);
+    r->judged |= PD_CONFORM_BIT(PD_INVARIANT_OUTCOME);
     r->want = s->expect[em].violated_mask & r->judged;
   }
   if (m == 1) {
-    r->got |= PD_CONFORM_BIT(PD_INV_OUTCOME);
+    r->got |= PD_CONFORM_BIT(PD_INVARIANT_OUTCOME);
     snprintf(r->metrics_reason, sizeof r->metrics_reason, "%s", why);
     if (!run->stats.first_reason[0])
       snprintf(run->stats.first_reason, sizeof run->stats.first_reason, "%.199s", why);
@@ -388,10 +391,10 @@ static void judge_row(pd_cf_run_t *run, const pd_scenario_t *s, pd_mode_t em, co
   snprintf(r->reason, sizeof r->reason, "%s", run->stats.first_reason);
   /* reported, not yet a verdict (docs/conformance.md "Quiescence") */
   int q = metrics && !r->cut_off && !leg_open_at_stop(run)
-              ? pd_cf_judge_quiescence(run, metrics, r->quiet_reason, sizeof r->quiet_reason)
+              ? pd_conform_judge_quiescence(run, metrics, r->quiet_reason, sizeof r->quiet_reason)
               : -1;
   r->quiescent = q < 0 ? -1 : !q;
-#if PD_INV_COUNT >= PD_CONFORM_INV_QUIESCENCE
+#if PD_INVARIANT_COUNT >= PD_CONFORM_INV_QUIESCENCE
   if (q >= 0) { /* I17 is judged for this row (as I4: where the gateway exposes its loads) */
     r->judged |= PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE);
     r->want = s->expect[em].violated_mask & r->judged;
@@ -412,40 +415,40 @@ static int run_once(const pd_scenario_t *s, const pd_conform_opts_t *o,
                     const pd_conform_opts_t *eo, pd_conform_result_t *r) {
   pd_mode_t em = o->has_mode ? o->mode : PD_MODE_REFERENCE;
   r->scale = eo->scale;
-  pd_cf_run_t *run = calloc(1, sizeof *run);
+  pd_conform_runner_t *run = calloc(1, sizeof *run);
   if (!run) return -1;
   run->s = s;
   run->o = eo;
   run->r = r;
   raise_fd_limit();
   pd_proc_subreaper(); /* orphans of the gateway command come to us and are reaped */
-  uint64_t t_start = pd_cf_now_abs();
+  uint64_t t_start = pd_conform_now_abs();
   char err[512] = "";
   int rc = setup_and_drive(run, err, sizeof err);
   /* what the gateway says it recorded, read before it is stopped (I4, quiescence) */
   char *metrics = rc ? NULL : read_metrics(run);
-  run->t_gw_stop = run->t0_abs ? pd_cf_now(run) : 1;
-  pd_cf_stop_gateway(run); /* first: its shutdown aborts reach the mocks' logs */
-  pd_cf_stop_mocks(run);
-  if (!rc) rc = pd_cf_read_logs(run, err, sizeof err);
-  if (!rc) rc = pd_cf_judge(run, err, sizeof err);
+  run->t_gw_stop = run->t0_abs ? pd_conform_now(run) : 1;
+  pd_conform_stop_gateway(run); /* first: its shutdown aborts reach the mocks' logs */
+  pd_conform_stop_mocks(run);
+  if (!rc) rc = pd_conform_read_logs(run, err, sizeof err);
+  if (!rc) rc = pd_conform_judge(run, err, sizeof err);
   if (!rc) {
-    pd_cf_exercised(run);
-    r->fwd_ms = pd_cf_forward_ms(run);
+    pd_conform_exercised(run);
+    r->fwd_ms = pd_conform_forward_ms(run);
     judge_row(run, s, em, metrics);
   } else {
     r->status = PD_CONFORM_ERROR;
     r->matched = 0;
     snprintf(r->reason, sizeof r->reason, "%.250s", err);
   }
-  r->seconds += (double)(pd_cf_now_abs() - t_start) / 1e9;
+  r->seconds += (double)(pd_conform_now_abs() - t_start) / 1e9;
   if (!o->keep) {
     remove_dir(run);
     r->dir[0] = 0;
   }
   free(metrics);
-  pd_cf_reqs_free(run);
-  pd_cf_legs_free(run);
+  pd_conform_reqs_free(run);
+  pd_conform_legs_free(run);
   free(run->ss);
   free(run);
   return 0;
@@ -465,8 +468,9 @@ static double rerun_scale(const pd_scenario_t *s, const pd_conform_opts_t *o,
   /* A row that found only I2/I3 while its own forwarding delay was over half the margin a
      reference gateway has past its prefill tail measured the machine's load, not the
      gateway: run again where the margin holds twice that delay. */
-  uint32_t timing = PD_CONFORM_BIT(PD_INV_ORPHAN_LEG) | PD_CONFORM_BIT(PD_INV_STRANDED_SLOT);
-  uint64_t m = pd_cf_tail_margin_ms(s, o);
+  uint32_t timing =
+      PD_CONFORM_BIT(PD_INVARIANT_ORPHAN_LEG) | PD_CONFORM_BIT(PD_INVARIANT_STRANDED_SLOT);
+  uint64_t m = pd_conform_tail_margin_ms(s, o);
   if (m && r->got && !(r->got & ~timing) && PD_CONFORM_FWD_FACTOR * r->fwd_ms > (double)m * scale)
     t = m;
   else if (!r->unserved_late || !t)
@@ -485,7 +489,7 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
   r->want_set = s->expect[em].is_set;
   r->want = s->expect[em].violated_mask & r->judged;
   if (!o->has_mode && !r->want_set) r->want_set = 1; /* another gateway: held to pass */
-#if PD_INV_COUNT >= 17 /* scenarios declare modes whose faults cannot all fire */
+#if PD_INVARIANT_COUNT >= 17 /* scenarios declare modes whose faults cannot all fire */
   r->declared_nx = s->unexercised[em][0] ? s->unexercised[em] : NULL;
 #endif
   const char *skip = pd_conform_skip_reason(s);
@@ -497,7 +501,7 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
   }
   pd_conform_opts_t eo = *o; /* this scenario's options: the scale raised to its floor */
   if (s->config.socket_min_scale > eo.scale) eo.scale = s->config.socket_min_scale;
-  eo.scale = pd_cf_scale_for_speed(s, o, eo.scale, &r->timing_too_short, r->scale_note,
+  eo.scale = pd_conform_scale_for_speed(s, o, eo.scale, &r->timing_too_short, r->scale_note,
                                    sizeof r->scale_note);
   pd_conform_result_t first = *r; /* the fields set so far, for a rerun */
   if (run_once(s, o, &eo, r)) return -1;
@@ -506,7 +510,7 @@ int pd_conform_run(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_confor
   double fwd = r->fwd_ms > o->fwd_ms ? r->fwd_ms : o->fwd_ms, secs = r->seconds, was = eo.scale;
   int was_late = r->unserved_late;
   char had[64] = "nothing";
-  for (int i = 1, n = 0; i <= PD_INV_COUNT && r->got; i++)
+  for (int i = 1, n = 0; i <= PD_INVARIANT_COUNT && r->got; i++)
     if (r->got >> (i - 1) & 1u) n += snprintf(had + n, sizeof had - (size_t)n, "%sI%d", n ? "," : "", i);
   *r = first;
   r->seconds = secs;

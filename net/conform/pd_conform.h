@@ -29,10 +29,10 @@
  * judged from /metrics only where the gateway exposes its loads (as I4). */
 #define PD_CONFORM_INV_RETRY_FAILED 16
 #define PD_CONFORM_INV_QUIESCENCE 17
-#define PD_CONFORM_UNJUDGED                                                             \
-  (PD_CONFORM_BIT(PD_INV_OUTCOME) | PD_CONFORM_BIT(PD_INV_LOAD_BALANCE) |               \
-   PD_CONFORM_BIT(PD_INV_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INV_BREAKER) |                 \
-   PD_CONFORM_BIT(PD_INV_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED) |    \
+#define PD_CONFORM_UNJUDGED                                                                        \
+  (PD_CONFORM_BIT(PD_INVARIANT_OUTCOME) | PD_CONFORM_BIT(PD_INVARIANT_LOAD_BALANCE) |              \
+   PD_CONFORM_BIT(PD_INVARIANT_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INVARIANT_BREAKER) |                \
+   PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED) |        \
    PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
 
 typedef struct pd_conform_opts {
@@ -59,7 +59,7 @@ typedef enum {
   PD_CONFORM_ERROR = 2,   /* setup failed: a mock or the gateway did not start, ... */
 } pd_conform_status_t;
 
-#define PD_CONFORM_MAX_PIDS (PD_SCN_MAX_WORKERS + 1u)
+#define PD_CONFORM_MAX_PIDS (PD_SCENARIO_MAX_WORKERS + 1u)
 
 typedef struct pd_conform_result {
   pd_conform_status_t status;

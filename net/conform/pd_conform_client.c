@@ -14,7 +14,7 @@
 #include "pd_buf.h"
 #include "pd_conform_int.h"
 
-#define WAIT_MAX_NS (5 * PD_CF_MS)
+#define WAIT_MAX_NS (5 * PD_CONFORM_MS)
 
 static int draw(pd_prng_t *r, double frac) {
   if (frac >= 1.0) return 1;
@@ -22,14 +22,14 @@ static int draw(pd_prng_t *r, double frac) {
   return pd_prng_unit(r) < frac;
 }
 
-static uint64_t scaled(const pd_cf_run_t *run, uint64_t ns) {
+static uint64_t scaled(const pd_conform_runner_t *run, uint64_t ns) {
   double v = (double)ns * run->o->scale;
   return v >= 9.0e18 ? (uint64_t)9.0e18 : (uint64_t)v;
 }
 
 
-int pd_cf_plan(pd_cf_run_t *run) {
-  const pd_scn_workload_t *wl = &run->s->workload;
+int pd_conform_plan(pd_conform_runner_t *run) {
+  const pd_scenario_workload_t *wl = &run->s->workload;
   uint32_t n = wl->requests;
   run->reqs = calloc(n ? n : 1, sizeof *run->reqs);
   if (!run->reqs) return -1;
@@ -38,10 +38,10 @@ int pd_cf_plan(pd_cf_run_t *run) {
   pd_prng_init(&root, run->s->config.seed);
   pd_prng_fork(&root, 1, &gw_rng); /* the simulator forks the gateway's stream first */
   pd_prng_fork(&root, 2, &world);
-  uint64_t t = pd_scenario_arrival_gap_ns(wl, 0, &world), tag = pd_cf_now_abs() / 1000u;
+  uint64_t t = pd_scenario_arrival_gap_ns(wl, 0, &world), tag = pd_conform_now_abs() / 1000u;
   char body[4096];
   for (uint32_t i = 0; i < n; i++) {
-    pd_cf_req_t *q = &run->reqs[i];
+    pd_conform_req_t *q = &run->reqs[i];
     q->run = run;
     q->c.id = i;
     q->c.is_stream = draw(&world, wl->stream);
@@ -50,7 +50,7 @@ int pd_cf_plan(pd_cf_run_t *run) {
     pd_sse_init(&q->c.sse, NULL);
     pd_buf_init(&q->c.body, PD_WORLD_MAX_BODY_BYTES); /* as the simulator keeps it */
     if (wl->disconnect_at_ms && draw(&world, wl->disconnect_prob)) {
-      q->disc_ns = scaled(run, wl->disconnect_at_ms * PD_CF_MS);
+      q->disc_ns = scaled(run, wl->disconnect_at_ms * PD_CONFORM_MS);
       if (!q->disc_ns) q->disc_ns = 1;
     }
     q->t_plan = scaled(run, t);
@@ -70,13 +70,13 @@ int pd_cf_plan(pd_cf_run_t *run) {
 
 /* ---------- libcurl callbacks ---------- */
 
-static void take_head(pd_cf_req_t *q) {
+static void take_head(pd_conform_req_t *q) {
   long code = 0;
   curl_easy_getinfo(q->e, CURLINFO_RESPONSE_CODE, &code);
   if (code < 200 || q->c.t_head) return;
   q->c.head_status = (int)code;
   q->c.is_sse_head = q->ct_sse;
-  q->c.t_head = pd_cf_now(q->run);
+  q->c.t_head = pd_conform_now(q->run);
 }
 
 static int has_sse_type(const char *p, size_t len) {
@@ -87,7 +87,7 @@ static int has_sse_type(const char *p, size_t len) {
 }
 
 static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
-  pd_cf_req_t *q = ud;
+  pd_conform_req_t *q = ud;
   size_t len = size * n;
   if (len >= 5 && strncmp(buf, "HTTP/", 5) == 0) q->ct_sse = 0; /* a new (maybe 1xx) head */
   else if (len >= 13 && strncasecmp(buf, "content-type:", 13) == 0) q->ct_sse = has_sse_type(buf, len);
@@ -96,10 +96,10 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
 }
 
 static size_t on_data(char *p, size_t size, size_t n, void *ud) {
-  pd_cf_req_t *q = ud;
+  pd_conform_req_t *q = ud;
   size_t len = size * n;
   if (!q->c.t_head) take_head(q);
-  uint64_t now = pd_cf_now(q->run);
+  uint64_t now = pd_conform_now(q->run);
   if (!q->c.t_first_data) q->c.t_first_data = now;
   size_t room = sizeof q->first - 1 - q->first_len;
   memcpy(q->first + q->first_len, p, len < room ? len : room);
@@ -111,7 +111,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud) {
 
 /* ---------- requests ---------- */
 
-static int start(pd_cf_run_t *run, pd_cf_req_t *q, CURLM *mh) {
+static int start(pd_conform_runner_t *run, pd_conform_req_t *q, CURLM *mh) {
   char url[160], xr[96];
   snprintf(url, sizeof url, "http://127.0.0.1:%u%s", run->gw_port,
            pd_route_path(run->s->workload.route));
@@ -120,7 +120,7 @@ static int start(pd_cf_run_t *run, pd_cf_req_t *q, CURLM *mh) {
   q->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
   if (q->hdrs) q->hdrs = curl_slist_append(q->hdrs, "Expect:");
   if (q->hdrs) q->hdrs = curl_slist_append(q->hdrs, xr);
-  uint64_t now = pd_cf_now(run);
+  uint64_t now = pd_conform_now(run);
   q->c.t_arrival = now;
   q->t_disc = q->disc_ns ? now + q->disc_ns : 0;
   q->t_bound = now + run->bound_ns;
@@ -144,7 +144,7 @@ static int start(pd_cf_run_t *run, pd_cf_req_t *q, CURLM *mh) {
 }
 
 /* Close the transfer (and its connection, if still open). */
-static void release(pd_cf_req_t *q, CURLM *mh) {
+static void release(pd_conform_req_t *q, CURLM *mh) {
   if (q->e) {
     curl_multi_remove_handle(mh, q->e);
     curl_easy_cleanup(q->e);
@@ -155,20 +155,20 @@ static void release(pd_cf_req_t *q, CURLM *mh) {
   q->state = 2;
 }
 
-static void finish(pd_cf_run_t *run, pd_cf_req_t *q, CURLM *mh, CURLcode rc) {
+static void finish(pd_conform_runner_t *run, pd_conform_req_t *q, CURLM *mh, CURLcode rc) {
   if (!q->c.t_head && rc == CURLE_OK) take_head(q);
   q->c.ended = 1;
   q->c.aborted = rc != CURLE_OK; /* reset, truncated body, nothing at all */
-  q->c.t_end = pd_cf_now(run);
+  q->c.t_end = pd_conform_now(run);
   release(q, mh);
 }
 
-static void leave(pd_cf_run_t *run, pd_cf_req_t *q, CURLM *mh, int is_cut) {
+static void leave(pd_conform_runner_t *run, pd_conform_req_t *q, CURLM *mh, int is_cut) {
   if (is_cut) {
     q->is_cut = 1; /* no end: the checker sees a request still open */
   } else {
     q->c.gone = 1;
-    q->c.t_end = pd_cf_now(run);
+    q->c.t_end = pd_conform_now(run);
   }
   release(q, mh);
 }
@@ -177,8 +177,8 @@ static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /* ---------- one blocking request to a local process ---------- */
 
-/* Largest answer pd_cf_http keeps. */
-#define PD_CF_MAX_ANSWER (4u * 1024u * 1024u)
+/* Largest answer pd_conform_http keeps. */
+#define PD_CONFORM_MAX_ANSWER (4u * 1024u * 1024u)
 
 static size_t on_answer(char *p, size_t size, size_t n, void *ud) {
   pd_buf_t *a = ud;
@@ -186,7 +186,7 @@ static size_t on_answer(char *p, size_t size, size_t n, void *ud) {
   return pd_buf_append(NULL, a, p, len) ? 0 : len; /* 0: over the limit, or out of memory */
 }
 
-char *pd_cf_http(uint16_t port, const char *path, const char *post, unsigned timeout_ms,
+char *pd_conform_http(uint16_t port, const char *path, const char *post, unsigned timeout_ms,
                  long *status) {
   if (status) *status = 0;
   char url[128];
@@ -194,7 +194,7 @@ char *pd_cf_http(uint16_t port, const char *path, const char *post, unsigned tim
   CURL *e = curl_easy_init();
   if (!e) return NULL;
   pd_buf_t a;
-  pd_buf_init(&a, PD_CF_MAX_ANSWER - 1); /* and its NUL */
+  pd_buf_init(&a, PD_CONFORM_MAX_ANSWER - 1); /* and its NUL */
   curl_easy_setopt(e, CURLOPT_URL, url);
   curl_easy_setopt(e, CURLOPT_PROXY, "");
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -215,23 +215,23 @@ char *pd_cf_http(uint16_t port, const char *path, const char *post, unsigned tim
 /* Workers that crash count crash_at_ms from the workload's time 0, as in the simulator, not
  * from their start-up (mocks start before the gateway is ready): tell them it is now. A mock
  * that does not answer crashes from its start-up instead. */
-static void start_clocks(pd_cf_run_t *run) {
+static void start_clocks(pd_conform_runner_t *run) {
   for (uint32_t i = 0; i < run->s->n_workers; i++)
     if (run->s->workers[i].crash_at_ms)
-      free(pd_cf_http(run->wk[i].port, "/pdref/start", "", 1000, NULL));
+      free(pd_conform_http(run->wk[i].port, "/pdref/start", "", 1000, NULL));
 }
 
-int pd_cf_drive(pd_cf_run_t *run) {
+int pd_conform_drive(pd_conform_runner_t *run) {
   uint32_t n = run->n_reqs, next = 0, over = 0;
   CURLM *mh = curl_multi_init();
   if (!mh) return -1;
   start_clocks(run);
-  run->t0_abs = pd_cf_now_abs() - 1000; /* run time 0, just before the first request */
-  uint64_t hard_end = (n ? run->reqs[n - 1].t_plan : 0) + run->bound_ns + 5000 * PD_CF_MS;
+  run->t0_abs = pd_conform_now_abs() - 1000; /* run time 0, just before the first request */
+  uint64_t hard_end = (n ? run->reqs[n - 1].t_plan : 0) + run->bound_ns + 5000 * PD_CONFORM_MS;
   int rc = 0;
   for (uint64_t guard = 0; over < n && guard < (1ull << 32); guard++) { /* bounded: hard_end */
-    if (pd_cf_stopping(run)) { rc = -1; break; }
-    uint64_t now = pd_cf_now(run);
+    if (pd_conform_stopping(run)) { rc = -1; break; }
+    uint64_t now = pd_conform_now(run);
     while (next < n && run->reqs[next].t_plan <= now)
       if (start(run, &run->reqs[next++], mh) != 0) {
         finish(run, &run->reqs[next - 1], mh, CURLE_FAILED_INIT);
@@ -242,7 +242,7 @@ int pd_cf_drive(pd_cf_run_t *run) {
     CURLMsg *msg;
     while ((msg = curl_multi_info_read(mh, &left))) {
       if (msg->msg != CURLMSG_DONE) continue;
-      pd_cf_req_t *q = NULL;
+      pd_conform_req_t *q = NULL;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
       CURLcode res = msg->data.result;
       if (q && q->state == 1) {
@@ -250,11 +250,11 @@ int pd_cf_drive(pd_cf_run_t *run) {
         over++;
       }
     }
-    now = pd_cf_now(run);
+    now = pd_conform_now(run);
     uint64_t wake = now + WAIT_MAX_NS;
     if (next < n) wake = min_u64(wake, run->reqs[next].t_plan);
     for (uint32_t i = 0; i < next; i++) {
-      pd_cf_req_t *q = &run->reqs[i];
+      pd_conform_req_t *q = &run->reqs[i];
       if (q->state != 1) continue;
       if (q->t_disc && now >= q->t_disc) leave(run, q, mh, 0);
       else if (now >= q->t_bound || now >= hard_end) leave(run, q, mh, 1);
@@ -268,10 +268,10 @@ int pd_cf_drive(pd_cf_run_t *run) {
     uint64_t wait = wake > now ? wake - now : 0;
     /* sub-millisecond waits spin (curl_multi_poll counts in ms): arrivals and disconnects
        of a small --timeout-scale stay on time */
-    curl_multi_poll(mh, NULL, 0, (int)(wait / PD_CF_MS), NULL);
+    curl_multi_poll(mh, NULL, 0, (int)(wait / PD_CONFORM_MS), NULL);
   }
   for (uint32_t i = 0; i < n; i++) { /* stopped early: whatever is left was not seen to end */
-    pd_cf_req_t *q = &run->reqs[i];
+    pd_conform_req_t *q = &run->reqs[i];
     if (q->state == 1) leave(run, q, mh, 1);
     else if (q->state == 0) q->is_cut = 1;
   }
@@ -279,9 +279,9 @@ int pd_cf_drive(pd_cf_run_t *run) {
   return rc;
 }
 
-void pd_cf_reqs_free(pd_cf_run_t *run) {
+void pd_conform_reqs_free(pd_conform_runner_t *run) {
   for (uint32_t i = 0; i < run->n_reqs; i++) {
-    pd_cf_req_t *q = &run->reqs[i];
+    pd_conform_req_t *q = &run->reqs[i];
     pd_sse_free(&q->c.sse);
     pd_buf_free(NULL, &q->c.body);
     free(q->body);

@@ -27,7 +27,7 @@ static int is_modifier(pd_fault_kind_t k) {
   return k == PD_FAULT_PREFILL_LAG || k == PD_FAULT_SLOW_DRIP;
 }
 
-/* Entry j takes every request entry i would take (so i never fires, pd_wpick_fault). */
+/* Entry j takes every request entry i would take (so i never fires, pd_worker_pick_fault). */
 static int shadows(const pd_fault_t *j, const pd_fault_t *i) {
   if (is_modifier(j->kind) || is_modifier(i->kind) || j->prob < 1.0) return 0;
   if (!j->nth_from && !j->nth_to) return 1;
@@ -35,7 +35,7 @@ static int shadows(const pd_fault_t *j, const pd_fault_t *i) {
   return j->nth_from <= i->nth_from && j->nth_to >= i->nth_to;
 }
 
-static int can_fire(const pd_cf_run_t *run, const pd_scn_worker_t *w, uint32_t i) {
+static int can_fire(const pd_conform_runner_t *run, const pd_scenario_worker_t *w, uint32_t i) {
   const pd_fault_t *f = &w->faults[i];
   if (f->prob < 1.0) return 0; /* a drawn fault may rightly not fire */
   if (is_modifier(f->kind) && !f->ms) return 0; /* a lag or drip of 0 ms changes nothing */
@@ -47,9 +47,9 @@ static int can_fire(const pd_cf_run_t *run, const pd_scn_worker_t *w, uint32_t i
   return 1;
 }
 
-static int fired(const pd_cf_run_t *run, uint32_t wi, const pd_fault_t *f) {
+static int fired(const pd_conform_runner_t *run, uint32_t wi, const pd_fault_t *f) {
   for (size_t k = 0; k < run->n_legs; k++) {
-    const pd_cf_mleg_t *l = &run->legs[k];
+    const pd_conform_logged_leg_t *l = &run->legs[k];
     if (l->worker != wi || !(l->fired >> f->kind & 1u)) continue;
     if ((f->nth_from || f->nth_to) && (l->nth < f->nth_from || (f->nth_to && l->nth > f->nth_to)))
       continue;
@@ -60,21 +60,21 @@ static int fired(const pd_cf_run_t *run, uint32_t wi, const pd_fault_t *f) {
 
 /* A crash hit traffic: the mock logged it while a client request was in flight (its refused
  * connections leave no line, so the requests stand in for them). */
-static int crash_fired(const pd_cf_run_t *run, uint32_t wi) {
+static int crash_fired(const pd_conform_runner_t *run, uint32_t wi) {
   uint64_t t = run->t_crash[wi];
   for (uint32_t i = 0; t && i < run->n_reqs; i++) {
-    const pd_cf_req_t *q = &run->reqs[i];
-    uint64_t end = pd_cf_client_end(q);
+    const pd_conform_req_t *q = &run->reqs[i];
+    uint64_t end = pd_conform_client_end(q);
     if (q->c.t_arrival && q->c.t_arrival <= t && (!end || end >= t)) return 1;
   }
   return 0;
 }
 
-static void count_faults(pd_cf_run_t *run, char *miss, size_t cap) {
+static void count_faults(pd_conform_runner_t *run, char *miss, size_t cap) {
   pd_conform_result_t *r = run->r;
-  for (uint32_t i = 0; i < run->s->n_tfaults && i < PD_SCN_MAX_TFAULTS; i++) {
-    const pd_tfault_t *t = &run->s->tfaults[i]; /* top-level: follows the traffic */
-    if (t->request != PD_TFAULT_ANY && t->request >= run->n_reqs) continue;
+  for (uint32_t i = 0; i < run->s->n_tfaults && i < PD_SCENARIO_MAX_TRAFFIC_FAULTS; i++) {
+    const pd_traffic_fault_t *t = &run->s->tfaults[i]; /* top-level: follows the traffic */
+    if (t->request != PD_TRAFFIC_FAULT_ANY && t->request >= run->n_reqs) continue;
     if (is_modifier(t->f.kind) && !t->f.ms) continue;
     r->faults_n++;
     if (run->tfault_fired[i]) r->faults_fired++;
@@ -83,7 +83,7 @@ static void count_faults(pd_cf_run_t *run, char *miss, size_t cap) {
                pd_fault_kind_name(t->f.kind));
   }
   for (uint32_t wi = 0; wi < run->s->n_workers; wi++) {
-    const pd_scn_worker_t *w = &run->s->workers[wi];
+    const pd_scenario_worker_t *w = &run->s->workers[wi];
     if (w->crash_at_ms) {
       r->faults_n++;
       if (crash_fired(run, wi)) r->faults_fired++;
@@ -103,9 +103,9 @@ static void count_faults(pd_cf_run_t *run, char *miss, size_t cap) {
 
 /* Before t, a leg met a failure the gateway may act on (it reached its worker and failed),
  * or a worker was down. */
-int pd_cf_failure_before(const pd_cf_run_t *run, uint64_t t) {
+int pd_conform_failure_before(const pd_conform_runner_t *run, uint64_t t) {
   for (size_t k = 0; k < run->n_legs; k++) {
-    const pd_cf_mleg_t *l = &run->legs[k];
+    const pd_conform_logged_leg_t *l = &run->legs[k];
     if (l->t_arrive >= t) continue;
     if (l->fault >= 0 || l->truth == PD_TRUTH_FAILED || l->truth == PD_TRUTH_STALLED ||
         l->truth == PD_TRUTH_NEVER)
@@ -116,10 +116,10 @@ int pd_cf_failure_before(const pd_cf_run_t *run, uint64_t t) {
   return 0;
 }
 
-static void count_served(pd_cf_run_t *run, char *miss, size_t cap) {
+static void count_served(pd_conform_runner_t *run, char *miss, size_t cap) {
   pd_conform_result_t *r = run->r;
   for (uint32_t i = 0; i < run->n_reqs; i++) {
-    const pd_cf_req_t *q = &run->reqs[i];
+    const pd_conform_req_t *q = &run->reqs[i];
     if (!q->c.t_arrival) continue; /* never sent: the run was stopped */
     r->sent++;
     uint64_t end = q->c.ended || q->c.gone ? q->c.t_end : q->t_bound;
@@ -128,7 +128,7 @@ static void count_served(pd_cf_run_t *run, char *miss, size_t cap) {
       continue;
     }
     if (q->n_units || q->c.gone) r->unserved_late++; /* too soon for this gateway */
-    if (pd_cf_failure_before(run, end)) {
+    if (pd_conform_failure_before(run, end)) {
       r->unserved_excused++;
       continue;
     }
@@ -139,7 +139,7 @@ static void count_served(pd_cf_run_t *run, char *miss, size_t cap) {
   }
 }
 
-void pd_cf_exercised(pd_cf_run_t *run) {
+void pd_conform_exercised(pd_conform_runner_t *run) {
   pd_conform_result_t *r = run->r;
   char fmiss[128] = "", smiss[128] = "";
   count_faults(run, fmiss, sizeof fmiss);

@@ -11,21 +11,21 @@
 #include "pd_proc.h"
 #include "pd_scenario.h"
 
-#define PD_CF_PATH_MAX 512u
-#define PD_CF_DIR_MAX 400u /* the run directory: room left for file names */
-#define PD_CF_FIRST_BYTES 4096u /* response bytes kept to find the serving leg's rid */
-#define PD_CF_MS 1000000ull
+#define PD_CONFORM_PATH_MAX 512u
+#define PD_CONFORM_DIR_MAX 400u /* the run directory: room left for file names */
+#define PD_CONFORM_FIRST_BYTES 4096u /* response bytes kept to find the serving leg's rid */
+#define PD_CONFORM_MS 1000000ull
 
-typedef struct pd_cf_worker {
+typedef struct pd_conform_worker {
   pd_proc_t proc;
   uint16_t port, boot_port;
-  char log[PD_CF_PATH_MAX], out[PD_CF_PATH_MAX];
-} pd_cf_worker_t;
+  char log[PD_CONFORM_PATH_MAX], out[PD_CONFORM_PATH_MAX];
+} pd_conform_worker_t;
 
 /* One client request: the checker's record (c) plus the socket side. */
-typedef struct pd_cf_req {
-  pd_creq_t c;
-  struct pd_cf_run *run;
+typedef struct pd_conform_req {
+  pd_client_request_t c;
+  struct pd_conform_runner *run;
   CURL *e;
   struct curl_slist *hdrs;
   char *body; /* malloc'd, body_len + 1 bytes */
@@ -37,17 +37,17 @@ typedef struct pd_cf_req {
   int is_cut; /* still open at its bound: the runner gave up (not an end) */
   int ct_sse; /* the current response head says text/event-stream */
   char xrid[48];
-  char first[PD_CF_FIRST_BYTES];
+  char first[PD_CONFORM_FIRST_BYTES];
   size_t first_len;
   /* attribution of legs (pd_conform_judge.c) */
   uint64_t t_first_unit, t_last_unit_end;
   uint64_t t_served; /* first arrival of the attempt whose output the client received */
   uint32_t n_units, cap_units;
   int32_t *units; /* indices of the attempts tied to it so far */
-} pd_cf_req_t;
+} pd_conform_req_t;
 
 /* One generation request a mock logged (a "leg"). */
-typedef struct pd_cf_mleg {
+typedef struct pd_conform_logged_leg {
   uint32_t worker;
   pd_role_t role;
   uint64_t req;
@@ -65,107 +65,109 @@ typedef struct pd_cf_mleg {
   int room_array;     /* bootstrap_room was an array: 1, a number: 0, not logged: -1 */
   uint64_t *rooms;    /* every room of a batch (n_rooms of them; malloc'd), else NULL */
   uint32_t fired;     /* fault kinds logged for it (bit per pd_fault_kind_t, modifiers too) */
-} pd_cf_mleg_t;
+} pd_conform_logged_leg_t;
 
-typedef struct pd_cf_run {
+typedef struct pd_conform_runner {
   const pd_scenario_t *s;
   pd_scenario_t *ss; /* the scaled copy the checker reads (deadline, grace) */
   const pd_conform_opts_t *o;
   pd_conform_result_t *r;
-  pd_judge_t judge;       /* what the checker reads (pd_cf_judge_init) */
+  pd_judge_t judge;       /* what the checker reads (pd_conform_judge_init) */
   pd_world_stats_t stats; /* the checker's counts (judge.stats points here) */
   uint32_t violations;    /* mask of the invariants violated in the run */
   uint32_t n_nomem;       /* allocations that failed while reading or judging: an error */
-  char dir[PD_CF_DIR_MAX];
-  pd_cf_worker_t wk[PD_SCN_MAX_WORKERS];
+  char dir[PD_CONFORM_DIR_MAX];
+  pd_conform_worker_t wk[PD_SCENARIO_MAX_WORKERS];
   uint32_t n_wk;
   pd_proc_t gw;
   uint16_t gw_port;
-  char gw_out[PD_CF_PATH_MAX];
+  char gw_out[PD_CONFORM_PATH_MAX];
   uint64_t t0_abs; /* CLOCK_MONOTONIC ns of run time 0 (just before the first request) */
   uint64_t grace_ns, bound_ns, t_gw_stop;
-  pd_cf_req_t *reqs;
+  pd_conform_req_t *reqs;
   uint32_t n_reqs;
-  pd_cf_mleg_t *legs;
+  pd_conform_logged_leg_t *legs;
   size_t n_legs, cap_legs;
   uint32_t collisions;
   char collision_worker[32];
-  uint32_t n_req_lines[PD_SCN_MAX_WORKERS]; /* `request` lines read per worker */
-  uint64_t t_crash[PD_SCN_MAX_WORKERS];     /* the mock's `crash` line (run time), 0 none */
-  uint8_t tfault_fired[PD_SCN_MAX_TFAULTS]; /* a `traffic_fault` line named that entry */
-} pd_cf_run_t;
+  uint32_t n_req_lines[PD_SCENARIO_MAX_WORKERS]; /* `request` lines read per worker */
+  uint64_t t_crash[PD_SCENARIO_MAX_WORKERS];     /* the mock's `crash` line (run time), 0 none */
+  uint8_t
+      tfault_fired[PD_SCENARIO_MAX_TRAFFIC_FAULTS]; /* a `traffic_fault` line named that entry */
+} pd_conform_runner_t;
 
 /* ---------- pd_conform_proc.c: processes and ports ---------- */
-uint64_t pd_cf_now_abs(void);
-uint64_t pd_cf_now(const pd_cf_run_t *run); /* run-relative */
-void pd_cf_sleep_ms(unsigned ms);
-int pd_cf_stopping(const pd_cf_run_t *run);
-int pd_cf_free_port(uint16_t *port);
+uint64_t pd_conform_now_abs(void);
+uint64_t pd_conform_now(const pd_conform_runner_t *run); /* run-relative */
+void pd_conform_sleep_ms(unsigned ms);
+int pd_conform_stopping(const pd_conform_runner_t *run);
+int pd_conform_free_port(uint16_t *port);
 /* Start every mock and wait for their ready lines. 0, or -1 with err. */
-int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap);
+int pd_conform_start_mocks(pd_conform_runner_t *run, char *err, size_t cap);
 /* Start `/bin/sh -c cmd` in its own process group; wait until gw_port accepts. */
-int pd_cf_start_gateway(pd_cf_run_t *run, const char *cmd, char *err, size_t cap);
-void pd_cf_stop_gateway(pd_cf_run_t *run);
-void pd_cf_stop_mocks(pd_cf_run_t *run);
+int pd_conform_start_gateway(pd_conform_runner_t *run, const char *cmd, char *err, size_t cap);
+void pd_conform_stop_gateway(pd_conform_runner_t *run);
+void pd_conform_stop_mocks(pd_conform_runner_t *run);
 /* The last line(s) of a child's output file, for error messages. */
-void pd_cf_tail(const char *path, char *out, size_t cap);
+void pd_conform_tail(const char *path, char *out, size_t cap);
 
 /* ---------- pd_conform_client.c: the client workload ---------- */
-int pd_cf_plan(pd_cf_run_t *run);  /* draw the requests as the simulator does */
-int pd_cf_drive(pd_cf_run_t *run); /* run them over HTTP; 0 or -1 (stopped) */
+int pd_conform_plan(pd_conform_runner_t *run);  /* draw the requests as the simulator does */
+int pd_conform_drive(pd_conform_runner_t *run); /* run them over HTTP; 0 or -1 (stopped) */
 /* One blocking request to 127.0.0.1:port (POST when post is not NULL): the body (malloc'd,
  * NUL-terminated, at most 4 MiB; free()) or NULL on a transport error, an empty body or one
  * over the limit. *status (if given): the HTTP status, 0 when none came. */
-char *pd_cf_http(uint16_t port, const char *path, const char *post, unsigned timeout_ms,
+char *pd_conform_http(uint16_t port, const char *path, const char *post, unsigned timeout_ms,
                  long *status);
-void pd_cf_reqs_free(pd_cf_run_t *run);
+void pd_conform_reqs_free(pd_conform_runner_t *run);
 
 /* ---------- pd_conform_log.c, pd_conform_judge.c, pd_conform_verdict.c ---------- */
-int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap);
-void pd_cf_legs_free(pd_cf_run_t *run); /* the legs and what they own */
+int pd_conform_read_logs(pd_conform_runner_t *run, char *err, size_t cap);
+void pd_conform_legs_free(pd_conform_runner_t *run); /* the legs and what they own */
 
 /* An attempt as the mocks saw it: legs paired by room (judge step 2). */
-#define PD_CF_UNIT_LEGS 6u
-typedef struct pd_cf_unit {
-  int32_t leg[PD_CF_UNIT_LEGS]; /* a prefill and a decode leg, and legs re-sent to their worker */
+#define PD_CONFORM_UNIT_LEGS 6u
+typedef struct pd_conform_unit {
+  int32_t
+      leg[PD_CONFORM_UNIT_LEGS]; /* a prefill and a decode leg, and legs re-sent to their worker */
   uint32_t n;
   uint64_t t_first, t_last, t_fail; /* first arrival, last close, first close (UINT64_MAX: none) */
   int32_t client;
   uint32_t attempt;
   int by_timing; /* tied by step 4 (may move), not by X-Request-Id or the response */
   int level;     /* the step-4 level that tied it */
-} pd_cf_unit_t;
+} pd_conform_unit_t;
 
 /* Tie every leg to a client request (u: n_legs + 1 entries); the attempts, sorted by first
  * arrival. Counts legs_by_id, legs_by_timing, legs_unattributed, legs_resent. */
-uint32_t pd_cf_attribute(pd_cf_run_t *run, pd_cf_unit_t *u);
+uint32_t pd_conform_attribute(pd_conform_runner_t *run, pd_conform_unit_t *u);
 /* When a leg's connection closed (peer_closed or response_end, the first); 0 never. */
-uint64_t pd_cf_leg_closed(const pd_cf_mleg_t *l);
+uint64_t pd_conform_leg_closed(const pd_conform_logged_leg_t *l);
 /* The client's end: a response that ended, or its own disconnect; 0 if none. */
-uint64_t pd_cf_client_end(const pd_cf_req_t *q);
+uint64_t pd_conform_client_end(const pd_conform_req_t *q);
 /* Fill run->judge from the scaled scenario (run->ss), the options and run->stats. */
-void pd_cf_judge_init(pd_cf_run_t *run);
+void pd_conform_judge_init(pd_conform_runner_t *run);
 /* Judge every request and the run-level findings into run->violations and run->stats.
  * 0, or -1 with err when the verdict cannot be trusted (memory ran out while judging, or a
  * client's body could not be kept). */
-int pd_cf_judge(pd_cf_run_t *run, char *err, size_t cap);
+int pd_conform_judge(pd_conform_runner_t *run, char *err, size_t cap);
 
 /* ---------- pd_conform_exercised.c: did the row test anything ---------- */
-/* After pd_cf_judge: faults exercised, requests served, r->exercised and r->nx_reason. */
-void pd_cf_exercised(pd_cf_run_t *run);
+/* After pd_conform_judge: faults exercised, requests served, r->exercised and r->nx_reason. */
+void pd_conform_exercised(pd_conform_runner_t *run);
 /* Before t, a leg met a fault or failed, or a worker crashed: the world was not healthy (a
  * breaker may have opened; no eligible worker). */
-int pd_cf_failure_before(const pd_cf_run_t *run, uint64_t t);
+int pd_conform_failure_before(const pd_conform_runner_t *run, uint64_t t);
 
 /* ---------- pd_conform_warmup.c: the gateway's own speed ---------- */
-double pd_cf_forward_ms(const pd_cf_run_t *run);
+double pd_conform_forward_ms(const pd_conform_runner_t *run);
 /* The scale scenario s needs against a gateway that forwards in o->fwd_ms: scale itself, or
  * raised (note says so); when even 1 is too small, *too_short is set, note says so and
  * max(scale, 1) returns. */
 /* Reference only: the scenario's grace minus the gateway's prefill tail, in ms at scale 1 (the
  * time a reference gateway has to act on its tail deadline before I2/I3); 0 otherwise. */
-uint64_t pd_cf_tail_margin_ms(const pd_scenario_t *s, const pd_conform_opts_t *o);
-double pd_cf_scale_for_speed(const pd_scenario_t *s, const pd_conform_opts_t *o, double scale,
+uint64_t pd_conform_tail_margin_ms(const pd_scenario_t *s, const pd_conform_opts_t *o);
+double pd_conform_scale_for_speed(const pd_scenario_t *s, const pd_conform_opts_t *o, double scale,
                              int *too_short, char *note, size_t cap);
 
 #endif

@@ -23,16 +23,16 @@
 
 #define MAX_IDS 8
 
-typedef pd_cf_unit_t unit_t;
+typedef pd_conform_unit_t unit_t;
 
 /* ---------- attribution ---------- */
 
-uint64_t pd_cf_leg_closed(const pd_cf_mleg_t *l) {
+uint64_t pd_conform_leg_closed(const pd_conform_logged_leg_t *l) {
   if (l->t_peer_closed && (!l->t_end || l->t_peer_closed < l->t_end)) return l->t_peer_closed;
   return l->t_end;
 }
 
-static int32_t client_of_xrid(const pd_cf_run_t *run, const char *x) {
+static int32_t client_of_xrid(const pd_conform_runner_t *run, const char *x) {
   const char *dash = x[0] ? strrchr(x, '-') : NULL;
   if (!dash) return -1;
   unsigned long i = strtoul(dash + 1, NULL, 10);
@@ -57,22 +57,22 @@ static int cmp_unit(const void *a, const void *b) {
   return x->t_first < y->t_first ? -1 : x->t_first > y->t_first;
 }
 
-static void unit_add_leg(pd_cf_run_t *run, unit_t *x, int32_t li) {
-  if (x->n >= PD_CF_UNIT_LEGS) { /* re-sent more often than an attempt holds: judged nowhere */
+static void unit_add_leg(pd_conform_runner_t *run, unit_t *x, int32_t li) {
+  if (x->n >= PD_CONFORM_UNIT_LEGS) { /* re-sent more often than an attempt holds: judged nowhere */
     run->r->legs_unattributed++;
     return;
   }
-  pd_cf_mleg_t *l = &run->legs[li];
+  pd_conform_logged_leg_t *l = &run->legs[li];
   x->leg[x->n++] = li;
   if (!x->t_first || l->t_arrive < x->t_first) x->t_first = l->t_arrive;
-  uint64_t c = pd_cf_leg_closed(l);
+  uint64_t c = pd_conform_leg_closed(l);
   if (!c) c = UINT64_MAX;
   if (c > x->t_last) x->t_last = c;
   if (c < x->t_fail && l->resend_of < 0) x->t_fail = c;
   if (x->client < 0) x->client = l->client;
 }
 
-static void add_unit(pd_cf_run_t *run, unit_t *u, uint32_t *nu, int32_t a, int32_t b) {
+static void add_unit(pd_conform_runner_t *run, unit_t *u, uint32_t *nu, int32_t a, int32_t b) {
   unit_t *x = &u[*nu];
   memset(x, 0, sizeof *x);
   x->client = -1;
@@ -93,7 +93,7 @@ static void add_unit(pd_cf_run_t *run, unit_t *u, uint32_t *nu, int32_t a, int32
 }
 
 /* Step 2: attempts by room. */
-static uint32_t build_units(pd_cf_run_t *run, unit_t *u) {
+static uint32_t build_units(pd_conform_runner_t *run, unit_t *u) {
   uint32_t nu = 0;
   key_t *keys = malloc((run->n_legs + 1) * sizeof *keys);
   int32_t *idx = malloc((run->n_legs + 1) * sizeof *idx);
@@ -105,7 +105,7 @@ static uint32_t build_units(pd_cf_run_t *run, unit_t *u) {
   }
   size_t n = 0;
   for (size_t i = 0; i < run->n_legs; i++) {
-    pd_cf_mleg_t *l = &run->legs[i];
+    pd_conform_logged_leg_t *l = &run->legs[i];
     if (l->has_room) keys[n++] = (key_t){l->room_s, l->t_arrive, (int32_t)i};
     else add_unit(run, u, &nu, (int32_t)i, -1);
   }
@@ -117,7 +117,7 @@ static uint32_t build_units(pd_cf_run_t *run, unit_t *u) {
     while (e < n && !strcmp(run->legs[idx[e]].room_s, run->legs[idx[g]].room_s)) e++;
     for (size_t i = g; i < e; i++) /* the same body on the same worker again: a resend */
       for (size_t k = g; k < i; k++) {
-        pd_cf_mleg_t *a = &run->legs[idx[k]], *b = &run->legs[idx[i]];
+        pd_conform_logged_leg_t *a = &run->legs[idx[k]], *b = &run->legs[idx[i]];
         if (a->worker == b->worker && a->role == b->role && !strcmp(a->rid, b->rid) &&
             b->resend_of < 0) {
           b->resend_of = idx[k];
@@ -125,10 +125,10 @@ static uint32_t build_units(pd_cf_run_t *run, unit_t *u) {
         }
       }
     for (size_t i = g; i < e; i++) { /* each prefill takes the first fitting decode */
-      pd_cf_mleg_t *p = &run->legs[idx[i]];
+      pd_conform_logged_leg_t *p = &run->legs[idx[i]];
       if (p->role != PD_ROLE_PREFILL || p->resend_of >= 0) continue;
       for (size_t k = g; k < e; k++) {
-        pd_cf_mleg_t *d = &run->legs[idx[k]];
+        pd_conform_logged_leg_t *d = &run->legs[idx[k]];
         if (d->role != PD_ROLE_DECODE || d->partner >= 0 || d->resend_of >= 0 ||
             (p->client >= 0 && d->client >= 0 && p->client != d->client))
           continue;
@@ -142,7 +142,7 @@ static uint32_t build_units(pd_cf_run_t *run, unit_t *u) {
     g = e;
   }
   for (size_t i = 0; i < n; i++) { /* a re-sent leg belongs to its original's attempt */
-    pd_cf_mleg_t *l = &run->legs[idx[i]];
+    pd_conform_logged_leg_t *l = &run->legs[idx[i]];
     int32_t o = l->resend_of;
     for (int hop = 0; o >= 0 && run->legs[o].resend_of >= 0 && hop < 8; hop++) o = run->legs[o].resend_of;
     if (o >= 0 && run->legs[o].unit >= 0) unit_add_leg(run, &u[run->legs[o].unit], idx[i]);
@@ -152,7 +152,7 @@ static uint32_t build_units(pd_cf_run_t *run, unit_t *u) {
 }
 
 /* The leg whose body describes the unit's request: decode if there is one. */
-static const pd_cf_mleg_t *face(const pd_cf_run_t *run, const unit_t *x) {
+static const pd_conform_logged_leg_t *face(const pd_conform_runner_t *run, const unit_t *x) {
   assert(x->n >= 1); /* a unit is made with a leg (add_unit) */
   for (uint32_t k = 0; k < x->n; k++)
     if (run->legs[x->leg[k]].role == PD_ROLE_DECODE) return &run->legs[x->leg[k]];
@@ -160,8 +160,9 @@ static const pd_cf_mleg_t *face(const pd_cf_run_t *run, const unit_t *x) {
 }
 
 /* The unit's legs ask for what the request asked for (stream, logprobs). */
-static int compatible(const pd_cf_run_t *run, const unit_t *x, const pd_creq_t *c) {
-  const pd_cf_mleg_t *l = face(run, x);
+static int compatible(const pd_conform_runner_t *run, const unit_t *x,
+                      const pd_client_request_t *c) {
+  const pd_conform_logged_leg_t *l = face(run, x);
   return !l->is_stream == !c->is_stream && !l->has_logprob == !c->wants_logprob;
 }
 
@@ -216,16 +217,16 @@ static void grp_search(grp_t *g, uint32_t i, int n, uint64_t sum) {
   g->cur[i] = -1;
 }
 
-static void pin_one(pd_cf_run_t *run, unit_t *u, uint32_t req, int32_t unit) {
+static void pin_one(pd_conform_runner_t *run, unit_t *u, uint32_t req, int32_t unit) {
   unit_t *x = &u[unit];
-  pd_cf_req_t *q = &run->reqs[req];
+  pd_conform_req_t *q = &run->reqs[req];
   if (x->client >= 0 || q->t_served) return; /* one serving attempt per request */
   x->client = (int32_t)req;
   q->t_served = x->t_first;
 }
 
 /* One rid's candidates pins[a..b): exact when small, else nearest first. */
-static void pin_group(pd_cf_run_t *run, unit_t *u, const pin_t *pins, size_t a, size_t b) {
+static void pin_group(pd_conform_runner_t *run, unit_t *u, const pin_t *pins, size_t a, size_t b) {
   grp_t g;
   memset(&g, 0, sizeof g);
   int small = 1;
@@ -261,7 +262,7 @@ static void pin_group(pd_cf_run_t *run, unit_t *u, const pin_t *pins, size_t a, 
  * per rid, the assignment with the most pairs, then the fewest clean-response/failed-leg (or
  * broken-response/ok-leg) mismatches, then the nearest ends wins. (With a rid on one leg
  * only, the mismatch does not matter: I5 stays fully judged when rids are unique.) */
-static void pin_by_response(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
+static void pin_by_response(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
   for (uint32_t i = 0; i < nu; i++)
     for (uint32_t k = 0; k < u[i].n; k++) run->legs[u[i].leg[k]].unit = (int32_t)i;
   key_t *keys = malloc((run->n_legs + 1) * sizeof *keys);
@@ -276,7 +277,7 @@ static void pin_by_response(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
       keys[n++] = (key_t){run->legs[i].rid, 0, (int32_t)i};
   qsort(keys, n, sizeof *keys, cmp_key);
   for (uint32_t r = 0; r < run->n_reqs && n; r++) {
-    const pd_creq_t *c = &run->reqs[r].c;
+    const pd_client_request_t *c = &run->reqs[r].c;
     const char *p = run->reqs[r].first;
     uint64_t t_ref = c->t_end ? c->t_end : c->t_first_data;
     for (int k = 0; k < MAX_IDS && (p = strstr(p, "\"id\":\"")); k++) {
@@ -292,7 +293,7 @@ static void pin_by_response(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
       for (; hit && hit > keys && !strcmp(hit[-1].s, id);) hit--; /* the first equal key */
       size_t grp = hit ? (size_t)(hit - keys) : 0;
       for (; hit && hit < keys + n && !strcmp(hit->s, id); hit++) {
-        const pd_cf_mleg_t *l = &run->legs[hit->idx];
+        const pd_conform_logged_leg_t *l = &run->legs[hit->idx];
         if (l->t_arrive < c->t_arrival || !compatible(run, &u[l->unit], c)) continue;
         if (n_pins == cap_pins) {
           size_t nc = cap_pins ? cap_pins * 2 : 64;
@@ -304,7 +305,7 @@ static void pin_by_response(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
           pins = np;
           cap_pins = nc;
         }
-        uint64_t end = pd_cf_leg_closed(l) ? pd_cf_leg_closed(l) : UINT64_MAX / 4;
+        uint64_t end = pd_conform_leg_closed(l) ? pd_conform_leg_closed(l) : UINT64_MAX / 4;
         /* several legs may carry this rid: a clean response comes from a leg that ended
            well, a broken one from one that did not; then the nearest end */
         int clean = c->ended && !c->aborted && c->head_status >= 200 && c->head_status < 300 &&
@@ -323,7 +324,7 @@ static void pin_by_response(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
   free(keys);
 }
 
-static void note(pd_cf_run_t *run, pd_cf_req_t *q, const unit_t *x, int32_t ux) {
+static void note(pd_conform_runner_t *run, pd_conform_req_t *q, const unit_t *x, int32_t ux) {
   if (!q->n_units || x->t_first < q->t_first_unit) q->t_first_unit = x->t_first;
   if (x->t_last != UINT64_MAX && x->t_last > q->t_last_unit_end) q->t_last_unit_end = x->t_last;
   if (q->n_units == q->cap_units) {
@@ -342,8 +343,8 @@ static void note(pd_cf_run_t *run, pd_cf_req_t *q, const unit_t *x, int32_t ux) 
 /* Attempts of one request follow each other. strict: every leg of the earlier one was
  * closed (within the mocks' 20 ms hang-up poll) before the later one reached a worker; else
  * one ended leg (its failure) is enough (pr1150's detached prefill runs on). */
-#define ORDER_TOL_NS (30 * PD_CF_MS)
-static int in_order(const unit_t *u, const pd_cf_req_t *q, const unit_t *x, int strict) {
+#define ORDER_TOL_NS (30 * PD_CONFORM_MS)
+static int in_order(const unit_t *u, const pd_conform_req_t *q, const unit_t *x, int strict) {
   for (uint32_t i = 0; i < q->n_units; i++) {
     const unit_t *y = &u[q->units[i]];
     const unit_t *a = y->t_first <= x->t_first ? y : x, *b = a == y ? x : y;
@@ -356,20 +357,21 @@ static int in_order(const unit_t *u, const pd_cf_req_t *q, const unit_t *x, int 
 
 /* The client's end: a response that ended, or its own disconnect; 0 if none (still open
  * when the runner gave up on it, or never sent). */
-uint64_t pd_cf_client_end(const pd_cf_req_t *q) {
+uint64_t pd_conform_client_end(const pd_conform_req_t *q) {
   return q->c.ended || q->c.gone ? q->c.t_end : 0;
 }
 
-/* The worker's own error, quoted in what q's client received (mock_workers/pd_wshared.c),
+/* The worker's own error, quoted in what q's client received (mock_workers/pd_worker_shared.c),
  * came from a leg of x: "worker returned N" from a `status` fault with N; the SSE error event
  * "worker failed" from a leg that answered 2xx and then failed. */
-static int explains_worker_error(const pd_cf_run_t *run, const unit_t *x, const pd_cf_req_t *q) {
+static int explains_worker_error(const pd_conform_runner_t *run, const unit_t *x,
+                                 const pd_conform_req_t *q) {
   const char *p = strstr(q->first, "\"worker returned ");
   int want_status = p ? atoi(p + 17) : 0;
   int want_failed = !p && strstr(q->first, "\"worker failed\"") != NULL;
   if (!want_status && !want_failed) return 1;
   for (uint32_t k = 0; k < x->n; k++) {
-    const pd_cf_mleg_t *l = &run->legs[x->leg[k]];
+    const pd_conform_logged_leg_t *l = &run->legs[x->leg[k]];
     if (want_status && l->fault == PD_FAULT_STATUS && l->end_status == want_status) return 1;
     if (want_failed && l->truth == PD_TRUTH_FAILED && l->end_status >= 200 && l->end_status < 300)
       return 1;
@@ -389,8 +391,9 @@ static int explains_worker_error(const pd_cf_run_t *run, const unit_t *x, const 
  * was given up read as I2 of a neighbour that had ended, and a second attempt as I7). A real
  * orphan is still found: this level only chooses among requests that pass level 4, and
  * falls back to level 4 when none fits. */
-static int fits(const pd_cf_run_t *run, const unit_t *x, const pd_cf_req_t *q, uint32_t max_att) {
-  uint64_t end = pd_cf_client_end(q), g = run->grace_ns;
+static int fits(const pd_conform_runner_t *run, const unit_t *x, const pd_conform_req_t *q,
+                uint32_t max_att) {
+  uint64_t end = pd_conform_client_end(q), g = run->grace_ns;
   if (end && (x->t_last == UINT64_MAX || x->t_last > end + g)) return 0;
   if (q->n_units + 1 < max_att) return 1; /* a later attempt may end it */
   uint64_t seen = q->c.t_head ? q->c.t_head : q->c.t_first_data ? q->c.t_first_data : end;
@@ -412,11 +415,11 @@ static int fits(const pd_cf_run_t *run, const unit_t *x, const pd_cf_req_t *q, u
  * each other strictly; 3 the same with one ended leg between attempts; 2 compatible, in
  * that order and below the mode's attempt limit (with a mode label); 1 compatible; 0 any
  * request live when the attempt came. */
-static int32_t pick(const pd_cf_run_t *run, const unit_t *u, const unit_t *x, int level) {
+static int32_t pick(const pd_conform_runner_t *run, const unit_t *u, const unit_t *x, int level) {
   int32_t first = -1, retry = -1, latest = -1;
   uint32_t max_att = run->judge.max_attempts;
   for (uint32_t r = 0; r < run->n_reqs; r++) {
-    const pd_cf_req_t *q = &run->reqs[r];
+    const pd_conform_req_t *q = &run->reqs[r];
     if (!q->c.t_arrival || q->c.t_arrival > x->t_first) continue;
     if (q->c.ended && q->c.t_end < x->t_first) continue; /* answered before it came */
     if (level >= 1 && !compatible(run, x, &q->c)) continue;
@@ -444,13 +447,13 @@ static int32_t pick(const pd_cf_run_t *run, const unit_t *u, const unit_t *x, in
 #define AUG_MAX_DEPTH 64u
 
 typedef struct aug {
-  pd_cf_run_t *run;
+  pd_conform_runner_t *run;
   unit_t *u;
   int32_t *owner; /* per request: its attempt, -1 none, -2 one that does not move */
   uint8_t *seen;
 } aug_t;
 
-static int may_own(const aug_t *a, const unit_t *x, const pd_cf_req_t *q) {
+static int may_own(const aug_t *a, const unit_t *x, const pd_conform_req_t *q) {
   if (!q->c.t_arrival || q->c.t_arrival > x->t_first) return 0;
   if (q->c.ended && q->c.t_end < x->t_first) return 0;
   if (q->c.t_first_data && q->c.t_first_data < x->t_first) return 0;
@@ -472,7 +475,7 @@ static int augment(aug_t *a, int32_t xi, uint32_t depth) {
   return 0;
 }
 
-static void rematch_single_attempts(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
+static void rematch_single_attempts(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
   aug_t a = {run, u, calloc(run->n_reqs + 1, sizeof *a.owner), calloc(run->n_reqs + 1, 1)};
   int32_t *todo = calloc(nu + 1, sizeof *todo);
   uint32_t n_todo = 0;
@@ -502,7 +505,7 @@ out:
   free(todo);
 }
 
-static void attribute_rest(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
+static void attribute_rest(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
   for (uint32_t i = 0; i < nu; i++)
     if (u[i].client >= 0) note(run, &run->reqs[u[i].client], &u[i], (int32_t)i);
   for (uint32_t i = 0; i < nu; i++) {
@@ -518,7 +521,7 @@ static void attribute_rest(pd_cf_run_t *run, unit_t *u, uint32_t nu) {
   if (run->judge.max_attempts == 1) rematch_single_attempts(run, u, nu);
 }
 
-uint32_t pd_cf_attribute(pd_cf_run_t *run, pd_cf_unit_t *u) {
+uint32_t pd_conform_attribute(pd_conform_runner_t *run, pd_conform_unit_t *u) {
   for (size_t i = 0; i < run->n_legs; i++) {
     run->legs[i].client = client_of_xrid(run, run->legs[i].xrid);
     run->r->legs_by_id += run->legs[i].client >= 0;

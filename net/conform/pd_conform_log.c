@@ -1,5 +1,5 @@
 /* The mocks' event logs (docs/mock.md "Event log"), read after a run into one record per
- * generation request a worker received (pd_cf_mleg_t): its request fields, fault, slot
+ * generation request a worker received (pd_conform_logged_leg_t): its request fields, fault, slot
  * times and truth, when its connection closed, its aborts, and room collisions. Times become
  * run-relative ns (the mocks' t_us is CLOCK_MONOTONIC, the runner's clock). */
 #include <cjson/cJSON.h>
@@ -8,11 +8,11 @@
 #include <string.h>
 
 #include "pd_conform_int.h"
-#include "pd_wshared.h"
+#include "pd_worker_shared.h"
 
 #define MAX_LOG_LINES 20000000u
 
-static uint64_t rel(const pd_cf_run_t *run, double t_us) {
+static uint64_t rel(const pd_conform_runner_t *run, double t_us) {
   uint64_t ns = t_us > 0 ? (uint64_t)t_us * 1000u : 0;
   return ns > run->t0_abs ? ns - run->t0_abs : 1;
 }
@@ -40,15 +40,15 @@ static int fault_of(const char *s) {
   return -1;
 }
 
-static pd_cf_mleg_t *new_leg(pd_cf_run_t *run) {
+static pd_conform_logged_leg_t *new_leg(pd_conform_runner_t *run) {
   if (run->n_legs == run->cap_legs) {
     size_t nc = run->cap_legs ? run->cap_legs * 2 : 64;
-    pd_cf_mleg_t *nl = realloc(run->legs, nc * sizeof *nl);
+    pd_conform_logged_leg_t *nl = realloc(run->legs, nc * sizeof *nl);
     if (!nl) return NULL;
     run->legs = nl;
     run->cap_legs = nc;
   }
-  pd_cf_mleg_t *l = &run->legs[run->n_legs++];
+  pd_conform_logged_leg_t *l = &run->legs[run->n_legs++];
   memset(l, 0, sizeof *l);
   l->fault = -1;
   l->rid_given = -1;
@@ -57,7 +57,8 @@ static pd_cf_mleg_t *new_leg(pd_cf_run_t *run) {
   return l;
 }
 
-static void on_request(pd_cf_run_t *run, uint32_t wi, const cJSON *j, pd_cf_mleg_t *l) {
+static void on_request(pd_conform_runner_t *run, uint32_t wi, const cJSON *j,
+                       pd_conform_logged_leg_t *l) {
   l->worker = wi;
   l->role = run->s->workers[wi].role;
   l->req = (uint64_t)num_of(j, "req", 0);
@@ -94,7 +95,8 @@ static void on_request(pd_cf_run_t *run, uint32_t wi, const cJSON *j, pd_cf_mleg
 }
 
 /* Apply one log line; map: mock req id -> leg index + 1 for this worker. */
-static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map, size_t *cap) {
+static void on_line(pd_conform_runner_t *run, uint32_t wi, const cJSON *j, int32_t **map,
+                    size_t *cap) {
   const char *ev = str_of(j, "ev");
   if (!ev) return;
   if (!strcmp(ev, "crash")) {
@@ -122,7 +124,7 @@ static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map
       *map = nm;
       *cap = nc;
     }
-    pd_cf_mleg_t *l = new_leg(run);
+    pd_conform_logged_leg_t *l = new_leg(run);
     if (!l) {
       run->n_nomem++;
       return;
@@ -133,7 +135,7 @@ static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map
     return;
   }
   if (id >= *cap || !(*map)[id]) return;
-  pd_cf_mleg_t *l = &run->legs[(*map)[id] - 1];
+  pd_conform_logged_leg_t *l = &run->legs[(*map)[id] - 1];
   uint64_t t = rel(run, num_of(j, "t_us", 0));
   if (!strcmp(ev, "fault")) {
     int k = fault_of(str_of(j, "kind"));
@@ -141,7 +143,7 @@ static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map
     if (k >= 0 && k != PD_FAULT_PREFILL_LAG && k != PD_FAULT_SLOW_DRIP) l->fault = k;
   } else if (!strcmp(ev, "traffic_fault")) {
     double k = num_of(j, "index", -1);
-    if (k >= 0 && k < PD_SCN_MAX_TFAULTS) run->tfault_fired[(size_t)k] = 1;
+    if (k >= 0 && k < PD_SCENARIO_MAX_TRAFFIC_FAULTS) run->tfault_fired[(size_t)k] = 1;
   } else if (!strcmp(ev, "slot_taken")) {
     l->slot_taken = 1;
     l->t_slot_taken = t;
@@ -158,7 +160,7 @@ static void on_line(pd_cf_run_t *run, uint32_t wi, const cJSON *j, int32_t **map
   }
 }
 
-int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap) {
+int pd_conform_read_logs(pd_conform_runner_t *run, char *err, size_t cap) {
   for (uint32_t wi = 0; wi < run->n_wk; wi++) {
     FILE *f = fopen(run->wk[wi].log, "r");
     if (!f) {
@@ -183,9 +185,9 @@ int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap) {
     return -1;
   }
   for (size_t i = 0; i < run->n_legs; i++) { /* legs that never took a slot: truth by fault */
-    pd_cf_mleg_t *l = &run->legs[i];
+    pd_conform_logged_leg_t *l = &run->legs[i];
     if (l->truth != PD_TRUTH_PENDING || l->slot_taken) continue;
-    if (l->fault == PD_FAULT_STATUS && l->end_status && pd_wstatus_is_healthy(l->end_status))
+    if (l->fault == PD_FAULT_STATUS && l->end_status && pd_worker_status_is_healthy(l->end_status))
       l->truth = PD_TRUTH_OK; /* a 4xx refusal: the worker is healthy (R3.2), as in the sim */
     else if (l->fault == PD_FAULT_STATUS || l->fault == PD_FAULT_RESET_BEFORE_HEAD)
       l->truth = PD_TRUTH_FAILED;
@@ -195,7 +197,7 @@ int pd_cf_read_logs(pd_cf_run_t *run, char *err, size_t cap) {
 }
 
 
-void pd_cf_legs_free(pd_cf_run_t *run) {
+void pd_conform_legs_free(pd_conform_runner_t *run) {
   for (size_t i = 0; i < run->n_legs; i++) free(run->legs[i].rooms);
   free(run->legs);
   run->legs = NULL;

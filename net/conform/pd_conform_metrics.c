@@ -1,6 +1,6 @@
 /* I4 on sockets, from what the gateway says it recorded: its Prometheus exposition
- * (`pdref_worker_outcomes_total{role,worker,outcome}`, net/gateway/pd_gw_metrics.c) read once the run
- * has settled, against the truth of every leg in the mocks' logs.
+ * (`pdref_worker_outcomes_total{role,worker,outcome}`, net/gateway/pd_gateway_metrics.c) read once
+ * the run has settled, against the truth of every leg in the mocks' logs.
  *
  * Outcomes are counted per worker, not per leg, so the judgement is a feasibility test: is
  * there any way to give each recorded outcome its own leg of that worker that agrees with it
@@ -17,9 +17,9 @@
 #include "pd_conform_int.h"
 #include "pd_conform_metrics.h"
 
-char *pd_cf_scrape_metrics(uint16_t port, unsigned timeout_ms) {
+char *pd_conform_scrape_metrics(uint16_t port, unsigned timeout_ms) {
   long code = 0;
-  char *body = pd_cf_http(port, "/metrics", NULL, timeout_ms, &code);
+  char *body = pd_conform_http(port, "/metrics", NULL, timeout_ms, &code);
   if (code == 200) return body;
   free(body);
   return NULL;
@@ -48,7 +48,7 @@ static int label(const char *set, const char *end, const char *key, char *out, s
 }
 
 /* The scenario worker a metrics `worker` label names (its URL ends in the mock's port). */
-static int worker_of(const pd_cf_run_t *run, const char *role, const char *url) {
+static int worker_of(const pd_conform_runner_t *run, const char *role, const char *url) {
   const char *colon = strrchr(url, ':');
   if (!colon) return -1;
   unsigned long port = strtoul(colon + 1, NULL, 10);
@@ -82,7 +82,7 @@ static const unsigned fits[OC_N] = {
     [OC_FAILURE] = 1u << LT_FAIL | 1u << LT_STALL | 1u << LT_OPEN,
 };
 
-int pd_cf_outcomes_feasible(const uint64_t rec[2], const uint64_t legs[5], unsigned *bad_set) {
+int pd_conform_outcomes_feasible(const uint64_t rec[2], const uint64_t legs[5], unsigned *bad_set) {
   for (unsigned set = 1; set < (1u << OC_N); set++) { /* Hall: every subset of outcomes */
     uint64_t need = 0;
     unsigned nb = 0;
@@ -102,10 +102,11 @@ int pd_cf_outcomes_feasible(const uint64_t rec[2], const uint64_t legs[5], unsig
   return 1;
 }
 
-int pd_cf_judge_metrics(const pd_cf_run_t *run, const char *text, char *reason, size_t cap) {
+int pd_conform_judge_metrics(const pd_conform_runner_t *run, const char *text, char *reason,
+                             size_t cap) {
   static const char fam[] = "pdref_worker_outcomes_total{";
-  uint64_t rec[PD_SCN_MAX_WORKERS][OC_N];
-  uint64_t legs[PD_SCN_MAX_WORKERS][LT_N];
+  uint64_t rec[PD_SCENARIO_MAX_WORKERS][OC_N];
+  uint64_t legs[PD_SCENARIO_MAX_WORKERS][LT_N];
   memset(rec, 0, sizeof rec);
   memset(legs, 0, sizeof legs);
   int seen = 0;
@@ -131,8 +132,8 @@ int pd_cf_judge_metrics(const pd_cf_run_t *run, const char *text, char *reason, 
   if (!seen) return -1; /* not exposed: I4 is not judged */
   uint64_t n_open = 0;
   for (size_t i = 0; i < run->n_legs; i++) {
-    const pd_cf_mleg_t *l = &run->legs[i];
-    if (l->resend_of >= 0 || l->worker >= PD_SCN_MAX_WORKERS) continue; /* one gateway leg */
+    const pd_conform_logged_leg_t *l = &run->legs[i];
+    if (l->resend_of >= 0 || l->worker >= PD_SCENARIO_MAX_WORKERS) continue; /* one gateway leg */
     uint64_t closed = l->t_peer_closed && (!l->t_end || l->t_peer_closed < l->t_end)
                           ? l->t_peer_closed : l->t_end;
     int is_cut = (l->truth == PD_TRUTH_PENDING || l->truth == PD_TRUTH_STALLED) &&
@@ -142,7 +143,7 @@ int pd_cf_judge_metrics(const pd_cf_run_t *run, const char *text, char *reason, 
   }
   /* A crashed worker refuses connections without a log line: failures may be recorded for
    * legs the logs never saw, so only its successes are bounded. */
-  for (uint32_t w = 0; w < run->s->n_workers && w < PD_SCN_MAX_WORKERS; w++)
+  for (uint32_t w = 0; w < run->s->n_workers && w < PD_SCENARIO_MAX_WORKERS; w++)
     if (run->s->workers[w].crash_at_ms) legs[w][LT_FAIL] += rec[w][OC_FAILURE];
   /* A leg the run's end cut: its outcome may be recorded after the run, as the simulator
    * (which runs on) would see; the counts so far prove nothing either way. */
@@ -150,7 +151,7 @@ int pd_cf_judge_metrics(const pd_cf_run_t *run, const char *text, char *reason, 
   static const char *const oname[OC_N] = {"success", "failure/timeout"};
   for (uint32_t w = 0; w < run->s->n_workers; w++) {
     unsigned bad = 0;
-    if (pd_cf_outcomes_feasible(rec[w], legs[w], &bad)) continue;
+    if (pd_conform_outcomes_feasible(rec[w], legs[w], &bad)) continue;
     char what[64] = "";
     for (int o = 0; o < OC_N; o++)
       if (bad & (1u << o))
@@ -171,7 +172,7 @@ int pd_cf_judge_metrics(const pd_cf_run_t *run, const char *text, char *reason, 
 
 /* Sum of a gauge family's values, per scenario worker when labelled by worker (loads[w]), or
  * whole (*total, unlabelled); 1 when the family has a line for the run (or run is NULL). */
-static int gauge(const pd_cf_run_t *run, const char *text, const char *fam, uint64_t *loads,
+static int gauge(const pd_conform_runner_t *run, const char *text, const char *fam, uint64_t *loads,
                  uint64_t *total) {
   size_t fl = strlen(fam);
   int seen = 0;
@@ -199,21 +200,22 @@ static int gauge(const pd_cf_run_t *run, const char *text, const char *fam, uint
   return seen;
 }
 
-int pd_cf_metrics_busy(const char *text) {
+int pd_conform_metrics_busy(const char *text) {
   uint64_t load = 0, live = 0;
   gauge(NULL, text, "pdref_worker_load", NULL, &load);
   gauge(NULL, text, "pdref_requests_in_flight", NULL, &live);
   return load || live;
 }
 
-int pd_cf_judge_quiescence(const pd_cf_run_t *run, const char *text, char *reason, size_t cap) {
-  uint64_t loads[PD_SCN_MAX_WORKERS] = {0}, load = 0, live = 0;
+int pd_conform_judge_quiescence(const pd_conform_runner_t *run, const char *text, char *reason,
+                                size_t cap) {
+  uint64_t loads[PD_SCENARIO_MAX_WORKERS] = {0}, load = 0, live = 0;
   if (!gauge(run, text, "pdref_worker_load", loads, &load)) return -1; /* not exposed */
   gauge(run, text, "pdref_requests_in_flight", NULL, &live);
   if (!load && !live) return 0;
   int n = snprintf(reason, cap, "not quiescent after the run: %llu request(s) in flight",
                    (unsigned long long)live);
-  for (uint32_t w = 0; w < run->s->n_workers && w < PD_SCN_MAX_WORKERS && n > 0 &&
+  for (uint32_t w = 0; w < run->s->n_workers && w < PD_SCENARIO_MAX_WORKERS && n > 0 &&
                        (size_t)n < cap; w++)
     if (loads[w])
       n += snprintf(reason + n, cap - (size_t)n, ", %s load %llu", run->s->workers[w].name,

@@ -19,25 +19,25 @@
 
 #define MAX_ARGS 24
 
-uint64_t pd_cf_now_abs(void) {
+uint64_t pd_conform_now_abs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t pd_cf_now(const pd_cf_run_t *run) {
-  uint64_t a = pd_cf_now_abs();
+uint64_t pd_conform_now(const pd_conform_runner_t *run) {
+  uint64_t a = pd_conform_now_abs();
   return a > run->t0_abs ? a - run->t0_abs : 1;
 }
 
-void pd_cf_sleep_ms(unsigned ms) {
+void pd_conform_sleep_ms(unsigned ms) {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
 }
 
-int pd_cf_stopping(const pd_cf_run_t *run) { return run->o->stop && *run->o->stop; }
+int pd_conform_stopping(const pd_conform_runner_t *run) { return run->o->stop && *run->o->stop; }
 
-int pd_cf_free_port(uint16_t *port) {
+int pd_conform_free_port(uint16_t *port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   struct sockaddr_in a;
@@ -67,11 +67,11 @@ static int tcp_accepts(uint16_t port) {
   return ok;
 }
 
-static void note_pid(pd_cf_run_t *run, pid_t pid) {
+static void note_pid(pd_conform_runner_t *run, pid_t pid) {
   if (run->r->n_pids < PD_CONFORM_MAX_PIDS) run->r->pids[run->r->n_pids++] = pid;
 }
 
-void pd_cf_tail(const char *path, char *out, size_t cap) {
+void pd_conform_tail(const char *path, char *out, size_t cap) {
   out[0] = 0;
   FILE *f = fopen(path, "r");
   if (!f) return;
@@ -89,7 +89,7 @@ void pd_cf_tail(const char *path, char *out, size_t cap) {
 }
 
 /* The ready line, once the file holds a complete JSON line starting with {"ready". */
-static int read_ready(pd_cf_worker_t *k) {
+static int read_ready(pd_conform_worker_t *k) {
   FILE *f = fopen(k->out, "r");
   if (!f) return 0;
   char line[1024];
@@ -112,17 +112,17 @@ static int read_ready(pd_cf_worker_t *k) {
   return ok;
 }
 
-int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap) {
+int pd_conform_start_mocks(pd_conform_runner_t *run, char *err, size_t cap) {
   const pd_scenario_t *s = run->s;
   char speed[32];
   snprintf(speed, sizeof speed, "%.6g", run->o->scale);
-  char ledger[PD_CF_PATH_MAX + 16]; /* traffic faults: one fault ledger per row, fresh */
+  char ledger[PD_CONFORM_PATH_MAX + 16]; /* traffic faults: one fault ledger per row, fresh */
   snprintf(ledger, sizeof ledger, "%s/faults.ledger", run->dir);
   unlink(ledger);
   for (uint32_t i = 0; i < s->n_workers; i++) {
-    pd_cf_worker_t *k = &run->wk[i];
-    const pd_scn_worker_t *sw = &s->workers[i];
-    char errp[PD_CF_PATH_MAX + 8];
+    pd_conform_worker_t *k = &run->wk[i];
+    const pd_scenario_worker_t *sw = &s->workers[i];
+    char errp[PD_CONFORM_PATH_MAX + 8];
     snprintf(k->log, sizeof k->log, "%s/w%u.jsonl", run->dir, i);
     snprintf(k->out, sizeof k->out, "%s/w%u.out", run->dir, i);
     snprintf(errp, sizeof errp, "%s/w%u.err", run->dir, i);
@@ -159,32 +159,32 @@ int pd_cf_start_mocks(pd_cf_run_t *run, char *err, size_t cap) {
     note_pid(run, k->proc.pid);
     run->n_wk = i + 1;
   }
-  uint64_t end = pd_cf_now_abs() + run->o->start_ms * PD_CF_MS;
+  uint64_t end = pd_conform_now_abs() + run->o->start_ms * PD_CONFORM_MS;
   for (uint32_t guard = 0; guard < 1000000; guard++) { /* bounded by `end` */
     uint32_t ready = 0;
     for (uint32_t i = 0; i < run->n_wk; i++) {
-      pd_cf_worker_t *k = &run->wk[i];
+      pd_conform_worker_t *k = &run->wk[i];
       if (k->port || read_ready(k)) {
         ready++;
         continue;
       }
       if (pd_proc_is_gone(&k->proc)) {
-        char t[320], errp[PD_CF_PATH_MAX + 8];
+        char t[320], errp[PD_CONFORM_PATH_MAX + 8];
         snprintf(errp, sizeof errp, "%s/w%u.err", run->dir, i);
-        pd_cf_tail(errp, t, sizeof t);
+        pd_conform_tail(errp, t, sizeof t);
         snprintf(err, cap, "mock %s exited before its ready line: %s", s->workers[i].name, t);
         return -1;
       }
     }
     if (ready == run->n_wk) return 0;
-    if (pd_cf_now_abs() > end || pd_cf_stopping(run)) break;
-    pd_cf_sleep_ms(5);
+    if (pd_conform_now_abs() > end || pd_conform_stopping(run)) break;
+    pd_conform_sleep_ms(5);
   }
   snprintf(err, cap, "mocks not ready within %u ms", run->o->start_ms);
   return -1;
 }
 
-int pd_cf_start_gateway(pd_cf_run_t *run, const char *cmd, char *err, size_t cap) {
+int pd_conform_start_gateway(pd_conform_runner_t *run, const char *cmd, char *err, size_t cap) {
   snprintf(run->gw_out, sizeof run->gw_out, "%s/gateway.out", run->dir);
   char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
   pd_proc_opts_t po = {.out_path = run->gw_out, .is_err_to_out = 1, .is_group = 1};
@@ -193,21 +193,21 @@ int pd_cf_start_gateway(pd_cf_run_t *run, const char *cmd, char *err, size_t cap
     return -1;
   }
   note_pid(run, run->gw.pid);
-  uint64_t end = pd_cf_now_abs() + run->o->start_ms * PD_CF_MS;
+  uint64_t end = pd_conform_now_abs() + run->o->start_ms * PD_CONFORM_MS;
   for (uint32_t guard = 0; guard < 1000000; guard++) { /* bounded by `end` */
     if (tcp_accepts(run->gw_port)) return 0;
     if (pd_proc_is_gone(&run->gw)) {
       char t[320];
-      pd_cf_tail(run->gw_out, t, sizeof t);
+      pd_conform_tail(run->gw_out, t, sizeof t);
       snprintf(err, cap, "the gateway command exited (status %d) before listening on port %u: %s",
                WIFEXITED(run->gw.status) ? WEXITSTATUS(run->gw.status) : -1, run->gw_port, t);
       return -1;
     }
-    if (pd_cf_now_abs() > end || pd_cf_stopping(run)) break;
-    pd_cf_sleep_ms(5);
+    if (pd_conform_now_abs() > end || pd_conform_stopping(run)) break;
+    pd_conform_sleep_ms(5);
   }
   char t[320];
-  pd_cf_tail(run->gw_out, t, sizeof t);
+  pd_conform_tail(run->gw_out, t, sizeof t);
   snprintf(err, cap, "the gateway did not accept on 127.0.0.1:%u within %u ms%s%s", run->gw_port,
            run->o->start_ms, t[0] ? ": " : "", t);
   return -1;
@@ -215,10 +215,10 @@ int pd_cf_start_gateway(pd_cf_run_t *run, const char *cmd, char *err, size_t cap
 
 /* The runner is a child subreaper (pd_conform.c), so the orphans a stopped group leaves
  * are its own children and pd_proc_stop_all reaps them. */
-void pd_cf_stop_gateway(pd_cf_run_t *run) { pd_proc_stop(&run->gw, run->o->stop_ms); }
+void pd_conform_stop_gateway(pd_conform_runner_t *run) { pd_proc_stop(&run->gw, run->o->stop_ms); }
 
-void pd_cf_stop_mocks(pd_cf_run_t *run) {
-  pd_proc_t *ps[PD_SCN_MAX_WORKERS];
+void pd_conform_stop_mocks(pd_conform_runner_t *run) {
+  pd_proc_t *ps[PD_SCENARIO_MAX_WORKERS];
   for (uint32_t i = 0; i < run->n_wk; i++) ps[i] = &run->wk[i].proc;
   pd_proc_stop_all(ps, run->n_wk, run->o->stop_ms);
 }

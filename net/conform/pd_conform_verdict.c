@@ -1,6 +1,6 @@
 /* The verdict of a socket run once its legs are tied to requests (pd_conform_judge.c): rebuild
- * the simulator's records (pd_creq_t with its pd_wleg_t list) from the mocks' legs and judge
- * every request with pd_check_request, the simulator's own checker; then the run-level I8
+ * the simulator's records (pd_client_request_t with its pd_worker_leg_t list) from the mocks' legs
+ * and judge every request with pd_check_request, the simulator's own checker; then the run-level I8
  * findings (a leg re-sent to its worker, room collisions). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include "pd_conform_int.h"
 #include "pd_hash.h"
 
-typedef pd_cf_unit_t unit_t;
+typedef pd_conform_unit_t unit_t;
 
 
 static int made_up_rid(const char *r) { /* the mock's own: 32 lowercase hex digits */
@@ -20,9 +20,9 @@ static int made_up_rid(const char *r) { /* the mock's own: 32 lowercase hex digi
   return 1;
 }
 
-static pd_wleg_t *to_wleg(pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t idx,
-                          const pd_cf_req_t *q, uint32_t attempt) {
-  pd_wleg_t *l = calloc(1, sizeof *l);
+static pd_worker_leg_t *to_wleg(pd_conform_runner_t *run, const pd_conform_logged_leg_t *m,
+                                size_t idx, const pd_conform_req_t *q, uint32_t attempt) {
+  pd_worker_leg_t *l = calloc(1, sizeof *l);
   if (!l) return NULL;
   l->leg_id = idx + 1;
   l->req_id = q->c.id;
@@ -59,8 +59,8 @@ static pd_wleg_t *to_wleg(pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t idx,
   l->aborts = m->aborts;
   l->lag_ms = m->fired >> PD_FAULT_PREFILL_LAG & 1u; /* applied (the amount is the mock's) */
   l->drip_ms = m->fired >> PD_FAULT_SLOW_DRIP & 1u;
-#if PD_INV_COUNT >= 17 /* the checker knows crash hits and every room of a batch */
-  uint64_t crash = run->t_crash[m->worker], closed = pd_cf_leg_closed(m);
+#if PD_INVARIANT_COUNT >= 17 /* the checker knows crash hits and every room of a batch */
+  uint64_t crash = run->t_crash[m->worker], closed = pd_conform_leg_closed(m);
   l->is_crash_hit = crash && m->t_arrive <= crash && (!closed || closed >= crash);
   l->is_room_scalar = m->has_room && m->room_array == 0;
   if (m->rooms && l->n_rooms > 1) {
@@ -70,15 +70,15 @@ static pd_wleg_t *to_wleg(pd_cf_run_t *run, const pd_cf_mleg_t *m, size_t idx,
   }
 #endif
   l->t_open = m->t_arrive;
-  l->t_gw_closed = pd_cf_leg_closed(m);
+  l->t_gw_closed = pd_conform_leg_closed(m);
   l->gw_open = !l->t_gw_closed;
   return l;
 }
 
 /* PDREF_CONFORM_DEBUG=1: each request and the legs tied to it, on stderr (ms). */
-static void debug_request(const pd_cf_run_t *run, const pd_cf_req_t *q, const unit_t *u,
-                          uint32_t nu, uint32_t v, const char *why) {
-  const pd_creq_t *c = &q->c;
+static void debug_request(const pd_conform_runner_t *run, const pd_conform_req_t *q,
+                          const unit_t *u, uint32_t nu, uint32_t v, const char *why) {
+  const pd_client_request_t *c = &q->c;
   fprintf(stderr, "req %llu: [%#x %s] sent %.3f end %.3f status %d%s%s%s first_data %.3f\n",
           (unsigned long long)c->id, v, v ? why : "",
           (double)c->t_arrival / 1e6, (double)c->t_end / 1e6,
@@ -88,11 +88,11 @@ static void debug_request(const pd_cf_run_t *run, const pd_cf_req_t *q, const un
   for (uint32_t i = 0; i < nu; i++) {
     if (u[i].client != (int32_t)c->id) continue;
     for (uint32_t k = 0; k < u[i].n; k++) {
-      const pd_cf_mleg_t *m = &run->legs[u[i].leg[k]];
+      const pd_conform_logged_leg_t *m = &run->legs[u[i].leg[k]];
       fprintf(stderr, "  att %u %s %-3s rid %.24s room %s arrive %.3f closed %.3f freed %.3f "
               "truth %d fault %d status %d\n", u[i].attempt, run->s->workers[m->worker].name,
               m->role == PD_ROLE_PREFILL ? "P" : "D", m->rid, m->room_s,
-              (double)m->t_arrive / 1e6, (double)pd_cf_leg_closed(m) / 1e6,
+              (double)m->t_arrive / 1e6, (double)pd_conform_leg_closed(m) / 1e6,
               (double)m->t_slot_freed / 1e6, m->truth, m->fault, m->end_status);
     }
   }
@@ -106,14 +106,14 @@ static void debug_request(const pd_cf_run_t *run, const pd_cf_req_t *q, const un
  * while its decode request is still on its way); a gateway that really opened an attempt for
  * a client already gone leaves its legs open past the end, which I2 judges. A whole answer
  * (a non-stream body, an error document) is one piece on the wire: no window. */
-static int opened_after_commit(const pd_cf_req_t *q, const unit_t *x) {
-  uint64_t first = q->c.t_first_data, end = pd_cf_client_end(q);
+static int opened_after_commit(const pd_conform_req_t *q, const unit_t *x) {
+  uint64_t first = q->c.t_first_data, end = pd_conform_client_end(q);
   if (!first || !q->c.is_sse_head || x->t_first <= first) return 0;
   return !end || x->t_first < end;
 }
 
-static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) {
-  pd_creq_t *rq = &q->c;
+static void judge_one(pd_conform_runner_t *run, pd_conform_req_t *q, unit_t *u, uint32_t nu) {
+  pd_client_request_t *rq = &q->c;
   uint32_t attempt = 0;
   for (uint32_t i = 0; i < nu; i++) { /* u is sorted by t_first: attempts in order */
     if (u[i].client != (int32_t)rq->id) continue;
@@ -121,7 +121,7 @@ static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) 
     if (attempt > 1 && opened_after_commit(q, &u[i]))
       rq->retry_after_commit = 1;
     for (uint32_t k = 0; k < u[i].n; k++) {
-      pd_wleg_t *l = to_wleg(run, &run->legs[u[i].leg[k]], (size_t)u[i].leg[k], q, attempt);
+      pd_worker_leg_t *l = to_wleg(run, &run->legs[u[i].leg[k]], (size_t)u[i].leg[k], q, attempt);
       if (!l) { /* a request judged without one of its legs: the verdict is an error */
         run->n_nomem++;
         continue;
@@ -133,9 +133,9 @@ static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) 
     }
   }
   rq->attempts = attempt;
-#if PD_INV_COUNT >= 15 /* I15 (served) reads whether the world was healthy all along */
-  uint64_t end = pd_cf_client_end(q);
-  rq->was_healthy = !pd_cf_failure_before(run, end ? end : q->t_bound);
+#if PD_INVARIANT_COUNT >= 15 /* I15 (served) reads whether the world was healthy all along */
+  uint64_t end = pd_conform_client_end(q);
+  rq->was_healthy = !pd_conform_failure_before(run, end ? end : q->t_bound);
 #endif
   char reason[160] = "";
   run->judge.now = run->t_gw_stop; /* what is still open is judged open at the stop */
@@ -151,8 +151,8 @@ static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) 
     }
   }
   while (rq->legs) {
-    pd_wleg_t *nx = rq->legs->next_in_req;
-#if PD_INV_COUNT >= 17
+    pd_worker_leg_t *nx = rq->legs->next_in_req;
+#if PD_INVARIANT_COUNT >= 17
     free(rq->legs->rooms);
 #endif
     free(rq->legs);
@@ -160,7 +160,7 @@ static void judge_one(pd_cf_run_t *run, pd_cf_req_t *q, unit_t *u, uint32_t nu) 
   }
 }
 
-void pd_cf_judge_init(pd_cf_run_t *run) {
+void pd_conform_judge_init(pd_conform_runner_t *run) {
   const pd_conform_opts_t *o = run->o;
   pd_mode_t mode = o->has_mode ? o->mode : PD_MODE_REFERENCE;
   pd_gw_config_t gcfg;
@@ -176,24 +176,25 @@ void pd_cf_judge_init(pd_cf_run_t *run) {
   };
 }
 
-int pd_cf_judge(pd_cf_run_t *run, char *err, size_t cap) {
+int pd_conform_judge(pd_conform_runner_t *run, char *err, size_t cap) {
   unit_t *u = calloc(run->n_legs + 1, sizeof *u);
   if (!u) {
     snprintf(err, cap, "out of memory judging %zu legs", run->n_legs);
     return -1;
   }
-  uint32_t nu = pd_cf_attribute(run, u);
+  uint32_t nu = pd_conform_attribute(run, u);
   for (uint32_t r = 0; r < run->n_reqs; r++) {
-    pd_cf_req_t *q = &run->reqs[r];
+    pd_conform_req_t *q = &run->reqs[r];
     if (!q->c.t_arrival) continue; /* never sent (the run was stopped) */
     judge_one(run, q, u, nu);
     if (q->is_cut) run->r->cut_off++;
   }
-  for (size_t i = 0; i < run->n_legs && (run->r->judged & PD_CONFORM_BIT(PD_INV_ROOMS)); i++) {
-    const pd_cf_mleg_t *m = &run->legs[i], *o;
+  for (size_t i = 0; i < run->n_legs && (run->r->judged & PD_CONFORM_BIT(PD_INVARIANT_ROOMS));
+       i++) {
+    const pd_conform_logged_leg_t *m = &run->legs[i], *o;
     if (m->resend_of < 0) continue;
     /* like a room collision (run level, as in the simulator): the worker got the room twice */
-    run->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
+    run->violations |= PD_CONFORM_BIT(PD_INVARIANT_ROOMS);
     o = &run->legs[m->resend_of];
     if (!run->stats.first_reason[0])
       snprintf(run->stats.first_reason, sizeof run->stats.first_reason,
@@ -204,8 +205,8 @@ int pd_cf_judge(pd_cf_run_t *run, char *err, size_t cap) {
                    ? "a reset before any byte" : "its first try ended");
     break;
   }
-  if (run->collisions && (run->r->judged & PD_CONFORM_BIT(PD_INV_ROOMS))) {
-    run->violations |= PD_CONFORM_BIT(PD_INV_ROOMS);
+  if (run->collisions && (run->r->judged & PD_CONFORM_BIT(PD_INVARIANT_ROOMS))) {
+    run->violations |= PD_CONFORM_BIT(PD_INVARIANT_ROOMS);
     if (!run->stats.first_reason[0])
       snprintf(run->stats.first_reason, sizeof run->stats.first_reason,
                "I8 %u room collision(s) on worker %s", run->collisions, run->collision_worker);

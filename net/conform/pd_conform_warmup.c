@@ -22,18 +22,18 @@
 
 /* The largest delay from sending a request to its first leg at a mock, in ms, over the
  * requests that had a leg; -1 when none had. */
-double pd_cf_forward_ms(const pd_cf_run_t *run) {
+double pd_conform_forward_ms(const pd_conform_runner_t *run) {
   uint64_t *first = calloc(run->n_reqs + 1, sizeof *first);
   double worst = -1;
   if (!first) return -1;
   for (size_t k = 0; k < run->n_legs; k++) {
-    const pd_cf_mleg_t *l = &run->legs[k];
+    const pd_conform_logged_leg_t *l = &run->legs[k];
     if (l->client < 0 || (uint32_t)l->client >= run->n_reqs) continue;
     uint64_t *f = &first[l->client];
     if (!*f || l->t_arrive < *f) *f = l->t_arrive;
   }
   for (uint32_t i = 0; i < run->n_reqs; i++) {
-    const pd_cf_req_t *q = &run->reqs[i];
+    const pd_conform_req_t *q = &run->reqs[i];
     if (!first[i] || !q->c.t_arrival) continue;
     double ms = first[i] > q->c.t_arrival ? (double)(first[i] - q->c.t_arrival) / 1e6 : 0;
     if (ms > worst) worst = ms;
@@ -45,7 +45,7 @@ double pd_cf_forward_ms(const pd_cf_run_t *run) {
 /* The warm-up scenario, written to a file the mocks can read (--scenario) and loaded back. */
 static int load_warm_up(const pd_conform_opts_t *o, pd_scenario_t *s, char *why, size_t cap) {
   const char *root = o->tmp_root ? o->tmp_root : getenv("TMPDIR");
-  char dir[PD_CF_DIR_MAX], path[PD_CF_PATH_MAX];
+  char dir[PD_CONFORM_DIR_MAX], path[PD_CONFORM_PATH_MAX];
   snprintf(dir, sizeof dir, "%s/pdref-warm-up-XXXXXX", root && root[0] ? root : "/tmp");
   FILE *f = NULL;
   if (mkdtemp(dir)) {
@@ -109,7 +109,7 @@ int pd_conform_warm_up(const pd_conform_opts_t *o, double *fwd_ms, char *why, si
 }
 
 uint64_t pd_conform_gateway_timing_ms(const pd_scenario_t *s) {
-  const pd_scn_config_t *c = &s->config;
+  const pd_scenario_config_t *c = &s->config;
   uint64_t t = 0;
   const uint64_t each[] = {s->workload.disconnect_prob > 0 ? s->workload.disconnect_at_ms : 0,
                            c->head_timeout_ms,   c->first_token_timeout_ms, c->idle_timeout_ms,
@@ -123,18 +123,18 @@ uint64_t pd_conform_gateway_timing_ms(const pd_scenario_t *s) {
  * client's end (R-TAIL), and I2/I3 allow the grace; what is left between the two is all the
  * time the gateway has to act on its tail deadline. With the defaults that is 1000 - 500 ms,
  * 50 ms at scale 0.1: less than a busy machine's loop can be late. 0 when not applicable. */
-uint64_t pd_cf_tail_margin_ms(const pd_scenario_t *s, const pd_conform_opts_t *o) {
+uint64_t pd_conform_tail_margin_ms(const pd_scenario_t *s, const pd_conform_opts_t *o) {
   if (!o->has_mode || o->mode != PD_MODE_REFERENCE) return 0;
   pd_gw_config_t c;
   pd_scenario_gw_config(s, o->mode, &c);
-  uint64_t tail = c.prefill_tail_timeout_ns / PD_CF_MS;
+  uint64_t tail = c.prefill_tail_timeout_ns / PD_CONFORM_MS;
   return tail && s->config.grace_ms > tail ? s->config.grace_ms - tail : 0;
 }
 
-double pd_cf_scale_for_speed(const pd_scenario_t *s, const pd_conform_opts_t *o, double scale,
+double pd_conform_scale_for_speed(const pd_scenario_t *s, const pd_conform_opts_t *o, double scale,
                              int *too_short, char *note, size_t cap) {
   *too_short = 0;
-  uint64_t t = pd_conform_gateway_timing_ms(s), m = pd_cf_tail_margin_ms(s, o);
+  uint64_t t = pd_conform_gateway_timing_ms(s), m = pd_conform_tail_margin_ms(s, o);
   if (m && (!t || m < t)) t = m;
   double need = o->fwd_ms * PD_CONFORM_FWD_FACTOR;
   if (!t || o->fwd_ms <= 0 || (double)t * scale >= need) return scale;

@@ -1,6 +1,6 @@
 /* The gateway's event loop: one epoll set over libmicrohttpd's epoll fd, libcurl's sockets,
  * the client sockets being watched for hang-ups and a wake-up eventfd, and a wait bounded by
- * the core's next deadline (pd_gw_get_expiry). Every core event goes through pd_gwn_feed and
+ * the core's next deadline (pd_gw_get_expiry). Every core event goes through pd_gateway_feed and
  * every expiry through expire; both carry out the actions. */
 #define _GNU_SOURCE /* EPOLLRDHUP, eventfd */
 #include <assert.h>
@@ -17,17 +17,17 @@
 #include "pd_err.h"
 #include "pd_gateway_int.h"
 
-#define PD_GWN_SLOT_BITS 24u
-#define PD_GWN_MAX_WAIT_MS 1000
-#define PD_GWN_EVENTS 256
+#define PD_GATEWAY_SLOT_BITS 24u
+#define PD_GATEWAY_MAX_WAIT_MS 1000
+#define PD_GATEWAY_EVENTS 256
 
-uint64_t pd_gwn_now_ns(void) {
+uint64_t pd_gateway_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void pd_gwn_log(const pd_gateway_t *g, const char *fmt, ...) {
+void pd_gateway_log(const pd_gateway_t *g, const char *fmt, ...) {
   if (g && !g->cfg.is_verbose) return;
   va_list ap;
   va_start(ap, fmt);
@@ -85,33 +85,33 @@ static void url_host(const char *url, char *out, size_t cap) {
 
 /* ---------- request table ---------- */
 
-pd_gwreq_t *pd_gwn_req_new(pd_gateway_t *g) {
+pd_gateway_request_t *pd_gateway_req_new(pd_gateway_t *g) {
   if (!g->n_free) return NULL;
-  pd_gwreq_t *rq = calloc(1, sizeof *rq);
+  pd_gateway_request_t *rq = calloc(1, sizeof *rq);
   if (!rq) return NULL;
   uint32_t s = g->free_slots[--g->n_free];
   g->gens[s] = (g->gens[s] + 1) & 0xffffffu;
-  rq->id = ((uint64_t)g->gens[s] << PD_GWN_SLOT_BITS) | s;
+  rq->id = ((uint64_t)g->gens[s] << PD_GATEWAY_SLOT_BITS) | s;
   g->slots[s] = rq;
   return rq;
 }
 
-pd_gwreq_t *pd_gwn_req_find(pd_gateway_t *g, uint64_t id) {
-  uint32_t s = (uint32_t)(id & ((1u << PD_GWN_SLOT_BITS) - 1));
+pd_gateway_request_t *pd_gateway_req_find(pd_gateway_t *g, uint64_t id) {
+  uint32_t s = (uint32_t)(id & ((1u << PD_GATEWAY_SLOT_BITS) - 1));
   if (s >= g->n_slots || !g->slots[s] || g->slots[s]->id != id) return NULL;
   return g->slots[s];
 }
 
-void pd_gwn_req_del(pd_gateway_t *g, pd_gwreq_t *rq) {
-  uint32_t s = (uint32_t)(rq->id & ((1u << PD_GWN_SLOT_BITS) - 1));
-  pd_gwu_detach_req(g, rq);
-  pd_gwconn_t *c = rq->conn;
+void pd_gateway_req_del(pd_gateway_t *g, pd_gateway_request_t *rq) {
+  uint32_t s = (uint32_t)(rq->id & ((1u << PD_GATEWAY_SLOT_BITS) - 1));
+  pd_gateway_upstream_detach_req(g, rq);
+  pd_gateway_conn_t *c = rq->conn;
   if (c) { /* the core is done with it; a client not answered by now never will be */
     c->rq = NULL;
-    pd_gwn_unwatch(g, c);
+    pd_gateway_unwatch(g, c);
     if (!c->is_ended) {
       c->is_gone = 1;
-      pd_gwh_wake(c);
+      pd_gateway_http_wake(c);
     }
   }
   g->slots[s] = NULL;
@@ -127,16 +127,16 @@ static void on_outcome(pd_gateway_t *g, const pd_action_t *a) {
 }
 
 static void apply(pd_gateway_t *g, const pd_action_t *a) {
-  pd_gwreq_t *rq = pd_gwn_req_find(g, a->req_id);
+  pd_gateway_request_t *rq = pd_gateway_req_find(g, a->req_id);
   switch (a->kind) {
   case PD_ACT_OPEN_LEG:
-    if (rq) pd_gwu_open(g, rq, a);
+    if (rq) pd_gateway_upstream_open(g, rq, a);
     break;
-  case PD_ACT_CLOSE_LEG: pd_gwu_close(g, rq, a); break;
+  case PD_ACT_CLOSE_LEG: pd_gateway_upstream_close(g, rq, a); break;
   case PD_ACT_CLIENT_HEAD:
   case PD_ACT_CLIENT_DATA:
   case PD_ACT_CLIENT_END:
-    if (rq && rq->conn) pd_gwh_client_action(g, rq->conn, a);
+    if (rq && rq->conn) pd_gateway_http_client_action(g, rq->conn, a);
     break;
   case PD_ACT_OUTCOME: on_outcome(g, a); break;
   case PD_ACT_BREAKER:
@@ -148,13 +148,13 @@ static void apply(pd_gateway_t *g, const pd_action_t *a) {
     break;
   case PD_ACT_LOAD: break; /* read from the core at scrape time */
   case PD_ACT_DONE:
-    if (rq) pd_gwn_req_del(g, rq);
+    if (rq) pd_gateway_req_del(g, rq);
     break;
   }
 }
 
 static void apply_all(pd_gateway_t *g) {
-  if (g->acts.is_overflow) pd_gwn_log(g, "core: action buffer overflow");
+  if (g->acts.is_overflow) pd_gateway_log(g, "core: action buffer overflow");
   for (size_t i = 0; i < g->acts.n; i++)
     apply(g, &g->acts.v[i]);
   pd_actbuf_reset(&g->acts);
@@ -162,9 +162,9 @@ static void apply_all(pd_gateway_t *g) {
 
 static int feed_one(pd_gateway_t *g, const pd_event_t *ev) {
   pd_actbuf_reset(&g->acts);
-  int rc = pd_gw_feed(g->core, pd_gwn_now_ns(), ev, &g->acts);
+  int rc = pd_gw_feed(g->core, pd_gateway_now_ns(), ev, &g->acts);
   if (rc)
-    pd_gwn_log(g, "core: event %d of request %llu: %s", (int)ev->kind,
+    pd_gateway_log(g, "core: event %d of request %llu: %s", (int)ev->kind,
                (unsigned long long)ev->req_id, pd_strerror(rc));
   apply_all(g);
   return rc;
@@ -178,9 +178,9 @@ static void feed_gone_pending(pd_gateway_t *g) {
   }
 }
 
-int pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev) {
+int pd_gateway_feed(pd_gateway_t *g, const pd_event_t *ev) {
   if (g->in_feed) { /* never expected: actions do not call back into the loop */
-    pd_gwn_log(g, "reentrant feed dropped (event %d)", (int)ev->kind);
+    pd_gateway_log(g, "reentrant feed dropped (event %d)", (int)ev->kind);
     return PD_ERR_FATAL;
   }
   g->in_feed = 1;
@@ -194,7 +194,7 @@ int pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev) {
  * socket events: those of the same instant reach the core first). */
 static void expire(pd_gateway_t *g) {
   assert(!g->in_feed); /* called from the loop only, never while actions are carried out */
-  uint64_t now = pd_gwn_now_ns();
+  uint64_t now = pd_gateway_now_ns();
   if (pd_gw_get_expiry(g->core) > now) return;
   g->in_feed = 1;
   pd_actbuf_reset(&g->acts);
@@ -206,21 +206,21 @@ static void expire(pd_gateway_t *g) {
 
 /* ---------- epoll ---------- */
 
-void pd_gwn_watch(pd_gateway_t *g, pd_gwconn_t *c) {
+void pd_gateway_watch(pd_gateway_t *g, pd_gateway_conn_t *c) {
   if (c->is_watched || c->fd < 0) return;
   struct epoll_event ev = {.events = EPOLLRDHUP,
-                           .data.u64 = PD_GWN_TAG(PD_GWN_TAG_WATCH, (uint32_t)c->fd)};
+                           .data.u64 = PD_GATEWAY_TAG(PD_GATEWAY_TAG_WATCH, (uint32_t)c->fd)};
   if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, c->fd, &ev) == 0 ||
       (errno == EEXIST && epoll_ctl(g->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0))
     c->is_watched = 1;
 }
 
-int pd_gwn_add_fd(pd_gateway_t *g, int fd, uint64_t tag) {
+int pd_gateway_add_fd(pd_gateway_t *g, int fd, uint64_t tag) {
   struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
   return epoll_ctl(g->epfd, EPOLL_CTL_ADD, fd, &ev) ? PD_ERR_IO : 0;
 }
 
-void pd_gwn_unwatch(pd_gateway_t *g, pd_gwconn_t *c) {
+void pd_gateway_unwatch(pd_gateway_t *g, pd_gateway_conn_t *c) {
   if (!c->is_watched) return;
   epoll_ctl(g->epfd, EPOLL_CTL_DEL, c->fd, NULL);
   c->is_watched = 0;
@@ -230,21 +230,21 @@ void pd_gwn_unwatch(pd_gateway_t *g, pd_gwconn_t *c) {
  * its fd in the list; a registration nobody owns any more is dropped (it is level-triggered
  * and would otherwise wake every turn). */
 static void on_watch(pd_gateway_t *g, int fd) {
-  for (pd_gwconn_t *c = g->conns; c; c = c->next)
+  for (pd_gateway_conn_t *c = g->conns; c; c = c->next)
     if (c->is_watched && c->fd == fd) {
-      pd_gwh_client_hup(g, c);
+      pd_gateway_http_client_hup(g, c);
       return;
     }
   epoll_ctl(g->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
 static int wait_ms(pd_gateway_t *g) {
-  uint64_t now = pd_gwn_now_ns(), t = now + (uint64_t)PD_GWN_MAX_WAIT_MS * 1000000ull;
+  uint64_t now = pd_gateway_now_ns(), t = now + (uint64_t)PD_GATEWAY_MAX_WAIT_MS * 1000000ull;
   uint64_t expiry = pd_gw_get_expiry(g->core);
   if (expiry < t) t = expiry;
   if (g->curl_deadline_ns && g->curl_deadline_ns < t) t = g->curl_deadline_ns;
   MHD_UNSIGNED_LONG_LONG mt;
-  if (MHD_get_timeout(g->mhd, &mt) == MHD_YES && mt < PD_GWN_MAX_WAIT_MS &&
+  if (MHD_get_timeout(g->mhd, &mt) == MHD_YES && mt < PD_GATEWAY_MAX_WAIT_MS &&
       now + mt * 1000000ull < t)
     t = now + mt * 1000000ull;
   if (t <= now) return 0;
@@ -256,9 +256,9 @@ static void on_events(pd_gateway_t *g, const struct epoll_event *evs, int n) {
     uint64_t d = evs[i].data.u64;
     uint64_t v = d & ((1ull << 56) - 1);
     switch ((int)(d >> 56)) {
-    case PD_GWN_TAG_CURL: pd_gwu_on_socket(g, (int)v, evs[i].events); break;
-    case PD_GWN_TAG_WATCH: on_watch(g, (int)v); break;
-    case PD_GWN_TAG_WAKE: {
+    case PD_GATEWAY_TAG_CURL: pd_gateway_upstream_on_socket(g, (int)v, evs[i].events); break;
+    case PD_GATEWAY_TAG_WATCH: on_watch(g, (int)v); break;
+    case PD_GATEWAY_TAG_WAKE: {
       uint64_t x;
       ssize_t r = read(g->wakefd, &x, sizeof x); /* EAGAIN: nothing to drain */
       (void)r;
@@ -271,31 +271,33 @@ static void on_events(pd_gateway_t *g, const struct epoll_event *evs, int n) {
 
 /* One turn of the loop. */
 static int step(pd_gateway_t *g, int max_wait_ms) {
-  struct epoll_event evs[PD_GWN_EVENTS];
+  struct epoll_event evs[PD_GATEWAY_EVENTS];
   int ms = wait_ms(g);
   if (ms > max_wait_ms) ms = max_wait_ms;
-  int n = epoll_wait(g->epfd, evs, PD_GWN_EVENTS, ms);
+  int n = epoll_wait(g->epfd, evs, PD_GATEWAY_EVENTS, ms);
   if (n < 0 && errno != EINTR) return PD_ERR_IO;
   if (n > 0) on_events(g, evs, n);
-  if (g->curl_deadline_ns && g->curl_deadline_ns <= pd_gwn_now_ns()) pd_gwu_on_timeout(g);
-  pd_gwu_drain(g);
+  if (g->curl_deadline_ns && g->curl_deadline_ns <= pd_gateway_now_ns())
+    pd_gateway_upstream_on_timeout(g);
+  pd_gateway_upstream_drain(g);
   expire(g);
-  pd_gwh_gate(g);
+  pd_gateway_http_gate(g);
   MHD_run(g->mhd);
-  pd_gwu_flush(g);
+  pd_gateway_upstream_flush(g);
   return 0;
 }
 
 int pd_gateway_run(pd_gateway_t *g) {
   int rc = 0;
   while (!atomic_load(&g->stop) && rc == 0)
-    rc = step(g, PD_GWN_MAX_WAIT_MS);
+    rc = step(g, PD_GATEWAY_MAX_WAIT_MS);
   /* shutdown: stop accepting, cancel every live request, let the aborts go out */
   MHD_socket lfd = MHD_quiesce_daemon(g->mhd);
   if (lfd != MHD_INVALID_SOCKET) close(lfd);
-  pd_gwh_cancel_all(g);
-  uint64_t until = pd_gwn_now_ns() + (uint64_t)g->cfg.abort_timeout_ms * 1000000ull + 100000000ull;
-  for (uint32_t guard = 0; guard < 100000 && pd_gwn_now_ns() < until; guard++) {
+  pd_gateway_http_cancel_all(g);
+  uint64_t until =
+      pd_gateway_now_ns() + (uint64_t)g->cfg.abort_timeout_ms * 1000000ull + 100000000ull;
+  for (uint32_t guard = 0; guard < 100000 && pd_gateway_now_ns() < until; guard++) {
     if (!g->n_aborts && !g->dirty) break;
     if (step(g, 20)) break;
   }
@@ -346,9 +348,9 @@ static int setup_loop(pd_gateway_t *g, char *err, size_t errlen) {
     snprintf(err, errlen, "epoll/eventfd: %s", strerror(errno));
     return PD_ERR_IO;
   }
-  if (pd_gwn_add_fd(g, g->wakefd, PD_GWN_TAG(PD_GWN_TAG_WAKE, 0))) return PD_ERR_IO;
-  uint32_t cap = g->cfg.max_connections * PD_GWN_INFLIGHT_PER_CONN;
-  if (cap > (1u << PD_GWN_SLOT_BITS)) cap = 1u << PD_GWN_SLOT_BITS;
+  if (pd_gateway_add_fd(g, g->wakefd, PD_GATEWAY_TAG(PD_GATEWAY_TAG_WAKE, 0))) return PD_ERR_IO;
+  uint32_t cap = g->cfg.max_connections * PD_GATEWAY_INFLIGHT_PER_CONN;
+  if (cap > (1u << PD_GATEWAY_SLOT_BITS)) cap = 1u << PD_GATEWAY_SLOT_BITS;
   g->slots = calloc(cap, sizeof *g->slots);
   g->gens = calloc(cap, sizeof *g->gens);
   g->free_slots = calloc(cap, sizeof *g->free_slots);
@@ -401,8 +403,8 @@ int pd_gateway_new(const pd_gateway_config_t *cfg, pd_gateway_t **out, char *err
     else
       rc = PD_ERR_IO;
   }
-  if (!rc) rc = pd_gwu_init(g);
-  if (!rc) rc = pd_gwh_start(g, err, errlen);
+  if (!rc) rc = pd_gateway_upstream_init(g);
+  if (!rc) rc = pd_gateway_http_start(g, err, errlen);
   if (rc) {
     if (!err[0]) snprintf(err, errlen, "%s", pd_strerror(rc));
     pd_gateway_del(g);
@@ -414,10 +416,10 @@ int pd_gateway_new(const pd_gateway_config_t *cfg, pd_gateway_t **out, char *err
 
 void pd_gateway_del(pd_gateway_t *g) {
   if (!g) return;
-  pd_gwh_stop(g); /* resumes and closes every client connection (CLIENT_GONE fed) */
+  pd_gateway_http_stop(g); /* resumes and closes every client connection (CLIENT_GONE fed) */
   for (uint32_t s = 0; s < g->n_slots; s++)
-    if (g->slots[s]) pd_gwn_req_del(g, g->slots[s]);
-  if (g->multi) pd_gwu_free(g);
+    if (g->slots[s]) pd_gateway_req_del(g, g->slots[s]);
+  if (g->multi) pd_gateway_upstream_free(g);
   if (g->is_curl_init) curl_global_cleanup();
   pd_gw_del(g->core);
   pd_actbuf_free(&g->acts);

@@ -1,6 +1,6 @@
-/* Internal to net/gateway/pd_gateway*.c and net/gateway/pd_gw_*.c: the loop object, the client connection,
- * the core request record and the upstream transfer, shared by the loop (pd_gateway.c), the
- * HTTP side (pd_gw_http.c) and the libcurl side (pd_gw_upstream.c). */
+/* Internal to net/gateway/pd_gateway*.c and net/gateway/pd_gateway_*.c: the loop object, the client
+ * connection, the core request record and the upstream transfer, shared by the loop (pd_gateway.c),
+ * the HTTP side (pd_gateway_http.c) and the libcurl side (pd_gateway_upstream.c). */
 #ifndef PD_GATEWAY_INT_H
 #define PD_GATEWAY_INT_H
 #include <curl/curl.h>
@@ -9,56 +9,63 @@
 
 #include "pd_buf.h"
 #include "pd_gateway.h"
-#include "pd_gw_metrics.h"
+#include "pd_gateway_metrics.h"
 #include "pd_httpd.h"
 
 /* epoll data tags (top byte of data.u64). */
-enum { PD_GWN_TAG_MHD = 1, PD_GWN_TAG_CURL = 2, PD_GWN_TAG_WATCH = 3, PD_GWN_TAG_WAKE = 4 };
-#define PD_GWN_TAG(t, v) (((uint64_t)(t) << 56) | (uint64_t)(v))
+enum {
+  PD_GATEWAY_TAG_MHD = 1,
+  PD_GATEWAY_TAG_CURL = 2,
+  PD_GATEWAY_TAG_WATCH = 3,
+  PD_GATEWAY_TAG_WAKE = 4
+};
+#define PD_GATEWAY_TAG(t, v) (((uint64_t)(t) << 56) | (uint64_t)(v))
 
 /* Core requests alive at once: they may outlive their client connection (R-TAIL, pr1150's
  * detached prefill), so the table is larger than the connection limit. */
-#define PD_GWN_INFLIGHT_PER_CONN 4u
+#define PD_GATEWAY_INFLIGHT_PER_CONN 4u
 /* Bytes queued for one client beyond what its socket takes: a reader slower than this is
  * treated as gone (its legs are cancelled) rather than buffered without bound. */
-#define PD_GWH_MAX_OUT_BYTES (16u * 1024u * 1024u)
+#define PD_GATEWAY_HTTP_MAX_OUT_BYTES (16u * 1024u * 1024u)
 /* Backpressure: a decode leg stops being read (CURL_WRITEFUNC_PAUSE) while its client has
  * more than PAUSE bytes unsent, and is read again once the client is down to RESUME. With
  * one SSE event at most a few hundred bytes, that is some 100 events of slack per stream,
  * and a stream's buffer stays below 64 KiB whatever the client's speed. */
-#define PD_GWH_PAUSE_BYTES (32u * 1024u)
-#define PD_GWH_RESUME_BYTES (8u * 1024u)
+#define PD_GATEWAY_HTTP_PAUSE_BYTES (32u * 1024u)
+#define PD_GATEWAY_HTTP_RESUME_BYTES (8u * 1024u)
 /* Sent bytes at the front of a client buffer are dropped (memmove) past this much. */
-#define PD_GWH_COMPACT_BYTES (16u * 1024u)
+#define PD_GATEWAY_HTTP_COMPACT_BYTES (16u * 1024u)
 /* Largest proxied info response. */
-#define PD_GWU_MAX_INFO_BYTES (1024u * 1024u)
+#define PD_GATEWAY_UPSTREAM_MAX_INFO_BYTES (1024u * 1024u)
 /* Abort posts in flight; beyond it an abort is dropped (and counted). */
-#define PD_GWU_MAX_ABORTS 4096u
+#define PD_GATEWAY_UPSTREAM_MAX_ABORTS 4096u
 
-/* A client's output buffer: at most PD_GWH_MAX_OUT_BYTES unsent past out_off, which is
- * compacted once it reaches PD_GWH_COMPACT_BYTES; or an info answer relayed whole. */
-#define PD_GWH_OUT_BUF_BYTES (PD_GWH_MAX_OUT_BYTES + PD_GWH_COMPACT_BYTES + PD_GWU_MAX_INFO_BYTES)
+/* A client's output buffer: at most PD_GATEWAY_HTTP_MAX_OUT_BYTES unsent past out_off, which is
+ * compacted once it reaches PD_GATEWAY_HTTP_COMPACT_BYTES; or an info answer relayed whole. */
+#define PD_GATEWAY_HTTP_OUT_BUF_BYTES                                                              \
+  (PD_GATEWAY_HTTP_MAX_OUT_BYTES + PD_GATEWAY_HTTP_COMPACT_BYTES +                                 \
+   PD_GATEWAY_UPSTREAM_MAX_INFO_BYTES)
 
 typedef enum {
-  PD_GWH_CORE = 0,
-  PD_GWH_LOCAL = 1,
-  PD_GWH_INFO = 2,
-  PD_GWH_REJECT = 3
-} pd_gwh_kind_t;
+  PD_GATEWAY_HTTP_CORE = 0,
+  PD_GATEWAY_HTTP_LOCAL = 1,
+  PD_GATEWAY_HTTP_INFO = 2,
+  PD_GATEWAY_HTTP_REJECT = 3
+} pd_gateway_http_kind_t;
 
-struct pd_gwreq;
-struct pd_gwleg;
+struct pd_gateway_request;
+struct pd_gateway_transfer;
 
 /* One client request on one MHD connection (MHD's *req_cls). */
-typedef struct pd_gwconn {
+typedef struct pd_gateway_conn {
   struct pd_gateway *g;
   struct MHD_Connection *mc;
-  struct pd_gwconn *prev, *next; /* g->conns */
-  pd_gwh_kind_t kind;
-  int route;             /* pd_gwm_route_t */
+  struct pd_gateway_conn *prev, *next; /* g->conns */
+  pd_gateway_http_kind_t kind;
+  int route;             /* pd_gateway_route_t */
   const char *path;      /* static route path for the core */
-  struct pd_gwreq *rq;   /* core request, NULL before feeding and after its DONE */
-  struct pd_gwleg *info; /* proxied info transfer */
+  struct pd_gateway_request *rq;   /* core request, NULL before feeding and after its DONE */
+  struct pd_gateway_transfer *info; /* proxied info transfer */
   pd_buf_t body;       /* request body */
   struct curl_slist *fwd; /* client headers forwarded to the worker legs (R1.28) */
   uint32_t n_fwd;
@@ -70,32 +77,39 @@ typedef struct pd_gwconn {
   int is_ended, is_abort, is_gone;
   int fd, is_watched;
   uint64_t t_start_ns;
-  char reject_msg[256]; /* PD_GWH_REJECT: the 404/405 message */
-} pd_gwconn_t;
+  char reject_msg[256]; /* PD_GATEWAY_HTTP_REJECT: the 404/405 message */
+} pd_gateway_conn_t;
 
 /* One core request (req_id = gen << 24 | slot). */
-typedef struct pd_gwreq {
+typedef struct pd_gateway_request {
   uint64_t id;
-  pd_gwconn_t *conn;
-  struct pd_gwleg *legs[PD_MAX_LEGS];
+  pd_gateway_conn_t *conn;
+  struct pd_gateway_transfer *legs[PD_MAX_LEGS];
   uint32_t n_legs;
-} pd_gwreq_t;
+} pd_gateway_request_t;
 
-typedef enum { PD_GWU_CORE = 0, PD_GWU_ABORT = 1, PD_GWU_INFO = 2 } pd_gwu_kind_t;
-typedef enum { PD_GWU_NEW = 0, PD_GWU_ACTIVE = 1 } pd_gwu_state_t;
+typedef enum {
+  PD_GATEWAY_UPSTREAM_CORE = 0,
+  PD_GATEWAY_UPSTREAM_ABORT = 1,
+  PD_GATEWAY_UPSTREAM_INFO = 2
+} pd_gateway_upstream_kind_t;
+typedef enum {
+  PD_GATEWAY_UPSTREAM_NEW = 0,
+  PD_GATEWAY_UPSTREAM_ACTIVE = 1
+} pd_gateway_upstream_state_t;
 
 /* One libcurl transfer: a core leg, an abort post or an info proxy. */
-typedef struct pd_gwleg {
+typedef struct pd_gateway_transfer {
   struct pd_gateway *g;
-  pd_gwu_kind_t kind;
-  pd_gwu_state_t state;
+  pd_gateway_upstream_kind_t kind;
+  pd_gateway_upstream_state_t state;
   CURL *easy;
   struct curl_slist *hdrs;
-  struct pd_gwleg *prev, *next; /* g->legs */
-  struct pd_gwleg *next_dirty;  /* g->dirty: to add or to remove at the next flush */
+  struct pd_gateway_transfer *prev, *next; /* g->legs */
+  struct pd_gateway_transfer *next_dirty;  /* g->dirty: to add or to remove at the next flush */
   int is_dirty;
-  pd_gwreq_t *rq;    /* CORE: owner, NULL once closed or finished */
-  pd_gwconn_t *conn; /* INFO: owner, NULL once the client left */
+  pd_gateway_request_t *rq;    /* CORE: owner, NULL once closed or finished */
+  pd_gateway_conn_t *conn; /* INFO: owner, NULL once the client left */
   uint64_t leg_id;
   pd_role_t role;
   uint32_t worker;
@@ -104,7 +118,7 @@ typedef struct pd_gwleg {
   uint32_t n_sends; /* times libcurl was about to send the request (prereq_cb) */
   long status;
   pd_buf_t resp; /* INFO: response body */
-} pd_gwleg_t;
+} pd_gateway_transfer_t;
 
 struct pd_gateway {
   pd_gateway_config_t cfg;
@@ -120,77 +134,80 @@ struct pd_gateway {
   CURLM *multi;
   int is_curl_init;
   uint64_t curl_deadline_ns; /* 0 = none */
-  pd_gwreq_t **slots;
+  pd_gateway_request_t **slots;
   uint32_t *gens, *free_slots;
   uint32_t n_slots, n_free;
-  pd_gwconn_t *conns;
+  pd_gateway_conn_t *conns;
   uint32_t n_conns; /* open client connections (MHD notify) */
   pd_httpd_t httpd;  /* connection limit, request deadline, framing (pd_httpd.h) */
   int has_httpd;
-  pd_gwleg_t *legs;
-  pd_gwleg_t *dirty, *dirty_tail; /* legs to add or remove at the next flush, in order */
+  pd_gateway_transfer_t *legs;
+  pd_gateway_transfer_t *dirty, *dirty_tail; /* legs to add or remove at the next flush, in order */
   uint32_t n_aborts;         /* abort posts in flight */
   uint64_t gone_pending[64]; /* CLIENT_GONE to feed after the current batch (slow readers) */
   uint32_t n_gone_pending;
-  pd_gwm_t metrics;
+  pd_gateway_metrics_t metrics;
 };
 
 typedef struct pd_gateway pd_gateway_t;
 
 /* --- loop (pd_gateway.c) --- */
-uint64_t pd_gwn_now_ns(void);
+uint64_t pd_gateway_now_ns(void);
 /* Feed one event to the core and carry out its actions. Not reentrant (checked). Returns
  * pd_gw_feed's result (0, PD_ERR_NOMEM, PD_ERR_INVAL) or PD_ERR_FATAL when reentered. */
-int pd_gwn_feed(pd_gateway_t *g, const pd_event_t *ev);
-pd_gwreq_t *pd_gwn_req_new(pd_gateway_t *g);
+int pd_gateway_feed(pd_gateway_t *g, const pd_event_t *ev);
+pd_gateway_request_t *pd_gateway_req_new(pd_gateway_t *g);
 /* Forget a request record: its legs are closed, its connection (if any) detached. */
-void pd_gwn_req_del(pd_gateway_t *g, pd_gwreq_t *rq);
-pd_gwreq_t *pd_gwn_req_find(pd_gateway_t *g, uint64_t id);
+void pd_gateway_req_del(pd_gateway_t *g, pd_gateway_request_t *rq);
+pd_gateway_request_t *pd_gateway_req_find(pd_gateway_t *g, uint64_t id);
 /* Watch a client socket for the peer's close (EPOLLRDHUP) / stop watching. */
-void pd_gwn_watch(pd_gateway_t *g, pd_gwconn_t *c);
+void pd_gateway_watch(pd_gateway_t *g, pd_gateway_conn_t *c);
 /* Add a readable-interest fd to the loop with an epoll tag. 0 or PD_ERR_IO. */
-int pd_gwn_add_fd(pd_gateway_t *g, int fd, uint64_t tag);
-void pd_gwn_unwatch(pd_gateway_t *g, pd_gwconn_t *c);
-void pd_gwn_log(const pd_gateway_t *g, const char *fmt, ...)
+int pd_gateway_add_fd(pd_gateway_t *g, int fd, uint64_t tag);
+void pd_gateway_unwatch(pd_gateway_t *g, pd_gateway_conn_t *c);
+void pd_gateway_log(const pd_gateway_t *g, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
-/* --- HTTP side (pd_gw_http.c) --- */
-int pd_gwh_start(pd_gateway_t *g, char *err, size_t errlen);
-void pd_gwh_stop(pd_gateway_t *g);
+/* --- HTTP side (pd_gateway_http.c) --- */
+int pd_gateway_http_start(pd_gateway_t *g, char *err, size_t errlen);
+void pd_gateway_http_stop(pd_gateway_t *g);
 /* Apply a CLIENT_HEAD / CLIENT_DATA / CLIENT_END action to the request's connection. */
-void pd_gwh_client_action(pd_gateway_t *g, pd_gwconn_t *c, const pd_action_t *a);
+void pd_gateway_http_client_action(pd_gateway_t *g, pd_gateway_conn_t *c, const pd_action_t *a);
 /* The client socket of c hung up (watch fired). */
-void pd_gwh_client_hup(pd_gateway_t *g, pd_gwconn_t *c);
+void pd_gateway_http_client_hup(pd_gateway_t *g, pd_gateway_conn_t *c);
 /* Resume c if it is suspended, so MHD takes its news. */
-void pd_gwh_wake(pd_gwconn_t *c);
+void pd_gateway_http_wake(pd_gateway_conn_t *c);
 /* An info proxy finished: status (0 = transport error) and body. */
-void pd_gwh_info_done(pd_gateway_t *g, pd_gwconn_t *c, long status, const pd_buf_t *body);
+void pd_gateway_http_info_done(pd_gateway_t *g, pd_gateway_conn_t *c, long status,
+                               const pd_buf_t *body);
 /* Let the gate (pd_httpd.h) accept and look at new connections (each loop turn). */
-void pd_gwh_gate(pd_gateway_t *g);
+void pd_gateway_http_gate(pd_gateway_t *g);
 /* Cancel every live client request (shutdown); stops accepting. */
-void pd_gwh_cancel_all(pd_gateway_t *g);
+void pd_gateway_http_cancel_all(pd_gateway_t *g);
 
-/* --- upstream side (pd_gw_upstream.c) --- */
-int pd_gwu_init(pd_gateway_t *g);
-void pd_gwu_free(pd_gateway_t *g);
-void pd_gwu_open(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a);
-void pd_gwu_close(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a);
+/* --- upstream side (pd_gateway_upstream.c) --- */
+int pd_gateway_upstream_init(pd_gateway_t *g);
+void pd_gateway_upstream_free(pd_gateway_t *g);
+void pd_gateway_upstream_open(pd_gateway_t *g, pd_gateway_request_t *rq, const pd_action_t *a);
+void pd_gateway_upstream_close(pd_gateway_t *g, pd_gateway_request_t *rq, const pd_action_t *a);
 /* Detach every leg of rq (the core forgot the request). */
-void pd_gwu_detach_req(pd_gateway_t *g, pd_gwreq_t *rq);
-int pd_gwu_info_start(pd_gateway_t *g, pd_gwconn_t *c, const char *path);
-void pd_gwu_info_cancel(pd_gateway_t *g, pd_gwconn_t *c);
-void pd_gwu_on_socket(pd_gateway_t *g, int fd, uint32_t epoll_events);
-void pd_gwu_on_timeout(pd_gateway_t *g);
+void pd_gateway_upstream_detach_req(pd_gateway_t *g, pd_gateway_request_t *rq);
+int pd_gateway_upstream_info_start(pd_gateway_t *g, pd_gateway_conn_t *c, const char *path);
+void pd_gateway_upstream_info_cancel(pd_gateway_t *g, pd_gateway_conn_t *c);
+void pd_gateway_upstream_on_socket(pd_gateway_t *g, int fd, uint32_t epoll_events);
+void pd_gateway_upstream_on_timeout(pd_gateway_t *g);
 /* Deliver finished transfers to their owners. */
-void pd_gwu_drain(pd_gateway_t *g);
+void pd_gateway_upstream_drain(pd_gateway_t *g);
 /* Add new transfers to the multi handle, remove closed and finished ones. */
-void pd_gwu_flush(pd_gateway_t *g);
+void pd_gateway_upstream_flush(pd_gateway_t *g);
 /* The client of rq has room again: paused legs of rq resume at the next flush. */
-void pd_gwu_resume_req(pd_gateway_t *g, pd_gwreq_t *rq);
+void pd_gateway_upstream_resume_req(pd_gateway_t *g, pd_gateway_request_t *rq);
 /* Bytes a client connection has queued but MHD has not taken. */
-static inline size_t pd_gwh_backlog(const pd_gwconn_t *c) { return c->out.len - c->out_off; }
+static inline size_t pd_gateway_http_backlog(const pd_gateway_conn_t *c) {
+  return c->out.len - c->out_off;
+}
 
 #endif

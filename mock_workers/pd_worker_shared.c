@@ -1,6 +1,6 @@
 /* Fault selection and wire rendering shared by the simulator's worker model and the
- * real-socket mock (see pd_wshared.h). Moved here unchanged from pd_wmodel.c. */
-#include "pd_wshared.h"
+ * real-socket mock (see pd_worker_shared.h). Moved here unchanged from pd_worker_model.c. */
+#include "pd_worker_shared.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -9,12 +9,12 @@
 #include "pd_hash.h"
 #include "pd_world_int.h"
 
-_Static_assert((int)PD_WR_TOKEN == (int)W2G_TOKEN, "render kinds follow W2G_*");
-_Static_assert((int)PD_WR_DONE_EVENT == (int)W2G_DONE_EVENT, "render kinds follow W2G_*");
-_Static_assert((int)PD_WR_ERROR_EVENT == (int)W2G_ERROR_EVENT, "render kinds follow W2G_*");
-_Static_assert((int)PD_WR_PREFILL_BODY == (int)W2G_PREFILL_BODY, "render kinds follow W2G_*");
-_Static_assert((int)PD_WR_DECODE_BODY == (int)W2G_DECODE_BODY, "render kinds follow W2G_*");
-_Static_assert((int)PD_WR_ERROR_BODY == (int)W2G_ERROR_BODY, "render kinds follow W2G_*");
+_Static_assert((int)PD_WIRE_TOKEN == (int)W2G_TOKEN, "render kinds follow W2G_*");
+_Static_assert((int)PD_WIRE_DONE_EVENT == (int)W2G_DONE_EVENT, "render kinds follow W2G_*");
+_Static_assert((int)PD_WIRE_ERROR_EVENT == (int)W2G_ERROR_EVENT, "render kinds follow W2G_*");
+_Static_assert((int)PD_WIRE_PREFILL_BODY == (int)W2G_PREFILL_BODY, "render kinds follow W2G_*");
+_Static_assert((int)PD_WIRE_DECODE_BODY == (int)W2G_DECODE_BODY, "render kinds follow W2G_*");
+_Static_assert((int)PD_WIRE_ERROR_BODY == (int)W2G_ERROR_BODY, "render kinds follow W2G_*");
 
 /* ---------- fault selection ---------- */
 
@@ -34,13 +34,15 @@ static const pd_fault_t random_faults[] = {
     {PD_FAULT_SLOW_DRIP, 0, 0, 40, 0, 0, 1.0},     {PD_FAULT_STATUS, 429, 0, 0, 0, 0, 1.0},
 };
 
-int pd_wstatus_is_healthy(int status) { return status < 500 && status != 408 && status != 429; }
+int pd_worker_status_is_healthy(int status) {
+  return status < 500 && status != 408 && status != 429;
+}
 
-int pd_wstatus_is_deferred(const pd_fault_t *fp, int is_decode, int is_stream) {
+int pd_worker_status_is_deferred(const pd_fault_t *fp, int is_decode, int is_stream) {
   return fp && fp->kind == PD_FAULT_STATUS && fp->after_tokens > 0 && is_decode && !is_stream;
 }
 
-static void apply(const pd_fault_t *f, pd_wpick_t *out) {
+static void apply(const pd_fault_t *f, pd_fault_choice_t *out) {
   if (f->kind == PD_FAULT_PREFILL_LAG) out->lag_ms = f->ms;
   else if (f->kind == PD_FAULT_SLOW_DRIP) out->drip_ms = f->ms;
   else if (out->fault < 0) { out->fault = (int)f->kind; out->fp = f; }
@@ -48,10 +50,10 @@ static void apply(const pd_fault_t *f, pd_wpick_t *out) {
 
 /* Does traffic fault i strike this leg? A leg in its range claims a sticky fault's worker
  * (the first to get there keeps it); a later leg on that worker strikes too. */
-static int traffic_matches(const pd_wtraffic_t *t, uint32_t i) {
-  const pd_tfault_t *tf = &t->tf[i];
-  if (tf->role != t->role || t->request == PD_TFAULT_ANY) return 0;
-  if (tf->request != PD_TFAULT_ANY && tf->request != t->request) return 0;
+static int traffic_matches(const pd_traffic_view_t *t, uint32_t i) {
+  const pd_traffic_fault_t *tf = &t->tf[i];
+  if (tf->role != t->role || t->request == PD_TRAFFIC_FAULT_ANY) return 0;
+  if (tf->request != PD_TRAFFIC_FAULT_ANY && tf->request != t->request) return 0;
   uint32_t me = t->worker + 1u, none = 0;
   if (t->leg_no >= tf->f.nth_from && t->leg_no <= tf->f.nth_to) {
     if (tf->is_sticky) atomic_compare_exchange_strong(&t->owner[i], &none, me);
@@ -60,8 +62,8 @@ static int traffic_matches(const pd_wtraffic_t *t, uint32_t i) {
   return tf->is_sticky && atomic_load(&t->owner[i]) == me;
 }
 
-int pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
-                   const pd_wtraffic_t *t, pd_prng_t *rng, pd_wpick_t *out) {
+int pd_worker_pick_fault(const pd_scenario_worker_t *spec, uint32_t nth, double fault_rate,
+                   const pd_traffic_view_t *t, pd_prng_t *rng, pd_fault_choice_t *out) {
   int fired = -1;
   out->fault = -1;
   for (uint32_t i = 0; t && i < t->n_tf; i++) {
@@ -83,7 +85,7 @@ int pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
 
 /* Every event of a logprob stream carries meta_info.input_token_logprobs, as SGLang's do
  * (mini_lb's merge indexes it in every chunk, M8.4). */
-static size_t token_event(const pd_wr_leg_t *leg, uint32_t k, char *buf, size_t cap) {
+static size_t token_event(const pd_wire_leg_t *leg, uint32_t k, char *buf, size_t cap) {
   int n = snprintf(buf, cap,
                    "data: {\"text\":\"tok%u \",\"index\":%u,\"meta_info\":{\"id\":\"%s\","
                    "\"completion_tokens\":%u%s%s}}\n\n",
@@ -92,7 +94,7 @@ static size_t token_event(const pd_wr_leg_t *leg, uint32_t k, char *buf, size_t 
   return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
-static size_t render_token(const pd_wr_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
+static size_t render_token(const pd_wire_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
   uint32_t k = arg >> 2, part = arg & 3;
   size_t len = token_event(leg, k, buf, cap);
   if (part == 3 && len) return len + token_event(leg, k + 1, buf + len, cap - len);
@@ -105,7 +107,7 @@ static size_t render_token(const pd_wr_leg_t *leg, uint32_t arg, char *buf, size
   return len;
 }
 
-static int render_prefill(const pd_wr_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
+static int render_prefill(const pd_wire_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
   const char *lp = leg->has_logprob ? ",\"input_token_logprobs\":" PD_LP_PREFILL : "";
   int n;
   if (leg->is_stream)
@@ -122,7 +124,7 @@ static int render_prefill(const pd_wr_leg_t *leg, uint32_t arg, char *buf, size_
   return n;
 }
 
-static size_t render_decode_body(const pd_wr_leg_t *leg, char *buf, size_t cap) {
+static size_t render_decode_body(const pd_wire_leg_t *leg, char *buf, size_t cap) {
   size_t off = 0;
   int n = snprintf(buf, cap, "{\"text\":\"");
   if (n < 0) return 0;
@@ -142,39 +144,39 @@ static size_t render_decode_body(const pd_wr_leg_t *leg, char *buf, size_t cap) 
 
 /* SGLang's answer to /abort_request for a request whose client is still there: a normal
  * output whose finish_reason is abort (no status_code, so it is yielded, not raised). */
-static int render_abort(const pd_wr_leg_t *leg, int is_event, char *buf, size_t cap) {
+static int render_abort(const pd_wire_leg_t *leg, int is_event, char *buf, size_t cap) {
   return snprintf(buf, cap,
                   "%s{\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"finish_reason\":"
                   "{\"type\":\"abort\",\"message\":\"Abort by /abort_request\"}}}%s",
                   is_event ? "data: " : "", leg->rid, is_event ? "\n\ndata: [DONE]\n\n" : "");
 }
 
-size_t pd_wr_render(const pd_wr_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap) {
+size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap) {
   int n = 0;
   switch (kind) {
-  case PD_WR_TOKEN: return render_token(leg, arg, buf, cap);
-  case PD_WR_DONE_EVENT: n = snprintf(buf, cap, "data: [DONE]\n\n"); break;
-  case PD_WR_ERROR_EVENT:
+  case PD_WIRE_TOKEN: return render_token(leg, arg, buf, cap);
+  case PD_WIRE_DONE_EVENT: n = snprintf(buf, cap, "data: [DONE]\n\n"); break;
+  case PD_WIRE_ERROR_EVENT:
     n = snprintf(buf, cap, "data: {\"error\":{\"message\":\"worker failed\",\"code\":%u}}\n\n", arg);
     break;
-  case PD_WR_ERROR_BODY:
+  case PD_WIRE_ERROR_BODY:
     n = snprintf(buf, cap, "{\"error\":{\"message\":\"worker returned %u\",\"code\":%u}}", arg, arg);
     break;
-  case PD_WR_PREFILL_BODY: n = render_prefill(leg, arg, buf, cap); break;
-  case PD_WR_DECODE_BODY: return render_decode_body(leg, buf, cap);
-  case PD_WR_ABORT_EVENT: n = render_abort(leg, 1, buf, cap); break;
-  case PD_WR_ABORT_BODY: n = render_abort(leg, 0, buf, cap); break;
+  case PD_WIRE_PREFILL_BODY: n = render_prefill(leg, arg, buf, cap); break;
+  case PD_WIRE_DECODE_BODY: return render_decode_body(leg, buf, cap);
+  case PD_WIRE_ABORT_EVENT: n = render_abort(leg, 1, buf, cap); break;
+  case PD_WIRE_ABORT_BODY: n = render_abort(leg, 0, buf, cap); break;
   default: return 0;
   }
   return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
-size_t pd_wr_render_cap(const pd_wr_leg_t *leg, int kind) {
+size_t pd_wire_render_cap(const pd_wire_leg_t *leg, int kind) {
   size_t rid = leg->rid ? strlen(leg->rid) : 0; /* events carry it once, coalesced twice */
-  return 512 + 2 * rid + (kind == PD_WR_DECODE_BODY ? 12 * (size_t)leg->tokens : 0);
+  return 512 + 2 * rid + (kind == PD_WIRE_DECODE_BODY ? 12 * (size_t)leg->tokens : 0);
 }
 
-uint64_t pd_wr_rooms_hash(const cJSON *room, const cJSON *host, const cJSON *port) {
+uint64_t pd_wire_rooms_hash(const cJSON *room, const cJSON *host, const cJSON *port) {
   char *rs = room ? cJSON_PrintUnformatted(room) : NULL;
   char *hs = host ? cJSON_PrintUnformatted(host) : NULL;
   char *ps = port ? cJSON_PrintUnformatted(port) : NULL;

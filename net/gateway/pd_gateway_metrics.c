@@ -1,5 +1,5 @@
 /* Prometheus text exposition of the gateway counters. */
-#include "pd_gw_metrics.h"
+#include "pd_gateway_metrics.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,10 +9,10 @@
 #include "pd_buf.h"
 #include "pd_err.h"
 
-static const double ttft_le[PD_GWM_TTFT_BUCKETS] = {
+static const double ttft_le[PD_GATEWAY_METRICS_TTFT_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0};
 
-static const char *const route_labels[PD_GWM_R_COUNT] = {"/generate",
+static const char *const route_labels[PD_GATEWAY_ROUTE_COUNT] = {"/generate",
                                                          "/v1/completions",
                                                          "/v1/chat/completions",
                                                          "/health",
@@ -21,21 +21,21 @@ static const char *const route_labels[PD_GWM_R_COUNT] = {"/generate",
                                                          "info",
                                                          "other"};
 
-const char *pd_gwm_route_label(pd_gwm_route_t r) {
-  return (unsigned)r < PD_GWM_R_COUNT ? route_labels[r] : "other";
+const char *pd_gateway_route_label(pd_gateway_route_t r) {
+  return (unsigned)r < PD_GATEWAY_ROUTE_COUNT ? route_labels[r] : "other";
 }
 
-void pd_gwm_request(pd_gwm_t *m, int route, int status) {
-  if (route < 0 || route >= PD_GWM_R_COUNT) route = PD_GWM_R_OTHER;
-  int i = status - PD_GWM_STATUS_MIN;
-  if (i < 0 || i >= PD_GWM_STATUS_SLOTS) return;
+void pd_gateway_metrics_request(pd_gateway_metrics_t *m, int route, int status) {
+  if (route < 0 || route >= PD_GATEWAY_ROUTE_COUNT) route = PD_GATEWAY_ROUTE_OTHER;
+  int i = status - PD_GATEWAY_METRICS_STATUS_MIN;
+  if (i < 0 || i >= PD_GATEWAY_METRICS_STATUS_SLOTS) return;
   m->requests[route][i]++;
 }
 
-void pd_gwm_ttft(pd_gwm_t *m, uint64_t ns) {
+void pd_gateway_metrics_ttft(pd_gateway_metrics_t *m, uint64_t ns) {
   double s = (double)ns / 1e9;
   int b = 0;
-  while (b < PD_GWM_TTFT_BUCKETS && s > ttft_le[b])
+  while (b < PD_GATEWAY_METRICS_TTFT_BUCKETS && s > ttft_le[b])
     b++;
   m->ttft_bucket[b]++;
   m->ttft_count++;
@@ -88,27 +88,28 @@ static void scalar(tbuf_t *b, const char *name, const char *type, const char *he
   put(b, "%s %llu\n", name, (unsigned long long)v);
 }
 
-static void worker_labels(tbuf_t *b, const pd_gwm_view_t *v, int r, uint32_t w) {
+static void worker_labels(tbuf_t *b, const pd_gateway_metrics_view_t *v, int r, uint32_t w) {
   put(b, "role=\"%s\",worker=\"", pd_role_name((pd_role_t)r));
   put_label(b, v->names[r][w]);
   put(b, "\"");
 }
 
-static void render_requests(tbuf_t *b, const pd_gwm_t *m) {
+static void render_requests(tbuf_t *b, const pd_gateway_metrics_t *m) {
   head(b, "pdref_requests_total", "counter",
        "Client requests answered, by route and HTTP status (499: client left before a head).");
-  for (int r = 0; r < PD_GWM_R_COUNT; r++)
-    for (int s = 0; s < PD_GWM_STATUS_SLOTS; s++)
+  for (int r = 0; r < PD_GATEWAY_ROUTE_COUNT; r++)
+    for (int s = 0; s < PD_GATEWAY_METRICS_STATUS_SLOTS; s++)
       if (m->requests[r][s])
         put(b, "pdref_requests_total{route=\"%s\",status=\"%d\"} %llu\n", route_labels[r],
-            s + PD_GWM_STATUS_MIN, (unsigned long long)m->requests[r][s]);
+            s + PD_GATEWAY_METRICS_STATUS_MIN, (unsigned long long)m->requests[r][s]);
   scalar(b, "pdref_attempts_total", "counter", "Attempts started (selection failures included).",
          m->attempts);
   scalar(b, "pdref_retries_total", "counter", "Attempts after the first of their request.",
          m->retries);
 }
 
-static void render_workers(tbuf_t *b, const pd_gwm_t *m, const pd_gwm_view_t *v) {
+static void render_workers(tbuf_t *b, const pd_gateway_metrics_t *m,
+                           const pd_gateway_metrics_view_t *v) {
   head(b, "pdref_worker_outcomes_total", "counter",
        "Outcomes recorded per worker by the core (success, failure, timeout, cancelled).");
   for (int r = 0; r < 2; r++)
@@ -142,7 +143,7 @@ static void render_workers(tbuf_t *b, const pd_gwm_t *m, const pd_gwm_view_t *v)
     }
 }
 
-static void render_legs(tbuf_t *b, const pd_gwm_t *m) {
+static void render_legs(tbuf_t *b, const pd_gateway_metrics_t *m) {
   static const char *const kinds[4] = {"connect", "reset", "timeout", "read"};
   head(b, "pdref_upstream_errors_total", "counter", "Transport errors of worker legs by kind.");
   for (int r = 0; r < 2; r++)
@@ -173,7 +174,8 @@ static void render_legs(tbuf_t *b, const pd_gwm_t *m) {
       (unsigned long long)m->aborts_dropped);
 }
 
-static void render_clients(tbuf_t *b, const pd_gwm_t *m, const pd_gwm_view_t *v) {
+static void render_clients(tbuf_t *b, const pd_gateway_metrics_t *m,
+                           const pd_gateway_metrics_view_t *v) {
   scalar(b, "pdref_client_disconnects_total", "counter",
          "Clients that went away before their response ended.", m->client_disconnects);
   scalar(b, "pdref_slow_clients_total", "counter",
@@ -191,21 +193,22 @@ static void render_clients(tbuf_t *b, const pd_gwm_t *m, const pd_gwm_view_t *v)
          "The most response bytes held for one client connection right now.", v->buffered_max);
 }
 
-static void render_ttft(tbuf_t *b, const pd_gwm_t *m) {
+static void render_ttft(tbuf_t *b, const pd_gateway_metrics_t *m) {
   head(b, "pdref_ttft_seconds", "histogram",
        "Time from the complete client request to its first response byte (2xx heads).");
   uint64_t cum = 0;
-  for (int i = 0; i < PD_GWM_TTFT_BUCKETS; i++) {
+  for (int i = 0; i < PD_GATEWAY_METRICS_TTFT_BUCKETS; i++) {
     cum += m->ttft_bucket[i];
     put(b, "pdref_ttft_seconds_bucket{le=\"%g\"} %llu\n", ttft_le[i], (unsigned long long)cum);
   }
-  cum += m->ttft_bucket[PD_GWM_TTFT_BUCKETS];
+  cum += m->ttft_bucket[PD_GATEWAY_METRICS_TTFT_BUCKETS];
   put(b, "pdref_ttft_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
   put(b, "pdref_ttft_seconds_sum %.9f\n", m->ttft_sum_s);
   put(b, "pdref_ttft_seconds_count %llu\n", (unsigned long long)m->ttft_count);
 }
 
-int pd_gwm_render(const pd_gwm_t *m, const pd_gwm_view_t *v, char **out, size_t *len) {
+int pd_gateway_metrics_render(const pd_gateway_metrics_t *m, const pd_gateway_metrics_view_t *v,
+                              char **out, size_t *len) {
   tbuf_t b = {{0}, 0};
   render_requests(&b, m);
   render_workers(&b, m, v);

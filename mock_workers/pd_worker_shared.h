@@ -1,9 +1,9 @@
-/* pd_wshared: the parts of the SGLang-like worker model that the simulator
- * (mock_workers/pd_wmodel.c) and the real-socket mock (mock_workers/server/pd_mock*.c) share, so both pick
- * the same faults by the same rules and write the same bytes: fault selection and wire
+/* pd_worker_shared: the parts of the SGLang-like worker model that the simulator
+ * (mock_workers/pd_worker_model.c) and the real-socket mock (mock_workers/server/pd_mock*.c) share,
+ * so both pick the same faults by the same rules and write the same bytes: fault selection and wire
  * rendering (W6.3, W6.4). Pure functions: no world, no clock, no socket. */
-#ifndef PD_WSHARED_H
-#define PD_WSHARED_H
+#ifndef PD_WORKER_SHARED_H
+#define PD_WORKER_SHARED_H
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,27 +12,27 @@
 #include "pd_scenario.h"
 
 /* The fault chosen for one request, and the two modifiers that combine with it. */
-typedef struct pd_wpick {
+typedef struct pd_fault_choice {
   int fault;             /* pd_fault_kind_t, or -1 for none */
   const pd_fault_t *fp;  /* the chosen fault (its after_tokens, status, ms); unchanged if none */
   uint64_t lag_ms;       /* PREFILL_LAG, unchanged if none applies */
   uint64_t drip_ms;      /* SLOW_DRIP, unchanged if none applies */
-} pd_wpick_t;
+} pd_fault_choice_t;
 
 /* A leg as the traffic faults (the scenario's top-level "faults") see it. The caller keeps the
  * ledger: leg_no is this leg's number among the legs of its role of its request, counted in
  * the order they reached a worker (the simulator per request; the socket mocks in a shared
  * file, mock_workers/server/pd_mock_ledger.c), and owner holds, per traffic fault, the worker index + 1 a
  * sticky fault stuck to (0: none yet). */
-typedef struct pd_wtraffic {
-  const pd_tfault_t *tf;
+typedef struct pd_traffic_view {
+  const pd_traffic_fault_t *tf;
   uint32_t n_tf;
-  uint32_t request;        /* 0-based; PD_TFAULT_ANY: unknown, no traffic fault applies */
+  uint32_t request;        /* 0-based; PD_TRAFFIC_FAULT_ANY: unknown, no traffic fault applies */
   pd_role_t role;
   uint32_t leg_no;         /* 1-based */
   uint32_t worker;         /* the worker's index in its scenario */
   _Atomic uint32_t *owner; /* n_tf entries */
-} pd_wtraffic_t;
+} pd_traffic_view_t;
 
 /* Choose the fault of a worker's nth request (1-based). First the traffic faults (t, may be
  * NULL): each that matches this leg applies (and a sticky one claims the worker); then every
@@ -42,55 +42,55 @@ typedef struct pd_wtraffic {
  * order (traffic faults draw nothing), so one seed replays. The caller initialises *out
  * (fault -1, its current fp, lag_ms, drip_ms). Returns the index of the traffic fault that
  * fired, or -1. */
-int pd_wpick_fault(const pd_scn_worker_t *spec, uint32_t nth, double fault_rate,
-                   const pd_wtraffic_t *t, pd_prng_t *rng, pd_wpick_t *out);
+int pd_worker_pick_fault(const pd_scenario_worker_t *spec, uint32_t nth, double fault_rate,
+                   const pd_traffic_view_t *t, pd_prng_t *rng, pd_fault_choice_t *out);
 
 /* The truth of a leg answered with an injected status: a 4xx other than 408/429 is the
  * worker correctly refusing the request (R3.2), so the worker is healthy; the rest failed. */
-int pd_wstatus_is_healthy(int status);
+int pd_worker_status_is_healthy(int status);
 
 /* A `status` fault with after_tokens > 0 on a non-stream decode answers after generating
  * that many tokens (the KV arrived; prefill succeeded), not at once. */
-int pd_wstatus_is_deferred(const pd_fault_t *fp, int is_decode, int is_stream);
+int pd_worker_status_is_deferred(const pd_fault_t *fp, int is_decode, int is_stream);
 
 /* How much later than the KV transfer (and any prefill_lag) an error_after_kv prefill gives
  * its error answer: the fault's ms; 0 for any other fault. */
-static inline uint64_t pd_wlate_error_ms(int fault, const pd_fault_t *fp) {
+static inline uint64_t pd_worker_late_error_ms(int fault, const pd_fault_t *fp) {
   return fault == (int)PD_FAULT_ERROR_AFTER_KV && fp ? fp->ms : 0;
 }
 
 /* What the renderer needs to know about a request. */
-typedef struct pd_wr_leg {
+typedef struct pd_wire_leg {
   const char *rid;   /* already JSON-escaped, without quotes */
   int is_stream;
   int has_logprob;
   uint32_t tokens;   /* output tokens of a decode request */
-} pd_wr_leg_t;
+} pd_wire_leg_t;
 
 /* Message kinds (equal to the simulator's W2G_* kinds that carry bytes). */
 enum {
-  PD_WR_TOKEN = 2,        /* arg = token index << 2 | part (0 whole, 1 first half, 2 second
+  PD_WIRE_TOKEN = 2,        /* arg = token index << 2 | part (0 whole, 1 first half, 2 second
                              half, 3 this and the next token) */
-  PD_WR_DONE_EVENT = 3,   /* data: [DONE] */
-  PD_WR_ERROR_EVENT = 4,  /* arg = code: data: {"error":{...}} */
-  PD_WR_PREFILL_BODY = 5, /* arg = 1: only the first half / first event (body error follows) */
-  PD_WR_DECODE_BODY = 6,  /* the whole non-stream decode answer */
-  PD_WR_ERROR_BODY = 7,   /* arg = status: JSON error document */
-  PD_WR_ABORT_EVENT = 16, /* mock only: finish_reason abort as one SSE event and [DONE] */
-  PD_WR_ABORT_BODY = 17,  /* mock only: finish_reason abort as a JSON document */
+  PD_WIRE_DONE_EVENT = 3,   /* data: [DONE] */
+  PD_WIRE_ERROR_EVENT = 4,  /* arg = code: data: {"error":{...}} */
+  PD_WIRE_PREFILL_BODY = 5, /* arg = 1: only the first half / first event (body error follows) */
+  PD_WIRE_DECODE_BODY = 6,  /* the whole non-stream decode answer */
+  PD_WIRE_ERROR_BODY = 7,   /* arg = status: JSON error document */
+  PD_WIRE_ABORT_EVENT = 16, /* mock only: finish_reason abort as one SSE event and [DONE] */
+  PD_WIRE_ABORT_BODY = 17,  /* mock only: finish_reason abort as a JSON document */
 };
 
 /* Render one message into buf; returns its length, 0 when it does not fit in cap (or the kind
  * is unknown). A non-stream decode body needs about 32 + 12 * tokens bytes. */
-size_t pd_wr_render(const pd_wr_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap);
+size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap);
 
-/* Bytes pd_wr_render may need for this kind on this leg (rid length included). */
-size_t pd_wr_render_cap(const pd_wr_leg_t *leg, int kind);
+/* Bytes pd_wire_render may need for this kind on this leg (rid length included). */
+size_t pd_wire_render_cap(const pd_wire_leg_t *leg, int kind);
 
 /* FNV-1a over a request's bootstrap fields as cJSON prints them (absent ones as ""): equal
  * on both legs of a pair iff host, port and rooms are. */
 struct cJSON;
-uint64_t pd_wr_rooms_hash(const struct cJSON *room, const struct cJSON *host,
+uint64_t pd_wire_rooms_hash(const struct cJSON *room, const struct cJSON *host,
                           const struct cJSON *port);
 
 #endif

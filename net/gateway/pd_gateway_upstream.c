@@ -2,7 +2,7 @@
  * callbacks). Core legs stream their head (header callback, at the blank line after a final
  * status) and body bytes (write callback) straight into the core. Adding and removing easy
  * handles is never done inside a libcurl callback: transfers are marked dirty and the loop
- * flushes them between turns (pd_gwu_flush). */
+ * flushes them between turns (pd_gateway_upstream_flush). */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
 #include <assert.h>
@@ -15,11 +15,11 @@
 #include "pd_gateway_int.h"
 
 /* Transfers handled per flush: a bound on the loop, far above what one turn produces. */
-#define PD_GWU_MAX_FLUSH 1000000u
+#define PD_GATEWAY_UPSTREAM_MAX_FLUSH 1000000u
 
 /* ---------- transfer objects ---------- */
 
-static void mark_dirty(pd_gateway_t *g, pd_gwleg_t *leg) {
+static void mark_dirty(pd_gateway_t *g, pd_gateway_transfer_t *leg) {
   if (leg->is_dirty) return;
   leg->is_dirty = 1; /* FIFO: legs start in the order the core opened them (prefill first) */
   leg->next_dirty = NULL;
@@ -30,13 +30,13 @@ static void mark_dirty(pd_gateway_t *g, pd_gwleg_t *leg) {
   g->dirty_tail = leg;
 }
 
-static void leg_free(pd_gateway_t *g, pd_gwleg_t *leg) {
+static void leg_del(pd_gateway_t *g, pd_gateway_transfer_t *leg) {
   if (leg->prev)
     leg->prev->next = leg->next;
   else
     g->legs = leg->next;
   if (leg->next) leg->next->prev = leg->prev;
-  if (leg->kind == PD_GWU_ABORT && g->n_aborts) g->n_aborts--;
+  if (leg->kind == PD_GATEWAY_UPSTREAM_ABORT && g->n_aborts) g->n_aborts--;
   if (leg->easy) curl_easy_cleanup(leg->easy);
   curl_slist_free_all(leg->hdrs);
   pd_buf_free(NULL, &leg->resp);
@@ -59,13 +59,13 @@ static char *join_url(const char *base, const char *path) {
 
 /* A new transfer, linked and dirty (added at the next flush). leg->easy is NULL when libcurl
  * could not make a handle; the flush then reports the failure to the owner. */
-static pd_gwleg_t *leg_new(pd_gateway_t *g, pd_gwu_kind_t kind, const char *base,
-                           const char *path) {
-  pd_gwleg_t *leg = calloc(1, sizeof *leg);
+static pd_gateway_transfer_t *leg_new(pd_gateway_t *g, pd_gateway_upstream_kind_t kind,
+                                      const char *base, const char *path) {
+  pd_gateway_transfer_t *leg = calloc(1, sizeof *leg);
   if (!leg) return NULL;
   leg->g = g;
   leg->kind = kind;
-  pd_buf_init(&leg->resp, PD_GWU_MAX_INFO_BYTES);
+  pd_buf_init(&leg->resp, PD_GATEWAY_UPSTREAM_MAX_INFO_BYTES);
   leg->next = g->legs;
   if (g->legs) g->legs->prev = leg;
   g->legs = leg;
@@ -91,7 +91,7 @@ static pd_gwleg_t *leg_new(pd_gateway_t *g, pd_gwu_kind_t kind, const char *base
   return leg;
 }
 
-static void set_post(pd_gwleg_t *leg, const void *body, size_t len) {
+static void set_post(pd_gateway_transfer_t *leg, const void *body, size_t len) {
   if (!leg->easy) return;
   leg->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
   if (leg->hdrs) leg->hdrs = curl_slist_append(leg->hdrs, "Expect:"); /* no 100-continue wait */
@@ -100,7 +100,7 @@ static void set_post(pd_gwleg_t *leg, const void *body, size_t len) {
   curl_easy_setopt(leg->easy, CURLOPT_COPYPOSTFIELDS, len ? (const char *)body : "");
 }
 
-static void detach(pd_gwreq_t *rq, pd_gwleg_t *leg) {
+static void detach(pd_gateway_request_t *rq, pd_gateway_transfer_t *leg) {
   for (uint32_t i = 0; i < rq->n_legs; i++)
     if (rq->legs[i] == leg) {
       rq->legs[i] = rq->legs[--rq->n_legs];
@@ -111,16 +111,17 @@ static void detach(pd_gwreq_t *rq, pd_gwleg_t *leg) {
 
 /* ---------- actions ---------- */
 
-void pd_gwu_open(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a) {
+void pd_gateway_upstream_open(pd_gateway_t *g, pd_gateway_request_t *rq, const pd_action_t *a) {
   uint32_t n = a->role == PD_ROLE_PREFILL ? g->cfg.n_prefill : g->cfg.n_decode;
   /* The core opens legs only on workers it was given and at most PD_MAX_LEGS per request. */
   assert(a->worker < n && rq->n_legs < PD_MAX_LEGS);
   if (a->worker >= n || rq->n_legs >= PD_MAX_LEGS) { /* release build: say so, not hang */
-    pd_gwn_log(g, "core bug: request %llu opened a leg on worker %u of %u (%u legs)",
+    pd_gateway_log(g, "core bug: request %llu opened a leg on worker %u of %u (%u legs)",
                (unsigned long long)rq->id, (unsigned)a->worker, (unsigned)n, (unsigned)rq->n_legs);
     return;
   }
-  pd_gwleg_t *leg = leg_new(g, PD_GWU_CORE, g->urls[a->role][a->worker], a->str ? a->str : "");
+  pd_gateway_transfer_t *leg =
+      leg_new(g, PD_GATEWAY_UPSTREAM_CORE, g->urls[a->role][a->worker], a->str ? a->str : "");
   if (!leg) return;
   leg->rq = rq;
   leg->leg_id = a->leg_id;
@@ -140,7 +141,7 @@ void pd_gwu_open(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a) {
     curl_easy_setopt(leg->easy, CURLOPT_PREREQDATA, leg);
   }
   if (leg->easy && a->deadline_ns) {
-    uint64_t now = pd_gwn_now_ns();
+    uint64_t now = pd_gateway_now_ns();
     long ms = a->deadline_ns > now ? (long)((a->deadline_ns - now) / 1000000ull) : 1;
     curl_easy_setopt(leg->easy, CURLOPT_CONNECTTIMEOUT_MS, ms > 0 ? ms : 1L);
   }
@@ -149,7 +150,7 @@ void pd_gwu_open(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a) {
 static void abort_post(pd_gateway_t *g, pd_role_t role, uint32_t worker, const char *rid) {
   uint32_t n = role == PD_ROLE_PREFILL ? g->cfg.n_prefill : g->cfg.n_decode;
   if (worker >= n) return;
-  if (g->n_aborts >= PD_GWU_MAX_ABORTS) {
+  if (g->n_aborts >= PD_GATEWAY_UPSTREAM_MAX_ABORTS) {
     g->metrics.aborts_dropped++;
     return;
   }
@@ -157,7 +158,8 @@ static void abort_post(pd_gateway_t *g, pd_role_t role, uint32_t worker, const c
   cJSON_AddStringToObject(j, "rid", rid);
   char *body = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);
-  pd_gwleg_t *leg = body ? leg_new(g, PD_GWU_ABORT, g->urls[role][worker], "/abort_request") : NULL;
+  pd_gateway_transfer_t *leg =
+      body ? leg_new(g, PD_GATEWAY_UPSTREAM_ABORT, g->urls[role][worker], "/abort_request") : NULL;
   if (leg) {
     g->n_aborts++;
     g->metrics.aborts_sent++;
@@ -171,10 +173,10 @@ static void abort_post(pd_gateway_t *g, pd_role_t role, uint32_t worker, const c
   cJSON_free(body);
 }
 
-void pd_gwu_close(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a) {
+void pd_gateway_upstream_close(pd_gateway_t *g, pd_gateway_request_t *rq, const pd_action_t *a) {
   if ((unsigned)a->role < 2) g->metrics.legs_cancelled[a->role]++;
   for (uint32_t i = 0; rq && i < rq->n_legs; i++) {
-    pd_gwleg_t *leg = rq->legs[i];
+    pd_gateway_transfer_t *leg = rq->legs[i];
     if (leg->leg_id != a->leg_id) continue;
     detach(rq, leg);
     leg->is_closed = 1; /* the write callback refuses more; the flush removes the handle */
@@ -184,17 +186,18 @@ void pd_gwu_close(pd_gateway_t *g, pd_gwreq_t *rq, const pd_action_t *a) {
   if (a->str) abort_post(g, a->role, a->worker, a->str);
 }
 
-void pd_gwu_detach_req(pd_gateway_t *g, pd_gwreq_t *rq) {
+void pd_gateway_upstream_detach_req(pd_gateway_t *g, pd_gateway_request_t *rq) {
   for (uint32_t guard = 0; guard < PD_MAX_LEGS && rq->n_legs; guard++) {
-    pd_gwleg_t *leg = rq->legs[0];
+    pd_gateway_transfer_t *leg = rq->legs[0];
     detach(rq, leg);
     leg->is_closed = 1;
     mark_dirty(g, leg);
   }
 }
 
-int pd_gwu_info_start(pd_gateway_t *g, pd_gwconn_t *c, const char *path) {
-  pd_gwleg_t *leg = leg_new(g, PD_GWU_INFO, g->urls[PD_ROLE_PREFILL][0], path);
+int pd_gateway_upstream_info_start(pd_gateway_t *g, pd_gateway_conn_t *c, const char *path) {
+  pd_gateway_transfer_t *leg =
+      leg_new(g, PD_GATEWAY_UPSTREAM_INFO, g->urls[PD_ROLE_PREFILL][0], path);
   if (!leg) return PD_ERR_NOMEM;
   leg->conn = c;
   c->info = leg;
@@ -202,8 +205,8 @@ int pd_gwu_info_start(pd_gateway_t *g, pd_gwconn_t *c, const char *path) {
   return 0;
 }
 
-void pd_gwu_info_cancel(pd_gateway_t *g, pd_gwconn_t *c) {
-  pd_gwleg_t *leg = c->info;
+void pd_gateway_upstream_info_cancel(pd_gateway_t *g, pd_gateway_conn_t *c) {
+  pd_gateway_transfer_t *leg = c->info;
   c->info = NULL;
   if (!leg) return;
   leg->conn = NULL;
@@ -213,8 +216,8 @@ void pd_gwu_info_cancel(pd_gateway_t *g, pd_gwconn_t *c) {
 
 /* ---------- libcurl callbacks ---------- */
 
-static void feed_leg(pd_gateway_t *g, pd_gwleg_t *leg, pd_event_kind_t kind, const void *p,
-                     size_t len, int status, pd_uperr_t e) {
+static void feed_leg(pd_gateway_t *g, pd_gateway_transfer_t *leg, pd_event_kind_t kind,
+                     const void *p, size_t len, int status, pd_upstream_error_t e) {
   pd_event_t ev = {.kind = kind,
                    .req_id = leg->rq->id,
                    .leg_id = leg->leg_id,
@@ -222,20 +225,20 @@ static void feed_leg(pd_gateway_t *g, pd_gwleg_t *leg, pd_event_kind_t kind, con
                    .uperr = e,
                    .data = p,
                    .len = len};
-  pd_gwn_feed(g, &ev);
+  pd_gateway_feed(g, &ev);
 }
 
 /* Tell the core its client holds decode back (1) or takes the response again (0). */
-static void feed_blocked(pd_gateway_t *g, const pd_gwleg_t *leg, int is_blocked) {
+static void feed_blocked(pd_gateway_t *g, const pd_gateway_transfer_t *leg, int is_blocked) {
   pd_event_t ev = {.kind = PD_EV_CLIENT_BLOCKED, .req_id = leg->rq->id, .status = is_blocked};
-  pd_gwn_feed(g, &ev);
+  pd_gateway_feed(g, &ev);
 }
 
-static void deliver_head(pd_gateway_t *g, pd_gwleg_t *leg) {
+static void deliver_head(pd_gateway_t *g, pd_gateway_transfer_t *leg) {
   leg->is_head_sent = 1;
   curl_easy_getinfo(leg->easy, CURLINFO_RESPONSE_CODE, &leg->status);
-  if (leg->kind == PD_GWU_CORE && leg->rq && !leg->is_closed)
-    feed_leg(g, leg, PD_EV_UP_HEAD, NULL, 0, (int)leg->status, PD_UPERR_READ);
+  if (leg->kind == PD_GATEWAY_UPSTREAM_CORE && leg->rq && !leg->is_closed)
+    feed_leg(g, leg, PD_EV_UP_HEAD, NULL, 0, (int)leg->status, PD_UPSTREAM_ERROR_READ);
 }
 
 /* Called before each send of the request. libcurl silently sends a request again when the
@@ -251,14 +254,14 @@ static int prereq_cb(void *ud, char *conn_primary_ip, char *conn_local_ip, int c
   (void)conn_local_ip;
   (void)conn_primary_port;
   (void)conn_local_port;
-  pd_gwleg_t *leg = ud;
+  pd_gateway_transfer_t *leg = ud;
   if (leg->n_sends++ == 0) return CURL_PREREQFUNC_OK;
   leg->g->metrics.resends_refused++;
   return CURL_PREREQFUNC_ABORT;
 }
 
 static size_t header_cb(char *buf, size_t size, size_t n, void *ud) {
-  pd_gwleg_t *leg = ud;
+  pd_gateway_transfer_t *leg = ud;
   size_t len = size * n;
   if (leg->is_head_sent || len > 2 || (len && buf[0] != '\r' && buf[0] != '\n')) return len;
   long code = 0;
@@ -268,24 +271,25 @@ static size_t header_cb(char *buf, size_t size, size_t n, void *ud) {
 }
 
 static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
-  pd_gwleg_t *leg = ud;
+  pd_gateway_transfer_t *leg = ud;
   pd_gateway_t *g = leg->g;
   size_t len = size * n;
   switch (leg->kind) {
-  case PD_GWU_CORE:
+  case PD_GATEWAY_UPSTREAM_CORE:
     if (leg->is_closed || !leg->rq) return 0; /* stop the transfer: libcurl closes it */
     if (!leg->is_head_sent) deliver_head(g, leg);
     if (leg->rq && !leg->is_closed && leg->role == PD_ROLE_DECODE && leg->rq->conn &&
-        pd_gwh_backlog(leg->rq->conn) > PD_GWH_PAUSE_BYTES) {
+        pd_gateway_http_backlog(leg->rq->conn) > PD_GATEWAY_HTTP_PAUSE_BYTES) {
       leg->is_paused = 1; /* libcurl keeps these bytes and hands them over again on resume */
       g->metrics.pauses++;
       feed_blocked(g, leg, 1); /* the idle deadline is not decode's while we hold it back */
       return CURL_WRITEFUNC_PAUSE;
     }
-    if (leg->rq && !leg->is_closed) feed_leg(g, leg, PD_EV_UP_DATA, p, len, 0, PD_UPERR_READ);
+    if (leg->rq && !leg->is_closed)
+      feed_leg(g, leg, PD_EV_UP_DATA, p, len, 0, PD_UPSTREAM_ERROR_READ);
     return len;
-  case PD_GWU_INFO:
-    if (!leg->conn || leg->resp.len + len > PD_GWU_MAX_INFO_BYTES) return 0;
+  case PD_GATEWAY_UPSTREAM_INFO:
+    if (!leg->conn || leg->resp.len + len > PD_GATEWAY_UPSTREAM_MAX_INFO_BYTES) return 0;
     return pd_buf_append(NULL, &leg->resp, p, len) ? 0 : len;
   default: return len;
   }
@@ -301,7 +305,7 @@ static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socket
   }
   struct epoll_event ev = {.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) |
                                      ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u),
-                           .data.u64 = PD_GWN_TAG(PD_GWN_TAG_CURL, (uint32_t)s)};
+                           .data.u64 = PD_GATEWAY_TAG(PD_GATEWAY_TAG_CURL, (uint32_t)s)};
   if (epoll_ctl(g->epfd, EPOLL_CTL_MOD, s, &ev) != 0 && errno == ENOENT)
     epoll_ctl(g->epfd, EPOLL_CTL_ADD, s, &ev);
   return 0;
@@ -310,11 +314,12 @@ static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socket
 static int timer_cb(CURLM *m, long timeout_ms, void *userp) {
   (void)m;
   pd_gateway_t *g = userp;
-  g->curl_deadline_ns = timeout_ms < 0 ? 0 : pd_gwn_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  g->curl_deadline_ns =
+      timeout_ms < 0 ? 0 : pd_gateway_now_ns() + (uint64_t)timeout_ms * 1000000ull;
   return 0;
 }
 
-void pd_gwu_on_socket(pd_gateway_t *g, int fd, uint32_t events) {
+void pd_gateway_upstream_on_socket(pd_gateway_t *g, int fd, uint32_t events) {
   int flags = 0;
   if (events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) flags |= CURL_CSELECT_IN;
   if (events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
@@ -323,7 +328,7 @@ void pd_gwu_on_socket(pd_gateway_t *g, int fd, uint32_t events) {
   curl_multi_socket_action(g->multi, fd, flags, &running);
 }
 
-void pd_gwu_on_timeout(pd_gateway_t *g) {
+void pd_gateway_upstream_on_timeout(pd_gateway_t *g) {
   g->curl_deadline_ns = 0;
   int running = 0;
   curl_multi_socket_action(g->multi, CURL_SOCKET_TIMEOUT, 0, &running);
@@ -331,49 +336,49 @@ void pd_gwu_on_timeout(pd_gateway_t *g) {
 
 /* ---------- finished transfers ---------- */
 
-static pd_uperr_t map_error(CURLcode rc, CURL *e) {
+static pd_upstream_error_t map_error(CURLcode rc, CURL *e) {
   switch (rc) {
   case CURLE_COULDNT_CONNECT:
   case CURLE_COULDNT_RESOLVE_HOST:
   case CURLE_COULDNT_RESOLVE_PROXY:
-  case CURLE_FAILED_INIT: return PD_UPERR_CONNECT;
+  case CURLE_FAILED_INIT: return PD_UPSTREAM_ERROR_CONNECT;
   case CURLE_OPERATION_TIMEDOUT: {
     curl_off_t t = 0; /* never connected: a connect timeout (pd_dispatch.h: connect) */
     curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &t);
-    return t == 0 ? PD_UPERR_CONNECT : PD_UPERR_TIMEOUT;
+    return t == 0 ? PD_UPSTREAM_ERROR_CONNECT : PD_UPSTREAM_ERROR_TIMEOUT;
   }
   case CURLE_ABORTED_BY_CALLBACK: /* prereq_cb refused a resend: the first send was reset */
   case CURLE_GOT_NOTHING:
   case CURLE_SEND_ERROR:
-  case CURLE_RECV_ERROR: return PD_UPERR_RESET;
-  default: return PD_UPERR_READ; /* truncated chunked body, bad framing, ... */
+  case CURLE_RECV_ERROR: return PD_UPSTREAM_ERROR_RESET;
+  default: return PD_UPSTREAM_ERROR_READ; /* truncated chunked body, bad framing, ... */
   }
 }
 
-static void core_done(pd_gateway_t *g, pd_gwleg_t *leg, CURLcode rc) {
+static void core_done(pd_gateway_t *g, pd_gateway_transfer_t *leg, CURLcode rc) {
   if (leg->is_closed || !leg->rq) return;
   if (rc == CURLE_OK && !leg->is_head_sent) deliver_head(g, leg);
   if (!leg->rq || leg->is_closed) return;
-  pd_gwreq_t *rq = leg->rq;
+  pd_gateway_request_t *rq = leg->rq;
   uint64_t req_id = rq->id;
   detach(rq, leg);
   pd_event_t ev = {.req_id = req_id, .leg_id = leg->leg_id, .kind = PD_EV_UP_END};
   if (rc != CURLE_OK) {
     ev.kind = PD_EV_UP_ERROR;
-    ev.uperr = leg->easy ? map_error(rc, leg->easy) : PD_UPERR_CONNECT;
+    ev.uperr = leg->easy ? map_error(rc, leg->easy) : PD_UPSTREAM_ERROR_CONNECT;
     g->metrics.upstream_errors[leg->role][ev.uperr]++;
-    pd_gwn_log(g, "%s leg %llu: %s", pd_role_name(leg->role), (unsigned long long)leg->leg_id,
+    pd_gateway_log(g, "%s leg %llu: %s", pd_role_name(leg->role), (unsigned long long)leg->leg_id,
                curl_easy_strerror(rc));
   }
-  pd_gwn_feed(g, &ev);
+  pd_gateway_feed(g, &ev);
 }
 
-static void leg_done(pd_gateway_t *g, pd_gwleg_t *leg, CURLcode rc) {
+static void leg_done(pd_gateway_t *g, pd_gateway_transfer_t *leg, CURLcode rc) {
   leg->is_finished = 1;
   mark_dirty(g, leg);
-  if (leg->kind == PD_GWU_CORE) {
+  if (leg->kind == PD_GATEWAY_UPSTREAM_CORE) {
     core_done(g, leg, rc);
-  } else if (leg->kind == PD_GWU_ABORT) {
+  } else if (leg->kind == PD_GATEWAY_UPSTREAM_ABORT) {
     long code = 0;
     if (leg->easy) curl_easy_getinfo(leg->easy, CURLINFO_RESPONSE_CODE, &code);
     if (rc == CURLE_OK && code >= 200 && code < 300)
@@ -381,40 +386,41 @@ static void leg_done(pd_gateway_t *g, pd_gwleg_t *leg, CURLcode rc) {
     else
       g->metrics.aborts_failed++;
   } else if (leg->conn) {
-    pd_gwconn_t *c = leg->conn;
+    pd_gateway_conn_t *c = leg->conn;
     leg->conn = NULL;
     long code = 0;
     if (rc == CURLE_OK && leg->easy) curl_easy_getinfo(leg->easy, CURLINFO_RESPONSE_CODE, &code);
-    pd_gwh_info_done(g, c, code, &leg->resp);
+    pd_gateway_http_info_done(g, c, code, &leg->resp);
   }
 }
 
-void pd_gwu_drain(pd_gateway_t *g) {
+void pd_gateway_upstream_drain(pd_gateway_t *g) {
   int left = 0;
   CURLMsg *m;
-  for (uint32_t guard = 0; guard < PD_GWU_MAX_FLUSH && (m = curl_multi_info_read(g->multi, &left));
+  for (uint32_t guard = 0;
+       guard < PD_GATEWAY_UPSTREAM_MAX_FLUSH && (m = curl_multi_info_read(g->multi, &left));
        guard++) {
     if (m->msg != CURLMSG_DONE) continue;
     char *priv = NULL;
     CURLcode rc = m->data.result;
     curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
-    pd_gwleg_t *leg = (pd_gwleg_t *)(void *)priv;
+    pd_gateway_transfer_t *leg = (pd_gateway_transfer_t *)(void *)priv;
     if (leg && !leg->is_finished) leg_done(g, leg, rc);
   }
 }
 
-void pd_gwu_resume_req(pd_gateway_t *g, pd_gwreq_t *rq) {
+void pd_gateway_upstream_resume_req(pd_gateway_t *g, pd_gateway_request_t *rq) {
   for (uint32_t i = 0; i < rq->n_legs; i++) {
-    pd_gwleg_t *leg = rq->legs[i];
+    pd_gateway_transfer_t *leg = rq->legs[i];
     if (!leg->is_paused || leg->want_resume) continue;
     leg->want_resume = 1;
     mark_dirty(g, leg);
   }
 }
 
-void pd_gwu_flush(pd_gateway_t *g) {
-  for (uint32_t guard = 0; guard < PD_GWU_MAX_FLUSH && g->dirty; guard++) {
-    pd_gwleg_t *leg = g->dirty;
+void pd_gateway_upstream_flush(pd_gateway_t *g) {
+  for (uint32_t guard = 0; guard < PD_GATEWAY_UPSTREAM_MAX_FLUSH && g->dirty; guard++) {
+    pd_gateway_transfer_t *leg = g->dirty;
     g->dirty = leg->next_dirty;
     if (!g->dirty) g->dirty_tail = NULL;
     leg->next_dirty = NULL;
@@ -422,7 +428,7 @@ void pd_gwu_flush(pd_gateway_t *g) {
     int is_over = leg->is_closed || leg->is_finished;
     if (leg->want_resume) {
       leg->want_resume = 0;
-      if (!is_over && leg->is_paused && leg->state == PD_GWU_ACTIVE) {
+      if (!is_over && leg->is_paused && leg->state == PD_GATEWAY_UPSTREAM_ACTIVE) {
         leg->is_paused = 0;
         if (leg->rq) feed_blocked(g, leg, 0);
         if (leg->is_closed || !leg->rq) continue; /* closed meanwhile: freed on a later pass */
@@ -433,21 +439,21 @@ void pd_gwu_flush(pd_gateway_t *g) {
         continue;
       }
     }
-    if (leg->state == PD_GWU_NEW && !is_over) {
+    if (leg->state == PD_GATEWAY_UPSTREAM_NEW && !is_over) {
       if (leg->easy && curl_multi_add_handle(g->multi, leg->easy) == CURLM_OK) {
-        leg->state = PD_GWU_ACTIVE;
+        leg->state = PD_GATEWAY_UPSTREAM_ACTIVE;
         continue;
       }
       leg_done(g, leg, CURLE_FAILED_INIT); /* the owner hears of it like a connect failure */
       continue;                            /* dirty again: freed on a later pass */
     }
     if (!is_over) continue;
-    if (leg->state == PD_GWU_ACTIVE) curl_multi_remove_handle(g->multi, leg->easy);
-    leg_free(g, leg);
+    if (leg->state == PD_GATEWAY_UPSTREAM_ACTIVE) curl_multi_remove_handle(g->multi, leg->easy);
+    leg_del(g, leg);
   }
 }
 
-int pd_gwu_init(pd_gateway_t *g) {
+int pd_gateway_upstream_init(pd_gateway_t *g) {
   g->multi = curl_multi_init();
   if (!g->multi) return PD_ERR_NOMEM;
   curl_multi_setopt(g->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
@@ -458,11 +464,11 @@ int pd_gwu_init(pd_gateway_t *g) {
   return 0;
 }
 
-void pd_gwu_free(pd_gateway_t *g) {
-  for (uint32_t guard = 0; guard < PD_GWU_MAX_FLUSH && g->legs; guard++) {
-    pd_gwleg_t *leg = g->legs;
-    if (leg->state == PD_GWU_ACTIVE) curl_multi_remove_handle(g->multi, leg->easy);
-    leg_free(g, leg);
+void pd_gateway_upstream_free(pd_gateway_t *g) {
+  for (uint32_t guard = 0; guard < PD_GATEWAY_UPSTREAM_MAX_FLUSH && g->legs; guard++) {
+    pd_gateway_transfer_t *leg = g->legs;
+    if (leg->state == PD_GATEWAY_UPSTREAM_ACTIVE) curl_multi_remove_handle(g->multi, leg->easy);
+    leg_del(g, leg);
   }
   g->dirty = g->dirty_tail = NULL;
   curl_multi_cleanup(g->multi);

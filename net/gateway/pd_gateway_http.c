@@ -2,8 +2,8 @@
  * whole (bounded), handed to the core as PD_EV_CLIENT_REQUEST, and its connection suspended
  * until the core has something for it; the core's client actions fill a per-connection
  * buffer and resume it. Suspended connections are blind to hang-ups, so the loop watches
- * each fed request's socket for EPOLLRDHUP itself (pd_gwn_watch). What the core and the loop
- * write into a connection is in pd_gw_client.c. */
+ * each fed request's socket for EPOLLRDHUP itself (pd_gateway_watch). What the core and the loop
+ * write into a connection is in pd_gateway_client.c. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <netdb.h>
@@ -17,45 +17,46 @@
 #include "pd_gateway_int.h"
 
 /* MHD hands the reader at most this much per call. */
-#define PD_GWH_BLOCK_BYTES (8u * 1024u) /* per-read block; 64 KiB x 512 streams cost 32 MB */
+#define PD_GATEWAY_HTTP_BLOCK_BYTES                                                                \
+  (8u * 1024u) /* per-read block; 64 KiB x 512 streams cost 32 MB */
 
 static const struct {
   const char *path;
-  pd_gwh_kind_t kind;
-  pd_gwm_route_t route;
+  pd_gateway_http_kind_t kind;
+  pd_gateway_route_t route;
 } routes[] = {
-    {"/generate", PD_GWH_CORE, PD_GWM_R_GENERATE},
-    {"/v1/completions", PD_GWH_CORE, PD_GWM_R_COMPLETIONS},
-    {"/v1/chat/completions", PD_GWH_CORE, PD_GWM_R_CHAT},
-    {"/health", PD_GWH_LOCAL, PD_GWM_R_HEALTH},
-    {"/readiness", PD_GWH_LOCAL, PD_GWM_R_READINESS},
-    {"/metrics", PD_GWH_LOCAL, PD_GWM_R_METRICS},
-    {"/get_server_info", PD_GWH_INFO, PD_GWM_R_INFO},
-    {"/server_info", PD_GWH_INFO, PD_GWM_R_INFO},
-    {"/get_model_info", PD_GWH_INFO, PD_GWM_R_INFO},
-    {"/model_info", PD_GWH_INFO, PD_GWM_R_INFO},
-    {"/v1/models", PD_GWH_INFO, PD_GWM_R_INFO},
+    {"/generate", PD_GATEWAY_HTTP_CORE, PD_GATEWAY_ROUTE_GENERATE},
+    {"/v1/completions", PD_GATEWAY_HTTP_CORE, PD_GATEWAY_ROUTE_COMPLETIONS},
+    {"/v1/chat/completions", PD_GATEWAY_HTTP_CORE, PD_GATEWAY_ROUTE_CHAT},
+    {"/health", PD_GATEWAY_HTTP_LOCAL, PD_GATEWAY_ROUTE_HEALTH},
+    {"/readiness", PD_GATEWAY_HTTP_LOCAL, PD_GATEWAY_ROUTE_READINESS},
+    {"/metrics", PD_GATEWAY_HTTP_LOCAL, PD_GATEWAY_ROUTE_METRICS},
+    {"/get_server_info", PD_GATEWAY_HTTP_INFO, PD_GATEWAY_ROUTE_INFO},
+    {"/server_info", PD_GATEWAY_HTTP_INFO, PD_GATEWAY_ROUTE_INFO},
+    {"/get_model_info", PD_GATEWAY_HTTP_INFO, PD_GATEWAY_ROUTE_INFO},
+    {"/model_info", PD_GATEWAY_HTTP_INFO, PD_GATEWAY_ROUTE_INFO},
+    {"/v1/models", PD_GATEWAY_HTTP_INFO, PD_GATEWAY_ROUTE_INFO},
 };
-#define PD_GWH_NROUTES (sizeof routes / sizeof routes[0])
+#define PD_GATEWAY_HTTP_NROUTES (sizeof routes / sizeof routes[0])
 
 /* ---------- connections ---------- */
 
-static pd_gwconn_t *conn_new(pd_gateway_t *g, struct MHD_Connection *mc) {
-  pd_gwconn_t *c = calloc(1, sizeof *c);
+static pd_gateway_conn_t *conn_new(pd_gateway_t *g, struct MHD_Connection *mc) {
+  pd_gateway_conn_t *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->g = g;
   c->mc = mc;
   c->fd = -1;
-  c->route = PD_GWM_R_OTHER;
+  c->route = PD_GATEWAY_ROUTE_OTHER;
   pd_buf_init(&c->body, g->cfg.max_body_bytes); /* take_upload keeps it within the limit */
-  pd_buf_init(&c->out, PD_GWH_OUT_BUF_BYTES);
+  pd_buf_init(&c->out, PD_GATEWAY_HTTP_OUT_BUF_BYTES);
   c->next = g->conns;
   if (g->conns) g->conns->prev = c;
   g->conns = c;
   return c;
 }
 
-static void conn_free(pd_gateway_t *g, pd_gwconn_t *c) {
+static void conn_del(pd_gateway_t *g, pd_gateway_conn_t *c) {
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -67,28 +68,28 @@ static void conn_free(pd_gateway_t *g, pd_gwconn_t *c) {
   free(c);
 }
 
-static void suspend(pd_gwconn_t *c) {
+static void suspend(pd_gateway_conn_t *c) {
   if (c->is_suspended) return;
   MHD_suspend_connection(c->mc);
   c->is_suspended = 1;
 }
 
-void pd_gwh_wake(pd_gwconn_t *c) {
+void pd_gateway_http_wake(pd_gateway_conn_t *c) {
   if (!c->is_suspended) return;
   c->is_suspended = 0;
   MHD_resume_connection(c->mc);
 }
 
-static void record(pd_gwconn_t *c, int status) {
+static void record(pd_gateway_conn_t *c, int status) {
   if (c->is_recorded) return;
   c->is_recorded = 1;
-  pd_gwm_request(&c->g->metrics, c->route, status);
+  pd_gateway_metrics_request(&c->g->metrics, c->route, status);
 }
 
 /* ---------- responses ---------- */
 
-static enum MHD_Result respond(pd_gwconn_t *c, int status, const char *ctype, const char *body,
-                               size_t len, int is_close) {
+static enum MHD_Result respond(pd_gateway_conn_t *c, int status, const char *ctype,
+                               const char *body, size_t len, int is_close) {
   struct MHD_Response *r =
       MHD_create_response_from_buffer(len, (void *)(uintptr_t)body, MHD_RESPMEM_MUST_COPY);
   if (!r) return MHD_NO;
@@ -104,8 +105,8 @@ static enum MHD_Result respond(pd_gwconn_t *c, int status, const char *ctype, co
 }
 
 /* The core's error body shape (R1.42): {"error":{"type","code","message","status"}}. */
-static enum MHD_Result respond_error(pd_gwconn_t *c, int status, const char *code, const char *msg,
-                                     int is_close) {
+static enum MHD_Result respond_error(pd_gateway_conn_t *c, int status, const char *code,
+                                     const char *msg, int is_close) {
   cJSON *root = cJSON_CreateObject();
   cJSON *err = cJSON_AddObjectToObject(root, "error");
   const char *phrase = MHD_get_reason_phrase_for((unsigned)status);
@@ -123,18 +124,19 @@ static enum MHD_Result respond_error(pd_gwconn_t *c, int status, const char *cod
 
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
   (void)pos;
-  pd_gwconn_t *c = cls;
+  pd_gateway_conn_t *c = cls;
   if (c->is_gone) return MHD_CONTENT_READER_END_WITH_ERROR; /* cancelled: cut it short */
-  size_t avail = pd_gwh_backlog(c);
+  size_t avail = pd_gateway_http_backlog(c);
   if (avail) {
     size_t n = avail < max ? avail : max;
     memcpy(buf, c->out.p + c->out_off, n);
     c->out_off += n;
     if (c->out_off == c->out.len) c->out.len = c->out_off = 0;
-    if (c->rq && pd_gwh_backlog(c) <= PD_GWH_RESUME_BYTES) pd_gwu_resume_req(c->g, c->rq);
+    if (c->rq && pd_gateway_http_backlog(c) <= PD_GATEWAY_HTTP_RESUME_BYTES)
+      pd_gateway_upstream_resume_req(c->g, c->rq);
     return (ssize_t)n;
   }
-  if (c->rq) pd_gwu_resume_req(c->g, c->rq);
+  if (c->rq) pd_gateway_upstream_resume_req(c->g, c->rq);
   if (c->is_ended)
     return c->is_abort ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
   suspend(c); /* resumed by the next client action */
@@ -143,7 +145,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
 
 /* Queue the core's response once its head is known: whole JSON answers with a length, the
  * rest (SSE, or anything that may still abort) streamed chunked through reader(). */
-static enum MHD_Result try_respond(pd_gwconn_t *c) {
+static enum MHD_Result try_respond(pd_gateway_conn_t *c) {
   if (c->is_gone) return MHD_NO;
   if (c->is_queued) return MHD_YES;
   if (!c->head_status) {
@@ -158,8 +160,8 @@ static enum MHD_Result try_respond(pd_gwconn_t *c) {
     c->out.len = c->out_off = 0;
     return ok;
   }
-  struct MHD_Response *r =
-      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, PD_GWH_BLOCK_BYTES, reader, c, NULL);
+  struct MHD_Response *r = MHD_create_response_from_callback(
+      MHD_SIZE_UNKNOWN, PD_GATEWAY_HTTP_BLOCK_BYTES, reader, c, NULL);
   if (!r) return MHD_NO;
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
   if (c->is_sse) MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
@@ -174,9 +176,9 @@ static enum MHD_Result try_respond(pd_gwconn_t *c) {
 
 /* ---------- local routes ---------- */
 
-static enum MHD_Result respond_readiness(pd_gateway_t *g, pd_gwconn_t *c) {
+static enum MHD_Result respond_readiness(pd_gateway_t *g, pd_gateway_conn_t *c) {
   uint32_t ok[2] = {0, 0};
-  uint64_t now = pd_gwn_now_ns();
+  uint64_t now = pd_gateway_now_ns();
   for (int r = 0; r < 2; r++)
     for (uint32_t w = 0; w < pd_gw_worker_count(g->core, (pd_role_t)r); w++)
       if (pd_gw_breaker_state(g->core, (pd_role_t)r, w, now) != PD_BREAKER_OPEN) ok[r]++;
@@ -188,49 +190,49 @@ static enum MHD_Result respond_readiness(pd_gateway_t *g, pd_gwconn_t *c) {
   return respond(c, is_ready ? 200 : 503, "application/json", body, (size_t)n, 0);
 }
 
-static enum MHD_Result respond_metrics(pd_gateway_t *g, pd_gwconn_t *c) {
-  pd_gwm_view_t v = {.core = g->core,
+static enum MHD_Result respond_metrics(pd_gateway_t *g, pd_gateway_conn_t *c) {
+  pd_gateway_metrics_view_t v = {.core = g->core,
                      .names = {g->urls[0], g->urls[1]},
                      .n = {g->cfg.n_prefill, g->cfg.n_decode},
-                     .now_ns = pd_gwn_now_ns(),
+                     .now_ns = pd_gateway_now_ns(),
                      .connections = g->n_conns,
                      .requests_live = g->n_slots - g->n_free};
   uint32_t guard = 0;
-  for (const pd_gwconn_t *o = g->conns; o && guard < (1u << 24);
+  for (const pd_gateway_conn_t *o = g->conns; o && guard < (1u << 24);
        o = o->next, guard++) {
-    uint64_t b = pd_gwh_backlog(o);
+    uint64_t b = pd_gateway_http_backlog(o);
     v.buffered_bytes += b;
     if (b > v.buffered_max) v.buffered_max = b;
   }
   char *text = NULL;
   size_t len = 0;
-  if (pd_gwm_render(&g->metrics, &v, &text, &len))
+  if (pd_gateway_metrics_render(&g->metrics, &v, &text, &len))
     return respond_error(c, 500, "internal_error", "out of memory", 0);
   enum MHD_Result ok = respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, 0);
   free(text);
   return ok;
 }
 
-static enum MHD_Result respond_local(pd_gateway_t *g, pd_gwconn_t *c) {
+static enum MHD_Result respond_local(pd_gateway_t *g, pd_gateway_conn_t *c) {
   switch (c->route) {
-  case PD_GWM_R_READINESS: return respond_readiness(g, c);
-  case PD_GWM_R_METRICS: return respond_metrics(g, c);
+  case PD_GATEWAY_ROUTE_READINESS: return respond_readiness(g, c);
+  case PD_GATEWAY_ROUTE_METRICS: return respond_metrics(g, c);
   default: return respond(c, 200, "application/json", "{\"status\":\"ok\"}", 15, 0);
   }
 }
 
 /* ---------- the access handler ---------- */
 
-static void classify(pd_gwconn_t *c, const char *url, const char *method) {
+static void classify(pd_gateway_conn_t *c, const char *url, const char *method) {
   int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-  c->kind = PD_GWH_REJECT;
+  c->kind = PD_GATEWAY_HTTP_REJECT;
   c->head_status = 404;
-  for (size_t i = 0; i < PD_GWH_NROUTES; i++) {
+  for (size_t i = 0; i < PD_GATEWAY_HTTP_NROUTES; i++) {
     if (strcmp(url, routes[i].path) != 0) continue;
     c->route = routes[i].route;
     c->path = routes[i].path;
-    int is_ok = routes[i].kind == PD_GWH_CORE ? strcmp(method, "POST") == 0 : is_get;
-    c->kind = is_ok ? routes[i].kind : PD_GWH_REJECT;
+    int is_ok = routes[i].kind == PD_GATEWAY_HTTP_CORE ? strcmp(method, "POST") == 0 : is_get;
+    c->kind = is_ok ? routes[i].kind : PD_GATEWAY_HTTP_REJECT;
     c->head_status = is_ok ? 0 : 405;
     return;
   }
@@ -238,7 +240,7 @@ static void classify(pd_gwconn_t *c, const char *url, const char *method) {
 
 static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, const char *url,
                                 const char *method, void **req_cls) {
-  pd_gwconn_t *c = conn_new(g, mc);
+  pd_gateway_conn_t *c = conn_new(g, mc);
   if (!c) return MHD_NO;
   *req_cls = c;
   classify(c, url, method);
@@ -256,7 +258,7 @@ static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, cons
     c->is_ended = 1;
     return respond_error(c, 413, "payload_too_large", msg, 1);
   }
-  if (c->kind == PD_GWH_REJECT) {
+  if (c->kind == PD_GATEWAY_HTTP_REJECT) {
     snprintf(c->reject_msg, sizeof c->reject_msg, "%s %.200s: %s", method, url,
              c->head_status == 404 ? "no such route" : "method not allowed on this route");
     return MHD_YES; /* answered once the body (if any, bounded) is read: keeps keep-alive */
@@ -264,12 +266,12 @@ static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, cons
   return MHD_YES;
 }
 
-static enum MHD_Result take_upload(pd_gateway_t *g, pd_gwconn_t *c, const char *p, size_t n) {
+static enum MHD_Result take_upload(pd_gateway_t *g, pd_gateway_conn_t *c, const char *p, size_t n) {
   c->body_seen += n;
   /* A body nobody reads is dropped as it comes, so that the answer (413 for one over the
    * limit: MHD 0.9.75 cannot answer mid-upload) follows its end; --client-deadline-s bounds
    * how long that may take. */
-  if (c->is_queued || c->kind != PD_GWH_CORE) return MHD_YES;
+  if (c->is_queued || c->kind != PD_GATEWAY_HTTP_CORE) return MHD_YES;
   if (!c->is_too_large && c->body.len + n > g->cfg.max_body_bytes) {
     c->is_too_large = 1;
     pd_buf_free(NULL, &c->body);
@@ -283,8 +285,8 @@ static enum MHD_Result take_upload(pd_gateway_t *g, pd_gwconn_t *c, const char *
  * a worker's logs (and conform's attribution) tie a leg to the client's request. */
 static const char *const fwd_names[] = {"authorization", "x-request-id",     "x-correlation-id",
                                         "traceparent",   "tracestate",       "x-smg-routing-key"};
-#define PD_GWH_MAX_FWD 16u          /* forwarded headers per request */
-#define PD_GWH_MAX_FWD_LINE 1024u   /* bytes of one forwarded header line */
+#define PD_GATEWAY_HTTP_MAX_FWD 16u          /* forwarded headers per request */
+#define PD_GATEWAY_HTTP_MAX_FWD_LINE 1024u   /* bytes of one forwarded header line */
 
 static int is_forwarded(const char *name) {
   for (size_t i = 0; i < sizeof fwd_names / sizeof fwd_names[0]; i++)
@@ -295,10 +297,10 @@ static int is_forwarded(const char *name) {
 static enum MHD_Result collect_fwd(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value) {
   (void)kind;
-  pd_gwconn_t *c = cls;
+  pd_gateway_conn_t *c = cls;
   if (!key || !value || !is_forwarded(key)) return MHD_YES;
-  if (c->n_fwd >= PD_GWH_MAX_FWD) return MHD_NO;
-  char line[PD_GWH_MAX_FWD_LINE];
+  if (c->n_fwd >= PD_GATEWAY_HTTP_MAX_FWD) return MHD_NO;
+  char line[PD_GATEWAY_HTTP_MAX_FWD_LINE];
   int n = snprintf(line, sizeof line, "%s: %s", key, value);
   if (n < 0 || (size_t)n >= sizeof line || strpbrk(line, "\r\n")) return MHD_YES; /* not sent */
   struct curl_slist *l = curl_slist_append(c->fwd, line);
@@ -308,14 +310,14 @@ static enum MHD_Result collect_fwd(void *cls, enum MHD_ValueKind kind, const cha
   return MHD_YES;
 }
 
-static enum MHD_Result feed_request(pd_gateway_t *g, pd_gwconn_t *c) {
+static enum MHD_Result feed_request(pd_gateway_t *g, pd_gateway_conn_t *c) {
   if (c->is_too_large) {
     char msg[120];
     snprintf(msg, sizeof msg, "body: exceeds the limit of %zu bytes", g->cfg.max_body_bytes);
     c->is_ended = 1;
     return respond_error(c, 413, "payload_too_large", msg, 1);
   }
-  pd_gwreq_t *rq = pd_gwn_req_new(g);
+  pd_gateway_request_t *rq = pd_gateway_req_new(g);
   if (!rq) {
     c->is_ended = 1;
     return respond_error(c, 503, "overloaded", "too many requests in flight", 0);
@@ -323,7 +325,7 @@ static enum MHD_Result feed_request(pd_gateway_t *g, pd_gwconn_t *c) {
   rq->conn = c;
   c->rq = rq;
   c->is_fed = 1;
-  c->t_start_ns = pd_gwn_now_ns();
+  c->t_start_ns = pd_gateway_now_ns();
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c->mc, MHD_CONNECTION_INFO_CONNECTION_FD);
   c->fd = ci ? ci->connect_fd : -1;
@@ -334,22 +336,22 @@ static enum MHD_Result feed_request(pd_gateway_t *g, pd_gwconn_t *c) {
                    .path = c->path,
                    .data = (const uint8_t *)pd_buf_str(&c->body),
                    .len = c->body.len};
-  int rc = pd_gwn_feed(g, &ev); /* may answer at once (4xx) and even free rq */
+  int rc = pd_gateway_feed(g, &ev); /* may answer at once (4xx) and even free rq */
   pd_buf_free(NULL, &c->body);
   if (rc && c->rq && !c->head_status) { /* the core could not take it (out of memory) */
-    pd_gwn_req_del(g, c->rq);
+    pd_gateway_req_del(g, c->rq);
     c->is_gone = 0;
     c->is_ended = 1;
     return respond_error(c, 500, "internal_error", pd_strerror(rc), 0);
   }
-  if (c->rq && !c->is_ended) pd_gwn_watch(g, c);
+  if (c->rq && !c->is_ended) pd_gateway_watch(g, c);
   return try_respond(c);
 }
 
-static enum MHD_Result on_info(pd_gateway_t *g, pd_gwconn_t *c) {
+static enum MHD_Result on_info(pd_gateway_t *g, pd_gateway_conn_t *c) {
   if (c->is_gone) return MHD_NO;
   if (c->head_status) return try_respond(c);
-  if (!c->info && pd_gwu_info_start(g, c, c->path))
+  if (!c->info && pd_gateway_upstream_info_start(g, c, c->path))
     return respond_error(c, 500, "proxy_request_failed", "cannot start the info request", 0);
   suspend(c);
   return MHD_YES;
@@ -360,7 +362,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
                                  size_t *upload_size, void **req_cls) {
   (void)version;
   pd_gateway_t *g = cls;
-  pd_gwconn_t *c = *req_cls;
+  pd_gateway_conn_t *c = *req_cls;
   if (!c) return on_first(g, mc, url, method, req_cls);
   if (*upload_size) {
     size_t n = *upload_size;
@@ -369,16 +371,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
   }
   pd_httpd_request_whole(&g->httpd, mc);
   if (c->is_queued) return MHD_YES;
-  if (c->kind != PD_GWH_CORE && c->body_seen > g->cfg.max_body_bytes) { /* e.g. chunked */
-    c->kind = PD_GWH_REJECT;
+  if (c->kind != PD_GATEWAY_HTTP_CORE && c->body_seen > g->cfg.max_body_bytes) { /* e.g. chunked */
+    c->kind = PD_GATEWAY_HTTP_REJECT;
     c->head_status = 413;
     snprintf(c->reject_msg, sizeof c->reject_msg, "body: exceeds the limit of %zu bytes",
              g->cfg.max_body_bytes);
   }
   switch (c->kind) {
-  case PD_GWH_LOCAL: return respond_local(g, c);
-  case PD_GWH_INFO: return on_info(g, c);
-  case PD_GWH_CORE: return c->is_fed ? try_respond(c) : feed_request(g, c);
+  case PD_GATEWAY_HTTP_LOCAL: return respond_local(g, c);
+  case PD_GATEWAY_HTTP_INFO: return on_info(g, c);
+  case PD_GATEWAY_HTTP_CORE: return c->is_fed ? try_respond(c) : feed_request(g, c);
   default:
     c->is_ended = 1;
     return respond_error(c, c->head_status,
@@ -394,23 +396,23 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
   (void)toe;
   pd_gateway_t *g = cls;
   pd_httpd_request_over(&g->httpd, mc);
-  pd_gwconn_t *c = *req_cls;
+  pd_gateway_conn_t *c = *req_cls;
   if (!c) return;
   *req_cls = NULL;
-  pd_gwn_unwatch(g, c);
-  if (c->info) pd_gwu_info_cancel(g, c);
-  pd_gwreq_t *rq = c->rq;
+  pd_gateway_unwatch(g, c);
+  if (c->info) pd_gateway_upstream_info_cancel(g, c);
+  pd_gateway_request_t *rq = c->rq;
   if (rq) {
     rq->conn = NULL;
     c->rq = NULL;
     if (!c->is_ended) { /* the client left (or MHD gave up on it) before the end */
       if (!c->is_gone) g->metrics.client_disconnects++;
       pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = rq->id};
-      pd_gwn_feed(g, &ev);
+      pd_gateway_feed(g, &ev);
     }
   }
-  if (c->kind != PD_GWH_LOCAL && !c->is_recorded) record(c, 499);
-  conn_free(g, c);
+  if (c->kind != PD_GATEWAY_HTTP_LOCAL && !c->is_recorded) record(c, 499);
+  conn_del(g, c);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ctx,
@@ -470,11 +472,11 @@ static int hand(void *ctx, int fd, const struct sockaddr *a, socklen_t alen) {
   return MHD_add_connection(g->mhd, fd, a, alen) != MHD_YES;
 }
 
-void pd_gwh_gate(pd_gateway_t *g) {
+void pd_gateway_http_gate(pd_gateway_t *g) {
   if (g->has_httpd) pd_httpd_gate_run(&g->httpd, 0);
 }
 
-int pd_gwh_start(pd_gateway_t *g, char *err, size_t errlen) {
+int pd_gateway_http_start(pd_gateway_t *g, char *err, size_t errlen) {
   struct sockaddr_storage ss;
   int is_v6 = 0;
   if (listen_addr(g, &ss, &is_v6)) {
@@ -512,21 +514,21 @@ int pd_gwh_start(pd_gateway_t *g, char *err, size_t errlen) {
   }
   const union MHD_DaemonInfo *ei = MHD_get_daemon_info(g->mhd, MHD_DAEMON_INFO_EPOLL_FD);
   if (!ei || pd_httpd_start(&g->httpd)) return PD_ERR_IO;
-  if (pd_gwn_add_fd(g, pd_httpd_gate_fd(&g->httpd), PD_GWN_TAG(PD_GWN_TAG_MHD, 1)))
+  if (pd_gateway_add_fd(g, pd_httpd_gate_fd(&g->httpd), PD_GATEWAY_TAG(PD_GATEWAY_TAG_MHD, 1)))
     return PD_ERR_IO;
-  return pd_gwn_add_fd(g, ei->epoll_fd, PD_GWN_TAG(PD_GWN_TAG_MHD, 0));
+  return pd_gateway_add_fd(g, ei->epoll_fd, PD_GATEWAY_TAG(PD_GATEWAY_TAG_MHD, 0));
 }
 
-void pd_gwh_stop(pd_gateway_t *g) {
+void pd_gateway_http_stop(pd_gateway_t *g) {
   if (g->has_httpd) pd_httpd_stop(&g->httpd); /* no sweep during the stop */
   if (!g->mhd) {
     if (g->has_httpd) pd_httpd_free(&g->httpd);
     g->has_httpd = 0;
     return;
   }
-  for (pd_gwconn_t *c = g->conns; c; c = c->next) {
+  for (pd_gateway_conn_t *c = g->conns; c; c = c->next) {
     c->is_gone = 1;
-    pd_gwh_wake(c); /* MHD_stop_daemon must not meet a suspended connection */
+    pd_gateway_http_wake(c); /* MHD_stop_daemon must not meet a suspended connection */
   }
   MHD_stop_daemon(g->mhd); /* NOTIFY_COMPLETED for each: CLIENT_GONE fed, conns freed */
   g->mhd = NULL;
