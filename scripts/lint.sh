@@ -13,5 +13,7 @@ if [ -n "$hits" ]; then echo "lint: wall clock or libc randomness in a determini
 hits=$(grep -nE '^(static )?[a-z_]+[a-z_0-9 \*]* [a-z_][a-z_0-9]* *(=|;)' core/*.c sim/*.c 2>/dev/null | grep -vE '^\S+:[0-9]+:\s*(static )?const |:[0-9]+:(typedef|extern|return) ' | grep -vE '\(' || true)
 if [ -n "$hits" ]; then echo "lint: file-scope mutable variable in core/ or sim/:"; echo "$hits"; fail=1; fi
 ./scripts/check-refs.sh || fail=1
+# the terse names issue 11 retired stay retired (scripts/rename-identifiers.map)
+python3 scripts/rename-identifiers.py --check >/dev/null || { echo "lint: a retired name is back (python3 scripts/rename-identifiers.py --check)"; fail=1; }
 [ $fail -eq 0 ] && echo "lint: ok"
 exit $fail
