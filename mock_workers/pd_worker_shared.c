@@ -7,14 +7,6 @@
 #include <string.h>
 
 #include "pd_hash.h"
-#include "pd_world_int.h"
-
-_Static_assert((int)PD_WIRE_TOKEN == (int)W2G_TOKEN, "render kinds follow W2G_*");
-_Static_assert((int)PD_WIRE_DONE_EVENT == (int)W2G_DONE_EVENT, "render kinds follow W2G_*");
-_Static_assert((int)PD_WIRE_ERROR_EVENT == (int)W2G_ERROR_EVENT, "render kinds follow W2G_*");
-_Static_assert((int)PD_WIRE_PREFILL_BODY == (int)W2G_PREFILL_BODY, "render kinds follow W2G_*");
-_Static_assert((int)PD_WIRE_DECODE_BODY == (int)W2G_DECODE_BODY, "render kinds follow W2G_*");
-_Static_assert((int)PD_WIRE_ERROR_BODY == (int)W2G_ERROR_BODY, "render kinds follow W2G_*");
 
 /* ---------- fault selection ---------- */
 

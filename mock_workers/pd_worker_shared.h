@@ -1,5 +1,5 @@
 /* pd_worker_shared: the parts of the SGLang-like worker model that the simulator
- * (mock_workers/pd_worker_model.c) and the real-socket mock (mock_workers/server/pd_mock*.c) share,
+ * (sim/pd_world_worker.c) and the real-socket mock (mock_workers/server/pd_mock*.c) share,
  * so both pick the same faults by the same rules and write the same bytes: fault selection and wire
  * rendering (W6.3, W6.4). Pure functions: no world, no clock, no socket. */
 #ifndef PD_WORKER_SHARED_H
@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "pd_prng.h"
-#include "pd_scenario.h"
+#include "pd_worker.h"
 
 /* The fault chosen for one request, and the two modifiers that combine with it. */
 typedef struct pd_fault_choice {
@@ -58,6 +58,10 @@ int pd_worker_status_is_deferred(const pd_fault_t *fp, int is_decode, int is_str
 static inline uint64_t pd_worker_late_error_ms(int fault, const pd_fault_t *fp) {
   return fault == (int)PD_FAULT_ERROR_AFTER_KV && fp ? fp->ms : 0;
 }
+
+/* the standard logprob parts: prefill's and decode's input_token_logprobs */
+#define PD_LP_PREFILL "[[-0.25,11,null],[-0.5,12,null]]"
+#define PD_LP_DECODE "[[-0.75,13,null]]"
 
 /* What the renderer needs to know about a request. */
 typedef struct pd_wire_leg {

@@ -1,5 +1,5 @@
 /* pd_world: one simulated run. A virtual clock and event queue drive the dispatch core
- * against SGLang-like worker models (mock_workers/pd_worker_model.c) and a client model; every
+ * against SGLang-like worker models (sim/pd_world_worker.c) and a client model; every
  * leg and request keeps the ground truth the invariant checker (pd_check.c) judges from.
  * No wall clock, no global state: everything random comes from the run's seed. */
 #ifndef PD_WORLD_H
@@ -16,26 +16,6 @@
  * buffer (PD_MAX_LEG_BUFFER_BYTES) of it, with room to spare. */
 #define PD_WORLD_MAX_BODY_BYTES (4u * PD_MAX_LEG_BUFFER_BYTES)
 
-/* What a worker really did with one leg (judged at the worker, never from the gateway). */
-typedef enum {
-  PD_TRUTH_PENDING = 0,   /* still running */
-  PD_TRUTH_OK = 1,        /* answered in full (2xx, complete body, [DONE] for streams) */
-  PD_TRUTH_FAILED = 2,    /* answered with an error: status, reset, error event, truncation */
-  PD_TRUTH_STALLED = 3,   /* closed or aborted while hung or waiting on its partner */
-  PD_TRUTH_CANCELLED = 4, /* closed or aborted while making progress */
-  PD_TRUTH_NEVER = 5,     /* never reached the worker (refused) */
-} pd_truth_t;
-
-typedef enum {
-  PD_WORKER_LEG_NEW = 0,
-  PD_WORKER_LEG_BOOTSTRAP, /* prefill: waiting for decode to connect to the room */
-  PD_WORKER_LEG_FORWARD,   /* prefill: forward pass + KV transfer */
-  PD_WORKER_LEG_LAG,       /* prefill: KV sent, HTTP response not yet written */
-  PD_WORKER_LEG_WAIT_KV,   /* decode: waiting for the KV */
-  PD_WORKER_LEG_STREAM,    /* decode: producing tokens */
-  PD_WORKER_LEG_HUNG,      /* a hang fault: no more output */
-  PD_WORKER_LEG_DONE,      /* worker finished the request (slot freed) */
-} pd_worker_leg_state_t;
 
 typedef struct pd_worker_leg {
   uint64_t leg_id;

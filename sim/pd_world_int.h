@@ -1,5 +1,5 @@
 /* Internal to sim/ and mock_workers/: the world object shared by the driver (pd_world.c)
- * and the worker models (mock_workers/pd_worker_model.c). The checker (pd_check.h) does not see
+ * and the worker models (sim/pd_world_worker.c). The checker (pd_check.h) does not see
  * it: the driver hands it a judge context filled from the world (pd_world_judge). */
 #ifndef PD_WORLD_INT_H
 #define PD_WORLD_INT_H
@@ -10,6 +10,7 @@
 #include "pd_map.h"
 #include "pd_trace.h"
 #include "pd_world.h"
+#include "pd_worker_shared.h"
 
 /* Heap event kinds. */
 enum {
@@ -129,7 +130,7 @@ void pd_world_to_gw_part(struct pd_world *w, pd_worker_leg_t *leg, int kind, uin
 void pd_world_wtimer(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint64_t delay_ns);
 void pd_world_leg_changed(struct pd_world *w, pd_worker_leg_t *leg); /* checked after the step */
 
-/* worker model (mock_workers/pd_worker_model.c) */
+/* worker model (sim/pd_world_worker.c) */
 void pd_worker_model_on_open(struct pd_world *w, pd_worker_leg_t *leg);
 void pd_worker_model_on_close(struct pd_world *w, pd_worker_leg_t *leg);
 void pd_worker_model_on_abort(struct pd_world *w, pd_worker_leg_t *leg);
@@ -138,9 +139,5 @@ void pd_worker_model_crash(struct pd_world *w, uint32_t node);
 /* Render a W2G message for delivery into buf; returns length (0: nothing to send). */
 size_t pd_worker_model_render(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg,
                               char *buf, size_t cap);
-
-/* the standard logprob parts: prefill's and decode's input_token_logprobs */
-#define PD_LP_PREFILL "[[-0.25,11,null],[-0.5,12,null]]"
-#define PD_LP_DECODE "[[-0.75,13,null]]"
 
 #endif

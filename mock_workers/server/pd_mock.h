@@ -1,7 +1,7 @@
 /* pd_mock: one SGLang-like PD worker (prefill or decode) on real sockets. An HTTP/1.1 server
  * (libmicrohttpd, internal polling thread, suspend/resume) speaks SGLang's wire format (W6.x),
  * a bootstrap rendezvous over TCP pairs prefill and decode by room (S5.x, docs/mock.md), and
- * one engine thread with a timer heap runs the worker model of mock_workers/pd_worker_model.c with
+ * one engine thread with a timer heap runs the worker model of sim/pd_world_worker.c with
  * the faults of a scenario worker. Every request's ground truth goes to a JSON-lines event
  * log. No thread per request; all state behind one mutex. */
 #ifndef PD_MOCK_H

@@ -15,7 +15,7 @@
 #include "pd_mock.h"
 #include "pd_mock_ledger.h"
 #include "pd_request.h"
-#include "pd_world.h" /* pd_truth_t, pd_worker_leg_state_t: the simulator's worker states */
+#include "pd_worker.h" /* pd_truth_t, pd_worker_leg_state_t: the worker engine's states */
 #include "pd_worker_shared.h"
 
 #define PD_MOCK_RID_MAX 256u
@@ -74,7 +74,7 @@ typedef struct pd_mock_leg {
   char xrid[PD_MOCK_XRID_MAX];
   uint32_t req_index; /* the runner's request index from its id in the prompt, or
                          PD_TRAFFIC_FAULT_ANY (no traffic fault applies) */
-  /* the worker model (mock_workers/pd_worker_model.c) */
+  /* the worker model (sim/pd_world_worker.c) */
   pd_worker_leg_state_t wstate;
   int fault; /* pd_fault_kind_t or -1 */
   const pd_fault_t *fp;

@@ -1,4 +1,4 @@
-/* The worker model of mock_workers/pd_worker_model.c on real sockets: the same states, fault
+/* The worker model of sim/pd_world_worker.c on real sockets: the same states, fault
  * picks, transitions and bytes, with HTTP output (pd_mock_output_*) instead of scheduled messages
  * and the bootstrap rendezvous over TCP (pd_bootstrap.c) instead of a shared room table. Keep the
  * two in step; docs/mock.md lists what real sockets change. Everything runs under m->mu. */

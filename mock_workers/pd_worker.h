@@ -1,0 +1,100 @@
+/* pd_worker: the types of the worker engine (mock_workers/), shared by the simulator (sim/)
+ * and the real-socket mock (mock_workers/server/): a worker's spec and fault scripts, what a
+ * worker really did with a leg (its truth) and the worker-side states of a leg. Depends on
+ * core/ only; nothing here includes a sim/ header (core <- mock_workers <- {sim, mock}). */
+#ifndef PD_WORKER_H
+#define PD_WORKER_H
+#include <stdint.h>
+
+#include "pd_dispatch.h"
+
+#define PD_SCENARIO_MAX_FAULTS 16u      /* per worker */
+#define PD_SCENARIO_MAX_SPLIT 16u       /* largest split_parts */
+#define PD_TRAFFIC_FAULT_ANY UINT32_MAX   /* pd_traffic_fault_t.request: every request */
+
+typedef enum {
+  PD_FAULT_STATUS = 0,          /* head with `status` and a JSON error body */
+  PD_FAULT_HANG_BEFORE_HEAD,    /* accepts, never answers */
+  PD_FAULT_HANG_MID_STREAM,     /* stops after `after_tokens` events, connection open */
+  PD_FAULT_RESET_BEFORE_HEAD,   /* connection reset before any byte */
+  PD_FAULT_RESET_MID_STREAM,    /* reset after `after_tokens` events */
+  PD_FAULT_SSE_ERROR,           /* 200, then an SSE error event after `after_tokens` events */
+  PD_FAULT_TRUNCATE,            /* clean end after `after_tokens` events, no [DONE] */
+  PD_FAULT_SLOW_DRIP,           /* `ms` between tokens instead of token_ms */
+  PD_FAULT_CONNECT_REFUSED,     /* connection refused */
+  PD_FAULT_BOOTSTRAP_NEVER_SERVED, /* prefill: its bootstrap server never answers the room */
+  PD_FAULT_NEVER_CONNECT,       /* decode: never connects to the bootstrap room */
+  PD_FAULT_KV_FAIL,             /* KV transfer fails: prefill 500 / error event, decode too */
+  PD_FAULT_PREFILL_LAG,         /* prefill answers `ms` after the KV transfer (sglang #22853) */
+  PD_FAULT_BODY_ERROR,          /* prefill: body read error after the KV transfer */
+  PD_FAULT_ERROR_AFTER_KV,      /* prefill: error answer `ms` after the KV transfer (stream:
+                                   an SSE error event under its 200 head) */
+  PD_FAULT_KIND_COUNT
+} pd_fault_kind_t;
+
+typedef struct pd_fault {
+  pd_fault_kind_t kind;
+  int status;            /* STATUS: the HTTP status (400..599) */
+  uint32_t after_tokens; /* mid-stream kinds */
+  uint64_t ms;           /* SLOW_DRIP, PREFILL_LAG */
+  uint32_t nth_from;     /* applies to this worker's requests nth_from..nth_to (1-based, */
+  uint32_t nth_to;       /*  inclusive); both 0 = every request */
+  double prob;           /* probability per matching request, default 1.0 */
+} pd_fault_t;
+
+typedef enum { PD_CHUNK_EVENT = 0, PD_CHUNK_SPLIT = 1, PD_CHUNK_COALESCE = 2 } pd_chunking_t;
+
+/* A fault that follows the traffic, not a worker name: legs nth_from..nth_to (1-based, counted
+ * per request and role in the order they reach a worker) of role `role` of request `request`
+ * (0-based, or every request), whichever worker gets them. Sticky: the worker that got it
+ * keeps failing that way for every later leg of that role of the matching requests. The
+ * simulator keeps the leg counts per request; the socket mocks share them in a ledger file. */
+typedef struct pd_traffic_fault {
+  pd_fault_t f;     /* kind, status, after_tokens, ms; nth_from..nth_to = the legs; prob 1 */
+  pd_role_t role;
+  uint32_t request; /* PD_TRAFFIC_FAULT_ANY: every request */
+  int is_sticky;
+} pd_traffic_fault_t;
+
+
+typedef struct pd_scenario_worker {
+  char name[32];
+  pd_role_t role;
+  uint64_t forward_ms;     /* prefill: forward pass after bootstrap, default 20 */
+  uint64_t kv_ms;          /* prefill: KV transfer time, default 5 */
+  uint64_t first_token_ms; /* decode: KV arrival -> first token, default 10 */
+  uint64_t token_ms;       /* decode: between tokens, default 5 */
+  pd_chunking_t chunking;  /* decode SSE chunking: "event" | "split" | "coalesce"; prefill
+                              streams honour "split" */
+  uint32_t split_parts;    /* "split": chunks per event, 2..PD_SCENARIO_MAX_SPLIT (default 2) */
+  uint64_t open_delay_ms;  /* extra latency of the gateway's request (not its close or abort)
+                              on its way to this worker: an abort may overtake it */
+  int breaker_initial;     /* pd_breaker_state_t the run starts with (default closed) */
+  uint64_t crash_at_ms;    /* 0 none: resets every connection, refuses until restart */
+  uint64_t restart_at_ms;  /* 0: never restarts */
+  pd_fault_t faults[PD_SCENARIO_MAX_FAULTS];
+  uint32_t n_faults;
+} pd_scenario_worker_t;
+
+/* What a worker really did with one leg (judged at the worker, never from the gateway). */
+typedef enum {
+  PD_TRUTH_PENDING = 0,   /* still running */
+  PD_TRUTH_OK = 1,        /* answered in full (2xx, complete body, [DONE] for streams) */
+  PD_TRUTH_FAILED = 2,    /* answered with an error: status, reset, error event, truncation */
+  PD_TRUTH_STALLED = 3,   /* closed or aborted while hung or waiting on its partner */
+  PD_TRUTH_CANCELLED = 4, /* closed or aborted while making progress */
+  PD_TRUTH_NEVER = 5,     /* never reached the worker (refused) */
+} pd_truth_t;
+
+typedef enum {
+  PD_WORKER_LEG_NEW = 0,
+  PD_WORKER_LEG_BOOTSTRAP, /* prefill: waiting for decode to connect to the room */
+  PD_WORKER_LEG_FORWARD,   /* prefill: forward pass + KV transfer */
+  PD_WORKER_LEG_LAG,       /* prefill: KV sent, HTTP response not yet written */
+  PD_WORKER_LEG_WAIT_KV,   /* decode: waiting for the KV */
+  PD_WORKER_LEG_STREAM,    /* decode: producing tokens */
+  PD_WORKER_LEG_HUNG,      /* a hang fault: no more output */
+  PD_WORKER_LEG_DONE,      /* worker finished the request (slot freed) */
+} pd_worker_leg_state_t;
+
+#endif

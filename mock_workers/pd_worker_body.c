@@ -1,0 +1,146 @@
+/* One parser of a generation request body for every worker (see pd_worker_body.h). */
+#include "pd_worker_body.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_err.h"
+#include "pd_worker_shared.h"
+
+static size_t count_occurrences(const char *s, size_t len, const char *pat, const char **first) {
+  size_t n = 0, pl = strlen(pat);
+  *first = NULL;
+  for (size_t i = 0; i + pl <= len; i++) {
+    if (memcmp(s + i, pat, pl) != 0) continue;
+    if (!n) *first = s + i;
+    n++;
+  }
+  return n;
+}
+
+static const char *skip_ws(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+  return p;
+}
+
+static uint64_t room_of_double(double d) {
+  if (!(d >= 0)) return 0;
+  return d >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)d;
+}
+
+/* The first room as written, when the key occurs once in the text and its value (or the
+ * first item of its array) is a plain integer that agrees with cJSON's double. */
+static uint64_t exact_room(const char *body, size_t len, double d) {
+  uint64_t fallback = room_of_double(d);
+  const char *k, *end = body + len;
+  if (!body || count_occurrences(body, len, "\"bootstrap_room\"", &k) != 1) return fallback;
+  const char *p = skip_ws(k + 16, end);
+  if (p >= end || *p != ':') return fallback;
+  p = skip_ws(p + 1, end);
+  if (p < end && *p == '[') p = skip_ws(p + 1, end);
+  char digits[24];
+  size_t n = 0;
+  while (p + n < end && n < 21 && p[n] >= '0' && p[n] <= '9') {
+    digits[n] = p[n];
+    n++;
+  }
+  if (!n || n > 20 || (p + n < end && p[n] && strchr(".eE", p[n]))) return fallback;
+  digits[n] = 0;
+  uint64_t v = strtoull(digits, NULL, 10);
+  return fabs((double)v - d) <= fabs(d) * 1e-15 + 1.0 ? v : fallback;
+}
+
+/* Record the first problem only; later fields are still read. */
+static int fail(int rc, int code, char *err, size_t errlen, const char *msg) {
+  if (rc < 0) return rc;
+  if (err && errlen) snprintf(err, errlen, "%s", msg);
+  return code;
+}
+
+/* Every room of a batch (each item must get its own, G18): the first exact, the rest
+ * through cJSON's double; an item that is not a non-negative number reads as 0. */
+static int read_rooms(pd_worker_body_t *b, const cJSON *room, const pd_alloc_t *a, int rc,
+                      char *err, size_t errlen) {
+  b->rooms = pd_malloc(a, (size_t)b->n_rooms * sizeof *b->rooms);
+  if (!b->rooms) {
+    b->n_rooms = 1;
+    return fail(rc, PD_ERR_NOMEM, err, errlen, "out of memory");
+  }
+  int i = 0;
+  for (const cJSON *it = room->child; it && i < b->n_rooms; it = it->next, i++) {
+    double d = cJSON_IsNumber(it) ? it->valuedouble : -1;
+    if (d < 0)
+      rc = fail(rc, PD_ERR_FIELD, err, errlen,
+                "bootstrap_room: expected an array of non-negative integers");
+    b->rooms[i] = i ? room_of_double(d) : b->room;
+  }
+  return rc;
+}
+
+static int read_room(pd_worker_body_t *b, const cJSON *room, const char *body, size_t len,
+                     const pd_alloc_t *a, int rc, char *err, size_t errlen) {
+  if (!room) return rc;
+  b->has_room_key = 1;
+  const cJSON *first = room;
+  b->n_rooms = 1;
+  if (cJSON_IsArray(room)) {
+    b->is_room_array = 1;
+    b->n_rooms = cJSON_GetArraySize(room);
+    first = cJSON_GetArrayItem(room, 0);
+  }
+  if (cJSON_IsNull(room)) return rc;
+  if (!cJSON_IsNumber(first) || first->valuedouble < 0)
+    rc = fail(rc, PD_ERR_FIELD, err, errlen,
+              "bootstrap_room: expected a non-negative integer or an array of them");
+  else b->has_room = 1;
+  if (b->has_room) b->room = exact_room(body, len, first->valuedouble);
+  return b->n_rooms > 1 ? read_rooms(b, room, a, rc, err, errlen) : rc;
+}
+
+static int read_address(pd_worker_body_t *b, const cJSON *host, const cJSON *port, int rc,
+                        char *err, size_t errlen) {
+  /* a batch carries arrays, one entry per item (R1.25, M8.2): the first item's address is
+   * the batch's, as the first room keys the rendezvous */
+  if (cJSON_IsArray(host)) host = cJSON_GetArrayItem(host, 0);
+  if (cJSON_IsArray(port)) port = cJSON_GetArrayItem(port, 0);
+  if (cJSON_IsString(host)) {
+    if (strlen(host->valuestring) >= sizeof b->boot_host)
+      rc = fail(rc, PD_ERR_FIELD, err, errlen, "bootstrap_host: longer than 255 bytes");
+    else snprintf(b->boot_host, sizeof b->boot_host, "%s", host->valuestring);
+  }
+  if (cJSON_IsNumber(port)) {
+    if (port->valuedouble < 0 || port->valuedouble > 65535)
+      rc = fail(rc, PD_ERR_FIELD, err, errlen, "bootstrap_port: expected an integer in 0..65535");
+    else b->boot_port = (int)port->valuedouble;
+  }
+  return rc;
+}
+
+int pd_worker_body_read(pd_worker_body_t *b, const cJSON *j, const char *body, size_t len,
+                        const pd_alloc_t *a, char *err, size_t errlen) {
+  memset(b, 0, sizeof *b);
+  b->boot_port = -1;
+  int rc = 0;
+  b->is_stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
+  const cJSON *lp = cJSON_GetObjectItemCaseSensitive(j, "return_logprob");
+  const cJSON *lp2 = cJSON_GetObjectItemCaseSensitive(j, "logprobs");
+  b->has_logprob = cJSON_IsTrue(lp) || cJSON_IsTrue(lp2) || cJSON_IsNumber(lp2);
+  const cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
+  const cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_host");
+  const cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
+  b->rooms_hash = pd_wire_rooms_hash(room, host, port);
+  rc = read_address(b, host, port, rc, err, errlen);
+  rc = read_room(b, room, body, len, a, rc, err, errlen);
+  const cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");
+  if (cJSON_IsArray(rid)) rid = cJSON_GetArrayItem(rid, 0);
+  if (cJSON_IsString(rid)) {
+    if (strlen(rid->valuestring) >= sizeof b->rid)
+      rc = fail(rc, PD_ERR_FIELD, err, errlen, "rid: longer than 255 bytes");
+    snprintf(b->rid, sizeof b->rid, "%.*s", (int)sizeof b->rid - 1, rid->valuestring);
+    b->has_rid = 1;
+  }
+  return rc;
+}

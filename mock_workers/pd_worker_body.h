@@ -1,0 +1,41 @@
+/* pd_worker_body: what a worker reads from a generation request body, one parser for the
+ * simulator and the real-socket mock: stream, logprob, rid, bootstrap host/port/room(s) and
+ * the hash of the bootstrap fields that must be equal on both legs of a pair. Rooms are read
+ * exactly: the first from the text when cJSON's double would round it (rooms above 2^53),
+ * the rest of a batch through the double (exact up to 2^53, as the rooms a PD gateway draws
+ * are, R-ROOM). Pure: no clock, no globals; the room array comes from the given allocator. */
+#ifndef PD_WORKER_BODY_H
+#define PD_WORKER_BODY_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pd_alloc.h"
+
+#define PD_WORKER_RID_MAX 256u
+#define PD_WORKER_HOST_MAX 256u
+
+struct cJSON;
+
+typedef struct pd_worker_body {
+  int is_stream, has_logprob;
+  int has_room_key;  /* bootstrap_room is present (null included) */
+  int has_room;      /* it is a non-negative number, or an array whose first item is one */
+  int is_room_array; /* it came as an array (a batch), not one number */
+  int n_rooms;       /* items of the array; 1 for any other present value; 0 when absent */
+  uint64_t room;     /* the first room (0 when not a number) */
+  uint64_t *rooms;   /* every room when n_rooms > 1 (from the allocator), else NULL */
+  uint64_t rooms_hash;
+  int has_rid;
+  char rid[PD_WORKER_RID_MAX]; /* empty without one */
+  char boot_host[PD_WORKER_HOST_MAX];
+  int boot_port;     /* < 0: none */
+} pd_worker_body_t;
+
+/* Fill b from the parsed body j (its text body[0..len), for exact rooms). Every field it can
+ * read is filled even when a field is wrong; the first wrong field is named in err and the
+ * result is PD_ERR_FIELD (a mock answers 400, the simulator keeps what was read).
+ * PD_ERR_NOMEM when the room array could not be allocated (n_rooms then counts 1). */
+int pd_worker_body_read(pd_worker_body_t *b, const struct cJSON *j, const char *body, size_t len,
+                        const pd_alloc_t *a, char *err, size_t errlen);
+
+#endif
