@@ -145,6 +145,10 @@ size_t pd_world_client_body(const pd_client_request_t *rq, const pd_scenario_wor
 /* Called every ~65536 events with the requests judged so far (for progress bars). */
 typedef void (*pd_world_progress_fn)(void *ud, uint64_t requests_done, uint64_t requests_total);
 
+/* A leg as the worker left it (truth, slot taken/freed, aborts seen), when its request is
+ * retired or the run ends with it held: the per-leg worker log (tests/test_worker_parity.c). */
+typedef void (*pd_world_leg_fn)(void *ud, const pd_worker_leg_t *leg, const char *worker);
+
 typedef struct pd_world_opts {
   FILE *trace;                  /* NULL: no trace file (the run hash is kept anyway) */
   pd_world_progress_fn progress; /* NULL: none */
@@ -156,6 +160,10 @@ typedef struct pd_world_opts {
 int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
                       const pd_world_opts_t *o, pd_world_stats_t *stats, uint32_t *violations,
                       uint64_t *trace_hash);
+/* pd_world_run_opts, calling on_leg (may be NULL) with every leg as the worker left it. */
+int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
+                      const pd_world_opts_t *o, pd_world_leg_fn on_leg, void *leg_ud,
+                      pd_world_stats_t *stats, uint32_t *violations, uint64_t *trace_hash);
 
 /* Run one scenario under one mode with the given seed. trace may be NULL (hash only kept).
  * Fills *stats; returns 0 or a negative error (setup failure). violations: mask of

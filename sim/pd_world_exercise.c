@@ -45,6 +45,7 @@ static const pd_scenario_t *given(const struct pd_world *w) { return w->orig ? w
 
 void pd_world_note_fired(struct pd_world *w, const pd_worker_leg_t *leg) {
   const pd_scenario_worker_t *sw = &given(w)->workers[leg->worker];
+  if (w->on_leg) w->on_leg(w->leg_ud, leg, sw->name);
   if (leg->fault < 0 || !leg->is_fault_fired || !leg->fp) return;
   if (leg->fp >= sw->faults && leg->fp < sw->faults + sw->n_faults)
     w->fault_fired[leg->worker][leg->fp - sw->faults] = 1;

@@ -91,6 +91,8 @@ struct pd_world {
   int push_err; /* the first push the event queue refused: pd_world_run_opts returns it */
   uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */
   size_t n_dirty, cap_dirty;
+  pd_world_leg_fn on_leg; /* pd_world_opts_t.on_leg */
+  void *leg_ud;
 };
 
 /* driver (pd_world.c, pd_world_loop.c) */

@@ -419,6 +419,12 @@ int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *tr
 int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
                       const pd_world_opts_t *o, pd_world_stats_t *stats, uint32_t *violations,
                       uint64_t *trace_hash) {
+  return pd_world_run_legs(s, mode, seed, o, NULL, NULL, stats, violations, trace_hash);
+}
+
+int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
+                      const pd_world_opts_t *o, pd_world_leg_fn on_leg, void *leg_ud,
+                      pd_world_stats_t *stats, uint32_t *violations, uint64_t *trace_hash) {
   FILE *trace = o ? o->trace : NULL;
   struct pd_world *w = calloc(1, sizeof *w);
   if (!w) return PD_ERR_NOMEM;
@@ -428,6 +434,8 @@ int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   w->run_hash = PD_FNV1A_OFFSET;
   char *buf = malloc(RENDER_CAP);
   w->tie_seed = o && o->has_tie_seed ? o->tie_seed : s->config.tie_seed;
+  w->on_leg = on_leg;
+  w->leg_ud = leg_ud;
   int rc = buf ? setup(w, s, mode, seed) : PD_ERR_NOMEM;
   /* horizon: past every timeout a model can wait on, so hung runs still end */
   uint64_t horizon = (s->config.deadline_ms + 2 * s->config.bootstrap_timeout_ms +

@@ -1,0 +1,215 @@
+/* One scenario, one seed: the simulator's worker model and the real mock (`pdref mock`, run
+ * by pdref conform against `pdref gateway`) must leave the same per-leg worker log: for every
+ * leg (request, role, worker) whether it took a slot, whether the slot was freed, the truth it
+ * was freed with, and the aborts it saw. The sim's log comes from pd_world_run_legs, the
+ * mock's from its event log (--log; conform keeps the run directory). Aborts count every
+ * /abort_request that named the leg's rid, also one that came after the worker was done.
+ * Scenarios with faults
+ * where the two copies of the model could drift: a status answer at open (no slot), an error
+ * event under a 200 head, a client gone mid-stream (the gateway aborts both legs). */
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_conform.h"
+#include "pd_world.h"
+#include "pdt.h"
+#include "pdt_net.h"
+
+#define MAX_LEGS 64
+#define LINE_MAX_ 160
+
+typedef struct leg_rec {
+  long long mock_id; /* the mock's "req" (mock side only) */
+  int file;
+  unsigned request;
+  char role[8], worker[32], truth[12], rid[64];
+  int slot, freed;
+  unsigned aborts;
+} leg_rec_t;
+
+typedef struct leg_log {
+  leg_rec_t r[MAX_LEGS];
+  int n, overflow;
+} leg_log_t;
+
+static const char *truth_name(pd_truth_t t) {
+  static const char *names[] = {"pending", "ok", "failed", "stalled", "cancelled", "never"};
+  return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
+}
+
+static void on_sim_leg(void *ud, const pd_worker_leg_t *leg, const char *worker) {
+  leg_log_t *lg = ud;
+  if (lg->n >= MAX_LEGS) { lg->overflow = 1; return; }
+  leg_rec_t *r = &lg->r[lg->n++];
+  memset(r, 0, sizeof *r);
+  r->request = (unsigned)leg->req_id;
+  snprintf(r->role, sizeof r->role, "%s", leg->role == PD_ROLE_PREFILL ? "prefill" : "decode");
+  snprintf(r->worker, sizeof r->worker, "%s", worker);
+  r->slot = leg->slot_taken;
+  r->freed = leg->slot_taken && leg->is_slot_freed;
+  snprintf(r->truth, sizeof r->truth, "%s", r->freed ? truth_name(leg->truth) : "-");
+  r->aborts = leg->aborts;
+}
+
+static leg_rec_t *mock_leg(leg_log_t *lg, int file, const cJSON *j) {
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "req");
+  if (!cJSON_IsNumber(id)) return NULL;
+  for (int i = 0; i < lg->n; i++)
+    if (lg->r[i].file == file && lg->r[i].mock_id == (long long)id->valuedouble) return &lg->r[i];
+  return NULL;
+}
+
+static void mock_request(leg_log_t *lg, int file, const cJSON *j) {
+  if (lg->n >= MAX_LEGS) { lg->overflow = 1; return; }
+  leg_rec_t *r = &lg->r[lg->n++];
+  memset(r, 0, sizeof *r);
+  r->file = file;
+  r->mock_id = (long long)cJSON_GetObjectItemCaseSensitive(j, "req")->valuedouble;
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "x_request_id");
+  const char *dash = cJSON_IsString(x) ? strrchr(x->valuestring, '-') : NULL;
+  r->request = dash ? (unsigned)strtoul(dash + 1, NULL, 10) : 9999u;
+  const cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");
+  snprintf(r->rid, sizeof r->rid, "%s", cJSON_IsString(rid) ? rid->valuestring : "");
+  const cJSON *role = cJSON_GetObjectItemCaseSensitive(j, "role");
+  const cJSON *worker = cJSON_GetObjectItemCaseSensitive(j, "worker");
+  snprintf(r->role, sizeof r->role, "%s", cJSON_IsString(role) ? role->valuestring : "?");
+  snprintf(r->worker, sizeof r->worker, "%s", cJSON_IsString(worker) ? worker->valuestring : "?");
+  snprintf(r->truth, sizeof r->truth, "-");
+}
+
+static void mock_line(leg_log_t *lg, int file, const cJSON *j) {
+  const cJSON *ev = cJSON_GetObjectItemCaseSensitive(j, "ev");
+  if (!cJSON_IsString(ev)) return;
+  if (!strcmp(ev->valuestring, "request")) { mock_request(lg, file, j); return; }
+  leg_rec_t *r = mock_leg(lg, file, j);
+  if (!r && !strcmp(ev->valuestring, "abort")) { /* the leg was gone: an abort by rid prefix */
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prefix");
+    for (int i = 0; cJSON_IsString(p) && p->valuestring[0] && i < lg->n; i++)
+      if (lg->r[i].file == file && !strncmp(lg->r[i].rid, p->valuestring, strlen(p->valuestring)))
+        lg->r[i].aborts++;
+    return;
+  }
+  if (!r) return;
+  if (!strcmp(ev->valuestring, "slot_taken")) r->slot = 1;
+  if (!strcmp(ev->valuestring, "abort")) r->aborts++;
+  if (!strcmp(ev->valuestring, "slot_freed")) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "truth");
+    r->freed = 1;
+    snprintf(r->truth, sizeof r->truth, "%s", cJSON_IsString(t) ? t->valuestring : "?");
+  }
+}
+
+/* Every w<i>.jsonl of a kept conform run directory. */
+static int read_mock_logs(const char *dir, uint32_t n_workers, leg_log_t *lg) {
+  char path[600], line[8192];
+  for (uint32_t i = 0; i < n_workers; i++) {
+    snprintf(path, sizeof path, "%s/w%u.jsonl", dir, i);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f)) {
+      cJSON *j = cJSON_Parse(line);
+      if (j) mock_line(lg, (int)i, j);
+      cJSON_Delete(j);
+    }
+    fclose(f);
+  }
+  return 0;
+}
+
+static int cmp_line(const void *a, const void *b) {
+  return strcmp((const char *)a, (const char *)b);
+}
+
+/* The log as sorted lines, one per leg, joined. */
+static void render(const leg_log_t *lg, char *out, size_t cap) {
+  static char lines[MAX_LEGS][LINE_MAX_];
+  for (int i = 0; i < lg->n; i++) {
+    const leg_rec_t *r = &lg->r[i];
+    snprintf(lines[i], LINE_MAX_, "req %u %s %s: slot %d freed %d truth %s aborts %u\n",
+             r->request, r->role, r->worker, r->slot, r->freed, r->truth, r->aborts);
+  }
+  qsort(lines, (size_t)lg->n, LINE_MAX_, cmp_line);
+  size_t off = 0;
+  out[0] = 0;
+  for (int i = 0; i < lg->n && off < cap; i++)
+    off += (size_t)snprintf(out + off, cap - off, "%s", lines[i]);
+}
+
+/* The kept run directory of pd_conform_run (logs, gateway output): removed. */
+static void remove_dir(const char *dir) {
+  char cmd[700];
+  if (dir[0] != '/' || !strstr(dir, "/pdref-conform-") || strchr(dir, '\'')) return;
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  PDT_EQ_INT(system(cmd), 0);
+}
+
+static void check_parity(const char *name, pd_mode_t mode, double scale) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) {
+    fprintf(stderr, "test_worker_parity: %s not built, skipped\n", bin);
+    return;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_load_scenario(name);
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  static leg_log_t sim, mock;
+  static char a[MAX_LEGS * LINE_MAX_], b[MAX_LEGS * LINE_MAX_];
+  memset(&sim, 0, sizeof sim);
+  memset(&mock, 0, sizeof mock);
+  pd_world_stats_t st;
+  uint32_t viol = 0;
+  pd_world_opts_t wo = {NULL, NULL, NULL, 0, 0};
+  PDT_EQ_INT(pd_world_run_legs(s, mode, s->config.seed, &wo, on_sim_leg, &sim, &st, &viol, NULL),
+             0);
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, pd_mode_name(mode), cmd, sizeof cmd);
+  o.scale = scale;
+  o.keep = 1;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  if (r.status == PD_CONFORM_RAN) PDT_EQ_INT(read_mock_logs(r.dir, s->n_workers, &mock), 0);
+  PDT_FALSE(sim.overflow || mock.overflow);
+  PDT_TRUE(sim.n > 0);
+  render(&sim, a, sizeof a);
+  render(&mock, b, sizeof b);
+  char what[PDT_MSG_MAX];
+  snprintf(what, sizeof what, "%s / %s: the sim's worker log\n%.400s== the mock's\n%.400s", name,
+           pd_mode_name(mode), a, b);
+  CU_assertImplementation(strcmp(a, b) == 0, __LINE__, what, __FILE__, "", CU_FALSE);
+  if (getenv("PDT_PARITY_SHOW")) fprintf(stderr, "%s", a);
+  if (r.dir[0] && strcmp(a, b) == 0) remove_dir(r.dir);
+  else fprintf(stderr, "test_worker_parity: kept %s\n", r.dir);
+  free(s);
+}
+
+static void test_status_at_open(void) {
+  check_parity("decode-503-while-prefill-detached", PD_MODE_REFERENCE, 0.01);
+}
+
+static void test_error_event_under_200(void) {
+  check_parity("prefill-sse-error-under-200-stream", PD_MODE_REFERENCE, 0.01);
+}
+
+static void test_kv_transfer_failure(void) {
+  check_parity("kv-transfer-failure", PD_MODE_REFERENCE, 0.01);
+}
+
+static void test_decode_hangs_before_head(void) {
+  check_parity("decode-hang-before-head-prefill-not-cancelled", PD_MODE_REFERENCE, 0.01);
+}
+
+int pdt_suite_worker_parity(void) {
+  static const pdt_case_t cases[] = {
+      {"parity: a status answer at open (no slot)", test_status_at_open},
+      {"parity: an error event under a 200 head", test_error_event_under_200},
+      {"parity: a failed KV transfer", test_kv_transfer_failure},
+      {"parity: a decode hung before its head (aborts)", test_decode_hangs_before_head},
+  };
+  return PDT_SUITE("worker_parity", cases);
+}
