@@ -8,6 +8,7 @@
 
 #include "pd_world_int.h"
 #include "pd_worker_shared.h"
+#include "pd_worker_step.h"
 
 #define MS_NS 1000000ull
 
@@ -199,32 +200,22 @@ static void answer_status(struct pd_world *w, pd_worker_leg_t *leg) {
   finish(w, leg, pd_worker_status_is_healthy(leg->fp->status) ? PD_TRUTH_OK : PD_TRUTH_FAILED);
 }
 
-/* The kinds a decode acts on after its after_tokens events (a `status` here is deferred). */
-static int acts_mid_stream(int kind) {
-  return kind == PD_FAULT_HANG_MID_STREAM || kind == PD_FAULT_RESET_MID_STREAM ||
-         kind == PD_FAULT_BODY_ERROR || kind == PD_FAULT_SSE_ERROR || kind == PD_FAULT_TRUNCATE ||
-         kind == PD_FAULT_STATUS || kind == PD_FAULT_ERROR_AFTER_KV;
-}
-
 static void decode_token(struct pd_world *w, pd_worker_leg_t *d) {
   uint32_t k = d->sent_tokens;
-  uint32_t after = d->fp ? d->fp->after_tokens : 0;
-  if (d->fault >= 0 && k >= after) {
-    d->is_fault_fired = acts_mid_stream(d->fault);
-    switch ((pd_fault_kind_t)d->fault) {
-    case PD_FAULT_HANG_MID_STREAM: d->wstate = PD_WORKER_LEG_HUNG; return;
-    case PD_FAULT_RESET_MID_STREAM: uperr(w, d, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED); return;
-    case PD_FAULT_BODY_ERROR: uperr(w, d, PD_UPSTREAM_ERROR_READ, PD_TRUTH_FAILED); return;
-    case PD_FAULT_SSE_ERROR:
-    case PD_FAULT_ERROR_AFTER_KV: answer_error(w, d, 500); return;
-    case PD_FAULT_TRUNCATE:
-      if (!d->is_stream) { uperr(w, d, PD_UPSTREAM_ERROR_READ, PD_TRUTH_FAILED); return; }
-      send(w, d, W2G_END, 0);
-      finish(w, d, PD_TRUTH_FAILED);
-      return;
-    case PD_FAULT_STATUS: answer_status(w, d); return; /* deferred: after the KV */
-    default: break;
-    }
+  pd_worker_step_t step = pd_worker_token_step(d->fault, d->fp, k, d->is_stream);
+  if (d->fault >= 0 && k >= (d->fp ? d->fp->after_tokens : 0))
+    d->is_fault_fired = step != PD_WORKER_STEP_GO;
+  switch (step) {
+  case PD_WORKER_STEP_HANG: d->wstate = PD_WORKER_LEG_HUNG; return;
+  case PD_WORKER_STEP_RESET: uperr(w, d, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED); return;
+  case PD_WORKER_STEP_READ_ERROR: uperr(w, d, PD_UPSTREAM_ERROR_READ, PD_TRUTH_FAILED); return;
+  case PD_WORKER_STEP_ERROR_500: answer_error(w, d, 500); return;
+  case PD_WORKER_STEP_TRUNCATE:
+    send(w, d, W2G_END, 0);
+    finish(w, d, PD_TRUTH_FAILED);
+    return;
+  case PD_WORKER_STEP_STATUS: answer_status(w, d); return; /* deferred: after the KV */
+  default: break;
   }
   if (k >= d->tokens) { /* all tokens out */
     if (d->is_stream) send(w, d, W2G_DONE_EVENT, 0);
@@ -237,7 +228,7 @@ static void decode_token(struct pd_world *w, pd_worker_leg_t *d) {
     pd_chunking_t c = node_of(w, d)->spec->chunking;
     if (c == PD_CHUNK_SPLIT) {
       send_split(w, d, W2G_TOKEN, k << 2);
-    } else if (c == PD_CHUNK_COALESCE && k + 1 < d->tokens && !(d->fault >= 0 && k + 1 >= after)) {
+    } else if (pd_worker_token_coalesces(c, k, d->tokens, d->fault, d->fp)) {
       send(w, d, W2G_TOKEN, k << 2 | 3);
       d->sent_tokens++;
     } else {
@@ -265,19 +256,16 @@ static void open_leg(struct pd_world *w, pd_worker_leg_t *leg) {
   leg->truth = PD_TRUTH_PENDING;
   if (n->is_down) { uperr(w, leg, PD_UPSTREAM_ERROR_CONNECT, PD_TRUTH_NEVER); return; }
   pick_fault(w, leg);
-  switch (leg->fault) {
-  case PD_FAULT_CONNECT_REFUSED:
+  switch (pd_worker_open_step(leg->fault, leg->fp, leg->role, leg->is_stream)) {
+  case PD_WORKER_STEP_REFUSE:
     leg->is_fault_fired = 1;
     uperr(w, leg, PD_UPSTREAM_ERROR_CONNECT, PD_TRUTH_NEVER);
     return;
-  case PD_FAULT_RESET_BEFORE_HEAD:
+  case PD_WORKER_STEP_RESET:
     leg->is_fault_fired = 1;
     uperr(w, leg, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED);
     return;
-  case PD_FAULT_STATUS:
-    if (pd_worker_status_is_deferred(leg->fp, leg->role == PD_ROLE_DECODE, leg->is_stream)) break;
-    answer_status(w, leg);
-    return;
+  case PD_WORKER_STEP_STATUS: answer_status(w, leg); return;
   default: break;
   }
   slot_take(w, leg);
@@ -303,13 +291,8 @@ static void open_leg(struct pd_world *w, pd_worker_leg_t *leg) {
   }
 }
 
-/* A slow-drip worker cut off for its slowness stalled; one cut off mid-progress was cancelled. */
 static pd_truth_t interrupted_truth(const pd_worker_leg_t *leg) {
-  return (leg->wstate == PD_WORKER_LEG_HUNG || leg->wstate == PD_WORKER_LEG_WAIT_KV ||
-          leg->wstate == PD_WORKER_LEG_BOOTSTRAP || leg->wstate == PD_WORKER_LEG_NEW ||
-          (leg->drip_ms && leg->wstate == PD_WORKER_LEG_STREAM))
-             ? PD_TRUTH_STALLED
-             : PD_TRUTH_CANCELLED;
+  return pd_worker_interrupted_truth(leg->wstate, leg->drip_ms);
 }
 
 void pd_worker_model_on_close(struct pd_world *w, pd_worker_leg_t *leg) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pd_mock_int.h"
+#include "pd_worker_step.h"
 
 static int has_fault(const pd_mock_leg_t *leg, pd_fault_kind_t k) { return leg->fault == (int)k; }
 
@@ -185,15 +186,13 @@ static void answer_status(pd_mock_t *m, pd_mock_leg_t *leg) {
 
 /* A mid-stream fault strikes at token k; returns 1 when it ended the token loop. */
 static int token_fault(pd_mock_t *m, pd_mock_leg_t *d) {
-  switch ((pd_fault_kind_t)d->fault) {
-  case PD_FAULT_HANG_MID_STREAM: d->wstate = PD_WORKER_LEG_HUNG; return 1;
-  case PD_FAULT_RESET_MID_STREAM: uperr(m, d, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED); return 1;
-  case PD_FAULT_BODY_ERROR: uperr(m, d, PD_UPSTREAM_ERROR_READ, PD_TRUTH_FAILED); return 1;
-  case PD_FAULT_SSE_ERROR:
-  case PD_FAULT_ERROR_AFTER_KV: answer_error(m, d, 500); return 1;
-  case PD_FAULT_STATUS: answer_status(m, d); return 1; /* deferred: after the KV */
-  case PD_FAULT_TRUNCATE:
-    if (!d->is_stream) { uperr(m, d, PD_UPSTREAM_ERROR_READ, PD_TRUTH_FAILED); return 1; }
+  switch (pd_worker_token_step(d->fault, d->fp, d->sent_tokens, d->is_stream)) {
+  case PD_WORKER_STEP_HANG: d->wstate = PD_WORKER_LEG_HUNG; return 1;
+  case PD_WORKER_STEP_RESET: uperr(m, d, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED); return 1;
+  case PD_WORKER_STEP_READ_ERROR: uperr(m, d, PD_UPSTREAM_ERROR_READ, PD_TRUTH_FAILED); return 1;
+  case PD_WORKER_STEP_ERROR_500: answer_error(m, d, 500); return 1;
+  case PD_WORKER_STEP_STATUS: answer_status(m, d); return 1; /* deferred: after the KV */
+  case PD_WORKER_STEP_TRUNCATE:
     pd_mock_output_end(m, d, PD_MOCK_OUTPUT_END_CLEAN);
     finish(m, d, PD_TRUTH_FAILED);
     return 1;
@@ -203,8 +202,7 @@ static int token_fault(pd_mock_t *m, pd_mock_leg_t *d) {
 
 static void decode_token(pd_mock_t *m, pd_mock_leg_t *d) {
   uint32_t k = d->sent_tokens;
-  uint32_t after = d->fp ? d->fp->after_tokens : 0;
-  if (d->fault >= 0 && k >= after && token_fault(m, d)) return;
+  if (token_fault(m, d)) return;
   if (k >= d->tokens) { /* all tokens out */
     if (d->is_stream) pd_mock_output_render(m, d, PD_WIRE_DONE_EVENT, 0);
     else { pd_mock_output_head(m, d, 200, 0); pd_mock_output_render(m, d, PD_WIRE_DECODE_BODY, 0); }
@@ -217,7 +215,7 @@ static void decode_token(pd_mock_t *m, pd_mock_leg_t *d) {
     if (c == PD_CHUNK_SPLIT) {
       pd_mock_output_render(m, d, PD_WIRE_TOKEN, k << 2 | 1);
       pd_mock_output_render(m, d, PD_WIRE_TOKEN, k << 2 | 2);
-    } else if (c == PD_CHUNK_COALESCE && k + 1 < d->tokens && !(d->fault >= 0 && k + 1 >= after)) {
+    } else if (pd_worker_token_coalesces(c, k, d->tokens, d->fault, d->fp)) {
       pd_mock_output_render(m, d, PD_WIRE_TOKEN, k << 2 | 3);
       d->sent_tokens++;
     } else {
@@ -255,16 +253,10 @@ void pd_mock_model_boot_lost(pd_mock_t *m, pd_mock_leg_t *d) {
 
 /* The fault decides before anything else; 1 when the request is already answered. */
 static int open_fault(pd_mock_t *m, pd_mock_leg_t *leg) {
-  switch (leg->fault) {
-  case PD_FAULT_CONNECT_REFUSED: uperr(m, leg, PD_UPSTREAM_ERROR_CONNECT, PD_TRUTH_NEVER); return 1;
-  case PD_FAULT_RESET_BEFORE_HEAD:
-    uperr(m, leg, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED);
-    return 1;
-  case PD_FAULT_STATUS:
-    if (pd_worker_status_is_deferred(leg->fp, leg->m->cfg.role == PD_ROLE_DECODE, leg->is_stream))
-      return 0;
-    answer_status(m, leg);
-    return 1;
+  switch (pd_worker_open_step(leg->fault, leg->fp, m->cfg.role, leg->is_stream)) {
+  case PD_WORKER_STEP_REFUSE: uperr(m, leg, PD_UPSTREAM_ERROR_CONNECT, PD_TRUTH_NEVER); return 1;
+  case PD_WORKER_STEP_RESET: uperr(m, leg, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED); return 1;
+  case PD_WORKER_STEP_STATUS: answer_status(m, leg); return 1;
   default: return 0;
   }
 }
@@ -291,13 +283,8 @@ void pd_mock_model_open(pd_mock_t *m, pd_mock_leg_t *leg) {
   }
 }
 
-/* A slow-drip worker cut off for its slowness stalled; one cut off mid-progress was cancelled. */
 static pd_truth_t interrupted_truth(const pd_mock_leg_t *leg) {
-  return (leg->wstate == PD_WORKER_LEG_HUNG || leg->wstate == PD_WORKER_LEG_WAIT_KV ||
-          leg->wstate == PD_WORKER_LEG_BOOTSTRAP || leg->wstate == PD_WORKER_LEG_NEW ||
-          (leg->drip_ms && leg->wstate == PD_WORKER_LEG_STREAM))
-             ? PD_TRUTH_STALLED
-             : PD_TRUTH_CANCELLED;
+  return pd_worker_interrupted_truth(leg->wstate, leg->drip_ms);
 }
 
 void pd_mock_model_close(pd_mock_t *m, pd_mock_leg_t *leg) {
