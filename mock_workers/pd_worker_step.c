@@ -30,6 +30,16 @@ pd_worker_step_t pd_worker_token_step(int fault, const pd_fault_t *fp, uint32_t 
   }
 }
 
+pd_worker_step_t pd_worker_respond_step(int fault) {
+  switch (fault) {
+  case PD_FAULT_RESET_MID_STREAM: return PD_WORKER_STEP_RESET;
+  case PD_FAULT_ERROR_AFTER_KV: return PD_WORKER_STEP_ERROR_500;
+  case PD_FAULT_BODY_ERROR: return PD_WORKER_STEP_READ_ERROR;
+  case PD_FAULT_TRUNCATE: return PD_WORKER_STEP_TRUNCATE;
+  default: return PD_WORKER_STEP_GO;
+  }
+}
+
 pd_truth_t pd_worker_interrupted_truth(pd_worker_leg_state_t st, uint64_t drip_ms) {
   return (st == PD_WORKER_LEG_HUNG || st == PD_WORKER_LEG_WAIT_KV ||
           st == PD_WORKER_LEG_BOOTSTRAP || st == PD_WORKER_LEG_NEW ||

@@ -29,6 +29,11 @@ pd_worker_step_t pd_worker_open_step(int fault, const pd_fault_t *fp, pd_role_t 
  * does not act (yet). A truncate on a non-stream answer is a body read error. */
 pd_worker_step_t pd_worker_token_step(int fault, const pd_fault_t *fp, uint32_t k, int is_stream);
 
+/* When a prefill answers after its KV transfer: RESET, ERROR_500 (error_after_kv),
+ * READ_ERROR (the 200 head, half the body, then the cut), TRUNCATE (the head and a clean end
+ * without the body), or GO (the whole answer). */
+pd_worker_step_t pd_worker_respond_step(int fault);
+
 /* A leg whose client closed or which was aborted: stalled when it was hung, waiting on its
  * partner or slow-dripping (cut off for its slowness), else cancelled mid-progress. */
 pd_truth_t pd_worker_interrupted_truth(pd_worker_leg_state_t st, uint64_t drip_ms);

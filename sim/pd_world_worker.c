@@ -167,27 +167,22 @@ static void transfer_done(struct pd_world *w, pd_worker_leg_t *p) {
 }
 
 static void prefill_respond(struct pd_world *w, pd_worker_leg_t *p) {
-  p->is_fault_fired |= has_fault(p, PD_FAULT_RESET_MID_STREAM) ||
-                       has_fault(p, PD_FAULT_BODY_ERROR) || has_fault(p, PD_FAULT_TRUNCATE) ||
-                       has_fault(p, PD_FAULT_ERROR_AFTER_KV);
-  if (has_fault(p, PD_FAULT_RESET_MID_STREAM)) {
-    uperr(w, p, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED);
-    return;
-  }
-  if (has_fault(p, PD_FAULT_ERROR_AFTER_KV)) { answer_error(w, p, 500); return; }
+  pd_worker_step_t step = pd_worker_respond_step(p->fault);
+  p->is_fault_fired |= step != PD_WORKER_STEP_GO;
+  if (step == PD_WORKER_STEP_RESET) { uperr(w, p, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED); return; }
+  if (step == PD_WORKER_STEP_ERROR_500) { answer_error(w, p, 500); return; }
   if (!p->is_stream) send(w, p, W2G_HEAD, 200);
-  if (has_fault(p, PD_FAULT_BODY_ERROR)) {
+  if (step == PD_WORKER_STEP_READ_ERROR) {
     send(w, p, W2G_PREFILL_BODY, 1);
     uperr(w, p, PD_UPSTREAM_ERROR_READ, PD_TRUTH_FAILED);
     return;
   }
-  if (!has_fault(p, PD_FAULT_TRUNCATE) && p->is_stream &&
-      node_of(w, p)->spec->chunking == PD_CHUNK_SPLIT)
+  if (step == PD_WORKER_STEP_GO && p->is_stream && node_of(w, p)->spec->chunking == PD_CHUNK_SPLIT)
     send_split(w, p, W2G_PREFILL_BODY, 0); /* the prefill's event and [DONE], in pieces */
-  else if (!has_fault(p, PD_FAULT_TRUNCATE))
+  else if (step == PD_WORKER_STEP_GO)
     send(w, p, W2G_PREFILL_BODY, 0);
   send(w, p, W2G_END, 0);
-  finish(w, p, has_fault(p, PD_FAULT_TRUNCATE) ? PD_TRUTH_FAILED : PD_TRUTH_OK);
+  finish(w, p, step == PD_WORKER_STEP_TRUNCATE ? PD_TRUTH_FAILED : PD_TRUTH_OK);
 }
 
 /* A `status` fault's answer: the status head, SGLang's JSON error body, the end. */

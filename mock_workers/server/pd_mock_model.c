@@ -160,20 +160,18 @@ static void transfer_done(pd_mock_t *m, pd_mock_leg_t *p) {
 }
 
 static void prefill_respond(pd_mock_t *m, pd_mock_leg_t *p) {
-  if (has_fault(p, PD_FAULT_RESET_MID_STREAM)) {
-    uperr(m, p, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED);
-    return;
-  }
-  if (has_fault(p, PD_FAULT_ERROR_AFTER_KV)) { answer_error(m, p, 500); return; }
+  pd_worker_step_t step = pd_worker_respond_step(p->fault);
+  if (step == PD_WORKER_STEP_RESET) { uperr(m, p, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED); return; }
+  if (step == PD_WORKER_STEP_ERROR_500) { answer_error(m, p, 500); return; }
   if (!p->is_stream) pd_mock_output_head(m, p, 200, 0);
-  if (has_fault(p, PD_FAULT_BODY_ERROR)) {
+  if (step == PD_WORKER_STEP_READ_ERROR) {
     pd_mock_output_render(m, p, PD_WIRE_PREFILL_BODY, 1);
     uperr(m, p, PD_UPSTREAM_ERROR_READ, PD_TRUTH_FAILED);
     return;
   }
-  if (!has_fault(p, PD_FAULT_TRUNCATE)) pd_mock_output_render(m, p, PD_WIRE_PREFILL_BODY, 0);
+  if (step == PD_WORKER_STEP_GO) pd_mock_output_render(m, p, PD_WIRE_PREFILL_BODY, 0);
   pd_mock_output_end(m, p, PD_MOCK_OUTPUT_END_CLEAN);
-  finish(m, p, has_fault(p, PD_FAULT_TRUNCATE) ? PD_TRUTH_FAILED : PD_TRUTH_OK);
+  finish(m, p, step == PD_WORKER_STEP_TRUNCATE ? PD_TRUTH_FAILED : PD_TRUTH_OK);
 }
 
 /* A `status` fault's answer: the status head, SGLang's JSON error body, the end. */
