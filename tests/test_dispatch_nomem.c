@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pd_dispatch.h"
+#include "pd_err.h"
 #include "pdt.h"
 
 #include "pdt_alloc.h"
@@ -81,10 +82,44 @@ static void test_every_core_and_cjson_allocation_failure_is_survived(void) {
   }
 }
 
+/* No room for a step's actions: the event is refused whole (PD_ERR_NOMEM, nothing done, no
+ * action half-written), and fed again once there is memory it runs as if new. */
+static void test_no_room_for_actions_refuses_the_event_whole(void) {
+  pdt_alloc_t f = {0};
+  pd_alloc_t a = pdt_alloc(&f);
+  pd_prng_t rng;
+  pd_prng_init(&rng, 42);
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  pd_gw_t *gw = pd_gw_new(NULL, &c, &rng);
+  PDT_TRUE(gw != NULL);
+  if (!gw) return;
+  pd_gw_add_worker(gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
+  pd_gw_add_worker(gw, PD_ROLE_DECODE, "d0", "d0", -1);
+  pd_actbuf_t out;
+  pd_actbuf_init(&out, &a);
+  pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = 7, .path = "/generate",
+                   .data = (const uint8_t *)STREAM, .len = strlen(STREAM)};
+  f.fail_at = 1;
+  PDT_EQ_INT(pd_gw_feed(gw, 0, &ev, &out), PD_ERR_NOMEM);
+  PDT_EQ_U64(out.n, 0);
+  PDT_EQ_U64(pd_gw_deadlines_armed(gw), 0); /* the request was not taken */
+  f.fail_at = 0;
+  PDT_EQ_INT(pd_gw_feed(gw, 0, &ev, &out), 0);
+  size_t opens = 0;
+  for (size_t i = 0; i < out.n; i++) opens += out.v[i].kind == PD_ACT_OPEN_LEG;
+  PDT_EQ_U64(opens, 2);
+  pd_actbuf_free(&out);
+  pd_gw_del(gw);
+  PDT_EQ_INT(f.live, 0);
+}
+
 int pdt_suite_dispatch_nomem(void) {
   static const pdt_case_t cases[] = {
       {"every core and cJSON allocation failure is survived, every mode",
        test_every_core_and_cjson_allocation_failure_is_survived},
+      {"no room for a step's actions refuses the event whole",
+       test_no_room_for_actions_refuses_the_event_whole},
   };
   return PDT_SUITE("dispatch_nomem", cases);
 }
