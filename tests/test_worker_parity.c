@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "pd_conform.h"
+#include "pd_err.h"
+#include "pd_worker_body.h"
 #include "pd_world.h"
 #include "pdt.h"
 #include "pdt_net.h"
@@ -204,8 +206,35 @@ static void test_decode_hangs_before_head(void) {
   check_parity("decode-hang-before-head-prefill-not-cancelled", PD_MODE_REFERENCE, 0.01);
 }
 
+/* The one body parser: a room above 2^53 is read exactly (cJSON's double would round it),
+ * a batch keeps every room, a wrong field is named while the rest is still read. */
+static void test_body_parser_reads_rooms_exactly(void) {
+  static const char body[] = "{\"stream\":true,\"bootstrap_room\":9007199254740993,"
+                             "\"bootstrap_host\":\"10.0.0.1\",\"bootstrap_port\":8998,"
+                             "\"rid\":\"r-1\"}";
+  cJSON *j = cJSON_Parse(body);
+  pd_worker_body_t b;
+  char err[128] = "";
+  PDT_EQ_INT(pd_worker_body_read(&b, j, body, sizeof body - 1, NULL, err, sizeof err), 0);
+  PDT_EQ_U64(b.room, 9007199254740993ull);
+  PDT_TRUE(b.has_room && !b.is_room_array && b.n_rooms == 1 && b.is_stream && b.has_rid);
+  PDT_EQ_STR(b.boot_host, "10.0.0.1");
+  PDT_EQ_INT(b.boot_port, 8998);
+  cJSON_Delete(j);
+  static const char batch[] = "{\"bootstrap_room\":[7,8,\"x\"],\"bootstrap_port\":70000}";
+  j = cJSON_Parse(batch);
+  PDT_EQ_INT(pd_worker_body_read(&b, j, batch, sizeof batch - 1, NULL, err, sizeof err),
+             PD_ERR_FIELD);
+  PDT_EQ_STR(err, "bootstrap_port: expected an integer in 0..65535"); /* the first wrong one */
+  PDT_TRUE(b.is_room_array && b.n_rooms == 3 && b.rooms && b.boot_port < 0);
+  if (b.rooms) PDT_TRUE(b.rooms[0] == 7 && b.rooms[1] == 8 && b.rooms[2] == 0);
+  free(b.rooms);
+  cJSON_Delete(j);
+}
+
 int pdt_suite_worker_parity(void) {
   static const pdt_case_t cases[] = {
+      {"the body parser reads rooms above 2^53 exactly", test_body_parser_reads_rooms_exactly},
       {"parity: a status answer at open (no slot)", test_status_at_open},
       {"parity: an error event under a 200 head", test_error_event_under_200},
       {"parity: a failed KV transfer", test_kv_transfer_failure},
