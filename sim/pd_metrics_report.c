@@ -107,8 +107,8 @@ void pd_metrics_line(const pd_metrics_t *m, char *buf, size_t cap) {
                    sec(t.slot_beyond_grace_ns), sec(t.leg_after_end_ns));
   if (n < 0 || (size_t)n >= cap || !m->has_burst || m->runs != 1) return;
   if (m->rec.status == PD_METRICS_REC_OK)
-    snprintf(buf + n, cap - (size_t)n, ", recovered %.1f s after the burst",
-             sec(m->rec.after_ns));
+    snprintf(buf + n, cap - (size_t)n, ", burst: goodput %.1f/s -> min %.1f/s, recovered %.1f s after it",
+             m->rec.pre_rps, m->rec.min_rps, sec(m->rec.after_ns));
   else
     snprintf(buf + n, cap - (size_t)n, ", %s after the burst",
              m->rec.status == PD_METRICS_REC_NEVER ? "never recovered" : "no pre-burst goodput");
