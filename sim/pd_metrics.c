@@ -309,6 +309,15 @@ pd_metrics_recovery_t pd_metrics_recovery(const uint32_t *bins, size_t n_bins, u
 }
 
 void pd_metrics_run_end(pd_metrics_t *m) {
+  for (uint32_t i = 0; i < m->n_workers && i < PD_SCENARIO_MAX_WORKERS; i++) {
+    pd_metrics_worker_t *t = &m->total, *w = &m->w[i];
+    t->slot_ns += w->slot_ns;
+    t->slot_after_end_ns += w->slot_after_end_ns;
+    t->slot_beyond_grace_ns += w->slot_beyond_grace_ns;
+    t->leg_ns += w->leg_ns;
+    t->leg_after_end_ns += w->leg_after_end_ns;
+    t->leg_beyond_grace_ns += w->leg_beyond_grace_ns;
+  }
   if (m->has_arrival && m->t_last_end > m->t_first_arrival)
     m->duration_s += (double)(m->t_last_end - m->t_first_arrival) / 1e9;
   if (!m->has_burst) return;

@@ -89,6 +89,7 @@ typedef struct pd_metrics {
   uint64_t t_first_arrival, t_last_arrival, t_last_end;
   pd_metrics_worker_t w[PD_SCENARIO_MAX_WORKERS];
   uint32_t n_workers;
+  pd_metrics_worker_t total;          /* every worker of every ended run */
   uint32_t *bins;                     /* good completions per bin of window_ns / 10 */
   size_t n_bins, cap_bins;
   int is_bins_cut;                    /* a completion past PD_METRICS_MAX_BINS was not binned */

@@ -21,19 +21,6 @@ static void add_dist(cJSON *o, const char *key, const pd_metrics_hist_t *h) {
   cJSON_AddNumberToObject(d, "p99", ms(pd_metrics_hist_percentile(h, 99)));
 }
 
-static pd_metrics_worker_t total(const pd_metrics_t *m) {
-  pd_metrics_worker_t t = {0};
-  for (uint32_t i = 0; i < m->n_workers && i < PD_SCENARIO_MAX_WORKERS; i++) {
-    t.slot_ns += m->w[i].slot_ns;
-    t.slot_after_end_ns += m->w[i].slot_after_end_ns;
-    t.slot_beyond_grace_ns += m->w[i].slot_beyond_grace_ns;
-    t.leg_ns += m->w[i].leg_ns;
-    t.leg_after_end_ns += m->w[i].leg_after_end_ns;
-    t.leg_beyond_grace_ns += m->w[i].leg_beyond_grace_ns;
-  }
-  return t;
-}
-
 static void add_capacity(cJSON *o, const pd_metrics_worker_t *w) {
   cJSON_AddNumberToObject(o, "slot_s", sec(w->slot_ns));
   cJSON_AddNumberToObject(o, "stranded_slot_s", sec(w->slot_after_end_ns));
@@ -78,7 +65,7 @@ void *pd_metrics_json(const pd_metrics_t *m, const pd_scenario_t *names) {
   add_dist(o, "itl_ms", &m->itl);
   add_dist(o, "e2e_ms", &m->e2e);
   cJSON *cap = cJSON_AddObjectToObject(o, "capacity");
-  pd_metrics_worker_t t = total(m);
+  pd_metrics_worker_t t = m->total;
   if (cap) add_capacity(cap, &t);
   cJSON *wa = names && cap ? cJSON_AddArrayToObject(cap, "workers") : NULL;
   for (uint32_t i = 0; wa && i < m->n_workers && i < names->n_workers; i++) {
@@ -95,7 +82,7 @@ void *pd_metrics_json(const pd_metrics_t *m, const pd_scenario_t *names) {
 }
 
 void pd_metrics_line(const pd_metrics_t *m, char *buf, size_t cap) {
-  pd_metrics_worker_t t = total(m);
+  pd_metrics_worker_t t = m->total;
   double dur = m->duration_s;
   int n = snprintf(buf, cap,
                    "goodput %.2f/s (%llu/%llu good), ttft p50 %.1f p99 %.1f ms, e2e p99 %.1f ms, "
