@@ -145,6 +145,13 @@ static void test_recovery_on_a_scripted_series(void) {
   bins[44] = 4; /* windows at 43 and 44 s hold 89 and 94: the first back starts at 45 s */
   r = pd_metrics_recovery(bins, 100, 1000 * MS, 10, 0, 100000 * MS, 30000 * MS, 40000 * MS);
   PDT_EQ_U64(r.after_ns, 5000 * MS);
+  for (int i = 0; i < 100; i++) bins[i] = 10; /* no dip: back at the burst's end, not before */
+  r = pd_metrics_recovery(bins, 100, 1000 * MS, 10, 0, 100000 * MS, 30000 * MS, 40000 * MS);
+  PDT_EQ_INT(r.status, PD_METRICS_REC_OK);
+  PDT_EQ_U64(r.after_ns, 0);
+  PDT_TRUE(near(r.min_rps, 10, 1e-9));
+  r = pd_metrics_recovery(bins, 100, 1000 * MS, 10, 0, 45000 * MS, 30000 * MS, 40000 * MS);
+  PDT_EQ_INT(r.status, PD_METRICS_REC_NEVER); /* no whole window between 40 s and the last arrival */
   for (int i = 40; i < 100; i++) bins[i] = 9; /* 90 %: never back within 5 % */
   r = pd_metrics_recovery(bins, 100, 1000 * MS, 10, 0, 100000 * MS, 30000 * MS, 40000 * MS);
   PDT_EQ_INT(r.status, PD_METRICS_REC_NEVER);
