@@ -4,6 +4,7 @@
 
 #include "pd_dispatch.h"
 #include "pd_err.h"
+#include "pd_gw_int.h"
 
 #define PD_ACTBLOCK_MIN_BYTES 4096u
 
@@ -42,8 +43,17 @@ void pd_actbuf_free(pd_actbuf_t *b) {
   memset(b, 0, sizeof *b);
 }
 
-pd_action_t *pd_actbuf_push(pd_actbuf_t *b);
-const uint8_t *pd_actbuf_keep(pd_actbuf_t *b, const void *p, size_t len);
+
+int pd_actbuf_reserve(pd_actbuf_t *b, size_t extra) {
+  if (b->cap - b->n >= extra) return 0;
+  size_t nc = b->cap ? b->cap : 16;
+  while (nc - b->n < extra) nc *= 2;
+  pd_action_t *nv = pd_realloc(b->alloc, b->v, nc * sizeof *nv);
+  if (!nv) return PD_ERR_NOMEM;
+  b->v = nv;
+  b->cap = nc;
+  return 0;
+}
 
 pd_action_t *pd_actbuf_push(pd_actbuf_t *b) {
   if (b->n - b->step_start >= PD_MAX_ACTIONS_PER_EVENT) {

@@ -176,9 +176,11 @@ int pd_gw_add_worker(pd_gw_t *gw, pd_role_t role, const char *name, const char *
 /* Feed one event at time now_ns; append resulting actions to out. Unknown or stale ids
  * (closed legs, finished requests) are ignored and return 0. now_ns never goes back: a driver
  * passes the same clock to pd_gw_feed and pd_gw_handle_expiry.
- * Returns 0, PD_ERR_NOMEM (the request concerned is failed with a 500 where possible),
+ * Returns 0, PD_ERR_NOMEM (no room for the step's actions in out: nothing was done, the
+ * event may be fed again; or the request concerned is failed with a 500 where possible),
  * PD_ERR_INVAL (malformed event). A bad client request is not an error of this call: it
- * produces a 4xx client response. */
+ * produces a 4xx client response. Room for PD_MAX_ACTIONS_PER_EVENT actions is reserved in
+ * out before anything changes, so no action (a CLOSE_LEG, an OUTCOME) is ever lost. */
 int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *out);
 
 /* Deadlines. Each live request has at most one deadline armed in the core, the earliest of
@@ -197,7 +199,9 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
  * produces are contiguous, as for one event). A deadline armed while firing, even one due at
  * once (the settle of legs given up now, R-CANCEL), waits for the next call, so the driver
  * delivers the I/O events of the instant it already holds first. Nothing is due when now_ns <
- * pd_gw_get_expiry: nothing is emitted. Returns 0, or PD_ERR_INVAL (NULL argument).
+ * pd_gw_get_expiry: nothing is emitted. Returns 0, PD_ERR_INVAL (NULL argument), or
+ * PD_ERR_NOMEM (no room in out for the next request's actions: what fired is in out, the
+ * rest stays armed for the next call).
  *
  * A driver's loop: wait until min(pd_gw_get_expiry, its own I/O); feed what arrived; when the
  * clock reaches the expiry call pd_gw_handle_expiry(now); carry out the actions. */

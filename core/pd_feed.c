@@ -275,6 +275,7 @@ void pd_gw_begin(pd_gw_t *gw, pd_rq_t *rq) {
 
 int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *out) {
   if (!gw || !ev || !out) return PD_ERR_INVAL;
+  if (pd_actbuf_reserve(out, PD_MAX_ACTIONS_PER_EVENT)) return PD_ERR_NOMEM; /* nothing done */
   gw->out = out;
   gw->now = now_ns;
   gw->feed_seq++;
@@ -369,6 +370,8 @@ int pd_gw_handle_expiry(pd_gw_t *gw, uint64_t now_ns, pd_actbuf_t *out) {
   for (size_t guard = pd_heap_len(&gw->deadlines); guard > 0; guard--) {
     const pd_heap_item_t *top = pd_heap_peek(&gw->deadlines);
     if (!top || top->t_ns > now_ns || top->seq >= armed_before) break;
+    /* the deadline stays armed when there is no room: the next call fires it */
+    if (pd_actbuf_reserve(out, PD_MAX_ACTIONS_PER_EVENT)) return PD_ERR_NOMEM;
     pd_rq_t *rq = entry_rq(top);
     pd_heap_pop(&gw->deadlines, NULL);
     size_t slot = pd_map_find(&gw->map, rq->id);

@@ -9,8 +9,6 @@
 #include "pd_err.h"
 #include "pd_gw_int.h"
 
-pd_action_t *pd_actbuf_push(pd_actbuf_t *b);
-const uint8_t *pd_actbuf_keep(pd_actbuf_t *b, const void *p, size_t len);
 
 /* ---------- names and defaults ---------- */
 
@@ -164,8 +162,8 @@ pd_action_t *pd_gw_emit(pd_gw_t *gw, pd_action_kind_t kind, pd_rq_t *rq) {
   pd_action_t *a = pd_actbuf_push(gw->out);
   /* PD_MAX_ACTIONS_PER_EVENT bounds what one event can produce: reaching it is a core bug */
   assert(!gw->out->is_overflow);
-  if (!a) {
-    memset(&gw->scratch, 0, sizeof gw->scratch); /* no memory: write sink, never read */
+  if (!a) { /* overflow in a release build: a sink, never read (room is reserved per step) */
+    memset(&gw->scratch, 0, sizeof gw->scratch);
     a = &gw->scratch;
   }
   a->kind = kind;

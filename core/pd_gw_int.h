@@ -218,4 +218,14 @@ extern const pd_mode_ops_t pd_mode_smg_ops;    /* joined, pr1150 */
 extern const pd_mode_ops_t pd_mode_minilb_ops; /* minilb */
 extern const pd_mode_ops_t pd_mode_ref_ops;    /* reference */
 
+/* --- the action buffer (pd_actbuf.c) --- */
+/* Room for extra more actions, so the pushes of one step cannot fail for memory: 0 or
+ * PD_ERR_NOMEM. Each step (a feed, one request's expiry) reserves PD_MAX_ACTIONS_PER_EVENT
+ * before it changes anything, so a CLOSE_LEG is never lost to an allocation. */
+int pd_actbuf_reserve(pd_actbuf_t *b, size_t extra);
+/* The next action (zeroed), or NULL past PD_MAX_ACTIONS_PER_EVENT in this step (is_overflow). */
+pd_action_t *pd_actbuf_push(pd_actbuf_t *b);
+/* A copy of p[0..len) (NUL-terminated) that lives until pd_actbuf_reset, or NULL (memory). */
+const uint8_t *pd_actbuf_keep(pd_actbuf_t *b, const void *p, size_t len);
+
 #endif

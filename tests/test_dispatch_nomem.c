@@ -8,42 +8,20 @@
 #include <string.h>
 
 #include "pd_dispatch.h"
+#include "pd_err.h"
 #include "pdt.h"
 
+#include "pdt_alloc.h"
 #include "pdt_harness.h"
 
-typedef struct failing {
-  long countdown, live, calls, json_calls;
-} failing_t;
+static pdt_alloc_t *g_failing; /* the run cJSON's hooks count against (tests only) */
+static long g_json_calls;
 
-static failing_t *g_failing; /* the run cJSON's hooks count against (tests only) */
-
-static void *take(failing_t *f) {
-  f->calls++;
-  return f->countdown-- == 0 ? NULL : f;
-}
-static void *f_malloc(size_t n, void *ud) {
-  failing_t *f = ud;
-  void *p = take(f) ? malloc(n) : NULL;
-  if (p) f->live++;
-  return p;
-}
-static void *f_realloc(void *p, size_t n, void *ud) {
-  failing_t *f = ud;
-  void *q = take(f) ? realloc(p, n) : NULL;
-  if (q && !p) f->live++;
-  return q;
-}
-static void f_free(void *p, void *ud) {
-  failing_t *f = ud;
-  if (p) f->live--;
-  free(p);
-}
 static void *cj_malloc(size_t n) {
-  g_failing->json_calls++;
-  return f_malloc(n, g_failing);
+  g_json_calls++;
+  return pdt_alloc_malloc(n, g_failing);
 }
-static void cj_free(void *p) { f_free(p, g_failing); }
+static void cj_free(void *p) { pdt_alloc_free(p, g_failing); }
 
 #define LP_STREAM "{\"text\":\"hi\",\"stream\":true,\"return_logprob\":true}"
 #define LP_NONSTREAM "{\"text\":\"hi\",\"stream\":false,\"return_logprob\":true}"
@@ -51,15 +29,16 @@ static void cj_free(void *p) { f_free(p, g_failing); }
 #define P_BODY "{\"text\":\"\",\"meta_info\":{\"input_token_logprobs\":[[-0.5,1,null]]}}"
 #define D_BODY "{\"text\":\"ab\",\"meta_info\":{\"input_token_logprobs\":[[null,1,null]]}}"
 
-/* One request through mode m, failing allocation number n (0-based; -1 = none). Returns the
+/* One request through mode m, failing allocation number n (1-based; 0 = none). Returns the
  * client's head status. */
-static int run_one(pd_mode_t m, int is_stream, long n, failing_t *f) {
+static int run_one(pd_mode_t m, int is_stream, unsigned n, pdt_alloc_t *f) {
   memset(f, 0, sizeof *f);
-  f->countdown = n;
+  f->fail_at = n;
   g_failing = f;
+  g_json_calls = 0;
   cJSON_Hooks hooks = {cj_malloc, cj_free};
   cJSON_InitHooks(&hooks);
-  pd_alloc_t a = {f_malloc, f_realloc, f_free, f};
+  pd_alloc_t a = pdt_alloc(f);
   harness_t h;
   h_init(&h, m, &a);
   int status = -1;
@@ -86,16 +65,16 @@ static int run_one(pd_mode_t m, int is_stream, long n, failing_t *f) {
 static void test_every_core_and_cjson_allocation_failure_is_survived(void) {
   for (int m = 0; m < PD_MODE_COUNT; m++) {
     for (int is_stream = 0; is_stream < 2; is_stream++) {
-      failing_t f;
-      int ok = run_one((pd_mode_t)m, is_stream, -1, &f); /* the script, nothing failed */
-      long total = f.calls;
+      pdt_alloc_t f;
+      int ok = run_one((pd_mode_t)m, is_stream, 0, &f); /* the script, nothing failed */
+      unsigned total = f.calls;
       PDT_EQ_INT(ok, 200);
       PDT_EQ_INT(f.live, 0);
-      PDT_TRUE(f.json_calls > 0); /* cJSON's allocations are in the count */
-      for (long n = 0; n < total; n++) {
+      PDT_TRUE(g_json_calls > 0); /* cJSON's allocations are in the count */
+      for (unsigned n = 1; n <= total; n++) {
         run_one((pd_mode_t)m, is_stream, n, &f);
         char what[96];
-        snprintf(what, sizeof what, "%s %s: allocation %ld of %ld failed, %ld blocks live",
+        snprintf(what, sizeof what, "%s %s: allocation %u of %u failed, %ld blocks live",
                  pd_mode_name((pd_mode_t)m), is_stream ? "stream" : "non-stream", n, total, f.live);
         CU_assertImplementation(f.live == 0, __LINE__, what, __FILE__, "", CU_FALSE);
       }
@@ -103,10 +82,44 @@ static void test_every_core_and_cjson_allocation_failure_is_survived(void) {
   }
 }
 
+/* No room for a step's actions: the event is refused whole (PD_ERR_NOMEM, nothing done, no
+ * action half-written), and fed again once there is memory it runs as if new. */
+static void test_no_room_for_actions_refuses_the_event_whole(void) {
+  pdt_alloc_t f = {0};
+  pd_alloc_t a = pdt_alloc(&f);
+  pd_prng_t rng;
+  pd_prng_init(&rng, 42);
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  pd_gw_t *gw = pd_gw_new(NULL, &c, &rng);
+  PDT_TRUE(gw != NULL);
+  if (!gw) return;
+  pd_gw_add_worker(gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
+  pd_gw_add_worker(gw, PD_ROLE_DECODE, "d0", "d0", -1);
+  pd_actbuf_t out;
+  pd_actbuf_init(&out, &a);
+  pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = 7, .path = "/generate",
+                   .data = (const uint8_t *)STREAM, .len = strlen(STREAM)};
+  f.fail_at = 1;
+  PDT_EQ_INT(pd_gw_feed(gw, 0, &ev, &out), PD_ERR_NOMEM);
+  PDT_EQ_U64(out.n, 0);
+  PDT_EQ_U64(pd_gw_deadlines_armed(gw), 0); /* the request was not taken */
+  f.fail_at = 0;
+  PDT_EQ_INT(pd_gw_feed(gw, 0, &ev, &out), 0);
+  size_t opens = 0;
+  for (size_t i = 0; i < out.n; i++) opens += out.v[i].kind == PD_ACT_OPEN_LEG;
+  PDT_EQ_U64(opens, 2);
+  pd_actbuf_free(&out);
+  pd_gw_del(gw);
+  PDT_EQ_INT(f.live, 0);
+}
+
 int pdt_suite_dispatch_nomem(void) {
   static const pdt_case_t cases[] = {
       {"every core and cJSON allocation failure is survived, every mode",
        test_every_core_and_cjson_allocation_failure_is_survived},
+      {"no room for a step's actions refuses the event whole",
+       test_no_room_for_actions_refuses_the_event_whole},
   };
   return PDT_SUITE("dispatch_nomem", cases);
 }
