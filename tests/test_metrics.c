@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_err.h"
 #include "pd_metrics.h"
+#include "pd_scenario_write.h"
 #include "pd_world.h"
 #include "pdt.h"
 
@@ -185,6 +187,34 @@ static void test_trace_counters_show_the_stranded_slot(void) {
   free(s);
 }
 
+/* The config keys: defaults, a round trip through the writer, and the window's lower bound. */
+static void test_slo_keys_parse_default_and_round_trip(void) {
+  static const char base[] = "{\"name\":\"x\",\"workers\":[{\"name\":\"p0\",\"role\":"
+                             "\"prefill\"},{\"name\":\"d0\",\"role\":\"decode\"}],\"expect\":{}";
+  pd_scenario_t *s = malloc(sizeof *s), *t = malloc(sizeof *t);
+  char err[256], txt[512];
+  snprintf(txt, sizeof txt, "%s}", base);
+  PDT_EQ_INT(pd_scenario_parse(s, "a", txt, strlen(txt), err, sizeof err), 0);
+  PDT_EQ_U64(s->config.slo_ttft_ms, 1000);
+  PDT_EQ_U64(s->config.slo_e2e_ms, 10000);
+  PDT_EQ_U64(s->config.goodput_window_ms, 10000);
+  snprintf(txt, sizeof txt, "%s,\"config\":{\"slo_ttft_ms\":250,\"slo_e2e_ms\":0,"
+           "\"goodput_window_ms\":10}}", base);
+  PDT_EQ_INT(pd_scenario_parse(s, "b", txt, strlen(txt), err, sizeof err), 0);
+  char *out = NULL;
+  size_t len = 0;
+  PDT_EQ_INT(pd_scenario_write_json(s, &out, &len), 0);
+  PDT_EQ_INT(out ? pd_scenario_parse(t, "c", out, len, err, sizeof err) : -1, 0);
+  PDT_EQ_U64(t->config.slo_ttft_ms, 250);
+  PDT_EQ_U64(t->config.slo_e2e_ms, 0);
+  PDT_EQ_U64(t->config.goodput_window_ms, 10);
+  free(out);
+  snprintf(txt, sizeof txt, "%s,\"config\":{\"goodput_window_ms\":9}}", base);
+  PDT_EQ_INT(pd_scenario_parse(s, "d", txt, strlen(txt), err, sizeof err), PD_ERR_FIELD);
+  free(s);
+  free(t);
+}
+
 int pdt_suite_metrics(void) {
   static const pdt_case_t cases[] = {
       {"percentiles are exact (linear interpolation) on known inputs",
@@ -196,6 +226,8 @@ int pdt_suite_metrics(void) {
        test_stranded_capacity_on_a_hand_built_request},
       {"recovery time on a scripted goodput series", test_recovery_on_a_scripted_series},
       {"the trace gets per-worker capacity counters", test_trace_counters_show_the_stranded_slot},
+      {"the SLO and window keys parse, default and round-trip",
+       test_slo_keys_parse_default_and_round_trip},
   };
   return PDT_SUITE("metrics", cases);
 }
