@@ -84,7 +84,8 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   }
 }
 
-static void report(const bench_opts_t *o, const pd_world_stats_t *st, double dt) {
+static void report(const bench_opts_t *o, const pd_world_stats_t *st, const pd_metrics_t *mx,
+                   double dt) {
   double ev_s = (double)st->events / dt, rq_s = (double)st->requests_done / dt;
   if (o->is_json) {
     cJSON *j = cJSON_CreateObject();
@@ -97,6 +98,8 @@ static void report(const bench_opts_t *o, const pd_world_stats_t *st, double dt)
     cJSON_AddNumberToObject(j, "peak_rss_kib", (double)peak_rss_kib());
     cJSON_AddNumberToObject(j, "peak_live_requests", (double)st->peak_live);
     cJSON_AddNumberToObject(j, "violating_requests", (double)st->violations_total);
+    cJSON *m = pd_metrics_json(mx, NULL);
+    if (m) cJSON_AddItemToObject(j, "metrics", m);
     char *t = cJSON_Print(j);
     if (t) puts(t);
     cJSON_free(t);
@@ -109,6 +112,9 @@ static void report(const bench_opts_t *o, const pd_world_stats_t *st, double dt)
     printf("  requests violating an invariant: %llu (clean %llu, errors %llu)\n",
            (unsigned long long)st->violations_total, (unsigned long long)st->clean_success,
            (unsigned long long)st->client_errors);
+    char line[512];
+    pd_metrics_line(mx, line, sizeof line);
+    printf("  cost: %s\n", line);
   }
 }
 
@@ -125,15 +131,19 @@ int pd_cli_sim_bench(int argc, char **argv) {
   uint64_t hash = 0;
   pd_cli_progress_t pr;
   pd_cli_progress_init(&pr, o.is_json);
-  pd_world_opts_t wo = {NULL, on_progress, &pr, 0, 0};
+  pd_metrics_t mx;
+  pd_metrics_init(&mx, 0);
+  pd_world_opts_t wo = {NULL, on_progress, &pr, 0, 0, &mx};
   rc = pd_world_run_opts(s, o.mode, 1, &wo, &st, &viol, &hash);
   double dt = pd_cli_progress_elapsed_s(&pr);
   pd_cli_progress_clear(&pr);
   free(s);
   if (rc) {
+    pd_metrics_free(&mx);
     fprintf(stderr, "pdref sim bench: %s\n", pd_strerror(rc));
     return 2;
   }
-  report(&o, &st, dt);
+  report(&o, &st, &mx, dt);
+  pd_metrics_free(&mx);
   return 0;
 }

@@ -42,6 +42,7 @@ typedef struct ex_state {
   int is_dir_made;
   pd_cli_progress_t bar; /* its t0 is the start of the exploration */
   cJSON *findings, *violating_list;
+  pd_metrics_t mx; /* --json: the cost pooled over every explored world */
 } ex_state_t;
 
 static void usage(FILE *f) {
@@ -295,7 +296,8 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
     double t = pd_cli_wall_s();
     if (o->has_time && t - st->bar.t0_s >= o->time_s) break;
     pd_explore_result_t r;
-    int rc = pd_explore_seed(s, seed, o->mode, skip_mask(st, o), o->determinism, o->ties, &r);
+    int rc = pd_explore_seed_mx(s, seed, o->mode, skip_mask(st, o), o->determinism, o->ties, &r,
+                                o->json ? &st->mx : NULL);
     if (rc) {
       progress_clear(st);
       fprintf(stderr, "pdref sim explore: seed %llu: %s\n", (unsigned long long)seed, pd_strerror(rc));
@@ -359,6 +361,8 @@ static void summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
     cJSON_AddNumberToObject(e, "seeds", (double)st->inv_seeds[i]);
     cJSON_AddItemToObject(e, "first_seed", seed_json(st->inv_first[i]));
   }
+  cJSON *mx = pd_metrics_json(&st->mx, NULL); /* pooled over the explored worlds */
+  if (mx) cJSON_AddItemToObject(j, "metrics", mx);
   cJSON_AddItemToObject(j, "findings", st->findings);
   cJSON_AddItemToObject(j, "violating", st->violating_list);
   cJSON_AddBoolToObject(j, "violating_truncated", st->violating > EX_JSON_MAX_LISTED);
@@ -385,6 +389,7 @@ int pd_cli_sim_explore(int argc, char **argv) {
   uint64_t off0 = (o.shard_i + o.shard_n - o.start % o.shard_n) % o.shard_n;
   uint64_t total = off0 < o.seeds ? 1 + (o.seeds - 1 - off0) / o.shard_n : 0;
   pd_scenario_t *s = malloc(sizeof *s);
+  pd_metrics_init(&st.mx, 0);
   rc = s ? explore(&o, &st, s, total) : 2;
   progress_clear(&st);
   double el = pd_cli_progress_elapsed_s(&st.bar);
@@ -392,6 +397,7 @@ int pd_cli_sim_explore(int argc, char **argv) {
   else if (rc == 0) summary_text(&st, &o, el);
   cJSON_Delete(st.findings);
   cJSON_Delete(st.violating_list);
+  pd_metrics_free(&st.mx);
   free(s);
   if (rc) return rc;
   return st.violating ? 1 : 0;

@@ -26,6 +26,7 @@ typedef struct opts {
   uint64_t seed, tie_seed;
   const char *trace;
   int json;
+  int metrics; /* --metrics: one cost line under each row */
 } opts_t;
 
 typedef struct row_result {
@@ -35,6 +36,7 @@ typedef struct row_result {
   int declared;   /* the scenario declares this mode unexercised ("unexercised") */
   uint64_t hash;
   pd_world_stats_t st;
+  pd_metrics_t mx; /* the first run's cost (pd_metrics.h) */
 } row_result_t;
 
 /* Run one scenario x mode twice (I13: same seed, same trace hash). */
@@ -48,7 +50,8 @@ static int run_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, row_res
       return 2;
     }
   }
-  pd_world_opts_t wo = {tf, NULL, NULL, o->has_tie_seed, o->tie_seed};
+  pd_metrics_init(&r->mx, tf != NULL);
+  pd_world_opts_t wo = {tf, NULL, NULL, o->has_tie_seed, o->tie_seed, &r->mx};
   int rc = pd_world_run_opts(s, m, seed, &wo, &r->st, &r->got, &r->hash);
   if (tf) fclose(tf);
   if (rc) {
@@ -59,6 +62,7 @@ static int run_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, row_res
   uint32_t got2 = 0;
   uint64_t h2 = 0;
   wo.trace = NULL;
+  wo.metrics = NULL;
   if (pd_world_run_opts(s, m, seed, &wo, &st2, &got2, &h2) == 0 && (h2 != r->hash || got2 != r->got))
     r->got |= 1u << (PD_INVARIANT_DETERMINISM - 1);
   r->want_set = s->expect[m].is_set;
@@ -92,6 +96,11 @@ static void print_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, cons
   if (r->st.unexercised[0]) printf(" (never fired: %s)", r->st.unexercised);
   if (o->has_seed) printf("  hash %016llx", (unsigned long long)r->hash);
   printf("\n");
+  if (o->metrics) {
+    char line[512];
+    pd_metrics_line(&r->mx, line, sizeof line);
+    printf("    cost: %s\n", line);
+  }
   if (r->got) {
     printf("    %s%s\n", r->st.first_reason[0] ? r->st.first_reason : "violation",
            r->st.first_violating_req_valid ? "" : "");
@@ -131,6 +140,8 @@ static cJSON *json_row(const pd_scenario_t *s, pd_mode_t m, const row_result_t *
   cJSON_AddNumberToObject(j, "events", (double)r->st.events);
   if (r->st.ttft_n)
     cJSON_AddNumberToObject(j, "ttft_ms_mean", (double)r->st.ttft_sum_ns / (double)r->st.ttft_n / 1e6);
+  cJSON *mx = pd_metrics_json(&r->mx, s);
+  if (mx) cJSON_AddItemToObject(j, "metrics", mx);
   return j;
 }
 
@@ -150,17 +161,19 @@ static void print_json(cJSON *rows, int passed, int failed, int unexercised) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: pdref sim run FILE|DIR... [--mode joined|pr1150|minilb|reference|all]\n"
-             "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json]\n"
+             "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json] [--metrics]\n"
              "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
              "violated invariants with the scenario's expectation. A row whose fault entries did\n"
              "not all fire, or whose requests reached no worker, is NOT EXERCISED (exit 1) unless\n"
              "the scenario declares that mode in \"unexercised\". --trace writes a Chrome/Perfetto\n"
              "trace (open in ui.perfetto.dev); use it with one file and one mode. --tie-seed\n"
              "orders events of the same instant (0: insertion order; default: the scenario's\n"
-             "config.tie_seed), as `pdref sim explore` found them.\n");
+             "config.tie_seed), as `pdref sim explore` found them. --metrics prints each row's cost\n"
+             "(goodput, TTFT, E2E, stranded capacity, recovery; docs/metrics.md) under it; --json\n"
+             "always has it as \"metrics\".\n");
 }
 
-enum { OPT_MODE = PD_CLI_OPT_FIRST, OPT_SEED, OPT_TIE_SEED, OPT_TRACE, OPT_JSON };
+enum { OPT_MODE = PD_CLI_OPT_FIRST, OPT_SEED, OPT_TIE_SEED, OPT_TRACE, OPT_JSON, OPT_METRICS };
 
 static const struct option run_opts[] = {
     {"help", no_argument, NULL, 'h'},
@@ -169,6 +182,7 @@ static const struct option run_opts[] = {
     {"tie-seed", required_argument, NULL, OPT_TIE_SEED},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"json", no_argument, NULL, OPT_JSON},
+    {"metrics", no_argument, NULL, OPT_METRICS},
     {NULL, 0, NULL, 0},
 };
 
@@ -191,6 +205,9 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
     return pd_cli_parse_u64(CMD, "--tie-seed", v, 0, UINT64_MAX, &o->tie_seed);
   case OPT_TRACE:
     o->trace = v;
+    return 0;
+  case OPT_METRICS:
+    o->metrics = 1;
     return 0;
   default: /* OPT_JSON */
     o->json = 1;
@@ -239,12 +256,13 @@ int pd_cli_sim_run(int argc, char **argv) {
       if (o.mode >= 0 && m != o.mode) continue;
       row_result_t r;
       memset(&r, 0, sizeof r);
-      if (run_row(s, (pd_mode_t)m, &o, &r)) { exit_code = 2; break; }
+      if (run_row(s, (pd_mode_t)m, &o, &r)) { pd_metrics_free(&r.mx); exit_code = 2; break; }
       if (is_not_exercised(&r)) unexercised++;
       else if (r.matched) passed++;
       else failed++;
       if (arr) cJSON_AddItemToArray(arr, json_row(s, (pd_mode_t)m, &r));
       else print_row(s, (pd_mode_t)m, &o, &r);
+      pd_metrics_free(&r.mx);
       fflush(stdout);
     }
   }

@@ -404,6 +404,7 @@ uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, 
     snprintf(reason, cap, "I12 a request went to a worker whose breaker was open or probing");
   if (!rq->gone && !clean) v |= check_error_visible(rq, reason, cap);
   v |= check_served(rq, clean, reason, cap);
+  rq->is_clean = clean;
   tally(j->stats, rq, clean);
   return v;
 }

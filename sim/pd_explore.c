@@ -170,18 +170,25 @@ void pd_explore_generate(pd_scenario_t *s, uint64_t seed) {
   }
 }
 
-int pd_explore_run(const pd_scenario_t *s, pd_mode_t mode, int twice, uint32_t *mask,
-                   pd_world_stats_t *st) {
+/* pd_explore_run, adding the first run's cost to mx (NULL: none). */
+static int run_mx(const pd_scenario_t *s, pd_mode_t mode, int twice, uint32_t *mask,
+                  pd_world_stats_t *st, pd_metrics_t *mx) {
   pd_world_stats_t local, st2;
   uint32_t m2 = 0;
   uint64_t h1 = 0, h2 = 0;
   pd_world_stats_t *sp = st ? st : &local;
-  int rc = pd_world_run(s, mode, s->config.seed, NULL, sp, mask, &h1);
+  pd_world_opts_t o = {NULL, NULL, NULL, 0, 0, mx};
+  int rc = pd_world_run_opts(s, mode, s->config.seed, &o, sp, mask, &h1);
   if (rc == 0 && twice) {
     rc = pd_world_run(s, mode, s->config.seed, NULL, &st2, &m2, &h2);
     if (rc == 0 && (h1 != h2 || m2 != *mask)) *mask |= EXP_BIT(PD_INVARIANT_DETERMINISM);
   }
   return rc;
+}
+
+int pd_explore_run(const pd_scenario_t *s, pd_mode_t mode, int twice, uint32_t *mask,
+                   pd_world_stats_t *st) {
+  return run_mx(s, mode, twice, mask, st, NULL);
 }
 
 static uint32_t count_faults(const pd_scenario_t *s) {
@@ -255,6 +262,12 @@ uint64_t pd_explore_tie_seed(uint64_t seed, uint32_t i) {
 
 int pd_explore_seed(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t skip_mask,
                     int check_determinism, uint32_t n_ties, pd_explore_result_t *r) {
+  return pd_explore_seed_mx(s, seed, mode, skip_mask, check_determinism, n_ties, r, NULL);
+}
+
+int pd_explore_seed_mx(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t skip_mask,
+                       int check_determinism, uint32_t n_ties, pd_explore_result_t *r,
+                       pd_metrics_t *mx) {
   pd_world_stats_t st;
   memset(r, 0, sizeof *r);
   r->seed = seed;
@@ -262,7 +275,7 @@ int pd_explore_seed(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t sk
   int rc = 0;
   for (uint32_t t = 0; rc == 0 && !r->found_mask && t < (n_ties ? n_ties : 1); t++) {
     s->config.tie_seed = pd_explore_tie_seed(seed, t); /* the same world, another order */
-    rc = pd_explore_run(s, mode, check_determinism, &r->found_mask, &st);
+    rc = run_mx(s, mode, check_determinism, &r->found_mask, &st, t == 0 ? mx : NULL);
   }
   r->tie_seed = s->config.tie_seed;
   if (rc || !r->found_mask) return rc;

@@ -74,6 +74,12 @@ int pd_explore_finish(pd_scenario_t *s, pd_mode_t mode, pd_explore_result_t *r);
 int pd_explore_seed(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t skip_mask,
                     int check_determinism, uint32_t n_ties, pd_explore_result_t *r);
 
+/* pd_explore_seed, adding the cost of each seed's first run (insertion order) to mx
+ * (pd_metrics.h; NULL: none): `pdref sim explore --json` pools them. */
+int pd_explore_seed_mx(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t skip_mask,
+                       int check_determinism, uint32_t n_ties, pd_explore_result_t *r,
+                       pd_metrics_t *mx);
+
 /* The i-th tie seed explore tries for a world seed (i = 0: 0, insertion order). */
 uint64_t pd_explore_tie_seed(uint64_t seed, uint32_t i);
 

@@ -202,6 +202,9 @@ static const scenario_key_t config_keys[] = {
     K_(pd_scenario_config_t, deadline_ms, pd_scenario_set_u64, 1, PD_SCENARIO_MAX_MS, 0),
     K_MS(pd_scenario_config_t, grace_ms),
     K_MS(pd_scenario_config_t, net_us),
+    K_MS(pd_scenario_config_t, slo_ttft_ms),
+    K_MS(pd_scenario_config_t, slo_e2e_ms),
+    K_(pd_scenario_config_t, goodput_window_ms, pd_scenario_set_u64, 10, PD_SCENARIO_MAX_MS, 0),
     K_(pd_scenario_config_t, socket_min_scale, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
     {"seed", pd_scenario_set_seed, offsetof(pd_scenario_config_t, seed), 0,
      (uint64_t)SCENARIO_MAX_SAFE_INT, 0, NULL, NULL},
@@ -391,6 +394,9 @@ void pd_scenario_defaults(pd_scenario_t *s) {
   c->deadline_ms = 120000;
   c->grace_ms = 1000;
   c->net_us = 100;
+  c->slo_ttft_ms = 1000;
+  c->slo_e2e_ms = 10000;
+  c->goodput_window_ms = 10000;
   c->seed = 1;
   worker_defaults(&s->workers[0], "p0", PD_ROLE_PREFILL);
   worker_defaults(&s->workers[1], "d0", PD_ROLE_DECODE);

@@ -83,6 +83,11 @@ typedef struct pd_scenario_config {
   uint64_t net_us;                    /* one-way network latency, default 100 */
   uint64_t seed;                      /* default 1; "seed" may be a string for 64-bit */
   uint64_t tie_seed;                  /* order of same-instant events; 0 = insertion order */
+  /* cost figures (sim/pd_metrics.h): a request counts towards goodput when it completed
+   * cleanly within both SLOs; goodput_window_ms is the recovery window after a fault burst */
+  uint64_t slo_ttft_ms;               /* default 1000 */
+  uint64_t slo_e2e_ms;                /* default 10000 */
+  uint64_t goodput_window_ms;         /* default 10000, at least 10 */
   double socket_min_scale; /* pdref conform: the smallest --timeout-scale this workload's
                             * arrival rate survives on real sockets (0 = any) */
 } pd_scenario_config_t;

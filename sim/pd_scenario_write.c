@@ -146,6 +146,9 @@ static int config_json(cJSON *root, const pd_scenario_config_t *c, const pd_scen
   rc |= add_u64_if(o, "deadline_ms", c->deadline_ms, d->deadline_ms);
   rc |= add_u64_if(o, "grace_ms", c->grace_ms, d->grace_ms);
   rc |= add_u64_if(o, "net_us", c->net_us, d->net_us);
+  rc |= add_u64_if(o, "slo_ttft_ms", c->slo_ttft_ms, d->slo_ttft_ms);
+  rc |= add_u64_if(o, "slo_e2e_ms", c->slo_e2e_ms, d->slo_e2e_ms);
+  rc |= add_u64_if(o, "goodput_window_ms", c->goodput_window_ms, d->goodput_window_ms);
   rc |= add_u64_if(o, "breaker_half_open_probes", c->breaker_half_open_probes,
                    d->breaker_half_open_probes);
   if (c->tie_seed != d->tie_seed) rc |= add_u64_exact(o, "tie_seed", c->tie_seed);

@@ -160,6 +160,17 @@ void pd_trace_instant(pd_trace_t *t, uint32_t pid, uint64_t tid, const char *nam
   ev_end(&e, args_json);
 }
 
+void pd_trace_counter(pd_trace_t *t, uint32_t pid, const char *name, uint64_t t_ns,
+                      const char *args_json) {
+  ev_buf_t e;
+  ev_begin(&e, t, name, "C");
+  ev_str(&e, ",\"pid\":");
+  ev_u64(&e, pid);
+  ev_str(&e, ",\"ts\":");
+  ev_us(&e, t_ns);
+  ev_end(&e, args_json);
+}
+
 void pd_trace_on_transition(void *ctx, const pd_transition_t *tr) {
   pd_trace_t *t = ctx;
   int is_rq = tr->machine == PD_MACHINE_REQUEST;

@@ -26,6 +26,10 @@ void pd_trace_span(pd_trace_t *t, uint32_t pid, uint64_t tid, const char *name,
 /* Instant event ("ph":"i") at t_ns. */
 void pd_trace_instant(pd_trace_t *t, uint32_t pid, uint64_t tid, const char *name,
                       uint64_t t_ns, const char *args_json);
+/* Counter sample ("ph":"C") at t_ns on process pid: each key of args_json (a JSON object of
+ * numbers) is one counter track named "<name> <key>" in Perfetto. */
+void pd_trace_counter(pd_trace_t *t, uint32_t pid, const char *name, uint64_t t_ns,
+                      const char *args_json);
 /* The core's transition hook (pd_gw_set_transition_hook, ctx = the trace): each request or
  * leg transition becomes an instant named "rq HEADS->STREAM" / "leg OPEN->HEAD" on the
  * request's track (pid 1) or the gateway leg's track (pid 4), with {"file","line"} of the

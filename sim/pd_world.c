@@ -76,6 +76,7 @@ void pd_world_client_request_del(pd_client_request_t *rq) {
     l = nx;
   }
   pd_sse_free(&rq->sse);
+  pd_metrics_req_free(&rq->metrics);
   pd_buf_free(NULL, &rq->body);
   free(rq);
 }
@@ -203,6 +204,7 @@ void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
 void pd_world_retire_now(struct pd_world *w, pd_client_request_t *rq) {
   pd_world_judge(w, rq);
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) pd_world_note_fired(w, l);
+  if (w->metrics) pd_metrics_add_request(w->metrics, rq, w->now);
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) pd_map_remove(&w->legs, l->leg_id);
   pd_map_remove(&w->reqs, rq->id);
   pd_world_client_request_del(rq);

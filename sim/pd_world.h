@@ -9,6 +9,7 @@
 
 #include "pd_buf.h"
 #include "pd_dispatch.h"
+#include "pd_metrics.h"
 #include "pd_scenario.h"
 #include "pd_sse.h"
 
@@ -92,6 +93,8 @@ typedef struct pd_client_request {
   int token_error, saw_done, saw_error_event, events_after_done, first_event_seen;
   int logprob_state;     /* 0 unchecked, 1 ok, -1 wrong */
   int is_record_lost;    /* the checker ran out of memory keeping the body (pd_check.h) */
+  int is_clean;          /* the checker's verdict: the client got a clean, complete answer */
+  pd_metrics_req_t metrics; /* its stream's chunk gaps, for pd_metrics (ITL) */
   /* I15: the world was healthy (no worker down, every breaker Closed as the core reported)
    * from arrival to the client's end; set by the driver (a socket run sets it from its crash
    * windows). 0: I15 is not judged for this request. */
@@ -155,6 +158,7 @@ typedef struct pd_world_opts {
   void *progress_ud;
   int has_tie_seed;             /* 1: tie_seed below, else the scenario's config.tie_seed */
   uint64_t tie_seed;            /* order of same-instant events (0: insertion order) */
+  pd_metrics_t *metrics;        /* NULL: none; else the run's cost is added (pd_metrics.h) */
 } pd_world_opts_t;
 
 int pd_world_run_opts(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,

@@ -87,6 +87,7 @@ struct pd_world {
   pd_scenario_t *healed; /* the scenario without faults, crashes or disconnects (I17 phase) */
   const pd_scenario_t *orig; /* the scenario as given (w->s points to healed once healed) */
   _Atomic uint32_t tf_owner[PD_SCENARIO_MAX_TRAFFIC_FAULTS]; /* sticky traffic faults: worker + 1 */
+  pd_metrics_t *metrics; /* pd_world_opts_t.metrics */
   uint64_t tie_seed; /* order of same-instant events (0: insertion order) */
   int push_err; /* the first push the event queue refused: pd_world_run_opts returns it */
   uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */
@@ -131,6 +132,10 @@ void pd_world_to_gw_part(struct pd_world *w, pd_worker_leg_t *leg, int kind, uin
 #define W2G_PART(part, n) ((uint64_t)(n) << 8 | (uint64_t)(part))
 void pd_world_wtimer(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint64_t delay_ns);
 void pd_world_leg_changed(struct pd_world *w, pd_worker_leg_t *leg); /* checked after the step */
+
+/* pd_metrics_report.c: add the requests still held at the run's end, the trace's counter
+ * tracks, and end the run's figures */
+void pd_metrics_world_end(struct pd_world *w);
 
 /* worker model (sim/pd_world_worker.c) */
 void pd_worker_model_on_open(struct pd_world *w, pd_worker_leg_t *leg);

@@ -121,6 +121,7 @@ static void on_client(struct pd_world *w, pd_client_request_t *rq, const pd_acti
     return;
   case PD_ACT_CLIENT_DATA:
     if (!rq->has_first_data) rq->t_first_data = w->now;
+    if (w->metrics) pd_metrics_on_data(w->metrics, rq, w->now);
     rq->has_first_data = 1;
     if (!rq->gone) (void)pd_check_client_data(rq, a->data, a->len); /* counted if lost */
     return;
@@ -412,7 +413,7 @@ static uint64_t quiet_ns(const pd_scenario_t *s) {
 
 int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *trace,
                  pd_world_stats_t *stats, uint32_t *violations, uint64_t *trace_hash) {
-  pd_world_opts_t o = {trace, NULL, NULL, 0, 0};
+  pd_world_opts_t o = {trace, NULL, NULL, 0, 0, NULL};
   return pd_world_run_opts(s, mode, seed, &o, stats, violations, trace_hash);
 }
 
@@ -436,6 +437,8 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   w->tie_seed = o && o->has_tie_seed ? o->tie_seed : s->config.tie_seed;
   w->on_leg = on_leg;
   w->leg_ud = leg_ud;
+  w->metrics = o ? o->metrics : NULL;
+  if (w->metrics) pd_metrics_run_begin(w->metrics, s);
   int rc = buf ? setup(w, s, mode, seed) : PD_ERR_NOMEM;
   /* horizon: past every timeout a model can wait on, so hung runs still end */
   uint64_t horizon = (s->config.deadline_ms + 2 * s->config.bootstrap_timeout_ms +
@@ -455,6 +458,7 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   if (rc == 0 && stats->records_lost) rc = PD_ERR_NOMEM; /* a request judged on a lost record */
   *violations = w->violations;
   if (w->room_collisions) *violations |= 1u << (PD_INVARIANT_ROOMS - 1);
+  if (w->metrics) pd_metrics_world_end(w); /* requests left, trace counters, recovery */
   pd_trace_finish(&w->trace);
   if (trace_hash) *trace_hash = w->run_hash;
   free(buf);

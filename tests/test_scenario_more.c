@@ -210,7 +210,7 @@ static void test_tie_seed_orders_same_instant_events(void) {
   if (!s) return;
   uint32_t got = 0;
   uint64_t h[3] = {0, 0, 0};
-  pd_world_opts_t o = {NULL, NULL, NULL, 1, 0};
+  pd_world_opts_t o = {NULL, NULL, NULL, 1, 0, NULL};
   PDT_EQ_INT(pd_world_run_opts(s, PD_MODE_REFERENCE, 1, &o, &st, &got, &h[0]), 0);
   PDT_EQ_U64(st.clean_success, 0); /* insertion order: the disconnect first */
   o.tie_seed = 2;

@@ -168,7 +168,7 @@ static void check_parity(const char *name, pd_mode_t mode, double scale) {
   memset(&mock, 0, sizeof mock);
   pd_world_stats_t st;
   uint32_t viol = 0;
-  pd_world_opts_t wo = {NULL, NULL, NULL, 0, 0};
+  pd_world_opts_t wo = {NULL, NULL, NULL, 0, 0, NULL};
   PDT_EQ_INT(pd_world_run_legs(s, mode, s->config.seed, &wo, on_sim_leg, &sim, &st, &viol, NULL),
              0);
   pd_conform_opts_t o;

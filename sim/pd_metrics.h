@@ -1,0 +1,140 @@
+/* pd_metrics: what a run cost the cluster, from the records the checker judges (pd_check.h):
+ * the client's request (arrival, first data, end, clean or not) and each leg's worker slot
+ * and gateway connection times. Figures carry vLLM bench's names (TTFT, TPOT, ITL, E2E,
+ * goodput); the capacity held by stranded rooms is per worker; the time to recover is
+ * measured after a fault burst. Definitions: docs/metrics.md. No clock, no globals.
+ *
+ * Memory: a latency distribution keeps its samples exactly up to PD_METRICS_EXACT_MAX (then
+ * percentiles are exact, numpy's linear interpolation), past that a fixed log-linear
+ * histogram (PD_METRICS_BUCKETS counters, relative error below 1/128); the goodput series
+ * keeps one counter per bin of simulated time (a tenth of goodput_window_ms), at most
+ * PD_METRICS_MAX_BINS. So memory is bounded however many requests a run has. */
+#ifndef PD_METRICS_H
+#define PD_METRICS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pd_scenario.h"
+
+#define PD_METRICS_EXACT_MAX 65536u
+#define PD_METRICS_SUB_BITS 7u
+#define PD_METRICS_SUB (1u << PD_METRICS_SUB_BITS)
+#define PD_METRICS_BUCKETS (PD_METRICS_SUB + (64u - PD_METRICS_SUB_BITS) * PD_METRICS_SUB)
+#define PD_METRICS_MAX_BINS (1u << 20)
+#define PD_METRICS_WINDOW_BINS 10u /* bins per goodput window */
+#define PD_METRICS_RECOVERED 0.95  /* back within 5 % of the pre-burst level */
+
+/* One latency distribution, in ns. */
+typedef struct pd_metrics_hist {
+  uint64_t n, min, max;
+  double sum;
+  uint64_t *exact;   /* the first samples, while n <= PD_METRICS_EXACT_MAX */
+  size_t cap_exact;
+  uint64_t *buckets; /* PD_METRICS_BUCKETS counters once the samples outgrew exact */
+  int is_nomem;      /* a sample could not be kept: the figures are incomplete */
+} pd_metrics_hist_t;
+
+/* Per request, kept in its record while it runs: the gaps between its stream's data chunks
+ * (ITL counts only for requests that complete, so they wait here until the end). */
+typedef struct pd_metrics_req {
+  uint64_t t_last;
+  int has_last;
+  uint32_t n, cap;
+  uint64_t *gaps;
+} pd_metrics_req_t;
+
+/* Capacity one worker held, in ns of held time summed over its legs. */
+typedef struct pd_metrics_worker {
+  uint64_t slot_ns;          /* slot held, in all */
+  uint64_t slot_after_end_ns; /* slot held after the client's end (stranded) */
+  uint64_t slot_beyond_grace_ns; /* ... more than grace_ms after the client's end (I3's part) */
+  uint64_t leg_ns;           /* gateway leg open, in all */
+  uint64_t leg_after_end_ns; /* leg open after the client's end (I2's cost) */
+  uint64_t leg_beyond_grace_ns;
+} pd_metrics_worker_t;
+
+/* Recovery after a fault burst (pd_metrics_recovery). */
+typedef struct pd_metrics_recovery {
+  int status;            /* PD_METRICS_REC_* */
+  double pre_rps;        /* goodput before the burst */
+  double min_rps;        /* the lowest window's goodput from the burst's start on */
+  uint64_t after_ns;     /* burst end -> the first window back at >= 95 % of pre_rps */
+} pd_metrics_recovery_t;
+enum {
+  PD_METRICS_REC_NONE = 0,   /* no burst in the run */
+  PD_METRICS_REC_OK = 1,     /* recovered after after_ns */
+  PD_METRICS_REC_NEVER = 2,  /* not back within the run's arrivals */
+  PD_METRICS_REC_NO_BASE = 3 /* no good completion before the burst: nothing to recover to */
+};
+
+/* A change of a worker's capacity, kept for the trace's counter tracks. */
+typedef struct pd_metrics_trace_ev {
+  uint64_t t;
+  uint32_t worker;
+  int kind;  /* 0 slots held, 1 open legs, 2 stranded slots */
+  int delta; /* +1 / -1 */
+} pd_metrics_trace_ev_t;
+
+typedef struct pd_metrics {
+  int keep_trace;                     /* keep per-leg intervals for the trace's counters */
+  uint32_t runs;
+  const pd_scenario_t *scen;          /* the current run's scenario as given (its faults) */
+  /* settings of the current run (scenario config) */
+  uint64_t slo_ttft_ns, slo_e2e_ns, grace_ns, window_ns;
+  pd_metrics_hist_t ttft, tpot, itl, e2e;
+  uint64_t requests, completed, good;
+  double duration_s;                  /* summed over runs */
+  /* current run */
+  int has_arrival;
+  uint64_t t_first_arrival, t_last_arrival, t_last_end;
+  pd_metrics_worker_t w[PD_SCENARIO_MAX_WORKERS];
+  uint32_t n_workers;
+  pd_metrics_worker_t total;          /* every worker of every ended run */
+  uint32_t *bins;                     /* good completions per bin of window_ns / 10 */
+  size_t n_bins, cap_bins;
+  int is_bins_cut;                    /* a completion past PD_METRICS_MAX_BINS was not binned */
+  int has_burst;
+  uint64_t burst_from, burst_to;
+  pd_metrics_recovery_t rec;          /* of the last run */
+  pd_metrics_trace_ev_t *tev;         /* keep_trace: capacity changes per worker */
+  size_t n_tev, cap_tev;
+} pd_metrics_t;
+
+struct pd_client_request;
+struct pd_trace;
+
+void pd_metrics_init(pd_metrics_t *m, int keep_trace);
+void pd_metrics_free(pd_metrics_t *m);
+/* Start a run of s (its SLOs, grace, window, workers, crash windows); totals carry over. */
+void pd_metrics_run_begin(pd_metrics_t *m, const pd_scenario_t *s);
+/* The client received data of rq at now (the simulator's on_client). */
+void pd_metrics_on_data(pd_metrics_t *m, struct pd_client_request *rq, uint64_t now);
+/* A request's record is final (retired, or left at the run's end, now): add it. */
+void pd_metrics_add_request(pd_metrics_t *m, const struct pd_client_request *rq, uint64_t now);
+/* End the run: its duration, and the recovery after its burst. */
+void pd_metrics_run_end(pd_metrics_t *m);
+void pd_metrics_req_free(pd_metrics_req_t *x);
+
+void pd_metrics_hist_add(pd_metrics_hist_t *h, uint64_t v);
+/* The p-th percentile (0..100) in ns; 0 when empty. */
+double pd_metrics_hist_percentile(const pd_metrics_hist_t *h, double p);
+double pd_metrics_hist_mean(const pd_metrics_hist_t *h);
+void pd_metrics_hist_free(pd_metrics_hist_t *h);
+
+/* Recovery on a series of good completions per bin (bin i covers [i, i+1) * bin_ns): the
+ * pre-burst level is the goodput of the bins wholly between t0 and burst_from; windows of
+ * win_bins bins start at each bin boundary from burst_to on and must end by t_stop (the last
+ * arrival); the first window at >= PD_METRICS_RECOVERED of the level is the recovery. */
+pd_metrics_recovery_t pd_metrics_recovery(const uint32_t *bins, size_t n_bins, uint64_t bin_ns,
+                                          uint32_t win_bins, uint64_t t0, uint64_t t_stop,
+                                          uint64_t burst_from, uint64_t burst_to);
+
+/* Reporting (pd_metrics_report.c). names: s's worker names for the per-worker list, or NULL
+ * (totals only, e.g. pooled over explore's worlds). The JSON is a cJSON object. */
+void *pd_metrics_json(const pd_metrics_t *m, const pd_scenario_t *names);
+/* One line: "goodput 9.9/s (990/1000 good), ttft p50 ... p99 ... ms, ..." */
+void pd_metrics_line(const pd_metrics_t *m, char *buf, size_t cap);
+/* Counter tracks per worker (slots held, open legs, stranded) into the trace. */
+void pd_metrics_trace(const pd_metrics_t *m, struct pd_trace *t, const pd_scenario_t *s);
+
+#endif

@@ -1,0 +1,138 @@
+/* pd_metrics: reporting (JSON object, one text line, the trace's counter tracks) and the
+ * world's end-of-run hook. docs/metrics.md. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_metrics.h"
+#include "pd_trace.h"
+#include "pd_world_int.h"
+
+static double ms(double ns) { return ns / 1e6; }
+static double sec(uint64_t ns) { return (double)ns / 1e9; }
+
+static void add_dist(cJSON *o, const char *key, const pd_metrics_hist_t *h) {
+  cJSON *d = cJSON_AddObjectToObject(o, key);
+  if (!d) return;
+  cJSON_AddNumberToObject(d, "n", (double)h->n);
+  cJSON_AddNumberToObject(d, "mean", ms(pd_metrics_hist_mean(h)));
+  cJSON_AddNumberToObject(d, "p50", ms(pd_metrics_hist_percentile(h, 50)));
+  cJSON_AddNumberToObject(d, "p99", ms(pd_metrics_hist_percentile(h, 99)));
+}
+
+static void add_capacity(cJSON *o, const pd_metrics_worker_t *w) {
+  cJSON_AddNumberToObject(o, "slot_s", sec(w->slot_ns));
+  cJSON_AddNumberToObject(o, "stranded_slot_s", sec(w->slot_after_end_ns));
+  cJSON_AddNumberToObject(o, "stranded_slot_beyond_grace_s", sec(w->slot_beyond_grace_ns));
+  cJSON_AddNumberToObject(o, "open_leg_s", sec(w->leg_ns));
+  cJSON_AddNumberToObject(o, "open_leg_after_end_s", sec(w->leg_after_end_ns));
+  cJSON_AddNumberToObject(o, "open_leg_beyond_grace_s", sec(w->leg_beyond_grace_ns));
+}
+
+static void add_recovery(cJSON *o, const pd_metrics_t *m) {
+  if (!m->has_burst || m->runs != 1) return; /* pooled worlds have no one timeline */
+  cJSON *r = cJSON_AddObjectToObject(o, "recovery");
+  if (!r) return;
+  static const char *const st[] = {"none", "recovered", "never", "no baseline"};
+  cJSON_AddNumberToObject(r, "burst_from_ms", ms((double)m->burst_from));
+  cJSON_AddNumberToObject(r, "burst_to_ms", ms((double)m->burst_to));
+  cJSON_AddNumberToObject(r, "window_ms", ms((double)m->window_ns));
+  cJSON_AddStringToObject(r, "status", st[m->rec.status & 3]);
+  cJSON_AddNumberToObject(r, "pre_goodput_rps", m->rec.pre_rps);
+  cJSON_AddNumberToObject(r, "min_goodput_rps", m->rec.min_rps);
+  if (m->rec.status == PD_METRICS_REC_OK)
+    cJSON_AddNumberToObject(r, "recovered_after_ms", ms((double)m->rec.after_ns));
+  else cJSON_AddNullToObject(r, "recovered_after_ms");
+}
+
+void *pd_metrics_json(const pd_metrics_t *m, const pd_scenario_t *names) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  double dur = m->duration_s;
+  cJSON_AddNumberToObject(o, "requests", (double)m->requests);
+  cJSON_AddNumberToObject(o, "completed", (double)m->completed);
+  cJSON_AddNumberToObject(o, "good", (double)m->good);
+  cJSON_AddNumberToObject(o, "duration_s", dur);
+  cJSON_AddNumberToObject(o, "throughput_rps", dur > 0 ? (double)m->completed / dur : 0);
+  cJSON_AddNumberToObject(o, "goodput_rps", dur > 0 ? (double)m->good / dur : 0);
+  cJSON_AddNumberToObject(o, "slo_ttft_ms", ms((double)m->slo_ttft_ns));
+  cJSON_AddNumberToObject(o, "slo_e2e_ms", ms((double)m->slo_e2e_ns));
+  int exact = !m->ttft.buckets && !m->tpot.buckets && !m->itl.buckets && !m->e2e.buckets;
+  cJSON_AddStringToObject(o, "percentiles", exact ? "exact" : "histogram");
+  add_dist(o, "ttft_ms", &m->ttft);
+  add_dist(o, "tpot_ms", &m->tpot);
+  add_dist(o, "itl_ms", &m->itl);
+  add_dist(o, "e2e_ms", &m->e2e);
+  cJSON *cap = cJSON_AddObjectToObject(o, "capacity");
+  pd_metrics_worker_t t = m->total;
+  if (cap) add_capacity(cap, &t);
+  cJSON *wa = names && cap ? cJSON_AddArrayToObject(cap, "workers") : NULL;
+  for (uint32_t i = 0; wa && i < m->n_workers && i < names->n_workers; i++) {
+    cJSON *e = cJSON_CreateObject();
+    if (!e) break;
+    cJSON_AddStringToObject(e, "worker", names->workers[i].name);
+    add_capacity(e, &m->w[i]);
+    cJSON_AddItemToArray(wa, e);
+  }
+  add_recovery(o, m);
+  if (m->ttft.is_nomem || m->itl.is_nomem || m->is_bins_cut)
+    cJSON_AddBoolToObject(o, "incomplete", 1);
+  return o;
+}
+
+void pd_metrics_line(const pd_metrics_t *m, char *buf, size_t cap) {
+  pd_metrics_worker_t t = m->total;
+  double dur = m->duration_s;
+  int n = snprintf(buf, cap,
+                   "goodput %.2f/s (%llu/%llu good), ttft p50 %.1f p99 %.1f ms, e2e p99 %.1f ms, "
+                   "stranded slot %.1f s (beyond grace %.1f), open legs after end %.1f s",
+                   dur > 0 ? (double)m->good / dur : 0, (unsigned long long)m->good,
+                   (unsigned long long)m->requests, ms(pd_metrics_hist_percentile(&m->ttft, 50)),
+                   ms(pd_metrics_hist_percentile(&m->ttft, 99)),
+                   ms(pd_metrics_hist_percentile(&m->e2e, 99)), sec(t.slot_after_end_ns),
+                   sec(t.slot_beyond_grace_ns), sec(t.leg_after_end_ns));
+  if (n < 0 || (size_t)n >= cap || !m->has_burst || m->runs != 1) return;
+  if (m->rec.status == PD_METRICS_REC_OK)
+    snprintf(buf + n, cap - (size_t)n, ", burst: goodput %.1f/s -> min %.1f/s, recovered %.1f s after it",
+             m->rec.pre_rps, m->rec.min_rps, sec(m->rec.after_ns));
+  else
+    snprintf(buf + n, cap - (size_t)n, ", %s after the burst",
+             m->rec.status == PD_METRICS_REC_NEVER ? "never recovered" : "no pre-burst goodput");
+}
+
+static int cmp_tev(const void *a, const void *b) {
+  const pd_metrics_trace_ev_t *x = a, *y = b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  if (x->worker != y->worker) return x->worker < y->worker ? -1 : 1;
+  return x->delta - y->delta; /* frees before takes at one instant: no false peak */
+}
+
+void pd_metrics_trace(const pd_metrics_t *m, pd_trace_t *t, const pd_scenario_t *s) {
+  if (!t->out || !m->n_tev) return;
+  pd_metrics_trace_ev_t *v = malloc(m->n_tev * sizeof *v);
+  if (!v) return;
+  memcpy(v, m->tev, m->n_tev * sizeof *v);
+  qsort(v, m->n_tev, sizeof *v, cmp_tev);
+  int64_t cur[PD_SCENARIO_MAX_WORKERS][3];
+  memset(cur, 0, sizeof cur);
+  for (size_t i = 0; i < m->n_tev; i++) {
+    uint32_t wk = v[i].worker;
+    cur[wk][v[i].kind] += v[i].delta;
+    if (i + 1 < m->n_tev && v[i + 1].t == v[i].t && v[i + 1].worker == wk) continue;
+    char name[64], args[128];
+    snprintf(name, sizeof name, "%s capacity", s->workers[wk].name);
+    snprintf(args, sizeof args, "{\"slots held\":%lld,\"open legs\":%lld,\"stranded slots\":%lld}",
+             (long long)cur[wk][0], (long long)cur[wk][1], (long long)cur[wk][2]);
+    pd_trace_counter(t, s->workers[wk].role == PD_ROLE_PREFILL ? 2u : 3u, name, v[i].t, args);
+  }
+  free(v);
+}
+
+void pd_metrics_world_end(struct pd_world *w) {
+  void *rq;
+  for (size_t slot = 0; pd_map_next(&w->reqs, &slot, NULL, &rq);)
+    pd_metrics_add_request(w->metrics, rq, w->now);
+  pd_metrics_trace(w->metrics, &w->trace, w->orig ? w->orig : w->s);
+  pd_metrics_run_end(w->metrics);
+}
