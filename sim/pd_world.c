@@ -221,7 +221,10 @@ void pd_world_leg_changed(struct pd_world *w, pd_worker_leg_t *leg) {
   if (w->n_dirty == w->cap_dirty) {
     size_t nc = w->cap_dirty ? w->cap_dirty * 2 : 64;
     uint64_t *nd = realloc(w->dirty, nc * sizeof *nd);
-    if (!nd) return;
+    if (!nd) { /* a request that may never retire: the run's verdict is void, as for a push */
+      if (!w->push_err) w->push_err = PD_ERR_NOMEM;
+      return;
+    }
     w->dirty = nd;
     w->cap_dirty = nc;
   }

@@ -89,7 +89,8 @@ struct pd_world {
   _Atomic uint32_t tf_owner[PD_SCENARIO_MAX_TRAFFIC_FAULTS]; /* sticky traffic faults: worker + 1 */
   pd_metrics_t *metrics; /* pd_world_opts_t.metrics */
   uint64_t tie_seed; /* order of same-instant events (0: insertion order) */
-  int push_err; /* the first push the event queue refused: pd_world_run_opts returns it */
+  int push_err; /* the first push the event queue (or the list of changed legs) refused:
+                   pd_world_run_opts returns it */
   uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */
   size_t n_dirty, cap_dirty;
   pd_world_leg_fn on_leg; /* pd_world_opts_t.on_leg */
