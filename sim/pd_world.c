@@ -82,7 +82,7 @@ void pd_world_client_request_del(pd_client_request_t *rq) {
 }
 
 static int leg_settled(const pd_worker_leg_t *l) {
-  return !l->gw_open && l->wstate == PD_WORKER_LEG_DONE;
+  return !l->gw_open && l->wstate == PD_WORKER_LEG_DONE && !l->aborts_in_flight;
 }
 
 /* FNV-1a over a value's bytes: the run hash covers every judged request and leg as binary

@@ -52,6 +52,8 @@ typedef struct pd_worker_leg {
   int worker_conn_open; /* the worker still writes to this connection */
   struct pd_worker_leg *partner;
   uint32_t aborts;
+  uint32_t aborts_in_flight; /* /abort_request sent by the gateway, not yet at the worker: the
+                                request waits for them, so the worker's log has every abort */
   int is_abort_early;   /* an abort came before the request: applied when it arrives (Q7) */
   uint64_t t_open_arrive; /* when the request reaches the worker (net_us + open_delay_ms) */
   /* gateway side */

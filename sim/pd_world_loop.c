@@ -150,7 +150,10 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
        overtake a late request (open_delay_ms) */
     push(w, w->now + w->net_ns > leg->t_open_arrive ? w->now + w->net_ns : leg->t_open_arrive,
          EV_G2W_CLOSE, 0, leg->leg_id, 0);
-    if (a->str) push(w, w->now + w->net_ns, EV_G2W_ABORT, 0, leg->leg_id, 0);
+    if (a->str) {
+      leg->aborts_in_flight++;
+      push(w, w->now + w->net_ns, EV_G2W_ABORT, 0, leg->leg_id, 0);
+    }
     break;
   case PD_ACT_CLIENT_HEAD:
   case PD_ACT_CLIENT_DATA:
@@ -285,6 +288,8 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   }
   case EV_G2W_ABORT: {
     uint64_t rid = leg->req_id;
+    assert(leg->aborts_in_flight > 0);
+    leg->aborts_in_flight--;
     note_stall(leg);
     pd_worker_model_on_abort(w, leg);
     retire_by_id(w, rid);

@@ -209,6 +209,33 @@ static void test_decode_hangs_before_head(void) {
   check_parity("decode-hang-before-head-prefill-not-cancelled", PD_MODE_REFERENCE, SCALE);
 }
 
+/* Every /abort_request the gateway sends reaches the simulated worker, even when the close
+ * of the same leg at the same instant let the request retire: the client leaves mid-stream,
+ * the reference closes decode and aborts it, and d0's log has the abort (the socket mock's
+ * log always had it; before, the simulator dropped it with the retired request). */
+static void test_sim_worker_sees_every_abort(void) {
+  pd_scenario_t *s = pdt_load_scenario("client-disconnect-during-decode-stream");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  static leg_log_t sim;
+  memset(&sim, 0, sizeof sim);
+  pd_world_stats_t st;
+  uint32_t viol = 0;
+  pd_world_opts_t wo = {NULL, NULL, NULL, 0, 0, NULL};
+  PDT_EQ_INT(pd_world_run_legs(s, PD_MODE_REFERENCE, s->config.seed, &wo, on_sim_leg, &sim, &st,
+                               &viol, NULL),
+             0);
+  int decodes = 0;
+  for (int i = 0; i < sim.n; i++)
+    if (!strcmp(sim.r[i].role, "decode")) {
+      decodes++;
+      PDT_EQ_INT(sim.r[i].aborts, 1);
+      PDT_EQ_STR(sim.r[i].truth, "cancelled");
+    }
+  PDT_EQ_INT(decodes, 1);
+  free(s);
+}
+
 /* The one body parser: a room above 2^53 is read exactly (cJSON's double would round it),
  * a batch keeps every room, a wrong field is named while the rest is still read. */
 static void test_body_parser_reads_rooms_exactly(void) {
@@ -242,6 +269,7 @@ int pdt_suite_worker_parity(void) {
       {"parity: an error event under a 200 head", test_error_event_under_200},
       {"parity: a failed KV transfer", test_kv_transfer_failure},
       {"parity: a decode hung before its head (aborts)", test_decode_hangs_before_head},
+      {"the simulated worker sees every abort the gateway sends", test_sim_worker_sees_every_abort},
   };
   return PDT_SUITE("worker_parity", cases);
 }
