@@ -58,9 +58,7 @@ void pd_world_mark_crash(struct pd_world *w, uint32_t node) {
   void *v;
   for (size_t slot = 0; pd_map_next(&w->legs, &slot, NULL, &v);) {
     pd_worker_leg_t *leg = v;
-    if (leg->worker != node || leg->wstate == PD_WORKER_LEG_DONE ||
-        leg->wstate == PD_WORKER_LEG_NEW)
-      continue;
+    if (!pd_world_leg_crash_struck(leg, node)) continue;
     leg->is_crash_hit = 1;
     w->crash_fired[node] = 1;
   }

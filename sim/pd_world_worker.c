@@ -339,9 +339,7 @@ void pd_worker_model_crash(struct pd_world *w, uint32_t node) {
   void *v;
   for (size_t slot = 0; pd_map_next(&w->legs, &slot, NULL, &v);) {
     pd_worker_leg_t *leg = v;
-    if (leg->worker != node || leg->wstate == PD_WORKER_LEG_DONE ||
-        leg->wstate == PD_WORKER_LEG_NEW)
-      continue;
+    if (!pd_world_leg_crash_struck(leg, node)) continue;
     if (leg->worker_conn_open) uperr(w, leg, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED);
     else finish(w, leg, PD_TRUTH_FAILED);
   }
