@@ -74,7 +74,22 @@ typedef struct pd_scenario_worker {
   uint64_t restart_at_ms;  /* 0: never restarts */
   pd_fault_t faults[PD_SCENARIO_MAX_FAULTS];
   uint32_t n_faults;
+  /* capacity (docs/capacity.md; defaults from SGLang, S2.5-S2.7) */
+  uint32_t max_running;        /* running-request limit; decode counts prealloc'd and
+                                  transferring rooms too (S2.6); default 2048 */
+  uint64_t kv_tokens;          /* KV pool in tokens, default PD_WORKER_DEFAULT_KV_TOKENS */
+  uint32_t page_size;          /* tokens per KV page, default 1 */
+  uint32_t reserved_decode_tokens; /* decode: KV kept free per admitted request (S2.5), 512 */
+  uint64_t forward_us_per_token;   /* prefill: forward pass grows by this per batch token, 0 */
+  uint32_t max_prefill_tokens; /* prefill: a batch's token bound (one request always fits),
+                                  default 16384 */
 } pd_scenario_worker_t;
+
+#define PD_WORKER_DEFAULT_MAX_RUNNING 2048u
+#define PD_WORKER_DEFAULT_KV_TOKENS 1048576u
+#define PD_WORKER_DEFAULT_PAGE_SIZE 1u
+#define PD_WORKER_DEFAULT_DECODE_RESERVE 512u
+#define PD_WORKER_DEFAULT_MAX_PREFILL_TOKENS 16384u
 
 /* What a worker really did with one leg (judged at the worker, never from the gateway). */
 typedef enum {

@@ -130,6 +130,11 @@ static void worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t
   w->chunking = PD_CHUNK_EVENT;
   w->split_parts = 2;
   w->breaker_initial = PD_BREAKER_CLOSED;
+  w->max_running = PD_WORKER_DEFAULT_MAX_RUNNING;
+  w->kv_tokens = PD_WORKER_DEFAULT_KV_TOKENS;
+  w->page_size = PD_WORKER_DEFAULT_PAGE_SIZE;
+  w->reserved_decode_tokens = PD_WORKER_DEFAULT_DECODE_RESERVE;
+  w->max_prefill_tokens = PD_WORKER_DEFAULT_MAX_PREFILL_TOKENS;
 }
 
 /* Worker i against itself and workers 0..i-1 (cJSON strings are NUL-terminated). */

@@ -61,6 +61,9 @@ typedef struct pd_scenario_workload {
   uint64_t disconnect_at_ms; /* client disconnects this long after arrival (0 never) */
   double disconnect_prob;  /* of requests that disconnect, default 1 if disconnect_at_ms */
   double fault_rate;       /* random faults: probability per leg of one random fault kind */
+  uint32_t prompt_tokens;  /* prompt length in tokens (words in the prompt; 0: the short
+                              default prompt); with prompt_tokens_max, uniform between them */
+  uint32_t prompt_tokens_max;
   pd_scenario_burst_t bursts[PD_SCENARIO_MAX_BURSTS]; /* arrival instants; replace interval_ms */
   uint32_t n_bursts;
 } pd_scenario_workload_t;

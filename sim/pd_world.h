@@ -48,6 +48,14 @@ typedef struct pd_worker_leg {
                            record built from logs (pdref conform) may set only t_slot_freed */
   uint64_t t_slot_taken, t_slot_freed;
   pd_truth_t truth;
+  /* capacity (pd_wengine.h): KV pages this leg holds now, and its history */
+  uint32_t prompt_tokens;
+  uint64_t kv_pages;        /* held now */
+  uint64_t kv_pages_max;    /* the most it held */
+  uint64_t t_kv_changed;    /* when kv_pages last changed */
+  uint64_t kv_page_ns;      /* integral of kv_pages over time so far (page-ns) */
+  int is_running;           /* holds a running slot now */
+  uint64_t t_kv_freed;      /* when kv_pages last fell to 0 after being > 0 */
   int injected_status;  /* STATUS fault status sent, else 0 */
   int worker_conn_open; /* the worker still writes to this connection */
   struct pd_worker_leg *partner;
