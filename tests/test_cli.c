@@ -309,26 +309,26 @@ static void test_bench_scenario_requests_and_rate(void) {
   PDT_TRUE(sim_s[1] > 0.4 && sim_s[1] < 0.8);
 }
 
+/* Each of these exits 2 with the message: --rate on a scenario of bursts, a missing file,
+ * a rate of 0, and 2 M requests 1000 s apart (past PD_SCENARIO_MAX_MS). */
 static void test_bench_rate_refuses_bursts_and_bad_files(void) {
-  const char *bursts[] = {"sim", "bench", "--scenario",
-                          PD_SOURCE_DIR "/scenarios/burst-arrivals-same-instant.json", "--rate",
-                          "100", NULL};
-  run_t *r = pdref(bursts);
-  if (!r) return;
-  PDT_EQ_INT(r->code, 2);
-  PDT_HAS(r->out, "arrives in bursts, not at a rate");
-  const char *missing[] = {"sim", "bench", "--scenario", "/nonexistent/x.json", NULL};
-  r = pdref(missing);
-  PDT_EQ_INT(r->code, 2);
-  PDT_HAS(r->out, "pdref sim bench: ");
-  const char *zero[] = {"sim", "bench", "--rate", "0", NULL};
-  r = pdref(zero);
-  PDT_EQ_INT(r->code, 2);
-  PDT_HAS(r->out, "--rate");
-  const char *slow[] = {"sim", "bench", "--requests", "2000000", "--rate", "0.001", NULL};
-  r = pdref(slow); /* 2 M requests 1000 s apart: past PD_SCENARIO_MAX_MS */
-  PDT_EQ_INT(r->code, 2);
-  PDT_HAS(r->out, "more than 1000000000 ms");
+  static const struct {
+    const char *args[8], *want;
+  } cases[] = {
+      {{"sim", "bench", "--scenario", PD_SOURCE_DIR "/scenarios/burst-arrivals-same-instant.json",
+        "--rate", "100", NULL},
+       "arrives in bursts, not at a rate"},
+      {{"sim", "bench", "--scenario", "/nonexistent/x.json", NULL}, "pdref sim bench: /nonexistent"},
+      {{"sim", "bench", "--rate", "0", NULL}, "--rate"},
+      {{"sim", "bench", "--requests", "2000000", "--rate", "0.001", NULL},
+       "more than 1000000000 ms"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    run_t *r = pdref(cases[i].args);
+    if (!r) return;
+    PDT_EQ_INT(r->code, 2);
+    PDT_HAS(r->out, cases[i].want);
+  }
 }
 
 /* Each subcommand: an unknown option and a missing value exit 2 naming the option. */
