@@ -47,6 +47,7 @@ void pd_wengine_act(pd_wengine_t *e, pd_wact_buf_t *out, uint32_t kind, const pd
   x->b = b;
   x->c = c;
   x->room = l ? l->rq.room : 0;
+  x->fp = kind == PD_WACT_FAULT && l ? l->fp : NULL;
 }
 
 uint64_t pd_wengine_ms(const pd_wengine_t *e, uint64_t ms) {

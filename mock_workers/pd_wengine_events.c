@@ -215,6 +215,12 @@ void pd_wengine_stats(const pd_wengine_t *e, pd_wengine_stats_t *st) {
   st->kv_total_pages = e->kv_total;
   st->is_down = (uint32_t)e->is_down;
   st->collisions = e->collisions;
+  st->registrations = (uint32_t)pd_map_len(&e->regs);
+}
+
+void pd_wengine_reconfigure(pd_wengine_t *e, const pd_wengine_config_t *cfg) {
+  e->cfg = *cfg;
+  e->spec = cfg->spec;
 }
 
 int pd_wengine_is_down(const pd_wengine_t *e) { return e->is_down; }
