@@ -43,6 +43,7 @@ static void parse_leg_body(pd_worker_leg_t *leg, const uint8_t *body, size_t len
   leg->room = b.room;
   leg->rooms = b.rooms;
   leg->has_rid = b.has_rid;
+  leg->prompt_tokens = b.prompt_tokens;
   if (b.has_rid) snprintf(leg->rid, sizeof leg->rid, "%.*s", (int)sizeof leg->rid - 1, b.rid);
   else snprintf(leg->rid, sizeof leg->rid, "leg-%llu", (unsigned long long)leg->leg_id);
 }
@@ -317,6 +318,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   w->s = s;
   w->mode = mode;
   w->net_ns = s->config.net_us * 1000ull;
+  w->seed = seed;
   pd_prng_t root;
   pd_prng_init(&root, seed);
   pd_prng_fork(&root, 1, &w->gw_rng);

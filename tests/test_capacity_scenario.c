@@ -1,7 +1,7 @@
 /* Capacity in the scenario format (docs/capacity.md): the worker keys named as SGLang's flags
- * and the workload's prompt length, their ranges and JSON-path errors, the writer's round
- * trip, and the prompt length each request gets (pd_scenario_prompt_tokens). Texts use
- * single quotes, turned into JSON by q(). */
+ * and the workload's prompt length, their ranges and JSON-path errors, and the writer's round
+ * trip (test_capacity_prompt.c has the lengths themselves). Texts use single quotes, turned
+ * into JSON by parse_q(). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
