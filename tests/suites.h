@@ -25,6 +25,7 @@
   X(pdt_suite_scenario_more) \
   X(pdt_suite_capacity_scenario) \
   X(pdt_suite_capacity_prompt) \
+  X(pdt_suite_capacity_check) \
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \
   X(pdt_suite_explore)   \
