@@ -89,6 +89,8 @@ typedef struct pd_client_request {
   uint64_t t_arrival, t_disconnect;
   int is_stream, wants_logprob;
   uint32_t tokens;
+  uint32_t prompt_tokens; /* words in its prompt (pd_scenario_prompt_tokens); 0: the short
+                             default prompt */
   /* client view */
   int head_status;
   int is_sse_head;
@@ -149,9 +151,13 @@ typedef struct pd_world pd_world_t;
 /* The client's request body for rq under the workload (route, stream, logprob, batch,
  * tokens); shared with the socket runner (net/conform/pd_conform_client.c), which puts its
  * request id (tag, [a-z0-9-] only) at the start of every prompt; the simulator passes NULL.
- * Returns its length or 0. */
+ * With rq->prompt_tokens > 0 every prompt is padded with words "t " to that many words (the
+ * tag counts as one); 0 leaves today's short prompts. Returns its length or 0 (no room). */
 size_t pd_world_client_body(const pd_client_request_t *rq, const pd_scenario_workload_t *wl,
                             const char *tag, char *buf, size_t cap);
+/* A buffer size that holds that body (tag_len: strlen of the tag, 0 without one). */
+size_t pd_world_client_body_cap(const pd_scenario_workload_t *wl, uint32_t prompt_tokens,
+                                size_t tag_len);
 
 /* Called every ~65536 events with the requests judged so far (for progress bars). */
 typedef void (*pd_world_progress_fn)(void *ud, uint64_t requests_done, uint64_t requests_total);

@@ -88,6 +88,7 @@ struct pd_world {
   _Atomic uint32_t tf_owner[PD_SCENARIO_MAX_TRAFFIC_FAULTS]; /* sticky traffic faults: worker + 1 */
   pd_metrics_t *metrics; /* pd_world_opts_t.metrics */
   uint64_t tie_seed; /* order of same-instant events (0: insertion order) */
+  uint64_t seed;     /* the run's seed (prompt lengths: pd_scenario_prompt_tokens) */
   int push_err; /* the first push the event queue (or the list of changed legs) refused:
                    pd_world_run_opts returns it */
   uint64_t *dirty; /* requests whose legs changed during this step: retire-checked after it */

@@ -44,7 +44,7 @@ static void parse_leg_body(struct pd_world *w, pd_worker_leg_t *leg, const uint8
   leg->room = b.room;
   leg->rooms = b.rooms;
   leg->has_rid = b.has_rid;
-  leg->prompt_tokens = 0;
+  leg->prompt_tokens = b.prompt_tokens;
   for (uint32_t i = 0; i < w->n_nodes; i++) /* the sim names a prefill's bootstrap host after it */
     if (w->nodes[i].role == PD_ROLE_PREFILL && b.boot_port > 0 &&
         strcmp(w->nodes[i].spec->name, b.boot_host) == 0)
@@ -323,6 +323,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   w->s = s;
   w->mode = mode;
   w->net_ns = s->config.net_us * 1000ull;
+  w->seed = seed;
   pd_prng_t root;
   pd_prng_init(&root, seed);
   pd_prng_fork(&root, 1, &w->gw_rng);
