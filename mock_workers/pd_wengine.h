@@ -118,6 +118,7 @@ typedef struct pd_wengine_stats {
   uint32_t inflight;    /* prefill: in a forward pass or transferring */
   uint64_t kv_used_pages, kv_total_pages;
   uint32_t is_down;
+  uint32_t collisions;  /* prefill: a room registered twice (a second leg or decode) */
 } pd_wengine_stats_t;
 
 /* The engine; NULL on no memory. cfg->spec must outlive it. */
