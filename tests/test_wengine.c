@@ -486,7 +486,8 @@ static void test_close_keeps_a_bootstrapping_leg_abort_frees_it(void) {
     PDT_EQ_INT(drv_open(&d, 0, 2, req_prefill(2, 10, 0)), 0);
     PDT_EQ_INT(drv_close(&d, 10, 1), 0);
     size_t closed_at = d.n;
-    PDT_EQ_INT(drv_abort(&d, 10, 2), 0);
+    PDT_EQ_INT(drv_abort(&d, 10, 2), 0); /* its client is there: the 500 path (S2.10) */
+    expect_error_answer(&d, 2, 500, 10);
     expect_done(&d, 2, PD_TRUTH_STALLED, 10);
     PDT_EQ_INT(find(&d, PD_WACT_DONE, 1), -1);
     PDT_EQ_INT(pd_wengine_leg_state(d.e, 1), PD_WORKER_LEG_BOOTSTRAP);
@@ -498,7 +499,6 @@ static void test_close_keeps_a_bootstrapping_leg_abort_frees_it(void) {
     drv_to(&d, 1000); /* the bootstrap timeout frees it; nobody to write to */
     expect_done(&d, 1, PD_TRUTH_STALLED, 1000);
     PDT_EQ_U64(writes_from(&d, 1, closed_at), 0);
-    PDT_EQ_U64(writes_from(&d, 2, 0), 0);
     PDT_EQ_INT(drv_abort(&d, 1100, 1), PD_ERR_NOT_FOUND);
     PDT_EQ_INT(drv_close(&d, 1100, 77), PD_ERR_NOT_FOUND);
     expect_idle(&d);
@@ -517,8 +517,19 @@ static void test_decode_close_mid_stream_cancels_abort_while_waiting_stalls(void
     size_t closed_at = d.n;
     expect_done(&d, 1, PD_TRUTH_CANCELLED, 13);
     PDT_EQ_U64(count(&d, PD_WACT_SEND, 1), 1);
-    PDT_EQ_INT(drv_abort(&d, 13, 2), 0);
+    PDT_EQ_INT(drv_abort(&d, 13, 2), 0); /* waiting for the KV: the 500 path (S2.10) */
+    long ev = find_a(&d, PD_WACT_SEND, 2, PD_WIRE_ERROR_EVENT, 0);
+    PDT_EQ_U64(at(&d, ev), 13);
+    PDT_TRUE(ev >= 0 && find_a(&d, PD_WACT_SEND, 2, PD_WIRE_DONE_EVENT, (size_t)ev) > ev);
     expect_done(&d, 2, PD_TRUTH_STALLED, 13);
+    /* generating: finish_reason abort, then the clean end */
+    PDT_EQ_INT(drv_open(&d, 20, 3, req_decode(3, 100, 10, 1)), 0);
+    drv_kv(&d, 20, 3, 1);
+    PDT_EQ_INT(drv_abort(&d, 40, 3), 0);
+    long ab = find_a(&d, PD_WACT_SEND, 3, PD_WIRE_ABORT_EVENT, 0);
+    PDT_EQ_U64(at(&d, ab), 40);
+    PDT_TRUE(ab >= 0 && find_a(&d, PD_WACT_END, 3, PD_WENGINE_END_CLEAN, (size_t)ab) > ab);
+    expect_done(&d, 3, PD_TRUTH_CANCELLED, 40);
     drv_to(&d, 5000);
     PDT_EQ_U64(writes_from(&d, 1, closed_at), 0);
     expect_idle(&d);
@@ -677,9 +688,11 @@ int pdt_suite_wengine(void) {
        test_kv_pool_admits_head_of_line_and_rejects_what_never_fits},
       {"prefill batches the legs waiting for a forward pass; its length grows per token",
        test_prefill_batches_the_waiting_legs},
-      {"close keeps a bootstrapping prefill until its timeout; abort frees at once",
+      {"close keeps a bootstrapping prefill (stalled) until its timeout; abort answers 500 and "
+       "frees at once",
        test_close_keeps_a_bootstrapping_leg_abort_frees_it},
-      {"decode closed mid-stream is cancelled; aborted while waiting is stalled",
+      {"decode closed mid-stream is cancelled; aborted: 500 while waiting, finish_reason abort "
+       "while generating",
        test_decode_close_mid_stream_cancels_abort_while_waiting_stalls},
       {"crash resets every live leg and refuses; restart accepts again",
        test_crash_resets_every_leg_restart_accepts},
