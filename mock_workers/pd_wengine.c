@@ -95,6 +95,7 @@ static void token_forget(pd_wengine_t *e, uint64_t token) {
  * leg forgotten. */
 void pd_wengine_finish(pd_wengine_t *e, pd_wengine_leg_t *l, pd_truth_t truth, uint64_t now,
                    pd_wact_buf_t *out) {
+  if (l->is_stalled_closed) truth = PD_TRUTH_STALLED; /* fixed when its client left */
   pd_wengine_release(e, l, out);
   room_forget(e, l);
   if (l->has_partner) { /* prefill: the link to its decode goes */
