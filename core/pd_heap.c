@@ -113,6 +113,24 @@ int pd_heap_push(pd_heap_t *h, const pd_heap_item_t *it) {
   return 0;
 }
 
+size_t pd_heap_filter(pd_heap_t *h, pd_heap_keep_fn keep, void *ud) {
+  size_t n = 0;
+  for (size_t i = 0; i < h->n; i++) {
+    if (keep(ud, &h->v[i])) h->v[n++] = h->v[i];
+    else if (h->track) h->track(&h->v[i], PD_HEAP_NONE);
+  }
+  size_t dropped = h->n - n;
+  h->n = n;
+  /* Floyd's heapify; (t_ns, tie, seq) is a total order (seq is unique), so the pop order of
+   * the survivors does not depend on where they sit */
+  for (size_t i = n / 2; i-- > 0;) {
+    const pd_heap_item_t x = h->v[i];
+    sift_down(h, i, n, &x, 0);
+  }
+  for (size_t i = 0; h->track && i < n; i++) h->track(&h->v[i], i);
+  return dropped;
+}
+
 int pd_heap_pop(pd_heap_t *h, pd_heap_item_t *out) {
   if (h->n == 0) return 0;
   pd_heap_remove(h, 0, out);

@@ -51,6 +51,11 @@ int pd_heap_pop(pd_heap_t *h, pd_heap_item_t *out);
 /* Remove the item at index (as reported by the tracking callback); fills *out if out. The
  * order of the others is unchanged. index must be < pd_heap_len. */
 void pd_heap_remove(pd_heap_t *h, size_t index, pd_heap_item_t *out);
+/* Keep the items keep(ud, item) returns nonzero for and drop the others (a tracked heap is
+ * told: PD_HEAP_NONE for each dropped, then every survivor's new index). The survivors pop in
+ * the same order as before. O(n). Returns how many were dropped. */
+typedef int (*pd_heap_keep_fn)(void *ud, const pd_heap_item_t *it);
+size_t pd_heap_filter(pd_heap_t *h, pd_heap_keep_fn keep, void *ud);
 /* Least item without removing it; NULL when empty. */
 const pd_heap_item_t *pd_heap_peek(const pd_heap_t *h);
 size_t pd_heap_len(const pd_heap_t *h);

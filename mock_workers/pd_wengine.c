@@ -56,7 +56,22 @@ uint64_t pd_wengine_ms(const pd_wengine_t *e, uint64_t ms) {
   return ns >= 9.2e18 ? (uint64_t)9.2e18 : ns <= 0 ? 0 : (uint64_t)ns;
 }
 
+int pd_wengine_timer_is_live(const pd_wengine_t *e, const pd_heap_item_t *it) {
+  if (it->kind == WE_FORWARD_END) return 1; /* pd_wengine_forward_end checks its number */
+  const pd_wengine_leg_t *l = pd_map_get(&e->legs, it->b);
+  return l && l->gen == it->c;
+}
+
+static int keep_timer(void *ud, const pd_heap_item_t *it) { return pd_wengine_timer_is_live(ud, it); }
+
 void pd_wengine_arm(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint64_t at) {
+  /* A moot timer (a timeout its leg got past, a leg that ended) would stay queued until its
+   * deadline, 300 s by default: at a steady rate the queue would hold rate x timeout of them.
+   * Dropping them whenever the queue has doubled keeps it within twice its live timers. */
+  if (pd_heap_len(&e->timers) >= e->timers_compact_at) {
+    pd_heap_filter(&e->timers, keep_timer, e);
+    e->timers_compact_at = 2 * pd_heap_len(&e->timers) + 1024;
+  }
   pd_heap_item_t it = {.t_ns = at, .kind = (uint32_t)kind};
   it.b = l ? l->id : 0;
   it.c = l ? l->gen : e->forward_no;

@@ -197,9 +197,8 @@ int pd_wengine_expire(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out) {
       pd_wengine_forward_end(e, now, it.c, out);
       continue;
     }
-    pd_wengine_leg_t *l = pd_map_get(&e->legs, it.b);
-    if (!l || l->gen != it.c) continue; /* moot */
-    pd_wengine_step_timer(e, l, (int)it.kind, now, out);
+    if (!pd_wengine_timer_is_live(e, &it)) continue; /* moot */
+    pd_wengine_step_timer(e, pd_map_get(&e->legs, it.b), (int)it.kind, now, out);
   }
   return step_end(e, out);
 }

@@ -67,6 +67,7 @@ struct pd_wengine {
   pd_map_t regs;   /* prefill: room -> pd_wengine_reg_t pending (the first decode to register it) */
   pd_map_t tokens; /* prefill: token -> pd_wengine_reg_t (pending or not) */
   pd_heap_t timers;
+  size_t timers_compact_at; /* drop the moot timers when that many are queued (pd_wengine_arm) */
   pd_wengine_queue_t waiting;  /* prefill: paired, waiting for a forward pass */
   pd_wengine_queue_t prealloc; /* decode: waiting for a running slot and KV */
   pd_wengine_queue_t batch;    /* prefill: in the forward pass now */
@@ -84,6 +85,8 @@ struct pd_wengine {
 void pd_wengine_act(pd_wengine_t *e, pd_wact_buf_t *out, uint32_t kind, const pd_wengine_leg_t *l,
                     uint32_t a, uint64_t b, uint64_t c);
 void pd_wengine_arm(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint64_t at);
+/* A queued timer still means something: its leg is live and has not moved past it (gen). */
+int pd_wengine_timer_is_live(const pd_wengine_t *e, const pd_heap_item_t *it);
 uint64_t pd_wengine_ms(const pd_wengine_t *e, uint64_t ms);
 void pd_wengine_set_state(pd_wengine_t *e, pd_wengine_leg_t *l, pd_worker_leg_state_t st,
                           pd_wact_buf_t *out);
