@@ -1,6 +1,7 @@
 /* Smoke fuzz target for pd_heap: bytes drive a simulator-like loop (pop the least event,
- * push follow-ups at now + delta) under a small max_items and a failing allocator; every pop
- * must come strictly after the previous one in (t_ns, seq) order. */
+ * push follow-ups at now + delta, drop a share of the queued items with pd_heap_filter) under
+ * a small max_items and a failing allocator; every pop must come strictly after the previous
+ * one in (t_ns, seq) order. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -77,12 +78,29 @@ static void fz_pop(fz_state_t *s) {
   FZ_CHECK(pd_heap_len(&s->h) == s->live);
 }
 
+static int fz_keep(void *ud, const pd_heap_item_t *it) {
+  return it->b % *(const unsigned *)ud != 0;
+}
+
+/* Drop the items whose seq is a multiple of 2 + k % 7. */
+static void fz_filter(fz_state_t *s, unsigned k) {
+  unsigned m = 2 + k % 7;
+  uint64_t drop = 0;
+  for (size_t i = 0; i < pd_heap_len(&s->h); i++) drop += s->h.v[i].b % m == 0;
+  FZ_CHECK(pd_heap_filter(&s->h, fz_keep, &m) == drop);
+  s->live -= drop;
+  FZ_CHECK(pd_heap_len(&s->h) == s->live);
+}
+
 static void fz_op(fz_state_t *s, fz_reader_t *b) {
   uint8_t op = fz_u8(b);
   switch (op & 3) {
   case 0:
   case 1: fz_push(s, fz_u8(b)); break;
-  case 2: fz_pop(s); break;
+  case 2:
+    if (op & 4) fz_filter(s, op >> 3);
+    else fz_pop(s);
+    break;
   default: {
     unsigned k = 1 + (op >> 2) % FZ_BURST_MAX;
     for (unsigned i = 0; i < k; i++) fz_push(s, (uint64_t)(op >> 6)); /* many equal times */
