@@ -26,6 +26,7 @@
   X(pdt_suite_capacity_scenario) \
   X(pdt_suite_capacity_prompt) \
   X(pdt_suite_capacity_check) \
+  X(pdt_suite_capacity_metrics) \
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \
   X(pdt_suite_explore)   \
