@@ -28,7 +28,7 @@ void pd_wact_buf_free(pd_wact_buf_t *b) {
   b->n = b->cap = 0;
 }
 
-void pd_wengine_act(pd_wengine_t *e, pd_wact_buf_t *out, uint32_t kind, const pd_wleg_t *l,
+void pd_wengine_act(pd_wengine_t *e, pd_wact_buf_t *out, uint32_t kind, const pd_wengine_leg_t *l,
                     uint32_t a, uint64_t b, uint64_t c) {
   if (out->n == out->cap) {
     size_t cap = out->cap ? out->cap * 2 : 32;
@@ -47,6 +47,7 @@ void pd_wengine_act(pd_wengine_t *e, pd_wact_buf_t *out, uint32_t kind, const pd
   x->b = b;
   x->c = c;
   x->room = l ? l->rq.room : 0;
+  x->fp = kind == PD_WACT_FAULT && l ? l->fp : NULL;
 }
 
 uint64_t pd_wengine_ms(const pd_wengine_t *e, uint64_t ms) {
@@ -55,36 +56,36 @@ uint64_t pd_wengine_ms(const pd_wengine_t *e, uint64_t ms) {
   return ns >= 9.2e18 ? (uint64_t)9.2e18 : ns <= 0 ? 0 : (uint64_t)ns;
 }
 
-void pd_wengine_arm(pd_wengine_t *e, pd_wleg_t *l, int kind, uint64_t at) {
+void pd_wengine_arm(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint64_t at) {
   pd_heap_item_t it = {.t_ns = at, .kind = (uint32_t)kind};
   it.b = l ? l->id : 0;
   it.c = l ? l->gen : e->forward_no;
   if (pd_heap_push(&e->timers, &it) < 0 && !e->err) e->err = PD_ERR_NOMEM;
 }
 
-void pd_wengine_set_state(pd_wengine_t *e, pd_wleg_t *l, pd_worker_leg_state_t st,
+void pd_wengine_set_state(pd_wengine_t *e, pd_wengine_leg_t *l, pd_worker_leg_state_t st,
                           pd_wact_buf_t *out) {
   if (l->st == st) return;
   l->st = st;
   pd_wengine_act(e, out, PD_WACT_STATE, l, (uint32_t)st, 0, 0);
 }
 
-static void fired(pd_wengine_t *e, pd_wleg_t *l, pd_wact_buf_t *out) {
+static void fired(pd_wengine_t *e, pd_wengine_leg_t *l, pd_wact_buf_t *out) {
   pd_wengine_act(e, out, PD_WACT_FIRED, l, 0, 0, 0);
 }
 
-static int has_fault(const pd_wleg_t *l, pd_fault_kind_t k) { return l->fault == (int)k; }
+static int has_fault(const pd_wengine_leg_t *l, pd_fault_kind_t k) { return l->fault == (int)k; }
 
 /* ---------- the end of a request ---------- */
 
-static void room_forget(pd_wengine_t *e, pd_wleg_t *l) {
+static void room_forget(pd_wengine_t *e, pd_wengine_leg_t *l) {
   if (!l->is_in_rooms) return;
   if (pd_map_get(&e->rooms, l->rq.room) == l) pd_map_remove(&e->rooms, l->rq.room);
   l->is_in_rooms = 0;
 }
 
 static void token_forget(pd_wengine_t *e, uint64_t token) {
-  pd_wreg_t *r = pd_map_remove(&e->tokens, token);
+  pd_wengine_reg_t *r = pd_map_remove(&e->tokens, token);
   if (!r) return;
   if (r->is_pending && pd_map_get(&e->regs, r->room) == r) pd_map_remove(&e->regs, r->room);
   pd_free(e->alloc, r);
@@ -92,7 +93,7 @@ static void token_forget(pd_wengine_t *e, uint64_t token) {
 
 /* The worker is done with this request: capacity freed, room forgotten, truth fixed, the
  * leg forgotten. */
-void pd_wengine_finish(pd_wengine_t *e, pd_wleg_t *l, pd_truth_t truth, uint64_t now,
+void pd_wengine_finish(pd_wengine_t *e, pd_wengine_leg_t *l, pd_truth_t truth, uint64_t now,
                    pd_wact_buf_t *out) {
   if (l->is_stalled_closed) truth = PD_TRUTH_STALLED; /* fixed when its client left */
   pd_wengine_release(e, l, out);
@@ -112,16 +113,16 @@ void pd_wengine_finish(pd_wengine_t *e, pd_wleg_t *l, pd_truth_t truth, uint64_t
   pd_wengine_schedule(e, now, out); /* what waited for that capacity */
 }
 
-static void send(pd_wengine_t *e, pd_wleg_t *l, int kind, uint32_t arg, uint32_t parts,
+static void send(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint32_t arg, uint32_t parts,
                  pd_wact_buf_t *out) {
   if (l->is_conn_open) pd_wengine_act(e, out, PD_WACT_SEND, l, (uint32_t)kind, arg, parts);
 }
-static void head(pd_wengine_t *e, pd_wleg_t *l, int status, pd_wact_buf_t *out) {
+static void head(pd_wengine_t *e, pd_wengine_leg_t *l, int status, pd_wact_buf_t *out) {
   if (l->is_conn_open)
     pd_wengine_act(e, out, PD_WACT_HEAD, l, (uint32_t)status,
                    (uint64_t)(l->rq.is_stream && status == 200), 0);
 }
-static void end(pd_wengine_t *e, pd_wleg_t *l, pd_wengine_end_t how, pd_wact_buf_t *out) {
+static void end(pd_wengine_t *e, pd_wengine_leg_t *l, pd_wengine_end_t how, pd_wact_buf_t *out) {
   if (l->is_conn_open) pd_wengine_act(e, out, PD_WACT_END, l, (uint32_t)how, 0, 0);
   l->is_conn_open = 0;
 }
@@ -132,7 +133,7 @@ static uint32_t split_parts(const pd_wengine_t *e) {
 
 /* An error answer: non-stream a status + JSON error body; stream (head already sent) an SSE
  * error event and [DONE] (W6.3). */
-void pd_wengine_answer_error(pd_wengine_t *e, pd_wleg_t *l, int status, uint64_t now,
+void pd_wengine_answer_error(pd_wengine_t *e, pd_wengine_leg_t *l, int status, uint64_t now,
                          pd_wact_buf_t *out) {
   if (l->rq.is_stream) {
     send(e, l, PD_WIRE_ERROR_EVENT, (uint32_t)status, 1, out);
@@ -145,14 +146,14 @@ void pd_wengine_answer_error(pd_wengine_t *e, pd_wleg_t *l, int status, uint64_t
   pd_wengine_finish(e, l, PD_TRUTH_FAILED, now, out);
 }
 
-void pd_wengine_cut(pd_wengine_t *e, pd_wleg_t *l, pd_wengine_end_t how, pd_truth_t t, uint64_t now,
+void pd_wengine_cut(pd_wengine_t *e, pd_wengine_leg_t *l, pd_wengine_end_t how, pd_truth_t t, uint64_t now,
                 pd_wact_buf_t *out) {
   end(e, l, how, out);
   pd_wengine_finish(e, l, t, now, out);
 }
 
 /* A `status` fault's answer (or the 400 of a request too large for the pool). */
-static void answer_status(pd_wengine_t *e, pd_wleg_t *l, int status, uint64_t now,
+static void answer_status(pd_wengine_t *e, pd_wengine_leg_t *l, int status, uint64_t now,
                           pd_wact_buf_t *out) {
   pd_wengine_act(e, out, PD_WACT_STATUS, l, (uint32_t)status, 0, 0);
   head(e, l, status, out);
@@ -163,7 +164,7 @@ static void answer_status(pd_wengine_t *e, pd_wleg_t *l, int status, uint64_t no
 
 /* ---------- fault selection (pd_worker_shared.c) ---------- */
 
-static void pick_fault(pd_wengine_t *e, pd_wleg_t *l, pd_wact_buf_t *out) {
+static void pick_fault(pd_wengine_t *e, pd_wengine_leg_t *l, pd_wact_buf_t *out) {
   pd_fault_choice_t pk = {-1, NULL, 0, 0};
   pd_traffic_view_t t = {e->cfg.tfaults, e->cfg.n_tfaults, l->rq.request,   e->role,
                          l->rq.leg_no,   e->cfg.worker_index, e->cfg.tf_owner};
@@ -182,7 +183,7 @@ static void pick_fault(pd_wengine_t *e, pd_wleg_t *l, pd_wact_buf_t *out) {
 
 /* ---------- prefill: rooms, transfer, answer ---------- */
 
-void pd_wengine_pair_with(pd_wengine_t *e, pd_wleg_t *p, pd_wreg_t *r, uint64_t now, pd_wact_buf_t *out) {
+void pd_wengine_pair_with(pd_wengine_t *e, pd_wengine_leg_t *p, pd_wengine_reg_t *r, uint64_t now, pd_wact_buf_t *out) {
   if (r->is_pending && pd_map_get(&e->regs, r->room) == r) pd_map_remove(&e->regs, r->room);
   r->is_pending = 0;
   room_forget(e, p);
@@ -196,16 +197,16 @@ void pd_wengine_pair_with(pd_wengine_t *e, pd_wleg_t *p, pd_wreg_t *r, uint64_t 
   pd_wengine_schedule(e, now, out);
 }
 
-int pd_wengine_can_pair(const pd_wleg_t *p, const pd_wreg_t *r) {
+int pd_wengine_can_pair(const pd_wengine_leg_t *p, const pd_wengine_reg_t *r) {
   return p->st == PD_WORKER_LEG_BOOTSTRAP && p->rq.rooms_hash == r->hash &&
          !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED);
 }
 
-static void prefill_register(pd_wengine_t *e, pd_wleg_t *p, uint64_t now, pd_wact_buf_t *out) {
+static void prefill_register(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now, pd_wact_buf_t *out) {
   if (has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED)) fired(e, p, out);
-  pd_wleg_t *other = pd_map_get(&e->rooms, p->rq.room);
+  pd_wengine_leg_t *other = pd_map_get(&e->rooms, p->rq.room);
   if (other) e->collisions++;
-  pd_wreg_t *r = pd_map_get(&e->regs, p->rq.room);
+  pd_wengine_reg_t *r = pd_map_get(&e->regs, p->rq.room);
   if (r && pd_wengine_can_pair(p, r)) {
     pd_wengine_pair_with(e, p, r, now, out);
     return;
@@ -213,12 +214,12 @@ static void prefill_register(pd_wengine_t *e, pd_wleg_t *p, uint64_t now, pd_wac
   if (!other && pd_map_put(&e->rooms, p->rq.room, p) == 0) p->is_in_rooms = 1;
 }
 
-void pd_wengine_forward_done(pd_wengine_t *e, pd_wleg_t *p, uint64_t now, pd_wact_buf_t *out) {
+void pd_wengine_forward_done(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now, pd_wact_buf_t *out) {
   pd_wengine_set_state(e, p, PD_WORKER_LEG_FORWARD, out);
   pd_wengine_arm(e, p, WE_TRANSFER_DONE, now + pd_wengine_ms(e, e->spec->kv_ms));
 }
 
-static void transfer_done(pd_wengine_t *e, pd_wleg_t *p, uint64_t now, pd_wact_buf_t *out) {
+static void transfer_done(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now, pd_wact_buf_t *out) {
   int is_kv_failed = has_fault(p, PD_FAULT_KV_FAIL) ||
                      (p->partner_flags & PD_WENGINE_REG_KV_FAIL) || p->is_partner_lost;
   pd_wengine_release(e, p, out); /* S2.3: Success or Failed, the KV is released */
@@ -242,7 +243,7 @@ static void transfer_done(pd_wengine_t *e, pd_wleg_t *p, uint64_t now, pd_wact_b
                  now + pd_wengine_ms(e, p->lag_ms + pd_worker_late_error_ms(p->fault, p->fp)));
 }
 
-static void prefill_respond(pd_wengine_t *e, pd_wleg_t *p, uint64_t now, pd_wact_buf_t *out) {
+static void prefill_respond(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now, pd_wact_buf_t *out) {
   pd_worker_step_t step = pd_worker_respond_step(p->fault);
   if (step != PD_WORKER_STEP_GO) fired(e, p, out);
   if (step == PD_WORKER_STEP_RESET) {
@@ -268,13 +269,13 @@ static void prefill_respond(pd_wengine_t *e, pd_wleg_t *p, uint64_t now, pd_wact
 
 /* ---------- decode: admission, KV, tokens ---------- */
 
-void pd_wengine_kv_arrived(pd_wengine_t *e, pd_wleg_t *d, uint64_t now, pd_wact_buf_t *out) {
+void pd_wengine_kv_arrived(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out) {
   pd_wengine_set_state(e, d, PD_WORKER_LEG_STREAM, out);
   d->gen++; /* the waiting timeout is moot */
   pd_wengine_arm(e, d, WE_TOKEN, now + pd_wengine_ms(e, e->spec->first_token_ms));
 }
 
-static void decode_connect(pd_wengine_t *e, pd_wleg_t *d, uint64_t now, pd_wact_buf_t *out) {
+static void decode_connect(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out) {
   if (!d->rq.has_room && d->rq.is_direct) {
     pd_wengine_kv_arrived(e, d, now, out);
     return;
@@ -285,7 +286,7 @@ static void decode_connect(pd_wengine_t *e, pd_wleg_t *d, uint64_t now, pd_wact_
                  has_fault(d, PD_FAULT_KV_FAIL) ? PD_WENGINE_REG_KV_FAIL : 0, d->rq.rooms_hash, 0);
 }
 
-void pd_wengine_decode_admitted(pd_wengine_t *e, pd_wleg_t *d, uint64_t now, pd_wact_buf_t *out) {
+void pd_wengine_decode_admitted(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out) {
   pd_wengine_set_state(e, d, PD_WORKER_LEG_WAIT_KV, out);
   pd_wengine_arm(e, d, WE_WAIT_TIMEOUT, now + pd_wengine_ms(e, e->cfg.waiting_timeout_ms));
   if (has_fault(d, PD_FAULT_NEVER_CONNECT)) {
@@ -295,12 +296,12 @@ void pd_wengine_decode_admitted(pd_wengine_t *e, pd_wleg_t *d, uint64_t now, pd_
   decode_connect(e, d, now, out);
 }
 
-static uint64_t token_gap(const pd_wengine_t *e, const pd_wleg_t *d) {
+static uint64_t token_gap(const pd_wengine_t *e, const pd_wengine_leg_t *d) {
   return pd_wengine_ms(e, d->drip_ms ? d->drip_ms : e->spec->token_ms);
 }
 
 /* A mid-stream fault strikes at token k; returns 1 when it ended the leg. */
-static int token_fault(pd_wengine_t *e, pd_wleg_t *d, uint64_t now, pd_wact_buf_t *out) {
+static int token_fault(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out) {
   pd_worker_step_t step = pd_worker_token_step(d->fault, d->fp, d->sent_tokens, d->rq.is_stream);
   if (step != PD_WORKER_STEP_GO) fired(e, d, out);
   switch (step) {
@@ -316,7 +317,7 @@ static int token_fault(pd_wengine_t *e, pd_wleg_t *d, uint64_t now, pd_wact_buf_
   }
 }
 
-static void decode_token(pd_wengine_t *e, pd_wleg_t *d, uint64_t now, pd_wact_buf_t *out) {
+static void decode_token(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out) {
   uint32_t k = d->sent_tokens;
   if (token_fault(e, d, now, out)) return;
   if (k >= d->rq.tokens) { /* all tokens out */
@@ -349,7 +350,7 @@ static void decode_token(pd_wengine_t *e, pd_wleg_t *d, uint64_t now, pd_wact_bu
 
 /* ---------- arrival, abort, deadlines ---------- */
 
-void pd_wengine_open_leg(pd_wengine_t *e, pd_wleg_t *l, uint64_t now, pd_wact_buf_t *out) {
+void pd_wengine_open_leg(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_wact_buf_t *out) {
   if (e->is_down) {
     pd_wengine_cut(e, l, PD_WENGINE_END_REFUSED, PD_TRUTH_NEVER, now, out);
     return;
@@ -402,7 +403,7 @@ void pd_wengine_open_leg(pd_wengine_t *e, pd_wleg_t *l, uint64_t now, pd_wact_bu
 /* /abort_request (S2.10): a request still queued, waiting on its partner or moving its KV
  * fails down the 500 path; one generating tokens ends with finish_reason abort. Either is
  * written only while its client is still there. */
-void pd_wengine_abort_leg(pd_wengine_t *e, pd_wleg_t *l, uint64_t now, pd_wact_buf_t *out) {
+void pd_wengine_abort_leg(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_wact_buf_t *out) {
   pd_truth_t t = pd_worker_interrupted_truth(l->st, l->drip_ms);
   if (l->is_conn_open && l->st == PD_WORKER_LEG_STREAM) {
     if (!l->rq.is_stream) head(e, l, 200, out);
@@ -421,7 +422,7 @@ void pd_wengine_abort_leg(pd_wengine_t *e, pd_wleg_t *l, uint64_t now, pd_wact_b
   pd_wengine_finish(e, l, t, now, out);
 }
 
-void pd_wengine_step_timer(pd_wengine_t *e, pd_wleg_t *l, int kind, uint64_t now,
+void pd_wengine_step_timer(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint64_t now,
                            pd_wact_buf_t *out) {
   switch (kind) {
   case WE_BOOTSTRAP_TIMEOUT:

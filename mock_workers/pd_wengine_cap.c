@@ -10,7 +10,7 @@ uint64_t pd_wengine_pages(const pd_wengine_t *e, uint64_t tokens) {
   return (tokens + e->page_tokens - 1) / e->page_tokens;
 }
 
-void pd_wqueue_push(pd_wqueue_t *q, pd_wleg_t *l) {
+void pd_wqueue_push(pd_wengine_queue_t *q, pd_wengine_leg_t *l) {
   assert(!l->queue);
   l->queue = q;
   l->qnext = NULL;
@@ -21,8 +21,8 @@ void pd_wqueue_push(pd_wqueue_t *q, pd_wleg_t *l) {
   q->n++;
 }
 
-void pd_wqueue_remove(pd_wleg_t *l) {
-  pd_wqueue_t *q = l->queue;
+void pd_wqueue_remove(pd_wengine_leg_t *l) {
+  pd_wengine_queue_t *q = l->queue;
   if (!q) return;
   if (l->qprev) l->qprev->qnext = l->qnext;
   else q->head = l->qnext;
@@ -33,7 +33,7 @@ void pd_wqueue_remove(pd_wleg_t *l) {
   l->qprev = l->qnext = NULL;
 }
 
-void pd_wengine_set_kv(pd_wengine_t *e, pd_wleg_t *l, uint64_t pages, pd_wact_buf_t *out) {
+void pd_wengine_set_kv(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t pages, pd_wact_buf_t *out) {
   if (pages == l->kv_pages) return;
   assert(e->kv_used >= l->kv_pages);
   e->kv_used = e->kv_used - l->kv_pages + pages;
@@ -42,7 +42,7 @@ void pd_wengine_set_kv(pd_wengine_t *e, pd_wleg_t *l, uint64_t pages, pd_wact_bu
                  pages, 0);
 }
 
-void pd_wengine_set_running(pd_wengine_t *e, pd_wleg_t *l, int on, pd_wact_buf_t *out) {
+void pd_wengine_set_running(pd_wengine_t *e, pd_wengine_leg_t *l, int on, pd_wact_buf_t *out) {
   if (l->is_running == on) return;
   l->is_running = on;
   if (on) e->running++;
@@ -53,18 +53,18 @@ void pd_wengine_set_running(pd_wengine_t *e, pd_wleg_t *l, int on, pd_wact_buf_t
   pd_wengine_act(e, out, PD_WACT_RUNNING, l, (uint32_t)on, 0, 0);
 }
 
-static uint64_t prompt_pages(const pd_wengine_t *e, const pd_wleg_t *l) {
+static uint64_t prompt_pages(const pd_wengine_t *e, const pd_wengine_leg_t *l) {
   return pd_wengine_pages(e, l->rq.prompt_tokens ? l->rq.prompt_tokens : 1);
 }
 
-int pd_wengine_too_large(const pd_wengine_t *e, const pd_wleg_t *l) {
+int pd_wengine_too_large(const pd_wengine_t *e, const pd_wengine_leg_t *l) {
   uint64_t need = prompt_pages(e, l) + (e->role == PD_ROLE_DECODE ? e->reserve_pages : 0);
   return need > e->kv_total;
 }
 
 /* Decode admission (S2.5, simplified): the prompt's pages plus one decode reserve for every
  * admitted request, this one included, must fit the pool; and a running slot (S2.6). */
-static int decode_fits(const pd_wengine_t *e, const pd_wleg_t *d) {
+static int decode_fits(const pd_wengine_t *e, const pd_wengine_leg_t *d) {
   if (e->running >= e->max_running) return 0;
   uint64_t need = prompt_pages(e, d) + e->reserve_pages * ((uint64_t)e->running + 1);
   return e->kv_used + need <= e->kv_total;
@@ -72,7 +72,7 @@ static int decode_fits(const pd_wengine_t *e, const pd_wleg_t *d) {
 
 static void admit_decodes(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out) {
   while (e->prealloc.head && decode_fits(e, e->prealloc.head)) { /* FIFO: the head blocks */
-    pd_wleg_t *d = e->prealloc.head;
+    pd_wengine_leg_t *d = e->prealloc.head;
     pd_wqueue_remove(d);
     pd_wengine_set_running(e, d, 1, out);
     pd_wengine_set_kv(e, d, prompt_pages(e, d), out);
@@ -85,7 +85,7 @@ static void admit_decodes(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out) {
 static void start_forward(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out) {
   uint64_t tokens = 0;
   while (e->waiting.head) {
-    pd_wleg_t *p = e->waiting.head;
+    pd_wengine_leg_t *p = e->waiting.head;
     uint64_t t = p->rq.prompt_tokens ? p->rq.prompt_tokens : 1;
     if (e->running >= e->max_running || e->kv_used + prompt_pages(e, p) > e->kv_total) break;
     if (e->batch.n && tokens + t > e->spec->max_prefill_tokens) break;
@@ -114,14 +114,14 @@ void pd_wengine_forward_end(pd_wengine_t *e, uint64_t now, uint64_t no, pd_wact_
   if (!e->is_forwarding || no != e->forward_no) return;
   e->is_forwarding = 0;
   while (e->batch.head) {
-    pd_wleg_t *p = e->batch.head;
+    pd_wengine_leg_t *p = e->batch.head;
     pd_wqueue_remove(p);
     pd_wengine_forward_done(e, p, now, out);
   }
   pd_wengine_schedule(e, now, out);
 }
 
-void pd_wengine_release(pd_wengine_t *e, pd_wleg_t *l, pd_wact_buf_t *out) {
+void pd_wengine_release(pd_wengine_t *e, pd_wengine_leg_t *l, pd_wact_buf_t *out) {
   pd_wqueue_remove(l);
   pd_wengine_set_kv(e, l, 0, out);
   pd_wengine_set_running(e, l, 0, out);

@@ -47,7 +47,7 @@ static int step_end(pd_wengine_t *e, pd_wact_buf_t *out) {
 int pd_wengine_open(pd_wengine_t *e, uint64_t now, uint64_t id, const pd_wengine_req_t *req,
                     pd_wact_buf_t *out) {
   if (pd_map_get(&e->legs, id)) return PD_ERR_INVAL;
-  pd_wleg_t *l = pd_calloc(e->alloc, 1, sizeof *l);
+  pd_wengine_leg_t *l = pd_calloc(e->alloc, 1, sizeof *l);
   if (!l) return PD_ERR_NOMEM;
   l->id = id;
   l->rq = *req;
@@ -63,7 +63,7 @@ int pd_wengine_open(pd_wengine_t *e, uint64_t now, uint64_t id, const pd_wengine
 }
 
 int pd_wengine_close(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *out) {
-  pd_wleg_t *l = pd_map_get(&e->legs, id);
+  pd_wengine_leg_t *l = pd_map_get(&e->legs, id);
   if (!l) return PD_ERR_NOT_FOUND;
   l->is_conn_open = 0;
   if (l->st == PD_WORKER_LEG_BOOTSTRAP) { /* still queued in bootstrap: a disconnect does not
@@ -77,7 +77,7 @@ int pd_wengine_close(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *
 }
 
 int pd_wengine_abort(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *out) {
-  pd_wleg_t *l = pd_map_get(&e->legs, id);
+  pd_wengine_leg_t *l = pd_map_get(&e->legs, id);
   if (!l) return PD_ERR_NOT_FOUND;
   pd_wengine_abort_leg(e, l, now, out);
   return step_end(e, out);
@@ -86,14 +86,14 @@ int pd_wengine_abort(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *
 int pd_wengine_register(pd_wengine_t *e, uint64_t now, uint64_t token, uint64_t room,
                         uint64_t hash, uint32_t flags, pd_wact_buf_t *out) {
   if (pd_map_get(&e->tokens, token)) return PD_ERR_INVAL;
-  pd_wreg_t *r = pd_calloc(e->alloc, 1, sizeof *r);
+  pd_wengine_reg_t *r = pd_calloc(e->alloc, 1, sizeof *r);
   if (!r) return PD_ERR_NOMEM;
-  *r = (pd_wreg_t){token, room, hash, flags, 0};
+  *r = (pd_wengine_reg_t){token, room, hash, flags, 0};
   if (pd_map_put(&e->tokens, token, r) < 0) {
     pd_free(e->alloc, r);
     return PD_ERR_NOMEM;
   }
-  pd_wleg_t *p = e->is_down ? NULL : pd_map_get(&e->rooms, room);
+  pd_wengine_leg_t *p = e->is_down ? NULL : pd_map_get(&e->rooms, room);
   if (p && pd_wengine_can_pair(p, r)) {
     pd_wengine_pair_with(e, p, r, now, out);
     return step_end(e, out);
@@ -106,12 +106,12 @@ int pd_wengine_register(pd_wengine_t *e, uint64_t now, uint64_t token, uint64_t 
 
 int pd_wengine_unregister(pd_wengine_t *e, uint64_t now, uint64_t token, pd_wact_buf_t *out) {
   (void)now;
-  pd_wreg_t *r = pd_map_get(&e->tokens, token);
+  pd_wengine_reg_t *r = pd_map_get(&e->tokens, token);
   if (!r) return PD_ERR_NOT_FOUND;
   if (!r->is_pending) { /* paired: the prefill leg finds out at its transfer (S5.3) */
     void *v;
     for (size_t s = 0; pd_map_next(&e->legs, &s, NULL, &v);) {
-      pd_wleg_t *p = v;
+      pd_wengine_leg_t *p = v;
       if (p->has_partner && p->partner == token) p->is_partner_lost = 1;
     }
   }
@@ -123,14 +123,14 @@ int pd_wengine_unregister(pd_wengine_t *e, uint64_t now, uint64_t token, pd_wact
 
 int pd_wengine_paired(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *out) {
   (void)now;
-  pd_wleg_t *l = pd_map_get(&e->legs, id);
+  pd_wengine_leg_t *l = pd_map_get(&e->legs, id);
   if (!l) return PD_ERR_NOT_FOUND;
   l->is_paired = 1;
   return step_end(e, out);
 }
 
 int pd_wengine_kv(pd_wengine_t *e, uint64_t now, uint64_t id, int ok, pd_wact_buf_t *out) {
-  pd_wleg_t *d = pd_map_get(&e->legs, id);
+  pd_wengine_leg_t *d = pd_map_get(&e->legs, id);
   if (!d) return PD_ERR_NOT_FOUND;
   if (d->st != PD_WORKER_LEG_WAIT_KV) return step_end(e, out);
   d->is_connected = 0; /* the link has done its work */
@@ -144,7 +144,7 @@ int pd_wengine_kv(pd_wengine_t *e, uint64_t now, uint64_t id, int ok, pd_wact_bu
 }
 
 int pd_wengine_boot_lost(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *out) {
-  pd_wleg_t *d = pd_map_get(&e->legs, id);
+  pd_wengine_leg_t *d = pd_map_get(&e->legs, id);
   if (!d) return PD_ERR_NOT_FOUND;
   d->is_connected = 0;
   if (d->st == PD_WORKER_LEG_WAIT_KV && !d->is_paired)
@@ -158,9 +158,9 @@ int pd_wengine_crash(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out) {
   /* finishing a leg removes it from the map: walk a snapshot of ids, smallest first, so the
    * order does not depend on the map's layout */
   for (;;) {
-    pd_wleg_t *first = NULL;
+    pd_wengine_leg_t *first = NULL;
     for (size_t s = 0; pd_map_next(&e->legs, &s, NULL, &v);) {
-      pd_wleg_t *l = v;
+      pd_wengine_leg_t *l = v;
       if (!first || l->id < first->id) first = l;
     }
     if (!first) break;
@@ -197,7 +197,7 @@ int pd_wengine_expire(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out) {
       pd_wengine_forward_end(e, now, it.c, out);
       continue;
     }
-    pd_wleg_t *l = pd_map_get(&e->legs, it.b);
+    pd_wengine_leg_t *l = pd_map_get(&e->legs, it.b);
     if (!l || l->gen != it.c) continue; /* moot */
     pd_wengine_step_timer(e, l, (int)it.kind, now, out);
   }
@@ -215,11 +215,17 @@ void pd_wengine_stats(const pd_wengine_t *e, pd_wengine_stats_t *st) {
   st->kv_total_pages = e->kv_total;
   st->is_down = (uint32_t)e->is_down;
   st->collisions = e->collisions;
+  st->registrations = (uint32_t)pd_map_len(&e->regs);
+}
+
+void pd_wengine_reconfigure(pd_wengine_t *e, const pd_wengine_config_t *cfg) {
+  e->cfg = *cfg;
+  e->spec = cfg->spec;
 }
 
 int pd_wengine_is_down(const pd_wengine_t *e) { return e->is_down; }
 
 pd_worker_leg_state_t pd_wengine_leg_state(const pd_wengine_t *e, uint64_t id) {
-  const pd_wleg_t *l = pd_map_get(&e->legs, id);
+  const pd_wengine_leg_t *l = pd_map_get(&e->legs, id);
   return l ? l->st : PD_WORKER_LEG_DONE;
 }

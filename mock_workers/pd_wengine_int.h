@@ -19,13 +19,13 @@ enum {
   WE_FORWARD_END, /* b = 0, c = the forward pass's number */
 };
 
-typedef struct pd_wleg pd_wleg_t;
-typedef struct pd_wqueue {
-  pd_wleg_t *head, *tail;
+typedef struct pd_wengine_leg pd_wengine_leg_t;
+typedef struct pd_wengine_queue {
+  pd_wengine_leg_t *head, *tail;
   uint32_t n;
-} pd_wqueue_t;
+} pd_wengine_queue_t;
 
-struct pd_wleg {
+struct pd_wengine_leg {
   uint64_t id;
   pd_wengine_req_t rq;
   pd_worker_leg_state_t st;
@@ -46,30 +46,30 @@ struct pd_wleg {
   /* decode */
   int is_connected, is_paired;
   /* queue links (waiting / prealloc / forward batch) */
-  pd_wqueue_t *queue;
-  pd_wleg_t *qprev, *qnext;
+  pd_wengine_queue_t *queue;
+  pd_wengine_leg_t *qprev, *qnext;
 };
 
 /* A decode's room registered on this prefill before its prefill leg arrived. */
-typedef struct pd_wreg {
+typedef struct pd_wengine_reg {
   uint64_t token, room, hash;
   uint32_t flags;
   int is_pending; /* still waiting in e->regs (else paired or ignored) */
-} pd_wreg_t;
+} pd_wengine_reg_t;
 
 struct pd_wengine {
   pd_wengine_config_t cfg;
   const pd_scenario_worker_t *spec;
   pd_role_t role;
   const pd_alloc_t *alloc;
-  pd_map_t legs;   /* id -> pd_wleg_t */
+  pd_map_t legs;   /* id -> pd_wengine_leg_t */
   pd_map_t rooms;  /* prefill: room -> its bootstrapping leg (the first to register it) */
-  pd_map_t regs;   /* prefill: room -> pd_wreg_t pending (the first decode to register it) */
-  pd_map_t tokens; /* prefill: token -> pd_wreg_t (pending or not) */
+  pd_map_t regs;   /* prefill: room -> pd_wengine_reg_t pending (the first decode to register it) */
+  pd_map_t tokens; /* prefill: token -> pd_wengine_reg_t (pending or not) */
   pd_heap_t timers;
-  pd_wqueue_t waiting;  /* prefill: paired, waiting for a forward pass */
-  pd_wqueue_t prealloc; /* decode: waiting for a running slot and KV */
-  pd_wqueue_t batch;    /* prefill: in the forward pass now */
+  pd_wengine_queue_t waiting;  /* prefill: paired, waiting for a forward pass */
+  pd_wengine_queue_t prealloc; /* decode: waiting for a running slot and KV */
+  pd_wengine_queue_t batch;    /* prefill: in the forward pass now */
   uint64_t forward_no;  /* the current forward pass's number; 0 none yet */
   int is_forwarding;
   uint32_t running, max_running;
@@ -81,43 +81,43 @@ struct pd_wengine {
 };
 
 /* pd_wengine.c */
-void pd_wengine_act(pd_wengine_t *e, pd_wact_buf_t *out, uint32_t kind, const pd_wleg_t *l,
+void pd_wengine_act(pd_wengine_t *e, pd_wact_buf_t *out, uint32_t kind, const pd_wengine_leg_t *l,
                     uint32_t a, uint64_t b, uint64_t c);
-void pd_wengine_arm(pd_wengine_t *e, pd_wleg_t *l, int kind, uint64_t at);
+void pd_wengine_arm(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint64_t at);
 uint64_t pd_wengine_ms(const pd_wengine_t *e, uint64_t ms);
-void pd_wengine_set_state(pd_wengine_t *e, pd_wleg_t *l, pd_worker_leg_state_t st,
+void pd_wengine_set_state(pd_wengine_t *e, pd_wengine_leg_t *l, pd_worker_leg_state_t st,
                           pd_wact_buf_t *out);
 /* Decode admitted: waits for the KV; tells the prefill. */
-void pd_wengine_decode_admitted(pd_wengine_t *e, pd_wleg_t *d, uint64_t now, pd_wact_buf_t *out);
-void pd_wengine_finish(pd_wengine_t *e, pd_wleg_t *l, pd_truth_t truth, uint64_t now,
+void pd_wengine_decode_admitted(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out);
+void pd_wengine_finish(pd_wengine_t *e, pd_wengine_leg_t *l, pd_truth_t truth, uint64_t now,
                        pd_wact_buf_t *out);
-void pd_wengine_answer_error(pd_wengine_t *e, pd_wleg_t *l, int status, uint64_t now,
+void pd_wengine_answer_error(pd_wengine_t *e, pd_wengine_leg_t *l, int status, uint64_t now,
                              pd_wact_buf_t *out);
-void pd_wengine_cut(pd_wengine_t *e, pd_wleg_t *l, pd_wengine_end_t how, pd_truth_t t,
+void pd_wengine_cut(pd_wengine_t *e, pd_wengine_leg_t *l, pd_wengine_end_t how, pd_truth_t t,
                     uint64_t now, pd_wact_buf_t *out);
-void pd_wengine_open_leg(pd_wengine_t *e, pd_wleg_t *l, uint64_t now, pd_wact_buf_t *out);
-void pd_wengine_step_timer(pd_wengine_t *e, pd_wleg_t *l, int kind, uint64_t now,
+void pd_wengine_open_leg(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_wact_buf_t *out);
+void pd_wengine_step_timer(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint64_t now,
                            pd_wact_buf_t *out);
-void pd_wengine_pair_with(pd_wengine_t *e, pd_wleg_t *p, pd_wreg_t *r, uint64_t now,
+void pd_wengine_pair_with(pd_wengine_t *e, pd_wengine_leg_t *p, pd_wengine_reg_t *r, uint64_t now,
                           pd_wact_buf_t *out);
-int pd_wengine_can_pair(const pd_wleg_t *p, const pd_wreg_t *r);
-void pd_wengine_abort_leg(pd_wengine_t *e, pd_wleg_t *l, uint64_t now, pd_wact_buf_t *out);
-void pd_wengine_kv_arrived(pd_wengine_t *e, pd_wleg_t *d, uint64_t now, pd_wact_buf_t *out);
+int pd_wengine_can_pair(const pd_wengine_leg_t *p, const pd_wengine_reg_t *r);
+void pd_wengine_abort_leg(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_wact_buf_t *out);
+void pd_wengine_kv_arrived(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out);
 /* Prefill's forward pass is over for l: the transfer starts. */
-void pd_wengine_forward_done(pd_wengine_t *e, pd_wleg_t *l, uint64_t now, pd_wact_buf_t *out);
+void pd_wengine_forward_done(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_wact_buf_t *out);
 
 /* pd_wengine_cap.c */
 uint64_t pd_wengine_pages(const pd_wengine_t *e, uint64_t tokens);
-void pd_wqueue_push(pd_wqueue_t *q, pd_wleg_t *l);
-void pd_wqueue_remove(pd_wleg_t *l);
-void pd_wengine_set_kv(pd_wengine_t *e, pd_wleg_t *l, uint64_t pages, pd_wact_buf_t *out);
-void pd_wengine_set_running(pd_wengine_t *e, pd_wleg_t *l, int on, pd_wact_buf_t *out);
+void pd_wqueue_push(pd_wengine_queue_t *q, pd_wengine_leg_t *l);
+void pd_wqueue_remove(pd_wengine_leg_t *l);
+void pd_wengine_set_kv(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t pages, pd_wact_buf_t *out);
+void pd_wengine_set_running(pd_wengine_t *e, pd_wengine_leg_t *l, int on, pd_wact_buf_t *out);
 /* 1 when the request can never fit this worker's pool (S2.5: 400). */
-int pd_wengine_too_large(const pd_wengine_t *e, const pd_wleg_t *l);
+int pd_wengine_too_large(const pd_wengine_t *e, const pd_wengine_leg_t *l);
 /* Admit what fits from the head of the queues (decode prealloc; prefill forward pass). */
 void pd_wengine_schedule(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out);
 void pd_wengine_forward_end(pd_wengine_t *e, uint64_t now, uint64_t no, pd_wact_buf_t *out);
 /* Release every capacity the leg holds and take it off any queue. */
-void pd_wengine_release(pd_wengine_t *e, pd_wleg_t *l, pd_wact_buf_t *out);
+void pd_wengine_release(pd_wengine_t *e, pd_wengine_leg_t *l, pd_wact_buf_t *out);
 
 #endif

@@ -119,6 +119,44 @@ static int read_address(pd_worker_body_t *b, const cJSON *host, const cJSON *por
   return rc;
 }
 
+/* ---- the prompt's length ---- */
+
+#define PROMPT_DEPTH 4 /* messages[].content[].text is the deepest shape a route takes */
+
+static uint64_t count_words(const char *p) {
+  uint64_t n = 0;
+  for (int in_word = 0; *p; p++) {
+    int is_space = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r';
+    n += !is_space && !in_word;
+    in_word = !is_space;
+  }
+  return n;
+}
+
+/* A string counts its words, a number is one token id, an array the sum of its items; a
+ * chat message object counts its "content" (a string, or parts with "text"). */
+static uint64_t count_tokens(const cJSON *v, int depth) {
+  if (!v || depth > PROMPT_DEPTH) return 0;
+  if (cJSON_IsString(v)) return count_words(v->valuestring);
+  if (cJSON_IsNumber(v)) return 1;
+  if (cJSON_IsObject(v)) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(v, "content");
+    return count_tokens(c ? c : cJSON_GetObjectItemCaseSensitive(v, "text"), depth + 1);
+  }
+  uint64_t n = 0;
+  for (const cJSON *it = cJSON_IsArray(v) ? v->child : NULL; it; it = it->next)
+    n += count_tokens(it, depth + 1);
+  return n;
+}
+
+static uint32_t prompt_tokens(const cJSON *j) {
+  static const char *const keys[] = {"text", "input_ids", "prompt", "messages"};
+  uint64_t n = 0;
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    n += count_tokens(cJSON_GetObjectItemCaseSensitive(j, keys[i]), 0);
+  return n < 1 ? 1 : n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
 int pd_worker_body_read(pd_worker_body_t *b, const cJSON *j, const char *body, size_t len,
                         const pd_alloc_t *a, char *err, size_t errlen) {
   memset(b, 0, sizeof *b);
@@ -142,5 +180,6 @@ int pd_worker_body_read(pd_worker_body_t *b, const cJSON *j, const char *body, s
     snprintf(b->rid, sizeof b->rid, "%.*s", (int)sizeof b->rid - 1, rid->valuestring);
     b->has_rid = 1;
   }
+  b->prompt_tokens = prompt_tokens(j);
   return rc;
 }

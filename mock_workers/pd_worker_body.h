@@ -3,7 +3,7 @@
  * the hash of the bootstrap fields that must be equal on both legs of a pair. Rooms are read
  * exactly: the first from the text when cJSON's double would round it (rooms above 2^53),
  * the rest of a batch through the double (exact up to 2^53, as the rooms a PD gateway draws
- * are, R-ROOM). Pure: no clock, no globals; the room array comes from the given allocator. */
+ * are, R-ROOM), and the prompt's length in tokens (capacity, docs/capacity.md). Pure: no clock, no globals; the room array comes from the given allocator. */
 #ifndef PD_WORKER_BODY_H
 #define PD_WORKER_BODY_H
 #include <stddef.h>
@@ -29,6 +29,10 @@ typedef struct pd_worker_body {
   char rid[PD_WORKER_RID_MAX]; /* empty without one */
   char boot_host[PD_WORKER_HOST_MAX];
   int boot_port;     /* < 0: none */
+  uint32_t prompt_tokens; /* the prompt's length in tokens, at least 1: words (runs of
+                             non-space bytes) of SGLang's "text", OpenAI's "prompt" or the chat
+                             "messages[].content", token ids of "input_ids" or of a "prompt"
+                             given as ids; an array (a batch) counts all its items */
 } pd_worker_body_t;
 
 /* Fill b from the parsed body j (its text body[0..len), for exact rooms). Every field it can

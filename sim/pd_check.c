@@ -1,4 +1,4 @@
-/* The invariant checker (docs/spec.md I1-I16). Each finished request is judged from the
+/* The invariant checker (docs/spec.md I1-I18). Each finished request is judged from the
  * client's bytes and the workers' ground truth; the core's own word is used only for what it
  * claims (recorded outcomes, load and breaker actions), which is then held against truth.
  * Besides the records it reads only the judge context (pd_check.h), never a world. */
@@ -189,6 +189,24 @@ static uint32_t check_rooms(const pd_judge_t *j, pd_client_request_t *rq, char *
   return v;
 }
 
+/* I18 (I3 for KV pages): a leg that held KV pages has freed them all no later than
+ * t_end + grace; one that never held any is not judged (a record from logs, a worker without
+ * capacity). */
+static uint32_t check_kv(const pd_judge_t *j, const pd_client_request_t *rq, uint64_t t_end,
+                         char *reason, size_t cap) {
+  uint32_t v = 0;
+  uint64_t grace = j->s->config.grace_ms * MS_NS;
+  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
+    if (!l->kv_pages_max || (!l->kv_pages && l->t_kv_freed <= t_end + grace)) continue;
+    uint64_t until = l->kv_pages ? j->now : l->t_kv_freed;
+    FLAG(PD_INVARIANT_STRANDED_KV, "I18 %llu KV pages of a %s leg on %s held %.1f ms after the "
+         "client's end", (unsigned long long)(l->kv_pages ? l->kv_pages : l->kv_pages_max),
+         pd_role_name(l->role), worker_name(j, l->worker),
+         (double)(until > t_end ? until - t_end : 0) / 1e6);
+  }
+  return v;
+}
+
 static uint32_t check_legs(const pd_judge_t *j, pd_client_request_t *rq, uint64_t t_end,
                            char *reason, size_t cap) {
   uint32_t v = 0;
@@ -216,7 +234,7 @@ static uint32_t check_legs(const pd_judge_t *j, pd_client_request_t *rq, uint64_
            : l->truth == PD_TRUTH_OK ? "succeeded" : l->truth == PD_TRUTH_FAILED ? "failed"
            : l->truth == PD_TRUTH_CANCELLED ? "was cancelled while healthy" : "stalled");
   }
-  return v | check_rooms(j, rq, reason, cap);
+  return v | check_rooms(j, rq, reason, cap) | check_kv(j, rq, t_end, reason, cap);
 }
 
 /* I9/I10: every load acquired is released exactly once, and no later than the worker's own

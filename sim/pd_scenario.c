@@ -24,7 +24,7 @@ static const char *const inv_names[PD_INVARIANT_COUNT] = {
     "termination", "orphan-leg", "stranded-slot", "outcome",     "false-success",
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",
     "logprobs",    "breaker",    "determinism",   "error-visible", "served",
-    "retry-onto-failed", "quiescence"};
+    "retry-onto-failed", "quiescence", "stranded-kv"};
 const char *const pd_scenario_role_names[2] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
@@ -117,6 +117,19 @@ static const scenario_key_t worker_keys[] = {
     K_MS(pd_scenario_worker_t, open_delay_ms),
     K_ENUM(pd_scenario_worker_t, breaker_initial, breaker_names, "breaker state", 0),
     {"faults", set_faults, 0, 0, 0, 0, NULL, NULL},
+    /* capacity, named as SGLang's server flags (docs/capacity.md) */
+    K_AS("max_running_requests", pd_scenario_worker_t, max_running, pd_scenario_set_u32, 1,
+         SCENARIO_MAX_RUNNING),
+    K_AS("max_total_tokens", pd_scenario_worker_t, kv_tokens, pd_scenario_set_u64, 1,
+         SCENARIO_MAX_KV_TOKENS),
+    K_AS("page_size", pd_scenario_worker_t, page_size, pd_scenario_set_u32, 1,
+         SCENARIO_MAX_PAGE_SIZE),
+    K_AS("num_reserved_decode_tokens", pd_scenario_worker_t, reserved_decode_tokens,
+         pd_scenario_set_u32, 0, SCENARIO_MAX_RESERVE),
+    K_AS("forward_us_per_token", pd_scenario_worker_t, forward_us_per_token, pd_scenario_set_u64,
+         0, SCENARIO_MAX_US_PER_TOKEN),
+    K_AS("max_prefill_tokens", pd_scenario_worker_t, max_prefill_tokens, pd_scenario_set_u32, 1,
+         SCENARIO_MAX_PREFILL_TOKENS),
 };
 
 static void worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t role) {
@@ -140,6 +153,11 @@ static void worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t
 /* Worker i against itself and workers 0..i-1 (cJSON strings are NUL-terminated). */
 static int check_worker(scenario_ctx_t *c, const pd_scenario_t *s, uint32_t i) {
   const pd_scenario_worker_t *w = &s->workers[i];
+  if (w->kv_tokens < w->page_size) {
+    pd_scenario_json_path_key(c, "max_total_tokens");
+    return pd_scenario_fail(c, PD_ERR_FIELD, "must be at least page_size (%u), got %llu",
+                            (unsigned)w->page_size, (unsigned long long)w->kv_tokens);
+  }
   if (w->crash_at_ms && w->restart_at_ms && w->restart_at_ms <= w->crash_at_ms) {
     pd_scenario_json_path_key(c, "restart_at_ms");
     return pd_scenario_fail(c, PD_ERR_FIELD, "must be greater than crash_at_ms (%llu), got %llu",
@@ -233,12 +251,38 @@ static const scenario_key_t workload_keys[] = {
     K_(pd_scenario_workload_t, disconnect_prob, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
     K_(pd_scenario_workload_t, fault_rate, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
     {"bursts", pd_scenario_set_bursts, 0, 0, 0, 0, NULL, NULL},
+    K_(pd_scenario_workload_t, prompt_tokens, pd_scenario_set_u32, 0, SCENARIO_MAX_PROMPT_TOKENS,
+       0),
+    K_(pd_scenario_workload_t, prompt_tokens_max, pd_scenario_set_u32, 0,
+       SCENARIO_MAX_PROMPT_TOKENS, 0),
 };
 
 static int set_config(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
   (void)k;
   return pd_scenario_walk(c, v, config_keys, sizeof config_keys / sizeof config_keys[0],
               &((pd_scenario_t *)obj)->config);
+}
+
+/* prompt_tokens_max: at least prompt_tokens (>= 1); every prompt of a batch has the length */
+static int check_prompt(scenario_ctx_t *c, const pd_scenario_workload_t *w) {
+  uint64_t words = (uint64_t)(w->batch ? w->batch : 1) *
+                   (w->prompt_tokens_max > w->prompt_tokens ? w->prompt_tokens_max
+                                                            : w->prompt_tokens);
+  if (w->prompt_tokens_max && (!w->prompt_tokens || w->prompt_tokens_max < w->prompt_tokens)) {
+    size_t old = pd_scenario_json_path_key(c, "prompt_tokens_max");
+    int rc = pd_scenario_fail(c, PD_ERR_FIELD,
+                              "must be at least prompt_tokens (%u, which must be at least 1), "
+                              "got %u", (unsigned)w->prompt_tokens,
+                              (unsigned)w->prompt_tokens_max);
+    pd_scenario_json_path_pop(c, old);
+    return rc;
+  }
+  if (words > SCENARIO_MAX_PROMPT_TOKENS)
+    return pd_scenario_fail(c, PD_ERR_FIELD,
+                            "batch * prompt tokens = %llu words in one body exceeds %u "
+                            "(SCENARIO_MAX_PROMPT_TOKENS)",
+                            (unsigned long long)words, SCENARIO_MAX_PROMPT_TOKENS);
+  return 0;
 }
 
 static int set_workload(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
@@ -249,7 +293,7 @@ static int set_workload(scenario_ctx_t *c, const cJSON *v, void *obj, const scen
     rc = pd_scenario_fail(c, PD_ERR_FIELD,
                           "requests * interval_ms = %llu ms exceeds %u ms (PD_SCENARIO_MAX_MS)",
                           (unsigned long long)w->requests * w->interval_ms, PD_SCENARIO_MAX_MS);
-  return rc;
+  return rc == 0 ? check_prompt(c, w) : rc;
 }
 
 static int tag_elem(scenario_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {

@@ -41,8 +41,9 @@ typedef enum {
   PD_INVARIANT_RETRY_FAILED = 16, /* I16: no retry onto a worker that failed the request while an
                                untried eligible one existed */
   PD_INVARIANT_QUIESCENCE = 17,   /* I17: after the healed phase, nothing is left held anywhere */
+  PD_INVARIANT_STRANDED_KV = 18,  /* I18: KV pages freed within grace of the client's end */
 } pd_invariant_t;
-#define PD_INVARIANT_COUNT 17
+#define PD_INVARIANT_COUNT 18
 
 typedef struct pd_scenario_burst {
   uint64_t at_ms;    /* arrival time of the burst, from the start of the run */
@@ -146,7 +147,12 @@ const char *pd_fault_kind_name(pd_fault_kind_t k);
  * request i-1's arrival. bursts, or interval_ms (exponential with poisson, drawn from rng).
  * One definition for the simulator and for `pdref conform`'s client. */
 uint64_t pd_scenario_arrival_gap_ns(const pd_scenario_workload_t *wl, uint32_t i, pd_prng_t *rng);
-/* "I1".."I17" -> 1..17; 0 when not an invariant ID. */
+/* Request i's prompt length in tokens: prompt_tokens, or with prompt_tokens_max uniform in
+ * prompt_tokens..prompt_tokens_max (inclusive) from a hash of seed and i, not from any PRNG
+ * stream, so no other draw moves (0: the short default prompt). Pure: the simulator and
+ * `pdref conform`'s client give request i the same length for the same seed. */
+uint32_t pd_scenario_prompt_tokens(const pd_scenario_workload_t *wl, uint64_t seed, uint64_t i);
+/* "I1".."I18" -> 1..18; 0 when not an invariant ID. */
 int pd_invariant_parse(const char *id);
 const char *pd_invariant_name(int inv); /* short name, e.g. "termination" */
 

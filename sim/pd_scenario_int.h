@@ -12,6 +12,16 @@
 #define SCENARIO_KEY_SHOWN 64        /* bytes of a key echoed into the path (unknown keys) */
 #define SCENARIO_WHAT_BYTES 512      /* one message body, before "<path>: <json path>: " */
 #define SCENARIO_MAX_TOKENS 100000u
+/* capacity keys (docs/capacity.md): bounds that keep every product in ns far below 2^64 */
+#define SCENARIO_MAX_RUNNING 1000000u        /* max_running_requests */
+#define SCENARIO_MAX_KV_TOKENS (1ull << 40)  /* max_total_tokens */
+#define SCENARIO_MAX_PAGE_SIZE 65536u        /* page_size */
+#define SCENARIO_MAX_RESERVE 1000000u        /* num_reserved_decode_tokens */
+#define SCENARIO_MAX_US_PER_TOKEN 1000000u   /* forward_us_per_token: 1 s */
+#define SCENARIO_MAX_PREFILL_TOKENS 10000000u /* max_prefill_tokens */
+/* prompt words in one request body (batch x prompt_tokens_max): 2 bytes a word keeps the
+ * body far below PD_REQUEST_MAX_BODY_BYTES */
+#define SCENARIO_MAX_PROMPT_TOKENS 1000000u
 #define SCENARIO_MAX_SAFE_INT 9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
 #define SCENARIO_SEED_DIGITS 20      /* UINT64_MAX has 20 decimal digits */
 #define SCENARIO_FLAG_BOOL 1u        /* pd_scenario_set_flag accepts true/false */
@@ -79,6 +89,8 @@ extern const char *const pd_scenario_fault_names[PD_FAULT_KIND_COUNT];
 extern const char *const pd_scenario_role_names[2];
 
 #define K_(st, f, fn, lo, hi, req) {#f, fn, offsetof(st, f), (lo), (hi), (req), NULL, NULL}
+/* A key whose JSON name differs from its field (SGLang's flag names for capacity fields). */
+#define K_AS(name, st, f, fn, lo, hi) {(name), fn, offsetof(st, f), (lo), (hi), 0, NULL, NULL}
 #define K_ENUM(st, f, names, what, req)                                                            \
   {                                                                                                \
 #f, pd_scenario_set_enum, offsetof(st, f), 0, sizeof(names) / sizeof(names[0]), (req),         \

@@ -160,6 +160,23 @@ uint64_t pd_scenario_arrival_gap_ns(const pd_scenario_workload_t *wl, uint32_t i
   return gap;
 }
 
+/* ---- prompt lengths ---- */
+
+static uint64_t mix64(uint64_t x) { /* splitmix64's finaliser */
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint32_t pd_scenario_prompt_tokens(const pd_scenario_workload_t *wl, uint64_t seed, uint64_t i) {
+  uint32_t lo = wl->prompt_tokens, hi = wl->prompt_tokens_max;
+  if (hi <= lo) return lo;
+  pd_prng_t r; /* a fresh state per (seed, i): a hash, not a stream another draw shares */
+  pd_prng_init(&r, mix64(seed ^ mix64(i ^ 0x70726f6d7074ull /* "prompt" */)));
+  return lo + (uint32_t)pd_prng_below(&r, (uint64_t)(hi - lo) + 1);
+}
+
 /* ---- entry points ---- */
 
 static int is_json_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }

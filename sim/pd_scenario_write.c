@@ -108,6 +108,13 @@ static cJSON *worker_json(const pd_scenario_worker_t *w, const pd_scenario_worke
   rc |= add_u64_if(o, "open_delay_ms", w->open_delay_ms, d->open_delay_ms);
   if (w->breaker_initial != d->breaker_initial)
     rc |= add_str(o, "breaker_initial", breaker_names[w->breaker_initial]);
+  rc |= add_u64_if(o, "max_running_requests", w->max_running, d->max_running);
+  rc |= add_u64_if(o, "max_total_tokens", w->kv_tokens, d->kv_tokens);
+  rc |= add_u64_if(o, "page_size", w->page_size, d->page_size);
+  rc |= add_u64_if(o, "num_reserved_decode_tokens", w->reserved_decode_tokens,
+                   d->reserved_decode_tokens);
+  rc |= add_u64_if(o, "forward_us_per_token", w->forward_us_per_token, d->forward_us_per_token);
+  rc |= add_u64_if(o, "max_prefill_tokens", w->max_prefill_tokens, d->max_prefill_tokens);
   if (w->n_faults) {
     cJSON *a = cJSON_AddArrayToObject(o, "faults");
     rc |= a ? 0 : PD_ERR_NOMEM;
@@ -184,6 +191,8 @@ static int workload_json(cJSON *root, const pd_scenario_workload_t *w,
   rc |= add_u64_if(o, "disconnect_at_ms", w->disconnect_at_ms, d->disconnect_at_ms);
   rc |= add_frac_if(o, "disconnect_prob", w->disconnect_prob, d->disconnect_prob);
   rc |= add_frac_if(o, "fault_rate", w->fault_rate, d->fault_rate);
+  rc |= add_u64_if(o, "prompt_tokens", w->prompt_tokens, d->prompt_tokens);
+  rc |= add_u64_if(o, "prompt_tokens_max", w->prompt_tokens_max, d->prompt_tokens_max);
   cJSON *a = w->n_bursts ? cJSON_AddArrayToObject(o, "bursts") : NULL;
   rc |= w->n_bursts && !a ? PD_ERR_NOMEM : 0;
   for (uint32_t i = 0; a && i < w->n_bursts; i++) {

@@ -3,6 +3,8 @@
  * be judged. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +25,7 @@ static uint64_t splitmix(uint64_t z) {
 }
 
 /* The tie key of an event: equal for every event of one channel (a leg's messages in each
- * direction, its worker timers, a request's client, a worker's crash clock), so a channel
+ * direction, a worker engine's wakes, a request's client, a worker's crash clock), so a channel
  * stays FIFO, and a hash of the channel and the tie seed between channels, so a tie seed
  * picks one order of same-instant events on different channels. The core's deadlines are not
  * in this heap: they fire after every event of their instant, whatever the seed (run_until in
@@ -34,7 +36,7 @@ static uint64_t tie_key(const struct pd_world *w, uint32_t kind, uint32_t a, uin
   switch (kind) {
   case EV_G2W_OPEN: case EV_G2W_CLOSE: case EV_G2W_ABORT: ch = 1ull << 60 | b; break;
   case EV_W2G: ch = 2ull << 60 | b; break;
-  case EV_WTIMER: ch = 3ull << 60 | b; break;
+  case EV_WWAKE: ch = 3ull << 60 | a; break;
   case EV_GONE: ch = 4ull << 60 | b; break;
   case EV_CRASH: case EV_RESTART: ch = 6ull << 60 | a; break;
   default: ch = 0; break; /* EV_ARRIVE */
@@ -61,9 +63,6 @@ void pd_world_to_gw_part(struct pd_world *w, pd_worker_leg_t *leg, int kind, uin
                 W2G_PART(part, n_parts));
 }
 
-void pd_world_wtimer(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint64_t delay) {
-  pd_world_push(w, w->now + delay, EV_WTIMER, (uint32_t)kind, leg->leg_id, leg->tgen);
-}
 
 /* ---------- requests: creation, retirement ---------- */
 
@@ -239,57 +238,81 @@ static int draw(struct pd_world *w, double frac) {
   return pd_prng_unit(&w->world_rng) < frac;
 }
 
-/* `n` prompt strings "<tag> p<i>" from buf + off; returns the new offset (cap - 1 at most: a
- * list that does not fit makes the caller's final snprintf fail, so the body is 0, never cut). */
-static size_t prompt_list(char *buf, size_t cap, size_t off, uint32_t n, const char *tag,
-                          const char *sep) {
-  for (uint32_t i = 0; i < n && off < cap; i++) {
-    int k = snprintf(buf + off, cap - off, "%s\"%s%sp%u\"", i ? "," : "", tag, sep, i);
-    off = k < 0 || off + (size_t)k >= cap ? cap - 1 : off + (size_t)k;
+/* A body written piece by piece; one that does not fit (with its NUL) is 0, never cut. */
+typedef struct body_out {
+  char *buf;
+  size_t cap, off;
+  int is_short;
+} body_out_t;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void out(body_out_t *o, const char *fmt, ...) {
+  va_list ap;
+  if (o->is_short) return;
+  va_start(ap, fmt);
+  int k = vsnprintf(o->buf + o->off, o->cap - o->off, fmt, ap);
+  va_end(ap);
+  if (k < 0 || o->off + (size_t)k >= o->cap) o->is_short = 1;
+  else o->off += (size_t)k;
+}
+
+/* One prompt string: "<tag><sep>" then `pad` words "t " then its last word. */
+static void out_prompt(body_out_t *o, const char *tag, const char *sep, uint32_t pad,
+                       const char *last, uint32_t idx) {
+  out(o, "\"%s%s", tag, sep);
+  if (!o->is_short && o->off + 2ull * pad >= o->cap) o->is_short = 1;
+  for (uint32_t i = 0; i < pad && !o->is_short; i++, o->off += 2) memcpy(o->buf + o->off, "t ", 2);
+  if (last) out(o, "%s\"", last);
+  else out(o, "p%u\"", idx);
+}
+
+/* `n` prompt strings "<tag> p<i>", comma-separated. */
+static void out_prompts(body_out_t *o, uint32_t n, const char *tag, const char *sep,
+                        uint32_t pad) {
+  for (uint32_t i = 0; i < n && !o->is_short; i++) {
+    if (i) out(o, ",");
+    out_prompt(o, tag, sep, pad, NULL, i);
   }
-  return off;
+}
+
+size_t pd_world_client_body_cap(const pd_scenario_workload_t *wl, uint32_t prompt_tokens,
+                                size_t tag_len) {
+  size_t n = wl->batch ? wl->batch : 1;
+  return 512 + n * (16 + tag_len + 2 * (size_t)prompt_tokens); /* a batch of 1024 fits */
 }
 
 size_t pd_world_client_body(const pd_client_request_t *rq, const pd_scenario_workload_t *wl,
                             const char *tag, char *buf, size_t cap) {
   const char *st = rq->is_stream ? "true" : "false", *lp = rq->wants_logprob ? "true" : "false";
   const char *sep = tag ? " " : "";
+  uint32_t base = tag ? 2 : 1; /* words of the short prompt: the tag, then its last word */
+  uint32_t pad = rq->prompt_tokens > base ? rq->prompt_tokens - base : 0;
+  body_out_t o = {buf, cap, 0, cap == 0};
   if (!tag) tag = "";
-  int n;
   switch (wl->route) {
-  case PD_ROUTE_COMPLETIONS:
-    if (wl->batch) { /* a prompt array of `batch` strings */
-      size_t off = (size_t)snprintf(buf, cap, "{\"model\":\"m\",\"prompt\":[");
-      off = prompt_list(buf, cap, off, wl->batch, tag, sep);
-      n = snprintf(buf + off, cap - off, "],\"max_tokens\":%u,\"stream\":%s%s}", rq->tokens, st,
-                   rq->wants_logprob ? ",\"logprobs\":1" : "");
-      return n > 0 && off + (size_t)n < cap ? off + (size_t)n : 0;
-    }
-    n = snprintf(buf, cap,
-                 "{\"model\":\"m\",\"prompt\":\"%s%shello\",\"max_tokens\":%u,\"stream\":%s%s}",
-                 tag, sep, rq->tokens, st, rq->wants_logprob ? ",\"logprobs\":1" : "");
+  case PD_ROUTE_COMPLETIONS: /* batch: a prompt array of `batch` strings */
+    out(&o, "{\"model\":\"m\",\"prompt\":%s", wl->batch ? "[" : "");
+    if (wl->batch) out_prompts(&o, wl->batch, tag, sep, pad);
+    else out_prompt(&o, tag, sep, pad, "hello", 0);
+    out(&o, "%s,\"max_tokens\":%u,\"stream\":%s%s}", wl->batch ? "]" : "", rq->tokens, st,
+        rq->wants_logprob ? ",\"logprobs\":1" : "");
     break;
   case PD_ROUTE_CHAT:
-    n = snprintf(buf, cap,
-                 "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"%s%shi\"}],"
-                 "\"max_tokens\":%u,\"stream\":%s,\"logprobs\":%s,\"n\":%u}",
-                 tag, sep, rq->tokens, st, lp, wl->batch ? wl->batch : 1);
+    out(&o, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":");
+    out_prompt(&o, tag, sep, pad, "hi", 0);
+    out(&o, "}],\"max_tokens\":%u,\"stream\":%s,\"logprobs\":%s,\"n\":%u}", rq->tokens, st, lp,
+        wl->batch ? wl->batch : 1);
     break;
   default:
-    if (wl->batch) {
-      size_t off = (size_t)snprintf(buf, cap, "{\"text\":[");
-      off = prompt_list(buf, cap, off, wl->batch, tag, sep);
-      n = snprintf(buf + off, cap - off,
-                   "],\"stream\":%s,\"return_logprob\":%s,\"sampling_params\":{\"max_new_tokens\":%u}}",
-                   st, lp, rq->tokens);
-      return n > 0 && off + (size_t)n < cap ? off + (size_t)n : 0;
-    }
-    n = snprintf(buf, cap,
-                 "{\"text\":\"%s%shello\",\"stream\":%s,\"return_logprob\":%s,"
-                 "\"sampling_params\":{\"max_new_tokens\":%u}}",
-                 tag, sep, st, lp, rq->tokens);
+    out(&o, "{\"text\":%s", wl->batch ? "[" : "");
+    if (wl->batch) out_prompts(&o, wl->batch, tag, sep, pad);
+    else out_prompt(&o, tag, sep, pad, "hello", 0);
+    out(&o, "%s,\"stream\":%s,\"return_logprob\":%s,\"sampling_params\":{\"max_new_tokens\":%u}}",
+        wl->batch ? "]" : "", st, lp, rq->tokens);
   }
-  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+  return o.is_short ? 0 : o.off;
 }
 
 void pd_world_feed(struct pd_world *w, const pd_event_t *ev) {
@@ -309,6 +332,7 @@ void pd_world_arrive(struct pd_world *w) {
   rq->is_stream = draw(w, wl->stream);
   rq->wants_logprob = draw(w, wl->logprob);
   rq->tokens = wl->tokens;
+  rq->prompt_tokens = pd_scenario_prompt_tokens(wl, w->seed, rq->id);
   pd_sse_init(&rq->sse, NULL);
   pd_map_put(&w->reqs, rq->id, rq);
   if (w->reqs.len > w->stats->peak_live) w->stats->peak_live = w->reqs.len;
@@ -317,7 +341,7 @@ void pd_world_arrive(struct pd_world *w) {
   if (w->next_req < wl->requests) /* next arrival */
     pd_world_push(w, w->now + pd_scenario_arrival_gap_ns(wl, w->next_req, &w->world_rng),
                   EV_ARRIVE, 0, 0, 0);
-  size_t cap = 512 + (size_t)wl->batch * 16; /* a batch of 1024 prompts fits */
+  size_t cap = pd_world_client_body_cap(wl, rq->prompt_tokens, 0);
   char *body = malloc(cap);
   size_t len = body ? pd_world_client_body(rq, wl, NULL, body, cap) : 0;
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id,

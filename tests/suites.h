@@ -23,6 +23,9 @@
   X(pdt_suite_rqstate)   \
   X(pdt_suite_scenario)  \
   X(pdt_suite_scenario_more) \
+  X(pdt_suite_capacity_scenario) \
+  X(pdt_suite_capacity_prompt) \
+  X(pdt_suite_capacity_check) \
   X(pdt_suite_wengine) \
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \

@@ -39,7 +39,6 @@ int pd_conform_plan(pd_conform_runner_t *run) {
   pd_prng_fork(&root, 1, &gw_rng); /* the simulator forks the gateway's stream first */
   pd_prng_fork(&root, 2, &world);
   uint64_t t = pd_scenario_arrival_gap_ns(wl, 0, &world), tag = pd_conform_now_abs() / 1000u;
-  char body[4096];
   for (uint32_t i = 0; i < n; i++) {
     pd_conform_req_t *q = &run->reqs[i];
     q->run = run;
@@ -47,6 +46,7 @@ int pd_conform_plan(pd_conform_runner_t *run) {
     q->c.is_stream = draw(&world, wl->stream);
     q->c.wants_logprob = draw(&world, wl->logprob);
     q->c.tokens = wl->tokens;
+    q->c.prompt_tokens = pd_scenario_prompt_tokens(wl, run->s->config.seed, i); /* as the sim */
     pd_sse_init(&q->c.sse, NULL);
     pd_buf_init(&q->c.body, PD_WORLD_MAX_BODY_BYTES); /* as the simulator keeps it */
     if (wl->disconnect_at_ms && draw(&world, wl->disconnect_prob)) {
@@ -58,11 +58,10 @@ int pd_conform_plan(pd_conform_runner_t *run) {
     snprintf(q->xrid, sizeof q->xrid, "pdconf-%06llx-%u", (unsigned long long)(tag & 0xffffff), i);
     /* the id rides in the prompt too: every gateway forwards the prompt to both legs, so the
        mocks tie legs exactly even behind a gateway that drops X-Request-Id (mini_lb) */
-    q->body_len = pd_world_client_body(&q->c, wl, q->xrid, body, sizeof body);
-    if (q->body_len >= sizeof body) q->body_len = sizeof body - 1;
-    q->body = malloc(q->body_len + 1);
+    size_t cap = pd_world_client_body_cap(wl, q->c.prompt_tokens, strlen(q->xrid));
+    q->body = malloc(cap);
     if (!q->body) return -1;
-    memcpy(q->body, body, q->body_len);
+    q->body_len = pd_world_client_body(&q->c, wl, q->xrid, q->body, cap);
     q->body[q->body_len] = 0;
   }
   return 0;
