@@ -42,4 +42,5 @@
   X(pdt_suite_worker_parity) \
   X(pdt_suite_hostile_input) \
   X(pdt_suite_hostile_http) \
+  X(pdt_suite_bench) \
   X(pdt_suite_cli)
