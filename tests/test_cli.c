@@ -258,6 +258,10 @@ static void test_bad_number_exits_2_naming_flag_and_value(void) {
   r = pdref(range);
   PDT_EQ_INT(r->code, 2);
   PDT_HAS(r->out, "--fault-rate: '1.5' is out of range 0..1");
+  const char *cap[] = {"mock", "--role", "decode", "--max-running", "0", NULL};
+  r = pdref(cap);
+  PDT_EQ_INT(r->code, 2);
+  PDT_HAS(r->out, "--max-running: '0' is out of range 1..");
 }
 
 static void test_good_numbers_still_run(void) {

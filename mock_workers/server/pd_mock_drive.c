@@ -200,7 +200,8 @@ static void open_leg(pd_mock_t *m, pd_mock_leg_t *leg) {
   uint32_t c0 = collisions(m);
   int rc = pd_wengine_open(m->eng, now(m), eng_id(leg), &rq, &m->acts);
   check(rc, "a request");
-  if (rc == 0 && collisions(m) > c0) pd_mock_log(m, "room_collision", leg); /* room held */
+  if (rc == 0 && leg->has_room && collisions(m) > c0) /* another request holds the room */
+    pd_mock_log(m, "room_collision", leg);
   apply(m);
   if (rc < 0) { /* not taken: refuse it as a worker that cannot hold it */
     pd_mock_output_end(m, leg, PD_MOCK_OUTPUT_END_RESET);

@@ -68,7 +68,7 @@ typedef struct pd_mock_leg {
   char boot_host[PD_MOCK_HOST_MAX];
   int boot_port;  /* < 0: none */
   uint32_t tokens;
-  uint32_t prompt_tokens; /* 0: unknown (the engine counts it as 1) */
+  uint32_t prompt_tokens; /* the prompt's length in tokens (pd_worker_body.c) */
   char xrid[PD_MOCK_XRID_MAX];
   uint32_t req_index; /* the runner's request index from its id in the prompt, or
                          PD_TRAFFIC_FAULT_ANY (no traffic fault applies) */
