@@ -21,6 +21,7 @@ static void usage(FILE *f) {
           "                  [--bootstrap-timeout-ms N] [--waiting-timeout-ms N] [--speed X]\n"
           "                  [--seed N] [--direct] [--clock-on-start] [--json]\n"
           "                  [--max-connections N] [--client-deadline-s N]\n"
+          "                  [--max-running N] [--kv-tokens N] [--page-size N]\n"
           "\n"
           "An SGLang-like PD worker on real sockets, for testing gateways (docs/mock.md).\n"
           "  --role R            prefill or decode (optional with --worker: the worker's role)\n"
@@ -46,12 +47,19 @@ static void usage(FILE *f) {
           "  --client-deadline-s N  a request must be whole (headers and body) this long\n"
           "                      after the accept or the previous response, else 408\n"
           "                      (0/default 10)\n"
+          "  --max-running N     running-request limit (default: scenario, 2048)\n"
+          "  --kv-tokens N       KV pool in tokens (default: scenario, 1048576)\n"
+          "  --page-size N       tokens per KV page (default: scenario, 1)\n"
           "Ready line (stdout): pdref mock: <role> <worker> http://HOST:PORT bootstrap P\n"
           "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage or input\n");
 }
 
 typedef struct mock_opts {
   pd_mock_config_t c;
+  pd_scenario_worker_t w; /* the worker with the capacity flags applied (when given) */
+  uint32_t max_running, page_size;
+  uint64_t kv_tokens;
+  int has_capacity;
   const char *scenario, *worker, *log, *role;
   char host[64];
   int has_boot_port, has_bto, has_wto, has_seed, is_json;
@@ -62,7 +70,8 @@ typedef struct mock_opts {
 enum {
   OPT_ROLE = PD_CLI_OPT_FIRST, OPT_LISTEN, OPT_SCENARIO, OPT_WORKER, OPT_LOG, OPT_LEDGER,
   OPT_SPEED, OPT_BOOT_PORT, OPT_BOOT_TIMEOUT, OPT_WAIT_TIMEOUT, OPT_MAX_CONN, OPT_DEADLINE,
-  OPT_SEED, OPT_JSON, OPT_DIRECT, OPT_CLOCK_ON_START
+  OPT_SEED, OPT_JSON, OPT_DIRECT, OPT_CLOCK_ON_START, OPT_MAX_RUNNING, OPT_KV_TOKENS,
+  OPT_PAGE_SIZE
 };
 
 static const struct option long_opts[] = {
@@ -83,6 +92,9 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"direct", no_argument, NULL, OPT_DIRECT},
     {"clock-on-start", no_argument, NULL, OPT_CLOCK_ON_START},
+    {"max-running", required_argument, NULL, OPT_MAX_RUNNING},
+    {"kv-tokens", required_argument, NULL, OPT_KV_TOKENS},
+    {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
     {NULL, 0, NULL, 0},
 };
 
@@ -114,6 +126,15 @@ static int apply_number(mock_opts_t *o, int c, const char *v) {
     rc = pd_cli_parse_u32(CMD, "--client-deadline-s", v, 0, 3600, &n);
     if (!rc) o->c.client_deadline_s = n;
     return rc;
+  case OPT_MAX_RUNNING:
+    o->has_capacity = 1;
+    return pd_cli_parse_u32(CMD, "--max-running", v, 1, UINT32_MAX, &o->max_running);
+  case OPT_KV_TOKENS:
+    o->has_capacity = 1;
+    return pd_cli_parse_u64(CMD, "--kv-tokens", v, 1, UINT64_MAX / 4, &o->kv_tokens);
+  case OPT_PAGE_SIZE:
+    o->has_capacity = 1;
+    return pd_cli_parse_u32(CMD, "--page-size", v, 1, 1u << 20, &o->page_size);
   default: /* OPT_SEED */
     o->has_seed = 1;
     return pd_cli_parse_u64(CMD, "--seed", v, 0, UINT64_MAX, &o->c.seed);
@@ -196,6 +217,25 @@ static int resolve_role(mock_opts_t *o, pd_scenario_t *s) {
   return 0;
 }
 
+/* --max-running, --kv-tokens, --page-size over the scenario's worker (or the defaults). */
+static int apply_capacity(mock_opts_t *o) {
+  if (!o->has_capacity) return 0;
+  if (o->c.worker) {
+    o->w = *o->c.worker;
+  } else {
+    pd_scenario_t *d = calloc(1, sizeof *d);
+    if (!d) return 1;
+    pd_scenario_defaults(d);
+    o->w = d->workers[o->c.role == PD_ROLE_PREFILL ? 0 : 1];
+    free(d);
+  }
+  if (o->max_running) o->w.max_running = o->max_running;
+  if (o->kv_tokens) o->w.kv_tokens = o->kv_tokens;
+  if (o->page_size) o->w.page_size = o->page_size;
+  o->c.worker = &o->w;
+  return 0;
+}
+
 static void print_ready(const mock_opts_t *o, pd_mock_t *m) {
   const char *role = o->c.role == PD_ROLE_PREFILL ? "prefill" : "decode";
   const char *name = o->c.worker ? o->c.worker->name : o->c.role == PD_ROLE_PREFILL ? "p0" : "d0";
@@ -228,7 +268,7 @@ static int serve(mock_opts_t *o) {
   print_ready(o, m);
   pd_cli_warn_exposed("pdref mock", o->host,
                       "anyone who reaches it can POST /abort_request {\"abort_all\":true} (ends "
-                      "every live request with finish_reason abort), POST /flush_cache and "
+                      "every live request: 500 or finish_reason abort), POST /flush_cache and "
                       "/pdref/start, and open connections to its bootstrap port");
   int sig = 0;
   sigwait(&set, &sig);
@@ -247,6 +287,7 @@ int pd_cli_mock(int argc, char **argv) {
   if (rc >= 0) return rc;
   pd_scenario_t *s = calloc(1, sizeof *s);
   rc = s ? resolve_role(&o, s) : 1;
+  if (!rc) rc = apply_capacity(&o);
   FILE *log = NULL;
   if (!rc && o.log) {
     log = strcmp(o.log, "-") == 0 ? stdout : fopen(o.log, "w");

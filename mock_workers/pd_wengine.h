@@ -96,6 +96,7 @@ typedef struct pd_wact {
   uint64_t id;   /* the leg (the caller's id) */
   uint64_t b, c;
   uint64_t room;
+  const pd_fault_t *fp; /* PD_WACT_FAULT: the chosen fault (in the spec or the traffic faults) */
 } pd_wact_t;
 
 /* Caller-owned action list (grows; a failed growth is remembered in err). */
@@ -118,6 +119,8 @@ typedef struct pd_wengine_stats {
   uint32_t inflight;    /* prefill: in a forward pass or transferring */
   uint64_t kv_used_pages, kv_total_pages;
   uint32_t is_down;
+  uint32_t collisions;  /* prefill: a room registered twice (a second leg or decode) */
+  uint32_t registrations; /* prefill: decode registrations not yet paired */
 } pd_wengine_stats_t;
 
 /* The engine; NULL on no memory. cfg->spec must outlive it. */
@@ -147,6 +150,9 @@ int pd_wengine_boot_lost(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf
 /* The worker process dies (every live leg reset) / comes back (empty). */
 int pd_wengine_crash(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out);
 int pd_wengine_restart(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out);
+/* New faults and timings for later requests (the simulator's healed phase): cfg replaces the
+ * engine's; capacity keeps its sizes. */
+void pd_wengine_reconfigure(pd_wengine_t *e, const pd_wengine_config_t *cfg);
 
 /* Deadlines: the earliest one (UINT64_MAX: none; it may have become moot, which is
  * harmless), and firing every deadline due at now. */

@@ -110,6 +110,9 @@ typedef enum {
   PD_WORKER_LEG_STREAM,    /* decode: producing tokens */
   PD_WORKER_LEG_HUNG,      /* a hang fault: no more output */
   PD_WORKER_LEG_DONE,      /* worker finished the request (slot freed) */
+  PD_WORKER_LEG_QUEUED,    /* waiting for capacity: prefill's waiting queue (paired, before
+                              its forward pass), decode's prealloc queue (before it tells
+                              prefill its room) */
 } pd_worker_leg_state_t;
 
 #endif

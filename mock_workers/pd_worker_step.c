@@ -42,7 +42,7 @@ pd_worker_step_t pd_worker_respond_step(int fault) {
 
 pd_truth_t pd_worker_interrupted_truth(pd_worker_leg_state_t st, uint64_t drip_ms) {
   return (st == PD_WORKER_LEG_HUNG || st == PD_WORKER_LEG_WAIT_KV ||
-          st == PD_WORKER_LEG_BOOTSTRAP || st == PD_WORKER_LEG_NEW ||
+          st == PD_WORKER_LEG_BOOTSTRAP || st == PD_WORKER_LEG_NEW || st == PD_WORKER_LEG_QUEUED ||
           (drip_ms && st == PD_WORKER_LEG_STREAM))
              ? PD_TRUTH_STALLED
              : PD_TRUTH_CANCELLED;

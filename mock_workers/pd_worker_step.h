@@ -1,5 +1,5 @@
-/* pd_worker_step: the worker engine's decision rules, one copy for the simulator's driver
- * (sim/pd_world_worker.c) and the real mock's (mock_workers/server/pd_mock_model.c): what a
+/* pd_worker_step: the worker engine's decision rules (mock_workers/pd_wengine.c, driven by
+ * the simulator and by the real mock, mock_workers/server/pd_mock_drive.c): what a
  * leg's fault does when the request arrives and at each decode token, the truth of a leg cut
  * off by its client, and when two tokens go out as one chunk. Pure functions: the callers do
  * the I/O the answer names. */

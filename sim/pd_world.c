@@ -25,7 +25,7 @@ static uint64_t splitmix(uint64_t z) {
 }
 
 /* The tie key of an event: equal for every event of one channel (a leg's messages in each
- * direction, its worker timers, a request's client, a worker's crash clock), so a channel
+ * direction, a worker engine's wakes, a request's client, a worker's crash clock), so a channel
  * stays FIFO, and a hash of the channel and the tie seed between channels, so a tie seed
  * picks one order of same-instant events on different channels. The core's deadlines are not
  * in this heap: they fire after every event of their instant, whatever the seed (run_until in
@@ -36,7 +36,7 @@ static uint64_t tie_key(const struct pd_world *w, uint32_t kind, uint32_t a, uin
   switch (kind) {
   case EV_G2W_OPEN: case EV_G2W_CLOSE: case EV_G2W_ABORT: ch = 1ull << 60 | b; break;
   case EV_W2G: ch = 2ull << 60 | b; break;
-  case EV_WTIMER: ch = 3ull << 60 | b; break;
+  case EV_WWAKE: ch = 3ull << 60 | a; break;
   case EV_GONE: ch = 4ull << 60 | b; break;
   case EV_CRASH: case EV_RESTART: ch = 6ull << 60 | a; break;
   default: ch = 0; break; /* EV_ARRIVE */
@@ -63,9 +63,6 @@ void pd_world_to_gw_part(struct pd_world *w, pd_worker_leg_t *leg, int kind, uin
                 W2G_PART(part, n_parts));
 }
 
-void pd_world_wtimer(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint64_t delay) {
-  pd_world_push(w, w->now + delay, EV_WTIMER, (uint32_t)kind, leg->leg_id, leg->tgen);
-}
 
 /* ---------- requests: creation, retirement ---------- */
 

@@ -40,9 +40,7 @@ typedef struct pd_worker_leg {
   int tfault;           /* index of the traffic fault that struck it, or -1 */
   const pd_fault_t *fp;
   uint64_t lag_ms, drip_ms;
-  int is_kv_failed;
   uint32_t sent_tokens;
-  uint64_t tgen;        /* worker timer generation */
   int slot_taken;
   int is_slot_freed;    /* the worker freed the slot (a time of 0 is a time, not "never"); a
                            record built from logs (pdref conform) may set only t_slot_freed */
@@ -58,11 +56,12 @@ typedef struct pd_worker_leg {
   uint64_t t_kv_freed;      /* when kv_pages last fell to 0 after being > 0 */
   int injected_status;  /* STATUS fault status sent, else 0 */
   int worker_conn_open; /* the worker still writes to this connection */
-  struct pd_worker_leg *partner;
   uint32_t aborts;
   uint32_t aborts_in_flight; /* /abort_request sent by the gateway, not yet at the worker: the
                                 request waits for them, so the worker's log has every abort */
   int is_abort_early;   /* an abort came before the request: applied when it arrives (Q7) */
+  int is_closed_early;  /* the close came before the request (same instant): applied after it */
+  int boot_node;        /* the prefill node the body's bootstrap_host names, or -1 */
   uint64_t t_open_arrive; /* when the request reaches the worker (net_us + open_delay_ms) */
   /* gateway side */
   uint64_t t_open, t_gw_closed; /* t_gw_closed is meaningful only once gw_open is 0 */
@@ -82,7 +81,6 @@ typedef struct pd_worker_leg {
                               from logs has no breaker view: I16 is not judged for it) */
   uint64_t eligible_nodes; /* bit per node: breaker Closed (as the core reported) at the open */
   /* bookkeeping */
-  int is_in_room_table;
   struct pd_worker_leg *next_in_req;
 } pd_worker_leg_t;
 

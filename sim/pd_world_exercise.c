@@ -121,11 +121,13 @@ void pd_world_heal(struct pd_world *w) {
     w->orig = w->s;
     w->s = h;
     for (uint32_t i = 0; i < w->n_nodes; i++) w->nodes[i].spec = &h->workers[i];
+    pd_world_workers_reconfigure(w);
   }
   for (uint32_t i = 0; i < w->n_nodes; i++)
     if (w->nodes[i].is_down) {
       w->nodes[i].is_down = 0;
       pd_world_health(w, -1);
+      pd_worker_model_restart(w, i);
     }
 }
 
@@ -140,6 +142,7 @@ void pd_world_check_quiet(struct pd_world *w) {
   char r[160] = "", what[96];
   size_t off = 0;
   size_t live = pd_gw_requests_live(w->gw);
+  uint32_t rooms = 0;
   if (live) {
     snprintf(what, sizeof what, "%zu request(s) live in the core", live);
     quiet_note(r, sizeof r, &off, what);
@@ -154,13 +157,20 @@ void pd_world_check_quiet(struct pd_world *w) {
                 quiet_note(r, sizeof r, &off, what);
     if (n->live_slots) snprintf(what, sizeof what, "%u slot(s) held on %.31s", n->live_slots, name),
                        quiet_note(r, sizeof r, &off, what);
+    pd_wengine_stats_t st;
+    pd_wengine_stats(n->eng, &st);
+    if (st.running || st.kv_used_pages)
+      snprintf(what, sizeof what, "%u running, %llu KV page(s) held on %.31s", st.running,
+               (unsigned long long)st.kv_used_pages, name),
+          quiet_note(r, sizeof r, &off, what);
+    rooms += st.queued + st.registrations;
   }
   if (w->reqs.len) { /* a leg still open at the gateway or still running at its worker */
     snprintf(what, sizeof what, "%zu request(s) with a leg never settled", w->reqs.len);
     quiet_note(r, sizeof r, &off, what);
   }
-  if (w->rooms.len || w->droom.len) {
-    snprintf(what, sizeof what, "%zu room(s) in bootstrap tables", w->rooms.len + w->droom.len);
+  if (rooms) {
+    snprintf(what, sizeof what, "%u queue or bootstrap entr%s left", rooms, rooms == 1 ? "y" : "ies");
     quiet_note(r, sizeof r, &off, what);
   }
   if (!off) return;

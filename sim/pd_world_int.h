@@ -10,6 +10,7 @@
 #include "pd_map.h"
 #include "pd_trace.h"
 #include "pd_world.h"
+#include "pd_wengine.h"
 #include "pd_worker_shared.h"
 
 /* Heap event kinds. */
@@ -20,7 +21,7 @@ enum {
   EV_G2W_CLOSE,   /* b = leg id */
   EV_G2W_ABORT,   /* b = leg id */
   EV_W2G,         /* a = message kind | arg << 8, b = leg id */
-  EV_WTIMER,      /* a = timer kind, b = leg id, c = gen */
+  EV_WWAKE,       /* a = worker node: its engine's deadline (pd_wengine_next_expiry) */
   EV_CRASH,       /* a = worker */
   EV_RESTART,     /* a = worker */
 };
@@ -39,9 +40,6 @@ enum {
   W2G_UPERR,        /* arg = pd_upstream_error_t */
 };
 
-/* Worker timers. */
-enum { WT_BOOTSTRAP_TIMEOUT = 1, WT_WAIT_TIMEOUT, WT_TRANSFER_DONE, WT_RESPOND, WT_TOKEN };
-
 typedef struct pd_worker_node {
   const pd_scenario_worker_t *spec;
   pd_role_t role;
@@ -49,6 +47,8 @@ typedef struct pd_worker_node {
   uint32_t received;   /* requests received (nth for faults) */
   int is_down;         /* crashed, not restarted */
   uint32_t live_slots; /* slots held now */
+  pd_wengine_t *eng;   /* the worker engine (sim/pd_world_worker.c drives it) */
+  uint64_t wake_at;    /* the EV_WWAKE queued for its next deadline (UINT64_MAX: none) */
   /* breaker timeline as the core reports it, for I12 */
   int breaker_state;
   uint32_t half_open_inflight;
@@ -69,8 +69,7 @@ struct pd_world {
   uint32_t role_node[2][PD_SCENARIO_MAX_WORKERS]; /* core worker index -> node */
   pd_map_t legs;  /* leg id -> pd_worker_leg_t */
   pd_map_t reqs;  /* req id -> pd_client_request_t */
-  pd_map_t rooms; /* room -> prefill pd_worker_leg_t waiting in bootstrap */
-  pd_map_t droom; /* room -> decode pd_worker_leg_t registered before its prefill */
+  pd_wact_buf_t wacts; /* the worker engines' actions of one step */
   uint32_t next_req;
   pd_trace_t trace;
   uint64_t run_hash; /* FNV-1a over every judged request (I13) */
@@ -136,18 +135,22 @@ void pd_world_to_gw(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t
 void pd_world_to_gw_part(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg,
                          uint32_t part, uint32_t n_parts);
 #define W2G_PART(part, n) ((uint64_t)(n) << 8 | (uint64_t)(part))
-void pd_world_wtimer(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint64_t delay_ns);
 void pd_world_leg_changed(struct pd_world *w, pd_worker_leg_t *leg); /* checked after the step */
 
 /* pd_metrics_report.c: add the requests still held at the run's end, the trace's counter
  * tracks, and end the run's figures */
 void pd_metrics_world_end(struct pd_world *w);
 
-/* worker model (sim/pd_world_worker.c) */
+/* worker engines (sim/pd_world_worker.c) */
+int pd_world_workers_init(struct pd_world *w); /* one engine per node, after the nodes */
+void pd_world_workers_reconfigure(struct pd_world *w); /* the nodes' specs changed (healed) */
+void pd_world_workers_free(struct pd_world *w);
+uint32_t pd_world_workers_collisions(const struct pd_world *w);
+void pd_worker_model_wake(struct pd_world *w, uint32_t node, uint64_t t);
+void pd_worker_model_restart(struct pd_world *w, uint32_t node);
 void pd_worker_model_on_open(struct pd_world *w, pd_worker_leg_t *leg);
 void pd_worker_model_on_close(struct pd_world *w, pd_worker_leg_t *leg);
 void pd_worker_model_on_abort(struct pd_world *w, pd_worker_leg_t *leg);
-void pd_worker_model_on_timer(struct pd_world *w, pd_worker_leg_t *leg, int kind);
 void pd_worker_model_crash(struct pd_world *w, uint32_t node);
 /* Render a W2G message for delivery into buf; returns length (0: nothing to send). */
 size_t pd_worker_model_render(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg,

@@ -29,7 +29,8 @@ _Static_assert((int)PD_WIRE_ERROR_BODY == (int)W2G_ERROR_BODY, "render kinds fol
 /* The leg's fields from the body the worker received (mock_workers/pd_worker_body.c, the
  * parser the socket mock uses too). A wrong field is kept as read: the gateway's bug is for
  * the invariants to judge; a body that is not JSON leaves the fields empty. */
-static void parse_leg_body(pd_worker_leg_t *leg, const uint8_t *body, size_t len) {
+static void parse_leg_body(struct pd_world *w, pd_worker_leg_t *leg, const uint8_t *body,
+                           size_t len) {
   cJSON *j = cJSON_ParseWithLength((const char *)body, len);
   if (!j) return;
   pd_worker_body_t b;
@@ -44,6 +45,10 @@ static void parse_leg_body(pd_worker_leg_t *leg, const uint8_t *body, size_t len
   leg->rooms = b.rooms;
   leg->has_rid = b.has_rid;
   leg->prompt_tokens = b.prompt_tokens;
+  for (uint32_t i = 0; i < w->n_nodes; i++) /* the sim names a prefill's bootstrap host after it */
+    if (w->nodes[i].role == PD_ROLE_PREFILL && b.boot_port > 0 &&
+        strcmp(w->nodes[i].spec->name, b.boot_host) == 0)
+      leg->boot_node = (int)i;
   if (b.has_rid) snprintf(leg->rid, sizeof leg->rid, "%.*s", (int)sizeof leg->rid - 1, b.rid);
   else snprintf(leg->rid, sizeof leg->rid, "leg-%llu", (unsigned long long)leg->leg_id);
 }
@@ -62,7 +67,8 @@ static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_ac
   leg->tfault = -1;
   leg->gw_open = 1;
   leg->t_open = w->now;
-  parse_leg_body(leg, a->data, a->len);
+  leg->boot_node = -1;
+  parse_leg_body(w, leg, a->data, a->len);
   leg->next_in_req = rq->legs;
   rq->legs = leg;
   rq->n_legs++;
@@ -258,7 +264,7 @@ static void note_stall(pd_worker_leg_t *leg) {
 
 static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   pd_worker_leg_t *leg = NULL;
-  if (it->kind >= EV_G2W_OPEN && it->kind <= EV_WTIMER) {
+  if (it->kind >= EV_G2W_OPEN && it->kind <= EV_W2G) {
     leg = pd_map_get(&w->legs, it->b);
     if (!leg) return;
   }
@@ -297,9 +303,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     return;
   }
   case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, it->c, buf); return;
-  case EV_WTIMER:
-    if (it->c == leg->tgen) pd_worker_model_on_timer(w, leg, (int)it->a);
-    return;
+  case EV_WWAKE: pd_worker_model_wake(w, it->a, it->t_ns); return;
   case EV_CRASH:
     if (!w->nodes[it->a].is_down) pd_world_health(w, +1);
     w->nodes[it->a].is_down = 1;
@@ -309,6 +313,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   case EV_RESTART:
     if (w->nodes[it->a].is_down) pd_world_health(w, -1);
     w->nodes[it->a].is_down = 0;
+    pd_worker_model_restart(w, it->a);
     return;
   default: return;
   }
@@ -348,6 +353,8 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
     if (sw->crash_at_ms) push(w, sw->crash_at_ms * MS_NS, EV_CRASH, i, 0, 0);
     if (sw->restart_at_ms) push(w, sw->restart_at_ms * MS_NS, EV_RESTART, i, 0, 0);
   }
+  int rc = pd_world_workers_init(w);
+  if (rc < 0) return rc;
   if (s->workload.requests)
     push(w, pd_scenario_arrival_gap_ns(&s->workload, 0, &w->world_rng), EV_ARRIVE, 0, 0, 0);
   return 0;
@@ -358,8 +365,7 @@ static void teardown(struct pd_world *w) {
   for (size_t slot = 0; pd_map_next(&w->reqs, &slot, NULL, &rq);) pd_world_client_request_del(rq);
   pd_map_free(&w->reqs);
   pd_map_free(&w->legs);
-  pd_map_free(&w->rooms);
-  pd_map_free(&w->droom);
+  pd_world_workers_free(w);
   pd_heap_free(&w->heap);
   pd_actbuf_free(&w->acts);
   pd_gw_del(w->gw);
@@ -464,6 +470,7 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   pd_world_exercised(w);
   if (rc == 0 && stats->records_lost) rc = PD_ERR_NOMEM; /* a request judged on a lost record */
   *violations = w->violations;
+  w->room_collisions += pd_world_workers_collisions(w);
   if (w->room_collisions) *violations |= 1u << (PD_INVARIANT_ROOMS - 1);
   if (w->metrics) pd_metrics_world_end(w); /* requests left, trace counters, recovery */
   pd_trace_finish(&w->trace);

@@ -1,348 +1,262 @@
-/* SGLang-like worker models (S5.x): prefill blocks in bootstrap until its decode partner
- * connects to the room (bootstrap timeout, then 500), runs the forward pass and the KV
- * transfer, and only then writes its response (stream mode: 200 head at once, body after the
- * transfer); decode waits for the KV (waiting timeout), then streams tokens and [DONE].
- * Fault scripts from the scenario change each step. Every leg keeps its ground truth. */
-#include <stdio.h>
+/* The simulator's driver of the worker engine (mock_workers/pd_wengine.h): one engine per
+ * worker node, fed the gateway's opens, closes and aborts as they reach the worker, woken at
+ * its own deadlines; its actions become scheduled messages to the gateway (rendered at
+ * delivery), the rendezvous between engines (a decode's room reaches the prefill node its
+ * body names, the KV goes back at once), and the leg's record the invariants judge (state,
+ * truth, slot, KV pages, fault). The socket mock drives the same engine
+ * (mock_workers/server/). */
 #include <string.h>
 
+#include "pd_err.h"
 #include "pd_world_int.h"
 #include "pd_worker_shared.h"
-#include "pd_worker_step.h"
 
 #define MS_NS 1000000ull
 
-static pd_worker_node_t *node_of(struct pd_world *w, const pd_worker_leg_t *leg) {
-  return &w->nodes[leg->worker];
+static pd_wengine_config_t engine_config(struct pd_world *w, uint32_t i) {
+  pd_wengine_config_t c = {0};
+  c.spec = w->nodes[i].spec;
+  c.worker_index = i;
+  c.bootstrap_timeout_ms = w->s->config.bootstrap_timeout_ms;
+  c.waiting_timeout_ms = w->s->config.waiting_timeout_ms;
+  c.fault_rate = w->s->workload.fault_rate;
+  c.tfaults = w->s->tfaults;
+  c.n_tfaults = w->s->n_tfaults;
+  c.tf_owner = w->tf_owner;
+  c.fault_rng = &w->fault_rng;
+  c.time_scale = 1.0;
+  return c;
 }
 
-static void slot_take(struct pd_world *w, pd_worker_leg_t *leg) {
-  if (leg->slot_taken) return;
-  leg->slot_taken = 1;
-  leg->t_slot_taken = w->now;
-  node_of(w, leg)->live_slots++;
+int pd_world_workers_init(struct pd_world *w) {
+  pd_wact_buf_init(&w->wacts, NULL);
+  for (uint32_t i = 0; i < w->n_nodes; i++) {
+    pd_wengine_config_t c = engine_config(w, i);
+    w->nodes[i].eng = pd_wengine_new(&c, NULL);
+    w->nodes[i].wake_at = UINT64_MAX;
+    if (!w->nodes[i].eng) return PD_ERR_NOMEM;
+  }
+  return 0;
 }
 
-static void room_unregister(struct pd_world *w, pd_worker_leg_t *leg) {
-  if (!leg->is_in_room_table) return;
-  pd_map_t *m = leg->role == PD_ROLE_PREFILL ? &w->rooms : &w->droom;
-  if (pd_map_get(m, leg->room) == leg) pd_map_remove(m, leg->room);
-  leg->is_in_room_table = 0;
+void pd_world_workers_reconfigure(struct pd_world *w) {
+  for (uint32_t i = 0; i < w->n_nodes; i++) {
+    pd_wengine_config_t c = engine_config(w, i);
+    if (w->nodes[i].eng) pd_wengine_reconfigure(w->nodes[i].eng, &c);
+  }
 }
 
-/* The worker is done with this request: slot freed, room forgotten, truth fixed. */
-static void finish(struct pd_world *w, pd_worker_leg_t *leg, pd_truth_t truth) {
-  if (leg->wstate == PD_WORKER_LEG_DONE) return;
-  leg->wstate = PD_WORKER_LEG_DONE;
-  leg->tgen++;
-  if (leg->truth == PD_TRUTH_PENDING) leg->truth = truth;
-  if (leg->slot_taken && !leg->is_slot_freed) {
+void pd_world_workers_free(struct pd_world *w) {
+  for (uint32_t i = 0; i < w->n_nodes; i++) pd_wengine_del(w->nodes[i].eng);
+  pd_wact_buf_free(&w->wacts);
+}
+
+uint32_t pd_world_workers_collisions(const struct pd_world *w) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < w->n_nodes; i++) {
+    pd_wengine_stats_t st;
+    if (!w->nodes[i].eng) continue;
+    pd_wengine_stats(w->nodes[i].eng, &st);
+    n += st.collisions;
+  }
+  return n;
+}
+
+/* ---------- actions ---------- */
+
+static void run_engine(struct pd_world *w, uint32_t node, int rc, pd_wact_buf_t *out);
+
+static void kv_held(struct pd_world *w, pd_worker_leg_t *leg, uint64_t pages) {
+  leg->kv_page_ns += leg->kv_pages * (w->now - leg->t_kv_changed);
+  if (!pages && leg->kv_pages) leg->t_kv_freed = w->now;
+  leg->kv_pages = pages;
+  leg->t_kv_changed = w->now;
+  if (pages > leg->kv_pages_max) leg->kv_pages_max = pages;
+}
+
+static void slot(struct pd_world *w, pd_worker_leg_t *leg, int taken) {
+  pd_worker_node_t *n = &w->nodes[leg->worker];
+  if (taken) {
+    leg->slot_taken = 1;
+    leg->t_slot_taken = w->now;
+    n->live_slots++;
+  } else if (leg->slot_taken && !leg->is_slot_freed) {
     leg->is_slot_freed = 1;
     leg->t_slot_freed = w->now;
-    node_of(w, leg)->live_slots--;
+    n->live_slots--;
   }
-  room_unregister(w, leg);
-  if (leg->partner && leg->partner->partner == leg) leg->partner->partner = NULL;
-  leg->partner = NULL;
-  pd_world_leg_changed(w, leg);
 }
 
-static void send(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg) {
-  if (leg->worker_conn_open) pd_world_to_gw(w, leg, kind, arg, 0);
-}
-
-/* One message as split_parts chunks ("chunking": "split"). */
-static void send_split(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg) {
-  uint32_t n = node_of(w, leg)->spec->split_parts;
-  for (uint32_t i = 0; leg->worker_conn_open && i < (n >= 2 ? n : 2); i++)
-    pd_world_to_gw_part(w, leg, kind, arg, i, n >= 2 ? n : 2);
-}
-
-/* An error answer: non-stream a status + JSON error body; stream (head already sent) an SSE
- * error event and [DONE] (W6.3). */
-static void answer_error(struct pd_world *w, pd_worker_leg_t *leg, int status) {
-  if (leg->is_stream) {
-    send(w, leg, W2G_ERROR_EVENT, (uint32_t)status);
-    send(w, leg, W2G_DONE_EVENT, 0);
-  } else {
-    send(w, leg, W2G_HEAD, (uint32_t)status);
-    send(w, leg, W2G_ERROR_BODY, (uint32_t)status);
+static void send(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {
+  if (!leg->worker_conn_open) return;
+  if (a->kind == PD_WACT_HEAD) {
+    pd_world_to_gw(w, leg, W2G_HEAD, a->a, 0);
+    return;
   }
-  send(w, leg, W2G_END, 0);
-  finish(w, leg, PD_TRUTH_FAILED);
-}
-
-static void uperr(struct pd_world *w, pd_worker_leg_t *leg, pd_upstream_error_t e, pd_truth_t t) {
-  send(w, leg, W2G_UPERR, (uint32_t)e);
+  if (a->kind == PD_WACT_SEND && a->c >= 2) {
+    for (uint32_t i = 0; i < a->c && leg->worker_conn_open; i++)
+      pd_world_to_gw_part(w, leg, (int)a->a, (uint32_t)a->b, i, (uint32_t)a->c);
+    return;
+  }
+  if (a->kind == PD_WACT_SEND) {
+    pd_world_to_gw(w, leg, (int)a->a, (uint32_t)a->b, 0);
+    return;
+  }
+  switch ((pd_wengine_end_t)a->a) { /* PD_WACT_END */
+  case PD_WENGINE_END_CLEAN: pd_world_to_gw(w, leg, W2G_END, 0, 0); break;
+  case PD_WENGINE_END_READ: pd_world_to_gw(w, leg, W2G_UPERR, PD_UPSTREAM_ERROR_READ, 0); break;
+  case PD_WENGINE_END_RESET: pd_world_to_gw(w, leg, W2G_UPERR, PD_UPSTREAM_ERROR_RESET, 0); break;
+  default: pd_world_to_gw(w, leg, W2G_UPERR, PD_UPSTREAM_ERROR_CONNECT, 0); break;
+  }
   leg->worker_conn_open = 0;
-  finish(w, leg, t);
 }
 
-/* ---------- fault selection (shared with the socket mock: pd_worker_shared.c) ---------- */
-
-static void pick_fault(struct pd_world *w, pd_worker_leg_t *leg) {
-  pd_worker_node_t *n = node_of(w, leg);
-  pd_fault_choice_t pk = {-1, leg->fp, leg->lag_ms, leg->drip_ms};
-  pd_client_request_t *rq = pd_map_get(&w->reqs, leg->req_id);
-  pd_traffic_view_t t = {w->s->tfaults,
-                         w->s->n_tfaults,
-                         rq ? (uint32_t)rq->id : PD_TRAFFIC_FAULT_ANY,
-                         leg->role,
-                         rq ? ++rq->legs_seen[leg->role] : 0,
-                         leg->worker,
-                         w->tf_owner};
-  leg->tfault = pd_worker_pick_fault(n->spec, ++n->received, w->s->workload.fault_rate, &t,
-                               &w->fault_rng, &pk);
-  leg->fault = pk.fault;
-  leg->fp = pk.fp;
-  leg->lag_ms = pk.lag_ms;
-  leg->drip_ms = pk.drip_ms;
+/* The rendezvous: a call on another node's engine, its actions applied at once. */
+static void on_partner(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {
+  pd_wact_buf_t sub;
+  pd_wact_buf_init(&sub, NULL);
+  if (a->kind == PD_WACT_CONNECT || (a->kind == PD_WACT_UNPAIR && leg->role == PD_ROLE_DECODE)) {
+    if (leg->boot_node < 0) goto out; /* the body names no prefill we know: nobody hears */
+    uint32_t p = (uint32_t)leg->boot_node;
+    int rc = a->kind == PD_WACT_CONNECT
+                 ? pd_wengine_register(w->nodes[p].eng, w->now, leg->leg_id, a->room, a->b, a->a,
+                                       &sub)
+                 : pd_wengine_unregister(w->nodes[p].eng, w->now, leg->leg_id, &sub);
+    run_engine(w, p, rc == PD_ERR_NOT_FOUND ? 0 : rc, &sub);
+    goto out;
+  }
+  pd_worker_leg_t *d = pd_map_get(&w->legs, a->b); /* PAIRED, KV_SEND: the decode leg */
+  if (!d || d->wstate == PD_WORKER_LEG_DONE || d->wstate == PD_WORKER_LEG_NEW) goto out;
+  int rc = a->kind == PD_WACT_PAIRED ? pd_wengine_paired(w->nodes[d->worker].eng, w->now, d->leg_id, &sub)
+                                     : pd_wengine_kv(w->nodes[d->worker].eng, w->now, d->leg_id,
+                                                     (int)a->a, &sub);
+  run_engine(w, d->worker, rc == PD_ERR_NOT_FOUND ? 0 : rc, &sub);
+out:
+  pd_wact_buf_free(&sub);
 }
 
-static int has_fault(const pd_worker_leg_t *leg, pd_fault_kind_t k) { return leg->fault == (int)k; }
-
-/* ---------- pairing and KV ---------- */
-
-static void pair(struct pd_world *w, pd_worker_leg_t *p, pd_worker_leg_t *d) {
-  p->partner = d;
-  d->partner = p;
-  room_unregister(w, p);
-  room_unregister(w, d);
-  p->wstate = PD_WORKER_LEG_FORWARD;
-  pd_world_wtimer(w, p, WT_TRANSFER_DONE, (node_of(w, p)->spec->forward_ms +
-                                           node_of(w, p)->spec->kv_ms) * MS_NS);
-}
-
-/* Decode connects to the bootstrap server of the prefill worker named in its body. */
-static void decode_connect(struct pd_world *w, pd_worker_leg_t *d) {
-  if (has_fault(d, PD_FAULT_NEVER_CONNECT)) { d->is_fault_fired = 1; return; }
-  pd_worker_leg_t *p = pd_map_get(&w->rooms, d->room);
-  if (p && p->wstate == PD_WORKER_LEG_BOOTSTRAP && p->rooms_hash == d->rooms_hash &&
-      !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED) && !node_of(w, p)->is_down) {
-    pair(w, p, d);
+static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {
+  switch ((pd_wact_kind_t)a->kind) {
+  case PD_WACT_HEAD:
+  case PD_WACT_SEND:
+  case PD_WACT_END: send(w, leg, a); return;
+  case PD_WACT_CONNECT:
+  case PD_WACT_PAIRED:
+  case PD_WACT_KV_SEND: on_partner(w, leg, a); return;
+  case PD_WACT_UNPAIR:
+    if (leg->role == PD_ROLE_DECODE) on_partner(w, leg, a);
+    return; /* a prefill's decode learns nothing (S2.11): it waits for its own timeout */
+  case PD_WACT_STATE: leg->wstate = (pd_worker_leg_state_t)a->a; return;
+  case PD_WACT_FAULT:
+    leg->fault = (int)a->a - 1;
+    leg->tfault = (int)a->b - 1;
+    leg->fp = a->fp;
+    leg->lag_ms = a->c >> 32;
+    leg->drip_ms = a->c & 0xffffffffu;
     return;
+  case PD_WACT_FIRED: leg->is_fault_fired = 1; return;
+  case PD_WACT_STATUS: leg->injected_status = (int)a->a; return;
+  case PD_WACT_SLOT: slot(w, leg, (int)a->a); return;
+  case PD_WACT_RUNNING: leg->is_running = (int)a->a; return;
+  case PD_WACT_KV: kv_held(w, leg, a->b); return;
+  case PD_WACT_DONE:
+    leg->wstate = PD_WORKER_LEG_DONE;
+    if (leg->truth == PD_TRUTH_PENDING) leg->truth = (pd_truth_t)a->a;
+    pd_world_leg_changed(w, leg);
+    return;
+  case PD_WACT_REJECT: return;
   }
-  pd_worker_leg_t *other = pd_map_get(&w->droom, d->room);
-  if (other && other != d) w->room_collisions++;
-  if (!other && pd_map_put(&w->droom, d->room, d) == 0) d->is_in_room_table = 1;
 }
 
-static void prefill_register(struct pd_world *w, pd_worker_leg_t *p) {
-  if (has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED)) p->is_fault_fired = 1;
-  pd_worker_leg_t *other = pd_map_get(&w->rooms, p->room);
-  if (other && other != p) w->room_collisions++;
-  pd_worker_leg_t *d = pd_map_get(&w->droom, p->room);
-  if (d && d->wstate == PD_WORKER_LEG_WAIT_KV && !d->partner && d->rooms_hash == p->rooms_hash &&
-      !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED)) {
-    pair(w, p, d);
-    return;
+/* Apply an engine step's actions, then wake the node at its next deadline. */
+static void run_engine(struct pd_world *w, uint32_t node, int rc, pd_wact_buf_t *out) {
+  if ((rc < 0 || out->err) && !w->push_err) w->push_err = rc < 0 ? rc : out->err;
+  for (size_t i = 0; i < out->n; i++) {
+    pd_worker_leg_t *leg = pd_map_get(&w->legs, out->v[i].id);
+    if (leg) apply_one(w, leg, &out->v[i]);
   }
-  if (!other && pd_map_put(&w->rooms, p->room, p) == 0) p->is_in_room_table = 1;
+  pd_worker_node_t *n = &w->nodes[node];
+  uint64_t t = pd_wengine_next_expiry(n->eng);
+  if (t < n->wake_at) {
+    n->wake_at = t;
+    pd_world_push(w, t, EV_WWAKE, node, 0, 0);
+  }
+  if (w->metrics) {
+    pd_wengine_stats_t st;
+    pd_wengine_stats(n->eng, &st);
+    pd_metrics_note_capacity(w->metrics, node, w->now, st.running, st.queued, st.kv_used_pages,
+                             st.kv_total_pages);
+  }
 }
 
-static uint64_t token_gap_ns(struct pd_world *w, const pd_worker_leg_t *d) {
-  return (d->drip_ms ? d->drip_ms : node_of(w, d)->spec->token_ms) * MS_NS;
-}
-
-static void transfer_done(struct pd_world *w, pd_worker_leg_t *p) {
-  pd_worker_leg_t *d = p->partner;
-  if (!d || d->wstate != PD_WORKER_LEG_WAIT_KV || has_fault(p, PD_FAULT_KV_FAIL) ||
-      has_fault(d, PD_FAULT_KV_FAIL)) {
-    p->is_fault_fired |= has_fault(p, PD_FAULT_KV_FAIL);
-    if (d) d->is_fault_fired |= has_fault(d, PD_FAULT_KV_FAIL);
-    if (d && d->wstate == PD_WORKER_LEG_WAIT_KV)
-      answer_error(w, d, 500);                                  /* KVPoll.Failed both sides */
-    answer_error(w, p, 500);                                    /* S5.3 */
-    return;
-  }
-  d->wstate = PD_WORKER_LEG_STREAM;
-  pd_world_wtimer(w, d, WT_TOKEN, node_of(w, d)->spec->first_token_ms * MS_NS);
-  p->wstate = PD_WORKER_LEG_LAG;
-  if (has_fault(p, PD_FAULT_HANG_MID_STREAM)) {
-    p->wstate = PD_WORKER_LEG_HUNG;
-    p->is_fault_fired = 1;
-    return;
-  }
-  pd_world_wtimer(w, p, WT_RESPOND, (p->lag_ms + pd_worker_late_error_ms(p->fault, p->fp)) * MS_NS);
-}
-
-static void prefill_respond(struct pd_world *w, pd_worker_leg_t *p) {
-  pd_worker_step_t step = pd_worker_respond_step(p->fault);
-  p->is_fault_fired |= step != PD_WORKER_STEP_GO;
-  if (step == PD_WORKER_STEP_RESET) { uperr(w, p, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED); return; }
-  if (step == PD_WORKER_STEP_ERROR_500) { answer_error(w, p, 500); return; }
-  if (!p->is_stream) send(w, p, W2G_HEAD, 200);
-  if (step == PD_WORKER_STEP_READ_ERROR) {
-    send(w, p, W2G_PREFILL_BODY, 1);
-    uperr(w, p, PD_UPSTREAM_ERROR_READ, PD_TRUTH_FAILED);
-    return;
-  }
-  if (step == PD_WORKER_STEP_GO && p->is_stream && node_of(w, p)->spec->chunking == PD_CHUNK_SPLIT)
-    send_split(w, p, W2G_PREFILL_BODY, 0); /* the prefill's event and [DONE], in pieces */
-  else if (step == PD_WORKER_STEP_GO)
-    send(w, p, W2G_PREFILL_BODY, 0);
-  send(w, p, W2G_END, 0);
-  finish(w, p, step == PD_WORKER_STEP_TRUNCATE ? PD_TRUTH_FAILED : PD_TRUTH_OK);
-}
-
-/* A `status` fault's answer: the status head, SGLang's JSON error body, the end. */
-static void answer_status(struct pd_world *w, pd_worker_leg_t *leg) {
-  leg->is_fault_fired = 1;
-  leg->injected_status = leg->fp->status;
-  send(w, leg, W2G_HEAD, (uint32_t)leg->fp->status);
-  send(w, leg, W2G_ERROR_BODY, (uint32_t)leg->fp->status);
-  send(w, leg, W2G_END, 0);
-  finish(w, leg, pd_worker_status_is_healthy(leg->fp->status) ? PD_TRUTH_OK : PD_TRUTH_FAILED);
-}
-
-static void decode_token(struct pd_world *w, pd_worker_leg_t *d) {
-  uint32_t k = d->sent_tokens;
-  pd_worker_step_t step = pd_worker_token_step(d->fault, d->fp, k, d->is_stream);
-  if (d->fault >= 0 && k >= (d->fp ? d->fp->after_tokens : 0))
-    d->is_fault_fired = step != PD_WORKER_STEP_GO;
-  switch (step) {
-  case PD_WORKER_STEP_HANG: d->wstate = PD_WORKER_LEG_HUNG; return;
-  case PD_WORKER_STEP_RESET: uperr(w, d, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED); return;
-  case PD_WORKER_STEP_READ_ERROR: uperr(w, d, PD_UPSTREAM_ERROR_READ, PD_TRUTH_FAILED); return;
-  case PD_WORKER_STEP_ERROR_500: answer_error(w, d, 500); return;
-  case PD_WORKER_STEP_TRUNCATE:
-    send(w, d, W2G_END, 0);
-    finish(w, d, PD_TRUTH_FAILED);
-    return;
-  case PD_WORKER_STEP_STATUS: answer_status(w, d); return; /* deferred: after the KV */
-  default: break;
-  }
-  if (k >= d->tokens) { /* all tokens out */
-    if (d->is_stream) send(w, d, W2G_DONE_EVENT, 0);
-    else { send(w, d, W2G_HEAD, 200); send(w, d, W2G_DECODE_BODY, 0); }
-    send(w, d, W2G_END, 0);
-    finish(w, d, PD_TRUTH_OK);
-    return;
-  }
-  if (d->is_stream) {
-    pd_chunking_t c = node_of(w, d)->spec->chunking;
-    if (c == PD_CHUNK_SPLIT) {
-      send_split(w, d, W2G_TOKEN, k << 2);
-    } else if (pd_worker_token_coalesces(c, k, d->tokens, d->fault, d->fp)) {
-      send(w, d, W2G_TOKEN, k << 2 | 3);
-      d->sent_tokens++;
-    } else {
-      send(w, d, W2G_TOKEN, k << 2);
-    }
-  }
-  d->sent_tokens++;
-  pd_world_wtimer(w, d, WT_TOKEN, d->sent_tokens >= d->tokens ? 0 : token_gap_ns(w, d));
-}
+#define STEP(w, node, call)                                                                    \
+  do {                                                                                         \
+    pd_wact_buf_reset(&(w)->wacts);                                                            \
+    int rc_ = (call);                                                                          \
+    run_engine((w), (node), rc_ == PD_ERR_NOT_FOUND ? 0 : rc_, &(w)->wacts);                    \
+  } while (0)
 
 /* ---------- entry points ---------- */
 
-static void open_leg(struct pd_world *w, pd_worker_leg_t *leg);
-static pd_truth_t interrupted_truth(const pd_worker_leg_t *leg);
-
 void pd_worker_model_on_open(struct pd_world *w, pd_worker_leg_t *leg) {
-  open_leg(w, leg);
-  if (leg->is_abort_early && leg->wstate != PD_WORKER_LEG_DONE)
-    finish(w, leg, interrupted_truth(leg));
-}
-
-static void open_leg(struct pd_world *w, pd_worker_leg_t *leg) {
-  pd_worker_node_t *n = node_of(w, leg);
+  pd_client_request_t *rq = pd_map_get(&w->reqs, leg->req_id);
+  pd_wengine_req_t r = {0};
+  r.is_stream = leg->is_stream;
+  r.has_room = leg->n_rooms > 0;
+  r.room = leg->room;
+  r.rooms_hash = leg->rooms_hash;
+  r.tokens = leg->tokens;
+  r.prompt_tokens = leg->prompt_tokens;
+  r.request = rq ? (uint32_t)rq->id : PD_TRAFFIC_FAULT_ANY;
+  r.leg_no = rq ? ++rq->legs_seen[leg->role] : 0;
+  r.can_connect = leg->boot_node >= 0;
   leg->worker_conn_open = 1;
   leg->truth = PD_TRUTH_PENDING;
-  if (n->is_down) { uperr(w, leg, PD_UPSTREAM_ERROR_CONNECT, PD_TRUTH_NEVER); return; }
-  pick_fault(w, leg);
-  switch (pd_worker_open_step(leg->fault, leg->fp, leg->role, leg->is_stream)) {
-  case PD_WORKER_STEP_REFUSE:
-    leg->is_fault_fired = 1;
-    uperr(w, leg, PD_UPSTREAM_ERROR_CONNECT, PD_TRUTH_NEVER);
-    return;
-  case PD_WORKER_STEP_RESET:
-    leg->is_fault_fired = 1;
-    uperr(w, leg, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED);
-    return;
-  case PD_WORKER_STEP_STATUS: answer_status(w, leg); return;
-  default: break;
+  leg->wstate = PD_WORKER_LEG_NEW;
+  pd_worker_node_t *n = &w->nodes[leg->worker];
+  STEP(w, leg->worker, pd_wengine_open(n->eng, w->now, leg->leg_id, &r, &w->wacts));
+  if (leg->is_abort_early && leg->wstate != PD_WORKER_LEG_DONE) /* the abort overtook it (Q7) */
+    STEP(w, leg->worker, pd_wengine_abort(n->eng, w->now, leg->leg_id, &w->wacts));
+  if (leg->is_closed_early && leg->wstate != PD_WORKER_LEG_DONE) {
+    leg->worker_conn_open = 0;
+    STEP(w, leg->worker, pd_wengine_close(n->eng, w->now, leg->leg_id, &w->wacts));
   }
-  slot_take(w, leg);
-  if (has_fault(leg, PD_FAULT_HANG_BEFORE_HEAD)) {
-    leg->wstate = PD_WORKER_LEG_HUNG;
-    leg->is_fault_fired = 1;
-    return;
-  }
-  if (leg->is_stream) send(w, leg, W2G_HEAD, 200); /* StreamingResponse: head at once (S5.3) */
-  if (leg->role == PD_ROLE_PREFILL) {
-    if (has_fault(leg, PD_FAULT_SSE_ERROR)) { /* S5.6 */
-      leg->is_fault_fired = 1;
-      answer_error(w, leg, 500);
-      return;
-    }
-    leg->wstate = PD_WORKER_LEG_BOOTSTRAP;
-    pd_world_wtimer(w, leg, WT_BOOTSTRAP_TIMEOUT, w->s->config.bootstrap_timeout_ms * MS_NS);
-    prefill_register(w, leg);
-  } else {
-    leg->wstate = PD_WORKER_LEG_WAIT_KV;
-    pd_world_wtimer(w, leg, WT_WAIT_TIMEOUT, w->s->config.waiting_timeout_ms * MS_NS);
-    decode_connect(w, leg);
-  }
-}
-
-static pd_truth_t interrupted_truth(const pd_worker_leg_t *leg) {
-  return pd_worker_interrupted_truth(leg->wstate, leg->drip_ms);
 }
 
 void pd_worker_model_on_close(struct pd_world *w, pd_worker_leg_t *leg) {
   leg->worker_conn_open = 0;
-  if (leg->wstate == PD_WORKER_LEG_DONE) return;
-  if (leg->wstate == PD_WORKER_LEG_BOOTSTRAP) { /* still queued in bootstrap: a disconnect does not
-                                        remove it; only /abort_request or the timeout does */
-    leg->truth = PD_TRUTH_STALLED;
+  if (leg->wstate == PD_WORKER_LEG_NEW) { /* the close came first at the same instant: it */
+    leg->is_closed_early = 1;              /* applies once the request is there */
     return;
   }
-  finish(w, leg, interrupted_truth(leg)); /* SGLang aborts a request whose client left */
+  if (leg->wstate == PD_WORKER_LEG_DONE) return;
+  if (leg->wstate == PD_WORKER_LEG_BOOTSTRAP) leg->truth = PD_TRUTH_STALLED;
+  STEP(w, leg->worker, pd_wengine_close(w->nodes[leg->worker].eng, w->now, leg->leg_id, &w->wacts));
 }
 
 void pd_worker_model_on_abort(struct pd_world *w, pd_worker_leg_t *leg) {
   leg->aborts++;
   if (leg->wstate == PD_WORKER_LEG_NEW) { /* the abort overtook its request: remember it, as the */
-    leg->is_abort_early = 1;   /* socket mock remembers aborted rids (Q7) */
+    leg->is_abort_early = 1;              /* socket mock remembers aborted rids (Q7) */
     return;
   }
   if (leg->wstate == PD_WORKER_LEG_DONE) return;
-  finish(w, leg, interrupted_truth(leg));
+  STEP(w, leg->worker, pd_wengine_abort(w->nodes[leg->worker].eng, w->now, leg->leg_id, &w->wacts));
 }
 
-void pd_worker_model_on_timer(struct pd_world *w, pd_worker_leg_t *leg, int kind) {
-  if (leg->wstate == PD_WORKER_LEG_DONE) return;
-  switch (kind) {
-  case WT_BOOTSTRAP_TIMEOUT:
-    if (leg->wstate == PD_WORKER_LEG_BOOTSTRAP) answer_error(w, leg, 500); /* S5.4 */
-    return;
-  case WT_WAIT_TIMEOUT:
-    if (leg->wstate == PD_WORKER_LEG_WAIT_KV) answer_error(w, leg, 500); /* S5.5 */
-    return;
-  case WT_TRANSFER_DONE:
-    if (leg->wstate == PD_WORKER_LEG_FORWARD) transfer_done(w, leg);
-    return;
-  case WT_RESPOND:
-    if (leg->wstate == PD_WORKER_LEG_LAG) prefill_respond(w, leg);
-    return;
-  case WT_TOKEN:
-    if (leg->wstate == PD_WORKER_LEG_STREAM) decode_token(w, leg);
-    return;
-  default: return;
-  }
+void pd_worker_model_wake(struct pd_world *w, uint32_t node, uint64_t t) {
+  pd_worker_node_t *n = &w->nodes[node];
+  if (t != n->wake_at) return; /* superseded by an earlier wake */
+  n->wake_at = UINT64_MAX;
+  STEP(w, node, pd_wengine_expire(n->eng, w->now, &w->wacts));
 }
 
 void pd_worker_model_crash(struct pd_world *w, uint32_t node) {
-  /* every leg on the node fails with a reset (requests retire after the step, so the walk
-   * sees each leg once) */
-  void *v;
-  for (size_t slot = 0; pd_map_next(&w->legs, &slot, NULL, &v);) {
-    pd_worker_leg_t *leg = v;
-    if (!pd_world_leg_crash_struck(leg, node)) continue;
-    if (leg->worker_conn_open) uperr(w, leg, PD_UPSTREAM_ERROR_RESET, PD_TRUTH_FAILED);
-    else finish(w, leg, PD_TRUTH_FAILED);
-  }
+  STEP(w, node, pd_wengine_crash(w->nodes[node].eng, w->now, &w->wacts));
+}
+
+void pd_worker_model_restart(struct pd_world *w, uint32_t node) {
+  STEP(w, node, pd_wengine_restart(w->nodes[node].eng, w->now, &w->wacts));
 }
 
 /* ---------- wire rendering (W6.3, W6.4; shared with the socket mock: pd_worker_shared.c)

@@ -294,9 +294,10 @@ static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_e
   }
 }
 
-/* I17: after the healed phase nothing may be held: a slot, a bootstrap room, a load. */
+/* I17: after the healed phase nothing may be held: a slot, a bootstrap room, a load, a
+ * running slot or KV pages in a worker engine. */
 static void test_anything_left_held_after_the_healed_phase_is_i17(void) {
-  for (int c = 0; c < 4; c++) {
+  for (int c = 0; c < 5; c++) {
     fixture_t *f = clean();
     if (!f) return;
     pd_prng_t rng;
@@ -313,14 +314,25 @@ static void test_anything_left_held_after_the_healed_phase_is_i17(void) {
       f->w.nodes[i].role_index = (uint32_t)pd_gw_add_worker(f->w.gw, f->s.workers[i].role,
                                                             f->s.workers[i].name, "h", 1);
     }
-    int dummy = 0;
-    if (c == 1) f->w.nodes[1].live_slots = 1;           /* a decode slot never freed */
-    if (c == 2) pd_map_put(&f->w.rooms, 42, &dummy); /* a room left in bootstrap */
+    PDT_EQ_INT(pd_world_workers_init(&f->w), 0);
+    uint32_t pn = f->w.nodes[0].role == PD_ROLE_PREFILL ? 0 : 1, dn = 1 - pn;
+    pd_wact_buf_t acts;
+    pd_wact_buf_init(&acts, NULL);
+    if (c == 1) f->w.nodes[1].live_slots = 1; /* a decode slot never freed */
+    if (c == 2) /* a decode's room left registered on a prefill */
+      PDT_EQ_INT(pd_wengine_register(f->w.nodes[pn].eng, 0, 7, 42, 1, 0, &acts), 0);
     if (c == 3) f->w.nodes[0].live_slots = 2;
+    if (c == 4) { /* a decode request admitted (running slot, KV pages) and never finished */
+      pd_wengine_req_t r = {.has_room = 1, .room = 42, .tokens = 4, .prompt_tokens = 16};
+      PDT_EQ_INT(pd_wengine_open(f->w.nodes[dn].eng, 0, 9, &r, &acts), 0);
+    }
+    pd_wact_buf_free(&acts);
     pd_world_check_quiet(&f->w);
     PDT_EQ_U64(f->w.violations, (c == 0 ? 0u : BIT(PD_INVARIANT_QUIESCENCE)));
     if (c) PDT_TRUE(strstr(f->st.first_reason, "I17 after the healed phase") != NULL);
-    pd_map_free(&f->w.rooms);
+    if (c == 2) PDT_TRUE(strstr(f->st.first_reason, "entr") != NULL);
+    if (c == 4) PDT_TRUE(strstr(f->st.first_reason, "KV page") != NULL);
+    pd_world_workers_free(&f->w);
     pd_gw_del(f->w.gw);
     free(f);
   }

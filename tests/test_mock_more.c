@@ -30,8 +30,9 @@ static void test_abort_overtakes_a_late_request(void) {
   pdt_tx_t *a = pdt_tx_once(mh, pd_mock_port(p.m), "/abort_request", "{\"rid\":\"late-0001\"}");
   PDT_TRUE(strstr(a->buf, "\"aborted\":0") != NULL); /* not there yet */
   pdt_tx_run(mh, &t, 1, 3000);
-  PDT_EQ_INT(t->status, 200);
-  PDT_TRUE(strstr(t->buf, "\"finish_reason\":{\"type\":\"abort\"") != NULL);
+  PDT_EQ_INT(t->status, 200); /* in bootstrap: the 500 path (S2.10), an error event */
+  PDT_TRUE(strstr(t->buf, "data: {\"error\"") != NULL);
+  PDT_TRUE(strstr(t->buf, "\"code\":500") != NULL);
   PDT_EQ_INT(pd_mock_live_slots(p.m), 0);
   pdt_tx_del(mh, a);
   pdt_tx_del(mh, t);
@@ -124,11 +125,65 @@ static void test_ledger_rejects_another_scenario(void) {
   unlink(ledger);
 }
 
+/* Pump the transfers until the log has that line (bounded): its t_us, or -1. */
+static long long pump_until_log(CURLM *mh, pdt_tx_t **ts, size_t n, mk_t *k, const char *ev,
+                                const char *needle, unsigned limit_ms) {
+  long long t = -1;
+  for (uint64_t end = pdt_now_ms() + limit_ms; (t = log_t(k, ev, needle)) < 0 && pdt_now_ms() < end;)
+    pdt_tx_run(mh, ts, n, 5);
+  return t;
+}
+
+/* The worker engine's capacity on sockets: a decode mock with max_running 1 registers the
+ * first request's room at once; the second waits in the prealloc queue (no REG line, shown
+ * as queued) until an abort frees the running slot. */
+static void test_decode_running_limit_queues_requests(void) {
+  mk_t p, d;
+  CURLM *mh = curl_multi_init();
+  pd_scenario_worker_t w = {.name = "d0", .role = PD_ROLE_DECODE, .split_parts = 2};
+  w.max_running = 1;
+  int ok = mk_start(&p, PD_ROLE_PREFILL, NULL, 300000, 300000, 0) == 0;
+  ok = mk_start(&d, PD_ROLE_DECODE, &w, 300000, 300000, 0) == 0 && ok;
+  PDT_TRUE(ok);
+  if (ok) {
+    char b1[512], b2[512];
+    gen_body(b1, sizeof b1, 1, "capa-1", pd_mock_bootstrap_port(p.m), 11, 4);
+    gen_body(b2, sizeof b2, 1, "capb-2", pd_mock_bootstrap_port(p.m), 12, 4);
+    pdt_tx_t *t[2] = {pdt_tx_new(mh, pd_mock_port(d.m), "/generate", b1), NULL};
+    PDT_TRUE(pump_until_log(mh, t, 1, &d, "room_registered", "\"room\":\"11\"", 10000) > 0);
+    t[1] = pdt_tx_new(mh, pd_mock_port(d.m), "/generate", b2);
+    PDT_TRUE(pump_until_log(mh, t, 2, &d, "request", "capb-2", 10000) > 0);
+    pdt_tx_run(mh, t, 2, 200); /* time to register, were it admitted */
+    PDT_TRUE(log_t(&d, "room_registered", "\"room\":\"12\"") < 0);
+    pdt_tx_t *info = pdt_tx_once(mh, pd_mock_port(d.m), "/get_server_info", NULL);
+    PDT_TRUE(strstr(info->buf, "\"running\":1,") != NULL);
+    PDT_TRUE(strstr(info->buf, "\"queued\":1,") != NULL);
+    pdt_tx_del(mh, info);
+    pdt_tx_t *a = pdt_tx_once(mh, pd_mock_port(d.m), "/abort_request", "{\"rid\":\"capa\"}");
+    pdt_tx_del(mh, a);
+    PDT_TRUE(pump_until_log(mh, t, 2, &d, "room_registered", "\"room\":\"12\"", 10000) > 0);
+    a = pdt_tx_once(mh, pd_mock_port(d.m), "/abort_request", "{\"rid\":\"capb\"}");
+    pdt_tx_del(mh, a);
+    pdt_tx_run(mh, t, 2, 10000);
+    for (int i = 0; i < 2; i++) { /* waiting for the KV: the 500 path (S2.10) */
+      PDT_EQ_INT(t[i]->status, 200);
+      PDT_TRUE(strstr(t[i]->buf, "\"code\":500") != NULL);
+      pdt_tx_del(mh, t[i]);
+    }
+    PDT_TRUE(wait_slots(d.m, 0, 5000));
+  }
+  mk_free(&p);
+  mk_free(&d);
+  curl_multi_cleanup(mh);
+}
+
 int pdt_suite_mock_more(void) {
   static const pdt_case_t cases[] = {
       {"open_delay_ms: an abort overtakes a late request and still cancels it", test_abort_overtakes_a_late_request},
       {"two mocks sharing a fault ledger: only the first leg gets the fault", test_mocks_sharing_a_ledger_fault_one_leg},
       {"a fault ledger made for another scenario is refused", test_ledger_rejects_another_scenario},
+      {"max_running 1: a second decode request waits for the slot, without registering its room",
+       test_decode_running_limit_queues_requests},
   };
   return PDT_SUITE("mock_more", cases);
 }

@@ -1,12 +1,14 @@
-/* One scenario, one seed: the simulator's worker model and the real mock (`pdref mock`, run
- * by pdref conform against `pdref gateway`) must leave the same per-leg worker log: for every
+/* One scenario, one seed: the two drivers of the one worker engine (mock_workers/pd_wengine.h)
+ * -- the simulator (sim/pd_world_worker.c: virtual clock, rooms in memory) and the real mock
+ * (`pdref mock`, mock_workers/server/pd_mock_drive.c: sockets, the bootstrap protocol, run by
+ * pdref conform against `pdref gateway`) -- must leave the same per-leg worker log: for every
  * leg (request, role, worker) whether it took a slot, whether the slot was freed, the truth it
  * was freed with, and the aborts it saw. The sim's log comes from pd_world_run_legs, the
  * mock's from its event log (--log; conform keeps the run directory). Aborts count every
  * /abort_request that named the leg's rid, also one that came after the worker was done.
- * Scenarios with faults
- * where the two copies of the model could drift: a status answer at open (no slot), an error
- * event under a 200 head, a client gone mid-stream (the gateway aborts both legs). */
+ * Scenarios where the drivers could differ: a status answer at open (no slot), an error event
+ * under a 200 head, a client gone mid-stream (the gateway aborts both legs), and capacity (a
+ * decode's running limit queues legs; a prompt larger than its KV pool is refused). */
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <signal.h>
@@ -152,16 +154,14 @@ static void remove_dir(const char *dir) {
   PDT_EQ_INT(system(cmd), 0);
 }
 
-static void check_parity(const char *name, pd_mode_t mode, double scale) {
+static void check_parity_of(const pd_scenario_t *s, const char *name, pd_mode_t mode,
+                            double scale) {
   char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
   if (pdt_pdref_path(bin, sizeof bin) != 0) {
     fprintf(stderr, "test_worker_parity: %s not built, skipped\n", bin);
     return;
   }
   signal(SIGPIPE, SIG_IGN);
-  pd_scenario_t *s = pdt_load_scenario(name);
-  PDT_TRUE(s != NULL);
-  if (!s) return;
   static leg_log_t sim, mock;
   static char a[MAX_LEGS * LINE_MAX_], b[MAX_LEGS * LINE_MAX_];
   memset(&sim, 0, sizeof sim);
@@ -190,7 +190,21 @@ static void check_parity(const char *name, pd_mode_t mode, double scale) {
   if (getenv("PDT_PARITY_SHOW")) fprintf(stderr, "%s", a);
   if (r.dir[0] && strcmp(a, b) == 0) remove_dir(r.dir);
   else fprintf(stderr, "test_worker_parity: kept %s\n", r.dir);
+}
+
+static void check_parity(const char *name, pd_mode_t mode, double scale) {
+  pd_scenario_t *s = pdt_load_scenario(name);
+  PDT_TRUE(s != NULL);
+  if (s) check_parity_of(s, name, mode, scale);
   free(s);
+}
+
+/* A scenario written for this test only (not a row of the library). */
+static void check_parity_json(const char *json, pd_mode_t mode, double scale) {
+  pd_scenario_t *s = pdt_scenario_from_json(json);
+  PDT_TRUE(s != NULL);
+  if (s) check_parity_of(s, s->name, mode, scale);
+  pdt_drop_scenario(s);
 }
 
 static void test_status_at_open(void) {
@@ -207,6 +221,38 @@ static void test_kv_transfer_failure(void) {
 
 static void test_decode_hangs_before_head(void) {
   check_parity("decode-hang-before-head-prefill-not-cancelled", PD_MODE_REFERENCE, SCALE);
+}
+
+/* Capacity: d0 runs one request at a time (each about 425 ms), so the burst's decode legs
+ * wait in its prealloc queue without telling p0 their rooms. Request 1's prefill pairs at
+ * about 425 ms, inside the 600 ms bootstrap timeout; request 2's times out at 600 ms (500)
+ * while its decode leg still waits, and the gateway retries it on a fresh pair. A driver that
+ * ignored the limit would pair all three at once and time none out. At scale 1: the margins
+ * are 175 ms and more. */
+static void test_decode_running_limit(void) {
+  check_parity_json(
+      "{\"name\": \"parity-decode-running-limit\", \"description\": \"test only\","
+      " \"expect\": {\"reference\": \"pass\"},"
+      " \"config\": {\"seed\": 3, \"bootstrap_timeout_ms\": 600},"
+      " \"workers\": [{\"name\": \"p0\", \"role\": \"prefill\"},"
+      " {\"name\": \"d0\", \"role\": \"decode\", \"max_running_requests\": 1,"
+      " \"token_ms\": 10}],"
+      " \"workload\": {\"stream\": true, \"tokens\": 40, \"prompt_tokens\": 32,"
+      " \"bursts\": [{\"at_ms\": 0, \"requests\": 3}]}}",
+      PD_MODE_REFERENCE, 1.0);
+}
+
+/* Capacity: a prompt larger than d0's KV pool is refused with 400 (S2.5) at once, every
+ * time; its prefill leg waits in bootstrap until the gateway lets it go. */
+static void test_prompt_larger_than_the_pool(void) {
+  check_parity_json(
+      "{\"name\": \"parity-prompt-larger-than-pool\", \"description\": \"test only\","
+      " \"expect\": {\"reference\": \"pass\"}, \"config\": {\"seed\": 4},"
+      " \"workers\": [{\"name\": \"p0\", \"role\": \"prefill\"},"
+      " {\"name\": \"d0\", \"role\": \"decode\", \"max_total_tokens\": 64,"
+      " \"num_reserved_decode_tokens\": 16}],"
+      " \"workload\": {\"requests\": 1, \"stream\": false, \"prompt_tokens\": 100}}",
+      PD_MODE_REFERENCE, SCALE);
 }
 
 /* Every /abort_request the gateway sends reaches the simulated worker, even when the close
@@ -269,6 +315,8 @@ int pdt_suite_worker_parity(void) {
       {"parity: an error event under a 200 head", test_error_event_under_200},
       {"parity: a failed KV transfer", test_kv_transfer_failure},
       {"parity: a decode hung before its head (aborts)", test_decode_hangs_before_head},
+      {"parity: a decode's running limit queues a burst", test_decode_running_limit},
+      {"parity: a prompt larger than the decode's KV pool (400)", test_prompt_larger_than_the_pool},
       {"the simulated worker sees every abort the gateway sends", test_sim_worker_sees_every_abort},
   };
   return PDT_SUITE("worker_parity", cases);

@@ -6,7 +6,7 @@
  *   KV <room>\n     (the KV transfer is done: decode may produce tokens), then closes
  *   FAIL <room>\n   (the KV transfer failed: both sides answer 500), then closes.
  * Either side closing early means its request left. All I/O is non-blocking, run by the
- * engine thread under m->mu; the model's decisions are in pd_mock_model.c. */
+ * engine thread under m->mu; the worker's decisions are the worker engine's (pd_mock_drive.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -67,6 +67,9 @@ static int bc_new(pd_mock_t *m, int fd, pd_mock_bootstrap_conn_state_t state) {
 void pd_mock_bootstrap_close(pd_mock_t *m, int bc) {
   pd_mock_bootstrap_conn_t *b = &m->bc[bc];
   if (b->state == BOOTSTRAP_CONN_FREE) return;
+  int was_registered = m->cfg.role == PD_ROLE_PREFILL && b->seq &&
+                       (b->state == BOOTSTRAP_CONN_REGISTERED || b->state == BOOTSTRAP_CONN_PAIRED);
+  uint64_t token = pd_mock_drive_token(m, bc);
   close(b->fd);
   uint32_t last = m->bc_live[--m->n_bc_live];
   m->bc_live[b->live_idx] = last;
@@ -74,7 +77,9 @@ void pd_mock_bootstrap_close(pd_mock_t *m, int bc) {
   b->fd = -1;
   b->state = BOOTSTRAP_CONN_FREE;
   b->leg = NULL;
+  b->seq = 0;
   m->bc_free[m->n_bc_free++] = (uint32_t)bc;
+  if (was_registered) pd_mock_drive_unregistered(m, token); /* NOT_FOUND when it was done */
 }
 
 void pd_mock_bootstrap_close_all(pd_mock_t *m) {
@@ -92,7 +97,7 @@ static void bc_lost(pd_mock_t *m, int bc) {
   int is_mine = leg && leg->boot == bc;
   if (is_mine) leg->boot = -1;
   pd_mock_bootstrap_close(m, bc);
-  if (is_mine && m->cfg.role == PD_ROLE_DECODE) pd_mock_model_boot_lost(m, leg);
+  if (is_mine && m->cfg.role == PD_ROLE_DECODE) pd_mock_drive_boot_lost(m, leg);
 }
 
 static int send_line(pd_mock_t *m, int bc, const char *line) {
@@ -107,17 +112,6 @@ int pd_mock_bootstrap_send(pd_mock_t *m, int bc, const char *verb, uint64_t room
   char line[64];
   snprintf(line, sizeof line, "%s %" PRIu64 "\n", verb, room);
   return send_line(m, bc, line);
-}
-
-int pd_mock_bootstrap_find_registered(pd_mock_t *m, uint64_t room) {
-  int best = -1;
-  for (uint32_t i = 0; i < m->n_bc_live; i++) {
-    const pd_mock_bootstrap_conn_t *b = &m->bc[m->bc_live[i]];
-    if (b->state == BOOTSTRAP_CONN_REGISTERED && b->room == room &&
-        (best < 0 || b->seq < m->bc[best].seq))
-      best = (int)m->bc_live[i];
-  }
-  return best;
 }
 
 /* ---------- decode side ---------- */
@@ -151,19 +145,19 @@ static int open_socket(const char *host, int port, int *fd_out) {
   return rc == 0 ? 1 : 0; /* 1 connected at once, 0 in progress */
 }
 
-void pd_mock_bootstrap_connect(pd_mock_t *m, pd_mock_leg_t *d) {
+void pd_mock_bootstrap_connect(pd_mock_t *m, pd_mock_leg_t *d, uint32_t flags) {
   int fd = -1, rc = open_socket(d->boot_host, d->boot_port, &fd);
   int bc = rc < 0 ? -1 : bc_new(m, fd, BOOTSTRAP_CONN_CONNECTING);
   if (bc < 0) {
     if (fd >= 0) close(fd);
-    pd_mock_model_boot_lost(m, d); /* refused or no room in the table: retry later */
+    pd_mock_drive_boot_lost(m, d); /* refused or no room in the table: retry later */
     return;
   }
   pd_mock_bootstrap_conn_t *b = &m->bc[bc];
   b->leg = d;
   b->room = d->room;
   b->hash = d->rooms_hash;
-  b->flags = d->fault == (int)PD_FAULT_KV_FAIL ? PD_MOCK_BOOTSTRAP_F_KV_FAIL : 0;
+  b->flags = flags & PD_WENGINE_REG_KV_FAIL ? PD_MOCK_BOOTSTRAP_F_KV_FAIL : 0;
   d->boot = bc;
   if (rc == 1) on_connected(m, bc);
   if (!pd_mock_on_engine(m)) pd_mock_wake(m); /* the engine polls the new socket now, not at
@@ -199,16 +193,16 @@ static void on_line_prefill(pd_mock_t *m, int bc, const char *line) {
   b->room = room;
   b->hash = hash;
   b->flags = flags;
-  pd_mock_model_registered(m, bc);
+  pd_mock_drive_registered(m, bc);
 }
 
 static void on_line_decode(pd_mock_t *m, int bc, const char *line) {
   pd_mock_leg_t *d = m->bc[bc].leg;
   uint64_t room = 0;
   if (!d || d->boot != bc) { bc_lost(m, bc); return; }
-  if (parse_verb_room(line, "PAIR", &room) && room == d->room) d->is_paired = 1;
-  else if (parse_verb_room(line, "KV", &room) && room == d->room) pd_mock_model_kv(m, d, 1);
-  else if (parse_verb_room(line, "FAIL", &room) && room == d->room) pd_mock_model_kv(m, d, 0);
+  if (parse_verb_room(line, "PAIR", &room) && room == d->room) pd_mock_drive_paired(m, d);
+  else if (parse_verb_room(line, "KV", &room) && room == d->room) pd_mock_drive_kv(m, d, 1);
+  else if (parse_verb_room(line, "FAIL", &room) && room == d->room) pd_mock_drive_kv(m, d, 0);
   else bc_lost(m, bc);
 }
 

@@ -1,6 +1,7 @@
 /* The mock's lifecycle and its engine thread: one loop that accepts HTTP connections, fires
- * timers from a min-heap (the worker model's time), serves the bootstrap sockets, resumes
- * connections that have output, and watches suspended connections for clients that left.
+ * the worker engine's deadlines and its own I/O timers (crash, restart, a held request)
+ * from a min-heap, serves the bootstrap sockets, resumes connections that have output, and
+ * watches suspended connections for clients that left.
  * Every loop is bounded per turn; the thread sleeps in ppoll until the next deadline. */
 #define _GNU_SOURCE /* POLLRDHUP, ppoll */
 #include <errno.h>
@@ -82,7 +83,6 @@ pd_mock_leg_t *pd_mock_leg_new(pd_mock_t *m) {
   leg->id = ++m->next_id;
   leg->fd = -1;
   leg->boot = -1;
-  leg->fault = -1;
   leg->wstate = PD_WORKER_LEG_NEW;
   pd_buf_init(&leg->out, PD_MOCK_MAX_OUT_BYTES);
   leg->live_idx = m->n_live;
@@ -205,7 +205,7 @@ static void peer_check(pd_mock_t *m) {
       if (!(pf[i].revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
       who[i]->is_peer_closed = 1;
       pd_mock_log(m, "peer_closed", who[i]);
-      pd_mock_model_close(m, who[i]);
+      pd_mock_drive_close(m, who[i]);
       pd_mock_want_resume(m, who[i]); /* libmicrohttpd then closes it */
     }
   }
@@ -213,7 +213,7 @@ static void peer_check(pd_mock_t *m) {
 
 static void crash(pd_mock_t *m) {
   pd_mock_log(m, "crash", NULL);
-  pd_mock_model_crash(m);
+  pd_mock_drive_crash(m);
   if (m->http_listen >= 0) close(m->http_listen); /* new connections are refused */
   m->http_listen = -1;
   pd_mock_bootstrap_close_all(m);
@@ -223,8 +223,8 @@ static void crash(pd_mock_t *m) {
 
 static void restart(pd_mock_t *m) {
   char err[256];
-  m->is_down = 0;
   pd_mock_log(m, "restart", NULL);
+  pd_mock_drive_restart(m);
   uint16_t port = 0;
   if (m->http_listen < 0 &&
       pd_mock_listen(m->cfg.listen_host, m->port, &m->http_listen, &port, err, sizeof err) < 0)
@@ -234,19 +234,26 @@ static void restart(pd_mock_t *m) {
     fprintf(stderr, "pdref mock: restart: %s\n", err);
 }
 
+/* The mock's timers and the worker engine's deadlines due by now, earliest first (the
+ * mock's first on a tie: a crash before what was due at its instant). */
 static void fire_timers(pd_mock_t *m, uint64_t now) {
   for (uint32_t i = 0; i < TIMERS_PER_TURN; i++) {
     const pd_heap_item_t *top = pd_heap_peek(&m->timers);
-    if (!top || top->t_ns > now) return;
-    pd_heap_item_t it;
-    pd_heap_pop(&m->timers, &it);
-    if (it.kind == MT_CRASH) { crash(m); continue; }
-    if (it.kind == MT_RESTART) { restart(m); continue; }
-    pd_mock_leg_t *leg = it.a < PD_MOCK_MAX_LEGS ? m->legs[it.a] : NULL;
-    if (!leg || leg->id != it.b || leg->tgen != it.c) continue; /* stale */
-    pd_mock_model_timer(m, leg, (int)it.kind);
-    pd_mock_leg_del_if_unused(m, leg);
+    uint64_t t_eng = pd_mock_drive_next_ns(m);
+    if (top && top->t_ns <= now && top->t_ns <= t_eng) {
+      pd_heap_item_t it;
+      pd_heap_pop(&m->timers, &it);
+      if (it.kind == MT_CRASH) crash(m);
+      else if (it.kind == MT_RESTART) restart(m);
+      pd_mock_leg_t *leg = it.kind == MT_OPEN && it.a < PD_MOCK_MAX_LEGS ? m->legs[it.a] : NULL;
+      if (leg && leg->id == it.b && leg->tgen == it.c) pd_mock_drive_open_due(m, leg);
+    } else if (t_eng <= now) {
+      pd_mock_drive_expire(m, t_eng);
+    } else {
+      break;
+    }
   }
+  pd_mock_drive_reap(m);
 }
 
 /* How long to sleep: until the next timer, and no longer than the peer check while there
@@ -255,6 +262,7 @@ static uint64_t sleep_ns(pd_mock_t *m, uint64_t now) {
   uint64_t until = now + 3600ull * 1000 * MS_NS;
   const pd_heap_item_t *top = pd_heap_peek(&m->timers);
   if (top && top->t_ns < until) until = top->t_ns;
+  if (pd_mock_drive_next_ns(m) < until) until = pd_mock_drive_next_ns(m);
   if (m->n_live && m->next_peer_check_ns < until) until = m->next_peer_check_ns;
   if (pd_mock_accept_paused(m) && m->accept_pause_until_ns < until) until = m->accept_pause_until_ns;
   if (m->boot_expiry_ns < until) until = m->boot_expiry_ns;
@@ -293,6 +301,7 @@ static void engine_turn(pd_mock_t *m, struct pollfd *pf, uint32_t *idx, size_t c
   if (rc <= 0) return;
   if (pf[0].revents) drain_wake(m);
   pd_mock_bootstrap_on_poll(m, pf + n, idx, nb);
+  pd_mock_drive_reap(m);
 }
 
 static void *engine_main(void *arg) {
@@ -380,6 +389,7 @@ pd_mock_t *pd_mock_new(const pd_mock_config_t *c, char *err, size_t errlen) {
   }
   if ((m->cfg.n_tfaults && pd_mock_ledger_open(&m->ledger, c->ledger_path,
                                             c->n_requests ? c->n_requests : 1, err, errlen) < 0) ||
+      (pd_mock_drive_start(m) < 0 && snprintf(err, errlen, "out of memory") >= 0) ||
       (m->cfg.role == PD_ROLE_PREFILL && pd_mock_bootstrap_listen(m, err, errlen) < 0) ||
       pd_mock_http_start(m, err, errlen) < 0) {
     pd_mock_del(m);
@@ -438,6 +448,7 @@ void pd_mock_del(pd_mock_t *m) {
   if (m->daemon) pd_mock_log_int(m, "shutdown", NULL, "live_slots", m->live_slots);
   for (uint32_t n = m->n_live; n-- > 0;) leg_del(m, m->live[n]); /* stuck in bootstrap */
   pd_mock_bootstrap_free(m);
+  pd_mock_drive_free(m); /* after the bootstrap connections: they withdraw registrations */
   if (m->http_listen >= 0) close(m->http_listen);
   for (int i = 0; i < 2; i++)
     if (m->wake[i] >= 0) close(m->wake[i]);

@@ -271,7 +271,7 @@ static enum MHD_Result gen_start(pd_mock_t *m, struct MHD_Connection *c, pd_mock
   if (leg->is_held)
     pd_mock_timer(m, leg, MT_OPEN, pd_mock_scaled_ns(m, m->worker.open_delay_ms));
   else
-    pd_mock_model_arrive(m, leg);
+    pd_mock_drive_arrive(m, leg);
   return progress(m, leg, rp);
 }
 
@@ -290,6 +290,13 @@ static enum MHD_Result server_info(pd_mock_t *m, pd_reply_t *rp) {
     cJSON_AddNullToObject(j, "disaggregation_bootstrap_port");
   cJSON_AddStringToObject(j, "worker", m->worker.name);
   cJSON_AddNumberToObject(j, "live_slots", m->live_slots);
+  pd_wengine_stats_t st; /* capacity now (docs/mock.md) */
+  pd_wengine_stats(m->eng, &st);
+  cJSON_AddNumberToObject(j, "running", st.running);
+  cJSON_AddNumberToObject(j, "max_running_requests", st.max_running);
+  cJSON_AddNumberToObject(j, "queued", st.queued);
+  cJSON_AddNumberToObject(j, "kv_used_pages", (double)st.kv_used_pages);
+  cJSON_AddNumberToObject(j, "kv_total_pages", (double)st.kv_total_pages);
   return respond_cjson(rp, 200, j);
 }
 
@@ -321,7 +328,7 @@ static enum MHD_Result abort_request(pd_mock_t *m, pd_reply_t *rp, pd_mock_http_
     return respond_error(rp, 400, "invalid_request_error",
                          j ? "rid: expected a string" : "body: malformed JSON");
   }
-  uint32_t n = pd_mock_model_abort_prefix(m, prefix);
+  uint32_t n = pd_mock_drive_abort_prefix(m, prefix);
   cJSON_Delete(j);
   cJSON *o = cJSON_CreateObject();
   cJSON_AddNumberToObject(o, "aborted", n);
@@ -437,7 +444,7 @@ static void leg_detach(pd_mock_t *m, pd_mock_leg_t *leg, enum MHD_RequestTermina
       (leg->wstate != PD_WORKER_LEG_DONE || is_client_gone)) {
     leg->is_peer_closed = 1;
     pd_mock_log(m, "peer_closed", leg);
-    pd_mock_model_close(m, leg);
+    pd_mock_drive_close(m, leg);
   }
   pd_mock_log_int(m, "response_end", leg, "status", leg->head_queued ? leg->head_status : 0);
   leg->is_attached = 0;

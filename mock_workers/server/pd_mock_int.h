@@ -1,7 +1,8 @@
 /* Internal to mock_workers/server/pd_mock*.c and mock_workers/server/pd_bootstrap.c: the mock's state and the calls its
  * parts make on each other. Threads: libmicrohttpd's polling thread runs the HTTP callbacks
- * (pd_mock_http.c), the engine thread runs timers, the bootstrap sockets and the accept loop
- * (pd_mock.c, pd_bootstrap.c). Both hold m->mu for every touch of the state below; only the
+ * (pd_mock_http.c), the engine thread runs timers, the worker engine's deadlines, the
+ * bootstrap sockets and the accept loop (pd_mock.c, pd_bootstrap.c). Both hold m->mu for
+ * every touch of the state below (the worker engine included, pd_mock_drive.c); only the
  * engine thread (and pd_mock_del after the engine stopped) resumes connections. */
 #ifndef PD_MOCK_INT_H
 #define PD_MOCK_INT_H
@@ -15,6 +16,7 @@
 #include "pd_mock.h"
 #include "pd_mock_ledger.h"
 #include "pd_request.h"
+#include "pd_wengine.h"
 #include "pd_worker.h" /* pd_truth_t, pd_worker_leg_state_t: the worker engine's states */
 #include "pd_worker_shared.h"
 
@@ -29,17 +31,12 @@
  * asks for fits many times over; the bound stops a client that never reads. */
 #define PD_MOCK_MAX_OUT_BYTES (256u * 1024u * 1024u)
 
-/* Engine timers (heap item kind; a = leg slot, b = leg id, c = leg timer generation). */
+/* The mock's own timers, for I/O only (heap item kind; a = leg slot, b = leg id, c = leg
+ * timer generation); the worker's deadlines are the worker engine's (pd_mock_drive.c). */
 enum {
-  MT_BOOTSTRAP_TIMEOUT = 1,
-  MT_WAIT_TIMEOUT,
-  MT_TRANSFER_DONE,
-  MT_RESPOND,
-  MT_TOKEN,
-  MT_RECONNECT, /* decode: try the bootstrap connection again */
-  MT_CRASH,     /* worker crash_at_ms (no leg) */
+  MT_CRASH = 1, /* worker crash_at_ms (no leg) */
   MT_RESTART,   /* worker restart_at_ms (no leg) */
-  MT_OPEN,      /* the request reaches the worker model (worker open_delay_ms) */
+  MT_OPEN,      /* the request reaches the worker (worker open_delay_ms) */
 };
 
 /* How a leg's HTTP exchange ends once its queued bytes are written. */
@@ -71,20 +68,15 @@ typedef struct pd_mock_leg {
   char boot_host[PD_MOCK_HOST_MAX];
   int boot_port;  /* < 0: none */
   uint32_t tokens;
+  uint32_t prompt_tokens; /* the prompt's length in tokens (pd_worker_body.c) */
   char xrid[PD_MOCK_XRID_MAX];
   uint32_t req_index; /* the runner's request index from its id in the prompt, or
                          PD_TRAFFIC_FAULT_ANY (no traffic fault applies) */
-  /* the worker model (sim/pd_world_worker.c) */
+  /* what the worker engine said of it (pd_mock_drive.c) */
   pd_worker_leg_state_t wstate;
-  int fault; /* pd_fault_kind_t or -1 */
-  const pd_fault_t *fp;
-  uint64_t lag_ms, drip_ms;
-  uint32_t sent_tokens;
   int slot_taken;
   pd_truth_t truth;
-  uint64_t room_seq; /* prefill waiting in the room table: registration order; 0 not in it */
   int boot;          /* bootstrap connection index (prefill: paired decode; decode: own) */
-  int is_paired;     /* decode: the prefill said PAIR (no reconnect after that) */
   uint32_t aborts;
   int is_held;         /* held back from the model until MT_OPEN (open_delay_ms) */
   int is_closed_early; /* the client closed while it was held back */
@@ -105,7 +97,6 @@ typedef enum {
   BOOTSTRAP_CONN_CONNECTING,
   BOOTSTRAP_CONN_OPEN,
   BOOTSTRAP_CONN_REGISTERED,
-  BOOTSTRAP_CONN_IGNORED,
   BOOTSTRAP_CONN_PAIRED
 } pd_mock_bootstrap_conn_state_t;
 
@@ -115,7 +106,7 @@ typedef struct pd_mock_bootstrap_conn {
   int fd;
   pd_mock_bootstrap_conn_state_t state;
   uint32_t live_idx;
-  uint64_t room, hash, seq;
+  uint64_t room, hash, seq; /* prefill: seq numbers its registration (its engine token) */
   uint32_t flags;      /* REG flags: PD_MOCK_BOOTSTRAP_F_KV_FAIL */
   uint64_t t_open_ns;  /* prefill: when it was accepted (its REG line is due in time) */
   pd_mock_leg_t *leg;      /* prefill: the paired prefill leg; decode: the owning decode leg */
@@ -146,6 +137,13 @@ struct pd_mock {
   uint64_t boot_expiry_ns; /* engine only: the next overdue REG line (pd_mock_bootstrap_expire) */
   int engine_asleep;
   pd_heap_t timers;
+  pd_wengine_t *eng;   /* the worker (pd_mock_drive.c) */
+  pd_wact_buf_t acts;  /* its actions, carried out under m->mu */
+  uint64_t eng_now;    /* the engine's clock: monotonic ns, never behind */
+  int is_applying;
+  uint64_t reap[PD_MOCK_MAX_LEGS]; /* engine ids of legs the worker finished (to free) */
+  uint32_t n_reap;
+  int is_reap_all;     /* reap overflowed: look at every live leg */
   pd_mock_leg_t *legs[PD_MOCK_MAX_LEGS];
   uint32_t free_slots[PD_MOCK_MAX_LEGS], n_free;
   pd_mock_leg_t *live[PD_MOCK_MAX_LEGS];
@@ -156,7 +154,6 @@ struct pd_mock {
   uint32_t bc_free[PD_MOCK_MAX_BOOT_CONNS], n_bc_free;
   uint32_t bc_live[PD_MOCK_MAX_BOOT_CONNS], n_bc_live;
   uint64_t next_id, next_seq;
-  uint32_t received; /* generation requests received (nth for faults) */
   pd_traffic_fault_t tfaults[PD_SCENARIO_MAX_TRAFFIC_FAULTS];
   pd_mock_ledger_t ledger; /* mapped when there are traffic faults */
   pd_prng_t fault_rng, rid_rng;
@@ -199,24 +196,34 @@ void pd_mock_output_render(pd_mock_t *m, pd_mock_leg_t *leg, int kind, uint32_t 
 void pd_mock_output_end(pd_mock_t *m, pd_mock_leg_t *leg, pd_mock_output_end_t end);
 int pd_mock_output_can_send(const pd_mock_leg_t *leg);
 
-/* ---------- pd_mock_model.c: the worker model on real sockets ---------- */
-void pd_mock_model_open(pd_mock_t *m, pd_mock_leg_t *leg);
-/* The request reaches the model: pd_mock_model_open, then the abort of an earlier /abort_request
- * that named its rid (an abort that overtook it). */
-void pd_mock_model_arrive(pd_mock_t *m, pd_mock_leg_t *leg);
-void pd_mock_model_close(pd_mock_t *m, pd_mock_leg_t *leg); /* the client closed the connection */
-void pd_mock_model_abort(pd_mock_t *m, pd_mock_leg_t *leg); /* /abort_request matched the leg */
-void pd_mock_model_timer(pd_mock_t *m, pd_mock_leg_t *leg, int kind);
-void pd_mock_model_crash(pd_mock_t *m);
+/* ---------- pd_mock_drive.c: the worker engine on real sockets ---------- */
+int pd_mock_drive_start(pd_mock_t *m); /* after the ledger is open; 0 or PD_ERR_NOMEM */
+void pd_mock_drive_free(pd_mock_t *m);
+/* The request reaches the worker: opened in the engine, then the abort of an earlier
+ * /abort_request that named its rid (an abort that overtook it). */
+void pd_mock_drive_arrive(pd_mock_t *m, pd_mock_leg_t *leg);
+void pd_mock_drive_open_due(pd_mock_t *m, pd_mock_leg_t *leg); /* MT_OPEN: held leg arrives */
+void pd_mock_drive_close(pd_mock_t *m, pd_mock_leg_t *leg); /* the client closed the connection */
+void pd_mock_drive_abort(pd_mock_t *m, pd_mock_leg_t *leg); /* /abort_request matched the leg */
+void pd_mock_drive_crash(pd_mock_t *m);
+void pd_mock_drive_restart(pd_mock_t *m);
+/* The engine's next deadline (monotonic ns, UINT64_MAX none) and firing those due at t_ns. */
+uint64_t pd_mock_drive_next_ns(const pd_mock_t *m);
+void pd_mock_drive_expire(pd_mock_t *m, uint64_t t_ns);
+/* Free the legs the worker finished that nothing refers to any more (engine thread, when no
+ * caller holds a leg). */
+void pd_mock_drive_reap(pd_mock_t *m);
 /* bootstrap events */
-void pd_mock_model_registered(pd_mock_t *m, int bc); /* prefill: a decode registered a room */
-void pd_mock_model_kv(pd_mock_t *m, pd_mock_leg_t *d, int is_ok); /* decode: KV arrived or failed */
-void pd_mock_model_boot_lost(pd_mock_t *m,
-                             pd_mock_leg_t *d); /* decode: connection lost or refused */
+uint64_t pd_mock_drive_token(const pd_mock_t *m, int bc); /* prefill: a registration's token */
+void pd_mock_drive_registered(pd_mock_t *m, int bc); /* prefill: a decode registered a room */
+void pd_mock_drive_unregistered(pd_mock_t *m, uint64_t token); /* prefill: it is gone */
+void pd_mock_drive_paired(pd_mock_t *m, pd_mock_leg_t *d); /* decode: the prefill said PAIR */
+void pd_mock_drive_kv(pd_mock_t *m, pd_mock_leg_t *d, int is_ok); /* decode: KV or FAIL */
+void pd_mock_drive_boot_lost(pd_mock_t *m, pd_mock_leg_t *d); /* decode: connection lost */
 /* /abort_request: abort every live leg whose rid starts with prefix; returns the count. */
-uint32_t pd_mock_model_abort_prefix(pd_mock_t *m, const char *prefix);
+uint32_t pd_mock_drive_abort_prefix(pd_mock_t *m, const char *prefix);
 /* A new request whose rid an earlier abort named (within PD_MOCK_ABORT_MEMORY_MS). */
-int pd_mock_model_was_aborted(pd_mock_t *m, const char *rid);
+int pd_mock_drive_was_aborted(pd_mock_t *m, const char *rid);
 
 /* ---------- pd_bootstrap.c ---------- */
 int pd_mock_bootstrap_listen(pd_mock_t *m, char *err, size_t errlen);
@@ -229,11 +236,11 @@ uint64_t pd_mock_bootstrap_expire(pd_mock_t *m, uint64_t now_ns);
 /* Fill pollfds for the listener and every live connection; returns how many. */
 size_t pd_mock_bootstrap_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uint32_t *idx);
 void pd_mock_bootstrap_on_poll(pd_mock_t *m, const struct pollfd *p, const uint32_t *idx, size_t n);
-void pd_mock_bootstrap_connect(pd_mock_t *m, pd_mock_leg_t *d); /* decode: connect and register */
-int pd_mock_bootstrap_find_registered(pd_mock_t *m,
-                                      uint64_t room); /* prefill: earliest REGISTERED */
+/* decode: connect and register (flags: PD_WENGINE_REG_*) */
+void pd_mock_bootstrap_connect(pd_mock_t *m, pd_mock_leg_t *d, uint32_t flags);
 int pd_mock_bootstrap_send(pd_mock_t *m, int bc, const char *verb, uint64_t room);
-void pd_mock_bootstrap_close(pd_mock_t *m, int bc); /* close without telling the model */
+/* Close; on a prefill a registration it carried is withdrawn from the worker engine. */
+void pd_mock_bootstrap_close(pd_mock_t *m, int bc);
 pd_mock_bootstrap_conn_t *pd_mock_bootstrap_get(pd_mock_t *m, int bc);
 
 /* ---------- pd_mock_req.c ---------- */

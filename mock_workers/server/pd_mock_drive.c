@@ -1,0 +1,362 @@
+/* The mock's worker: one worker engine (mock_workers/pd_wengine.h) per mock, fed the HTTP
+ * and bootstrap events with the monotonic clock as its `now`, its actions turned into HTTP
+ * output (pd_mock_output_*), bootstrap lines (pd_bootstrap.c) and event-log lines. The
+ * simulator drives the same engine (sim/pd_world_worker.c); docs/mock.md lists what real
+ * sockets change. Everything runs under m->mu. */
+#include <stdio.h>
+#include <string.h>
+
+#include "pd_err.h"
+#include "pd_mock_int.h"
+
+/* Engine leg id = mock leg id << 12 | its slot; a prefill's registration token = the
+ * bootstrap connection's registration number << 12 | its index. */
+#define ID_BITS 12u
+#define ID_MASK ((1u << ID_BITS) - 1u)
+_Static_assert(PD_MOCK_MAX_LEGS <= 1u << ID_BITS, "leg slots fit the engine id");
+_Static_assert(PD_MOCK_MAX_BOOT_CONNS <= 1u << ID_BITS, "connections fit the token");
+/* Actions one apply may handle (a crash of every leg writes a handful per leg). */
+#define APPLY_MAX (PD_MOCK_MAX_LEGS * 64u)
+
+static uint64_t eng_id(const pd_mock_leg_t *leg) { return leg->id << ID_BITS | leg->slot; }
+
+static pd_mock_leg_t *leg_of(pd_mock_t *m, uint64_t id) {
+  pd_mock_leg_t *leg = m->legs[id & ID_MASK];
+  return leg && leg->id == id >> ID_BITS ? leg : NULL;
+}
+
+uint64_t pd_mock_drive_token(const pd_mock_t *m, int bc) {
+  return m->bc[bc].seq << ID_BITS | (uint64_t)bc;
+}
+
+/* The live bootstrap connection behind a token, or -1. */
+static int bc_of(pd_mock_t *m, uint64_t token) {
+  int bc = (int)(token & ID_MASK);
+  const pd_mock_bootstrap_conn_t *b = &m->bc[bc];
+  return b->state != BOOTSTRAP_CONN_FREE && b->seq == token >> ID_BITS ? bc : -1;
+}
+
+/* The engine's clock: monotonic time, never behind what it was given before. */
+static uint64_t eng_now(pd_mock_t *m, uint64_t t) {
+  if (t > m->eng_now) m->eng_now = t;
+  return m->eng_now;
+}
+static uint64_t now(pd_mock_t *m) { return eng_now(m, pd_mock_now_ns()); }
+
+int pd_mock_drive_start(pd_mock_t *m) {
+  pd_wengine_config_t c = {0};
+  c.spec = &m->worker;
+  c.worker_index = m->cfg.worker_index;
+  c.bootstrap_timeout_ms = m->cfg.bootstrap_timeout_ms;
+  c.waiting_timeout_ms = m->cfg.waiting_timeout_ms;
+  c.fault_rate = m->cfg.fault_rate;
+  c.tfaults = m->tfaults;
+  c.n_tfaults = m->cfg.n_tfaults;
+  c.tf_owner = m->ledger.owner;
+  c.fault_rng = &m->fault_rng;
+  c.time_scale = m->cfg.speed;
+  c.reconnect_ms = PD_MOCK_BOOT_RETRY_MS; /* real time, as the engine takes it */
+  pd_wact_buf_init(&m->acts, NULL);
+  m->eng = pd_wengine_new(&c, NULL);
+  return m->eng ? 0 : PD_ERR_NOMEM;
+}
+
+void pd_mock_drive_free(pd_mock_t *m) {
+  pd_wengine_del(m->eng);
+  m->eng = NULL;
+  pd_wact_buf_free(&m->acts);
+}
+
+/* ---------- actions ---------- */
+
+static void log_fault(pd_mock_t *m, const pd_mock_leg_t *leg, const pd_wact_t *a) {
+  if (a->c >> 32)
+    pd_mock_log_str(m, "fault", leg, "kind", pd_fault_kind_name(PD_FAULT_PREFILL_LAG));
+  if (a->c & 0xffffffffu)
+    pd_mock_log_str(m, "fault", leg, "kind", pd_fault_kind_name(PD_FAULT_SLOW_DRIP));
+  if (a->a) pd_mock_log_str(m, "fault", leg, "kind", pd_fault_kind_name((pd_fault_kind_t)(a->a - 1)));
+  if (a->b) pd_mock_log_int(m, "traffic_fault", leg, "index", (long long)a->b - 1);
+}
+
+static pd_mock_output_end_t output_end(uint32_t how) {
+  switch (how) {
+  case PD_WENGINE_END_CLEAN: return PD_MOCK_OUTPUT_END_CLEAN;
+  case PD_WENGINE_END_READ: return PD_MOCK_OUTPUT_END_READ;
+  case PD_WENGINE_END_RESET: return PD_MOCK_OUTPUT_END_RESET;
+  default: return PD_MOCK_OUTPUT_END_REFUSED;
+  }
+}
+
+/* Prefill: the engine's word to the decode behind a token, then (KV, FAIL) the line is done. */
+static void to_decode(pd_mock_t *m, pd_mock_leg_t *leg, const pd_wact_t *a) {
+  int bc = bc_of(m, a->b);
+  if (a->kind == PD_WACT_PAIRED) {
+    if (bc < 0) return; /* gone meanwhile: the engine was told (unregister) */
+    pd_mock_bootstrap_conn_t *b = pd_mock_bootstrap_get(m, bc);
+    b->state = BOOTSTRAP_CONN_PAIRED;
+    b->leg = leg;
+    if (leg) leg->boot = bc;
+    pd_mock_bootstrap_send(m, bc, "PAIR", a->room); /* a failure unregisters: see bc_lost */
+    return;
+  }
+  if (bc >= 0 && a->kind == PD_WACT_KV_SEND)
+    pd_mock_bootstrap_send(m, bc, a->a ? "KV" : "FAIL", a->room);
+  if (leg && leg->boot >= 0 && (bc < 0 || leg->boot == bc)) leg->boot = -1;
+  if (bc_of(m, a->b) >= 0) pd_mock_bootstrap_close(m, bc); /* KV_SEND, UNPAIR: done */
+}
+
+static void on_done(pd_mock_t *m, pd_mock_leg_t *leg, pd_truth_t truth) {
+  leg->wstate = PD_WORKER_LEG_DONE;
+  leg->truth = truth;
+  if (leg->slot_taken) pd_mock_log_str(m, "slot_freed", leg, "truth", pd_mock_log_truth(truth));
+  if (leg->boot >= 0) pd_mock_bootstrap_close(m, leg->boot);
+  leg->boot = -1;
+}
+
+static void apply_one(pd_mock_t *m, const pd_wact_t *a) {
+  pd_mock_leg_t *leg = leg_of(m, a->id);
+  if (a->kind == PD_WACT_PAIRED || a->kind == PD_WACT_KV_SEND ||
+      (a->kind == PD_WACT_UNPAIR && m->cfg.role == PD_ROLE_PREFILL)) {
+    to_decode(m, leg, a);
+    return;
+  }
+  if (!leg) return;
+  switch (a->kind) {
+  case PD_WACT_HEAD: pd_mock_output_head(m, leg, (int)a->a, (int)a->b); return;
+  case PD_WACT_SEND: pd_mock_output_render(m, leg, (int)a->a, (uint32_t)a->b); return;
+  case PD_WACT_END: pd_mock_output_end(m, leg, output_end(a->a)); return;
+  case PD_WACT_CONNECT: pd_mock_bootstrap_connect(m, leg, a->a); return;
+  case PD_WACT_UNPAIR: /* decode: its own connection */
+    if (leg->boot >= 0) pd_mock_bootstrap_close(m, leg->boot);
+    leg->boot = -1;
+    return;
+  case PD_WACT_STATE: leg->wstate = (pd_worker_leg_state_t)a->a; return;
+  case PD_WACT_FAULT: log_fault(m, leg, a); return;
+  case PD_WACT_SLOT:
+    if (a->a && !leg->slot_taken) {
+      leg->slot_taken = 1;
+      m->live_slots++;
+      pd_mock_log(m, "slot_taken", leg);
+    } else if (!a->a && leg->slot_taken) {
+      m->live_slots--; /* logged with its truth at DONE */
+    }
+    return;
+  case PD_WACT_REJECT: pd_mock_log_int(m, "reject", leg, "status", a->a); return;
+  case PD_WACT_DONE: on_done(m, leg, (pd_truth_t)a->a); return;
+  default: return; /* FIRED, STATUS, RUNNING, KV: the engine's stats have them */
+  }
+}
+
+/* Carry out what the engine said. Bootstrap I/O may report a connection lost meanwhile; its
+ * engine event appends to the same list, handled in this loop. Legs the worker is done with
+ * are noted for pd_mock_drive_reap (a caller may still hold one). */
+static void apply(pd_mock_t *m) {
+  if (m->is_applying) return;
+  m->is_applying = 1;
+  for (size_t i = 0; i < m->acts.n && i < APPLY_MAX; i++) {
+    pd_wact_t a = m->acts.v[i]; /* a copy: a nested event may move the list */
+    apply_one(m, &a);
+  }
+  for (size_t i = 0; i < m->acts.n && i < APPLY_MAX; i++)
+    if (m->acts.v[i].kind == PD_WACT_DONE) {
+      if (m->n_reap < PD_MOCK_MAX_LEGS) m->reap[m->n_reap++] = m->acts.v[i].id;
+      else m->is_reap_all = 1;
+    }
+  if (m->acts.err) fprintf(stderr, "pdref mock: out of memory for the worker's actions\n");
+  pd_wact_buf_reset(&m->acts);
+  m->is_applying = 0;
+  if (!pd_mock_on_engine(m) && m->engine_asleep && pd_wengine_next_expiry(m->eng) < m->poll_deadline_ns)
+    pd_mock_wake(m);
+}
+
+static void check(int rc, const char *what) {
+  if (rc == PD_ERR_NOMEM) fprintf(stderr, "pdref mock: out of memory (%s)\n", what);
+}
+
+/* ---------- events ---------- */
+
+/* Collisions the engine counted during one event become room_collision lines. */
+static uint32_t collisions(const pd_mock_t *m) {
+  pd_wengine_stats_t st;
+  pd_wengine_stats(m->eng, &st);
+  return st.collisions;
+}
+
+static void open_leg(pd_mock_t *m, pd_mock_leg_t *leg) {
+  pd_wengine_req_t rq = {0};
+  rq.is_stream = leg->is_stream;
+  rq.has_room = leg->has_room;
+  rq.room = leg->room;
+  rq.rooms_hash = leg->rooms_hash;
+  rq.tokens = leg->tokens;
+  rq.prompt_tokens = leg->prompt_tokens;
+  rq.request = leg->req_index;
+  if (m->cfg.n_tfaults && !pd_wengine_is_down(m->eng))
+    rq.leg_no = pd_mock_ledger_next_leg(&m->ledger, leg->req_index, m->cfg.role);
+  rq.can_connect = leg->boot_host[0] && leg->boot_port > 0;
+  rq.is_direct = m->cfg.is_direct;
+  leg->truth = PD_TRUTH_PENDING;
+  leg->boot = -1;
+  uint32_t c0 = collisions(m);
+  int rc = pd_wengine_open(m->eng, now(m), eng_id(leg), &rq, &m->acts);
+  check(rc, "a request");
+  if (rc == 0 && leg->has_room && collisions(m) > c0) /* another request holds the room */
+    pd_mock_log(m, "room_collision", leg);
+  apply(m);
+  if (rc < 0) { /* not taken: refuse it as a worker that cannot hold it */
+    pd_mock_output_end(m, leg, PD_MOCK_OUTPUT_END_RESET);
+    leg->wstate = PD_WORKER_LEG_DONE;
+    leg->truth = PD_TRUTH_FAILED;
+  }
+}
+
+void pd_mock_drive_arrive(pd_mock_t *m, pd_mock_leg_t *leg) {
+  open_leg(m, leg);
+  if (pd_mock_drive_was_aborted(m, leg->rid)) { /* the abort overtook its request */
+    pd_mock_log_str(m, "abort", leg, "prefix", "(remembered)");
+    pd_mock_drive_abort(m, leg);
+  }
+}
+
+void pd_mock_drive_open_due(pd_mock_t *m, pd_mock_leg_t *leg) {
+  if (leg->wstate != PD_WORKER_LEG_NEW || !leg->is_held) return;
+  leg->is_held = 0;
+  pd_mock_drive_arrive(m, leg);
+  if (leg->is_closed_early) pd_mock_drive_close(m, leg);
+}
+
+void pd_mock_drive_close(pd_mock_t *m, pd_mock_leg_t *leg) {
+  if (leg->wstate == PD_WORKER_LEG_NEW) { /* held back (open_delay_ms): the close follows its */
+    leg->is_closed_early = 1;             /* request on the same connection: after it opens */
+    return;
+  }
+  if (leg->wstate == PD_WORKER_LEG_DONE) return;
+  check(pd_wengine_close(m->eng, now(m), eng_id(leg), &m->acts), "a close");
+  apply(m);
+}
+
+void pd_mock_drive_abort(pd_mock_t *m, pd_mock_leg_t *leg) {
+  leg->aborts++;
+  if (leg->wstate == PD_WORKER_LEG_DONE || leg->wstate == PD_WORKER_LEG_NEW) return;
+  check(pd_wengine_abort(m->eng, now(m), eng_id(leg), &m->acts), "an abort");
+  apply(m);
+}
+
+/* Prefill: a decode registered a room on our bootstrap server. */
+void pd_mock_drive_registered(pd_mock_t *m, int bc) {
+  pd_mock_bootstrap_conn_t *b = pd_mock_bootstrap_get(m, bc);
+  pd_mock_leg_t *p = NULL; /* the request waiting in bootstrap for that room, for the log */
+  for (uint32_t i = 0; i < m->n_live; i++) {
+    pd_mock_leg_t *l = m->live[i];
+    if (l->wstate == PD_WORKER_LEG_BOOTSTRAP && l->has_room && l->room == b->room &&
+        (!p || l->id < p->id))
+      p = l;
+  }
+  pd_mock_log_room(m, "room_registered", p, b->room);
+  b->state = BOOTSTRAP_CONN_REGISTERED;
+  b->seq = ++m->next_seq;
+  uint32_t c0 = collisions(m);
+  int rc = pd_wengine_register(m->eng, now(m), pd_mock_drive_token(m, bc), b->room, b->hash,
+                               b->flags & PD_MOCK_BOOTSTRAP_F_KV_FAIL ? PD_WENGINE_REG_KV_FAIL : 0,
+                               &m->acts);
+  check(rc, "a registration");
+  if (rc == 0 && collisions(m) > c0) pd_mock_log_room(m, "room_collision", NULL, b->room);
+  apply(m);
+}
+
+/* Prefill: a registered decode's connection closed. */
+void pd_mock_drive_unregistered(pd_mock_t *m, uint64_t token) {
+  if (!m->eng) return;
+  (void)pd_wengine_unregister(m->eng, now(m), token, &m->acts); /* NOT_FOUND: done with it */
+  apply(m);
+}
+
+void pd_mock_drive_paired(pd_mock_t *m, pd_mock_leg_t *d) {
+  if (d->wstate == PD_WORKER_LEG_DONE) return;
+  check(pd_wengine_paired(m->eng, now(m), eng_id(d), &m->acts), "a pairing");
+  apply(m);
+}
+
+void pd_mock_drive_kv(pd_mock_t *m, pd_mock_leg_t *d, int is_ok) {
+  if (d->boot >= 0) pd_mock_bootstrap_close(m, d->boot); /* the link has done its work */
+  d->boot = -1;
+  if (d->wstate == PD_WORKER_LEG_DONE) return;
+  check(pd_wengine_kv(m->eng, now(m), eng_id(d), is_ok, &m->acts), "the KV");
+  apply(m);
+}
+
+void pd_mock_drive_boot_lost(pd_mock_t *m, pd_mock_leg_t *d) {
+  d->boot = -1;
+  if (d->wstate == PD_WORKER_LEG_DONE) return;
+  check(pd_wengine_boot_lost(m->eng, now(m), eng_id(d), &m->acts), "a lost connection");
+  apply(m);
+}
+
+void pd_mock_drive_crash(pd_mock_t *m) {
+  m->is_down = 1;
+  check(pd_wengine_crash(m->eng, now(m), &m->acts), "a crash");
+  apply(m);
+}
+
+void pd_mock_drive_restart(pd_mock_t *m) {
+  m->is_down = 0;
+  check(pd_wengine_restart(m->eng, now(m), &m->acts), "a restart");
+  apply(m);
+}
+
+void pd_mock_drive_reap(pd_mock_t *m) {
+  if (m->is_reap_all) {
+    for (uint32_t i = m->n_live; i-- > 0;)
+      if (i < m->n_live) pd_mock_leg_del_if_unused(m, m->live[i]);
+  } else {
+    for (uint32_t i = 0; i < m->n_reap; i++) {
+      pd_mock_leg_t *leg = leg_of(m, m->reap[i]); /* NULL: freed meanwhile */
+      if (leg) pd_mock_leg_del_if_unused(m, leg);
+    }
+  }
+  m->n_reap = 0;
+  m->is_reap_all = 0;
+}
+
+uint64_t pd_mock_drive_next_ns(const pd_mock_t *m) { return pd_wengine_next_expiry(m->eng); }
+
+void pd_mock_drive_expire(pd_mock_t *m, uint64_t t_ns) {
+  check(pd_wengine_expire(m->eng, eng_now(m, t_ns), &m->acts), "a deadline");
+  apply(m);
+}
+
+/* ---------- /abort_request ---------- */
+
+static int has_prefix(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+uint32_t pd_mock_drive_abort_prefix(pd_mock_t *m, const char *prefix) {
+  if (prefix[0]) { /* remember it, in case its request is still on the way */
+    pd_aborted_t *a = &m->aborted[m->aborted_next++ % PD_MOCK_ABORT_MEMORY];
+    snprintf(a->rid, sizeof a->rid, "%s", prefix);
+    a->t_ns = pd_mock_now_ns();
+  }
+  uint32_t n = 0;
+  for (uint32_t i = m->n_live; i-- > 0;) {
+    if (i >= m->n_live) continue; /* an abort freed more than one leg */
+    pd_mock_leg_t *leg = m->live[i];
+    if (!has_prefix(leg->rid, prefix) || leg->wstate == PD_WORKER_LEG_NEW)
+      continue; /* not here yet */
+    n++;
+    pd_mock_log_str(m, "abort", leg, "prefix", prefix);
+    pd_mock_drive_abort(m, leg);
+    pd_mock_leg_del_if_unused(m, leg);
+  }
+  if (!n) pd_mock_log_str(m, "abort", NULL, "prefix", prefix);
+  return n;
+}
+
+int pd_mock_drive_was_aborted(pd_mock_t *m, const char *rid) {
+  uint64_t t = pd_mock_now_ns(), keep = (uint64_t)PD_MOCK_ABORT_MEMORY_MS * 1000000ull;
+  for (uint32_t i = 0; i < PD_MOCK_ABORT_MEMORY; i++) {
+    const pd_aborted_t *a = &m->aborted[i];
+    if (a->t_ns && a->rid[0] && t - a->t_ns <= keep && has_prefix(rid, a->rid)) return 1;
+  }
+  return 0;
+}
