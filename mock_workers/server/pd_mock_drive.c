@@ -141,9 +141,17 @@ static void apply_one(pd_mock_t *m, const pd_wact_t *a) {
       m->live_slots--; /* logged with its truth at DONE */
     }
     return;
+  case PD_WACT_KV: /* for I18 on sockets: when the leg first held pages, when it freed them */
+    if (a->b && !leg->kv_pages && !leg->kv_pages_max)
+      pd_mock_log_int(m, "kv_taken", leg, "pages", (long long)a->b);
+    if (!a->b && leg->kv_pages)
+      pd_mock_log_int(m, "kv_freed", leg, "pages_max", (long long)leg->kv_pages_max);
+    leg->kv_pages = a->b;
+    if (a->b > leg->kv_pages_max) leg->kv_pages_max = a->b;
+    return;
   case PD_WACT_REJECT: pd_mock_log_int(m, "reject", leg, "status", a->a); return;
   case PD_WACT_DONE: on_done(m, leg, (pd_truth_t)a->a); return;
-  default: return; /* FIRED, STATUS, RUNNING, KV: the engine's stats have them */
+  default: return; /* FIRED, STATUS, RUNNING: the engine's stats have them */
   }
 }
 

@@ -150,6 +150,14 @@ static void on_line(pd_conform_runner_t *run, uint32_t wi, const cJSON *j, int32
   } else if (!strcmp(ev, "slot_freed")) {
     l->t_slot_freed = t;
     l->truth = truth_of(str_of(j, "truth"));
+  } else if (!strcmp(ev, "kv_taken")) {
+    l->kv_pages = (uint64_t)num_of(j, "pages", 0);
+    if (l->kv_pages > l->kv_pages_max) l->kv_pages_max = l->kv_pages;
+  } else if (!strcmp(ev, "kv_freed")) {
+    uint64_t most = (uint64_t)num_of(j, "pages_max", 0);
+    if (most > l->kv_pages_max) l->kv_pages_max = most;
+    l->kv_pages = 0;
+    l->t_kv_freed = t;
   } else if (!strcmp(ev, "peer_closed")) {
     if (!l->t_peer_closed) l->t_peer_closed = t;
   } else if (!strcmp(ev, "abort")) {
