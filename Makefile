@@ -49,6 +49,7 @@ lint:
 
 bench: build
 	@$(BUILD)/pdref sim bench
+	@$(BUILD)/pdref sim bench --scenario bench/scenarios/hour-1000rps-8p8d.json --requests 360000
 	@$(BUILD)/pdref gateway bench
 
 clean:

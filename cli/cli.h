@@ -18,9 +18,6 @@ int pd_cli_conform(int argc, char **argv);
  * "<cmd>: <path>: ..." for a missing path. */
 int pd_cli_collect_json(const char *cmd, char **args, int n, char **out, int *n_out, int max);
 
-struct cJSON;
-/* Print {"rows": rows, "passed", "failed"[, "skipped" when >= 0]} and take ownership of rows. */
-void pd_cli_print_json_rows(struct cJSON *rows, int passed, int failed, int skipped);
 /* 1 when host (a --listen address) is a loopback address (127.0.0.0/8, ::1, "localhost"). */
 int pd_cli_is_loopback(const char *host);
 /* When host is not a loopback address, print to stderr "<cmd>: warning: listening on <host>,

@@ -2,7 +2,6 @@
  * directories expanded to their *.json files in name order), JSON rows, invariant lists,
  * signals, the descriptor limit and the loopback check. */
 #include <arpa/inet.h>
-#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,18 +46,6 @@ int pd_cli_collect_json(const char *cmd, char **args, int n, char **out, int *n_
     qsort(out + first, (size_t)(*n_out - first), sizeof *out, cmp_str);
   }
   return 0;
-}
-
-void pd_cli_print_json_rows(cJSON *rows, int passed, int failed, int skipped) {
-  cJSON *root = cJSON_CreateObject();
-  cJSON_AddItemToObject(root, "rows", rows);
-  cJSON_AddNumberToObject(root, "passed", passed);
-  cJSON_AddNumberToObject(root, "failed", failed);
-  if (skipped >= 0) cJSON_AddNumberToObject(root, "skipped", skipped);
-  char *txt = cJSON_Print(root);
-  if (txt) puts(txt);
-  cJSON_free(txt);
-  cJSON_Delete(root);
 }
 
 void pd_cli_install_signals(void (*on_stop)(int)) {

@@ -1,17 +1,25 @@
-/* `pdref sim bench`: simulator throughput on a large synthetic workload. Prints simulated
- * events/s, client requests/s and peak RSS. The CLI may read the wall clock; core/ and sim/
- * never do. */
+/* `pdref sim bench`: simulator throughput on a large workload, the built-in synthetic one or a
+ * scenario file's (--scenario) at a chosen size (--requests) and arrival rate (--rate). Prints
+ * simulated events/s, client requests/s, simulated and wall seconds, peak RSS and the RSS at
+ * every tenth of the run (memory is flat when the last tenth is no higher than the first).
+ * The CLI may read the wall clock; core/ and sim/ never do. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cli_args.h"
+#include "cli_json.h"
 #include "cli_progress.h"
 #include "pd_err.h"
 #include "pd_world.h"
+
+#define CMD "pdref sim bench"
+#define MS_NS 1000000ull
+#define TENTHS 10
 
 static long peak_rss_kib(void) {
   struct rusage ru;
@@ -19,41 +27,55 @@ static long peak_rss_kib(void) {
   return ru.ru_maxrss;
 }
 
-static void bench_world(pd_scenario_t *s, uint32_t requests, double fault_rate) {
+/* CPU seconds (user + system) this process used: the figure a shared machine does not skew. */
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* Resident set now, in KiB (0 when /proc is not there). */
+static long rss_now_kib(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long size = 0, resident = 0;
+  if (!f) return 0;
+  if (fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
+  fclose(f);
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void bench_world(pd_scenario_t *s) {
   pd_scenario_defaults(s);
   snprintf(s->name, sizeof s->name, "bench");
   snprintf(s->path, sizeof s->path, "(bench)");
   pd_scenario_set_workers(s, 4, 4);
-  s->workload.requests = requests;
+  s->workload.requests = 1000000;
   s->workload.interval_ms = 1;
   s->workload.poisson = 1;
   s->workload.stream = 0.8;
   s->workload.logprob = 0.1;
   s->workload.tokens = 8;
-  s->workload.fault_rate = fault_rate;
+  s->workload.fault_rate = 0.01;
   s->config.deadline_ms = 3600000;
   s->config.bootstrap_timeout_ms = 30000;
   s->config.waiting_timeout_ms = 30000;
 }
 
-#define CMD "pdref sim bench"
-
-/* pd_world's progress callback: the bar, with the request rate. */
-static void on_progress(void *ud, uint64_t done, uint64_t total) {
-  pd_cli_progress_t *p = ud;
-  double el = pd_cli_progress_elapsed_s(p);
-  pd_cli_progress_draw(p, total ? (double)done / (double)total : 0, "%llu/%llu requests, %.0f req/s",
-                       (unsigned long long)done, (unsigned long long)total,
-                       (double)done / (el + 1e-9));
-}
-
 static void usage(FILE *f) {
-  fprintf(f, "usage: pdref sim bench [--requests N] [--fault-rate F] [--mode M] [--json]\n"
-             "Runs N simulated requests (default 1000000, 1%% of legs faulted) through the\n"
-             "given mode (default reference) and prints events/s, requests/s, peak RSS.\n");
+  fprintf(f, "usage: pdref sim bench [--scenario FILE] [--requests N] [--rate R]\n"
+             "                       [--fault-rate F] [--mode M] [--json]\n"
+             "Runs a large workload through the simulator in one mode (default reference) and\n"
+             "prints events/s, requests/s, simulated and wall seconds, peak RSS and the RSS at\n"
+             "every tenth of the requests judged. Without --scenario: 4 prefill + 4 decode\n"
+             "workers, 1000000 requests, Poisson arrivals 1 ms apart, 1%% of legs faulted.\n"
+             "--scenario runs that file's workers, workload, faults and config; --requests N\n"
+             "and --fault-rate F replace the workload's, --rate R spaces arrivals 1/R s apart\n"
+             "(exponentially when the workload is Poisson). Expectations are not checked: the\n"
+             "figure is the count of requests violating an invariant.\n");
 }
 
-enum { OPT_REQUESTS = PD_CLI_OPT_FIRST, OPT_FAULT_RATE, OPT_MODE, OPT_JSON };
+enum { OPT_REQUESTS = PD_CLI_OPT_FIRST, OPT_FAULT_RATE, OPT_MODE, OPT_JSON, OPT_SCENARIO, OPT_RATE };
 
 static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'},
@@ -61,13 +83,18 @@ static const struct option long_opts[] = {
     {"fault-rate", required_argument, NULL, OPT_FAULT_RATE},
     {"mode", required_argument, NULL, OPT_MODE},
     {"json", no_argument, NULL, OPT_JSON},
+    {"scenario", required_argument, NULL, OPT_SCENARIO},
+    {"rate", required_argument, NULL, OPT_RATE},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct bench_opts {
-  uint32_t requests;
+  uint32_t requests; /* 0: the workload's */
+  int has_fault_rate;
   double fault_rate;
+  double rate; /* requests/s; 0: the workload's spacing */
   pd_mode_t mode;
+  const char *scenario;
   int is_json;
 } bench_opts_t;
 
@@ -78,72 +105,166 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   switch (c) {
   case OPT_REQUESTS:
     return pd_cli_parse_u32(CMD, "--requests", v, 1, PD_SCENARIO_MAX_REQUESTS, &o->requests);
-  case OPT_FAULT_RATE: return pd_cli_parse_double(CMD, "--fault-rate", v, 0, 1, &o->fault_rate);
+  case OPT_FAULT_RATE:
+    o->has_fault_rate = 1;
+    return pd_cli_parse_double(CMD, "--fault-rate", v, 0, 1, &o->fault_rate);
+  case OPT_RATE: return pd_cli_parse_positive(CMD, "--rate", v, 1e9, &o->rate);
   case OPT_MODE: return pd_cli_parse_mode(CMD, "--mode", v, &o->mode);
+  case OPT_SCENARIO: o->scenario = v; return 0;
   default: o->is_json = 1; return 0; /* OPT_JSON */
   }
 }
 
-static void report(const bench_opts_t *o, const pd_world_stats_t *st, const pd_metrics_t *mx,
-                   double dt) {
-  double ev_s = (double)st->events / dt, rq_s = (double)st->requests_done / dt;
-  if (o->is_json) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "mode", pd_mode_name(o->mode));
-    cJSON_AddNumberToObject(j, "requests", (double)st->requests_done);
-    cJSON_AddNumberToObject(j, "events", (double)st->events);
-    cJSON_AddNumberToObject(j, "seconds", dt);
-    cJSON_AddNumberToObject(j, "events_per_s", ev_s);
-    cJSON_AddNumberToObject(j, "requests_per_s", rq_s);
-    cJSON_AddNumberToObject(j, "peak_rss_kib", (double)peak_rss_kib());
-    cJSON_AddNumberToObject(j, "peak_live_requests", (double)st->peak_live);
-    cJSON_AddNumberToObject(j, "violating_requests", (double)st->violations_total);
-    cJSON *m = pd_metrics_json(mx, NULL);
-    if (m) cJSON_AddItemToObject(j, "metrics", m);
-    char *t = cJSON_Print(j);
-    if (t) puts(t);
-    cJSON_free(t);
-    cJSON_Delete(j);
-  } else {
-    printf("bench %s: %llu requests, %llu events in %.2f s\n", pd_mode_name(o->mode),
-           (unsigned long long)st->requests_done, (unsigned long long)st->events, dt);
-    printf("  %.0f events/s, %.0f requests/s, peak RSS %ld KiB, peak live requests %llu\n", ev_s,
-           rq_s, peak_rss_kib(), (unsigned long long)st->peak_live);
-    printf("  requests violating an invariant: %llu (clean %llu, errors %llu)\n",
-           (unsigned long long)st->violations_total, (unsigned long long)st->clean_success,
-           (unsigned long long)st->client_errors);
-    char line[512];
-    pd_metrics_line(mx, line, sizeof line);
-    printf("  cost: %s\n", line);
+/* The workload to run: the scenario file's or the built-in one, with the overrides. 0, or 2
+ * after printing why. */
+static int load_world(const bench_opts_t *o, pd_scenario_t *s) {
+  char err[512];
+  if (!o->scenario) bench_world(s);
+  else if (pd_scenario_load(s, o->scenario, err, sizeof err) != 0) {
+    fprintf(stderr, CMD ": %s\n", err);
+    return 2;
+  }
+  pd_scenario_workload_t *wl = &s->workload;
+  if (o->requests) wl->requests = o->requests;
+  if (o->has_fault_rate) wl->fault_rate = o->fault_rate;
+  if (o->rate > 0) {
+    if (wl->n_bursts) {
+      fprintf(stderr, CMD ": --rate: %s arrives in bursts, not at a rate\n", s->path);
+      return 2;
+    }
+    wl->interval_ns = (uint64_t)(1e9 / o->rate + 0.5);
+    if (!wl->interval_ns) wl->interval_ns = 1;
+    wl->interval_ms = wl->interval_ns / MS_NS; /* the world's horizon counts whole ms */
+  }
+  uint64_t span_ms = (uint64_t)wl->requests *
+                     (wl->interval_ns ? wl->interval_ns / MS_NS : wl->interval_ms);
+  if (span_ms > PD_SCENARIO_MAX_MS) {
+    fprintf(stderr, CMD ": %u requests %s apart last %llu ms, more than %u ms\n", wl->requests,
+            o->rate > 0 ? "at --rate" : "interval_ms", (unsigned long long)span_ms,
+            PD_SCENARIO_MAX_MS);
+    return 2;
+  }
+  return 0;
+}
+
+/* The run as the progress callback sees it: the bar and the RSS samples. */
+typedef struct bench_run {
+  pd_cli_progress_t bar;
+  int next;                  /* the next tenth to sample, 1..TENTHS */
+  long rss_kib[TENTHS + 1];  /* [k]: RSS when k tenths of the requests were judged */
+  double wall_s[TENTHS + 1]; /* ... and the wall seconds then */
+  int is_after_run;          /* the last tenth was sampled after the run (world freed) */
+} bench_run_t;
+
+static void sample_tenths(bench_run_t *b, uint64_t done, uint64_t total) {
+  while (b->next <= TENTHS && total && done * TENTHS >= (uint64_t)b->next * total) {
+    b->rss_kib[b->next] = rss_now_kib();
+    b->wall_s[b->next] = pd_cli_progress_elapsed_s(&b->bar);
+    b->next++;
   }
 }
 
+/* pd_world's progress callback (every 65536 events): RSS samples, the bar. */
+static void on_progress(void *ud, uint64_t done, uint64_t total) {
+  bench_run_t *b = ud;
+  sample_tenths(b, done, total);
+  double el = pd_cli_progress_elapsed_s(&b->bar);
+  pd_cli_progress_draw(&b->bar, total ? (double)done / (double)total : 0,
+                       "%llu/%llu requests, %.0f req/s, RSS %.1f MiB", (unsigned long long)done,
+                       (unsigned long long)total, (double)done / (el + 1e-9),
+                       (double)rss_now_kib() / 1024.0);
+}
+
+static double growth(const bench_run_t *b) {
+  return b->rss_kib[1] ? (double)b->rss_kib[TENTHS] / (double)b->rss_kib[1] : 0;
+}
+
+static void report_json(const bench_opts_t *o, const pd_scenario_t *s, const pd_world_stats_t *st,
+                        const pd_metrics_t *mx, const bench_run_t *b, double dt) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "scenario", s->path);
+  cJSON_AddStringToObject(j, "mode", pd_mode_name(o->mode));
+  cJSON_AddNumberToObject(j, "requests", (double)st->requests_done);
+  cJSON_AddNumberToObject(j, "events", (double)st->events);
+  cJSON_AddNumberToObject(j, "seconds", dt);
+  cJSON_AddNumberToObject(j, "cpu_seconds", cpu_s());
+  cJSON_AddNumberToObject(j, "simulated_seconds", mx->duration_s);
+  cJSON_AddNumberToObject(j, "events_per_s", (double)st->events / dt);
+  cJSON_AddNumberToObject(j, "requests_per_s", (double)st->requests_done / dt);
+  cJSON_AddNumberToObject(j, "peak_rss_kib", (double)peak_rss_kib());
+  cJSON *rss = cJSON_AddArrayToObject(j, "rss_kib_by_tenth");
+  for (int k = 1; k <= TENTHS; k++) cJSON_AddItemToArray(rss, cJSON_CreateNumber((double)b->rss_kib[k]));
+  cJSON_AddNumberToObject(j, "rss_last_over_first_tenth", growth(b));
+  cJSON_AddBoolToObject(j, "rss_last_after_run", b->is_after_run);
+  cJSON_AddNumberToObject(j, "peak_live_requests", (double)st->peak_live);
+  cJSON_AddNumberToObject(j, "violating_requests", (double)st->violations_total);
+  cJSON *m = pd_metrics_json(mx, NULL);
+  if (m) cJSON_AddItemToObject(j, "metrics", m);
+  pd_cli_json_print(j);
+}
+
+static void report_text(const bench_opts_t *o, const pd_scenario_t *s, const pd_world_stats_t *st,
+                        const pd_metrics_t *mx, const bench_run_t *b, double dt) {
+  printf("bench %s %s: %llu requests, %llu events, %.1f simulated s in %.2f wall s\n", s->path,
+         pd_mode_name(o->mode), (unsigned long long)st->requests_done,
+         (unsigned long long)st->events, mx->duration_s, dt);
+  double cpu = cpu_s();
+  printf("  %.0f events/s, %.0f requests/s (%.0f events per CPU second, %.2f CPU s)\n",
+         (double)st->events / dt, (double)st->requests_done / dt,
+         (double)st->events / (cpu + 1e-9), cpu);
+  printf("  peak RSS %ld KiB, peak live requests %llu\n", peak_rss_kib(),
+         (unsigned long long)st->peak_live);
+  printf("  RSS by tenth of the requests (MiB):");
+  for (int k = 1; k <= TENTHS; k++) printf(" %.1f", (double)b->rss_kib[k] / 1024.0);
+  printf("%s; 100%%/10%% = %.2f\n", b->is_after_run ? " (the last after the run)" : "", growth(b));
+  printf("  requests violating an invariant: %llu (clean %llu, errors %llu)\n",
+         (unsigned long long)st->violations_total, (unsigned long long)st->clean_success,
+         (unsigned long long)st->client_errors);
+  char line[512];
+  pd_metrics_line(mx, line, sizeof line);
+  printf("  cost: %s\n", line);
+}
+
+/* Run s under o's mode with the RSS samples and the bar; 0 or a negative error. */
+static int run(const bench_opts_t *o, const pd_scenario_t *s, pd_metrics_t *mx,
+               pd_world_stats_t *st, bench_run_t *b, double *dt) {
+  uint32_t viol = 0;
+  uint64_t hash = 0;
+  memset(b, 0, sizeof *b);
+  b->next = 1;
+  pd_cli_progress_init(&b->bar, o->is_json);
+  pd_world_opts_t wo = {NULL, on_progress, b, 0, 0, mx};
+  int rc = pd_world_run_opts(s, o->mode, s->config.seed, &wo, st, &viol, &hash);
+  *dt = pd_cli_progress_elapsed_s(&b->bar);
+  pd_cli_progress_clear(&b->bar);
+  if (b->next <= TENTHS) { /* the run ended between two progress calls */
+    b->is_after_run = 1;
+    sample_tenths(b, 1, 1);
+  }
+  return rc;
+}
+
 int pd_cli_sim_bench(int argc, char **argv) {
-  bench_opts_t o = {.requests = 1000000, .fault_rate = 0.01, .mode = PD_MODE_REFERENCE};
+  bench_opts_t o = {.mode = PD_MODE_REFERENCE};
   pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, &o, NULL, 0, NULL};
   int rc = pd_cli_parse(&p, argc, argv);
   if (rc >= 0) return rc;
   pd_scenario_t *s = malloc(sizeof *s);
   if (!s) return 2;
-  bench_world(s, o.requests, o.fault_rate);
-  pd_world_stats_t st;
-  uint32_t viol = 0;
-  uint64_t hash = 0;
-  pd_cli_progress_t pr;
-  pd_cli_progress_init(&pr, o.is_json);
-  pd_metrics_t mx;
-  pd_metrics_init(&mx, 0);
-  pd_world_opts_t wo = {NULL, on_progress, &pr, 0, 0, &mx};
-  rc = pd_world_run_opts(s, o.mode, 1, &wo, &st, &viol, &hash);
-  double dt = pd_cli_progress_elapsed_s(&pr);
-  pd_cli_progress_clear(&pr);
-  free(s);
-  if (rc) {
-    pd_metrics_free(&mx);
-    fprintf(stderr, "pdref sim bench: %s\n", pd_strerror(rc));
+  if (load_world(&o, s)) {
+    free(s);
     return 2;
   }
-  report(&o, &st, &mx, dt);
+  pd_world_stats_t st;
+  pd_metrics_t mx;
+  pd_metrics_init(&mx, 0);
+  bench_run_t b;
+  double dt = 0;
+  rc = run(&o, s, &mx, &st, &b, &dt);
+  if (rc) fprintf(stderr, CMD ": %s\n", pd_strerror(rc));
+  else if (o.is_json) report_json(&o, s, &st, &mx, &b, dt);
+  else report_text(&o, s, &st, &mx, &b, dt);
   pd_metrics_free(&mx);
-  return 0;
+  free(s);
+  return rc ? 2 : 0;
 }

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "cli_args.h"
+#include "cli_json.h"
 #include "pd_conform.h"
 
 #define MAX_FILES 4096
@@ -221,9 +222,7 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   mask_str(r->got, got, sizeof got, ",");
   mask_str(r->want, want, sizeof want, ",");
   mask_str(r->judged, judged, sizeof judged, ",");
-  cJSON_AddStringToObject(j, "scenario", s->name);
-  cJSON_AddStringToObject(j, "file", s->path);
-  cJSON_AddStringToObject(j, "mode", o->c.mode_label);
+  pd_cli_json_row_head(j, s->name, s->path, o->c.mode_label);
   cJSON_AddStringToObject(j, "status", nx ? "not exercised" : st[r->status]);
   cJSON_AddStringToObject(j, "violated", got);
   cJSON_AddStringToObject(j, "expected", want);
@@ -231,26 +230,22 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   cJSON_AddBoolToObject(j, "matched", r->matched);
   cJSON_AddStringToObject(j, "reason", r->reason);
   if (r->metrics_reason[0]) cJSON_AddStringToObject(j, "metrics_reason", r->metrics_reason);
-  cJSON_AddNumberToObject(j, "requests", r->requests);
-  cJSON_AddNumberToObject(j, "clean", r->clean);
-  cJSON_AddNumberToObject(j, "client_errors", r->client_errors);
-  cJSON_AddNumberToObject(j, "disconnected", r->gone);
-  cJSON_AddNumberToObject(j, "cut_off", r->cut_off);
-  cJSON_AddNumberToObject(j, "legs", r->legs);
-  cJSON_AddNumberToObject(j, "legs_unattributed", r->legs_unattributed);
-  cJSON_AddNumberToObject(j, "legs_by_timing", r->legs_by_timing);
-  cJSON_AddNumberToObject(j, "legs_by_id", r->legs_by_id);
-  cJSON_AddNumberToObject(j, "legs_resent", r->legs_resent);
+  const pd_cli_json_num_t counts[] = {
+      {"requests", r->requests}, {"clean", r->clean}, {"client_errors", r->client_errors},
+      {"disconnected", r->gone}, {"cut_off", r->cut_off}, {"legs", r->legs},
+      {"legs_unattributed", r->legs_unattributed}, {"legs_by_timing", r->legs_by_timing},
+      {"legs_by_id", r->legs_by_id}, {"legs_resent", r->legs_resent}};
+  pd_cli_json_add_nums(j, counts, sizeof counts / sizeof counts[0]);
   if (r->status == PD_CONFORM_RAN) {
     cJSON_AddBoolToObject(j, "exercised", r->exercised);
     if (nx || (!r->exercised && r->declared_nx))
       cJSON_AddStringToObject(j, "not_exercised", r->nx_reason);
     if (r->declared_nx) cJSON_AddStringToObject(j, "declared_unexercised", r->declared_nx);
-    cJSON_AddNumberToObject(j, "faults_n", r->faults_n);
-    cJSON_AddNumberToObject(j, "faults_exercised", r->faults_fired);
-    cJSON_AddNumberToObject(j, "requests_sent", r->sent);
-    cJSON_AddNumberToObject(j, "requests_served", r->served);
-    cJSON_AddNumberToObject(j, "requests_unserved_excused", r->unserved_excused);
+    const pd_cli_json_num_t ran[] = {
+        {"faults_n", r->faults_n}, {"faults_exercised", r->faults_fired},
+        {"requests_sent", r->sent}, {"requests_served", r->served},
+        {"requests_unserved_excused", r->unserved_excused}};
+    pd_cli_json_add_nums(j, ran, sizeof ran / sizeof ran[0]);
   }
   cJSON_AddNumberToObject(j, "seconds", r->seconds);
   if (r->status != PD_CONFORM_SKIPPED) cJSON_AddNumberToObject(j, "scale", r->scale);
@@ -271,15 +266,9 @@ static void print_json(cJSON *rows, int passed, int failed, int skipped, int une
     cJSON_AddNumberToObject(root, "forward_ms", o->c.fwd_ms);
     if (warm_why[0]) cJSON_AddStringToObject(root, "warm_up_error", warm_why);
   }
-  cJSON_AddItemToObject(root, "rows", rows);
-  cJSON_AddNumberToObject(root, "passed", passed);
-  cJSON_AddNumberToObject(root, "failed", failed);
-  cJSON_AddNumberToObject(root, "not_exercised", unexercised);
+  pd_cli_json_add_summary(root, rows, passed, failed, unexercised);
   cJSON_AddNumberToObject(root, "skipped", skipped);
-  char *txt = cJSON_Print(root);
-  if (txt) puts(txt);
-  cJSON_free(txt);
-  cJSON_Delete(root);
+  pd_cli_json_print(root);
 }
 
 int pd_cli_conform(int argc, char **argv) {

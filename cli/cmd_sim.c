@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "cli_args.h"
+#include "cli_json.h"
 #include "pd_err.h"
 #include "pd_world.h"
 
@@ -119,17 +120,16 @@ static cJSON *json_row(const pd_scenario_t *s, pd_mode_t m, const row_result_t *
   char got[64], want[64];
   mask_str(r->got, got, sizeof got);
   mask_str(r->want, want, sizeof want);
-  cJSON_AddStringToObject(j, "scenario", s->name);
-  cJSON_AddStringToObject(j, "file", s->path);
-  cJSON_AddStringToObject(j, "mode", pd_mode_name(m));
+  pd_cli_json_row_head(j, s->name, s->path, pd_mode_name(m));
   cJSON_AddStringToObject(j, "violated", got);
   cJSON_AddStringToObject(j, "expected", r->want_set ? want : "any");
   cJSON_AddBoolToObject(j, "matched", r->matched);
   cJSON_AddStringToObject(j, "status", is_not_exercised(r) ? "not exercised"
                                        : r->matched ? "as expected" : "unexpected");
-  cJSON_AddNumberToObject(j, "faults_exercised", r->st.faults_exercised);
-  cJSON_AddNumberToObject(j, "faults_total", r->st.faults_total);
-  cJSON_AddNumberToObject(j, "requests_served", (double)r->st.requests_served);
+  const pd_cli_json_num_t nums[] = {{"faults_exercised", r->st.faults_exercised},
+                                     {"faults_total", r->st.faults_total},
+                                     {"requests_served", (double)r->st.requests_served}};
+  pd_cli_json_add_nums(j, nums, sizeof nums / sizeof nums[0]);
   if (r->st.unexercised[0]) cJSON_AddStringToObject(j, "never_fired", r->st.unexercised);
   if (r->declared) cJSON_AddStringToObject(j, "declared_unexercised", s->unexercised[m]);
   cJSON_AddStringToObject(j, "reason", r->st.first_reason);
@@ -143,18 +143,6 @@ static cJSON *json_row(const pd_scenario_t *s, pd_mode_t m, const row_result_t *
   cJSON *mx = pd_metrics_json(&r->mx, s);
   if (mx) cJSON_AddItemToObject(j, "metrics", mx);
   return j;
-}
-
-static void print_json(cJSON *rows, int passed, int failed, int unexercised) {
-  cJSON *root = cJSON_CreateObject();
-  cJSON_AddItemToObject(root, "rows", rows);
-  cJSON_AddNumberToObject(root, "passed", passed);
-  cJSON_AddNumberToObject(root, "failed", failed);
-  cJSON_AddNumberToObject(root, "not_exercised", unexercised);
-  char *txt = cJSON_Print(root);
-  if (txt) puts(txt);
-  cJSON_free(txt);
-  cJSON_Delete(root);
 }
 
 #define CMD "pdref sim run"
@@ -269,7 +257,9 @@ int pd_cli_sim_run(int argc, char **argv) {
   for (int f = 0; f < n_files; f++) free(files[f]);
   free(s);
   if (arr) {
-    print_json(arr, passed, failed, unexercised);
+    cJSON *root = cJSON_CreateObject();
+    pd_cli_json_add_summary(root, arr, passed, failed, unexercised);
+    pd_cli_json_print(root);
   } else if (exit_code != 2) {
     printf("sim: %d passed, %d failed, %d not exercised\n", passed, failed, unexercised);
   }

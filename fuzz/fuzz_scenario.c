@@ -45,6 +45,12 @@ static void check_worker(const pd_scenario_t *s, uint32_t i) {
   FZ_CHECK(w->split_parts >= 2 && w->split_parts <= PD_SCENARIO_MAX_SPLIT);
   FZ_CHECK(w->open_delay_ms <= PD_SCENARIO_MAX_MS);
   FZ_CHECK(w->breaker_initial >= 0 && w->breaker_initial <= 2);
+  /* capacity (docs/scenarios.md): ranges, and a pool of at least one page */
+  FZ_CHECK(w->max_running >= 1 && w->max_running <= 1000000);
+  FZ_CHECK(w->page_size >= 1 && w->page_size <= 65536);
+  FZ_CHECK(w->kv_tokens >= w->page_size && w->kv_tokens <= (1ull << 40));
+  FZ_CHECK(w->reserved_decode_tokens <= 1000000 && w->forward_us_per_token <= 1000000);
+  FZ_CHECK(w->max_prefill_tokens >= 1 && w->max_prefill_tokens <= 10000000);
 }
 
 /* Top-level faults: a leg range from 1, a role, an existing request or every one, no prob. */
@@ -94,6 +100,11 @@ static void check_workload(const pd_scenario_workload_t *w) {
     sum += w->bursts[i].requests;
   }
   FZ_CHECK(!w->n_bursts || (sum == w->requests && !w->interval_ms && w->poisson == 0.0));
+  /* prompt lengths: a max at least the (non-zero) length, at most 10^6 words in a body */
+  FZ_CHECK(!w->prompt_tokens_max ||
+           (w->prompt_tokens >= 1 && w->prompt_tokens_max >= w->prompt_tokens));
+  uint32_t longest = w->prompt_tokens_max > w->prompt_tokens ? w->prompt_tokens_max : w->prompt_tokens;
+  FZ_CHECK((uint64_t)(w->batch ? w->batch : 1) * longest <= 1000000);
 }
 
 static void check_scenario(const pd_scenario_t *s) {

@@ -115,6 +115,7 @@ void pd_metrics_free(pd_metrics_t *m) {
   pd_metrics_hist_free(&m->e2e);
   free(m->bins);
   free(m->tev);
+  free(m->cs);
   memset(m, 0, sizeof *m);
 }
 
@@ -141,6 +142,7 @@ void pd_metrics_run_begin(pd_metrics_t *m, const pd_scenario_t *s) {
   m->has_burst = 0;
   memset(&m->rec, 0, sizeof m->rec);
   m->n_tev = 0;
+  pd_metrics_capacity_begin(m);
   for (uint32_t i = 0; i < s->n_workers; i++) /* a crash is a burst until its restart */
     if (s->workers[i].crash_at_ms)
       burst_span(m, s->workers[i].crash_at_ms * MS_NS,
@@ -248,6 +250,7 @@ static void capacity(pd_metrics_t *m, const pd_client_request_t *rq, const pd_wo
       }
     }
   }
+  pd_metrics_kv_held(w, l, has_end, rq->t_end, m->grace_ns, now);
   uint64_t c1 = l->gw_open ? now : l->t_gw_closed;
   held(l->t_open, c1, has_end, rq->t_end, m->grace_ns, &w->leg_ns, &w->leg_after_end_ns,
        &w->leg_beyond_grace_ns);
@@ -317,7 +320,11 @@ void pd_metrics_run_end(pd_metrics_t *m) {
     t->leg_ns += w->leg_ns;
     t->leg_after_end_ns += w->leg_after_end_ns;
     t->leg_beyond_grace_ns += w->leg_beyond_grace_ns;
+    t->kv_page_s += w->kv_page_s;
+    t->kv_after_end_page_s += w->kv_after_end_page_s;
+    t->kv_beyond_grace_page_s += w->kv_beyond_grace_page_s;
   }
+  pd_metrics_capacity_end(m);
   if (m->has_arrival && m->t_last_end > m->t_first_arrival)
     m->duration_s += (double)(m->t_last_end - m->t_first_arrival) / 1e9;
   if (!m->has_burst) return;

@@ -51,7 +51,24 @@ typedef struct pd_metrics_worker {
   uint64_t leg_ns;           /* gateway leg open, in all */
   uint64_t leg_after_end_ns; /* leg open after the client's end (I2's cost) */
   uint64_t leg_beyond_grace_ns;
+  /* KV pages held, in page-seconds (the leg's kv_page_ns plus its current hold, at
+   * retirement; doubles: an hour of a large pool overflows 64-bit page-ns) */
+  double kv_page_s;
+  double kv_after_end_page_s;    /* ... after the client's end */
+  double kv_beyond_grace_page_s; /* ... more than grace_ms after it (I18's part) */
 } pd_metrics_worker_t;
+
+/* The most a worker held at once, from pd_metrics_note_capacity (0 when never noted). */
+typedef struct pd_metrics_peak {
+  uint32_t running, queued;
+  uint64_t kv_pages, kv_total_pages;
+} pd_metrics_peak_t;
+
+/* One worker's capacity after a step of its engine, kept for the trace's counter tracks. */
+typedef struct pd_metrics_cap_sample {
+  uint64_t t, kv_pages;
+  uint32_t worker, running, queued;
+} pd_metrics_cap_sample_t;
 
 /* Recovery after a fault burst (pd_metrics_recovery). */
 typedef struct pd_metrics_recovery {
@@ -98,13 +115,34 @@ typedef struct pd_metrics {
   pd_metrics_recovery_t rec;          /* of the last run */
   pd_metrics_trace_ev_t *tev;         /* keep_trace: capacity changes per worker */
   size_t n_tev, cap_tev;
+  /* pd_metrics_note_capacity: peaks of the current run and of every ended run; with
+   * keep_trace, the samples of the current run (on change only; past
+   * PD_METRICS_MAX_CAP_SAMPLES every other one is dropped and the gap kept per worker
+   * doubles, so memory stays bounded) */
+  int has_capacity;                   /* a note came in some run */
+  pd_metrics_peak_t peak[PD_SCENARIO_MAX_WORKERS];
+  pd_metrics_peak_t peak_total;       /* per field, the largest of any worker in any run */
+  pd_metrics_cap_sample_t last[PD_SCENARIO_MAX_WORKERS]; /* each worker's latest note */
+  uint64_t t_kept[PD_SCENARIO_MAX_WORKERS]; /* when its last sample was kept */
+  uint8_t has_last[PD_SCENARIO_MAX_WORKERS];
+  pd_metrics_cap_sample_t *cs;
+  size_t n_cs, cap_cs;
+  uint64_t cs_gap_ns;                 /* the least time between two kept samples of a worker */
 } pd_metrics_t;
+
+#define PD_METRICS_MAX_CAP_SAMPLES (1u << 18)
 
 struct pd_client_request;
 struct pd_trace;
 
 void pd_metrics_init(pd_metrics_t *m, int keep_trace);
 void pd_metrics_free(pd_metrics_t *m);
+/* A worker's capacity after a step of its engine (the simulator's driver calls it after each
+ * one): running slots, queue entries (bootstrap + waiting, or pre-allocation), KV pages used of
+ * its pool. Feeds the per-worker peaks of the cost output and, with keep_trace, the trace's
+ * counter tracks "<worker> engine". Cheap when nothing changed. */
+void pd_metrics_note_capacity(pd_metrics_t *m, uint32_t worker, uint64_t now, uint32_t running,
+                              uint32_t queued, uint64_t kv_used_pages, uint64_t kv_total_pages);
 /* Start a run of s (its SLOs, grace, window, workers, crash windows); totals carry over. */
 void pd_metrics_run_begin(pd_metrics_t *m, const pd_scenario_t *s);
 /* The client received data of rq at now (the simulator's on_client). */
@@ -136,5 +174,15 @@ void *pd_metrics_json(const pd_metrics_t *m, const pd_scenario_t *names);
 void pd_metrics_line(const pd_metrics_t *m, char *buf, size_t cap);
 /* Counter tracks per worker (slots held, open legs, stranded) into the trace. */
 void pd_metrics_trace(const pd_metrics_t *m, struct pd_trace *t, const pd_scenario_t *s);
+
+/* Capacity (pd_metrics_capacity.c), used by the two files above. */
+struct pd_worker_leg;
+/* KV page-seconds of leg l (its request ended at t_end when has_end) into w, at now. */
+void pd_metrics_kv_held(pd_metrics_worker_t *w, const struct pd_worker_leg *l, int has_end,
+                        uint64_t t_end, uint64_t grace, uint64_t now);
+void pd_metrics_capacity_begin(pd_metrics_t *m); /* a new run: samples and peaks reset */
+void pd_metrics_capacity_end(pd_metrics_t *m);   /* fold the run's peaks into peak_total */
+/* The engine counter tracks "<worker> engine" into the trace. */
+void pd_metrics_capacity_trace(const pd_metrics_t *m, struct pd_trace *t, const pd_scenario_t *s);
 
 #endif

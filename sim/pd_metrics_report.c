@@ -28,6 +28,18 @@ static void add_capacity(cJSON *o, const pd_metrics_worker_t *w) {
   cJSON_AddNumberToObject(o, "open_leg_s", sec(w->leg_ns));
   cJSON_AddNumberToObject(o, "open_leg_after_end_s", sec(w->leg_after_end_ns));
   cJSON_AddNumberToObject(o, "open_leg_beyond_grace_s", sec(w->leg_beyond_grace_ns));
+  cJSON_AddNumberToObject(o, "kv_page_s", w->kv_page_s);
+  cJSON_AddNumberToObject(o, "stranded_kv_page_s", w->kv_after_end_page_s);
+  cJSON_AddNumberToObject(o, "stranded_kv_page_beyond_grace_s", w->kv_beyond_grace_page_s);
+}
+
+/* The engine's peaks (pd_metrics_note_capacity); absent when no step was ever noted. */
+static void add_peak(cJSON *o, const pd_metrics_t *m, const pd_metrics_peak_t *p) {
+  if (!m->has_capacity) return;
+  cJSON_AddNumberToObject(o, "peak_running", p->running);
+  cJSON_AddNumberToObject(o, "peak_queued", p->queued);
+  cJSON_AddNumberToObject(o, "peak_kv_pages", (double)p->kv_pages);
+  cJSON_AddNumberToObject(o, "kv_pages_total", (double)p->kv_total_pages);
 }
 
 static void add_recovery(cJSON *o, const pd_metrics_t *m) {
@@ -67,12 +79,14 @@ void *pd_metrics_json(const pd_metrics_t *m, const pd_scenario_t *names) {
   cJSON *cap = cJSON_AddObjectToObject(o, "capacity");
   pd_metrics_worker_t t = m->total;
   if (cap) add_capacity(cap, &t);
+  if (cap) add_peak(cap, m, &m->peak_total);
   cJSON *wa = names && cap ? cJSON_AddArrayToObject(cap, "workers") : NULL;
   for (uint32_t i = 0; wa && i < m->n_workers && i < names->n_workers; i++) {
     cJSON *e = cJSON_CreateObject();
     if (!e) break;
     cJSON_AddStringToObject(e, "worker", names->workers[i].name);
     add_capacity(e, &m->w[i]);
+    add_peak(e, m, &m->peak[i]);
     cJSON_AddItemToArray(wa, e);
   }
   add_recovery(o, m);
@@ -92,6 +106,15 @@ void pd_metrics_line(const pd_metrics_t *m, char *buf, size_t cap) {
                    ms(pd_metrics_hist_percentile(&m->ttft, 99)),
                    ms(pd_metrics_hist_percentile(&m->e2e, 99)), sec(t.slot_after_end_ns),
                    sec(t.slot_beyond_grace_ns), sec(t.leg_after_end_ns));
+  if (n > 0 && (size_t)n < cap && (m->has_capacity || t.kv_page_s > 0)) {
+    const pd_metrics_peak_t *p = &m->peak_total;
+    int k = snprintf(buf + n, cap - (size_t)n,
+                     ", stranded KV %.1f page-s (beyond grace %.1f), peak running %u, queued %u, "
+                     "KV pages %llu of %llu",
+                     t.kv_after_end_page_s, t.kv_beyond_grace_page_s, p->running, p->queued,
+                     (unsigned long long)p->kv_pages, (unsigned long long)p->kv_total_pages);
+    n = k < 0 ? -1 : n + k;
+  }
   if (n < 0 || (size_t)n >= cap || !m->has_burst || m->runs != 1) return;
   if (m->rec.status == PD_METRICS_REC_OK)
     snprintf(buf + n, cap - (size_t)n, ", burst: goodput %.1f/s -> min %.1f/s, recovered %.1f s after it",
@@ -134,5 +157,6 @@ void pd_metrics_world_end(struct pd_world *w) {
   for (size_t slot = 0; pd_map_next(&w->reqs, &slot, NULL, &rq);)
     pd_metrics_add_request(w->metrics, rq, w->now);
   pd_metrics_trace(w->metrics, &w->trace, w->orig ? w->orig : w->s);
+  pd_metrics_capacity_trace(w->metrics, &w->trace, w->orig ? w->orig : w->s);
   pd_metrics_run_end(w->metrics);
 }

@@ -15,7 +15,7 @@
 #define PD_SCENARIO_MAX_WORKERS 64u     /* per scenario, both roles together */
 #define PD_SCENARIO_MAX_TRAFFIC_FAULTS 16u     /* scenario-level faults that follow the traffic */
 #define PD_SCENARIO_MAX_BURSTS 64u      /* workload.bursts entries */
-#define PD_SCENARIO_MAX_REQUESTS 2000000u
+#define PD_SCENARIO_MAX_REQUESTS 10000000u /* an hour at 2,000/s (sim bench) */
 #define PD_SCENARIO_MAX_FILE_BYTES (1u << 20)
 /* Largest value of any *_ms (and net_us) field, and of requests * interval_ms: about 11.6
  * days, so times converted to ns (x 1e6) and summed over a run stay far below 2^64. */
@@ -59,6 +59,8 @@ typedef struct pd_scenario_workload {
   uint32_t tokens;         /* output tokens, default 8 */
   uint64_t interval_ms;    /* arrival spacing, default 0 (all at t=0... plus index ns) */
   double poisson;          /* 1: exponential inter-arrivals with mean interval_ms */
+  uint64_t interval_ns;    /* not a scenario key: when > 0, the spacing in ns instead of
+                              interval_ms (`sim bench --rate`, which keeps interval_ms its floor) */
   uint64_t disconnect_at_ms; /* client disconnects this long after arrival (0 never) */
   double disconnect_prob;  /* of requests that disconnect, default 1 if disconnect_at_ms */
   double fault_rate;       /* random faults: probability per leg of one random fault kind */

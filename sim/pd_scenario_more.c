@@ -154,7 +154,7 @@ uint64_t pd_scenario_arrival_gap_ns(const pd_scenario_workload_t *wl, uint32_t i
     }
     return 0;
   }
-  uint64_t gap = i ? wl->interval_ms * MS_NS : 0;
+  uint64_t gap = !i ? 0 : wl->interval_ns ? wl->interval_ns : wl->interval_ms * MS_NS;
   if (wl->poisson != 0.0 && gap)
     gap = (uint64_t)(-log(1.0 - pd_prng_unit(rng)) * (double)gap);
   return gap;

@@ -181,6 +181,12 @@ static void run_engine(struct pd_world *w, uint32_t node, int rc, pd_wact_buf_t 
     n->wake_at = t;
     pd_world_push(w, t, EV_WWAKE, node, 0, 0);
   }
+  if (w->metrics) {
+    pd_wengine_stats_t st;
+    pd_wengine_stats(n->eng, &st);
+    pd_metrics_note_capacity(w->metrics, node, w->now, st.running, st.queued, st.kv_used_pages,
+                             st.kv_total_pages);
+  }
 }
 
 #define STEP(w, node, call)                                                                    \

@@ -27,6 +27,7 @@
   X(pdt_suite_capacity_prompt) \
   X(pdt_suite_capacity_check) \
   X(pdt_suite_wengine) \
+  X(pdt_suite_capacity_metrics) \
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \
   X(pdt_suite_explore)   \
@@ -41,4 +42,5 @@
   X(pdt_suite_worker_parity) \
   X(pdt_suite_hostile_input) \
   X(pdt_suite_hostile_http) \
+  X(pdt_suite_bench) \
   X(pdt_suite_cli)

@@ -233,7 +233,7 @@ static void test_batch_rooms_are_judged_item_by_item(void) {
 
 /* I15: a request the workload expects to succeed gets a clean answer while all is healthy. */
 static void test_an_unserved_request_while_every_worker_was_healthy_is_i15(void) {
-  for (int c = 0; c < 5; c++) {
+  for (int c = 0; c < 6; c++) {
     fixture_t *f = clean();
     if (!f) return;
     f->rq.was_healthy = c != 2;
@@ -256,7 +256,16 @@ static void test_an_unserved_request_while_every_worker_was_healthy_is_i15(void)
       f->rq.load_w[0][0] = f->rq.load_w[1][0] = 1;
     }
     if (c == 4) f->rq.gone = 1, f->rq.ended = 0; /* the client left: no success expected */
-    /* 0, 1: I15; 2: the world was unhealthy; 3: a faulted leg; 4: the client left */
+    if (c == 5) { /* the decode refused the request (a prompt larger than its pool): 400 */
+      f->rq.legs = &f->p;
+      f->rq.head_status = 400;
+      f->d.injected_status = 400;
+      f->d.truth = PD_TRUTH_OK;
+      f->d.outcome = PD_OUTCOME_SUCCESS;
+      f->rq.load_w[0][0] = f->rq.load_w[1][0] = 1;
+    }
+    /* 0, 1: I15; 2: the world was unhealthy; 3: a faulted leg; 4: the client left; 5: a
+     * worker refused it (R-CAP-TOO-LARGE) */
     PDT_EQ_U64(judge(f), (c <= 1 ? BIT(PD_INVARIANT_SERVED) : 0u));
     free(f);
   }

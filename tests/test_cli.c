@@ -276,6 +276,65 @@ static void test_good_numbers_still_run(void) {
   PDT_HAS(r->out, "\"requests\":\t300,");
 }
 
+#define BENCH_SCENARIO PD_SOURCE_DIR "/bench/scenarios/hour-1000rps-8p8d.json"
+
+/* One number of a sim bench --json object; -1 when absent. */
+static double bench_num(const cJSON *j, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* sim bench --scenario at a smaller size: 2,000 requests 1 ms apart last about 2 simulated
+ * s; --rate 4000 puts them 0.25 ms apart (about 0.5 s); RSS sampled every tenth. */
+static void test_bench_scenario_requests_and_rate(void) {
+  const char *base[] = {"sim", "bench", "--scenario", BENCH_SCENARIO, "--requests", "2000",
+                        "--fault-rate", "0", "--json", NULL};
+  const char *fast[] = {"sim", "bench", "--scenario", BENCH_SCENARIO, "--requests", "2000",
+                        "--fault-rate", "0", "--rate", "4000", "--json", NULL};
+  double sim_s[2] = {0, 0};
+  for (int k = 0; k < 2; k++) {
+    run_t *r = pdref(k ? fast : base);
+    if (!r) return;
+    PDT_EQ_INT(r->code, 0);
+    cJSON *j = cJSON_Parse(r->out);
+    PDT_TRUE(j != NULL);
+    if (!j) return;
+    PDT_TRUE(bench_num(j, "requests") == 2000);
+    PDT_TRUE(bench_num(j, "events_per_s") > 0 && bench_num(j, "peak_rss_kib") > 0);
+    PDT_TRUE(bench_num(j, "violating_requests") == 0);
+    sim_s[k] = bench_num(j, "simulated_seconds");
+    const cJSON *rss = cJSON_GetObjectItemCaseSensitive(j, "rss_kib_by_tenth");
+    PDT_EQ_INT(cJSON_GetArraySize(rss), 10);
+    for (int i = 0; i < cJSON_GetArraySize(rss); i++)
+      PDT_TRUE(cJSON_GetArrayItem(rss, i)->valuedouble > 0);
+    cJSON_Delete(j);
+  }
+  PDT_TRUE(sim_s[0] > 1.8 && sim_s[0] < 2.6);
+  PDT_TRUE(sim_s[1] > 0.4 && sim_s[1] < 0.8);
+}
+
+/* Each of these exits 2 with the message: --rate on a scenario of bursts, a missing file,
+ * a rate of 0, and 2 M requests 1000 s apart (past PD_SCENARIO_MAX_MS). */
+static void test_bench_rate_refuses_bursts_and_bad_files(void) {
+  static const struct {
+    const char *args[8], *want;
+  } cases[] = {
+      {{"sim", "bench", "--scenario", PD_SOURCE_DIR "/scenarios/burst-arrivals-same-instant.json",
+        "--rate", "100", NULL},
+       "arrives in bursts, not at a rate"},
+      {{"sim", "bench", "--scenario", "/nonexistent/x.json", NULL}, "pdref sim bench: /nonexistent"},
+      {{"sim", "bench", "--rate", "0", NULL}, "--rate"},
+      {{"sim", "bench", "--requests", "2000000", "--rate", "0.001", NULL},
+       "more than 1000000000 ms"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    run_t *r = pdref(cases[i].args);
+    if (!r) return;
+    PDT_EQ_INT(r->code, 2);
+    PDT_HAS(r->out, cases[i].want);
+  }
+}
+
 /* Each subcommand: an unknown option and a missing value exit 2 naming the option. */
 static const char *const subcommands[][2] = {
     {"sim", "run"}, {"sim", "bench"}, {"sim", "explore"}, {"gateway", NULL},
@@ -365,6 +424,8 @@ int pdt_suite_cli(void) {
       {"option loop: words in order, after --, errors", test_parse_loop_words_in_order_and_after_dashes},
       {"sim bench --requests 500x exits 2 naming it", test_bad_number_exits_2_naming_flag_and_value},
       {"good numbers (and --flag=value) still run", test_good_numbers_still_run},
+      {"sim bench --scenario: --requests, --rate, RSS tenths", test_bench_scenario_requests_and_rate},
+      {"sim bench --rate: bursts refused, bad file, 0, too long", test_bench_rate_refuses_bursts_and_bad_files},
       {"unknown option exits 2 (every subcommand)", test_unknown_option_exits_2},
       {"missing value exits 2 (every subcommand)", test_missing_value_exits_2},
       {"--help exits 0 (every subcommand)", test_help_exits_0},

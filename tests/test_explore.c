@@ -145,7 +145,7 @@ static void test_writer_round_trips_every_field(void) {
   w->logprob = 1.0 / 3.0;
   w->batch = 1024;
   w->tokens = 100000;
-  w->interval_ms = 500;
+  w->interval_ms = PD_SCENARIO_MAX_MS / PD_SCENARIO_MAX_REQUESTS; /* the longest span */
   w->poisson = 1.0;
   w->disconnect_at_ms = 12;
   w->disconnect_prob = 0.0;

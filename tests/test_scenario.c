@@ -240,8 +240,8 @@ static void test_integers_must_be_whole_and_in_range(void) {
                "scen.json: $.workload.batch: expected an integer in 0..1024, got -1");
   expect_error(MIN_DOC(",'config':{'grace_ms':1e30}"), PD_ERR_FIELD,
                "scen.json: $.config.grace_ms: expected an integer in 0..1000000000, got 1e+30");
-  expect_error(MIN_DOC(",'workload':{'requests':2000001}"), PD_ERR_FIELD,
-               "scen.json: $.workload.requests: expected an integer in 1..2000000, got 2000001");
+  expect_error(MIN_DOC(",'workload':{'requests':10000001}"), PD_ERR_FIELD,
+               "scen.json: $.workload.requests: expected an integer in 1..10000000, got 10000001");
   expect_error(MIN_DOC(",'workload':{'requests':2000000,'interval_ms':1000}"), PD_ERR_FIELD,
                "scen.json: $.workload: requests * interval_ms = 2000000000 ms exceeds "
                "1000000000 ms (PD_SCENARIO_MAX_MS)");

@@ -108,7 +108,7 @@ static void test_new_fields_rejected_with_paths(void) {
                "scen.json: $.workload.bursts[1].at_ms: must be greater than the previous burst's "
                "at_ms (5), got 5");
   expect_error(MIN_DOC(",'workload':{'bursts':[{'at_ms':0,'requests':0}]}"),
-               "scen.json: $.workload.bursts[0].requests: expected an integer in 1..2000000, got 0");
+               "scen.json: $.workload.bursts[0].requests: expected an integer in 1..10000000, got 0");
   expect_error(MIN_DOC(",'workload':{'bursts':[]}"),
                "scen.json: $.workload.bursts: expected at least one burst (leave the key out instead)");
   expect_error(MIN_DOC(",'workload':{'interval_ms':5,'bursts':[{'at_ms':0,'requests':2}]}"),

@@ -1,0 +1,25 @@
+/* cli_json: the pieces of JSON output the subcommands share (sim run, conform, sim bench):
+ * a verdict row's head, runs of numeric fields, the summary object, printing it. */
+#ifndef PD_CLI_JSON_H
+#define PD_CLI_JSON_H
+#include <stddef.h>
+
+struct cJSON;
+
+/* One numeric field of a row: key and value. */
+typedef struct pd_cli_json_num {
+  const char *key;
+  double v;
+} pd_cli_json_num_t;
+
+/* Add "scenario" (the scenario's name), "file" (its path) and "mode" to row j, in order. */
+void pd_cli_json_row_head(struct cJSON *j, const char *name, const char *path, const char *mode);
+/* Add n numeric fields to j, in order. */
+void pd_cli_json_add_nums(struct cJSON *j, const pd_cli_json_num_t *nums, size_t n);
+/* Add "rows" (taking ownership of rows), "passed", "failed" and "not_exercised" to root. */
+void pd_cli_json_add_summary(struct cJSON *root, struct cJSON *rows, int passed, int failed,
+                             int not_exercised);
+/* Print root (cJSON_Print, tabs and newlines) and a newline on stdout, then delete it. */
+void pd_cli_json_print(struct cJSON *root);
+
+#endif
