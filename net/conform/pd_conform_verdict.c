@@ -58,7 +58,7 @@ static pd_worker_leg_t *to_wleg(pd_conform_runner_t *run, const pd_conform_logge
   l->kv_pages_max = m->kv_pages_max;
   l->t_kv_freed = m->t_kv_freed;
   l->truth = m->truth;
-  l->injected_status = m->fault == PD_FAULT_STATUS ? m->end_status : 0;
+  l->injected_status = m->fault == PD_FAULT_STATUS ? m->end_status : m->reject_status;
   l->aborts = m->aborts;
   l->lag_ms = m->fired >> PD_FAULT_PREFILL_LAG & 1u; /* applied (the amount is the mock's) */
   l->drip_ms = m->fired >> PD_FAULT_SLOW_DRIP & 1u;
