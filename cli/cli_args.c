@@ -97,8 +97,10 @@ int pd_cli_parse_host_port(const char *cmd, const char *flag, const char *text, 
 
 int pd_cli_parse_mode(const char *cmd, const char *flag, const char *text, pd_mode_t *out) {
   if (pd_mode_parse(text, out) == 0) return 0;
-  fprintf(stderr, "%s: %s: unknown mode '%s' (joined, pr1150, minilb or reference)\n", cmd, flag,
-          text);
+  fprintf(stderr,
+          "%s: %s: unknown mode '%s' (joined, pr1150, minilb or reference; source-first: "
+          "vllm-toy-proxy, mooncake-proxy, llmd-sidecar)\n",
+          cmd, flag, text);
   return PD_ERR_INVAL;
 }
 

@@ -242,6 +242,9 @@ int pd_cli_sim_run(int argc, char **argv) {
     }
     for (int m = 0; m < PD_MODE_COUNT; m++) {
       if (o.mode >= 0 && m != o.mode) continue;
+      /* `all` (and a named mode) = the modes that speak the scenario's protocol; every
+         scenario speaks SGLang's until scenarios carry a protocol of their own */
+      if (!pd_mode_speaks((pd_mode_t)m, PD_PROTOCOL_SGLANG)) continue;
       row_result_t r;
       memset(&r, 0, sizeof r);
       if (run_row(s, (pd_mode_t)m, &o, &r)) { pd_metrics_free(&r.mx); exit_code = 2; break; }

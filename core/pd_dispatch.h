@@ -6,7 +6,11 @@
  * pd_gw_handle_expiry when its clock passes it, as ngtcp2's get_expiry / handle_expiry.
  *
  * Modes: `joined` (smg HEAD), `pr1150` (the seed), `minilb` (SGLang mini_lb) and `reference`
- * (pdref's rules, docs/spec.md). See docs/spec.md for the state diagram. */
+ * (pdref's rules, docs/spec.md) speak SGLang's destination-first protocol; `vllm-toy-proxy`,
+ * `mooncake-proxy` and `llmd-sidecar` model vLLM-family proxies (source-first: prefill first,
+ * its kv_transfer_params then go to decode, docs/spec.md 7.4-7.6), and `reference` speaks
+ * source-first too when its configuration says protocol vllm (R-SF-*). See docs/spec.md for
+ * the state diagram. */
 #ifndef PD_DISPATCH_H
 #define PD_DISPATCH_H
 #include <stddef.h>
@@ -37,8 +41,17 @@ typedef enum {
   PD_MODE_PR1150 = 1,
   PD_MODE_MINILB = 2,
   PD_MODE_REFERENCE = 3,
+  PD_MODE_VLLM_TOY_PROXY = 4, /* vLLM's NIXL toy proxy (V1.1, V1.24) */
+  PD_MODE_MOONCAKE_PROXY = 5, /* vLLM's Mooncake connector proxy (V1.25) */
+  PD_MODE_LLMD_SIDECAR = 6,   /* llm-d's routing sidecar, NIXL v2 connector (V1.2, V1.27) */
 } pd_mode_t;
-#define PD_MODE_COUNT 4
+#define PD_MODE_COUNT 7
+
+/* The PD protocol a gateway speaks with its workers: SGLang's destination-first (both legs at
+ * once, meeting at a bootstrap room) or vLLM's source-first (prefill answers with
+ * kv_transfer_params, then decode is sent with them). */
+typedef enum { PD_PROTOCOL_SGLANG = 0, PD_PROTOCOL_VLLM = 1 } pd_protocol_t;
+#define PD_PROTOCOL_COUNT 2
 
 typedef enum { PD_ROLE_PREFILL = 0, PD_ROLE_DECODE = 1 } pd_role_t;
 
@@ -94,7 +107,11 @@ typedef enum {
   PD_ACT_ATTEMPT = 8,     /* status = attempt number (1-based), flag = prefill worker,
                              worker = decode worker. An attempt that failed at selection
                              (breakers open, nobody eligible) is emitted too, with flag -1
-                             and/or worker UINT32_MAX for the role that had nobody */
+                             and/or worker UINT32_MAX for the role that had nobody. Source-
+                             first: emitted when the attempt's first leg opens; worker is
+                             UINT32_MAX when decode is chosen only after prefill's answer
+                             (vllm-toy-proxy, reference), and an attempt that reuses earlier
+                             kv_transfer_params opens decode alone (flag = their prefill) */
   PD_ACT_DONE = 9,        /* the request object is gone: every leg closed */
 } pd_action_kind_t;
 
@@ -128,6 +145,12 @@ void pd_actbuf_free(pd_actbuf_t *b);
 
 typedef struct pd_gw_config {
   pd_mode_t mode;
+  pd_protocol_t protocol;      /* the workers' protocol: pd_mode_protocol(mode) by default;
+                                  PD_PROTOCOL_VLLM with PD_MODE_REFERENCE: source-first
+                                  reference (R-SF-*) */
+  uint64_t sf_params_reuse_ns; /* reference, source-first: how long after prefill's answer its
+                                  kv_transfer_params may be sent to another decode (R-SF-DECODE-
+                                  RETRY); 0 = never */
   pd_policy_kind_t policy[2];  /* per role (R1.14) */
   pd_retry_config_t retry;     /* joined/pr1150/reference; minilb never retries */
   pd_breaker_config_t breaker; /* per worker */
@@ -157,6 +180,15 @@ typedef struct pd_gw_config {
 void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode);
 const char *pd_mode_name(pd_mode_t m);
 int pd_mode_parse(const char *name, pd_mode_t *out);
+/* The protocol a mode's model speaks: PD_PROTOCOL_VLLM for the vLLM-family models, SGLang for
+ * the others. `reference` answers SGLang here but speaks both (pd_mode_speaks). */
+pd_protocol_t pd_mode_protocol(pd_mode_t m);
+/* 1 iff the mode can run against workers of protocol p (a scenario of that protocol): the
+ * models speak their own protocol, `reference` both. What `--mode all` expands to per
+ * protocol. */
+int pd_mode_speaks(pd_mode_t m, pd_protocol_t p);
+const char *pd_protocol_name(pd_protocol_t p);
+int pd_protocol_parse(const char *name, pd_protocol_t *out);
 const char *pd_outcome_name(pd_outcome_t o);
 const char *pd_role_name(pd_role_t r);
 

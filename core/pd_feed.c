@@ -10,15 +10,21 @@
 static const pd_mode_ops_t *mode_ops(const pd_gw_t *gw) {
   switch (gw->cfg.mode) {
   case PD_MODE_MINILB: return &pd_mode_minilb_ops;
-  case PD_MODE_REFERENCE: return &pd_mode_ref_ops;
+  case PD_MODE_REFERENCE:
+    return gw->cfg.protocol == PD_PROTOCOL_VLLM ? &pd_mode_sfref_ops : &pd_mode_ref_ops;
+  case PD_MODE_VLLM_TOY_PROXY: return &pd_mode_toy_ops;
+  case PD_MODE_MOONCAKE_PROXY: return &pd_mode_mooncake_ops;
+  case PD_MODE_LLMD_SIDECAR: return &pd_mode_llmd_ops;
   default: return &pd_mode_smg_ops;
   }
 }
 
+/* The vLLM-family models forward any JSON object (their batch is vLLM's business): no batch
+ * rule of their own, mini_lb's never counts one on the OpenAI routes. */
 static pd_batch_rule_t batch_rule(pd_mode_t m) {
-  return m == PD_MODE_MINILB ? PD_BATCH_RULE_MINILB
-         : m == PD_MODE_REFERENCE ? PD_BATCH_RULE_REFERENCE
-                                  : PD_BATCH_RULE_SMG;
+  return m == PD_MODE_MINILB || pd_mode_protocol(m) == PD_PROTOCOL_VLLM ? PD_BATCH_RULE_MINILB
+         : m == PD_MODE_REFERENCE                                       ? PD_BATCH_RULE_REFERENCE
+                                                                        : PD_BATCH_RULE_SMG;
 }
 
 /* ---------- selection ---------- */
@@ -30,7 +36,7 @@ static int is_excluded(const pd_rq_t *rq, pd_role_t role, uint32_t w) {
 /* Candidates per R1.13/R1.16: breaker admits; for reference also not excluded by an earlier
  * attempt of this request (R-RETRY-EXCLUDE), falling back to the admitted set when the
  * exclusions would leave nobody. */
-static int32_t pick(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
+int32_t pd_gw_pick(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
   uint32_t cand[PD_MAX_WORKERS], load[PD_MAX_WORKERS];
   uint32_t n = 0, n_all = 0;
   uint32_t all[PD_MAX_WORKERS];
@@ -54,7 +60,7 @@ static int32_t pick(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
   return pd_policy_pick(&gw->policy[role], cand, n, load, gw->rng);
 }
 
-static pd_leg_t *leg_new(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w) {
+pd_leg_t *pd_gw_leg_new(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w) {
   if (rq->n_legs >= PD_MAX_LEGS) return NULL;
   pd_leg_t *leg = pd_calloc(gw->alloc, 1, sizeof *leg);
   if (!leg) return NULL;
@@ -94,8 +100,8 @@ static int render(pd_gw_t *gw, pd_rq_t *rq, uint32_t pw, char **body, size_t *le
   return rc;
 }
 
-static void open_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *body,
-                     size_t len) {
+void pd_gw_open_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *body,
+                    size_t len) {
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_OPEN_LEG, rq);
   a->leg_id = leg->id;
   a->role = leg->role;
@@ -107,9 +113,10 @@ static void open_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *bod
 }
 
 int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
+  if (gw->cfg.protocol == PD_PROTOCOL_VLLM) return pd_sf_start_attempt(gw, rq);
   rq->attempt++;
-  int32_t pw = pick(gw, rq, PD_ROLE_PREFILL); /* R1.13: prefill first, then decode */
-  int32_t dw = pw < 0 ? -1 : pick(gw, rq, PD_ROLE_DECODE);
+  int32_t pw = pd_gw_pick(gw, rq, PD_ROLE_PREFILL); /* R1.13: prefill first, then decode */
+  int32_t dw = pw < 0 ? -1 : pd_gw_pick(gw, rq, PD_ROLE_DECODE);
   if (pw < 0 || dw < 0) { /* R1.9: an attempt that failed at selection is still an attempt */
     pd_action_t *at = pd_gw_emit(gw, PD_ACT_ATTEMPT, rq);
     at->status = (int)rq->attempt;
@@ -128,8 +135,8 @@ int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
   at->status = (int)rq->attempt;
   at->flag = pw;
   at->worker = (uint32_t)dw;
-  pd_leg_t *p = leg_new(gw, rq, PD_ROLE_PREFILL, (uint32_t)pw);
-  pd_leg_t *d = p ? leg_new(gw, rq, PD_ROLE_DECODE, (uint32_t)dw) : NULL;
+  pd_leg_t *p = pd_gw_leg_new(gw, rq, PD_ROLE_PREFILL, (uint32_t)pw);
+  pd_leg_t *d = p ? pd_gw_leg_new(gw, rq, PD_ROLE_DECODE, (uint32_t)dw) : NULL;
   if (!d) {
     if (p) pd_gw_drop_leg(gw, rq, p);
     return PD_ERR_NOMEM;
@@ -140,8 +147,8 @@ int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
     pd_breaker_admit(&gw->workers[0][pw].breaker, gw->now, &p->is_probe);
     pd_breaker_admit(&gw->workers[1][dw].breaker, gw->now, &d->is_probe);
   }
-  open_leg(gw, rq, p, kept, len);
-  open_leg(gw, rq, d, kept, len);
+  pd_gw_open_leg(gw, rq, p, kept, len);
+  pd_gw_open_leg(gw, rq, d, kept, len);
   return 0;
 }
 
@@ -232,6 +239,11 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
   int rc = pd_request_parse(&rq->req, gw->alloc, ev->path ? ev->path : "",
                             (const char *)ev->data, ev->len, batch_rule(gw->cfg.mode), err,
                             sizeof err);
+  if (rc == 0 && gw->cfg.protocol == PD_PROTOCOL_VLLM && rq->req.route == PD_ROUTE_GENERATE) {
+    pd_request_free(&rq->req); /* vLLM's servers and proxies serve only the OpenAI routes */
+    snprintf(err, sizeof err, "path: /generate is not a route of the vllm protocol");
+    rc = PD_ERR_ROUTE;
+  }
   if (rc) {
     int st = rc == PD_ERR_ROUTE ? 404 : rc == PD_ERR_TOO_LARGE ? 413
              : rc == PD_ERR_NOMEM ? 500 : 400;

@@ -12,7 +12,9 @@
 
 /* ---------- names and defaults ---------- */
 
-static const char *const mode_names[PD_MODE_COUNT] = {"joined", "pr1150", "minilb", "reference"};
+static const char *const mode_names[PD_MODE_COUNT] = {
+    "joined", "pr1150", "minilb", "reference", "vllm-toy-proxy", "mooncake-proxy", "llmd-sidecar"};
+static const char *const protocol_names[PD_PROTOCOL_COUNT] = {"sglang", "vllm"};
 
 const char *pd_mode_name(pd_mode_t m) {
   return (unsigned)m < PD_MODE_COUNT ? mode_names[m] : "?";
@@ -22,6 +24,30 @@ int pd_mode_parse(const char *name, pd_mode_t *out) {
   for (int i = 0; i < PD_MODE_COUNT; i++)
     if (strcmp(name, mode_names[i]) == 0) {
       *out = (pd_mode_t)i;
+      return 0;
+    }
+  return PD_ERR_INVAL;
+}
+
+pd_protocol_t pd_mode_protocol(pd_mode_t m) {
+  return m == PD_MODE_VLLM_TOY_PROXY || m == PD_MODE_MOONCAKE_PROXY || m == PD_MODE_LLMD_SIDECAR
+             ? PD_PROTOCOL_VLLM
+             : PD_PROTOCOL_SGLANG;
+}
+
+int pd_mode_speaks(pd_mode_t m, pd_protocol_t p) {
+  if ((unsigned)m >= PD_MODE_COUNT || (unsigned)p >= PD_PROTOCOL_COUNT) return 0;
+  return m == PD_MODE_REFERENCE || pd_mode_protocol(m) == p;
+}
+
+const char *pd_protocol_name(pd_protocol_t p) {
+  return (unsigned)p < PD_PROTOCOL_COUNT ? protocol_names[p] : "?";
+}
+
+int pd_protocol_parse(const char *name, pd_protocol_t *out) {
+  for (int i = 0; name && i < PD_PROTOCOL_COUNT; i++)
+    if (strcmp(name, protocol_names[i]) == 0) {
+      *out = (pd_protocol_t)i;
       return 0;
     }
   return PD_ERR_INVAL;
@@ -40,6 +66,7 @@ const char *pd_role_name(pd_role_t r) { return r == PD_ROLE_PREFILL ? "prefill" 
 void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
   memset(c, 0, sizeof *c);
   c->mode = mode;
+  c->protocol = pd_mode_protocol(mode);
   pd_retry_config_smg(&c->retry);
   c->policy[0] = c->policy[1] = PD_POLICY_ROUND_ROBIN;
   switch (mode) {
@@ -66,6 +93,14 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
     c->commit_timeout_ns = SEC(90);  /* R-PROGRESS: + idle 30 s = I1's 120 s */
     c->token_budget_ns = MS(100);    /* R-PROGRESS: several times a decode's inter-token gap */
     c->prefill_tail_timeout_ns = MS(500); /* prefill lags KV by <= ~200 ms (S5.3) */
+    c->sf_params_reuse_ns = SEC(20); /* R-SF-DECODE-RETRY: under the 30 s lease (V1.13) */
+    break;
+  case PD_MODE_VLLM_TOY_PROXY: /* V1.24: round robin, httpx timeout=None, nothing else */
+  case PD_MODE_MOONCAKE_PROXY: /* V1.25: the same */
+  case PD_MODE_LLMD_SIDECAR:   /* V1.27: the EPP picks; no per-leg timeout, no retry */
+    pd_breaker_config_smg(&c->breaker);
+    c->breaker.failure_threshold = UINT32_MAX; /* no breaker */
+    c->retry.max_attempts = 1;                 /* no retries */
     break;
   }
 }
@@ -97,6 +132,7 @@ void pd_gw_rq_del(pd_gw_t *gw, pd_rq_t *rq) {
   for (uint32_t i = 0; i < rq->n_legs; i++) leg_del(gw, rq->legs[i]);
   pd_request_free(&rq->req);
   pd_buf_free(gw->alloc, &rq->prefill_lp);
+  cJSON_Delete(rq->sf_params);
   pd_free(gw->alloc, rq->rid);
   pd_free(gw->alloc, rq);
 }

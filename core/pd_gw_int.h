@@ -1,6 +1,7 @@
 /* Internal to core/: the gateway and request structures shared by pd_gw.c (plumbing,
  * selection, accounting), pd_rqstate.c (the two state machines) and the mode files
- * (pd_mode_smg.c, pd_mode_minilb.c, pd_mode_ref.c). */
+ * (pd_mode_smg.c, pd_mode_minilb.c, pd_mode_ref.c; source-first: pd_mode_sf.c for the
+ * vLLM-family models, pd_mode_sfref.c for the reference, pd_sf.c for what they share). */
 #ifndef PD_GW_INT_H
 #define PD_GW_INT_H
 #include "pd_buf.h"
@@ -71,8 +72,10 @@ typedef enum {
   RQ_GONE = 9,         /* the client went away first; legs left are being given up
                           (reference) or linger until their next chunk (smg, G7) */
   RQ_END = 10,         /* terminal: loads released, DONE emitted, freed on the way out */
+  RQ_PREFILL = 11,     /* source-first: prefill alone is open; its whole answer (and its
+                          kv_transfer_params) is awaited before decode is sent */
 } pd_rq_state_t;
-#define PD_RQ_STATE_COUNT 11
+#define PD_RQ_STATE_COUNT 12
 
 /* Named deadlines of a request; the one armed in gw->deadlines is the least non-zero one.
  * DL_SETTLE is not stored in dl[]: it is the end of the instant in which legs were given up
@@ -108,6 +111,13 @@ typedef struct pd_rq {
   size_t dl_index;     /* its entry in gw->deadlines, PD_HEAP_NONE when nothing is armed */
   pd_buf_t prefill_lp; /* prefill's logprob source (event payload or JSON body) */
   int prefill_lp_ready;
+  /* source-first (protocol vllm) */
+  void *sf_params;       /* cJSON*: what decode gets as kv_transfer_params (prefill's, copied
+                            verbatim), owned; NULL: decode gets the client's body unchanged */
+  uint32_t sf_dw;        /* decode worker + 1 chosen for the attempt, 0 not yet */
+  uint32_t sf_pw;        /* prefill worker + 1 whose answer sf_params came from */
+  uint64_t sf_params_at; /* when prefill answered them */
+  int sf_reuse;          /* reference: the next attempt sends decode with sf_params again */
 } pd_rq_t;
 
 /* The client response is over (ended, or the client went away): no more client output. */
@@ -165,8 +175,14 @@ void pd_gw_sse_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *msg);
 
 /* Start an attempt: select a pair (policy, breaker, exclusions for reference), draw rooms,
  * render the body, take loads and probes, open both legs. Returns 0, or an HTTP status
- * (503) when no pair could be selected, or a negative error. */
+ * (503) when no pair could be selected, or a negative error. Source-first (protocol vllm):
+ * pd_sf_start_attempt instead. */
 int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq);
+/* Selection (breaker, policy, reference exclusions), a new current leg, its OPEN_LEG action
+ * (body kept in the action arena by the caller). pick emits the breaker moves it makes. */
+int32_t pd_gw_pick(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role);
+pd_leg_t *pd_gw_leg_new(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w);
+void pd_gw_open_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *body, size_t len);
 pd_leg_t *pd_gw_leg(pd_rq_t *rq, uint64_t leg_id);
 pd_leg_t *pd_gw_cur(pd_rq_t *rq, pd_role_t role);
 /* Close a leg: emit CLOSE_LEG (with rid when abort), drop its load/probe, free it. */
@@ -217,6 +233,36 @@ typedef struct pd_mode_ops {
 extern const pd_mode_ops_t pd_mode_smg_ops;    /* joined, pr1150 */
 extern const pd_mode_ops_t pd_mode_minilb_ops; /* minilb */
 extern const pd_mode_ops_t pd_mode_ref_ops;    /* reference */
+extern const pd_mode_ops_t pd_mode_toy_ops;    /* vllm-toy-proxy */
+extern const pd_mode_ops_t pd_mode_mooncake_ops; /* mooncake-proxy */
+extern const pd_mode_ops_t pd_mode_llmd_ops;   /* llmd-sidecar */
+extern const pd_mode_ops_t pd_mode_sfref_ops;  /* reference with protocol vllm */
+
+/* --- source-first pieces (pd_sf.c) --- */
+/* A source-first attempt: select, open prefill with the mode's rewritten body (or, when the
+ * reference reuses kv_transfer_params, decode alone). Returns as pd_gw_start_attempt. */
+int pd_sf_start_attempt(pd_gw_t *gw, pd_rq_t *rq);
+/* Choose the attempt's decode worker (rq->sf_dw) unless chosen already: 0, or 503 when no
+ * decode is admitted. */
+int pd_sf_pick_decode(pd_gw_t *gw, pd_rq_t *rq);
+/* Open the attempt's decode leg on rq->sf_dw: body = the client's body plus rq->sf_params as
+ * kv_transfer_params (the client's body unchanged when NULL, V1.7). Loads and probes for the
+ * reference. Returns the leg, or NULL (memory: the caller answers 500). */
+pd_leg_t *pd_sf_open_decode(pd_gw_t *gw, pd_rq_t *rq);
+/* Replace rq->sf_params (takes params, a cJSON*, or NULL). */
+void pd_sf_set_params(pd_rq_t *rq, void *params);
+/* Mooncake's decode parameters for the attempt's prefill (V1.25), or NULL (memory). */
+void *pd_sf_mooncake_params(const pd_gw_t *gw, const pd_rq_t *rq);
+/* Prefill's buffered answer: 0 and *params (owned, may be NULL when the answer had none or
+ * null) when the body is one JSON object; PD_ERR_JSON when it is not (PD_ERR_NOMEM). */
+int pd_sf_take_params(const pd_gw_t *gw, const pd_leg_t *p, void **params);
+/* Is a cJSON value truthy as Python sees it (the toy proxy's `if kv_transfer_params:`)? */
+int pd_sf_is_truthy(const void *json);
+
+/* --- reference pieces the source-first reference reuses (pd_mode_ref.c) --- */
+void pd_ref_fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const char *msg);
+void pd_ref_doomed_result(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status);
+void pd_ref_leg_succeeded(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
 
 /* --- the action buffer (pd_actbuf.c) --- */
 /* Room for extra more actions, so the pushes of one step cannot fail for memory: 0 or

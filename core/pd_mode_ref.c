@@ -575,3 +575,16 @@ static void ref_on_no_pair(pd_gw_t *gw, pd_rq_t *rq, int status) {
 const pd_mode_ops_t pd_mode_ref_ops = {ref_on_start, ref_on_head, ref_on_data, ref_on_end,
                                        ref_on_error, ref_on_deadline, ref_on_client_gone,
                                        ref_on_no_pair};
+
+/* Pieces the source-first reference (pd_mode_sfref.c) shares with this one. */
+void pd_ref_fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const char *msg) {
+  fail_leg(gw, rq, leg, status, msg);
+}
+
+void pd_ref_doomed_result(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status) {
+  doomed_result(gw, rq, leg, status);
+}
+
+void pd_ref_leg_succeeded(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  leg_succeeded(gw, rq, leg);
+}

@@ -11,14 +11,14 @@ static const char *const rq_names[PD_RQ_STATE_COUNT] = {
     [RQ_NEW] = "NEW",       [RQ_HEADS] = "HEADS",   [RQ_DRAIN] = "DRAIN",
     [RQ_READ] = "READ",     [RQ_FIRST] = "FIRST",   [RQ_PREFILL_LOST] = "PREFILL_LOST",
     [RQ_STREAM] = "STREAM", [RQ_BACKOFF] = "BACKOFF", [RQ_TAIL] = "TAIL",
-    [RQ_GONE] = "GONE",     [RQ_END] = "END",
+    [RQ_GONE] = "GONE",     [RQ_END] = "END",     [RQ_PREFILL] = "PREFILL",
 };
 
 #define TO(s) [s] = 1
 
 /* Every move any mode makes (which mode makes which: docs/spec.md 4.1). */
 static const unsigned char rq_moves[PD_RQ_STATE_COUNT][PD_RQ_STATE_COUNT] = {
-    [RQ_NEW] = {TO(RQ_HEADS), TO(RQ_FIRST), TO(RQ_BACKOFF), TO(RQ_TAIL)},
+    [RQ_NEW] = {TO(RQ_HEADS), TO(RQ_FIRST), TO(RQ_BACKOFF), TO(RQ_TAIL), TO(RQ_PREFILL)},
     [RQ_HEADS] = {TO(RQ_DRAIN), TO(RQ_READ), TO(RQ_STREAM), TO(RQ_BACKOFF), TO(RQ_TAIL),
                   TO(RQ_GONE)},
     [RQ_DRAIN] = {TO(RQ_READ), TO(RQ_STREAM), TO(RQ_BACKOFF), TO(RQ_TAIL), TO(RQ_GONE)},
@@ -26,10 +26,12 @@ static const unsigned char rq_moves[PD_RQ_STATE_COUNT][PD_RQ_STATE_COUNT] = {
     [RQ_FIRST] = {TO(RQ_PREFILL_LOST), TO(RQ_STREAM), TO(RQ_BACKOFF), TO(RQ_TAIL), TO(RQ_GONE)},
     [RQ_PREFILL_LOST] = {TO(RQ_STREAM), TO(RQ_BACKOFF), TO(RQ_GONE)},
     [RQ_STREAM] = {TO(RQ_TAIL), TO(RQ_GONE)},
-    [RQ_BACKOFF] = {TO(RQ_HEADS), TO(RQ_FIRST), TO(RQ_TAIL), TO(RQ_GONE)},
+    [RQ_BACKOFF] = {TO(RQ_HEADS), TO(RQ_FIRST), TO(RQ_TAIL), TO(RQ_GONE), TO(RQ_PREFILL)},
     [RQ_TAIL] = {TO(RQ_END)},
     [RQ_GONE] = {TO(RQ_END)},
     [RQ_END] = {0},
+    [RQ_PREFILL] = {TO(RQ_HEADS), TO(RQ_FIRST), TO(RQ_STREAM), TO(RQ_BACKOFF), TO(RQ_TAIL),
+                    TO(RQ_GONE)},
 };
 
 static const char *const leg_names[PD_LEG_STATE_COUNT] = {
@@ -59,6 +61,13 @@ static void enter_first(pd_gw_t *gw, pd_rq_t *rq) {
     for (uint32_t i = 0; i < rq->n_legs; i++)
       if (rq->legs[i]->attempt == rq->attempt)
         rq->legs[i]->deadline_ns = gw->now + gw->cfg.head_timeout_ns;
+}
+
+/* R-SF-PREFILL: the reference's first-token budget covers prefill's whole answer (a vLLM
+ * prefill answers once, with its one token); entering RQ_FIRST for decode arms it anew. The
+ * models have no such deadline (first_token_timeout_ns 0). */
+static void enter_prefill(pd_gw_t *gw, pd_rq_t *rq) {
+  if (gw->cfg.first_token_timeout_ns) rq->dl[DL_FIRST] = gw->now + gw->cfg.first_token_timeout_ns;
 }
 
 /* R-FAIL-PRECOMMIT, "prefill lost": decode gets the tail budget to show its first event. */
@@ -99,6 +108,7 @@ static void (*const rq_on_enter[PD_RQ_STATE_COUNT])(pd_gw_t *, pd_rq_t *) = {
     [RQ_FIRST] = enter_first,   [RQ_PREFILL_LOST] = enter_prefill_lost,
     [RQ_STREAM] = enter_stream, [RQ_BACKOFF] = enter_backoff,
     [RQ_TAIL] = enter_tail,     [RQ_END] = enter_end,
+    [RQ_PREFILL] = enter_prefill,
 };
 
 /* ---------- the transition functions ---------- */

@@ -240,6 +240,7 @@ int pd_explore_finish(pd_scenario_t *s, pd_mode_t mode, pd_explore_result_t *r) 
   int rc = p ? pd_scenario_write_json(s, &txt, &len) : PD_ERR_NOMEM;
   if (rc == 0 && pd_scenario_parse(p, s->path, txt, len, err, sizeof err) != 0) rc = PD_ERR_FATAL;
   for (int m = 0; m < PD_MODE_COUNT && rc == 0; m++) { /* judge the file as it will be read */
+    if (!pd_mode_speaks((pd_mode_t)m, PD_PROTOCOL_SGLANG)) continue; /* its workers' protocol */
     pd_world_stats_t st;
     uint32_t mask = 0;
     rc = pd_explore_run(p, (pd_mode_t)m, 1, &mask, &st);

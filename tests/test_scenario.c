@@ -346,8 +346,8 @@ static void test_unexercised_declares_modes_with_a_reason(void) {
   PDT_EQ_STR(s->unexercised[PD_MODE_REFERENCE], "");
   free(s);
   expect_error(MIN_DOC(",'unexercised':{'fast':'x'}"), PD_ERR_FIELD,
-               "scen.json: $.unexercised.fast: unknown mode (expected joined, pr1150, minilb or "
-               "reference)");
+               "scen.json: $.unexercised.fast: unknown mode (expected joined, pr1150, minilb, "
+               "reference, vllm-toy-proxy, mooncake-proxy or llmd-sidecar)");
   expect_error(MIN_DOC(",'unexercised':{'minilb':''}"), PD_ERR_FIELD,
                "scen.json: $.unexercised.minilb: expected the reason, a string of 1..159 "
                "characters, got \"\"");
@@ -357,8 +357,8 @@ static void test_unexercised_declares_modes_with_a_reason(void) {
 
 static void test_expect_unknown_mode_rejected(void) {
   expect_error("{'name':'t'," PAIR ",'expect':{'fast':'pass'}}", PD_ERR_FIELD,
-               "scen.json: $.expect.fast: unknown mode (expected joined, pr1150, minilb or "
-               "reference)");
+               "scen.json: $.expect.fast: unknown mode (expected joined, pr1150, minilb, "
+               "reference, vllm-toy-proxy, mooncake-proxy or llmd-sidecar)");
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':'pass','joined':'pass'}}",
                PD_ERR_FIELD, "scen.json: $.expect.joined: duplicate key");
   expect_error("{'name':'t'," PAIR "}", PD_ERR_FIELD,

@@ -35,6 +35,7 @@ static void test_every_scenario_meets_its_expectation(void) {
     if (!s) continue;
     files++;
     for (int m = 0; m < PD_MODE_COUNT; m++) {
+      if (!pd_mode_speaks((pd_mode_t)m, PD_PROTOCOL_SGLANG)) continue; /* SGLang scenarios */
       pd_world_stats_t st;
       uint32_t got = 0;
       uint64_t h = 0;
@@ -70,6 +71,7 @@ static void test_same_seed_same_trace_different_seed_different_rooms(void) {
   uint32_t v;
   pd_world_stats_t st;
   for (int m = 0; m < PD_MODE_COUNT; m++) {
+    if (!pd_mode_speaks((pd_mode_t)m, PD_PROTOCOL_SGLANG)) continue; /* SGLang workers */
     pd_world_run(s, (pd_mode_t)m, 7, NULL, &st, &v, &h1);
     pd_world_run(s, (pd_mode_t)m, 7, NULL, &st, &v, &h2);
     pd_world_run(s, (pd_mode_t)m, 8, NULL, &st, &v, &h3);
