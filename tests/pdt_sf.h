@@ -34,14 +34,19 @@ static inline void sf_request(harness_t *h, const char *path, const char *body) 
   sf_request_id(h, 7, path, body);
 }
 
-/* The nth OPEN_LEG of this step. */
+/* The nth OPEN_LEG of this step; when there is none, an empty stand-in (kind CLIENT_END,
+ * role prefill, worker UINT32_MAX, empty body and path) so a failing check reports, not
+ * crashes. */
 static inline const pd_action_t *sf_open(harness_t *h, int nth) {
-  return h_find(h, PD_ACT_OPEN_LEG, nth);
+  static const pd_action_t none = {.kind = PD_ACT_CLIENT_END, .worker = UINT32_MAX,
+                                   .str = "", .data = (const uint8_t *)""};
+  const pd_action_t *a = h_find(h, PD_ACT_OPEN_LEG, nth);
+  return a ? a : &none;
 }
 
 /* The body of the nth OPEN_LEG of this step, parsed (cJSON_Delete it), or NULL. */
 static inline cJSON *sf_open_body(harness_t *h, int nth) {
-  const pd_action_t *a = sf_open(h, nth);
+  const pd_action_t *a = h_find(h, PD_ACT_OPEN_LEG, nth);
   return a ? cJSON_ParseWithLength((const char *)a->data, a->len) : NULL;
 }
 
@@ -55,6 +60,18 @@ static inline int sf_json_eq(const cJSON *a, const char *b) {
 
 static inline const cJSON *sf_get(const cJSON *o, const char *k) {
   return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+/* o[k] as a number, -1 when it is not one. */
+static inline double sf_num(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* The flag (1: text/event-stream) of this step's first client head, -1 when none. */
+static inline int sf_head_flag(harness_t *h) {
+  const pd_action_t *a = h_find(h, PD_ACT_CLIENT_HEAD, 0);
+  return a ? a->flag : -1;
 }
 
 /* A leg event of request 7 whose data is split in two events at `at`. */

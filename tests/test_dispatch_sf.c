@@ -32,8 +32,7 @@ static void test_toy_proxy_sends_prefill_v1_1_then_decode_with_its_params(void) 
   cJSON_Delete(p);
   sf_answer(&h, 1, 200, SF_KV); /* in two pieces: read whole before anything happens */
   PDT_EQ_INT(h.head_status, 200);
-  const pd_action_t *head = h_find(&h, PD_ACT_CLIENT_HEAD, 0);
-  PDT_TRUE(head && head->flag == 0); /* application/json although the client streams */
+  PDT_EQ_INT(sf_head_flag(&h), 0); /* application/json although the client streams */
   PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 1);
   PDT_EQ_INT(sf_open(&h, 0)->role, PD_ROLE_DECODE);
   cJSON *d = sf_open_body(&h, 0);
@@ -134,7 +133,7 @@ static void test_mooncake_proxy_fires_prefill_and_streams_decode_at_once(void) {
   PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 2);
   PDT_EQ_INT(sf_open(&h, 0)->role, PD_ROLE_PREFILL);
   PDT_EQ_INT(sf_open(&h, 1)->role, PD_ROLE_DECODE);
-  PDT_TRUE(h_find(&h, PD_ACT_CLIENT_HEAD, 0)->flag == 0 && h.head_status == 200);
+  PDT_TRUE(sf_head_flag(&h) == 0 && h.head_status == 200);
   cJSON *p = sf_open_body(&h, 0), *d = sf_open_body(&h, 1);
   PDT_TRUE(sf_json_eq(p, "{\"model\":\"m\",\"prompt\":\"hi\",\"stream\":false,\"max_tokens\":1,"
                          "\"min_tokens\":5,\"kv_transfer_params\":{\"do_remote_decode\":true,"
@@ -158,8 +157,7 @@ static void test_mooncake_proxy_fires_prefill_and_streams_decode_at_once(void) {
   d = sf_open_body(&h, 1);
   const cJSON *kv = sf_get(d, "kv_transfer_params");
   PDT_EQ_STR(cJSON_GetStringValue(sf_get(kv, "bootstrap_server_host")), "p1");
-  PDT_TRUE(cJSON_IsNumber(sf_get(kv, "bootstrap_server_port")) &&
-           sf_get(kv, "bootstrap_server_port")->valuedouble == 8998);
+  PDT_TRUE(sf_num(kv, "bootstrap_server_port") == 8998);
   cJSON_Delete(d);
   h_free(&h);
 }
@@ -202,7 +200,7 @@ static void test_llmd_sidecar_bodies_v1_2(void) {
   PDT_TRUE(is_client_body_plus_kv(d, SF_COMPLETIONS, "null"));
   cJSON_Delete(d);
   h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL); /* the ReverseProxy passes decode's head through */
-  PDT_TRUE(h.head_status == 200 && h_find(&h, PD_ACT_CLIENT_HEAD, 0)->flag == 1);
+  PDT_TRUE(h.head_status == 200 && sf_head_flag(&h) == 1);
   h_leg(&h, PD_EV_UP_DATA, 2, 0, SF_CHUNK0);
   h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
   PDT_EQ_STR(h.client, SF_CHUNK0);
@@ -212,8 +210,7 @@ static void test_llmd_sidecar_bodies_v1_2(void) {
   sf_request(&h, "/v1/chat/completions",
              "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":9}");
   p = sf_open_body(&h, 0);
-  PDT_TRUE(sf_get(p, "max_tokens")->valuedouble == 1 &&
-           sf_get(p, "max_completion_tokens")->valuedouble == 1);
+  PDT_TRUE(sf_num(p, "max_tokens") == 1 && sf_num(p, "max_completion_tokens") == 1);
   cJSON_Delete(p);
   sf_answer(&h, 1, 200, SF_KV);
   d = sf_open_body(&h, 0);

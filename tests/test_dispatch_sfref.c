@@ -7,7 +7,7 @@
 /* The OPEN_LEG of this step for role, or NULL. */
 static const pd_action_t *open_of(harness_t *h, pd_role_t role) {
   const pd_action_t *a;
-  for (int i = 0; (a = sf_open(h, i)); i++)
+  for (int i = 0; (a = h_find(h, PD_ACT_OPEN_LEG, i)); i++)
     if (a->role == role) return a;
   return NULL;
 }
@@ -35,7 +35,7 @@ static void test_sfref_happy_path_outcomes_from_each_leg(void) {
   PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 1);
   cJSON *p = sf_open_body(&h, 0);
   PDT_TRUE(sf_get(p, "min_tokens") == NULL && cJSON_IsFalse(sf_get(p, "stream")));
-  PDT_TRUE(sf_get(p, "max_tokens")->valuedouble == 1 && sf_get(p, "stream_options") == NULL);
+  PDT_TRUE(sf_num(p, "max_tokens") == 1 && sf_get(p, "stream_options") == NULL);
   cJSON_Delete(p);
   sf_answer(&h, 1, 200, SF_KV);
   PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_SUCCESS);
