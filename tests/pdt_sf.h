@@ -5,17 +5,20 @@
 #define PDT_SF_H
 #include "pdt_harness.h"
 
-/* A gateway in mode; protocol vllm (the models' own, and the reference's when asked). */
-static inline void sf_init_cfg(harness_t *h, const pd_gw_config_t *c) {
+/* A gateway with config c and allocator alloc (NULL: libc); h->gw NULL when it failed. */
+static inline void sf_init_alloc(harness_t *h, const pd_gw_config_t *c, const pd_alloc_t *alloc) {
   memset(h, 0, sizeof *h);
   pd_prng_init(&h->rng, 42);
-  h->gw = pd_gw_new(NULL, c, &h->rng);
+  h->gw = pd_gw_new(alloc, c, &h->rng);
+  if (!h->gw) return;
   pd_gw_add_worker(h->gw, PD_ROLE_PREFILL, "p0", "p0", 9000);
   pd_gw_add_worker(h->gw, PD_ROLE_PREFILL, "p1", "p1", -1);
   pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d0", "d0", -1);
   pd_gw_add_worker(h->gw, PD_ROLE_DECODE, "d1", "d1", -1);
-  pd_actbuf_init(&h->out, NULL);
+  pd_actbuf_init(&h->out, alloc);
 }
+
+static inline void sf_init_cfg(harness_t *h, const pd_gw_config_t *c) { sf_init_alloc(h, c, NULL); }
 
 static inline void sf_init(harness_t *h, pd_mode_t mode) {
   pd_gw_config_t c;

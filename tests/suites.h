@@ -22,6 +22,7 @@
   X(pdt_suite_dispatch_nomem) \
   X(pdt_suite_dispatch_sf) \
   X(pdt_suite_dispatch_sfref) \
+  X(pdt_suite_dispatch_sf_nomem) \
   X(pdt_suite_rqstate)   \
   X(pdt_suite_scenario)  \
   X(pdt_suite_scenario_more) \
