@@ -24,6 +24,7 @@ static pd_gateway_t *volatile g_running; /* for the signal handler only */
 static void usage(FILE *f) {
   fprintf(f, "usage: pdref gateway --prefill URL[@BOOTSTRAP_PORT]... --decode URL...\n"
              "                     [--listen HOST:PORT] [--mode reference|joined|pr1150|minilb]\n"
+             "                     [--protocol sglang|vllm]\n"
              "                     [--policy P | --prefill-policy P --decode-policy P]\n"
              "                     [--max-attempts N] [--connect-timeout-ms N]\n"
              "                     [--first-token-timeout-ms N] [--idle-timeout-ms N]\n"
@@ -42,7 +43,10 @@ static void usage(FILE *f) {
              "                     (@P: bootstrap port injected into requests; else null)\n"
              "  --decode URL       decode worker base URL (repeat flags for more workers)\n"
              "  --listen HOST:PORT numeric address to serve on (default 127.0.0.1:8000)\n"
-             "  --mode M           dispatch rules (default reference)\n"
+             "  --mode M           dispatch rules (default reference); source-first models:\n"
+             "                     vllm-toy-proxy, mooncake-proxy, llmd-sidecar\n"
+             "  --protocol P       the workers' PD protocol: sglang, or vllm (source-first,\n"
+             "                     docs/spec.md R-SF-*); default the mode's own\n"
              "  --policy P         random | round_robin | power_of_two, both roles\n"
              "  timeouts in ms, 0 = none; defaults are the mode's (docs/spec.md R-TIMEOUT)\n"
              "  --commit-timeout-ms  arrival to the first byte to the client, across retries\n"
@@ -179,7 +183,7 @@ static int is_json; /* --json: the ready line as one JSON object */
 
 enum {
   OPT_MODE = PD_CLI_OPT_FIRST, OPT_PREFILL, OPT_DECODE, OPT_LISTEN, OPT_POLICY,
-  OPT_PREFILL_POLICY, OPT_DECODE_POLICY, OPT_VERBOSE, OPT_JSON, OPT_NUMBER
+  OPT_PREFILL_POLICY, OPT_DECODE_POLICY, OPT_VERBOSE, OPT_JSON, OPT_PROTOCOL, OPT_NUMBER
 };
 
 /* Every option of set_number has val OPT_NUMBER; its name tells them apart. */
@@ -194,6 +198,7 @@ static const struct option long_opts[] = {
     {"decode-policy", required_argument, NULL, OPT_DECODE_POLICY},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"json", no_argument, NULL, OPT_JSON},
+    {"protocol", required_argument, NULL, OPT_PROTOCOL},
     {"connect-timeout-ms", required_argument, NULL, OPT_NUMBER},
     {"first-token-timeout-ms", required_argument, NULL, OPT_NUMBER},
     {"idle-timeout-ms", required_argument, NULL, OPT_NUMBER},
@@ -241,6 +246,13 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   case OPT_DECODE_POLICY: return set_policy("--decode-policy", v, &cfg->core, 1);
   case OPT_VERBOSE: cfg->is_verbose = 1; return 0;
   case OPT_JSON: is_json = 1; return 0;
+  case OPT_PROTOCOL:
+    if (pd_protocol_parse(v, &cfg->core.protocol) == 0 &&
+        pd_mode_speaks(cfg->core.mode, cfg->core.protocol))
+      return 0;
+    fprintf(stderr, "%s: --protocol: '%s' is not a protocol mode %s speaks (sglang, vllm)\n",
+            CMD, v, pd_mode_name(cfg->core.mode));
+    return PD_ERR_INVAL;
   default: /* OPT_NUMBER */
     snprintf(flag, sizeof flag, "--%s", long_opts[index].name);
     return set_number(flag, v, cfg);
