@@ -195,7 +195,8 @@ const char *pd_role_name(pd_role_t r);
 typedef struct pd_gw pd_gw_t;
 
 /* Create a gateway. rng is borrowed for the gateway's lifetime (rooms, rids, policies,
- * jitter). Returns NULL on allocation failure. */
+ * jitter). A protocol the mode does not speak (pd_mode_speaks) is replaced by the mode's own.
+ * Returns NULL on allocation failure. */
 pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t *rng);
 void pd_gw_del(pd_gw_t *gw);
 

@@ -112,6 +112,8 @@ pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t
   if (!gw) return NULL;
   gw->alloc = alloc;
   gw->cfg = *cfg;
+  if (!pd_mode_speaks(cfg->mode, cfg->protocol)) /* a model speaks only its own protocol */
+    gw->cfg.protocol = pd_mode_protocol(cfg->mode);
   if (gw->cfg.retry.max_attempts == 0) gw->cfg.retry.max_attempts = 1;
   if (gw->cfg.retry.max_attempts > PD_MAX_ATTEMPTS) gw->cfg.retry.max_attempts = PD_MAX_ATTEMPTS;
   gw->rng = rng;

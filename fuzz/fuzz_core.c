@@ -28,7 +28,9 @@ static const char *const frags[] = {
     "data: {\"index\":0,\"meta_info\":{\"input_token_logprobs\":[[-1,1,null]]}}\n\n",
     "data: {\"index\":1}\n\n", "data: [DONE]\n\n", "data: {\"error\":{\"message\":\"x\",\"code\":503}}\n\n",
     "data: {\"ind", "ex\":2}\n\n", "\r\n\r\n", ": comment\n\n", "{\"text\":\"a\",\"meta_info\":{}}",
-    "{\"error\":{\"message\":\"e\"}}", "data: [DONE]", "\n\n"};
+    "{\"error\":{\"message\":\"e\"}}", "data: [DONE]", "\n\n",
+    "{\"choices\":[],\"kv_transfer_params\":{\"remote_block_ids\":[1],\"remote_port\":5600}}",
+    "{\"choices\":[],\"kv_transfer_params\":null}"};
 
 static void apply(world_t *w) {
   if (w->out.is_overflow) __builtin_trap();
@@ -120,7 +122,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pd_prng_t rng;
   pd_prng_init(&rng, fz_u8(&b));
   pd_gw_config_t c;
-  pd_gw_config_default(&c, (pd_mode_t)(fz_u8(&b) % PD_MODE_COUNT));
+  uint8_t mb = fz_u8(&b);
+  pd_gw_config_default(&c, (pd_mode_t)(mb % PD_MODE_COUNT));
+  if (c.mode == PD_MODE_REFERENCE && (mb / PD_MODE_COUNT) % 2) c.protocol = PD_PROTOCOL_VLLM;
   w.gw = pd_gw_new(NULL, &c, &rng);
   if (!w.gw) return 0;
   pd_gw_add_worker(w.gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
@@ -132,10 +136,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       "{\"text\":\"a\",\"stream\":true}", "{\"text\":\"a\",\"stream\":false}",
       "{\"text\":\"a\",\"stream\":true,\"return_logprob\":true}",
       "{\"text\":[\"a\",\"b\"],\"stream\":false,\"return_logprob\":true}"};
+  static const char *const sf_bodies[] = { /* source-first: the OpenAI routes only */
+      "{\"prompt\":\"a\",\"stream\":true}", "{\"prompt\":\"a\",\"stream\":false}",
+      "{\"prompt\":\"a\",\"stream\":true,\"min_tokens\":2,\"stream_options\":{}}",
+      "{\"prompt\":[\"a\",\"b\"],\"stream\":false,\"max_tokens\":3}"};
+  int is_sf = c.protocol == PD_PROTOCOL_VLLM;
   int n_req = 1 + fz_u8(&b) % MAX_REQS;
   for (int r = 0; r < n_req; r++) {
-    const char *body = bodies[fz_u8(&b) % 4];
-    pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = (uint64_t)r, .path = "/generate",
+    const char *body = (is_sf ? sf_bodies : bodies)[fz_u8(&b) % 4];
+    pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = (uint64_t)r,
+                     .path = is_sf ? "/v1/completions" : "/generate",
                      .data = (const uint8_t *)body, .len = strlen(body)};
     feed(&w, ev);
   }
