@@ -156,6 +156,9 @@ static int parse_opts(int argc, char **argv, ex_opts_t *o) {
   int rc = pd_cli_parse(&p, argc, argv);
   if (rc >= 0) return rc;
   if (!o->has_mode) return bad("--mode is required: joined, pr1150, minilb or reference");
+  if (!pd_mode_speaks(o->mode, PD_PROTOCOL_SGLANG)) /* its random worlds are SGLang's */
+    return bad("--mode: explore's worlds speak SGLang's protocol: joined, pr1150, minilb or "
+               "reference");
   if (o->has_seeds && o->has_time) return bad("--seeds and --time cannot be combined");
   return -1;
 }

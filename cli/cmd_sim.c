@@ -149,6 +149,9 @@ static cJSON *json_row(const pd_scenario_t *s, pd_mode_t m, const row_result_t *
 
 static void usage(FILE *f) {
   fprintf(f, "usage: pdref sim run FILE|DIR... [--mode joined|pr1150|minilb|reference|all]\n"
+             "(all: the modes that speak the scenario's protocol; today's scenarios are\n"
+             "SGLang's, so the source-first models vllm-toy-proxy, mooncake-proxy and\n"
+             "llmd-sidecar run no row yet)\n"
              "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json] [--metrics]\n"
              "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
              "violated invariants with the scenario's expectation. A row whose fault entries did\n"
