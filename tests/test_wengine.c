@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pd_err.h"
+#include "pd_scenario.h"
 #include "pd_wengine.h"
 #include "pd_worker_shared.h"
 #include "pdt.h"
@@ -36,21 +37,18 @@ typedef struct drv {
   uint64_t now;
 } drv_t;
 
-/* The simulator's worker defaults (sim/pd_scenario.c), bootstrap 1 s, waiting 2 s. */
+/* The scenario's default worker of that role (forward 20 ms, kv 5 ms, first token 10 ms,
+ * token 5 ms, SGLang's capacity defaults), bootstrap timeout 1 s, waiting timeout 2 s. */
 static void drv_init(drv_t *d, pd_role_t role) {
   memset(d, 0, sizeof *d);
-  d->spec.role = role;
-  d->spec.forward_ms = 20;
-  d->spec.kv_ms = 5;
-  d->spec.first_token_ms = 10;
-  d->spec.token_ms = 5;
-  d->spec.chunking = PD_CHUNK_EVENT;
-  d->spec.split_parts = 2;
-  d->spec.max_running = PD_WORKER_DEFAULT_MAX_RUNNING;
-  d->spec.kv_tokens = PD_WORKER_DEFAULT_KV_TOKENS;
-  d->spec.page_size = PD_WORKER_DEFAULT_PAGE_SIZE;
-  d->spec.reserved_decode_tokens = PD_WORKER_DEFAULT_DECODE_RESERVE;
-  d->spec.max_prefill_tokens = PD_WORKER_DEFAULT_MAX_PREFILL_TOKENS;
+  pd_scenario_t *s = calloc(1, sizeof *s);
+  PDT_TRUE(s != NULL);
+  if (s) {
+    pd_scenario_defaults(s);
+    d->spec = s->workers[role == PD_ROLE_PREFILL ? 0 : 1];
+  }
+  free(s);
+  PDT_EQ_INT(d->spec.role, role);
   pd_prng_init(&d->rng, 12);
   d->cfg.spec = &d->spec;
   d->cfg.bootstrap_timeout_ms = 1000;

@@ -113,6 +113,26 @@ static void on_done(pd_mock_t *m, pd_mock_leg_t *leg, pd_truth_t truth) {
   leg->boot = -1;
 }
 
+static void on_slot(pd_mock_t *m, pd_mock_leg_t *leg, uint32_t is_taken) {
+  if (is_taken && !leg->slot_taken) {
+    leg->slot_taken = 1;
+    m->live_slots++;
+    pd_mock_log(m, "slot_taken", leg);
+  } else if (!is_taken && leg->slot_taken) {
+    m->live_slots--; /* logged with its truth at DONE */
+  }
+}
+
+/* For I18 on sockets: when the leg first held KV pages, and when it freed them. */
+static void on_kv(pd_mock_t *m, pd_mock_leg_t *leg, uint64_t pages) {
+  if (pages && !leg->kv_pages && !leg->kv_pages_max)
+    pd_mock_log_int(m, "kv_taken", leg, "pages", (long long)pages);
+  if (!pages && leg->kv_pages)
+    pd_mock_log_int(m, "kv_freed", leg, "pages_max", (long long)leg->kv_pages_max);
+  leg->kv_pages = pages;
+  if (pages > leg->kv_pages_max) leg->kv_pages_max = pages;
+}
+
 static void apply_one(pd_mock_t *m, const pd_wact_t *a) {
   pd_mock_leg_t *leg = leg_of(m, a->id);
   if (a->kind == PD_WACT_PAIRED || a->kind == PD_WACT_KV_SEND ||
@@ -132,18 +152,11 @@ static void apply_one(pd_mock_t *m, const pd_wact_t *a) {
     return;
   case PD_WACT_STATE: leg->wstate = (pd_worker_leg_state_t)a->a; return;
   case PD_WACT_FAULT: log_fault(m, leg, a); return;
-  case PD_WACT_SLOT:
-    if (a->a && !leg->slot_taken) {
-      leg->slot_taken = 1;
-      m->live_slots++;
-      pd_mock_log(m, "slot_taken", leg);
-    } else if (!a->a && leg->slot_taken) {
-      m->live_slots--; /* logged with its truth at DONE */
-    }
-    return;
+  case PD_WACT_SLOT: on_slot(m, leg, a->a); return;
+  case PD_WACT_KV: on_kv(m, leg, a->b); return;
   case PD_WACT_REJECT: pd_mock_log_int(m, "reject", leg, "status", a->a); return;
   case PD_WACT_DONE: on_done(m, leg, (pd_truth_t)a->a); return;
-  default: return; /* FIRED, STATUS, RUNNING, KV: the engine's stats have them */
+  default: return; /* FIRED, STATUS, RUNNING: the engine's stats have them */
   }
 }
 

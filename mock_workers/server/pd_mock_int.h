@@ -75,6 +75,7 @@ typedef struct pd_mock_leg {
   /* what the worker engine said of it (pd_mock_drive.c) */
   pd_worker_leg_state_t wstate;
   int slot_taken;
+  uint64_t kv_pages, kv_pages_max; /* KV pages it holds now, the most it held */
   pd_truth_t truth;
   int boot;          /* bootstrap connection index (prefill: paired decode; decode: own) */
   uint32_t aborts;

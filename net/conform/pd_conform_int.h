@@ -56,7 +56,9 @@ typedef struct pd_conform_logged_leg {
   uint64_t room, rooms_hash;
   int has_hash;
   uint64_t t_arrive, t_slot_taken, t_slot_freed, t_peer_closed, t_end;
+  uint64_t kv_pages, kv_pages_max, t_kv_freed; /* from kv_taken / kv_freed (I18) */
   int slot_taken, fault, end_status;
+  int reject_status; /* the worker refused it with a status of its own (`reject`: 400) */
   pd_truth_t truth;
   uint32_t aborts;
   int32_t client, unit, partner;

@@ -150,6 +150,16 @@ static void on_line(pd_conform_runner_t *run, uint32_t wi, const cJSON *j, int32
   } else if (!strcmp(ev, "slot_freed")) {
     l->t_slot_freed = t;
     l->truth = truth_of(str_of(j, "truth"));
+  } else if (!strcmp(ev, "reject")) {
+    l->reject_status = (int)num_of(j, "status", 400);
+  } else if (!strcmp(ev, "kv_taken")) {
+    l->kv_pages = (uint64_t)num_of(j, "pages", 0);
+    if (l->kv_pages > l->kv_pages_max) l->kv_pages_max = l->kv_pages;
+  } else if (!strcmp(ev, "kv_freed")) {
+    uint64_t most = (uint64_t)num_of(j, "pages_max", 0);
+    if (most > l->kv_pages_max) l->kv_pages_max = most;
+    l->kv_pages = 0;
+    l->t_kv_freed = t;
   } else if (!strcmp(ev, "peer_closed")) {
     if (!l->t_peer_closed) l->t_peer_closed = t;
   } else if (!strcmp(ev, "abort")) {
@@ -192,6 +202,8 @@ int pd_conform_read_logs(pd_conform_runner_t *run, char *err, size_t cap) {
     else if (l->fault == PD_FAULT_STATUS || l->fault == PD_FAULT_RESET_BEFORE_HEAD)
       l->truth = PD_TRUTH_FAILED;
     else if (l->fault == PD_FAULT_CONNECT_REFUSED) l->truth = PD_TRUTH_NEVER;
+    else if (l->reject_status) /* too large for its pool (S2.5): a refusal, as a status fault's */
+      l->truth = pd_worker_status_is_healthy(l->reject_status) ? PD_TRUTH_OK : PD_TRUTH_FAILED;
   }
   return 0;
 }

@@ -54,8 +54,11 @@ static pd_worker_leg_t *to_wleg(pd_conform_runner_t *run, const pd_conform_logge
   l->slot_taken = m->slot_taken;
   l->t_slot_taken = m->t_slot_taken;
   l->t_slot_freed = m->t_slot_freed;
+  l->kv_pages = m->kv_pages;
+  l->kv_pages_max = m->kv_pages_max;
+  l->t_kv_freed = m->t_kv_freed;
   l->truth = m->truth;
-  l->injected_status = m->fault == PD_FAULT_STATUS ? m->end_status : 0;
+  l->injected_status = m->fault == PD_FAULT_STATUS ? m->end_status : m->reject_status;
   l->aborts = m->aborts;
   l->lag_ms = m->fired >> PD_FAULT_PREFILL_LAG & 1u; /* applied (the amount is the mock's) */
   l->drip_ms = m->fired >> PD_FAULT_SLOW_DRIP & 1u;
