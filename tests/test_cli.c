@@ -335,6 +335,32 @@ static void test_bench_rate_refuses_bursts_and_bad_files(void) {
   }
 }
 
+/* The workers' protocol: a mode speaks only its own (reference both), and explore's random
+ * worlds are SGLang's: each refusal exits 2 naming what is wrong. */
+static void test_protocol_per_mode_is_checked(void) {
+  static const struct {
+    const char *args[10], *want;
+  } cases[] = {
+      {{"gateway", "--protocol", "tgi", "--prefill", "http://127.0.0.1:1", "--decode",
+        "http://127.0.0.1:2", NULL},
+       "--protocol: 'tgi'"},
+      {{"gateway", "--mode", "joined", "--protocol", "vllm", "--prefill", "http://127.0.0.1:1",
+        "--decode", "http://127.0.0.1:2", NULL},
+       "not a protocol mode joined speaks"},
+      {{"gateway", "--mode", "vllm-toy-proxy", "--protocol", "sglang", "--prefill",
+        "http://127.0.0.1:1", "--decode", "http://127.0.0.1:2", NULL},
+       "not a protocol mode vllm-toy-proxy speaks"},
+      {{"sim", "explore", "--mode", "llmd-sidecar", "--seeds", "1", NULL},
+       "explore's worlds speak SGLang's protocol"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    run_t *r = pdref(cases[i].args);
+    if (!r) return;
+    PDT_EQ_INT(r->code, 2);
+    PDT_HAS(r->out, cases[i].want);
+  }
+}
+
 /* Each subcommand: an unknown option and a missing value exit 2 naming the option. */
 static const char *const subcommands[][2] = {
     {"sim", "run"}, {"sim", "bench"}, {"sim", "explore"}, {"gateway", NULL},
@@ -414,6 +440,7 @@ static void test_version(void) {
 int pdt_suite_cli(void) {
   static const pdt_case_t cases[] = {
       {"u64: whole numbers in range, both edges", test_u64_accepts_whole_numbers_in_range},
+      {"protocol per mode is checked", test_protocol_per_mode_is_checked},
       {"u64: garbage, sign, overflow, out of range", test_u64_rejects_garbage_sign_overflow_and_range},
       {"u32: its own range", test_u32_narrows_to_its_range},
       {"double: finite, whole text, in range", test_double_is_finite_whole_and_in_range},
