@@ -216,8 +216,10 @@ size_t pd_wire_render_vllm(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, in
 }
 
 size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap) {
+  static const pd_wire_vllm_t anon = {"", NULL, 5600}; /* a caller that names no engine */
   int n = 0;
   switch (kind) {
+  case PD_WIRE_VLLM_PREFILL_BODY: return render_vllm_prefill(leg, &anon, arg, buf, cap);
   case PD_WIRE_TOKEN: return render_token(leg, arg, buf, cap);
   case PD_WIRE_DONE_EVENT: n = snprintf(buf, cap, "data: [DONE]\n\n"); break;
   case PD_WIRE_ERROR_EVENT:

@@ -104,7 +104,8 @@ enum {
  * is unknown). A non-stream decode body needs about 32 + 12 * tokens bytes. */
 size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap);
 
-/* The same for a vLLM worker's leg (v NULL: as pd_wire_render). */
+/* The same for a vLLM worker's leg (v NULL: as pd_wire_render, which renders
+ * PD_WIRE_VLLM_PREFILL_BODY with an empty engine id, host localhost, port 5600). */
 size_t pd_wire_render_vllm(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, int kind,
                            uint32_t arg, char *buf, size_t cap);
 

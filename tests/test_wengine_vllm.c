@@ -13,6 +13,7 @@
 #include "pd_scenario.h"
 #include "pd_scenario_write.h"
 #include "pd_wengine.h"
+#include "pd_world.h"
 #include "pd_worker_body.h"
 #include "pd_worker_shared.h"
 #include "pdt.h"
@@ -501,6 +502,58 @@ static void test_scenario_protocol_keys_round_trip(void) {
   free(t);
 }
 
+/* ---------- the simulator's driver ---------- */
+
+typedef struct seen {
+  int n, decode_from, prefill_mode, decode_mode, decode_node;
+  pd_truth_t truth[2];
+} seen_t;
+
+static void on_leg(void *ud, const pd_worker_leg_t *leg, const char *worker) {
+  seen_t *s = ud;
+  (void)worker;
+  s->n++;
+  s->truth[leg->role == PD_ROLE_DECODE] = leg->truth;
+  if (leg->role == PD_ROLE_DECODE) {
+    s->decode_from = leg->kv_from;
+    s->decode_mode = leg->kv_mode;
+    s->decode_node = leg->kv_node;
+  } else {
+    s->prefill_mode = leg->kv_mode;
+  }
+}
+
+/* vLLM workers behind an SGLang gateway mode get no kv_transfer_params: the sim's driver
+ * gives them kv_mode none, and decode computes locally (the KV_FROM mark reaches the leg). */
+static void test_sim_driver_marks_local_compute(void) {
+  static const char doc[] =
+      "{\"name\":\"t\",\"workers\":[{\"name\":\"p0\",\"role\":\"prefill\",\"protocol\":\"vllm\"},"
+      "{\"name\":\"d0\",\"role\":\"decode\",\"protocol\":\"vllm\"}],"
+      "\"workload\":{\"requests\":1,\"stream\":true},\"expect\":{}}";
+  pd_scenario_t *sc = malloc(sizeof *sc);
+  char err[1024] = "";
+  seen_t seen = {0};
+  pd_world_stats_t st;
+  uint32_t viol = 0;
+  uint64_t hash = 0;
+  if (sc && pd_scenario_parse(sc, "s.json", doc, strlen(doc), err, sizeof err) == 0) {
+    pd_world_opts_t o = {0};
+    PDT_EQ_INT(pd_world_run_legs(sc, PD_MODE_REFERENCE, sc->config.seed, &o, on_leg, &seen, &st,
+                                 &viol, &hash), 0);
+    PDT_EQ_U64(viol, 0);
+    PDT_EQ_INT(seen.n, 2);
+    PDT_EQ_INT(seen.truth[0], PD_TRUTH_OK);
+    PDT_EQ_INT(seen.truth[1], PD_TRUTH_OK);
+    PDT_EQ_INT(seen.prefill_mode, PD_KV_MODE_NONE);
+    PDT_EQ_INT(seen.decode_mode, PD_KV_MODE_NONE);
+    PDT_EQ_INT(seen.decode_node, -1);
+    PDT_EQ_INT(seen.decode_from, PD_WENGINE_KV_FROM_LOCAL);
+  } else {
+    PDT_EQ_STR(err, "");
+  }
+  free(sc);
+}
+
 int pdt_suite_wengine_vllm(void) {
   static const pdt_case_t cases[] = {
       {"vLLM prefill pins its KV after answering until decode's read is done (V1.5, V1.11)",
@@ -524,6 +577,8 @@ int pdt_suite_wengine_vllm(void) {
       {"prefill answer bytes: params decode can read back, null, vLLM error body (V1.5, V1.28)",
        test_prefill_answer_bytes},
       {"scenario keys protocol / kv_expiry / kv_* round trip", test_scenario_protocol_keys_round_trip},
+      {"simulator: vLLM workers without params compute locally, marked on the leg",
+       test_sim_driver_marks_local_compute},
   };
   return PDT_SUITE("wengine_vllm", cases);
 }
