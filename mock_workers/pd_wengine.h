@@ -20,7 +20,7 @@
  * half is pd_wengine_vllm.c): a prefill request with do_remote_decode (req.kv_mode) needs no
  * partner: waiting queue and forward pass as above, then after any lag it answers one token
  * with top-level kv_transfer_params (PD_WIRE_VLLM_PREFILL_BODY) and, when it ended capped by
- * length (max_tokens 1), PINS its prompt's KV pages (PD_WACT_PIN) after the leg is DONE, until
+ * length (max_tokens 1), PINS its prompt's KV pages (PD_WACT_PIN) past the leg's DONE, until
  * decode's read-done, empty-read or reject notification (pd_wengine_notify) or the expiry:
  * kv_abort_timeout_ms, or in lease mode kv_lease_ms extended by heartbeats to now + 2/3 of it
  * (V1.12-V1.13). Not length-capped, failed or disconnected: null params, KV freed at once
@@ -114,9 +114,9 @@ typedef enum {
   PD_WACT_DONE,      /* a = pd_truth_t; the engine forgot the leg (its id may be reused) */
   PD_WACT_REJECT,    /* a = status: the request cannot ever fit (S2.5: 400); precedes DONE */
   /* vLLM (source first) */
-  PD_WACT_PIN,       /* prefill: the finished leg id's KV, read by key c: a = pd_wengine_pin_t,
-                        b = pages still pinned (PIN_HELD: the pages; any other: 0, freed);
-                        comes after the leg's DONE */
+  PD_WACT_PIN,       /* prefill: leg id's KV, read by key c: a = pd_wengine_pin_t, b = pages
+                        still pinned (PIN_HELD: the pages, just before the leg's DONE; any
+                        other: 0, freed, after it: the id may name a forgotten leg) */
   PD_WACT_PULL,      /* decode: READ the KV pinned under key b on the prefill its body names
                         (remote_engine_id / remote_host:remote_port); answer pd_wengine_pulled */
   PD_WACT_PULLED,    /* prefill: the read by token b (pd_wengine_pull) of key c:
