@@ -4,6 +4,7 @@
  * reserves, reads, notifies and streams, and computes the prompt itself without them (V1.8,
  * V1.9, V1.15, V1.17, V1.18, V1.22). The SGLang path never comes here. */
 #include <assert.h>
+#include <stdlib.h>
 
 #include "pd_wengine_int.h"
 #include "pd_worker_shared.h"
@@ -73,7 +74,9 @@ static void pin_take(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now, pd_wact
     e->err = PD_ERR_NOMEM;
     return;
   }
-  if (!pd_map_get(&e->pin_keys, pin->key)) (void)pd_map_put(&e->pin_keys, pin->key, pin);
+  /* the first pin of a key keeps it (a later one expires unread) */
+  if (!pd_map_get(&e->pin_keys, pin->key) && pd_map_put(&e->pin_keys, pin->key, pin) < 0)
+    e->err = PD_ERR_NOMEM;
   p->kv_pages = 0;
   e->kv_pinned += pin->pages;
   pd_wengine_act_id(e, out, PD_WACT_PIN, p->id, PD_WENGINE_PIN_HELD, pin->pages, pin->key);
@@ -236,17 +239,31 @@ int pd_wengine_heartbeat(pd_wengine_t *e, uint64_t now, uint64_t key, pd_wact_bu
   return step_end(e, out);
 }
 
+static int by_serial(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Every pin freed, smallest serial first: the order does not depend on the map's layout. */
 void pd_wengine_vllm_crash(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out) {
-  for (;;) { /* smallest serial first: the order does not depend on the map's layout */
-    pd_wengine_pinned_t *first = NULL;
-    void *v;
-    for (size_t s = 0; pd_map_next(&e->pins, &s, NULL, &v);) {
-      pd_wengine_pinned_t *pin = v;
-      if (!first || pin->serial < first->serial) first = pin;
+  size_t n = pd_map_len(&e->pins), k = 0;
+  if (!n) return;
+  uint64_t *serials = pd_malloc(e->alloc, n * sizeof *serials);
+  if (!serials) { /* without memory: one smallest at a time */
+    for (void *v; pd_map_len(&e->pins);) {
+      pd_wengine_pinned_t *first = NULL;
+      for (size_t s = 0; pd_map_next(&e->pins, &s, NULL, &v);)
+        if (!first || ((pd_wengine_pinned_t *)v)->serial < first->serial) first = v;
+      unpin(e, first, PD_WENGINE_PIN_CRASH, now, out);
     }
-    if (!first) break;
-    unpin(e, first, PD_WENGINE_PIN_CRASH, now, out);
+    return;
   }
+  void *v;
+  for (size_t s = 0; k < n && pd_map_next(&e->pins, &s, NULL, &v);)
+    serials[k++] = ((pd_wengine_pinned_t *)v)->serial;
+  qsort(serials, k, sizeof *serials, by_serial);
+  for (size_t i = 0; i < k; i++) unpin(e, pd_map_get(&e->pins, serials[i]), PD_WENGINE_PIN_CRASH, now, out);
+  pd_free(e->alloc, serials);
 }
 
 void pd_wengine_vllm_free(pd_wengine_t *e) {

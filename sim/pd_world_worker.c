@@ -176,10 +176,12 @@ void pd_worker_model_read_kvp(struct pd_world *w, pd_worker_leg_t *leg,
   leg->kv_mode = pd_worker_kvp_mode(&b->kvp, is_decode);
   leg->max_tokens = b->max_tokens;
   leg->kv_key = pd_worker_kv_key(is_decode ? b->kvp.request_id : leg->rid);
-  for (uint32_t i = 0; is_decode && i < w->n_nodes; i++) /* the sim's engine id: a node's name */
-    if (w->nodes[i].role == PD_ROLE_PREFILL &&
-        strcmp(w->nodes[i].spec->name, b->kvp.engine_id) == 0)
-      leg->kv_node = (int)i;
+  /* a prefill's engine id and host are its node's name: the engine id first, else the host */
+  for (int by_host = 0; is_decode && by_host < 2 && leg->kv_node < 0; by_host++)
+    for (uint32_t i = 0; i < w->n_nodes && leg->kv_node < 0; i++)
+      if (w->nodes[i].role == PD_ROLE_PREFILL &&
+          strcmp(w->nodes[i].spec->name, by_host ? b->kvp.host : b->kvp.engine_id) == 0)
+        leg->kv_node = (int)i;
 }
 
 static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {

@@ -169,6 +169,11 @@ static size_t vcount(const vdrv_t *d, int eng, uint32_t kind) {
   for (size_t i = 0; i < d->n; i++) c += d->log[i].eng == eng && d->log[i].a.kind == kind;
   return c;
 }
+static long vlast(const vdrv_t *d, int eng, uint32_t kind) {
+  for (size_t i = d->n; i-- > 0;)
+    if (d->log[i].eng == eng && d->log[i].a.kind == kind) return (long)i;
+  return -1;
+}
 static uint64_t vat(const vdrv_t *d, long i) { return i < 0 ? UINT64_MAX : d->log[i].at_ms; }
 
 static uint64_t kv_used(const vdrv_t *d, int eng) {
@@ -379,6 +384,49 @@ static void test_abort_does_not_free_pinned_kv(void) {
   vd_free(&d);
 }
 
+/* V1.22: a read that fails (the prefill died; a kv_fail fault) answers 500 on decode. A
+ * crash frees the pins (the process is gone); a kv_fail pin stays until its timer. */
+static void test_failed_reads_answer_500(void) {
+  vdrv_t d;
+  vd_init(&d);
+  pd_fault_t kvf = {PD_FAULT_KV_FAIL, 0, 0, 0, 2, 2, 1.0}; /* the prefill's 2nd request */
+  d.spec[P].faults[0] = kvf;
+  d.spec[P].n_faults = 1;
+  if (vd_start(&d) == 0) {
+    pin_one(&d);
+    pd_wact_buf_t out;
+    pd_wact_buf_init(&out, NULL);
+    vd_to(&d, 100);
+    vd_take(&d, P, pd_wengine_crash(d.e[P], d.now, &out), &out);
+    PDT_EQ_U64(vat(&d, vfind(&d, P, PD_WACT_PIN, PD_WENGINE_PIN_CRASH)), 100);
+    PDT_EQ_U64(kv_used(&d, P), 0);
+    PDT_EQ_INT(vd_open(&d, D, 200, 2, vreq(PD_KV_MODE_REMOTE_PREFILL, 100, 1)), 0);
+    PDT_EQ_U64(vat(&d, vfind(&d, P, PD_WACT_PULLED, PD_WENGINE_READ_FAILED)), 200);
+    PDT_EQ_U64(vat(&d, vfind(&d, D, PD_WACT_HEAD, 500)), 200);
+    PDT_EQ_U64(vat(&d, vfind(&d, D, PD_WACT_DONE, PD_TRUTH_FAILED)), 200);
+    PDT_EQ_INT(vfind(&d, D, PD_WACT_NOTIFY, -1), -1); /* nothing to tell */
+    vd_take(&d, P, pd_wengine_restart(d.e[P], d.now, &out), &out);
+    PDT_EQ_INT(vd_open(&d, P, 300, 3, vreq(PD_KV_MODE_REMOTE_DECODE, 100, 1)), 0);
+    vd_to(&d, 320);
+    PDT_EQ_U64(kv_used(&d, P), 100); /* pinned, with its kv_fail fault */
+    PDT_EQ_INT(vd_open(&d, D, 400, 4, vreq(PD_KV_MODE_REMOTE_PREFILL, 100, 1)), 0);
+    long h = vlast(&d, D, PD_WACT_HEAD), done = vlast(&d, D, PD_WACT_DONE);
+    PDT_EQ_U64(vat(&d, h), 400);
+    PDT_EQ_U64(vat(&d, done), 400);
+    if (h >= 0 && done >= 0) {
+      PDT_EQ_U64(d.log[h].a.id, 4);
+      PDT_EQ_INT(d.log[h].a.a, 500);
+      PDT_EQ_INT(d.log[done].a.a, PD_TRUTH_FAILED);
+    }
+    PDT_TRUE(vfind(&d, P, PD_WACT_FIRED, -1) >= 0); /* the prefill's kv_fail took effect */
+    PDT_EQ_U64(kv_used(&d, P), 100); /* no notification after a failed read */
+    vd_to(&d, 320 + 480000);
+    PDT_EQ_U64(kv_used(&d, P), 0);
+    pd_wact_buf_free(&out);
+  }
+  vd_free(&d);
+}
+
 /* ---------- the body, the bytes, the scenario keys ---------- */
 
 static int read_body(pd_worker_body_t *b, const char *txt) {
@@ -572,6 +620,8 @@ int pdt_suite_wengine_vllm(void) {
       {"decode's rejection before admission frees the prefill at once (V1.18)",
        test_rejection_notifies_and_frees_at_once},
       {"no abort frees pinned KV (V1.16)", test_abort_does_not_free_pinned_kv},
+      {"a failed read (prefill crashed, kv_fail) answers 500 on decode (V1.22)",
+       test_failed_reads_answer_500},
       {"body parser: kv_transfer_params and max_tokens (V1.1, V1.7, V1.8)",
        test_body_reads_kv_transfer_params},
       {"prefill answer bytes: params decode can read back, null, vLLM error body (V1.5, V1.28)",
