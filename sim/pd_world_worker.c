@@ -3,8 +3,10 @@
  * its own deadlines; its actions become scheduled messages to the gateway (rendered at
  * delivery), the rendezvous between engines (a decode's room reaches the prefill node its
  * body names, the KV goes back at once), and the leg's record the invariants judge (state,
- * truth, slot, KV pages, fault). The socket mock drives the same engine
- * (mock_workers/server/). */
+ * truth, slot, KV pages, fault). vLLM workers (source first): a decode's read, notifications
+ * and heartbeats reach the prefill node its kv_transfer_params name, the read's answer comes
+ * back at once, and pinned KV stays on the finished prefill leg's record until it is freed.
+ * The socket mock drives the same engine (mock_workers/server/). */
 #include <string.h>
 
 #include "pd_err.h"
