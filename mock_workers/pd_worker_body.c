@@ -198,10 +198,7 @@ static int read_kvp(pd_worker_kvp_t *p, const cJSON *o, int rc, char *err, size_
   if (cJSON_IsNumber(port) && port->valuedouble >= 0 && port->valuedouble <= 65535) {
     p->port = (int)port->valuedouble;
     p->has_port = 1;
-  } else if (port && !cJSON_IsNull(port)) {
-    rc = fail(rc, PD_ERR_FIELD, err, errlen,
-              "kv_transfer_params.remote_port: expected an integer in 0..65535 or null");
-  }
+  } /* another port is as good as none: decode computes locally (V1.8), it does not refuse */
   return rc;
 }
 

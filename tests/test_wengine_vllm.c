@@ -470,6 +470,11 @@ static void test_body_reads_kv_transfer_params(void) {
                            "\"remote_engine_id\":\"p0\",\"remote_block_ids\":[1],"
                            "\"remote_request_id\":\"r\",\"remote_host\":\"h\"}}"), 0);
   PDT_EQ_INT(pd_worker_kvp_mode(&b.kvp, 1), PD_KV_MODE_INVALID);
+  PDT_EQ_INT(read_body(&b, "{\"kv_transfer_params\":{\"do_remote_prefill\":true,"
+                           "\"remote_engine_id\":\"p0\",\"remote_block_ids\":[1],"
+                           "\"remote_request_id\":\"r\",\"remote_host\":\"h\","
+                           "\"remote_port\":\"5600\"}}"), 0); /* a string port: missing */
+  PDT_EQ_INT(pd_worker_kvp_mode(&b.kvp, 1), PD_KV_MODE_INVALID);
   PDT_EQ_INT(read_body(&b, "{\"kv_transfer_params\":null}"), 0);
   PDT_EQ_INT(b.kvp.is_present, 0);
   PDT_EQ_INT(b.has_max_tokens, 0);
