@@ -303,6 +303,31 @@ static void test_heartbeats_keep_the_lease_and_an_early_close_frees(void) {
   vd_free(&d);
 }
 
+/* kv_heartbeat_ms sets decode's period; a prefill in timeout mode ignores heartbeats. */
+static void test_heartbeat_period_and_timeout_mode_ignores_them(void) {
+  vdrv_t d;
+  vd_init(&d);
+  d.spec[D].kv_expiry = PD_KV_EXPIRY_LEASE; /* the prefill stays in timeout mode */
+  d.spec[D].kv_heartbeat_ms = 2000;
+  d.spec[D].max_running = 1;
+  d.spec[D].token_ms = 100000;
+  if (vd_start(&d) == 0) {
+    pd_wengine_req_t busy = vreq(PD_KV_MODE_NONE, 10, 0);
+    busy.tokens = 10;
+    PDT_EQ_INT(vd_open(&d, D, 0, 9, busy), 0);
+    pin_one(&d);
+    PDT_EQ_INT(vd_open(&d, D, 1000, 2, vreq(PD_KV_MODE_REMOTE_PREFILL, 100, 0)), 0);
+    vd_to(&d, 10000);
+    PDT_EQ_U64(vat(&d, vfind(&d, D, PD_WACT_HEARTBEAT, -1)), 3000);
+    PDT_EQ_U64(vcount(&d, D, PD_WACT_HEARTBEAT), 4); /* 3, 5, 7, 9 s */
+    vd_to(&d, 480019);
+    PDT_EQ_U64(kv_used(&d, P), 100);
+    vd_to(&d, 480020); /* the timeout, heartbeats or not */
+    PDT_EQ_U64(kv_used(&d, P), 0);
+  }
+  vd_free(&d);
+}
+
 /* ---------- V1.6, V1.8, V1.15, V1.16, V1.18 ---------- */
 
 static void test_not_length_capped_answers_null_and_frees(void) {
@@ -616,6 +641,8 @@ int pdt_suite_wengine_vllm(void) {
        test_lease_expires_without_heartbeats},
       {"lease mode: a queued decode's heartbeats keep it; its close frees at once (V1.13, V1.17)",
        test_heartbeats_keep_the_lease_and_an_early_close_frees},
+      {"kv_heartbeat_ms sets the period; a prefill in timeout mode ignores heartbeats",
+       test_heartbeat_period_and_timeout_mode_ignores_them},
       {"not capped by length: null params, KV freed at once (V1.6)",
        test_not_length_capped_answers_null_and_frees},
       {"decode with invalid params computes the prompt itself (V1.8)",
