@@ -671,6 +671,38 @@ static void test_failed_allocations_leak_nothing(void) {
   PDT_TRUE(saw_nomem);
 }
 
+/* R-CAP-OVERLOAD: in PD mode SGLang has no queue limit (S2.13): 200 decode requests against
+ * one running slot all queue; none is answered 503 (or anything) while it waits, and each is
+ * admitted in turn. */
+static void test_a_full_decode_queues_every_request_and_sheds_none(void) {
+  drv_t d;
+  drv_init(&d, PD_ROLE_DECODE);
+  d.spec.max_running = 1;
+  d.cfg.waiting_timeout_ms = 100000;
+  if (drv_start(&d) == 0) {
+    for (uint64_t id = 1; id <= 200; id++)
+      PDT_EQ_INT(drv_open(&d, 0, id, req_decode(id, 2, 10, 0)), 0);
+    pd_wengine_stats_t st;
+    pd_wengine_stats(d.e, &st);
+    PDT_EQ_U64(st.running, 1);
+    PDT_EQ_U64(st.queued, 199);
+    PDT_EQ_U64(st.legs, 200);
+    size_t answered = 0;
+    for (uint64_t id = 1; id <= 200; id++) answered += writes_from(&d, id, 0);
+    PDT_EQ_U64(answered, 0); /* no 503, no head: a non-stream request waits in silence */
+    for (uint64_t id = 1; id <= 200; id++) { /* each, once admitted, gets its KV and ends */
+      PDT_TRUE(at(&d, find(&d, PD_WACT_CONNECT, id)) <= d.now / MS); /* admitted by now */
+      if (id < 200) PDT_EQ_INT(find(&d, PD_WACT_CONNECT, id + 1), -1); /* the next still waits */
+      drv_kv(&d, d.now / MS, id, 1);
+      drv_to(&d, d.now / MS + 20); /* first token 10 ms, then 5 ms per token */
+      expect_done(&d, id, PD_TRUTH_OK, at(&d, find(&d, PD_WACT_DONE, id)));
+      PDT_EQ_INT(find_a(&d, PD_WACT_HEAD, id, 503, 0), -1);
+    }
+    expect_idle(&d);
+  }
+  drv_free(&d);
+}
+
 int pdt_suite_wengine(void) {
   static const pdt_case_t cases[] = {
       {"prefill takes its slot at arrival and waits in bootstrap until its room registers, "
@@ -697,6 +729,8 @@ int pdt_suite_wengine(void) {
       {"a status fault answers its status at arrival, without a slot", test_status_fault_answers_at_arrival},
       {"a KV failure fails the prefill and the decode with 500", test_kv_failure_fails_both_sides},
       {"every failed allocation leaks nothing", test_failed_allocations_leak_nothing},
+      {"a full decode queues every request and sheds none (no 503 in PD, S2.13)",
+       test_a_full_decode_queues_every_request_and_sheds_none},
   };
   return PDT_SUITE("wengine", cases);
 }
