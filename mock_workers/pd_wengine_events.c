@@ -90,6 +90,7 @@ int pd_wengine_abort(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *
 int pd_wengine_register(pd_wengine_t *e, uint64_t now, uint64_t token, uint64_t room,
                         uint64_t hash, uint32_t flags, pd_wact_buf_t *out) {
   if (pd_map_get(&e->tokens, token)) return PD_ERR_INVAL;
+  if (e->is_down) return step_end(e, out); /* nobody listens: the decode waits (S5.5) */
   pd_wengine_reg_t *r = pd_calloc(e->alloc, 1, sizeof *r);
   if (!r) return PD_ERR_NOMEM;
   *r = (pd_wengine_reg_t){token, room, hash, flags, 0};
@@ -97,7 +98,7 @@ int pd_wengine_register(pd_wengine_t *e, uint64_t now, uint64_t token, uint64_t 
     pd_free(e->alloc, r);
     return PD_ERR_NOMEM;
   }
-  pd_wengine_leg_t *p = e->is_down ? NULL : pd_map_get(&e->rooms, room);
+  pd_wengine_leg_t *p = pd_map_get(&e->rooms, room);
   if (p && pd_wengine_can_pair(p, r)) {
     pd_wengine_pair_with(e, p, r, now, out);
     return step_end(e, out);
