@@ -51,6 +51,11 @@ static void check_worker(const pd_scenario_t *s, uint32_t i) {
   FZ_CHECK(w->kv_tokens >= w->page_size && w->kv_tokens <= (1ull << 40));
   FZ_CHECK(w->reserved_decode_tokens <= 1000000 && w->forward_us_per_token <= 1000000);
   FZ_CHECK(w->max_prefill_tokens >= 1 && w->max_prefill_tokens <= 10000000);
+  /* protocol and vLLM's KV expiry */
+  FZ_CHECK((unsigned)w->protocol <= PD_PROTOCOL_VLLM && (unsigned)w->kv_expiry <= PD_KV_EXPIRY_LEASE);
+  FZ_CHECK(w->kv_abort_timeout_ms >= 1 && w->kv_abort_timeout_ms <= PD_SCENARIO_MAX_MS);
+  FZ_CHECK(w->kv_lease_ms >= 1 && w->kv_lease_ms <= PD_SCENARIO_MAX_MS);
+  FZ_CHECK(w->kv_heartbeat_ms <= PD_SCENARIO_MAX_MS);
 }
 
 /* Top-level faults: a leg range from 1, a role, an existing request or every one, no prob. */

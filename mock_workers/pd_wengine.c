@@ -58,6 +58,7 @@ uint64_t pd_wengine_ms(const pd_wengine_t *e, uint64_t ms) {
 
 int pd_wengine_timer_is_live(const pd_wengine_t *e, const pd_heap_item_t *it) {
   if (it->kind == WE_FORWARD_END) return 1; /* pd_wengine_forward_end checks its number */
+  if (it->kind == WE_PIN_EXPIRY) return pd_wengine_pin_timer_is_live(e, it);
   const pd_wengine_leg_t *l = pd_map_get(&e->legs, it->b);
   return l && l->gen == it->c;
 }
@@ -68,14 +69,18 @@ void pd_wengine_arm(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint64_t at)
   /* A moot timer (a timeout its leg got past, a leg that ended) would stay queued until its
    * deadline, 300 s by default: at a steady rate the queue would hold rate x timeout of them.
    * Dropping them whenever the queue has doubled keeps it within twice its live timers. */
+  pd_heap_item_t it = {.t_ns = at, .kind = (uint32_t)kind};
+  it.b = l ? l->id : 0;
+  it.c = l ? l->gen : e->forward_no;
+  pd_wengine_arm_item(e, &it);
+}
+
+void pd_wengine_arm_item(pd_wengine_t *e, const pd_heap_item_t *it) {
   if (pd_heap_len(&e->timers) >= e->timers_compact_at) {
     pd_heap_filter(&e->timers, keep_timer, e);
     e->timers_compact_at = 2 * pd_heap_len(&e->timers) + 1024;
   }
-  pd_heap_item_t it = {.t_ns = at, .kind = (uint32_t)kind};
-  it.b = l ? l->id : 0;
-  it.c = l ? l->gen : e->forward_no;
-  if (pd_heap_push(&e->timers, &it) < 0 && !e->err) e->err = PD_ERR_NOMEM;
+  if (pd_heap_push(&e->timers, it) < 0 && !e->err) e->err = PD_ERR_NOMEM;
 }
 
 void pd_wengine_set_state(pd_wengine_t *e, pd_wengine_leg_t *l, pd_worker_leg_state_t st,
@@ -111,6 +116,7 @@ static void token_forget(pd_wengine_t *e, uint64_t token) {
 void pd_wengine_finish(pd_wengine_t *e, pd_wengine_leg_t *l, pd_truth_t truth, uint64_t now,
                    pd_wact_buf_t *out) {
   if (l->is_stalled_closed) truth = PD_TRUTH_STALLED; /* fixed when its client left */
+  if (e->is_vllm) pd_wengine_vllm_finish(e, l, out);
   pd_wengine_release(e, l, out);
   room_forget(e, l);
   if (l->has_partner) { /* prefill: the link to its decode goes */
@@ -230,6 +236,10 @@ static void prefill_register(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now,
 }
 
 void pd_wengine_forward_done(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now, pd_wact_buf_t *out) {
+  if (e->is_vllm) { /* no transfer during prefill (V1.3): decode reads later */
+    pd_wengine_vllm_forward_done(e, p, now, out);
+    return;
+  }
   pd_wengine_set_state(e, p, PD_WORKER_LEG_FORWARD, out);
   pd_wengine_arm(e, p, WE_TRANSFER_DONE, now + pd_wengine_ms(e, e->spec->kv_ms));
 }
@@ -270,13 +280,16 @@ static void prefill_respond(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now, 
     return;
   }
   if (!p->rq.is_stream) head(e, p, 200, out);
+  /* vLLM: the worker finished it; its bytes may still be cut on the way (a fault) */
+  int kind = e->is_vllm ? PD_WIRE_VLLM_PREFILL_BODY : PD_WIRE_PREFILL_BODY;
+  uint32_t arg = e->is_vllm ? pd_wengine_vllm_answer(e, p, now, out) : 0;
   if (step == PD_WORKER_STEP_READ_ERROR) {
-    send(e, p, PD_WIRE_PREFILL_BODY, 1, 1, out);
+    send(e, p, kind, e->is_vllm ? arg | PD_WIRE_CUT : 1, 1, out);
     pd_wengine_cut(e, p, PD_WENGINE_END_READ, PD_TRUTH_FAILED, now, out);
     return;
   }
   if (step == PD_WORKER_STEP_GO)
-    send(e, p, PD_WIRE_PREFILL_BODY, 0,
+    send(e, p, kind, arg,
          p->rq.is_stream && e->spec->chunking == PD_CHUNK_SPLIT ? split_parts(e) : 1, out);
   end(e, p, PD_WENGINE_END_CLEAN, out);
   pd_wengine_finish(e, p, step == PD_WORKER_STEP_TRUNCATE ? PD_TRUTH_FAILED : PD_TRUTH_OK, now, out);
@@ -302,6 +315,10 @@ static void decode_connect(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, p
 }
 
 void pd_wengine_decode_admitted(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out) {
+  if (e->is_vllm) {
+    pd_wengine_vllm_decode_admitted(e, d, now, out);
+    return;
+  }
   pd_wengine_set_state(e, d, PD_WORKER_LEG_WAIT_KV, out);
   pd_wengine_arm(e, d, WE_WAIT_TIMEOUT, now + pd_wengine_ms(e, e->cfg.waiting_timeout_ms));
   if (has_fault(d, PD_FAULT_NEVER_CONNECT)) {
@@ -382,11 +399,13 @@ void pd_wengine_open_leg(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_
     return;
   case PD_WORKER_STEP_STATUS:
     fired(e, l, out);
+    l->is_rejected = 1;
     answer_status(e, l, l->fp->status, now, out);
     return;
   default: break;
   }
   if (pd_wengine_too_large(e, l)) { /* S2.5: it can never fit the pool */
+    l->is_rejected = 1;
     pd_wengine_act(e, out, PD_WACT_REJECT, l, 400, 0, 0);
     answer_status(e, l, 400, now, out);
     return;
@@ -405,10 +424,17 @@ void pd_wengine_open_leg(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_
       pd_wengine_answer_error(e, l, 500, now, out);
       return;
     }
+    if (e->is_vllm) { /* source first: no partner to wait for (V1.3) */
+      pd_wengine_set_state(e, l, PD_WORKER_LEG_QUEUED, out);
+      pd_wqueue_push(&e->waiting, l);
+      pd_wengine_schedule(e, now, out);
+      return;
+    }
     pd_wengine_set_state(e, l, PD_WORKER_LEG_BOOTSTRAP, out);
     pd_wengine_arm(e, l, WE_BOOTSTRAP_TIMEOUT, now + pd_wengine_ms(e, e->cfg.bootstrap_timeout_ms));
     prefill_register(e, l, now, out);
   } else {
+    if (e->is_vllm) pd_wengine_vllm_decode_open(e, l, now);
     pd_wengine_set_state(e, l, PD_WORKER_LEG_QUEUED, out); /* prealloc queue */
     pd_wqueue_push(&e->prealloc, l);
     pd_wengine_schedule(e, now, out);
@@ -459,6 +485,6 @@ void pd_wengine_step_timer(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint6
     if (l->st == PD_WORKER_LEG_WAIT_KV && !l->is_connected && !l->is_paired)
       decode_connect(e, l, now, out);
     return;
-  default: return;
+  default: pd_wengine_vllm_timer(e, l, kind, now, out); return;
   }
 }

@@ -1,4 +1,4 @@
-/* pd_wengine: the worker engine. One SGLang-like worker (prefill or decode, S5.x, S2.x) as a
+/* pd_wengine: the worker engine. One SGLang-like (or vLLM-like, below) worker (prefill or decode, S5.x, S2.x) as a
  * sans-IO state machine, shaped like core/: the caller feeds events (a request arrived with
  * what its body says, its client closed, /abort_request reached it, a partner registered its
  * room, the KV arrived, a crash) with `now` passed in, and reads actions from a caller-owned
@@ -15,6 +15,27 @@
  * the per-request decode reserve) -> tells the prefill (PD_WACT_CONNECT; WAITING_TIMEOUT
  * starts here, S2.8) -> waits for the KV -> streams tokens (one KV token per output token) ->
  * slot and pages freed. Prompt length comes from the request body (pd_worker_body.c).
+ *
+ * vLLM protocol (spec->protocol == PD_PROTOCOL_VLLM, source first, V1.3-V1.22; the engine's
+ * half is pd_wengine_vllm.c): a prefill request with do_remote_decode (req.kv_mode) needs no
+ * partner: waiting queue and forward pass as above, then after any lag it answers one token
+ * with top-level kv_transfer_params (PD_WIRE_VLLM_PREFILL_BODY) and, when it ended capped by
+ * length (max_tokens 1), PINS its prompt's KV pages (PD_WACT_PIN) past the leg's DONE, until
+ * decode's read-done, empty-read or reject notification (pd_wengine_notify) or the expiry:
+ * kv_abort_timeout_ms, or in lease mode kv_lease_ms extended by heartbeats to now + 2/3 of it
+ * (V1.12-V1.13). Not length-capped, failed or disconnected: null params, KV freed at once
+ * (V1.6, V1.20). No abort frees pinned KV (V1.16: the leg is gone, abort finds nothing).
+ * A decode request with valid params (PD_KV_MODE_REMOTE_PREFILL) reserves in the prealloc
+ * queue as above (V1.9), then reads (PD_WACT_PULL; the caller routes it to the named prefill's
+ * pd_wengine_pull and brings back pd_wengine_pulled), takes its own kv_ms for the read, tells
+ * the prefill (PD_WACT_NOTIFY read) and streams; a read of blocks no longer pinned succeeds
+ * anyway and is marked PD_WACT_KV_FROM stale (V1.15); a failed read answers 500 (policy
+ * `fail`, V1.22). Invalid or missing params: it computes the prompt itself (forward_ms +
+ * forward_us_per_token x prompt) and streams (V1.8, V1.6). In lease mode it heartbeats
+ * (PD_WACT_HEARTBEAT) from arrival until its read is done. Aborted or closed before admission
+ * it notifies an empty read (V1.17); rejected at arrival (a status answer, a prompt too large)
+ * it notifies a rejection (V1.18); aborted after its read began, a read-done (simplified: its
+ * destination blocks are freed at once, V1.21). vLLM has no waiting timeout on decode.
  *
  * Used by the simulator (sim/pd_world_worker.c: rooms routed in memory, bytes scheduled on
  * the virtual clock) and by the real mock (mock_workers/server/: bytes over HTTP, rooms over
@@ -56,6 +77,12 @@ typedef struct pd_wengine_req {
   uint32_t leg_no;       /* traffic faults: 1-based leg number of its role in its request */
   int can_connect;       /* decode: the body names a bootstrap server to reach */
   int is_direct;         /* decode without a room on a direct worker: the KV is local */
+  /* vLLM workers only (ignored by SGLang ones) */
+  int kv_mode;           /* pd_kv_mode_t, from kv_transfer_params (pd_worker_kvp_mode) */
+  uint64_t kv_key;       /* prefill: the key decode reads its pinned KV by (pd_worker_kv_key of
+                            the request id its answer names); decode: its remote_request_id's */
+  uint32_t max_tokens;   /* prefill: 1 ends capped by length (V1.5); anything else, 0 (absent)
+                            included, ends with its one token as a stop: null params (V1.6) */
 } pd_wengine_req_t;
 
 typedef enum {
@@ -86,7 +113,47 @@ typedef enum {
   PD_WACT_KV,        /* a = KV pages this leg holds now (0: freed) */
   PD_WACT_DONE,      /* a = pd_truth_t; the engine forgot the leg (its id may be reused) */
   PD_WACT_REJECT,    /* a = status: the request cannot ever fit (S2.5: 400); precedes DONE */
+  /* vLLM (source first) */
+  PD_WACT_PIN,       /* prefill: leg id's KV, read by key c: a = pd_wengine_pin_t, b = pages
+                        still pinned (PIN_HELD: the pages, just before the leg's DONE; any
+                        other: 0, freed, after it: the id may name a forgotten leg) */
+  PD_WACT_PULL,      /* decode: READ the KV pinned under key b on the prefill its body names
+                        (remote_engine_id / remote_host:remote_port); answer pd_wengine_pulled */
+  PD_WACT_PULLED,    /* prefill: the read by token b (pd_wengine_pull) of key c:
+                        a = pd_wengine_read_t; id = the pinned leg (0: none) */
+  PD_WACT_NOTIFY,    /* decode: tell the prefill its body names: a = pd_wengine_notify_t,
+                        b = key */
+  PD_WACT_HEARTBEAT, /* decode (lease mode): extend the lease of key b on that prefill */
+  PD_WACT_KV_FROM,   /* decode: where its prompt's KV comes from, a = pd_wengine_kv_from_t */
 } pd_wact_kind_t;
+
+typedef enum {
+  PD_WENGINE_PIN_HELD = 1, /* pinned for a remote read (V1.5) */
+  PD_WENGINE_PIN_READ,     /* freed: decode's read-done notification (V1.11) */
+  PD_WENGINE_PIN_EMPTY,    /* freed: decode aborted before scheduling it (V1.17) */
+  PD_WENGINE_PIN_REJECTED, /* freed: decode rejected it before admission (V1.18) */
+  PD_WENGINE_PIN_EXPIRED,  /* freed: the timeout or the lease ran out unread (V1.12, V1.13) */
+  PD_WENGINE_PIN_CRASH,    /* freed: the worker died */
+} pd_wengine_pin_t;
+
+typedef enum {
+  PD_WENGINE_READ_OK = 1, /* the blocks were pinned: the read gets the prompt's KV */
+  PD_WENGINE_READ_STALE,  /* nothing pinned under that key (freed, expired, never): the read
+                             "succeeds" from whatever the blocks hold now (V1.15) */
+  PD_WENGINE_READ_FAILED, /* a transfer error (a kv_fail fault, the prefill down; V1.22) */
+} pd_wengine_read_t;
+
+typedef enum {
+  PD_WENGINE_NOTIFY_READ = 1, /* the read is done (V1.11) */
+  PD_WENGINE_NOTIFY_EMPTY,    /* aborted before scheduling: an empty read (V1.17) */
+  PD_WENGINE_NOTIFY_REJECT,   /* rejected before admission (V1.18) */
+} pd_wengine_notify_t;
+
+typedef enum {
+  PD_WENGINE_KV_FROM_READ = 1, /* read from the prefill's pinned blocks */
+  PD_WENGINE_KV_FROM_STALE,    /* read "succeeded" from blocks already freed (V1.15) */
+  PD_WENGINE_KV_FROM_LOCAL,    /* computed locally: params null, missing or invalid (V1.6, V1.8) */
+} pd_wengine_kv_from_t;
 
 #define PD_WENGINE_REG_KV_FAIL 1u /* the registering decode will fail the transfer */
 
@@ -121,6 +188,8 @@ typedef struct pd_wengine_stats {
   uint32_t is_down;
   uint32_t collisions;  /* prefill: a room registered twice (a second leg or decode) */
   uint32_t registrations; /* prefill: decode registrations not yet paired */
+  uint32_t pinned;      /* vLLM prefill: finished requests whose KV is pinned */
+  uint64_t kv_pinned_pages; /* their pages (part of kv_used_pages) */
 } pd_wengine_stats_t;
 
 /* The engine; NULL on no memory. cfg->spec must outlive it. */
@@ -147,6 +216,17 @@ int pd_wengine_kv(pd_wengine_t *e, uint64_t now, uint64_t id, int ok, pd_wact_bu
 /* Decode: the bootstrap connection was lost before pairing: connect again after
  * cfg.reconnect_ms (the real mock only; the simulator never loses one). */
 int pd_wengine_boot_lost(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *out);
+/* vLLM prefill: decode (token: the caller's handle for it) reads the KV pinned under key;
+ * answers PD_WACT_PULLED at once (the pin stays until a notification or its expiry). */
+int pd_wengine_pull(pd_wengine_t *e, uint64_t now, uint64_t token, uint64_t key,
+                    pd_wact_buf_t *out);
+/* vLLM decode: the read it asked for (PD_WACT_PULL) found r (pd_wengine_read_t). */
+int pd_wengine_pulled(pd_wengine_t *e, uint64_t now, uint64_t id, int r, pd_wact_buf_t *out);
+/* vLLM prefill: decode's notification (pd_wengine_notify_t) for key: frees the pin. */
+int pd_wengine_notify(pd_wengine_t *e, uint64_t now, uint64_t key, int kind, pd_wact_buf_t *out);
+/* vLLM prefill: decode's heartbeat for key (lease mode: expiry = max(expiry, now + 2/3 of
+ * the lease); timeout mode: ignored). */
+int pd_wengine_heartbeat(pd_wengine_t *e, uint64_t now, uint64_t key, pd_wact_buf_t *out);
 /* The worker process dies (every live leg reset) / comes back (empty). */
 int pd_wengine_crash(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out);
 int pd_wengine_restart(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out);

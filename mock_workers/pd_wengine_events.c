@@ -18,6 +18,9 @@ pd_wengine_t *pd_wengine_new(const pd_wengine_config_t *cfg, const pd_alloc_t *a
   pd_map_init(&e->regs, alloc, 0);
   pd_map_init(&e->tokens, alloc, 0);
   pd_heap_init(&e->timers, alloc, 0);
+  pd_map_init(&e->pins, alloc, 0);
+  pd_map_init(&e->pin_keys, alloc, 0);
+  e->is_vllm = cfg->spec->protocol == PD_PROTOCOL_VLLM;
   e->page_tokens = cfg->spec->page_size ? cfg->spec->page_size : 1;
   e->max_running = cfg->spec->max_running ? cfg->spec->max_running : UINT32_MAX;
   e->kv_total = cfg->spec->kv_tokens ? cfg->spec->kv_tokens / e->page_tokens : UINT64_MAX / 4;
@@ -35,6 +38,7 @@ void pd_wengine_del(pd_wengine_t *e) {
   pd_map_free(&e->regs);
   pd_map_free(&e->tokens);
   pd_heap_free(&e->timers);
+  pd_wengine_vllm_free(e);
   pd_free(e->alloc, e);
 }
 
@@ -86,6 +90,7 @@ int pd_wengine_abort(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *
 int pd_wengine_register(pd_wengine_t *e, uint64_t now, uint64_t token, uint64_t room,
                         uint64_t hash, uint32_t flags, pd_wact_buf_t *out) {
   if (pd_map_get(&e->tokens, token)) return PD_ERR_INVAL;
+  if (e->is_down) return step_end(e, out); /* nobody listens: the decode waits (S5.5) */
   pd_wengine_reg_t *r = pd_calloc(e->alloc, 1, sizeof *r);
   if (!r) return PD_ERR_NOMEM;
   *r = (pd_wengine_reg_t){token, room, hash, flags, 0};
@@ -93,7 +98,7 @@ int pd_wengine_register(pd_wengine_t *e, uint64_t now, uint64_t token, uint64_t 
     pd_free(e->alloc, r);
     return PD_ERR_NOMEM;
   }
-  pd_wengine_leg_t *p = e->is_down ? NULL : pd_map_get(&e->rooms, room);
+  pd_wengine_leg_t *p = pd_map_get(&e->rooms, room);
   if (p && pd_wengine_can_pair(p, r)) {
     pd_wengine_pair_with(e, p, r, now, out);
     return step_end(e, out);
@@ -154,6 +159,7 @@ int pd_wengine_boot_lost(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf
 
 int pd_wengine_crash(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out) {
   e->is_down = 1;
+  e->is_crashing = 1;
   void *v;
   /* finishing a leg removes it from the map: walk a snapshot of ids, smallest first, so the
    * order does not depend on the map's layout */
@@ -172,6 +178,8 @@ int pd_wengine_crash(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out) {
   pd_map_free(&e->regs);
   pd_map_init(&e->tokens, e->alloc, 0);
   pd_map_init(&e->regs, e->alloc, 0);
+  pd_wengine_vllm_crash(e, now, out); /* the process's memory is gone, pinned KV too */
+  e->is_crashing = 0;
   e->is_forwarding = 0;
   return step_end(e, out);
 }
@@ -198,7 +206,8 @@ int pd_wengine_expire(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out) {
       continue;
     }
     if (!pd_wengine_timer_is_live(e, &it)) continue; /* moot */
-    pd_wengine_step_timer(e, pd_map_get(&e->legs, it.b), (int)it.kind, now, out);
+    if (it.kind == WE_PIN_EXPIRY) pd_wengine_pin_expired(e, it.b, now, out);
+    else pd_wengine_step_timer(e, pd_map_get(&e->legs, it.b), (int)it.kind, now, out);
   }
   return step_end(e, out);
 }
@@ -215,11 +224,13 @@ void pd_wengine_stats(const pd_wengine_t *e, pd_wengine_stats_t *st) {
   st->is_down = (uint32_t)e->is_down;
   st->collisions = e->collisions;
   st->registrations = (uint32_t)pd_map_len(&e->regs);
+  st->pinned = (uint32_t)pd_map_len(&e->pins);
+  st->kv_pinned_pages = e->kv_pinned;
 }
 
 void pd_wengine_reconfigure(pd_wengine_t *e, const pd_wengine_config_t *cfg) {
   e->cfg = *cfg;
-  e->spec = cfg->spec;
+  e->spec = cfg->spec; /* its protocol stays the engine's */
 }
 
 int pd_wengine_is_down(const pd_wengine_t *e) { return e->is_down; }

@@ -17,7 +17,15 @@ enum {
   WE_TOKEN,
   WE_RECONNECT,
   WE_FORWARD_END, /* b = 0, c = the forward pass's number */
+  /* vLLM (pd_wengine_vllm.c) */
+  WE_PIN_EXPIRY,  /* b = the pin's serial, c = its generation */
+  WE_HEARTBEAT,   /* decode, lease mode */
+  WE_READ_DONE,   /* decode: its read of the prefill's KV is over */
+  WE_LOCAL_DONE,  /* decode: its local prefill is over */
 };
+
+/* vLLM decode's progress towards its KV (pd_wengine_vllm.c). */
+enum { WV_NONE = 0, WV_PULLING, WV_READING, WV_SETTLED };
 
 typedef struct pd_wengine_leg pd_wengine_leg_t;
 typedef struct pd_wengine_queue {
@@ -45,10 +53,22 @@ struct pd_wengine_leg {
   int is_in_rooms;       /* in e->rooms under rq.room */
   /* decode */
   int is_connected, is_paired;
+  /* vLLM */
+  int vstage;            /* decode: WV_* */
+  int is_stale;          /* decode: its read found nothing pinned (V1.15) */
+  int is_tracked;        /* decode: past the arrival faults (its prefill may hear of it) */
+  int is_rejected;       /* answered an error status at arrival (V1.18) */
   /* queue links (waiting / prealloc / forward batch) */
   pd_wengine_queue_t *queue;
   pd_wengine_leg_t *qprev, *qnext;
 };
+
+/* vLLM: a finished prefill's KV pinned for a remote read (V1.5, V1.12-V1.16). */
+typedef struct pd_wengine_pinned {
+  uint64_t serial, key, leg_id, pages;
+  uint64_t expiry, gen;
+  int is_kv_fail; /* the leg had a kv_fail fault: reads of it fail (V1.22) */
+} pd_wengine_pinned_t;
 
 /* A decode's room registered on this prefill before its prefill leg arrived. */
 typedef struct pd_wengine_reg {
@@ -78,6 +98,12 @@ struct pd_wengine {
   uint32_t received;    /* requests received (nth for faults) */
   uint32_t collisions;
   int is_down;
+  int is_vllm;          /* spec->protocol == PD_PROTOCOL_VLLM */
+  int is_crashing;      /* pd_wengine_crash is finishing the legs: no notifications */
+  pd_map_t pins;        /* vLLM prefill: serial -> pd_wengine_pinned_t */
+  pd_map_t pin_keys;    /* vLLM prefill: key -> the first pin under it */
+  uint64_t pin_serial;
+  uint64_t kv_pinned;   /* pages the pins hold (part of kv_used) */
   int err;              /* the first refused push of this step (NOMEM) */
 };
 
@@ -85,6 +111,7 @@ struct pd_wengine {
 void pd_wengine_act(pd_wengine_t *e, pd_wact_buf_t *out, uint32_t kind, const pd_wengine_leg_t *l,
                     uint32_t a, uint64_t b, uint64_t c);
 void pd_wengine_arm(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint64_t at);
+void pd_wengine_arm_item(pd_wengine_t *e, const pd_heap_item_t *it);
 /* A queued timer still means something: its leg is live and has not moved past it (gen). */
 int pd_wengine_timer_is_live(const pd_wengine_t *e, const pd_heap_item_t *it);
 uint64_t pd_wengine_ms(const pd_wengine_t *e, uint64_t ms);
@@ -122,5 +149,27 @@ void pd_wengine_schedule(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out);
 void pd_wengine_forward_end(pd_wengine_t *e, uint64_t now, uint64_t no, pd_wact_buf_t *out);
 /* Release every capacity the leg holds and take it off any queue. */
 void pd_wengine_release(pd_wengine_t *e, pd_wengine_leg_t *l, pd_wact_buf_t *out);
+
+/* pd_wengine_vllm.c */
+void pd_wengine_act_id(pd_wengine_t *e, pd_wact_buf_t *out, uint32_t kind, uint64_t id,
+                       uint32_t a, uint64_t b, uint64_t c);
+int pd_wengine_pin_timer_is_live(const pd_wengine_t *e, const pd_heap_item_t *it);
+void pd_wengine_pin_expired(pd_wengine_t *e, uint64_t serial, uint64_t now, pd_wact_buf_t *out);
+/* Prefill: forward pass over; the answer follows after any lag (no transfer, V1.3). */
+void pd_wengine_vllm_forward_done(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now,
+                                  pd_wact_buf_t *out);
+/* Prefill answering (the worker finished it): pins the KV when it ended capped by length
+ * (before the leg's DONE); returns PD_WIRE_VLLM_PREFILL_BODY's arg (blocks; 0: null params). */
+uint32_t pd_wengine_vllm_answer(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now,
+                                pd_wact_buf_t *out);
+void pd_wengine_vllm_decode_open(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now);
+void pd_wengine_vllm_decode_admitted(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now,
+                                     pd_wact_buf_t *out);
+void pd_wengine_vllm_timer(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint64_t now,
+                           pd_wact_buf_t *out);
+/* A decode leg ends: tell its prefill what it can (V1.17, V1.18, V1.21). */
+void pd_wengine_vllm_finish(pd_wengine_t *e, pd_wengine_leg_t *l, pd_wact_buf_t *out);
+void pd_wengine_vllm_crash(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out);
+void pd_wengine_vllm_free(pd_wengine_t *e);
 
 #endif

@@ -44,6 +44,26 @@ typedef struct pd_fault {
 
 typedef enum { PD_CHUNK_EVENT = 0, PD_CHUNK_SPLIT = 1, PD_CHUNK_COALESCE = 2 } pd_chunking_t;
 
+/* The PD protocol a worker speaks: SGLang's (destination first: both legs meet at a bootstrap
+ * room) or vLLM's NIXL one (source first: prefill answers with kv_transfer_params and pins its
+ * KV until decode reads it or it expires, V1.3-V1.19). */
+typedef enum { PD_PROTOCOL_SGLANG = 0, PD_PROTOCOL_VLLM = 1 } pd_protocol_t;
+
+/* vLLM: what a request's kv_transfer_params ask of the worker (V1.1, V1.7, V1.8). */
+typedef enum {
+  PD_KV_MODE_NONE = 0,       /* none (or a role they do not apply to): an ordinary request */
+  PD_KV_MODE_REMOTE_DECODE,  /* prefill: do_remote_decode, keep the KV for decode to read */
+  PD_KV_MODE_REMOTE_PREFILL, /* decode: do_remote_prefill with every field it needs: read */
+  PD_KV_MODE_INVALID,        /* decode: do_remote_prefill with a field missing: compute the
+                                prompt locally ("Got invalid KVTransferParams", V1.8) */
+} pd_kv_mode_t;
+
+/* vLLM: how a prefill's pinned KV expires when nobody reads it. */
+typedef enum {
+  PD_KV_EXPIRY_TIMEOUT = 0, /* older: one fixed VLLM_NIXL_ABORT_REQUEST_TIMEOUT (V1.12) */
+  PD_KV_EXPIRY_LEASE = 1,   /* newer: a lease that decode's heartbeats extend (V1.13) */
+} pd_kv_expiry_t;
+
 /* A fault that follows the traffic, not a worker name: legs nth_from..nth_to (1-based, counted
  * per request and role in the order they reach a worker) of role `role` of request `request`
  * (0-based, or every request), whichever worker gets them. Sticky: the worker that got it
@@ -83,6 +103,12 @@ typedef struct pd_scenario_worker {
   uint64_t forward_us_per_token;   /* prefill: forward pass grows by this per batch token, 0 */
   uint32_t max_prefill_tokens; /* prefill: a batch's token bound (one request always fits),
                                   default 16384 */
+  /* protocol (vLLM keys: docs/scenarios.md) */
+  pd_protocol_t protocol;      /* default sglang */
+  pd_kv_expiry_t kv_expiry;    /* vLLM: default timeout */
+  uint64_t kv_abort_timeout_ms; /* vLLM timeout mode: VLLM_NIXL_ABORT_REQUEST_TIMEOUT, 480 s */
+  uint64_t kv_lease_ms;        /* vLLM lease mode: kv_lease_duration, 30 s (V1.13) */
+  uint64_t kv_heartbeat_ms;    /* vLLM lease mode: decode's heartbeat period, 0 = lease / 6 */
 } pd_scenario_worker_t;
 
 #define PD_WORKER_DEFAULT_MAX_RUNNING 2048u
@@ -90,6 +116,8 @@ typedef struct pd_scenario_worker {
 #define PD_WORKER_DEFAULT_PAGE_SIZE 1u
 #define PD_WORKER_DEFAULT_DECODE_RESERVE 512u
 #define PD_WORKER_DEFAULT_MAX_PREFILL_TOKENS 16384u
+#define PD_WORKER_DEFAULT_KV_ABORT_TIMEOUT_MS 480000u /* V1.12 */
+#define PD_WORKER_DEFAULT_KV_LEASE_MS 30000u          /* V1.13 */
 
 /* What a worker really did with one leg (judged at the worker, never from the gateway). */
 typedef enum {

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "pd_err.h"
+#include "pd_hash.h"
+#include "pd_worker.h"
 #include "pd_worker_shared.h"
 
 static size_t count_occurrences(const char *s, size_t len, const char *pat, const char **first) {
@@ -157,6 +159,80 @@ static uint32_t prompt_tokens(const cJSON *j) {
   return n < 1 ? 1 : n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
+/* ---- vLLM's kv_transfer_params and the output limit ---- */
+
+static void copy_str(char *dst, size_t cap, const cJSON *v, int *has) {
+  if (!cJSON_IsString(v)) return;
+  snprintf(dst, cap, "%.*s", (int)cap - 1, v->valuestring);
+  *has = 1;
+}
+
+static uint32_t count_block_ids(const cJSON *v, int depth) {
+  if (cJSON_IsNumber(v)) return 1;
+  uint32_t n = 0;
+  for (const cJSON *it = cJSON_IsArray(v) && depth < 2 ? v->child : NULL; it; it = it->next)
+    n += count_block_ids(it, depth + 1);
+  return n;
+}
+
+static int read_kvp(pd_worker_kvp_t *p, const cJSON *o, int rc, char *err, size_t errlen) {
+  p->port = -1;
+  if (!o || cJSON_IsNull(o)) return rc;
+  if (!cJSON_IsObject(o))
+    return fail(rc, PD_ERR_FIELD, err, errlen, "kv_transfer_params: expected an object or null");
+  p->is_present = 1;
+  p->do_remote_decode = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "do_remote_decode"));
+  p->do_remote_prefill = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "do_remote_prefill"));
+  copy_str(p->engine_id, sizeof p->engine_id,
+           cJSON_GetObjectItemCaseSensitive(o, "remote_engine_id"), &p->has_engine_id);
+  copy_str(p->request_id, sizeof p->request_id,
+           cJSON_GetObjectItemCaseSensitive(o, "remote_request_id"), &p->has_request_id);
+  copy_str(p->host, sizeof p->host, cJSON_GetObjectItemCaseSensitive(o, "remote_host"),
+           &p->has_host);
+  const cJSON *blocks = cJSON_GetObjectItemCaseSensitive(o, "remote_block_ids");
+  if (cJSON_IsArray(blocks)) {
+    p->has_block_ids = 1;
+    p->n_block_ids = count_block_ids(blocks, 0);
+  }
+  const cJSON *port = cJSON_GetObjectItemCaseSensitive(o, "remote_port");
+  if (cJSON_IsNumber(port) && port->valuedouble >= 0 && port->valuedouble <= 65535) {
+    p->port = (int)port->valuedouble;
+    p->has_port = 1;
+  } /* another port is as good as none: decode computes locally (V1.8), it does not refuse */
+  return rc;
+}
+
+int pd_worker_kvp_is_valid(const pd_worker_kvp_t *p) {
+  return p->is_present && p->has_block_ids && p->has_engine_id && p->has_request_id &&
+         p->has_host && p->has_port;
+}
+
+int pd_worker_kvp_mode(const pd_worker_kvp_t *p, int is_decode) {
+  if (!p->is_present) return PD_KV_MODE_NONE;
+  if (!is_decode) return p->do_remote_decode ? PD_KV_MODE_REMOTE_DECODE : PD_KV_MODE_NONE;
+  if (!p->do_remote_prefill) return PD_KV_MODE_NONE;
+  return pd_worker_kvp_is_valid(p) ? PD_KV_MODE_REMOTE_PREFILL : PD_KV_MODE_INVALID;
+}
+
+uint64_t pd_worker_kv_key(const char *request_id) {
+  return pd_fnv1a_str(PD_FNV1A_OFFSET, request_id);
+}
+
+static void read_max_tokens(pd_worker_body_t *b, const cJSON *j) {
+  const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "sampling_params");
+  const cJSON *cands[] = {cJSON_GetObjectItemCaseSensitive(j, "max_tokens"),
+                          cJSON_GetObjectItemCaseSensitive(j, "max_completion_tokens"),
+                          cJSON_IsObject(sp) ? cJSON_GetObjectItemCaseSensitive(sp, "max_new_tokens")
+                                             : NULL};
+  for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+    if (!cJSON_IsNumber(cands[i]) || !(cands[i]->valuedouble >= 0)) continue;
+    double d = cands[i]->valuedouble;
+    b->max_tokens = d >= 4294967295.0 ? UINT32_MAX : (uint32_t)d;
+    b->has_max_tokens = 1;
+    return;
+  }
+}
+
 int pd_worker_body_read(pd_worker_body_t *b, const cJSON *j, const char *body, size_t len,
                         const pd_alloc_t *a, char *err, size_t errlen) {
   memset(b, 0, sizeof *b);
@@ -181,5 +257,7 @@ int pd_worker_body_read(pd_worker_body_t *b, const cJSON *j, const char *body, s
     b->has_rid = 1;
   }
   b->prompt_tokens = prompt_tokens(j);
-  return rc;
+  read_max_tokens(b, j);
+  return read_kvp(&b->kvp, cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params"), rc, err,
+                  errlen);
 }

@@ -3,7 +3,8 @@
  * the hash of the bootstrap fields that must be equal on both legs of a pair. Rooms are read
  * exactly: the first from the text when cJSON's double would round it (rooms above 2^53),
  * the rest of a batch through the double (exact up to 2^53, as the rooms a PD gateway draws
- * are, R-ROOM), and the prompt's length in tokens (capacity, docs/capacity.md). Pure: no clock, no globals; the room array comes from the given allocator. */
+ * are, R-ROOM), the prompt's length in tokens (capacity, docs/capacity.md), the output limit
+ * and vLLM's kv_transfer_params (V1.1, V1.7, V1.8). Pure: no clock, no globals; the room array comes from the given allocator. */
 #ifndef PD_WORKER_BODY_H
 #define PD_WORKER_BODY_H
 #include <stddef.h>
@@ -13,6 +14,19 @@
 
 #define PD_WORKER_RID_MAX 256u
 #define PD_WORKER_HOST_MAX 256u
+#define PD_WORKER_ENGINE_ID_MAX 128u
+
+/* vLLM's kv_transfer_params as a request carries them (V1.1, V1.7). */
+typedef struct pd_worker_kvp {
+  int is_present;        /* an object (not absent, not null) */
+  int do_remote_decode, do_remote_prefill;
+  int has_engine_id, has_block_ids, has_request_id, has_host, has_port;
+  char engine_id[PD_WORKER_ENGINE_ID_MAX];
+  uint32_t n_block_ids;  /* items of remote_block_ids (a list of lists per KV group counts all) */
+  char request_id[PD_WORKER_RID_MAX];
+  char host[PD_WORKER_HOST_MAX];
+  int port;              /* < 0: none */
+} pd_worker_kvp_t;
 
 struct cJSON;
 
@@ -33,7 +47,20 @@ typedef struct pd_worker_body {
                              non-space bytes) of SGLang's "text", OpenAI's "prompt" or the chat
                              "messages[].content", token ids of "input_ids" or of a "prompt"
                              given as ids; an array (a batch) counts all its items */
+  uint32_t max_tokens;    /* OpenAI's max_tokens, else max_completion_tokens, else SGLang's
+                             sampling_params.max_new_tokens; 0 when none is a number >= 0 */
+  int has_max_tokens;
+  pd_worker_kvp_t kvp;    /* vLLM's kv_transfer_params */
 } pd_worker_body_t;
+
+/* V1.8: decode needs remote_block_ids, remote_engine_id, remote_request_id, remote_host and
+ * remote_port to read from prefill; without any of them it computes the prompt itself. */
+int pd_worker_kvp_is_valid(const pd_worker_kvp_t *p);
+/* What the params ask of a worker of this role (pd_kv_mode_t; NONE for SGLang workers). */
+int pd_worker_kvp_mode(const pd_worker_kvp_t *p, int is_decode);
+/* The key a prefill's pinned KV is read by: a hash of the request id its answer names as
+ * remote_request_id, and decode's remote_request_id (equal strings, equal keys). */
+uint64_t pd_worker_kv_key(const char *request_id);
 
 /* Fill b from the parsed body j (its text body[0..len), for exact rooms). Every field it can
  * read is filled even when a field is wrong; the first wrong field is named in err and the

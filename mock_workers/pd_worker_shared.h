@@ -71,6 +71,15 @@ typedef struct pd_wire_leg {
   uint32_t tokens;   /* output tokens of a decode request */
 } pd_wire_leg_t;
 
+/* What a vLLM worker adds (pd_wire_render_vllm): its prefill answer names where decode reads
+ * (V1.5); its error bodies and events take vLLM's shape (V1.28, V1.31). */
+typedef struct pd_wire_vllm {
+  const char *engine_id; /* remote_engine_id (already JSON-escaped, without quotes; each of
+                            these two strings under PD_WIRE_NAME_MAX bytes) */
+  const char *kv_host;   /* remote_host (likewise; NULL: "localhost") */
+  int kv_port;           /* remote_port */
+} pd_wire_vllm_t;
+
 /* Message kinds (equal to the simulator's W2G_* kinds that carry bytes). */
 enum {
   PD_WIRE_TOKEN = 2,        /* arg = token index << 2 | part (0 whole, 1 first half, 2 second
@@ -82,11 +91,23 @@ enum {
   PD_WIRE_ERROR_BODY = 7,   /* arg = status: JSON error document */
   PD_WIRE_ABORT_EVENT = 16, /* mock only: finish_reason abort as one SSE event and [DONE] */
   PD_WIRE_ABORT_BODY = 17,  /* mock only: finish_reason abort as a JSON document */
+  PD_WIRE_VLLM_PREFILL_BODY = 18, /* vLLM prefill's one-token answer with top-level
+                                     kv_transfer_params (V1.4, V1.5): arg = the blocks to list
+                                     (0: null params, V1.6) | PD_WIRE_CUT (only the first half:
+                                     a body error follows) */
 };
+#define PD_WIRE_CUT 0x80000000u
+#define PD_WIRE_MAX_BLOCKS 1024u /* block ids a vLLM prefill answer lists at most */
+#define PD_WIRE_NAME_MAX 256u    /* pd_wire_render_cap's room for engine_id and kv_host each */
 
 /* Render one message into buf; returns its length, 0 when it does not fit in cap (or the kind
  * is unknown). A non-stream decode body needs about 32 + 12 * tokens bytes. */
 size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap);
+
+/* The same for a vLLM worker's leg (v NULL: as pd_wire_render, which renders
+ * PD_WIRE_VLLM_PREFILL_BODY with an empty engine id, host localhost, port 5600). */
+size_t pd_wire_render_vllm(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, int kind,
+                           uint32_t arg, char *buf, size_t cap);
 
 /* Bytes pd_wire_render may need for this kind on this leg (rid length included). */
 size_t pd_wire_render_cap(const pd_wire_leg_t *leg, int kind);

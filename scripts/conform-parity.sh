@@ -29,18 +29,22 @@ MODES=${MODES//,/ }
 LONG_MS=${LONG_MS:-$(awk -v s="$SCALE" 'BEGIN { v = int(4000000 * s); print (v > 60000 ? 60000 : v) }')}
 command -v jq >/dev/null || { echo "conform-parity: needs jq" >&2; exit 2; }
 bad=0
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
 same=0
 diff=0
 notx=0
 printf '%-46s %-9s %-14s %-14s %s\n' scenario mode sim conform parity
 for m in $MODES; do
-  sim=$("$BIN" sim run "$@" --mode "$m" --json || true)
-  con=$("$BIN" conform --json --allow-unexercised --mode-label "$m" --timeout-scale "$SCALE" \
+  # the results go through files: a whole library's JSON is too long for one argument
+  "$BIN" sim run "$@" --mode "$m" --json >"$TMP/sim.json" || true
+  "$BIN" conform --json --allow-unexercised --mode-label "$m" --timeout-scale "$SCALE" \
     --gateway-cmd "$BIN gateway --mode $m {prefill_args} {decode_args} --listen 127.0.0.1:{port} {pdref_gateway_args}" \
-    "$@" || true)
-  out=$(jq -r -n --argjson s "$sim" --argjson c "$con" '
+    "$@" >"$TMP/conform.json" || true
+  out=$(jq -r -n --slurpfile sa "$TMP/sim.json" --slurpfile ca "$TMP/conform.json" '
     def set(x): if x == "" or x == "any" then [] else (x | split(",")) end;
-    ($s.rows | map({(.scenario): .violated}) | add) as $sv
+    $sa[0] as $s | $ca[0] as $c
+    | ($s.rows | map({(.scenario): .violated}) | add) as $sv
     | ($s.rows | map({(.scenario): (.status == "not exercised")}) | add) as $sx
     | $c.rows[]
     | (set(.judged)) as $j

@@ -81,6 +81,8 @@ static void gen_worker(pd_prng_t *r, pd_scenario_worker_t *w, pd_role_t role, ui
   w->page_size = PD_WORKER_DEFAULT_PAGE_SIZE;
   w->reserved_decode_tokens = PD_WORKER_DEFAULT_DECODE_RESERVE;
   w->max_prefill_tokens = PD_WORKER_DEFAULT_MAX_PREFILL_TOKENS;
+  w->kv_abort_timeout_ms = PD_WORKER_DEFAULT_KV_ABORT_TIMEOUT_MS; /* protocol sglang: unused */
+  w->kv_lease_ms = PD_WORKER_DEFAULT_KV_LEASE_MS;
   /* the other role's timings keep the loader's defaults, so files do not mention them */
   w->forward_ms = role == PD_ROLE_PREFILL ? range(r, 1, 200) : 20;
   w->kv_ms = role == PD_ROLE_PREFILL ? range(r, 0, 50) : 5;

@@ -28,6 +28,8 @@ static const char *const inv_names[PD_INVARIANT_COUNT] = {
 const char *const pd_scenario_role_names[2] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
+static const char *const protocol_names[] = {"sglang", "vllm"};
+static const char *const kv_expiry_names[] = {"timeout", "lease"};
 
 const char *pd_fault_kind_name(pd_fault_kind_t k) {
   return (unsigned)k < PD_FAULT_KIND_COUNT ? pd_scenario_fault_names[k] : "?";
@@ -130,6 +132,14 @@ static const scenario_key_t worker_keys[] = {
          0, SCENARIO_MAX_US_PER_TOKEN),
     K_AS("max_prefill_tokens", pd_scenario_worker_t, max_prefill_tokens, pd_scenario_set_u32, 1,
          SCENARIO_MAX_PREFILL_TOKENS),
+    /* the PD protocol and vLLM's KV expiry (V1.12, V1.13) */
+    K_ENUM(pd_scenario_worker_t, protocol, protocol_names, "protocol", 0),
+    K_ENUM(pd_scenario_worker_t, kv_expiry, kv_expiry_names, "kv_expiry", 0),
+    K_AS("kv_abort_timeout_ms", pd_scenario_worker_t, kv_abort_timeout_ms, pd_scenario_set_u64, 1,
+         PD_SCENARIO_MAX_MS),
+    K_AS("kv_lease_ms", pd_scenario_worker_t, kv_lease_ms, pd_scenario_set_u64, 1,
+         PD_SCENARIO_MAX_MS),
+    K_MS(pd_scenario_worker_t, kv_heartbeat_ms),
 };
 
 static void worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t role) {
@@ -148,6 +158,10 @@ static void worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t
   w->page_size = PD_WORKER_DEFAULT_PAGE_SIZE;
   w->reserved_decode_tokens = PD_WORKER_DEFAULT_DECODE_RESERVE;
   w->max_prefill_tokens = PD_WORKER_DEFAULT_MAX_PREFILL_TOKENS;
+  w->protocol = PD_PROTOCOL_SGLANG;
+  w->kv_expiry = PD_KV_EXPIRY_TIMEOUT;
+  w->kv_abort_timeout_ms = PD_WORKER_DEFAULT_KV_ABORT_TIMEOUT_MS;
+  w->kv_lease_ms = PD_WORKER_DEFAULT_KV_LEASE_MS;
 }
 
 /* Worker i against itself and workers 0..i-1 (cJSON strings are NUL-terminated). */

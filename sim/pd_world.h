@@ -54,6 +54,13 @@ typedef struct pd_worker_leg {
   uint64_t kv_page_ns;      /* integral of kv_pages over time so far (page-ns) */
   int is_running;           /* holds a running slot now */
   uint64_t t_kv_freed;      /* when kv_pages last fell to 0 after being > 0 */
+  /* vLLM (sim/pd_world_worker.c): kv_transfer_params as read, and where decode's KV came from */
+  int kv_mode;              /* pd_kv_mode_t */
+  uint64_t kv_key;          /* pd_wengine_req_t.kv_key */
+  int kv_node;              /* decode: the prefill node remote_engine_id names, or -1 */
+  uint32_t max_tokens;      /* 0: none */
+  int kv_from;              /* decode: pd_wengine_kv_from_t (STALE: served from freed blocks,
+                               V1.15), 0 none yet */
   int injected_status;  /* STATUS fault status sent, else 0 */
   int worker_conn_open; /* the worker still writes to this connection */
   uint32_t aborts;

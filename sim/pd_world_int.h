@@ -149,6 +149,10 @@ uint32_t pd_world_workers_collisions(const struct pd_world *w);
 void pd_worker_model_wake(struct pd_world *w, uint32_t node, uint64_t t);
 void pd_worker_model_restart(struct pd_world *w, uint32_t node);
 void pd_worker_model_on_open(struct pd_world *w, pd_worker_leg_t *leg);
+/* The leg's vLLM fields from the body its worker received (kv_mode, kv_key, kv_node). */
+struct pd_worker_body;
+void pd_worker_model_read_kvp(struct pd_world *w, pd_worker_leg_t *leg,
+                              const struct pd_worker_body *b);
 void pd_worker_model_on_close(struct pd_world *w, pd_worker_leg_t *leg);
 void pd_worker_model_on_abort(struct pd_world *w, pd_worker_leg_t *leg);
 void pd_worker_model_crash(struct pd_world *w, uint32_t node);

@@ -51,6 +51,7 @@ static void parse_leg_body(struct pd_world *w, pd_worker_leg_t *leg, const uint8
       leg->boot_node = (int)i;
   if (b.has_rid) snprintf(leg->rid, sizeof leg->rid, "%.*s", (int)sizeof leg->rid - 1, b.rid);
   else snprintf(leg->rid, sizeof leg->rid, "leg-%llu", (unsigned long long)leg->leg_id);
+  pd_worker_model_read_kvp(w, leg, &b);
 }
 
 static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_action_t *a) {
@@ -68,6 +69,7 @@ static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_ac
   leg->gw_open = 1;
   leg->t_open = w->now;
   leg->boot_node = -1;
+  leg->kv_node = -1;
   parse_leg_body(w, leg, a->data, a->len);
   leg->next_in_req = rq->legs;
   rq->legs = leg;

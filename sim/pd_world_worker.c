@@ -3,15 +3,19 @@
  * its own deadlines; its actions become scheduled messages to the gateway (rendered at
  * delivery), the rendezvous between engines (a decode's room reaches the prefill node its
  * body names, the KV goes back at once), and the leg's record the invariants judge (state,
- * truth, slot, KV pages, fault). The socket mock drives the same engine
- * (mock_workers/server/). */
+ * truth, slot, KV pages, fault). vLLM workers (source first): a decode's read, notifications
+ * and heartbeats reach the prefill node its kv_transfer_params name, the read's answer comes
+ * back at once, and pinned KV stays on the finished prefill leg's record until it is freed.
+ * The socket mock drives the same engine (mock_workers/server/). */
 #include <string.h>
 
 #include "pd_err.h"
 #include "pd_world_int.h"
+#include "pd_worker_body.h"
 #include "pd_worker_shared.h"
 
 #define MS_NS 1000000ull
+#define VLLM_SIDE_CHANNEL_PORT 5600 /* VLLM_NIXL_SIDE_CHANNEL_PORT's default (V1.5) */
 
 static pd_wengine_config_t engine_config(struct pd_world *w, uint32_t i) {
   pd_wengine_config_t c = {0};
@@ -135,6 +139,53 @@ out:
   pd_wact_buf_free(&sub);
 }
 
+/* vLLM (source first): a decode's read, notification or heartbeat goes to the prefill node
+ * its remote_engine_id names (none: the read fails, as a failed handshake would, V1.22; a
+ * notification or heartbeat is lost); the read's answer comes back to the decode at once. */
+static void on_vllm(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {
+  pd_wact_buf_t sub;
+  pd_wact_buf_init(&sub, NULL);
+  int rc = 0;
+  uint32_t node = leg->worker;
+  if (a->kind == PD_WACT_PULL && leg->kv_node < 0) {
+    rc = pd_wengine_pulled(w->nodes[node].eng, w->now, leg->leg_id, PD_WENGINE_READ_FAILED, &sub);
+  } else if (leg->kv_node >= 0) {
+    node = (uint32_t)leg->kv_node;
+    pd_wengine_t *p = w->nodes[node].eng;
+    if (a->kind == PD_WACT_PULL) rc = pd_wengine_pull(p, w->now, leg->leg_id, a->b, &sub);
+    else if (a->kind == PD_WACT_NOTIFY) rc = pd_wengine_notify(p, w->now, a->b, (int)a->a, &sub);
+    else rc = pd_wengine_heartbeat(p, w->now, a->b, &sub);
+  }
+  run_engine(w, node, rc == PD_ERR_NOT_FOUND ? 0 : rc, &sub);
+  pd_wact_buf_free(&sub);
+}
+
+/* The prefill's answer to a read, to the decode leg that asked (a->b). */
+static void on_pulled(struct pd_world *w, const pd_wact_t *a) {
+  pd_worker_leg_t *d = pd_map_get(&w->legs, a->b);
+  if (!d || d->wstate == PD_WORKER_LEG_DONE || d->wstate == PD_WORKER_LEG_NEW) return;
+  pd_wact_buf_t sub;
+  pd_wact_buf_init(&sub, NULL);
+  int rc = pd_wengine_pulled(w->nodes[d->worker].eng, w->now, d->leg_id, (int)a->a, &sub);
+  run_engine(w, d->worker, rc == PD_ERR_NOT_FOUND ? 0 : rc, &sub);
+  pd_wact_buf_free(&sub);
+}
+
+void pd_worker_model_read_kvp(struct pd_world *w, pd_worker_leg_t *leg,
+                              const struct pd_worker_body *b) {
+  if (w->nodes[leg->worker].spec->protocol != PD_PROTOCOL_VLLM) return;
+  int is_decode = leg->role == PD_ROLE_DECODE;
+  leg->kv_mode = pd_worker_kvp_mode(&b->kvp, is_decode);
+  leg->max_tokens = b->max_tokens;
+  leg->kv_key = pd_worker_kv_key(is_decode ? b->kvp.request_id : leg->rid);
+  /* a prefill's engine id and host are its node's name: the engine id first, else the host */
+  for (int by_host = 0; is_decode && by_host < 2 && leg->kv_node < 0; by_host++)
+    for (uint32_t i = 0; i < w->n_nodes && leg->kv_node < 0; i++)
+      if (w->nodes[i].role == PD_ROLE_PREFILL &&
+          strcmp(w->nodes[i].spec->name, by_host ? b->kvp.host : b->kvp.engine_id) == 0)
+        leg->kv_node = (int)i;
+}
+
 static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {
   switch ((pd_wact_kind_t)a->kind) {
   case PD_WACT_HEAD:
@@ -165,6 +216,12 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
     pd_world_leg_changed(w, leg);
     return;
   case PD_WACT_REJECT: return;
+  case PD_WACT_PIN: kv_held(w, leg, a->b); return;
+  case PD_WACT_PULL:
+  case PD_WACT_NOTIFY:
+  case PD_WACT_HEARTBEAT: on_vllm(w, leg, a); return;
+  case PD_WACT_PULLED: return; /* run_engine delivers it */
+  case PD_WACT_KV_FROM: leg->kv_from = (int)a->a; return;
   }
 }
 
@@ -172,6 +229,7 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
 static void run_engine(struct pd_world *w, uint32_t node, int rc, pd_wact_buf_t *out) {
   if ((rc < 0 || out->err) && !w->push_err) w->push_err = rc < 0 ? rc : out->err;
   for (size_t i = 0; i < out->n; i++) {
+    if (out->v[i].kind == PD_WACT_PULLED) on_pulled(w, &out->v[i]);
     pd_worker_leg_t *leg = pd_map_get(&w->legs, out->v[i].id);
     if (leg) apply_one(w, leg, &out->v[i]);
   }
@@ -210,6 +268,9 @@ void pd_worker_model_on_open(struct pd_world *w, pd_worker_leg_t *leg) {
   r.request = rq ? (uint32_t)rq->id : PD_TRAFFIC_FAULT_ANY;
   r.leg_no = rq ? ++rq->legs_seen[leg->role] : 0;
   r.can_connect = leg->boot_node >= 0;
+  r.kv_mode = leg->kv_mode;
+  r.kv_key = leg->kv_key;
+  r.max_tokens = leg->max_tokens;
   leg->worker_conn_open = 1;
   leg->truth = PD_TRUTH_PENDING;
   leg->wstate = PD_WORKER_LEG_NEW;
@@ -264,7 +325,9 @@ void pd_worker_model_restart(struct pd_world *w, uint32_t node) {
 
 size_t pd_worker_model_render(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg,
                               char *buf, size_t cap) {
-  (void)w;
   pd_wire_leg_t r = {leg->rid, leg->is_stream, leg->has_logprob, leg->tokens};
-  return pd_wire_render(&r, kind, arg, buf, cap);
+  const pd_scenario_worker_t *spec = w->nodes[leg->worker].spec;
+  if (spec->protocol != PD_PROTOCOL_VLLM) return pd_wire_render(&r, kind, arg, buf, cap);
+  pd_wire_vllm_t v = {spec->name, spec->name, VLLM_SIDE_CHANNEL_PORT}; /* V1.5 */
+  return pd_wire_render_vllm(&r, &v, kind, arg, buf, cap);
 }

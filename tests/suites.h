@@ -30,6 +30,7 @@
   X(pdt_suite_capacity_prompt) \
   X(pdt_suite_capacity_check) \
   X(pdt_suite_wengine) \
+  X(pdt_suite_wengine_vllm) \
   X(pdt_suite_capacity_metrics) \
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \

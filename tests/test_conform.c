@@ -42,7 +42,6 @@ static void test_parity_with_the_simulator_on_a_subset(void) {
       {"decode-503-while-prefill-detached", SCALE},
       {"prefill-sse-error-under-200-stream", SCALE},
       {"client-disconnect-during-decode-stream", 0.05},
-      {"client-disconnect-while-prefill-in-bootstrap", 0.05}, /* I18 (KV) on sockets too */
       {"prompt-larger-than-decode-pool", 0.05}, /* the decode's 400 (a reject line) */
   };
   char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];

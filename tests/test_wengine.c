@@ -575,6 +575,14 @@ static void test_crash_resets_every_leg_restart_accepts(void) {
     PDT_EQ_INT(drv_open(&d, 3000, 4, req_decode(4, 3, 10, 0)), 0);
     PDT_EQ_U64(at(&d, find_a(&d, PD_WACT_SLOT, 4, 1, 0)), 3000);
     PDT_EQ_U64(at(&d, find(&d, PD_WACT_CONNECT, 4)), 3000);
+    /* a room registered while the prefill is down is not kept: after the restart a prefill
+       leg of that room waits in bootstrap instead of pairing with a decode long gone */
+    PDT_EQ_INT(drv_register(&p, 40, 77, 5, 0), 0);
+    PDT_EQ_INT(pd_wengine_restart(p.e, p.now, &p.out), 0);
+    drv_take(&p);
+    PDT_EQ_INT(drv_open(&p, 50, 5, req_prefill(5, 10, 0)), 0);
+    PDT_EQ_INT(find(&p, PD_WACT_PAIRED, 5), -1);
+    PDT_EQ_INT(pd_wengine_leg_state(p.e, 5), PD_WORKER_LEG_BOOTSTRAP);
   }
   drv_free(&d);
   drv_free(&p);
