@@ -149,9 +149,9 @@ static cJSON *json_row(const pd_scenario_t *s, pd_mode_t m, const row_result_t *
 
 static void usage(FILE *f) {
   fprintf(f, "usage: pdref sim run FILE|DIR... [--mode joined|pr1150|minilb|reference|all]\n"
-             "(all: the modes that speak the scenario's protocol; today's scenarios are\n"
-             "SGLang's, so the source-first models vllm-toy-proxy, mooncake-proxy and\n"
-             "llmd-sidecar run no row yet)\n"
+             "(all: the modes that speak the scenario's protocol: joined, pr1150, minilb and\n"
+             "reference for SGLang's; vllm-toy-proxy, mooncake-proxy, llmd-sidecar and\n"
+             "reference for vLLM's)\n"
              "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json] [--metrics]\n"
              "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
              "violated invariants with the scenario's expectation. A row whose fault entries did\n"
@@ -245,9 +245,8 @@ int pd_cli_sim_run(int argc, char **argv) {
     }
     for (int m = 0; m < PD_MODE_COUNT; m++) {
       if (o.mode >= 0 && m != o.mode) continue;
-      /* `all` (and a named mode) = the modes that speak the scenario's protocol; every
-         scenario speaks SGLang's until scenarios carry a protocol of their own */
-      if (!pd_mode_speaks((pd_mode_t)m, PD_PROTOCOL_SGLANG)) continue;
+      /* `all` (and a named mode) = the modes that speak the scenario's protocol */
+      if (!pd_mode_speaks((pd_mode_t)m, pd_scenario_protocol(s))) continue;
       row_result_t r;
       memset(&r, 0, sizeof r);
       if (run_row(s, (pd_mode_t)m, &o, &r)) { pd_metrics_free(&r.mx); exit_code = 2; break; }

@@ -44,10 +44,10 @@ typedef struct pd_fault {
 
 typedef enum { PD_CHUNK_EVENT = 0, PD_CHUNK_SPLIT = 1, PD_CHUNK_COALESCE = 2 } pd_chunking_t;
 
-/* The PD protocol a worker speaks: SGLang's (destination first: both legs meet at a bootstrap
- * room) or vLLM's NIXL one (source first: prefill answers with kv_transfer_params and pins its
- * KV until decode reads it or it expires, V1.3-V1.19). */
-typedef enum { PD_PROTOCOL_SGLANG = 0, PD_PROTOCOL_VLLM = 1 } pd_protocol_t;
+/* The PD protocol a worker speaks (pd_protocol_t, defined in core/pd_dispatch.h, which the
+ * gateway's modes share): SGLang's (destination first: both legs meet at a bootstrap room) or
+ * vLLM's NIXL one (source first: prefill answers with kv_transfer_params and pins its KV until
+ * decode reads it or it expires, V1.3-V1.19). */
 
 /* vLLM: what a request's kv_transfer_params ask of the worker (V1.1, V1.7, V1.8). */
 typedef enum {

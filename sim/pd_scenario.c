@@ -426,6 +426,7 @@ void pd_scenario_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_
   const uint64_t ms = 1000000ull;
   const pd_scenario_config_t *sc = &s->config;
   pd_gw_config_default(c, mode);
+  if (pd_mode_speaks(mode, pd_scenario_protocol(s))) c->protocol = pd_scenario_protocol(s);
   if (mode != PD_MODE_MINILB) { /* mini_lb: random, no retries, no breaker (M8.1, M8.5) */
     pd_policy_parse(sc->prefill_policy, &c->policy[0]);
     pd_policy_parse(sc->decode_policy, &c->policy[1]);
@@ -434,7 +435,8 @@ void pd_scenario_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_
     if (sc->breaker_open_ms) c->breaker.open_ns = sc->breaker_open_ms * ms;
     if (sc->breaker_half_open_probes) c->breaker.half_open_max_probes = sc->breaker_half_open_probes;
   }
-  if (sc->request_timeout_ms && mode != PD_MODE_REFERENCE)
+  if (sc->request_timeout_ms && mode != PD_MODE_REFERENCE &&
+      pd_mode_protocol(mode) == PD_PROTOCOL_SGLANG) /* the vLLM-family models have none */
     c->request_timeout_ns = sc->request_timeout_ms * ms;
   if (mode == PD_MODE_REFERENCE) {
     if (sc->first_token_timeout_ms) c->first_token_timeout_ns = sc->first_token_timeout_ms * ms;

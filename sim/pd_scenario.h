@@ -122,6 +122,14 @@ typedef struct pd_scenario {
   char unexercised[PD_MODE_COUNT][160];
 } pd_scenario_t;
 
+/* A scenario's PD protocol: vllm when any of its workers speaks it, else sglang. `--mode all`
+ * runs the modes that speak it (pd_mode_speaks), and the reference speaks it. */
+static inline pd_protocol_t pd_scenario_protocol(const pd_scenario_t *s) {
+  for (uint32_t i = 0; i < s->n_workers; i++)
+    if (s->workers[i].protocol == PD_PROTOCOL_VLLM) return PD_PROTOCOL_VLLM;
+  return PD_PROTOCOL_SGLANG;
+}
+
 /* Fill *s with every default (one prefill "p0" and one decode "d0", no faults). */
 void pd_scenario_defaults(pd_scenario_t *s);
 /* The gateway configuration a scenario asks for in a mode: the mode's defaults

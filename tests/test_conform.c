@@ -55,7 +55,7 @@ static void test_parity_with_the_simulator_on_a_subset(void) {
     PDT_TRUE(s != NULL);
     if (!s) continue;
     for (int m = 0; m < PD_MODE_COUNT; m++) {
-      if (!pd_mode_speaks((pd_mode_t)m, PD_PROTOCOL_SGLANG)) continue; /* SGLang mocks */
+      if (!pd_mode_speaks((pd_mode_t)m, pd_scenario_protocol(s))) continue;
       pd_world_stats_t st;
       uint32_t sim = 0;
       uint64_t hash = 0;

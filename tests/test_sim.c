@@ -35,7 +35,7 @@ static void test_every_scenario_meets_its_expectation(void) {
     if (!s) continue;
     files++;
     for (int m = 0; m < PD_MODE_COUNT; m++) {
-      if (!pd_mode_speaks((pd_mode_t)m, PD_PROTOCOL_SGLANG)) continue; /* SGLang scenarios */
+      if (!pd_mode_speaks((pd_mode_t)m, pd_scenario_protocol(s))) continue;
       pd_world_stats_t st;
       uint32_t got = 0;
       uint64_t h = 0;
