@@ -77,6 +77,7 @@ static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char 
   size_t off = 0;
 #define ADD(...) off += (size_t)snprintf(out + off, off < cap ? cap - off : 0, __VA_ARGS__)
   ADD("--seed %llu", (unsigned long long)pd_conform_gateway_seed(sc->seed));
+  if (c.protocol == PD_PROTOCOL_VLLM) ADD(" --protocol vllm"); /* source-first workers */
   uint32_t att = c.retry.max_attempts > PD_MAX_ATTEMPTS ? PD_MAX_ATTEMPTS : c.retry.max_attempts;
   if (o->has_mode) {
     ADD(" --prefill-policy %s --decode-policy %s --max-attempts %u", pd_policy_name(c.policy[0]),
