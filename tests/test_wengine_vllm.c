@@ -601,7 +601,8 @@ static void on_leg(void *ud, const pd_worker_leg_t *leg, const char *worker) {
   }
 }
 
-/* vLLM workers behind an SGLang gateway mode get no kv_transfer_params: the sim's driver
+/* vLLM workers behind an SGLang gateway mode (joined: it speaks only SGLang's protocol; the
+ * reference speaks a vLLM scenario's, R-SF-*) get no kv_transfer_params: the sim's driver
  * gives them kv_mode none, and decode computes locally (the KV_FROM mark reaches the leg). */
 static void test_sim_driver_marks_local_compute(void) {
   static const char doc[] =
@@ -616,7 +617,7 @@ static void test_sim_driver_marks_local_compute(void) {
   uint64_t hash = 0;
   if (sc && pd_scenario_parse(sc, "s.json", doc, strlen(doc), err, sizeof err) == 0) {
     pd_world_opts_t o = {0};
-    PDT_EQ_INT(pd_world_run_legs(sc, PD_MODE_REFERENCE, sc->config.seed, &o, on_leg, &seen, &st,
+    PDT_EQ_INT(pd_world_run_legs(sc, PD_MODE_JOINED, sc->config.seed, &o, on_leg, &seen, &st,
                                  &viol, &hash), 0);
     PDT_EQ_U64(viol, 0);
     PDT_EQ_INT(seen.n, 2);
