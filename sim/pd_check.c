@@ -56,8 +56,16 @@ static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
   cJSON_Delete(j);
 }
 
+/* A stream is read by the request's `stream` flag when the head says 2xx, whatever its media
+ * type (vLLM's toy and Mooncake proxies serve streams as application/json, V1.24-V1.25); an
+ * error head's body is an SSE stream only when it says so. */
+static int reads_as_sse(const pd_client_request_t *rq) {
+  int ok = rq->head_status >= 200 && rq->head_status < 300;
+  return rq->is_sse_head || (rq->is_stream && ok);
+}
+
 int pd_check_client_data(pd_client_request_t *rq, const uint8_t *p, size_t len) {
-  if (!rq->is_sse_head) { /* a JSON body: keep it whole */
+  if (!reads_as_sse(rq)) { /* a JSON body: keep it whole */
     if (rq->is_record_lost) return PD_ERR_NOMEM;
     int rc = pd_buf_append(NULL, &rq->body, p, len);
     if (rc) rq->is_record_lost = 1; /* out of memory, or past PD_WORLD_MAX_BODY_BYTES */

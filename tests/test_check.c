@@ -383,6 +383,31 @@ static void test_a_lost_client_record_is_counted(void) {
   free(f);
 }
 
+/* A stream is read by the request's flag under a 2xx head, whatever its media type (vLLM's toy
+ * and Mooncake proxies answer streams as application/json); an error head's JSON body is kept
+ * whole. */
+static void test_a_stream_under_a_json_head_is_read_as_sse(void) {
+  static const char sse[] = "data: {\"text\":\"a\",\"index\":0}\n\n"
+                            "data: {\"text\":\"b\",\"index\":1}\n\ndata: [DONE]\n\n";
+  fixture_t *f = clean();
+  if (!f) return;
+  pd_sse_init(&f->rq.sse, NULL);
+  f->rq.is_sse_head = 0; /* 200 application/json */
+  f->rq.saw_done = 0;
+  f->rq.next_token = 0;
+  PDT_EQ_INT(pd_check_client_data(&f->rq, (const uint8_t *)sse, sizeof sse - 1), 0);
+  PDT_TRUE(f->rq.saw_done);
+  PDT_EQ_U64(f->rq.next_token, 2);
+  PDT_EQ_U64(f->rq.body.len, 0);
+  EXPECT_ONLY(f, 0);
+  pd_sse_free(&f->rq.sse);
+  f->rq.head_status = 503; /* an error head: its body is kept whole */
+  PDT_EQ_INT(pd_check_client_data(&f->rq, (const uint8_t *)"{}", 2), 0);
+  PDT_EQ_U64(f->rq.body.len, 2);
+  pd_buf_free(NULL, &f->rq.body);
+  free(f);
+}
+
 int pdt_suite_check(void) {
   static const pdt_case_t cases[] = {
       {"a clean request violates nothing", test_a_clean_request_violates_nothing},
@@ -402,6 +427,8 @@ int pdt_suite_check(void) {
        test_anything_left_held_after_the_healed_phase_is_i17},
       {"a client record the checker could not keep is counted lost",
        test_a_lost_client_record_is_counted},
+      {"a stream under a 2xx application/json head is read as SSE",
+       test_a_stream_under_a_json_head_is_read_as_sse},
       {"the reference must record an outcome for every leg (Q10)",
        test_reference_must_record_an_outcome_for_every_leg},
   };
