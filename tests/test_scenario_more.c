@@ -11,35 +11,15 @@
 #include "pd_scenario_write.h"
 #include "pd_world.h"
 #include "pdt.h"
+#include "pdt_scenario.h"
 #include "pdt_net.h"
 
 #ifndef PD_SOURCE_DIR
 #define PD_SOURCE_DIR "."
 #endif
 
-#define ERR_BYTES 1024
-#define PAIR "'workers':[{'name':'p0','role':'prefill'},{'name':'d0','role':'decode'}]"
-#define MIN_DOC(extra) "{'name':'t'," PAIR ",'expect':{}" extra "}"
+#define ERR_BYTES PDT_SCENARIO_ERR_BYTES
 #define INV(i) (1u << ((i) - 1))
-
-static int parse_q(pd_scenario_t *s, const char *src, char *err) {
-  size_t n = strlen(src);
-  char *t = malloc(n + 1);
-  if (!t) return PD_ERR_NOMEM;
-  for (size_t i = 0; i <= n; i++) t[i] = src[i] == '\'' ? '"' : src[i];
-  int rc = pd_scenario_parse(s, "scen.json", t, n, err, ERR_BYTES);
-  free(t);
-  return rc;
-}
-
-static void expect_error(const char *src, const char *msg) {
-  pd_scenario_t *s = malloc(sizeof *s);
-  char err[ERR_BYTES];
-  if (!s) return;
-  PDT_EQ_INT(parse_q(s, src, err), PD_ERR_FIELD);
-  PDT_EQ_STR(err, msg);
-  free(s);
-}
 
 static uint32_t run(const pd_scenario_t *s, pd_mode_t m, uint64_t seed, pd_world_stats_t *st) {
   uint32_t got = 0;
