@@ -161,8 +161,9 @@ int pd_wengine_crash(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out) {
   e->is_down = 1;
   e->is_crashing = 1;
   void *v;
-  /* finishing a leg removes it from the map: walk a snapshot of ids, smallest first, so the
-   * order does not depend on the map's layout */
+  /* finishing a leg removes it from the map, so each round takes the smallest id left: the
+   * order does not depend on the map's layout (a scan per leg: quadratic in the legs live at
+   * the crash, a few hundred in the library's crash scenarios) */
   for (;;) {
     pd_wengine_leg_t *first = NULL;
     for (size_t s = 0; pd_map_next(&e->legs, &s, NULL, &v);) {

@@ -72,17 +72,9 @@ static void gen_fault(pd_prng_t *r, pd_fault_t *f, pd_fault_kind_t kind, uint32_
 
 static void gen_worker(pd_prng_t *r, pd_scenario_worker_t *w, pd_role_t role, uint32_t idx,
                        uint32_t kinds, double p_faulty, const pd_scenario_workload_t *wl) {
-  memset(w, 0, sizeof *w);
-  snprintf(w->name, sizeof w->name, "%c%u", role == PD_ROLE_PREFILL ? 'p' : 'd', (unsigned)idx);
-  w->role = role;
-  w->split_parts = 2; /* the loader's default */
-  w->max_running = PD_WORKER_DEFAULT_MAX_RUNNING; /* capacity: the loader's defaults too */
-  w->kv_tokens = PD_WORKER_DEFAULT_KV_TOKENS;
-  w->page_size = PD_WORKER_DEFAULT_PAGE_SIZE;
-  w->reserved_decode_tokens = PD_WORKER_DEFAULT_DECODE_RESERVE;
-  w->max_prefill_tokens = PD_WORKER_DEFAULT_MAX_PREFILL_TOKENS;
-  w->kv_abort_timeout_ms = PD_WORKER_DEFAULT_KV_ABORT_TIMEOUT_MS; /* protocol sglang: unused */
-  w->kv_lease_ms = PD_WORKER_DEFAULT_KV_LEASE_MS;
+  char name[16];
+  snprintf(name, sizeof name, "%c%u", role == PD_ROLE_PREFILL ? 'p' : 'd', (unsigned)idx);
+  pd_scenario_worker_defaults(w, name, role); /* the loader's defaults: files omit them */
   /* the other role's timings keep the loader's defaults, so files do not mention them */
   w->forward_ms = role == PD_ROLE_PREFILL ? range(r, 1, 200) : 20;
   w->kv_ms = role == PD_ROLE_PREFILL ? range(r, 0, 50) : 5;

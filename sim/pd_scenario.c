@@ -142,7 +142,7 @@ static const scenario_key_t worker_keys[] = {
     K_MS(pd_scenario_worker_t, kv_heartbeat_ms),
 };
 
-static void worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t role) {
+void pd_scenario_worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t role) {
   memset(w, 0, sizeof *w);
   snprintf(w->name, sizeof w->name, "%s", name);
   w->role = role;
@@ -202,7 +202,7 @@ static int check_roles(scenario_ctx_t *c, const pd_scenario_t *s) {
 
 static int worker_elem(scenario_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
   pd_scenario_t *s = obj;
-  worker_defaults(&s->workers[i], "", PD_ROLE_PREFILL);
+  pd_scenario_worker_defaults(&s->workers[i], "", PD_ROLE_PREFILL);
   int rc = pd_scenario_walk(c, it, worker_keys, sizeof worker_keys / sizeof worker_keys[0],
                             &s->workers[i]);
   if (rc == 0) rc = check_worker(c, s, i);
@@ -463,8 +463,8 @@ void pd_scenario_defaults(pd_scenario_t *s) {
   c->slo_e2e_ms = 10000;
   c->goodput_window_ms = 10000;
   c->seed = 1;
-  worker_defaults(&s->workers[0], "p0", PD_ROLE_PREFILL);
-  worker_defaults(&s->workers[1], "d0", PD_ROLE_DECODE);
+  pd_scenario_worker_defaults(&s->workers[0], "p0", PD_ROLE_PREFILL);
+  pd_scenario_worker_defaults(&s->workers[1], "d0", PD_ROLE_DECODE);
   s->n_workers = 2;
   pd_scenario_workload_t *w = &s->workload;
   w->requests = 1;
@@ -480,7 +480,7 @@ void pd_scenario_set_workers(pd_scenario_t *s, uint32_t n_prefill, uint32_t n_de
   for (uint32_t i = 0; i < n_prefill + n_decode; i++) {
     int is_prefill = i < n_prefill;
     snprintf(name, sizeof name, "%c%u", is_prefill ? 'p' : 'd', is_prefill ? i : i - n_prefill);
-    worker_defaults(&s->workers[i], name, is_prefill ? PD_ROLE_PREFILL : PD_ROLE_DECODE);
+    pd_scenario_worker_defaults(&s->workers[i], name, is_prefill ? PD_ROLE_PREFILL : PD_ROLE_DECODE);
   }
   s->n_workers = n_prefill + n_decode;
 }

@@ -132,6 +132,9 @@ static inline pd_protocol_t pd_scenario_protocol(const pd_scenario_t *s) {
 
 /* Fill *s with every default (one prefill "p0" and one decode "d0", no faults). */
 void pd_scenario_defaults(pd_scenario_t *s);
+/* A worker as the loader makes one before reading its keys: every default (timings,
+ * chunking, breaker, capacity, protocol, KV expiry), with this name and role. */
+void pd_scenario_worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t role);
 /* The gateway configuration a scenario asks for in a mode: the mode's defaults
  * (pd_gw_config_default) with the scenario's config overrides applied where the mode models
  * them. One definition for the simulator and for `pdref conform`'s {pdref_gateway_args}. */
