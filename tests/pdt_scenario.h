@@ -7,6 +7,7 @@
 
 #include "pd_err.h"
 #include "pd_scenario.h"
+#include "pd_scenario_write.h"
 #include "pdt.h"
 
 #define PDT_SCENARIO_ERR_BYTES 1024
@@ -30,6 +31,25 @@ static inline void expect_error(const char *src, const char *msg) {
   PDT_EQ_INT(parse_q(s, src, err), PD_ERR_FIELD);
   PDT_EQ_STR(err, msg);
   free(s);
+}
+
+/* Parse src (single quotes) into s, write it, parse the text back into t and write that:
+ * the second text must equal the first (a fixpoint). Returns the first text (the caller
+ * frees it), or NULL after failing the test. */
+static inline char *pdt_scenario_round_trip(const char *src, pd_scenario_t *s, pd_scenario_t *t) {
+  char err[PDT_SCENARIO_ERR_BYTES], *txt = NULL, *txt2 = NULL;
+  size_t len = 0, len2 = 0;
+  if (!s || !t || parse_q(s, src, err) != 0 || pd_scenario_write_json(s, &txt, &len) != 0) {
+    PDT_TRUE(0);
+    free(txt);
+    return NULL;
+  }
+  PDT_EQ_INT(pd_scenario_parse(t, "back.json", txt, len, err, sizeof err), 0);
+  PDT_EQ_STR(err, "");
+  PDT_EQ_INT(pd_scenario_write_json(t, &txt2, &len2), 0);
+  PDT_EQ_STR(txt2, txt); /* the text is a fixpoint */
+  free(txt2);
+  return txt;
 }
 
 #endif
