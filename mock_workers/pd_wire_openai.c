@@ -14,11 +14,12 @@
 
 #include "pd_worker_shared.h"
 
-/* An appending writer: once a write does not fit, every later one is refused too. */
+/* An appending writer: once a write does not fit, every later one is refused too. is_vllm
+ * picks vLLM's ids ("cmpl-<rid>"; SGLang's are the rid itself). */
 typedef struct wr {
   char *buf;
   size_t cap, off;
-  int is_short;
+  int is_short, is_vllm;
 } wr_t;
 
 __attribute__((format(printf, 2, 3))) static void put(wr_t *w, const char *fmt, ...) {
@@ -44,8 +45,9 @@ static void open_object(wr_t *w, const pd_wire_leg_t *leg, int is_chunk) {
   const char *object = !is_chat(leg) ? "text_completion"
                        : is_chunk    ? "chat.completion.chunk"
                                      : "chat.completion";
+  const char *prefix = !w->is_vllm ? "" : is_chat(leg) ? "chatcmpl-" : "cmpl-";
   put(w, "{\"id\":\"%s%s\",\"object\":\"%s\",\"created\":0,\"model\":\"%s\",\"choices\":[",
-      is_chat(leg) ? "chatcmpl-" : "cmpl-", leg->rid, object, model_of(leg));
+      prefix, leg->rid, object, model_of(leg));
 }
 
 static void put_finish(wr_t *w, const char *finish) {
@@ -100,9 +102,10 @@ static void token_events(wr_t *w, const pd_wire_leg_t *leg, uint32_t k) {
   if (is_last && leg->api->has_usage) usage_event(w, leg, leg->tokens);
 }
 
-static size_t render_token(const pd_wire_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
+static size_t render_token(const pd_wire_leg_t *leg, int is_vllm, uint32_t arg, char *buf,
+                           size_t cap) {
   uint32_t k = arg >> 2, part = arg & 3;
-  wr_t w = {buf, cap, 0, 0};
+  wr_t w = {buf, cap, 0, 0, is_vllm};
   token_events(&w, leg, k);
   if (part == 3) token_events(&w, leg, k + 1);
   size_t len = done(&w);
@@ -128,8 +131,8 @@ static void whole_close(wr_t *w, const pd_wire_leg_t *leg, const char *finish, u
   close_object(w, leg, 1, n);
 }
 
-static size_t render_decode_body(const pd_wire_leg_t *leg, char *buf, size_t cap) {
-  wr_t w = {buf, cap, 0, 0};
+static size_t render_decode_body(const pd_wire_leg_t *leg, int is_vllm, char *buf, size_t cap) {
+  wr_t w = {buf, cap, 0, 0, is_vllm};
   whole_open(&w, leg);
   for (uint32_t k = 0; k < leg->tokens && !w.is_short; k++) put(&w, "tok%u ", k);
   whole_close(&w, leg, "length", leg->tokens);
@@ -138,8 +141,9 @@ static size_t render_decode_body(const pd_wire_leg_t *leg, char *buf, size_t cap
 
 /* SGLang's prefill on an OpenAI route: its output ends at once, capped by length, with no
  * text (W6.6, S5.6). arg = 1: only the first event / the first half (a body error follows). */
-static size_t render_prefill(const pd_wire_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
-  wr_t w = {buf, cap, 0, 0};
+static size_t render_prefill(const pd_wire_leg_t *leg, int is_vllm, uint32_t arg, char *buf,
+                             size_t cap) {
+  wr_t w = {buf, cap, 0, 0, is_vllm};
   if (leg->is_stream) {
     chunk_event(&w, leg, "", "length");
     if (!arg) put(&w, "data: [DONE]\n\n");
@@ -153,8 +157,9 @@ static size_t render_prefill(const pd_wire_leg_t *leg, uint32_t arg, char *buf, 
 
 /* SGLang's answer to /abort_request for a request whose client is still there: an ordinary
  * output whose finish_reason is abort (S2.10), as a chunk and [DONE] or a whole answer. */
-static size_t render_abort(const pd_wire_leg_t *leg, int is_event, char *buf, size_t cap) {
-  wr_t w = {buf, cap, 0, 0};
+static size_t render_abort(const pd_wire_leg_t *leg, int is_vllm, int is_event, char *buf,
+                           size_t cap) {
+  wr_t w = {buf, cap, 0, 0, is_vllm};
   if (is_event) {
     chunk_event(&w, leg, "", "abort");
     put(&w, "data: [DONE]\n\n");
@@ -168,7 +173,7 @@ static size_t render_abort(const pd_wire_leg_t *leg, int is_event, char *buf, si
 /* SGLang's OpenAI server's errors (W6.9): the flat ErrorResponse under "error", as a body
  * (non-stream) or as one event (the [DONE] after it is its own message). */
 static size_t render_error(uint32_t status, int is_event, char *buf, size_t cap) {
-  wr_t w = {buf, cap, 0, 0};
+  wr_t w = {buf, cap, 0, 0, 0};
   put(&w, "%s{\"error\":{\"object\":\"error\",\"message\":\"worker returned %u\",\"type\":\"%s\","
           "\"param\":null,\"code\":%u}}%s",
       is_event ? "data: " : "", status, status < 500 ? "BadRequestError" : "InternalServerError",
@@ -176,22 +181,22 @@ static size_t render_error(uint32_t status, int is_event, char *buf, size_t cap)
   return done(&w);
 }
 
-size_t pd_wire_openai_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *buf,
-                             size_t cap) {
+size_t pd_wire_openai_render(const pd_wire_leg_t *leg, int is_vllm, int kind, uint32_t arg,
+                             char *buf, size_t cap) {
   if (!pd_wire_is_openai(leg) || !cap) return 0;
   switch (kind) {
-  case PD_WIRE_TOKEN: return render_token(leg, arg, buf, cap);
+  case PD_WIRE_TOKEN: return render_token(leg, is_vllm, arg, buf, cap);
   case PD_WIRE_DONE_EVENT: {
-    wr_t w = {buf, cap, 0, 0};
+    wr_t w = {buf, cap, 0, 0, is_vllm};
     put(&w, "data: [DONE]\n\n");
     return done(&w);
   }
   case PD_WIRE_ERROR_EVENT: return render_error(arg, 1, buf, cap);
   case PD_WIRE_ERROR_BODY: return render_error(arg, 0, buf, cap);
-  case PD_WIRE_PREFILL_BODY: return render_prefill(leg, arg, buf, cap);
-  case PD_WIRE_DECODE_BODY: return render_decode_body(leg, buf, cap);
-  case PD_WIRE_ABORT_EVENT: return render_abort(leg, 1, buf, cap);
-  case PD_WIRE_ABORT_BODY: return render_abort(leg, 0, buf, cap);
+  case PD_WIRE_PREFILL_BODY: return render_prefill(leg, is_vllm, arg, buf, cap);
+  case PD_WIRE_DECODE_BODY: return render_decode_body(leg, is_vllm, buf, cap);
+  case PD_WIRE_ABORT_EVENT: return render_abort(leg, is_vllm, 1, buf, cap);
+  case PD_WIRE_ABORT_BODY: return render_abort(leg, is_vllm, 0, buf, cap);
   default: return 0;
   }
 }
@@ -222,7 +227,7 @@ size_t pd_wire_openai_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_
   uint32_t blocks = arg & ~PD_WIRE_CUT;
   if (blocks > PD_WIRE_MAX_BLOCKS) blocks = PD_WIRE_MAX_BLOCKS;
   const char *finish = blocks ? "length" : "stop";
-  wr_t w = {buf, cap, 0, 0};
+  wr_t w = {buf, cap, 0, 0, 1};
   if (l.is_stream) put(&w, "data: ");
   open_object(&w, &l, l.is_stream);
   if (l.is_stream && is_chat(&l)) put(&w, "{\"index\":0,\"delta\":{\"content\":\"tok0 \"}");

@@ -169,7 +169,9 @@ size_t pd_wire_render_vllm(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, in
   case PD_WIRE_VLLM_PREFILL_BODY: return pd_wire_openai_vllm_prefill(leg, v, arg, buf, cap);
   case PD_WIRE_ERROR_EVENT: n = render_vllm_error(arg, 1, buf, cap); break;
   case PD_WIRE_ERROR_BODY: n = render_vllm_error(arg, 0, buf, cap); break;
-  default: return pd_wire_render(leg, kind, arg, buf, cap);
+  default:
+    if (pd_wire_is_openai(leg)) return pd_wire_openai_render(leg, 1, kind, arg, buf, cap);
+    return pd_wire_render(leg, kind, arg, buf, cap);
   }
   return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
@@ -178,7 +180,7 @@ size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *bu
   static const pd_wire_vllm_t anon = {"", NULL, 5600}; /* a caller that names no engine */
   int n = 0;
   if (kind == PD_WIRE_VLLM_PREFILL_BODY) return pd_wire_openai_vllm_prefill(leg, &anon, arg, buf, cap);
-  if (pd_wire_is_openai(leg)) return pd_wire_openai_render(leg, kind, arg, buf, cap);
+  if (pd_wire_is_openai(leg)) return pd_wire_openai_render(leg, 0, kind, arg, buf, cap);
   switch (kind) {
   case PD_WIRE_TOKEN: return render_token(leg, arg, buf, cap);
   case PD_WIRE_DONE_EVENT: n = snprintf(buf, cap, "data: [DONE]\n\n"); break;

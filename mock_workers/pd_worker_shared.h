@@ -137,10 +137,11 @@ size_t pd_wire_render_cap(const pd_wire_leg_t *leg, int kind);
 static inline int pd_wire_is_openai(const pd_wire_leg_t *leg) {
   return leg->api && leg->api->route != PD_ROUTE_GENERATE;
 }
-/* One message of kind on an OpenAI route, in SGLang's OpenAI server's shapes (its error
- * objects included, W6.6-W6.9); pd_wire_render calls it for those routes. */
-size_t pd_wire_openai_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *buf,
-                             size_t cap);
+/* One message of kind on an OpenAI route (W6.6-W6.9): ids are the rid (SGLang) or
+ * "cmpl-<rid>" / "chatcmpl-<rid>" (is_vllm); error kinds take SGLang's OpenAI shape (vLLM's
+ * are pd_wire_render_vllm's). pd_wire_render and pd_wire_render_vllm call it for those routes. */
+size_t pd_wire_openai_render(const pd_wire_leg_t *leg, int is_vllm, int kind, uint32_t arg,
+                             char *buf, size_t cap);
 /* vLLM prefill's one-token answer (PD_WIRE_VLLM_PREFILL_BODY, arg as there) in the route's
  * shape: a chat.completion on /v1/chat/completions, else a text_completion (V1.4, V1.5). */
 size_t pd_wire_openai_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v,

@@ -102,7 +102,7 @@ static void test_completions_stream_chunks(void) {
   int n = events_of(out, ev);
   PDT_EQ_INT(n, 1);
   if (n == 1) {
-    expect_head(ev[0], "cmpl-r1", "text_completion");
+    expect_head(ev[0], "r1", "text_completion");
     PDT_EQ_STR(str_at(ev[0], "choices.0.text"), "tok0 ");
     PDT_EQ_STR(str_at(ev[0], "choices.0.finish_reason"), "null");
     PDT_EQ_STR(str_at(ev[0], "choices.0.logprobs"), "null");
@@ -120,7 +120,7 @@ static void test_completions_stream_chunks(void) {
   PDT_EQ_INT(n, 2);
   if (n == 2) {
     PDT_EQ_STR(str_at(ev[0], "choices.0.text"), "tok2 ");
-    expect_head(ev[1], "cmpl-r1", "text_completion");
+    expect_head(ev[1], "r1", "text_completion");
     PDT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(ev[1], "choices")), 0);
     expect_usage(ev[1], 3);
   }
@@ -137,10 +137,10 @@ static void test_chat_stream_chunks(void) {
   int n = events_of(out, ev);
   PDT_EQ_INT(n, 2);
   if (n == 2) {
-    expect_head(ev[0], "chatcmpl-r1", "chat.completion.chunk");
+    expect_head(ev[0], "r1", "chat.completion.chunk");
     PDT_EQ_STR(str_at(ev[0], "choices.0.delta.role"), "assistant");
     PDT_EQ_STR(str_at(ev[0], "choices.0.delta.content"), "");
-    expect_head(ev[1], "chatcmpl-r1", "chat.completion.chunk");
+    expect_head(ev[1], "r1", "chat.completion.chunk");
     PDT_EQ_STR(str_at(ev[1], "choices.0.delta.content"), "tok0 ");
     PDT_EQ_STR(str_at(ev[1], "choices.0.delta.role"), "(absent)");
     PDT_EQ_STR(str_at(ev[1], "choices.0.finish_reason"), "null");
@@ -169,7 +169,7 @@ static void test_whole_answers(void) {
   pd_wire_leg_t leg = leg_on(&api_cmpl, 0);
   render(&leg, PD_WIRE_DECODE_BODY, 0, out);
   cJSON *j = cJSON_Parse(out);
-  expect_head(j, "cmpl-r1", "text_completion");
+  expect_head(j, "r1", "text_completion");
   PDT_EQ_STR(str_at(j, "choices.0.text"), "tok0 tok1 tok2 ");
   PDT_EQ_STR(str_at(j, "choices.0.finish_reason"), "length");
   expect_usage(j, 3); /* a whole answer always carries usage */
@@ -177,7 +177,7 @@ static void test_whole_answers(void) {
   leg = leg_on(&api_chat, 0);
   render(&leg, PD_WIRE_DECODE_BODY, 0, out);
   j = cJSON_Parse(out);
-  expect_head(j, "chatcmpl-r1", "chat.completion");
+  expect_head(j, "r1", "chat.completion");
   PDT_EQ_STR(str_at(j, "choices.0.message.role"), "assistant");
   PDT_EQ_STR(str_at(j, "choices.0.message.content"), "tok0 tok1 tok2 ");
   PDT_EQ_STR(str_at(j, "choices.0.finish_reason"), "length");
@@ -247,16 +247,18 @@ static void test_error_shapes_per_protocol(void) {
                   "\"completion_tokens\":2}}\n\n");
 }
 
-/* vLLM prefill's answer is the route's object with kv_transfer_params on top (V1.4, V1.5). */
+/* vLLM prefill's answer is the route's object with kv_transfer_params on top (V1.4, V1.5);
+ * vLLM's ids are "cmpl-<rid>" / "chatcmpl-<rid>". */
 static void test_vllm_prefill_answer_per_route(void) {
   char out[OUT_MAX];
+  size_t n = 0;
   pd_wire_vllm_t v = {"p0", "p0", 5600};
   const pd_wire_api_t *apis[] = {&api_cmpl, &api_chat};
   const char *objects[] = {"text_completion", "chat.completion"};
   const char *texts[] = {"choices.0.text", "choices.0.message.content"};
   for (int i = 0; i < 2; i++) {
     pd_wire_leg_t leg = leg_on(apis[i], 0);
-    size_t n = pd_wire_render_vllm(&leg, &v, PD_WIRE_VLLM_PREFILL_BODY, 2, out, sizeof out - 1);
+    n = pd_wire_render_vllm(&leg, &v, PD_WIRE_VLLM_PREFILL_BODY, 2, out, sizeof out - 1);
     PDT_TRUE(n > 0 && n < pd_wire_render_cap(&leg, PD_WIRE_VLLM_PREFILL_BODY));
     out[n] = 0;
     cJSON *j = cJSON_Parse(out);
@@ -268,8 +270,15 @@ static void test_vllm_prefill_answer_per_route(void) {
     PDT_EQ_STR(str_at(j, "kv_transfer_params.remote_engine_id"), "p0");
     cJSON_Delete(j);
   }
-  pd_wire_leg_t leg = leg_on(&api_chat, 1); /* a stream (no proxy asks for one): a chunk */
-  size_t n = pd_wire_render_vllm(&leg, &v, PD_WIRE_VLLM_PREFILL_BODY, 0, out, sizeof out - 1);
+  pd_wire_leg_t leg = leg_on(&api_chat, 1); /* vLLM's own chunks name "chatcmpl-<rid>" */
+  size_t nt = pd_wire_render_vllm(&leg, &v, PD_WIRE_TOKEN, 1 << 2, out, sizeof out - 1);
+  out[nt] = 0;
+  cJSON *tj = cJSON_Parse(out + 6);
+  expect_head(tj, "chatcmpl-r1", "chat.completion.chunk");
+  PDT_EQ_STR(str_at(tj, "choices.0.delta.content"), "tok1 ");
+  cJSON_Delete(tj);
+  /* a stream prefill (no proxy asks for one): a chunk */
+  n = pd_wire_render_vllm(&leg, &v, PD_WIRE_VLLM_PREFILL_BODY, 0, out, sizeof out - 1);
   out[n] = 0;
   cJSON *ev[EV_MAX];
   int ne = events_of(out, ev);
