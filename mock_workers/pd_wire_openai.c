@@ -4,10 +4,11 @@
  * Every object opens with id ("cmpl-<rid>" / "chatcmpl-<rid>"), object, created (0: no clock
  * here) and model (the request's, else "default"). Completions: choices[0].text; chat: a stream
  * opens with a role chunk (delta {"role":"assistant","content":""}), then delta.content, and a
- * whole answer has choices[0].message. Token k's text is "tok<k> ", one token per chunk; the
- * last token's chunk carries finish_reason "length" (the output is capped by max_tokens), the
- * others null. A stream with stream_options.include_usage ends with a chunk whose choices are
- * empty and which carries usage; a whole answer always carries usage. */
+ * whole answer has choices[0].message. Token k's text is "tok<k> ", one token per chunk;
+ * finish_reason is null until the output ends, capped by max_tokens: "length" on the last
+ * token's chunk, or (SGLang's chat) on a chunk of its own with an empty delta. A stream with
+ * stream_options.include_usage ends with a chunk whose choices are empty and which carries
+ * usage; a whole answer always carries usage. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,13 +93,26 @@ static void usage_event(wr_t *w, const pd_wire_leg_t *leg, uint32_t completion) 
   put(w, "\n\n");
 }
 
-/* Token k as its own event(s): the chat role chunk before the first, usage after the last. */
+/* SGLang's chat stream ends a choice with a chunk of its own: an empty delta and the
+ * finish_reason (W6.7). */
+static void finish_event(wr_t *w, const pd_wire_leg_t *leg, const char *finish) {
+  put(w, "data: ");
+  open_object(w, leg, 1);
+  put(w, "{\"index\":0,\"delta\":{}");
+  put_finish(w, finish);
+  close_object(w, leg, 0, 0);
+  put(w, "\n\n");
+}
+
+/* Token k as its own event(s): the chat role chunk before the first; after the last,
+ * SGLang's chat finish chunk (else the last token's chunk says it) and the usage chunk. */
 static void token_events(wr_t *w, const pd_wire_leg_t *leg, uint32_t k) {
   char text[24];
   snprintf(text, sizeof text, "tok%u ", k);
-  int is_last = k + 1 >= leg->tokens;
+  int is_last = k + 1 >= leg->tokens, is_own_finish = is_chat(leg) && !w->is_vllm;
   if (k == 0 && is_chat(leg)) role_event(w, leg);
-  chunk_event(w, leg, text, is_last ? "length" : NULL);
+  chunk_event(w, leg, text, is_last && !is_own_finish ? "length" : NULL);
+  if (is_last && is_own_finish) finish_event(w, leg, "length");
   if (is_last && leg->api->has_usage) usage_event(w, leg, leg->tokens);
 }
 

@@ -56,10 +56,11 @@ static const char *choice_text(const cJSON *c) {
 }
 
 /* An OpenAI stream chunk: one carrying no text (chat's role chunk, the usage chunk with empty
- * choices, a chunk that only says finish_reason) is no token; any other must be the next. */
+ * choices, a chunk that only says finish_reason, its delta empty) is no token; any other must
+ * be the next. */
 static void openai_event(pd_client_request_t *rq, const cJSON *choice) {
-  const char *text = choice ? choice_text(choice) : "";
-  if (text && !text[0]) return;
+  const char *text = choice ? choice_text(choice) : NULL;
+  if (!text || !text[0]) return;
   int64_t k = token_of_text(text);
   if (k != (int64_t)rq->next_token) rq->token_error = 1;
   else rq->next_token++;

@@ -146,14 +146,27 @@ static void test_chat_stream_chunks(void) {
     PDT_EQ_STR(str_at(ev[1], "choices.0.finish_reason"), "null");
   }
   free_events(ev, n);
-  render(&leg, PD_WIRE_TOKEN, 1 << 2 | 3, out); /* coalesced: tok1, tok2 (last), usage */
+  render(&leg, PD_WIRE_TOKEN, 1 << 2 | 3, out); /* coalesced: tok1, tok2, finish, usage */
   n = events_of(out, ev);
-  PDT_EQ_INT(n, 3);
-  if (n == 3) {
+  PDT_EQ_INT(n, 4);
+  if (n == 4) {
     PDT_EQ_STR(str_at(ev[0], "choices.0.delta.content"), "tok1 ");
     PDT_EQ_STR(str_at(ev[1], "choices.0.delta.content"), "tok2 ");
-    PDT_EQ_STR(str_at(ev[1], "choices.0.finish_reason"), "length");
-    expect_usage(ev[2], 3);
+    PDT_EQ_STR(str_at(ev[1], "choices.0.finish_reason"), "null");
+    PDT_EQ_STR(str_at(ev[2], "choices.0.delta.content"), "(absent)"); /* SGLang's own chunk */
+    PDT_EQ_STR(str_at(ev[2], "choices.0.finish_reason"), "length");
+    expect_usage(ev[3], 3);
+  }
+  free_events(ev, n);
+  pd_wire_vllm_t v = {"p0", "p0", 5600}; /* vLLM: the last token's chunk says it */
+  size_t nv = pd_wire_render_vllm(&leg, &v, PD_WIRE_TOKEN, 2 << 2, out, sizeof out - 1);
+  out[nv] = 0;
+  n = events_of(out, ev);
+  PDT_EQ_INT(n, 2);
+  if (n == 2) {
+    PDT_EQ_STR(str_at(ev[0], "choices.0.delta.content"), "tok2 ");
+    PDT_EQ_STR(str_at(ev[0], "choices.0.finish_reason"), "length");
+    expect_usage(ev[1], 3);
   }
   free_events(ev, n);
   char a[OUT_MAX], b[OUT_MAX]; /* split: the halves make the whole */
