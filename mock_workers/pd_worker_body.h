@@ -4,7 +4,9 @@
  * exactly: the first from the text when cJSON's double would round it (rooms above 2^53),
  * the rest of a batch through the double (exact up to 2^53, as the rooms a PD gateway draws
  * are, R-ROOM), the prompt's length in tokens (capacity, docs/capacity.md), the output limit
- * and vLLM's kv_transfer_params (V1.1, V1.7, V1.8). Pure: no clock, no globals; the room array comes from the given allocator. */
+ * and vLLM's kv_transfer_params (V1.1, V1.7, V1.8), and what OpenAI's answer shapes echo
+ * (model, stream_options.include_usage; the route comes from the path, pd_worker_body_route).
+ * Pure: no clock, no globals; the room array comes from the given allocator. */
 #ifndef PD_WORKER_BODY_H
 #define PD_WORKER_BODY_H
 #include <stddef.h>
