@@ -145,10 +145,16 @@ static void whole_close(wr_t *w, const pd_wire_leg_t *leg, const char *finish, u
   close_object(w, leg, 1, n);
 }
 
+/* Room the end of a whole answer needs after its text (finish_reason, usage: no names). */
+#define CLOSE_ROOM 256u
+
+/* The whole output; a text that would not fit before CLOSE_ROOM is cut short, as the native
+ * shape's is (the simulator renders into a fixed buffer), usage still counting every token. */
 static size_t render_decode_body(const pd_wire_leg_t *leg, int is_vllm, char *buf, size_t cap) {
   wr_t w = {buf, cap, 0, 0, is_vllm};
   whole_open(&w, leg);
-  for (uint32_t k = 0; k < leg->tokens && !w.is_short; k++) put(&w, "tok%u ", k);
+  for (uint32_t k = 0; k < leg->tokens && !w.is_short && w.off + CLOSE_ROOM < cap; k++)
+    put(&w, "tok%u ", k);
   whole_close(&w, leg, "length", leg->tokens);
   return done(&w);
 }

@@ -66,19 +66,23 @@ static void openai_event(pd_client_request_t *rq, const cJSON *choice) {
   else rq->next_token++;
 }
 
-/* A whole OpenAI answer: its text spells tok0 .. tok<n-1> in order and usage counts n. */
+/* A whole OpenAI answer: usage counts n and its text spells tok0, tok1, ... in order, every
+ * one of the n unless the worker cut a long text short (then a whole token more would not
+ * have fit: at least 4 KiB of text, pd_wire_openai.c). */
 static int openai_body_ok(const cJSON *j, const cJSON *choice, uint32_t n) {
   const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "usage");
   const cJSON *ct = cJSON_GetObjectItemCaseSensitive(u, "completion_tokens");
   const char *t = choice ? choice_text(choice) : NULL;
   if (!cJSON_IsNumber(ct) || (uint32_t)ct->valuedouble != n || !t) return 0;
+  const char *t0 = t;
   char want[24];
-  for (uint32_t k = 0; k < n; k++) {
+  uint32_t k = 0;
+  for (; k < n && *t; k++) {
     int len = snprintf(want, sizeof want, "tok%u ", k);
     if (strncmp(t, want, (size_t)len) != 0) return 0;
     t += len;
   }
-  return *t == 0;
+  return !*t && (k == n || t - t0 >= 4096);
 }
 
 static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {

@@ -430,7 +430,7 @@ static void test_checker_reads_openai_streams(void) {
 
 /* The whole-answer reader: pd_check_request counts every token only when the text spells
  * them all in order and usage.completion_tokens agrees. */
-static uint32_t judge_body(const char *body) {
+static uint32_t judge_body_of(const char *body, uint32_t tokens) {
   pd_scenario_t *s = malloc(sizeof *s);
   pd_world_stats_t st;
   pd_client_request_t rq;
@@ -448,7 +448,7 @@ static uint32_t judge_body(const char *body) {
   d.fault = -1;
   rq.legs = &d;
   rq.n_legs = 1;
-  rq.tokens = 3;
+  rq.tokens = tokens;
   rq.ended = 1;
   rq.head_status = 200;
   rq.attempts = 1;
@@ -459,6 +459,8 @@ static uint32_t judge_body(const char *body) {
   free(s);
   return rq.next_token;
 }
+
+static uint32_t judge_body(const char *body) { return judge_body_of(body, 3); }
 
 static void test_checker_reads_openai_bodies(void) {
   char out[OUT_MAX];
@@ -477,6 +479,22 @@ static void test_checker_reads_openai_bodies(void) {
   PDT_EQ_U64(judge_body("{\"choices\":[{\"index\":0,\"text\":\"tok0 tok1 tok2 \"}],"
                         "\"usage\":{\"completion_tokens\":2}}"),
              0); /* usage disagrees */
+  /* 100000 tokens into the simulator's 256 KiB render buffer: the text is cut short, the
+     answer stays whole JSON with usage counting all, and reads clean */
+  size_t big = 256u * 1024u;
+  char *buf = malloc(big);
+  pd_wire_leg_t leg = leg_on(&api_chat, 0);
+  leg.tokens = 100000;
+  size_t n = buf ? pd_wire_render(&leg, PD_WIRE_DECODE_BODY, 0, buf, big) : 0;
+  PDT_TRUE(n > big / 2 && n < big);
+  if (buf && n) {
+    buf[n] = 0;
+    PDT_EQ_U64(judge_body_of(buf, 100000), 100000);
+    char *t = strstr(buf, "tok7 "); /* a lost token inside the cut text is still caught */
+    if (t) memcpy(t, "tok8 ", 5);
+    PDT_EQ_U64(judge_body_of(buf, 100000), 0);
+  }
+  free(buf);
 }
 
 /* ---- through the simulator ---- */
