@@ -1,8 +1,8 @@
 /* OpenAI's wire shapes for the worker answers on /v1/completions and /v1/chat/completions
  * (see pd_worker_shared.h; facts W6.6-W6.9, V1.4, V1.5, V1.28, V1.31 in docs/upstream.md).
  *
- * Every object opens with id ("cmpl-<rid>" / "chatcmpl-<rid>"), object, created (0: no clock
- * here) and model (the request's, else "default"). Completions: choices[0].text; chat: a stream
+ * Every object opens with id (SGLang's: the rid; vLLM's: "cmpl-<rid>" / "chatcmpl-<rid>"),
+ * object, created (0: no clock here) and model (the request's, else "default"). Completions: choices[0].text; chat: a stream
  * opens with a role chunk (delta {"role":"assistant","content":""}), then delta.content, and a
  * whole answer has choices[0].message. Token k's text is "tok<k> ", one token per chunk;
  * finish_reason is null until the output ends, capped by max_tokens: "length" on the last
@@ -238,7 +238,8 @@ static void put_kvp(wr_t *w, const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, 
 }
 
 /* An ordinary answer of one token plus the top-level params; stream: one event and [DONE].
- * A leg without an OpenAI route (the simulator's older callers) answers as /v1/completions. */
+ * A leg without an OpenAI route (no api, or /generate, which vLLM does not serve) answers as
+ * /v1/completions. */
 size_t pd_wire_openai_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v,
                                    uint32_t arg, char *buf, size_t cap) {
   static const pd_wire_api_t completions = {PD_ROUTE_COMPLETIONS, 0, 0, ""};
