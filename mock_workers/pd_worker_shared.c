@@ -204,7 +204,7 @@ size_t pd_wire_render_cap(const pd_wire_leg_t *leg, int kind) {
   if (kind == PD_WIRE_VLLM_PREFILL_BODY || pd_wire_is_openai(leg)) {
     /* OpenAI's shapes: up to three events per token (chat's role chunk, the token, the usage
      * chunk), each naming the rid and the model, and two tokens coalesced */
-    size_t model = leg->api ? strnlen(leg->api->model, PD_WIRE_MODEL_MAX) : 0;
+    size_t model = leg->api ? strlen(leg->api->model) : 0; /* NUL-terminated in its array */
     size_t extra = kind == PD_WIRE_DECODE_BODY ? 16 * (size_t)leg->tokens : 0; /* "tok%u " */
     if (kind == PD_WIRE_VLLM_PREFILL_BODY) /* block ids, engine id and host */
       extra = 6 * (size_t)PD_WIRE_MAX_BLOCKS + 2 * PD_WIRE_NAME_MAX;
