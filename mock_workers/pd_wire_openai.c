@@ -2,9 +2,10 @@
  * (see pd_worker_shared.h; facts W6.6-W6.9, V1.4, V1.5, V1.28, V1.31 in docs/upstream.md).
  *
  * Every object opens with id (SGLang's: the rid; vLLM's: "cmpl-<rid>" / "chatcmpl-<rid>"),
- * object, created (0: no clock here) and model (the request's, else "default"). Completions: choices[0].text; chat: a stream
- * opens with a role chunk (delta {"role":"assistant","content":""}), then delta.content, and a
- * whole answer has choices[0].message. Token k's text is "tok<k> ", one token per chunk;
+ * object, created (0: no clock here) and model (the request's, else "default").
+ * Completions: choices[0].text; chat: a stream opens with a role chunk (delta
+ * {"role":"assistant","content":""}), then delta.content, and a whole answer has
+ * choices[0].message. Token k's text is "tok<k> ", one token per chunk;
  * finish_reason is null until the output ends, capped by max_tokens: "length" on the last
  * token's chunk, or (SGLang's chat) on a chunk of its own with an empty delta. A stream with
  * stream_options.include_usage ends with a chunk whose choices are empty and which carries

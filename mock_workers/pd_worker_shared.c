@@ -179,7 +179,8 @@ size_t pd_wire_render_vllm(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, in
 size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap) {
   static const pd_wire_vllm_t anon = {"", NULL, 5600}; /* a caller that names no engine */
   int n = 0;
-  if (kind == PD_WIRE_VLLM_PREFILL_BODY) return pd_wire_openai_vllm_prefill(leg, &anon, arg, buf, cap);
+  if (kind == PD_WIRE_VLLM_PREFILL_BODY)
+    return pd_wire_openai_vllm_prefill(leg, &anon, arg, buf, cap);
   if (pd_wire_is_openai(leg)) return pd_wire_openai_render(leg, 0, kind, arg, buf, cap);
   switch (kind) {
   case PD_WIRE_TOKEN: return render_token(leg, arg, buf, cap);

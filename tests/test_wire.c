@@ -45,8 +45,8 @@ static int events_of(const char *s, cJSON **ev) {
     if (strncmp(s, "data: ", 6) != 0) break;
     const char *end = strstr(s, "\n\n");
     if (!end) break;
-    ev[n++] = strncmp(s + 6, "[DONE]", 6) == 0 ? NULL
-                                               : cJSON_ParseWithLength(s + 6, (size_t)(end - s - 6));
+    int is_done = strncmp(s + 6, "[DONE]", 6) == 0;
+    ev[n++] = is_done ? NULL : cJSON_ParseWithLength(s + 6, (size_t)(end - s - 6));
     s = end + 2;
   }
   PDT_EQ_STR(s, ""); /* nothing but whole events */
@@ -351,7 +351,8 @@ static int read_body(pd_worker_body_t *b, const char *path, const char *json) {
 static void test_body_parser_reads_route_model_and_usage(void) {
   pd_worker_body_t b;
   PDT_EQ_INT(read_body(&b, "/v1/chat/completions",
-                       "{\"model\":\"llama-3\",\"messages\":[{\"role\":\"user\",\"content\":\"a b\"}],"
+                       "{\"model\":\"llama-3\",\"messages\":[{\"role\":\"user\","
+                       "\"content\":\"a b\"}],"
                        "\"stream\":true,\"stream_options\":{\"include_usage\":true}}"),
              0);
   PDT_EQ_INT(b.api.route, PD_ROUTE_CHAT);
