@@ -13,6 +13,7 @@
 #include "pd_worker_shared.h"
 #include "pd_world.h"
 #include "pdt.h"
+#include "pdt_mock.h"
 #include "pdt_scenario.h"
 
 #define OUT_MAX 65536u
@@ -498,6 +499,48 @@ static void test_checker_reads_openai_bodies(void) {
   free(buf);
 }
 
+/* ---- over sockets: the mock answers each route in its shape ---- */
+
+static void test_the_mock_answers_openai_routes_in_their_shape(void) {
+  mk_t d;
+  CURLM *mh = curl_multi_init();
+  PDT_TRUE(mk_start(&d, PD_ROLE_DECODE, NULL, 300000, 300000, 1) == 0); /* direct */
+  if (!d.m) goto out;
+  pdt_tx_t *t = pdt_tx_once(mh, pd_mock_port(d.m), "/v1/chat/completions",
+                            "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+                            "\"a b c d e\"}],\"max_tokens\":3,\"stream\":true,\"rid\":\"r1\","
+                            "\"stream_options\":{\"include_usage\":true}}");
+  PDT_EQ_INT(t->status, 200);
+  cJSON *ev[EV_MAX];
+  int n = events_of(t->buf, ev); /* role, tok0, tok1, tok2, finish, usage, [DONE] */
+  PDT_EQ_INT(n, 7);
+  if (n == 7) {
+    expect_head(ev[0], "r1", "chat.completion.chunk");
+    PDT_EQ_STR(str_at(ev[0], "choices.0.delta.role"), "assistant");
+    PDT_EQ_STR(str_at(ev[3], "choices.0.delta.content"), "tok2 ");
+    PDT_EQ_STR(str_at(ev[4], "choices.0.finish_reason"), "length");
+    expect_usage(ev[5], 3);
+    PDT_TRUE(ev[6] == NULL);
+  }
+  free_events(ev, n);
+  PDT_EQ_INT(feed_stream(t->buf, t->len, 1), 3);
+  pdt_tx_del(mh, t);
+  t = pdt_tx_once(mh, pd_mock_port(d.m), "/v1/completions",
+                  "{\"model\":\"m\",\"prompt\":\"a b c d e\",\"max_tokens\":3,\"rid\":\"r2\"}");
+  PDT_EQ_INT(t->status, 200);
+  cJSON *j = cJSON_Parse(t->buf);
+  expect_head(j, "r2", "text_completion");
+  PDT_EQ_STR(str_at(j, "choices.0.text"), "tok0 tok1 tok2 ");
+  expect_usage(j, 3);
+  cJSON_Delete(j);
+  PDT_EQ_U64(judge_body(t->buf), 3);
+  pdt_tx_del(mh, t);
+  mk_stop(&d);
+out:
+  mk_free(&d);
+  curl_multi_cleanup(mh);
+}
+
 /* ---- through the simulator ---- */
 
 static void run_all_modes(const char *doc, const uint32_t *expect_by_mode) {
@@ -559,6 +602,8 @@ int pdt_suite_wire(void) {
        test_checker_reads_openai_streams},
       {"checker: OpenAI whole answers must spell every token and count them in usage",
        test_checker_reads_openai_bodies},
+      {"sockets: the mock answers /v1/chat/completions and /v1/completions in their shapes",
+       test_the_mock_answers_openai_routes_in_their_shape},
       {"simulator: a /v1/chat/completions stream is served cleanly under every mode",
        test_a_chat_stream_is_served_cleanly_under_every_mode},
   };
