@@ -165,8 +165,10 @@ static size_t render_decode_body(const pd_wire_leg_t *leg, int is_vllm, char *bu
 static size_t render_prefill(const pd_wire_leg_t *leg, int is_vllm, uint32_t arg, char *buf,
                              size_t cap) {
   wr_t w = {buf, cap, 0, 0, is_vllm};
-  if (leg->is_stream) {
-    chunk_event(&w, leg, "", "length");
+  if (leg->is_stream) { /* chat: the role chunk, then SGLang's finish chunk */
+    if (is_chat(leg)) role_event(&w, leg);
+    if (is_chat(leg) && !is_vllm) finish_event(&w, leg, "length");
+    else chunk_event(&w, leg, "", "length");
     if (!arg) put(&w, "data: [DONE]\n\n");
     return done(&w);
   }

@@ -221,6 +221,15 @@ static void test_sglang_prefill_and_abort_events(void) {
   n = events_of(out, ev);
   PDT_EQ_INT(n, 1);
   free_events(ev, n);
+  leg = leg_on(&api_chat, 1); /* chat: the role chunk and SGLang's finish chunk */
+  render(&leg, PD_WIRE_PREFILL_BODY, 0, out);
+  n = events_of(out, ev);
+  PDT_EQ_INT(n, 3);
+  if (n == 3) {
+    PDT_EQ_STR(str_at(ev[0], "choices.0.delta.role"), "assistant");
+    PDT_EQ_STR(str_at(ev[1], "choices.0.finish_reason"), "length");
+  }
+  free_events(ev, n);
   leg = leg_on(&api_chat, 0);
   render(&leg, PD_WIRE_PREFILL_BODY, 0, out);
   cJSON *j = cJSON_Parse(out);
