@@ -24,7 +24,7 @@ static const char *const inv_names[PD_INVARIANT_COUNT] = {
     "termination", "orphan-leg", "stranded-slot", "outcome",     "false-success",
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",
     "logprobs",    "breaker",    "determinism",   "error-visible", "served",
-    "retry-onto-failed", "quiescence", "stranded-kv"};
+    "retry-onto-failed", "quiescence", "stranded-kv", "freed-blocks"};
 const char *const pd_scenario_role_names[2] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
