@@ -161,9 +161,10 @@ static int render_vllm_error(uint32_t status, int is_event, char *buf, size_t ca
                   is_event ? "\n\n" : "");
 }
 
-/* The params decode needs (V1.5), or null when the request did not end capped by length. */
+/* The params decode needs (V1.5), or null when the request did not end capped by length;
+ * no_rid: without remote_request_id (an older prefill, V1.8). */
 static size_t render_kvp(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, uint32_t blocks,
-                         char *buf, size_t cap) {
+                         int no_rid, char *buf, size_t cap) {
   if (!blocks) return (size_t)snprintf(buf, cap, "null");
   int n = snprintf(buf, cap, "{\"do_remote_prefill\":true,\"do_remote_decode\":false,"
                              "\"remote_block_ids\":[");
@@ -174,9 +175,10 @@ static size_t render_kvp(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, uint
   }
   if (off >= cap) return cap;
   n = snprintf(buf + off, cap - off,
-               "],\"remote_engine_id\":\"%s\",\"remote_request_id\":\"%s\","
-               "\"remote_host\":\"%s\",\"remote_port\":%d,\"tp_size\":1}",
-               v->engine_id ? v->engine_id : "", leg->rid, v->kv_host ? v->kv_host : "localhost",
+               "],\"remote_engine_id\":\"%s\",%s%s%s\"remote_host\":\"%s\","
+               "\"remote_port\":%d,\"tp_size\":1}",
+               v->engine_id ? v->engine_id : "", no_rid ? "" : "\"remote_request_id\":\"",
+               no_rid ? "" : leg->rid, no_rid ? "" : "\",", v->kv_host ? v->kv_host : "localhost",
                v->kv_port);
   return n > 0 ? off + (size_t)n : cap;
 }
@@ -185,7 +187,7 @@ static size_t render_kvp(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, uint
  * [DONE]. */
 static size_t render_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, uint32_t arg,
                                   char *buf, size_t cap) {
-  uint32_t blocks = arg & ~PD_WIRE_CUT;
+  uint32_t blocks = arg & ~(PD_WIRE_CUT | PD_WIRE_NO_RID);
   if (blocks > PD_WIRE_MAX_BLOCKS) blocks = PD_WIRE_MAX_BLOCKS;
   int n = snprintf(buf, cap,
                    "%s{\"id\":\"cmpl-%s\",\"object\":\"text_completion\",\"choices\":[{"
@@ -194,7 +196,7 @@ static size_t render_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_t
                    leg->is_stream ? "data: " : "", leg->rid, blocks ? "length" : "stop");
   if (n <= 0 || (size_t)n >= cap) return 0;
   size_t off = (size_t)n;
-  off += render_kvp(leg, v, blocks, buf + off, cap - off);
+  off += render_kvp(leg, v, blocks, (arg & PD_WIRE_NO_RID) != 0, buf + off, cap - off);
   if (off >= cap) return 0;
   n = snprintf(buf + off, cap - off, "}%s", leg->is_stream ? "\n\ndata: [DONE]\n\n" : "");
   if (n <= 0 || off + (size_t)n >= cap) return 0;
