@@ -114,9 +114,11 @@ void pd_world_client_request_del(pd_client_request_t *rq); /* free a request and
 void pd_world_note_open(struct pd_world *w, pd_worker_leg_t *leg,
                         int was_down);                       /* after the model */
 void pd_world_mark_crash(struct pd_world *w, uint32_t node); /* before the model's crash */
-/* A leg a crash of node strikes: on that node, arrived and not yet done. */
+/* A leg a crash of node strikes: on that node, arrived and not yet done, or done with KV
+ * still pinned there (a vLLM prefill's blocks waiting for decode's read die with it). */
 static inline int pd_world_leg_crash_struck(const pd_worker_leg_t *l, uint32_t node) {
-  return l->worker == node && l->wstate != PD_WORKER_LEG_DONE && l->wstate != PD_WORKER_LEG_NEW;
+  return l->worker == node && l->wstate != PD_WORKER_LEG_NEW &&
+         (l->wstate != PD_WORKER_LEG_DONE || l->kv_pages);
 }
 void pd_world_note_fired(struct pd_world *w,
                          const pd_worker_leg_t *leg); /* before a leg is freed */

@@ -26,14 +26,15 @@
 /* Not judged on sockets: recorded outcomes (I4), loads (I9, I10) and breaker states (I12)
  * live inside the gateway; determinism (I13) is a property of the simulator. */
 /* I16 (retry onto a failed worker) needs the breaker view at each open; I17 (quiescence) is
- * judged from /metrics only where the gateway exposes its loads (as I4). */
+ * judged from /metrics only where the gateway exposes its loads (as I4); I19 (a decode served
+ * from freed blocks) needs the worker engine's kv_from, which the mocks do not log. */
 #define PD_CONFORM_INV_RETRY_FAILED 16
 #define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                                        \
   (PD_CONFORM_BIT(PD_INVARIANT_OUTCOME) | PD_CONFORM_BIT(PD_INVARIANT_LOAD_BALANCE) |              \
    PD_CONFORM_BIT(PD_INVARIANT_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INVARIANT_BREAKER) |                \
    PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED) |        \
-   PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
+   PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE) | PD_CONFORM_BIT(PD_INVARIANT_FREED_BLOCKS))
 
 typedef struct pd_conform_opts {
   const char *gateway_cmd; /* template, run with /bin/sh -c (placeholders: docs/conformance.md) */
