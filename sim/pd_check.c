@@ -278,6 +278,7 @@ static uint32_t check_kv(const pd_judge_t *j, const pd_client_request_t *rq, uin
   uint64_t grace = j->s->config.grace_ms * MS_NS;
   for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     if (!l->kv_pages_max || (!l->kv_pages && l->t_kv_freed <= t_end + grace)) continue;
+    if (l->kv_pages && j->is_kv_deferred && j->now <= t_end + grace) continue; /* not yet known */
     uint64_t until = l->kv_pages ? j->now : l->t_kv_freed;
     FLAG(PD_INVARIANT_STRANDED_KV, "I18 %llu KV pages of a %s leg on %s %s %.1f ms after the "
          "client's end", (unsigned long long)(l->kv_pages ? l->kv_pages : l->kv_pages_max),

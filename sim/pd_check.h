@@ -22,6 +22,9 @@ typedef struct pd_judge {
                                 them from /metrics): I4 cannot require one */
   uint32_t max_attempts;     /* I7: attempts allowed per request, at least 1 */
   uint64_t now;              /* the judging instant: the end of whatever is still open */
+  int is_kv_deferred;        /* I18: pages still held at now, with now within the grace, are
+                                left to the caller, who judges them when they are freed (the
+                                simulator: a vLLM pin outlives its request, pd_world_worker.c) */
   pd_world_stats_t *stats;   /* out: clean_success, client_errors, aborted, TTFT and
                                 records_lost are added to per judged request */
 } pd_judge_t;

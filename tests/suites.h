@@ -38,6 +38,7 @@
   X(pdt_suite_check)     \
   X(pdt_suite_explore)   \
   X(pdt_suite_explore_shard) \
+  X(pdt_suite_late_pins) \
   X(pdt_suite_gateway) \
   X(pdt_suite_gateway_slow) \
   X(pdt_suite_mock) \
