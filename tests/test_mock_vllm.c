@@ -290,12 +290,51 @@ static void test_garbage_on_the_side_channel(void) {
   vm_free(&p);
 }
 
+/* (e) Lease mode: a decode queued behind a long request (--max-running 1) heartbeats from its
+ * arrival (V1.13), each heartbeat moving prefill's lease to now + 2/3 of it, so the pin
+ * outlives the lease (300 ms scaled) several times over and the read finds it (ok, not
+ * stale); then decode's read notification frees it. */
+static void test_heartbeats_keep_the_lease(void) {
+  vmock_t p, d;
+  const char *pe[] = {"--kv-port", "0", "--kv-expiry", "lease", "--kv-lease-ms", "3000", NULL};
+  const char *de[] = {"--kv-expiry", "lease", "--kv-lease-ms", "3000", "--kv-heartbeat-ms", "500",
+                      "--max-running", "1", NULL};
+  PDT_EQ_INT(vm_start(&p, "prefill", pe), 0);
+  PDT_EQ_INT(vm_start(&d, "decode", de), 0);
+  CURLM *mh = curl_multi_init();
+  /* 3000 tokens at 0.5 ms: the decode's one running slot is busy about 1.5 s */
+  pdt_tx_t *blocker = pdt_tx_new(mh, d.port, "/v1/completions",
+                                 "{\"prompt\":\"x\",\"max_tokens\":3000,\"stream\":false}");
+  pdt_tx_run(mh, &blocker, 1, 100);
+  PDT_TRUE(vm_has(&d, "slot_taken", NULL));
+  char kvp[4096], body[8192];
+  prefill_leg(&p, kvp, sizeof kvp);
+  decode_body(body, sizeof body, kvp, 1, 4);
+  resp_t r;
+  PDT_EQ_INT(post(d.port, body, &r), CURLE_OK);
+  PDT_EQ_INT(r.status, 200);
+  PDT_TRUE(strstr(r.body, "\"text\":\"tok3 \"") != NULL);
+  pdt_tx_run(mh, &blocker, 1, WAIT_MS);
+  PDT_TRUE(blocker->is_done && blocker->status == 200);
+  PDT_TRUE(vm_has(&d, "kv_heartbeat", NULL));
+  PDT_TRUE(vm_has(&d, "kv_read", "\"result\":\"ok\""));
+  PDT_TRUE(vm_has(&p, "kv_unpinned", "\"reason\":\"read\""));
+  PDT_FALSE(vm_wait_line(&p, "kv_unpinned", "\"reason\":\"expired\"", NULL, 0, 0));
+  pdt_tx_del(mh, blocker);
+  curl_multi_cleanup(mh);
+  PDT_TRUE(vm_stop(&p));
+  PDT_TRUE(vm_stop(&d));
+  vm_free(&p);
+  vm_free(&d);
+}
+
 int pdt_suite_mock_vllm(void) {
   static const pdt_case_t cases[] = {
       {"vllm: a source-first exchange over the KV side channel", test_source_first_exchange},
       {"vllm: a read from a dead side channel fails (500)", test_read_from_a_dead_port_fails},
       {"vllm: an unread pin expires after the abort timeout", test_pin_expires_unread},
       {"vllm: garbage on the side channel is logged and dropped", test_garbage_on_the_side_channel},
+      {"vllm: a queued decode's heartbeats keep the lease", test_heartbeats_keep_the_lease},
   };
   return PDT_SUITE("mock_vllm", cases);
 }
