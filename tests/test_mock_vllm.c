@@ -175,6 +175,12 @@ static void test_source_first_exchange(void) {
   PDT_EQ_INT(vm_start(&d, "decode", NULL), 0);
   PDT_TRUE(p.kv_port != 0);
   char kvp[4096], body[8192], want[64];
+  CURLM *mh = curl_multi_init();
+  pdt_tx_t *info = pdt_tx_once(mh, p.port, "/get_server_info", NULL);
+  snprintf(want, sizeof want, "\"kv_port\":%u", p.kv_port);
+  PDT_TRUE(strstr(info->buf, "\"protocol\":\"vllm\"") && strstr(info->buf, want));
+  pdt_tx_del(mh, info);
+  curl_multi_cleanup(mh);
   prefill_leg(&p, kvp, sizeof kvp);
   PDT_TRUE(strstr(kvp, "\"do_remote_prefill\":true") != NULL);
   PDT_TRUE(strstr(kvp, "\"remote_engine_id\":\"p0\"") != NULL);
