@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pdt.h"
@@ -334,6 +335,36 @@ static void test_heartbeats_keep_the_lease(void) {
   vm_free(&d);
 }
 
+/* `pdref mock ARGS` that must refuse to start: its exit code (timeout(1) bounds a mock that
+ * started anyway), its output in out. */
+static int run_refused(const char *args, char *out, size_t cap) {
+  char bin[PATH_MAX + 16], cmd[PATH_MAX + 512], path[64];
+  out[0] = 0;
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return -1;
+  snprintf(path, sizeof path, "/tmp/pdt-mock-vllm-cli-%d.txt", (int)getpid());
+  snprintf(cmd, sizeof cmd, "timeout 10 '%s' mock %s >'%s' 2>&1", bin, args, path);
+  int st = system(cmd);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+  out[n] = 0;
+  if (f) fclose(f);
+  unlink(path);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Bad values of the vLLM flags exit 2 naming the flag; --help lists them. */
+static void test_cli_flags(void) {
+  char out[8192];
+  PDT_EQ_INT(run_refused("--role prefill --protocol nope", out, sizeof out), 2);
+  PDT_TRUE(strstr(out, "--protocol: expected sglang or vllm, got 'nope'") != NULL);
+  PDT_EQ_INT(run_refused("--role prefill --protocol vllm --kv-expiry soon", out, sizeof out), 2);
+  PDT_TRUE(strstr(out, "--kv-expiry: expected timeout or lease, got 'soon'") != NULL);
+  PDT_EQ_INT(run_refused("--role prefill --kv-port 70000", out, sizeof out), 2);
+  PDT_TRUE(strstr(out, "--kv-port") != NULL);
+  PDT_EQ_INT(run_refused("--help", out, sizeof out), 0);
+  PDT_TRUE(strstr(out, "--protocol P") && strstr(out, "--kv-heartbeat-ms N"));
+}
+
 int pdt_suite_mock_vllm(void) {
   static const pdt_case_t cases[] = {
       {"vllm: a source-first exchange over the KV side channel", test_source_first_exchange},
@@ -341,6 +372,7 @@ int pdt_suite_mock_vllm(void) {
       {"vllm: an unread pin expires after the abort timeout", test_pin_expires_unread},
       {"vllm: garbage on the side channel is logged and dropped", test_garbage_on_the_side_channel},
       {"vllm: a queued decode's heartbeats keep the lease", test_heartbeats_keep_the_lease},
+      {"vllm: the CLI refuses bad vLLM flags and lists them", test_cli_flags},
   };
   return PDT_SUITE("mock_vllm", cases);
 }
