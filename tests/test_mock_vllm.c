@@ -105,8 +105,8 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
   return k;
 }
 
-/* POST body to 127.0.0.1:port/v1/completions; the curl code. */
-static int post(uint16_t port, const char *body, resp_t *r) {
+/* POST body to 127.0.0.1:port/v1/completions, given up after limit_ms; the curl code. */
+static int post_for(uint16_t port, const char *body, resp_t *r, unsigned limit_ms) {
   char url[96];
   memset(r, 0, sizeof *r);
   snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/completions", port);
@@ -117,12 +117,16 @@ static int post(uint16_t port, const char *body, resp_t *r) {
   curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, body);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)WAIT_MS);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)limit_ms);
   int rc = (int)curl_easy_perform(e);
   curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
   curl_slist_free_all(h);
   curl_easy_cleanup(e);
   return rc;
+}
+
+static int post(uint16_t port, const char *body, resp_t *r) {
+  return post_for(port, body, r, WAIT_MS);
 }
 
 /* The prefill leg of a source-first exchange: its answer's kv_transfer_params printed into
@@ -335,6 +339,37 @@ static void test_heartbeats_keep_the_lease(void) {
   vm_free(&d);
 }
 
+/* A decode whose client leaves while it waits for admission (its one running slot busy)
+ * notifies an empty read (V1.17): the prefill frees the pin at once, reason empty, long
+ * before its timeout. */
+static void test_decode_closed_before_admission_frees_the_pin(void) {
+  vmock_t p, d;
+  const char *pe[] = {"--kv-port", "0", NULL};
+  const char *de[] = {"--max-running", "1", NULL};
+  PDT_EQ_INT(vm_start(&p, "prefill", pe), 0);
+  PDT_EQ_INT(vm_start(&d, "decode", de), 0);
+  CURLM *mh = curl_multi_init();
+  pdt_tx_t *blocker = pdt_tx_new(mh, d.port, "/v1/completions",
+                                 "{\"prompt\":\"x\",\"max_tokens\":3000,\"stream\":false}");
+  pdt_tx_run(mh, &blocker, 1, 100);
+  PDT_TRUE(vm_has(&d, "slot_taken", NULL));
+  char kvp[4096], body[8192];
+  prefill_leg(&p, kvp, sizeof kvp);
+  decode_body(body, sizeof body, kvp, 1, 4);
+  resp_t r;
+  PDT_EQ_INT(post_for(d.port, body, &r, 200), CURLE_OPERATION_TIMEDOUT); /* the client leaves */
+  PDT_TRUE(vm_has(&d, "kv_notify", "\"kind\":\"empty\""));
+  PDT_TRUE(vm_has(&p, "kv_unpinned", "\"reason\":\"empty\""));
+  PDT_FALSE(vm_wait_line(&d, "kv_read", NULL, NULL, 0, 0));
+  pdt_tx_run(mh, &blocker, 1, WAIT_MS);
+  pdt_tx_del(mh, blocker);
+  curl_multi_cleanup(mh);
+  PDT_TRUE(vm_stop(&p));
+  PDT_TRUE(vm_stop(&d));
+  vm_free(&p);
+  vm_free(&d);
+}
+
 /* `pdref mock ARGS` that must refuse to start: its exit code (timeout(1) bounds a mock that
  * started anyway), its output in out. */
 static int run_refused(const char *args, char *out, size_t cap) {
@@ -372,6 +407,8 @@ int pdt_suite_mock_vllm(void) {
       {"vllm: an unread pin expires after the abort timeout", test_pin_expires_unread},
       {"vllm: garbage on the side channel is logged and dropped", test_garbage_on_the_side_channel},
       {"vllm: a queued decode's heartbeats keep the lease", test_heartbeats_keep_the_lease},
+      {"vllm: a decode closed before admission frees the pin (empty)",
+       test_decode_closed_before_admission_frees_the_pin},
       {"vllm: the CLI refuses bad vLLM flags and lists them", test_cli_flags},
   };
   return PDT_SUITE("mock_vllm", cases);
