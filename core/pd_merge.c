@@ -132,6 +132,11 @@ static int has_substring(const char *h, size_t hn, const char *needle, size_t nn
   return 0;
 }
 
+int pd_merge_may_carry(const char *decode, size_t dlen) {
+  return memchr(decode, '\\', dlen) != NULL ||
+         has_substring(decode, dlen, merge_keys[0], strlen(merge_keys[0]));
+}
+
 /* smg's merge_streaming_logprobs, newest form: the decode value is taken out of meta_info
  * before checking it is an array, so a non-array input_token_logprobs becomes null. */
 static int smg_merge(cJSON *prefill, cJSON *doc) {

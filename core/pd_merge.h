@@ -8,6 +8,13 @@
 
 #include "pd_alloc.h"
 
+/* 0 only when decode text can carry no meta_info.input_token_logprobs member: the key's
+ * name does not occur in it and it has no backslash (so no escaped spelling of it), so
+ * pd_merge_logprobs would return nonzero on it (PD_ERR_NOT_FOUND, PD_ERR_JSON or
+ * PD_ERR_NOT_OBJECT). A substring check, not a parse: lets a caller that treats every
+ * nonzero alike skip the parse for the events that carry no logprobs. */
+int pd_merge_may_carry(const char *decode, size_t dlen);
+
 /* Merge prefill's logprob arrays in front of decode's.
  * prefill/decode: JSON text (not necessarily NUL-terminated) of lengths plen/dlen.
  * On success returns 0 and *out (allocated with alloc; free with pd_free) holds the merged

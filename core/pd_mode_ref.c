@@ -216,7 +216,7 @@ static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
   }
   char *m = NULL;
   size_t ml = 0;
-  if (rq->req.return_logprob && rq->prefill_lp_ready &&
+  if (rq->req.return_logprob && rq->prefill_lp_ready && pd_merge_may_carry(ev->data, ev->len) &&
       pd_merge_logprobs(gw->alloc, (const char *)rq->prefill_lp.p, rq->prefill_lp.len, ev->data,
                         ev->len, &m, &ml) == 0) {
     pd_gw_client_data(gw, rq, "data: ", 6);

@@ -50,6 +50,7 @@ static void check_merge(const char *p, size_t plen, const char *d, size_t dlen, 
   char *out = NULL, *again = NULL;
   size_t n = 0, n2 = 0;
   int rc = pd_merge_logprobs(fail ? &nul : NULL, p, plen, d, dlen, &out, &n);
+  FZ_CHECK(rc != 0 || pd_merge_may_carry(d, dlen)); /* the reference's skip loses no merge */
   FZ_CHECK(rc == 0 || rc == PD_ERR_JSON || rc == PD_ERR_NOT_OBJECT || rc == PD_ERR_NOT_FOUND ||
         rc == PD_ERR_NOMEM);
   if (rc != 0) {

@@ -210,8 +210,27 @@ static void t_smg_chunk_bad_prefill_json_is_an_error(void) {
   PDT_TRUE(out == NULL);
 }
 
+/* pd_merge_may_carry: 0 only for text that cannot carry the key, so the reference may skip
+ * the parse there; an escaped spelling of the key (which cJSON decodes) keeps it 1. */
+static void test_may_carry_is_a_safe_skip(void) {
+  static const char p[] = "{\"meta_info\":{\"input_token_logprobs\":[[-0.25,11,null]]}}";
+  static const char plain[] = "{\"text\":\"a\",\"meta_info\":{\"completion_tokens\":1}}";
+  static const char keyed[] = "{\"meta_info\":{\"input_token_logprobs\":[[-0.75,13,null]]}}";
+  static const char escaped[] = "{\"meta_info\":{\"\\u0069nput_token_logprobs\":[[-0.75,13,null]]}}";
+  char *out = NULL;
+  size_t n = 0;
+  PDT_EQ_INT(pd_merge_may_carry(plain, sizeof plain - 1), 0);
+  PDT_TRUE(pd_merge_logprobs(NULL, p, sizeof p - 1, plain, sizeof plain - 1, &out, &n) != 0);
+  PDT_EQ_INT(pd_merge_may_carry(keyed, sizeof keyed - 1), 1);
+  PDT_EQ_INT(pd_merge_may_carry(escaped, sizeof escaped - 1), 1);
+  PDT_EQ_INT(pd_merge_logprobs(NULL, p, sizeof p - 1, escaped, sizeof escaped - 1, &out, &n), 0);
+  PDT_TRUE(out && strstr(out, "[[-0.25,11,null],[-0.75,13,null]]") != NULL);
+  pd_free(NULL, out);
+}
+
 int pdt_suite_merge(void) {
   static const pdt_case_t cases[] = {
+      {"may_carry is a safe skip", test_may_carry_is_a_safe_skip},
       {"merge prepends prefill logprobs exactly once",
        t_merge_prepends_prefill_logprobs_exactly_once},
       {"top and ids logprobs merge only when both sides have them (G9)",
