@@ -75,6 +75,8 @@ typedef struct pd_conform_result {
   uint32_t legs_resent; /* a leg that reached its worker twice (same rid, room, worker) */
   uint32_t legs_by_timing; /* tied to a request by arrival order, not by X-Request-Id or rid */
   uint32_t legs_by_id;     /* tied by the runner's request id (header or prompt, as logged) */
+  uint32_t legs_by_remote_id; /* of those, decode legs tied through the prefill leg their
+                               kv_transfer_params.remote_request_id names (vLLM, V1.7) */
   /* exercised (docs/conformance.md "Exercised"): a row that tested nothing is not a pass */
   uint32_t faults_n, faults_fired; /* scripted fault entries that could fire / that fired */
   uint32_t sent, served;           /* requests sent / with at least one leg at a worker */

@@ -52,6 +52,8 @@ typedef struct pd_conform_logged_leg {
   pd_role_t role;
   uint64_t req;
   char rid[128], xrid[64], room_s[24], host[64];
+  char kv_rrid[128]; /* decode, vLLM: its kv_transfer_params.remote_request_id (the rid of the
+                        prefill leg whose KV it reads, V1.5, V1.7), "" none */
   int has_room, n_rooms, is_stream, has_logprob, boot_port, rid_given; /* rid_given -1: unknown */
   uint64_t room, rooms_hash;
   int has_hash;
@@ -68,6 +70,13 @@ typedef struct pd_conform_logged_leg {
   uint64_t *rooms;    /* every room of a batch (n_rooms of them; malloc'd), else NULL */
   uint32_t fired;     /* fault kinds logged for it (bit per pd_fault_kind_t, modifiers too) */
 } pd_conform_logged_leg_t;
+
+/* What the client reads as a stream: an SSE head, or any 2xx head of a request that asked for
+ * a stream (vLLM's toy and Mooncake proxies serve streams as application/json, V1.24-V1.25;
+ * the checker reads it the same way, sim/pd_check.c). */
+static inline int pd_conform_reads_sse(const pd_client_request_t *c) {
+  return c->is_sse_head || (c->is_stream && c->head_status >= 200 && c->head_status < 300);
+}
 
 typedef struct pd_conform_runner {
   const pd_scenario_t *s;

@@ -1,9 +1,12 @@
 /* Attribution of a socket run: with the mocks' legs read (pd_conform_log.c), tie each leg to
  * the client request it served (pd_conform_verdict.c then judges every request with the
  * simulator's checker). The attribution rule (docs/conformance.md "Tying legs to requests"):
- *  1. a leg whose X-Request-Id is one the runner sent belongs to that request;
+ *  1. a leg whose X-Request-Id is one the runner sent belongs to that request (the mock logs
+ *     the header's id, else the runner's id found in the prompt); a decode leg without one
+ *     belongs to the request of the prefill leg its kv_transfer_params.remote_request_id names;
  *  2. legs pair into attempts by bootstrap room (k-th prefill with k-th decode of a room, in
- *     arrival order, never across two known requests); an unpaired leg is an attempt alone;
+ *     arrival order, never across two known requests), legs without a room (vLLM's protocol)
+ *     by remote_request_id, else by request; an unpaired leg is an attempt alone;
  *     a leg that reached the same worker again with the same rid and room (an HTTP client's
  *     resend) joins its original's attempt;
  *  3. a decode leg whose rid a response quotes as "id" served that request (several legs
@@ -92,23 +95,107 @@ static void add_unit(pd_conform_runner_t *run, unit_t *u, uint32_t *nu, int32_t 
   (*nu)++;
 }
 
-/* Step 2: attempts by room. */
+static int cmp_arrival(const void *a, const void *b) {
+  const key_t *x = a, *y = b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* The earliest prefill leg without a partner, arrived by t, whose rid is id (keys: prefill
+ * legs sorted by rid, then arrival); -1 none. */
+static int32_t prefill_named(const pd_conform_runner_t *run, const key_t *keys, size_t n,
+                             const char *id, uint64_t t) {
+  key_t want = {id, 0, 0};
+  const key_t *hit = n ? bsearch(&want, keys, n, sizeof *keys, cmp_key) : NULL;
+  for (; hit && hit > keys && !strcmp(hit[-1].s, id);) hit--;
+  for (; hit && hit < keys + n && !strcmp(hit->s, id) && hit->t <= t; hit++)
+    if (run->legs[hit->idx].partner < 0) return hit->idx;
+  return -1;
+}
+
+/* Step 2 for legs without a room (vLLM's protocol, source first: no bootstrap room). A decode
+ * leg pairs with the prefill leg its kv_transfer_params.remote_request_id names (prefill's
+ * rid, V1.5, copied verbatim by the gateway, V1.7), the first such decode only: a later one
+ * with the same params is a decode-only retry (R-SF-DECODE-RETRY), an attempt of its own.
+ * Without one (null params, V1.6; Mooncake's bootstrap params, V1.25; a decode-only
+ * fallback, V1.27), in a vLLM scenario, it pairs with the latest prefill leg of the same
+ * request (tied by id) that arrived before it and has no decode yet, else with the earliest
+ * such prefill leg that came after it (Mooncake's proxy sends both legs at once). The rest
+ * stand alone. */
+static void pair_source_first(pd_conform_runner_t *run, unit_t *u, uint32_t *nu, key_t *legs,
+                              size_t n) {
+  key_t *pk = malloc((n + 1) * sizeof *pk);
+  int32_t *open = calloc(run->n_reqs + 1, sizeof *open); /* per request: prefill leg + 1 */
+  if (!pk || !open) {
+    run->n_nomem++;
+    free(pk);
+    free(open);
+    return;
+  }
+  size_t np = 0;
+  for (size_t i = 0; i < n; i++)
+    if (run->legs[legs[i].idx].role == PD_ROLE_PREFILL)
+      pk[np++] = (key_t){run->legs[legs[i].idx].rid, legs[i].t, legs[i].idx};
+  qsort(pk, np, sizeof *pk, cmp_key);
+  qsort(legs, n, sizeof *legs, cmp_arrival);
+  int by_request = pd_scenario_protocol(run->s) == PD_PROTOCOL_VLLM;
+  for (size_t i = 0; i < n; i++) {
+    pd_conform_logged_leg_t *l = &run->legs[legs[i].idx];
+    if (l->role == PD_ROLE_PREFILL) {
+      if (l->client >= 0) open[l->client] = legs[i].idx + 1;
+      continue;
+    }
+    int32_t p = l->kv_rrid[0] ? prefill_named(run, pk, np, l->kv_rrid, l->t_arrive) : -1;
+    if (p < 0 && by_request && l->client >= 0 && open[l->client] &&
+        run->legs[open[l->client] - 1].partner < 0)
+      p = open[l->client] - 1;
+    if (p < 0) continue;
+    add_unit(run, u, nu, p, legs[i].idx);
+    int32_t c = run->legs[p].client;
+    if (c >= 0 && open[c] == p + 1) open[c] = 0;
+  }
+  if (by_request) { /* a decode sent before its prefill (Mooncake's proxy sends both at once) */
+    memset(open, 0, (run->n_reqs + 1) * sizeof *open);
+    for (size_t i = n; i-- > 0;) {
+      const pd_conform_logged_leg_t *l = &run->legs[legs[i].idx];
+      if (l->role == PD_ROLE_PREFILL && l->partner < 0 && l->client >= 0)
+        open[l->client] = legs[i].idx + 1; /* the earliest unpaired one */
+    }
+    for (size_t i = 0; i < n; i++) {
+      const pd_conform_logged_leg_t *l = &run->legs[legs[i].idx];
+      if (l->role != PD_ROLE_DECODE || l->partner >= 0 || l->client < 0 || !open[l->client])
+        continue;
+      add_unit(run, u, nu, open[l->client] - 1, legs[i].idx);
+      open[l->client] = 0;
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (run->legs[legs[i].idx].partner < 0) add_unit(run, u, nu, legs[i].idx, -1);
+  free(pk);
+  free(open);
+}
+
+/* Step 2: attempts by room (legs without one: pair_source_first). */
 static uint32_t build_units(pd_conform_runner_t *run, unit_t *u) {
   uint32_t nu = 0;
   key_t *keys = malloc((run->n_legs + 1) * sizeof *keys);
+  key_t *bare = malloc((run->n_legs + 1) * sizeof *bare);
   int32_t *idx = malloc((run->n_legs + 1) * sizeof *idx);
-  if (!keys || !idx) {
+  if (!keys || !idx || !bare) {
     free(keys);
     free(idx);
+    free(bare);
     run->n_nomem++;
     return 0;
   }
-  size_t n = 0;
+  size_t n = 0, n_bare = 0;
   for (size_t i = 0; i < run->n_legs; i++) {
     pd_conform_logged_leg_t *l = &run->legs[i];
     if (l->has_room) keys[n++] = (key_t){l->room_s, l->t_arrive, (int32_t)i};
-    else add_unit(run, u, &nu, (int32_t)i, -1);
+    else bare[n_bare++] = (key_t){"", l->t_arrive, (int32_t)i};
   }
+  pair_source_first(run, u, &nu, bare, n_bare);
+  free(bare);
   qsort(keys, n, sizeof *keys, cmp_key);
   for (size_t i = 0; i < n; i++) idx[i] = keys[i].idx;
   free(keys);
@@ -309,7 +396,7 @@ static void pin_by_response(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
         /* several legs may carry this rid: a clean response comes from a leg that ended
            well, a broken one from one that did not; then the nearest end */
         int clean = c->ended && !c->aborted && c->head_status >= 200 && c->head_status < 300 &&
-                    (!c->is_sse_head || (c->saw_done && !c->saw_error_event));
+                    (!pd_conform_reads_sse(c) || (c->saw_done && !c->saw_error_event));
         uint64_t odd = clean != (l->truth == PD_TRUTH_OK) ? UINT64_MAX / 4 : 0;
         pins[n_pins++] = (pin_t){grp, odd + dist(end, t_ref), r, l->unit};
       }
@@ -521,11 +608,39 @@ static void attribute_rest(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
   if (run->judge.max_attempts == 1) rematch_single_attempts(run, u, nu);
 }
 
+/* Step 1's last resort: a decode leg without the runner's id takes the request of the prefill
+ * leg its kv_transfer_params.remote_request_id names (a gateway that rewrote both the header
+ * and the prompt still copies prefill's params into decode's body verbatim, V1.7). */
+static void tie_by_remote_id(pd_conform_runner_t *run) {
+  key_t *pk = malloc((run->n_legs + 1) * sizeof *pk);
+  size_t np = 0;
+  if (!pk) {
+    run->n_nomem++;
+    return;
+  }
+  for (size_t i = 0; i < run->n_legs; i++)
+    if (run->legs[i].role == PD_ROLE_PREFILL && run->legs[i].client >= 0)
+      pk[np++] = (key_t){run->legs[i].rid, 0, (int32_t)i};
+  qsort(pk, np, sizeof *pk, cmp_key);
+  for (size_t i = 0; i < run->n_legs && np; i++) {
+    pd_conform_logged_leg_t *l = &run->legs[i];
+    if (l->role != PD_ROLE_DECODE || l->client >= 0 || !l->kv_rrid[0]) continue;
+    key_t want = {l->kv_rrid, 0, 0};
+    const key_t *hit = bsearch(&want, pk, np, sizeof *pk, cmp_key);
+    if (!hit) continue;
+    l->client = run->legs[hit->idx].client;
+    run->r->legs_by_id++;
+    run->r->legs_by_remote_id++;
+  }
+  free(pk);
+}
+
 uint32_t pd_conform_attribute(pd_conform_runner_t *run, pd_conform_unit_t *u) {
   for (size_t i = 0; i < run->n_legs; i++) {
     run->legs[i].client = client_of_xrid(run, run->legs[i].xrid);
     run->r->legs_by_id += run->legs[i].client >= 0;
   }
+  tie_by_remote_id(run);
   uint32_t nu = build_units(run, u);
   qsort(u, nu, sizeof *u, cmp_unit);
   pin_by_response(run, u, nu);

@@ -87,6 +87,11 @@ static void on_request(pd_conform_runner_t *run, uint32_t wi, const cJSON *j,
     for (const cJSON *it = rooms->child; it && i < nr; it = it->next, i++)
       l->rooms[i] = cJSON_IsString(it) ? strtoull(it->valuestring, NULL, 10) : 0;
   }
+  /* vLLM decode: the prefill request its kv_transfer_params name (flat, or as the params) */
+  const cJSON *kvp = cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params");
+  const char *rr = str_of(j, "remote_request_id");
+  if (!rr && cJSON_IsObject(kvp)) rr = str_of(kvp, "remote_request_id");
+  snprintf(l->kv_rrid, sizeof l->kv_rrid, "%s", rr ? rr : "");
   const char *rh = str_of(j, "rooms_hash");
   if (rh) {
     l->rooms_hash = strtoull(rh, NULL, 16);

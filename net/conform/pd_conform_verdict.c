@@ -104,14 +104,15 @@ static void debug_request(const pd_conform_runner_t *run, const pd_conform_req_t
 /* I6 on sockets: attempt x (a second or later) was opened after bytes reached the client.
  * The gateway opens an attempt before its first leg reaches a worker, so only an arrival
  * inside the client's commit window proves it: after the first byte of an SSE response and
- * before the client's end. A leg that reached its worker after the end may belong to an
+ * before the client's end (an SSE head, or a 2xx stream served as application/json: the toy
+ * proxy's, V1.24). A leg that reached its worker after the end may belong to an
  * attempt opened before it (the last attempt's refused prefill ends the request with 502
  * while its decode request is still on its way); a gateway that really opened an attempt for
  * a client already gone leaves its legs open past the end, which I2 judges. A whole answer
  * (a non-stream body, an error document) is one piece on the wire: no window. */
 static int opened_after_commit(const pd_conform_req_t *q, const unit_t *x) {
   uint64_t first = q->c.t_first_data, end = pd_conform_client_end(q);
-  if (!first || !q->c.is_sse_head || x->t_first <= first) return 0;
+  if (!first || !pd_conform_reads_sse(&q->c) || x->t_first <= first) return 0;
   return !end || x->t_first < end;
 }
 
