@@ -35,8 +35,14 @@
    PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED) |        \
    PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
 
+#define PD_CONFORM_MAX_HEADERS 4u /* --client-header */
+
 typedef struct pd_conform_opts {
   const char *gateway_cmd; /* template, run with /bin/sh -c (placeholders: docs/conformance.md) */
+  /* "Name: value" lines every client request carries, placeholders expanded as in the command
+   * (llm-d's sidecar takes its prefill from a header its scheduler sets) */
+  const char *client_header[PD_CONFORM_MAX_HEADERS];
+  uint32_t n_client_headers;
   const char *pdref_bin;   /* the binary whose `mock` subcommand runs the workers */
   const char *mode_label;  /* the table's mode column; default "gateway" */
   int has_mode;            /* mode_label names a dispatch mode: expectations, I7 limit, */

@@ -92,6 +92,7 @@ typedef struct pd_conform_runner {
   uint32_t n_wk;
   pd_proc_t gw;
   uint16_t gw_port;
+  char *hdr[PD_CONFORM_MAX_HEADERS]; /* the client headers, expanded (malloc'd) */
   char gw_out[PD_CONFORM_PATH_MAX];
   uint64_t t0_abs; /* CLOCK_MONOTONIC ns of run time 0 (just before the first request) */
   uint64_t grace_ns, bound_ns, t_gw_stop;
