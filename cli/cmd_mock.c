@@ -1,5 +1,5 @@
-/* `pdref mock`: one SGLang-like prefill or decode worker on real sockets (mock_workers/server/pd_mock.h,
- * docs/mock.md). Parses the flags, loads the worker from a scenario file if asked, prints
+/* `pdref mock`: one SGLang-like or vLLM-like prefill or decode worker on real sockets
+ * (mock_workers/server/pd_mock.h, docs/mock.md). Parses the flags, loads the worker from a scenario file if asked, prints
  * one ready line with the bound ports, and serves until SIGINT/SIGTERM. */
 #include <errno.h>
 #include <signal.h>
@@ -22,8 +22,11 @@ static void usage(FILE *f) {
           "                  [--seed N] [--direct] [--clock-on-start] [--json]\n"
           "                  [--max-connections N] [--client-deadline-s N]\n"
           "                  [--max-running N] [--kv-tokens N] [--page-size N]\n"
+          "                  [--protocol sglang|vllm] [--kv-port P] [--kv-expiry timeout|lease]\n"
+          "                  [--kv-abort-timeout-ms N] [--kv-lease-ms N] [--kv-heartbeat-ms N]\n"
           "\n"
-          "An SGLang-like PD worker on real sockets, for testing gateways (docs/mock.md).\n"
+          "An SGLang-like or vLLM-like PD worker on real sockets, for testing gateways\n"
+          "(docs/mock.md).\n"
           "  --role R            prefill or decode (optional with --worker: the worker's role)\n"
           "  --listen HOST:PORT  numeric IPv4 address to serve HTTP on (default 127.0.0.1:0,\n"
           "                      0 = a free port, printed on the ready line)\n"
@@ -50,7 +53,18 @@ static void usage(FILE *f) {
           "  --max-running N     running-request limit (default: scenario, 2048)\n"
           "  --kv-tokens N       KV pool in tokens (default: scenario, 1048576)\n"
           "  --page-size N       tokens per KV page (default: scenario, 1)\n"
+          "  --protocol P        sglang (bootstrap rooms, destination first) or vllm\n"
+          "                      (kv_transfer_params, source first) (default: scenario, sglang)\n"
+          "  --kv-port P         vllm prefill: the KV side channel's port on the same host, named\n"
+          "                      as remote_port in its answers (default 5600 as vLLM; 0 = a free\n"
+          "                      port); the same listener as --bootstrap-port, either flag sets it\n"
+          "  --kv-expiry E       vllm prefill: pinned KV expires by a fixed timeout or a lease\n"
+          "                      that decode's heartbeats extend (default: scenario, timeout)\n"
+          "  --kv-abort-timeout-ms N  vllm prefill, timeout mode (default: scenario, 480000)\n"
+          "  --kv-lease-ms N     vllm, lease mode: the lease (default: scenario, 30000)\n"
+          "  --kv-heartbeat-ms N vllm decode, lease mode: heartbeat period (default: lease / 6)\n"
           "Ready line (stdout): pdref mock: <role> <worker> http://HOST:PORT bootstrap P\n"
+          "                     (vllm: ... kv P vllm)\n"
           "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage or input\n");
 }
 
@@ -59,7 +73,10 @@ typedef struct mock_opts {
   pd_scenario_worker_t w; /* the worker with the capacity flags applied (when given) */
   uint32_t max_running, page_size;
   uint64_t kv_tokens;
-  int has_capacity;
+  int has_capacity, has_worker_opts;
+  const char *protocol, *kv_expiry;
+  uint64_t kv_abort_ms, kv_lease_ms, kv_heartbeat_ms;
+  int has_kv_abort, has_kv_lease, has_kv_heartbeat;
   const char *scenario, *worker, *log, *role;
   char host[64];
   int has_boot_port, has_bto, has_wto, has_seed, is_json;
@@ -71,7 +88,8 @@ enum {
   OPT_ROLE = PD_CLI_OPT_FIRST, OPT_LISTEN, OPT_SCENARIO, OPT_WORKER, OPT_LOG, OPT_LEDGER,
   OPT_SPEED, OPT_BOOT_PORT, OPT_BOOT_TIMEOUT, OPT_WAIT_TIMEOUT, OPT_MAX_CONN, OPT_DEADLINE,
   OPT_SEED, OPT_JSON, OPT_DIRECT, OPT_CLOCK_ON_START, OPT_MAX_RUNNING, OPT_KV_TOKENS,
-  OPT_PAGE_SIZE
+  OPT_PAGE_SIZE, OPT_PROTOCOL, OPT_KV_PORT, OPT_KV_EXPIRY, OPT_KV_ABORT, OPT_KV_LEASE,
+  OPT_KV_HEARTBEAT
 };
 
 static const struct option long_opts[] = {
@@ -95,6 +113,12 @@ static const struct option long_opts[] = {
     {"max-running", required_argument, NULL, OPT_MAX_RUNNING},
     {"kv-tokens", required_argument, NULL, OPT_KV_TOKENS},
     {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
+    {"protocol", required_argument, NULL, OPT_PROTOCOL},
+    {"kv-port", required_argument, NULL, OPT_KV_PORT},
+    {"kv-expiry", required_argument, NULL, OPT_KV_EXPIRY},
+    {"kv-abort-timeout-ms", required_argument, NULL, OPT_KV_ABORT},
+    {"kv-lease-ms", required_argument, NULL, OPT_KV_LEASE},
+    {"kv-heartbeat-ms", required_argument, NULL, OPT_KV_HEARTBEAT},
     {NULL, 0, NULL, 0},
 };
 
@@ -106,8 +130,10 @@ static int apply_number(mock_opts_t *o, int c, const char *v) {
   case OPT_SPEED:
     return pd_cli_parse_positive(CMD, "--speed", v, 1e6, &o->c.speed);
   case OPT_BOOT_PORT:
+  case OPT_KV_PORT: /* one listener: SGLang's bootstrap server or vLLM's side channel */
     o->has_boot_port = 1;
-    rc = pd_cli_parse_u32(CMD, "--bootstrap-port", v, 0, 65535, &n);
+    rc = pd_cli_parse_u32(CMD, c == OPT_KV_PORT ? "--kv-port" : "--bootstrap-port", v, 0, 65535,
+                          &n);
     if (!rc) o->c.bootstrap_port = (uint16_t)n;
     return rc;
   case OPT_BOOT_TIMEOUT:
@@ -135,6 +161,16 @@ static int apply_number(mock_opts_t *o, int c, const char *v) {
   case OPT_PAGE_SIZE:
     o->has_capacity = 1;
     return pd_cli_parse_u32(CMD, "--page-size", v, 1, 1u << 20, &o->page_size);
+  case OPT_KV_ABORT:
+    o->has_worker_opts = o->has_kv_abort = 1;
+    return pd_cli_parse_u64(CMD, "--kv-abort-timeout-ms", v, 1, PD_SCENARIO_MAX_MS, &o->kv_abort_ms);
+  case OPT_KV_LEASE:
+    o->has_worker_opts = o->has_kv_lease = 1;
+    return pd_cli_parse_u64(CMD, "--kv-lease-ms", v, 1, PD_SCENARIO_MAX_MS, &o->kv_lease_ms);
+  case OPT_KV_HEARTBEAT:
+    o->has_worker_opts = o->has_kv_heartbeat = 1;
+    return pd_cli_parse_u64(CMD, "--kv-heartbeat-ms", v, 0, PD_SCENARIO_MAX_MS,
+                            &o->kv_heartbeat_ms);
   default: /* OPT_SEED */
     o->has_seed = 1;
     return pd_cli_parse_u64(CMD, "--seed", v, 0, UINT64_MAX, &o->c.seed);
@@ -156,6 +192,8 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   case OPT_JSON: o->is_json = 1; return 0;
   case OPT_DIRECT: o->c.is_direct = 1; return 0;
   case OPT_CLOCK_ON_START: o->c.is_clock_on_start = 1; return 0;
+  case OPT_PROTOCOL: o->protocol = v, o->has_worker_opts = 1; return 0;
+  case OPT_KV_EXPIRY: o->kv_expiry = v, o->has_worker_opts = 1; return 0;
   default: return apply_number(o, c, v);
   }
 }
@@ -217,9 +255,30 @@ static int resolve_role(mock_opts_t *o, pd_scenario_t *s) {
   return 0;
 }
 
-/* --max-running, --kv-tokens, --page-size over the scenario's worker (or the defaults). */
-static int apply_capacity(mock_opts_t *o) {
-  if (!o->has_capacity) return 0;
+/* --protocol and the --kv-* flags over the worker o->w; 0, or 2 (bad value, printed). */
+static int apply_protocol(mock_opts_t *o) {
+  pd_protocol_t p;
+  if (o->protocol && pd_protocol_parse(o->protocol, &p) < 0) {
+    fprintf(stderr, "pdref mock: --protocol: expected sglang or vllm, got '%s'\n", o->protocol);
+    return 2;
+  }
+  if (o->protocol) o->w.protocol = p;
+  if (o->kv_expiry && strcmp(o->kv_expiry, "timeout") && strcmp(o->kv_expiry, "lease")) {
+    fprintf(stderr, "pdref mock: --kv-expiry: expected timeout or lease, got '%s'\n", o->kv_expiry);
+    return 2;
+  }
+  if (o->kv_expiry)
+    o->w.kv_expiry = strcmp(o->kv_expiry, "lease") ? PD_KV_EXPIRY_TIMEOUT : PD_KV_EXPIRY_LEASE;
+  if (o->has_kv_abort) o->w.kv_abort_timeout_ms = o->kv_abort_ms;
+  if (o->has_kv_lease) o->w.kv_lease_ms = o->kv_lease_ms;
+  if (o->has_kv_heartbeat) o->w.kv_heartbeat_ms = o->kv_heartbeat_ms;
+  return 0;
+}
+
+/* --max-running, --kv-tokens, --page-size, --protocol, --kv-* over the scenario's worker (or
+ * the defaults). */
+static int apply_worker(mock_opts_t *o) {
+  if (!o->has_capacity && !o->has_worker_opts) return 0;
   if (o->c.worker) {
     o->w = *o->c.worker;
   } else {
@@ -233,16 +292,25 @@ static int apply_capacity(mock_opts_t *o) {
   if (o->kv_tokens) o->w.kv_tokens = o->kv_tokens;
   if (o->page_size) o->w.page_size = o->page_size;
   o->c.worker = &o->w;
-  return 0;
+  return apply_protocol(o);
+}
+
+static int is_vllm(const mock_opts_t *o) {
+  return o->c.worker && o->c.worker->protocol == PD_PROTOCOL_VLLM;
 }
 
 static void print_ready(const mock_opts_t *o, pd_mock_t *m) {
   const char *role = o->c.role == PD_ROLE_PREFILL ? "prefill" : "decode";
   const char *name = o->c.worker ? o->c.worker->name : o->c.role == PD_ROLE_PREFILL ? "p0" : "d0";
+  unsigned kv_port = is_vllm(o) ? pd_mock_bootstrap_port(m) : 0; /* vLLM: the side channel */
   if (o->is_json)
     printf("{\"ready\":true,\"role\":\"%s\",\"worker\":\"%s\",\"host\":\"%s\",\"port\":%u,"
-           "\"bootstrap_port\":%u,\"pid\":%ld}\n",
-           role, name, o->host, pd_mock_port(m), pd_mock_bootstrap_port(m), (long)getpid());
+           "\"bootstrap_port\":%u,\"protocol\":\"%s\",\"kv_port\":%u,\"pid\":%ld}\n",
+           role, name, o->host, pd_mock_port(m), pd_mock_bootstrap_port(m),
+           is_vllm(o) ? "vllm" : "sglang", kv_port, (long)getpid());
+  else if (is_vllm(o))
+    printf("pdref mock: %s %s http://%s:%u kv %u vllm\n", role, name, o->host, pd_mock_port(m),
+           kv_port);
   else
     printf("pdref mock: %s %s http://%s:%u bootstrap %u\n", role, name, o->host, pd_mock_port(m),
            pd_mock_bootstrap_port(m));
@@ -287,7 +355,8 @@ int pd_cli_mock(int argc, char **argv) {
   if (rc >= 0) return rc;
   pd_scenario_t *s = calloc(1, sizeof *s);
   rc = s ? resolve_role(&o, s) : 1;
-  if (!rc) rc = apply_capacity(&o);
+  if (!rc) rc = apply_worker(&o);
+  if (!rc && is_vllm(&o) && !o.has_boot_port) o.c.bootstrap_port = PD_MOCK_KV_DEFAULT_PORT;
   FILE *log = NULL;
   if (!rc && o.log) {
     log = strcmp(o.log, "-") == 0 ? stdout : fopen(o.log, "w");

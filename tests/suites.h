@@ -39,6 +39,7 @@
   X(pdt_suite_gateway_slow) \
   X(pdt_suite_mock) \
   X(pdt_suite_mock_more) \
+  X(pdt_suite_mock_vllm) \
   X(pdt_suite_conform) \
   X(pdt_suite_conform_metrics) \
   X(pdt_suite_conform_judge) \

@@ -6,7 +6,9 @@
  *   KV <room>\n     (the KV transfer is done: decode may produce tokens), then closes
  *   FAIL <room>\n   (the KV transfer failed: both sides answer 500), then closes.
  * Either side closing early means its request left. All I/O is non-blocking, run by the
- * engine thread under m->mu; the worker's decisions are the worker engine's (pd_mock_drive.c). */
+ * engine thread under m->mu; the worker's decisions are the worker engine's (pd_mock_drive.c).
+ * A vLLM mock uses the same listener, connection table and line reader for its KV side
+ * channel, whose lines pd_mock_kv.c speaks. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -91,8 +93,12 @@ void pd_mock_bootstrap_close_all(pd_mock_t *m) {
   }
 }
 
-/* The peer closed, or the socket failed: tell the leg that used it. */
-static void bc_lost(pd_mock_t *m, int bc) {
+/* The peer closed, or the socket failed (why): tell the leg that used it. */
+static void bc_lost(pd_mock_t *m, int bc, const char *why) {
+  if (m->is_vllm) {
+    pd_mock_kv_lost(m, bc, why);
+    return;
+  }
   pd_mock_leg_t *leg = m->bc[bc].leg;
   int is_mine = leg && leg->boot == bc;
   if (is_mine) leg->boot = -1;
@@ -100,30 +106,34 @@ static void bc_lost(pd_mock_t *m, int bc) {
   if (is_mine && m->cfg.role == PD_ROLE_DECODE) pd_mock_drive_boot_lost(m, leg);
 }
 
-static int send_line(pd_mock_t *m, int bc, const char *line) {
+int pd_mock_bootstrap_send_line(pd_mock_t *m, int bc, const char *line) {
   size_t len = strlen(line);
   ssize_t n = send(m->bc[bc].fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
   if (n == (ssize_t)len) return 0;
-  bc_lost(m, bc); /* a few bytes that do not fit an empty socket buffer: the peer is gone */
+  bc_lost(m, bc, "send"); /* a few bytes that do not fit an empty socket buffer: the peer is gone */
   return -1;
 }
 
 int pd_mock_bootstrap_send(pd_mock_t *m, int bc, const char *verb, uint64_t room) {
   char line[64];
   snprintf(line, sizeof line, "%s %" PRIu64 "\n", verb, room);
-  return send_line(m, bc, line);
+  return pd_mock_bootstrap_send_line(m, bc, line);
 }
 
 /* ---------- decode side ---------- */
 
 static void on_connected(pd_mock_t *m, int bc) {
+  if (m->is_vllm) {
+    pd_mock_kv_connected(m, bc);
+    return;
+  }
   pd_mock_bootstrap_conn_t *b = &m->bc[bc];
   char line[96];
   snprintf(line, sizeof line, "REG %" PRIu64 " %016" PRIx64 " %" PRIu32 "\n", b->room, b->hash,
            b->flags);
   b->state = BOOTSTRAP_CONN_REGISTERED;
   pd_mock_leg_t *d = b->leg;
-  if (send_line(m, bc, line) == 0) pd_mock_log_room(m, "room_registered", d, d->room);
+  if (pd_mock_bootstrap_send_line(m, bc, line) == 0) pd_mock_log_room(m, "room_registered", d, d->room);
 }
 
 static int open_socket(const char *host, int port, int *fd_out) {
@@ -145,29 +155,39 @@ static int open_socket(const char *host, int port, int *fd_out) {
   return rc == 0 ? 1 : 0; /* 1 connected at once, 0 in progress */
 }
 
-void pd_mock_bootstrap_connect(pd_mock_t *m, pd_mock_leg_t *d, uint32_t flags) {
-  int fd = -1, rc = open_socket(d->boot_host, d->boot_port, &fd);
+int pd_mock_bootstrap_dial(pd_mock_t *m, const char *host, int port, pd_mock_leg_t *leg,
+                           int *is_open) {
+  int fd = -1, rc = open_socket(host, port, &fd);
   int bc = rc < 0 ? -1 : bc_new(m, fd, BOOTSTRAP_CONN_CONNECTING);
   if (bc < 0) {
     if (fd >= 0) close(fd);
+    return -1;
+  }
+  m->bc[bc].leg = leg;
+  *is_open = rc == 1;
+  if (!pd_mock_on_engine(m)) pd_mock_wake(m); /* the engine polls the new socket now, not at
+                                                 its next 20 ms peer check */
+  return bc;
+}
+
+void pd_mock_bootstrap_connect(pd_mock_t *m, pd_mock_leg_t *d, uint32_t flags) {
+  int is_open = 0, bc = pd_mock_bootstrap_dial(m, d->boot_host, d->boot_port, d, &is_open);
+  if (bc < 0) {
     pd_mock_drive_boot_lost(m, d); /* refused or no room in the table: retry later */
     return;
   }
   pd_mock_bootstrap_conn_t *b = &m->bc[bc];
-  b->leg = d;
   b->room = d->room;
   b->hash = d->rooms_hash;
   b->flags = flags & PD_WENGINE_REG_KV_FAIL ? PD_MOCK_BOOTSTRAP_F_KV_FAIL : 0;
   d->boot = bc;
-  if (rc == 1) on_connected(m, bc);
-  if (!pd_mock_on_engine(m)) pd_mock_wake(m); /* the engine polls the new socket now, not at
-                                                 its next 20 ms peer check */
+  if (is_open) on_connected(m, bc);
 }
 
 static void connect_done(pd_mock_t *m, int bc) {
   int e = 0;
   socklen_t len = sizeof e;
-  if (getsockopt(m->bc[bc].fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0 || e) bc_lost(m, bc);
+  if (getsockopt(m->bc[bc].fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0 || e) bc_lost(m, bc, "refused");
   else on_connected(m, bc);
 }
 
@@ -187,7 +207,7 @@ static void on_line_prefill(pd_mock_t *m, int bc, const char *line) {
   uint32_t flags;
   if (b->state != BOOTSTRAP_CONN_OPEN ||
       sscanf(line, "REG %" SCNu64 " %" SCNx64 " %" SCNu32, &room, &hash, &flags) != 3) {
-    bc_lost(m, bc); /* protocol error */
+    bc_lost(m, bc, "protocol"); /* protocol error */
     return;
   }
   b->room = room;
@@ -199,11 +219,11 @@ static void on_line_prefill(pd_mock_t *m, int bc, const char *line) {
 static void on_line_decode(pd_mock_t *m, int bc, const char *line) {
   pd_mock_leg_t *d = m->bc[bc].leg;
   uint64_t room = 0;
-  if (!d || d->boot != bc) { bc_lost(m, bc); return; }
+  if (!d || d->boot != bc) { bc_lost(m, bc, "protocol"); return; }
   if (parse_verb_room(line, "PAIR", &room) && room == d->room) pd_mock_drive_paired(m, d);
   else if (parse_verb_room(line, "KV", &room) && room == d->room) pd_mock_drive_kv(m, d, 1);
   else if (parse_verb_room(line, "FAIL", &room) && room == d->room) pd_mock_drive_kv(m, d, 0);
-  else bc_lost(m, bc);
+  else bc_lost(m, bc, "protocol");
 }
 
 /* Read what is there and handle each complete line; stops when the connection goes. */
@@ -212,7 +232,7 @@ static void on_readable(pd_mock_t *m, int bc, int fd) {
   for (int round = 0; round < 8; round++) { /* bounded per engine turn */
     ssize_t n = recv(fd, b->rbuf + b->rlen, sizeof b->rbuf - 1 - b->rlen, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    if (n <= 0) { bc_lost(m, bc); return; }
+    if (n <= 0) { bc_lost(m, bc, "closed"); return; }
     b->rlen += (size_t)n;
     char *nl;
     while (b->state != BOOTSTRAP_CONN_FREE && b->fd == fd &&
@@ -223,11 +243,12 @@ static void on_readable(pd_mock_t *m, int bc, int fd) {
       line[ll] = 0;
       b->rlen -= ll + 1;
       memmove(b->rbuf, nl + 1, b->rlen);
-      if (m->cfg.role == PD_ROLE_PREFILL) on_line_prefill(m, bc, line);
+      if (m->is_vllm) pd_mock_kv_on_line(m, bc, line);
+      else if (m->cfg.role == PD_ROLE_PREFILL) on_line_prefill(m, bc, line);
       else on_line_decode(m, bc, line);
     }
     if (b->state == BOOTSTRAP_CONN_FREE || b->fd != fd) return;
-    if (b->rlen >= sizeof b->rbuf - 1) { bc_lost(m, bc); return; } /* line too long */
+    if (b->rlen >= sizeof b->rbuf - 1) { bc_lost(m, bc, "line too long"); return; }
   }
 }
 
@@ -252,9 +273,15 @@ size_t pd_mock_bootstrap_pollfds(pd_mock_t *m, struct pollfd *p, size_t cap, uin
 uint64_t pd_mock_bootstrap_expire(pd_mock_t *m, uint64_t now_ns) {
   uint64_t ttl = (uint64_t)PD_MOCK_BOOT_REG_TIMEOUT_MS * 1000000ull, next = UINT64_MAX;
   for (uint32_t n = m->n_bc_live; n-- > 0;) { /* from the end: a close moves the last here */
+    if (n >= m->n_bc_live) continue; /* a lost READ's answer closed more than one */
     int bc = (int)m->bc_live[n];
     const pd_mock_bootstrap_conn_t *b = &m->bc[bc];
-    if (b->state != BOOTSTRAP_CONN_OPEN) continue;
+    if (b->kv_deadline_ns && now_ns >= b->kv_deadline_ns) { /* a READ unanswered */
+      bc_lost(m, bc, "timeout");
+      continue;
+    }
+    if (b->kv_deadline_ns && b->kv_deadline_ns < next) next = b->kv_deadline_ns;
+    if (b->state != BOOTSTRAP_CONN_OPEN || m->cfg.role != PD_ROLE_PREFILL) continue;
     if (now_ns >= b->t_open_ns + ttl) pd_mock_bootstrap_close(m, bc); /* no leg refers to it yet */
     else if (b->t_open_ns + ttl < next) next = b->t_open_ns + ttl;
   }

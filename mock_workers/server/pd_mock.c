@@ -146,9 +146,12 @@ static int out_reserve(pd_mock_leg_t *leg, size_t more) {
 void pd_mock_output_render(pd_mock_t *m, pd_mock_leg_t *leg, int kind, uint32_t arg) {
   if (!pd_mock_output_can_send(leg)) return;
   pd_wire_leg_t r = {leg->rid_json, leg->is_stream, leg->has_logprob, leg->tokens};
+  /* vLLM: the prefill's answer names our side channel and our name (V1.5) */
+  pd_wire_vllm_t v = {m->name_json, m->cfg.listen_host, m->boot_port};
   size_t need = pd_wire_render_cap(&r, kind);
   if (out_reserve(leg, need) < 0) return;
-  leg->out.len += pd_wire_render(&r, kind, arg, (char *)leg->out.p + leg->out.len, need);
+  leg->out.len += pd_wire_render_vllm(&r, m->is_vllm ? &v : NULL, kind, arg,
+                                      (char *)leg->out.p + leg->out.len, need);
   pd_mock_want_resume(m, leg);
 }
 
@@ -343,6 +346,9 @@ static int init_state(pd_mock_t *m, const pd_mock_config_t *c) {
     free(s);
   }
   m->cfg.worker = &m->worker;
+  m->is_vllm = m->worker.protocol == PD_PROTOCOL_VLLM;
+  m->name_json = pd_mock_req_escape(m->worker.name);
+  if (!m->name_json || strlen(m->name_json) >= PD_WIRE_NAME_MAX) return -1;
   m->cfg.n_tfaults =
       c->tfaults && c->n_tfaults <= PD_SCENARIO_MAX_TRAFFIC_FAULTS ? c->n_tfaults : 0;
   if (m->cfg.n_tfaults) memcpy(m->tfaults, c->tfaults, m->cfg.n_tfaults * sizeof *m->tfaults);
@@ -455,5 +461,6 @@ void pd_mock_del(pd_mock_t *m) {
   pd_heap_free(&m->timers);
   pd_mock_ledger_close(&m->ledger);
   pthread_mutex_destroy(&m->mu);
+  free(m->name_json);
   free(m);
 }

@@ -36,6 +36,12 @@
 #define PD_MOCK_MAX_TOKENS 100000u
 /* A decode retries its bootstrap connection this often (real time) while it waits for KV. */
 #define PD_MOCK_BOOT_RETRY_MS 50u
+/* vLLM decode: a READ on the KV side channel not answered within this (real) time failed;
+ * a NOTIFY or HEARTBEAT not sent within it is dropped (the prefill answers a READ at once). */
+#define PD_MOCK_KV_TIMEOUT_MS 2000u
+/* vLLM prefill: the side-channel port when none is given (VLLM_NIXL_SIDE_CHANNEL_PORT's
+ * default, V1.5). */
+#define PD_MOCK_KV_DEFAULT_PORT 5600u
 
 typedef struct pd_mock_config {
   pd_role_t role;

@@ -105,10 +105,23 @@ static void to_decode(pd_mock_t *m, pd_mock_leg_t *leg, const pd_wact_t *a) {
   if (bc_of(m, a->b) >= 0) pd_mock_bootstrap_close(m, bc); /* KV_SEND, UNPAIR: done */
 }
 
+static const char *kv_from_name(int from) {
+  switch (from) {
+  case PD_WENGINE_KV_FROM_READ: return "read";
+  case PD_WENGINE_KV_FROM_STALE: return "stale";
+  case PD_WENGINE_KV_FROM_LOCAL: return "local";
+  default: return "none";
+  }
+}
+
 static void on_done(pd_mock_t *m, pd_mock_leg_t *leg, pd_truth_t truth) {
   leg->wstate = PD_WORKER_LEG_DONE;
   leg->truth = truth;
-  if (leg->slot_taken) pd_mock_log_str(m, "slot_freed", leg, "truth", pd_mock_log_truth(truth));
+  if (leg->slot_taken && m->is_vllm && m->cfg.role == PD_ROLE_DECODE)
+    pd_mock_log_str2(m, "slot_freed", leg, "truth", pd_mock_log_truth(truth), "kv_from",
+                     kv_from_name(leg->kv_from));
+  else if (leg->slot_taken)
+    pd_mock_log_str(m, "slot_freed", leg, "truth", pd_mock_log_truth(truth));
   if (leg->boot >= 0) pd_mock_bootstrap_close(m, leg->boot);
   leg->boot = -1;
 }
@@ -133,8 +146,52 @@ static void on_kv(pd_mock_t *m, pd_mock_leg_t *leg, uint64_t pages) {
   if (pages > leg->kv_pages_max) leg->kv_pages_max = pages;
 }
 
+static const char *pin_reason(uint32_t why) {
+  switch (why) {
+  case PD_WENGINE_PIN_READ: return "read";
+  case PD_WENGINE_PIN_EMPTY: return "empty";
+  case PD_WENGINE_PIN_REJECTED: return "rejected";
+  case PD_WENGINE_PIN_EXPIRED: return "expired";
+  default: return "crash";
+  }
+}
+
+/* vLLM prefill: pinned KV held (its pages stay on the leg, as the simulator keeps them) or
+ * freed (the leg may be gone: its req from the engine id). */
+static void on_pin(pd_mock_t *m, pd_mock_leg_t *leg, const pd_wact_t *a) {
+  pd_wengine_stats_t st;
+  pd_wengine_stats(m->eng, &st);
+  if (a->a == PD_WENGINE_PIN_HELD) {
+    pd_mock_log_kv(m, "kv_pinned", leg, a->id >> ID_BITS, a->c, NULL, NULL, "pages",
+                   (long long)a->b);
+    return;
+  }
+  pd_mock_log_kv(m, "kv_unpinned", leg, a->id >> ID_BITS, a->c, "reason", pin_reason(a->a),
+                 "pinned_pages", (long long)st.kv_pinned_pages);
+  if (leg) on_kv(m, leg, 0);
+}
+
+static void apply_vllm(pd_mock_t *m, pd_mock_leg_t *leg, const pd_wact_t *a) {
+  switch (a->kind) {
+  case PD_WACT_PIN: on_pin(m, leg, a); return;
+  case PD_WACT_PULLED: pd_mock_kv_answer(m, bc_of(m, a->b), leg, a->c, (int)a->a); return;
+  case PD_WACT_KV_FROM:
+    if (!leg) return;
+    leg->kv_from = (int)a->a;
+    pd_mock_log_str(m, "kv_from", leg, "from", kv_from_name(leg->kv_from));
+    return;
+  default: /* PULL, NOTIFY, HEARTBEAT */
+    if (leg) pd_mock_kv_act(m, leg, a);
+    return;
+  }
+}
+
 static void apply_one(pd_mock_t *m, const pd_wact_t *a) {
   pd_mock_leg_t *leg = leg_of(m, a->id);
+  if (a->kind >= PD_WACT_PIN) { /* the vLLM actions close the list */
+    apply_vllm(m, leg, a);
+    return;
+  }
   if (a->kind == PD_WACT_PAIRED || a->kind == PD_WACT_KV_SEND ||
       (a->kind == PD_WACT_UNPAIR && m->cfg.role == PD_ROLE_PREFILL)) {
     to_decode(m, leg, a);
@@ -208,6 +265,9 @@ static void open_leg(pd_mock_t *m, pd_mock_leg_t *leg) {
     rq.leg_no = pd_mock_ledger_next_leg(&m->ledger, leg->req_index, m->cfg.role);
   rq.can_connect = leg->boot_host[0] && leg->boot_port > 0;
   rq.is_direct = m->cfg.is_direct;
+  rq.kv_mode = leg->kv_mode;
+  rq.kv_key = leg->kv_key;
+  rq.max_tokens = leg->max_tokens;
   leg->truth = PD_TRUTH_PENDING;
   leg->boot = -1;
   uint32_t c0 = collisions(m);
@@ -302,6 +362,30 @@ void pd_mock_drive_boot_lost(pd_mock_t *m, pd_mock_leg_t *d) {
   d->boot = -1;
   if (d->wstate == PD_WORKER_LEG_DONE) return;
   check(pd_wengine_boot_lost(m->eng, now(m), eng_id(d), &m->acts), "a lost connection");
+  apply(m);
+}
+
+/* vLLM decode: its READ's answer (or failure). */
+void pd_mock_drive_pulled(pd_mock_t *m, pd_mock_leg_t *d, int r) {
+  if (d->wstate == PD_WORKER_LEG_DONE) return;
+  check(pd_wengine_pulled(m->eng, now(m), eng_id(d), r, &m->acts), "a read");
+  apply(m);
+}
+
+/* vLLM prefill: a decode's READ, NOTIFY or HEARTBEAT (a key nobody pinned is the engine's
+ * to judge: a stale read, a notification or heartbeat that changes nothing). */
+void pd_mock_drive_pull(pd_mock_t *m, int bc, uint64_t key) {
+  check(pd_wengine_pull(m->eng, now(m), pd_mock_drive_token(m, bc), key, &m->acts), "a read");
+  apply(m);
+}
+
+void pd_mock_drive_notify(pd_mock_t *m, uint64_t key, int kind) {
+  check(pd_wengine_notify(m->eng, now(m), key, kind, &m->acts), "a notification");
+  apply(m);
+}
+
+void pd_mock_drive_heartbeat(pd_mock_t *m, uint64_t key) {
+  check(pd_wengine_heartbeat(m->eng, now(m), key, &m->acts), "a heartbeat");
   apply(m);
 }
 

@@ -23,7 +23,8 @@
 #define PD_MOCK_RID_MAX 256u
 #define PD_MOCK_XRID_MAX 128u
 #define PD_MOCK_HOST_MAX 256u
-#define PD_MOCK_LINE_MAX 256u /* one bootstrap protocol line, newline included */
+#define PD_MOCK_LINE_MAX 256u /* one bootstrap or KV side-channel line, newline included */
+#define PD_MOCK_ENGINE_MAX 128u /* a remote_engine_id the mock keeps (longer: never ours) */
 /* How often (real time) the engine looks for clients gone from suspended connections
  * (libmicrohttpd does not watch a suspended socket). */
 #define PD_MOCK_PEER_CHECK_MS 20u
@@ -72,6 +73,14 @@ typedef struct pd_mock_leg {
   char xrid[PD_MOCK_XRID_MAX];
   uint32_t req_index; /* the runner's request index from its id in the prompt, or
                          PD_TRAFFIC_FAULT_ANY (no traffic fault applies) */
+  /* vLLM workers (pd_mock_kv.c): what kv_transfer_params asked (pd_worker_body.c) */
+  int kv_mode;        /* pd_kv_mode_t */
+  uint64_t kv_key;    /* prefill: its rid's key; decode: its remote_request_id's */
+  uint32_t max_tokens;
+  char kv_host[PD_MOCK_HOST_MAX]; /* decode: remote_host, remote_port, remote_engine_id */
+  int kv_port;
+  char kv_engine[PD_MOCK_ENGINE_MAX];
+  int kv_from;        /* decode: pd_wengine_kv_from_t, 0 before the engine said */
   /* what the worker engine said of it (pd_mock_drive.c) */
   pd_worker_leg_state_t wstate;
   int slot_taken;
@@ -113,6 +122,11 @@ typedef struct pd_mock_bootstrap_conn {
   pd_mock_leg_t *leg;      /* prefill: the paired prefill leg; decode: the owning decode leg */
   char rbuf[PD_MOCK_LINE_MAX];
   size_t rlen;
+  /* vLLM decode: its own side-channel connection (pd_mock_kv.c) carries one line, sent once
+   * connected; a READ (leg set) then waits for its answer until kv_deadline_ns, a NOTIFY or
+   * HEARTBEAT (no leg) closes once sent */
+  char wbuf[PD_MOCK_LINE_MAX];
+  uint64_t key, kv_deadline_ns;
 } pd_mock_bootstrap_conn_t;
 #define PD_MOCK_BOOTSTRAP_F_KV_FAIL 1u
 
@@ -124,6 +138,8 @@ typedef struct pd_aborted {
 struct pd_mock {
   pd_mock_config_t cfg;
   pd_scenario_worker_t worker;
+  int is_vllm;    /* worker.protocol is vLLM: the bootstrap port is the KV side channel */
+  char *name_json; /* the worker's name JSON-escaped: its remote_engine_id (owned) */
   pthread_mutex_t mu;
   pthread_t engine;       /* written by pd_mock_new, read by pd_mock_del only */
   pthread_t engine_tid;   /* the engine's own id, set under mu when it starts */
@@ -221,6 +237,13 @@ void pd_mock_drive_unregistered(pd_mock_t *m, uint64_t token); /* prefill: it is
 void pd_mock_drive_paired(pd_mock_t *m, pd_mock_leg_t *d); /* decode: the prefill said PAIR */
 void pd_mock_drive_kv(pd_mock_t *m, pd_mock_leg_t *d, int is_ok); /* decode: KV or FAIL */
 void pd_mock_drive_boot_lost(pd_mock_t *m, pd_mock_leg_t *d); /* decode: connection lost */
+/* vLLM decode: the answer to its READ (pd_wengine_read_t) came, or the read failed. */
+void pd_mock_drive_pulled(pd_mock_t *m, pd_mock_leg_t *d, int r);
+/* vLLM prefill: a decode's READ (token: the connection's, pd_mock_drive_token), NOTIFY
+ * (pd_wengine_notify_t) or HEARTBEAT for key. */
+void pd_mock_drive_pull(pd_mock_t *m, int bc, uint64_t key);
+void pd_mock_drive_notify(pd_mock_t *m, uint64_t key, int kind);
+void pd_mock_drive_heartbeat(pd_mock_t *m, uint64_t key);
 /* /abort_request: abort every live leg whose rid starts with prefix; returns the count. */
 uint32_t pd_mock_drive_abort_prefix(pd_mock_t *m, const char *prefix);
 /* A new request whose rid an earlier abort named (within PD_MOCK_ABORT_MEMORY_MS). */
@@ -240,9 +263,28 @@ void pd_mock_bootstrap_on_poll(pd_mock_t *m, const struct pollfd *p, const uint3
 /* decode: connect and register (flags: PD_WENGINE_REG_*) */
 void pd_mock_bootstrap_connect(pd_mock_t *m, pd_mock_leg_t *d, uint32_t flags);
 int pd_mock_bootstrap_send(pd_mock_t *m, int bc, const char *verb, uint64_t room);
+/* A non-blocking connection to host:port owned by leg (may be NULL): its index, with
+ * *is_open 1 when connected at once, or -1 (refused, no room in the table). */
+int pd_mock_bootstrap_dial(pd_mock_t *m, const char *host, int port, pd_mock_leg_t *leg,
+                           int *is_open);
+/* Write one whole line; on failure the connection is lost (closed, its leg told): -1. */
+int pd_mock_bootstrap_send_line(pd_mock_t *m, int bc, const char *line);
 /* Close; on a prefill a registration it carried is withdrawn from the worker engine. */
 void pd_mock_bootstrap_close(pd_mock_t *m, int bc);
 pd_mock_bootstrap_conn_t *pd_mock_bootstrap_get(pd_mock_t *m, int bc);
+
+/* ---------- pd_mock_kv.c: vLLM's KV side channel (docs/mock.md, "vLLM workers") ---------- */
+/* decode: the engine's PULL, NOTIFY or HEARTBEAT for leg d (pd_wact_kind_t, notify kind) */
+void pd_mock_kv_act(pd_mock_t *m, pd_mock_leg_t *d, const pd_wact_t *a);
+/* a connection of ours is open: send its line (a NOTIFY or HEARTBEAT then closes) */
+void pd_mock_kv_connected(pd_mock_t *m, int bc);
+/* one complete line on a side-channel connection (either role) */
+void pd_mock_kv_on_line(pd_mock_t *m, int bc, const char *line);
+/* the connection is gone (refused, closed, timed out, too long a line) before it was done */
+void pd_mock_kv_lost(pd_mock_t *m, int bc, const char *why);
+/* prefill: the engine's answer r (pd_wengine_read_t) to the READ of key on connection bc
+ * (-1: gone meanwhile); leg: the pinned leg when the mock still has it */
+void pd_mock_kv_answer(pd_mock_t *m, int bc, const pd_mock_leg_t *leg, uint64_t key, int r);
 
 /* ---------- pd_mock_req.c ---------- */
 /* Fill a leg from a parsed generation request (a missing rid is drawn from rid_rng). 0, or
@@ -269,7 +311,14 @@ void pd_mock_log_str(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, con
                  const char *val);
 void pd_mock_log_int(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, const char *key,
                  long long val);
+void pd_mock_log_str2(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, const char *k1,
+                      const char *v1, const char *k2, const char *v2);
 void pd_mock_log_room(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, uint64_t room);
+/* A vLLM KV line: leg's fields (or "req": req when leg is NULL and req is not 0), "key" as 16
+ * hex digits, then a string field and a number field (each skipped when its name is NULL). */
+void pd_mock_log_kv(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, uint64_t req,
+                    uint64_t key, const char *skey, const char *sval, const char *nkey,
+                    long long nval);
 const char *pd_mock_log_truth(pd_truth_t t);
 
 #endif

@@ -91,6 +91,15 @@ void pd_mock_log_str(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, con
   end(m, j);
 }
 
+void pd_mock_log_str2(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, const char *k1,
+                      const char *v1, const char *k2, const char *v2) {
+  if (!m->log) return;
+  cJSON *j = begin(ev, leg);
+  if (j) cJSON_AddStringToObject(j, k1, v1);
+  if (j) cJSON_AddStringToObject(j, k2, v2);
+  end(m, j);
+}
+
 void pd_mock_log_int(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, const char *key,
                  long long val) {
   if (!m->log) return;
@@ -105,5 +114,20 @@ void pd_mock_log_room(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, ui
   if (!j) return;
   cJSON_DeleteItemFromObjectCaseSensitive(j, "room");
   add_u64_str(j, "room", room);
+  end(m, j);
+}
+
+void pd_mock_log_kv(pd_mock_t *m, const char *ev, const pd_mock_leg_t *leg, uint64_t req,
+                    uint64_t key, const char *skey, const char *sval, const char *nkey,
+                    long long nval) {
+  if (!m->log) return;
+  cJSON *j = begin(ev, leg);
+  if (!j) return;
+  if (!leg && req) cJSON_AddNumberToObject(j, "req", (double)req);
+  char h[17];
+  snprintf(h, sizeof h, "%016" PRIx64, key);
+  cJSON_AddStringToObject(j, "key", h);
+  if (skey) cJSON_AddStringToObject(j, skey, sval ? sval : "");
+  if (nkey) cJSON_AddNumberToObject(j, nkey, (double)nval);
   end(m, j);
 }

@@ -27,6 +27,19 @@ char *pd_mock_req_escape(const char *s) {
   return out;
 }
 
+/* vLLM: what kv_transfer_params ask of this worker (the simulator's reading,
+ * sim/pd_world_worker.c pd_worker_model_read_kvp). The prefill's key is its rid's: the rid its
+ * answer names as remote_request_id. */
+static void read_kvp(pd_mock_leg_t *leg, const pd_worker_body_t *b) {
+  int is_decode = leg->m->cfg.role == PD_ROLE_DECODE;
+  leg->kv_mode = pd_worker_kvp_mode(&b->kvp, is_decode);
+  leg->max_tokens = b->max_tokens;
+  leg->kv_key = pd_worker_kv_key(is_decode ? b->kvp.request_id : leg->rid);
+  snprintf(leg->kv_host, sizeof leg->kv_host, "%s", b->kvp.host);
+  leg->kv_port = b->kvp.port;
+  snprintf(leg->kv_engine, sizeof leg->kv_engine, "%s", b->kvp.engine_id);
+}
+
 int pd_mock_req_fill(pd_mock_leg_t *leg, const pd_request_t *r, const char *body, size_t len,
                  uint32_t default_tokens, pd_prng_t *rid_rng, char *err, size_t errlen) {
   pd_worker_body_t b;
@@ -50,6 +63,7 @@ int pd_mock_req_fill(pd_mock_leg_t *leg, const pd_request_t *r, const char *body
     uint64_t x = pd_prng_next(rid_rng), y = pd_prng_next(rid_rng);
     snprintf(leg->rid, sizeof leg->rid, "%016" PRIx64 "%016" PRIx64, x, y);
   }
+  if (leg->m->is_vllm) read_kvp(leg, &b);
   leg->tokens = r->max_tokens ? r->max_tokens : default_tokens;
   if (leg->tokens > PD_MOCK_MAX_TOKENS) leg->tokens = PD_MOCK_MAX_TOKENS;
   leg->rid_json = pd_mock_req_escape(leg->rid);
