@@ -52,8 +52,12 @@ typedef struct pd_conform_logged_leg {
   pd_role_t role;
   uint64_t req;
   char rid[128], xrid[64], room_s[24], host[64];
-  char kv_rrid[128]; /* decode, vLLM: its kv_transfer_params.remote_request_id (the rid of the
-                        prefill leg whose KV it reads, V1.5, V1.7), "" none */
+  char kv_key[17];   /* vLLM, 16 hex digits: the key pinned KV is read by (pd_worker_kv_key of
+                        the request id, mock_workers/pd_worker_body.h): prefill, of its rid
+                        (named remote_request_id in its answer, V1.5); decode, of its
+                        kv_transfer_params.remote_request_id (copied from that answer, V1.7),
+                        from its request line or its first kv_read/kv_notify/kv_heartbeat
+                        line; "" unknown */
   int has_room, n_rooms, is_stream, has_logprob, boot_port, rid_given; /* rid_given -1: unknown */
   uint64_t room, rooms_hash;
   int has_hash;

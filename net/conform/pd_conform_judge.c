@@ -135,7 +135,7 @@ static void pair_source_first(pd_conform_runner_t *run, unit_t *u, uint32_t *nu,
   size_t np = 0;
   for (size_t i = 0; i < n; i++)
     if (run->legs[legs[i].idx].role == PD_ROLE_PREFILL)
-      pk[np++] = (key_t){run->legs[legs[i].idx].rid, legs[i].t, legs[i].idx};
+      pk[np++] = (key_t){run->legs[legs[i].idx].kv_key, legs[i].t, legs[i].idx};
   qsort(pk, np, sizeof *pk, cmp_key);
   qsort(legs, n, sizeof *legs, cmp_arrival);
   int by_request = pd_scenario_protocol(run->s) == PD_PROTOCOL_VLLM;
@@ -145,7 +145,7 @@ static void pair_source_first(pd_conform_runner_t *run, unit_t *u, uint32_t *nu,
       if (l->client >= 0) open[l->client] = legs[i].idx + 1;
       continue;
     }
-    int32_t p = l->kv_rrid[0] ? prefill_named(run, pk, np, l->kv_rrid, l->t_arrive) : -1;
+    int32_t p = l->kv_key[0] ? prefill_named(run, pk, np, l->kv_key, l->t_arrive) : -1;
     if (p < 0 && by_request && l->client >= 0 && open[l->client] &&
         run->legs[open[l->client] - 1].partner < 0)
       p = open[l->client] - 1;
@@ -620,12 +620,12 @@ static void tie_by_remote_id(pd_conform_runner_t *run) {
   }
   for (size_t i = 0; i < run->n_legs; i++)
     if (run->legs[i].role == PD_ROLE_PREFILL && run->legs[i].client >= 0)
-      pk[np++] = (key_t){run->legs[i].rid, 0, (int32_t)i};
+      pk[np++] = (key_t){run->legs[i].kv_key, 0, (int32_t)i};
   qsort(pk, np, sizeof *pk, cmp_key);
   for (size_t i = 0; i < run->n_legs && np; i++) {
     pd_conform_logged_leg_t *l = &run->legs[i];
-    if (l->role != PD_ROLE_DECODE || l->client >= 0 || !l->kv_rrid[0]) continue;
-    key_t want = {l->kv_rrid, 0, 0};
+    if (l->role != PD_ROLE_DECODE || l->client >= 0 || !l->kv_key[0]) continue;
+    key_t want = {l->kv_key, 0, 0};
     const key_t *hit = bsearch(&want, pk, np, sizeof *pk, cmp_key);
     if (!hit) continue;
     l->client = run->legs[hit->idx].client;

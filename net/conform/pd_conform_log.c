@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pd_conform_int.h"
+#include "pd_worker_body.h"
 #include "pd_worker_shared.h"
 
 #define MAX_LOG_LINES 20000000u
@@ -87,11 +88,11 @@ static void on_request(pd_conform_runner_t *run, uint32_t wi, const cJSON *j,
     for (const cJSON *it = rooms->child; it && i < nr; it = it->next, i++)
       l->rooms[i] = cJSON_IsString(it) ? strtoull(it->valuestring, NULL, 10) : 0;
   }
-  /* vLLM decode: the prefill request its kv_transfer_params name (flat, or as the params) */
-  const cJSON *kvp = cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params");
+  /* vLLM: the key pinned KV is read by; a decode names the prefill request it reads from */
   const char *rr = str_of(j, "remote_request_id");
-  if (!rr && cJSON_IsObject(kvp)) rr = str_of(kvp, "remote_request_id");
-  snprintf(l->kv_rrid, sizeof l->kv_rrid, "%s", rr ? rr : "");
+  if (l->role == PD_ROLE_PREFILL || rr)
+    snprintf(l->kv_key, sizeof l->kv_key, "%016llx",
+             (unsigned long long)pd_worker_kv_key(l->role == PD_ROLE_PREFILL ? l->rid : rr));
   const char *rh = str_of(j, "rooms_hash");
   if (rh) {
     l->rooms_hash = strtoull(rh, NULL, 16);
@@ -142,6 +143,8 @@ static void on_line(pd_conform_runner_t *run, uint32_t wi, const cJSON *j, int32
   if (id >= *cap || !(*map)[id]) return;
   pd_conform_logged_leg_t *l = &run->legs[(*map)[id] - 1];
   uint64_t t = rel(run, num_of(j, "t_us", 0));
+  const char *key = str_of(j, "key"); /* vLLM: kv_pinned, kv_read, kv_notify, ... */
+  if (key && !l->kv_key[0] && strlen(key) == 16) snprintf(l->kv_key, sizeof l->kv_key, "%s", key);
   if (!strcmp(ev, "fault")) {
     int k = fault_of(str_of(j, "kind"));
     if (k >= 0 && k < 32) l->fired |= 1u << k;
@@ -160,6 +163,13 @@ static void on_line(pd_conform_runner_t *run, uint32_t wi, const cJSON *j, int32
   } else if (!strcmp(ev, "kv_taken")) {
     l->kv_pages = (uint64_t)num_of(j, "pages", 0);
     if (l->kv_pages > l->kv_pages_max) l->kv_pages_max = l->kv_pages;
+  } else if (!strcmp(ev, "kv_pinned")) { /* vLLM prefill: its pages stay held after its end */
+    uint64_t pages = (uint64_t)num_of(j, "pages", 0);
+    if (pages > l->kv_pages) l->kv_pages = pages;
+    if (pages > l->kv_pages_max) l->kv_pages_max = pages;
+  } else if (!strcmp(ev, "kv_unpinned")) { /* read, notified, rejected or expired: freed */
+    if (l->kv_pages || !l->t_kv_freed) l->t_kv_freed = t;
+    l->kv_pages = 0;
   } else if (!strcmp(ev, "kv_freed")) {
     uint64_t most = (uint64_t)num_of(j, "pages_max", 0);
     if (most > l->kv_pages_max) l->kv_pages_max = most;
