@@ -48,6 +48,10 @@ static int has_crash(const pd_scenario_t *s) {
   return 0;
 }
 
+int pd_conform_mode_skips(const pd_scenario_t *s, const pd_conform_opts_t *o) {
+  return o->has_mode && !pd_mode_speaks(o->mode, pd_scenario_protocol(s));
+}
+
 const char *pd_conform_skip_reason(const pd_scenario_t *s) {
   if (s->workload.requests > PD_CONFORM_MAX_REQUESTS) return "more than 50000 client requests";
   for (uint32_t i = 0; i < s->n_workers; i++) /* a gateway's breakers start closed */

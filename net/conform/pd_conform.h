@@ -136,9 +136,15 @@ int pd_conform_expand(const pd_scenario_t *s, const pd_conform_opts_t *o, const 
 #define PD_CONFORM_FWD_FACTOR 2.0
 
 /* Measure the gateway command's forwarding latency (ms) on a warm-up run of its own (one
- * healthy prefill and decode mock, a few requests at scale 1). 0 with *fwd_ms set; 1 when it
- * could not be measured (why says so; *fwd_ms 0); negative: out of memory. */
-int pd_conform_warm_up(const pd_conform_opts_t *o, double *fwd_ms, char *why, size_t cap);
+ * healthy prefill and decode mock of protocol proto, a few requests at scale 1). 0 with
+ * *fwd_ms set; 1 when it could not be measured (why says so; *fwd_ms 0); negative: out of
+ * memory. */
+int pd_conform_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, double *fwd_ms, char *why,
+                       size_t cap);
+
+/* The labelled mode does not speak the scenario's workers' protocol (pd_mode_speaks): the row
+ * is not run, as `pdref sim run --mode M` leaves it out. */
+int pd_conform_mode_skips(const pd_scenario_t *s, const pd_conform_opts_t *o);
 
 /* The scenario's shortest time a gateway must act within (ms at scale 1): the client's
  * disconnect_at_ms, a gateway timeout the scenario sets; 0 if none. */
