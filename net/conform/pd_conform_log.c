@@ -144,7 +144,8 @@ static void on_line(pd_conform_runner_t *run, uint32_t wi, const cJSON *j, int32
   pd_conform_logged_leg_t *l = &run->legs[(*map)[id] - 1];
   uint64_t t = rel(run, num_of(j, "t_us", 0));
   const char *key = str_of(j, "key"); /* vLLM: kv_pinned, kv_read, kv_notify, ... */
-  if (key && !l->kv_key[0] && strlen(key) == 16) snprintf(l->kv_key, sizeof l->kv_key, "%s", key);
+  if (key && strlen(key) == 16 && (l->role == PD_ROLE_PREFILL || !l->kv_key[0]))
+    snprintf(l->kv_key, sizeof l->kv_key, "%s", key); /* a prefill's own pin names it best */
   if (!strcmp(ev, "fault")) {
     int k = fault_of(str_of(j, "kind"));
     if (k >= 0 && k < 32) l->fired |= 1u << k;
