@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "cli_progress.h"
+#include "cli_shard.h"
 #include "pd_err.h"
 #include "pd_explore.h"
 #include "pd_scenario_write.h"
@@ -26,16 +27,20 @@
 
 typedef struct ex_opts {
   pd_mode_t mode;
-  int has_mode, has_seeds, has_time, json, determinism;
-  uint64_t seeds, start, shard_i, shard_n;
+  int has_mode, has_seeds, has_time, has_shard, json, determinism, shard_from_env;
+  uint64_t seeds, start, shard_i, shard_n, shards;
+  char shard_source[96]; /* --shard-from-env: the variable it came from */
   double time_s;
   uint32_t per_inv; /* shrink and save at most this many cases per invariant, 0 = all */
   uint32_t ties;    /* orders of same-instant events tried per seed */
   const char *out;
+  const char *result; /* --result FILE (with --shard-from-env: DIR/shard-<i>-of-<n>.json) */
+  char result_buf[EX_PATH_BYTES];
 } ex_opts_t;
 
 typedef struct ex_state {
   uint64_t explored, violating, shrunk, saved;
+  uint64_t seed_end; /* one past the last seed of the range this run considered */
   uint64_t inv_seeds[PD_INVARIANT_COUNT + 1], inv_first[PD_INVARIANT_COUNT + 1];
   uint32_t inv_saved[PD_INVARIANT_COUNT + 1];
   double t_shrink;
@@ -48,8 +53,10 @@ typedef struct ex_state {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: pdref sim explore --mode joined|pr1150|minilb|reference\n"
-          "                         [--seeds N | --time S] [--seed-start K] [--shard i/n]\n"
+          "                         [--seeds N | --time S] [--seed-start K]\n"
+          "                         [--shard i/n | --shard-from-env [--shards N]] [--result FILE]\n"
           "                         [--out DIR] [--per-invariant N] [--determinism] [--json]\n"
+          "       pdref sim explore merge [--json] RESULT|DIR...   (see merge --help)\n"
           "Generates a random world and workload from each seed (1..4 prefill and decode\n"
           "workers, swarm fault mixes, crashes, disconnects, random settings), runs it under the\n"
           "mode and checks every invariant. A violation is shrunk while it still violates the\n"
@@ -58,6 +65,13 @@ static void usage(FILE *f) {
           "  --time S          explore seeds K, K+1, ... for S seconds of wall time instead\n"
           "  --seed-start K    first seed (default 1)\n"
           "  --shard i/n       only the seeds with seed %% n == i (run n shards in parallel)\n"
+          "  --shard-from-env  the shard from a batch engine's environment: Kubernetes Indexed\n"
+          "                    Job (JOB_COMPLETION_INDEX), Slurm job array\n"
+          "                    (SLURM_ARRAY_TASK_ID/_MIN/_STEP/_COUNT), GNU parallel\n"
+          "                    (PARALLEL_SEQ, i.e. {#}); writes DIR/shard-<i>-of-<n>.json\n"
+          "  --shards N        the shard count where the engine gives none (Kubernetes, GNU\n"
+          "                    parallel); else PDREF_SHARDS\n"
+          "  --result FILE     also write the --json summary (the shard's result) to FILE\n"
           "  --out DIR         where shrunk cases go (default %s/, created when needed)\n"
           "  --per-invariant N shrink and save at most N cases per invariant (default 1;\n"
           "                    0 = every violating seed); every violation is still counted\n"
@@ -98,7 +112,7 @@ static int parse_shard(const char *a, ex_opts_t *o) {
 
 enum {
   OPT_MODE = PD_CLI_OPT_FIRST, OPT_SEEDS, OPT_TIME, OPT_SEED_START, OPT_SHARD, OPT_OUT,
-  OPT_PER_INV, OPT_TIES, OPT_DETERMINISM, OPT_JSON
+  OPT_PER_INV, OPT_TIES, OPT_DETERMINISM, OPT_JSON, OPT_SHARD_ENV, OPT_SHARDS, OPT_RESULT
 };
 
 static const struct option long_opts[] = {
@@ -113,6 +127,9 @@ static const struct option long_opts[] = {
     {"ties", required_argument, NULL, OPT_TIES},
     {"determinism", no_argument, NULL, OPT_DETERMINISM},
     {"json", no_argument, NULL, OPT_JSON},
+    {"shard-from-env", no_argument, NULL, OPT_SHARD_ENV},
+    {"shards", required_argument, NULL, OPT_SHARDS},
+    {"result", required_argument, NULL, OPT_RESULT},
     {NULL, 0, NULL, 0},
 };
 
@@ -133,7 +150,16 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   case OPT_SEED_START:
     return pd_cli_parse_u64(CMD, "--seed-start", v, 0, UINT64_MAX, &o->start);
   case OPT_SHARD:
+    o->has_shard = 1;
     return parse_shard(v, o);
+  case OPT_SHARD_ENV:
+    o->shard_from_env = 1;
+    return 0;
+  case OPT_SHARDS:
+    return pd_cli_parse_u64(CMD, "--shards", v, 1, UINT64_MAX, &o->shards);
+  case OPT_RESULT:
+    o->result = v;
+    return v[0] ? 0 : bad("--result: expected a file name");
   case OPT_OUT:
     o->out = v;
     return v[0] ? 0 : bad("--out: expected a directory name");
@@ -150,6 +176,28 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   }
 }
 
+static const char *real_env(void *ctx, const char *name) {
+  (void)ctx;
+  return getenv(name);
+}
+
+/* --shard-from-env: -1 to go on, or 2. */
+static int shard_env(ex_opts_t *o) {
+  pd_cli_shard_t sh;
+  char err[384];
+  if (pd_cli_shard_from_env(real_env, NULL, o->shards, &sh, err, sizeof err))
+    return bad("--shard-from-env: %s", err);
+  o->shard_i = sh.index;
+  o->shard_n = sh.count;
+  snprintf(o->shard_source, sizeof o->shard_source, "%s", sh.source);
+  if (!o->result) {
+    snprintf(o->result_buf, sizeof o->result_buf, "%s/shard-%llu-of-%llu.json", o->out,
+             (unsigned long long)sh.index, (unsigned long long)sh.count);
+    o->result = o->result_buf;
+  }
+  return -1;
+}
+
 /* Returns -1 to go on, or an exit code (0 after --help, 2 on bad usage). */
 static int parse_opts(int argc, char **argv, ex_opts_t *o) {
   pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, o, NULL, 0, NULL};
@@ -160,7 +208,12 @@ static int parse_opts(int argc, char **argv, ex_opts_t *o) {
     return bad("--mode: explore's worlds speak SGLang's protocol: joined, pr1150, minilb or "
                "reference");
   if (o->has_seeds && o->has_time) return bad("--seeds and --time cannot be combined");
-  return -1;
+  if (!o->has_time && o->seeds > UINT64_MAX - o->start)
+    return bad("--seed-start %llu plus --seeds %llu passes the last seed",
+               (unsigned long long)o->start, (unsigned long long)o->seeds);
+  if (o->shard_from_env && o->has_shard) return bad("--shard and --shard-from-env cannot be combined");
+  if (o->shards && !o->shard_from_env) return bad("--shards goes with --shard-from-env");
+  return o->shard_from_env ? shard_env(o) : -1;
 }
 
 /* mkdir -p, one component at a time. */
@@ -236,7 +289,7 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
   st->saved++;
   mask_str(r->found_mask, found, sizeof found);
   mask_str(r->shrunk_mask, shrunk, sizeof shrunk);
-  if (o->json) {
+  if (st->findings) { /* --json or --result */
     cJSON *j = cJSON_CreateObject();
     cJSON_AddItemToObject(j, "seed", seed_json(r->seed));
     cJSON_AddItemToObject(j, "tie_seed", seed_json(r->tie_seed));
@@ -255,8 +308,8 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
     add_pair(j, "faults", r->faults_before, r->faults_after);
     cJSON_AddNumberToObject(j, "shrink_runs", r->shrink_runs);
     cJSON_AddItemToArray(st->findings, j);
-    return 0;
   }
+  if (o->json) return 0;
   progress_clear(st);
   printf("seed %llu: violated %s; shrunk for I%d (%s) in %u runs: %u -> %u requests, %u -> %u "
          "workers, %u -> %u faults; the case violates %s\n",
@@ -292,15 +345,17 @@ static uint32_t skip_mask(const ex_state_t *st, const ex_opts_t *o) {
 }
 
 static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_t total) {
-  uint64_t limit = o->has_time ? UINT64_MAX : o->seeds;
+  uint64_t limit = o->has_time ? UINT64_MAX - o->start : o->seeds;
+  st->seed_end = o->start;
   for (uint64_t off = 0; off < limit; off++) {
     uint64_t seed = o->start + off;
     if (seed % o->shard_n != o->shard_i) continue;
     double t = pd_cli_wall_s();
     if (o->has_time && t - st->bar.t0_s >= o->time_s) break;
+    st->seed_end = seed + 1; /* the seeds of other shards below it are theirs */
     pd_explore_result_t r;
     int rc = pd_explore_seed_mx(s, seed, o->mode, skip_mask(st, o), o->determinism, o->ties, &r,
-                                o->json ? &st->mx : NULL);
+                                st->findings ? &st->mx : NULL);
     if (rc) {
       progress_clear(st);
       fprintf(stderr, "pdref sim explore: seed %llu: %s\n", (unsigned long long)seed, pd_strerror(rc));
@@ -316,6 +371,7 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
     }
     progress(st, o, total);
   }
+  if (!o->has_time) st->seed_end = o->start + o->seeds;
   return 0;
 }
 
@@ -339,16 +395,26 @@ static void summary_text(const ex_state_t *st, const ex_opts_t *o, double el) {
   printf("\nexplore: %llu shrunk cases saved in %s/\n", (unsigned long long)st->saved, o->out);
 }
 
-static void summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
+/* The summary: what --json prints and --result writes (the shard's result that
+ * `pdref sim explore merge` folds; cmd_explore_merge.c reads these fields). */
+static cJSON *summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
   cJSON *j = cJSON_CreateObject();
   char shard[48];
   snprintf(shard, sizeof shard, "%llu/%llu", (unsigned long long)o->shard_i,
            (unsigned long long)o->shard_n);
+  cJSON_AddStringToObject(j, "schema", PD_EXPLORE_RESULT_SCHEMA);
   cJSON_AddStringToObject(j, "mode", pd_mode_name(o->mode));
   cJSON_AddItemToObject(j, "seed_start", seed_json(o->start));
+  cJSON_AddItemToObject(j, "seed_end", seed_json(st->seed_end)); /* exclusive */
   if (o->has_time) cJSON_AddNumberToObject(j, "time_s", o->time_s);
   else cJSON_AddItemToObject(j, "seeds", seed_json(o->seeds));
   cJSON_AddStringToObject(j, "shard", shard);
+  cJSON_AddItemToObject(j, "shard_index", seed_json(o->shard_i));
+  cJSON_AddItemToObject(j, "shard_count", seed_json(o->shard_n));
+  if (o->shard_source[0]) cJSON_AddStringToObject(j, "shard_source", o->shard_source);
+  cJSON_AddNumberToObject(j, "ties", o->ties);
+  cJSON_AddBoolToObject(j, "determinism", o->determinism);
+  cJSON_AddNumberToObject(j, "per_invariant", o->per_inv);
   cJSON_AddNumberToObject(j, "explored", (double)st->explored);
   cJSON_AddNumberToObject(j, "elapsed_s", el);
   cJSON_AddNumberToObject(j, "shrink_s", st->t_shrink);
@@ -370,13 +436,30 @@ static void summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
   cJSON_AddItemToObject(j, "violating", st->violating_list);
   cJSON_AddBoolToObject(j, "violating_truncated", st->violating > EX_JSON_MAX_LISTED);
   st->findings = st->violating_list = NULL;
-  char *txt = cJSON_Print(j);
-  if (txt) puts(txt);
-  cJSON_free(txt);
+  return j;
+}
+
+/* Print the summary (--json) and write it to --result; 0 or 2. */
+static int summary_out(ex_state_t *st, const ex_opts_t *o, double el) {
+  cJSON *j = summary_json(st, o, el);
+  char *txt = j ? cJSON_Print(j) : NULL;
   cJSON_Delete(j);
+  if (!txt) return 2;
+  if (o->json) puts(txt);
+  int rc = 0;
+  if (o->result) {
+    FILE *f = (o->shard_from_env && make_dirs(o->out) != 0) ? NULL : fopen(o->result, "w");
+    if (!f || fputs(txt, f) < 0 || fputc('\n', f) < 0) rc = 2;
+    if (f && fclose(f) != 0) rc = 2;
+    if (rc) fprintf(stderr, CMD ": %s: cannot write the result: %s\n", o->result, strerror(errno));
+    else if (!o->json) printf("explore: result written to %s\n", o->result);
+  }
+  cJSON_free(txt);
+  return rc;
 }
 
 int pd_cli_sim_explore(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "merge") == 0) return pd_cli_sim_explore_merge(argc - 1, argv + 1);
   ex_opts_t o = {.seeds = EX_DEFAULT_SEEDS, .start = 1, .shard_n = 1, .per_inv = 1, .ties = 2,
                  .out = EX_DEFAULT_OUT};
   int rc = parse_opts(argc, argv, &o);
@@ -384,7 +467,7 @@ int pd_cli_sim_explore(int argc, char **argv) {
   ex_state_t st;
   memset(&st, 0, sizeof st);
   pd_cli_progress_init(&st.bar, o.json);
-  if (o.json) {
+  if (o.json || o.result) {
     st.findings = cJSON_CreateArray();
     st.violating_list = cJSON_CreateArray();
   }
@@ -396,8 +479,10 @@ int pd_cli_sim_explore(int argc, char **argv) {
   rc = s ? explore(&o, &st, s, total) : 2;
   progress_clear(&st);
   double el = pd_cli_progress_elapsed_s(&st.bar);
-  if (rc == 0 && o.json) summary_json(&st, &o, el);
-  else if (rc == 0) summary_text(&st, &o, el);
+  if (rc == 0 && !o.json) summary_text(&st, &o, el);
+  if (rc == 0 && (o.json || o.result)) {
+    rc = summary_out(&st, &o, el);
+  }
   cJSON_Delete(st.findings);
   cJSON_Delete(st.violating_list);
   pd_metrics_free(&st.mx);

@@ -23,7 +23,10 @@
 #include "pd_dispatch.h"
 #include "pd_err.h"
 #include "cmd_netbench.h"
+#include "pd_conform.h"
 #include "pd_netbench.h"
+#include "pd_proc.h"
+#include "pd_scenario.h"
 
 #define NETBENCH_START_TIMEOUT_MS 10000u /* a child's ready line */
 #define NETBENCH_STOP_TIMEOUT_MS 5000u   /* SIGTERM to exit, then SIGKILL */
@@ -42,9 +45,11 @@ static void usage(FILE *f) {
           "                           [--first-token-ms F] [--requests N] [--no-pd]\n"
           "                           [--tp-streams S] [--tp-tokens K] [--tp-token-ms T]\n"
           "                           [--no-throughput] [--mode M] [--timeout-s S] [--json]\n"
+          "                           [--gateway-cmd 'CMD ... {prefill_args} ... {port}' [--label L]]\n"
           "\n"
-          "Starts a prefill mock, a decode mock and `pdref gateway` on free loopback ports and\n"
-          "measures what the gateway adds to a streaming client (docs/benchmarks.md).\n"
+          "Starts a prefill mock, a decode mock and `pdref gateway` (or any gateway, with\n"
+          "--gateway-cmd) on free loopback ports and measures what the gateway adds to a\n"
+          "streaming client (docs/benchmarks.md).\n"
           "  --concurrency LIST  concurrent streams per level (default 1,64,512)\n"
           "  --tokens K          tokens per request (default 64)\n"
           "  --token-ms T        decode: ms between tokens (default 5)\n"
@@ -58,6 +63,12 @@ static void usage(FILE *f) {
           "  --mode M            gateway mode (default reference)\n"
           "  --timeout-s S       bound on each measured run (default 60)\n"
           "  --json              one JSON document on stdout\n"
+          "  --gateway-cmd CMD   measure this gateway instead of pdref's: run with /bin/sh -c in\n"
+          "                      its own process group, conform's placeholders ({prefill_args},\n"
+          "                      {decode_urls}, {prefill_hosts}, {port}, ...: pdref conform\n"
+          "                      --help); ready once {port} accepts connections. RSS and CPU\n"
+          "                      are its whole process group's\n"
+          "  --label L           its name in the report (default: the command's first word)\n"
           "Prefill forward_ms and kv_ms are 0, so the paths differ only by the rendezvous and\n"
           "the gateway. exit: 0 ok, 1 a request failed or a process did not start, 2 bad usage\n");
 }
@@ -102,7 +113,10 @@ static const struct {
 };
 #define NETBENCH_NUM_OPTS (sizeof num_opts / sizeof num_opts[0])
 
-enum { OPT_CONCURRENCY = PD_CLI_OPT_FIRST + 32, OPT_MODE, OPT_JSON, OPT_NO_PD, OPT_NO_TP };
+enum {
+  OPT_CONCURRENCY = PD_CLI_OPT_FIRST + 32, OPT_MODE, OPT_JSON, OPT_NO_PD, OPT_NO_TP, OPT_GW_CMD,
+  OPT_LABEL
+};
 
 static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'},
@@ -119,6 +133,8 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"no-pd", no_argument, NULL, OPT_NO_PD},
     {"no-throughput", no_argument, NULL, OPT_NO_TP},
+    {"gateway-cmd", required_argument, NULL, OPT_GW_CMD},
+    {"label", required_argument, NULL, OPT_LABEL},
     {NULL, 0, NULL, 0},
 };
 
@@ -144,6 +160,16 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
     return 0;
   case OPT_NO_PD:
     o->is_pd = 0;
+    return 0;
+  case OPT_GW_CMD:
+    o->gateway_cmd = v;
+    if (!v[0] || strlen(v) > 4000)
+      return fprintf(stderr, CMD ": --gateway-cmd: expected a command of 1..4000 bytes\n"), 2;
+    return 0;
+  case OPT_LABEL:
+    if (!v[0] || strlen(v) >= sizeof o->label)
+      return fprintf(stderr, CMD ": --label: expected 1..%zu bytes\n", sizeof o->label - 1), 2;
+    snprintf(o->label, sizeof o->label, "%s", v);
     return 0;
   default: /* OPT_NO_TP */
     o->is_tp = 0;
@@ -173,6 +199,7 @@ static int write_scenario(netbench_session_t *b) {
   if (!mkdtemp(b->dir)) return -1;
   snprintf(b->scenario, sizeof b->scenario, "%s/bench.json", b->dir);
   snprintf(b->errlog, sizeof b->errlog, "%s/stderr.log", b->dir);
+  snprintf(b->gw_out, sizeof b->gw_out, "%s/gateway.out", b->dir);
   FILE *f = fopen(b->scenario, "w");
   if (!f) return -1;
   const netbench_opts_t *o = &b->o;
@@ -214,7 +241,60 @@ static int start_mock(netbench_session_t *b, pd_netbench_child_t *c, const char 
   return ok ? 0 : -1;
 }
 
-static int start_gateway(netbench_session_t *b) {
+/* --gateway-cmd: the template expanded for the prefill p0 and the decode now running (its
+ * name, d0 or d1), with conform's placeholders (pd_conform_expand). 0 or -1. */
+static int expand_gateway_cmd(netbench_session_t *b, const char *decode, uint16_t port) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  char err[512];
+  int rc = s ? pd_scenario_load(s, b->scenario, err, sizeof err) : -1;
+  if (rc == 0) { /* only the two workers running: p0 and this decode */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->n_workers; i++)
+      if (!strcmp(s->workers[i].name, "p0") || !strcmp(s->workers[i].name, decode))
+        s->workers[n++] = s->workers[i];
+    s->n_workers = n;
+    uint16_t ports[2] = {0, 0}, boot[2] = {0, 0};
+    for (uint32_t i = 0; i < n && i < 2; i++) {
+      const char *url = s->workers[i].role == PD_ROLE_PREFILL ? b->p_url : b->d_url;
+      const char *colon = strrchr(url, ':');
+      ports[i] = colon ? (uint16_t)strtoul(colon + 1, NULL, 10) : 0;
+      boot[i] = s->workers[i].role == PD_ROLE_PREFILL ? b->p_boot : 0;
+    }
+    pd_conform_opts_t co;
+    memset(&co, 0, sizeof co);
+    co.mode_label = b->o.label;
+    co.scale = 1.0;
+    rc = pd_conform_expand(s, &co, b->o.gateway_cmd, ports, boot, port, b->gw_cmd,
+                           sizeof b->gw_cmd, err, sizeof err);
+  }
+  if (rc) fprintf(stderr, CMD ": %s\n", s ? err : "out of memory");
+  free(s);
+  return rc ? -1 : 0;
+}
+
+/* Start the --gateway-cmd gateway and wait (bounded) until its port accepts. 0, -1, or -2
+ * when the template does not expand (bad usage: exit 2). */
+static int start_custom_gateway(netbench_session_t *b, const char *decode) {
+  uint16_t port = 0;
+  if (pd_proc_free_port(&port) < 0) return -1;
+  if (expand_gateway_cmd(b, decode, port) < 0) return -2;
+  char *argv[] = {"sh", "-c", b->gw_cmd, NULL};
+  /* stdout to a file of its own (a pipe nobody reads would block a chatty gateway), stderr
+   * appended to the log shown on failure */
+  pd_proc_opts_t po = {.out_path = b->gw_out, .err_path = b->errlog, .is_err_append = 1,
+                       .is_group = 1};
+  if (pd_proc_spawn(&b->gw, "/bin/sh", argv, &po) != 0 ||
+      pd_proc_wait_port(&b->gw, port, NETBENCH_START_TIMEOUT_MS, &netbench_stop) != 0) {
+    fprintf(stderr, CMD ": the gateway command did not accept connections on 127.0.0.1:%u "
+            "within %u ms: %s\n", (unsigned)port, NETBENCH_START_TIMEOUT_MS, b->gw_cmd);
+    return -1;
+  }
+  snprintf(b->g_url, sizeof b->g_url, "http://127.0.0.1:%u", (unsigned)port);
+  return 0;
+}
+
+static int start_gateway(netbench_session_t *b, const char *decode) {
+  if (b->o.gateway_cmd) return start_custom_gateway(b, decode);
   char line[512], pre[96], maxc[16];
   snprintf(pre, sizeof pre, "%s@%u", b->p_url, (unsigned)b->p_boot);
   uint32_t most = b->o.tp_streams;
@@ -237,8 +317,8 @@ static int start_gateway(netbench_session_t *b) {
 
 static void stop_gateway(netbench_session_t *b, int which) {
   if (b->gw.pid > 0) {
-    b->rss_kib[which] = pd_netbench_proc_hwm_kib(b->gw.pid);
-    b->cpu_s[which] = pd_netbench_proc_cpu_s(b->gw.pid);
+    b->rss_kib[which] = pd_netbench_group_hwm_kib(b->gw.pid);
+    b->cpu_s[which] = pd_netbench_group_cpu_s(b->gw.pid);
   }
   pd_netbench_child_stop(&b->gw, NETBENCH_STOP_TIMEOUT_MS);
 }
@@ -279,9 +359,9 @@ static void run_path(netbench_session_t *b, int path, uint32_t streams, uint32_t
   /* clang-format on */
   b->room += (uint64_t)requests + streams + 1;
   pd_netbench_result_t r;
-  double cpu0 = b->gw.pid > 0 ? pd_netbench_proc_cpu_s(b->gw.pid) : 0;
+  double cpu0 = b->gw.pid > 0 ? pd_netbench_group_cpu_s(b->gw.pid) : 0;
   int rc = pd_netbench_run(&run, &r);
-  double cpu1 = b->gw.pid > 0 ? pd_netbench_proc_cpu_s(b->gw.pid) : 0;
+  double cpu1 = b->gw.pid > 0 ? pd_netbench_group_cpu_s(b->gw.pid) : 0;
   memset(st, 0, sizeof *st);
   st->requests = requests;
   st->ok = r.ok;
@@ -308,8 +388,10 @@ static int run_all(netbench_session_t *b) {
     return -1;
   }
   if (start_mock(b, &b->prefill, "p0", b->p_url, sizeof b->p_url) < 0 ||
-      start_mock(b, &b->decode, "d0", b->d_url, sizeof b->d_url) < 0 || start_gateway(b) < 0)
+      start_mock(b, &b->decode, "d0", b->d_url, sizeof b->d_url) < 0)
     return -1;
+  int rc = start_gateway(b, "d0");
+  if (rc < 0) return rc;
   for (uint32_t i = 0; i < o->n_levels && !netbench_stop; i++) {
     netbench_level_t *lv = &b->lv[i];
     lv->streams = o->levels[i];
@@ -320,8 +402,8 @@ static int run_all(netbench_session_t *b) {
   stop_gateway(b, 0);
   pd_netbench_child_stop(&b->decode, NETBENCH_STOP_TIMEOUT_MS);
   if (!o->is_tp || netbench_stop) return 0;
-  if (start_mock(b, &b->decode, "d1", b->d_url, sizeof b->d_url) < 0 || start_gateway(b) < 0)
-    return -1;
+  if (start_mock(b, &b->decode, "d1", b->d_url, sizeof b->d_url) < 0) return -1;
+  if ((rc = start_gateway(b, "d1")) < 0) return rc;
   run_path(b, PD_NETBENCH_GATEWAY, o->tp_streams, o->tp_streams, o->tp_tokens, 0, &b->tp);
   stop_gateway(b, 1);
   return 0;
@@ -335,6 +417,7 @@ static void cleanup(netbench_session_t *b, int is_failed) {
   if (is_failed) show_errlog(b);
   if (b->scenario[0]) unlink(b->scenario);
   if (b->errlog[0]) unlink(b->errlog);
+  if (b->gw_out[0]) unlink(b->gw_out);
   if (b->dir[0]) rmdir(b->dir);
 }
 
@@ -361,6 +444,12 @@ int pd_cli_gateway_bench(int argc, char **argv) {
     free(b);
     return parsed;
   }
+  if (!o->label[0] && o->gateway_cmd) /* the command's first word, without its directory */
+    snprintf(o->label, sizeof o->label, "%.*s", (int)strcspn(o->gateway_cmd, " \t"),
+             o->gateway_cmd);
+  if (!o->label[0]) snprintf(o->label, sizeof o->label, "pdref gateway");
+  if (strchr(o->label, '/')) memmove(o->label, strrchr(o->label, '/') + 1,
+                                     strlen(strrchr(o->label, '/') + 1) + 1);
   ssize_t n = readlink("/proc/self/exe", b->exe, sizeof b->exe - 1);
   if (n <= 0) snprintf(b->exe, sizeof b->exe, "/proc/self/exe");
   pd_cli_progress_init(&b->bar, o->is_json);
@@ -375,7 +464,7 @@ int pd_cli_gateway_bench(int argc, char **argv) {
   pd_cli_raise_fd_limit(3 * PD_NETBENCH_MAX_CONCURRENCY + 256);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   int rc = run_all(b);
-  cleanup(b, rc || b->errors);
+  cleanup(b, rc == -1 || b->errors);
   curl_global_cleanup();
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
@@ -386,7 +475,7 @@ int pd_cli_gateway_bench(int argc, char **argv) {
     else
       pd_cli_nb_report_text(b);
   }
-  int code = rc || netbench_stop || b->errors ? 1 : 0;
+  int code = rc == -2 ? 2 : rc || netbench_stop || b->errors ? 1 : 0;
   free(b);
   return code;
 }

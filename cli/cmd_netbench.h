@@ -16,6 +16,8 @@ typedef struct netbench_opts {
   uint32_t tp_streams, tp_tokens, tp_token_ms, timeout_s;
   int is_tp, is_pd, is_json;
   const char *mode;
+  const char *gateway_cmd; /* --gateway-cmd: any gateway, conform's placeholders; NULL: pdref's */
+  char label[64];          /* the gateway's name in the report: "pdref gateway" or --label */
 } netbench_opts_t;
 
 typedef struct netbench_path_stats { /* one path at one level */
@@ -33,7 +35,7 @@ typedef struct netbench_level {
 
 typedef struct netbench_session {
   netbench_opts_t o;
-  char dir[64], scenario[96], errlog[96], exe[1024];
+  char dir[64], scenario[96], errlog[96], gw_out[96], exe[1024], gw_cmd[8192];
   pd_netbench_child_t prefill, decode, gw;
   char p_url[64], d_url[64], g_url[64];
   uint16_t p_boot;

@@ -32,33 +32,39 @@ static double per_cpu_s(const netbench_path_stats_t *s) {
   return s->gw_cpu_s > 0 ? (double)s->events / s->gw_cpu_s : 0;
 }
 
-#define NETBENCH_TARGETS 5
+#define NETBENCH_TARGETS 8
+/* The targets of issue 4 (the gateway's first cut) and issue 14 (its own share under 100 us,
+ * ITL untouched, 100k events per CPU-second one event per chunk, RSS under 32 MiB). */
 static void targets(const netbench_session_t *b, netbench_target_t t[NETBENCH_TARGETS]) {
-  const netbench_level_t *l64 = find_level(b, 64), *l512 = find_level(b, 512), *top = NULL;
+  const netbench_level_t *l1 = find_level(b, 1), *l64 = find_level(b, 64), *l512 = find_level(b, 512);
+  const netbench_level_t *top = NULL;
   for (uint32_t i = 0; i < b->o.n_levels; i++)
     if (b->lv[i].p[PD_NETBENCH_GATEWAY].requests && (!top || b->lv[i].streams > top->streams))
       top = &b->lv[i];
+  int pd1 = l1 && l1->p[PD_NETBENCH_PD].requests, pd64 = l64 && l64->p[PD_NETBENCH_PD].requests;
   double rss = (double)(b->rss_kib[0] > b->rss_kib[1] ? b->rss_kib[0] : b->rss_kib[1]) / 1024.0;
+  double itl = l64 ? added(l64, PD_NETBENCH_DIRECT, 1, 0) : 0;
+  double per_ev = top ? per_cpu_s(&top->p[PD_NETBENCH_GATEWAY]) : 0;
   netbench_target_t v[NETBENCH_TARGETS] = {
-      {"added TTFT p50 at 64 streams", "us", l64 ? added(l64, PD_NETBENCH_DIRECT, 0, 0) : 0, 200, 1,
-       !!l64, ""},
-      {"added TTFT p99 at 64 streams", "us", l64 ? added(l64, PD_NETBENCH_DIRECT, 0, 1) : 0, 2000,
+      {"4: added TTFT p50, 64 streams", "us", l64 ? added(l64, PD_NETBENCH_DIRECT, 0, 0) : 0, 200,
        1, !!l64, ""},
-      {"relayed SSE events/s, one core", "ev/s", b->tp.events_per_s, 100000, 0, b->tp.requests > 0,
-       ""},
-      {"errors at 512 streams", "", l512 ? (double)l512->p[PD_NETBENCH_GATEWAY].errors : 0, 1, 1,
-       !!l512, ""},
-      {"gateway peak RSS", "MiB", rss, 64, 1, rss > 0, ""},
+      {"4: added TTFT p99, 64 streams", "us", l64 ? added(l64, PD_NETBENCH_DIRECT, 0, 1) : 0,
+       2000, 1, !!l64, ""},
+      {"4: errors at 512 streams", "", l512 ? (double)l512->p[PD_NETBENCH_GATEWAY].errors : 0, 1,
+       1, !!l512, ""},
+      {"14: own TTFT p50, 1 stream", "us", pd1 ? added(l1, PD_NETBENCH_PD, 0, 0) : 0, 100, 1, pd1,
+       "gateway - pd (the direct PD rendezvous)"},
+      {"14: own TTFT p50, 64 streams", "us", pd64 ? added(l64, PD_NETBENCH_PD, 0, 0) : 0, 100, 1,
+       pd64, "gateway - pd"},
+      {"14: |added ITL p50|, 64 streams", "us", itl < 0 ? -itl : itl, 50, 1, !!l64,
+       "gateway - direct"},
+      {"14: events per gateway CPU-s", "ev", per_ev, 100000, 0, top && per_ev > 0, ""},
+      {"14: peak RSS, up to 512 streams", "MiB", rss, 32, 1, rss > 0 && l512, ""},
   };
-  for (int k = 0; k < 2; k++)
-    if (l64 && l64->p[PD_NETBENCH_PD].requests)
-      snprintf(v[k].note, sizeof v[k].note, "gateway alone (vs pd): %+.0f us",
-               added(l64, PD_NETBENCH_PD, 0, k));
-  if (b->tp.requests)
-    snprintf(v[2].note, sizeof v[2].note,
-             "%.0f per gateway CPU-s; 1 event/chunk (%u streams): %.0f", per_cpu_s(&b->tp),
-             top ? top->streams : 0, top ? per_cpu_s(&top->p[PD_NETBENCH_GATEWAY]) : 0);
-  snprintf(v[4].note, sizeof v[4].note, "latency levels %.1f MiB, throughput run %.1f MiB",
+  if (top)
+    snprintf(v[6].note, sizeof v[6].note, "one event per chunk, %u streams; throughput run "
+             "(coalesced): %.0f", top->streams, per_cpu_s(&b->tp));
+  snprintf(v[7].note, sizeof v[7].note, "latency levels %.1f MiB, throughput run %.1f MiB",
            (double)b->rss_kib[0] / 1024.0, (double)b->rss_kib[1] / 1024.0);
   memcpy(t, v, sizeof v);
 }
@@ -113,7 +119,9 @@ static cJSON *level_json(const netbench_level_t *lv) {
 void pd_cli_nb_report_json(const netbench_session_t *b) {
   const netbench_opts_t *o = &b->o;
   cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "mode", o->mode);
+  cJSON_AddStringToObject(j, "gateway_label", o->label);
+  if (o->gateway_cmd) cJSON_AddStringToObject(j, "gateway_cmd", b->gw_cmd);
+  else cJSON_AddStringToObject(j, "mode", o->mode);
   cJSON_AddNumberToObject(j, "tokens", o->tokens);
   cJSON_AddNumberToObject(j, "token_ms", o->token_ms);
   cJSON_AddNumberToObject(j, "first_token_ms", o->first_token_ms);
@@ -155,9 +163,11 @@ void pd_cli_nb_report_json(const netbench_session_t *b) {
 
 void pd_cli_nb_report_text(const netbench_session_t *b) {
   const netbench_opts_t *o = &b->o;
-  printf("gateway bench: mode %s, %u tokens/request, decode first token %u ms then %u ms/token, "
+  if (o->gateway_cmd) printf("gateway bench: %s: %s\n", o->label, b->gw_cmd);
+  printf("gateway bench: %s%s%s, %u tokens/request, decode first token %u ms then %u ms/token, "
          "prefill forward+kv 0 ms\n",
-         o->mode, o->tokens, o->first_token_ms, o->token_ms);
+         o->label, o->gateway_cmd ? "" : " mode ", o->gateway_cmd ? "" : o->mode, o->tokens,
+         o->first_token_ms, o->token_ms);
   printf("%7s %-7s %5s %4s %9s %9s %9s %9s %9s %9s\n", "streams", "path", "reqs", "err", "TTFT p50",
          "TTFT p99", "ITL p50", "ITL p99", "events/s", "gw us/ev");
   for (uint32_t i = 0; i < o->n_levels; i++)
@@ -194,14 +204,14 @@ void pd_cli_nb_report_text(const netbench_session_t *b) {
         tp->events_per_s, tp->gw_cpu_s, tp->wall_s > 0 ? 100 * tp->gw_cpu_s / tp->wall_s : 0,
         per_cpu_s(tp), tp->reads ? (double)tp->events / (double)tp->reads : 0);
   if (tp->err[0]) printf("%7s first error: %s\n", "", tp->err);
-  printf("gateway: peak RSS %.1f MiB, CPU %.2f s (latency levels); peak RSS %.1f MiB, CPU %.2f s "
+  printf("%s: peak RSS %.1f MiB, CPU %.2f s (latency levels); peak RSS %.1f MiB, CPU %.2f s "
          "(throughput)\n",
-         (double)b->rss_kib[0] / 1024, b->cpu_s[0], (double)b->rss_kib[1] / 1024, b->cpu_s[1]);
+         o->label, (double)b->rss_kib[0] / 1024, b->cpu_s[0], (double)b->rss_kib[1] / 1024, b->cpu_s[1]);
   netbench_target_t t[NETBENCH_TARGETS];
   targets(b, t);
-  printf("targets (issue 4):\n");
+  printf("targets (issue: what):\n");
   for (int i = 0; i < NETBENCH_TARGETS; i++)
-    printf("  %-31s %2s %6.0f %-4s %10.1f  %-12s %s\n", t[i].name,
+    printf("  %-33s %2s %6.0f %-4s %10.1f  %-12s %s\n", t[i].name,
            t[i].is_max ? "<" : ">=", t[i].limit, t[i].unit, t[i].value, verdict(&t[i]), t[i].note);
   printf("errors: %llu\n", (unsigned long long)b->errors);
 }

@@ -35,6 +35,7 @@
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \
   X(pdt_suite_explore)   \
+  X(pdt_suite_explore_shard) \
   X(pdt_suite_gateway) \
   X(pdt_suite_gateway_slow) \
   X(pdt_suite_mock) \

@@ -315,6 +315,47 @@ static void test_bench_scenario_requests_and_rate(void) {
 
 /* Each of these exits 2 with the message: --rate on a scenario of bursts, a missing file,
  * a rate of 0, and 2 M requests 1000 s apart (past PD_SCENARIO_MAX_MS). */
+/* `gateway bench --gateway-cmd`: any gateway command, its workers given by conform's
+ * placeholders, measured on the same paths as pdref's own; a template that does not expand is
+ * bad usage (exit 2, naming it), a command that exits before listening is reported (exit 1). */
+static void test_gateway_bench_measures_any_gateway_command(void) {
+  char gw[PATH_MAX + 32], cmd[PATH_MAX + 128];
+  if (pdt_pdref_path(gw, sizeof gw) != 0) return;
+  snprintf(strrchr(gw, '/') + 1, sizeof gw - (size_t)(strrchr(gw, '/') + 1 - gw), "pdref-gateway");
+  if (access(gw, X_OK) != 0) return;
+  snprintf(cmd, sizeof cmd, "%s {prefill_args} {decode_args} --listen 127.0.0.1:{port}", gw);
+  const char *args[] = {"gateway", "bench", "--concurrency", "1", "--requests", "4", "--tokens",
+                        "4", "--token-ms", "1", "--no-throughput", "--json", "--gateway-cmd",
+                        cmd, NULL};
+  run_t *r = pdref(args);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 0);
+  cJSON *j = cJSON_Parse(r->out);
+  const cJSON *lv = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "levels"), 0);
+  const cJSON *g = cJSON_GetObjectItemCaseSensitive(lv, "gateway");
+  const cJSON *pd = cJSON_GetObjectItemCaseSensitive(lv, "pd");
+  PDT_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "gateway_label")),
+             "pdref-gateway");
+  const char *expanded = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "gateway_cmd"));
+  PDT_TRUE(expanded && strstr(expanded, " --prefill http://127.0.0.1:") &&
+           strstr(expanded, " --decode http://127.0.0.1:") && !strchr(expanded, '{'));
+  PDT_EQ_INT((int)bench_num(g, "ok"), 4);
+  PDT_EQ_INT((int)bench_num(pd, "ok"), 4);
+  PDT_TRUE(bench_num(g, "ttft_p50_us") > 0);
+  PDT_TRUE(bench_num(cJSON_GetObjectItemCaseSensitive(j, "gateway"), "peak_rss_kib") > 0);
+  cJSON_Delete(j);
+  if (r->code != 0) fprintf(stderr, "test_cli: gateway bench output:\n%s\n", r->out);
+  const char *bad[] = {"gateway", "bench", "--no-throughput", "--gateway-cmd", "gw {nope}", NULL};
+  r = pdref(bad);
+  PDT_EQ_INT(r->code, 2);
+  PDT_HAS(r->out, "unknown placeholder {nope}");
+  const char *gone[] = {"gateway", "bench", "--no-throughput", "--concurrency", "1",
+                        "--gateway-cmd", "exit 3 # {port}", NULL};
+  r = pdref(gone);
+  PDT_EQ_INT(r->code, 1);
+  PDT_HAS(r->out, "did not accept connections on 127.0.0.1:");
+}
+
 static void test_bench_rate_refuses_bursts_and_bad_files(void) {
   static const struct {
     const char *args[8], *want;
@@ -453,6 +494,7 @@ int pdt_suite_cli(void) {
       {"good numbers (and --flag=value) still run", test_good_numbers_still_run},
       {"sim bench --scenario: --requests, --rate, RSS tenths", test_bench_scenario_requests_and_rate},
       {"sim bench --rate: bursts refused, bad file, 0, too long", test_bench_rate_refuses_bursts_and_bad_files},
+      {"gateway bench measures any gateway command", test_gateway_bench_measures_any_gateway_command},
       {"unknown option exits 2 (every subcommand)", test_unknown_option_exits_2},
       {"missing value exits 2 (every subcommand)", test_missing_value_exits_2},
       {"--help exits 0 (every subcommand)", test_help_exits_0},

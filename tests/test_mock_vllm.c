@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pdt.h"
@@ -104,8 +105,8 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
   return k;
 }
 
-/* POST body to 127.0.0.1:port/v1/completions; the curl code. */
-static int post(uint16_t port, const char *body, resp_t *r) {
+/* POST body to 127.0.0.1:port/v1/completions, given up after limit_ms; the curl code. */
+static int post_for(uint16_t port, const char *body, resp_t *r, unsigned limit_ms) {
   char url[96];
   memset(r, 0, sizeof *r);
   snprintf(url, sizeof url, "http://127.0.0.1:%u/v1/completions", port);
@@ -116,12 +117,16 @@ static int post(uint16_t port, const char *body, resp_t *r) {
   curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, body);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)WAIT_MS);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)limit_ms);
   int rc = (int)curl_easy_perform(e);
   curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
   curl_slist_free_all(h);
   curl_easy_cleanup(e);
   return rc;
+}
+
+static int post(uint16_t port, const char *body, resp_t *r) {
+  return post_for(port, body, r, WAIT_MS);
 }
 
 /* The prefill leg of a source-first exchange: its answer's kv_transfer_params printed into
@@ -175,6 +180,12 @@ static void test_source_first_exchange(void) {
   PDT_EQ_INT(vm_start(&d, "decode", NULL), 0);
   PDT_TRUE(p.kv_port != 0);
   char kvp[4096], body[8192], want[64];
+  CURLM *mh = curl_multi_init();
+  pdt_tx_t *info = pdt_tx_once(mh, p.port, "/get_server_info", NULL);
+  snprintf(want, sizeof want, "\"kv_port\":%u", p.kv_port);
+  PDT_TRUE(strstr(info->buf, "\"protocol\":\"vllm\"") && strstr(info->buf, want));
+  pdt_tx_del(mh, info);
+  curl_multi_cleanup(mh);
   prefill_leg(&p, kvp, sizeof kvp);
   PDT_TRUE(strstr(kvp, "\"do_remote_prefill\":true") != NULL);
   PDT_TRUE(strstr(kvp, "\"remote_engine_id\":\"p0\"") != NULL);
@@ -290,12 +301,115 @@ static void test_garbage_on_the_side_channel(void) {
   vm_free(&p);
 }
 
+/* (e) Lease mode: a decode queued behind a long request (--max-running 1) heartbeats from its
+ * arrival (V1.13), each heartbeat moving prefill's lease to now + 2/3 of it, so the pin
+ * outlives the lease (300 ms scaled) several times over and the read finds it (ok, not
+ * stale); then decode's read notification frees it. */
+static void test_heartbeats_keep_the_lease(void) {
+  vmock_t p, d;
+  const char *pe[] = {"--kv-port", "0", "--kv-expiry", "lease", "--kv-lease-ms", "3000", NULL};
+  const char *de[] = {"--kv-expiry", "lease", "--kv-lease-ms", "3000", "--kv-heartbeat-ms", "500",
+                      "--max-running", "1", NULL};
+  PDT_EQ_INT(vm_start(&p, "prefill", pe), 0);
+  PDT_EQ_INT(vm_start(&d, "decode", de), 0);
+  CURLM *mh = curl_multi_init();
+  /* 3000 tokens at 0.5 ms: the decode's one running slot is busy about 1.5 s */
+  pdt_tx_t *blocker = pdt_tx_new(mh, d.port, "/v1/completions",
+                                 "{\"prompt\":\"x\",\"max_tokens\":3000,\"stream\":false}");
+  pdt_tx_run(mh, &blocker, 1, 100);
+  PDT_TRUE(vm_has(&d, "slot_taken", NULL));
+  char kvp[4096], body[8192];
+  prefill_leg(&p, kvp, sizeof kvp);
+  decode_body(body, sizeof body, kvp, 1, 4);
+  resp_t r;
+  PDT_EQ_INT(post(d.port, body, &r), CURLE_OK);
+  PDT_EQ_INT(r.status, 200);
+  PDT_TRUE(strstr(r.body, "\"text\":\"tok3 \"") != NULL);
+  pdt_tx_run(mh, &blocker, 1, WAIT_MS);
+  PDT_TRUE(blocker->is_done && blocker->status == 200);
+  PDT_TRUE(vm_has(&d, "kv_heartbeat", NULL));
+  PDT_TRUE(vm_has(&d, "kv_read", "\"result\":\"ok\""));
+  PDT_TRUE(vm_has(&p, "kv_unpinned", "\"reason\":\"read\""));
+  PDT_FALSE(vm_wait_line(&p, "kv_unpinned", "\"reason\":\"expired\"", NULL, 0, 0));
+  pdt_tx_del(mh, blocker);
+  curl_multi_cleanup(mh);
+  PDT_TRUE(vm_stop(&p));
+  PDT_TRUE(vm_stop(&d));
+  vm_free(&p);
+  vm_free(&d);
+}
+
+/* A decode whose client leaves while it waits for admission (its one running slot busy)
+ * notifies an empty read (V1.17): the prefill frees the pin at once, reason empty, long
+ * before its timeout. */
+static void test_decode_closed_before_admission_frees_the_pin(void) {
+  vmock_t p, d;
+  const char *pe[] = {"--kv-port", "0", NULL};
+  const char *de[] = {"--max-running", "1", NULL};
+  PDT_EQ_INT(vm_start(&p, "prefill", pe), 0);
+  PDT_EQ_INT(vm_start(&d, "decode", de), 0);
+  CURLM *mh = curl_multi_init();
+  pdt_tx_t *blocker = pdt_tx_new(mh, d.port, "/v1/completions",
+                                 "{\"prompt\":\"x\",\"max_tokens\":3000,\"stream\":false}");
+  pdt_tx_run(mh, &blocker, 1, 100);
+  PDT_TRUE(vm_has(&d, "slot_taken", NULL));
+  char kvp[4096], body[8192];
+  prefill_leg(&p, kvp, sizeof kvp);
+  decode_body(body, sizeof body, kvp, 1, 4);
+  resp_t r;
+  PDT_EQ_INT(post_for(d.port, body, &r, 200), CURLE_OPERATION_TIMEDOUT); /* the client leaves */
+  PDT_TRUE(vm_has(&d, "kv_notify", "\"kind\":\"empty\""));
+  PDT_TRUE(vm_has(&p, "kv_unpinned", "\"reason\":\"empty\""));
+  PDT_FALSE(vm_wait_line(&d, "kv_read", NULL, NULL, 0, 0));
+  pdt_tx_run(mh, &blocker, 1, WAIT_MS);
+  pdt_tx_del(mh, blocker);
+  curl_multi_cleanup(mh);
+  PDT_TRUE(vm_stop(&p));
+  PDT_TRUE(vm_stop(&d));
+  vm_free(&p);
+  vm_free(&d);
+}
+
+/* `pdref mock ARGS` that must refuse to start: its exit code (timeout(1) bounds a mock that
+ * started anyway), its output in out. */
+static int run_refused(const char *args, char *out, size_t cap) {
+  char bin[PATH_MAX + 16], cmd[PATH_MAX + 512], path[64];
+  out[0] = 0;
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return -1;
+  snprintf(path, sizeof path, "/tmp/pdt-mock-vllm-cli-%d.txt", (int)getpid());
+  snprintf(cmd, sizeof cmd, "timeout 10 '%s' mock %s >'%s' 2>&1", bin, args, path);
+  int st = system(cmd);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+  out[n] = 0;
+  if (f) fclose(f);
+  unlink(path);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Bad values of the vLLM flags exit 2 naming the flag; --help lists them. */
+static void test_cli_flags(void) {
+  char out[8192];
+  PDT_EQ_INT(run_refused("--role prefill --protocol nope", out, sizeof out), 2);
+  PDT_TRUE(strstr(out, "--protocol: expected sglang or vllm, got 'nope'") != NULL);
+  PDT_EQ_INT(run_refused("--role prefill --protocol vllm --kv-expiry soon", out, sizeof out), 2);
+  PDT_TRUE(strstr(out, "--kv-expiry: expected timeout or lease, got 'soon'") != NULL);
+  PDT_EQ_INT(run_refused("--role prefill --kv-port 70000", out, sizeof out), 2);
+  PDT_TRUE(strstr(out, "--kv-port") != NULL);
+  PDT_EQ_INT(run_refused("--help", out, sizeof out), 0);
+  PDT_TRUE(strstr(out, "--protocol P") && strstr(out, "--kv-heartbeat-ms N"));
+}
+
 int pdt_suite_mock_vllm(void) {
   static const pdt_case_t cases[] = {
       {"vllm: a source-first exchange over the KV side channel", test_source_first_exchange},
       {"vllm: a read from a dead side channel fails (500)", test_read_from_a_dead_port_fails},
       {"vllm: an unread pin expires after the abort timeout", test_pin_expires_unread},
       {"vllm: garbage on the side channel is logged and dropped", test_garbage_on_the_side_channel},
+      {"vllm: a queued decode's heartbeats keep the lease", test_heartbeats_keep_the_lease},
+      {"vllm: a decode closed before admission frees the pin (empty)",
+       test_decode_closed_before_admission_frees_the_pin},
+      {"vllm: the CLI refuses bad vLLM flags and lists them", test_cli_flags},
   };
   return PDT_SUITE("mock_vllm", cases);
 }

@@ -3,7 +3,7 @@
  * (`pdref mock`, mock_workers/server/pd_mock_drive.c: sockets, the bootstrap protocol, run by
  * pdref conform against `pdref gateway`) -- must leave the same per-leg worker log: for every
  * leg (request, role, worker) whether it took a slot, whether the slot was freed, the truth it
- * was freed with, and the aborts it saw. The sim's log comes from pd_world_run_legs, the
+ * was freed with, the aborts it saw, and (vLLM decode) where its prompt's KV came from. The sim's log comes from pd_world_run_legs, the
  * mock's from its event log (--log; conform keeps the run directory). Aborts count every
  * /abort_request that named the leg's rid, also one that came after the worker was done.
  * Scenarios where the drivers could differ: a status answer at open (no slot), an error event
@@ -33,7 +33,7 @@ typedef struct leg_rec {
   long long mock_id; /* the mock's "req" (mock side only) */
   int file;
   unsigned request;
-  char role[8], worker[32], truth[12], rid[64];
+  char role[8], worker[32], truth[12], rid[64], kv_from[8]; /* kv_from: vLLM decode, else "-" */
   int slot, freed;
   unsigned aborts;
 } leg_rec_t;
@@ -60,6 +60,9 @@ static void on_sim_leg(void *ud, const pd_worker_leg_t *leg, const char *worker)
   r->freed = leg->slot_taken && leg->is_slot_freed;
   snprintf(r->truth, sizeof r->truth, "%s", r->freed ? truth_name(leg->truth) : "-");
   r->aborts = leg->aborts;
+  static const char *from[] = {"-", "read", "stale", "local"};
+  snprintf(r->kv_from, sizeof r->kv_from, "%s",
+           (unsigned)leg->kv_from < sizeof from / sizeof *from ? from[leg->kv_from] : "?");
 }
 
 static leg_rec_t *mock_leg(leg_log_t *lg, int file, const cJSON *j) {
@@ -86,6 +89,7 @@ static void mock_request(leg_log_t *lg, int file, const cJSON *j) {
   snprintf(r->role, sizeof r->role, "%s", cJSON_IsString(role) ? role->valuestring : "?");
   snprintf(r->worker, sizeof r->worker, "%s", cJSON_IsString(worker) ? worker->valuestring : "?");
   snprintf(r->truth, sizeof r->truth, "-");
+  snprintf(r->kv_from, sizeof r->kv_from, "-");
 }
 
 static void mock_line(leg_log_t *lg, int file, const cJSON *j) {
@@ -103,6 +107,9 @@ static void mock_line(leg_log_t *lg, int file, const cJSON *j) {
   if (!r) return;
   if (!strcmp(ev->valuestring, "slot_taken")) r->slot = 1;
   if (!strcmp(ev->valuestring, "abort")) r->aborts++;
+  const cJSON *from = cJSON_GetObjectItemCaseSensitive(j, "from");
+  if (!strcmp(ev->valuestring, "kv_from") && cJSON_IsString(from))
+    snprintf(r->kv_from, sizeof r->kv_from, "%s", from->valuestring);
   if (!strcmp(ev->valuestring, "slot_freed")) {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "truth");
     r->freed = 1;
@@ -136,8 +143,8 @@ static void render(const leg_log_t *lg, char *out, size_t cap) {
   static char lines[MAX_LEGS][LINE_MAX_];
   for (int i = 0; i < lg->n; i++) {
     const leg_rec_t *r = &lg->r[i];
-    snprintf(lines[i], LINE_MAX_, "req %u %s %s: slot %d freed %d truth %s aborts %u\n",
-             r->request, r->role, r->worker, r->slot, r->freed, r->truth, r->aborts);
+    snprintf(lines[i], LINE_MAX_, "req %u %s %s: slot %d freed %d truth %s aborts %u kv %s\n",
+             r->request, r->role, r->worker, r->slot, r->freed, r->truth, r->aborts, r->kv_from);
   }
   qsort(lines, (size_t)lg->n, LINE_MAX_, cmp_line);
   size_t off = 0;
@@ -255,6 +262,17 @@ static void test_prompt_larger_than_the_pool(void) {
       PD_MODE_REFERENCE, SCALE);
 }
 
+/* vLLM (source first): decode reads prefill's pinned KV over the side channel on sockets,
+ * in memory in the simulator; both say where its KV came from. */
+static void test_vllm_read(void) {
+  check_parity("sf-happy-path-stream", PD_MODE_REFERENCE, SCALE);
+}
+
+/* vLLM: the pin expires before decode reads; the read "succeeds" from freed blocks (V1.15). */
+static void test_vllm_stale_read(void) {
+  check_parity("sf-prefill-kv-expires-before-decode-reads", PD_MODE_REFERENCE, SCALE);
+}
+
 /* Every /abort_request the gateway sends reaches the simulated worker, even when the close
  * of the same leg at the same instant let the request retire: the client leaves mid-stream,
  * the reference closes decode and aborts it, and d0's log has the abort (the socket mock's
@@ -317,6 +335,8 @@ int pdt_suite_worker_parity(void) {
       {"parity: a decode hung before its head (aborts)", test_decode_hangs_before_head},
       {"parity: a decode's running limit queues a burst", test_decode_running_limit},
       {"parity: a prompt larger than the decode's KV pool (400)", test_prompt_larger_than_the_pool},
+      {"parity: vLLM decode reads prefill's pinned KV", test_vllm_read},
+      {"parity: vLLM decode reads after the pin expired (stale)", test_vllm_stale_read},
       {"the simulated worker sees every abort the gateway sends", test_sim_worker_sees_every_abort},
   };
   return PDT_SUITE("worker_parity", cases);

@@ -62,6 +62,7 @@ int pd_mock_drive_start(pd_mock_t *m) {
 }
 
 void pd_mock_drive_free(pd_mock_t *m) {
+  pd_map_free(&m->pin_pages);
   pd_wengine_del(m->eng);
   m->eng = NULL;
   pd_wact_buf_free(&m->acts);
@@ -156,19 +157,26 @@ static const char *pin_reason(uint32_t why) {
   }
 }
 
-/* vLLM prefill: pinned KV held (its pages stay on the leg, as the simulator keeps them) or
- * freed (the leg may be gone: its req from the engine id). */
+/* vLLM prefill: pinned KV held (its pages stay on the leg, as the simulator keeps them, so
+ * the leg's kv_freed comes when the pin is freed) or freed (the leg may be gone by then: its
+ * req from the engine id). */
 static void on_pin(pd_mock_t *m, pd_mock_leg_t *leg, const pd_wact_t *a) {
   pd_wengine_stats_t st;
   pd_wengine_stats(m->eng, &st);
+  uint64_t req = a->id >> ID_BITS;
   if (a->a == PD_WENGINE_PIN_HELD) {
-    pd_mock_log_kv(m, "kv_pinned", leg, a->id >> ID_BITS, a->c, NULL, NULL, "pages",
-                   (long long)a->b);
+    uint64_t most = leg && leg->kv_pages_max > a->b ? leg->kv_pages_max : a->b;
+    if (most && pd_map_put(&m->pin_pages, a->id, (void *)(uintptr_t)most) < 0)
+      fprintf(stderr, "pdref mock: out of memory (a pin)\n");
+    pd_mock_log_kv(m, "kv_pinned", leg, req, a->c, NULL, NULL, "pages", (long long)a->b);
     return;
   }
-  pd_mock_log_kv(m, "kv_unpinned", leg, a->id >> ID_BITS, a->c, "reason", pin_reason(a->a),
-                 "pinned_pages", (long long)st.kv_pinned_pages);
+  uint64_t most = (uint64_t)(uintptr_t)pd_map_remove(&m->pin_pages, a->id);
+  pd_mock_log_kv(m, "kv_unpinned", leg, req, a->c, "reason", pin_reason(a->a), "pinned_pages",
+                 (long long)st.kv_pinned_pages);
   if (leg) on_kv(m, leg, 0);
+  else if (most && m->log) pd_mock_log_kv(m, "kv_freed", NULL, req, a->c, NULL, NULL, "pages_max",
+                                          (long long)most);
 }
 
 static void apply_vllm(pd_mock_t *m, pd_mock_leg_t *leg, const pd_wact_t *a) {

@@ -289,6 +289,9 @@ static enum MHD_Result server_info(pd_mock_t *m, pd_reply_t *rp) {
   else
     cJSON_AddNullToObject(j, "disaggregation_bootstrap_port");
   cJSON_AddStringToObject(j, "worker", m->worker.name);
+  cJSON_AddStringToObject(j, "protocol", m->is_vllm ? "vllm" : "sglang");
+  if (m->is_vllm && m->cfg.role == PD_ROLE_PREFILL) /* its KV side channel (docs/mock.md) */
+    cJSON_AddNumberToObject(j, "kv_port", m->boot_port);
   cJSON_AddNumberToObject(j, "live_slots", m->live_slots);
   pd_wengine_stats_t st; /* capacity now (docs/mock.md) */
   pd_wengine_stats(m->eng, &st);

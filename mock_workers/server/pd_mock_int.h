@@ -12,6 +12,7 @@
 
 #include "pd_buf.h"
 #include "pd_heap.h"
+#include "pd_map.h"
 #include "pd_httpd.h"
 #include "pd_mock.h"
 #include "pd_mock_ledger.h"
@@ -156,6 +157,8 @@ struct pd_mock {
   pd_heap_t timers;
   pd_wengine_t *eng;   /* the worker (pd_mock_drive.c) */
   pd_wact_buf_t acts;  /* its actions, carried out under m->mu */
+  pd_map_t pin_pages;  /* vLLM prefill: engine leg id of a pinned leg -> the most KV pages it
+                          held (uintptr_t), for its kv_freed line once the leg is gone */
   uint64_t eng_now;    /* the engine's clock: monotonic ns, never behind */
   int is_applying;
   uint64_t reap[PD_MOCK_MAX_LEGS]; /* engine ids of legs the worker finished (to free) */

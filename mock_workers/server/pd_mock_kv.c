@@ -10,6 +10,7 @@
  * drops its connection. A READ refused, closed, unanswered within PD_MOCK_KV_TIMEOUT_MS or
  * sent to another engine id fails (PD_WENGINE_READ_FAILED, V1.22), as in the simulator.
  * Connections, the listener and the line reader are pd_bootstrap.c's; all under m->mu. */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,7 +120,10 @@ void pd_mock_kv_act(pd_mock_t *m, pd_mock_leg_t *d, const pd_wact_t *a) {
   snprintf(b->wbuf, sizeof b->wbuf, "%s", line);
   b->key = a->b;
   b->kv_deadline_ns = pd_mock_now_ns() + PD_MOCK_KV_TIMEOUT_MS * MS_NS;
-  if (is_read) d->boot = bc;
+  if (is_read) {
+    assert(d->boot < 0); /* a vLLM decode has no other connection, and reads once */
+    d->boot = bc;
+  }
   if (is_open) pd_mock_kv_connected(m, bc);
 }
 

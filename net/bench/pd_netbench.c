@@ -7,6 +7,7 @@
 #include "pd_netbench.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -529,3 +530,37 @@ double pd_netbench_proc_cpu_s(pid_t pid) {
     return 0;
   return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
+
+/* The process group of pid (field 5 of /proc/pid/stat), or -1. */
+static long proc_pgrp(long pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')');
+  long pgrp = -1;
+  if (!p || sscanf(p + 1, " %*c %*d %ld", &pgrp) != 1) return -1;
+  return pgrp;
+}
+
+/* Sum of f over the members of group pgid (each /proc entry read once; bounded by the
+ * directory's size). */
+static double group_sum(pid_t pgid, int is_rss) {
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  double sum = 0;
+  for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+    char *end = NULL;
+    long pid = strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0 || proc_pgrp(pid) != (long)pgid) continue;
+    sum += is_rss ? (double)pd_netbench_proc_hwm_kib((pid_t)pid) : pd_netbench_proc_cpu_s((pid_t)pid);
+  }
+  closedir(d);
+  return sum;
+}
+
+long pd_netbench_group_hwm_kib(pid_t pgid) { return (long)group_sum(pgid, 1); }
+double pd_netbench_group_cpu_s(pid_t pgid) { return group_sum(pgid, 0); }

@@ -98,5 +98,9 @@ void pd_netbench_child_stop(pd_netbench_child_t *c, uint32_t timeout_ms);
 /* VmHWM (peak RSS) of pid in KiB, and its utime + stime in seconds; 0 when unreadable. */
 long pd_netbench_proc_hwm_kib(pid_t pid);
 double pd_netbench_proc_cpu_s(pid_t pid);
+/* The same summed over the live members of process group pgid (a gateway command run with
+ * /bin/sh -c: the shell and what it started). */
+long pd_netbench_group_hwm_kib(pid_t pgid);
+double pd_netbench_group_cpu_s(pid_t pgid);
 
 #endif

@@ -2,10 +2,13 @@
 #define _GNU_SOURCE /* pipe2 */
 #include "pd_proc.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -168,3 +171,48 @@ void pd_proc_stop(pd_proc_t *p, uint32_t timeout_ms) {
 }
 
 void pd_proc_subreaper(void) { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+/* ---------- loopback ports ---------- */
+
+static struct sockaddr_in loopback(uint16_t port) {
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  return a;
+}
+
+int pd_proc_free_port(uint16_t *port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in a = loopback(0);
+  socklen_t len = sizeof a;
+  int rc = bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+                   getsockname(fd, (struct sockaddr *)&a, &len) == 0
+               ? 0
+               : -1;
+  close(fd);
+  if (rc == 0) *port = ntohs(a.sin_port);
+  return rc;
+}
+
+int pd_proc_port_accepts(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  struct sockaddr_in a = loopback(port);
+  int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0; /* loopback: at once */
+  close(fd);
+  return ok;
+}
+
+int pd_proc_wait_port(pd_proc_t *p, uint16_t port, uint32_t timeout_ms,
+                      const volatile sig_atomic_t *stop) {
+  for (uint32_t waited = 0; waited <= timeout_ms; waited += 20) { /* bounded */
+    if (pd_proc_port_accepts(port)) return 0;
+    if (pd_proc_is_gone(p) || (stop && *stop)) return -1;
+    struct timespec ts = {0, 20 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return -1;
+}

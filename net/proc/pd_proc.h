@@ -47,6 +47,18 @@ void pd_proc_signal(const pd_proc_t *p, int sig);
 void pd_proc_stop_all(pd_proc_t *const ps[], size_t n, uint32_t timeout_ms);
 void pd_proc_stop(pd_proc_t *p, uint32_t timeout_ms);
 
+/* A free TCP port on 127.0.0.1 (bound, read and released: another process may take it before
+ * the caller does, which the caller's start then reports). 0 or -1. */
+int pd_proc_free_port(uint16_t *port);
+
+/* 1 when something accepts TCP connections on 127.0.0.1:port. */
+int pd_proc_port_accepts(uint16_t port);
+
+/* Wait until 127.0.0.1:port accepts, polling every 20 ms, within timeout_ms, while p runs
+ * and *stop is unset (stop may be NULL). 0, or -1 (p exited, time ran out, or stopped). */
+int pd_proc_wait_port(pd_proc_t *p, uint16_t port, uint32_t timeout_ms,
+                      const volatile sig_atomic_t *stop);
+
 /* Make this process the reaper of its children's orphans (PR_SET_CHILD_SUBREAPER), so that
  * pd_proc_stop_all can reap what a stopped group leader left behind. */
 void pd_proc_subreaper(void);
