@@ -348,7 +348,8 @@ static void run_row(const char *bin, const char *label, const char *cmd, const c
  * the toy proxy's simulator model predicts (each scenario's vllm-toy-proxy expectation). */
 static void test_toy_proxy_stand_in_gets_the_models_verdicts(void) {
   char bin[PATH_MAX + 8], cmd[2 * PATH_MAX + 128];
-  if (pdt_pdref_path(bin, sizeof bin) != 0 || system("python3 -c 'import http.server' 2>/dev/null")) {
+  if (pdt_pdref_path(bin, sizeof bin) != 0 ||
+      system("python3 -c 'import http.server' 2>/dev/null")) {
     fprintf(stderr, "test_conform_sf: pdref or python3 missing, stand-in test skipped\n");
     return;
   }

@@ -165,13 +165,16 @@ static void worker_list(const pd_scenario_t *s, pd_role_t role, wl_fmt_t f, cons
 static void vllm_proxy_args(const pd_scenario_t *s, const uint16_t *ports, const uint16_t *boot,
                             char *out, size_t cap) {
   static const struct { const char *flag; pd_role_t role; wl_fmt_t f; } part[] = {
-      {"--prefiller-hosts", PD_ROLE_PREFILL, WL_HOST}, {"--prefiller-ports", PD_ROLE_PREFILL, WL_PORT},
-      {"--decoder-hosts", PD_ROLE_DECODE, WL_HOST},    {"--decoder-ports", PD_ROLE_DECODE, WL_PORT}};
+      {"--prefiller-hosts", PD_ROLE_PREFILL, WL_HOST},
+      {"--prefiller-ports", PD_ROLE_PREFILL, WL_PORT},
+      {"--decoder-hosts", PD_ROLE_DECODE, WL_HOST},
+      {"--decoder-ports", PD_ROLE_DECODE, WL_PORT}};
   char list[4096];
   size_t off = 0;
   for (size_t i = 0; i < sizeof part / sizeof part[0]; i++) {
     worker_list(s, part[i].role, part[i].f, " ", ports, boot, list, sizeof list);
-    int n = snprintf(out + off, off < cap ? cap - off : 0, "%s%s %s", i ? " " : "", part[i].flag, list);
+    int n = snprintf(out + off, off < cap ? cap - off : 0, "%s%s %s", i ? " " : "",
+                     part[i].flag, list);
     if (n > 0) off += (size_t)n;
   }
   if (off >= cap && cap) out[cap - 1] = 0;
@@ -193,7 +196,12 @@ int pd_conform_expand(const pd_scenario_t *s, const pd_conform_opts_t *o, const 
     char name[40];
     snprintf(name, sizeof name, "%.*s", (int)(k - i - 1), tmpl + i + 1);
     val[0] = 0;
-    static const struct { const char *name; pd_role_t role; wl_fmt_t f; const char *sep; } lists[] = {
+    static const struct {
+      const char *name;
+      pd_role_t role;
+      wl_fmt_t f;
+      const char *sep;
+    } lists[] = {
         {"prefill_urls", PD_ROLE_PREFILL, WL_URL_AT, " "},
         {"decode_urls", PD_ROLE_DECODE, WL_URL, " "},
         {"prefill_args", PD_ROLE_PREFILL, WL_ARG_AT, " "},
@@ -215,8 +223,10 @@ int pd_conform_expand(const pd_scenario_t *s, const pd_conform_opts_t *o, const 
     size_t li = 0;
     while (li < sizeof lists / sizeof lists[0] && strcmp(name, lists[li].name)) li++;
     if (li < sizeof lists / sizeof lists[0])
-      worker_list(s, lists[li].role, lists[li].f, lists[li].sep, ports, boot_ports, val, sizeof val);
-    else if (!strcmp(name, "vllm_proxy_args")) vllm_proxy_args(s, ports, boot_ports, val, sizeof val);
+      worker_list(s, lists[li].role, lists[li].f, lists[li].sep, ports, boot_ports, val,
+                  sizeof val);
+    else if (!strcmp(name, "vllm_proxy_args"))
+      vllm_proxy_args(s, ports, boot_ports, val, sizeof val);
     else if (!strcmp(name, "port")) snprintf(val, sizeof val, "%u", gw_port);
     else if (!strcmp(name, "pdref_gateway_args")) pdref_args(s, o, val, sizeof val);
     else if (!strcmp(name, "seed")) snprintf(val, sizeof val, "%llu", (unsigned long long)pd_conform_gateway_seed(s->config.seed));

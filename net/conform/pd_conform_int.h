@@ -154,6 +154,26 @@ typedef struct pd_conform_unit {
   int level;     /* the step-4 level that tied it */
 } pd_conform_unit_t;
 
+/* A sort key of the judge: a room, a rid or a KV key, then a time. */
+typedef struct pd_conform_key {
+  const char *s; /* room (attempts), rid (response pins) or KV key */
+  uint64_t t;
+  int32_t idx;   /* the leg */
+} pd_conform_key_t;
+int pd_conform_cmp_key(const void *a, const void *b); /* by s, then t */
+/* A new attempt of leg a and (b >= 0) its partner b, in u[*nu]. */
+void pd_conform_add_unit(pd_conform_runner_t *run, pd_conform_unit_t *u, uint32_t *nu, int32_t a,
+                         int32_t b);
+
+/* ---------- pd_conform_sf.c: source-first legs (no room) ---------- */
+/* Step 1's last resort: a decode leg without the runner's id takes the request of the prefill
+ * leg whose KV key it read. */
+void pd_conform_tie_by_remote_id(pd_conform_runner_t *run);
+/* Step 2 for the n legs without a room (legs: one key per leg, reordered): attempts by KV
+ * key, else by request (vLLM scenarios), else alone. */
+void pd_conform_pair_source_first(pd_conform_runner_t *run, pd_conform_unit_t *u, uint32_t *nu,
+                                  pd_conform_key_t *legs, size_t n);
+
 /* Tie every leg to a client request (u: n_legs + 1 entries); the attempts, sorted by first
  * arrival. Counts legs_by_id, legs_by_timing, legs_unattributed, legs_resent. */
 uint32_t pd_conform_attribute(pd_conform_runner_t *run, pd_conform_unit_t *u);

@@ -42,13 +42,9 @@ static int32_t client_of_xrid(const pd_conform_runner_t *run, const char *x) {
   return i < run->n_reqs && !strcmp(run->reqs[i].xrid, x) ? (int32_t)i : -1;
 }
 
-typedef struct key {
-  const char *s; /* room (attempts) or rid (response pins) */
-  uint64_t t;
-  int32_t idx;
-} key_t;
+typedef pd_conform_key_t key_t;
 
-static int cmp_key(const void *a, const void *b) {
+int pd_conform_cmp_key(const void *a, const void *b) {
   const key_t *x = a, *y = b;
   int c = strcmp(x->s, y->s);
   if (c) return c;
@@ -75,7 +71,7 @@ static void unit_add_leg(pd_conform_runner_t *run, unit_t *x, int32_t li) {
   if (x->client < 0) x->client = l->client;
 }
 
-static void add_unit(pd_conform_runner_t *run, unit_t *u, uint32_t *nu, int32_t a, int32_t b) {
+void pd_conform_add_unit(pd_conform_runner_t *run, unit_t *u, uint32_t *nu, int32_t a, int32_t b) {
   unit_t *x = &u[*nu];
   memset(x, 0, sizeof *x);
   x->client = -1;
@@ -95,87 +91,7 @@ static void add_unit(pd_conform_runner_t *run, unit_t *u, uint32_t *nu, int32_t 
   (*nu)++;
 }
 
-static int cmp_arrival(const void *a, const void *b) {
-  const key_t *x = a, *y = b;
-  if (x->t != y->t) return x->t < y->t ? -1 : 1;
-  return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* The earliest prefill leg without a partner, arrived by t, whose rid is id (keys: prefill
- * legs sorted by rid, then arrival); -1 none. */
-static int32_t prefill_named(const pd_conform_runner_t *run, const key_t *keys, size_t n,
-                             const char *id, uint64_t t) {
-  key_t want = {id, 0, 0};
-  const key_t *hit = n ? bsearch(&want, keys, n, sizeof *keys, cmp_key) : NULL;
-  for (; hit && hit > keys && !strcmp(hit[-1].s, id);) hit--;
-  for (; hit && hit < keys + n && !strcmp(hit->s, id) && hit->t <= t; hit++)
-    if (run->legs[hit->idx].partner < 0) return hit->idx;
-  return -1;
-}
-
-/* Step 2 for legs without a room (vLLM's protocol, source first: no bootstrap room). A decode
- * leg pairs with the prefill leg its kv_transfer_params.remote_request_id names (prefill's
- * rid, V1.5, copied verbatim by the gateway, V1.7), the first such decode only: a later one
- * with the same params is a decode-only retry (R-SF-DECODE-RETRY), an attempt of its own.
- * Without one (null params, V1.6; Mooncake's bootstrap params, V1.25; a decode-only
- * fallback, V1.27), in a vLLM scenario, it pairs with the latest prefill leg of the same
- * request (tied by id) that arrived before it and has no decode yet, else with the earliest
- * such prefill leg that came after it (Mooncake's proxy sends both legs at once). The rest
- * stand alone. */
-static void pair_source_first(pd_conform_runner_t *run, unit_t *u, uint32_t *nu, key_t *legs,
-                              size_t n) {
-  key_t *pk = malloc((n + 1) * sizeof *pk);
-  int32_t *open = calloc(run->n_reqs + 1, sizeof *open); /* per request: prefill leg + 1 */
-  if (!pk || !open) {
-    run->n_nomem++;
-    free(pk);
-    free(open);
-    return;
-  }
-  size_t np = 0;
-  for (size_t i = 0; i < n; i++)
-    if (run->legs[legs[i].idx].role == PD_ROLE_PREFILL)
-      pk[np++] = (key_t){run->legs[legs[i].idx].kv_key, legs[i].t, legs[i].idx};
-  qsort(pk, np, sizeof *pk, cmp_key);
-  qsort(legs, n, sizeof *legs, cmp_arrival);
-  int by_request = pd_scenario_protocol(run->s) == PD_PROTOCOL_VLLM;
-  for (size_t i = 0; i < n; i++) {
-    pd_conform_logged_leg_t *l = &run->legs[legs[i].idx];
-    if (l->role == PD_ROLE_PREFILL) {
-      if (l->client >= 0) open[l->client] = legs[i].idx + 1;
-      continue;
-    }
-    int32_t p = l->kv_key[0] ? prefill_named(run, pk, np, l->kv_key, l->t_arrive) : -1;
-    if (p < 0 && by_request && l->client >= 0 && open[l->client] &&
-        run->legs[open[l->client] - 1].partner < 0)
-      p = open[l->client] - 1;
-    if (p < 0) continue;
-    add_unit(run, u, nu, p, legs[i].idx);
-    int32_t c = run->legs[p].client;
-    if (c >= 0 && open[c] == p + 1) open[c] = 0;
-  }
-  if (by_request) { /* a decode sent before its prefill (Mooncake's proxy sends both at once) */
-    memset(open, 0, (run->n_reqs + 1) * sizeof *open);
-    for (size_t i = n; i-- > 0;) {
-      const pd_conform_logged_leg_t *l = &run->legs[legs[i].idx];
-      if (l->role == PD_ROLE_PREFILL && l->partner < 0 && l->client >= 0)
-        open[l->client] = legs[i].idx + 1; /* the earliest unpaired one */
-    }
-    for (size_t i = 0; i < n; i++) {
-      const pd_conform_logged_leg_t *l = &run->legs[legs[i].idx];
-      if (l->role != PD_ROLE_DECODE || l->partner >= 0 || l->client < 0 || !open[l->client])
-        continue;
-      add_unit(run, u, nu, open[l->client] - 1, legs[i].idx);
-      open[l->client] = 0;
-    }
-  }
-  for (size_t i = 0; i < n; i++)
-    if (run->legs[legs[i].idx].partner < 0) add_unit(run, u, nu, legs[i].idx, -1);
-  free(pk);
-  free(open);
-}
-
-/* Step 2: attempts by room (legs without one: pair_source_first). */
+/* Step 2: attempts by room (legs without one: pd_conform_pair_source_first). */
 static uint32_t build_units(pd_conform_runner_t *run, unit_t *u) {
   uint32_t nu = 0;
   key_t *keys = malloc((run->n_legs + 1) * sizeof *keys);
@@ -194,9 +110,9 @@ static uint32_t build_units(pd_conform_runner_t *run, unit_t *u) {
     if (l->has_room) keys[n++] = (key_t){l->room_s, l->t_arrive, (int32_t)i};
     else bare[n_bare++] = (key_t){"", l->t_arrive, (int32_t)i};
   }
-  pair_source_first(run, u, &nu, bare, n_bare);
+  pd_conform_pair_source_first(run, u, &nu, bare, n_bare);
   free(bare);
-  qsort(keys, n, sizeof *keys, cmp_key);
+  qsort(keys, n, sizeof *keys, pd_conform_cmp_key);
   for (size_t i = 0; i < n; i++) idx[i] = keys[i].idx;
   free(keys);
   for (size_t g = 0; g < n;) {
@@ -219,13 +135,13 @@ static uint32_t build_units(pd_conform_runner_t *run, unit_t *u) {
         if (d->role != PD_ROLE_DECODE || d->partner >= 0 || d->resend_of >= 0 ||
             (p->client >= 0 && d->client >= 0 && p->client != d->client))
           continue;
-        add_unit(run, u, &nu, idx[i], idx[k]);
+        pd_conform_add_unit(run, u, &nu, idx[i], idx[k]);
         break;
       }
     }
     for (size_t i = g; i < e; i++)
       if (run->legs[idx[i]].partner < 0 && run->legs[idx[i]].resend_of < 0)
-        add_unit(run, u, &nu, idx[i], -1);
+        pd_conform_add_unit(run, u, &nu, idx[i], -1);
     g = e;
   }
   for (size_t i = 0; i < n; i++) { /* a re-sent leg belongs to its original's attempt */
@@ -362,7 +278,7 @@ static void pin_by_response(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
   for (size_t i = 0; i < run->n_legs; i++)
     if (run->legs[i].role == PD_ROLE_DECODE && run->legs[i].unit >= 0)
       keys[n++] = (key_t){run->legs[i].rid, 0, (int32_t)i};
-  qsort(keys, n, sizeof *keys, cmp_key);
+  qsort(keys, n, sizeof *keys, pd_conform_cmp_key);
   for (uint32_t r = 0; r < run->n_reqs && n; r++) {
     const pd_client_request_t *c = &run->reqs[r].c;
     const char *p = run->reqs[r].first;
@@ -376,7 +292,7 @@ static void pin_by_response(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
       p = e;
       if (strstr(run->reqs[r].first, id) != p - strlen(id)) continue; /* quoted before */
       key_t want = {id, 0, 0};
-      const key_t *hit = bsearch(&want, keys, n, sizeof *keys, cmp_key);
+      const key_t *hit = bsearch(&want, keys, n, sizeof *keys, pd_conform_cmp_key);
       for (; hit && hit > keys && !strcmp(hit[-1].s, id);) hit--; /* the first equal key */
       size_t grp = hit ? (size_t)(hit - keys) : 0;
       for (; hit && hit < keys + n && !strcmp(hit->s, id); hit++) {
@@ -608,39 +524,12 @@ static void attribute_rest(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
   if (run->judge.max_attempts == 1) rematch_single_attempts(run, u, nu);
 }
 
-/* Step 1's last resort: a decode leg without the runner's id takes the request of the prefill
- * leg its kv_transfer_params.remote_request_id names (a gateway that rewrote both the header
- * and the prompt still copies prefill's params into decode's body verbatim, V1.7). */
-static void tie_by_remote_id(pd_conform_runner_t *run) {
-  key_t *pk = malloc((run->n_legs + 1) * sizeof *pk);
-  size_t np = 0;
-  if (!pk) {
-    run->n_nomem++;
-    return;
-  }
-  for (size_t i = 0; i < run->n_legs; i++)
-    if (run->legs[i].role == PD_ROLE_PREFILL && run->legs[i].client >= 0)
-      pk[np++] = (key_t){run->legs[i].kv_key, 0, (int32_t)i};
-  qsort(pk, np, sizeof *pk, cmp_key);
-  for (size_t i = 0; i < run->n_legs && np; i++) {
-    pd_conform_logged_leg_t *l = &run->legs[i];
-    if (l->role != PD_ROLE_DECODE || l->client >= 0 || !l->kv_key[0]) continue;
-    key_t want = {l->kv_key, 0, 0};
-    const key_t *hit = bsearch(&want, pk, np, sizeof *pk, cmp_key);
-    if (!hit) continue;
-    l->client = run->legs[hit->idx].client;
-    run->r->legs_by_id++;
-    run->r->legs_by_remote_id++;
-  }
-  free(pk);
-}
-
 uint32_t pd_conform_attribute(pd_conform_runner_t *run, pd_conform_unit_t *u) {
   for (size_t i = 0; i < run->n_legs; i++) {
     run->legs[i].client = client_of_xrid(run, run->legs[i].xrid);
     run->r->legs_by_id += run->legs[i].client >= 0;
   }
-  tie_by_remote_id(run);
+  pd_conform_tie_by_remote_id(run);
   uint32_t nu = build_units(run, u);
   qsort(u, nu, sizeof *u, cmp_unit);
   pin_by_response(run, u, nu);

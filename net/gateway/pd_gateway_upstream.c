@@ -131,7 +131,8 @@ void pd_gateway_upstream_open(pd_gateway_t *g, pd_gateway_request_t *rq, const p
   g->metrics.legs_opened[a->role]++;
   set_post(leg, a->data, a->len);
   char own[96]; /* the core's own X-Request-Id replaces every forwarded header (toy proxy) */
-  if (a->xrid && leg->hdrs && snprintf(own, sizeof own, "X-Request-Id: %s", a->xrid) < (int)sizeof own) {
+  if (a->xrid && leg->hdrs &&
+      snprintf(own, sizeof own, "X-Request-Id: %s", a->xrid) < (int)sizeof own) {
     struct curl_slist *l = curl_slist_append(leg->hdrs, own);
     if (l) leg->hdrs = l;
   }
