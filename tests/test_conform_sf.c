@@ -16,6 +16,7 @@
 
 #include "pd_conform.h"
 #include "pd_conform_int.h"
+#include "pd_wengine.h"
 #include "pd_world.h"
 #include "pdt_net.h"
 #include "pdt_sf.h"
@@ -248,7 +249,8 @@ static void test_json_stream_has_a_commit_window(void) {
 }
 
 /* The mocks' pin lines: kv_pinned keeps a finished prefill's pages held, kv_unpinned (logged
- * by request once the leg is gone) frees them; the KV key comes from the pin and read lines. */
+ * by request once the leg is gone) frees them; the KV key comes from the pin and read lines,
+ * and a decode's kv_from line says it read freed blocks. */
 static void test_pinned_kv_is_read_from_the_logs(void) {
   sfx_t f;
   if (sfx_init(&f, "reference", 1)) {
@@ -267,7 +269,8 @@ static void test_pinned_kv_is_read_from_the_logs(void) {
        NULL},
       {"{\"t_us\":2000,\"ev\":\"request\",\"req\":1,\"rid\":\"r-2\",\"room\":null,\"stream\":true,"
        "\"x_request_id\":\"pdconf-sfx-0\",\"role\":\"decode\"}",
-       "{\"t_us\":2500,\"ev\":\"kv_read\",\"req\":1,\"key\":\"" K1 "\",\"result\":\"ok\"}", NULL},
+       "{\"t_us\":2500,\"ev\":\"kv_read\",\"req\":1,\"key\":\"" K1 "\",\"result\":\"stale\"}",
+       "{\"t_us\":2600,\"ev\":\"kv_from\",\"req\":1,\"from\":\"stale\"}", NULL},
       {"{\"t_us\":3000,\"ev\":\"request\",\"req\":1,\"rid\":\"r-3\",\"room\":null,\"stream\":false,"
        "\"x_request_id\":\"pdconf-sfx-0\",\"role\":\"decode\"}", NULL}};
   f.run.n_wk = 3;
@@ -289,6 +292,7 @@ static void test_pinned_kv_is_read_from_the_logs(void) {
     PDT_EQ_U64(p->kv_pages, 0);
     PDT_EQ_U64(p->t_kv_freed, 9000000); /* kv_unpinned, 9000 us */
     PDT_EQ_STR(d->kv_key, K1);
+    PDT_EQ_INT(d->kv_from, PD_WENGINE_KV_FROM_STALE); /* V1.15, for I19 */
     PDT_EQ_STR(f.run.legs[2].kv_key, "");
   }
   pd_conform_legs_free(&f.run);

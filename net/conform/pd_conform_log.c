@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pd_conform_int.h"
+#include "pd_wengine.h"
 #include "pd_worker_body.h"
 #include "pd_worker_shared.h"
 
@@ -33,6 +34,13 @@ static pd_truth_t truth_of(const char *s) {
   for (int i = 0; s && i < 6; i++)
     if (!strcmp(s, names[i])) return (pd_truth_t)i;
   return PD_TRUTH_PENDING;
+}
+
+static int kv_from_of(const char *s) {
+  static const char *const names[] = {"read", "stale", "local"}; /* PD_WENGINE_KV_FROM_* */
+  for (int i = 0; s && i < 3; i++)
+    if (!strcmp(s, names[i])) return PD_WENGINE_KV_FROM_READ + i;
+  return 0;
 }
 
 static int fault_of(const char *s) {
@@ -159,6 +167,9 @@ static void on_line(pd_conform_runner_t *run, uint32_t wi, const cJSON *j, int32
   } else if (!strcmp(ev, "slot_freed")) {
     l->t_slot_freed = t;
     l->truth = truth_of(str_of(j, "truth"));
+    if (kv_from_of(str_of(j, "kv_from"))) l->kv_from = kv_from_of(str_of(j, "kv_from"));
+  } else if (!strcmp(ev, "kv_from")) {
+    l->kv_from = kv_from_of(str_of(j, "from"));
   } else if (!strcmp(ev, "reject")) {
     l->reject_status = (int)num_of(j, "status", 400);
   } else if (!strcmp(ev, "kv_taken")) {

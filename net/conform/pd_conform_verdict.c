@@ -61,6 +61,7 @@ static pd_worker_leg_t *to_wleg(pd_conform_runner_t *run, const pd_conform_logge
   l->injected_status = m->fault == PD_FAULT_STATUS ? m->end_status : m->reject_status;
   l->aborts = m->aborts;
   l->lag_ms = m->fired >> PD_FAULT_PREFILL_LAG & 1u; /* applied (the amount is the mock's) */
+  l->kv_from = m->kv_from; /* V1.15: a decode served from freed blocks (I19 where judged) */
   l->drip_ms = m->fired >> PD_FAULT_SLOW_DRIP & 1u;
 #if PD_INVARIANT_COUNT >= 17 /* the checker knows crash hits and every room of a batch */
   uint64_t crash = run->t_crash[m->worker], closed = pd_conform_leg_closed(m);
