@@ -3,7 +3,7 @@
  * legs tied by the KV key the mocks log (remote_request_id), pinned KV read from the mocks'
  * pin lines, the commit window of a stream served as application/json; then real runs against
  * tests/pdt_sfproxy.py (a stand-in for vLLM's toy proxy, not pdref's code) and `pdref gateway`
- * with `--protocol vllm`. Socket runs are one request each at scale 0.3, every wait bounded. */
+ * with `--protocol vllm`. Socket runs are one request each at scale 0.5, every wait bounded. */
 #include <errno.h>
 #include <limits.h>
 #include <regex.h>
@@ -22,7 +22,8 @@
 #include "pdt_sf.h"
 
 #define MS_NS 1000000ull
-#define SF_SCALE 0.3 /* the mocks' 20 ms hang-up poll stays well short of a 300 ms prefill */
+#define SF_SCALE 0.5 /* a 50 ms disconnect and the mocks' 20 ms hang-up poll stay well short of
+                        * a 150 ms prefill on a loaded machine under ASan */
 
 /* ---------- the toy proxy's own X-Request-Id (core) ---------- */
 
