@@ -171,8 +171,9 @@ static uint16_t dead_port(void) {
 /* ---------- tests ---------- */
 
 /* (a) Source first by hand: prefill answers one token with params naming its side channel
- * and pins the prompt's KV; decode reads it over the channel, notifies, streams; prefill frees
- * the pin on decode's read notification. */
+ * and pins the prompt's KV; params naming another engine id fail the read and leave the pin;
+ * decode with the real params reads it over the channel, notifies, streams; prefill frees the
+ * pin on decode's read notification. */
 static void test_source_first_exchange(void) {
   vmock_t p, d;
   const char *pe[] = {"--kv-port", "0", NULL};
@@ -195,8 +196,19 @@ static void test_source_first_exchange(void) {
   char pin[1024] = "";
   PDT_TRUE(vm_wait_line(&p, "kv_pinned", "\"pages\":4", pin, sizeof pin, WAIT_MS));
   PDT_FALSE(vm_wait_line(&p, "kv_unpinned", NULL, NULL, 0, 0)); /* held until decode reads */
-  decode_body(body, sizeof body, kvp, 1, 4);
+  /* params naming another engine on the same side channel: the read fails (500), the pin stays */
+  char other[4096];
+  snprintf(other, sizeof other, "%s", kvp);
+  char *id = strstr(other, "\"remote_engine_id\":\"p0\"");
+  if (id) id[strlen("\"remote_engine_id\":\"p")] = '9';
+  decode_body(body, sizeof body, other, 0, 4);
   resp_t r;
+  PDT_EQ_INT(post(d.port, body, &r), CURLE_OK);
+  PDT_EQ_INT(r.status, 500);
+  PDT_TRUE(vm_has(&p, "kv_wrong_engine", "\"engine_id\":\"p9\""));
+  PDT_TRUE(vm_has(&d, "kv_read", "\"result\":\"failed\""));
+  PDT_FALSE(vm_wait_line(&p, "kv_unpinned", NULL, NULL, 0, 0));
+  decode_body(body, sizeof body, kvp, 1, 4);
   PDT_EQ_INT(post(d.port, body, &r), CURLE_OK);
   PDT_EQ_INT(r.status, 200);
   for (int i = 0; i < 4; i++) {
@@ -206,6 +218,7 @@ static void test_source_first_exchange(void) {
   PDT_TRUE(r.len > 14 && strcmp(r.body + r.len - 14, "data: [DONE]\n\n") == 0);
   PDT_TRUE(vm_has(&d, "kv_read", "\"result\":\"ok\""));
   PDT_TRUE(vm_has(&d, "kv_notify", "\"kind\":\"read\""));
+  PDT_TRUE(vm_has(&d, "kv_from", "\"from\":\"read\""));
   PDT_TRUE(vm_has(&d, "slot_freed", "\"kv_from\":\"read\""));
   PDT_TRUE(vm_has(&p, "kv_served", "\"result\":\"ok\""));
   PDT_TRUE(vm_has(&p, "kv_unpinned", "\"reason\":\"read\""));
@@ -220,9 +233,9 @@ static void test_source_first_exchange(void) {
   vm_free(&d);
 }
 
-/* (b) Params naming a dead side channel: the read fails (V1.22, kv_load_failure_policy
- * fail, as in the simulator) and decode answers 500; the mock still serves, and a request
- * without params is computed locally. */
+/* (b) Params naming a dead side channel, then one that never answers: each read fails
+ * (V1.22, kv_load_failure_policy fail, as in the simulator) and decode answers 500; the mock
+ * still serves, and a request without params is computed locally. */
 static void test_read_from_a_dead_port_fails(void) {
   vmock_t d;
   PDT_EQ_INT(vm_start(&d, "decode", NULL), 0);
@@ -239,6 +252,23 @@ static void test_read_from_a_dead_port_fails(void) {
   PDT_TRUE(vm_has(&d, "kv_read", "\"result\":\"failed\""));
   PDT_TRUE(vm_has(&d, "kv_read_error", "\"why\":\"refused\""));
   PDT_FALSE(vm_wait_line(&d, "kv_from", NULL, NULL, 0, 0));
+  /* a side channel that accepts and never answers: the read times out (2 s, real time) */
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof a;
+  int mute = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  PDT_TRUE(mute >= 0 && bind(mute, (struct sockaddr *)&a, sizeof a) == 0 && listen(mute, 4) == 0 &&
+           getsockname(mute, (struct sockaddr *)&a, &alen) == 0);
+  snprintf(kvp, sizeof kvp,
+           "{\"do_remote_prefill\":true,\"remote_block_ids\":[0],\"remote_engine_id\":\"p0\","
+           "\"remote_request_id\":\"mute-1\",\"remote_host\":\"127.0.0.1\",\"remote_port\":%u}",
+           ntohs(a.sin_port));
+  decode_body(body, sizeof body, kvp, 0, 3);
+  uint64_t t = pdt_now_ms();
+  PDT_EQ_INT(post(d.port, body, &r), CURLE_OK);
+  PDT_EQ_INT(r.status, 500);
+  PDT_TRUE(pdt_now_ms() - t >= PD_MOCK_KV_TIMEOUT_MS - 50);
+  PDT_TRUE(vm_has(&d, "kv_read_error", "\"why\":\"timeout\""));
+  if (mute >= 0) close(mute);
   decode_body(body, sizeof body, "", 0, 3); /* no params: computed here (V1.6) */
   PDT_EQ_INT(post(d.port, body, &r), CURLE_OK);
   PDT_EQ_INT(r.status, 200);
@@ -254,14 +284,17 @@ static void test_pin_expires_unread(void) {
   vmock_t p;
   const char *pe[] = {"--kv-port", "0", "--kv-abort-timeout-ms", "3000", NULL};
   PDT_EQ_INT(vm_start(&p, "prefill", pe), 0);
-  char kvp[4096], pin[1024] = "", un[1024] = "";
+  char kvp[4096], rq[2048] = "", un[1024] = "";
   prefill_leg(&p, kvp, sizeof kvp);
   PDT_TRUE(kvp[0] != 0);
-  PDT_TRUE(vm_wait_line(&p, "kv_pinned", NULL, pin, sizeof pin, WAIT_MS));
+  PDT_TRUE(vm_wait_line(&p, "request", NULL, rq, sizeof rq, WAIT_MS));
+  PDT_TRUE(vm_has(&p, "kv_pinned", NULL));
   PDT_TRUE(vm_wait_line(&p, "kv_unpinned", "\"reason\":\"expired\"", un, sizeof un, WAIT_MS));
-  long long t0 = pin[0] ? strtoll(strstr(pin, "\"t_us\":") + 7, NULL, 10) : 0;
+  /* the expiry counts from the answer's deadline on the engine's clock, which a late engine
+   * thread may have passed already: bound it from the request's arrival instead */
+  long long t0 = rq[0] ? strtoll(strstr(rq, "\"t_us\":") + 7, NULL, 10) : 0;
   long long t1 = un[0] ? strtoll(strstr(un, "\"t_us\":") + 7, NULL, 10) : 0;
-  PDT_TRUE(t1 - t0 >= 280000); /* 300 ms, less a little of the clock's slack */
+  PDT_TRUE(t0 > 0 && t1 - t0 >= 299000);
   PDT_TRUE(strstr(un, "\"pinned_pages\":0") != NULL);
   PDT_TRUE(vm_stop(&p));
   vm_free(&p);
