@@ -2,7 +2,8 @@
  * §3): the toy proxy model's own X-Request-Id, the placeholders of vLLM-family command lines,
  * legs tied by the KV key the mocks log (remote_request_id), pinned KV read from the mocks'
  * pin lines, the commit window of a stream served as application/json; then real runs against
- * tests/pdt_sfproxy.py (a stand-in for vLLM's toy proxy, not pdref's code) and `pdref gateway`
+ * tests/pdt_sfproxy.py (stand-ins for vLLM's toy proxy and llm-d's sidecar, not pdref's code)
+ * and `pdref gateway`
  * with `--protocol vllm`. Socket runs are one request each at scale 0.5, every wait bounded. */
 #include <errno.h>
 #include <limits.h>
@@ -322,8 +323,8 @@ static const char *const sf_rows[] = {"sf-happy-path-stream", "sf-decode-503-bef
 
 /* One row against cmd: the verdict it must reach (all, on what the row judged), and every leg
  * tied by the runner's id. */
-static void run_row(const char *bin, const char *label, const char *cmd, const char *name,
-                    uint32_t all) {
+static void run_row(const char *bin, const char *label, const char *cmd, const char *header,
+                    const char *name, uint32_t all) {
   pd_scenario_t *s = pdt_load_scenario(name);
   PDT_TRUE(s != NULL);
   if (!s) return;
@@ -334,6 +335,7 @@ static void run_row(const char *bin, const char *label, const char *cmd, const c
   pd_conform_set_label(&o, label);
   o.scale = SF_SCALE;
   o.slack_ms = 100;
+  if (header) o.client_header[o.n_client_headers++] = header;
   pd_conform_result_t r;
   PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
   uint32_t want = all & r.judged;
@@ -366,7 +368,30 @@ static void test_toy_proxy_stand_in_gets_the_models_verdicts(void) {
     if (!s) continue;
     uint32_t want = s->expect[PD_MODE_VLLM_TOY_PROXY].violated_mask;
     free(s);
-    run_row(bin, "vllm-toy-proxy", cmd, sf_rows[i], want);
+    run_row(bin, "vllm-toy-proxy", cmd, NULL, sf_rows[i], want);
+  }
+}
+
+/* The same stand-in as llm-d's sidecar (--style llmd), which takes its prefill from the
+ * x-prefiller-host-port header a client header gives it (--client-header): prefill's 500
+ * falls back to decode alone, decode's 503 goes back as it is (V1.27), as its model predicts.
+ * Without the header no prefill would be sent and prefill's fault would not fire. */
+static void test_llmd_stand_in_takes_its_prefill_from_a_client_header(void) {
+  char bin[PATH_MAX + 8], cmd[2 * PATH_MAX + 128];
+  if (pdt_pdref_path(bin, sizeof bin) != 0 ||
+      system("python3 -c 'import http.server' 2>/dev/null"))
+    return;
+  signal(SIGPIPE, SIG_IGN);
+  snprintf(cmd, sizeof cmd, "exec python3 %s/tests/pdt_sfproxy.py --style llmd --port {port} "
+           "--vllm-port {decode_ports}", PD_SOURCE_DIR);
+  static const char *const rows[] = {"sf-prefill-500-stream", "sf-decode-503-before-first-token"};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    pd_scenario_t *s = pdt_load_scenario(rows[i]);
+    if (!s) continue;
+    uint32_t want = s->expect[PD_MODE_LLMD_SIDECAR].violated_mask;
+    free(s);
+    run_row(bin, "llmd-sidecar", cmd, "x-prefiller-host-port: {prefill_hostport_list}", rows[i],
+            want);
   }
 }
 
@@ -389,7 +414,7 @@ static void test_pdref_gateway_source_first_rows(void) {
       PDT_EQ_INT(pd_world_run(s, modes[m], s->config.seed, NULL, &st, &sim, &hash), 0);
       if (modes[m] == PD_MODE_REFERENCE) PDT_EQ_INT(sim, 0);
       free(s);
-      run_row(bin, pd_mode_name(modes[m]), cmd, sf_rows[i], sim);
+      run_row(bin, pd_mode_name(modes[m]), cmd, NULL, sf_rows[i], sim);
     }
   }
 }
@@ -406,6 +431,8 @@ int pdt_suite_conform_sf(void) {
       {"pinned KV is read from the mocks' logs", test_pinned_kv_is_read_from_the_logs},
       {"a toy proxy stand-in gets the model's verdicts",
        test_toy_proxy_stand_in_gets_the_models_verdicts},
+      {"an llm-d stand-in takes its prefill from a client header",
+       test_llmd_stand_in_takes_its_prefill_from_a_client_header},
       {"pdref gateway --protocol vllm: reference passes, toy model as simulated",
        test_pdref_gateway_source_first_rows},
   };
