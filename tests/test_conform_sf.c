@@ -3,8 +3,8 @@
  * legs tied by the KV key the mocks log (remote_request_id), pinned KV read from the mocks'
  * pin lines, the commit window of a stream served as application/json; then real runs against
  * tests/pdt_sfproxy.py (stand-ins for vLLM's toy proxy and llm-d's sidecar, not pdref's code)
- * and `pdref gateway`
- * with `--protocol vllm`. Socket runs are one request each at scale 0.5, every wait bounded. */
+ * and `pdref gateway --protocol vllm`. Socket runs are one request each at scale 0.5, every wait
+ * bounded. */
 #include <errno.h>
 #include <limits.h>
 #include <regex.h>
