@@ -9,6 +9,7 @@
 
 #include "pd_err.h"
 #include "pd_hash.h"
+#include "pd_request.h"
 #include "pd_worker.h"
 #include "pd_worker_shared.h"
 
@@ -233,6 +234,25 @@ static void read_max_tokens(pd_worker_body_t *b, const cJSON *j) {
   }
 }
 
+/* What OpenAI's shapes echo (pd_wire_api_t): a model name that needs no escaping. */
+static void read_api(pd_wire_api_t *api, const cJSON *j, uint32_t prompt_tokens) {
+  api->prompt_tokens = prompt_tokens;
+  const cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
+  api->has_usage =
+      cJSON_IsObject(so) && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
+  if (!cJSON_IsString(m) || strlen(m->valuestring) >= sizeof api->model) return;
+  for (const char *p = m->valuestring; *p; p++)
+    if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\') return;
+  snprintf(api->model, sizeof api->model, "%s", m->valuestring);
+}
+
+void pd_worker_body_route(pd_worker_body_t *b, const char *path) {
+  pd_route_t r = PD_ROUTE_GENERATE;
+  if (!path || pd_request_route(path, &r) < 0) r = PD_ROUTE_GENERATE;
+  b->api.route = (int)r;
+}
+
 int pd_worker_body_read(pd_worker_body_t *b, const cJSON *j, const char *body, size_t len,
                         const pd_alloc_t *a, char *err, size_t errlen) {
   memset(b, 0, sizeof *b);
@@ -257,6 +277,7 @@ int pd_worker_body_read(pd_worker_body_t *b, const cJSON *j, const char *body, s
     b->has_rid = 1;
   }
   b->prompt_tokens = prompt_tokens(j);
+  read_api(&b->api, j, b->prompt_tokens);
   read_max_tokens(b, j);
   return read_kvp(&b->kvp, cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params"), rc, err,
                   errlen);

@@ -4,13 +4,16 @@
  * exactly: the first from the text when cJSON's double would round it (rooms above 2^53),
  * the rest of a batch through the double (exact up to 2^53, as the rooms a PD gateway draws
  * are, R-ROOM), the prompt's length in tokens (capacity, docs/capacity.md), the output limit
- * and vLLM's kv_transfer_params (V1.1, V1.7, V1.8). Pure: no clock, no globals; the room array comes from the given allocator. */
+ * and vLLM's kv_transfer_params (V1.1, V1.7, V1.8), and what OpenAI's answer shapes echo
+ * (model, stream_options.include_usage; the route comes from the path, pd_worker_body_route).
+ * Pure: no clock, no globals; the room array comes from the given allocator. */
 #ifndef PD_WORKER_BODY_H
 #define PD_WORKER_BODY_H
 #include <stddef.h>
 #include <stdint.h>
 
 #include "pd_alloc.h"
+#include "pd_worker_shared.h"
 
 #define PD_WORKER_RID_MAX 256u
 #define PD_WORKER_HOST_MAX 256u
@@ -51,6 +54,9 @@ typedef struct pd_worker_body {
                              sampling_params.max_new_tokens; 0 when none is a number >= 0 */
   int has_max_tokens;
   pd_worker_kvp_t kvp;    /* vLLM's kv_transfer_params */
+  pd_wire_api_t api;      /* what OpenAI's shapes echo: the model, stream_options.include_usage
+                             and prompt_tokens; route PD_ROUTE_GENERATE until
+                             pd_worker_body_route names the request's path */
 } pd_worker_body_t;
 
 /* V1.8: decode needs remote_block_ids, remote_engine_id, remote_request_id, remote_host and
@@ -68,5 +74,9 @@ uint64_t pd_worker_kv_key(const char *request_id);
  * PD_ERR_NOMEM when the room array could not be allocated (n_rooms then counts 1). */
 int pd_worker_body_read(pd_worker_body_t *b, const struct cJSON *j, const char *body, size_t len,
                         const pd_alloc_t *a, char *err, size_t errlen);
+
+/* The route the request came on (its path; an unknown one reads as /generate), which
+ * chooses the shape of the answer (pd_wire_render). */
+void pd_worker_body_route(pd_worker_body_t *b, const char *path);
 
 #endif

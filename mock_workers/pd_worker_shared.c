@@ -143,7 +143,7 @@ static int render_abort(const pd_wire_leg_t *leg, int is_event, char *buf, size_
                   is_event ? "data: " : "", leg->rid, is_event ? "\n\ndata: [DONE]\n\n" : "");
 }
 
-/* ---------- vLLM (V1.4-V1.6, V1.28, V1.31) ---------- */
+/* ---------- vLLM (V1.28, V1.31; its prefill answer: pd_wire_openai.c) ---------- */
 
 static const char *vllm_error_type(uint32_t status) {
   switch (status) {
@@ -161,56 +161,17 @@ static int render_vllm_error(uint32_t status, int is_event, char *buf, size_t ca
                   is_event ? "\n\n" : "");
 }
 
-/* The params decode needs (V1.5), or null when the request did not end capped by length. */
-static size_t render_kvp(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, uint32_t blocks,
-                         char *buf, size_t cap) {
-  if (!blocks) return (size_t)snprintf(buf, cap, "null");
-  int n = snprintf(buf, cap, "{\"do_remote_prefill\":true,\"do_remote_decode\":false,"
-                             "\"remote_block_ids\":[");
-  size_t off = n > 0 ? (size_t)n : cap;
-  for (uint32_t i = 0; i < blocks && off + 16 < cap; i++) {
-    n = snprintf(buf + off, cap - off, i ? ",%u" : "%u", i);
-    off += n > 0 ? (size_t)n : cap;
-  }
-  if (off >= cap) return cap;
-  n = snprintf(buf + off, cap - off,
-               "],\"remote_engine_id\":\"%s\",\"remote_request_id\":\"%s\","
-               "\"remote_host\":\"%s\",\"remote_port\":%d,\"tp_size\":1}",
-               v->engine_id ? v->engine_id : "", leg->rid, v->kv_host ? v->kv_host : "localhost",
-               v->kv_port);
-  return n > 0 ? off + (size_t)n : cap;
-}
-
-/* An ordinary completion of one token plus the top-level params; stream: one event and
- * [DONE]. */
-static size_t render_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, uint32_t arg,
-                                  char *buf, size_t cap) {
-  uint32_t blocks = arg & ~PD_WIRE_CUT;
-  if (blocks > PD_WIRE_MAX_BLOCKS) blocks = PD_WIRE_MAX_BLOCKS;
-  int n = snprintf(buf, cap,
-                   "%s{\"id\":\"cmpl-%s\",\"object\":\"text_completion\",\"choices\":[{"
-                   "\"index\":0,\"text\":\"tok0 \",\"finish_reason\":\"%s\"}],"
-                   "\"usage\":{\"completion_tokens\":1},\"kv_transfer_params\":",
-                   leg->is_stream ? "data: " : "", leg->rid, blocks ? "length" : "stop");
-  if (n <= 0 || (size_t)n >= cap) return 0;
-  size_t off = (size_t)n;
-  off += render_kvp(leg, v, blocks, buf + off, cap - off);
-  if (off >= cap) return 0;
-  n = snprintf(buf + off, cap - off, "}%s", leg->is_stream ? "\n\ndata: [DONE]\n\n" : "");
-  if (n <= 0 || off + (size_t)n >= cap) return 0;
-  off += (size_t)n;
-  return arg & PD_WIRE_CUT ? off / 2 : off;
-}
-
 size_t pd_wire_render_vllm(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, int kind,
                            uint32_t arg, char *buf, size_t cap) {
   int n = 0;
   if (!v) return pd_wire_render(leg, kind, arg, buf, cap);
   switch (kind) {
-  case PD_WIRE_VLLM_PREFILL_BODY: return render_vllm_prefill(leg, v, arg, buf, cap);
+  case PD_WIRE_VLLM_PREFILL_BODY: return pd_wire_openai_vllm_prefill(leg, v, arg, buf, cap);
   case PD_WIRE_ERROR_EVENT: n = render_vllm_error(arg, 1, buf, cap); break;
   case PD_WIRE_ERROR_BODY: n = render_vllm_error(arg, 0, buf, cap); break;
-  default: return pd_wire_render(leg, kind, arg, buf, cap);
+  default:
+    if (pd_wire_is_openai(leg)) return pd_wire_openai_render(leg, 1, kind, arg, buf, cap);
+    return pd_wire_render(leg, kind, arg, buf, cap);
   }
   return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
@@ -218,8 +179,10 @@ size_t pd_wire_render_vllm(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, in
 size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap) {
   static const pd_wire_vllm_t anon = {"", NULL, 5600}; /* a caller that names no engine */
   int n = 0;
+  if (kind == PD_WIRE_VLLM_PREFILL_BODY)
+    return pd_wire_openai_vllm_prefill(leg, &anon, arg, buf, cap);
+  if (pd_wire_is_openai(leg)) return pd_wire_openai_render(leg, 0, kind, arg, buf, cap);
   switch (kind) {
-  case PD_WIRE_VLLM_PREFILL_BODY: return render_vllm_prefill(leg, &anon, arg, buf, cap);
   case PD_WIRE_TOKEN: return render_token(leg, arg, buf, cap);
   case PD_WIRE_DONE_EVENT: n = snprintf(buf, cap, "data: [DONE]\n\n"); break;
   case PD_WIRE_ERROR_EVENT:
@@ -239,9 +202,16 @@ size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *bu
 
 size_t pd_wire_render_cap(const pd_wire_leg_t *leg, int kind) {
   size_t rid = leg->rid ? strlen(leg->rid) : 0; /* events carry it once, coalesced twice */
+  if (kind == PD_WIRE_VLLM_PREFILL_BODY || pd_wire_is_openai(leg)) {
+    /* OpenAI's shapes: up to three events per token (chat's role chunk, the token, the usage
+     * chunk), each naming the rid and the model, and two tokens coalesced */
+    size_t model = leg->api ? strlen(leg->api->model) : 0; /* NUL-terminated in its array */
+    size_t extra = kind == PD_WIRE_DECODE_BODY ? 16 * (size_t)leg->tokens : 0; /* "tok%u " */
+    if (kind == PD_WIRE_VLLM_PREFILL_BODY) /* block ids, engine id and host */
+      extra = 6 * (size_t)PD_WIRE_MAX_BLOCKS + 2 * PD_WIRE_NAME_MAX;
+    return 2048 + 6 * (rid + model) + extra;
+  }
   size_t extra = kind == PD_WIRE_DECODE_BODY ? 12 * (size_t)leg->tokens : 0;
-  if (kind == PD_WIRE_VLLM_PREFILL_BODY) /* block ids, engine id and host */
-    extra = 6 * (size_t)PD_WIRE_MAX_BLOCKS + 2 * PD_WIRE_NAME_MAX;
   return 512 + 2 * rid + extra;
 }
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "pd_prng.h"
+#include "pd_request.h"
 #include "pd_worker.h"
 
 /* The fault chosen for one request, and the two modifiers that combine with it. */
@@ -63,12 +64,25 @@ static inline uint64_t pd_worker_late_error_ms(int fault, const pd_fault_t *fp) 
 #define PD_LP_PREFILL "[[-0.25,11,null],[-0.5,12,null]]"
 #define PD_LP_DECODE "[[-0.75,13,null]]"
 
+#define PD_WIRE_MODEL_MAX 64u /* the longest model name echoed (pd_wire_api_t.model) */
+
+/* The API a request came on, for OpenAI's shapes (pd_wire_openai.c): filled by the body
+ * parser (pd_worker_body.c) and the route by the caller, from the request's path. */
+typedef struct pd_wire_api {
+  int route;              /* pd_route_t: PD_ROUTE_GENERATE renders SGLang's native shape */
+  int has_usage;          /* stream_options.include_usage: a stream ends with a usage chunk */
+  uint32_t prompt_tokens; /* usage.prompt_tokens */
+  char model[PD_WIRE_MODEL_MAX]; /* the request's "model" when it is printable ASCII with no
+                                    quote or backslash and fits, else "" (echoed "default") */
+} pd_wire_api_t;
+
 /* What the renderer needs to know about a request. */
 typedef struct pd_wire_leg {
   const char *rid;   /* already JSON-escaped, without quotes */
   int is_stream;
   int has_logprob;
   uint32_t tokens;   /* output tokens of a decode request */
+  const pd_wire_api_t *api; /* NULL: SGLang's /generate */
 } pd_wire_leg_t;
 
 /* What a vLLM worker adds (pd_wire_render_vllm): its prefill answer names where decode reads
@@ -101,7 +115,12 @@ enum {
 #define PD_WIRE_NAME_MAX 256u    /* pd_wire_render_cap's room for engine_id and kv_host each */
 
 /* Render one message into buf; returns its length, 0 when it does not fit in cap (or the kind
- * is unknown). A non-stream decode body needs about 32 + 12 * tokens bytes. */
+ * is unknown). A non-stream decode body needs about 32 + 12 * tokens bytes.
+ *
+ * The shape follows the route (leg->api): /generate SGLang's native {"text","meta_info"};
+ * /v1/completions and /v1/chat/completions OpenAI's objects and chunks (pd_wire_openai.c).
+ * Token k's text is "tok<k> " in every shape, so a reader can check each token's identity
+ * and order (sim/pd_check.c): SGLang's events also carry "index": k. */
 size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap);
 
 /* The same for a vLLM worker's leg (v NULL: as pd_wire_render, which renders
@@ -111,6 +130,22 @@ size_t pd_wire_render_vllm(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, in
 
 /* Bytes pd_wire_render may need for this kind on this leg (rid length included). */
 size_t pd_wire_render_cap(const pd_wire_leg_t *leg, int kind);
+
+/* ---- OpenAI's shapes (pd_wire_openai.c; the routes other than /generate) ---- */
+
+/* Does this leg answer in OpenAI's shape? */
+static inline int pd_wire_is_openai(const pd_wire_leg_t *leg) {
+  return leg->api && leg->api->route != PD_ROUTE_GENERATE;
+}
+/* One message of kind on an OpenAI route (W6.6-W6.9): ids are the rid (SGLang) or
+ * "cmpl-<rid>" / "chatcmpl-<rid>" (is_vllm); error kinds take SGLang's OpenAI shape (vLLM's
+ * are pd_wire_render_vllm's). pd_wire_render and pd_wire_render_vllm call it for those routes. */
+size_t pd_wire_openai_render(const pd_wire_leg_t *leg, int is_vllm, int kind, uint32_t arg,
+                             char *buf, size_t cap);
+/* vLLM prefill's one-token answer (PD_WIRE_VLLM_PREFILL_BODY, arg as there) in the route's
+ * shape: a chat.completion on /v1/chat/completions, else a text_completion (V1.4, V1.5). */
+size_t pd_wire_openai_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v,
+                                   uint32_t arg, char *buf, size_t cap);
 
 /* FNV-1a over a request's bootstrap fields as cJSON prints them (absent ones as ""): equal
  * on both legs of a pair iff host, port and rooms are. */

@@ -26,6 +26,65 @@ static int logprobs_ok(const cJSON *meta) {
   return 1;
 }
 
+/* ---- a token's identity in OpenAI's shapes (mock_workers/pd_wire_openai.c) ----
+ * Token k's text is "tok<k> "; SGLang's native events say "index": k instead. */
+
+/* The token a text names, or -1 when it is not exactly "tok<k> ". */
+static int64_t token_of_text(const char *t) {
+  if (!t || strncmp(t, "tok", 3) != 0 || t[3] < '0' || t[3] > '9') return -1;
+  char *end = NULL;
+  unsigned long long k = strtoull(t + 3, &end, 10);
+  return end && end[0] == ' ' && end[1] == 0 && k <= UINT32_MAX ? (int64_t)k : -1;
+}
+
+/* choices[0] of an OpenAI object, or NULL (not one: SGLang's shape). */
+static const cJSON *openai_choice(const cJSON *j, int *is_openai) {
+  const cJSON *ch = cJSON_GetObjectItemCaseSensitive(j, "choices");
+  *is_openai = cJSON_IsArray(ch);
+  return *is_openai ? cJSON_GetArrayItem(ch, 0) : NULL;
+}
+
+/* The text of a choice: text (completions), delta.content or message.content (chat). */
+static const char *choice_text(const cJSON *c) {
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "text");
+  if (!t) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(c, "delta");
+    if (!m) m = cJSON_GetObjectItemCaseSensitive(c, "message");
+    t = cJSON_GetObjectItemCaseSensitive(m, "content");
+  }
+  return cJSON_IsString(t) ? t->valuestring : NULL;
+}
+
+/* An OpenAI stream chunk: one carrying no text (chat's role chunk, the usage chunk with empty
+ * choices, a chunk that only says finish_reason, its delta empty) is no token; any other must
+ * be the next. */
+static void openai_event(pd_client_request_t *rq, const cJSON *choice) {
+  const char *text = choice ? choice_text(choice) : NULL;
+  if (!text || !text[0]) return;
+  int64_t k = token_of_text(text);
+  if (k != (int64_t)rq->next_token) rq->token_error = 1;
+  else rq->next_token++;
+}
+
+/* A whole OpenAI answer: usage counts n and its text spells tok0, tok1, ... in order, every
+ * one of the n unless the worker cut a long text short (then a whole token more would not
+ * have fit: at least 4 KiB of text, pd_wire_openai.c). */
+static int openai_body_ok(const cJSON *j, const cJSON *choice, uint32_t n) {
+  const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "usage");
+  const cJSON *ct = cJSON_GetObjectItemCaseSensitive(u, "completion_tokens");
+  const char *t = choice ? choice_text(choice) : NULL;
+  if (!cJSON_IsNumber(ct) || (uint32_t)ct->valuedouble != n || !t) return 0;
+  const char *t0 = t;
+  char want[24];
+  uint32_t k = 0;
+  for (; k < n && *t; k++) {
+    int len = snprintf(want, sizeof want, "tok%u ", k);
+    if (strncmp(t, want, (size_t)len) != 0) return 0;
+    t += len;
+  }
+  return !*t && (k == n || t - t0 >= 4096);
+}
+
 static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
   if (rq->saw_done) {
     rq->events_after_done = 1;
@@ -40,6 +99,14 @@ static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
     return;
   }
   cJSON *j = cJSON_ParseWithLength(ev->data, ev->len);
+  int is_openai = 0;
+  const cJSON *choice = openai_choice(j, &is_openai);
+  if (is_openai) { /* I11 is judged on /generate only */
+    openai_event(rq, choice);
+    rq->first_event_seen = 1;
+    cJSON_Delete(j);
+    return;
+  }
   const cJSON *idx = j ? cJSON_GetObjectItemCaseSensitive(j, "index") : NULL;
   if (!cJSON_IsNumber(idx) || (uint32_t)idx->valuedouble != rq->next_token) rq->token_error = 1;
   else rq->next_token++;
@@ -85,7 +152,12 @@ int pd_check_client_data(pd_client_request_t *rq, const uint8_t *p, size_t len) 
 static int body_clean(pd_client_request_t *rq) {
   cJSON *j = cJSON_ParseWithLength((const char *)rq->body.p, rq->body.len);
   int ok = 0;
-  if (j && !cJSON_GetObjectItemCaseSensitive(j, "error")) {
+  int is_openai = 0;
+  const cJSON *choice = openai_choice(j, &is_openai);
+  if (j && is_openai && !cJSON_GetObjectItemCaseSensitive(j, "error")) {
+    ok = openai_body_ok(j, choice, rq->tokens);
+    if (ok) rq->next_token = rq->tokens;
+  } else if (j && !cJSON_GetObjectItemCaseSensitive(j, "error")) {
     const cJSON *mi = cJSON_GetObjectItemCaseSensitive(j, "meta_info");
     const cJSON *ct = mi ? cJSON_GetObjectItemCaseSensitive(mi, "completion_tokens") : NULL;
     ok = cJSON_IsNumber(ct) && (uint32_t)ct->valuedouble == rq->tokens;

@@ -12,6 +12,7 @@
 #include "pd_metrics.h"
 #include "pd_scenario.h"
 #include "pd_sse.h"
+#include "pd_worker_shared.h"
 
 /* A client's non-stream body as the simulator keeps it: the core relays at most one leg's
  * buffer (PD_MAX_LEG_BUFFER_BYTES) of it, with room to spare. */
@@ -34,6 +35,7 @@ typedef struct pd_worker_leg {
   uint64_t rooms_hash;  /* hash over all rooms, host and port (leg equality) */
   char rid[48];
   uint32_t tokens;
+  pd_wire_api_t api;    /* the route and what OpenAI's shapes echo (pd_wire_render) */
   /* worker side */
   pd_worker_leg_state_t wstate;
   int fault;            /* pd_fault_kind_t or -1 */

@@ -29,13 +29,15 @@ _Static_assert((int)PD_WIRE_ERROR_BODY == (int)W2G_ERROR_BODY, "render kinds fol
 /* The leg's fields from the body the worker received (mock_workers/pd_worker_body.c, the
  * parser the socket mock uses too). A wrong field is kept as read: the gateway's bug is for
  * the invariants to judge; a body that is not JSON leaves the fields empty. */
-static void parse_leg_body(struct pd_world *w, pd_worker_leg_t *leg, const uint8_t *body,
-                           size_t len) {
+static void parse_leg_body(struct pd_world *w, pd_worker_leg_t *leg, const char *path,
+                           const uint8_t *body, size_t len) {
   cJSON *j = cJSON_ParseWithLength((const char *)body, len);
   if (!j) return;
   pd_worker_body_t b;
   (void)pd_worker_body_read(&b, j, (const char *)body, len, NULL, NULL, 0);
   cJSON_Delete(j);
+  pd_worker_body_route(&b, path);
+  leg->api = b.api;
   leg->is_stream = b.is_stream;
   leg->has_logprob = b.has_logprob;
   leg->rooms_hash = b.rooms_hash;
@@ -70,7 +72,7 @@ static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_ac
   leg->t_open = w->now;
   leg->boot_node = -1;
   leg->kv_node = -1;
-  parse_leg_body(w, leg, a->data, a->len);
+  parse_leg_body(w, leg, a->str, a->data, a->len);
   leg->next_in_req = rq->legs;
   rq->legs = leg;
   rq->n_legs++;

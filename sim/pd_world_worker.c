@@ -325,7 +325,7 @@ void pd_worker_model_restart(struct pd_world *w, uint32_t node) {
 
 size_t pd_worker_model_render(struct pd_world *w, pd_worker_leg_t *leg, int kind, uint32_t arg,
                               char *buf, size_t cap) {
-  pd_wire_leg_t r = {leg->rid, leg->is_stream, leg->has_logprob, leg->tokens};
+  pd_wire_leg_t r = {leg->rid, leg->is_stream, leg->has_logprob, leg->tokens, &leg->api};
   const pd_scenario_worker_t *spec = w->nodes[leg->worker].spec;
   if (spec->protocol != PD_PROTOCOL_VLLM) return pd_wire_render(&r, kind, arg, buf, cap);
   pd_wire_vllm_t v = {spec->name, spec->name, VLLM_SIDE_CHANNEL_PORT}; /* V1.5 */

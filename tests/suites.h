@@ -31,6 +31,7 @@
   X(pdt_suite_capacity_check) \
   X(pdt_suite_wengine) \
   X(pdt_suite_wengine_vllm) \
+  X(pdt_suite_wire) \
   X(pdt_suite_capacity_metrics) \
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \

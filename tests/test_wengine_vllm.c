@@ -508,7 +508,7 @@ static void test_body_reads_kv_transfer_params(void) {
 
 static void test_prefill_answer_bytes(void) {
   char buf[16384];
-  pd_wire_leg_t leg = {"r-1", 0, 0, 1};
+  pd_wire_leg_t leg = {"r-1", 0, 0, 1, NULL};
   pd_wire_vllm_t v = {"p0", "p0", 5600};
   size_t n = pd_wire_render_vllm(&leg, &v, PD_WIRE_VLLM_PREFILL_BODY, 3, buf, sizeof buf);
   PDT_TRUE(n > 0 && n < sizeof buf);

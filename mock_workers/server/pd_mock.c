@@ -145,7 +145,8 @@ static int out_reserve(pd_mock_leg_t *leg, size_t more) {
 
 void pd_mock_output_render(pd_mock_t *m, pd_mock_leg_t *leg, int kind, uint32_t arg) {
   if (!pd_mock_output_can_send(leg)) return;
-  pd_wire_leg_t r = {leg->rid_json, leg->is_stream, leg->has_logprob, leg->tokens};
+  pd_wire_leg_t r = {leg->rid_json, leg->is_stream, leg->has_logprob, leg->tokens,
+                     &leg->api};
   /* vLLM: the prefill's answer names our side channel and our name (V1.5) */
   pd_wire_vllm_t v = {m->name_json, m->cfg.listen_host, m->boot_port};
   size_t need = pd_wire_render_cap(&r, kind);

@@ -71,6 +71,7 @@ typedef struct pd_mock_leg {
   int boot_port;  /* < 0: none */
   uint32_t tokens;
   uint32_t prompt_tokens; /* the prompt's length in tokens (pd_worker_body.c) */
+  pd_wire_api_t api;      /* the route and what OpenAI's shapes echo (pd_wire_render) */
   char xrid[PD_MOCK_XRID_MAX];
   uint32_t req_index; /* the runner's request index from its id in the prompt, or
                          PD_TRAFFIC_FAULT_ANY (no traffic fault applies) */

@@ -54,6 +54,8 @@ int pd_mock_req_fill(pd_mock_leg_t *leg, const pd_request_t *r, const char *body
   leg->n_rooms = b.has_room ? b.n_rooms : 0;
   leg->room = b.room;
   leg->prompt_tokens = b.prompt_tokens;
+  leg->api = b.api;
+  leg->api.route = (int)r->route;
   snprintf(leg->boot_host, sizeof leg->boot_host, "%s", b.boot_host);
   leg->boot_port = b.boot_port;
   if (b.has_rid) {
