@@ -91,14 +91,18 @@ static void sfr_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 
 /* R-SF-DECODE-RETRY: a decode that failed to connect never saw the request, so prefill's
  * blocks are still pinned for it and nobody read them: the next attempt sends the same
- * parameters to another decode while they are fresh. A decode that saw the request (a head,
- * a reset, a timeout) may have read or released them (V1.11, V1.18): prefill is redone. */
+ * parameters to another decode while they are fresh, without R-RETRY's backoff (it goes to
+ * another decode, and every moment the parameters wait is a window in which a client leaving
+ * strands the blocks until prefill's timer, V1.19). A decode that saw the request (a head, a
+ * reset, a timeout) may have read or released them (V1.11, V1.18): prefill is redone. */
 static void sfr_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_upstream_error_t e) {
   if (leg->role == PD_ROLE_DECODE && !leg->is_doomed && !rq->is_committed && rq->sf_pw &&
       e == PD_UPSTREAM_ERROR_CONNECT && gw->cfg.sf_params_reuse_ns &&
       gw->now < rq->sf_params_at + gw->cfg.sf_params_reuse_ns)
     rq->sf_reuse = 1;
   ref->on_error(gw, rq, leg, e);
+  if (rq->sf_reuse && rq->state == RQ_BACKOFF) /* 0 means none: at t = 0, 1 ns */
+    rq->dl[DL_BACKOFF] = gw->now ? gw->now : 1;
 }
 
 static void sfr_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {

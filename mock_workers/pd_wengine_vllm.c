@@ -102,13 +102,16 @@ void pd_wengine_vllm_forward_done(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t
 
 uint32_t pd_wengine_vllm_answer(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now,
                                 pd_wact_buf_t *out) {
-  /* V1.5/V1.6: only a request that ended capped by length keeps its blocks for decode */
-  int is_capped = p->rq.kv_mode == PD_KV_MODE_REMOTE_DECODE && p->rq.max_tokens == 1;
+  /* V1.5/V1.6: only a request that ended capped by length keeps its blocks for decode; a
+     worker whose one token ends as a stop (kv_params null) never does */
+  int is_capped = p->rq.kv_mode == PD_KV_MODE_REMOTE_DECODE && p->rq.max_tokens == 1 &&
+                  e->spec->kv_params != PD_KV_PARAMS_NULL;
   if (!is_capped || !p->kv_pages) return 0;
   uint64_t pages = p->kv_pages;
   pin_take(e, p, now, out);
   if (p->kv_pages) return 0; /* could not pin: it answers null params */
-  return pages > MAX_RENDERED_BLOCKS ? MAX_RENDERED_BLOCKS : (uint32_t)pages;
+  uint32_t blocks = pages > MAX_RENDERED_BLOCKS ? MAX_RENDERED_BLOCKS : (uint32_t)pages;
+  return blocks | (e->spec->kv_params == PD_KV_PARAMS_INVALID ? PD_WIRE_NO_RID : 0); /* V1.8 */
 }
 
 /* ---------- decode ---------- */

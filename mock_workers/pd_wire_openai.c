@@ -226,18 +226,21 @@ size_t pd_wire_openai_render(const pd_wire_leg_t *leg, int is_vllm, int kind, ui
 
 /* ---------- vLLM's prefill answer (V1.4-V1.6) ---------- */
 
-/* The params decode needs (V1.5), or null when the request did not end capped by length. */
-static void put_kvp(wr_t *w, const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, uint32_t blocks) {
+/* The params decode needs (V1.5), or null when the request did not end capped by length;
+ * no_rid: without remote_request_id (an older prefill, which a newer decode finds invalid,
+ * V1.8). */
+static void put_kvp(wr_t *w, const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, uint32_t blocks,
+                    int no_rid) {
   if (!blocks) {
     put(w, "null");
     return;
   }
   put(w, "{\"do_remote_prefill\":true,\"do_remote_decode\":false,\"remote_block_ids\":[");
   for (uint32_t i = 0; i < blocks && !w->is_short; i++) put(w, i ? ",%u" : "%u", i);
-  put(w, "],\"remote_engine_id\":\"%s\",\"remote_request_id\":\"%s\",\"remote_host\":\"%s\","
-         "\"remote_port\":%d,\"tp_size\":1}",
-      v->engine_id ? v->engine_id : "", leg->rid, v->kv_host ? v->kv_host : "localhost",
-      v->kv_port);
+  put(w, "],\"remote_engine_id\":\"%s\",", v->engine_id ? v->engine_id : "");
+  if (!no_rid) put(w, "\"remote_request_id\":\"%s\",", leg->rid);
+  put(w, "\"remote_host\":\"%s\",\"remote_port\":%d,\"tp_size\":1}",
+      v->kv_host ? v->kv_host : "localhost", v->kv_port);
 }
 
 /* An ordinary answer of one token plus the top-level params; stream: one event and [DONE].
@@ -248,7 +251,7 @@ size_t pd_wire_openai_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_
   static const pd_wire_api_t completions = {PD_ROUTE_COMPLETIONS, 0, 0, ""};
   pd_wire_leg_t l = *leg;
   if (!pd_wire_is_openai(&l)) l.api = &completions;
-  uint32_t blocks = arg & ~PD_WIRE_CUT;
+  uint32_t blocks = arg & ~(PD_WIRE_CUT | PD_WIRE_NO_RID);
   if (blocks > PD_WIRE_MAX_BLOCKS) blocks = PD_WIRE_MAX_BLOCKS;
   const char *finish = blocks ? "length" : "stop";
   wr_t w = {buf, cap, 0, 0, 1};
@@ -261,7 +264,7 @@ size_t pd_wire_openai_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_
   close_object(&w, &l, 1, 1);
   w.off -= w.is_short ? 0 : 1; /* reopen the object for the params */
   put(&w, ",\"kv_transfer_params\":");
-  put_kvp(&w, &l, v, blocks);
+  put_kvp(&w, &l, v, blocks, (arg & PD_WIRE_NO_RID) != 0);
   put(&w, "}%s", l.is_stream ? "\n\ndata: [DONE]\n\n" : "");
   size_t n = done(&w);
   return arg & PD_WIRE_CUT ? n / 2 : n;

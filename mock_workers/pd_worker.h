@@ -64,6 +64,17 @@ typedef enum {
   PD_KV_EXPIRY_LEASE = 1,   /* newer: a lease that decode's heartbeats extend (V1.13) */
 } pd_kv_expiry_t;
 
+/* vLLM prefill: the kv_transfer_params it answers a request for a remote decode with. */
+typedef enum {
+  PD_KV_PARAMS_VALID = 0,   /* every field decode needs (V1.5), blocks pinned */
+  PD_KV_PARAMS_NULL = 1,    /* its one token ends as a stop, not capped by length (an
+                               end-of-sequence first token in older versions): null params,
+                               blocks freed at once (V1.6) */
+  PD_KV_PARAMS_INVALID = 2, /* without remote_request_id (a prefill older than vLLM PR #29665,
+                               V1.5): blocks pinned, but a newer decode finds the params
+                               invalid and computes locally (V1.8) */
+} pd_kv_params_t;
+
 /* A fault that follows the traffic, not a worker name: legs nth_from..nth_to (1-based, counted
  * per request and role in the order they reach a worker) of role `role` of request `request`
  * (0-based, or every request), whichever worker gets them. Sticky: the worker that got it
@@ -109,6 +120,7 @@ typedef struct pd_scenario_worker {
   uint64_t kv_abort_timeout_ms; /* vLLM timeout mode: VLLM_NIXL_ABORT_REQUEST_TIMEOUT, 480 s */
   uint64_t kv_lease_ms;        /* vLLM lease mode: kv_lease_duration, 30 s (V1.13) */
   uint64_t kv_heartbeat_ms;    /* vLLM lease mode: decode's heartbeat period, 0 = lease / 6 */
+  pd_kv_params_t kv_params;    /* vLLM prefill: the parameters it answers, default valid */
 } pd_scenario_worker_t;
 
 #define PD_WORKER_DEFAULT_MAX_RUNNING 2048u

@@ -108,9 +108,11 @@ enum {
   PD_WIRE_VLLM_PREFILL_BODY = 18, /* vLLM prefill's one-token answer with top-level
                                      kv_transfer_params (V1.4, V1.5): arg = the blocks to list
                                      (0: null params, V1.6) | PD_WIRE_CUT (only the first half:
-                                     a body error follows) */
+                                     a body error follows) | PD_WIRE_NO_RID (the params lack
+                                     remote_request_id, V1.8) */
 };
-#define PD_WIRE_CUT 0x80000000u
+#define PD_WIRE_CUT 0x00800000u /* below bit 24, as PD_WIRE_NO_RID: the simulator carries a SEND's arg in 24 bits */
+#define PD_WIRE_NO_RID 0x00400000u /* below bit 24: the simulator carries a SEND's arg in 24 bits */
 #define PD_WIRE_MAX_BLOCKS 1024u /* block ids a vLLM prefill answer lists at most */
 #define PD_WIRE_NAME_MAX 256u    /* pd_wire_render_cap's room for engine_id and kv_host each */
 

@@ -1,4 +1,4 @@
-/* The invariant checker (docs/spec.md I1-I18). Each finished request is judged from the
+/* The invariant checker (docs/spec.md I1-I19). Each finished request is judged from the
  * client's bytes and the workers' ground truth; the core's own word is used only for what it
  * claims (recorded outcomes, load and breaker actions), which is then held against truth.
  * Besides the records it reads only the judge context (pd_check.h), never a world. */
@@ -278,10 +278,12 @@ static uint32_t check_kv(const pd_judge_t *j, const pd_client_request_t *rq, uin
   uint64_t grace = j->s->config.grace_ms * MS_NS;
   for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     if (!l->kv_pages_max || (!l->kv_pages && l->t_kv_freed <= t_end + grace)) continue;
+    if (l->kv_pages && j->is_kv_deferred && j->now <= t_end + grace) continue; /* not yet known */
     uint64_t until = l->kv_pages ? j->now : l->t_kv_freed;
-    FLAG(PD_INVARIANT_STRANDED_KV, "I18 %llu KV pages of a %s leg on %s held %.1f ms after the "
+    FLAG(PD_INVARIANT_STRANDED_KV, "I18 %llu KV pages of a %s leg on %s %s %.1f ms after the "
          "client's end", (unsigned long long)(l->kv_pages ? l->kv_pages : l->kv_pages_max),
          pd_role_name(l->role), worker_name(j, l->worker),
+         l->kv_pages ? "still held when judged" : "held",
          (double)(until > t_end ? until - t_end : 0) / 1e6);
   }
   return v;
@@ -489,6 +491,7 @@ uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, 
     return v;
   }
   v |= check_legs(j, rq, t_end, reason, cap);
+  v |= pd_check_freed_blocks(j, rq, reason, cap); /* I19, pd_check_sf.c */
   int clean = !rq->gone && looks_clean(rq);
   v |= check_tokens(j, rq, clean, reason, cap);
   v |= check_loads(j, rq, reason, cap);

@@ -1,4 +1,4 @@
-/* pd_check: the invariant checker (docs/spec.md I1-I18). It judges one finished request from
+/* pd_check: the invariant checker (docs/spec.md I1-I19). It judges one finished request from
  * its records: the client's bytes (pd_client_request_t) and each leg's ground truth at the worker
  * (pd_worker_leg_t). Besides the records it reads only a judge context (pd_judge_t), which the
  * simulator fills from its world (pd_world.c) and pdref conform from its logs
@@ -22,6 +22,9 @@ typedef struct pd_judge {
                                 them from /metrics): I4 cannot require one */
   uint32_t max_attempts;     /* I7: attempts allowed per request, at least 1 */
   uint64_t now;              /* the judging instant: the end of whatever is still open */
+  int is_kv_deferred;        /* I18: pages still held at now, with now within the grace, are
+                                left to the caller, who judges them when they are freed (the
+                                simulator: a vLLM pin outlives its request, pd_world_worker.c) */
   pd_world_stats_t *stats;   /* out: clean_success, client_errors, aborted, TTFT and
                                 records_lost are added to per judged request */
 } pd_judge_t;
@@ -37,5 +40,10 @@ uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, 
  * past PD_WORLD_MAX_BODY_BYTES) when the body could not be kept: the record is marked lost (rq->is_record_lost) and the request is
  * counted in records_lost when judged, which makes the run an error for its driver. */
 int pd_check_client_data(pd_client_request_t *rq, const uint8_t *p, size_t len);
+
+/* I19 (pd_check_sf.c): a decode leg served in full from KV read off freed blocks (V1.15).
+ * Returns its bit, or 0; writes the finding into reason when reason is still "". */
+uint32_t pd_check_freed_blocks(const pd_judge_t *j, const pd_client_request_t *rq, char *reason,
+                               size_t cap);
 
 #endif

@@ -180,6 +180,11 @@ struct pd_worker_leg;
 /* KV page-seconds of leg l (its request ended at t_end when has_end) into w, at now. */
 void pd_metrics_kv_held(pd_metrics_worker_t *w, const struct pd_worker_leg *l, int has_end,
                         uint64_t t_end, uint64_t grace, uint64_t now);
+/* KV pages a leg kept pinned after its request retired (vLLM): held from since (its
+ * retirement, where pd_metrics_kv_held stopped counting) to release, counted like
+ * pd_metrics_kv_held counts a hold. */
+void pd_metrics_kv_late(pd_metrics_t *m, uint32_t worker, uint64_t pages, uint64_t since,
+                        uint64_t release, int has_end, uint64_t t_end);
 void pd_metrics_capacity_begin(pd_metrics_t *m); /* a new run: samples and peaks reset */
 void pd_metrics_capacity_end(pd_metrics_t *m);   /* fold the run's peaks into peak_total */
 /* The engine counter tracks "<worker> engine" into the trace. */

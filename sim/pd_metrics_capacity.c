@@ -34,6 +34,17 @@ void pd_metrics_kv_held(pd_metrics_worker_t *w, const pd_worker_leg_t *l, int ha
   w->kv_beyond_grace_page_s += after_s(l, t_end + grace, total, now);
 }
 
+void pd_metrics_kv_late(pd_metrics_t *m, uint32_t worker, uint64_t pages, uint64_t since,
+                        uint64_t release, int has_end, uint64_t t_end) {
+  if (worker >= PD_SCENARIO_MAX_WORKERS || release <= since) return;
+  pd_metrics_worker_t *w = &m->w[worker];
+  w->kv_page_s += (double)pages * (double)(release - since) / NS_S;
+  if (!has_end) return;
+  uint64_t a = t_end > since ? t_end : since, g = t_end + m->grace_ns > since ? t_end + m->grace_ns : since;
+  if (release > a) w->kv_after_end_page_s += (double)pages * (double)(release - a) / NS_S;
+  if (release > g) w->kv_beyond_grace_page_s += (double)pages * (double)(release - g) / NS_S;
+}
+
 void pd_metrics_capacity_begin(pd_metrics_t *m) {
   memset(m->peak, 0, sizeof m->peak);
   memset(m->has_last, 0, sizeof m->has_last);

@@ -24,12 +24,13 @@ static const char *const inv_names[PD_INVARIANT_COUNT] = {
     "termination", "orphan-leg", "stranded-slot", "outcome",     "false-success",
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",
     "logprobs",    "breaker",    "determinism",   "error-visible", "served",
-    "retry-onto-failed", "quiescence", "stranded-kv"};
+    "retry-onto-failed", "quiescence", "stranded-kv", "freed-blocks"};
 const char *const pd_scenario_role_names[2] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
 static const char *const protocol_names[] = {"sglang", "vllm"};
 static const char *const kv_expiry_names[] = {"timeout", "lease"};
+static const char *const kv_params_names[] = {"valid", "null", "invalid"};
 
 const char *pd_fault_kind_name(pd_fault_kind_t k) {
   return (unsigned)k < PD_FAULT_KIND_COUNT ? pd_scenario_fault_names[k] : "?";
@@ -140,6 +141,7 @@ static const scenario_key_t worker_keys[] = {
     K_AS("kv_lease_ms", pd_scenario_worker_t, kv_lease_ms, pd_scenario_set_u64, 1,
          PD_SCENARIO_MAX_MS),
     K_MS(pd_scenario_worker_t, kv_heartbeat_ms),
+    K_ENUM(pd_scenario_worker_t, kv_params, kv_params_names, "kv_params", 0),
 };
 
 void pd_scenario_worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t role) {

@@ -42,8 +42,9 @@ typedef enum {
                                untried eligible one existed */
   PD_INVARIANT_QUIESCENCE = 17,   /* I17: after the healed phase, nothing is left held anywhere */
   PD_INVARIANT_STRANDED_KV = 18,  /* I18: KV pages freed within grace of the client's end */
+  PD_INVARIANT_FREED_BLOCKS = 19, /* I19: no decode answers 200 from KV read off freed blocks */
 } pd_invariant_t;
-#define PD_INVARIANT_COUNT 18
+#define PD_INVARIANT_COUNT 19
 
 typedef struct pd_scenario_burst {
   uint64_t at_ms;    /* arrival time of the burst, from the start of the run */
@@ -165,7 +166,7 @@ uint64_t pd_scenario_arrival_gap_ns(const pd_scenario_workload_t *wl, uint32_t i
  * stream, so no other draw moves (0: the short default prompt). Pure: the simulator and
  * `pdref conform`'s client give request i the same length for the same seed. */
 uint32_t pd_scenario_prompt_tokens(const pd_scenario_workload_t *wl, uint64_t seed, uint64_t i);
-/* "I1".."I18" -> 1..18; 0 when not an invariant ID. */
+/* "I1".."I19" -> 1..19; 0 when not an invariant ID. */
 int pd_invariant_parse(const char *id);
 const char *pd_invariant_name(int inv); /* short name, e.g. "termination" */
 

@@ -158,7 +158,7 @@ int pd_scenario_set_str(scenario_ctx_t *c, const cJSON *v, void *obj, const scen
 
 _Static_assert(sizeof(pd_role_t) == sizeof(int) && sizeof(pd_chunking_t) == sizeof(int) &&
                    sizeof(pd_fault_kind_t) == sizeof(int) && sizeof(pd_protocol_t) == sizeof(int) &&
-                   sizeof(pd_kv_expiry_t) == sizeof(int),
+                   sizeof(pd_kv_expiry_t) == sizeof(int) && sizeof(pd_kv_params_t) == sizeof(int),
                "pd_scenario_set_enum stores enums as int");
 
 /* role, chunking, fault kind: the index in k->names is the enum value. */

@@ -20,6 +20,7 @@ static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
 static const char *const protocol_names[] = {"sglang", "vllm"};
 static const char *const kv_expiry_names[] = {"timeout", "lease"};
+static const char *const kv_params_names[] = {"valid", "null", "invalid"};
 
 /* Each add returns 0 or PD_ERR_NOMEM; `rc |= add(...)` keeps the first failure visible. */
 static int add_num(cJSON *o, const char *key, double v) {
@@ -88,7 +89,7 @@ static int worker_valid(const pd_scenario_worker_t *w) {
   if ((w->role != PD_ROLE_PREFILL && w->role != PD_ROLE_DECODE) ||
       (unsigned)w->chunking > PD_CHUNK_COALESCE || w->n_faults > PD_SCENARIO_MAX_FAULTS ||
       !w->name[0] || (unsigned)w->breaker_initial > 2 || (unsigned)w->protocol > 1 ||
-      (unsigned)w->kv_expiry > 1)
+      (unsigned)w->kv_expiry > 1 || (unsigned)w->kv_params > 2)
     return 0;
   for (uint32_t i = 0; i < w->n_faults; i++)
     if ((unsigned)w->faults[i].kind >= PD_FAULT_KIND_COUNT) return 0;
@@ -123,6 +124,7 @@ static cJSON *worker_json(const pd_scenario_worker_t *w, const pd_scenario_worke
   rc |= add_u64_if(o, "kv_abort_timeout_ms", w->kv_abort_timeout_ms, d->kv_abort_timeout_ms);
   rc |= add_u64_if(o, "kv_lease_ms", w->kv_lease_ms, d->kv_lease_ms);
   rc |= add_u64_if(o, "kv_heartbeat_ms", w->kv_heartbeat_ms, d->kv_heartbeat_ms);
+  if (w->kv_params != d->kv_params) rc |= add_str(o, "kv_params", kv_params_names[w->kv_params]);
   if (w->n_faults) {
     cJSON *a = cJSON_AddArrayToObject(o, "faults");
     rc |= a ? 0 : PD_ERR_NOMEM;

@@ -167,7 +167,8 @@ static void trace_request(struct pd_world *w, pd_client_request_t *rq) {
 static pd_judge_t judge_of(const struct pd_world *w) {
   uint32_t att = w->gcfg.retry.max_attempts;
   return (pd_judge_t){.s = w->s, .mode = w->mode, .is_outcome_blind = 0,
-                      .max_attempts = att ? att : 1, .now = w->now, .stats = w->stats};
+                      .max_attempts = att ? att : 1, .now = w->now, .stats = w->stats,
+                      .is_kv_deferred = 1};
 }
 
 void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
@@ -204,7 +205,10 @@ void pd_world_retire_now(struct pd_world *w, pd_client_request_t *rq) {
   pd_world_judge(w, rq);
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) pd_world_note_fired(w, l);
   if (w->metrics) pd_metrics_add_request(w->metrics, rq, w->now);
-  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) pd_map_remove(&w->legs, l->leg_id);
+  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
+    if (l->kv_pages) pd_world_pin_retired(w, rq, l); /* judged (I18) and counted when freed */
+    pd_map_remove(&w->legs, l->leg_id);
+  }
   pd_map_remove(&w->reqs, rq->id);
   pd_world_client_request_del(rq);
 }

@@ -54,6 +54,18 @@ typedef struct pd_worker_node {
   uint32_t half_open_inflight;
 } pd_worker_node_t;
 
+/* A vLLM prefill leg's KV still pinned when its request retired: when the engine frees the
+ * pin (or the run ends) I18 is judged on the real release time, if the checker could not
+ * decide it at retirement, and the rest of its hold goes to the metrics. */
+typedef struct pd_world_late_pin {
+  uint32_t worker;
+  int has_end;
+  int is_judged;       /* I18 was decided at retirement (is_kv_deferred did not apply) */
+  int is_rq_violating; /* its request violated something already (counted once) */
+  pd_role_t role;
+  uint64_t pages, since, t_end;
+} pd_world_late_pin_t;
+
 struct pd_world {
   const pd_scenario_t *s;
   pd_mode_t mode;
@@ -68,6 +80,8 @@ struct pd_world {
   uint32_t n_nodes;
   uint32_t role_node[2][PD_SCENARIO_MAX_WORKERS]; /* core worker index -> node */
   pd_map_t legs;  /* leg id -> pd_worker_leg_t */
+  pd_map_t late_pins; /* leg id -> pd_world_late_pin_t: KV a retired leg left pinned (vLLM):
+                         judged (I18) and its page-seconds counted when freed */
   pd_map_t reqs;  /* req id -> pd_client_request_t */
   pd_wact_buf_t wacts; /* the worker engines' actions of one step */
   uint32_t next_req;
@@ -114,9 +128,11 @@ void pd_world_client_request_del(pd_client_request_t *rq); /* free a request and
 void pd_world_note_open(struct pd_world *w, pd_worker_leg_t *leg,
                         int was_down);                       /* after the model */
 void pd_world_mark_crash(struct pd_world *w, uint32_t node); /* before the model's crash */
-/* A leg a crash of node strikes: on that node, arrived and not yet done. */
+/* A leg a crash of node strikes: on that node, arrived and not yet done, or done with KV
+ * still pinned there (a vLLM prefill's blocks waiting for decode's read die with it). */
 static inline int pd_world_leg_crash_struck(const pd_worker_leg_t *l, uint32_t node) {
-  return l->worker == node && l->wstate != PD_WORKER_LEG_DONE && l->wstate != PD_WORKER_LEG_NEW;
+  return l->worker == node && l->wstate != PD_WORKER_LEG_NEW &&
+         (l->wstate != PD_WORKER_LEG_DONE || l->kv_pages);
 }
 void pd_world_note_fired(struct pd_world *w,
                          const pd_worker_leg_t *leg); /* before a leg is freed */
@@ -145,6 +161,12 @@ void pd_metrics_world_end(struct pd_world *w);
 int pd_world_workers_init(struct pd_world *w); /* one engine per node, after the nodes */
 void pd_world_workers_reconfigure(struct pd_world *w); /* the nodes' specs changed (healed) */
 void pd_world_workers_free(struct pd_world *w);
+/* A retiring request's leg l still holds pinned KV: remember it, to judge I18 when the pin
+ * is freed (if the checker left it undecided) and to count its page-seconds. */
+void pd_world_pin_retired(struct pd_world *w, const pd_client_request_t *rq,
+                          const pd_worker_leg_t *l);
+/* The run ends: pins of retired legs still held are judged and counted up to now. */
+void pd_world_pins_settle(struct pd_world *w);
 uint32_t pd_world_workers_collisions(const struct pd_world *w);
 void pd_worker_model_wake(struct pd_world *w, uint32_t node, uint64_t t);
 void pd_worker_model_restart(struct pd_world *w, uint32_t node);

@@ -470,6 +470,7 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
     run_until(w, horizon + quiet_ns(s), o, buf);
     pd_world_check_quiet(w);
   }
+  pd_world_pins_settle(w); /* pins retired legs still hold: judged (I18) and counted up to now */
   if (rc == 0 && w->push_err) rc = w->push_err; /* an event was lost: the verdict is void */
   pd_world_exercised(w);
   if (rc == 0 && stats->records_lost) rc = PD_ERR_NOMEM; /* a request judged on a lost record */

@@ -7,6 +7,7 @@
  * and heartbeats reach the prefill node its kv_transfer_params name, the read's answer comes
  * back at once, and pinned KV stays on the finished prefill leg's record until it is freed.
  * The socket mock drives the same engine (mock_workers/server/). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "pd_err.h"
@@ -53,6 +54,66 @@ void pd_world_workers_reconfigure(struct pd_world *w) {
 void pd_world_workers_free(struct pd_world *w) {
   for (uint32_t i = 0; i < w->n_nodes; i++) pd_wengine_del(w->nodes[i].eng);
   pd_wact_buf_free(&w->wacts);
+  void *p;
+  for (size_t slot = 0; pd_map_next(&w->late_pins, &slot, NULL, &p);) free(p);
+  pd_map_free(&w->late_pins);
+}
+
+/* ---------- KV pinned past its request ---------- */
+
+void pd_world_pin_retired(struct pd_world *w, const pd_client_request_t *rq,
+                          const pd_worker_leg_t *l) {
+  int has_end = rq->ended || rq->gone;
+  uint64_t grace = w->s->config.grace_ms * MS_NS;
+  pd_world_late_pin_t *p = malloc(sizeof *p);
+  int rc = p ? 0 : PD_ERR_NOMEM;
+  if (p) { /* undecided at retirement: pd_check's is_kv_deferred case */
+    *p = (pd_world_late_pin_t){.worker = l->worker, .has_end = has_end, .role = l->role,
+                               .is_judged = !has_end || w->now > rq->t_end + grace,
+                               .is_rq_violating = rq->violations != 0, .pages = l->kv_pages,
+                               .since = w->now, .t_end = rq->t_end};
+    rc = pd_map_put(&w->late_pins, l->leg_id, p);
+  }
+  if (rc < 0) {
+    free(p);
+    if (!w->push_err) w->push_err = PD_ERR_NOMEM; /* I18 could not be judged: the verdict is void */
+  }
+}
+
+/* I18 for a pin the checker left undecided: freed (or still held at the run's end) after
+ * t_end + grace. */
+static void pin_judge(struct pd_world *w, const pd_world_late_pin_t *p, int is_end) {
+  uint64_t grace = w->s->config.grace_ms * MS_NS;
+  if (p->is_judged || w->now <= p->t_end + grace) return;
+  pd_world_stats_t *st = w->stats;
+  w->violations |= 1u << (PD_INVARIANT_STRANDED_KV - 1);
+  st->inv_count[PD_INVARIANT_STRANDED_KV]++;
+  if (!p->is_rq_violating) st->violations_total++;
+  if (st->first_violating_req_valid) return;
+  st->first_violating_req_valid = 1;
+  snprintf(st->first_reason, sizeof st->first_reason,
+           "I18 %llu KV pages of a %s leg on %s %s %.1f ms after the client's end",
+           (unsigned long long)p->pages, pd_role_name(p->role), w->s->workers[p->worker].name,
+           is_end ? "still pinned at the run's end," : "pinned until",
+           (double)(w->now - p->t_end) / 1e6);
+}
+
+static void pin_settle(struct pd_world *w, uint64_t leg_id, int is_end) {
+  pd_world_late_pin_t *p = pd_map_get(&w->late_pins, leg_id);
+  if (!p) return;
+  pin_judge(w, p, is_end);
+  if (w->metrics)
+    pd_metrics_kv_late(w->metrics, p->worker, p->pages, p->since, w->now, p->has_end, p->t_end);
+  pd_map_remove(&w->late_pins, leg_id);
+  free(p);
+}
+
+void pd_world_pins_settle(struct pd_world *w) {
+  uint64_t id;
+  for (size_t slot = 0; pd_map_next(&w->late_pins, &slot, &id, NULL);) {
+    pin_settle(w, id, 1);
+    slot = 0; /* the map changed: start over (each pass removes one) */
+  }
 }
 
 uint32_t pd_world_workers_collisions(const struct pd_world *w) {
@@ -232,6 +293,8 @@ static void run_engine(struct pd_world *w, uint32_t node, int rc, pd_wact_buf_t 
     if (out->v[i].kind == PD_WACT_PULLED) on_pulled(w, &out->v[i]);
     pd_worker_leg_t *leg = pd_map_get(&w->legs, out->v[i].id);
     if (leg) apply_one(w, leg, &out->v[i]);
+    else if (out->v[i].kind == PD_WACT_PIN && !out->v[i].b)
+      pin_settle(w, out->v[i].id, 0); /* a retired leg's pin freed */
   }
   pd_worker_node_t *n = &w->nodes[node];
   uint64_t t = pd_wengine_next_expiry(n->eng);

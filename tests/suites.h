@@ -29,6 +29,7 @@
   X(pdt_suite_capacity_scenario) \
   X(pdt_suite_capacity_prompt) \
   X(pdt_suite_capacity_check) \
+  X(pdt_suite_check_sf) \
   X(pdt_suite_wengine) \
   X(pdt_suite_wengine_vllm) \
   X(pdt_suite_wire) \
@@ -37,6 +38,7 @@
   X(pdt_suite_check)     \
   X(pdt_suite_explore)   \
   X(pdt_suite_explore_shard) \
+  X(pdt_suite_late_pins) \
   X(pdt_suite_gateway) \
   X(pdt_suite_gateway_slow) \
   X(pdt_suite_mock) \

@@ -90,10 +90,13 @@ static void test_sfref_decode_connect_failure_reuses_the_params(void) {
   sf_answer(&h, 1, 200, SF_KV);
   const pd_action_t *d = open_of(&h, PD_ROLE_DECODE);
   PDT_TRUE(d && d->worker == 0);
+  uint64_t t_refused = h.now;
   h_uperr(&h, 2, PD_UPSTREAM_ERROR_CONNECT);
   PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_FAILURE);
   PDT_EQ_U64(h_count(&h, PD_ACT_CLIENT_HEAD), 0);
   PDT_TRUE(h_fire(&h));
+  PDT_TRUE(h.now <= t_refused + 1); /* no backoff (a deadline at t = 0 is 1 ns): the
+                                        parameters do not wait */
   PDT_TRUE(open_of(&h, PD_ROLE_PREFILL) == NULL); /* no second prefill */
   d = open_of(&h, PD_ROLE_DECODE);
   PDT_TRUE(d && d->worker == 1 && d->leg_id == 3);
@@ -114,11 +117,12 @@ static void test_sfref_decode_failure_otherwise_redoes_prefill(void) {
     pd_gw_config_t c;
     pd_gw_config_default(&c, PD_MODE_REFERENCE);
     c.protocol = PD_PROTOCOL_VLLM;
-    if (how == 1) c.sf_params_reuse_ns = 1 * MS; /* stale by the end of the backoff */
+    if (how == 1) c.sf_params_reuse_ns = 1 * MS; /* stale when decode is refused */
     harness_t h;
     sf_init_cfg(&h, &c);
     sf_request(&h, "/v1/completions", SF_COMPLETIONS);
     sf_answer(&h, 1, 200, SF_KV);
+    h.now += 2 * MS;
     if (how == 0) h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
     else h_uperr(&h, 2, PD_UPSTREAM_ERROR_CONNECT);
     PDT_TRUE(h_fire(&h));

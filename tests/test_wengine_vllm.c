@@ -346,6 +346,46 @@ static void test_not_length_capped_answers_null_and_frees(void) {
   vd_free(&d);
 }
 
+/* kv_params: a prefill whose one token ends as a stop answers null and frees at once (V1.6);
+ * an older one answers params without remote_request_id, pins, and decode finds them invalid
+ * (V1.5, V1.8). */
+static void test_kv_params_null_and_invalid(void) {
+  for (int invalid = 0; invalid < 2; invalid++) {
+    vdrv_t d;
+    vd_init(&d);
+    d.spec[P].kv_params = invalid ? PD_KV_PARAMS_INVALID : PD_KV_PARAMS_NULL;
+    if (vd_start(&d) == 0) {
+      PDT_EQ_INT(vd_open(&d, P, 0, 1, vreq(PD_KV_MODE_REMOTE_DECODE, 100, 1)), 0);
+      vd_to(&d, 20);
+      long body = vfind(&d, P, PD_WACT_SEND, PD_WIRE_VLLM_PREFILL_BODY);
+      PDT_EQ_U64(vat(&d, body), 20);
+      if (body >= 0) PDT_EQ_U64(d.log[body].a.b, invalid ? 100 | PD_WIRE_NO_RID : 0);
+      PDT_EQ_U64(vcount(&d, P, PD_WACT_PIN), (uint64_t)invalid);
+      PDT_EQ_U64(kv_used(&d, P), invalid ? 100 : 0);
+    }
+    vd_free(&d);
+  }
+  char buf[16384]; /* the invalid answer's bytes: decode reads them back as invalid */
+  pd_wire_leg_t leg = {"r-1", 0, 0, 1, NULL};
+  pd_wire_vllm_t v = {"p0", "p0", 5600};
+  size_t n = pd_wire_render_vllm(&leg, &v, PD_WIRE_VLLM_PREFILL_BODY, 3 | PD_WIRE_NO_RID, buf,
+                                 sizeof buf);
+  PDT_TRUE(n > 0 && n < sizeof buf);
+  buf[n < sizeof buf ? n : 0] = 0;
+  PDT_TRUE(strstr(buf, "remote_request_id") == NULL);
+  PDT_TRUE(strstr(buf, "\"finish_reason\":\"length\"") != NULL);
+  cJSON *j = cJSON_Parse(buf);
+  PDT_TRUE(j != NULL);
+  pd_worker_body_t b;
+  if (j && pd_worker_body_read(&b, j, buf, n, NULL, NULL, 0) == 0) {
+    PDT_EQ_U64(b.kvp.n_block_ids, 3);
+    PDT_EQ_INT(pd_worker_kvp_mode(&b.kvp, 1), PD_KV_MODE_INVALID);
+  } else {
+    PDT_TRUE(0);
+  }
+  cJSON_Delete(j);
+}
+
 static void test_invalid_params_compute_locally(void) {
   vdrv_t d;
   vd_init(&d);
@@ -541,7 +581,8 @@ static void test_prefill_answer_bytes(void) {
 static void test_scenario_protocol_keys_round_trip(void) {
   static const char doc[] =
       "{\"name\":\"t\",\"workers\":[{\"name\":\"p0\",\"role\":\"prefill\",\"protocol\":\"vllm\","
-      "\"kv_expiry\":\"lease\",\"kv_lease_ms\":60000,\"kv_heartbeat_ms\":2000},"
+      "\"kv_expiry\":\"lease\",\"kv_lease_ms\":60000,\"kv_heartbeat_ms\":2000,"
+      "\"kv_params\":\"invalid\"},"
       "{\"name\":\"d0\",\"role\":\"decode\",\"protocol\":\"vllm\",\"kv_abort_timeout_ms\":"
       "120000}],\"expect\":{}}";
   pd_scenario_t *s = malloc(sizeof *s), *t = malloc(sizeof *t);
@@ -551,6 +592,8 @@ static void test_scenario_protocol_keys_round_trip(void) {
       pd_scenario_write_json(s, &txt, &len) == 0) {
     PDT_EQ_INT(s->workers[0].protocol, PD_PROTOCOL_VLLM);
     PDT_EQ_INT(s->workers[0].kv_expiry, PD_KV_EXPIRY_LEASE);
+    PDT_EQ_INT(s->workers[0].kv_params, PD_KV_PARAMS_INVALID);
+    PDT_EQ_INT(s->workers[1].kv_params, PD_KV_PARAMS_VALID); /* default */
     PDT_EQ_U64(s->workers[0].kv_lease_ms, 60000);
     PDT_EQ_U64(s->workers[0].kv_abort_timeout_ms, 480000); /* default */
     PDT_EQ_U64(s->workers[1].kv_abort_timeout_ms, 120000);
@@ -648,6 +691,8 @@ int pdt_suite_wengine_vllm(void) {
        test_not_length_capped_answers_null_and_frees},
       {"decode with invalid params computes the prompt itself (V1.8)",
        test_invalid_params_compute_locally},
+      {"kv_params null: null and freed (V1.6); invalid: pinned, no remote_request_id (V1.8)",
+       test_kv_params_null_and_invalid},
       {"a read after expiry still succeeds and is marked stale (V1.15)",
        test_read_after_expiry_succeeds_and_is_marked},
       {"decode's rejection before admission frees the prefill at once (V1.18)",
@@ -659,7 +704,8 @@ int pdt_suite_wengine_vllm(void) {
        test_body_reads_kv_transfer_params},
       {"prefill answer bytes: params decode can read back, null, vLLM error body (V1.5, V1.28)",
        test_prefill_answer_bytes},
-      {"scenario keys protocol / kv_expiry / kv_* round trip", test_scenario_protocol_keys_round_trip},
+      {"scenario keys protocol / kv_expiry / kv_params / kv_* round trip",
+       test_scenario_protocol_keys_round_trip},
       {"simulator: vLLM workers without params compute locally, marked on the leg",
        test_sim_driver_marks_local_compute},
   };

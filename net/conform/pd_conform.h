@@ -26,7 +26,8 @@
 /* Not judged on sockets: recorded outcomes (I4), loads (I9, I10) and breaker states (I12)
  * live inside the gateway; determinism (I13) is a property of the simulator. */
 /* I16 (retry onto a failed worker) needs the breaker view at each open; I17 (quiescence) is
- * judged from /metrics only where the gateway exposes its loads (as I4). */
+ * judged from /metrics only where the gateway exposes its loads (as I4). I19 (a decode served
+ * from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). */
 #define PD_CONFORM_INV_RETRY_FAILED 16
 #define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                                        \
