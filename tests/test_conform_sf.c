@@ -267,7 +267,8 @@ static void test_pinned_kv_is_read_from_the_logs(void) {
        "{\"t_us\":1100,\"ev\":\"kv_taken\",\"req\":1,\"pages\":2}",
        "{\"t_us\":1500,\"ev\":\"kv_pinned\",\"req\":1,\"key\":\"" K1 "\",\"pages\":2}",
        "{\"t_us\":1600,\"ev\":\"response_end\",\"req\":1,\"status\":200}",
-       "{\"t_us\":9000,\"ev\":\"kv_unpinned\",\"req\":1,\"key\":\"" K1 "\",\"reason\":\"read\"}",
+       "{\"t_us\":8900,\"ev\":\"crash\"}",
+       "{\"t_us\":9000,\"ev\":\"kv_unpinned\",\"req\":1,\"key\":\"" K1 "\",\"reason\":\"crash\"}",
        NULL},
       {"{\"t_us\":2000,\"ev\":\"request\",\"req\":1,\"rid\":\"r-2\",\"room\":null,\"stream\":true,"
        "\"x_request_id\":\"pdconf-sfx-0\",\"role\":\"decode\"}",
@@ -293,6 +294,7 @@ static void test_pinned_kv_is_read_from_the_logs(void) {
     PDT_EQ_U64(p->kv_pages_max, 2);
     PDT_EQ_U64(p->kv_pages, 0);
     PDT_EQ_U64(p->t_kv_freed, 9000000); /* kv_unpinned, 9000 us */
+    PDT_TRUE(f.run.crash_pin[0] && !f.run.crash_pin[1]); /* the crash struck a pin: exercised */
     PDT_EQ_STR(d->kv_key, K1);
     PDT_EQ_INT(d->kv_from, PD_WENGINE_KV_FROM_STALE); /* V1.15, for I19 */
     PDT_EQ_STR(f.run.legs[2].kv_key, "");

@@ -110,6 +110,8 @@ typedef struct pd_conform_runner {
   char collision_worker[32];
   uint32_t n_req_lines[PD_SCENARIO_MAX_WORKERS]; /* `request` lines read per worker */
   uint64_t t_crash[PD_SCENARIO_MAX_WORKERS];     /* the mock's `crash` line (run time), 0 none */
+  uint8_t crash_pin[PD_SCENARIO_MAX_WORKERS];     /* its crash freed a pinned request's KV
+                                                     (vLLM: `kv_unpinned` reason `crash`) */
   uint8_t
       tfault_fired[PD_SCENARIO_MAX_TRAFFIC_FAULTS]; /* a `traffic_fault` line named that entry */
 } pd_conform_runner_t;

@@ -179,7 +179,9 @@ static void on_line(pd_conform_runner_t *run, uint32_t wi, const cJSON *j, int32
     uint64_t pages = (uint64_t)num_of(j, "pages", 0);
     if (pages > l->kv_pages) l->kv_pages = pages;
     if (pages > l->kv_pages_max) l->kv_pages_max = pages;
-  } else if (!strcmp(ev, "kv_unpinned")) { /* read, notified, rejected or expired: freed */
+  } else if (!strcmp(ev, "kv_unpinned")) { /* read, notified, rejected, expired, crashed */
+    const char *why = str_of(j, "reason");
+    if (why && !strcmp(why, "crash")) run->crash_pin[wi] = 1;
     if (l->kv_pages || !l->t_kv_freed) l->t_kv_freed = t;
     l->kv_pages = 0;
   } else if (!strcmp(ev, "kv_freed")) {
