@@ -215,13 +215,30 @@ size_t pd_wire_render_cap(const pd_wire_leg_t *leg, int kind) {
   return 512 + 2 * rid + extra;
 }
 
+/* One value, structurally: a type tag, then a number's double (cJSON keeps numbers as
+ * doubles and prints each double one way, so equal bits <=> equal printed text), a string's
+ * bytes and length, an array's elements and count, an object's members. Depth-bounded: the
+ * bootstrap fields are scalars or arrays of scalars. */
+static uint64_t hash_value(uint64_t h, const cJSON *v, int depth) {
+  h = pd_fnv1a_u64(h, v ? (uint64_t)(v->type & 0xff) + 1 : 0);
+  if (!v || depth > 8) return h;
+  if (cJSON_IsNumber(v)) {
+    uint64_t bits; /* -0 and 0 differ here as in cJSON's print ("-0", "0") */
+    memcpy(&bits, &v->valuedouble, sizeof bits);
+    return pd_fnv1a_u64(h, bits);
+  }
+  if (cJSON_IsString(v)) {
+    size_t n = strlen(v->valuestring);
+    return pd_fnv1a_u64(pd_fnv1a(h, v->valuestring, n), n);
+  }
+  uint64_t n = 0;
+  for (const cJSON *c = v->child; c && (cJSON_IsArray(v) || cJSON_IsObject(v)); c = c->next, n++) {
+    if (cJSON_IsObject(v) && c->string) h = pd_fnv1a_str(h, c->string);
+    h = hash_value(h, c, depth + 1);
+  }
+  return pd_fnv1a_u64(h, n);
+}
+
 uint64_t pd_wire_rooms_hash(const cJSON *room, const cJSON *host, const cJSON *port) {
-  char *rs = room ? cJSON_PrintUnformatted(room) : NULL;
-  char *hs = host ? cJSON_PrintUnformatted(host) : NULL;
-  char *ps = port ? cJSON_PrintUnformatted(port) : NULL;
-  uint64_t h = pd_fnv1a_str(pd_fnv1a_str(pd_fnv1a_str(PD_FNV1A_OFFSET, rs), hs), ps);
-  cJSON_free(rs);
-  cJSON_free(hs);
-  cJSON_free(ps);
-  return h;
+  return hash_value(hash_value(hash_value(PD_FNV1A_OFFSET, room, 0), host, 0), port, 0);
 }

@@ -149,8 +149,9 @@ size_t pd_wire_openai_render(const pd_wire_leg_t *leg, int is_vllm, int kind, ui
 size_t pd_wire_openai_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_t *v,
                                    uint32_t arg, char *buf, size_t cap);
 
-/* FNV-1a over a request's bootstrap fields as cJSON prints them (absent ones as ""): equal
- * on both legs of a pair iff host, port and rooms are. */
+/* FNV-1a over a request's bootstrap fields as parsed values (type, a number's double, a
+ * string's bytes, an array's elements; absent ones as absent), not their printed text: equal
+ * on both legs of a pair iff host, port and rooms are (as cJSON would print them). */
 struct cJSON;
 uint64_t pd_wire_rooms_hash(const struct cJSON *room, const struct cJSON *host,
                           const struct cJSON *port);

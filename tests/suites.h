@@ -39,6 +39,7 @@
   X(pdt_suite_explore)   \
   X(pdt_suite_explore_shard) \
   X(pdt_suite_late_pins) \
+  X(pdt_suite_rooms_hash) \
   X(pdt_suite_gateway) \
   X(pdt_suite_gateway_slow) \
   X(pdt_suite_mock) \
