@@ -16,6 +16,7 @@
 #include "cli_args.h"
 #include "cli_json.h"
 #include "pd_conform.h"
+#include "pd_err.h"
 
 #define MAX_FILES 4096
 
@@ -31,6 +32,7 @@ static void usage(FILE *f) {
           "usage: pdref conform --gateway-cmd 'CMD ... {prefill_args} {decode_args} ... {port}'\n"
           "                     SCENARIO|DIR... [--mode-label M] [--timeout-scale X]\n"
           "                     [--slack-ms N] [--request-bound-ms N] [--keep] [--json]\n"
+          "                     [--client-header 'NAME: VALUE']...\n"
           "\n"
           "Starts one `pdref mock` per scenario worker on free loopback ports, runs CMD with\n"
           "/bin/sh -c (own process group), drives the scenario's client workload over HTTP,\n"
@@ -44,14 +46,23 @@ static void usage(FILE *f) {
           "  {smg_prefill_args}  --prefill http://127.0.0.1:P BOOTSTRAP ... (smg, sglang_router)\n"
           "  {prefill_plain_urls} {bootstrap_ports} {prefill_ports} {decode_ports}\n"
           "  {prefill_hosts} {decode_hosts}  the same lists, one field each\n"
+          "  {prefill_hostports} {decode_hostports}  127.0.0.1:P ... (space-separated)\n"
+          "  {prefill_hostport_list} {decode_hostport_list}  127.0.0.1:P,127.0.0.1:P (commas)\n"
+          "  {prefill_url_list} {decode_url_list}  http://127.0.0.1:P,... (commas)\n"
+          "  {vllm_proxy_args}  --prefiller-hosts H... --prefiller-ports P... --decoder-hosts\n"
+          "                  H... --decoder-ports P... (vLLM's toy proxy)\n"
           "  {port}          the port the gateway must listen on (127.0.0.1)\n"
           "  {pdref_gateway_args}  pdref gateway flags reproducing the simulator's gateway\n"
           "                  settings for the scenario (seed, policies, attempts, timeouts scaled)\n"
           "  {seed} {scale} {mode}\n"
           "options:\n"
-          "  --mode-label M     the mode column; a mode name (joined|pr1150|minilb|reference)\n"
-          "                     also selects the scenario's expectation (default \"gateway\":\n"
-          "                     held to pass)\n"
+          "  --mode-label M     the mode column; a mode name (joined|pr1150|minilb|reference|\n"
+          "                     vllm-toy-proxy|mooncake-proxy|llmd-sidecar) also selects the\n"
+          "                     scenario's expectation and runs only the scenarios whose\n"
+          "                     workers' protocol it speaks (default \"gateway\": held to pass)\n"
+          "  --client-header 'NAME: VALUE'  a header every client request carries (at most 4;\n"
+          "                     placeholders as in CMD), e.g. llm-d's\n"
+          "                     'x-prefiller-host-port: {prefill_hostport_list}'\n"
           "  --timeout-scale X  multiply every scenario duration by X (default 1; 0.01 runs a\n"
           "                     300 s timeout in 3 s)\n"
           "  --slack-ms N       smallest grace for I2/I3 on sockets (default 50)\n"
@@ -77,13 +88,18 @@ typedef struct opts {
   pd_conform_opts_t c;
   int json, allow_unexercised, no_warm_up;
   char bin[PATH_MAX];
+  /* the warm-up per workers' protocol (pd_protocol_t): measured when a row of it will run */
+  int has_proto[2];
+  double fwd_ms[2];
+  char warm_why[2][256];
 } opts_t;
 
 #define CMD "pdref conform"
 
 enum {
   OPT_GATEWAY_CMD = PD_CLI_OPT_FIRST, OPT_MODE_LABEL, OPT_TIMEOUT_SCALE, OPT_SLACK_MS,
-  OPT_REQUEST_BOUND_MS, OPT_KEEP, OPT_JSON, OPT_ALLOW_UNEXERCISED, OPT_NO_WARM_UP
+  OPT_REQUEST_BOUND_MS, OPT_KEEP, OPT_JSON, OPT_ALLOW_UNEXERCISED, OPT_NO_WARM_UP,
+  OPT_CLIENT_HEADER
 };
 
 static const struct option long_opts[] = {
@@ -97,6 +113,7 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"allow-unexercised", no_argument, NULL, OPT_ALLOW_UNEXERCISED},
     {"no-warm-up", no_argument, NULL, OPT_NO_WARM_UP},
+    {"client-header", required_argument, NULL, OPT_CLIENT_HEADER},
     {NULL, 0, NULL, 0},
 };
 
@@ -114,6 +131,14 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   case OPT_KEEP: o->c.keep = 1; return 0;
   case OPT_JSON: o->json = 1; return 0;
   case OPT_ALLOW_UNEXERCISED: o->allow_unexercised = 1; return 0;
+  case OPT_CLIENT_HEADER:
+    if (o->c.n_client_headers >= PD_CONFORM_MAX_HEADERS || !strchr(v, ':') || strpbrk(v, "\r\n")) {
+      fprintf(stderr, "%s: --client-header: expected 'NAME: VALUE' on one line, at most %u "
+              "times\n", CMD, PD_CONFORM_MAX_HEADERS);
+      return PD_ERR_INVAL;
+    }
+    o->c.client_header[o->c.n_client_headers++] = v;
+    return 0;
   default: o->no_warm_up = 1; return 0; /* OPT_NO_WARM_UP */
   }
 }
@@ -145,7 +170,22 @@ static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
   return rc ? rc : -1;
 }
 
-static void print_header(const opts_t *o, const char *warm_why) {
+static const char *const proto_name[] = {"SGLang", "vLLM"};
+
+static void print_warm_up(const opts_t *o) {
+  for (int p = 0; p < 2; p++) {
+    if (!o->has_proto[p]) continue;
+    const char *w = o->has_proto[1 - p] ? proto_name[p] : "", *sp = w[0] ? " " : "";
+    if (o->warm_why[p][0])
+      printf("# warm-up%s%s: not measured (%s): no scale raised for the gateway's speed\n", sp, w,
+             o->warm_why[p]);
+    else
+      printf("# warm-up%s%s: the gateway forwards a request in %.2f ms (a scenario time under %gx "
+             "that, scaled, raises the row's scale)\n", sp, w, o->fwd_ms[p], PD_CONFORM_FWD_FACTOR);
+  }
+}
+
+static void print_header(const opts_t *o) {
   char judged[96], not_judged[96];
   uint32_t m = pd_conform_judged_mask(&o->c);
   mask_str(m, judged, sizeof judged, " ");
@@ -158,13 +198,8 @@ static void print_header(const opts_t *o, const char *warm_why) {
          not_judged, o->c.has_mode ? "" : ", I7 attempt limit (no mode label)");
   printf("# timeout scale %g: scenario and worker durations x%g, grace >= %u ms\n", o->c.scale,
          o->c.scale, o->c.slack_ms);
-  if (o->no_warm_up)
-    printf("# warm-up: skipped (--no-warm-up)\n");
-  else if (warm_why[0])
-    printf("# warm-up: not measured (%s): no scale raised for the gateway's speed\n", warm_why);
-  else
-    printf("# warm-up: the gateway forwards a request in %.2f ms (a scenario time under %gx that, "
-           "scaled, raises the row's scale)\n", o->c.fwd_ms, PD_CONFORM_FWD_FACTOR);
+  if (o->no_warm_up) printf("# warm-up: skipped (--no-warm-up)\n");
+  else print_warm_up(o);
   printf("%-46s %-9s %-4s %-14s %s\n", "scenario", "mode", "inv", "violated", "expectation");
 }
 
@@ -260,15 +295,33 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
 }
 
 static void print_json(cJSON *rows, int passed, int failed, int skipped, int unexercised,
-                       const opts_t *o, const char *warm_why) {
+                       const opts_t *o) {
   cJSON *root = cJSON_CreateObject();
-  if (!o->no_warm_up) {
-    cJSON_AddNumberToObject(root, "forward_ms", o->c.fwd_ms);
-    if (warm_why[0]) cJSON_AddStringToObject(root, "warm_up_error", warm_why);
+  for (int p = 0; p < 2 && !o->no_warm_up; p++) { /* SGLang's first: "forward_ms" as before */
+    if (!o->has_proto[p]) continue;
+    int first = !o->has_proto[0] || p == 0;
+    cJSON_AddNumberToObject(root, first ? "forward_ms" : "forward_ms_vllm", o->fwd_ms[p]);
+    if (o->warm_why[p][0])
+      cJSON_AddStringToObject(root, first ? "warm_up_error" : "warm_up_error_vllm", o->warm_why[p]);
   }
   pd_cli_json_add_summary(root, rows, passed, failed, unexercised);
   cJSON_AddNumberToObject(root, "skipped", skipped);
   pd_cli_json_print(root);
+}
+
+/* Which workers' protocols the rows will have, and a warm-up for each (unless --no-warm-up).
+ * A file that does not load is left to the main loop to report. 0, or -1 out of memory. */
+static int warm_up(opts_t *o, pd_scenario_t *s, char **files, int n_files) {
+  char err[512];
+  for (int f = 0; f < n_files && !(o->has_proto[0] && o->has_proto[1]); f++)
+    if (pd_scenario_load(s, files[f], err, sizeof err) == 0 && !pd_conform_mode_skips(s, &o->c))
+      o->has_proto[pd_scenario_protocol(s) == PD_PROTOCOL_VLLM] = 1;
+  for (int p = 0; p < 2 && !o->no_warm_up && !g_stop; p++)
+    if (o->has_proto[p] &&
+        pd_conform_warm_up(&o->c, p ? PD_PROTOCOL_VLLM : PD_PROTOCOL_SGLANG, &o->fwd_ms[p],
+                           o->warm_why[p], sizeof o->warm_why[p]) < 0)
+      return -1;
+  return 0;
 }
 
 int pd_cli_conform(int argc, char **argv) {
@@ -283,12 +336,11 @@ int pd_cli_conform(int argc, char **argv) {
   cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
   int passed = 0, failed = 0, skipped = 0, unexercised = 0, exit_code = 0, had_error = 0;
   if (!s) return 2;
-  char warm_why[256] = "";
-  if (!o.no_warm_up && pd_conform_warm_up(&o.c, &o.c.fwd_ms, warm_why, sizeof warm_why) < 0) {
+  if (warm_up(&o, s, files, n_files) < 0) {
     free(s);
     return 2;
   }
-  if (!o.json) print_header(&o, warm_why);
+  if (!o.json) print_header(&o);
   for (int f = 0; f < n_files && exit_code != 2 && !g_stop; f++) {
     char err[512];
     if (pd_scenario_load(s, files[f], err, sizeof err) != 0) {
@@ -296,6 +348,8 @@ int pd_cli_conform(int argc, char **argv) {
       exit_code = 2;
       break;
     }
+    if (pd_conform_mode_skips(s, &o.c)) continue; /* as `sim run --mode M` leaves it out */
+    o.c.fwd_ms = o.fwd_ms[pd_scenario_protocol(s) == PD_PROTOCOL_VLLM];
     pd_conform_result_t r;
     if (pd_conform_run(s, &o.c, &r) != 0) {
       fprintf(stderr, "pdref conform: %s: out of memory\n", s->path);
@@ -314,7 +368,7 @@ int pd_cli_conform(int argc, char **argv) {
   for (int f = 0; f < n_files; f++) free(files[f]);
   free(s);
   if (arr) {
-    print_json(arr, passed, failed, skipped, unexercised, &o, warm_why);
+    print_json(arr, passed, failed, skipped, unexercised, &o);
   } else if (exit_code != 2) {
     if (skipped) printf("# %d skipped (not counted)\n", skipped);
     printf("conform: %d passed, %d failed, %d not exercised\n", passed, failed, unexercised);

@@ -94,7 +94,9 @@ typedef struct pd_event {
 
 typedef enum {
   PD_ACT_OPEN_LEG = 0,    /* leg_id, role, worker, str = path, data/len = body,
-                             deadline_ns = connect deadline (0 = none) */
+                             deadline_ns = connect deadline (0 = none), xrid = the
+                             X-Request-Id the gateway sets itself instead of forwarding the
+                             client's headers (NULL: forward them) */
   PD_ACT_CLOSE_LEG = 1,   /* leg_id, role, worker; str = rid to POST /abort_request with,
                              or NULL for a plain connection close */
   PD_ACT_CLIENT_HEAD = 2, /* status, flag = 1 for text/event-stream, 0 for JSON */
@@ -127,6 +129,7 @@ typedef struct pd_action {
   const char *str;
   const uint8_t *data;
   size_t len;
+  const char *xrid; /* PD_ACT_OPEN_LEG only (see there) */
 } pd_action_t;
 
 /* Caller-owned action list. Pointers in actions stay valid until pd_actbuf_reset. */

@@ -107,6 +107,7 @@ void pd_gw_open_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *body
   a->role = leg->role;
   a->worker = leg->worker;
   a->str = pd_route_path(rq->req.route);
+  if (rq->sf_xrid[0]) a->xrid = (const char *)pd_gw_keep(gw, rq->sf_xrid, strlen(rq->sf_xrid));
   a->data = body;
   a->len = len;
   a->deadline_ns = gw->cfg.connect_timeout_ns ? gw->now + gw->cfg.connect_timeout_ns : 0;

@@ -118,6 +118,8 @@ typedef struct pd_rq {
   uint32_t sf_pw;        /* prefill worker + 1 whose answer sf_params came from */
   uint64_t sf_params_at; /* when prefill answered them */
   int sf_reuse;          /* reference: the next attempt sends decode with sf_params again */
+  char sf_xrid[40];      /* vllm-toy-proxy: its own X-Request-Id on both legs (a uuid4 drawn
+                            from the gateway's PRNG, V1.1), "" none */
 } pd_rq_t;
 
 /* The client response is over (ended, or the client went away): no more client output. */

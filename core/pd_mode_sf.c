@@ -39,6 +39,9 @@ static int prefill_append(pd_gw_t *gw, pd_leg_t *p, const uint8_t *b, size_t n) 
 
 /* ---------- vllm-toy-proxy (V1.24) ---------- */
 
+/* Both legs carry the proxy's own uuid4 as X-Request-Id and none of the client's headers
+ * (V1.1): pd_sf_start_attempt draws it, pd_gw_open_leg puts it on each leg's open action. */
+
 static void toy_on_start(pd_gw_t *gw, pd_rq_t *rq) { PD_RQ_SET(gw, rq, RQ_PREFILL); }
 
 /* Prefill answered (whole body read): raise_for_status, response.json(), then the decode

@@ -4,6 +4,7 @@
  * alone. The modes: pd_mode_sf.c (the models), pd_mode_sfref.c (the reference). */
 #include <assert.h>
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "pd_err.h"
@@ -150,7 +151,20 @@ static int start_decode_only(pd_gw_t *gw, pd_rq_t *rq) {
   return pd_sf_open_decode(gw, rq) ? 0 : PD_ERR_NOMEM;
 }
 
+/* The toy proxy's request id (V1.1): a fresh uuid4 per client request, sent as X-Request-Id on
+ * both legs in place of the client's headers. Drawn from the gateway's PRNG (version 4 and
+ * the RFC 4122 variant set, as uuid4 has them), so a seed replays it. */
+static void draw_request_id(pd_gw_t *gw, pd_rq_t *rq) {
+  uint64_t hi = pd_prng_next(gw->rng), lo = pd_prng_next(gw->rng);
+  hi = (hi & ~0xf000ull) | 0x4000ull;                 /* version 4 */
+  lo = (lo & ~(3ull << 62)) | (2ull << 62);           /* variant 10 */
+  snprintf(rq->sf_xrid, sizeof rq->sf_xrid, "%08x-%04x-%04x-%04x-%012llx",
+           (unsigned)(hi >> 32), (unsigned)(hi >> 16 & 0xffff), (unsigned)(hi & 0xffff),
+           (unsigned)(lo >> 48), (unsigned long long)(lo & 0xffffffffffffull));
+}
+
 int pd_sf_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
+  if (gw->cfg.mode == PD_MODE_VLLM_TOY_PROXY && !rq->sf_xrid[0]) draw_request_id(gw, rq);
   rq->attempt++;
   int reuse = rq->sf_reuse && rq->sf_pw;
   rq->sf_reuse = 0;

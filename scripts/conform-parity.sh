@@ -7,19 +7,23 @@
 # while conform gave a request up at its bound (a request the simulator ends only at the
 # gateway's own, much later timeout is judged on I1 alone on sockets) is run once more with
 # --request-bound-ms past that timeout (LONG_MS, default 4,000,000 x scale, at most 60 s)
-# and compared again; the row says so.
-#   scripts/conform-parity.sh [--scale X] [--modes "joined pr1150 minilb reference"] [FILE|DIR...]
-#   (--modes takes a space- or comma-separated list)
+# and compared again; the row says so. Each mode runs the scenarios whose workers' protocol it
+# speaks (sim run and conform leave the others out): the SGLang scenarios under joined, pr1150,
+# minilb and reference, the source-first ones (sf-*, vLLM workers) under vllm-toy-proxy,
+# mooncake-proxy, llmd-sidecar and reference (`pdref gateway --protocol vllm`, from
+# {pdref_gateway_args}).
+#   scripts/conform-parity.sh [--scale X] [--modes "joined pr1150 minilb reference ..."] [FILE|DIR...]
+#   (--modes takes a space- or comma-separated list; default all seven)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/pdref}
 SCALE=0.01
-MODES="joined pr1150 minilb reference"
+MODES="joined pr1150 minilb reference vllm-toy-proxy mooncake-proxy llmd-sidecar"
 while [ $# -gt 0 ]; do
   case "$1" in
     --scale) SCALE=$2; shift 2 ;;
     --modes) MODES=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "conform-parity: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -60,6 +64,7 @@ for m in $MODES; do
       else [.scenario, .mode, $simv, .violated, "DIFF: " + .reason] end
     | map(if . == "" then "-" else . end) | @tsv')
   while IFS=$'\t' read -r sc mo sv cv why file simall; do
+    [ -n "$sc" ] || continue # a mode without a row of these scenarios (another protocol)
     if [ "$why" = CUT ]; then
       again=$("$BIN" conform --json --allow-unexercised --no-warm-up --mode-label "$m" \
         --timeout-scale "$SCALE" --request-bound-ms "$LONG_MS" \

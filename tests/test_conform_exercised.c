@@ -119,10 +119,10 @@ static void test_warm_up_measures_the_gateway(void) {
   pd_conform_opts_t o;
   pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
   double ms = -1;
-  PDT_EQ_INT(pd_conform_warm_up(&o, &ms, why, sizeof why), 0);
+  PDT_EQ_INT(pd_conform_warm_up(&o, PD_PROTOCOL_SGLANG, &ms, why, sizeof why), 0);
   PDT_TRUE(ms > 0 && ms < 1000);
   o.gateway_cmd = "exec python3 -m http.server {port} --bind 127.0.0.1";
-  PDT_EQ_INT(pd_conform_warm_up(&o, &ms, why, sizeof why), 1);
+  PDT_EQ_INT(pd_conform_warm_up(&o, PD_PROTOCOL_SGLANG, &ms, why, sizeof why), 1);
   PDT_EQ_INT(ms, 0);
   PDT_TRUE(strstr(why, "3 of 3 warm-up requests reached no worker") != NULL);
 }
@@ -173,7 +173,7 @@ static void test_scale_follows_the_gateways_speed(void) {
   PDT_TRUE(pd_conform_not_exercised(&r));
   PDT_TRUE(strstr(r.nx_reason, "reached no worker before its end") != NULL);
   o.scale = 0.01;
-  PDT_EQ_INT(pd_conform_warm_up(&o, &o.fwd_ms, why, sizeof why), 0);
+  PDT_EQ_INT(pd_conform_warm_up(&o, PD_PROTOCOL_SGLANG, &o.fwd_ms, why, sizeof why), 0);
   PDT_TRUE(o.fwd_ms >= 40);
   PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
   PDT_EQ_INT(r.status, PD_CONFORM_RAN);

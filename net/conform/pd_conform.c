@@ -16,6 +16,7 @@
 #define SETTLE_MARGIN_MS 25u /* after grace: the mocks poll idle peers every 20 ms */
 #define BOUND_SLACK_MS 250u  /* a request is given up this long after its I1 bound */
 #define CMD_MAX 16384u
+#define HDR_MAX 2048u /* one client header line, expanded */
 #define METRICS_TIMEOUT_MS 2000u /* reading the gateway's /metrics at the end of a run */
 #define QUIET_WAIT_MS 1000u      /* re-reading it while it shows work held */
 #define QUIET_POLL_MS 50u
@@ -45,6 +46,10 @@ static int has_crash(const pd_scenario_t *s) {
   for (uint32_t i = 0; i < s->n_workers; i++)
     if (s->workers[i].crash_at_ms) return 1;
   return 0;
+}
+
+int pd_conform_mode_skips(const pd_scenario_t *s, const pd_conform_opts_t *o) {
+  return o->has_mode && !pd_mode_speaks(o->mode, pd_scenario_protocol(s));
 }
 
 const char *pd_conform_skip_reason(const pd_scenario_t *s) {
@@ -122,20 +127,23 @@ typedef enum {
   WL_HOST,         /* 127.0.0.1 */
   WL_ARG_AT,       /* --prefill URL@B | --decode URL (pdref gateway) */
   WL_ARG_SPACE,    /* --prefill URL B | --decode URL (smg, sglang_router) */
+  WL_HOSTPORT,     /* 127.0.0.1:P */
 } wl_fmt_t;
 
-static void worker_list(const pd_scenario_t *s, pd_role_t role, wl_fmt_t f,
+/* The role's workers in format f, separated by sep (" " or ","). */
+static void worker_list(const pd_scenario_t *s, pd_role_t role, wl_fmt_t f, const char *sep_s,
                         const uint16_t *ports, const uint16_t *boot, char *out, size_t cap) {
   size_t off = 0;
   const char *flag = role == PD_ROLE_PREFILL ? "--prefill " : "--decode ";
   for (uint32_t i = 0; i < s->n_workers; i++) {
     if (s->workers[i].role != role) continue;
     int has_b = role == PD_ROLE_PREFILL && boot[i];
-    const char *sep = off ? " " : "";
+    const char *sep = off ? sep_s : "";
     size_t room = off < cap ? cap - off : 0;
     int n = 0;
     switch (f) {
     case WL_PORT: n = snprintf(out + off, room, "%s%u", sep, ports[i]); break;
+    case WL_HOSTPORT: n = snprintf(out + off, room, "%s127.0.0.1:%u", sep, ports[i]); break;
     case WL_BOOT: n = snprintf(out + off, room, "%s%u", sep, boot[i]); break;
     case WL_HOST: n = snprintf(out + off, room, "%s127.0.0.1", sep); break;
     case WL_URL: n = snprintf(out + off, room, "%shttp://127.0.0.1:%u", sep, ports[i]); break;
@@ -147,6 +155,26 @@ static void worker_list(const pd_scenario_t *s, pd_role_t role, wl_fmt_t f,
       else if (n > 0 && has_b && (size_t)n < room)
         n += snprintf(out + off + (size_t)n, room - (size_t)n, "@%u", boot[i]);
     }
+    if (n > 0) off += (size_t)n;
+  }
+  if (off >= cap && cap) out[cap - 1] = 0;
+}
+
+/* {vllm_proxy_args}: the four lists of vLLM's toy proxy (`--prefiller-hosts H... --prefiller-ports
+ * P... --decoder-hosts H... --decoder-ports P...`, toy_proxy_server.py parse_args). */
+static void vllm_proxy_args(const pd_scenario_t *s, const uint16_t *ports, const uint16_t *boot,
+                            char *out, size_t cap) {
+  static const struct { const char *flag; pd_role_t role; wl_fmt_t f; } part[] = {
+      {"--prefiller-hosts", PD_ROLE_PREFILL, WL_HOST},
+      {"--prefiller-ports", PD_ROLE_PREFILL, WL_PORT},
+      {"--decoder-hosts", PD_ROLE_DECODE, WL_HOST},
+      {"--decoder-ports", PD_ROLE_DECODE, WL_PORT}};
+  char list[4096];
+  size_t off = 0;
+  for (size_t i = 0; i < sizeof part / sizeof part[0]; i++) {
+    worker_list(s, part[i].role, part[i].f, " ", ports, boot, list, sizeof list);
+    int n = snprintf(out + off, off < cap ? cap - off : 0, "%s%s %s", i ? " " : "",
+                     part[i].flag, list);
     if (n > 0) off += (size_t)n;
   }
   if (off >= cap && cap) out[cap - 1] = 0;
@@ -168,23 +196,37 @@ int pd_conform_expand(const pd_scenario_t *s, const pd_conform_opts_t *o, const 
     char name[40];
     snprintf(name, sizeof name, "%.*s", (int)(k - i - 1), tmpl + i + 1);
     val[0] = 0;
-    static const struct { const char *name; pd_role_t role; wl_fmt_t f; } lists[] = {
-        {"prefill_urls", PD_ROLE_PREFILL, WL_URL_AT},
-        {"decode_urls", PD_ROLE_DECODE, WL_URL},
-        {"prefill_args", PD_ROLE_PREFILL, WL_ARG_AT},
-        {"decode_args", PD_ROLE_DECODE, WL_ARG_AT},
-        {"smg_prefill_args", PD_ROLE_PREFILL, WL_ARG_SPACE},
-        {"prefill_plain_urls", PD_ROLE_PREFILL, WL_URL},
-        {"bootstrap_ports", PD_ROLE_PREFILL, WL_BOOT},
-        {"prefill_ports", PD_ROLE_PREFILL, WL_PORT},
-        {"decode_ports", PD_ROLE_DECODE, WL_PORT},
-        {"prefill_hosts", PD_ROLE_PREFILL, WL_HOST},
-        {"decode_hosts", PD_ROLE_DECODE, WL_HOST},
+    static const struct {
+      const char *name;
+      pd_role_t role;
+      wl_fmt_t f;
+      const char *sep;
+    } lists[] = {
+        {"prefill_urls", PD_ROLE_PREFILL, WL_URL_AT, " "},
+        {"decode_urls", PD_ROLE_DECODE, WL_URL, " "},
+        {"prefill_args", PD_ROLE_PREFILL, WL_ARG_AT, " "},
+        {"decode_args", PD_ROLE_DECODE, WL_ARG_AT, " "},
+        {"smg_prefill_args", PD_ROLE_PREFILL, WL_ARG_SPACE, " "},
+        {"prefill_plain_urls", PD_ROLE_PREFILL, WL_URL, " "},
+        {"bootstrap_ports", PD_ROLE_PREFILL, WL_BOOT, " "},
+        {"prefill_ports", PD_ROLE_PREFILL, WL_PORT, " "},
+        {"decode_ports", PD_ROLE_DECODE, WL_PORT, " "},
+        {"prefill_hosts", PD_ROLE_PREFILL, WL_HOST, " "},
+        {"decode_hosts", PD_ROLE_DECODE, WL_HOST, " "},
+        {"prefill_hostports", PD_ROLE_PREFILL, WL_HOSTPORT, " "},
+        {"decode_hostports", PD_ROLE_DECODE, WL_HOSTPORT, " "},
+        {"prefill_hostport_list", PD_ROLE_PREFILL, WL_HOSTPORT, ","},
+        {"decode_hostport_list", PD_ROLE_DECODE, WL_HOSTPORT, ","},
+        {"prefill_url_list", PD_ROLE_PREFILL, WL_URL, ","},
+        {"decode_url_list", PD_ROLE_DECODE, WL_URL, ","},
     };
     size_t li = 0;
     while (li < sizeof lists / sizeof lists[0] && strcmp(name, lists[li].name)) li++;
     if (li < sizeof lists / sizeof lists[0])
-      worker_list(s, lists[li].role, lists[li].f, ports, boot_ports, val, sizeof val);
+      worker_list(s, lists[li].role, lists[li].f, lists[li].sep, ports, boot_ports, val,
+                  sizeof val);
+    else if (!strcmp(name, "vllm_proxy_args"))
+      vllm_proxy_args(s, ports, boot_ports, val, sizeof val);
     else if (!strcmp(name, "port")) snprintf(val, sizeof val, "%u", gw_port);
     else if (!strcmp(name, "pdref_gateway_args")) pdref_args(s, o, val, sizeof val);
     else if (!strcmp(name, "seed")) snprintf(val, sizeof val, "%llu", (unsigned long long)pd_conform_gateway_seed(s->config.seed));
@@ -308,6 +350,12 @@ static int setup_and_drive(pd_conform_runner_t *run, char *err, size_t cap) {
   }
   int rc = pd_conform_expand(s, run->o, run->o->gateway_cmd, ports, boot, run->gw_port, cmd,
                              CMD_MAX, err, cap);
+  for (uint32_t i = 0; !rc && i < run->o->n_client_headers && i < PD_CONFORM_MAX_HEADERS; i++) {
+    run->hdr[i] = malloc(HDR_MAX);
+    rc = !run->hdr[i] ? -1
+                      : pd_conform_expand(s, run->o, run->o->client_header[i], ports, boot,
+                                          run->gw_port, run->hdr[i], HDR_MAX, err, cap);
+  }
   if (!rc) {
     char p[PD_CONFORM_PATH_MAX + 16];
     snprintf(p, sizeof p, "%s/gateway.cmd", run->dir);
@@ -448,6 +496,7 @@ static int run_once(const pd_scenario_t *s, const pd_conform_opts_t *o,
     r->dir[0] = 0;
   }
   free(metrics);
+  for (uint32_t i = 0; i < PD_CONFORM_MAX_HEADERS; i++) free(run->hdr[i]);
   pd_conform_reqs_free(run);
   pd_conform_legs_free(run);
   free(run->ss);

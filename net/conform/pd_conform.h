@@ -26,18 +26,24 @@
 /* Not judged on sockets: recorded outcomes (I4), loads (I9, I10) and breaker states (I12)
  * live inside the gateway; determinism (I13) is a property of the simulator. */
 /* I16 (retry onto a failed worker) needs the breaker view at each open; I17 (quiescence) is
- * judged from /metrics only where the gateway exposes its loads (as I4); I19 (a decode served
- * from freed blocks) needs the worker engine's kv_from, which the mocks do not log. */
+ * judged from /metrics only where the gateway exposes its loads (as I4). I19 (a decode served
+ * from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). */
 #define PD_CONFORM_INV_RETRY_FAILED 16
 #define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                                        \
   (PD_CONFORM_BIT(PD_INVARIANT_OUTCOME) | PD_CONFORM_BIT(PD_INVARIANT_LOAD_BALANCE) |              \
    PD_CONFORM_BIT(PD_INVARIANT_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INVARIANT_BREAKER) |                \
    PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED) |        \
-   PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE) | PD_CONFORM_BIT(PD_INVARIANT_FREED_BLOCKS))
+   PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
+
+#define PD_CONFORM_MAX_HEADERS 4u /* --client-header */
 
 typedef struct pd_conform_opts {
   const char *gateway_cmd; /* template, run with /bin/sh -c (placeholders: docs/conformance.md) */
+  /* "Name: value" lines every client request carries, placeholders expanded as in the command
+   * (llm-d's sidecar takes its prefill from a header its scheduler sets) */
+  const char *client_header[PD_CONFORM_MAX_HEADERS];
+  uint32_t n_client_headers;
   const char *pdref_bin;   /* the binary whose `mock` subcommand runs the workers */
   const char *mode_label;  /* the table's mode column; default "gateway" */
   int has_mode;            /* mode_label names a dispatch mode: expectations, I7 limit, */
@@ -76,6 +82,8 @@ typedef struct pd_conform_result {
   uint32_t legs_resent; /* a leg that reached its worker twice (same rid, room, worker) */
   uint32_t legs_by_timing; /* tied to a request by arrival order, not by X-Request-Id or rid */
   uint32_t legs_by_id;     /* tied by the runner's request id (header or prompt, as logged) */
+  uint32_t legs_by_remote_id; /* of those, decode legs tied through the prefill leg their
+                               kv_transfer_params.remote_request_id names (vLLM, V1.7) */
   /* exercised (docs/conformance.md "Exercised"): a row that tested nothing is not a pass */
   uint32_t faults_n, faults_fired; /* scripted fault entries that could fire / that fired */
   uint32_t sent, served;           /* requests sent / with at least one leg at a worker */
@@ -129,9 +137,15 @@ int pd_conform_expand(const pd_scenario_t *s, const pd_conform_opts_t *o, const 
 #define PD_CONFORM_FWD_FACTOR 2.0
 
 /* Measure the gateway command's forwarding latency (ms) on a warm-up run of its own (one
- * healthy prefill and decode mock, a few requests at scale 1). 0 with *fwd_ms set; 1 when it
- * could not be measured (why says so; *fwd_ms 0); negative: out of memory. */
-int pd_conform_warm_up(const pd_conform_opts_t *o, double *fwd_ms, char *why, size_t cap);
+ * healthy prefill and decode mock of protocol proto, a few requests at scale 1). 0 with
+ * *fwd_ms set; 1 when it could not be measured (why says so; *fwd_ms 0); negative: out of
+ * memory. */
+int pd_conform_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, double *fwd_ms, char *why,
+                       size_t cap);
+
+/* The labelled mode does not speak the scenario's workers' protocol (pd_mode_speaks): the row
+ * is not run, as `pdref sim run --mode M` leaves it out. */
+int pd_conform_mode_skips(const pd_scenario_t *s, const pd_conform_opts_t *o);
 
 /* The scenario's shortest time a gateway must act within (ms at scale 1): the client's
  * disconnect_at_ms, a gateway timeout the scenario sets; 0 if none. */

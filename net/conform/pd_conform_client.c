@@ -119,6 +119,8 @@ static int start(pd_conform_runner_t *run, pd_conform_req_t *q, CURLM *mh) {
   q->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
   if (q->hdrs) q->hdrs = curl_slist_append(q->hdrs, "Expect:");
   if (q->hdrs) q->hdrs = curl_slist_append(q->hdrs, xr);
+  for (uint32_t i = 0; i < PD_CONFORM_MAX_HEADERS && q->hdrs; i++)
+    if (run->hdr[i] && run->hdr[i][0]) q->hdrs = curl_slist_append(q->hdrs, run->hdr[i]);
   uint64_t now = pd_conform_now(run);
   q->c.t_arrival = now;
   q->t_disc = q->disc_ns ? now + q->disc_ns : 0;

@@ -8,7 +8,8 @@
  *    prefill_lag or slow_drip, which the mock does not even log); k those with a
  *    `fault` line of their kind on their worker for a request in their nth range. A worker's
  *    crash_at_ms counts too: exercised when its mock logged the crash while a client request
- *    was in flight (refused connections leave no line); and each top-level fault (one that
+ *    was in flight (refused connections leave no line) or the crash freed a vLLM prefill's
+ *    pinned KV; and each top-level fault (one that
  *    follows the traffic) whose request was sent, exercised when a mock logged
  *    `traffic_fault` with its index;
  *  - requests served s/m: m the requests sent; s those with at least one leg tied to them in a
@@ -59,9 +60,11 @@ static int fired(const pd_conform_runner_t *run, uint32_t wi, const pd_fault_t *
 }
 
 /* A crash hit traffic: the mock logged it while a client request was in flight (its refused
- * connections leave no line, so the requests stand in for them). */
+ * connections leave no line, so the requests stand in for them), or it freed the KV a vLLM
+ * prefill had pinned for a request (a done leg's pin, as the simulator counts it). */
 static int crash_fired(const pd_conform_runner_t *run, uint32_t wi) {
   uint64_t t = run->t_crash[wi];
+  if (t && run->crash_pin[wi]) return 1;
   for (uint32_t i = 0; t && i < run->n_reqs; i++) {
     const pd_conform_req_t *q = &run->reqs[i];
     uint64_t end = pd_conform_client_end(q);
@@ -88,7 +91,7 @@ static void count_faults(pd_conform_runner_t *run, char *miss, size_t cap) {
       r->faults_n++;
       if (crash_fired(run, wi)) r->faults_fired++;
       else if (!miss[0])
-        snprintf(miss, cap, "%s crash_at_ms hit no request in flight", w->name);
+        snprintf(miss, cap, "%s crash_at_ms hit no request in flight nor pinned KV", w->name);
     }
     for (uint32_t i = 0; i < w->n_faults; i++) {
       if (!can_fire(run, w, i)) continue;

@@ -52,6 +52,12 @@ typedef struct pd_conform_logged_leg {
   pd_role_t role;
   uint64_t req;
   char rid[128], xrid[64], room_s[24], host[64];
+  char kv_key[17];   /* vLLM, 16 hex digits: the key pinned KV is read by (pd_worker_kv_key of
+                        the request id, mock_workers/pd_worker_body.h): prefill, of its rid
+                        (named remote_request_id in its answer, V1.5); decode, of its
+                        kv_transfer_params.remote_request_id (copied from that answer, V1.7),
+                        from its request line or its first kv_read/kv_notify/kv_heartbeat
+                        line; "" unknown */
   int has_room, n_rooms, is_stream, has_logprob, boot_port, rid_given; /* rid_given -1: unknown */
   uint64_t room, rooms_hash;
   int has_hash;
@@ -67,7 +73,16 @@ typedef struct pd_conform_logged_leg {
   int room_array;     /* bootstrap_room was an array: 1, a number: 0, not logged: -1 */
   uint64_t *rooms;    /* every room of a batch (n_rooms of them; malloc'd), else NULL */
   uint32_t fired;     /* fault kinds logged for it (bit per pd_fault_kind_t, modifiers too) */
+  int kv_from;        /* vLLM decode: where its prompt's KV came from (pd_wengine_kv_from_t, from
+                         the kv_from line or slot_freed's field; V1.15 stale reads), 0 unknown */
 } pd_conform_logged_leg_t;
+
+/* What the client reads as a stream: an SSE head, or any 2xx head of a request that asked for
+ * a stream (vLLM's toy and Mooncake proxies serve streams as application/json, V1.24-V1.25;
+ * the checker reads it the same way, sim/pd_check.c). */
+static inline int pd_conform_reads_sse(const pd_client_request_t *c) {
+  return c->is_sse_head || (c->is_stream && c->head_status >= 200 && c->head_status < 300);
+}
 
 typedef struct pd_conform_runner {
   const pd_scenario_t *s;
@@ -83,6 +98,7 @@ typedef struct pd_conform_runner {
   uint32_t n_wk;
   pd_proc_t gw;
   uint16_t gw_port;
+  char *hdr[PD_CONFORM_MAX_HEADERS]; /* the client headers, expanded (malloc'd) */
   char gw_out[PD_CONFORM_PATH_MAX];
   uint64_t t0_abs; /* CLOCK_MONOTONIC ns of run time 0 (just before the first request) */
   uint64_t grace_ns, bound_ns, t_gw_stop;
@@ -94,6 +110,8 @@ typedef struct pd_conform_runner {
   char collision_worker[32];
   uint32_t n_req_lines[PD_SCENARIO_MAX_WORKERS]; /* `request` lines read per worker */
   uint64_t t_crash[PD_SCENARIO_MAX_WORKERS];     /* the mock's `crash` line (run time), 0 none */
+  uint8_t crash_pin[PD_SCENARIO_MAX_WORKERS];     /* its crash freed a pinned request's KV
+                                                     (vLLM: `kv_unpinned` reason `crash`) */
   uint8_t
       tfault_fired[PD_SCENARIO_MAX_TRAFFIC_FAULTS]; /* a `traffic_fault` line named that entry */
 } pd_conform_runner_t;
@@ -139,6 +157,26 @@ typedef struct pd_conform_unit {
   int by_timing; /* tied by step 4 (may move), not by X-Request-Id or the response */
   int level;     /* the step-4 level that tied it */
 } pd_conform_unit_t;
+
+/* A sort key of the judge: a room, a rid or a KV key, then a time. */
+typedef struct pd_conform_key {
+  const char *s; /* room (attempts), rid (response pins) or KV key */
+  uint64_t t;
+  int32_t idx;   /* the leg */
+} pd_conform_key_t;
+int pd_conform_cmp_key(const void *a, const void *b); /* by s, then t */
+/* A new attempt of leg a and (b >= 0) its partner b, in u[*nu]. */
+void pd_conform_add_unit(pd_conform_runner_t *run, pd_conform_unit_t *u, uint32_t *nu, int32_t a,
+                         int32_t b);
+
+/* ---------- pd_conform_sf.c: source-first legs (no room) ---------- */
+/* Step 1's last resort: a decode leg without the runner's id takes the request of the prefill
+ * leg whose KV key it read. */
+void pd_conform_tie_by_remote_id(pd_conform_runner_t *run);
+/* Step 2 for the n legs without a room (legs: one key per leg, reordered): attempts by KV
+ * key, else by request (vLLM scenarios), else alone. */
+void pd_conform_pair_source_first(pd_conform_runner_t *run, pd_conform_unit_t *u, uint32_t *nu,
+                                  pd_conform_key_t *legs, size_t n);
 
 /* Tie every leg to a client request (u: n_legs + 1 entries); the attempts, sorted by first
  * arrival. Counts legs_by_id, legs_by_timing, legs_unattributed, legs_resent. */

@@ -1,9 +1,12 @@
 /* Attribution of a socket run: with the mocks' legs read (pd_conform_log.c), tie each leg to
  * the client request it served (pd_conform_verdict.c then judges every request with the
  * simulator's checker). The attribution rule (docs/conformance.md "Tying legs to requests"):
- *  1. a leg whose X-Request-Id is one the runner sent belongs to that request;
+ *  1. a leg whose X-Request-Id is one the runner sent belongs to that request (the mock logs
+ *     the header's id, else the runner's id found in the prompt); a decode leg without one
+ *     belongs to the request of the prefill leg its kv_transfer_params.remote_request_id names;
  *  2. legs pair into attempts by bootstrap room (k-th prefill with k-th decode of a room, in
- *     arrival order, never across two known requests); an unpaired leg is an attempt alone;
+ *     arrival order, never across two known requests), legs without a room (vLLM's protocol)
+ *     by remote_request_id, else by request; an unpaired leg is an attempt alone;
  *     a leg that reached the same worker again with the same rid and room (an HTTP client's
  *     resend) joins its original's attempt;
  *  3. a decode leg whose rid a response quotes as "id" served that request (several legs
@@ -39,13 +42,9 @@ static int32_t client_of_xrid(const pd_conform_runner_t *run, const char *x) {
   return i < run->n_reqs && !strcmp(run->reqs[i].xrid, x) ? (int32_t)i : -1;
 }
 
-typedef struct key {
-  const char *s; /* room (attempts) or rid (response pins) */
-  uint64_t t;
-  int32_t idx;
-} key_t;
+typedef pd_conform_key_t key_t;
 
-static int cmp_key(const void *a, const void *b) {
+int pd_conform_cmp_key(const void *a, const void *b) {
   const key_t *x = a, *y = b;
   int c = strcmp(x->s, y->s);
   if (c) return c;
@@ -72,7 +71,7 @@ static void unit_add_leg(pd_conform_runner_t *run, unit_t *x, int32_t li) {
   if (x->client < 0) x->client = l->client;
 }
 
-static void add_unit(pd_conform_runner_t *run, unit_t *u, uint32_t *nu, int32_t a, int32_t b) {
+void pd_conform_add_unit(pd_conform_runner_t *run, unit_t *u, uint32_t *nu, int32_t a, int32_t b) {
   unit_t *x = &u[*nu];
   memset(x, 0, sizeof *x);
   x->client = -1;
@@ -92,24 +91,28 @@ static void add_unit(pd_conform_runner_t *run, unit_t *u, uint32_t *nu, int32_t 
   (*nu)++;
 }
 
-/* Step 2: attempts by room. */
+/* Step 2: attempts by room (legs without one: pd_conform_pair_source_first). */
 static uint32_t build_units(pd_conform_runner_t *run, unit_t *u) {
   uint32_t nu = 0;
   key_t *keys = malloc((run->n_legs + 1) * sizeof *keys);
+  key_t *bare = malloc((run->n_legs + 1) * sizeof *bare);
   int32_t *idx = malloc((run->n_legs + 1) * sizeof *idx);
-  if (!keys || !idx) {
+  if (!keys || !idx || !bare) {
     free(keys);
     free(idx);
+    free(bare);
     run->n_nomem++;
     return 0;
   }
-  size_t n = 0;
+  size_t n = 0, n_bare = 0;
   for (size_t i = 0; i < run->n_legs; i++) {
     pd_conform_logged_leg_t *l = &run->legs[i];
     if (l->has_room) keys[n++] = (key_t){l->room_s, l->t_arrive, (int32_t)i};
-    else add_unit(run, u, &nu, (int32_t)i, -1);
+    else bare[n_bare++] = (key_t){"", l->t_arrive, (int32_t)i};
   }
-  qsort(keys, n, sizeof *keys, cmp_key);
+  pd_conform_pair_source_first(run, u, &nu, bare, n_bare);
+  free(bare);
+  qsort(keys, n, sizeof *keys, pd_conform_cmp_key);
   for (size_t i = 0; i < n; i++) idx[i] = keys[i].idx;
   free(keys);
   for (size_t g = 0; g < n;) {
@@ -132,13 +135,13 @@ static uint32_t build_units(pd_conform_runner_t *run, unit_t *u) {
         if (d->role != PD_ROLE_DECODE || d->partner >= 0 || d->resend_of >= 0 ||
             (p->client >= 0 && d->client >= 0 && p->client != d->client))
           continue;
-        add_unit(run, u, &nu, idx[i], idx[k]);
+        pd_conform_add_unit(run, u, &nu, idx[i], idx[k]);
         break;
       }
     }
     for (size_t i = g; i < e; i++)
       if (run->legs[idx[i]].partner < 0 && run->legs[idx[i]].resend_of < 0)
-        add_unit(run, u, &nu, idx[i], -1);
+        pd_conform_add_unit(run, u, &nu, idx[i], -1);
     g = e;
   }
   for (size_t i = 0; i < n; i++) { /* a re-sent leg belongs to its original's attempt */
@@ -275,7 +278,7 @@ static void pin_by_response(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
   for (size_t i = 0; i < run->n_legs; i++)
     if (run->legs[i].role == PD_ROLE_DECODE && run->legs[i].unit >= 0)
       keys[n++] = (key_t){run->legs[i].rid, 0, (int32_t)i};
-  qsort(keys, n, sizeof *keys, cmp_key);
+  qsort(keys, n, sizeof *keys, pd_conform_cmp_key);
   for (uint32_t r = 0; r < run->n_reqs && n; r++) {
     const pd_client_request_t *c = &run->reqs[r].c;
     const char *p = run->reqs[r].first;
@@ -289,7 +292,7 @@ static void pin_by_response(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
       p = e;
       if (strstr(run->reqs[r].first, id) != p - strlen(id)) continue; /* quoted before */
       key_t want = {id, 0, 0};
-      const key_t *hit = bsearch(&want, keys, n, sizeof *keys, cmp_key);
+      const key_t *hit = bsearch(&want, keys, n, sizeof *keys, pd_conform_cmp_key);
       for (; hit && hit > keys && !strcmp(hit[-1].s, id);) hit--; /* the first equal key */
       size_t grp = hit ? (size_t)(hit - keys) : 0;
       for (; hit && hit < keys + n && !strcmp(hit->s, id); hit++) {
@@ -309,7 +312,7 @@ static void pin_by_response(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
         /* several legs may carry this rid: a clean response comes from a leg that ended
            well, a broken one from one that did not; then the nearest end */
         int clean = c->ended && !c->aborted && c->head_status >= 200 && c->head_status < 300 &&
-                    (!c->is_sse_head || (c->saw_done && !c->saw_error_event));
+                    (!pd_conform_reads_sse(c) || (c->saw_done && !c->saw_error_event));
         uint64_t odd = clean != (l->truth == PD_TRUTH_OK) ? UINT64_MAX / 4 : 0;
         pins[n_pins++] = (pin_t){grp, odd + dist(end, t_ref), r, l->unit};
       }
@@ -526,6 +529,7 @@ uint32_t pd_conform_attribute(pd_conform_runner_t *run, pd_conform_unit_t *u) {
     run->legs[i].client = client_of_xrid(run, run->legs[i].xrid);
     run->r->legs_by_id += run->legs[i].client >= 0;
   }
+  pd_conform_tie_by_remote_id(run);
   uint32_t nu = build_units(run, u);
   qsort(u, nu, sizeof *u, cmp_unit);
   pin_by_response(run, u, nu);

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "pd_conform_int.h"
+#include "pd_wengine.h"
+#include "pd_worker_body.h"
 #include "pd_worker_shared.h"
 
 #define MAX_LOG_LINES 20000000u
@@ -32,6 +34,13 @@ static pd_truth_t truth_of(const char *s) {
   for (int i = 0; s && i < 6; i++)
     if (!strcmp(s, names[i])) return (pd_truth_t)i;
   return PD_TRUTH_PENDING;
+}
+
+static int kv_from_of(const char *s) {
+  static const char *const names[] = {"read", "stale", "local"}; /* PD_WENGINE_KV_FROM_* */
+  for (int i = 0; s && i < 3; i++)
+    if (!strcmp(s, names[i])) return PD_WENGINE_KV_FROM_READ + i;
+  return 0;
 }
 
 static int fault_of(const char *s) {
@@ -87,6 +96,11 @@ static void on_request(pd_conform_runner_t *run, uint32_t wi, const cJSON *j,
     for (const cJSON *it = rooms->child; it && i < nr; it = it->next, i++)
       l->rooms[i] = cJSON_IsString(it) ? strtoull(it->valuestring, NULL, 10) : 0;
   }
+  /* vLLM: the key pinned KV is read by; a decode names the prefill request it reads from */
+  const char *rr = str_of(j, "remote_request_id");
+  if (l->role == PD_ROLE_PREFILL || rr)
+    snprintf(l->kv_key, sizeof l->kv_key, "%016llx",
+             (unsigned long long)pd_worker_kv_key(l->role == PD_ROLE_PREFILL ? l->rid : rr));
   const char *rh = str_of(j, "rooms_hash");
   if (rh) {
     l->rooms_hash = strtoull(rh, NULL, 16);
@@ -137,6 +151,9 @@ static void on_line(pd_conform_runner_t *run, uint32_t wi, const cJSON *j, int32
   if (id >= *cap || !(*map)[id]) return;
   pd_conform_logged_leg_t *l = &run->legs[(*map)[id] - 1];
   uint64_t t = rel(run, num_of(j, "t_us", 0));
+  const char *key = str_of(j, "key"); /* vLLM: kv_pinned, kv_read, kv_notify, ... */
+  if (key && strlen(key) == 16 && (l->role == PD_ROLE_PREFILL || !l->kv_key[0]))
+    snprintf(l->kv_key, sizeof l->kv_key, "%s", key); /* a prefill's own pin names it best */
   if (!strcmp(ev, "fault")) {
     int k = fault_of(str_of(j, "kind"));
     if (k >= 0 && k < 32) l->fired |= 1u << k;
@@ -150,11 +167,23 @@ static void on_line(pd_conform_runner_t *run, uint32_t wi, const cJSON *j, int32
   } else if (!strcmp(ev, "slot_freed")) {
     l->t_slot_freed = t;
     l->truth = truth_of(str_of(j, "truth"));
+    if (kv_from_of(str_of(j, "kv_from"))) l->kv_from = kv_from_of(str_of(j, "kv_from"));
+  } else if (!strcmp(ev, "kv_from")) {
+    l->kv_from = kv_from_of(str_of(j, "from"));
   } else if (!strcmp(ev, "reject")) {
     l->reject_status = (int)num_of(j, "status", 400);
   } else if (!strcmp(ev, "kv_taken")) {
     l->kv_pages = (uint64_t)num_of(j, "pages", 0);
     if (l->kv_pages > l->kv_pages_max) l->kv_pages_max = l->kv_pages;
+  } else if (!strcmp(ev, "kv_pinned")) { /* vLLM prefill: its pages stay held after its end */
+    uint64_t pages = (uint64_t)num_of(j, "pages", 0);
+    if (pages > l->kv_pages) l->kv_pages = pages;
+    if (pages > l->kv_pages_max) l->kv_pages_max = pages;
+  } else if (!strcmp(ev, "kv_unpinned")) { /* read, notified, rejected, expired, crashed */
+    const char *why = str_of(j, "reason");
+    if (why && !strcmp(why, "crash")) run->crash_pin[wi] = 1;
+    if (l->kv_pages || !l->t_kv_freed) l->t_kv_freed = t;
+    l->kv_pages = 0;
   } else if (!strcmp(ev, "kv_freed")) {
     uint64_t most = (uint64_t)num_of(j, "pages_max", 0);
     if (most > l->kv_pages_max) l->kv_pages_max = most;

@@ -136,9 +136,13 @@ int pd_conform_start_mocks(pd_conform_runner_t *run, char *err, size_t cap) {
     argv[n++] = (char *)sw->name;
     argv[n++] = "--listen";
     argv[n++] = "127.0.0.1:0";
-    if (sw->role == PD_ROLE_PREFILL) {
+    if (sw->role == PD_ROLE_PREFILL) { /* SGLang's bootstrap server or vLLM's KV side channel */
       argv[n++] = "--bootstrap-port";
       argv[n++] = "0";
+    }
+    if (sw->protocol == PD_PROTOCOL_VLLM) { /* the kv_* settings come with --scenario/--worker */
+      argv[n++] = "--protocol";
+      argv[n++] = "vllm";
     }
     argv[n++] = "--log";
     argv[n++] = k->log;

@@ -61,6 +61,7 @@ static pd_worker_leg_t *to_wleg(pd_conform_runner_t *run, const pd_conform_logge
   l->injected_status = m->fault == PD_FAULT_STATUS ? m->end_status : m->reject_status;
   l->aborts = m->aborts;
   l->lag_ms = m->fired >> PD_FAULT_PREFILL_LAG & 1u; /* applied (the amount is the mock's) */
+  l->kv_from = m->kv_from; /* V1.15: a decode served from freed blocks (I19 where judged) */
   l->drip_ms = m->fired >> PD_FAULT_SLOW_DRIP & 1u;
 #if PD_INVARIANT_COUNT >= 17 /* the checker knows crash hits and every room of a batch */
   uint64_t crash = run->t_crash[m->worker], closed = pd_conform_leg_closed(m);
@@ -104,14 +105,15 @@ static void debug_request(const pd_conform_runner_t *run, const pd_conform_req_t
 /* I6 on sockets: attempt x (a second or later) was opened after bytes reached the client.
  * The gateway opens an attempt before its first leg reaches a worker, so only an arrival
  * inside the client's commit window proves it: after the first byte of an SSE response and
- * before the client's end. A leg that reached its worker after the end may belong to an
+ * before the client's end (an SSE head, or a 2xx stream served as application/json: the toy
+ * proxy's, V1.24). A leg that reached its worker after the end may belong to an
  * attempt opened before it (the last attempt's refused prefill ends the request with 502
  * while its decode request is still on its way); a gateway that really opened an attempt for
  * a client already gone leaves its legs open past the end, which I2 judges. A whole answer
  * (a non-stream body, an error document) is one piece on the wire: no window. */
 static int opened_after_commit(const pd_conform_req_t *q, const unit_t *x) {
   uint64_t first = q->c.t_first_data, end = pd_conform_client_end(q);
-  if (!first || !q->c.is_sse_head || x->t_first <= first) return 0;
+  if (!first || !pd_conform_reads_sse(&q->c) || x->t_first <= first) return 0;
   return !end || x->t_first < end;
 }
 

@@ -42,8 +42,11 @@ double pd_conform_forward_ms(const pd_conform_runner_t *run) {
   return worst;
 }
 
-/* The warm-up scenario, written to a file the mocks can read (--scenario) and loaded back. */
-static int load_warm_up(const pd_conform_opts_t *o, pd_scenario_t *s, char *why, size_t cap) {
+/* The warm-up scenario, written to a file the mocks can read (--scenario) and loaded back:
+ * SGLang workers on /generate, or vLLM workers on /v1/completions (vLLM's proxies serve only
+ * the OpenAI routes). */
+static int load_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, pd_scenario_t *s,
+                        char *why, size_t cap) {
   const char *root = o->tmp_root ? o->tmp_root : getenv("TMPDIR");
   char dir[PD_CONFORM_DIR_MAX], path[PD_CONFORM_PATH_MAX];
   snprintf(dir, sizeof dir, "%s/pdref-warm-up-XXXXXX", root && root[0] ? root : "/tmp");
@@ -56,10 +59,13 @@ static int load_warm_up(const pd_conform_opts_t *o, pd_scenario_t *s, char *why,
     snprintf(why, cap, "cannot write the warm-up scenario under %s", root ? root : "/tmp");
     return -1;
   }
+  int v = proto == PD_PROTOCOL_VLLM;
+  const char *w = v ? ", \"protocol\": \"vllm\"" : "";
   fprintf(f, "{\"name\": \"conform-warm-up\", \"workers\": [{\"name\": \"p0\", \"role\": "
-             "\"prefill\"}, {\"name\": \"d0\", \"role\": \"decode\"}], \"workload\": "
-             "{\"requests\": %u, \"interval_ms\": %u, \"tokens\": 2, \"stream\": true}, "
-             "\"expect\": {\"reference\": \"pass\"}}\n", WARM_REQUESTS, WARM_INTERVAL_MS);
+             "\"prefill\"%s}, {\"name\": \"d0\", \"role\": \"decode\"%s}], \"workload\": "
+             "{\"requests\": %u, \"interval_ms\": %u, \"tokens\": 2, \"stream\": true%s}, "
+             "\"expect\": {\"reference\": \"pass\"}}\n", w, w, WARM_REQUESTS, WARM_INTERVAL_MS,
+             v ? ", \"route\": \"/v1/completions\"" : "");
   fclose(f);
   char err[512];
   int rc = pd_scenario_load(s, path, err, sizeof err);
@@ -71,7 +77,8 @@ static int load_warm_up(const pd_conform_opts_t *o, pd_scenario_t *s, char *why,
   return rc ? -1 : 0;
 }
 
-int pd_conform_warm_up(const pd_conform_opts_t *o, double *fwd_ms, char *why, size_t cap) {
+int pd_conform_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, double *fwd_ms, char *why,
+                       size_t cap) {
   *fwd_ms = 0;
   pd_scenario_t *s = malloc(sizeof *s);
   pd_conform_result_t *r = malloc(sizeof *r);
@@ -80,7 +87,7 @@ int pd_conform_warm_up(const pd_conform_opts_t *o, double *fwd_ms, char *why, si
     free(r);
     return -1;
   }
-  if (load_warm_up(o, s, why, cap)) {
+  if (load_warm_up(o, proto, s, why, cap)) {
     free(s);
     free(r);
     return 1;

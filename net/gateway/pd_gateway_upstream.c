@@ -130,7 +130,14 @@ void pd_gateway_upstream_open(pd_gateway_t *g, pd_gateway_request_t *rq, const p
   rq->legs[rq->n_legs++] = leg;
   g->metrics.legs_opened[a->role]++;
   set_post(leg, a->data, a->len);
-  for (const struct curl_slist *h = rq->conn ? rq->conn->fwd : NULL; h && leg->hdrs; h = h->next) {
+  char own[96]; /* the core's own X-Request-Id replaces every forwarded header (toy proxy) */
+  if (a->xrid && leg->hdrs &&
+      snprintf(own, sizeof own, "X-Request-Id: %s", a->xrid) < (int)sizeof own) {
+    struct curl_slist *l = curl_slist_append(leg->hdrs, own);
+    if (l) leg->hdrs = l;
+  }
+  for (const struct curl_slist *h = rq->conn && !a->xrid ? rq->conn->fwd : NULL; h && leg->hdrs;
+       h = h->next) {
     struct curl_slist *l = curl_slist_append(leg->hdrs, h->data);
     if (!l) break; /* out of memory: the leg goes without the rest */
     leg->hdrs = l;
