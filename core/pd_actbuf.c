@@ -72,6 +72,18 @@ pd_action_t *pd_actbuf_push(pd_actbuf_t *b) {
   return a;
 }
 
+int pd_actbuf_extend(pd_actbuf_t *b, const uint8_t *prev, size_t prev_len, const void *p,
+                     size_t len) {
+  struct pd_actblock *blk = b->blocks;
+  if (!blk || prev < blk->data || prev + prev_len + 1 != blk->data + blk->used ||
+      blk->cap - blk->used < len)
+    return 0; /* not the newest payload, or no room: the caller keeps a new one */
+  memcpy((uint8_t *)prev + prev_len, p, len); /* over the NUL, then a new one */
+  ((uint8_t *)prev)[prev_len + len] = 0;
+  blk->used += len;
+  return 1;
+}
+
 const uint8_t *pd_actbuf_keep(pd_actbuf_t *b, const void *p, size_t len) {
   struct pd_actblock *blk = b->blocks;
   if (!blk || blk->cap - blk->used < len + 1) {

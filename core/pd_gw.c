@@ -219,8 +219,19 @@ void pd_gw_client_head(pd_gw_t *gw, pd_rq_t *rq, int status, int is_sse) {
   a->flag = is_sse;
 }
 
+/* Bytes for the client. Consecutive data for one request in one step go out as one action
+ * (the bytes appended to the last one's payload): a decode read holding hundreds of events
+ * (a client that resumes reading after backpressure) stays one action, not one per event,
+ * well under PD_MAX_ACTIONS_PER_EVENT, and the driver writes them at once. */
 void pd_gw_client_data(pd_gw_t *gw, pd_rq_t *rq, const void *p, size_t len) {
   if (!len) return;
+  pd_actbuf_t *b = gw->out;
+  pd_action_t *last = b->n > b->step_start ? &b->v[b->n - 1] : NULL;
+  if (last && last->kind == PD_ACT_CLIENT_DATA && last->req_id == rq->id &&
+      pd_actbuf_extend(b, last->data, last->len, p, len)) {
+    last->len += len;
+    return;
+  }
   const uint8_t *d = pd_gw_keep(gw, p, len);
   if (!d) return;
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLIENT_DATA, rq);

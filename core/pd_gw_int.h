@@ -275,5 +275,10 @@ int pd_actbuf_reserve(pd_actbuf_t *b, size_t extra);
 pd_action_t *pd_actbuf_push(pd_actbuf_t *b);
 /* A copy of p[0..len) (NUL-terminated) that lives until pd_actbuf_reset, or NULL (memory). */
 const uint8_t *pd_actbuf_keep(pd_actbuf_t *b, const void *p, size_t len);
+/* Append len bytes of p to prev (prev_len bytes), the newest payload kept, in place when its
+ * block has room: 1 (prev now holds prev_len + len bytes, NUL-terminated), else 0 (nothing
+ * changed: keep the bytes as a payload of their own). */
+int pd_actbuf_extend(pd_actbuf_t *b, const uint8_t *prev, size_t prev_len, const void *p,
+                     size_t len);
 
 #endif

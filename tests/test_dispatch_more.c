@@ -283,8 +283,28 @@ static void test_prefill_lost_after_its_head_lets_decode_go_on(void) {
   }
 }
 
+/* One decode read holding more events than PD_MAX_ACTIONS_PER_EVENT (a client resuming after
+ * backpressure gets a whole held buffer at once): the core forwards it as a few client data
+ * actions, every byte in order, instead of one action per event past its bound. */
+static void test_a_read_of_many_events_is_few_actions(void) {
+  char stream[8000];
+  size_t len = 0;
+  for (int i = 0; i < 300; i++) /* 300 events > PD_MAX_ACTIONS_PER_EVENT (256) */
+    len += (size_t)snprintf(stream + len, sizeof stream - len, "data: {\"index\":%d}\n\n", i);
+  PDT_TRUE(len < sizeof stream - 1 && 300 > PD_MAX_ACTIONS_PER_EVENT);
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, stream);
+  PDT_FALSE(h.out.is_overflow);
+  PDT_TRUE(h_count(&h, PD_ACT_CLIENT_DATA) <= 3);
+  PDT_EQ_STR(h.client, stream);
+  h_free(&h);
+}
+
 int pdt_suite_dispatch_more(void) {
   static const pdt_case_t cases[] = {
+      {"a read of many events is few actions", test_a_read_of_many_events_is_few_actions},
       {"tail expiry aborts a lagging prefill without blame", test_tail_expiry_aborts_a_lagging_prefill_without_blame},
       {"prefill failure after commit is its own; the stream goes on",
        test_prefill_failure_after_commit_is_its_own_and_stream_goes_on},
