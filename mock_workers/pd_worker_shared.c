@@ -77,13 +77,43 @@ int pd_worker_pick_fault(const pd_scenario_worker_t *spec, uint32_t nth, double 
 
 /* Every event of a logprob stream carries meta_info.input_token_logprobs, as SGLang's do
  * (mini_lb's merge indexes it in every chunk, M8.4). */
+typedef struct {
+  char *p;
+  size_t n, cap;
+} wbuf_t;
+
+static void wput(wbuf_t *w, const char *s, size_t k) {
+  if (w->n + k < w->cap) memcpy(w->p + w->n, s, k); /* else only counted: does not fit */
+  w->n += k;
+}
+
+static void wput_u32(wbuf_t *w, uint32_t v) {
+  char d[10];
+  size_t k = sizeof d;
+  do d[--k] = (char)('0' + v % 10); while ((v /= 10) && k);
+  wput(w, d + k, sizeof d - k);
+}
+
+#define WPUT_LIT(w, lit) wput((w), (lit), sizeof(lit) - 1)
+
+/* The event is built by hand, not with snprintf (issue 14: one per token is the simulator's
+ * most frequent text); tests/test_wire_print.c holds it to the snprintf form byte for byte. */
 static size_t token_event(const pd_wire_leg_t *leg, uint32_t k, char *buf, size_t cap) {
-  int n = snprintf(buf, cap,
-                   "data: {\"text\":\"tok%u \",\"index\":%u,\"meta_info\":{\"id\":\"%s\","
-                   "\"completion_tokens\":%u%s%s}}\n\n",
-                   k, k, leg->rid, k + 1, leg->has_logprob ? ",\"input_token_logprobs\":" : "",
-                   leg->has_logprob ? PD_LP_DECODE : "");
-  return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+  wbuf_t w = {buf, 0, cap};
+  WPUT_LIT(&w, "data: {\"text\":\"tok");
+  wput_u32(&w, k);
+  WPUT_LIT(&w, " \",\"index\":");
+  wput_u32(&w, k);
+  WPUT_LIT(&w, ",\"meta_info\":{\"id\":\"");
+  const char *rid = leg->rid ? leg->rid : "(null)"; /* what glibc's "%s" printed */
+  wput(&w, rid, strlen(rid));
+  WPUT_LIT(&w, "\",\"completion_tokens\":");
+  wput_u32(&w, k + 1);
+  if (leg->has_logprob) WPUT_LIT(&w, ",\"input_token_logprobs\":" PD_LP_DECODE);
+  WPUT_LIT(&w, "}}\n\n");
+  if (w.n >= cap) return 0;
+  buf[w.n] = '\0';
+  return w.n;
 }
 
 static size_t render_token(const pd_wire_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
