@@ -16,7 +16,10 @@
 static size_t count_occurrences(const char *s, size_t len, const char *pat, const char **first) {
   size_t n = 0, pl = strlen(pat);
   *first = NULL;
-  for (size_t i = 0; i + pl <= len; i++) {
+  for (size_t i = 0; i + pl <= len; i++) { /* i only grows */
+    const char *c = memchr(s + i, pat[0], len - pl - i + 1); /* skip to a first byte */
+    if (!c) break;
+    i = (size_t)(c - s);
     if (memcmp(s + i, pat, pl) != 0) continue;
     if (!n) *first = s + i;
     n++;
