@@ -11,6 +11,7 @@
 #include "pd_trace.h"
 #include "pd_world.h"
 #include "pd_wengine.h"
+#include "pd_worker_body.h"
 #include "pd_worker_shared.h"
 
 /* Heap event kinds. */
@@ -109,6 +110,12 @@ struct pd_world {
   size_t n_dirty, cap_dirty;
   pd_world_leg_fn on_leg; /* pd_world_opts_t.on_leg */
   void *leg_ud;
+  /* The last leg body read and what it read (pd_worker_body_read is pure): an attempt opens
+   * prefill and decode with the same bytes, so the second is not parsed again. */
+  char *body_seen;
+  size_t body_seen_len, body_seen_cap;
+  int has_body_read;
+  pd_worker_body_t body_read; /* its rooms array (n_rooms > 1) is owned here */
 };
 
 /* driver (pd_world.c, pd_world_loop.c) */

@@ -3,6 +3,8 @@
   X(pdt_suite_prng)      \
   X(pdt_suite_sse)       \
   X(pdt_suite_merge)     \
+  X(pdt_suite_world_body) \
+  X(pdt_suite_wire_fast) \
   X(pdt_suite_request)   \
   X(pdt_suite_retry)     \
   X(pdt_suite_breaker)   \

@@ -1,0 +1,72 @@
+/* The simulator's worker reads a leg body once per distinct bytes (sim/pd_world_loop.c,
+ * read_body): prefill and decode of an attempt share their body, so the second takes the
+ * first's reading. Each leg must still own its own room array with the same rooms, and a
+ * reading must never be taken for another request's body (a rid names one attempt). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_world.h"
+#include "pdt.h"
+#include "pdt_net.h"
+
+#define MAX_LEGS 256
+
+typedef struct {
+  pd_worker_leg_t legs[MAX_LEGS];
+  uint64_t rooms[MAX_LEGS][4];
+  const uint64_t *ptr[MAX_LEGS];
+  size_t n;
+} seen_t;
+
+static void on_leg(void *ud, const pd_worker_leg_t *leg, const char *worker) {
+  (void)worker;
+  seen_t *s = ud;
+  if (s->n >= MAX_LEGS) return;
+  s->legs[s->n] = *leg;
+  s->ptr[s->n] = leg->rooms;
+  for (int i = 0; i < leg->n_rooms && i < 4 && leg->rooms; i++) s->rooms[s->n][i] = leg->rooms[i];
+  s->n++;
+}
+
+static void run(const char *name, seen_t *s) {
+  pd_scenario_t *sc = pdt_load_scenario(name);
+  PDT_TRUE(sc != NULL);
+  if (!sc) return;
+  pd_world_stats_t st;
+  uint32_t viol = 0;
+  pd_world_opts_t wo = {NULL, NULL, NULL, 0, 0, NULL};
+  PDT_EQ_INT(pd_world_run_legs(sc, PD_MODE_REFERENCE, sc->config.seed, &wo, on_leg, s, &st,
+                               &viol, NULL),
+             0);
+  free(sc);
+}
+
+static void t_legs_sharing_a_body_read_it_alike_and_own_their_rooms(void) {
+  static seen_t s;
+  memset(&s, 0, sizeof s);
+  run("batch-generate-text-array", &s);
+  unsigned pairs = 0;
+  for (size_t i = 0; i < s.n; i++)
+    for (size_t j = i + 1; j < s.n; j++) {
+      const pd_worker_leg_t *a = &s.legs[i], *b = &s.legs[j];
+      if (strcmp(a->rid, b->rid) != 0) continue;
+      PDT_EQ_U64(a->req_id, b->req_id); /* a rid is one attempt's: never a stale reading */
+      PDT_EQ_INT(a->n_rooms, b->n_rooms);
+      PDT_EQ_U64(a->room, b->room);
+      PDT_EQ_U64(a->rooms_hash, b->rooms_hash);
+      if (a->n_rooms > 1) {
+        PDT_TRUE(s.ptr[i] && s.ptr[j] && s.ptr[i] != s.ptr[j]); /* each owns its copy */
+        PDT_TRUE(memcmp(s.rooms[i], s.rooms[j], sizeof s.rooms[i]) == 0);
+        pairs++;
+      }
+    }
+  PDT_TRUE(pairs > 0);
+}
+
+int pdt_suite_world_body(void) {
+  static const pdt_case_t cases[] = {
+      {"legs sharing a body read it alike and own their rooms",
+       t_legs_sharing_a_body_read_it_alike_and_own_their_rooms},
+  };
+  return PDT_SUITE("world_body", cases);
+}
