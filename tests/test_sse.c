@@ -1,6 +1,9 @@
 /* SSE framer: every script is fed whole, byte by byte and at seeded random split points, and
  * must yield the same events. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pd_alloc.h"
 #include "pd_err.h"
@@ -352,8 +355,59 @@ static void t_each_failed_allocation_is_reported_and_nothing_leaks(void) {
   PDT_TRUE(saw_ok);
 }
 
+/* pd_sse_classify's error pre-check (a skipping search) against a plain one: texts over the
+ * needle's own bytes, so every shift of the skip is taken. */
+static int ref_has_error(const char *h, size_t n) {
+  for (size_t i = 0; i + 7 <= n; i++)
+    if (memcmp(h + i, "\"error\"", 7) == 0) return 1;
+  return 0;
+}
+
+static void t_classify_finds_the_error_key_anywhere(void) {
+  static const char alphabet[] = "\"erro{}:1 x";
+  pd_prng_t r;
+  pd_prng_init(&r, 7);
+  unsigned errors = 0;
+  for (unsigned i = 0; i < 50000; i++) {
+    char t[48];
+    size_t n = 2 + (size_t)pd_prng_below(&r, 40);
+    t[0] = '{';
+    for (size_t k = 1; k < n; k++) t[k] = alphabet[pd_prng_below(&r, sizeof alphabet - 1)];
+    if (pd_prng_below(&r, 4) == 0) { /* plant the key somewhere, a valid object sometimes */
+      size_t at = 1 + (size_t)pd_prng_below(&r, n);
+      if (at + 7 > sizeof t - 1) at = sizeof t - 8;
+      memcpy(t + at, "\"error\"", 7);
+      if (at + 7 > n) n = at + 7;
+    }
+    t[n] = '\0';
+    if (pd_prng_below(&r, 3) == 0) { /* a valid object, its "error" key at any alignment */
+      char key[12];
+      size_t kn = (size_t)pd_prng_below(&r, sizeof key);
+      for (size_t k = 0; k < kn; k++) key[k] = "erox"[pd_prng_below(&r, 4)];
+      key[kn] = '\0';
+      snprintf(t, sizeof t, "{\"%s\":%u,\"error\":{}}", key, i % 1000);
+      n = strlen(t);
+    }
+    pd_sse_kind_t k = pd_sse_classify(t, n), want = PD_SSE_DATA;
+    if (ref_has_error(t, n)) { /* then classify parses: an object naming "error" */
+      const char *end = NULL;
+      cJSON *j = cJSON_ParseWithLengthOpts(t, n, &end, 0);
+      if (j && end == t + n && cJSON_IsObject(j) && cJSON_GetObjectItemCaseSensitive(j, "error"))
+        want = PD_SSE_ERROR;
+      cJSON_Delete(j);
+    }
+    PDT_EQ_INT(k, want);
+    errors += k == PD_SSE_ERROR;
+  }
+  PDT_TRUE(errors > 1000);
+  const char *a = "{\"a\":\"xerror\",\"error\":1}", *b = "{\"errorr\":1}";
+  PDT_EQ_INT(pd_sse_classify(a, strlen(a)), PD_SSE_ERROR);
+  PDT_EQ_INT(pd_sse_classify(b, strlen(b)), PD_SSE_DATA);
+}
+
 int pdt_suite_sse(void) {
   static const pdt_case_t cases[] = {
+      {"classify finds the error key anywhere", t_classify_finds_the_error_key_anywhere},
       {"one event comes out whole and split", t_single_event},
       {"an event split across three chunks comes out once",
        t_split_across_three_chunks_comes_out_once},
