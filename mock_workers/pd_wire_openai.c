@@ -123,14 +123,7 @@ static size_t render_token(const pd_wire_leg_t *leg, int is_vllm, uint32_t arg, 
   wr_t w = {buf, cap, 0, 0, is_vllm};
   token_events(&w, leg, k);
   if (part == 3) token_events(&w, leg, k + 1);
-  size_t len = done(&w);
-  if (part == 1) return len / 2;
-  if (part == 2) {
-    size_t h = len / 2;
-    memmove(buf, buf + h, len - h);
-    return len - h;
-  }
-  return len;
+  return pd_wire_token_part(buf, done(&w), part);
 }
 
 /* A whole answer whose one choice says text and finish. */

@@ -116,10 +116,7 @@ static size_t token_event(const pd_wire_leg_t *leg, uint32_t k, char *buf, size_
   return w.n;
 }
 
-static size_t render_token(const pd_wire_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
-  uint32_t k = arg >> 2, part = arg & 3;
-  size_t len = token_event(leg, k, buf, cap);
-  if (part == 3 && len) return len + token_event(leg, k + 1, buf + len, cap - len);
+size_t pd_wire_token_part(char *buf, size_t len, uint32_t part) {
   if (part == 1) return len / 2;
   if (part == 2) {
     size_t h = len / 2;
@@ -127,6 +124,13 @@ static size_t render_token(const pd_wire_leg_t *leg, uint32_t arg, char *buf, si
     return len - h;
   }
   return len;
+}
+
+static size_t render_token(const pd_wire_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
+  uint32_t k = arg >> 2, part = arg & 3;
+  size_t len = token_event(leg, k, buf, cap);
+  if (part == 3 && len) return len + token_event(leg, k + 1, buf + len, cap - len);
+  return pd_wire_token_part(buf, len, part);
 }
 
 static int render_prefill(const pd_wire_leg_t *leg, uint32_t arg, char *buf, size_t cap) {

@@ -116,6 +116,10 @@ enum {
 #define PD_WIRE_MAX_BLOCKS 1024u /* block ids a vLLM prefill answer lists at most */
 #define PD_WIRE_NAME_MAX 256u    /* pd_wire_render_cap's room for engine_id and kv_host each */
 
+/* A token message's part (PD_WIRE_TOKEN's arg & 3) of the len bytes rendered in buf: 1 the
+ * first half, 2 the second half (moved to buf's start), else all. Returns its length. */
+size_t pd_wire_token_part(char *buf, size_t len, uint32_t part);
+
 /* Render one message into buf; returns its length, 0 when it does not fit in cap (or the kind
  * is unknown). A non-stream decode body needs about 32 + 12 * tokens bytes.
  *

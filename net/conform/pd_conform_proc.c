@@ -37,35 +37,9 @@ void pd_conform_sleep_ms(unsigned ms) {
 
 int pd_conform_stopping(const pd_conform_runner_t *run) { return run->o->stop && *run->o->stop; }
 
-int pd_conform_free_port(uint16_t *port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int rc = bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-                   getsockname(fd, (struct sockaddr *)&a, &len) == 0
-               ? 0
-               : -1;
-  close(fd);
-  if (rc == 0) *port = ntohs(a.sin_port);
-  return rc;
-}
+int pd_conform_free_port(uint16_t *port) { return pd_proc_free_port(port); }
 
-static int tcp_accepts(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0; /* loopback: immediate */
-  close(fd);
-  return ok;
-}
+static int tcp_accepts(uint16_t port) { return pd_proc_port_accepts(port); }
 
 static void note_pid(pd_conform_runner_t *run, pid_t pid) {
   if (run->r->n_pids < PD_CONFORM_MAX_PIDS) run->r->pids[run->r->n_pids++] = pid;
