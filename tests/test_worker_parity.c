@@ -236,6 +236,9 @@ static void test_decode_hangs_before_head(void) {
  * while its decode leg still waits, and the gateway retries it on a fresh pair. A driver that
  * ignored the limit would pair all three at once and time none out. At scale 1: the margins
  * are 175 ms and more. */
+/* Three requests 50 ms apart, each decoding for 400 ms on a decode that runs one at a time:
+ * the second and third wait in its queue. (Not a burst at one instant: which of three
+ * same-instant requests reaches the mocks first is the sockets' race, not the worker's.) */
 static void test_decode_running_limit(void) {
   check_parity_json(
       "{\"name\": \"parity-decode-running-limit\", \"description\": \"test only\","
@@ -245,7 +248,7 @@ static void test_decode_running_limit(void) {
       " {\"name\": \"d0\", \"role\": \"decode\", \"max_running_requests\": 1,"
       " \"token_ms\": 10}],"
       " \"workload\": {\"stream\": true, \"tokens\": 40, \"prompt_tokens\": 32,"
-      " \"bursts\": [{\"at_ms\": 0, \"requests\": 3}]}}",
+      " \"requests\": 3, \"interval_ms\": 50}}",
       PD_MODE_REFERENCE, 1.0);
 }
 
@@ -333,7 +336,7 @@ int pdt_suite_worker_parity(void) {
       {"parity: an error event under a 200 head", test_error_event_under_200},
       {"parity: a failed KV transfer", test_kv_transfer_failure},
       {"parity: a decode hung before its head (aborts)", test_decode_hangs_before_head},
-      {"parity: a decode's running limit queues a burst", test_decode_running_limit},
+      {"parity: a decode's running limit queues the next requests", test_decode_running_limit},
       {"parity: a prompt larger than the decode's KV pool (400)", test_prompt_larger_than_the_pool},
       {"parity: vLLM decode reads prefill's pinned KV", test_vllm_read},
       {"parity: vLLM decode reads after the pin expired (stale)", test_vllm_stale_read},
