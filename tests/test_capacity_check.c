@@ -6,58 +6,17 @@
 
 #include "pd_check.h"
 #include "pdt.h"
+#include "pdt_judge.h"
 
 #define MS 1000000ull
 #define I18 (1u << (PD_INVARIANT_STRANDED_KV - 1))
 
-typedef struct kv_case {
-  pd_scenario_t s;
-  pd_judge_t j;
-  pd_world_stats_t st;
-  pd_client_request_t rq;
-  pd_worker_leg_t leg[2]; /* prefill p0, decode d0 */
-} kv_case_t;
+typedef pdt_judged_t kv_case_t;
 
-/* A non-stream request of 3 tokens that ended cleanly at 200 ms, both legs done and closed
- * by 190 ms, judged at 5 s; each leg held 8 KV pages and freed them at 150 ms. */
-static kv_case_t *served(void) {
-  kv_case_t *k = calloc(1, sizeof *k);
-  if (!k) return NULL;
-  pd_scenario_defaults(&k->s); /* grace 1000 ms */
-  k->j = (pd_judge_t){.s = &k->s, .mode = PD_MODE_JOINED, .max_attempts = 1, .now = 5000 * MS,
-                      .stats = &k->st};
-  pd_client_request_t *r = &k->rq;
-  static const char body[] = "{\"text\":\"ok\",\"meta_info\":{\"completion_tokens\":3}}";
-  pd_buf_init(&r->body, 1024);
-  (void)pd_buf_append(NULL, &r->body, body, sizeof body - 1);
-  r->tokens = 3;
-  r->ended = r->core_done = 1;
-  r->head_status = 200;
-  r->t_end = 200 * MS;
-  r->attempts = 1;
-  for (uint32_t i = 0; i < 2; i++) {
-    pd_worker_leg_t *l = &k->leg[i];
-    l->attempt = 1;
-    l->role = i ? PD_ROLE_DECODE : PD_ROLE_PREFILL;
-    l->worker = i;
-    l->truth = PD_TRUTH_OK;
-    l->wstate = PD_WORKER_LEG_DONE;
-    l->fault = l->tfault = -1;
-    l->t_gw_closed = 190 * MS;
-    l->kv_pages_max = 8;
-    l->t_kv_freed = 150 * MS;
-    l->next_in_req = i ? NULL : &k->leg[1];
-  }
-  r->legs = &k->leg[0];
-  r->n_legs = 2;
-  return k;
-}
+/* The served request (pdt_judge.h), judged under joined at 5 s. */
+static kv_case_t *served(void) { return pdt_served(PD_MODE_JOINED, 0, 5000); }
 
-static uint32_t judge(kv_case_t *k, char *reason, size_t cap) {
-  uint32_t v = pd_check_request(&k->j, &k->rq, reason, cap);
-  pd_buf_free(NULL, &k->rq.body);
-  return v;
-}
+static uint32_t judge(kv_case_t *k, char *reason, size_t cap) { return pdt_judge(k, reason, cap); }
 
 static void test_kv_held_past_the_grace_is_i18(void) {
   char reason[200];

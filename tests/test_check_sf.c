@@ -7,60 +7,22 @@
 #include "pd_check.h"
 #include "pd_wengine.h"
 #include "pdt.h"
+#include "pdt_judge.h"
 
 #define MS 1000000ull
 #define I19 (1u << (PD_INVARIANT_FREED_BLOCKS - 1))
 
-typedef struct sf_case {
-  pd_scenario_t s;
-  pd_judge_t j;
-  pd_world_stats_t st;
-  pd_client_request_t rq;
-  pd_worker_leg_t leg[2]; /* prefill p0, decode d0 */
-} sf_case_t;
+typedef pdt_judged_t sf_case_t;
 
-/* A source-first non-stream request of 3 tokens that ended cleanly at 200 ms: prefill
- * answered (its pin freed by decode's read at 150 ms), decode read the pinned blocks and
- * answered in full; both legs closed by 190 ms, judged at 300 ms. */
+/* The served request (pdt_judge.h), judged under the reference at 300 ms, outcome-blind;
+ * its decode read the pinned blocks. */
 static sf_case_t *served(void) {
-  sf_case_t *k = calloc(1, sizeof *k);
-  if (!k) return NULL;
-  pd_scenario_defaults(&k->s);
-  k->j = (pd_judge_t){.s = &k->s, .mode = PD_MODE_REFERENCE, .is_outcome_blind = 1,
-                      .max_attempts = 1, .now = 300 * MS, .stats = &k->st};
-  pd_client_request_t *r = &k->rq;
-  static const char body[] = "{\"text\":\"ok\",\"meta_info\":{\"completion_tokens\":3}}";
-  pd_buf_init(&r->body, 1024);
-  (void)pd_buf_append(NULL, &r->body, body, sizeof body - 1);
-  r->tokens = 3;
-  r->ended = r->core_done = 1;
-  r->head_status = 200;
-  r->t_end = 200 * MS;
-  r->attempts = 1;
-  for (uint32_t i = 0; i < 2; i++) {
-    pd_worker_leg_t *l = &k->leg[i];
-    l->attempt = 1;
-    l->role = i ? PD_ROLE_DECODE : PD_ROLE_PREFILL;
-    l->worker = i;
-    l->truth = PD_TRUTH_OK;
-    l->wstate = PD_WORKER_LEG_DONE;
-    l->fault = l->tfault = -1;
-    l->t_gw_closed = 190 * MS;
-    l->kv_pages_max = 8;
-    l->t_kv_freed = 150 * MS;
-    l->next_in_req = i ? NULL : &k->leg[1];
-  }
-  k->leg[1].kv_from = PD_WENGINE_KV_FROM_READ;
-  r->legs = &k->leg[0];
-  r->n_legs = 2;
+  sf_case_t *k = pdt_served(PD_MODE_REFERENCE, 1, 300);
+  if (k) k->leg[1].kv_from = PD_WENGINE_KV_FROM_READ;
   return k;
 }
 
-static uint32_t judge(sf_case_t *k, char *reason, size_t cap) {
-  uint32_t v = pd_check_request(&k->j, &k->rq, reason, cap);
-  pd_buf_free(NULL, &k->rq.body);
-  return v;
-}
+static uint32_t judge(sf_case_t *k, char *reason, size_t cap) { return pdt_judge(k, reason, cap); }
 
 /* The decode read freed blocks and answered in full: I19, even though the client's answer
  * looks clean (nothing else can tell). */

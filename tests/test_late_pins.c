@@ -10,41 +10,21 @@
 #include "pd_metrics.h"
 #include "pd_world.h"
 #include "pdt.h"
+#include "pdt_judge.h"
 #include "pdt_net.h"
 
 #define MS 1000000ull
 #define I18 (1u << (PD_INVARIANT_STRANDED_KV - 1))
 
-/* A request that ended at 200 ms whose prefill leg still holds 8 pinned pages, judged at
- * judged_ms (grace 1000 ms). */
+/* The served request (pdt_judge.h: ended at 200 ms, grace 1000 ms) whose prefill leg still
+ * holds its 8 pinned pages, judged at judged_ms. */
 static uint32_t judge_pinned(uint64_t judged_ms, int deferred, char *reason, size_t cap) {
-  pd_scenario_t *s = calloc(1, sizeof *s);
-  pd_client_request_t *rq = calloc(1, sizeof *rq);
-  pd_worker_leg_t *l = calloc(1, sizeof *l);
-  pd_world_stats_t st;
-  memset(&st, 0, sizeof st);
-  if (!s || !rq || !l) {
-    free(s), free(rq), free(l);
-    return ~0u;
-  }
-  pd_scenario_defaults(s);
-  pd_judge_t j = {.s = s, .mode = PD_MODE_REFERENCE, .is_outcome_blind = 1, .max_attempts = 1,
-                  .now = judged_ms * MS, .stats = &st, .is_kv_deferred = deferred};
-  rq->gone = rq->core_done = 1;
-  rq->t_end = 200 * MS;
-  rq->attempts = 1;
-  l->attempt = 1;
-  l->role = PD_ROLE_PREFILL;
-  l->truth = PD_TRUTH_OK;
-  l->wstate = PD_WORKER_LEG_DONE;
-  l->fault = l->tfault = -1;
-  l->t_gw_closed = 150 * MS;
-  l->kv_pages = l->kv_pages_max = 8;
-  rq->legs = l;
-  rq->n_legs = 1;
-  uint32_t v = pd_check_request(&j, rq, reason, cap);
-  pd_buf_free(NULL, &rq->body);
-  free(s), free(rq), free(l);
+  pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, judged_ms);
+  if (!k) return ~0u;
+  k->j.is_kv_deferred = deferred;
+  k->leg[0].kv_pages = 8;
+  uint32_t v = pdt_judge(k, reason, cap);
+  free(k);
   return v;
 }
 
