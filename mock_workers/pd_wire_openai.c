@@ -66,24 +66,29 @@ static void close_object(wr_t *w, const pd_wire_leg_t *leg, int has_usage, uint3
   else put(w, "]}");
 }
 
-/* One stream event: a choice whose text (completions) or delta content (chat) is text. */
-static void chunk_event(wr_t *w, const pd_wire_leg_t *leg, const char *text, const char *finish) {
+/* One stream event of one choice: choice opens it ({"index":0,... without its closing
+ * brace), put_finish closes it. */
+static void choice_event(wr_t *w, const pd_wire_leg_t *leg, const char *choice,
+                         const char *finish) {
   put(w, "data: ");
   open_object(w, leg, 1);
-  if (is_chat(leg)) put(w, "{\"index\":0,\"delta\":{\"content\":\"%s\"}", text);
-  else put(w, "{\"index\":0,\"text\":\"%s\"", text);
+  put(w, "%s", choice);
   put_finish(w, finish);
   close_object(w, leg, 0, 0);
   put(w, "\n\n");
 }
 
+/* A choice whose text (completions) or delta content (chat) is text (a token's, at most
+ * "tok4294967295 "). */
+static void chunk_event(wr_t *w, const pd_wire_leg_t *leg, const char *text, const char *finish) {
+  char c[64];
+  if (is_chat(leg)) snprintf(c, sizeof c, "{\"index\":0,\"delta\":{\"content\":\"%s\"}", text);
+  else snprintf(c, sizeof c, "{\"index\":0,\"text\":\"%s\"", text);
+  choice_event(w, leg, c, finish);
+}
+
 static void role_event(wr_t *w, const pd_wire_leg_t *leg) {
-  put(w, "data: ");
-  open_object(w, leg, 1);
-  put(w, "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}");
-  put_finish(w, NULL);
-  close_object(w, leg, 0, 0);
-  put(w, "\n\n");
+  choice_event(w, leg, "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}", NULL);
 }
 
 /* The final chunk of a stream that asked for usage (W6.8): no choices. */
@@ -97,12 +102,7 @@ static void usage_event(wr_t *w, const pd_wire_leg_t *leg, uint32_t completion) 
 /* SGLang's chat stream ends a choice with a chunk of its own: an empty delta and the
  * finish_reason (W6.7). */
 static void finish_event(wr_t *w, const pd_wire_leg_t *leg, const char *finish) {
-  put(w, "data: ");
-  open_object(w, leg, 1);
-  put(w, "{\"index\":0,\"delta\":{}");
-  put_finish(w, finish);
-  close_object(w, leg, 0, 0);
-  put(w, "\n\n");
+  choice_event(w, leg, "{\"index\":0,\"delta\":{}", finish);
 }
 
 /* Token k as its own event(s): the chat role chunk before the first; after the last,
