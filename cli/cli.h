@@ -13,6 +13,7 @@ int pd_cli_gateway(int argc, char **argv);
 int pd_cli_gateway_bench(int argc, char **argv);
 int pd_cli_mock(int argc, char **argv);
 int pd_cli_conform(int argc, char **argv);
+int pd_cli_report(int argc, char **argv);
 
 /* Expand FILE|DIR arguments into at most max paths (caller frees each with free());
  * directories give their *.json files sorted by name. Returns 0, or 2 after printing

@@ -30,6 +30,9 @@ static void usage(FILE *f) {
           "                      an SGLang-like PD worker on real sockets (pdref mock --help)\n"
           "  conform --gateway-cmd CMD SCENARIO|DIR... [--mode-label M] [--timeout-scale X]\n"
           "                      run scenarios against any PD gateway (pdref conform --help)\n"
+          "  report [--out report.html] [--json] RESULT...\n"
+          "                      --json results of sim run, explore, conform and bench as one\n"
+          "                      self-contained HTML page (pdref report --help)\n"
           "\n"
           "modes: joined (smg today), pr1150 (the seed), minilb (SGLang mini_lb),\n"
           "       reference (pdref's rules, docs/spec.md)\n"
@@ -60,6 +63,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "gateway") == 0) return pd_cli_gateway(argc - 1, argv + 1);
   if (strcmp(argv[1], "mock") == 0) return pd_cli_mock(argc - 1, argv + 1);
   if (strcmp(argv[1], "conform") == 0) return pd_cli_conform(argc - 1, argv + 1);
+  if (strcmp(argv[1], "report") == 0) return pd_cli_report(argc - 1, argv + 1);
   fprintf(stderr, "pdref: unknown command '%s' (try --help)\n", argv[1]);
   return 2;
 }

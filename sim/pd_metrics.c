@@ -116,6 +116,7 @@ void pd_metrics_free(pd_metrics_t *m) {
   free(m->bins);
   free(m->tev);
   free(m->cs);
+  pd_metrics_series_free(m);
   memset(m, 0, sizeof *m);
 }
 
@@ -142,6 +143,7 @@ void pd_metrics_run_begin(pd_metrics_t *m, const pd_scenario_t *s) {
   m->has_burst = 0;
   memset(&m->rec, 0, sizeof m->rec);
   m->n_tev = 0;
+  pd_metrics_series_reset(m);
   pd_metrics_capacity_begin(m);
   for (uint32_t i = 0; i < s->n_workers; i++) /* a crash is a burst until its restart */
     if (s->workers[i].crash_at_ms)
@@ -203,6 +205,7 @@ static void latencies(pd_metrics_t *m, const pd_client_request_t *rq) {
   for (uint32_t i = 0; rq->is_stream && i < rq->metrics.n; i++)
     pd_metrics_hist_add(&m->itl, rq->metrics.gaps[i]);
   m->completed++;
+  pd_metrics_series_ttft(m, rq->t_arrival, ttft);
   if (ttft <= m->slo_ttft_ns && e2e <= m->slo_e2e_ns) {
     m->good++;
     bin_good(m, rq->t_end);
@@ -240,6 +243,7 @@ static void capacity(pd_metrics_t *m, const pd_client_request_t *rq, const pd_wo
     uint64_t t1 = l->is_slot_freed || l->t_slot_freed ? l->t_slot_freed : now;
     held(l->t_slot_taken, t1, has_end, rq->t_end, m->grace_ns, &w->slot_ns,
          &w->slot_after_end_ns, &w->slot_beyond_grace_ns);
+    if (has_end) pd_metrics_series_stranded(m, rq->t_end > l->t_slot_taken ? rq->t_end : l->t_slot_taken, t1);
     if (m->keep_trace) {
       trace_ev(m, l->t_slot_taken, l->worker, 0, +1);
       trace_ev(m, t1, l->worker, 0, -1);

@@ -92,6 +92,8 @@ typedef struct pd_metrics_trace_ev {
   int delta; /* +1 / -1 */
 } pd_metrics_trace_ev_t;
 
+struct pd_metrics_series; /* per-bin TTFT and stranded slots (pd_metrics_series.c) */
+
 typedef struct pd_metrics {
   int keep_trace;                     /* keep per-leg intervals for the trace's counters */
   uint32_t runs;
@@ -128,6 +130,8 @@ typedef struct pd_metrics {
   pd_metrics_cap_sample_t *cs;
   size_t n_cs, cap_cs;
   uint64_t cs_gap_ns;                 /* the least time between two kept samples of a worker */
+  struct pd_metrics_series *series;   /* the current run's timelines for the report; NULL
+                                       * until the first sample (or out of memory) */
 } pd_metrics_t;
 
 #define PD_METRICS_MAX_CAP_SAMPLES (1u << 18)
@@ -166,6 +170,20 @@ void pd_metrics_hist_free(pd_metrics_hist_t *h);
 pd_metrics_recovery_t pd_metrics_recovery(const uint32_t *bins, size_t n_bins, uint64_t bin_ns,
                                           uint32_t win_bins, uint64_t t0, uint64_t t_stop,
                                           uint64_t burst_from, uint64_t burst_to);
+
+/* Timelines of one run (pd_metrics_series.c), on the goodput series' bins (window_ns / 10),
+ * at most PD_METRICS_SERIES_MAX_BINS of them (later samples are dropped and the JSON says
+ * "cut"): the TTFT of the completed requests by arrival bin, and the slot time held after
+ * the client's end (stranded) per bin. Out of memory drops samples silently (figures only). */
+#define PD_METRICS_SERIES_MAX_BINS (1u << 16)
+#define PD_METRICS_SERIES_MAX_POINTS 240u /* points per series in the JSON (bins merged) */
+void pd_metrics_series_ttft(pd_metrics_t *m, uint64_t t_arrival, uint64_t ttft_ns);
+void pd_metrics_series_stranded(pd_metrics_t *m, uint64_t t0, uint64_t t1);
+void pd_metrics_series_reset(pd_metrics_t *m); /* a new run */
+void pd_metrics_series_free(pd_metrics_t *m);
+/* Add "series" (goodput, mean TTFT and stranded slots per merged bin) to the JSON object o
+ * when the metrics hold one run with some bins; nothing otherwise. */
+void pd_metrics_series_json(const pd_metrics_t *m, void *o);
 
 /* Reporting (pd_metrics_report.c). names: s's worker names for the per-worker list, or NULL
  * (totals only, e.g. pooled over explore's worlds). The JSON is a cJSON object. */

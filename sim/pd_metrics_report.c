@@ -21,6 +21,40 @@ static void add_dist(cJSON *o, const char *key, const pd_metrics_hist_t *h) {
   cJSON_AddNumberToObject(d, "p99", ms(pd_metrics_hist_percentile(h, 99)));
 }
 
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The TTFT CDF as PD_CDF_POINTS [percentile, ms] pairs (the same percentiles as
+ * pd_metrics_hist_percentile, with one sort of the exact samples for all of them). */
+static const double cdf_p[] = {0,  1,  2,  5,  10, 15, 20, 25, 30, 35, 40, 45, 50, 55,  60,  65,
+                               70, 75, 80, 85, 90, 95, 97, 98, 99, 99.5, 99.9, 100};
+#define PD_CDF_POINTS (sizeof cdf_p / sizeof cdf_p[0])
+
+static void add_cdf(cJSON *o, const char *key, const pd_metrics_hist_t *h) {
+  if (!h->n) return;
+  uint64_t *a = NULL;
+  if (!h->buckets && (a = malloc(h->n * sizeof *a))) {
+    memcpy(a, h->exact, h->n * sizeof *a);
+    qsort(a, h->n, sizeof *a, cmp_u64);
+  }
+  cJSON *arr = cJSON_AddArrayToObject(o, key);
+  for (size_t i = 0; arr && i < PD_CDF_POINTS; i++) {
+    double v, rank = cdf_p[i] / 100.0 * (double)(h->n - 1);
+    if (a) { /* as pd_metrics_hist_percentile: linear between the two nearest ranks */
+      size_t lo = (size_t)rank;
+      v = (double)a[lo];
+      if (lo + 1 < h->n) v += ((double)a[lo + 1] - (double)a[lo]) * (rank - (double)lo);
+    } else {
+      v = pd_metrics_hist_percentile(h, cdf_p[i]);
+    }
+    double pair[2] = {cdf_p[i], (double)(long long)(ms(v) * 1e3 + 0.5) / 1e3};
+    cJSON_AddItemToArray(arr, cJSON_CreateDoubleArray(pair, 2));
+  }
+  free(a);
+}
+
 static void add_capacity(cJSON *o, const pd_metrics_worker_t *w) {
   cJSON_AddNumberToObject(o, "slot_s", sec(w->slot_ns));
   cJSON_AddNumberToObject(o, "stranded_slot_s", sec(w->slot_after_end_ns));
@@ -76,6 +110,7 @@ void *pd_metrics_json(const pd_metrics_t *m, const pd_scenario_t *names) {
   add_dist(o, "tpot_ms", &m->tpot);
   add_dist(o, "itl_ms", &m->itl);
   add_dist(o, "e2e_ms", &m->e2e);
+  add_cdf(o, "ttft_cdf_ms", &m->ttft);
   cJSON *cap = cJSON_AddObjectToObject(o, "capacity");
   pd_metrics_worker_t t = m->total;
   if (cap) add_capacity(cap, &t);
@@ -90,6 +125,7 @@ void *pd_metrics_json(const pd_metrics_t *m, const pd_scenario_t *names) {
     cJSON_AddItemToArray(wa, e);
   }
   add_recovery(o, m);
+  pd_metrics_series_json(m, o);
   if (m->ttft.is_nomem || m->itl.is_nomem || m->is_bins_cut)
     cJSON_AddBoolToObject(o, "incomplete", 1);
   return o;

@@ -1,0 +1,153 @@
+/* `pdref report`: result files (sim run, sim explore [merge], conform, sim bench, gateway bench
+ * --json) into one self-contained HTML page (cli/report.h, docs/report.md). */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_args.h"
+#include "cli_json.h"
+#include "pd_err.h"
+#include "report.h"
+
+#define CMD "pdref report"
+#define MAX_FILES PD_REPORT_MAX_INPUTS
+
+typedef struct opts {
+  const char *out;
+  int json;
+  pd_report_opts_t r;
+} opts_t;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: pdref report [--out FILE] [--json] [--no-swimlanes] [--swimlane-max-requests N]\n"
+          "                    RESULT|DIR...\n"
+          "Turns --json results of `pdref sim run`, `sim explore` (and `sim explore merge`),\n"
+          "`conform`, `sim bench` and `gateway bench` into one self-contained HTML page (inline\n"
+          "CSS and SVG, no network): the scenario x mode verdict matrix (click a cell for the\n"
+          "row's description, reason and replay command), TTFT CDFs per mode, goodput, TTFT and\n"
+          "stranded-slot timelines of the capacity scenarios, a swimlane per FAIL row (the row\n"
+          "is re-run here from its file, mode and seed, its trace kept in memory), explore's\n"
+          "findings per invariant, conform's scenario x gateway table and the bench figures.\n"
+          "A directory gives its *.json files. --out: the page (default report.html).\n"
+          "--no-swimlanes: re-run nothing. --swimlane-max-requests: rows with more requests get\n"
+          "no swimlane (default 2000). --json: a summary of what was written on stdout.\n"
+          "exit: 0 written, 2 bad usage or input (a missing file, malformed JSON, a file that is\n"
+          "no pdref result), named on stderr.\n");
+}
+
+enum { OPT_OUT = PD_CLI_OPT_FIRST, OPT_JSON, OPT_NO_SWIM, OPT_SWIM_MAX };
+
+static const struct option report_opts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"no-swimlanes", no_argument, NULL, OPT_NO_SWIM},
+    {"swimlane-max-requests", required_argument, NULL, OPT_SWIM_MAX},
+    {NULL, 0, NULL, 0},
+};
+
+static int apply_opt(void *ctx, int c, int index, char *v) {
+  opts_t *o = ctx;
+  uint64_t n;
+  (void)index;
+  switch (c) {
+  case OPT_OUT:
+    o->out = v;
+    return 0;
+  case OPT_JSON:
+    o->json = 1;
+    return 0;
+  case OPT_NO_SWIM:
+    o->r.swimlanes = 0;
+    return 0;
+  default: /* OPT_SWIM_MAX */
+    if (pd_cli_parse_u64(CMD, "--swimlane-max-requests", v, 0, 10000000, &n)) return PD_ERR_INVAL;
+    o->r.swim_max_requests = (size_t)n;
+    return 0;
+  }
+}
+
+static void summary_json(const opts_t *o, const pd_report_t *r, const pd_report_stats_t *st) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "out", o->out);
+  cJSON_AddNumberToObject(j, "bytes", (double)st->bytes);
+  cJSON *ins = cJSON_AddArrayToObject(j, "inputs");
+  for (size_t i = 0; i < r->n; i++) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "path", r->in[i].path);
+    cJSON_AddStringToObject(e, "kind", pd_report_kind_names[r->in[i].kind]);
+    cJSON_AddItemToArray(ins, e);
+  }
+  cJSON_AddNumberToObject(j, "cells", (double)st->cells);
+  cJSON *v = cJSON_AddObjectToObject(j, "verdicts");
+  for (int k = 0; k < PD_VERDICT_COUNT; k++)
+    cJSON_AddNumberToObject(v, pd_report_verdict_names[k], (double)st->verdicts[k]);
+  const pd_cli_json_num_t nums[] = {{"cdf_modes", (double)st->cdf_modes},
+                                    {"timelines", (double)st->timelines},
+                                    {"swimlanes", (double)st->swimlanes},
+                                    {"explore_invariants", (double)st->explore_invariants},
+                                    {"conform_rows", (double)st->conform_rows},
+                                    {"bench_tables", (double)st->bench_tables}};
+  pd_cli_json_add_nums(j, nums, sizeof nums / sizeof nums[0]);
+  pd_cli_json_print(j);
+}
+
+/* Load every file; 0, or 2 after naming the first bad one. */
+static int load_all(pd_report_t *r, char **files, int n_files) {
+  for (int i = 0; i < n_files; i++) {
+    char err[768];
+    if (pd_report_load(r, files[i], err, sizeof err)) {
+      fprintf(stderr, CMD ": %s\n", err);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+static int write_page(const opts_t *o, const pd_report_t *r, pd_report_stats_t *st) {
+  FILE *f = fopen(o->out, "w");
+  if (!f) {
+    fprintf(stderr, CMD ": %s: cannot write\n", o->out);
+    return 2;
+  }
+  int rc = pd_report_html(r, &o->r, f, st);
+  long pos = ftell(f);
+  st->bytes = pos > 0 ? (size_t)pos : 0;
+  if (fclose(f) || rc) {
+    fprintf(stderr, CMD ": %s: write failed\n", o->out);
+    return 2;
+  }
+  return 0;
+}
+
+int pd_cli_report(int argc, char **argv) {
+  opts_t o = {.out = "report.html", .r = {.swimlanes = 1, .swim_max_requests = 2000, .swim_max = 400}};
+  char *words[MAX_FILES];
+  char *files[MAX_FILES];
+  int n_words = 0, n_files = 0;
+  pd_cli_parser_t p = {CMD, report_opts, usage, apply_opt, &o, words, MAX_FILES, &n_words};
+  int rc = pd_cli_parse(&p, argc, argv);
+  if (rc >= 0) return rc;
+  if (!n_words) {
+    fprintf(stderr, CMD ": no result file given (try --help)\n");
+    return 2;
+  }
+  if ((rc = pd_cli_collect_json(CMD, words, n_words, files, &n_files, MAX_FILES))) return rc;
+  pd_report_t *r = calloc(1, sizeof *r);
+  pd_report_stats_t st;
+  rc = r ? load_all(r, files, n_files) : 2;
+  if (!rc) rc = write_page(&o, r, &st);
+  if (!rc && o.json) summary_json(&o, r, &st);
+  else if (!rc)
+    printf("report: wrote %s (%zu cells: %zu as expected, %zu FAIL, %zu not exercised, %zu error; "
+           "%zu timelines, %zu swimlanes)\n", o.out, st.cells, st.verdicts[PD_VERDICT_EXPECTED],
+           st.verdicts[PD_VERDICT_FAIL], st.verdicts[PD_VERDICT_NX], st.verdicts[PD_VERDICT_ERROR],
+           st.timelines, st.swimlanes);
+  for (int i = 0; i < n_files; i++) free(files[i]);
+  if (r) pd_report_free(r);
+  free(r);
+  return rc;
+}

@@ -1,0 +1,122 @@
+/* report: `pdref report` turns result files (sim run, sim explore and explore merge, conform,
+ * sim bench and gateway bench, all --json) into one self-contained HTML page: inline CSS,
+ * hand-drawn inline SVG, no network. Every string taken from a result file is escaped
+ * (pd_report_esc). docs/report.md. */
+#ifndef PD_REPORT_H
+#define PD_REPORT_H
+#include <stddef.h>
+#include <stdio.h>
+
+struct cJSON;
+
+#define PD_REPORT_MAX_INPUTS 64
+#define PD_REPORT_MAX_FILE_BYTES (256u << 20) /* a result file larger than this is refused */
+
+typedef enum pd_report_kind {
+  PD_REPORT_SIM = 0,  /* sim run --json: {"rows": [...], "passed", ...} */
+  PD_REPORT_EXPLORE,  /* sim explore --json, or sim explore merge --json */
+  PD_REPORT_CONFORM,  /* conform --json: rows, and "skipped" */
+  PD_REPORT_SIM_BENCH, /* sim bench --json */
+  PD_REPORT_GW_BENCH, /* gateway bench --json */
+  PD_REPORT_KINDS
+} pd_report_kind_t;
+
+extern const char *const pd_report_kind_names[PD_REPORT_KINDS];
+
+typedef struct pd_report_input {
+  char *path;
+  pd_report_kind_t kind;
+  struct cJSON *root;
+} pd_report_input_t;
+
+typedef struct pd_report {
+  pd_report_input_t in[PD_REPORT_MAX_INPUTS];
+  size_t n;
+} pd_report_t;
+
+/* A row's verdict, one colour each in the matrix. */
+typedef enum pd_report_verdict {
+  PD_VERDICT_EXPECTED = 0, /* what the scenario expects (a pass, or the bug it demonstrates) */
+  PD_VERDICT_FAIL,         /* not what it expects */
+  PD_VERDICT_NX,           /* not exercised */
+  PD_VERDICT_ERROR,        /* the file did not load, or the row did not run */
+  PD_VERDICT_COUNT
+} pd_report_verdict_t;
+
+extern const char *const pd_report_verdict_names[PD_VERDICT_COUNT]; /* "expected", "fail", ... */
+
+/* What the page holds, for --json and the tests. */
+typedef struct pd_report_stats {
+  size_t cells;                     /* matrix cells, one per result row */
+  size_t verdicts[PD_VERDICT_COUNT]; /* cells per verdict */
+  size_t cdf_modes, timelines, swimlanes, explore_invariants, conform_rows, bench_tables;
+  size_t bytes;                     /* of HTML written */
+} pd_report_stats_t;
+
+typedef struct pd_report_opts {
+  int swimlanes;            /* 1: re-run each FAIL row with a trace in memory and draw it */
+  size_t swim_max_requests; /* rows with more requests than this get no swimlane */
+  size_t swim_max;          /* at most this many swimlanes on the page */
+} pd_report_opts_t;
+
+/* ---- report_load.c ---- */
+/* Read and parse path, tell its kind and keep it in r. 0, or 2 with err set to
+ * "<path>: <why>" (missing, unreadable, too large, malformed JSON at byte N, unknown result
+ * kind, too many inputs). */
+int pd_report_load(pd_report_t *r, const char *path, char *err, size_t cap);
+/* The kind of a parsed result; -1 when it is none of them. */
+int pd_report_classify(const struct cJSON *root);
+void pd_report_free(pd_report_t *r);
+/* A sim run or conform row's verdict, old and new row shapes alike. */
+pd_report_verdict_t pd_report_row_verdict(const struct cJSON *row);
+/* The invariant IDs a row violated ("violated": ["I3", ...] or the old "I3,I10"), as
+ * "I3 stranded-slot, I10 load-truth" (names from "violated_names", else pd_invariant_name);
+ * "" when none. Stops before overflowing buf. Returns the number of IDs. */
+int pd_report_row_violated(const struct cJSON *row, char *buf, size_t cap, int with_names);
+/* A string member of o, or "" (absent, or not a string). */
+const char *pd_report_str(const struct cJSON *o, const char *key);
+/* A number member of o, or dflt (absent, or not a number; a numeric string is read too). */
+double pd_report_num(const struct cJSON *o, const char *key, double dflt);
+
+/* ---- report_html.c ---- */
+/* s as HTML text (also safe inside a double- or single-quoted attribute): & < > " ' escaped,
+ * control bytes and bytes that are not UTF-8 become U+FFFD. NULL writes nothing. */
+void pd_report_esc(FILE *out, const char *s);
+/* The whole page. 0, or -1 when a write failed. */
+int pd_report_html(const pd_report_t *r, const pd_report_opts_t *o, FILE *out,
+                   pd_report_stats_t *st);
+
+/* ---- report_matrix.c ---- */
+/* The scenario x mode matrix of one sim run or conform input, and the row details after it
+ * (anchors r<input>-<row>). */
+void pd_report_matrix(FILE *out, const pd_report_input_t *in, size_t idx, const pd_report_opts_t *o,
+                      pd_report_stats_t *st);
+void pd_report_explore(FILE *out, const pd_report_input_t *in, pd_report_stats_t *st);
+void pd_report_bench(FILE *out, const pd_report_input_t *in, pd_report_stats_t *st);
+
+/* ---- report_svg.c ---- */
+/* One line of a chart: a label, a colour, n points (x, y); y NAN is a gap. */
+typedef struct pd_report_line {
+  const char *label, *colour;
+  const double *x, *y;
+  size_t n;
+  int is_step;
+} pd_report_line_t;
+/* A line chart (inline SVG) with axes and a legend; x_label and y_label name the axes.
+ * is_log_x: a logarithmic x axis (CDFs of TTFT). */
+void pd_report_chart(FILE *out, const char *title, const char *x_label, const char *y_label,
+                     const pd_report_line_t *lines, size_t n_lines, int is_log_x);
+/* The colour of mode (a fixed palette; an unknown name gets one by hash). */
+const char *pd_report_mode_colour(const char *mode);
+/* TTFT CDFs per mode pooled over every sim row, and the capacity scenarios' timelines. */
+void pd_report_charts(FILE *out, const pd_report_t *r, pd_report_stats_t *st);
+
+/* ---- report_swim.c ---- */
+/* Re-run the sim row (file, mode, seed) with its trace in memory and draw its swimlane; a
+ * paragraph saying why when it cannot. Returns 1 when a swimlane was drawn. */
+int pd_report_swimlane(FILE *out, const struct cJSON *row, const pd_report_opts_t *o);
+/* Draw a swimlane from Trace Event Format text (a JSON array, or {"traceEvents": [...]}).
+ * Returns 1 when drawn, 0 when the text held no events (a note is written instead). */
+int pd_report_swim_draw(FILE *out, const char *trace, size_t len, const char *title);
+
+#endif

@@ -1,0 +1,185 @@
+/* report: reading result files, telling their kind, and reading rows of either shape (old:
+ * "violated" a comma string, "expected" a string; new: arrays, "seed", "replay", error rows). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_shard.h"
+#include "pd_scenario.h"
+#include "report.h"
+
+const char *const pd_report_kind_names[PD_REPORT_KINDS] = {"sim run", "sim explore", "conform",
+                                                           "sim bench", "gateway bench"};
+const char *const pd_report_verdict_names[PD_VERDICT_COUNT] = {"expected", "fail",
+                                                               "not-exercised", "error"};
+
+const char *pd_report_str(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) && v->valuestring ? v->valuestring : "";
+}
+
+double pd_report_num(const cJSON *o, const char *key, double dflt) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (cJSON_IsNumber(v)) return v->valuedouble;
+  if (cJSON_IsString(v) && v->valuestring && v->valuestring[0]) {
+    char *end;
+    double d = strtod(v->valuestring, &end);
+    if (!*end) return d;
+  }
+  return dflt;
+}
+
+static int has(const cJSON *o, const char *key) {
+  return cJSON_GetObjectItemCaseSensitive(o, key) != NULL;
+}
+
+int pd_report_classify(const cJSON *root) {
+  if (!cJSON_IsObject(root)) return -1;
+  const char *schema = pd_report_str(root, "schema");
+  if (!strcmp(schema, PD_EXPLORE_RESULT_SCHEMA) || !strcmp(schema, PD_EXPLORE_MERGE_SCHEMA))
+    return PD_REPORT_EXPLORE;
+  if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "rows")))
+    return has(root, "skipped") ? PD_REPORT_CONFORM : PD_REPORT_SIM;
+  if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "levels")) && has(root, "gateway"))
+    return PD_REPORT_GW_BENCH;
+  if (has(root, "events_per_s") && has(root, "scenario")) return PD_REPORT_SIM_BENCH;
+  return -1;
+}
+
+/* The whole file, NUL-terminated, in *out (caller frees). 0, or -1 with err set. */
+static int slurp(const char *path, char **out, size_t *len, char *err, size_t cap) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, cap, "%s: %s", path, strerror(errno));
+    return -1;
+  }
+  size_t n = 0, c = 1 << 16;
+  char *b = malloc(c + 1);
+  while (b) { /* bounded by PD_REPORT_MAX_FILE_BYTES */
+    size_t k = fread(b + n, 1, c - n, f);
+    n += k;
+    if (n < c) break;
+    if (c >= PD_REPORT_MAX_FILE_BYTES) {
+      snprintf(err, cap, "%s: larger than %u MiB", path, PD_REPORT_MAX_FILE_BYTES >> 20);
+      free(b);
+      fclose(f);
+      return -1;
+    }
+    char *nb = realloc(b, c * 2 + 1);
+    if (!nb) free(b);
+    b = nb;
+    c *= 2;
+  }
+  int bad = !b || ferror(f);
+  fclose(f);
+  if (bad) {
+    snprintf(err, cap, "%s: %s", path, b ? "read error" : "out of memory");
+    free(b);
+    return -1;
+  }
+  b[n] = 0;
+  *out = b;
+  *len = n;
+  return 0;
+}
+
+int pd_report_load(pd_report_t *r, const char *path, char *err, size_t cap) {
+  if (r->n == PD_REPORT_MAX_INPUTS) {
+    snprintf(err, cap, "%s: more than %d result files", path, PD_REPORT_MAX_INPUTS);
+    return 2;
+  }
+  char *txt;
+  size_t len;
+  if (slurp(path, &txt, &len, err, cap)) return 2;
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(txt, len, &end, 0);
+  if (!root) {
+    snprintf(err, cap, "%s: malformed JSON at byte %zu", path, end ? (size_t)(end - txt) : 0);
+    free(txt);
+    return 2;
+  }
+  free(txt);
+  int kind = pd_report_classify(root);
+  if (kind < 0) {
+    snprintf(err, cap, "%s: unknown result kind (not sim run, sim explore, conform, sim bench "
+                       "or gateway bench --json output)", path);
+    cJSON_Delete(root);
+    return 2;
+  }
+  pd_report_input_t *in = &r->in[r->n];
+  if (!(in->path = strdup(path))) {
+    snprintf(err, cap, "%s: out of memory", path);
+    cJSON_Delete(root);
+    return 2;
+  }
+  in->kind = (pd_report_kind_t)kind;
+  in->root = root;
+  r->n++;
+  return 0;
+}
+
+void pd_report_free(pd_report_t *r) {
+  for (size_t i = 0; i < r->n; i++) {
+    free(r->in[i].path);
+    cJSON_Delete(r->in[i].root);
+  }
+  r->n = 0;
+}
+
+pd_report_verdict_t pd_report_row_verdict(const cJSON *row) {
+  const char *st = pd_report_str(row, "status");
+  if (!strcmp(st, "error") || has(row, "error")) return PD_VERDICT_ERROR;
+  if (!strcmp(st, "not exercised")) return PD_VERDICT_NX;
+  if (!strcmp(st, "skipped")) return PD_VERDICT_NX;
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(row, "matched");
+  if (cJSON_IsBool(m)) return cJSON_IsTrue(m) ? PD_VERDICT_EXPECTED : PD_VERDICT_FAIL;
+  return !strcmp(st, "as expected") ? PD_VERDICT_EXPECTED : PD_VERDICT_FAIL;
+}
+
+/* Append "sep id[ name]" to buf at *n; false once full. */
+static int put_id(char *buf, size_t cap, size_t *n, const char *id, const char *name) {
+  int k = snprintf(buf + *n, cap - *n, "%s%s%s%s", *n ? ", " : "", id, name ? " " : "",
+                   name ? name : "");
+  if (k < 0 || (size_t)k >= cap - *n) return 0;
+  *n += (size_t)k;
+  return 1;
+}
+
+static const char *name_of(const char *id, const cJSON *names, int i) {
+  const cJSON *nm = cJSON_GetArrayItem(names, i);
+  if (cJSON_IsString(nm) && nm->valuestring) return nm->valuestring;
+  return id[0] == 'I' ? pd_invariant_name(atoi(id + 1)) : NULL;
+}
+
+int pd_report_row_violated(const cJSON *row, char *buf, size_t cap, int with_names) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, "violated");
+  const cJSON *names = cJSON_GetObjectItemCaseSensitive(row, "violated_names");
+  size_t n = 0;
+  int count = 0;
+  if (!cap) return 0;
+  buf[0] = 0;
+  if (cJSON_IsArray(v)) {
+    const cJSON *e;
+    int i = 0;
+    cJSON_ArrayForEach(e, v) {
+      if (!cJSON_IsString(e) || !e->valuestring) continue;
+      count++;
+      put_id(buf, cap, &n, e->valuestring, with_names ? name_of(e->valuestring, names, i) : NULL);
+      i++;
+    }
+    return count;
+  }
+  const char *s = cJSON_IsString(v) && v->valuestring ? v->valuestring : "";
+  for (int i = 0; *s && i < 64; i++) { /* a comma string, at most 64 IDs */
+    char id[16];
+    size_t k = strcspn(s, ",");
+    snprintf(id, sizeof id, "%.*s", (int)(k < sizeof id - 1 ? k : sizeof id - 1), s);
+    if (id[0]) {
+      count++;
+      put_id(buf, cap, &n, id, with_names ? name_of(id, names, i) : NULL);
+    }
+    s += k + (s[k] == ',');
+  }
+  return count;
+}

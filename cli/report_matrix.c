@@ -1,0 +1,250 @@
+/* report: the scenario x mode matrix of a sim run (or scenario x gateway of a conform run),
+ * one cell per result row, and each row's details (description, reason, replay, cost, and a
+ * swimlane for a FAIL row). */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_scenario.h"
+#include "report.h"
+
+#define MAX_COLS 16     /* modes (or gateway labels) per matrix; more share the last column */
+#define MAX_TROWS 8192  /* table rows per matrix */
+
+typedef struct trow {
+  const char *scenario; /* the rows' scenario name (or file, for an error row) */
+  int cell[MAX_COLS];   /* JSON row index per column, -1 none */
+  int error_row;        /* >= 0: an error row, drawn as one cell across the columns */
+} trow_t;
+
+typedef struct grid {
+  const char *cols[MAX_COLS];
+  int n_cols;
+  trow_t *t;
+  int n_t;
+} grid_t;
+
+static int col_of(grid_t *g, const char *mode) {
+  for (int c = 0; c < g->n_cols; c++)
+    if (!strcmp(g->cols[c], mode)) return c;
+  if (g->n_cols == MAX_COLS) return MAX_COLS - 1;
+  g->cols[g->n_cols] = mode;
+  return g->n_cols++;
+}
+
+static const char *row_name(const cJSON *row) {
+  const char *s = pd_report_str(row, "scenario");
+  return s[0] ? s : pd_report_str(row, "file");
+}
+
+static trow_t *new_trow(grid_t *g, const char *scenario) {
+  if (g->n_t == MAX_TROWS) return NULL;
+  trow_t *t = &g->t[g->n_t++];
+  t->scenario = scenario;
+  for (int c = 0; c < MAX_COLS; c++) t->cell[c] = -1;
+  t->error_row = -1;
+  return t;
+}
+
+/* Place each JSON row: a scenario's table row gets one cell per mode; a second row of the
+ * same scenario and mode opens a new table row, so every JSON row has its own cell. */
+static void build(grid_t *g, const cJSON *rows) {
+  int i = 0;
+  const cJSON *row;
+  cJSON_ArrayForEach(row, rows) {
+    const char *name = row_name(row), *mode = pd_report_str(row, "mode");
+    int idx = i++;
+    if (pd_report_row_verdict(row) == PD_VERDICT_ERROR && !mode[0]) {
+      trow_t *t = new_trow(g, name);
+      if (t) t->error_row = idx;
+      continue;
+    }
+    int c = col_of(g, mode[0] ? mode : "?");
+    trow_t *t = NULL;
+    for (int k = g->n_t - 1; k >= 0 && !t; k--) /* bounded by MAX_TROWS */
+      if (g->t[k].error_row < 0 && !strcmp(g->t[k].scenario, name) && g->t[k].cell[c] < 0)
+        t = &g->t[k];
+    if (!t) t = new_trow(g, name);
+    if (t) t->cell[c] = idx;
+  }
+}
+
+static void cell(FILE *out, const cJSON *row, size_t in_idx, int idx, int colspan,
+                 pd_report_stats_t *st) {
+  pd_report_verdict_t v = pd_report_row_verdict(row);
+  char ids[512];
+  int n = pd_report_row_violated(row, ids, sizeof ids, 1);
+  fprintf(out, "<td class=\"cell v-%s%s\" data-verdict=\"%s\"", pd_report_verdict_names[v],
+          v == PD_VERDICT_EXPECTED && n ? " shown" : "", pd_report_verdict_names[v]);
+  if (colspan > 1) fprintf(out, " colspan=\"%d\"", colspan);
+  fputs(" title=\"", out);
+  pd_report_esc(out, row_name(row));
+  fputs(" ", out);
+  pd_report_esc(out, pd_report_str(row, "mode"));
+  fputs(": ", out);
+  pd_report_esc(out, v == PD_VERDICT_ERROR ? pd_report_str(row, "error") : pd_report_str(row, "reason"));
+  fprintf(out, "\"><a href=\"#r%zu-%d\">", in_idx, idx);
+  if (v == PD_VERDICT_FAIL) fputs("FAIL ", out);
+  if (v == PD_VERDICT_ERROR) fputs("error", out);
+  else if (v == PD_VERDICT_NX) fputs("not exercised", out);
+  else if (n) pd_report_esc(out, ids);
+  else fputs("pass", out);
+  fputs("</a></td>", out);
+  st->cells++;
+  st->verdicts[v]++;
+}
+
+static void table(FILE *out, const grid_t *g, const cJSON *rows, size_t in_idx,
+                  pd_report_stats_t *st) {
+  fprintf(out, "<table class=\"matrix\" id=\"matrix-%zu\"><thead><tr><th>scenario</th>", in_idx);
+  for (int c = 0; c < g->n_cols; c++) {
+    fputs("<th>", out);
+    pd_report_esc(out, g->cols[c]);
+    fputs("</th>", out);
+  }
+  fputs("</tr></thead><tbody>\n", out);
+  for (int k = 0; k < g->n_t; k++) {
+    const trow_t *t = &g->t[k];
+    fputs("<tr><td class=\"s\">", out);
+    pd_report_esc(out, t->scenario);
+    fputs("</td>", out);
+    if (t->error_row >= 0) {
+      cell(out, cJSON_GetArrayItem(rows, t->error_row), in_idx, t->error_row,
+           g->n_cols > 0 ? g->n_cols : 1, st);
+    }
+    for (int c = 0; t->error_row < 0 && c < g->n_cols; c++) {
+      if (t->cell[c] < 0) fputs("<td class=\"none\"></td>", out);
+      else cell(out, cJSON_GetArrayItem(rows, t->cell[c]), in_idx, t->cell[c], 1, st);
+    }
+    fputs("</tr>\n", out);
+  }
+  fputs("</tbody></table>\n", out);
+}
+
+/* The scenario files of one matrix's rows, read for their descriptions (the last one kept). */
+typedef struct desc_cache {
+  pd_scenario_t *s;
+  char last[256], desc[512];
+} desc_cache_t;
+
+static const char *description(desc_cache_t *c, const char *path) {
+  if (!path[0]) return "";
+  if (!strcmp(path, c->last)) return c->desc;
+  snprintf(c->last, sizeof c->last, "%s", path);
+  c->desc[0] = 0;
+  if (!c->s && !(c->s = malloc(sizeof *c->s))) return "";
+  char err[256];
+  if (pd_scenario_load(c->s, path, err, sizeof err) == 0)
+    snprintf(c->desc, sizeof c->desc, "%s", c->s->description);
+  return c->desc;
+}
+
+static void kv(FILE *out, const char *k, const char *v, int is_code) {
+  if (!v || !v[0]) return;
+  fprintf(out, "<p><b>%s</b> %s", k, is_code ? "<code>" : "");
+  pd_report_esc(out, v);
+  fprintf(out, "%s</p>\n", is_code ? "</code>" : "");
+}
+
+static void replay(FILE *out, const cJSON *row, int is_sim) {
+  const char *rp = pd_report_str(row, "replay");
+  char buf[1024];
+  if (!rp[0] && is_sim && pd_report_str(row, "file")[0]) {
+    double seed = pd_report_num(row, "seed", -1);
+    int n = snprintf(buf, sizeof buf, "build/pdref sim run %s --mode %s", pd_report_str(row, "file"),
+                     pd_report_str(row, "mode"));
+    if (seed >= 0 && n > 0 && (size_t)n < sizeof buf)
+      snprintf(buf + n, sizeof buf - (size_t)n, " --seed %.0f", seed);
+    rp = buf;
+  }
+  if (!rp[0]) return;
+  fputs("<p><b>replay</b></p><pre>", out);
+  pd_report_esc(out, rp);
+  fputs("</pre>\n", out);
+}
+
+static void cost(FILE *out, const cJSON *row) {
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(row, "metrics");
+  if (!cJSON_IsObject(m)) return;
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(m, "ttft_ms");
+  const cJSON *cap = cJSON_GetObjectItemCaseSensitive(m, "capacity");
+  fprintf(out, "<p><b>cost</b> goodput %.2f/s (%.0f of %.0f requests good), TTFT p50 %.1f ms "
+               "p99 %.1f ms, stranded slot-s %.1f (beyond grace %.1f), stranded KV page-s %.1f</p>\n",
+          pd_report_num(m, "goodput_rps", 0), pd_report_num(m, "good", 0),
+          pd_report_num(m, "requests", 0), pd_report_num(t, "p50", 0), pd_report_num(t, "p99", 0),
+          pd_report_num(cap, "stranded_slot_s", 0), pd_report_num(cap, "stranded_slot_beyond_grace_s", 0),
+          pd_report_num(cap, "stranded_kv_page_s", 0));
+}
+
+static void expected_str(const cJSON *row, char *buf, size_t cap) {
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(row, "expected");
+  buf[0] = 0;
+  if (cJSON_IsNull(e)) {
+    snprintf(buf, cap, "any (no expectation)");
+  } else if (cJSON_IsString(e) && e->valuestring) {
+    snprintf(buf, cap, "%s", e->valuestring[0] ? e->valuestring : "pass");
+  } else if (cJSON_IsArray(e)) { /* read like "violated": a row holding only it */
+    cJSON *fake = cJSON_CreateObject();
+    if (fake && cJSON_AddItemReferenceToObject(fake, "violated", (cJSON *)e) &&
+        !pd_report_row_violated(fake, buf, cap, 1))
+      snprintf(buf, cap, "pass");
+    cJSON_Delete(fake);
+  }
+}
+
+static void details(FILE *out, const cJSON *row, size_t in_idx, int idx, int is_sim,
+                    const pd_report_opts_t *o, pd_report_stats_t *st, desc_cache_t *dc) {
+  pd_report_verdict_t v = pd_report_row_verdict(row);
+  char ids[512], want[512];
+  int n = pd_report_row_violated(row, ids, sizeof ids, 1);
+  fprintf(out, "<details class=\"row\" id=\"r%zu-%d\"><summary><span class=\"v-%s\">&nbsp;%s&nbsp;"
+               "</span> <code>",
+          in_idx, idx, pd_report_verdict_names[v], v == PD_VERDICT_FAIL ? "FAIL" : v == PD_VERDICT_NX
+          ? "not exercised" : v == PD_VERDICT_ERROR ? "error" : "as expected");
+  pd_report_esc(out, row_name(row));
+  fputs("</code> ", out);
+  pd_report_esc(out, pd_report_str(row, "mode"));
+  fputs("</summary><div>\n", out);
+  kv(out, "file", pd_report_str(row, "file"), 1);
+  kv(out, "description", description(dc, pd_report_str(row, "file")), 0);
+  kv(out, "error", pd_report_str(row, "error"), 1);
+  kv(out, "violated", n ? ids : "none", 0);
+  expected_str(row, want, sizeof want);
+  kv(out, "expected", want, 0);
+  kv(out, "reason", pd_report_str(row, "reason"), 0);
+  kv(out, "faults never fired", pd_report_str(row, "never_fired"), 0);
+  kv(out, "not exercised", pd_report_str(row, "not_exercised"), 0);
+  replay(out, row, is_sim);
+  cost(out, row);
+  if (is_sim && o->swimlanes && (n || v == PD_VERDICT_FAIL) && v != PD_VERDICT_ERROR) {
+    if (st->swimlanes < o->swim_max) st->swimlanes += (size_t)pd_report_swimlane(out, row, o);
+    else fprintf(out, "<p class=\"note\">No swimlane: the page has its %zu already.</p>\n", o->swim_max);
+  }
+  fputs("</div></details>\n", out);
+}
+
+void pd_report_matrix(FILE *out, const pd_report_input_t *in, size_t idx, const pd_report_opts_t *o,
+                      pd_report_stats_t *st) {
+  const cJSON *rows = cJSON_GetObjectItemCaseSensitive(in->root, "rows");
+  grid_t g = {.n_cols = 0};
+  g.t = calloc(MAX_TROWS, sizeof *g.t);
+  if (!g.t) return;
+  build(&g, rows);
+  size_t before[PD_VERDICT_COUNT];
+  memcpy(before, st->verdicts, sizeof before);
+  fputs("<h3>", out);
+  pd_report_esc(out, in->path);
+  fputs("</h3>\n", out);
+  table(out, &g, rows, idx, st);
+  fprintf(out, "<p class=\"summary\">%zu as expected, %zu FAIL, %zu not exercised, %zu error.</p>\n",
+          st->verdicts[0] - before[0], st->verdicts[1] - before[1], st->verdicts[2] - before[2],
+          st->verdicts[3] - before[3]);
+  if (in->kind == PD_REPORT_CONFORM) st->conform_rows += (size_t)cJSON_GetArraySize(rows);
+  fputs("<h3>Rows</h3>\n", out);
+  int i = 0;
+  const cJSON *row;
+  desc_cache_t dc = {.s = NULL};
+  cJSON_ArrayForEach(row, rows) details(out, row, idx, i++, in->kind == PD_REPORT_SIM, o, st, &dc);
+  free(dc.s);
+  free(g.t);
+}
