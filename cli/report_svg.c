@@ -10,7 +10,7 @@
 #define W 470.0
 #define H 270.0
 #define ML 58.0 /* margins: left, right, top, bottom */
-#define MR 12.0
+#define MR 18.0
 #define MT 26.0
 #define MB 62.0
 #define CDF_GRID 96          /* x points of a pooled CDF */
@@ -73,24 +73,34 @@ static void bounds(axes_t *a, const pd_report_line_t *l, size_t n) {
   a->y1 = ceil(a->y1 / s) * s;
 }
 
+/* A tick label: 250, 2.5, 10k, 1M. */
+static const char *tick(double v, char *buf, size_t cap) {
+  double a = fabs(v);
+  if (a >= 1e6) snprintf(buf, cap, "%gM", v / 1e6);
+  else if (a >= 1e4) snprintf(buf, cap, "%gk", v / 1e3);
+  else snprintf(buf, cap, "%g", v);
+  return buf;
+}
+
 static void ticks(FILE *out, const axes_t *a) {
+  char b[32];
   double s = nice_step(a->y1 - a->y0);
   for (double y = a->y0; y <= a->y1 + s / 2; y += s) /* at most ~11 ticks */
     fprintf(out, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e6ee\"/>"
-                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-            ML, W - MR, py(a, y), py(a, y), ML - 4, py(a, y) + 4, y);
+                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+            ML, W - MR, py(a, y), py(a, y), ML - 4, py(a, y) + 4, tick(y, b, sizeof b));
   if (a->is_log_x) {
     for (double x = a->x0; x <= a->x1 * 1.001; x *= 10) /* bounded by the decades shown */
       fprintf(out, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e6ee\"/>"
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
-              px(a, x), px(a, x), MT, H - MB, px(a, x), H - MB + 14, x);
+                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+              px(a, x), px(a, x), MT, H - MB, px(a, x), H - MB + 14, tick(x, b, sizeof b));
     return;
   }
   double sx = nice_step(a->x1 - a->x0);
   for (double x = ceil(a->x0 / sx) * sx; x <= a->x1 + sx / 100; x += sx)
     fprintf(out, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e6ee\"/>"
-                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
-            px(a, x), px(a, x), MT, H - MB, px(a, x), H - MB + 14, x);
+                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+            px(a, x), px(a, x), MT, H - MB, px(a, x), H - MB + 14, tick(x, b, sizeof b));
 }
 
 static void path(FILE *out, const axes_t *a, const pd_report_line_t *l) {

@@ -131,7 +131,7 @@ static int cmp_lane(const void *a, const void *b) {
 
 static double xt(const swim_t *s, double t) {
   double span = s->t1 > s->t0 ? s->t1 - s->t0 : 1;
-  return LABEL_W + (t - s->t0) / span * (SW - LABEL_W - 10);
+  return LABEL_W + (t - s->t0) / span * (SW - LABEL_W - 40);
 }
 
 static const char *palette(const char *name) {
@@ -225,7 +225,8 @@ static void labels(FILE *out, const swim_t *s, lane_t **shown, size_t n_shown) {
 static void axis(FILE *out, const swim_t *s) {
   for (int i = 0; i <= 5; i++) {
     double t = s->t0 + (s->t1 - s->t0) * i / 5;
-    fprintf(out, "<text x=\"%.1f\" y=\"12\" text-anchor=\"middle\">%.1f ms</text>", xt(s, t), t / 1e3);
+    fprintf(out, "<text x=\"%.1f\" y=\"12\" text-anchor=\"%s\">%.1f ms</text>", xt(s, t),
+            i == 0 ? "start" : i == 5 ? "end" : "middle", t / 1e3);
   }
   fputs("\n", out);
 }

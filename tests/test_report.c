@@ -1,0 +1,316 @@
+/* cli/report_*.c: the HTML report's writer (escaping, one matrix cell per result row, error
+ * rows, both row shapes), its loading errors, the swimlane reader of Trace Event Format, and
+ * the metrics JSON it draws from (sim/pd_metrics_series.c). */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pd_metrics.h"
+#include "pdt.h"
+#include "report.h"
+
+/* The text fn wrote into a memory stream (caller frees). */
+#define CAPTURE(buf, len, stmt)                  \
+  do {                                           \
+    FILE *cap_f_ = open_memstream(&(buf), &(len)); \
+    PDT_TRUE(cap_f_ != NULL);                    \
+    if (cap_f_) {                                \
+      FILE *out = cap_f_;                        \
+      stmt;                                      \
+      fclose(cap_f_);                            \
+    }                                            \
+  } while (0)
+
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = hay; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+static void test_escape_text_and_attributes(void) {
+  char *b = NULL;
+  size_t len = 0;
+  CAPTURE(b, len, pd_report_esc(out, "<script>alert('x')</script> & \"q\""));
+  PDT_EQ_STR(b, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;");
+  free(b);
+  /* control bytes, a stray continuation byte, an overlong '/', a surrogate: U+FFFD each;
+   * well-formed UTF-8 (é, €, 😀) passes through */
+  CAPTURE(b, len, pd_report_esc(out, "a\x01" "b\x80" "c\xc0\xaf" "d\xed\xa0\x80" "e\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
+  PDT_EQ_STR(b, "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd" "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                "e\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+  free(b);
+  CAPTURE(b, len, pd_report_esc(out, NULL));
+  PDT_EQ_U64(len, 0);
+  free(b);
+}
+
+static void test_violated_old_and_new_shapes(void) {
+  cJSON *old = cJSON_Parse("{\"violated\": \"I3,I10\"}");
+  cJSON *neu = cJSON_Parse("{\"violated\": [\"I2\", \"I3\"], \"violated_names\": [\"orphan-leg\", \"x<y\"]}");
+  cJSON *none = cJSON_Parse("{\"violated\": []}");
+  char buf[256];
+  PDT_EQ_INT(pd_report_row_violated(old, buf, sizeof buf, 1), 2);
+  PDT_EQ_STR(buf, "I3 stranded-slot, I10 load-truth");
+  PDT_EQ_INT(pd_report_row_violated(neu, buf, sizeof buf, 1), 2);
+  PDT_EQ_STR(buf, "I2 orphan-leg, I3 x<y"); /* names as given: escaped when written */
+  PDT_EQ_INT(pd_report_row_violated(neu, buf, sizeof buf, 0), 2);
+  PDT_EQ_STR(buf, "I2, I3");
+  PDT_EQ_INT(pd_report_row_violated(none, buf, sizeof buf, 1), 0);
+  PDT_EQ_STR(buf, "");
+  PDT_EQ_INT(pd_report_row_violated(old, buf, 8, 1), 2); /* cut short, still terminated */
+  PDT_TRUE(strlen(buf) < 8);
+  cJSON_Delete(old);
+  cJSON_Delete(neu);
+  cJSON_Delete(none);
+}
+
+/* Rows: two old-shape sim rows, a new-shape FAIL row with a hostile scenario name, a
+ * not-exercised row, a duplicate scenario x mode, and a file that did not load. */
+static const char *const sim_rows =
+    "{\"rows\": ["
+    "{\"scenario\": \"a\", \"file\": \"x/a.json\", \"mode\": \"joined\", \"violated\": \"I3\","
+    " \"expected\": \"I3\", \"matched\": true, \"status\": \"as expected\", \"reason\": \"r1\"},"
+    "{\"scenario\": \"a\", \"file\": \"x/a.json\", \"mode\": \"reference\", \"violated\": \"\","
+    " \"expected\": \"\", \"matched\": true, \"status\": \"as expected\"},"
+    "{\"scenario\": \"<img src=x onerror=alert(1)>\", \"file\": \"x/b.json\", \"mode\": \"pr1150\","
+    " \"violated\": [\"I2\"], \"violated_names\": [\"orphan-leg\"], \"expected\": null, \"seed\": 7,"
+    " \"replay\": \"build/pdref sim run 'x/b.json' --mode pr1150 --seed 7\", \"matched\": false,"
+    " \"status\": \"unexpected\", \"reason\": \"<b>bold</b>\"},"
+    "{\"scenario\": \"c\", \"file\": \"x/c.json\", \"mode\": \"minilb\", \"violated\": [],"
+    " \"expected\": [], \"matched\": false, \"status\": \"not exercised\"},"
+    "{\"scenario\": \"a\", \"file\": \"x/a.json\", \"mode\": \"joined\", \"violated\": \"I3\","
+    " \"expected\": \"I3\", \"matched\": true, \"status\": \"as expected\"},"
+    "{\"file\": \"x/bad.json\", \"status\": \"error\", \"error\": \"x/bad.json:3: '<' unexpected\"}"
+    "], \"passed\": 3, \"failed\": 1, \"not_exercised\": 1}";
+
+static int page(const char *json, pd_report_kind_t kind, char **html, pd_report_stats_t *st) {
+  pd_report_t r = {.n = 1};
+  pd_report_opts_t o = {.swimlanes = 0, .swim_max_requests = 0, .swim_max = 0};
+  size_t len = 0;
+  r.in[0].path = strdup("in<1>.json");
+  r.in[0].kind = kind;
+  r.in[0].root = cJSON_Parse(json);
+  PDT_TRUE(r.in[0].root != NULL);
+  PDT_EQ_INT(pd_report_classify(r.in[0].root), kind);
+  int rc = -1;
+  CAPTURE(*html, len, rc = pd_report_html(&r, &o, out, st));
+  pd_report_free(&r);
+  return rc;
+}
+
+static void test_one_cell_per_row_and_verdicts(void) {
+  char *h = NULL;
+  pd_report_stats_t st;
+  PDT_EQ_INT(page(sim_rows, PD_REPORT_SIM, &h, &st), 0);
+  PDT_EQ_U64(st.cells, 6);
+  PDT_EQ_U64(count(h, "data-verdict="), 6);
+  PDT_EQ_U64(count(h, "data-verdict=\"expected\""), 3);
+  PDT_EQ_U64(count(h, "data-verdict=\"fail\""), 1);
+  PDT_EQ_U64(count(h, "data-verdict=\"not-exercised\""), 1);
+  PDT_EQ_U64(count(h, "data-verdict=\"error\""), 1);
+  PDT_EQ_U64(st.verdicts[PD_VERDICT_EXPECTED], 3);
+  PDT_EQ_U64(count(h, "<details class=\"row\""), 6); /* every row has its details */
+  /* the duplicate joined row of "a" is a second table row, not a lost cell */
+  PDT_EQ_U64(count(h, "<tr><td class=\"s\">a</td>"), 2);
+  PDT_TRUE(strstr(h, "<th>joined</th><th>reference</th><th>pr1150</th><th>minilb</th>") != NULL);
+  free(h);
+}
+
+static void test_strings_from_results_are_escaped(void) {
+  char *h = NULL;
+  pd_report_stats_t st;
+  PDT_EQ_INT(page(sim_rows, PD_REPORT_SIM, &h, &st), 0);
+  PDT_TRUE(strstr(h, "<img") == NULL);
+  PDT_TRUE(strstr(h, "<b>bold") == NULL);
+  PDT_TRUE(strstr(h, "&lt;img src=x onerror=alert(1)&gt;") != NULL);
+  PDT_TRUE(strstr(h, "&lt;b&gt;bold&lt;/b&gt;") != NULL);
+  PDT_TRUE(strstr(h, "sim run &#39;x/b.json&#39; --mode pr1150 --seed 7") != NULL);
+  PDT_TRUE(strstr(h, "in&lt;1&gt;.json") != NULL);
+  PDT_TRUE(strstr(h, "http://") == NULL || strstr(h, "http://www.w3.org/2000/svg") != NULL);
+  PDT_TRUE(strstr(h, "src=\"http") == NULL && strstr(h, "href=\"http") == NULL); /* no network */
+  free(h);
+}
+
+static void test_error_row_is_one_cell_across_the_modes(void) {
+  char *h = NULL;
+  pd_report_stats_t st;
+  PDT_EQ_INT(page(sim_rows, PD_REPORT_SIM, &h, &st), 0);
+  const char *e = strstr(h, "data-verdict=\"error\"");
+  PDT_TRUE(e != NULL);
+  PDT_TRUE(e && strncmp(e, "data-verdict=\"error\" colspan=\"4\"", 32) == 0);
+  PDT_TRUE(strstr(h, "x/bad.json:3: &#39;&lt;&#39; unexpected") != NULL);
+  free(h);
+}
+
+static void test_old_rows_get_a_replay_and_expectations_read(void) {
+  char *h = NULL;
+  pd_report_stats_t st;
+  PDT_EQ_INT(page(sim_rows, PD_REPORT_SIM, &h, &st), 0);
+  PDT_TRUE(strstr(h, "build/pdref sim run x/a.json --mode joined</pre>") != NULL);
+  PDT_TRUE(strstr(h, "<b>expected</b> any (no expectation)") != NULL); /* null */
+  PDT_TRUE(strstr(h, "<b>expected</b> pass") != NULL);                   /* [] and "" */
+  free(h);
+}
+
+static void test_conform_explore_and_bench_sections(void) {
+  static const char conform[] =
+      "{\"rows\": [{\"scenario\": \"s\", \"file\": \"f\", \"mode\": \"my-gw\", \"status\": \"ran\","
+      " \"violated\": \"I3\", \"expected\": \"\", \"matched\": false, \"reason\": \"r\"}],"
+      " \"passed\": 0, \"failed\": 1, \"not_exercised\": 0, \"skipped\": 0}";
+  static const char explore[] =
+      "{\"schema\": \"pdref-explore-result/1\", \"mode\": \"joined\", \"explored\": 10,"
+      " \"seed_start\": \"1\", \"seed_end\": \"11\", \"violating_seeds\": 2, \"invariants\":"
+      " {\"I3\": {\"name\": \"stranded-slot\", \"seeds\": 2, \"first_seed\": \"4\"}},"
+      " \"findings\": [{\"invariant\": \"I3\", \"reason\": \"held <long>\", \"replay\": \"r3\","
+      " \"requests\": [8, 1]}]}";
+  static const char bench[] = "{\"scenario\": \"b.json\", \"mode\": \"joined\", \"events_per_s\": 5}";
+  char *h = NULL;
+  pd_report_stats_t st;
+  PDT_EQ_INT(page(conform, PD_REPORT_CONFORM, &h, &st), 0);
+  PDT_EQ_U64(st.conform_rows, 1);
+  PDT_EQ_U64(count(h, "data-verdict=\"fail\""), 1);
+  PDT_TRUE(strstr(h, "<th>my-gw</th>") != NULL);
+  free(h);
+  PDT_EQ_INT(page(explore, PD_REPORT_EXPLORE, &h, &st), 0);
+  PDT_EQ_U64(st.explore_invariants, 1);
+  PDT_TRUE(strstr(h, "held &lt;long&gt;") != NULL);
+  PDT_TRUE(strstr(h, "requests 8&rarr;1") != NULL);
+  free(h);
+  PDT_EQ_INT(page(bench, PD_REPORT_SIM_BENCH, &h, &st), 0);
+  PDT_EQ_U64(st.bench_tables, 1);
+  free(h);
+}
+
+static void write_tmp(char *path, const char *text) {
+  strcpy(path, "/tmp/pdt_reportXXXXXX");
+  int fd = mkstemp(path);
+  PDT_TRUE(fd >= 0);
+  if (fd < 0) return;
+  PDT_EQ_INT(write(fd, text, strlen(text)), (long long)strlen(text));
+  close(fd);
+}
+
+static void test_bad_inputs_name_the_file(void) {
+  pd_report_t r = {.n = 0};
+  char err[512], p1[64], p2[64], p3[64];
+  PDT_EQ_INT(pd_report_load(&r, "/nonexistent/r.json", err, sizeof err), 2);
+  PDT_TRUE(strstr(err, "/nonexistent/r.json: No such file") == err);
+  write_tmp(p1, "{\"rows\": [1, 2,]}");
+  PDT_EQ_INT(pd_report_load(&r, p1, err, sizeof err), 2);
+  PDT_TRUE(strstr(err, p1) == err && strstr(err, "malformed JSON at byte") != NULL);
+  write_tmp(p2, "{\"hello\": 1}");
+  PDT_EQ_INT(pd_report_load(&r, p2, err, sizeof err), 2);
+  PDT_TRUE(strstr(err, p2) == err && strstr(err, "unknown result kind") != NULL);
+  write_tmp(p3, "{\"rows\": [], \"passed\": 0}");
+  PDT_EQ_INT(pd_report_load(&r, p3, err, sizeof err), 0);
+  PDT_EQ_U64(r.n, 1);
+  PDT_EQ_INT(r.in[0].kind, PD_REPORT_SIM);
+  pd_report_free(&r);
+  unlink(p1);
+  unlink(p2);
+  unlink(p3);
+}
+
+/* Standard Trace Event Format, as any layout of the trace writer gives it. */
+static const char trace[] =
+    "[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":2,\"args\":{\"name\":\"prefill p0\"}},"
+    "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":2,\"tid\":1,\"args\":{\"name\":\"slot 0\"}},"
+    "{\"name\":\"leg\",\"ph\":\"X\",\"pid\":2,\"tid\":1,\"ts\":0,\"dur\":1000},"
+    "{\"name\":\"<hold>\",\"ph\":\"B\",\"pid\":2,\"tid\":2,\"ts\":100},"
+    "{\"name\":\"<hold>\",\"ph\":\"E\",\"pid\":2,\"tid\":2,\"ts\":900},"
+    "{\"name\":\"abort\",\"ph\":\"i\",\"s\":\"t\",\"pid\":2,\"tid\":1,\"ts\":500},"
+    "{\"name\":\"p0 engine\",\"ph\":\"C\",\"pid\":2,\"ts\":0,\"args\":{\"running slots\":1}},"
+    "{\"name\":\"p0 engine\",\"ph\":\"C\",\"pid\":2,\"ts\":800,\"args\":{\"running slots\":0}}]";
+
+static void test_swimlane_reads_standard_trace_events(void) {
+  char *h = NULL;
+  size_t len = 0;
+  int drawn = 0;
+  CAPTURE(h, len, drawn = pd_report_swim_draw(out, trace, strlen(trace), "t<1>"));
+  PDT_EQ_INT(drawn, 1);
+  PDT_TRUE(strstr(h, ">prefill p0: slot 0</text>") != NULL);   /* named process and thread */
+  PDT_TRUE(strstr(h, ">prefill p0: pid 2 tid 2</text>") != NULL); /* an unnamed thread */
+  PDT_TRUE(strstr(h, ">p0 engine running slots (max 1)</text>") != NULL);
+  PDT_EQ_U64(count(h, "<rect class=\"span\""), 2); /* the X span and the B/E pair */
+  PDT_EQ_U64(count(h, "<path class=\"inst\""), 1);
+  PDT_TRUE(strstr(h, "&lt;hold&gt; 0.100..0.900 ms") != NULL);
+  PDT_TRUE(strstr(h, "<title>t&lt;1&gt;</title>") != NULL);
+  free(h);
+  CAPTURE(h, len, drawn = pd_report_swim_draw(out, "[]", 2, "empty"));
+  PDT_EQ_INT(drawn, 0);
+  PDT_TRUE(strstr(h, "no events") != NULL);
+  free(h);
+}
+
+static void test_fail_row_is_rerun_for_its_swimlane(void) {
+  static const char row_json[] =
+      "{\"scenario\": \"decode-503-while-prefill-detached\", \"file\": \"" PD_SOURCE_DIR
+      "/scenarios/decode-503-while-prefill-detached.json\", \"mode\": \"pr1150\", \"violated\":"
+      " [\"I2\", \"I3\"], \"requests\": 1}";
+  cJSON *row = cJSON_Parse(row_json);
+  pd_report_opts_t o = {.swimlanes = 1, .swim_max_requests = 10, .swim_max = 1};
+  char *h = NULL;
+  size_t len = 0;
+  int drawn = 0;
+  CAPTURE(h, len, drawn = pd_report_swimlane(out, row, &o));
+  PDT_EQ_INT(drawn, 1);
+  PDT_TRUE(strstr(h, "re-run here: violated I2,I3") != NULL);
+  PDT_TRUE(strstr(h, "<svg class=\"swimlane\"") != NULL);
+  PDT_TRUE(count(h, "<rect class=\"span\"") >= 2);
+  free(h);
+  o.swim_max_requests = 0; /* too many requests: a note, no re-run */
+  CAPTURE(h, len, drawn = pd_report_swimlane(out, row, &o));
+  PDT_EQ_INT(drawn, 0);
+  PDT_TRUE(strstr(h, "No swimlane: 1 requests") != NULL);
+  free(h);
+  cJSON_Delete(row);
+}
+
+static void test_metrics_series_bins_and_bounds(void) {
+  pd_metrics_t m;
+  pd_metrics_init(&m, 0);
+  m.runs = 1;
+  m.window_ns = 10000000000ull; /* bins of 1 s */
+  pd_metrics_series_stranded(&m, 500000000ull, 2500000000ull); /* 0.5 + 1 + 0.5 s */
+  pd_metrics_series_ttft(&m, 1200000000ull, 30000000ull);
+  pd_metrics_series_ttft(&m, 1700000000ull, 50000000ull);
+  cJSON *o = cJSON_CreateObject();
+  pd_metrics_series_json(&m, o);
+  char *txt = cJSON_PrintUnformatted(cJSON_GetObjectItem(o, "series"));
+  PDT_EQ_STR(txt, "{\"bin_ms\":1000,\"goodput_rps\":[0,0,0],\"ttft_ms_mean\":[null,40,null],"
+                  "\"ttft_ms_max\":[null,50,null],\"stranded_slots\":[0.5,1,0.5]}");
+  cJSON_free(txt);
+  cJSON_Delete(o);
+  /* a long run is merged down to at most PD_METRICS_SERIES_MAX_POINTS points */
+  pd_metrics_series_ttft(&m, 9999ull * 1000000000ull, 1);
+  o = cJSON_CreateObject();
+  pd_metrics_series_json(&m, o);
+  const cJSON *s = cJSON_GetObjectItem(o, "series");
+  PDT_TRUE(cJSON_GetArraySize(cJSON_GetObjectItem(s, "stranded_slots")) <= (int)PD_METRICS_SERIES_MAX_POINTS);
+  PDT_TRUE(cJSON_GetObjectItem(s, "bin_ms")->valuedouble > 1000);
+  cJSON_Delete(o);
+  m.runs = 2; /* pooled worlds: no timeline */
+  o = cJSON_CreateObject();
+  pd_metrics_series_json(&m, o);
+  PDT_TRUE(cJSON_GetObjectItem(o, "series") == NULL);
+  cJSON_Delete(o);
+  pd_metrics_free(&m);
+}
+
+int pdt_suite_report(void) {
+  static const pdt_case_t cases[] = {
+      {"escape: markup, quotes, control and invalid UTF-8 bytes", test_escape_text_and_attributes},
+      {"violated: comma string and arrays, with names", test_violated_old_and_new_shapes},
+      {"matrix: one cell per row, counts per verdict", test_one_cell_per_row_and_verdicts},
+      {"every string from a result is escaped", test_strings_from_results_are_escaped},
+      {"an error row is one cell across the modes", test_error_row_is_one_cell_across_the_modes},
+      {"old rows: replay built, expectations read", test_old_rows_get_a_replay_and_expectations_read},
+      {"conform, explore and bench sections", test_conform_explore_and_bench_sections},
+      {"bad inputs name the file", test_bad_inputs_name_the_file},
+      {"swimlane from standard trace events", test_swimlane_reads_standard_trace_events},
+      {"a FAIL row is re-run for its swimlane", test_fail_row_is_rerun_for_its_swimlane},
+      {"metrics series: bins, merged points, pooled none", test_metrics_series_bins_and_bounds},
+  };
+  return PDT_SUITE("report", cases);
+}
