@@ -22,14 +22,18 @@ build-asan: deps
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 sim: build
-	@$(BUILD)/pdref sim run scenarios --mode all
+	@rc=0; $(BUILD)/pdref sim run scenarios --mode all || rc=$$?; \
+	$(BUILD)/pdref sim run scenarios --mode all --json >$(BUILD)/sim.json; \
+	$(BUILD)/pdref report --out $(BUILD)/report.html $(BUILD)/sim.json || rc=2; exit $$rc
 
 test: build build-asan
+	@./scripts/deps.sh --test
 	@./scripts/lint.sh
 	@./tests/check_refs_test.sh
 	@./scripts/check-spec.sh
 	@$(BUILD)/pdref sim run scenarios --mode all
 	@./tests/explore_parallel_test.sh $(BUILD)/pdref
+	@./tests/report_browser_test.sh $(BUILD)/pdref
 	@ASAN_OPTIONS=exitcode=86:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN_BUILD)/pdref_tests
 	@$(MAKE) --no-print-directory fuzz-smoke
 

@@ -183,7 +183,7 @@ static void test_conform_explore_and_bench_sections(void) {
 }
 
 static void write_tmp(char *path, const char *text) {
-  strcpy(path, "/tmp/pdt_reportXXXXXX");
+  snprintf(path, 64, "/tmp/pdt_reportXXXXXX");
   int fd = mkstemp(path);
   PDT_TRUE(fd >= 0);
   if (fd < 0) return;

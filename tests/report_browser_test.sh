@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# `pdref report` in a real browser: a report from `sim run --json` over a subset of scenarios/
+# (FAIL rows with swimlanes, a capacity scenario with timelines, vLLM rows) and a short
+# `sim explore --json`, opened in headless Chromium. The rendered DOM must have exactly one
+# matrix cell per JSON row, the counts per verdict of the JSON, the sections, a swimlane, the
+# page's script run to its end, and no console error (the page's window.onerror writes one into
+# the DOM; Chromium's own log is searched too). A screenshot is taken (REPORT_SCREENSHOT=path
+# keeps it). Bounded: each Chromium run is killed after 120 s.
+# Usage: tests/report_browser_test.sh [PDREF] (default build/pdref).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pdref=$(realpath "${1:-build/pdref}")
+fail() { echo "report_browser_test: $*"; exit 1; }
+chrome=$(command -v chromium || command -v chromium-browser || true)
+[ -n "$chrome" ] || fail "chromium is missing (scripts/deps.sh --test installs it)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+rows=(scenarios/abort-overtakes-late-prefill-request.json
+      scenarios/decode-503-while-prefill-detached.json
+      scenarios/decode-kv-exhaustion-keeps-prefill-bootstrapping.json
+      scenarios/happy-path-stream.json
+      scenarios/breaker-half-open-unlimited-probes.json
+      scenarios/stream-logprobs-merge.json)
+rows+=($(ls scenarios/sf-*.json | head -2))
+rc=0
+"$pdref" sim run "${rows[@]}" --mode all --json >"$tmp/sim.json" || rc=$?
+[ "$rc" -le 1 ] || fail "sim run exited $rc"
+rc=0
+"$pdref" sim explore --mode joined --seeds 40 --out "$tmp/explore" --json >"$tmp/explore.json" || rc=$?
+[ "$rc" -le 1 ] || fail "sim explore exited $rc"
+"$pdref" report --out "$tmp/report.html" --json "$tmp/sim.json" "$tmp/explore.json" >"$tmp/summary.json" \
+  || fail "report exited $?"
+
+run_chrome() { # run_chrome <log> <args...>: headless, its own profile, no network needed
+  local log=$1; shift
+  timeout 120 "$chrome" --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
+    --user-data-dir="$tmp/profile" --enable-logging=stderr --v=0 "$@" 2>"$log"
+}
+run_chrome "$tmp/dom.log" --dump-dom "file://$tmp/report.html" >"$tmp/dom.html" \
+  || fail "chromium --dump-dom failed: $(tail -3 "$tmp/dom.log")"
+run_chrome "$tmp/shot.log" --window-size=1400,2200 --screenshot="$tmp/report.png" "file://$tmp/report.html" \
+  >/dev/null || fail "chromium --screenshot failed: $(tail -3 "$tmp/shot.log")"
+[ "$(head -c 8 "$tmp/report.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] \
+  || fail "the screenshot is not a PNG"
+[ -z "${REPORT_SCREENSHOT:-}" ] || cp "$tmp/report.png" "$REPORT_SCREENSHOT"
+if grep -E 'CONSOLE|Uncaught|Refused to' "$tmp/dom.log" "$tmp/shot.log"; then
+  fail "console messages while rendering (above)"
+fi
+
+python3 - "$tmp/sim.json" "$tmp/summary.json" "$tmp/dom.html" <<'PY'
+import json, sys
+from html.parser import HTMLParser
+sim, summary = (json.load(open(p)) for p in sys.argv[1:3])
+dom = open(sys.argv[3], encoding="utf-8").read()
+
+class Dom(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.cells, self.ready, self.errors_hidden, self.svgs = [], False, None, {}
+        self.ids, self.in_err, self.err_text = set(), False, ""
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "td" and "data-verdict" in a:
+            self.cells.append(a["data-verdict"])
+        if tag == "body":
+            self.ready = a.get("data-ready") == "1"
+        if a.get("id") == "js-errors":
+            self.errors_hidden = "hidden" in a
+            self.in_err = True
+        if tag == "svg":
+            c = a.get("class", "")
+            self.svgs[c] = self.svgs.get(c, 0) + 1
+        if "id" in a:
+            self.ids.add(a["id"])
+    def handle_endtag(self, tag):
+        if tag == "pre":
+            self.in_err = False
+    def handle_data(self, d):
+        if self.in_err:
+            self.err_text += d
+
+d = Dom()
+d.feed(dom)
+status = {"as expected": "expected", "unexpected": "fail", "not exercised": "not-exercised",
+          "error": "error"}
+want = {}
+for r in sim["rows"]:
+    v = status.get(r.get("status"), "fail")
+    want[v] = want.get(v, 0) + 1
+got = {}
+for v in d.cells:
+    got[v] = got.get(v, 0) + 1
+problems = []
+if len(d.cells) != len(sim["rows"]):
+    problems.append(f"{len(d.cells)} matrix cells for {len(sim['rows'])} JSON rows")
+if got != want:
+    problems.append(f"cells per verdict {got}, the JSON says {want}")
+if summary["cells"] != len(sim["rows"]):
+    problems.append(f"--json summary says {summary['cells']} cells")
+if not d.ready:
+    problems.append("the page's script did not run to its end (no data-ready)")
+if d.errors_hidden is not True or d.err_text.strip():
+    problems.append(f"window.onerror fired: {d.err_text.strip()!r}")
+for sec in ("matrix", "ttft", "capacity", "explore"):
+    if sec not in d.ids:
+        problems.append(f"no section #{sec}")
+if d.svgs.get("swimlane", 0) < 1:
+    problems.append("no swimlane drawn")
+if d.svgs.get("chart", 0) < 5:
+    problems.append(f"{d.svgs.get('chart', 0)} charts (a CDF and a capacity scenario's four expected)")
+if problems:
+    print("report_browser_test: " + "; ".join(problems))
+    sys.exit(1)
+print(f"report_browser_test: {len(d.cells)} cells as the JSON's rows ({want}), "
+      f"{d.svgs.get('swimlane', 0)} swimlanes, {d.svgs.get('chart', 0)} charts, no console errors")
+PY
