@@ -59,6 +59,7 @@ static const char css[] =
     "pre{background:#f0f1f5;padding:6px;white-space:pre-wrap;word-break:break-all}"
     "details.row{margin:2px 0;border:1px solid #e0e2ea;background:#fff}"
     "details.row>summary{cursor:pointer;padding:2px 6px}details.row>div{padding:4px 12px}"
+    "details.rows>summary{cursor:pointer;font-weight:bold;margin:.5em 0}"
     "details.row:target{outline:2px solid #3366cc}.charts{display:flex;flex-wrap:wrap;gap:12px}"
     "svg{background:#fff;border:1px solid #e0e2ea}svg text{font:11px system-ui,sans-serif}"
     ".note{color:#667}#js-errors{color:#b00;font-weight:bold}";
@@ -68,7 +69,7 @@ static const char script[] =
     "window.onerror=function(m,s,l){var d=document.getElementById('js-errors');"
     "d.hidden=false;d.textContent+='JS ERROR: '+m+' at line '+l+'\\n';};"
     "function pdOpen(){var h=location.hash.slice(1);var e=h&&document.getElementById(h);"
-    "if(e&&e.tagName==='DETAILS'){e.open=true;}}"
+    "for(;e;e=e.parentElement){if(e.tagName==='DETAILS'){e.open=true;}}}"
     "window.addEventListener('hashchange',pdOpen);pdOpen();"
     "document.body.setAttribute('data-ready','1');";
 

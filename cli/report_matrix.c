@@ -240,11 +240,13 @@ void pd_report_matrix(FILE *out, const pd_report_input_t *in, size_t idx, const 
           st->verdicts[0] - before[0], st->verdicts[1] - before[1], st->verdicts[2] - before[2],
           st->verdicts[3] - before[3]);
   if (in->kind == PD_REPORT_CONFORM) st->conform_rows += (size_t)cJSON_GetArraySize(rows);
-  fputs("<h3>Rows</h3>\n", out);
+  fprintf(out, "<details class=\"rows\"><summary>Rows: the description, reason, replay command "
+               "(and a FAIL row's swimlane) of each of the %d</summary>\n", cJSON_GetArraySize(rows));
   int i = 0;
   const cJSON *row;
   desc_cache_t dc = {.s = NULL};
   cJSON_ArrayForEach(row, rows) details(out, row, idx, i++, in->kind == PD_REPORT_SIM, o, st, &dc);
   free(dc.s);
+  fputs("</details>\n", out);
   free(g.t);
 }

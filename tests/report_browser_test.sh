@@ -39,12 +39,18 @@ run_chrome() { # run_chrome <log> <args...>: headless, its own profile, no netwo
 }
 run_chrome "$tmp/dom.log" --dump-dom "file://$tmp/report.html" >"$tmp/dom.html" \
   || fail "chromium --dump-dom failed: $(tail -3 "$tmp/dom.log")"
+# a cell's link opens its row's details (and the list holding them)
+run_chrome "$tmp/click.log" --dump-dom "file://$tmp/report.html#r0-1" >"$tmp/click.html" \
+  || fail "chromium --dump-dom #r0-1 failed: $(tail -3 "$tmp/click.log")"
+grep -q '<details class="rows" open="">' "$tmp/click.html" && grep -q '<details class="row" id="r0-1" open="">' "$tmp/click.html" \
+  || fail "opening report.html#r0-1 did not open row r0-1's details"
+grep -q '<details class="row" id="r0-2" open' "$tmp/click.html" && fail "row r0-2 opened too"
 run_chrome "$tmp/shot.log" --window-size=1400,2200 --screenshot="$tmp/report.png" "file://$tmp/report.html" \
   >/dev/null || fail "chromium --screenshot failed: $(tail -3 "$tmp/shot.log")"
 [ "$(head -c 8 "$tmp/report.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] \
   || fail "the screenshot is not a PNG"
 [ -z "${REPORT_SCREENSHOT:-}" ] || cp "$tmp/report.png" "$REPORT_SCREENSHOT"
-if grep -E 'CONSOLE|Uncaught|Refused to' "$tmp/dom.log" "$tmp/shot.log"; then
+if grep -E 'CONSOLE|Uncaught|Refused to' "$tmp/dom.log" "$tmp/click.log" "$tmp/shot.log"; then
   fail "console messages while rendering (above)"
 fi
 
