@@ -286,6 +286,19 @@ int pd_report_swim_draw(FILE *out, const char *trace, size_t len, const char *ti
   return 1;
 }
 
+/* A seed: a number, or a decimal string (64-bit seeds travel as strings); -1 when absent. */
+static int seed_of(const cJSON *row, const char *key, uint64_t *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
+  char *end;
+  if (cJSON_IsNumber(v) && v->valuedouble >= 0) {
+    *out = (uint64_t)v->valuedouble;
+    return 0;
+  }
+  if (!cJSON_IsString(v) || !v->valuestring || !v->valuestring[0]) return -1;
+  *out = strtoull(v->valuestring, &end, 10);
+  return *end ? -1 : 0;
+}
+
 /* Re-run the row in memory: the trace text in *buf (caller frees), the violations in *got. */
 static int rerun(const cJSON *row, pd_scenario_t *sc, char **buf, size_t *len, uint32_t *got,
                  char *why, size_t cap) {
@@ -300,7 +313,9 @@ static int rerun(const cJSON *row, pd_scenario_t *sc, char **buf, size_t *len, u
     snprintf(why, cap, "unknown mode");
     return -1;
   }
-  double seed = pd_report_num(row, "seed", -1), tie = pd_report_num(row, "tie_seed", -1);
+  uint64_t seed = sc->config.seed, tie = 0;
+  seed_of(row, "seed", &seed);
+  int has_tie = seed_of(row, "tie_seed", &tie) == 0;
   FILE *tf = open_memstream(buf, len);
   if (!tf) {
     snprintf(why, cap, "out of memory");
@@ -308,10 +323,10 @@ static int rerun(const cJSON *row, pd_scenario_t *sc, char **buf, size_t *len, u
   }
   pd_metrics_t mx;
   pd_metrics_init(&mx, 1); /* as sim run --trace: the capacity counter tracks too */
-  pd_world_opts_t wo = {tf, NULL, NULL, tie >= 0, tie >= 0 ? (uint64_t)tie : 0, &mx};
+  pd_world_opts_t wo = {tf, NULL, NULL, has_tie, tie, &mx};
   pd_world_stats_t st;
   uint64_t hash;
-  int rc = pd_world_run_opts(sc, m, seed >= 0 ? (uint64_t)seed : sc->config.seed, &wo, &st, got, &hash);
+  int rc = pd_world_run_opts(sc, m, seed, &wo, &st, got, &hash);
   fclose(tf);
   pd_metrics_free(&mx);
   if (rc) snprintf(why, cap, "the re-run failed: %s", pd_strerror(rc));

@@ -16,6 +16,19 @@ chrome=$(command -v chromium || command -v chromium-browser || true)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# the command's own contract first: --help, and bad input exits 2 naming the file
+"$pdref" report --help | grep -q '^usage: pdref report' || fail "report --help"
+echo '{"rows": [1,' >"$tmp/bad.json"
+echo '{"hello": 1}' >"$tmp/other.json"
+for c in "$tmp/missing.json:no such file" "$tmp/bad.json:malformed JSON at byte" \
+         "$tmp/other.json:unknown result kind"; do
+  rc=0
+  "$pdref" report --out "$tmp/never.html" "${c%%:*}" 2>"$tmp/err" >/dev/null || rc=$?
+  [ "$rc" -eq 2 ] && grep -q "^pdref report: ${c%%:*}: .*${c#*:}" "$tmp/err" \
+    || fail "report ${c%%:*}: exit $rc, $(cat "$tmp/err") (wanted 2 and '${c#*:}')"
+done
+[ ! -e "$tmp/never.html" ] || fail "a bad input still wrote a page"
+
 rows=(scenarios/abort-overtakes-late-prefill-request.json
       scenarios/decode-503-while-prefill-detached.json
       scenarios/decode-kv-exhaustion-keeps-prefill-bootstrapping.json
