@@ -103,9 +103,11 @@ typedef struct pd_report_line {
   int is_step;
 } pd_report_line_t;
 /* A line chart (inline SVG) with axes and a legend; x_label and y_label name the axes.
- * is_log_x: a logarithmic x axis (CDFs of TTFT). */
+ * is_log_x: a logarithmic x axis (CDFs of TTFT). band: NULL, or [from, to] on the x axis
+ * shaded (a fault burst). */
 void pd_report_chart(FILE *out, const char *title, const char *x_label, const char *y_label,
-                     const pd_report_line_t *lines, size_t n_lines, int is_log_x);
+                     const pd_report_line_t *lines, size_t n_lines, int is_log_x,
+                     const double *band);
 /* The colour of mode (a fixed palette; an unknown name gets one by hash). */
 const char *pd_report_mode_colour(const char *mode);
 /* TTFT CDFs per mode pooled over every sim row, and the capacity scenarios' timelines. */

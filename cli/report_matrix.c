@@ -79,7 +79,7 @@ static void cell(FILE *out, const cJSON *row, size_t in_idx, int idx, int colspa
   if (colspan > 1) fprintf(out, " colspan=\"%d\"", colspan);
   fputs(" title=\"", out);
   pd_report_esc(out, row_name(row));
-  fputs(" ", out);
+  fputs(pd_report_str(row, "mode")[0] ? " " : "", out);
   pd_report_esc(out, pd_report_str(row, "mode"));
   fputs(": ", out);
   pd_report_esc(out, v == PD_VERDICT_ERROR ? pd_report_str(row, "error") : pd_report_str(row, "reason"));

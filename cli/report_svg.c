@@ -126,7 +126,8 @@ static void path(FILE *out, const axes_t *a, const pd_report_line_t *l) {
 }
 
 void pd_report_chart(FILE *out, const char *title, const char *x_label, const char *y_label,
-                     const pd_report_line_t *lines, size_t n_lines, int is_log_x) {
+                     const pd_report_line_t *lines, size_t n_lines, int is_log_x,
+                     const double *band) {
   axes_t a = {.is_log_x = is_log_x};
   bounds(&a, lines, n_lines);
   fprintf(out, "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
@@ -136,6 +137,12 @@ void pd_report_chart(FILE *out, const char *title, const char *x_label, const ch
   pd_report_esc(out, title);
   fputs("</text>\n", out);
   ticks(out, &a);
+  if (band && band[1] >= band[0] && band[0] <= a.x1 && band[1] >= a.x0) {
+    double b0 = px(&a, band[0] > a.x0 ? band[0] : a.x0), b1 = px(&a, band[1] < a.x1 ? band[1] : a.x1);
+    fprintf(out, "<rect class=\"burst\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                 "fill=\"#f6d7d7\"><title>fault burst</title></rect>\n", b0, MT, b1 - b0 > 1 ? b1 - b0 : 1,
+            H - MT - MB);
+  }
   fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
                "stroke=\"#99a\"/>\n", ML, MT, W - ML - MR, H - MT - MB);
   for (size_t i = 0; i < n_lines; i++) path(out, &a, &lines[i]);
@@ -234,7 +241,7 @@ static void cdf_chart(FILE *out, const pd_report_t *r, const char *scenario, con
   for (size_t i = 0; i < n; i++)
     if (mc[i].weight > 0)
       lines[k++] = (pd_report_line_t){mc[i].mode, pd_report_mode_colour(mc[i].mode), mc[i].x, mc[i].y, CDF_GRID, 0};
-  if (k) pd_report_chart(out, title, "TTFT (ms, log scale)", "% of completed requests", lines, k, 1);
+  if (k) pd_report_chart(out, title, "TTFT (ms, log scale)", "% of completed requests", lines, k, 1, NULL);
   else fputs("<p class=\"note\">No TTFT distribution in these results.</p>\n", out);
   free(mc);
 }
@@ -243,7 +250,7 @@ static void cdf_chart(FILE *out, const pd_report_t *r, const char *scenario, con
 static void timeline(FILE *out, const pd_report_t *r, const char *scenario, const char *key,
                      const char *title, const char *y_label) {
   pd_report_line_t lines[MAX_MODES];
-  double *buf[MAX_MODES];
+  double *buf[MAX_MODES], band[2] = {0, -1};
   size_t n = 0;
   memset(lines, 0, sizeof lines);
   cJSON *row;
@@ -260,11 +267,16 @@ static void timeline(FILE *out, const pd_report_t *r, const char *scenario, cons
       buf[n][len + i] = cJSON_IsNumber(e) ? e->valuedouble : NAN;
       i++;
     }
+    const cJSON *rec = metrics_of(row, "recovery");
+    if (rec && band[1] < band[0]) { /* the scenario's burst, as its first row measured it */
+      band[0] = pd_report_num(rec, "burst_from_ms", 0) / 1e3;
+      band[1] = pd_report_num(rec, "burst_to_ms", -1e3) / 1e3;
+    }
     const char *mode = pd_report_str(row, "mode");
     lines[n] = (pd_report_line_t){mode, pd_report_mode_colour(mode), buf[n], buf[n] + len, len, 0};
     n++;
   }
-  pd_report_chart(out, title, "simulated time (s)", y_label, lines, n, 0);
+  pd_report_chart(out, title, "simulated time (s)", y_label, lines, n, 0, band[1] >= band[0] ? band : NULL);
   for (size_t i = 0; i < n; i++) free(buf[i]);
 }
 
@@ -281,7 +293,8 @@ void pd_report_charts(FILE *out, const pd_report_t *r, pd_report_stats_t *st) {
   st->cdf_modes = mc ? pooled_cdfs(r, NULL, mc) : 0;
   free(mc);
   cdf_chart(out, r, NULL, "TTFT CDF, all scenarios");
-  fputs("</div>\n<h2 id=\"capacity\">Capacity scenarios over time</h2>\n", out);
+  fputs("</div>\n<h2 id=\"capacity\">Capacity scenarios over time</h2>\n<p>A line per mode; "
+        "the shaded span is the fault burst (metrics.recovery).</p>\n", out);
   const char *done[MAX_TIMELINES];
   size_t n_done = 0;
   cJSON *row;

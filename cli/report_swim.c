@@ -212,7 +212,7 @@ static void labels(FILE *out, const swim_t *s, lane_t **shown, size_t n_shown) {
     double y = 20 + (double)k * LANE_H;
     char label[160];
     const char *pn = proc_name(s, l->pid);
-    if (l->is_counter) snprintf(label, sizeof label, "%s (max %g)", l->ckey, l->vmax);
+    if (l->is_counter) snprintf(label, sizeof label, "%s%s%s (max %g)", pn, pn[0] ? ": " : "", l->ckey, l->vmax);
     else if (l->name && l->name[0]) snprintf(label, sizeof label, "%s%s%s", pn, pn[0] ? ": " : "", l->name);
     else snprintf(label, sizeof label, "%s%spid %g tid %g", pn, pn[0] ? ": " : "", l->pid, l->tid);
     fprintf(out, "<rect x=\"0\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"%s\"/>"
@@ -241,7 +241,7 @@ static size_t pick(swim_t *s, lane_t **shown, size_t *hidden) {
   qsort(all, s->n_lanes, sizeof *all, cmp_lane);
   for (size_t i = 0; i < s->n_lanes; i++) {
     lane_t *l = all[i];
-    int has = l->n_spans || l->n_inst;
+    int has = l->is_counter ? l->vmax > 0 : l->n_spans || l->n_inst; /* a counter never above 0: nothing to see */
     if (!has) continue;
     if (l->is_counter ? co++ < SHOW_COUNTERS : th++ < SHOW_LANES) shown[n++] = l;
     else (*hidden)++;

@@ -231,7 +231,7 @@ static void test_swimlane_reads_standard_trace_events(void) {
   PDT_EQ_INT(drawn, 1);
   PDT_TRUE(strstr(h, ">prefill p0: slot 0</text>") != NULL);   /* named process and thread */
   PDT_TRUE(strstr(h, ">prefill p0: pid 2 tid 2</text>") != NULL); /* an unnamed thread */
-  PDT_TRUE(strstr(h, ">p0 engine running slots (max 1)</text>") != NULL);
+  PDT_TRUE(strstr(h, ">prefill p0: p0 engine running slots (max 1)</text>") != NULL);
   PDT_EQ_U64(count(h, "<rect class=\"span\""), 2); /* the X span and the B/E pair */
   PDT_EQ_U64(count(h, "<path class=\"inst\""), 1);
   PDT_TRUE(strstr(h, "&lt;hold&gt; 0.100..0.900 ms") != NULL);
