@@ -36,9 +36,21 @@ rows=(scenarios/abort-overtakes-late-prefill-request.json
       scenarios/breaker-half-open-unlimited-probes.json
       scenarios/stream-logprobs-merge.json)
 rows+=($(ls scenarios/sf-*.json | head -2))
+# a row that is not what its scenario expects (a FAIL cell, re-run for its swimlane)
+sed -e 's/"name": "happy-path-stream"/"name": "happy-path-expects-i3"/' \
+    -e 's/"joined": "pass"/"joined": ["I3"]/' scenarios/happy-path-stream.json >"$tmp/expects-i3.json"
+rows+=("$tmp/expects-i3.json")
 rc=0
 "$pdref" sim run "${rows[@]}" --mode all --json >"$tmp/sim.json" || rc=$?
-[ "$rc" -le 1 ] || fail "sim run exited $rc"
+[ "$rc" -eq 1 ] || fail "sim run exited $rc (1 expected: one row is not as expected)"
+# a file that did not load, as `sim run --json` gives it (one error row)
+python3 - "$tmp/sim.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["rows"].append({"file": "scenarios/broken.json", "status": "error",
+                  "error": "scenarios/broken.json:3: <b>bad</b> value"})
+json.dump(d, open(sys.argv[1], "w"))
+PY
 rc=0
 "$pdref" sim explore --mode joined --seeds 40 --out "$tmp/explore" --json >"$tmp/explore.json" || rc=$?
 [ "$rc" -le 1 ] || fail "sim explore exited $rc"
@@ -124,6 +136,10 @@ if d.errors_hidden is not True or d.err_text.strip():
 for sec in ("matrix", "ttft", "capacity", "explore"):
     if sec not in d.ids:
         problems.append(f"no section #{sec}")
+if want.get("fail") != 1 or want.get("error") != 1:
+    problems.append(f"the JSON should have one FAIL and one error row: {want}")
+if "<b>bad</b>" in dom:
+    problems.append("the error row's message was not escaped")
 if d.svgs.get("swimlane", 0) < 1:
     problems.append("no swimlane drawn")
 if d.svgs.get("chart", 0) < 5:
