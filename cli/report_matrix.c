@@ -69,6 +69,8 @@ static void build(grid_t *g, const cJSON *rows) {
   }
 }
 
+static void expected_str(const cJSON *row, char *buf, size_t cap);
+
 static void cell(FILE *out, const cJSON *row, size_t in_idx, int idx, int colspan,
                  pd_report_stats_t *st) {
   pd_report_verdict_t v = pd_report_row_verdict(row);
@@ -84,11 +86,18 @@ static void cell(FILE *out, const cJSON *row, size_t in_idx, int idx, int colspa
   fputs(": ", out);
   pd_report_esc(out, v == PD_VERDICT_ERROR ? pd_report_str(row, "error") : pd_report_str(row, "reason"));
   fprintf(out, "\"><a href=\"#r%zu-%d\">", in_idx, idx);
-  if (v == PD_VERDICT_FAIL) fputs("FAIL ", out);
+  if (v == PD_VERDICT_FAIL) fputs("FAIL: ", out);
   if (v == PD_VERDICT_ERROR) fputs("error", out);
   else if (v == PD_VERDICT_NX) fputs("not exercised", out);
   else if (n) pd_report_esc(out, ids);
   else fputs("pass", out);
+  if (v == PD_VERDICT_FAIL) { /* what it should have been */
+    char want[512];
+    expected_str(row, want, sizeof want);
+    fputs(" (expected ", out);
+    pd_report_esc(out, want[0] ? want : "?");
+    fputs(")", out);
+  }
   fputs("</a></td>", out);
   st->cells++;
   st->verdicts[v]++;
