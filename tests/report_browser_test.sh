@@ -59,7 +59,7 @@ rc=0
 
 run_chrome() { # run_chrome <log> <args...>: headless, its own profile, no network needed
   local log=$1; shift
-  timeout 120 "$chrome" --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
+  timeout 120 "$chrome" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --hide-scrollbars \
     --user-data-dir="$tmp/profile" --enable-logging=stderr --v=0 "$@" 2>"$log"
 }
 run_chrome "$tmp/dom.log" --dump-dom "file://$tmp/report.html" >"$tmp/dom.html" \
