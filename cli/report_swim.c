@@ -16,6 +16,7 @@
 #define MAX_LANES 4096      /* tracks read from one trace; more are counted, not drawn */
 #define SHOW_LANES 40       /* thread tracks drawn */
 #define SHOW_COUNTERS 12    /* counter tracks drawn */
+#define SHOW_PER_PROC 10    /* thread tracks drawn per process, so every process shows */
 #define MAX_ELEMS 1500      /* spans, instants and counter steps drawn per swimlane */
 #define MAX_DEPTH 16        /* open B spans per track */
 #define SW 1100.0           /* width, label column, lane height */
@@ -40,7 +41,24 @@ typedef struct swim {
   const cJSON *procs;     /* the events array, for process_name lookups */
   double t0, t1;
   int has_t;
+  int has_win;            /* only [w0, w1] is drawn: the first violating request's time */
+  double w0, w1;
 } swim_t;
+
+static int in_win(const swim_t *s, double a, double b) { return !s->has_win || (b >= s->w0 && a <= s->w1); }
+
+/* The first span the checker marked (its name holds "VIOLATION"), padded by 5 %. */
+static void find_window(swim_t *s, const cJSON *evs) {
+  const cJSON *e;
+  cJSON_ArrayForEach(e, evs) {
+    if (strcmp(pd_report_str(e, "ph"), "X") || !strstr(pd_report_str(e, "name"), "VIOLATION")) continue;
+    double ts = pd_report_num(e, "ts", NAN), dur = pd_report_num(e, "dur", 0);
+    if (isnan(ts)) continue;
+    double pad = dur * 0.05 > 1000 ? dur * 0.05 : 1000; /* at least 1 ms */
+    s->w0 = ts - pad, s->w1 = ts + dur + pad, s->has_win = 1;
+    return;
+  }
+}
 
 static lane_t *lane_get(swim_t *s, double pid, double tid, int is_counter, const char *ckey) {
   for (size_t i = s->n_lanes; i-- > 0;) { /* recent lanes first; bounded by MAX_LANES */
@@ -70,6 +88,7 @@ static lane_t *counter_lane(swim_t *s, double pid, const char *name, const char 
 }
 
 static void see_t(swim_t *s, double t) {
+  if (s->has_win) t = t < s->w0 ? s->w0 : t > s->w1 ? s->w1 : t;
   if (!s->has_t || t < s->t0) s->t0 = t;
   if (!s->has_t || t > s->t1) s->t1 = t;
   s->has_t = 1;
@@ -101,6 +120,8 @@ static void scan(swim_t *s, const cJSON *evs) {
       see_t(s, ts);
       continue;
     }
+    int is_x = !strcmp(ph, "X");
+    if ((is_x || !strcmp(ph, "i") || !strcmp(ph, "I")) && !in_win(s, ts, is_x ? ts + dur : ts)) continue;
     lane_t *l = lane_get(s, pid, tid, 0, NULL);
     if (!l) continue;
     if (ts < l->t_first) l->t_first = ts;
@@ -135,15 +156,17 @@ static double xt(const swim_t *s, double t) {
 }
 
 static const char *palette(const char *name) {
-  static const char *const c[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
-                                  "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+  static const char *const c[] = {"#4e79a7", "#f28e2b", "#59a14f", "#76b7b2", "#edc948",
+                                  "#b07aa1", "#86bcb6", "#9c755f", "#bab0ac"}; /* no red */
   unsigned h = 0;
+  if (strstr(name, "VIOLATION")) return "#d62728"; /* the checker's mark on a failing request */
   for (const char *p = name; *p && *p != ' '; p++) h = h * 31u + (unsigned char)*p; /* first word */
-  return c[h % 10];
+  return c[h % 9];
 }
 
 static void span_rect(FILE *out, const swim_t *s, double y, double t0, double t1, const char *name) {
-  double x0 = xt(s, t0), w = xt(s, t1) - x0;
+  double a = t0 < s->t0 ? s->t0 : t0, b = t1 > s->t1 ? s->t1 : t1; /* clipped to the window */
+  double x0 = xt(s, a), w = xt(s, b) - x0;
   fprintf(out, "<rect class=\"span\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
                "<title>", x0, y + 2, w < 1 ? 1 : w, LANE_H - 4, palette(name));
   pd_report_esc(out, name);
@@ -173,10 +196,11 @@ static size_t draw_events(FILE *out, swim_t *s, const cJSON *evs, lane_t **shown
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"),
                                                           l->ckey + l->name_len + 1);
         if (!cJSON_IsNumber(a)) continue;
-        if (!isnan(last_v[k]) && last_v[k] > 0) {
+        double c0 = last_t[k] < s->t0 ? s->t0 : last_t[k], c1 = ts > s->t1 ? s->t1 : ts;
+        if (!isnan(last_v[k]) && last_v[k] > 0 && c1 > c0) {
           double h = (LANE_H - 3) * last_v[k] / (l->vmax > 0 ? l->vmax : 1);
           fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#8aa\"/>",
-                  xt(s, last_t[k]), y + LANE_H - 1 - h, xt(s, ts) - xt(s, last_t[k]), h);
+                  xt(s, c0), y + LANE_H - 1 - h, xt(s, c1) - xt(s, c0), h);
           n++;
         }
         last_v[k] = a->valuedouble, last_t[k] = ts;
@@ -184,6 +208,8 @@ static size_t draw_events(FILE *out, swim_t *s, const cJSON *evs, lane_t **shown
       }
       if (is_c || l->is_counter || l->pid != pid || l->tid != tid) continue;
       const char *name = pd_report_str(e, "name");
+      if ((!strcmp(ph, "X") && !in_win(s, ts, ts + pd_report_num(e, "dur", 0))) || (is_i && !in_win(s, ts, ts)))
+        break;
       if (!strcmp(ph, "X")) {
         span_rect(out, s, y, ts, ts + pd_report_num(e, "dur", 0), name);
         n++;
@@ -234,7 +260,8 @@ static void axis(FILE *out, const swim_t *s) {
 /* The lanes to draw: thread tracks with events (by pid, tid), then counter tracks. */
 static size_t pick(swim_t *s, lane_t **shown, size_t *hidden) {
   lane_t **all = malloc(s->n_lanes * sizeof *all + 1);
-  size_t n = 0, th = 0, co = 0;
+  size_t n = 0, th = 0, co = 0, in_proc = 0;
+  double proc = NAN;
   *hidden = s->lanes_dropped;
   if (!all) return 0;
   for (size_t i = 0; i < s->n_lanes; i++) all[i] = &s->lane[i];
@@ -243,7 +270,9 @@ static size_t pick(swim_t *s, lane_t **shown, size_t *hidden) {
     lane_t *l = all[i];
     int has = l->is_counter ? l->vmax > 0 : l->n_spans || l->n_inst; /* a counter never above 0: nothing to see */
     if (!has) continue;
-    if (l->is_counter ? co++ < SHOW_COUNTERS : th++ < SHOW_LANES) shown[n++] = l;
+    if (!l->is_counter && l->pid != proc) proc = l->pid, in_proc = 0;
+    if (l->is_counter ? co++ < SHOW_COUNTERS : in_proc++ < SHOW_PER_PROC && th++ < SHOW_LANES)
+      shown[n++] = l;
     else (*hidden)++;
   }
   free(all);
@@ -257,6 +286,7 @@ int pd_report_swim_draw(FILE *out, const char *trace, size_t len, const char *ti
   lane_t *shown[SHOW_LANES + SHOW_COUNTERS];
   size_t hidden = 0, n_shown = 0;
   if (s.lane && cJSON_IsArray(evs)) {
+    find_window(&s, evs);
     scan(&s, evs);
     n_shown = pick(&s, shown, &hidden);
   }
@@ -277,6 +307,9 @@ int pd_report_swim_draw(FILE *out, const char *trace, size_t len, const char *ti
   size_t inst = draw_events(out, &s, evs, shown, n_shown, 1);
   (void)inst;
   fputs("</svg>\n", out);
+  if (s.has_win)
+    fprintf(out, "<p class=\"note\">From %.1f to %.1f ms: the first request the checker marked "
+                 "(VIOLATION, in red), and what overlaps it.</p>\n", s.w0 / 1e3, s.w1 / 1e3);
   if (hidden || drawn + inst >= MAX_ELEMS)
     fprintf(out, "<p class=\"note\">%zu more tracks not shown%s; replay with --trace and open it in "
                  "ui.perfetto.dev for all.</p>\n", hidden,

@@ -244,6 +244,25 @@ static void test_swimlane_reads_standard_trace_events(void) {
   free(h);
 }
 
+/* A span the checker marked: only what overlaps it is drawn, in its time. */
+static void test_swimlane_shows_the_violation_window(void) {
+  static const char tr[] =
+      "[{\"name\":\"request\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":100},"
+      "{\"name\":\"request (VIOLATION)\",\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":50000,\"dur\":100000},"
+      "{\"name\":\"slot\",\"ph\":\"X\",\"pid\":3,\"tid\":7,\"ts\":40000,\"dur\":20000},"
+      "{\"name\":\"late\",\"ph\":\"X\",\"pid\":3,\"tid\":8,\"ts\":900000,\"dur\":10}]";
+  char *h = NULL;
+  size_t len = 0;
+  int drawn = 0;
+  CAPTURE(h, len, drawn = pd_report_swim_draw(out, tr, strlen(tr), "w"));
+  PDT_EQ_INT(drawn, 1);
+  PDT_EQ_U64(count(h, "<rect class=\"span\""), 2); /* the marked request and the slot under it */
+  PDT_TRUE(strstr(h, "fill=\"#d62728\"><title>request (VIOLATION)") != NULL);
+  PDT_TRUE(strstr(h, "late") == NULL && strstr(h, "pid 1 tid 1") == NULL);
+  PDT_TRUE(strstr(h, "From 45.0 to 155.0 ms") != NULL);
+  free(h);
+}
+
 static void test_fail_row_is_rerun_for_its_swimlane(void) {
   static const char row_json[] =
       "{\"scenario\": \"decode-503-while-prefill-detached\", \"file\": \"" PD_SOURCE_DIR
@@ -310,6 +329,7 @@ int pdt_suite_report(void) {
       {"conform, explore and bench sections", test_conform_explore_and_bench_sections},
       {"bad inputs name the file", test_bad_inputs_name_the_file},
       {"swimlane from standard trace events", test_swimlane_reads_standard_trace_events},
+      {"swimlane: the first violation's time", test_swimlane_shows_the_violation_window},
       {"a FAIL row is re-run for its swimlane", test_fail_row_is_rerun_for_its_swimlane},
       {"metrics series: bins, merged points, pooled none", test_metrics_series_bins_and_bounds},
   };
