@@ -47,17 +47,26 @@ typedef struct swim {
 
 static int in_win(const swim_t *s, double a, double b) { return !s->has_win || (b >= s->w0 && a <= s->w1); }
 
-/* The first span the checker marked (its name holds "VIOLATION"), padded by 5 %. */
+/* The time of the first span the checker marked (its name holds "VIOLATION"): from its start
+ * to the end of the last span that began within it (its legs and slots, a stranded hold
+ * included), padded by 5 %. */
 static void find_window(swim_t *s, const cJSON *evs) {
   const cJSON *e;
+  double a = NAN, b = NAN;
   cJSON_ArrayForEach(e, evs) {
     if (strcmp(pd_report_str(e, "ph"), "X") || !strstr(pd_report_str(e, "name"), "VIOLATION")) continue;
-    double ts = pd_report_num(e, "ts", NAN), dur = pd_report_num(e, "dur", 0);
-    if (isnan(ts)) continue;
-    double pad = dur * 0.05 > 1000 ? dur * 0.05 : 1000; /* at least 1 ms */
-    s->w0 = ts - pad, s->w1 = ts + dur + pad, s->has_win = 1;
-    return;
+    a = pd_report_num(e, "ts", NAN);
+    b = a + pd_report_num(e, "dur", 0);
+    if (!isnan(a)) break;
   }
+  if (isnan(a)) return;
+  double end = b;
+  cJSON_ArrayForEach(e, evs) {
+    double ts = pd_report_num(e, "ts", NAN), t1 = ts + pd_report_num(e, "dur", 0);
+    if (!strcmp(pd_report_str(e, "ph"), "X") && ts >= a && ts <= b && t1 > end) end = t1;
+  }
+  double pad = (end - a) * 0.05 > 1000 ? (end - a) * 0.05 : 1000; /* at least 1 ms */
+  s->w0 = a - pad, s->w1 = end + pad, s->has_win = 1;
 }
 
 static lane_t *lane_get(swim_t *s, double pid, double tid, int is_counter, const char *ckey) {
@@ -309,7 +318,7 @@ int pd_report_swim_draw(FILE *out, const char *trace, size_t len, const char *ti
   fputs("</svg>\n", out);
   if (s.has_win)
     fprintf(out, "<p class=\"note\">From %.1f to %.1f ms: the first request the checker marked "
-                 "(VIOLATION, in red), and what overlaps it.</p>\n", s.w0 / 1e3, s.w1 / 1e3);
+                 "(VIOLATION, in red) until the last thing it started ended, and what overlaps that.</p>\n", s.w0 / 1e3, s.w1 / 1e3);
   if (hidden || drawn + inst >= MAX_ELEMS)
     fprintf(out, "<p class=\"note\">%zu more tracks not shown%s; replay with --trace and open it in "
                  "ui.perfetto.dev for all.</p>\n", hidden,

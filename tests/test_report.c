@@ -244,22 +244,24 @@ static void test_swimlane_reads_standard_trace_events(void) {
   free(h);
 }
 
-/* A span the checker marked: only what overlaps it is drawn, in its time. */
+/* A span the checker marked: only its time (until what it started ended) is drawn. */
 static void test_swimlane_shows_the_violation_window(void) {
   static const char tr[] =
       "[{\"name\":\"request\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":100},"
       "{\"name\":\"request (VIOLATION)\",\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":50000,\"dur\":100000},"
       "{\"name\":\"slot\",\"ph\":\"X\",\"pid\":3,\"tid\":7,\"ts\":40000,\"dur\":20000},"
+      "{\"name\":\"held\",\"ph\":\"X\",\"pid\":3,\"tid\":9,\"ts\":60000,\"dur\":340000},"
       "{\"name\":\"late\",\"ph\":\"X\",\"pid\":3,\"tid\":8,\"ts\":900000,\"dur\":10}]";
   char *h = NULL;
   size_t len = 0;
   int drawn = 0;
   CAPTURE(h, len, drawn = pd_report_swim_draw(out, tr, strlen(tr), "w"));
   PDT_EQ_INT(drawn, 1);
-  PDT_EQ_U64(count(h, "<rect class=\"span\""), 2); /* the marked request and the slot under it */
+  /* the marked request, the slot under it, and a hold it started that outlives it */
+  PDT_EQ_U64(count(h, "<rect class=\"span\""), 3);
   PDT_TRUE(strstr(h, "fill=\"#d62728\"><title>request (VIOLATION)") != NULL);
   PDT_TRUE(strstr(h, "late") == NULL && strstr(h, "pid 1 tid 1") == NULL);
-  PDT_TRUE(strstr(h, "From 45.0 to 155.0 ms") != NULL);
+  PDT_TRUE(strstr(h, "From 32.5 to 417.5 ms") != NULL);
   free(h);
 }
 
