@@ -318,7 +318,7 @@ int pd_report_swim_draw(FILE *out, const char *trace, size_t len, const char *ti
   fputs("</svg>\n", out);
   if (s.has_win)
     fprintf(out, "<p class=\"note\">From %.1f to %.1f ms: the first request the checker marked "
-                 "(VIOLATION, in red) until the last thing it started ended, and what overlaps that.</p>\n", s.w0 / 1e3, s.w1 / 1e3);
+                 "(VIOLATION, in red) until the last thing it started ended, and what overlaps that.</p>\n", s.t0 / 1e3, s.t1 / 1e3);
   if (hidden || drawn + inst >= MAX_ELEMS)
     fprintf(out, "<p class=\"note\">%zu more tracks not shown%s; replay with --trace and open it in "
                  "ui.perfetto.dev for all.</p>\n", hidden,
