@@ -36,6 +36,7 @@
   X(pdt_suite_wengine_vllm) \
   X(pdt_suite_wire) \
   X(pdt_suite_capacity_metrics) \
+  X(pdt_suite_report) \
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \
   X(pdt_suite_explore)   \
@@ -56,5 +57,4 @@
   X(pdt_suite_hostile_input) \
   X(pdt_suite_hostile_http) \
   X(pdt_suite_bench) \
-  X(pdt_suite_cli) \
-  X(pdt_suite_report)
+  X(pdt_suite_cli)
