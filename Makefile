@@ -32,9 +32,9 @@ test: build build-asan
 	@./scripts/lint.sh
 	@./tests/check_refs_test.sh
 	@./scripts/check-spec.sh
+	@./tests/report_browser_test.sh $(BUILD)/pdref
 	@$(BUILD)/pdref sim run scenarios --mode all
 	@./tests/explore_parallel_test.sh $(BUILD)/pdref
-	@./tests/report_browser_test.sh $(BUILD)/pdref
 	@ASAN_OPTIONS=exitcode=86:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN_BUILD)/pdref_tests
 	@$(MAKE) --no-print-directory fuzz-smoke
 

@@ -5,8 +5,8 @@
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config clang-14 libclang-rt-14-dev libcjson-dev libcunit1-dev
       libcurl4-openssl-dev libmicrohttpd-dev valgrind parallel python3)
-if [ "${1:-}" = --test ]; then pkgs+=(chromium fonts-dejavu-core); fi
 missing=()
+if [ "${1:-}" = --test ]; then pkgs+=(chromium fonts-dejavu-core); fi
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
