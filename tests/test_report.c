@@ -183,6 +183,24 @@ static void test_conform_explore_and_bench_sections(void) {
   free(h);
 }
 
+/* Rows of the wrong types, odd metrics: still one cell per row, nothing read out of bounds
+ * (the suite runs under ASan+UBSan). */
+static void test_rows_of_wrong_types_still_render(void) {
+  static const char odd[] =
+      "{\"rows\": [1, \"x\", null, {\"violated\": 5, \"expected\": {\"a\": 1}, \"mode\": 7,"
+      " \"seed\": \"abc\", \"file\": 3}, {\"scenario\": \"s\", \"mode\": \"joined\", \"violated\":"
+      " [1, null, \"I99\", \"I3\"], \"violated_names\": [null], \"metrics\": {\"ttft_cdf_ms\": [[1],"
+      " \"x\", [50, 10], [100, 5]], \"ttft_ms\": {\"n\": 3}, \"requests\": 500, \"series\":"
+      " {\"goodput_rps\": [1, \"x\", null, 3], \"bin_ms\": -5}}}]}";
+  char *h = NULL;
+  pd_report_stats_t st;
+  PDT_EQ_INT(page(odd, PD_REPORT_SIM, &h, &st), 0);
+  PDT_EQ_U64(st.cells, 5);
+  PDT_TRUE(strstr(h, "I99 ?, I3 stranded-slot") != NULL); /* an unknown ID keeps its place */
+  PDT_EQ_U64(st.timelines, 1);
+  free(h);
+}
+
 static void write_tmp(char *path, const char *text) {
   snprintf(path, 64, "/tmp/pdt_reportXXXXXX");
   int fd = mkstemp(path);
@@ -329,6 +347,7 @@ int pdt_suite_report(void) {
       {"an error row is one cell across the modes", test_error_row_is_one_cell_across_the_modes},
       {"old rows: replay built, expectations read", test_old_rows_get_a_replay_and_expectations_read},
       {"conform, explore and bench sections", test_conform_explore_and_bench_sections},
+      {"rows of the wrong types still render", test_rows_of_wrong_types_still_render},
       {"bad inputs name the file", test_bad_inputs_name_the_file},
       {"swimlane from standard trace events", test_swimlane_reads_standard_trace_events},
       {"swimlane: the first violation's time", test_swimlane_shows_the_violation_window},
