@@ -103,10 +103,13 @@ static void ticks(FILE *out, const axes_t *a) {
             px(a, x), px(a, x), MT, H - MB, px(a, x), H - MB + 14, tick(x, b, sizeof b));
 }
 
-static void path(FILE *out, const axes_t *a, const pd_report_line_t *l) {
+/* Line i of a chart: every second and third one dashed, so lines that coincide all show. */
+static void path(FILE *out, const axes_t *a, const pd_report_line_t *l, size_t i) {
+  static const char *const dash[] = {"none", "7 4", "2 3"};
   int pen = 0;
   double last_y = 0;
-  fprintf(out, "<path fill=\"none\" stroke-width=\"1.6\" stroke=\"%s\" d=\"", l->colour);
+  fprintf(out, "<path fill=\"none\" stroke-width=\"1.6\" stroke=\"%s\" stroke-dasharray=\"%s\" d=\"",
+          l->colour, dash[i % 3]);
   for (size_t k = 0; k < l->n; k++) {
     double x = l->x[k], y = l->y[k];
     if (isnan(y) || isnan(x) || (a->is_log_x && x <= 0)) {
@@ -145,7 +148,7 @@ void pd_report_chart(FILE *out, const char *title, const char *x_label, const ch
   }
   fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
                "stroke=\"#99a\"/>\n", ML, MT, W - ML - MR, H - MT - MB);
-  for (size_t i = 0; i < n_lines; i++) path(out, &a, &lines[i]);
+  for (size_t i = 0; i < n_lines; i++) path(out, &a, &lines[i], i);
   fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", (ML + W - MR) / 2, H - MB + 28);
   pd_report_esc(out, x_label);
   fprintf(out, "</text><text transform=\"translate(12 %.1f) rotate(-90)\" text-anchor=\"middle\">",
