@@ -112,11 +112,31 @@ static int has_kind(const pd_report_t *r, pd_report_kind_t k) {
   return 0;
 }
 
+/* Links to the sections the page has. */
+static void nav(FILE *out, const pd_report_t *r) {
+  static const struct {
+    int kinds; /* bits of pd_report_kind_t */
+    const char *html;
+  } links[] = {{1 << PD_REPORT_SIM, "<a href=\"#matrix\">verdicts</a>"},
+               {1 << PD_REPORT_SIM, "<a href=\"#ttft\">TTFT</a>"},
+               {1 << PD_REPORT_SIM, "<a href=\"#capacity\">capacity over time</a>"},
+               {1 << PD_REPORT_EXPLORE, "<a href=\"#explore\">exploration</a>"},
+               {1 << PD_REPORT_CONFORM, "<a href=\"#conform\">conformance</a>"},
+               {1 << PD_REPORT_SIM_BENCH | 1 << PD_REPORT_GW_BENCH, "<a href=\"#bench\">benchmarks</a>"}};
+  int have = 0, n = 0;
+  for (size_t i = 0; i < r->n; i++) have |= 1 << r->in[i].kind;
+  fputs("<p class=\"nav\">", out);
+  for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
+    if (have & links[i].kinds) fprintf(out, "%s%s", n++ ? " &middot; " : "", links[i].html);
+  fputs("</p>\n", out);
+}
+
 int pd_report_html(const pd_report_t *r, const pd_report_opts_t *o, FILE *out,
                    pd_report_stats_t *st) {
   memset(st, 0, sizeof *st);
   head(out);
   inputs_list(out, r);
+  nav(out, r);
   if (has_kind(r, PD_REPORT_SIM)) {
     fputs("<h2 id=\"matrix\">Verdicts: scenario &times; mode</h2>\n", out);
     legend(out);
