@@ -223,6 +223,10 @@ static void details(FILE *out, const cJSON *row, size_t in_idx, int idx, int is_
   kv(out, "reason", pd_report_str(row, "reason"), 0);
   kv(out, "faults never fired", pd_report_str(row, "never_fired"), 0);
   kv(out, "not exercised", pd_report_str(row, "not_exercised"), 0);
+  kv(out, "from /metrics", pd_report_str(row, "metrics_reason"), 0); /* conform's */
+  kv(out, "quiescence", pd_report_str(row, "quiescence"), 0);
+  kv(out, "note", pd_report_str(row, "scale_note"), 0);
+  kv(out, "logs", pd_report_str(row, "dir"), 1);
   replay(out, row, is_sim);
   cost(out, row);
   if (is_sim && o->swimlanes && (n || v == PD_VERDICT_FAIL) && v != PD_VERDICT_ERROR) {
