@@ -140,8 +140,8 @@ void pd_cli_rows_error(pd_cli_rows_t *o, const char *file, const char *scenario,
     cJSON_AddItemToArray(o->arr, j);
     return;
   }
-  printf("%-46s %-9s %-4s %-13s\n    %s\n", scenario ? scenario : base,
-         scenario && mode >= 0 ? pd_mode_name((pd_mode_t)mode) : "-", "ERR", "ERROR", msg);
+  printf("%-46s %-9s %-4s ERROR\n    %s\n", scenario ? scenario : base,
+         scenario && mode >= 0 ? pd_mode_name((pd_mode_t)mode) : "-", "ERR", msg);
   fflush(stdout);
 }
 
