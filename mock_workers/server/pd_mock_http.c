@@ -565,7 +565,7 @@ void pd_mock_http_stop(pd_mock_t *m) {
 
 void pd_mock_http_accept(pd_mock_t *m) {
   for (int i = 0; i < 64 && m->http_listen >= 0; i++) { /* bounded per engine turn */
-    struct sockaddr_in a;
+    struct sockaddr_storage a; /* IPv4 or IPv6 */
     socklen_t len = sizeof a;
     int fd = accept(m->http_listen, (struct sockaddr *)&a, &len);
     if (fd < 0) {
