@@ -220,6 +220,64 @@ static void test_json_rows_arrays_seed_replay(void) {
   cJSON_Delete(doc);
 }
 
+/* explore's findings and violating seeds, sim bench: arrays, a seed, a replay command. */
+static void test_explore_and_bench_json(void) {
+  char out[96];
+  snprintf(out, sizeof out, "%s/explore", g_dir[0] ? g_dir : "/tmp");
+  PDT_EQ_INT(make_files(), 0);
+  const char *ex[] = {"sim", "explore", "--mode", "pr1150", "--seeds", "8", "--out", out,
+                      "--json", NULL};
+  run_t *r = pdref(ex, 1);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 1); /* pr1150 violates at seed 1 */
+  cJSON *doc = cJSON_Parse(r->out);
+  const cJSON *f = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "findings"), 0);
+  const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "violating"), 0);
+  const char *const i10[] = {"I10"}, *const lt[] = {"load-truth"};
+  PDT_TRUE(f && is_list(f, "violated", i10, 1) && is_list(f, "violated_names", lt, 1));
+  PDT_TRUE(f && is_list(f, "shrunk_violated", i10, 1));
+  PDT_TRUE(v && is_list(v, "violated", i10, 1) && is_list(v, "violated_names", lt, 1));
+  PDT_EQ_STR(v ? str(v, "replay") : "", "pdref sim explore --mode pr1150 --seed-start 1 --seeds 1 --ties 2");
+  cJSON_Delete(doc);
+  const char *bench[] = {"sim", "bench", "--requests", "50", "--json", NULL};
+  r = pdref(bench, 1);
+  PDT_EQ_INT(r->code, 0);
+  doc = cJSON_Parse(r->out);
+  PDT_TRUE(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(doc, "seed")));
+  PDT_EQ_STR(str(doc, "replay") ? str(doc, "replay") : "", "pdref sim bench --requests 50 --mode reference");
+  cJSON_Delete(doc);
+}
+
+/* conform: the same row shape (arrays, seed, replay) and the same error row. */
+static void test_conform_json_arrays_and_error_row(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 160], bad[160];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  PDT_EQ_INT(make_files(), 0);
+  snprintf(cmd, sizeof cmd, "%s gateway --mode joined {prefill_args} {decode_args} --listen "
+           "127.0.0.1:{port} {pdref_gateway_args}", bin);
+  snprintf(bad, sizeof bad, "%s:3: $.bogus: unknown key", file("bad.json"));
+  const char *args[] = {"conform", "--json", "--mode-label", "joined", "--timeout-scale", "0.05",
+                        "--no-warm-up", "--gateway-cmd", cmd, file("bad.json"), I3_ROW, NULL};
+  run_t *r = pdref(args, 1);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 2); /* the error row */
+  cJSON *doc = cJSON_Parse(r->out);
+  const cJSON *rows = cJSON_GetObjectItemCaseSensitive(doc, "rows");
+  const cJSON *e = cJSON_GetArrayItem(rows, 0), *row = cJSON_GetArrayItem(rows, 1);
+  PDT_EQ_INT(cJSON_GetArraySize(rows), 2);
+  PDT_TRUE(e && strcmp(str(e, "status"), "error") == 0 && strcmp(str(e, "error"), bad) == 0);
+  const char *const i3[] = {"I3"}, *const name[] = {"stranded-slot"};
+  PDT_TRUE(row && is_list(row, "violated", i3, 1) && is_list(row, "violated_names", name, 1));
+  PDT_TRUE(row && is_list(row, "expected", i3, 1));
+  PDT_TRUE(row && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(row, "judged")));
+  PDT_TRUE(row && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(row, "seed")));
+  const char *rp = row ? str(row, "replay") : NULL;
+  PDT_TRUE(rp && strncmp(rp, "pdref conform --gateway-cmd '", 29) == 0 && strstr(rp, I3_ROW));
+  const cJSON *n = cJSON_GetObjectItemCaseSensitive(doc, "errors");
+  PDT_TRUE(cJSON_IsNumber(n) && n->valueint == 1);
+  cJSON_Delete(doc);
+}
+
 /* ---------- a file that does not load ---------- */
 
 static void test_error_row_among_good_files(void) {
@@ -392,6 +450,8 @@ int pdt_suite_cli_out(void) {
       {"sim run matrix fits 100 columns", test_matrix_fits_100_columns},
       {"sim run --json: arrays, names, seed, a replay that replays", test_json_rows_arrays_seed_replay},
       {"sim run: a bad file is an error row among good rows", test_error_row_among_good_files},
+      {"explore and sim bench --json: arrays, seed, replay", test_explore_and_bench_json},
+      {"conform --json: arrays, seed, replay, an error row", test_conform_json_arrays_and_error_row},
       {"--listen: names, [IPv6], bad values exit 2", test_listen_parsing},
       {"ready lines: ready, pid, host, port, listen, url (v4, name, v6)",
        test_ready_lines_and_listen_names},
