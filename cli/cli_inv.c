@@ -30,15 +30,25 @@ void pd_cli_inv_add(cJSON *j, const char *key, const char *names_key, uint32_t m
   }
 }
 
-void pd_cli_reason_text(const char *reason, char *buf, size_t cap) {
+/* The invariant whose ID starts at p and is followed by a space ("I3 ..."), else 0. */
+static int id_at(const char *p) {
   char id[8];
-  size_t n = strcspn(reason, " ");
-  int inv = 0;
-  if (n < sizeof id && reason[n] == ' ') {
-    memcpy(id, reason, n);
-    id[n] = '\0';
-    inv = pd_invariant_parse(id);
+  size_t n = strcspn(p, " ");
+  if (n >= sizeof id || p[n] != ' ') return 0;
+  memcpy(id, p, n);
+  id[n] = '\0';
+  return pd_invariant_parse(id);
+}
+
+void pd_cli_reason_text(const char *reason, char *buf, size_t cap) {
+  /* the first word that is an ID ("I3 prefill slot ...", "request 0: I3 prefill slot ...") */
+  for (const char *p = reason; *p; p++) {
+    int inv = (p == reason || p[-1] == ' ') && p[0] == 'I' ? id_at(p) : 0;
+    if (!inv) continue;
+    size_t n = strcspn(p, " ");
+    snprintf(buf, cap, "%.*s%.*s %s: %s", (int)(p - reason), reason, (int)n, p,
+             pd_invariant_name(inv), p + n + 1);
+    return;
   }
-  if (inv) snprintf(buf, cap, "I%d %s: %s", inv, pd_invariant_name(inv), reason + n + 1);
-  else snprintf(buf, cap, "%s", reason);
+  snprintf(buf, cap, "%s", reason);
 }

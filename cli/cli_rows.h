@@ -20,8 +20,9 @@ void pd_cli_inv_text(uint32_t mask, char *buf, size_t cap);
 /* Add key: ["I2", "I3"] and names_key: ["orphan-leg", "stranded-slot"] (names_key NULL:
  * only the codes) to object j. */
 void pd_cli_inv_add(struct cJSON *j, const char *key, const char *names_key, uint32_t mask);
-/* A checker reason "I3 prefill slot ..." as "I3 stranded-slot: prefill slot ..."; any other
- * text is copied as it is. */
+/* A checker reason "I3 prefill slot ..." as "I3 stranded-slot: prefill slot ..." (the first
+ * word that is an invariant's ID gets its name: "request 0: I3 stranded-slot: ..."); a text
+ * without one is copied as it is. */
 void pd_cli_reason_text(const char *reason, char *buf, size_t cap);
 
 /* One scenario x mode row of `pdref sim run`. */

@@ -86,6 +86,44 @@ static int count_lines(const char *out, const char *prefix) {
   return n;
 }
 
+/* j[key] is the array of strings want ("" = empty), in order. */
+static int is_list(const cJSON *j, const char *key, const char *const *want, int n) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, key);
+  if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n) return 0;
+  for (int i = 0; i < n; i++) {
+    const char *s = cJSON_GetStringValue(cJSON_GetArrayItem(a, i));
+    if (!s || strcmp(s, want[i]) != 0) return 0;
+  }
+  return 1;
+}
+
+static const char *str(const cJSON *j, const char *key) {
+  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, key));
+}
+
+/* ---------- invariant names ---------- */
+
+static void test_invariant_names(void) {
+  char b[PD_CLI_INV_TEXT_BYTES];
+  pd_cli_inv_text((1u << 1) | (1u << 2), b, sizeof b);
+  PDT_EQ_STR(b, "I2 orphan-leg, I3 stranded-slot");
+  pd_cli_inv_text(0, b, sizeof b);
+  PDT_EQ_STR(b, "");
+  pd_cli_inv_text((1u << PD_INVARIANT_COUNT) - 1, b, sizeof b); /* all of them fit */
+  PDT_TRUE(strstr(b, "I1 termination, ") == b && strstr(b, ", I19 freed-blocks") != NULL);
+  pd_cli_reason_text("I3 prefill slot on p0 held", b, sizeof b);
+  PDT_EQ_STR(b, "I3 stranded-slot: prefill slot on p0 held");
+  pd_cli_reason_text("request 0: I12 a leg", b, sizeof b);
+  PDT_EQ_STR(b, "request 0: I12 breaker: a leg");
+  pd_cli_reason_text("ID I99 and Ix are not IDs", b, sizeof b);
+  PDT_EQ_STR(b, "ID I99 and Ix are not IDs");
+  cJSON *j = cJSON_CreateObject();
+  pd_cli_inv_add(j, "v", "n", 1u << 17);
+  const char *const id[] = {"I18"}, *const name[] = {"stranded-kv"};
+  PDT_TRUE(is_list(j, "v", id, 1) && is_list(j, "n", name, 1));
+  cJSON_Delete(j);
+}
+
 /* ---------- sim run: --only-unexpected, --quiet, the matrix ---------- */
 
 static void test_only_unexpected_and_quiet(void) {
@@ -144,21 +182,6 @@ static const cJSON *row_of(const cJSON *doc, const char *mode) {
     if (m && strcmp(m, mode) == 0) return row;
   }
   return NULL;
-}
-
-/* j[key] is the array of strings want ("" = empty), in order. */
-static int is_list(const cJSON *j, const char *key, const char *const *want, int n) {
-  const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, key);
-  if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n) return 0;
-  for (int i = 0; i < n; i++) {
-    const char *s = cJSON_GetStringValue(cJSON_GetArrayItem(a, i));
-    if (!s || strcmp(s, want[i]) != 0) return 0;
-  }
-  return 1;
-}
-
-static const char *str(const cJSON *j, const char *key) {
-  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, key));
 }
 
 /* Run a row's replay command (its words; "pdref" is the built one) with --json: its row. */
@@ -446,6 +469,7 @@ static void test_ready_lines_and_listen_names(void) {
 
 int pdt_suite_cli_out(void) {
   static const pdt_case_t cases[] = {
+      {"invariant names: text, reasons, arrays", test_invariant_names},
       {"sim run --only-unexpected and --quiet", test_only_unexpected_and_quiet},
       {"sim run matrix fits 100 columns", test_matrix_fits_100_columns},
       {"sim run --json: arrays, names, seed, a replay that replays", test_json_rows_arrays_seed_replay},
