@@ -297,7 +297,8 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   pd_cli_json_row_head(j, s->name, s->path, o->c.mode_label);
   cJSON_AddStringToObject(j, "status", nx ? "not exercised" : st[r->status]);
   pd_cli_inv_add(j, "violated", "violated_names", r->got);
-  pd_cli_inv_add(j, "expected", NULL, r->want); /* [] = held to pass */
+  if (r->want_set) pd_cli_inv_add(j, "expected", NULL, r->want); /* [] = held to pass */
+  else cJSON_AddNullToObject(j, "expected"); /* the scenario sets none for the mode */
   pd_cli_inv_add(j, "judged", NULL, r->judged);
   cJSON_AddBoolToObject(j, "matched", r->matched);
   cJSON_AddNumberToObject(j, "seed", (double)s->config.seed);

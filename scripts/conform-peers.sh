@@ -52,7 +52,7 @@ for i in "${!names[@]}"; do
     | select(.status == "not exercised" or .status == "error" or (.status == "ran" and (.matched | not)))
     | "    \(.scenario // .file): " + (if .status == "not exercised" then "NOT EXERCISED: " + .not_exercised
         elif .status == "error" then "ERROR: " + (.error // .reason)
-        else "FAIL " + (.violated | join(",")) + " (expected " + (if .expected == [] then "pass" else (.expected | join(",")) end) + "): " + .reason end)' "$json"
+        else "FAIL " + (.violated | join(",")) + " (expected " + (if (.expected // []) == [] then "pass" else (.expected | join(",")) end) + "): " + .reason end)' "$json"
   if [ "$rc" -eq 2 ]; then status=2; fi
   if jq -e '.failed > 0 or .not_exercised > 0' "$json" >/dev/null && [ $status -eq 0 ]; then status=1; fi
 done
