@@ -12,6 +12,7 @@
 #define LINE_COLS 100
 
 typedef struct cell_line {
+  uint64_t file; /* a hash of the scenario's path: its rows share the line */
   char name[NAME_COLS + 1];
   char cell[PD_MODE_COUNT];
 } cell_line_t;
@@ -30,12 +31,21 @@ void pd_cli_matrix_del(pd_cli_matrix_t *m) {
   free(m);
 }
 
-/* The line of scenario: the last one when it is the same scenario (rows come in order). */
-static cell_line_t *line_of(pd_cli_matrix_t *m, const char *scenario) {
+/* FNV-1a 64 of the text. */
+static uint64_t hash_text(const char *t) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *t; t++) h = (h ^ (unsigned char)*t) * 1099511628211ull;
+  return h;
+}
+
+/* The line of the file's scenario: the last one when it is the same file (rows come in
+ * order). */
+static cell_line_t *line_of(pd_cli_matrix_t *m, const char *file, const char *scenario) {
+  uint64_t key = hash_text(file);
   char name[NAME_COLS + 1];
   snprintf(name, sizeof name, "%s", scenario);
   if (strlen(scenario) > NAME_COLS) name[NAME_COLS - 1] = '~';
-  if (m->n && strcmp(m->lines[m->n - 1].name, name) == 0) return &m->lines[m->n - 1];
+  if (m->n && m->lines[m->n - 1].file == key) return &m->lines[m->n - 1];
   if (m->n == m->cap) {
     size_t cap = m->cap ? m->cap * 2 : 128;
     cell_line_t *l = realloc(m->lines, cap * sizeof *l);
@@ -44,13 +54,15 @@ static cell_line_t *line_of(pd_cli_matrix_t *m, const char *scenario) {
     m->cap = cap;
   }
   cell_line_t *l = &m->lines[m->n++];
+  l->file = key;
   memcpy(l->name, name, sizeof name);
   memset(l->cell, ' ', sizeof l->cell);
   return l;
 }
 
-int pd_cli_matrix_set(pd_cli_matrix_t *m, const char *scenario, int mode, char c) {
-  cell_line_t *l = line_of(m, scenario);
+int pd_cli_matrix_set(pd_cli_matrix_t *m, const char *file, const char *scenario, int mode,
+                      char c) {
+  cell_line_t *l = line_of(m, file, scenario);
   if (!l) return PD_ERR_NOMEM;
   if (mode < 0 || mode >= PD_MODE_COUNT) { /* an error before any mode ran: every column */
     memset(l->cell, c, sizeof l->cell);

@@ -115,7 +115,7 @@ void pd_cli_rows_add(pd_cli_rows_t *o, const pd_cli_row_t *r) {
   else if (r->matched) o->passed++;
   else o->failed++;
   if (o->matrix)
-    pd_cli_matrix_set(o->matrix, r->s->name, (int)r->mode,
+    pd_cli_matrix_set(o->matrix, r->s->path, r->s->name, (int)r->mode,
                       nx ? '?' : !r->matched ? '!' : r->got ? 'x' : '.');
   if (!shown) return;
   if (o->arr) cJSON_AddItemToArray(o->arr, json_row(r));
@@ -128,7 +128,7 @@ void pd_cli_rows_error(pd_cli_rows_t *o, const char *file, const char *scenario,
   const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
   o->errors++;
   fprintf(stderr, "pdref sim run: %s\n", msg);
-  if (o->matrix) pd_cli_matrix_set(o->matrix, scenario ? scenario : base, mode, 'E');
+  if (o->matrix) pd_cli_matrix_set(o->matrix, file, scenario ? scenario : base, mode, 'E');
   if (o->quiet) return;
   if (o->arr) {
     cJSON *j = cJSON_CreateObject();

@@ -64,8 +64,10 @@ int pd_cli_rows_end(pd_cli_rows_t *o);
 /* The summary matrix (cli_matrix.c): one line per scenario, one character per mode. */
 typedef struct pd_cli_matrix pd_cli_matrix_t;
 pd_cli_matrix_t *pd_cli_matrix_new(void);
-/* The row's cell: c is one of the legend's characters. 0, or PD_ERR_NOMEM (dropped). */
-int pd_cli_matrix_set(pd_cli_matrix_t *m, const char *scenario, int mode, char c);
+/* The cell of file's scenario under mode (-1: every mode): c is one of the legend's
+ * characters. Consecutive rows of one file share a line. 0, or PD_ERR_NOMEM (dropped). */
+int pd_cli_matrix_set(pd_cli_matrix_t *m, const char *file, const char *scenario, int mode,
+                      char c);
 /* Print the legend and the matrix (two scenarios a line, within 100 columns), then free it. */
 void pd_cli_matrix_print(pd_cli_matrix_t *m);
 void pd_cli_matrix_del(pd_cli_matrix_t *m);
