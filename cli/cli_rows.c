@@ -16,7 +16,8 @@ static int is_not_exercised(const pd_cli_row_t *r) { return !r->exercised && !r-
 /* "pdref sim run FILE --mode M --seed S [--tie-seed T]": the command that replays the row. */
 static void replay_cmd(const pd_cli_row_t *r, const char *prog, char *buf, size_t cap) {
   char ties[40] = "";
-  if (r->tie_seed) snprintf(ties, sizeof ties, " --tie-seed %llu", (unsigned long long)r->tie_seed);
+  if (r->tie_seed || r->s->config.tie_seed) /* --tie-seed 0 over a scenario's T too */
+    snprintf(ties, sizeof ties, " --tie-seed %llu", (unsigned long long)r->tie_seed);
   snprintf(buf, cap, "%s sim run %s --mode %s --seed %llu%s", prog, r->s->path,
            pd_mode_name(r->mode), (unsigned long long)r->seed, ties);
 }
