@@ -271,6 +271,20 @@ static void test_explore_and_bench_json(void) {
   cJSON_Delete(doc);
 }
 
+/* row's "violated" is an array of IDs and "violated_names" their names, one each. */
+static int names_match(const cJSON *row) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, "violated");
+  const cJSON *n = cJSON_GetObjectItemCaseSensitive(row, "violated_names");
+  if (!cJSON_IsArray(v) || !cJSON_IsArray(n) || cJSON_GetArraySize(v) != cJSON_GetArraySize(n))
+    return 0;
+  for (int i = 0; i < cJSON_GetArraySize(v); i++) {
+    int inv = pd_invariant_parse(cJSON_GetStringValue(cJSON_GetArrayItem(v, i)));
+    const char *name = cJSON_GetStringValue(cJSON_GetArrayItem(n, i));
+    if (!inv || !name || strcmp(name, pd_invariant_name(inv)) != 0) return 0;
+  }
+  return 1;
+}
+
 /* conform: the same row shape (arrays, seed, replay) and the same error row. */
 static void test_conform_json_arrays_and_error_row(void) {
   char bin[PATH_MAX + 8], cmd[PATH_MAX + 160], bad[160];
@@ -289,8 +303,8 @@ static void test_conform_json_arrays_and_error_row(void) {
   const cJSON *e = cJSON_GetArrayItem(rows, 0), *row = cJSON_GetArrayItem(rows, 1);
   PDT_EQ_INT(cJSON_GetArraySize(rows), 2);
   PDT_TRUE(e && strcmp(str(e, "status"), "error") == 0 && strcmp(str(e, "error"), bad) == 0);
-  const char *const i3[] = {"I3"}, *const name[] = {"stranded-slot"};
-  PDT_TRUE(row && is_list(row, "violated", i3, 1) && is_list(row, "violated_names", name, 1));
+  const char *const i3[] = {"I3"};
+  PDT_TRUE(row && names_match(row)); /* the verdict itself is socket timing: conform's tests */
   PDT_TRUE(row && is_list(row, "expected", i3, 1));
   PDT_TRUE(row && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(row, "judged")));
   PDT_TRUE(row && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(row, "seed")));
