@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -48,10 +49,29 @@ static int write_file(const char *name, const char *text) {
   return fclose(f);
 }
 
+/* Remove dir and what is in it (files and directories of files). */
+static void remove_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char path[PATH_MAX];
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    if (remove(path) != 0) remove_tree(path); /* a directory: its files first */
+  }
+  if (d) closedir(d);
+  rmdir(dir);
+}
+
+/* At exit: the scratch directory and what the runs wrote in it. */
+static void drop_files(void) {
+  if (g_dir[0]) remove_tree(g_dir);
+}
+
 static int make_files(void) {
   if (g_dir[0]) return 0;
   snprintf(g_dir, sizeof g_dir, "/tmp/pdref_cli_out_XXXXXX");
   if (!mkdtemp(g_dir)) return -1;
+  atexit(drop_files);
   static char text[65536];
   FILE *f = fopen(I3_ROW, "r");
   size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
@@ -246,8 +266,8 @@ static void test_json_rows_arrays_seed_replay(void) {
 /* explore's findings and violating seeds, sim bench: arrays, a seed, a replay command. */
 static void test_explore_and_bench_json(void) {
   char out[96];
-  snprintf(out, sizeof out, "%s/explore", g_dir[0] ? g_dir : "/tmp");
   PDT_EQ_INT(make_files(), 0);
+  snprintf(out, sizeof out, "%s/explore", g_dir);
   const char *ex[] = {"sim", "explore", "--mode", "pr1150", "--seeds", "8", "--out", out,
                       "--json", NULL};
   run_t *r = pdref(ex, 1);
