@@ -31,6 +31,11 @@ void pd_cli_raise_fd_limit(uint64_t want);
 /* The set bits of mask (bit i-1 = invariant Ii, i = 1..n_bits) as "I2,I5" with sep between
  * them; "" for 0. Stops before overflowing buf. */
 void pd_cli_mask_str(uint32_t mask, int n_bits, const char *sep, char *buf, size_t cap);
+/* A scenario load error (pd_scenario_load's "path: $.json.path: message") as
+ * "path:LINE: $.json.path: message": LINE is where the JSON path leads in the file (its
+ * first PD_CLI_ERROR_SCAN_BYTES), the line of a syntax error, else 1. */
+#define PD_CLI_ERROR_SCAN_BYTES (16u << 20)
+void pd_cli_file_error(const char *path, const char *err, char *out, size_t cap);
 /* SIGINT/SIGTERM -> on_stop, SIGPIPE ignored. */
 void pd_cli_install_signals(void (*on_stop)(int));
 

@@ -1,7 +1,10 @@
 /* Option values checked strictly, and the getopt_long loop the subcommands share. */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +96,41 @@ int pd_cli_parse_host_port(const char *cmd, const char *flag, const char *text, 
   host[n] = '\0';
   *port = (uint16_t)v;
   return 0;
+}
+
+/* The first IPv4 address of ai, else its first IPv6 one, as text into host. */
+static int first_address(const struct addrinfo *ai, char *host, size_t cap) {
+  const struct addrinfo *v6 = NULL;
+  for (; ai; ai = ai->ai_next) {
+    if (ai->ai_family == AF_INET)
+      return inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)ai->ai_addr)->sin_addr,
+                       host, (socklen_t)cap) ? 0 : -1;
+    if (ai->ai_family == AF_INET6 && !v6) v6 = ai;
+  }
+  if (!v6) return -1;
+  return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)v6->ai_addr)->sin6_addr,
+                   host, (socklen_t)cap) ? 0 : -1;
+}
+
+int pd_cli_parse_listen(const char *cmd, const char *flag, const char *text, char *host,
+                        size_t cap, uint16_t *port) {
+  char name[256];
+  int is_v6 = text[0] == '[';
+  if (pd_cli_parse_host_port(cmd, flag, text, name, sizeof name, port)) return PD_ERR_INVAL;
+  struct addrinfo hints = {.ai_family = is_v6 ? AF_INET6 : AF_UNSPEC,
+                           .ai_socktype = SOCK_STREAM,
+                           .ai_flags = is_v6 ? AI_NUMERICHOST : 0};
+  struct addrinfo *ai = NULL;
+  int rc = getaddrinfo(name, NULL, &hints, &ai);
+  if (rc == 0 && first_address(ai, host, cap) == 0) {
+    freeaddrinfo(ai);
+    return 0;
+  }
+  if (ai) freeaddrinfo(ai);
+  fprintf(stderr, "%s: %s: '%s': %s is not %s (%s)\n", cmd, flag, text, name,
+          is_v6 ? "a numeric IPv6 address" : "an address or a host name that resolves",
+          rc ? gai_strerror(rc) : "no IPv4 or IPv6 address");
+  return PD_ERR_INVAL;
 }
 
 int pd_cli_parse_mode(const char *cmd, const char *flag, const char *text, pd_mode_t *out) {

@@ -36,6 +36,12 @@ int pd_cli_parse_positive(const char *cmd, const char *flag, const char *text, d
  * (fewer than cap bytes). 0 or PD_ERR_INVAL ("expected HOST:PORT"). */
 int pd_cli_parse_host_port(const char *cmd, const char *flag, const char *text, char *host,
                            size_t cap, uint16_t *port);
+/* A --listen value: HOST:PORT where HOST is a host name ("localhost"), an IPv4 address or
+ * an IPv6 address in brackets ("[::1]:8000"; numeric only). host gets the address to bind,
+ * numeric: a name's first IPv4 address, else its first IPv6 one (getaddrinfo). 0, or
+ * PD_ERR_INVAL after "<cmd>: <flag>: '<text>': ..." on stderr. */
+int pd_cli_parse_listen(const char *cmd, const char *flag, const char *text, char *host,
+                        size_t cap, uint16_t *port);
 /* A mode name (joined, pr1150, minilb, reference). 0 or PD_ERR_INVAL ("unknown mode"). */
 int pd_cli_parse_mode(const char *cmd, const char *flag, const char *text, pd_mode_t *out);
 

@@ -89,3 +89,79 @@ void pd_cli_mask_str(uint32_t mask, int n_bits, const char *sep, char *buf, size
     if (mask >> (i - 1) & 1u)
       off += (size_t)snprintf(buf + off, cap - off, "%sI%d", off ? sep : "", i);
 }
+
+/* ---------- a load error's line ---------- */
+
+/* After '[' at text[pos - 1]: the start of element k (0 from the first), or the end of the
+ * array when it has fewer. Strings (with escapes) and nested brackets are skipped whole. */
+static size_t skip_elements(const char *text, size_t pos, unsigned long k) {
+  int depth = 0, in_str = 0;
+  for (; text[pos] && k; pos++) {
+    char c = text[pos];
+    if (in_str) {
+      if (c == '\\' && text[pos + 1]) pos++;
+      else if (c == '"') in_str = 0;
+    } else if (c == '"') {
+      in_str = 1;
+    } else if (c == '[' || c == '{') {
+      depth++;
+    } else if (c == ']' || c == '}') {
+      if (depth-- == 0) return pos;
+    } else if (c == ',' && depth == 0) {
+      k--;
+    }
+  }
+  return pos + strspn(text + pos, " \t\r\n");
+}
+
+/* Follow a JSON path ($.a[2].b) through the text: each key is its next "key" after the
+ * previous step, each index the element past as many commas. The line of where it ends. */
+static int path_line(const char *text, const char *jp) {
+  size_t pos = 0;
+  for (const char *p = jp + 1; *p;) {
+    if (*p == '[') {
+      const char *open = strchr(text + pos, '[');
+      if (!open) break;
+      pos = skip_elements(text, (size_t)(open - text) + 1 + strspn(open + 1, " \t\r\n"),
+                          strtoul(p + 1, NULL, 10));
+      p += strcspn(p, "]") + (p[strcspn(p, "]")] ? 1 : 0);
+      continue;
+    }
+    if (*p != '.') break;
+    size_t n = strcspn(++p, ".[:");
+    char key[160];
+    snprintf(key, sizeof key, "\"%.*s\"", (int)(n < 150 ? n : 150), p);
+    const char *at = strstr(text + pos, key);
+    if (!at) break;
+    pos = (size_t)(at - text);
+    p += n;
+  }
+  int line = 1;
+  for (size_t i = 0; i < pos; i++) line += text[i] == '\n';
+  return line;
+}
+
+static int error_line(const char *path, const char *rest) {
+  const char *at = strstr(rest, "(line ");
+  if (at) return atoi(at + 6) > 0 ? atoi(at + 6) : 1;
+  if (rest[0] != '$') return 1;
+  FILE *f = fopen(path, "rb");
+  if (!f) return 1;
+  char *text = malloc(PD_CLI_ERROR_SCAN_BYTES + 1);
+  size_t n = text ? fread(text, 1, PD_CLI_ERROR_SCAN_BYTES, f) : 0;
+  fclose(f);
+  if (!text) return 1;
+  text[n] = '\0';
+  char jp[256];
+  snprintf(jp, sizeof jp, "%.*s", (int)strcspn(rest, ": "), rest);
+  int line = path_line(text, jp);
+  free(text);
+  return line;
+}
+
+void pd_cli_file_error(const char *path, const char *err, char *out, size_t cap) {
+  size_t n = strlen(path);
+  const char *rest = strncmp(err, path, n) == 0 && strncmp(err + n, ": ", 2) == 0 ? err + n + 2
+                                                                                  : err;
+  snprintf(out, cap, "%s:%d: %s", path, error_line(path, rest), rest);
+}

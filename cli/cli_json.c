@@ -3,6 +3,8 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 void pd_cli_json_row_head(cJSON *j, const char *name, const char *path, const char *mode) {
   cJSON_AddStringToObject(j, "scenario", name);
@@ -27,4 +29,31 @@ void pd_cli_json_print(cJSON *root) {
   if (txt) puts(txt);
   cJSON_free(txt);
   cJSON_Delete(root);
+}
+
+void pd_cli_listen_str(const char *host, unsigned port, char *buf, size_t cap) {
+  int is_v6 = strchr(host, ':') != NULL;
+  snprintf(buf, cap, "%s%s%s:%u", is_v6 ? "[" : "", host, is_v6 ? "]" : "", port);
+}
+
+cJSON *pd_cli_ready_json(const char *host, unsigned port) {
+  cJSON *j = cJSON_CreateObject();
+  char listen[96], url[112];
+  pd_cli_listen_str(host, port, listen, sizeof listen);
+  snprintf(url, sizeof url, "http://%s", listen);
+  cJSON_AddTrueToObject(j, "ready");
+  cJSON_AddNumberToObject(j, "pid", (double)getpid());
+  cJSON_AddStringToObject(j, "host", host);
+  cJSON_AddNumberToObject(j, "port", port);
+  cJSON_AddStringToObject(j, "listen", listen);
+  cJSON_AddStringToObject(j, "url", url);
+  return j;
+}
+
+void pd_cli_json_print_line(cJSON *j) {
+  char *txt = cJSON_PrintUnformatted(j);
+  if (txt) printf("%s\n", txt);
+  cJSON_free(txt);
+  cJSON_Delete(j);
+  fflush(stdout);
 }

@@ -1,5 +1,6 @@
-/* cli_json: the pieces of JSON output the subcommands share (sim run, conform, sim bench):
- * a verdict row's head, runs of numeric fields, the summary object, printing it. */
+/* cli_json: the pieces of JSON output the subcommands share (sim run, conform, sim bench,
+ * the servers' ready lines): a verdict row's head, runs of numeric fields, the summary
+ * object, printing it; a ready line's common fields. */
 #ifndef PD_CLI_JSON_H
 #define PD_CLI_JSON_H
 #include <stddef.h>
@@ -21,5 +22,14 @@ void pd_cli_json_add_summary(struct cJSON *root, struct cJSON *rows, int passed,
                              int not_exercised);
 /* Print root (cJSON_Print, tabs and newlines) and a newline on stdout, then delete it. */
 void pd_cli_json_print(struct cJSON *root);
+
+/* "HOST:PORT", or "[HOST]:PORT" when HOST is an IPv6 address. */
+void pd_cli_listen_str(const char *host, unsigned port, char *buf, size_t cap);
+/* The start of a server's JSON ready line (pdref mock, pdref gateway): "ready": true, "pid",
+ * "host" (the bound address), "port", "listen" (pd_cli_listen_str) and "url"
+ * ("http://" + listen); the caller adds its own fields. */
+struct cJSON *pd_cli_ready_json(const char *host, unsigned port);
+/* Print j on one line (cJSON_PrintUnformatted) and a newline on stdout, flush, delete it. */
+void pd_cli_json_print_line(struct cJSON *j);
 
 #endif

@@ -179,11 +179,26 @@ static double growth(const bench_run_t *b) {
   return b->rss_kib[1] ? (double)b->rss_kib[TENTHS] / (double)b->rss_kib[1] : 0;
 }
 
+/* "pdref sim bench ... --mode M": the same run again (its seed is the scenario's). */
+static void replay_cmd(const bench_opts_t *o, char *buf, size_t cap) {
+  size_t n = (size_t)snprintf(buf, cap, "pdref sim bench");
+  if (o->scenario && n < cap) n += (size_t)snprintf(buf + n, cap - n, " --scenario %s", o->scenario);
+  if (o->requests && n < cap) n += (size_t)snprintf(buf + n, cap - n, " --requests %u", o->requests);
+  if (o->rate > 0 && n < cap) n += (size_t)snprintf(buf + n, cap - n, " --rate %.17g", o->rate);
+  if (o->has_fault_rate && n < cap)
+    n += (size_t)snprintf(buf + n, cap - n, " --fault-rate %.17g", o->fault_rate);
+  if (n < cap) snprintf(buf + n, cap - n, " --mode %s", pd_mode_name(o->mode));
+}
+
 static void report_json(const bench_opts_t *o, const pd_scenario_t *s, const pd_world_stats_t *st,
                         const pd_metrics_t *mx, const bench_run_t *b, double dt) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "scenario", s->path);
   cJSON_AddStringToObject(j, "mode", pd_mode_name(o->mode));
+  char replay[1200];
+  replay_cmd(o, replay, sizeof replay);
+  cJSON_AddNumberToObject(j, "seed", (double)s->config.seed);
+  cJSON_AddStringToObject(j, "replay", replay);
   cJSON_AddNumberToObject(j, "requests", (double)st->requests_done);
   cJSON_AddNumberToObject(j, "events", (double)st->events);
   cJSON_AddNumberToObject(j, "seconds", dt);

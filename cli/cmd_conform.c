@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "cli_json.h"
+#include "cli_rows.h"
 #include "pd_conform.h"
 #include "pd_err.h"
 
@@ -80,9 +81,8 @@ static void usage(FILE *f) {
 }
 
 
-static void mask_str(uint32_t m, char *buf, size_t cap, const char *sep) {
-  pd_cli_mask_str(m, PD_INVARIANT_COUNT, sep, buf, cap);
-}
+/* The invariants of m with their names: "I2 orphan-leg, I3 stranded-slot". */
+static void mask_str(uint32_t m, char *buf, size_t cap) { pd_cli_inv_text(m, buf, cap); }
 
 typedef struct opts {
   pd_conform_opts_t c;
@@ -186,10 +186,10 @@ static void print_warm_up(const opts_t *o) {
 }
 
 static void print_header(const opts_t *o) {
-  char judged[96], not_judged[96];
+  char judged[PD_CLI_INV_TEXT_BYTES], not_judged[PD_CLI_INV_TEXT_BYTES];
   uint32_t m = pd_conform_judged_mask(&o->c);
-  mask_str(m, judged, sizeof judged, " ");
-  mask_str(((1u << PD_INVARIANT_COUNT) - 1u) & ~m, not_judged, sizeof not_judged, " ");
+  mask_str(m, judged, sizeof judged);
+  mask_str(((1u << PD_INVARIANT_COUNT) - 1u) & ~m, not_judged, sizeof not_judged);
   printf("# conform: %s\n", o->c.gateway_cmd);
   printf("# judged on sockets: %s\n", judged);
   printf("# not judged: %s (gateway internals: I4 outcomes and I17 quiescence, both judged "
@@ -204,9 +204,9 @@ static void print_header(const opts_t *o) {
 }
 
 static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
-  char got[64], want[64];
-  mask_str(r->got, got, sizeof got, ",");
-  mask_str(r->want, want, sizeof want, ",");
+  char got[PD_CLI_INV_TEXT_BYTES], want[PD_CLI_INV_TEXT_BYTES], reason[600];
+  mask_str(r->got, got, sizeof got);
+  mask_str(r->want, want, sizeof want);
   const char *label = o->c.mode_label;
   if (r->status == PD_CONFORM_SKIPPED) {
     printf("%-46s %-9s %-4s %-14s skipped: %s\n", s->name, label, "SKIP", "-", r->reason);
@@ -232,8 +232,11 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
   else if (r->status == PD_CONFORM_RAN && !r->exercised && r->declared_nx)
     printf("    note: not exercised (%s), as the scenario declares for this mode: %s\n",
            r->nx_reason, r->declared_nx);
-  else if (r->got || !r->matched)
-    printf("    %s\n", r->reason[0] ? r->reason : r->got ? "violation" : "no violation");
+  else if (r->got || !r->matched) {
+    pd_cli_reason_text(r->reason[0] ? r->reason : r->got ? "violation" : "no violation", reason,
+                       sizeof reason);
+    printf("    %s\n", reason);
+  }
   if (r->metrics_reason[0] && strcmp(r->metrics_reason, r->reason))
     printf("    %s\n", r->metrics_reason);
   if ((r->got || !r->matched) && r->legs_by_timing)
@@ -249,21 +252,60 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
   if (r->dir[0]) printf("    logs: %s\n", r->dir);
 }
 
+#define PD_CONFORM_REPLAY_BYTES 4096
+
+/* Append text to the command in buf as one shell word: single-quoted, ' as '\''. */
+static void shell_quote(char *buf, size_t cap, const char *text) {
+  size_t n = strlen(buf);
+  if (n + 1 < cap) buf[n++] = '\'';
+  for (; *text && n + 6 < cap; text++) {
+    if (*text == '\'') {
+      memcpy(buf + n, "'\\''", 4);
+      n += 4;
+    } else {
+      buf[n++] = *text;
+    }
+  }
+  if (n + 1 < cap) buf[n++] = '\'';
+  buf[n] = '\0';
+}
+
+/* "pdref conform --gateway-cmd 'CMD' FILE --mode-label M --timeout-scale X ...": the row
+ * again, with the options that change its verdict. */
+static void replay_cmd(const pd_scenario_t *s, const opts_t *o, char *buf, size_t cap) {
+  snprintf(buf, cap, "pdref conform --gateway-cmd ");
+  shell_quote(buf, cap, o->c.gateway_cmd);
+  size_t n = strlen(buf);
+  snprintf(buf + n, cap - n, " %s --mode-label %s --timeout-scale %g", s->path,
+           o->c.mode_label, o->c.scale);
+  if (o->c.slack_ms != PD_CONFORM_DEFAULT_SLACK_MS)
+    snprintf(buf + strlen(buf), cap - strlen(buf), " --slack-ms %u", o->c.slack_ms);
+  if (o->c.bound_ms)
+    snprintf(buf + strlen(buf), cap - strlen(buf), " --request-bound-ms %llu",
+             (unsigned long long)o->c.bound_ms);
+  for (uint32_t i = 0; i < o->c.n_client_headers; i++) {
+    snprintf(buf + strlen(buf), cap - strlen(buf), " --client-header ");
+    shell_quote(buf, cap, o->c.client_header[i]);
+  }
+}
+
 static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
   static const char *const st[] = {"ran", "skipped", "error"};
   int nx = pd_conform_not_exercised(r);
   cJSON *j = cJSON_CreateObject();
-  char got[64], want[64], judged[64];
-  mask_str(r->got, got, sizeof got, ",");
-  mask_str(r->want, want, sizeof want, ",");
-  mask_str(r->judged, judged, sizeof judged, ",");
+  char replay[PD_CONFORM_REPLAY_BYTES];
   pd_cli_json_row_head(j, s->name, s->path, o->c.mode_label);
   cJSON_AddStringToObject(j, "status", nx ? "not exercised" : st[r->status]);
-  cJSON_AddStringToObject(j, "violated", got);
-  cJSON_AddStringToObject(j, "expected", want);
-  cJSON_AddStringToObject(j, "judged", judged);
+  pd_cli_inv_add(j, "violated", "violated_names", r->got);
+  if (r->want_set) pd_cli_inv_add(j, "expected", NULL, r->want); /* [] = held to pass */
+  else cJSON_AddNullToObject(j, "expected"); /* the scenario sets none for the mode */
+  pd_cli_inv_add(j, "judged", NULL, r->judged);
   cJSON_AddBoolToObject(j, "matched", r->matched);
+  cJSON_AddNumberToObject(j, "seed", (double)s->config.seed);
+  replay_cmd(s, o, replay, sizeof replay);
+  cJSON_AddStringToObject(j, "replay", replay);
   cJSON_AddStringToObject(j, "reason", r->reason);
+  if (r->status == PD_CONFORM_ERROR) cJSON_AddStringToObject(j, "error", r->reason);
   if (r->metrics_reason[0]) cJSON_AddStringToObject(j, "metrics_reason", r->metrics_reason);
   const pd_cli_json_num_t counts[] = {
       {"requests", r->requests}, {"clean", r->clean}, {"client_errors", r->client_errors},
@@ -295,7 +337,7 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
 }
 
 static void print_json(cJSON *rows, int passed, int failed, int skipped, int unexercised,
-                       const opts_t *o) {
+                       int errors, const opts_t *o) {
   cJSON *root = cJSON_CreateObject();
   for (int p = 0; p < 2 && !o->no_warm_up; p++) { /* SGLang's first: "forward_ms" as before */
     if (!o->has_proto[p]) continue;
@@ -306,7 +348,25 @@ static void print_json(cJSON *rows, int passed, int failed, int skipped, int une
   }
   pd_cli_json_add_summary(root, rows, passed, failed, unexercised);
   cJSON_AddNumberToObject(root, "skipped", skipped);
+  cJSON_AddNumberToObject(root, "errors", errors);
   pd_cli_json_print(root);
+}
+
+/* A file that did not load: {"file", "status": "error", "error": "file:line: message"} in
+ * rows (JSON), else a row of the table; and the message on stderr either way. */
+static void error_row(cJSON *rows, const char *file, const char *msg) {
+  fprintf(stderr, "pdref conform: %s\n", msg);
+  if (rows) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "file", file);
+    cJSON_AddStringToObject(j, "status", "error");
+    cJSON_AddStringToObject(j, "error", msg);
+    cJSON_AddItemToArray(rows, j);
+    return;
+  }
+  const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+  printf("%-46s %-9s %-4s %-14s ERROR (file)\n    %s\n", base, "-", "ERR", "-", msg);
+  fflush(stdout);
 }
 
 /* Which workers' protocols the rows will have, and a warm-up for each (unless --no-warm-up).
@@ -334,7 +394,8 @@ int pd_cli_conform(int argc, char **argv) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   pd_scenario_t *s = malloc(sizeof *s);
   cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
-  int passed = 0, failed = 0, skipped = 0, unexercised = 0, exit_code = 0, had_error = 0;
+  int passed = 0, failed = 0, skipped = 0, unexercised = 0, errors = 0, exit_code = 0;
+  int had_error = 0;
   if (!s) return 2;
   if (warm_up(&o, s, files, n_files) < 0) {
     free(s);
@@ -342,11 +403,13 @@ int pd_cli_conform(int argc, char **argv) {
   }
   if (!o.json) print_header(&o);
   for (int f = 0; f < n_files && exit_code != 2 && !g_stop; f++) {
-    char err[512];
-    if (pd_scenario_load(s, files[f], err, sizeof err) != 0) {
-      fprintf(stderr, "pdref conform: %s\n", err);
-      exit_code = 2;
-      break;
+    char err[512], msg[700];
+    if (pd_scenario_load(s, files[f], err, sizeof err) != 0) { /* an error row; the rest run */
+      pd_cli_file_error(files[f], err, msg, sizeof msg);
+      error_row(arr, files[f], msg);
+      had_error = 1;
+      errors++;
+      continue;
     }
     if (pd_conform_mode_skips(s, &o.c)) continue; /* as `sim run --mode M` leaves it out */
     o.c.fwd_ms = o.fwd_ms[pd_scenario_protocol(s) == PD_PROTOCOL_VLLM];
@@ -360,7 +423,7 @@ int pd_cli_conform(int argc, char **argv) {
     else if (pd_conform_not_exercised(&r)) unexercised++;
     else if (r.matched) passed++;
     else failed++;
-    if (r.status == PD_CONFORM_ERROR) had_error = 1; /* keep going; exit 2 at the end */
+    if (r.status == PD_CONFORM_ERROR) had_error = 1, errors++; /* keep going; exit 2 at the end */
     if (arr) cJSON_AddItemToArray(arr, json_row(s, &o, &r));
     else print_row(s, &o, &r);
     fflush(stdout);
@@ -368,10 +431,12 @@ int pd_cli_conform(int argc, char **argv) {
   for (int f = 0; f < n_files; f++) free(files[f]);
   free(s);
   if (arr) {
-    print_json(arr, passed, failed, skipped, unexercised, &o);
+    print_json(arr, passed, failed, skipped, unexercised, errors, &o);
   } else if (exit_code != 2) {
     if (skipped) printf("# %d skipped (not counted)\n", skipped);
-    printf("conform: %d passed, %d failed, %d not exercised\n", passed, failed, unexercised);
+    printf("conform: %d passed, %d failed, %d not exercised", passed, failed, unexercised);
+    if (errors) printf(", %d error%s", errors, errors == 1 ? "" : "s");
+    printf("\n");
   }
   curl_global_cleanup();
   if (g_stop || exit_code == 2 || had_error) return 2;

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "cli_args.h"
+#include "cli_rows.h"
 #include "cli_progress.h"
 #include "cli_shard.h"
 #include "pd_err.h"
@@ -233,9 +234,8 @@ static int make_dirs(const char *dir) {
   return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }
 
-static void mask_str(uint32_t m, char *buf, size_t cap) {
-  pd_cli_mask_str(m, PD_INVARIANT_COUNT, ",", buf, cap);
-}
+/* The invariants of m with their names: "I2 orphan-leg, I3 stranded-slot". */
+static void mask_str(uint32_t m, char *buf, size_t cap) { pd_cli_inv_text(m, buf, cap); }
 
 static void progress_clear(ex_state_t *st) { pd_cli_progress_clear(&st->bar); }
 
@@ -267,7 +267,7 @@ static void add_pair(cJSON *o, const char *key, uint32_t before, uint32_t after)
 static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_t *s,
                           const pd_explore_result_t *r) {
   char name[128], path[EX_PATH_BYTES], trace[160], replay[EX_PATH_BYTES + 256], err[EX_PATH_BYTES];
-  char found[64], shrunk[64];
+  char found[PD_CLI_INV_TEXT_BYTES], shrunk[PD_CLI_INV_TEXT_BYTES];
   pd_explore_file_name(o->mode, r->inv, r->seed, name, sizeof name);
   snprintf(path, sizeof path, "%s/%s", o->out, name);
   snprintf(trace, sizeof trace, "%.*s.trace.json", (int)(strlen(name) - 5), name);
@@ -293,12 +293,12 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
     cJSON *j = cJSON_CreateObject();
     cJSON_AddItemToObject(j, "seed", seed_json(r->seed));
     cJSON_AddItemToObject(j, "tie_seed", seed_json(r->tie_seed));
-    cJSON_AddStringToObject(j, "violated", found);
+    pd_cli_inv_add(j, "violated", "violated_names", r->found_mask);
     char id[8];
     snprintf(id, sizeof id, "I%d", r->inv);
     cJSON_AddStringToObject(j, "invariant", id);
     cJSON_AddStringToObject(j, "invariant_name", pd_invariant_name(r->inv));
-    cJSON_AddStringToObject(j, "shrunk_violated", shrunk);
+    pd_cli_inv_add(j, "shrunk_violated", "shrunk_violated_names", r->shrunk_mask);
     cJSON_AddStringToObject(j, "reason", r->reason);
     cJSON_AddStringToObject(j, "found_reason", r->found_reason);
     cJSON_AddStringToObject(j, "file", path);
@@ -316,22 +316,31 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
          (unsigned long long)r->seed, found, r->inv, pd_invariant_name(r->inv), r->shrink_runs,
          r->requests_before, r->requests_after, r->workers_before, r->workers_after,
          r->faults_before, r->faults_after, shrunk);
-  printf("    %s\n    saved:  %s\n    replay: %s\n", r->reason[0] ? r->reason : "(no reason)",
-         path, replay);
+  char why[320];
+  pd_cli_reason_text(r->reason[0] ? r->reason : "(no reason)", why, sizeof why);
+  printf("    %s\n    saved:  %s\n    replay: %s\n", why, path, replay);
   fflush(stdout);
   return 0;
 }
 
-static void count(ex_state_t *st, const pd_explore_result_t *r) {
+/* "pdref sim explore --mode M --seed-start S --seeds 1 ...": the one seed explored again. */
+static void seed_replay(const ex_opts_t *o, uint64_t seed, char *buf, size_t cap) {
+  snprintf(buf, cap, "pdref sim explore --mode %s --seed-start %llu --seeds 1 --ties %u%s",
+           pd_mode_name(o->mode), (unsigned long long)seed, o->ties,
+           o->determinism ? " --determinism" : "");
+}
+
+static void count(ex_state_t *st, const ex_opts_t *o, const pd_explore_result_t *r) {
   st->violating++;
   for (int i = 1; i <= PD_INVARIANT_COUNT; i++)
     if (r->found_mask >> (i - 1) & 1u && st->inv_seeds[i]++ == 0) st->inv_first[i] = r->seed;
   if (st->violating_list && cJSON_GetArraySize(st->violating_list) < (int)EX_JSON_MAX_LISTED) {
-    char m[64];
+    char replay[160];
     cJSON *j = cJSON_CreateObject();
-    mask_str(r->found_mask, m, sizeof m);
     cJSON_AddItemToObject(j, "seed", seed_json(r->seed));
-    cJSON_AddStringToObject(j, "violated", m);
+    pd_cli_inv_add(j, "violated", "violated_names", r->found_mask);
+    seed_replay(o, r->seed, replay, sizeof replay);
+    cJSON_AddStringToObject(j, "replay", replay);
     cJSON_AddItemToArray(st->violating_list, j);
   }
 }
@@ -362,7 +371,7 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
       return 2;
     }
     st->explored++;
-    if (r.found_mask) count(st, &r);
+    if (r.found_mask) count(st, o, &r);
     if (r.inv) {
       st->shrunk++;
       st->inv_saved[r.inv]++;
@@ -390,7 +399,8 @@ static void summary_text(const ex_state_t *st, const ex_opts_t *o, double el) {
   printf("explore: %llu violating seeds:", (unsigned long long)st->violating);
   for (int i = 1; i <= PD_INVARIANT_COUNT; i++)
     if (st->inv_seeds[i])
-      printf(" I%d %llu (first seed %llu);", i, (unsigned long long)st->inv_seeds[i],
+      printf(" I%d %s %llu (first seed %llu);", i, pd_invariant_name(i),
+             (unsigned long long)st->inv_seeds[i],
              (unsigned long long)st->inv_first[i]);
   printf("\nexplore: %llu shrunk cases saved in %s/\n", (unsigned long long)st->saved, o->out);
 }

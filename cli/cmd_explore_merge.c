@@ -284,8 +284,8 @@ static void print_text(const mg_state_t *m, const pd_cli_cover_t *c) {
   for (int i = 1; i <= PD_INVARIANT_COUNT; i++) {
     const cJSON *f = m->smallest[i];
     if (!f) continue;
-    printf("merge: smallest I%d case: seed %s, size %.0f (requests+workers+faults): %s\n"
-           "    replay: %s\n", i,
+    printf("merge: smallest I%d %s case: seed %s, size %.0f (requests+workers+faults): %s\n"
+           "    replay: %s\n", i, pd_invariant_name(i),
            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "seed")), case_size(f),
            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "file")),
            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "replay")));

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "cli_args.h"
+#include "cli_json.h"
 #include "pd_err.h"
 #include "pd_gateway.h"
 
@@ -42,7 +43,9 @@ static void usage(FILE *f) {
              "  --prefill URL[@P]  prefill worker base URL, e.g. http://127.0.0.1:30001@8998\n"
              "                     (@P: bootstrap port injected into requests; else null)\n"
              "  --decode URL       decode worker base URL (repeat flags for more workers)\n"
-             "  --listen HOST:PORT numeric address to serve on (default 127.0.0.1:8000)\n"
+             "  --listen HOST:PORT address to serve on: a host name, IPv4 or [IPv6] (default\n"
+             "                     127.0.0.1:8000; a name binds its first IPv4 address, else\n"
+             "                     IPv6; port 0 = a free one, printed on the ready line)\n"
              "  --mode M           dispatch rules (default reference); source-first models:\n"
              "                     vllm-toy-proxy, mooncake-proxy, llmd-sidecar\n"
              "  --protocol P       the workers' PD protocol: sglang, or vllm (source-first,\n"
@@ -66,7 +69,8 @@ static void usage(FILE *f) {
              "  --client-deadline-s a request must be whole (headers and body) this long after\n"
              "                     the accept or the previous response, else 408 (default 10)\n"
              "  --seed N           PRNG seed for rooms, rids, policies (default: from the clock)\n"
-             "  --json             print the ready line as JSON: url, port, mode, prefill, decode\n"
+             "  --json             print the ready line as JSON: ready, pid, host, port, listen,\n"
+             "                     url, mode, prefill, decode (as pdref mock's)\n"
              "Routes: POST /generate /v1/completions /v1/chat/completions; GET /health\n"
              "/readiness /metrics; info routes proxied to the first prefill worker.\n"
              "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage\n");
@@ -240,7 +244,7 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   case OPT_DECODE: return add_worker(cfg, 0, v);
   case OPT_LISTEN:
     cfg->listen_host = g->host;
-    return pd_cli_parse_host_port(CMD, "--listen", v, g->host, g->cap, &cfg->listen_port);
+    return pd_cli_parse_listen(CMD, "--listen", v, g->host, g->cap, &cfg->listen_port);
   case OPT_POLICY: return set_policy("--policy", v, &cfg->core, -1);
   case OPT_PREFILL_POLICY: return set_policy("--prefill-policy", v, &cfg->core, 0);
   case OPT_DECODE_POLICY: return set_policy("--decode-policy", v, &cfg->core, 1);
@@ -306,25 +310,19 @@ int pd_cli_gateway(int argc, char **argv) {
     return rc == PD_ERR_INVAL ? 2 : 1;
   }
   g_running = g;
-  char url[300];
-  snprintf(url, sizeof url, "http://%s%s%s:%u", strchr(host, ':') ? "[" : "", host,
-           strchr(host, ':') ? "]" : "", (unsigned)pd_gateway_port(g));
+  cJSON *j = pd_cli_ready_json(host, pd_gateway_port(g)); /* as pdref mock's */
   if (is_json) { /* for scripts that started it on port 0 */
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "url", url);
-    cJSON_AddNumberToObject(j, "port", pd_gateway_port(g));
     cJSON_AddStringToObject(j, "mode", pd_mode_name(cfg.core.mode));
     cJSON_AddNumberToObject(j, "prefill", cfg.n_prefill);
     cJSON_AddNumberToObject(j, "decode", cfg.n_decode);
-    char *s = cJSON_PrintUnformatted(j);
-    if (s) printf("%s\n", s);
-    cJSON_free(s);
-    cJSON_Delete(j);
+    pd_cli_json_print_line(j);
   } else {
-    printf("pdref gateway: listening on %s (mode %s, %u prefill, %u decode)\n", url,
+    printf("pdref gateway: listening on %s (mode %s, %u prefill, %u decode)\n",
+           cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "url")),
            pd_mode_name(cfg.core.mode), cfg.n_prefill, cfg.n_decode);
+    fflush(stdout);
+    cJSON_Delete(j);
   }
-  fflush(stdout);
   pd_cli_warn_exposed("pdref gateway", host,
                       "anyone who reaches it can send requests to the workers (their "
                       "Authorization header is forwarded to both legs) and read GET /metrics, "

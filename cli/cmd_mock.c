@@ -1,6 +1,7 @@
 /* `pdref mock`: one SGLang-like or vLLM-like prefill or decode worker on real sockets
  * (mock_workers/server/pd_mock.h, docs/mock.md). Parses the flags, loads the worker from a scenario file if asked, prints
  * one ready line with the bound ports, and serves until SIGINT/SIGTERM. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "cli.h"
 #include "cli_args.h"
+#include "cli_json.h"
 #include "pd_mock.h"
 
 static void usage(FILE *f) {
@@ -28,8 +30,9 @@ static void usage(FILE *f) {
           "An SGLang-like or vLLM-like PD worker on real sockets, for testing gateways\n"
           "(docs/mock.md).\n"
           "  --role R            prefill or decode (optional with --worker: the worker's role)\n"
-          "  --listen HOST:PORT  numeric IPv4 address to serve HTTP on (default 127.0.0.1:0,\n"
-          "                      0 = a free port, printed on the ready line)\n"
+          "  --listen HOST:PORT  address to serve HTTP on: a host name, IPv4 or [IPv6]\n"
+          "                      (default 127.0.0.1:0; port 0 = a free one, printed on the\n"
+          "                      ready line; a name binds its first IPv4 address, else IPv6)\n"
           "  --bootstrap-port P  prefill: bootstrap rendezvous port on the same host\n"
           "                      (default 8998 as SGLang; 0 = a free port)\n"
           "  --scenario FILE     take behaviour, faults, timeouts and seed from a scenario\n"
@@ -45,7 +48,8 @@ static void usage(FILE *f) {
           "  --direct            decode: a request without bootstrap_room needs no prefill\n"
           "  --clock-on-start    crash_at_ms/restart_at_ms count from POST /pdref/start (a\n"
           "                      test runner's time 0), not from start-up\n"
-          "  --json              print the ready line as JSON\n"
+          "  --json              print the ready line as JSON: ready, pid, host, port, listen,\n"
+          "                      url, role, worker, bootstrap_port, protocol, kv_port\n"
           "  --max-connections N HTTP connections at once, 503 beyond (0/default 2048)\n"
           "  --client-deadline-s N  a request must be whole (headers and body) this long\n"
           "                      after the accept or the previous response, else 408\n"
@@ -184,7 +188,7 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   switch (c) {
   case OPT_ROLE: o->role = v; return 0;
   case OPT_LISTEN:
-    return pd_cli_parse_host_port(CMD, "--listen", v, o->host, sizeof o->host, &o->c.port);
+    return pd_cli_parse_listen(CMD, "--listen", v, o->host, sizeof o->host, &o->c.port);
   case OPT_SCENARIO: o->scenario = v; return 0;
   case OPT_WORKER: o->worker = v; return 0;
   case OPT_LOG: o->log = v; return 0;
@@ -303,18 +307,21 @@ static void print_ready(const mock_opts_t *o, pd_mock_t *m) {
   const char *role = o->c.role == PD_ROLE_PREFILL ? "prefill" : "decode";
   const char *name = o->c.worker ? o->c.worker->name : o->c.role == PD_ROLE_PREFILL ? "p0" : "d0";
   unsigned kv_port = is_vllm(o) ? pd_mock_bootstrap_port(m) : 0; /* vLLM: the side channel */
-  if (o->is_json)
-    printf("{\"ready\":true,\"role\":\"%s\",\"worker\":\"%s\",\"host\":\"%s\",\"port\":%u,"
-           "\"bootstrap_port\":%u,\"protocol\":\"%s\",\"kv_port\":%u,\"pid\":%ld}\n",
-           role, name, o->host, pd_mock_port(m), pd_mock_bootstrap_port(m),
-           is_vllm(o) ? "vllm" : "sglang", kv_port, (long)getpid());
-  else if (is_vllm(o))
-    printf("pdref mock: %s %s http://%s:%u kv %u vllm\n", role, name, o->host, pd_mock_port(m),
-           kv_port);
-  else
-    printf("pdref mock: %s %s http://%s:%u bootstrap %u\n", role, name, o->host, pd_mock_port(m),
-           pd_mock_bootstrap_port(m));
-  fflush(stdout);
+  cJSON *j = pd_cli_ready_json(o->host, pd_mock_port(m)); /* "ready" first: conform looks */
+  const char *url = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "url"));
+  if (!o->is_json) {
+    if (is_vllm(o)) printf("pdref mock: %s %s %s kv %u vllm\n", role, name, url, kv_port);
+    else printf("pdref mock: %s %s %s bootstrap %u\n", role, name, url, pd_mock_bootstrap_port(m));
+    fflush(stdout);
+    cJSON_Delete(j);
+    return;
+  }
+  cJSON_AddStringToObject(j, "role", role);
+  cJSON_AddStringToObject(j, "worker", name);
+  cJSON_AddNumberToObject(j, "bootstrap_port", pd_mock_bootstrap_port(m));
+  cJSON_AddStringToObject(j, "protocol", is_vllm(o) ? "vllm" : "sglang");
+  cJSON_AddNumberToObject(j, "kv_port", kv_port);
+  pd_cli_json_print_line(j);
 }
 
 /* Serve until SIGINT/SIGTERM: blocked in every thread, taken here with sigwait. */

@@ -46,22 +46,23 @@ for m in $MODES; do
     --gateway-cmd "$BIN gateway --mode $m {prefill_args} {decode_args} --listen 127.0.0.1:{port} {pdref_gateway_args}" \
     "$@" >"$TMP/conform.json" || true
   out=$(jq -r -n --slurpfile sa "$TMP/sim.json" --slurpfile ca "$TMP/conform.json" '
-    def set(x): if x == "" or x == "any" then [] else (x | split(",")) end;
+    def set(x): if x == null or x == "" then [] elif (x | type) == "array" then x else (x | split(",")) end;
     $sa[0] as $s | $ca[0] as $c
-    | ($s.rows | map({(.scenario): .violated}) | add) as $sv
-    | ($s.rows | map({(.scenario): (.status == "not exercised")}) | add) as $sx
-    | $c.rows[]
+    | ($s.rows | map(select(.scenario)) | map({(.scenario): .violated}) | add) as $sv
+    | ($s.rows | map(select(.scenario)) | map({(.scenario): (.status == "not exercised")}) | add) as $sx
+    | $c.rows[] | select(.scenario)
     | (set(.judged)) as $j
+    | (set(.violated) | join(",")) as $cv
     | ([set($sv[.scenario] // "")[] | select(. as $i | $j | index($i))] | join(",")) as $simv
     | if .status == "skipped" then [.scenario, .mode, $simv, "SKIP", "skip: " + .reason]
       elif .status == "error" then [.scenario, .mode, $simv, "ERROR", "DIFF: " + .reason]
-      elif .violated == $simv then [.scenario, .mode, $simv, .violated, "same"
+      elif $cv == $simv then [.scenario, .mode, $simv, $cv, "same"
         + (if .status == "not exercised" then " (not exercised: " + .not_exercised + ")" else "" end)
         + (if ($sx[.scenario] // false) != (.status == "not exercised")
            then " (sim " + (if $sx[.scenario] then "not " else "" end) + "exercised)" else "" end)]
-      elif .cut_off > 0 then [.scenario, .mode, $simv, .violated, "CUT", .file, $sv[.scenario]]
-      elif .status == "not exercised" then [.scenario, .mode, $simv, .violated, "DIFF (not exercised: " + .not_exercised + ")"]
-      else [.scenario, .mode, $simv, .violated, "DIFF: " + .reason] end
+      elif .cut_off > 0 then [.scenario, .mode, $simv, $cv, "CUT", .file, (set($sv[.scenario]) | join(","))]
+      elif .status == "not exercised" then [.scenario, .mode, $simv, $cv, "DIFF (not exercised: " + .not_exercised + ")"]
+      else [.scenario, .mode, $simv, $cv, "DIFF: " + .reason] end
     | map(if . == "" then "-" else . end) | @tsv')
   while IFS=$'\t' read -r sc mo sv cv why file simall; do
     [ -n "$sc" ] || continue # a mode without a row of these scenarios (another protocol)
@@ -70,9 +71,9 @@ for m in $MODES; do
         --timeout-scale "$SCALE" --request-bound-ms "$LONG_MS" \
         --gateway-cmd "$BIN gateway --mode $m {prefill_args} {decode_args} --listen 127.0.0.1:{port} {pdref_gateway_args}" \
         "$file" || true)
-      cv=$(jq -r '.rows[0].violated | if . == "" then "-" else . end' <<<"$again" 2>/dev/null || echo "?")
+      cv=$(jq -r '.rows[0].violated | join(",") | if . == "" then "-" else . end' <<<"$again" 2>/dev/null || echo "?")
       # the simulator's set on what this run judged (I4 is judged once nothing is cut)
-      sv=$(jq -r --arg all "$simall" '(.rows[0].judged | split(",")) as $j
+      sv=$(jq -r --arg all "$simall" '.rows[0].judged as $j
         | [($all | if . == "" or . == "-" or . == "any" then [] else split(",") end)[]
            | select(. as $i | $j | index($i))] | join(",") | if . == "" then "-" else . end' \
         <<<"$again" 2>/dev/null || echo "?")

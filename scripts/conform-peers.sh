@@ -50,9 +50,9 @@ for i in "${!names[@]}"; do
        elif .forward_ms then " (warm-up: forwards in \(.forward_ms * 100 | round / 100) ms)" else "" end)' "$json"
   jq -r '.rows[]
     | select(.status == "not exercised" or .status == "error" or (.status == "ran" and (.matched | not)))
-    | "    \(.scenario): " + (if .status == "not exercised" then "NOT EXERCISED: " + .not_exercised
-        elif .status == "error" then "ERROR: " + .reason
-        else "FAIL " + .violated + " (expected " + (if .expected == "" then "pass" else .expected end) + "): " + .reason end)' "$json"
+    | "    \(.scenario // .file): " + (if .status == "not exercised" then "NOT EXERCISED: " + .not_exercised
+        elif .status == "error" then "ERROR: " + (.error // .reason)
+        else "FAIL " + (.violated | join(",")) + " (expected " + (if (.expected // []) == [] then "pass" else (.expected | join(",")) end) + "): " + .reason end)' "$json"
   if [ "$rc" -eq 2 ]; then status=2; fi
   if jq -e '.failed > 0 or .not_exercised > 0' "$json" >/dev/null && [ $status -eq 0 ]; then status=1; fi
 done

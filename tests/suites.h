@@ -57,4 +57,5 @@
   X(pdt_suite_hostile_input) \
   X(pdt_suite_hostile_http) \
   X(pdt_suite_bench) \
-  X(pdt_suite_cli)
+  X(pdt_suite_cli) \
+  X(pdt_suite_cli_out)

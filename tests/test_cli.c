@@ -13,11 +13,9 @@
 #include "cli_progress.h"
 #include "pd_err.h"
 #include "pdt.h"
+#include "pdt_cli.h"
 #include "pdt_net.h"
 #include "pdt_proc.h"
-
-#define PDT_CLI_LIMIT_MS 20000u /* one CLI run, start to exit */
-#define PDT_CLI_OUT_BYTES 65536u
 
 /* ---------- the parse helpers ---------- */
 
@@ -180,50 +178,10 @@ static void test_parse_loop_words_in_order_and_after_dashes(void) {
 
 /* ---------- the binaries ---------- */
 
-typedef struct run {
-  int code; /* exit status, or -1 when it did not exit by itself */
-  char out[PDT_CLI_OUT_BYTES]; /* stdout and stderr, interleaved */
-} run_t;
-
-/* Run bin_name (next to this test) with args, NULL-terminated; 0, or -1 when not built. */
+/* Run bin_name (next to this test) with args, NULL-terminated, stdout and stderr together
+ * in r->out; 0, or -1 when not built. */
 static int run_bin(run_t *r, const char *bin_name, const char *const *args) {
-  char bin[PATH_MAX + 32], *argv[32];
-  if (pdt_pdref_path(bin, sizeof bin) != 0) return -1;
-  snprintf(strrchr(bin, '/') + 1, sizeof bin - (size_t)(strrchr(bin, '/') + 1 - bin), "%s",
-           bin_name);
-  if (access(bin, X_OK) != 0) return -1;
-  int n = 0;
-  argv[n++] = bin;
-  for (; args[n - 1] && n < 31; n++) argv[n] = (char *)args[n - 1];
-  argv[n] = NULL;
-  int pfd[2];
-  if (pipe(pfd) < 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(pfd[1], 1);
-    dup2(pfd[1], 2);
-    close(pfd[0]);
-    close(pfd[1]);
-    execv(argv[0], argv);
-    _exit(127);
-  }
-  close(pfd[1]);
-  size_t len = 0;
-  uint64_t end = pdt_now_ms() + PDT_CLI_LIMIT_MS;
-  while (pid > 0 && len + 1 < sizeof r->out && pdt_now_ms() < end) {
-    struct pollfd pf = {pfd[0], POLLIN, 0};
-    if (poll(&pf, 1, 50) <= 0) continue;
-    ssize_t k = read(pfd[0], r->out + len, sizeof r->out - 1 - len);
-    if (k <= 0) break;
-    len += (size_t)k;
-  }
-  r->out[len] = '\0';
-  close(pfd[0]);
-  int status = 0;
-  r->code = pid > 0 && pdt_reap(pid, 2000, &status) == 0 && WIFEXITED(status)
-                ? WEXITSTATUS(status)
-                : -1;
-  return 0;
+  return pdt_cli_run(r, bin_name, args, 0);
 }
 
 static run_t *pdref(const char *const *args) {
@@ -236,12 +194,6 @@ static run_t *pdref(const char *const *args) {
   return &r;
 }
 
-/* out contains want (printed on failure). */
-#define PDT_HAS(out, want)                                                            \
-  do {                                                                              \
-    if (!strstr(out, want)) fprintf(stderr, "test_cli: no '%s' in:\n%s\n", want, out); \
-    PDT_TRUE(strstr(out, want) != NULL);                                            \
-  } while (0)
 
 static void test_bad_number_exits_2_naming_flag_and_value(void) {
   const char *args[] = {"sim", "bench", "--requests", "500x", NULL};
@@ -471,7 +423,7 @@ static void test_version(void) {
   PDT_TRUE(cJSON_IsString(v) && v->valuestring[0]);
   if (cJSON_IsString(v)) PDT_EQ_STR(v->valuestring, pd_cli_version());
   cJSON_Delete(j);
-  run_t g;
+  static run_t g;
   if (run_bin(&g, "pdref-gateway", args) == 0) {
     PDT_EQ_INT(g.code, 0);
     PDT_TRUE(strncmp(g.out, "pdref-gateway ", 14) == 0);

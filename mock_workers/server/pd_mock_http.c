@@ -7,7 +7,9 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -483,15 +485,23 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 
 static int listen_on(const char *host, uint16_t port, int *fd_out, uint16_t *port_out,
                      char *err, size_t errlen) {
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
-    snprintf(err, errlen, "listen %s:%u: not a numeric IPv4 address", host, port);
+  struct sockaddr_in6 a; /* an IPv4 or IPv6 address (numeric: the CLI resolved names) */
+  struct addrinfo hints = {.ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+  if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai || ai->ai_addrlen > sizeof a) {
+    if (ai) freeaddrinfo(ai);
+    snprintf(err, errlen, "listen %s:%u: not a numeric IPv4 or IPv6 address", host, port);
     return PD_ERR_INVAL;
   }
-  int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-  socklen_t len = sizeof a;
+  int family = ai->ai_family;
+  socklen_t len = ai->ai_addrlen;
+  memcpy(&a, ai->ai_addr, len);
+  freeaddrinfo(ai);
+  _Static_assert(offsetof(struct sockaddr_in, sin_port) ==
+                     offsetof(struct sockaddr_in6, sin6_port), "one port field for both");
+  a.sin6_port = htons(port); /* an IPv4 address's sin_port too */
+  int fd = socket(family, SOCK_STREAM, 0), one = 1;
   if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-      bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 1024) < 0 ||
+      bind(fd, (struct sockaddr *)&a, len) < 0 || listen(fd, 1024) < 0 ||
       getsockname(fd, (struct sockaddr *)&a, &len) < 0 ||
       fcntl(fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
     snprintf(err, errlen, "listen %s:%u: %s", host, port, strerror(errno));
@@ -499,7 +509,7 @@ static int listen_on(const char *host, uint16_t port, int *fd_out, uint16_t *por
     return PD_ERR_IO;
   }
   *fd_out = fd;
-  *port_out = ntohs(a.sin_port);
+  *port_out = ntohs(a.sin6_port);
   return 0;
 }
 
@@ -555,7 +565,7 @@ void pd_mock_http_stop(pd_mock_t *m) {
 
 void pd_mock_http_accept(pd_mock_t *m) {
   for (int i = 0; i < 64 && m->http_listen >= 0; i++) { /* bounded per engine turn */
-    struct sockaddr_in a;
+    struct sockaddr_storage a; /* IPv4 or IPv6 */
     socklen_t len = sizeof a;
     int fd = accept(m->http_listen, (struct sockaddr *)&a, &len);
     if (fd < 0) {

@@ -1,0 +1,166 @@
+/* The rows of `pdref sim run` (cli_rows.h): a text line per scenario x mode (with its detail
+ * lines), or a JSON object per row; error rows for files that did not load; the summary
+ * matrix and line at the end. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_json.h"
+#include "cli_rows.h"
+#include "pd_err.h"
+
+/* Not exercised and not declared so: the row tested nothing about a fault (or served nothing). */
+static int is_not_exercised(const pd_cli_row_t *r) { return !r->exercised && !r->declared; }
+
+/* "pdref sim run FILE --mode M --seed S [--tie-seed T]": the command that replays the row. */
+static void replay_cmd(const pd_cli_row_t *r, const char *prog, char *buf, size_t cap) {
+  char ties[40] = "";
+  if (r->tie_seed || r->s->config.tie_seed) /* --tie-seed 0 over a scenario's T too */
+    snprintf(ties, sizeof ties, " --tie-seed %llu", (unsigned long long)r->tie_seed);
+  snprintf(buf, cap, "%s sim run %s --mode %s --seed %llu%s", prog, r->s->path,
+           pd_mode_name(r->mode), (unsigned long long)r->seed, ties);
+}
+
+static void print_details(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
+  if (o->metrics) {
+    char line[512];
+    pd_metrics_line(&r->mx, line, sizeof line);
+    printf("    cost: %s\n", line);
+  }
+  if (r->got) {
+    char reason[320], replay[1200];
+    pd_cli_reason_text(r->st.first_reason[0] ? r->st.first_reason : "violation", reason,
+                       sizeof reason);
+    printf("    %s\n", reason);
+    replay_cmd(r, "build/pdref", replay, sizeof replay);
+    printf("    replay: %s --trace %s-%s.trace.json\n", replay, r->s->name, pd_mode_name(r->mode));
+  }
+  if (r->trace) printf("    trace: %s\n", r->trace);
+}
+
+static void print_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
+  char got[PD_CLI_INV_TEXT_BYTES], want[PD_CLI_INV_TEXT_BYTES];
+  pd_cli_inv_text(r->got, got, sizeof got);
+  pd_cli_inv_text(r->want, want, sizeof want);
+  printf("%-46s %-9s %-4s %-13s %s", r->s->name, pd_mode_name(r->mode), r->got ? "FAIL" : "PASS",
+         is_not_exercised(r) ? "NOT EXERCISED" : r->matched ? "as expected" : "UNEXPECTED", got);
+  const char *sp = r->got ? " " : "";
+  if (!r->matched && !is_not_exercised(r)) {
+    if (r->want_set && r->want != r->got) printf("%s(expected %s)", sp, r->want ? want : "pass");
+    else printf("%s(declared unexercised, but every fault fired)", sp);
+  }
+  if (r->st.ttft_n && !r->got)
+    printf("  ttft %.3f ms", (double)r->st.ttft_sum_ns / (double)r->st.ttft_n / 1e6);
+  printf("  faults exercised %u/%u, requests served %llu/%llu", r->st.faults_exercised,
+         r->st.faults_total, (unsigned long long)r->st.requests_served,
+         (unsigned long long)r->st.requests_done);
+  if (r->st.unexercised[0]) printf(" (never fired: %s)", r->st.unexercised);
+  if (o->has_seed) printf("  hash %016llx", (unsigned long long)r->hash);
+  printf("\n");
+  print_details(o, r);
+}
+
+static cJSON *json_row(const pd_cli_row_t *r) {
+  const pd_scenario_t *s = r->s;
+  cJSON *j = cJSON_CreateObject();
+  char replay[1200];
+  pd_cli_json_row_head(j, s->name, s->path, pd_mode_name(r->mode));
+  pd_cli_inv_add(j, "violated", "violated_names", r->got);
+  if (r->want_set) pd_cli_inv_add(j, "expected", NULL, r->want);
+  else cJSON_AddNullToObject(j, "expected");
+  cJSON_AddBoolToObject(j, "matched", r->matched);
+  cJSON_AddStringToObject(j, "status", is_not_exercised(r) ? "not exercised"
+                                       : r->matched ? "as expected" : "unexpected");
+  cJSON_AddNumberToObject(j, "seed", (double)r->seed);
+  if (r->tie_seed) cJSON_AddNumberToObject(j, "tie_seed", (double)r->tie_seed);
+  replay_cmd(r, "pdref", replay, sizeof replay);
+  cJSON_AddStringToObject(j, "replay", replay);
+  const pd_cli_json_num_t nums[] = {{"faults_exercised", r->st.faults_exercised},
+                                     {"faults_total", r->st.faults_total},
+                                     {"requests_served", (double)r->st.requests_served}};
+  pd_cli_json_add_nums(j, nums, sizeof nums / sizeof nums[0]);
+  if (r->st.unexercised[0]) cJSON_AddStringToObject(j, "never_fired", r->st.unexercised);
+  if (r->declared) cJSON_AddStringToObject(j, "declared_unexercised", s->unexercised[r->mode]);
+  cJSON_AddStringToObject(j, "reason", r->st.first_reason);
+  char hash[24];
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->hash);
+  cJSON_AddStringToObject(j, "trace_hash", hash);
+  if (r->trace) cJSON_AddStringToObject(j, "trace", r->trace);
+  cJSON_AddNumberToObject(j, "requests", (double)r->st.requests_done);
+  cJSON_AddNumberToObject(j, "events", (double)r->st.events);
+  if (r->st.ttft_n)
+    cJSON_AddNumberToObject(j, "ttft_ms_mean", (double)r->st.ttft_sum_ns / (double)r->st.ttft_n / 1e6);
+  cJSON *mx = pd_metrics_json(&r->mx, s);
+  if (mx) cJSON_AddItemToObject(j, "metrics", mx);
+  return j;
+}
+
+int pd_cli_rows_begin(pd_cli_rows_t *o) {
+  if (o->json) {
+    o->arr = cJSON_CreateArray();
+    return o->arr ? 0 : PD_ERR_NOMEM;
+  }
+  if (!o->quiet) {
+    o->matrix = pd_cli_matrix_new();
+    if (!o->matrix) return PD_ERR_NOMEM;
+  }
+  if (!o->quiet && !o->only_unexpected)
+    printf("%-46s %-9s %-4s %-13s %s\n", "scenario", "mode", "inv", "expectation", "violated");
+  return 0;
+}
+
+void pd_cli_rows_add(pd_cli_rows_t *o, const pd_cli_row_t *r) {
+  int nx = is_not_exercised(r), shown = !o->quiet && (!o->only_unexpected || nx || !r->matched);
+  if (nx) o->unexercised++;
+  else if (r->matched) o->passed++;
+  else o->failed++;
+  if (o->matrix)
+    pd_cli_matrix_set(o->matrix, r->s->path, r->s->name, (int)r->mode,
+                      nx ? '?' : !r->matched ? '!' : r->got ? 'x' : '.');
+  if (!shown) return;
+  if (o->arr) cJSON_AddItemToArray(o->arr, json_row(r));
+  else print_row(o, r);
+  fflush(stdout);
+}
+
+void pd_cli_rows_error(pd_cli_rows_t *o, const char *file, const char *scenario, int mode,
+                       const char *msg) {
+  const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+  o->errors++;
+  fprintf(stderr, "pdref sim run: %s\n", msg);
+  if (o->matrix) pd_cli_matrix_set(o->matrix, file, scenario ? scenario : base, mode, 'E');
+  if (o->quiet) return;
+  if (o->arr) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "file", file);
+    if (scenario) cJSON_AddStringToObject(j, "scenario", scenario);
+    if (scenario && mode >= 0) cJSON_AddStringToObject(j, "mode", pd_mode_name((pd_mode_t)mode));
+    cJSON_AddStringToObject(j, "status", "error");
+    cJSON_AddStringToObject(j, "error", msg);
+    cJSON_AddItemToArray(o->arr, j);
+    return;
+  }
+  printf("%-46s %-9s %-4s ERROR\n    %s\n", scenario ? scenario : base,
+         scenario && mode >= 0 ? pd_mode_name((pd_mode_t)mode) : "-", "ERR", msg);
+  fflush(stdout);
+}
+
+int pd_cli_rows_end(pd_cli_rows_t *o) {
+  if (o->arr) {
+    cJSON *root = cJSON_CreateObject();
+    pd_cli_json_add_summary(root, o->arr, o->passed, o->failed, o->unexercised);
+    cJSON_AddNumberToObject(root, "errors", o->errors);
+    o->arr = NULL;
+    pd_cli_json_print(root);
+  } else {
+    if (o->matrix) pd_cli_matrix_print(o->matrix);
+    o->matrix = NULL;
+    printf("sim: %d passed, %d failed, %d not exercised", o->passed, o->failed, o->unexercised);
+    if (o->errors) printf(", %d error%s", o->errors, o->errors == 1 ? "" : "s");
+    printf("\n");
+  }
+  fflush(stdout);
+  if (o->errors) return 2;
+  return o->failed || o->unexercised ? 1 : 0;
+}
