@@ -36,18 +36,30 @@ typedef struct row_result {
   int exercised;  /* every fault entry fired and some request reached a worker */
   int declared;   /* the scenario declares this mode unexercised ("unexercised") */
   uint64_t hash;
+  char trace[1024]; /* the trace file written ("" none) */
   pd_world_stats_t st;
   pd_metrics_t mx; /* the first run's cost (pd_metrics.h) */
 } row_result_t;
+
+/* --trace's file for mode m: the path as given for one --mode; under all, the mode's name
+ * before its extension (out.json -> out.reference.json; no extension: out.reference). */
+static void trace_path(const opts_t *o, pd_mode_t m, char *buf, size_t cap) {
+  const char *dot = strrchr(o->trace, '.'), *slash = strrchr(o->trace, '/');
+  if (o->mode >= 0) snprintf(buf, cap, "%s", o->trace);
+  else if (!dot || (slash && dot < slash) || dot == o->trace || (slash && dot == slash + 1))
+    snprintf(buf, cap, "%s.%s", o->trace, pd_mode_name(m));
+  else snprintf(buf, cap, "%.*s.%s%s", (int)(dot - o->trace), o->trace, pd_mode_name(m), dot);
+}
 
 /* Run one scenario x mode twice (I13: same seed, same trace hash). */
 static int run_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, row_result_t *r) {
   uint64_t seed = o->has_seed ? o->seed : s->config.seed;
   FILE *tf = NULL;
   if (o->trace) {
-    tf = fopen(o->trace, "w");
+    trace_path(o, m, r->trace, sizeof r->trace);
+    tf = fopen(r->trace, "w");
     if (!tf) {
-      fprintf(stderr, "pdref sim run: %s: cannot write trace\n", o->trace);
+      fprintf(stderr, "pdref sim run: %s: cannot write trace\n", r->trace);
       return 2;
     }
   }
@@ -113,6 +125,7 @@ static void print_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, cons
            (unsigned long long)(o->has_seed ? o->seed : s->config.seed), ties, s->name,
            pd_mode_name(m));
   }
+  if (r->trace[0]) printf("    trace: %s\n", r->trace);
 }
 
 static cJSON *json_row(const pd_scenario_t *s, pd_mode_t m, const row_result_t *r) {
@@ -136,6 +149,7 @@ static cJSON *json_row(const pd_scenario_t *s, pd_mode_t m, const row_result_t *
   char hash[24];
   snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->hash);
   cJSON_AddStringToObject(j, "trace_hash", hash);
+  if (r->trace[0]) cJSON_AddStringToObject(j, "trace", r->trace);
   cJSON_AddNumberToObject(j, "requests", (double)r->st.requests_done);
   cJSON_AddNumberToObject(j, "events", (double)r->st.events);
   if (r->st.ttft_n)
@@ -157,7 +171,9 @@ static void usage(FILE *f) {
              "violated invariants with the scenario's expectation. A row whose fault entries did\n"
              "not all fire, or whose requests reached no worker, is NOT EXERCISED (exit 1) unless\n"
              "the scenario declares that mode in \"unexercised\". --trace writes a Chrome/Perfetto\n"
-             "trace (open in ui.perfetto.dev); use it with one file and one mode. --tie-seed\n"
+             "trace (open in ui.perfetto.dev; docs/traces.md) of one scenario file; under several modes\n"
+             "each mode gets its own file, named from OUT with the mode before the extension\n"
+             "(out.json -> out.joined.json, out.reference.json, ...). --tie-seed\n"
              "orders events of the same instant (0: insertion order; default: the scenario's\n"
              "config.tie_seed), as `pdref sim explore` found them. --metrics prints each row's cost\n"
              "(goodput, TTFT, E2E, stranded capacity, recovery; docs/metrics.md) under it; --json\n"
@@ -226,8 +242,8 @@ int pd_cli_sim_run(int argc, char **argv) {
   static char *files[MAX_FILES];
   int n_files = 0, rc = parse_opts(argc, argv, &o, files, &n_files);
   if (rc >= 0) return rc;
-  if (o.trace && (n_files != 1 || o.mode < 0)) {
-    fprintf(stderr, "pdref sim run: --trace needs exactly one scenario file and one --mode\n");
+  if (o.trace && n_files != 1) {
+    fprintf(stderr, "pdref sim run: --trace needs exactly one scenario file\n");
     return 2;
   }
   pd_scenario_t *s = malloc(sizeof *s);

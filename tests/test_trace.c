@@ -90,6 +90,9 @@ static void check_events(const cJSON *arr) {
   check_num(pn, "pid", PD_TRACE_WORKER);
   check_str(field(pn, "args"), "name", "prefill p0");
   PDT_TRUE(find(arr, "M", "process_sort_index") != NULL);
+  const cJSON *tn = find(arr, "M", "thread_name");
+  PDT_TRUE(tn != NULL);
+  if (tn) check_str(field(tn, "args"), "name", "slot 0");
   check_str(x, "name", "req 7 prefill");
   check_num(x, "pid", PD_TRACE_WORKER);
   check_num(x, "ts", 1234.567);

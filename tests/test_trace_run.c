@@ -1,5 +1,7 @@
 /* The trace of a simulated run: the row's trace hash (I13) is the same for the same seed,
- * whether or not a file is written, and moves when one timing moves. */
+ * whether or not a file is written, and moves when one timing moves; the file a viewer reads
+ * has named processes and lanes, as many lanes as spans overlap, spans that end after they
+ * start, and ids as strings. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 
@@ -79,11 +81,177 @@ static void test_one_timing_moves_the_hash(void) {
   free(s);
 }
 
+/* ---------- the written file, checked as a viewer would read it ---------- */
+
+#define MAX_TRACKS 4096
+#define LANES 100000 /* pd_trace_write.c: tid = group * LANES + lane */
+
+typedef struct track {
+  int pid, tid, has_name, n_spans;
+  double last_end;
+} track_t;
+
+typedef struct tracks {
+  track_t t[MAX_TRACKS];
+  int n;
+} tracks_t;
+
+static track_t *track_of(tracks_t *ts, int pid, int tid) {
+  for (int i = 0; i < ts->n; i++)
+    if (ts->t[i].pid == pid && ts->t[i].tid == tid) return &ts->t[i];
+  if (ts->n == MAX_TRACKS) return NULL;
+  ts->t[ts->n] = (track_t){pid, tid, 0, 0, -1.0};
+  return &ts->t[ts->n++];
+}
+
+static const char *str_of(const cJSON *o, const char *k) {
+  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+static double num_of(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : -1.0;
+}
+
+/* ids are strings; no number in args is past 2^53 (a double would round it). */
+static int args_ok(const cJSON *args) {
+  static const char *const ids[] = {"req", "leg", "room"};
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, ids[i]);
+    if (v && !cJSON_IsString(v)) return 0;
+  }
+  const cJSON *v;
+  cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(args, "rooms")) if (!cJSON_IsString(v)) return 0;
+  cJSON_ArrayForEach(v, args) if (cJSON_IsNumber(v) && v->valuedouble > 9007199254740992.0) return 0;
+  return 1;
+}
+
+/* Spans are written in the order requests were judged; a track's spans are checked after
+ * sorting by start (an insertion sort over this small test's spans). */
+typedef struct span_t {
+  int pid, tid;
+  double ts, end;
+} span_t;
+
+static int cmp_span(const void *a, const void *b) {
+  const span_t *x = a, *y = b;
+  if (x->pid != y->pid) return x->pid - y->pid;
+  if (x->tid != y->tid) return x->tid - y->tid;
+  return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* The most spans of one (pid, group) open at once, over spans sorted by track and start:
+ * the lanes a greedy packing needs. Counted per group by a sweep over starts and ends. */
+static int max_overlap(const span_t *sp, int n, int pid, int group) {
+  int best = 0;
+  for (int i = 0; i < n; i++) {
+    if (sp[i].pid != pid || sp[i].tid / LANES != group) continue;
+    int open = 0;
+    for (int k = 0; k < n; k++)
+      if (sp[k].pid == pid && sp[k].tid / LANES == group && sp[k].ts <= sp[i].ts &&
+          sp[k].end > sp[i].ts)
+        open++;
+    if (open > best) best = open;
+  }
+  return best;
+}
+
+static void check_file(const cJSON *root, const pd_scenario_t *s, int *n_tracks, int *n_legs) {
+  static tracks_t ts;
+  static span_t sp[20000];
+  int n_sp = 0, bad_span = 0, bad_args = 0, names = 0;
+  ts.n = 0;
+  *n_legs = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, root) {
+    const char *ph = str_of(e, "ph"), *name = str_of(e, "name");
+    int pid = (int)num_of(e, "pid"), tid = (int)num_of(e, "tid");
+    if (!ph || !name) { bad_span++; continue; }
+    if (strcmp(ph, "M") == 0) {
+      const char *arg = str_of(cJSON_GetObjectItemCaseSensitive(e, "args"), "name");
+      if (strcmp(name, "process_name") == 0 && arg) {
+        if (pid == PD_TRACE_CLIENTS) names += strcmp(arg, "client requests") == 0;
+        else if (pid == PD_TRACE_GATEWAY) names += strcmp(arg, "gateway legs") == 0;
+        else if (pid >= PD_TRACE_WORKER && pid < PD_TRACE_WORKER + (int)s->n_workers) {
+          const pd_scenario_worker_t *w = &s->workers[pid - PD_TRACE_WORKER];
+          char want[96];
+          snprintf(want, sizeof want, "%s %s", w->role == PD_ROLE_PREFILL ? "prefill" : "decode",
+                   w->name);
+          names += strcmp(arg, want) == 0;
+        }
+      }
+      if (strcmp(name, "thread_name") == 0) {
+        track_t *t = track_of(&ts, pid, tid);
+        if (t) t->has_name = 1;
+      }
+      continue;
+    }
+    if (strcmp(ph, "C") == 0) continue;
+    track_t *t = track_of(&ts, pid, tid);
+    bad_args += !args_ok(cJSON_GetObjectItemCaseSensitive(e, "args"));
+    if (strcmp(ph, "X") != 0 || !t) continue;
+    double t0 = num_of(e, "ts"), dur = num_of(e, "dur");
+    bad_span += t0 < 0 || dur < 0 || t0 + dur < t0;
+    *n_legs += pid == PD_TRACE_GATEWAY;
+    t->n_spans++;
+    if (n_sp < (int)(sizeof sp / sizeof sp[0])) sp[n_sp++] = (span_t){pid, tid, t0, t0 + dur};
+  }
+  PDT_EQ_INT(names, 2 + (int)s->n_workers); /* every process named */
+  PDT_EQ_INT(bad_span, 0);
+  PDT_EQ_INT(bad_args, 0);
+  qsort(sp, (size_t)n_sp, sizeof sp[0], cmp_span);
+  int overlaps = 0, unnamed = 0, lanes_over = 0;
+  for (int i = 1; i < n_sp; i++)
+    overlaps += sp[i].pid == sp[i - 1].pid && sp[i].tid == sp[i - 1].tid && sp[i].ts < sp[i - 1].end;
+  for (int i = 0; i < ts.n; i++) {
+    unnamed += !ts.t[i].has_name;
+    /* a lane beyond what the group's spans ever needed at once would be a leg's own track */
+    int group = ts.t[i].tid / LANES;
+    lanes_over += ts.t[i].tid % LANES >= max_overlap(sp, n_sp, ts.t[i].pid, group) &&
+                  ts.t[i].n_spans > 0;
+  }
+  PDT_EQ_INT(overlaps, 0);
+  PDT_EQ_INT(unnamed, 0);
+  PDT_EQ_INT(lanes_over, 0);
+  *n_tracks = ts.n;
+}
+
+/* A crash under load (20 requests, four modes): every process and lane named, lanes only as
+ * many as spans overlap, fewer tracks than legs, spans that end after they start. */
+static void test_written_trace_has_names_lanes_and_string_ids(void) {
+  pd_scenario_t *s = load("decode-crash-and-restart");
+  if (!s) return;
+  for (int m = 0; m < PD_MODE_COUNT; m++) {
+    if (!pd_mode_speaks((pd_mode_t)m, pd_scenario_protocol(s))) continue;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    uint32_t v;
+    run(s, (pd_mode_t)m, f, &v);
+    fclose(f);
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    PDT_TRUE(cJSON_IsArray(root));
+    int n_tracks = 0, n_legs = 0;
+    if (root) check_file(root, s, &n_tracks, &n_legs);
+    PDT_TRUE(n_legs >= 40);           /* 20 requests, a prefill and a decode leg each */
+    /* a track per leg made more tracks than legs (one per request, one or two per leg):
+     * lanes here are 23..42 for 40..54 legs */
+    PDT_TRUE(n_tracks < n_legs);
+    PDT_TRUE(text && strstr(text, "\"name\":\"crash\"") && strstr(text, "\"name\":\"restart\""));
+    PDT_TRUE(text && strstr(text, "\"name\":\"rq "));
+    cJSON_Delete(root);
+    free(text);
+  }
+  free(s);
+}
+
 int pdt_suite_trace_run(void) {
   static const pdt_case_t cases[] = {
       {"a run's hash is the same with and without a trace file",
        test_hash_is_the_same_with_and_without_a_file},
       {"one timing 1 us later moves the hash, not the verdict", test_one_timing_moves_the_hash},
+      {"the written trace: named processes and lanes, no lane beyond the overlap, ids strings",
+       test_written_trace_has_names_lanes_and_string_ids},
   };
   return PDT_SUITE("trace_run", cases);
 }
