@@ -2,18 +2,21 @@
  *
  * Lanes: each (process, group)'s spans, sorted by start, go to the lowest lane whose last span
  * ended by then, so a group has as many lanes (threads) as its spans ever overlapped; an
- * instant goes to the lane of the span with its process and key, else lane 0. A lane's tid is
- * group * PD_TRACE_LANES + lane: unique in its process. */
+ * instant goes to the lane of the span with its process and key, else lane 0. Lanes are
+ * numbered (tid) from TID0 across the whole file in process, group and lane order: a tid is
+ * never reused by another process nor equal to a pid (viewers may key threads by tid alone,
+ * and take tid == pid for a process's main thread). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pd_trace.h"
 
-#define PD_TRACE_LANES 100000u /* lanes per group before tids of two groups could meet */
+#define TID0 1000u /* above every pid (PD_TRACE_WORKER + the most workers) */
 
 typedef struct group_lanes {
   uint32_t pid, group, n;
+  uint64_t base; /* the tid of lane 0 */
 } group_lanes_t;
 
 typedef struct key_lane {
@@ -75,7 +78,7 @@ static group_lanes_t *group_of(lanes_t *l, uint32_t pid, uint32_t group, size_t 
   for (size_t i = 0; i < l->n_g; i++)
     if (l->g[i].pid == pid && l->g[i].group == group) return &l->g[i];
   if (l->n_g == cap) return NULL;
-  l->g[l->n_g] = (group_lanes_t){pid, group, 0};
+  l->g[l->n_g] = (group_lanes_t){pid, group, 0, 0};
   return &l->g[l->n_g++];
 }
 
@@ -84,12 +87,14 @@ static void pack_spans(pd_trace_t *t, lanes_t *l, span_t *sp, size_t n, size_t c
   qsort(sp, n, sizeof *sp, cmp_span);
   uint64_t *ends = NULL;
   uint32_t n_ends = 0, cap_ends = 0;
+  group_lanes_t *g = NULL;
   for (size_t i = 0; i < n; i++) {
     pd_trace_rec_t *r = &t->recs[sp[i].idx];
-    if (i == 0 || r->pid != sp[i - 1].pid || r->group != sp[i - 1].group)
-      n_ends = 0; /* a new group */
+    if (i == 0 || r->pid != sp[i - 1].pid || r->group != sp[i - 1].group) { /* a new group */
+      n_ends = 0;
+      g = group_of(l, r->pid, r->group, cap_g);
+    }
     r->lane = take_lane(&ends, &n_ends, &cap_ends, r->t0, r->t1);
-    group_lanes_t *g = group_of(l, r->pid, r->group, cap_g);
     if (g && g->n < n_ends) g->n = n_ends;
     l->k[l->n_k++] = (key_lane_t){r->pid, r->group, r->lane, r->key};
   }
@@ -99,6 +104,7 @@ static void pack_spans(pd_trace_t *t, lanes_t *l, span_t *sp, size_t n, size_t c
 
 /* Instants onto their span's lane; counters have none. */
 static void place_instants(pd_trace_t *t, lanes_t *l, size_t cap_g) {
+  group_lanes_t *g = NULL;
   for (size_t i = 0; i < t->n_recs; i++) {
     pd_trace_rec_t *r = &t->recs[i];
     if (r->ph != 'i') continue;
@@ -106,9 +112,32 @@ static void place_instants(pd_trace_t *t, lanes_t *l, size_t cap_g) {
     const key_lane_t *k = l->n_k ? bsearch(&want, l->k, l->n_k, sizeof want, cmp_key) : NULL;
     r->group = k ? k->group : 0;
     r->lane = k ? k->lane : 0;
-    group_lanes_t *g = group_of(l, r->pid, r->group, cap_g);
+    if (!g || g->pid != r->pid || g->group != r->group) g = group_of(l, r->pid, r->group, cap_g);
     if (g && g->n <= r->lane) g->n = r->lane + 1;
   }
+}
+
+static int cmp_group(const void *a, const void *b) {
+  const group_lanes_t *x = a, *y = b;
+  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+  return x->group < y->group ? -1 : x->group > y->group;
+}
+
+/* Groups in (process, group) order, each lane a tid: TID0, TID0 + 1, ... across the file. */
+static void number_lanes(lanes_t *l) {
+  qsort(l->g, l->n_g, sizeof *l->g, cmp_group);
+  uint64_t next = TID0;
+  for (size_t i = 0; i < l->n_g; i++) {
+    l->g[i].base = next;
+    next += l->g[i].n;
+  }
+}
+
+/* The event's tid: its group's first lane + its lane. */
+static uint64_t tid_of(const lanes_t *l, const pd_trace_rec_t *r) {
+  group_lanes_t want = {r->pid, r->group, 0, 0};
+  const group_lanes_t *g = l->n_g ? bsearch(&want, l->g, l->n_g, sizeof want, cmp_group) : NULL;
+  return (g ? g->base : TID0) + r->lane;
 }
 
 static void assign_lanes(pd_trace_t *t, lanes_t *l) {
@@ -131,6 +160,7 @@ static void assign_lanes(pd_trace_t *t, lanes_t *l) {
   }
   pack_spans(t, l, sp, n, cap_g);
   place_instants(t, l, cap_g);
+  number_lanes(l);
   free(sp);
 }
 
@@ -173,7 +203,7 @@ static void write_threads(pd_trace_t *t, const lanes_t *l, int *n_out) {
     const group_lanes_t *g = &l->g[i];
     const pd_trace_name_t *nm = name_of(t, g->pid, g->group);
     for (uint32_t lane = 0; lane < g->n; lane++) {
-      uint64_t tid = (uint64_t)g->group * PD_TRACE_LANES + lane;
+      uint64_t tid = g->base + lane;
       sep(t->out, n_out);
       fprintf(t->out, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu64
                       ",\"args\":{\"name\":\"", g->pid, tid);
@@ -197,8 +227,7 @@ void pd_trace_write(pd_trace_t *t) {
     sep(t->out, &n_out);
     if (r->ph == 'C') fprintf(t->out, "{\"pid\":%" PRIu32 ",", r->pid);
     else
-      fprintf(t->out, "{\"pid\":%" PRIu32 ",\"tid\":%" PRIu64 ",", r->pid,
-              (uint64_t)r->group * PD_TRACE_LANES + r->lane);
+      fprintf(t->out, "{\"pid\":%" PRIu32 ",\"tid\":%" PRIu64 ",", r->pid, tid_of(&l, r));
     fwrite(t->text + r->off, 1, r->len, t->out);
   }
   fputs("\n]\n", t->out);

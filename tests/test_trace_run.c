@@ -84,11 +84,10 @@ static void test_one_timing_moves_the_hash(void) {
 /* ---------- the written file, checked as a viewer would read it ---------- */
 
 #define MAX_TRACKS 4096
-#define LANES 100000 /* pd_trace_write.c: tid = group * LANES + lane */
-
+/* A track as its thread_name says: "<group's lane name> <lane>" ("to p0 3", "slot 0"). */
 typedef struct track {
-  int pid, tid, has_name, n_spans;
-  double last_end;
+  int pid, tid, has_name, n_spans, lane;
+  char group[64];
 } track_t;
 
 typedef struct tracks {
@@ -100,7 +99,7 @@ static track_t *track_of(tracks_t *ts, int pid, int tid) {
   for (int i = 0; i < ts->n; i++)
     if (ts->t[i].pid == pid && ts->t[i].tid == tid) return &ts->t[i];
   if (ts->n == MAX_TRACKS) return NULL;
-  ts->t[ts->n] = (track_t){pid, tid, 0, 0, -1.0};
+  ts->t[ts->n] = (track_t){pid, tid, 0, 0, -1, ""};
   return &ts->t[ts->n++];
 }
 
@@ -127,10 +126,11 @@ static int args_ok(const cJSON *args) {
 }
 
 /* Spans are written in the order requests were judged; a track's spans are checked after
- * sorting by start (an insertion sort over this small test's spans). */
+ * sorting by track and start. */
 typedef struct span_t {
   int pid, tid;
   double ts, end;
+  const track_t *track;
 } span_t;
 
 static int cmp_span(const void *a, const void *b) {
@@ -140,16 +140,19 @@ static int cmp_span(const void *a, const void *b) {
   return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-/* The most spans of one (pid, group) open at once, over spans sorted by track and start:
- * the lanes a greedy packing needs. Counted per group by a sweep over starts and ends. */
-static int max_overlap(const span_t *sp, int n, int pid, int group) {
+static int same_group(const track_t *a, const track_t *b) {
+  return a->pid == b->pid && strcmp(a->group, b->group) == 0;
+}
+
+/* The most spans of one group (a process's tracks of one lane name) open at once: the lanes
+ * a packing needs. Counted at each span's start. */
+static int max_overlap(const span_t *sp, int n, const track_t *t) {
   int best = 0;
   for (int i = 0; i < n; i++) {
-    if (sp[i].pid != pid || sp[i].tid / LANES != group) continue;
+    if (!same_group(sp[i].track, t)) continue;
     int open = 0;
     for (int k = 0; k < n; k++)
-      if (sp[k].pid == pid && sp[k].tid / LANES == group && sp[k].ts <= sp[i].ts &&
-          sp[k].end > sp[i].ts)
+      if (same_group(sp[k].track, t) && sp[k].ts <= sp[i].ts && sp[k].end > sp[i].ts)
         open++;
     if (open > best) best = open;
   }
@@ -182,7 +185,13 @@ static void check_file(const cJSON *root, const pd_scenario_t *s, int *n_tracks,
       }
       if (strcmp(name, "thread_name") == 0) {
         track_t *t = track_of(&ts, pid, tid);
-        if (t) t->has_name = 1;
+        const char *sp_ = arg ? strrchr(arg, ' ') : NULL;
+        if (t && sp_ && (size_t)(sp_ - arg) < sizeof t->group) {
+          t->has_name = 1;
+          memcpy(t->group, arg, (size_t)(sp_ - arg));
+          t->group[sp_ - arg] = 0;
+          t->lane = atoi(sp_ + 1);
+        }
       }
       continue;
     }
@@ -194,25 +203,28 @@ static void check_file(const cJSON *root, const pd_scenario_t *s, int *n_tracks,
     bad_span += t0 < 0 || dur < 0 || t0 + dur < t0;
     *n_legs += pid == PD_TRACE_GATEWAY;
     t->n_spans++;
-    if (n_sp < (int)(sizeof sp / sizeof sp[0])) sp[n_sp++] = (span_t){pid, tid, t0, t0 + dur};
+    if (n_sp < (int)(sizeof sp / sizeof sp[0])) sp[n_sp++] = (span_t){pid, tid, t0, t0 + dur, t};
   }
   PDT_EQ_INT(names, 2 + (int)s->n_workers); /* every process named */
   PDT_EQ_INT(bad_span, 0);
   PDT_EQ_INT(bad_args, 0);
   qsort(sp, (size_t)n_sp, sizeof sp[0], cmp_span);
-  int overlaps = 0, unnamed = 0, lanes_over = 0;
+  int overlaps = 0, unnamed = 0, lanes_over = 0, shared_tid = 0;
   for (int i = 1; i < n_sp; i++)
     overlaps += sp[i].pid == sp[i - 1].pid && sp[i].tid == sp[i - 1].tid && sp[i].ts < sp[i - 1].end;
   for (int i = 0; i < ts.n; i++) {
     unnamed += !ts.t[i].has_name;
     /* a lane beyond what the group's spans ever needed at once would be a leg's own track */
-    int group = ts.t[i].tid / LANES;
-    lanes_over += ts.t[i].tid % LANES >= max_overlap(sp, n_sp, ts.t[i].pid, group) &&
-                  ts.t[i].n_spans > 0;
+    lanes_over += ts.t[i].n_spans > 0 && ts.t[i].lane >= max_overlap(sp, n_sp, &ts.t[i]);
+    /* a tid names one thread in the whole file, and never a process's main thread */
+    for (int k = 0; k < i; k++) shared_tid += ts.t[k].tid == ts.t[i].tid;
+    shared_tid += ts.t[i].tid == PD_TRACE_CLIENTS || ts.t[i].tid == PD_TRACE_GATEWAY ||
+                  (ts.t[i].tid >= PD_TRACE_WORKER && ts.t[i].tid < PD_TRACE_WORKER + 64);
   }
   PDT_EQ_INT(overlaps, 0);
   PDT_EQ_INT(unnamed, 0);
   PDT_EQ_INT(lanes_over, 0);
+  PDT_EQ_INT(shared_tid, 0);
   *n_tracks = ts.n;
 }
 
