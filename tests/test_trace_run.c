@@ -9,6 +9,7 @@
 #include "pd_trace.h"
 #include "pd_world.h"
 #include "pdt.h"
+#include "pdt_net.h"
 
 static pd_scenario_t *load(const char *name) {
   pd_scenario_t *s = malloc(sizeof *s);
@@ -257,6 +258,54 @@ static void test_written_trace_has_names_lanes_and_string_ids(void) {
   free(s);
 }
 
+/* The whole file, or NULL. */
+static char *read_path(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  char buf[4096];
+  size_t n;
+  while (m && (n = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, n, m); /* bounded by EOF */
+  if (m) fclose(m);
+  fclose(f);
+  return text;
+}
+
+/* `sim run FILE --trace DIR/out.json` under all modes: one file per mode, out.<mode>.json,
+ * each a trace array, and each row prints its path. */
+static void test_cli_writes_one_trace_per_mode(void) {
+  char bin[PATH_MAX + 8], dir[] = "/tmp/pdt-trace-XXXXXX", cmd[PATH_MAX * 2 + 256];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  PDT_TRUE(mkdtemp(dir) != NULL);
+  snprintf(cmd, sizeof cmd, "%s sim run %s/scenarios/happy-path-stream.json --trace %s/out.json"
+           " > %s/rows.txt 2>&1", bin, PD_SOURCE_DIR, dir, dir);
+  PDT_EQ_INT(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "%s/rows.txt", dir);
+  char *rows = read_path(cmd);
+  static const char *const modes[] = {"joined", "pr1150", "minilb", "reference"};
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+    char path[PATH_MAX], line[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/out.%s.json", dir, modes[i]);
+    snprintf(line, sizeof line, "    trace: %s\n", path);
+    PDT_TRUE(rows && strstr(rows, line) != NULL);
+    char *text = read_path(path);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    PDT_TRUE(cJSON_IsArray(root) && cJSON_GetArraySize(root) > 10);
+    cJSON_Delete(root);
+    free(text);
+    unlink(path);
+  }
+  snprintf(cmd, sizeof cmd, "%s/out.json", dir);
+  PDT_TRUE(access(cmd, F_OK) != 0); /* under several modes, no file has the bare name */
+  if (rows == NULL) printf("\nno rows\n");
+  free(rows);
+  snprintf(cmd, sizeof cmd, "%s/rows.txt", dir);
+  unlink(cmd);
+  rmdir(dir);
+}
+
 int pdt_suite_trace_run(void) {
   static const pdt_case_t cases[] = {
       {"a run's hash is the same with and without a trace file",
@@ -264,6 +313,8 @@ int pdt_suite_trace_run(void) {
       {"one timing 1 us later moves the hash, not the verdict", test_one_timing_moves_the_hash},
       {"the written trace: named processes and lanes, no lane beyond the overlap, ids strings",
        test_written_trace_has_names_lanes_and_string_ids},
+      {"sim run --trace under all modes writes one file per mode and prints it",
+       test_cli_writes_one_trace_per_mode},
   };
   return PDT_SUITE("trace_run", cases);
 }
