@@ -1,7 +1,6 @@
 /* The discrete-event driver: turns heap events into core events and worker-model calls, and
  * core actions into scheduled deliveries, keeping each request's ground truth until it can
  * be judged. */
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -84,85 +83,6 @@ static int leg_settled(const pd_worker_leg_t *l) {
   return !l->gw_open && l->wstate == PD_WORKER_LEG_DONE && !l->aborts_in_flight;
 }
 
-/* FNV-1a over a value's bytes: the run hash covers every judged request and leg as binary
- * fields, whether or not a trace file is written (so the two runs of I13 compare exactly). */
-static void hash_u64(uint64_t *h, uint64_t v) { *h = pd_fnv1a_u64(*h, v); }
-
-static void hash_request(struct pd_world *w, const pd_client_request_t *rq) {
-  uint64_t *h = &w->run_hash;
-  hash_u64(h, rq->id);
-  hash_u64(h, rq->t_arrival);
-  hash_u64(h, rq->t_end);
-  hash_u64(h, (uint64_t)rq->head_status << 32 | rq->attempts);
-  hash_u64(h, (uint64_t)rq->violations << 32 | rq->next_token);
-  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
-    hash_u64(h, l->leg_id);
-    hash_u64(h, l->room);
-    hash_u64(h, (uint64_t)l->worker << 32 | l->attempt);
-    hash_u64(h, (uint64_t)l->truth << 48 | (uint64_t)(l->outcomes ? l->outcome : 9) << 32 | l->aborts);
-    hash_u64(h, l->t_open ^ l->t_gw_closed << 1 ^ (uint64_t)l->gw_open << 63);
-    hash_u64(h, l->t_slot_taken ^ l->t_slot_freed << 1 ^ (uint64_t)l->is_slot_freed << 63);
-    for (int i = 1; i < l->n_rooms && l->rooms; i++) hash_u64(h, l->rooms[i]);
-  }
-}
-
-static const char *const truth_names[] = {"pending", "ok", "failed", "stalled", "cancelled",
-                                          "never"};
-
-/* Emit args built with cJSON (names come from scenario files and must be escaped). */
-static void span(struct pd_world *w, uint32_t pid, uint64_t tid, const char *name, uint64_t t0,
-                 uint64_t t1, cJSON *args) {
-  char *a = cJSON_PrintUnformatted(args);
-  pd_trace_span(&w->trace, pid, tid, name, t0, t1, a);
-  cJSON_free(a);
-}
-
-/* Perfetto tracks: pid 1 client requests, 2 prefill slots, 3 decode slots, 4 gateway legs. */
-static void trace_request(struct pd_world *w, pd_client_request_t *rq) {
-  hash_request(w, rq);
-  if (!w->trace.out) return;
-  char name[64];
-  snprintf(name, sizeof name, "request %llu", (unsigned long long)rq->id);
-  pd_trace_track(&w->trace, 1, rq->id, name);
-  cJSON *a = cJSON_CreateObject();
-  cJSON_AddNumberToObject(a, "status", rq->head_status);
-  cJSON_AddNumberToObject(a, "attempts", rq->attempts);
-  cJSON_AddNumberToObject(a, "tokens", rq->next_token);
-  cJSON_AddBoolToObject(a, "stream", rq->is_stream);
-  cJSON_AddStringToObject(a, "client", rq->gone ? "disconnected" : rq->aborted ? "aborted"
-                                       : rq->ended ? "ended" : "open");
-  cJSON_AddStringToObject(a, "why", rq->reason);
-  span(w, 1, rq->id, rq->violations ? "request (VIOLATION)" : "request", rq->t_arrival,
-       rq->t_end ? rq->t_end : w->now, a);
-  cJSON_Delete(a);
-  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
-    const char *wn = w->nodes[l->worker].spec->name;
-    a = cJSON_CreateObject();
-    cJSON_AddNumberToObject(a, "req", (double)rq->id);
-    cJSON_AddNumberToObject(a, "attempt", l->attempt);
-    cJSON_AddStringToObject(a, "worker", wn);
-    cJSON_AddNumberToObject(a, "room", (double)l->room);
-    if (l->n_rooms > 1 && l->rooms) { /* a batch: every room, not just the first */
-      cJSON *ra = cJSON_AddArrayToObject(a, "rooms");
-      for (int i = 0; i < l->n_rooms; i++) cJSON_AddItemToArray(ra, cJSON_CreateNumber((double)l->rooms[i]));
-    }
-    cJSON_AddStringToObject(a, "truth", truth_names[l->truth]);
-    cJSON_AddStringToObject(a, "recorded", l->outcomes ? pd_outcome_name(l->outcome) : "none");
-    cJSON_AddNumberToObject(a, "aborts_received", l->aborts);
-    cJSON_AddStringToObject(a, "fault", l->fault >= 0 ? pd_fault_kind_name((pd_fault_kind_t)l->fault)
-                                                      : "none");
-    uint32_t pid = l->role == PD_ROLE_PREFILL ? 2 : 3;
-    snprintf(name, sizeof name, "%.24s leg %llu", wn, (unsigned long long)l->leg_id);
-    pd_trace_track(&w->trace, 4, l->leg_id, name);
-    pd_trace_track(&w->trace, pid, l->leg_id, name);
-    span(w, 4, l->leg_id, l->role == PD_ROLE_PREFILL ? "prefill leg" : "decode leg", l->t_open,
-         l->gw_open ? w->now : l->t_gw_closed, a);
-    if (l->slot_taken)
-      span(w, pid, l->leg_id, "slot", l->t_slot_taken, l->is_slot_freed ? l->t_slot_freed : w->now, a);
-    cJSON_Delete(a);
-  }
-}
-
 /* What the checker reads of the world, now (the scenario is the healed one once healed). */
 static pd_judge_t judge_of(const struct pd_world *w) {
   uint32_t att = w->gcfg.retry.max_attempts;
@@ -192,7 +112,7 @@ void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
       snprintf(st->first_reason, sizeof st->first_reason, "%s", reason);
     }
   }
-  trace_request(w, rq);
+  pd_world_trace_request(w, rq);
   st->requests_done++;
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
     if (l->is_reached) {

@@ -15,6 +15,7 @@
   X(pdt_suite_buf)       \
   X(pdt_suite_proc)      \
   X(pdt_suite_trace)     \
+  X(pdt_suite_trace_run) \
   X(pdt_suite_metrics)   \
   X(pdt_suite_dispatch)  \
   X(pdt_suite_dispatch_more) \
