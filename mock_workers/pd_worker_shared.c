@@ -96,24 +96,45 @@ static void wput_u32(wbuf_t *w, uint32_t v) {
 
 #define WPUT_LIT(w, lit) wput((w), (lit), sizeof(lit) - 1)
 
-/* The event is built by hand, not with snprintf (issue 14: one per token is the simulator's
- * most frequent text); tests/test_wire_print.c holds it to the snprintf form byte for byte. */
+/* Token k's SGLang object, its input_token_logprobs lp (NULL: none). Built by hand, not with
+ * snprintf (issue 14: one per token is the simulator's most frequent text);
+ * tests/test_wire_fast.c holds it to the snprintf form byte for byte. */
+static void token_json(wbuf_t *w, const pd_wire_leg_t *leg, uint32_t k, const char *lp) {
+  WPUT_LIT(w, "{\"text\":\"tok");
+  wput_u32(w, k);
+  WPUT_LIT(w, " \",\"index\":");
+  wput_u32(w, k);
+  WPUT_LIT(w, ",\"meta_info\":{\"id\":\"");
+  const char *rid = leg->rid ? leg->rid : "(null)"; /* what glibc's "%s" printed */
+  wput(w, rid, strlen(rid));
+  WPUT_LIT(w, "\",\"completion_tokens\":");
+  wput_u32(w, k + 1);
+  if (lp) {
+    WPUT_LIT(w, ",\"input_token_logprobs\":");
+    wput(w, lp, strlen(lp));
+  }
+  WPUT_LIT(w, "}}");
+}
+
+static size_t wbuf_end(wbuf_t *w) {
+  if (w->n >= w->cap) return 0;
+  w->p[w->n] = '\0';
+  return w->n;
+}
+
+size_t pd_wire_token_json(const pd_wire_leg_t *leg, uint32_t k, const char *lp, char *buf,
+                          size_t cap) {
+  wbuf_t w = {buf, 0, cap};
+  token_json(&w, leg, k, lp);
+  return wbuf_end(&w);
+}
+
 static size_t token_event(const pd_wire_leg_t *leg, uint32_t k, char *buf, size_t cap) {
   wbuf_t w = {buf, 0, cap};
-  WPUT_LIT(&w, "data: {\"text\":\"tok");
-  wput_u32(&w, k);
-  WPUT_LIT(&w, " \",\"index\":");
-  wput_u32(&w, k);
-  WPUT_LIT(&w, ",\"meta_info\":{\"id\":\"");
-  const char *rid = leg->rid ? leg->rid : "(null)"; /* what glibc's "%s" printed */
-  wput(&w, rid, strlen(rid));
-  WPUT_LIT(&w, "\",\"completion_tokens\":");
-  wput_u32(&w, k + 1);
-  if (leg->has_logprob) WPUT_LIT(&w, ",\"input_token_logprobs\":" PD_LP_DECODE);
-  WPUT_LIT(&w, "}}\n\n");
-  if (w.n >= cap) return 0;
-  buf[w.n] = '\0';
-  return w.n;
+  WPUT_LIT(&w, "data: ");
+  token_json(&w, leg, k, leg->has_logprob ? PD_LP_DECODE : NULL);
+  WPUT_LIT(&w, "\n\n");
+  return wbuf_end(&w);
 }
 
 size_t pd_wire_token_part(char *buf, size_t len, uint32_t part) {

@@ -38,6 +38,7 @@
   X(pdt_suite_capacity_metrics) \
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \
+  X(pdt_suite_check_bytes) \
   X(pdt_suite_explore)   \
   X(pdt_suite_explore_shard) \
   X(pdt_suite_late_pins) \
