@@ -134,6 +134,7 @@ void pd_gw_rq_del(pd_gw_t *gw, pd_rq_t *rq) {
   for (uint32_t i = 0; i < rq->n_legs; i++) leg_del(gw, rq->legs[i]);
   pd_request_free(&rq->req);
   pd_buf_free(gw->alloc, &rq->prefill_lp);
+  if (rq->has_lp_read) pd_merge_prefill_free(&rq->lp_read);
   cJSON_Delete(rq->sf_params);
   pd_free(gw->alloc, rq->rid);
   pd_free(gw->alloc, rq);

@@ -3,9 +3,11 @@
   X(pdt_suite_prng)      \
   X(pdt_suite_sse)       \
   X(pdt_suite_merge)     \
+  X(pdt_suite_merge_read) \
   X(pdt_suite_world_body) \
   X(pdt_suite_wire_fast) \
   X(pdt_suite_request)   \
+  X(pdt_suite_render_bytes) \
   X(pdt_suite_retry)     \
   X(pdt_suite_breaker)   \
   X(pdt_suite_policy)    \
