@@ -111,12 +111,42 @@ static int is_plain_rid(const char *rid) {
  * leg rendered it (pd_wire_token_json), or that event once merged (PD_LP_MERGED): its findings
  * are known without a parse. Returns 0 (nothing judged) when the bytes differ in any way; then
  * the event is parsed (tests/test_check_bytes.c holds both readings to the same findings). */
+/* The same on an OpenAI route: the client's event is one of the events the worker writes
+ * for the next token (pd_wire_openai_render: chat's role chunk before the first, the token's
+ * chunk, after the last SGLang's chat finish chunk and the usage chunk), SGLang's ids or
+ * vLLM's. Only the token's chunk carries text ("tok<k> "); the others carry none. */
+static int known_openai_event(pd_client_request_t *rq, const pd_wire_leg_t *wl,
+                              const pd_sse_event_t *ev) {
+  char want[2048];
+  int vllm_first = (ev->len >= 12 && memcmp(ev->data, "{\"id\":\"cmpl-", 12) == 0) ||
+                   (ev->len >= 16 && memcmp(ev->data, "{\"id\":\"chatcmpl-", 16) == 0);
+  uint32_t k = rq->next_token;
+  int chunk_at = k == 0 && wl->api->route == PD_ROUTE_CHAT; /* after the role chunk */
+  for (int t = 0; t < 2; t++) {
+    size_t n = pd_wire_openai_render(wl, t ^ vllm_first, PD_WIRE_TOKEN, k << 2, want, sizeof want);
+    size_t at = 0;
+    for (int i = 0; at + 8 <= n && i < 4; i++) { /* each "data: <object>\n\n" */
+      const char *end = memchr(want + at, '\n', n - at); /* objects hold no newline */
+      if (!end || memcmp(want + at, "data: ", 6) != 0) break;
+      size_t len = (size_t)(end - want) - at - 6;
+      if (len == ev->len && memcmp(want + at + 6, ev->data, len) == 0) {
+        if (i == chunk_at) rq->next_token++;
+        rq->first_event_seen = 1;
+        rq->known_events++;
+        return 1;
+      }
+      at += 6 + len + 2;
+    }
+  }
+  return 0;
+}
+
 static int known_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
   const pd_worker_leg_t *d = rq->legs;
   while (d && d->role != PD_ROLE_DECODE) d = d->next_in_req; /* newest first */
-  if (rq->is_parse_only || !d || d->api.route != PD_ROUTE_GENERATE || !is_plain_rid(d->rid))
-    return 0;
+  if (rq->is_parse_only || !d || !is_plain_rid(d->rid)) return 0;
   pd_wire_leg_t wl = {d->rid, d->is_stream, d->has_logprob, d->tokens, &d->api};
+  if (d->api.route != PD_ROUTE_GENERATE) return known_openai_event(rq, &wl, ev);
   char want[256];
   size_t n = pd_wire_token_json(&wl, rq->next_token, d->has_logprob ? PD_LP_DECODE : NULL, want,
                                 sizeof want);

@@ -6,6 +6,7 @@
   X(pdt_suite_merge_read) \
   X(pdt_suite_world_body) \
   X(pdt_suite_wire_fast) \
+  X(pdt_suite_wire_openai_fast) \
   X(pdt_suite_request)   \
   X(pdt_suite_render_bytes) \
   X(pdt_suite_retry)     \

@@ -119,11 +119,62 @@ static void t_merged_form_is_what_the_merge_prints(void) {
   PDT_EQ_STR(out, want);
 }
 
+/* OpenAI routes: every event of every token as SGLang's or vLLM's worker writes it, in
+ * order, then the same with one event dropped, repeated or corrupted. */
+static uint32_t openai_run(int route, int usage, int vllm, int mutate_at, int how) {
+  rec_t a, b;
+  rec_init(&a, "pdref-42", 0, 0, 0);
+  rec_init(&b, "pdref-42", 0, 0, 1);
+  a.leg.api.route = b.leg.api.route = route;
+  a.leg.api.has_usage = b.leg.api.has_usage = usage;
+  pd_wire_leg_t wl = {"pdref-42", 1, 0, 8, &a.leg.api};
+  int ev_no = 0;
+  for (uint32_t k = 0; k < 8; k++) {
+    char msg[4096];
+    size_t n = pd_wire_openai_render(&wl, vllm, PD_WIRE_TOKEN, k << 2, msg, sizeof msg);
+    PDT_TRUE(n > 0);
+    for (size_t at = 0; at < n; ev_no++) {
+      const char *end = strstr(msg + at, "\n\n");
+      size_t len = (size_t)(end - msg) - at - 6;
+      char payload[1024];
+      memcpy(payload, msg + at + 6, len);
+      payload[len] = 0;
+      at += 6 + len + 2;
+      if (ev_no == mutate_at && how == 0) continue; /* dropped */
+      if (ev_no == mutate_at && how == 2) payload[len / 2] ^= 1; /* corrupted */
+      for (int rep = 0; rep < (ev_no == mutate_at && how == 1 ? 2 : 1); rep++) {
+        feed(&a, payload, len);
+        feed(&b, payload, len);
+        PDT_EQ_U64(a.rq.next_token, b.rq.next_token);
+        PDT_EQ_INT(a.rq.token_error, b.rq.token_error);
+        PDT_EQ_INT(a.rq.first_event_seen, b.rq.first_event_seen);
+      }
+    }
+  }
+  PDT_EQ_U64(b.rq.known_events, 0);
+  if (mutate_at < 0) PDT_EQ_U64(a.rq.next_token, 8);
+  pd_sse_free(&a.rq.sse);
+  pd_sse_free(&b.rq.sse);
+  return a.rq.known_events;
+}
+
+static void t_openai_events_read_by_bytes_agree_with_cjson(void) {
+  uint32_t by_bytes = 0;
+  for (int route = PD_ROUTE_COMPLETIONS; route <= PD_ROUTE_CHAT; route++)
+    for (int usage = 0; usage < 2; usage++)
+      for (int vllm = 0; vllm < 2; vllm++)
+        for (int at = -1; at < 12; at++)
+          for (int how = 0; how < 3; how++) by_bytes += openai_run(route, usage, vllm, at, how);
+  PDT_TRUE(by_bytes > 2000);
+}
+
 int pdt_suite_check_bytes(void) {
   static const pdt_case_t cases[] = {
       {"client events read by their bytes agree with cJSON's reading",
        t_events_read_by_bytes_agree_with_cjson},
       {"the merged form expected is what the merge prints", t_merged_form_is_what_the_merge_prints},
+      {"OpenAI events read by their bytes agree with cJSON's reading",
+       t_openai_events_read_by_bytes_agree_with_cjson},
   };
   return PDT_SUITE("check_bytes", cases);
 }
