@@ -90,18 +90,41 @@ void pd_merge_prefill_init(pd_merge_prefill_t *pf, const char *prefill, size_t p
 }
 
 void pd_merge_prefill_free(pd_merge_prefill_t *pf) {
-  for (size_t k = 0; k < MERGE_NKEYS; k++) cJSON_free(pf->items[k]);
+  for (size_t k = 0; k < MERGE_NKEYS; k++) {
+    cJSON_free(pf->items[k]);
+    cJSON_Delete(pf->seen[k]);
+    cJSON_free(pf->seen_text[k]);
+  }
+  cJSON_free(pf->spare);
   memset(pf, 0, sizeof *pf);
 }
 
-/* Replace decode's array da (a member of dm) by the printed prefill ++ decode array: the bytes
- * printing the spliced array would give ("[" elements joined by "," "]"), as one raw item. */
-static int splice_printed(cJSON *dm, cJSON *da, const char *p, size_t pn) {
+/* Exactly the same tree: types, keys in order, a number's double bit for bit, a string's
+ * bytes (so the same printed text: cJSON's print is a function of these). */
+static int same_tree(const cJSON *a, const cJSON *b, int depth) {
+  if (!a || !b || (a->type & 0xff) != (b->type & 0xff) || depth > 16) return 0;
+  if (cJSON_IsNumber(a)) return memcmp(&a->valuedouble, &b->valuedouble, sizeof a->valuedouble) == 0;
+  if (cJSON_IsString(a) || cJSON_IsRaw(a)) return strcmp(a->valuestring, b->valuestring) == 0;
+  if (!cJSON_IsArray(a) && !cJSON_IsObject(a)) return 1; /* null, true, false */
+  const cJSON *x = a->child, *y = b->child;
+  for (; x && y; x = x->next, y = y->next) { /* bounded by the shorter list */
+    if (cJSON_IsObject(a) && (!x->string || !y->string || strcmp(x->string, y->string) != 0))
+      return 0;
+    if (!same_tree(x, y, depth + 1)) return 0;
+  }
+  return !x && !y;
+}
+
+/* The printed prefill ++ decode array for key k: "[" elements joined by "," "]", as printing
+ * the spliced array gives. The last decode array and its result are kept: a stream's events
+ * carry the same logprobs, and printing their doubles is the merge's dearest part. */
+static char *merged_text(pd_merge_prefill_t *pf, size_t k, const cJSON *da) {
+  if (pf->seen[k] && same_tree(pf->seen[k], da, 0)) return pf->seen_text[k];
   char *d = cJSON_PrintUnformatted(da);
-  if (!d) return PD_ERR_NOMEM;
-  size_t dn = strlen(d);
-  char small[512], *t = pn + dn < sizeof small ? small : cJSON_malloc(pn + dn + 1);
-  cJSON *raw = NULL;
+  if (!d) return NULL;
+  const char *p = pf->items[k];
+  size_t pn = pf->items_len[k], dn = strlen(d);
+  char *t = cJSON_malloc(pn + dn + 1);
   if (t) {
     if (pn <= 2) memcpy(t, d, dn + 1); /* prefill's is empty: decode's as it is */
     else if (dn <= 2) memcpy(t, p, pn + 1);
@@ -110,10 +133,25 @@ static int splice_printed(cJSON *dm, cJSON *da, const char *p, size_t pn) {
       t[pn - 1] = ',';
       memcpy(t + pn, d + 1, dn); /* decode's elements, its ']' and the NUL */
     }
-    raw = cJSON_CreateRaw(t);
-    if (t != small) cJSON_free(t);
   }
   cJSON_free(d);
+  cJSON *copy = t ? cJSON_Duplicate(da, 1) : NULL;
+  if (!copy) { /* not kept: used once */
+    cJSON_free(pf->spare);
+    pf->spare = t;
+    return t;
+  }
+  cJSON_Delete(pf->seen[k]);
+  cJSON_free(pf->seen_text[k]);
+  pf->seen[k] = copy;
+  pf->seen_text[k] = t;
+  return t;
+}
+
+/* Replace decode's array da (a member of dm) by the merged array, as one raw item. */
+static int splice_printed(pd_merge_prefill_t *pf, cJSON *dm, cJSON *da, size_t k) {
+  const char *t = merged_text(pf, k, da);
+  cJSON *raw = t ? cJSON_CreateRaw(t) : NULL;
   if (!raw) return PD_ERR_NOMEM;
   raw->string = da->string; /* hand the key over (ReplaceItemViaPointer keeps raw's) */
   raw->type |= da->type & cJSON_StringIsConst;
@@ -123,7 +161,7 @@ static int splice_printed(cJSON *dm, cJSON *da, const char *p, size_t pn) {
 }
 
 /* Returns 0, or PD_ERR_NOT_FOUND when input_token_logprobs is not an array on both sides. */
-static int merge_docs(const pd_merge_prefill_t *pf, cJSON *d) {
+static int merge_docs(pd_merge_prefill_t *pf, cJSON *d) {
   cJSON *dm = meta_of(d);
   if (!pf->has_meta || !dm) return PD_ERR_NOT_FOUND;
   if (pf->is_nomem) return PD_ERR_NOMEM;
@@ -134,13 +172,13 @@ static int merge_docs(const pd_merge_prefill_t *pf, cJSON *d) {
     if (k == 0 && !da[k]) return PD_ERR_NOT_FOUND;
   }
   for (size_t k = 0; k < MERGE_NKEYS; k++) {
-    int rc = da[k] ? splice_printed(dm, da[k], pf->items[k], pf->items_len[k]) : 0;
+    int rc = da[k] ? splice_printed(pf, dm, da[k], k) : 0;
     if (rc) return rc;
   }
   return 0;
 }
 
-int pd_merge_logprobs_with(const pd_alloc_t *alloc, const pd_merge_prefill_t *pf,
+int pd_merge_logprobs_with(const pd_alloc_t *alloc, pd_merge_prefill_t *pf,
                            const char *decode, size_t dlen, char **out, size_t *out_len) {
   if (!out || !pf) return PD_ERR_INVAL;
   cJSON *d = parse_exact(decode, dlen);

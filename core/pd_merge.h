@@ -36,6 +36,9 @@ typedef struct pd_merge_prefill {
   int is_nomem;   /* an array could not be printed: a merge that needs it is PD_ERR_NOMEM */
   char *items[PD_MERGE_NKEYS]; /* each key's array printed (cJSON's allocator), NULL: none */
   size_t items_len[PD_MERGE_NKEYS];
+  void *seen[PD_MERGE_NKEYS];      /* cJSON*: the last decode array merged for each key */
+  char *seen_text[PD_MERGE_NKEYS]; /* and the merged array's text (cJSON's allocator) */
+  char *spare;                     /* a merged text that could not be kept with its array */
 } pd_merge_prefill_t;
 
 /* Read prefill's JSON text (never fails: what it found is kept in pf->rc). Free with
@@ -43,8 +46,9 @@ typedef struct pd_merge_prefill {
 void pd_merge_prefill_init(pd_merge_prefill_t *pf, const char *prefill, size_t plen);
 void pd_merge_prefill_free(pd_merge_prefill_t *pf);
 
-/* pd_merge_logprobs with prefill's side read before: the same result, byte for byte. */
-int pd_merge_logprobs_with(const pd_alloc_t *alloc, const pd_merge_prefill_t *pf,
+/* pd_merge_logprobs with prefill's side read before: the same result, byte for byte. pf also
+ * keeps the last decode array merged (and its merged text) for the next event. */
+int pd_merge_logprobs_with(const pd_alloc_t *alloc, pd_merge_prefill_t *pf,
                            const char *decode, size_t dlen, char **out, size_t *out_len);
 
 /* smg's streaming merge as written (R1.39): the chunk must be UTF-8, start with "data: ",

@@ -207,7 +207,7 @@ static int error_event_status(const char *data, size_t len) {
 }
 
 /* Prefill's logprobs read once for every event they merge into (prefill_lp is set once). */
-static const pd_merge_prefill_t *prefill_read(pd_rq_t *rq) {
+static pd_merge_prefill_t *prefill_read(pd_rq_t *rq) {
   if (!rq->has_lp_read)
     pd_merge_prefill_init(&rq->lp_read, (const char *)rq->prefill_lp.p, rq->prefill_lp.len);
   rq->has_lp_read = 1;

@@ -3,6 +3,7 @@
  * (the form before, kept here as the reference), error codes included, and one prefill read
  * serves any number of decode events. */
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,10 +99,34 @@ static void t_merge_with_a_read_prefill_equals_the_tree_splice(void) {
   PDT_TRUE(merged >= 20);
 }
 
+/* Consecutive events with the same decode array reuse its merged text; arrays one ulp or
+ * one type apart do not. */
+static void t_merge_reuses_only_an_identical_decode_array(void) {
+  static const char *const arrays[] = {
+      "[[-0.75,13,null]]", "[[-0.75,13,null]]", "[[-0.75,13.0,null]]",
+      "[[-0.7500000000000001,13,null]]", "[[-0.75,13,null]]", "[[-0.75,13,\"null\"]]",
+      "[[-0.75,13,null],[1,2]]", "[[-0.75,13]]", "[]", "[[-0.75,13,null]]", "[{\"a\":1}]",
+      "[{\"b\":1}]", "[[-0.75,-0.0,null]]", "[[-0.75,0,null]]"};
+  pd_merge_prefill_t pf;
+  pd_merge_prefill_init(&pf, prefills[0], strlen(prefills[0]));
+  for (size_t i = 0; i < sizeof arrays / sizeof *arrays; i++) {
+    char d[256], *want = NULL, *got = NULL;
+    snprintf(d, sizeof d, "{\"index\":%zu,\"meta_info\":{\"input_token_logprobs\":%s}}", i,
+             arrays[i]);
+    PDT_EQ_INT(tree_merge(prefills[0], d, &want), 0);
+    PDT_EQ_INT(pd_merge_logprobs_with(NULL, &pf, d, strlen(d), &got, NULL), 0);
+    PDT_EQ_STR(got, want);
+    cJSON_free(want);
+    free(got);
+  }
+  pd_merge_prefill_free(&pf);
+}
+
 int pdt_suite_merge_read(void) {
   static const pdt_case_t cases[] = {
       {"merge with a read prefill equals the tree splice",
        t_merge_with_a_read_prefill_equals_the_tree_splice},
+      {"merge reuses only an identical decode array", t_merge_reuses_only_an_identical_decode_array},
   };
   return PDT_SUITE("merge_read", cases);
 }
