@@ -13,6 +13,14 @@
 #include "pd_worker.h"
 #include "pd_worker_shared.h"
 
+/* snprintf(dst, cap, "%.*s", cap - 1, src) without the format: at most cap - 1 bytes. */
+static void copy_cut(char *dst, size_t cap, const char *src) {
+  const char *nul = memchr(src, 0, cap - 1);
+  size_t n = nul ? (size_t)(nul - src) : cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
 static size_t count_occurrences(const char *s, size_t len, const char *pat, const char **first) {
   size_t n = 0, pl = strlen(pat);
   *first = NULL;
@@ -115,7 +123,7 @@ static int read_address(pd_worker_body_t *b, const cJSON *host, const cJSON *por
   if (cJSON_IsString(host)) {
     if (strlen(host->valuestring) >= sizeof b->boot_host)
       rc = fail(rc, PD_ERR_FIELD, err, errlen, "bootstrap_host: longer than 255 bytes");
-    else snprintf(b->boot_host, sizeof b->boot_host, "%s", host->valuestring);
+    else copy_cut(b->boot_host, sizeof b->boot_host, host->valuestring);
   }
   if (cJSON_IsNumber(port)) {
     if (port->valuedouble < 0 || port->valuedouble > 65535)
@@ -167,7 +175,7 @@ static uint32_t prompt_tokens(const cJSON *j) {
 
 static void copy_str(char *dst, size_t cap, const cJSON *v, int *has) {
   if (!cJSON_IsString(v)) return;
-  snprintf(dst, cap, "%.*s", (int)cap - 1, v->valuestring);
+  copy_cut(dst, cap, v->valuestring);
   *has = 1;
 }
 
@@ -247,7 +255,7 @@ static void read_api(pd_wire_api_t *api, const cJSON *j, uint32_t prompt_tokens)
   if (!cJSON_IsString(m) || strlen(m->valuestring) >= sizeof api->model) return;
   for (const char *p = m->valuestring; *p; p++)
     if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\') return;
-  snprintf(api->model, sizeof api->model, "%s", m->valuestring);
+  copy_cut(api->model, sizeof api->model, m->valuestring);
 }
 
 void pd_worker_body_route(pd_worker_body_t *b, const char *path) {
@@ -276,7 +284,7 @@ int pd_worker_body_read(pd_worker_body_t *b, const cJSON *j, const char *body, s
   if (cJSON_IsString(rid)) {
     if (strlen(rid->valuestring) >= sizeof b->rid)
       rc = fail(rc, PD_ERR_FIELD, err, errlen, "rid: longer than 255 bytes");
-    snprintf(b->rid, sizeof b->rid, "%.*s", (int)sizeof b->rid - 1, rid->valuestring);
+    copy_cut(b->rid, sizeof b->rid, rid->valuestring);
     b->has_rid = 1;
   }
   b->prompt_tokens = prompt_tokens(j);

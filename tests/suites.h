@@ -42,6 +42,7 @@
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \
   X(pdt_suite_check_bytes) \
+  X(pdt_suite_client_body) \
   X(pdt_suite_explore)   \
   X(pdt_suite_explore_shard) \
   X(pdt_suite_late_pins) \
