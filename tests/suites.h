@@ -13,6 +13,7 @@
   X(pdt_suite_breaker)   \
   X(pdt_suite_policy)    \
   X(pdt_suite_heap)      \
+  X(pdt_suite_pool)      \
   X(pdt_suite_map)       \
   X(pdt_suite_hash)      \
   X(pdt_suite_buf)       \
