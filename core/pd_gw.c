@@ -109,7 +109,7 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
 /* ---------- lifecycle ---------- */
 
 pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t *rng) {
-  /* every field zeroed but the worker table (tens of KiB, most never used: a run of a few
+  /* every field zeroed but the worker table (132 KiB, most never used: a run of a few
    * requests paid more for zeroing it than for its requests); pd_gw_add_worker fills an
    * entry before it counts, and entries past n_workers are never read */
   pd_gw_t *gw = pd_malloc(alloc, sizeof *gw);
