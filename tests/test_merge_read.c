@@ -46,8 +46,8 @@ static int tree_merge(const char *p, const char *d, char **out) {
 static const char *const prefills[] = {
     "{\"meta_info\":{\"input_token_logprobs\":[[-0.25,11,null],[-0.5,12,null]]}}",
     "{\"meta_info\":{\"input_token_logprobs\":[]}}",
-    "{\"text\":\"\",\"meta_info\":{\"id\":\"x\",\"input_token_logprobs\":[[0.1,1,\"a\\u00e9\"]],"
-    "\"input_top_logprobs\":[[1e-300,2,null],null],\"input_token_ids_logprobs\":[]}}",
+    ("{\"text\":\"\",\"meta_info\":{\"id\":\"x\",\"input_token_logprobs\":[[0.1,1,\"a\\u00e9\"]],"
+     "\"input_top_logprobs\":[[1e-300,2,null],null],\"input_token_ids_logprobs\":[]}}"),
     "{\"meta_info\":{\"input_token_logprobs\":{\"a\":1}}}",
     "{\"meta_info\":[1]}",
     "[1,2]",
@@ -56,8 +56,8 @@ static const char *const prefills[] = {
 };
 
 static const char *const decodes[] = {
-    "{\"text\":\"tok0 \",\"index\":0,\"meta_info\":{\"id\":\"r\",\"completion_tokens\":1,"
-    "\"input_token_logprobs\":[[-0.75,13,null]]}}",
+    ("{\"text\":\"tok0 \",\"index\":0,\"meta_info\":{\"id\":\"r\",\"completion_tokens\":1,"
+     "\"input_token_logprobs\":[[-0.75,13,null]]}}"),
     "{\"meta_info\":{\"input_token_logprobs\":[],\"input_top_logprobs\":[[3.14159,4,null]],"
     "\"input_token_ids_logprobs\":[[0.333333333333333314829616256247,5]]}}",
     "{ \"meta_info\" : { \"input_token_logprobs\" : [ [ -0.1 , 1 ] ] , \"x\" : 9007199254740993 } }",

@@ -57,8 +57,8 @@ static void t_render_prints_what_the_tree_printed(void) {
     const char *path, *body;
   } bodies[] = {
       {"/generate", "{\"text\":\"hello\",\"stream\":true}"},
-      {"/generate", "{\"text\":\"h\\u00e9\\n\\\"q\\\"\",\"sampling_params\":{\"max_new_tokens\":8},"
-                    "\"bootstrap_room\":5,\"rid\":\"mine\",\"bootstrap_room\":[1,2]}"},
+      {"/generate", ("{\"text\":\"h\\u00e9\\n\\\"q\\\"\",\"sampling_params\":{\"max_new_tokens\":8},"
+                     "\"bootstrap_room\":5,\"rid\":\"mine\",\"bootstrap_room\":[1,2]}")},
       {"/generate", "{\"text\":[\"a\",\"b\",\"c\"],\"bootstrap_host\":\"x\",\"routed_dp_rank\":3}"},
       {"/generate", "{\"input_ids\":[[1,2],[3]],\"return_logprob\":true,\"x\":1.5e300}"},
       {"/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"n\":3}"},
