@@ -7,6 +7,9 @@
 
 int pd_cli_sim_run(int argc, char **argv);
 int pd_cli_sim_bench(int argc, char **argv);
+/* The single-threaded simulator commands (sim bench, sim explore) call this first, before any
+ * cJSON use: cJSON then takes its blocks from one pool (core/pd_pool.h), not from malloc. */
+void pd_cli_pool_cjson(void);
 int pd_cli_sim_explore(int argc, char **argv);
 int pd_cli_sim_explore_merge(int argc, char **argv); /* argv[0] "merge" */
 int pd_cli_gateway(int argc, char **argv);

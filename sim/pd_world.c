@@ -2,7 +2,6 @@
  * core actions into scheduled deliveries, keeping each request's ground truth until it can
  * be judged. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +97,9 @@ void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
   pd_judge_t j = judge_of(w);
   uint32_t v = pd_check_request(&j, rq, reason, sizeof reason);
   rq->violations = v;
-  snprintf(rq->reason, sizeof rq->reason, "%s", reason);
+  size_t rn = strlen(reason) < sizeof rq->reason ? strlen(reason) : sizeof rq->reason - 1;
+  memcpy(rq->reason, reason, rn);
+  rq->reason[rn] = '\0';
   pd_world_stats_t *st = w->stats;
   if (v && getenv("PDREF_DEBUG")) fprintf(stderr, "req %llu: %#x %s\n", (unsigned long long)rq->id, v, reason);
   if (v) {
@@ -169,34 +170,48 @@ typedef struct body_out {
   int is_short;
 } body_out_t;
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void out(body_out_t *o, const char *fmt, ...) {
-  va_list ap;
+/* out(o, "%s", s) and out(o, "%u", v) without the format (a body per request). */
+static void out_s(body_out_t *o, const char *s) {
   if (o->is_short) return;
-  va_start(ap, fmt);
-  int k = vsnprintf(o->buf + o->off, o->cap - o->off, fmt, ap);
-  va_end(ap);
-  if (k < 0 || o->off + (size_t)k >= o->cap) o->is_short = 1;
-  else o->off += (size_t)k;
+  size_t n = strlen(s);
+  if (o->off + n >= o->cap) {
+    o->is_short = 1;
+    return;
+  }
+  memcpy(o->buf + o->off, s, n + 1);
+  o->off += n;
+}
+
+static void out_u(body_out_t *o, uint32_t v) {
+  char d[12];
+  size_t k = sizeof d - 1;
+  d[k] = '\0';
+  do d[--k] = (char)('0' + v % 10); while ((v /= 10) && k);
+  out_s(o, d + k);
 }
 
 /* One prompt string: "<tag><sep>" then `pad` words "t " then its last word. */
 static void out_prompt(body_out_t *o, const char *tag, const char *sep, uint32_t pad,
                        const char *last, uint32_t idx) {
-  out(o, "\"%s%s", tag, sep);
+  out_s(o, "\"");
+  out_s(o, tag);
+  out_s(o, sep);
   if (!o->is_short && o->off + 2ull * pad >= o->cap) o->is_short = 1;
   for (uint32_t i = 0; i < pad && !o->is_short; i++, o->off += 2) memcpy(o->buf + o->off, "t ", 2);
-  if (last) out(o, "%s\"", last);
-  else out(o, "p%u\"", idx);
+  if (last) {
+    out_s(o, last);
+  } else {
+    out_s(o, "p");
+    out_u(o, idx);
+  }
+  out_s(o, "\"");
 }
 
 /* `n` prompt strings "<tag> p<i>", comma-separated. */
 static void out_prompts(body_out_t *o, uint32_t n, const char *tag, const char *sep,
                         uint32_t pad) {
   for (uint32_t i = 0; i < n && !o->is_short; i++) {
-    if (i) out(o, ",");
+    if (i) out_s(o, ",");
     out_prompt(o, tag, sep, pad, NULL, i);
   }
 }
@@ -217,24 +232,39 @@ size_t pd_world_client_body(const pd_client_request_t *rq, const pd_scenario_wor
   if (!tag) tag = "";
   switch (wl->route) {
   case PD_ROUTE_COMPLETIONS: /* batch: a prompt array of `batch` strings */
-    out(&o, "{\"model\":\"m\",\"prompt\":%s", wl->batch ? "[" : "");
+    out_s(&o, wl->batch ? "{\"model\":\"m\",\"prompt\":[" : "{\"model\":\"m\",\"prompt\":");
     if (wl->batch) out_prompts(&o, wl->batch, tag, sep, pad);
     else out_prompt(&o, tag, sep, pad, "hello", 0);
-    out(&o, "%s,\"max_tokens\":%u,\"stream\":%s%s}", wl->batch ? "]" : "", rq->tokens, st,
-        rq->wants_logprob ? ",\"logprobs\":1" : "");
+    out_s(&o, wl->batch ? "],\"max_tokens\":" : ",\"max_tokens\":");
+    out_u(&o, rq->tokens);
+    out_s(&o, ",\"stream\":");
+    out_s(&o, st);
+    out_s(&o, rq->wants_logprob ? ",\"logprobs\":1}" : "}");
     break;
   case PD_ROUTE_CHAT:
-    out(&o, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":");
+    out_s(&o, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":");
     out_prompt(&o, tag, sep, pad, "hi", 0);
-    out(&o, "}],\"max_tokens\":%u,\"stream\":%s,\"logprobs\":%s,\"n\":%u}", rq->tokens, st, lp,
-        wl->batch ? wl->batch : 1);
+    out_s(&o, "}],\"max_tokens\":");
+    out_u(&o, rq->tokens);
+    out_s(&o, ",\"stream\":");
+    out_s(&o, st);
+    out_s(&o, ",\"logprobs\":");
+    out_s(&o, lp);
+    out_s(&o, ",\"n\":");
+    out_u(&o, wl->batch ? wl->batch : 1);
+    out_s(&o, "}");
     break;
   default:
-    out(&o, "{\"text\":%s", wl->batch ? "[" : "");
+    out_s(&o, wl->batch ? "{\"text\":[" : "{\"text\":");
     if (wl->batch) out_prompts(&o, wl->batch, tag, sep, pad);
     else out_prompt(&o, tag, sep, pad, "hello", 0);
-    out(&o, "%s,\"stream\":%s,\"return_logprob\":%s,\"sampling_params\":{\"max_new_tokens\":%u}}",
-        wl->batch ? "]" : "", st, lp, rq->tokens);
+    out_s(&o, wl->batch ? "],\"stream\":" : ",\"stream\":");
+    out_s(&o, st);
+    out_s(&o, ",\"return_logprob\":");
+    out_s(&o, lp);
+    out_s(&o, ",\"sampling_params\":{\"max_new_tokens\":");
+    out_u(&o, rq->tokens);
+    out_s(&o, "}}");
   }
   return o.is_short ? 0 : o.off;
 }

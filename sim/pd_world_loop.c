@@ -84,8 +84,12 @@ static void parse_leg_body(struct pd_world *w, pd_worker_leg_t *leg, const char 
     if (w->nodes[i].role == PD_ROLE_PREFILL && b.boot_port > 0 &&
         strcmp(w->nodes[i].spec->name, b.boot_host) == 0)
       leg->boot_node = (int)i;
-  if (b.has_rid) snprintf(leg->rid, sizeof leg->rid, "%.*s", (int)sizeof leg->rid - 1, b.rid);
-  else snprintf(leg->rid, sizeof leg->rid, "leg-%llu", (unsigned long long)leg->leg_id);
+  if (b.has_rid) { /* at most sizeof leg->rid - 1 bytes of it */
+    const char *nul = memchr(b.rid, 0, sizeof leg->rid - 1);
+    size_t n = nul ? (size_t)(nul - b.rid) : sizeof leg->rid - 1;
+    memcpy(leg->rid, b.rid, n);
+    leg->rid[n] = '\0';
+  } else snprintf(leg->rid, sizeof leg->rid, "leg-%llu", (unsigned long long)leg->leg_id);
   pd_worker_model_read_kvp(w, leg, &b);
 }
 
