@@ -65,9 +65,10 @@ bench: build
 install: build
 	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
-# Removes what the last `make install` wrote (its list: $(BUILD)/install_manifest.txt).
+# Removes what the last `make install` wrote (its list: $(BUILD)/install_manifest.txt, which
+# leaves DESTDIR out: give the same DESTDIR as to make install).
 uninstall:
-	@[ -f $(BUILD)/install_manifest.txt ] && xargs -r -d '\n' rm -f -- < $(BUILD)/install_manifest.txt || true
+	@[ ! -f $(BUILD)/install_manifest.txt ] || sed 's|^|$(DESTDIR)|' $(BUILD)/install_manifest.txt | xargs -r -d '\n' rm -f --
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
