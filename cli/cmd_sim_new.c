@@ -82,10 +82,10 @@ static void usage(FILE *f) {
           "change are written out with their defaults, and its expect holds the verdicts each\n"
           "mode gives it. Every key: docs/scenarios.md; editors validate and complete with\n"
           "docs/scenario.schema.json (installed as share/pdref/scenario.schema.json).\n"
+          "  NAME        the scenario's name: 1..95 of A-Z a-z 0-9 . _ - (no leading .)\n"
           "  --out FILE  where to write (default NAME.json; '-' writes to stdout)\n"
           "  --force     replace FILE when it exists (default: refuse)\n"
-          "NAME: 1..95 of the characters A-Z a-z 0-9 . _ -\n"
-          "exit: 0 written, 2 bad usage, a bad NAME, FILE exists or cannot be written\n");
+          "exit: 0 written; 2 bad usage, a bad NAME, or FILE exists or cannot be written\n");
 }
 
 enum { OPT_OUT = PD_CLI_OPT_FIRST, OPT_FORCE };

@@ -45,7 +45,8 @@ pages=(
 )
 
 
-see_also=$(for p in "${pages[@]}"; do printf '.BR %s (1)\n' "${p%%|*}"; done)
+# \% keeps a name whole: no line break at its hyphens
+see_also=$(for p in "${pages[@]}"; do printf '.BR \\%%%s (1),\n' "${p%%|*}"; done)
 for p in "${pages[@]}"; do
   name=${p%%|*} rest=${p#*|}; args=${rest%%|*} desc=${rest#*|}
   bin=$pdref
@@ -55,12 +56,13 @@ for p in "${pages[@]}"; do
     "$bin" "$args" "$self" > "$wrap"
   chmod +x "$wrap"
   {
-    printf '[SEE ALSO]\n%s\n.PP\n' "$(grep -v "^\.BR $name " <<<"$see_also")"
+    printf '[SEE ALSO]\n%s\n.PP\n' "$(grep -v "^\.BR .%$name " <<<"$see_also" | sed '$s/,$//')"
     printf 'The scenario file format: docs/scenarios.md and the JSON Schema\n'
     printf '.I share/pdref/scenario.schema.json\n'
     printf 'under the installation prefix; every document: share/doc/pdref/.\n'
   } > "$out/wrap/$name.h2m"
   help2man --no-info --no-discard-stderr --section=1 --version-string="$version" \
+    --source="pdref $version" \
     --name="$desc" --include="$out/wrap/$name.h2m" --output="$out/$name.1" "$wrap"
   # left-aligned, no hyphenation: option names like --seed-start stay whole
   sed -i '/^\.TH /a .ad l\n.nh' "$out/$name.1"
