@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Generate the man pages from the binaries' --help (help2man; scripts/deps.sh installs it):
-# pdref(1), pdref-gateway(1) and one page per subcommand, named as git names its own
-# (pdref-sim-run(1) is `pdref sim run`). Run by the build (CMakeLists.txt, target `man`):
+# pdref(1), pdref-gateway(1) and one page per command that `pdref --help` lists, named as git
+# names its own (pdref-sim-run(1) is `pdref sim run`), its NAME line the list's description.
+# A new command gets its page from its line in that list. Run by the build (CMakeLists.txt,
+# target `man`; it installs every page this writes):
 #   scripts/gen-man.sh PDREF PDREF_GATEWAY OUT_DIR
-# A subcommand's page comes from a small wrapper script named after the page, so help2man
-# names the page after it; its --help text is reshaped for help2man on the way (the usage
-# line and its continuation lines joined into one SYNOPSIS line), --help itself is unchanged.
+# A command's page comes from a small wrapper script named after the page, so help2man names
+# the page after it; its --help text is reshaped for help2man on the way (the usage line and
+# its continuation lines joined into one SYNOPSIS line); --help itself is unchanged.
 set -euo pipefail
 self=$(realpath "$0")
+
 # --help as help2man reads it best: "usage:" -> "Usage:", the lines continuing the usage (or a
 # command's synopsis in a list) joined onto it, further "pdref ..." forms as " or: ...".
 reshape() {
@@ -23,27 +26,43 @@ reshape() {
     { flush(); held = $0 }
     END { flush() }'
 }
+
+# The commands of `pdref --help` ("  sim run FILE|DIR... [...]" and its description lines
+# below it) as "sim run|replay scenarios ...", without a trailing "(pdref ... --help)".
+commands() {
+  "$1" --help | awk '
+    /^commands:/ { on = 1; next }
+    on && /^$/ { exit }
+    on && /^  [a-z]/ {
+      if (cmd != "") print cmd "|" desc
+      cmd = ""; desc = ""
+      n = split(substr($0, 3), w, " ")
+      for (i = 1; i <= n && w[i] ~ /^[a-z]+$/; i++) cmd = cmd (cmd == "" ? "" : " ") w[i]
+      next }
+    on && /^   / {
+      line = $0; sub(/^ +/, "", line)
+      if (line !~ /^\[/) desc = desc (desc == "" ? "" : " ") line
+      next }
+    END { if (cmd != "") print cmd "|" desc }' | sed 's/ *(pdref [a-z ]*--help)$//'
+}
+
 [ "${1:-}" = --reshape ] && { reshape; exit 0; }
 
 pdref=$(realpath "$1") gateway=$(realpath "$2") out=$3
-mkdir -p "$out/wrap"
 version=$("$pdref" --version | sed -n '1s/^pdref //p')
 [ -n "$version" ] || { echo "gen-man: $pdref --version printed no version" >&2; exit 1; }
+mkdir -p "$out/wrap"
+rm -f "$out"/*.1 # a command that is gone leaves no page behind
 
-# page | what runs it | NAME line
-pages=(
-  "pdref||deterministic simulator and reference tests for PD-disaggregated LLM gateways"
-  "pdref-sim-run|sim run|replay scenario files in the simulator and print the verdict table"
-  "pdref-sim-new|sim new|write a template scenario file"
-  "pdref-sim-bench|sim bench|measure the simulator's throughput and memory"
-  "pdref-sim-explore|sim explore|run random worlds from seeds, shrink and save every violation"
-  "pdref-sim-explore-merge|sim explore merge|fold the results of sharded explore runs"
-  "pdref-gateway|-|the PD gateway on real sockets (also run as pdref gateway)"
-  "pdref-gateway-bench|gateway bench|compare streaming through pdref's gateway with decode direct"
-  "pdref-mock|mock|an SGLang-like or vLLM-like PD worker on real sockets, for testing gateways"
-  "pdref-conform|conform|run scenario files against any PD gateway and judge the invariants"
-)
-
+# page|the pdref command that runs it|NAME line ("-": pdref-gateway, the same program as
+# `pdref gateway`, whose page it is)
+pages=("pdref||deterministic simulator and reference tests for PD-disaggregated LLM gateways")
+while IFS='|' read -r cmd desc; do
+  page="pdref-${cmd// /-}"
+  [ "$cmd" = gateway ] && { cmd="-"; desc="$desc (also run as pdref gateway)"; }
+  pages+=("$page|$cmd|$desc")
+done < <(commands "$pdref")
+[ ${#pages[@]} -ge 9 ] || { echo "gen-man: found only ${#pages[@]} commands in pdref --help" >&2; exit 1; }
 
 # \% keeps a name whole: no line break at its hyphens
 see_also=$(for p in "${pages[@]}"; do printf '.BR \\%%%s (1),\n' "${p%%|*}"; done)
@@ -68,3 +87,4 @@ for p in "${pages[@]}"; do
   # left-aligned, no hyphenation: option names like --seed-start stay whole
   sed -i '/^\.TH /a .ad l\n.nh' "$out/$name.1"
 done
+touch "$out/pages.stamp"
