@@ -15,7 +15,10 @@
    things a schema cannot state (READER_ONLY below); those are checked to be rejected by the
    loader and accepted by the schema, so that list stays true too.
 4. Every file of the scenario fuzz corpus gets the same verdict from both.
-5. `pdref sim new` writes a template that passes the schema and `pdref sim run --mode all`.
+5. Every "default" the schema states (for editors to offer) is the loader's: a file with the
+   key set to it runs exactly as the file without the key (`sim run --mode all --json`, the
+   rows' cost figures included).
+6. `pdref sim new` writes a template that passes the schema and `pdref sim run --mode all`.
 """
 import concurrent.futures
 import copy
@@ -430,7 +433,51 @@ def check_corpus():
     return len(files)
 
 
-# ---- 5. the template ----
+# ---- 5. the defaults ----
+
+def run_json(path):
+    r = subprocess.run([PDREF, "sim", "run", path, "--mode", "all", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode == 2:
+        return f"exit 2: {r.stderr.strip()}"
+    rows = json.loads(r.stdout)["rows"]
+    for row in rows:
+        row.pop("file", None)
+    return rows
+
+
+def check_defaults(tmp):
+    pairs = []
+    for obj, (make, path) in WHERE.items():
+        for k, p in definition(obj)["properties"].items():
+            if "default" not in p:
+                continue
+            doc = make()
+            with_key, without = copy.deepcopy(doc), copy.deepcopy(doc)
+            at(with_key, path)[k] = p["default"]
+            at(without, path).pop(k, None)
+            files = []
+            for tag, d in (("with", with_key), ("without", without)):
+                f = os.path.join(tmp, f"default-{obj}-{k}-{tag}.json")
+                with open(f, "w") as out:
+                    json.dump(d, out)
+                files.append(f)
+            pairs.append((f"{obj}.{k}", files))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
+        results = list(ex.map(lambda fs: [run_json(f) for f in fs], [f for _, f in pairs]))
+    for (label, _), (a, b) in zip(pairs, results):
+        if a != b:
+            fail(f"{label}: the schema's default {json.dumps(definition_default(label))} "
+                 f"runs differently from leaving the key out")
+    return len(pairs)
+
+
+def definition_default(label):
+    obj, k = label.split(".")
+    return definition(obj)["properties"][k]["default"]
+
+
+# ---- 6. the template ----
 
 def check_template(tmp):
     path = os.path.join(tmp, "my-scenario.json")
@@ -458,13 +505,14 @@ def main():
     with tempfile.TemporaryDirectory(prefix="pdref-schema-") as tmp:
         n_cases, n_bad = check_mutations(tmp)
         n_corpus = check_corpus()
+        n_defaults = check_defaults(tmp)
         check_template(tmp)
     if failures:
         print(f"schema_test: {len(failures)} failures")
         return 1
     print(f"schema_test: {n_files} library files valid; key tables match; loader and schema "
           f"agree on {n_cases} mutations ({n_bad} known-bad) and {n_corpus} corpus files; "
-          f"the sim new template passes")
+          f"{n_defaults} stated defaults are the loader's; the sim new template passes")
     return 0
 
 
