@@ -454,8 +454,12 @@ def check_defaults(tmp):
                 continue
             doc = make()
             with_key, without = copy.deepcopy(doc), copy.deepcopy(doc)
-            at(with_key, path)[k] = p["default"]
-            at(without, path).pop(k, None)
+            # a worker's key on every worker: prefill-only and decode-only keys both count
+            paths = [["workers", i] for i in range(len(doc["workers"]))] if obj == "worker" \
+                else [path]
+            for q in paths:
+                at(with_key, q)[k] = p["default"]
+                at(without, q).pop(k, None)
             files = []
             for tag, d in (("with", with_key), ("without", without)):
                 f = os.path.join(tmp, f"default-{obj}-{k}-{tag}.json")
