@@ -501,6 +501,14 @@ def check_template(tmp):
                        text=True)
     if r.returncode != 2 or "--force" not in r.stderr:
         fail(f"sim new over an existing file: exit {r.returncode} (expected 2, naming --force)")
+    r = subprocess.run([PDREF, "sim", "new", "my-scenario", "--out", "-"], capture_output=True,
+                       text=True)
+    if r.returncode != 0 or r.stdout != open(path).read():
+        fail("sim new --out - does not print the file sim new writes")
+    for bad in ("a b", "../x", ".hidden", "x" * 96, '"q"'):
+        r = subprocess.run([PDREF, "sim", "new", bad], cwd=tmp, capture_output=True, text=True)
+        if r.returncode != 2:
+            fail(f"sim new '{bad}': exit {r.returncode}, expected 2 (a bad NAME)")
 
 
 def main():
