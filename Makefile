@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 SMOKE_SECONDS ?= 10
 PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-quiet build-asan fuzz-build sim test fuzz fuzz-smoke bench lint clean \
+.PHONY: all deps build build-asan fuzz-build sim test fuzz fuzz-smoke bench lint clean \
         install uninstall
 
 all: build
@@ -15,19 +15,22 @@ all: build
 deps:
 	@./scripts/deps.sh
 
+# `make sim` keeps the build's output back and prints it only when the build fails.
+BUILD_QUIET := $(filter sim,$(MAKECMDGOALS))
+
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ifeq ($(BUILD_QUIET),)
 	@cmake --build $(BUILD) -j $(JOBS)
-
-# `make build` with its output kept back, printed only when the build fails (`make sim`).
-build-quiet:
-	@log=$$(mktemp); $(MAKE) --no-print-directory build >"$$log" 2>&1 || { cat "$$log"; rm -f "$$log"; exit 1; }; rm -f "$$log"
+else
+	@log=$$(mktemp); cmake --build $(BUILD) -j $(JOBS) >"$$log" 2>&1 || { cat "$$log"; rm -f "$$log"; exit 1; }; rm -f "$$log"
+endif
 
 build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-sim: build-quiet
+sim: build
 	@$(BUILD)/pdref sim run scenarios --mode all
 
 test: build build-asan
