@@ -18,7 +18,7 @@ reshape() {
     function flush() { if (held != "") print held; held = "" }
     NR == 1 && /^usage: / { sub(/^usage: /, "Usage: "); held = $0; inusage = 1; next }
     inusage && /^ +pdref / { flush(); sub(/^ +/, ""); held = "  or: " $0; next }
-    inusage && (/^ +\[/ || /^\(/ || open > 0) {
+    inusage && (/^    +[^ -]/ || /^\(/ || open > 0) {
       line = $0; sub(/^ +/, "", line); held = held " " line
       open += gsub(/\(/, "(", line) - gsub(/\)/, ")", line); next }
     { inusage = 0 }
