@@ -62,6 +62,22 @@ for dir in "$scratch/outer/pdref-src" "$scratch/outer"; do
   command -v git >/dev/null || break
   git init -q "$scratch/outer" # the second pass: the tree inside another repository
 done
+# a checkout: the tag, the tag and the commits since it, or with no tag the commit
+if command -v git >/dev/null; then
+  repo=$scratch/tagged
+  git init -q "$repo"
+  g() { git -C "$repo" -c user.name=t -c user.email=t@t "$@"; }
+  version_of() {
+    cmake -DSRC="$repo" -DOUT="$scratch/v.h" -DFALLBACK="$project" -P cmake/version.cmake
+    sed -n 's/^#define PD_VERSION "\(.*\)"$/\1/p' "$scratch/v.h"
+  }
+  g commit -q --allow-empty -m one
+  [ "$(version_of)" = "$project-g$(g rev-parse --short HEAD)" ] || fail "untagged: $(version_of)"
+  g tag v9.9.9
+  [ "$(version_of)" = v9.9.9 ] || fail "at tag v9.9.9: $(version_of)"
+  g commit -q --allow-empty -m two
+  [ "$(version_of)" = "v9.9.9-1-g$(g rev-parse --short HEAD)" ] || fail "after v9.9.9: $(version_of)"
+fi
 cmake -DSRC=. -DOUT="$scratch/v.h" -DFALLBACK="$project" -DOVERRIDE=9.8.7 -P cmake/version.cmake
 grep -q '"9.8.7"' "$scratch/v.h" || fail "-DPD_VERSION=9.8.7 does not override the version"
 
