@@ -2,7 +2,8 @@
 # Install the Debian packages pdref needs, only those missing; apt-get update once if any are.
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config clang-14 libclang-rt-14-dev libcjson-dev libcunit1-dev
-      libcurl4-openssl-dev libmicrohttpd-dev valgrind parallel python3)
+      libcurl4-openssl-dev libmicrohttpd-dev valgrind parallel python3
+      help2man groff-base python3-jsonschema)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
