@@ -20,6 +20,11 @@
 #define PD_GATEWAY_SLOT_BITS 24u
 #define PD_GATEWAY_MAX_WAIT_MS 1000
 #define PD_GATEWAY_EVENTS 256
+/* MHD_run calls per turn while it has work at once (a head, then the first chunk, go out in
+ * the turn that produced them, not one turn apart). */
+#define PD_GATEWAY_MHD_RUNS 4
+/* Times per turn new legs are sent at once (libcurl's timer at 0) instead of next turn. */
+#define PD_GATEWAY_SEND_NOW 2
 
 uint64_t pd_gateway_now_ns(void) {
   struct timespec ts;
@@ -239,7 +244,10 @@ static void on_watch(pd_gateway_t *g, int fd) {
 }
 
 static int wait_ms(pd_gateway_t *g) {
+  if (g->mhd_kick) return 0;
   uint64_t now = pd_gateway_now_ns(), t = now + (uint64_t)PD_GATEWAY_MAX_WAIT_MS * 1000000ull;
+  uint64_t resume = g->has_httpd ? pd_httpd_gate_resume_ns(&g->httpd) : 0;
+  if (resume && resume < t) t = resume;
   uint64_t expiry = pd_gw_get_expiry(g->core);
   if (expiry < t) t = expiry;
   if (g->curl_deadline_ns && g->curl_deadline_ns < t) t = g->curl_deadline_ns;
@@ -264,8 +272,50 @@ static void on_events(pd_gateway_t *g, const struct epoll_event *evs, int n) {
       (void)r;
       break;
     }
-    default: break; /* MHD: MHD_run below */
+    default: /* MHD_run or the gate below */
+      if (v == 1)
+        g->is_gate_ready = 1;
+      else
+        g->is_mhd_ready = 1;
+      break;
     }
+  }
+}
+
+/* The gate runs when its fd is ready (a connection to accept or to look at), or when
+ * accepting resumes after running out of descriptors; not every turn. */
+static void run_gate(pd_gateway_t *g) {
+  uint64_t resume = g->has_httpd ? pd_httpd_gate_resume_ns(&g->httpd) : 0;
+  if (!g->is_gate_ready && !(resume && resume <= pd_gateway_now_ns())) return;
+  g->is_gate_ready = 0;
+  pd_gateway_http_gate(g);
+}
+
+static int is_mhd_due(pd_gateway_t *g) {
+  MHD_UNSIGNED_LONG_LONG mt;
+  return MHD_get_timeout(g->mhd, &mt) == MHD_YES && mt == 0;
+}
+
+/* MHD_run when it has something to do: its fd was ready, a connection was resumed or handed
+ * in, or a timeout (or a connection it marked ready) is due. A turn with worker bytes only
+ * for the core skips it; a turn that queued a head runs it again for the first chunk. */
+static void run_mhd(pd_gateway_t *g) {
+  for (int i = 0; i < PD_GATEWAY_MHD_RUNS; i++) {
+    if (!g->is_mhd_ready && !g->mhd_kick && !is_mhd_due(g)) return;
+    g->is_mhd_ready = g->mhd_kick = 0;
+    MHD_run(g->mhd);
+  }
+}
+
+/* Add and remove transfers; legs just added (libcurl's timer at 0) go out in this turn. */
+static void run_flush(pd_gateway_t *g) {
+  pd_gateway_upstream_flush(g);
+  for (int i = 0; i < PD_GATEWAY_SEND_NOW && g->curl_deadline_ns &&
+                  g->curl_deadline_ns <= pd_gateway_now_ns();
+       i++) {
+    pd_gateway_upstream_on_timeout(g);
+    pd_gateway_upstream_drain(g);
+    pd_gateway_upstream_flush(g);
   }
 }
 
@@ -281,9 +331,9 @@ static int step(pd_gateway_t *g, int max_wait_ms) {
     pd_gateway_upstream_on_timeout(g);
   pd_gateway_upstream_drain(g);
   expire(g);
-  pd_gateway_http_gate(g);
-  MHD_run(g->mhd);
-  pd_gateway_upstream_flush(g);
+  run_gate(g);
+  run_mhd(g);
+  run_flush(g);
   return 0;
 }
 

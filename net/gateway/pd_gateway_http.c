@@ -77,6 +77,7 @@ static void suspend(pd_gateway_conn_t *c) {
 void pd_gateway_http_wake(pd_gateway_conn_t *c) {
   if (!c->is_suspended) return;
   c->is_suspended = 0;
+  c->g->mhd_kick = 1;
   MHD_resume_connection(c->mc);
 }
 
@@ -469,6 +470,7 @@ static int listen_socket(pd_gateway_t *g, const struct sockaddr_storage *ss, int
 /* The gate found a good first head: libmicrohttpd takes the connection (loop thread). */
 static int hand(void *ctx, int fd, const struct sockaddr *a, socklen_t alen) {
   pd_gateway_t *g = ctx;
+  g->mhd_kick = 1;
   return MHD_add_connection(g->mhd, fd, a, alen) != MHD_YES;
 }
 

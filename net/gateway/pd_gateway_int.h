@@ -130,6 +130,8 @@ struct pd_gateway {
   struct MHD_Daemon *mhd;
   uint16_t port;
   int epfd, wakefd;
+  int is_gate_ready, is_mhd_ready; /* their fds were ready this turn */
+  int mhd_kick; /* a connection was resumed or handed in: MHD_run has work this turn */
   atomic_int stop;
   CURLM *multi;
   int is_curl_init;

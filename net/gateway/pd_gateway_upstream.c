@@ -302,9 +302,11 @@ static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
   }
 }
 
+/* libcurl's socketp marks a socket already in the epoll set (curl_multi_assign), so a new
+ * socket is added, a known one modified: one epoll_ctl per change. libcurl forgets socketp
+ * at CURL_POLL_REMOVE, which comes before it closes the socket. */
 static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp) {
   (void)e;
-  (void)socketp;
   pd_gateway_t *g = userp;
   if (what == CURL_POLL_REMOVE) {
     epoll_ctl(g->epfd, EPOLL_CTL_DEL, s, NULL);
@@ -313,8 +315,10 @@ static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socket
   struct epoll_event ev = {.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) |
                                      ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u),
                            .data.u64 = PD_GATEWAY_TAG(PD_GATEWAY_TAG_CURL, (uint32_t)s)};
-  if (epoll_ctl(g->epfd, EPOLL_CTL_MOD, s, &ev) != 0 && errno == ENOENT)
-    epoll_ctl(g->epfd, EPOLL_CTL_ADD, s, &ev);
+  int op = socketp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+  if (epoll_ctl(g->epfd, op, s, &ev) != 0 && errno == (op == EPOLL_CTL_ADD ? EEXIST : ENOENT))
+    epoll_ctl(g->epfd, op == EPOLL_CTL_ADD ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s, &ev);
+  if (!socketp) curl_multi_assign(g->multi, s, g);
   return 0;
 }
 
