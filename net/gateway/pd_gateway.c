@@ -113,7 +113,7 @@ void pd_gateway_req_del(pd_gateway_t *g, pd_gateway_request_t *rq) {
   pd_gateway_conn_t *c = rq->conn;
   if (c) { /* the core is done with it; a client not answered by now never will be */
     c->rq = NULL;
-    pd_gateway_unwatch(g, c);
+    if (!c->is_out_wait) pd_gateway_unwatch(g, c); /* else a direct stream still sends */
     if (!c->is_ended) {
       c->is_gone = 1;
       pd_gateway_http_wake(c);
@@ -226,6 +226,11 @@ int pd_gateway_add_fd(pd_gateway_t *g, int fd, uint64_t tag) {
 }
 
 void pd_gateway_unwatch(pd_gateway_t *g, pd_gateway_conn_t *c) {
+  if (c->is_out_wait) {
+    assert(g->n_out_wait > 0);
+    g->n_out_wait--;
+    c->is_out_wait = 0;
+  }
   if (!c->is_watched) return;
   epoll_ctl(g->epfd, EPOLL_CTL_DEL, c->fd, NULL);
   c->is_watched = 0;
@@ -234,10 +239,13 @@ void pd_gateway_unwatch(pd_gateway_t *g, pd_gateway_conn_t *c) {
 /* A watched client socket hung up. Hang-ups are rare, so the connection is looked up by
  * its fd in the list; a registration nobody owns any more is dropped (it is level-triggered
  * and would otherwise wake every turn). */
-static void on_watch(pd_gateway_t *g, int fd) {
+static void on_watch(pd_gateway_t *g, int fd, uint32_t events) {
   for (pd_gateway_conn_t *c = g->conns; c; c = c->next)
     if (c->is_watched && c->fd == fd) {
-      pd_gateway_http_client_hup(g, c);
+      if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        pd_gateway_http_client_hup(g, c);
+      else
+        pd_gateway_http_client_writable(g, c); /* a full socket has room (slow readers) */
       return;
     }
   epoll_ctl(g->epfd, EPOLL_CTL_DEL, fd, NULL);
@@ -265,7 +273,7 @@ static void on_events(pd_gateway_t *g, const struct epoll_event *evs, int n) {
     uint64_t v = d & ((1ull << 56) - 1);
     switch ((int)(d >> 56)) {
     case PD_GATEWAY_TAG_CURL: pd_gateway_upstream_on_socket(g, (int)v, evs[i].events); break;
-    case PD_GATEWAY_TAG_WATCH: on_watch(g, (int)v); break;
+    case PD_GATEWAY_TAG_WATCH: on_watch(g, (int)v, evs[i].events); break;
     case PD_GATEWAY_TAG_WAKE: {
       uint64_t x;
       ssize_t r = read(g->wakefd, &x, sizeof x); /* EAGAIN: nothing to drain */
@@ -331,6 +339,7 @@ static int step(pd_gateway_t *g, int max_wait_ms) {
     pd_gateway_upstream_on_timeout(g);
   pd_gateway_upstream_drain(g);
   expire(g);
+  if (g->n_out_wait) pd_gateway_http_client_stuck(g);
   run_gate(g);
   run_mhd(g);
   run_flush(g);
