@@ -8,6 +8,7 @@
 #include "pd_conform_int.h"
 #include "pd_mock_int.h"
 #include "pdt.h"
+#include "pdt_conform.h"
 #include "pdt_net.h"
 
 #define MS_NS 1000000ull
@@ -15,10 +16,7 @@
 #define FX_LEGS 16
 
 typedef struct fx {
-  pd_scenario_t *s, ss;
-  pd_conform_opts_t o;
-  pd_conform_result_t r;
-  pd_conform_runner_t run;
+  pdt_cfx_t c;
   pd_conform_req_t reqs[FX_REQS];
   pd_conform_logged_leg_t legs[FX_LEGS];
   uint32_t p0, d0; /* worker indices of happy-path-stream's p0 and d0 */
@@ -28,56 +26,24 @@ typedef struct fx {
  * ms, each a stream of 8 tokens. 0, or -1 (nothing to free). */
 static int fx_init(fx_t *f, const char *mode, uint32_t n) {
   memset(f, 0, sizeof *f);
-  f->s = pdt_load_scenario("happy-path-stream");
-  if (!f->s || n > FX_REQS) {
-    free(f->s);
+  if (n > FX_REQS ||
+      pdt_cfx_init(&f->c, "happy-path-stream", mode, f->reqs, n, f->legs, FX_LEGS, 12350, 12000))
     return -1;
-  }
-  pd_conform_opts_default(&f->o);
-  pd_conform_set_label(&f->o, mode);
-  f->r.judged = pd_conform_judged_mask(&f->o);
-  f->ss = *f->s;
-  f->ss.config.deadline_ms = 12000;
-  f->ss.config.grace_ms = 100;
-  pd_conform_runner_t *run = &f->run;
-  run->s = f->s;
-  run->ss = &f->ss;
-  run->o = &f->o;
-  run->r = &f->r;
-  run->grace_ns = 100 * MS_NS;
-  run->bound_ns = 12350 * MS_NS;
-  run->t_gw_stop = 12400 * MS_NS;
-  run->reqs = f->reqs;
-  run->n_reqs = n;
-  run->legs = f->legs;
-  run->cap_legs = FX_LEGS;
-  pd_conform_judge_init(run); /* as the runner does, on the scaled copy */
-  f->p0 = f->s->workers[0].role == PD_ROLE_PREFILL ? 0 : 1;
+  f->p0 = f->c.s->workers[0].role == PD_ROLE_PREFILL ? 0 : 1;
   f->d0 = 1 - f->p0;
   for (uint32_t i = 0; i < n; i++) {
     pd_conform_req_t *q = &f->reqs[i];
-    q->run = run;
-    q->c.id = i;
-    q->c.is_stream = 1;
-    q->c.tokens = 8;
-    pd_sse_init(&q->c.sse, NULL);
     q->c.t_arrival = (uint64_t)((8.1 + 1.1 * i) * MS_NS);
-    q->t_bound = q->c.t_arrival + run->bound_ns;
+    q->t_bound = q->c.t_arrival + f->c.run.bound_ns;
   }
   return 0;
 }
 
-static void fx_free(fx_t *f) {
-  for (uint32_t i = 0; i < f->run.n_reqs; i++) {
-    pd_sse_free(&f->reqs[i].c.sse);
-    free(f->reqs[i].units);
-  }
-  free(f->s);
-}
+static void fx_free(fx_t *f) { pdt_cfx_free(&f->c); }
 
 static pd_conform_logged_leg_t *fx_leg(fx_t *f, uint32_t worker, const char *room, double arrive_ms,
                             double closed_ms, int fault, int end_status, pd_truth_t truth) {
-  pd_conform_runner_t *run = &f->run;
+  pd_conform_runner_t *run = &f->c.run;
   pd_conform_logged_leg_t *l = &run->legs[run->n_legs++];
   memset(l, 0, sizeof *l);
   l->worker = worker;
@@ -111,11 +77,11 @@ static void fx_ended(fx_t *f, uint32_t i, int status, int sse, double first_ms, 
   c->t_end = (uint64_t)(end_ms * MS_NS);
 }
 
-static uint32_t fx_got(const fx_t *f) { return f->run.violations & f->r.judged; }
+static uint32_t fx_got(const fx_t *f) { return f->c.run.violations & f->c.r.judged; }
 
 static int fx_judge(fx_t *f) {
   char err[200] = "";
-  int rc = pd_conform_judge(&f->run, err, sizeof err);
+  int rc = pd_conform_judge(&f->c.run, err, sizeof err);
   if (rc) fprintf(stderr, "  pd_conform_judge: %s\n", err);
   return rc;
 }
@@ -131,7 +97,7 @@ static int fx_judge(fx_t *f) {
 static void test_judge_ties_attempts_by_how_requests_ended(void) {
   fx_t f;
   PDT_EQ_INT(fx_init(&f, "minilb", 2), 0);
-  if (!f.s) return;
+  if (!f.c.s) return;
   f.reqs[0].is_cut = 1; /* never a head, given up at its bound */
   fx_ended(&f, 1, 500, 0, 62, 65);
   snprintf(f.reqs[1].first, sizeof f.reqs[1].first, "%s",
@@ -164,7 +130,7 @@ static void test_judge_no_i6_for_a_leg_arriving_after_the_clients_end(void) {
   for (int sse = 0; sse < 2; sse++) {
     fx_t f;
     PDT_EQ_INT(fx_init(&f, "reference", 1), 0);
-    if (!f.s) return;
+    if (!f.c.s) return;
     snprintf(f.reqs[0].xrid, sizeof f.reqs[0].xrid, "pdconf-abc-0");
     if (sse) fx_ended(&f, 0, 200, 1, 40.0, 60.0); /* a stream committed at 40 ms, open to 60 */
     else fx_ended(&f, 0, 502, 0, 50.66, 50.70);
@@ -189,12 +155,12 @@ static void test_judge_a_lost_client_record_makes_the_run_an_error(void) {
   for (int lost = 0; lost < 2; lost++) {
     fx_t f;
     PDT_EQ_INT(fx_init(&f, "reference", 1), 0);
-    if (!f.s) return;
+    if (!f.c.s) return;
     fx_ended(&f, 0, 200, 1, 20.0, 30.0);
     f.reqs[0].c.is_record_lost = lost;
     char err[200] = "";
-    PDT_EQ_INT(pd_conform_judge(&f.run, err, sizeof err), lost ? -1 : 0);
-    PDT_EQ_U64(f.run.stats.records_lost, (uint64_t)lost);
+    PDT_EQ_INT(pd_conform_judge(&f.c.run, err, sizeof err), lost ? -1 : 0);
+    PDT_EQ_U64(f.c.run.stats.records_lost, (uint64_t)lost);
     if (lost) PDT_TRUE(strstr(err, "1 client bodies lost") != NULL);
     fx_free(&f);
   }
@@ -205,7 +171,7 @@ static void test_judge_a_lost_client_record_makes_the_run_an_error(void) {
 static void test_judge_counts_legs_resent_past_an_attempts_room(void) {
   fx_t f;
   PDT_EQ_INT(fx_init(&f, "reference", 1), 0);
-  if (!f.s) return;
+  if (!f.c.s) return;
   fx_ended(&f, 0, 200, 1, 20.0, 30.0);
   pd_conform_logged_leg_t *p = fx_leg(&f, f.p0, "300", 10.0, 25.0, -1, 200, PD_TRUTH_OK);
   fx_leg(&f, f.d0, "300", 10.5, 29.0, -1, 200, PD_TRUTH_OK);
@@ -214,8 +180,8 @@ static void test_judge_counts_legs_resent_past_an_attempts_room(void) {
     snprintf(r->rid, sizeof r->rid, "%s", p->rid);
   }
   PDT_EQ_INT(fx_judge(&f), 0);
-  PDT_EQ_U64(f.r.legs_resent, 6);
-  PDT_EQ_U64(f.r.legs_unattributed, 8 - PD_CONFORM_UNIT_LEGS); /* 2 + 6 legs, room for 6 */
+  PDT_EQ_U64(f.c.r.legs_resent, 6);
+  PDT_EQ_U64(f.c.r.legs_unattributed, 8 - PD_CONFORM_UNIT_LEGS); /* 2 + 6 legs, room for 6 */
   fx_free(&f);
 }
 

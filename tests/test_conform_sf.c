@@ -19,6 +19,7 @@
 #include "pd_conform_int.h"
 #include "pd_wengine.h"
 #include "pd_world.h"
+#include "pdt_conform.h"
 #include "pdt_net.h"
 #include "pdt_sf.h"
 
@@ -104,10 +105,7 @@ static void test_vllm_family_placeholders_expand(void) {
 #define SX_LEGS 8
 
 typedef struct sfx {
-  pd_scenario_t *s, ss;
-  pd_conform_opts_t o;
-  pd_conform_result_t r;
-  pd_conform_runner_t run;
+  pdt_cfx_t c;
   pd_conform_req_t reqs[2];
   pd_conform_logged_leg_t legs[SX_LEGS];
   pd_conform_unit_t u[SX_LEGS + 1];
@@ -116,52 +114,24 @@ typedef struct sfx {
 /* sf-decode-connect-refused's workers (p0, d0, d1: indices 0, 1, 2), n streaming requests. */
 static int sfx_init(sfx_t *f, const char *mode, uint32_t n) {
   memset(f, 0, sizeof *f);
-  f->s = pdt_load_scenario("sf-decode-connect-refused");
-  if (!f->s) return -1;
-  pd_conform_opts_default(&f->o);
-  pd_conform_set_label(&f->o, mode);
-  f->r.judged = pd_conform_judged_mask(&f->o);
-  f->ss = *f->s;
-  f->ss.config.grace_ms = 100;
-  pd_conform_runner_t *run = &f->run;
-  run->s = f->s;
-  run->ss = &f->ss;
-  run->o = &f->o;
-  run->r = &f->r;
-  run->grace_ns = 100 * MS_NS;
-  run->bound_ns = 12000 * MS_NS;
-  run->t_gw_stop = 12400 * MS_NS;
-  run->reqs = f->reqs;
-  run->n_reqs = n;
-  run->legs = f->legs;
-  run->cap_legs = SX_LEGS;
-  pd_conform_judge_init(run);
+  if (n > 2 ||
+      pdt_cfx_init(&f->c, "sf-decode-connect-refused", mode, f->reqs, n, f->legs, SX_LEGS, 12000, 0))
+    return -1;
   for (uint32_t i = 0; i < n; i++) {
     pd_conform_req_t *q = &f->reqs[i];
-    q->run = run;
-    q->c.id = i;
-    q->c.is_stream = 1;
-    q->c.tokens = 8;
-    pd_sse_init(&q->c.sse, NULL);
     q->c.t_arrival = (i + 1) * MS_NS / 2;
-    q->t_bound = q->c.t_arrival + run->bound_ns;
+    q->t_bound = q->c.t_arrival + f->c.run.bound_ns;
     snprintf(q->xrid, sizeof q->xrid, "pdconf-sfx-%u", i);
   }
   return 0;
 }
 
-static void sfx_free(sfx_t *f) {
-  for (uint32_t i = 0; i < f->run.n_reqs; i++) {
-    pd_sse_free(&f->reqs[i].c.sse);
-    free(f->reqs[i].units);
-  }
-  free(f->s);
-}
+static void sfx_free(sfx_t *f) { pdt_cfx_free(&f->c); }
 
 /* A vLLM leg (no room) on worker w with KV key `key` ("" none) and logged id xrid. */
 static pd_conform_logged_leg_t *sfx_leg(sfx_t *f, uint32_t w, const char *key, const char *xrid,
                                         double arrive_ms, double closed_ms) {
-  pd_conform_runner_t *run = &f->run;
+  pd_conform_runner_t *run = &f->c.run;
   pd_conform_logged_leg_t *l = &run->legs[run->n_legs++];
   memset(l, 0, sizeof *l);
   l->worker = w;
@@ -199,13 +169,13 @@ static void test_source_first_legs_pair_into_attempts(void) {
   sfx_leg(&f, 2, K1, "pdconf-sfx-0", 6, 20);  /* 2: d1, the same params again */
   sfx_leg(&f, 1, "", "pdconf-sfx-1", 30, 40); /* 3: d0 before its prefill, no params */
   sfx_leg(&f, 0, K2, "pdconf-sfx-1", 31, 33); /* 4: p0 */
-  uint32_t nu = pd_conform_attribute(&f.run, f.u);
+  uint32_t nu = pd_conform_attribute(&f.c.run, f.u);
   PDT_EQ_INT(nu, 3);
   PDT_EQ_INT(f.legs[0].partner, 1);
   PDT_EQ_INT(f.legs[2].partner, -1);
   PDT_EQ_INT(f.legs[3].partner, 4);
-  PDT_EQ_INT(f.r.legs_by_id, 5);
-  PDT_EQ_INT(f.r.legs_by_timing, 0);
+  PDT_EQ_INT(f.c.r.legs_by_id, 5);
+  PDT_EQ_INT(f.c.r.legs_by_timing, 0);
   sfx_free(&f);
 }
 
@@ -219,11 +189,11 @@ static void test_decode_tied_by_remote_request_id(void) {
   }
   sfx_leg(&f, 0, K1, "pdconf-sfx-1", 1, 3);
   sfx_leg(&f, 1, K1, "5f0c6f1e-uuid-of-the-gateway", 4, 9);
-  pd_conform_attribute(&f.run, f.u);
+  pd_conform_attribute(&f.c.run, f.u);
   PDT_EQ_INT(f.legs[1].client, 1);
   PDT_EQ_INT(f.legs[0].partner, 1);
-  PDT_EQ_INT(f.r.legs_by_id, 2);
-  PDT_EQ_INT(f.r.legs_by_remote_id, 1);
+  PDT_EQ_INT(f.c.r.legs_by_id, 2);
+  PDT_EQ_INT(f.c.r.legs_by_remote_id, 1);
   sfx_free(&f);
 }
 
@@ -245,8 +215,8 @@ static void test_json_stream_has_a_commit_window(void) {
   sfx_leg(&f, 1, K1, "pdconf-sfx-0", 4, 20);
   sfx_leg(&f, 2, K1, "pdconf-sfx-0", 25, 45);
   char err[200] = "";
-  PDT_EQ_INT(pd_conform_judge(&f.run, err, sizeof err), 0);
-  PDT_TRUE(f.run.violations & PD_CONFORM_BIT(PD_INVARIANT_COMMIT));
+  PDT_EQ_INT(pd_conform_judge(&f.c.run, err, sizeof err), 0);
+  PDT_TRUE(f.c.run.violations & PD_CONFORM_BIT(PD_INVARIANT_COMMIT));
   sfx_free(&f);
 }
 
@@ -276,31 +246,31 @@ static void test_pinned_kv_is_read_from_the_logs(void) {
        "{\"t_us\":2600,\"ev\":\"kv_from\",\"req\":1,\"from\":\"stale\"}", NULL},
       {"{\"t_us\":3000,\"ev\":\"request\",\"req\":1,\"rid\":\"r-3\",\"room\":null,\"stream\":false,"
        "\"x_request_id\":\"pdconf-sfx-0\",\"role\":\"decode\"}", NULL}};
-  f.run.n_wk = 3;
+  f.c.run.n_wk = 3;
   for (uint32_t w = 0; w < 3; w++) {
-    snprintf(f.run.wk[w].log, sizeof f.run.wk[w].log, "%s/w%u.jsonl", dir, w);
-    FILE *lf = fopen(f.run.wk[w].log, "w");
+    snprintf(f.c.run.wk[w].log, sizeof f.c.run.wk[w].log, "%s/w%u.jsonl", dir, w);
+    FILE *lf = fopen(f.c.run.wk[w].log, "w");
     for (int k = 0; lf && lines[w][k]; k++) fprintf(lf, "%s\n", lines[w][k]);
     if (lf) fclose(lf);
   }
-  f.run.legs = NULL; /* the reader allocates its own */
-  f.run.cap_legs = 0;
+  f.c.run.legs = NULL; /* the reader allocates its own */
+  f.c.run.cap_legs = 0;
   char err[200] = "";
-  PDT_EQ_INT(pd_conform_read_logs(&f.run, err, sizeof err), 0);
-  PDT_EQ_U64(f.run.n_legs, 3);
-  if (f.run.n_legs == 3) {
-    const pd_conform_logged_leg_t *p = &f.run.legs[0], *d = &f.run.legs[1];
+  PDT_EQ_INT(pd_conform_read_logs(&f.c.run, err, sizeof err), 0);
+  PDT_EQ_U64(f.c.run.n_legs, 3);
+  if (f.c.run.n_legs == 3) {
+    const pd_conform_logged_leg_t *p = &f.c.run.legs[0], *d = &f.c.run.legs[1];
     PDT_EQ_STR(p->kv_key, K1);
     PDT_EQ_U64(p->kv_pages_max, 2);
     PDT_EQ_U64(p->kv_pages, 0);
     PDT_EQ_U64(p->t_kv_freed, 9000000); /* kv_unpinned, 9000 us */
-    PDT_TRUE(f.run.crash_pin[0] && !f.run.crash_pin[1]); /* the crash struck a pin: exercised */
+    PDT_TRUE(f.c.run.crash_pin[0] && !f.c.run.crash_pin[1]); /* the crash struck a pin: exercised */
     PDT_EQ_STR(d->kv_key, K1);
     PDT_EQ_INT(d->kv_from, PD_WENGINE_KV_FROM_STALE); /* V1.15, for I19 */
-    PDT_EQ_STR(f.run.legs[2].kv_key, "");
+    PDT_EQ_STR(f.c.run.legs[2].kv_key, "");
   }
-  pd_conform_legs_free(&f.run);
-  for (uint32_t w = 0; w < 3; w++) unlink(f.run.wk[w].log);
+  pd_conform_legs_free(&f.c.run);
+  for (uint32_t w = 0; w < 3; w++) unlink(f.c.run.wk[w].log);
   rmdir(dir);
   sfx_free(&f);
 }

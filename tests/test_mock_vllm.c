@@ -65,6 +65,12 @@ static void vm_free(vmock_t *v) {
   unlink(v->log);
 }
 
+/* Stop v (it must exit cleanly) and free it. */
+static void vm_end(vmock_t *v) {
+  PDT_TRUE(vm_stop(v));
+  vm_free(v);
+}
+
 /* The first line of the log with "ev":EV containing needle (NULL: any) into out; within
  * limit_ms. 1 when found. */
 static int vm_wait_line(const vmock_t *v, const char *ev, const char *needle, char *out,
@@ -227,10 +233,8 @@ static void test_source_first_exchange(void) {
   char key[40] = "";
   if (k) snprintf(key, sizeof key, "%.24s", k);
   PDT_TRUE(key[0] && vm_has(&d, "kv_read", key) && vm_has(&p, "kv_unpinned", key));
-  PDT_TRUE(vm_stop(&p));
-  PDT_TRUE(vm_stop(&d));
-  vm_free(&p);
-  vm_free(&d);
+  vm_end(&p);
+  vm_end(&d);
 }
 
 /* (b) Params naming a dead side channel, then one that never answers: each read fails
@@ -274,8 +278,7 @@ static void test_read_from_a_dead_port_fails(void) {
   PDT_EQ_INT(r.status, 200);
   PDT_TRUE(strstr(r.body, "tok2") != NULL);
   PDT_TRUE(vm_has(&d, "kv_from", "\"from\":\"local\""));
-  PDT_TRUE(vm_stop(&d));
-  vm_free(&d);
+  vm_end(&d);
 }
 
 /* (c) Nobody reads: the pin expires after --kv-abort-timeout-ms (scaled by --speed 0.1:
@@ -296,8 +299,7 @@ static void test_pin_expires_unread(void) {
   long long t1 = un[0] ? strtoll(strstr(un, "\"t_us\":") + 7, NULL, 10) : 0;
   PDT_TRUE(t0 > 0 && t1 - t0 >= 299000);
   PDT_TRUE(strstr(un, "\"pinned_pages\":0") != NULL);
-  PDT_TRUE(vm_stop(&p));
-  vm_free(&p);
+  vm_end(&p);
 }
 
 /* (d) Garbage on the side channel is logged and dropped; the same connection still answers a
@@ -330,8 +332,17 @@ static void test_garbage_on_the_side_channel(void) {
   char kvp[4096];
   prefill_leg(&p, kvp, sizeof kvp);
   PDT_TRUE(strstr(kvp, "\"remote_engine_id\":\"p0\"") != NULL);
-  PDT_TRUE(vm_stop(&p));
-  vm_free(&p);
+  vm_end(&p);
+}
+
+/* Take decode d's one running slot (--max-running 1) with a long request: 3000 tokens at 0.5 ms
+ * keep it busy about 1.5 s. The caller runs it to its end and deletes it. */
+static pdt_tx_t *occupy(CURLM *mh, const vmock_t *d) {
+  pdt_tx_t *blocker = pdt_tx_new(mh, d->port, "/v1/completions",
+                                 "{\"prompt\":\"x\",\"max_tokens\":3000,\"stream\":false}");
+  pdt_tx_run(mh, &blocker, 1, 100);
+  PDT_TRUE(vm_has(d, "slot_taken", NULL));
+  return blocker;
 }
 
 /* (e) Lease mode: a decode queued behind a long request (--max-running 1) heartbeats from its
@@ -346,11 +357,7 @@ static void test_heartbeats_keep_the_lease(void) {
   PDT_EQ_INT(vm_start(&p, "prefill", pe), 0);
   PDT_EQ_INT(vm_start(&d, "decode", de), 0);
   CURLM *mh = curl_multi_init();
-  /* 3000 tokens at 0.5 ms: the decode's one running slot is busy about 1.5 s */
-  pdt_tx_t *blocker = pdt_tx_new(mh, d.port, "/v1/completions",
-                                 "{\"prompt\":\"x\",\"max_tokens\":3000,\"stream\":false}");
-  pdt_tx_run(mh, &blocker, 1, 100);
-  PDT_TRUE(vm_has(&d, "slot_taken", NULL));
+  pdt_tx_t *blocker = occupy(mh, &d);
   char kvp[4096], body[8192];
   prefill_leg(&p, kvp, sizeof kvp);
   decode_body(body, sizeof body, kvp, 1, 4);
@@ -366,10 +373,8 @@ static void test_heartbeats_keep_the_lease(void) {
   PDT_FALSE(vm_wait_line(&p, "kv_unpinned", "\"reason\":\"expired\"", NULL, 0, 0));
   pdt_tx_del(mh, blocker);
   curl_multi_cleanup(mh);
-  PDT_TRUE(vm_stop(&p));
-  PDT_TRUE(vm_stop(&d));
-  vm_free(&p);
-  vm_free(&d);
+  vm_end(&p);
+  vm_end(&d);
 }
 
 /* A decode whose client leaves while it waits for admission (its one running slot busy)
@@ -382,10 +387,7 @@ static void test_decode_closed_before_admission_frees_the_pin(void) {
   PDT_EQ_INT(vm_start(&p, "prefill", pe), 0);
   PDT_EQ_INT(vm_start(&d, "decode", de), 0);
   CURLM *mh = curl_multi_init();
-  pdt_tx_t *blocker = pdt_tx_new(mh, d.port, "/v1/completions",
-                                 "{\"prompt\":\"x\",\"max_tokens\":3000,\"stream\":false}");
-  pdt_tx_run(mh, &blocker, 1, 100);
-  PDT_TRUE(vm_has(&d, "slot_taken", NULL));
+  pdt_tx_t *blocker = occupy(mh, &d);
   char kvp[4096], body[8192];
   prefill_leg(&p, kvp, sizeof kvp);
   decode_body(body, sizeof body, kvp, 1, 4);
@@ -397,10 +399,8 @@ static void test_decode_closed_before_admission_frees_the_pin(void) {
   pdt_tx_run(mh, &blocker, 1, WAIT_MS);
   pdt_tx_del(mh, blocker);
   curl_multi_cleanup(mh);
-  PDT_TRUE(vm_stop(&p));
-  PDT_TRUE(vm_stop(&d));
-  vm_free(&p);
-  vm_free(&d);
+  vm_end(&p);
+  vm_end(&d);
 }
 
 /* `pdref mock ARGS` that must refuse to start: its exit code (timeout(1) bounds a mock that
