@@ -5,17 +5,26 @@ FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 SMOKE_SECONDS ?= 10
+PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan fuzz-build sim test fuzz fuzz-smoke bench lint clean
+.PHONY: all deps build build-asan fuzz-build sim test fuzz fuzz-smoke bench lint clean \
+        install uninstall
 
 all: build
 
 deps:
 	@./scripts/deps.sh
 
+# `make sim` keeps the build's output back and prints it only when the build fails.
+BUILD_QUIET := $(filter sim,$(MAKECMDGOALS))
+
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ifeq ($(BUILD_QUIET),)
 	@cmake --build $(BUILD) -j $(JOBS)
+else
+	@log=$$(mktemp); cmake --build $(BUILD) -j $(JOBS) >"$$log" 2>&1 || { cat "$$log"; rm -f "$$log"; exit 1; }; rm -f "$$log"
+endif
 
 build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON >/dev/null
@@ -35,6 +44,8 @@ test: build build-asan
 	@./tests/report_browser_test.sh $(BUILD)/pdref
 	@$(BUILD)/pdref sim run scenarios --mode all
 	@./tests/explore_parallel_test.sh $(BUILD)/pdref
+	@./tests/schema_test.sh $(BUILD)/pdref
+	@./tests/install_test.sh $(BUILD)
 	@ASAN_OPTIONS=exitcode=86:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN_BUILD)/pdref_tests
 	@$(MAKE) --no-print-directory fuzz-smoke
 
@@ -57,6 +68,15 @@ bench: build
 	@$(BUILD)/pdref sim bench
 	@$(BUILD)/pdref sim bench --scenario bench/scenarios/hour-1000rps-8p8d.json --requests 360000
 	@$(BUILD)/pdref gateway bench
+
+# PREFIX (default /usr/local) and DESTDIR as usual: make install DESTDIR=/tmp/stage PREFIX=/usr
+install: build
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# Removes what the last `make install` wrote (its list: $(BUILD)/install_manifest.txt, which
+# leaves DESTDIR out: give the same DESTDIR as to make install).
+uninstall:
+	@[ ! -f $(BUILD)/install_manifest.txt ] || sed 's|^|$(DESTDIR)|' $(BUILD)/install_manifest.txt | xargs -r -d '\n' rm -f --
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,15 +1,13 @@
-/* The version pdref reports. PD_VERSION comes from CMakeLists.txt, which sets it at configure
- * time (`git describe --tags --always --dirty` in a checkout, else the project version); it is
- * defined for this file alone, so a new version recompiles one file. */
+/* The version pdref and pdref-gateway report. PD_VERSION comes from pd_version.h, which
+ * cmake/version.cmake rewrites at build time when the version changes (`git describe --tags
+ * --dirty` in a checkout, else the project version of CMakeLists.txt); only this file includes
+ * it, so a new version recompiles one file. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli_args.h"
-
-#ifndef PD_VERSION
-#define PD_VERSION "unknown"
-#endif
+#include "pd_version.h"
 
 const char *pd_cli_version(void) {
   return PD_VERSION;

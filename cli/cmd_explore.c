@@ -470,6 +470,7 @@ static int summary_out(ex_state_t *st, const ex_opts_t *o, double el) {
 
 int pd_cli_sim_explore(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "merge") == 0) return pd_cli_sim_explore_merge(argc - 1, argv + 1);
+  pd_cli_pool_cjson(); /* single-threaded: cJSON's blocks from a pool (cmd_bench.c) */
   ex_opts_t o = {.seeds = EX_DEFAULT_SEEDS, .start = 1, .shard_n = 1, .per_inv = 1, .ties = 2,
                  .out = EX_DEFAULT_OUT};
   int rc = parse_opts(argc, argv, &o);

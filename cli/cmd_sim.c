@@ -25,11 +25,22 @@ typedef struct opts {
   uint64_t seed, tie_seed;
   const char *trace;
   pd_cli_rows_t out; /* --json, --metrics, --only-unexpected, --quiet */
+  char trace_buf[1024]; /* this row's trace file (trace_path) */
 } opts_t;
+
+/* --trace's file for mode m: the path as given for one --mode; under all, the mode's name
+ * before its extension (out.json -> out.reference.json; no extension: out.reference). */
+static void trace_path(const opts_t *o, pd_mode_t m, char *buf, size_t cap) {
+  const char *dot = strrchr(o->trace, '.'), *slash = strrchr(o->trace, '/');
+  if (o->mode >= 0) snprintf(buf, cap, "%s", o->trace);
+  else if (!dot || (slash && dot < slash) || dot == o->trace || (slash && dot == slash + 1))
+    snprintf(buf, cap, "%s.%s", o->trace, pd_mode_name(m));
+  else snprintf(buf, cap, "%.*s.%s%s", (int)(dot - o->trace), o->trace, pd_mode_name(m), dot);
+}
 
 /* Run one scenario x mode twice (I13: same seed, same trace hash). 0, or an error message
  * in err. */
-static int run_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, pd_cli_row_t *r,
+static int run_row(const pd_scenario_t *s, pd_mode_t m, opts_t *o, pd_cli_row_t *r,
                    char *err, size_t errlen) {
   r->s = s;
   r->mode = m;
@@ -37,12 +48,13 @@ static int run_row(const pd_scenario_t *s, pd_mode_t m, const opts_t *o, pd_cli_
   r->tie_seed = o->has_tie_seed ? o->tie_seed : s->config.tie_seed;
   FILE *tf = NULL;
   if (o->trace) {
-    tf = fopen(o->trace, "w");
+    trace_path(o, m, o->trace_buf, sizeof o->trace_buf);
+    tf = fopen(o->trace_buf, "w");
     if (!tf) {
-      snprintf(err, errlen, "%s: %s: cannot write trace", s->path, o->trace);
+      snprintf(err, errlen, "%.256s: %.256s: cannot write trace", s->path, o->trace_buf);
       return 2;
     }
-    r->trace = o->trace;
+    r->trace = o->trace_buf;
   }
   pd_metrics_init(&r->mx, tf != NULL);
   pd_world_opts_t wo = {tf, NULL, NULL, o->has_tie_seed, o->tie_seed, &r->mx};
@@ -83,7 +95,9 @@ static void usage(FILE *f) {
              "violated invariants with the scenario's expectation. A row whose fault entries did\n"
              "not all fire, or whose requests reached no worker, is NOT EXERCISED (exit 1) unless\n"
              "the scenario declares that mode in \"unexercised\". --trace writes a Chrome/Perfetto\n"
-             "trace (open in ui.perfetto.dev); use it with one file and one mode. --tie-seed\n"
+             "trace (open in ui.perfetto.dev; docs/traces.md) of one scenario file; under several modes\n"
+             "each mode gets its own file, named from OUT with the mode before the extension\n"
+             "(out.json -> out.joined.json, out.reference.json, ...). --tie-seed\n"
              "orders events of the same instant (0: insertion order; default: the scenario's\n"
              "config.tie_seed), as `pdref sim explore` found them. --metrics prints each row's cost\n"
              "(goodput, TTFT, E2E, stranded capacity, recovery; docs/metrics.md) under it; --json\n"
@@ -186,8 +200,8 @@ int pd_cli_sim_run(int argc, char **argv) {
   o.mode = -1;
   int n_files = 0, rc = parse_opts(argc, argv, &o, files, &n_files);
   if (rc >= 0) return rc;
-  if (o.trace && (n_files != 1 || o.mode < 0)) {
-    fprintf(stderr, "pdref sim run: --trace needs exactly one scenario file and one --mode\n");
+  if (o.trace && n_files != 1) {
+    fprintf(stderr, "pdref sim run: --trace needs exactly one scenario file\n");
     for (int f = 0; f < n_files; f++) free(files[f]);
     return 2;
   }

@@ -13,6 +13,8 @@ static void usage(FILE *f) {
           "commands:\n"
           "  sim run FILE|DIR... [--mode M|all] [--seed N] [--trace OUT.json] [--json]\n"
           "                      replay scenarios in the simulator, print the verdict table\n"
+          "  sim new NAME [--out FILE|-] [--force]\n"
+          "                      write a template scenario (NAME.json) to start from\n"
           "  sim bench [--requests N] [--fault-rate F] [--json]\n"
           "                      simulator throughput: events/s, requests/s, peak RSS\n"
           "  sim explore --mode M [--seeds N | --time S] [--seed-start K] [--shard i/n]\n"
@@ -54,6 +56,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[2], "run") == 0 || strcmp(argv[2], "replay") == 0)
       return pd_cli_sim_run(argc - 2, argv + 2);
     if (strcmp(argv[2], "bench") == 0) return pd_cli_sim_bench(argc - 2, argv + 2);
+    if (strcmp(argv[2], "new") == 0) return pd_cli_sim_new(argc - 2, argv + 2);
     if (strcmp(argv[2], "explore") == 0) return pd_cli_sim_explore(argc - 2, argv + 2);
     fprintf(stderr, "pdref sim: unknown subcommand '%s' (try --help)\n", argv[2]);
     return 2;

@@ -84,8 +84,10 @@ static int render(pd_gw_t *gw, pd_rq_t *rq, uint32_t pw, char **body, size_t *le
   if (!rooms) return PD_ERR_NOMEM;
   for (uint32_t i = 0; i < n; i++) rooms[i] = pd_prng_next(gw->rng) & PD_ROOM_MASK;
   if (gw->cfg.mode == PD_MODE_REFERENCE) {
-    char rid[40];
-    snprintf(rid, sizeof rid, "pdref-%016llx", (unsigned long long)pd_prng_next(gw->rng));
+    char rid[40] = "pdref-"; /* "pdref-%016llx", written by hand: one per attempt */
+    uint64_t v = pd_prng_next(gw->rng);
+    for (int i = 0; i < 16; i++) rid[6 + i] = "0123456789abcdef"[v >> (60 - 4 * i) & 15];
+    rid[22] = '\0';
     pd_free(gw->alloc, rq->rid);
     rq->rid = pd_strndup(gw->alloc, rid, strlen(rid));
     if (!rq->rid) {

@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "pd_err.h"
@@ -108,8 +109,13 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
 /* ---------- lifecycle ---------- */
 
 pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t *rng) {
-  pd_gw_t *gw = pd_calloc(alloc, 1, sizeof *gw);
+  /* every field zeroed but the worker table (132 KiB, most never used: a run of a few
+   * requests paid more for zeroing it than for its requests); pd_gw_add_worker fills an
+   * entry before it counts, and entries past n_workers are never read */
+  pd_gw_t *gw = pd_malloc(alloc, sizeof *gw);
   if (!gw) return NULL;
+  memset(gw, 0, offsetof(pd_gw_t, workers));
+  memset((char *)gw + offsetof(pd_gw_t, n_workers), 0, sizeof *gw - offsetof(pd_gw_t, n_workers));
   gw->alloc = alloc;
   gw->cfg = *cfg;
   if (!pd_mode_speaks(cfg->mode, cfg->protocol)) /* a model speaks only its own protocol */
@@ -134,6 +140,7 @@ void pd_gw_rq_del(pd_gw_t *gw, pd_rq_t *rq) {
   for (uint32_t i = 0; i < rq->n_legs; i++) leg_del(gw, rq->legs[i]);
   pd_request_free(&rq->req);
   pd_buf_free(gw->alloc, &rq->prefill_lp);
+  if (rq->has_lp_read) pd_merge_prefill_free(&rq->lp_read);
   cJSON_Delete(rq->sf_params);
   pd_free(gw->alloc, rq->rid);
   pd_free(gw->alloc, rq);

@@ -8,6 +8,7 @@
 #include "pd_dispatch.h"
 #include "pd_heap.h"
 #include "pd_map.h"
+#include "pd_merge.h"
 #include "pd_rqstate.h"
 #include "pd_sse.h"
 
@@ -111,6 +112,8 @@ typedef struct pd_rq {
   size_t dl_index;     /* its entry in gw->deadlines, PD_HEAP_NONE when nothing is armed */
   pd_buf_t prefill_lp; /* prefill's logprob source (event payload or JSON body) */
   int prefill_lp_ready;
+  int has_lp_read;           /* lp_read holds prefill_lp as read for merging (pd_merge.h) */
+  pd_merge_prefill_t lp_read;
   /* source-first (protocol vllm) */
   void *sf_params;       /* cJSON*: what decode gets as kv_transfer_params (prefill's, copied
                             verbatim), owned; NULL: decode gets the client's body unchanged */

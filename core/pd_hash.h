@@ -1,6 +1,7 @@
 /* pd_hash: the hashes pdref uses, one copy each. FNV-1a (64-bit) fingerprints bytes where two
- * runs or two legs must compare equal (the run hash, the trace hash, a leg's bootstrap fields,
- * a shortened request id); pd_hash_mix64 scatters integer keys over a power-of-two table. */
+ * legs must compare equal (a leg's bootstrap fields, a shortened request id); pd_hash_mix64
+ * scatters integer keys over a power-of-two table and chains the run's trace hash over binary
+ * fields (sim/pd_trace.c). */
 #ifndef PD_HASH_H
 #define PD_HASH_H
 #include <stddef.h>

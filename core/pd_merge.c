@@ -11,6 +11,7 @@
 static const char *const merge_keys[] = {"input_token_logprobs", "input_top_logprobs",
                                          "input_token_ids_logprobs"};
 #define MERGE_NKEYS (sizeof merge_keys / sizeof merge_keys[0])
+_Static_assert(MERGE_NKEYS == PD_MERGE_NKEYS, "pd_merge_prefill_t holds every key");
 
 static int is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -72,35 +73,134 @@ static cJSON *meta_of(cJSON *doc) {
   return cJSON_IsObject(m) ? m : NULL;
 }
 
-/* Returns 0, or PD_ERR_NOT_FOUND when input_token_logprobs is not an array on both sides. */
-static int merge_docs(cJSON *p, cJSON *d) {
-  cJSON *pm = meta_of(p), *dm = meta_of(d);
-  if (!pm || !dm) return PD_ERR_NOT_FOUND;
-  for (size_t k = 0; k < MERGE_NKEYS; k++) {
+void pd_merge_prefill_init(pd_merge_prefill_t *pf, const char *prefill, size_t plen) {
+  memset(pf, 0, sizeof *pf);
+  cJSON *p = parse_exact(prefill, plen);
+  cJSON *pm = cJSON_IsObject(p) ? meta_of(p) : NULL;
+  pf->rc = !p ? PD_ERR_JSON : !cJSON_IsObject(p) ? PD_ERR_NOT_OBJECT : 0;
+  pf->has_meta = pm != NULL;
+  for (size_t k = 0; pm && k < MERGE_NKEYS; k++) {
     cJSON *pa = cJSON_GetObjectItemCaseSensitive(pm, merge_keys[k]);
-    cJSON *da = cJSON_GetObjectItemCaseSensitive(dm, merge_keys[k]);
-    int both = cJSON_IsArray(pa) && cJSON_IsArray(da);
-    if (k == 0 && !both) return PD_ERR_NOT_FOUND;
-    if (both) prepend(da, pa);
+    if (!cJSON_IsArray(pa)) continue;
+    pf->items[k] = cJSON_PrintUnformatted(pa);
+    if (!pf->items[k]) pf->is_nomem = 1;
+    else pf->items_len[k] = strlen(pf->items[k]);
+  }
+  cJSON_Delete(p);
+}
+
+void pd_merge_prefill_free(pd_merge_prefill_t *pf) {
+  for (size_t k = 0; k < MERGE_NKEYS; k++) {
+    cJSON_free(pf->items[k]);
+    cJSON_Delete(pf->seen[k]);
+    cJSON_free(pf->seen_text[k]);
+  }
+  cJSON_free(pf->spare);
+  memset(pf, 0, sizeof *pf);
+}
+
+/* Exactly the same tree: types, keys in order, a number's double bit for bit, a string's
+ * bytes (so the same printed text: cJSON's print is a function of these). */
+static int same_tree(const cJSON *a, const cJSON *b, int depth) {
+  if (!a || !b || (a->type & 0xff) != (b->type & 0xff) || depth > 16) return 0;
+  if (cJSON_IsNumber(a)) return memcmp(&a->valuedouble, &b->valuedouble, sizeof a->valuedouble) == 0;
+  if (cJSON_IsString(a) || cJSON_IsRaw(a)) return strcmp(a->valuestring, b->valuestring) == 0;
+  if (!cJSON_IsArray(a) && !cJSON_IsObject(a)) return 1; /* null, true, false */
+  const cJSON *x = a->child, *y = b->child;
+  for (; x && y; x = x->next, y = y->next) { /* bounded by the shorter list */
+    if (cJSON_IsObject(a) && (!x->string || !y->string || strcmp(x->string, y->string) != 0))
+      return 0;
+    if (!same_tree(x, y, depth + 1)) return 0;
+  }
+  return !x && !y;
+}
+
+/* The printed prefill ++ decode array for key k: "[" elements joined by "," "]", as printing
+ * the spliced array gives. The last decode array and its result are kept: a stream's events
+ * carry the same logprobs, and printing their doubles is the merge's dearest part. */
+static char *merged_text(pd_merge_prefill_t *pf, size_t k, const cJSON *da) {
+  if (pf->seen[k] && same_tree(pf->seen[k], da, 0)) return pf->seen_text[k];
+  char *d = cJSON_PrintUnformatted(da);
+  if (!d) return NULL;
+  const char *p = pf->items[k];
+  size_t pn = pf->items_len[k], dn = strlen(d);
+  char *t = cJSON_malloc(pn + dn + 1);
+  if (t) {
+    if (pn <= 2) memcpy(t, d, dn + 1); /* prefill's is empty: decode's as it is */
+    else if (dn <= 2) memcpy(t, p, pn + 1);
+    else {
+      memcpy(t, p, pn - 1);
+      t[pn - 1] = ',';
+      memcpy(t + pn, d + 1, dn); /* decode's elements, its ']' and the NUL */
+    }
+  }
+  cJSON_free(d);
+  cJSON *copy = t ? cJSON_Duplicate(da, 1) : NULL;
+  if (!copy) { /* not kept: used once */
+    cJSON_free(pf->spare);
+    pf->spare = t;
+    return t;
+  }
+  cJSON_Delete(pf->seen[k]);
+  cJSON_free(pf->seen_text[k]);
+  pf->seen[k] = copy;
+  pf->seen_text[k] = t;
+  return t;
+}
+
+/* Replace decode's array da (a member of dm) by the merged array, as one raw item. */
+static int splice_printed(pd_merge_prefill_t *pf, cJSON *dm, cJSON *da, size_t k) {
+  const char *t = merged_text(pf, k, da);
+  cJSON *raw = t ? cJSON_CreateRaw(t) : NULL;
+  if (!raw) return PD_ERR_NOMEM;
+  raw->string = da->string; /* hand the key over (ReplaceItemViaPointer keeps raw's) */
+  raw->type |= da->type & cJSON_StringIsConst;
+  da->string = NULL;
+  cJSON_ReplaceItemViaPointer(dm, da, raw); /* da is dm's child: cannot fail; frees da */
+  return 0;
+}
+
+/* Returns 0, or PD_ERR_NOT_FOUND when input_token_logprobs is not an array on both sides. */
+static int merge_docs(pd_merge_prefill_t *pf, cJSON *d) {
+  cJSON *dm = meta_of(d);
+  if (!pf->has_meta || !dm) return PD_ERR_NOT_FOUND;
+  if (pf->is_nomem) return PD_ERR_NOMEM;
+  cJSON *da[MERGE_NKEYS];
+  for (size_t k = 0; k < MERGE_NKEYS; k++) {
+    da[k] = cJSON_GetObjectItemCaseSensitive(dm, merge_keys[k]);
+    if (!pf->items[k] || !cJSON_IsArray(da[k])) da[k] = NULL;
+    if (k == 0 && !da[k]) return PD_ERR_NOT_FOUND;
+  }
+  for (size_t k = 0; k < MERGE_NKEYS; k++) {
+    int rc = da[k] ? splice_printed(pf, dm, da[k], k) : 0;
+    if (rc) return rc;
   }
   return 0;
+}
+
+int pd_merge_logprobs_with(const pd_alloc_t *alloc, pd_merge_prefill_t *pf,
+                           const char *decode, size_t dlen, char **out, size_t *out_len) {
+  if (!out || !pf) return PD_ERR_INVAL;
+  cJSON *d = parse_exact(decode, dlen);
+  int rc = 0;
+  if (pf->rc == PD_ERR_JSON || !d)
+    rc = PD_ERR_JSON;
+  else if (pf->rc == PD_ERR_NOT_OBJECT || !cJSON_IsObject(d))
+    rc = PD_ERR_NOT_OBJECT;
+  else
+    rc = merge_docs(pf, d);
+  if (rc == 0) rc = print_wrapped(alloc, d, "", "", out, out_len);
+  cJSON_Delete(d);
+  return rc;
 }
 
 int pd_merge_logprobs(const pd_alloc_t *alloc, const char *prefill, size_t plen,
                       const char *decode, size_t dlen, char **out, size_t *out_len) {
   if (!out) return PD_ERR_INVAL;
-  cJSON *p = parse_exact(prefill, plen);
-  cJSON *d = parse_exact(decode, dlen);
-  int rc = 0;
-  if (!p || !d)
-    rc = PD_ERR_JSON;
-  else if (!cJSON_IsObject(p) || !cJSON_IsObject(d))
-    rc = PD_ERR_NOT_OBJECT;
-  else
-    rc = merge_docs(p, d);
-  if (rc == 0) rc = print_wrapped(alloc, d, "", "", out, out_len);
-  cJSON_Delete(p);
-  cJSON_Delete(d);
+  pd_merge_prefill_t pf;
+  pd_merge_prefill_init(&pf, prefill, plen);
+  int rc = pd_merge_logprobs_with(alloc, &pf, decode, dlen, out, out_len);
+  pd_merge_prefill_free(&pf);
   return rc;
 }
 

@@ -25,6 +25,32 @@ int pd_merge_may_carry(const char *decode, size_t dlen);
 int pd_merge_logprobs(const pd_alloc_t *alloc, const char *prefill, size_t plen,
                       const char *decode, size_t dlen, char **out, size_t *out_len);
 
+/* Prefill's side of pd_merge_logprobs, read once for every decode event it merges into:
+ * the arrays of prefill's meta_info as cJSON prints them (the merged array prints as
+ * prefill's elements, a comma and decode's, so the rest of prefill's text is not needed). */
+#define PD_MERGE_NKEYS 3
+typedef struct pd_merge_prefill {
+  int rc;         /* 0, or PD_ERR_JSON / PD_ERR_NOT_OBJECT: what a merge returns (unless decode
+                     is not JSON either) */
+  int has_meta;   /* meta_info is an object */
+  int is_nomem;   /* an array could not be printed: a merge that needs it is PD_ERR_NOMEM */
+  char *items[PD_MERGE_NKEYS]; /* each key's array printed (cJSON's allocator), NULL: none */
+  size_t items_len[PD_MERGE_NKEYS];
+  void *seen[PD_MERGE_NKEYS];      /* cJSON*: the last decode array merged for each key */
+  char *seen_text[PD_MERGE_NKEYS]; /* and the merged array's text (cJSON's allocator) */
+  char *spare;                     /* a merged text that could not be kept with its array */
+} pd_merge_prefill_t;
+
+/* Read prefill's JSON text (never fails: what it found is kept in pf->rc). Free with
+ * pd_merge_prefill_free. */
+void pd_merge_prefill_init(pd_merge_prefill_t *pf, const char *prefill, size_t plen);
+void pd_merge_prefill_free(pd_merge_prefill_t *pf);
+
+/* pd_merge_logprobs with prefill's side read before: the same result, byte for byte. pf also
+ * keeps the last decode array merged (and its merged text) for the next event. */
+int pd_merge_logprobs_with(const pd_alloc_t *alloc, pd_merge_prefill_t *pf,
+                           const char *decode, size_t dlen, char **out, size_t *out_len);
+
 /* smg's streaming merge as written (R1.39): the chunk must be UTF-8, start with "data: ",
  * not contain "[DONE]" anywhere (smg's check is `contains`) and, after stripping leading
  * "data: " prefixes and whitespace, parse as exactly one JSON value; then the given prefill

@@ -206,6 +206,14 @@ static int error_event_status(const char *data, size_t len) {
   return st;
 }
 
+/* Prefill's logprobs read once for every event they merge into (prefill_lp is set once). */
+static pd_merge_prefill_t *prefill_read(pd_rq_t *rq) {
+  if (!rq->has_lp_read)
+    pd_merge_prefill_init(&rq->lp_read, (const char *)rq->prefill_lp.p, rq->prefill_lp.len);
+  rq->has_lp_read = 1;
+  return &rq->lp_read;
+}
+
 /* Forward a decode event; the first one commits (R-COMMIT). Every event that carries
  * input_token_logprobs gets prefill's prepended, exactly once (R-LOGPROB). */
 static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
@@ -217,8 +225,7 @@ static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
   char *m = NULL;
   size_t ml = 0;
   if (rq->req.return_logprob && rq->prefill_lp_ready && pd_merge_may_carry(ev->data, ev->len) &&
-      pd_merge_logprobs(gw->alloc, (const char *)rq->prefill_lp.p, rq->prefill_lp.len, ev->data,
-                        ev->len, &m, &ml) == 0) {
+      pd_merge_logprobs_with(gw->alloc, prefill_read(rq), ev->data, ev->len, &m, &ml) == 0) {
     pd_gw_client_data(gw, rq, "data: ", 6);
     pd_gw_client_data(gw, rq, m, ml);
     pd_gw_client_data(gw, rq, "\n\n", 2);

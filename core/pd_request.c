@@ -3,6 +3,7 @@
  * prints integers above INT_MAX in %g form, which would round a 63-bit room. */
 #include "pd_request.h"
 
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -393,94 +394,152 @@ void pd_request_free(pd_request_t *r) {
   if (!r) return;
   cJSON_Delete(r->json);
   r->json = NULL;
+  cJSON_free(r->base);
+  r->base = NULL;
 }
 
-/* Set obj[key] = item, removing every existing member of that name (cJSON keeps duplicate
- * keys). Takes ownership of item; NULL item means an earlier allocation failed. */
-static int set_field(cJSON *obj, const char *key, cJSON *item) {
-  if (!item) return PD_ERR_NOMEM;
-  int n = cJSON_GetArraySize(obj);
-  for (int i = 0; i < n && cJSON_GetObjectItemCaseSensitive(obj, key); i++)
-    cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
-  if (!cJSON_AddItemToObject(obj, key, item)) {
-    cJSON_Delete(item);
-    return PD_ERR_NOMEM;
+/* ---- the same bytes without a tree: the client's members printed once, ours by hand ---- */
+
+typedef struct {
+  char *p;
+  size_t n, cap;
+} out_t;
+
+static void put(out_t *o, const char *s, size_t k) {
+  assert(o->n + k <= o->cap); /* render_cap bounds every write */
+  memcpy(o->p + o->n, s, k);
+  o->n += k;
+}
+
+#define PUT_LIT(o, lit) put((o), (lit), sizeof(lit) - 1)
+
+/* A string as cJSON prints one (print_string_ptr): ", \ and \b \f \n \r \t escaped by name,
+ * other bytes below 0x20 as \u00xx, every other byte as it is. At most 6 bytes per byte. */
+static void put_string(out_t *o, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  PUT_LIT(o, "\"");
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+    char e = *c == '"' ? '"' : *c == '\\' ? '\\' : *c == '\b' ? 'b' : *c == '\f' ? 'f'
+             : *c == '\n' ? 'n' : *c == '\r' ? 'r' : *c == '\t' ? 't' : 0;
+    if (e) {
+      char esc[2] = {'\\', e};
+      put(o, esc, 2);
+    } else if (*c < 0x20) {
+      char u[6] = {'\\', 'u', '0', '0', hex[*c >> 4], hex[*c & 15]};
+      put(o, u, 6);
+    } else {
+      put(o, (const char *)c, 1);
+    }
   }
+  PUT_LIT(o, "\"");
+}
+
+static void put_u64(out_t *o, uint64_t v) {
+  char d[24];
+  size_t k = sizeof d;
+  do d[--k] = (char)('0' + v % 10); while ((v /= 10) && k);
+  put(o, d + k, sizeof d - k);
+}
+
+/* An int as cJSON prints a number holding it ("%d"). */
+static void put_int(out_t *o, int v) {
+  if (v < 0) PUT_LIT(o, "-");
+  put_u64(o, v < 0 ? (uint64_t)-(int64_t)v : (uint64_t)v);
+}
+
+/* Item i of a bootstrap field (kind: 0 host, 1 port, 2 room, 3 rid), as make_array's. */
+static void put_item(out_t *o, const pd_bootstrap_t *b, uint32_t i, int kind, int is_batch) {
+  char lit[24 + 16];
+  switch (kind) {
+  case 0: put_string(o, b->host); return;
+  case 1:
+    if (b->port < 0) PUT_LIT(o, "null");
+    else put_int(o, b->port);
+    return;
+  case 2: put_u64(o, b->rooms[i]); return;
+  default: /* a batch's: "<rid>-<i as 4 hex digits>" */
+    put_string(o, b->rid);
+    if (!is_batch) return;
+    o->n--; /* reopen the string: the suffix needs no escaping */
+    snprintf(lit, sizeof lit, "-%04x\"", (unsigned)i);
+    put(o, lit, strlen(lit));
+  }
+}
+
+static void put_member(out_t *o, const char *key, const pd_bootstrap_t *b, uint32_t n, int kind) {
+  PUT_LIT(o, ",\"");
+  put(o, key, strlen(key));
+  PUT_LIT(o, "\":");
+  if (n) PUT_LIT(o, "[");
+  for (uint32_t i = 0; i < (n ? n : 1); i++) {
+    if (i) PUT_LIT(o, ",");
+    put_item(o, b, i, kind, n != 0);
+  }
+  if (n) PUT_LIT(o, "]");
+}
+
+static const char *const boot_keys[] = {"bootstrap_host", "bootstrap_port", "bootstrap_room",
+                                        "rid", "routed_dp_rank"};
+
+/* The client's document printed without the members a render sets (always host, port and
+ * room; rid and routed_dp_rank when flags ask), once per flags. 0, or PD_ERR_NOMEM. */
+static int base_of(pd_request_t *r, int flags) {
+  if (r->base && r->base_flags == flags) return 0;
+  cJSON_free(r->base);
+  r->base = NULL;
+  cJSON *doc = r->json;
+  for (int k = 0; k < 5 && doc == r->json; k++)
+    if ((k < 3 || flags >> (k - 3) & 1) && cJSON_GetObjectItemCaseSensitive(doc, boot_keys[k]))
+      doc = cJSON_Duplicate(r->json, 1); /* the client sent one: print a copy without them */
+  if (!doc) return PD_ERR_NOMEM;
+  for (int k = 0; k < 5 && doc != r->json; k++) {
+    int n = cJSON_GetArraySize(doc);
+    for (int i = 0; i < n && (k < 3 || flags >> (k - 3) & 1) &&
+                    cJSON_GetObjectItemCaseSensitive(doc, boot_keys[k]); i++)
+      cJSON_DeleteItemFromObjectCaseSensitive(doc, boot_keys[k]);
+  }
+  r->base = cJSON_PrintUnformatted(doc);
+  if (doc != r->json) cJSON_Delete(doc);
+  if (!r->base) return PD_ERR_NOMEM;
+  r->base_len = strlen(r->base);
+  r->base_flags = flags;
+  assert(r->base_len >= 2 && r->base[0] == '{' && r->base[r->base_len - 1] == '}');
   return 0;
 }
 
-static cJSON *make_room(uint64_t room) {
-  char lit[24];
-  snprintf(lit, sizeof lit, "%" PRIu64, room);
-  return cJSON_CreateRaw(lit);
+/* Bytes a render may write after the client's members (an upper bound). */
+static size_t render_cap(const pd_request_t *r, const pd_bootstrap_t *b) {
+  size_t n = r->batch_size ? r->batch_size : 1;
+  size_t host = 6 * strlen(b->host) + 2, rid = b->rid ? 6 * strlen(b->rid) + 2 + 5 : 0;
+  return 128 + n * (host + 12 + 21 + rid + 4);
 }
 
-static cJSON *make_port(int port) {
-  return port < 0 ? cJSON_CreateNull() : cJSON_CreateNumber((double)port);
-}
-
-/* "<rid>-<i as 4 hex digits>"; lit has room for the rid plus 10 bytes. */
-static cJSON *make_rid(const char *rid, uint32_t i, char *lit, size_t litlen) {
-  snprintf(lit, litlen, "%s-%04x", rid, (unsigned)i);
-  return cJSON_CreateString(lit);
-}
-
-/* One bootstrap array of n items; kind: 0 host, 1 port, 2 room, 3 rid. */
-static cJSON *make_array(const pd_request_t *r, const pd_bootstrap_t *b, uint32_t n,
-                         int kind) {
-  size_t litlen = kind == 3 ? strlen(b->rid) + 16 : 0;
-  char *lit = kind == 3 ? pd_malloc(r->alloc, litlen) : NULL;
-  cJSON *arr = cJSON_CreateArray();
-  if (!arr || (kind == 3 && !lit)) goto fail;
-  for (uint32_t i = 0; i < n; i++) {
-    cJSON *it = kind == 0   ? cJSON_CreateString(b->host)
-                : kind == 1 ? make_port(b->port)
-                : kind == 2 ? make_room(b->rooms[i])
-                            : make_rid(b->rid, i, lit, litlen);
-    if (!it || !cJSON_AddItemToArray(arr, it)) {
-      cJSON_Delete(it);
-      goto fail;
-    }
-  }
-  pd_free(r->alloc, lit);
-  return arr;
-fail:
-  pd_free(r->alloc, lit);
-  cJSON_Delete(arr);
-  return NULL;
-}
-
-static int add_bootstrap(const pd_request_t *r, const pd_bootstrap_t *b, cJSON *doc) {
-  uint32_t n = r->batch_size;
-  int rc = set_field(doc, "bootstrap_host",
-                     n ? make_array(r, b, n, 0) : cJSON_CreateString(b->host));
-  if (rc == 0)
-    rc = set_field(doc, "bootstrap_port", n ? make_array(r, b, n, 1) : make_port(b->port));
-  if (rc == 0)
-    rc = set_field(doc, "bootstrap_room", n ? make_array(r, b, n, 2) : make_room(b->rooms[0]));
-  if (rc == 0 && b->rid)
-    rc = set_field(doc, "rid", n ? make_array(r, b, n, 3) : cJSON_CreateString(b->rid));
-  if (rc == 0 && b->dp_rank >= 0)
-    rc = set_field(doc, "routed_dp_rank", cJSON_CreateNumber((double)b->dp_rank));
-  return rc;
-}
-
-int pd_request_render(const pd_request_t *r, const pd_bootstrap_t *b, char **out,
-                      size_t *out_len) {
+int pd_request_render(pd_request_t *r, const pd_bootstrap_t *b, char **out, size_t *out_len) {
   if (!r || !r->json || !b || !b->rooms || !b->host || !out) return PD_ERR_INVAL;
-  cJSON *doc = cJSON_Duplicate(r->json, 1);
-  if (!doc) return PD_ERR_NOMEM;
-  int rc = add_bootstrap(r, b, doc);
-  char *s = rc == 0 ? cJSON_PrintUnformatted(doc) : NULL;
-  cJSON_Delete(doc);
-  if (rc < 0) return rc;
-  if (!s) return PD_ERR_NOMEM;
-  size_t n = strlen(s);
-  char *buf = pd_malloc(r->alloc, n + 1);
-  if (buf) memcpy(buf, s, n + 1);
-  cJSON_free(s);
-  if (!buf) return PD_ERR_NOMEM;
-  *out = buf;
-  if (out_len) *out_len = n;
+  int flags = (b->rid ? 1 : 0) | (b->dp_rank >= 0 ? 2 : 0);
+  int rc = base_of(r, flags);
+  if (rc) return rc;
+  size_t cap = r->base_len + render_cap(r, b) + 1;
+  out_t o = {pd_malloc(r->alloc, cap), 0, cap};
+  if (!o.p) return PD_ERR_NOMEM;
+  put(&o, r->base, r->base_len - 1); /* without its closing brace */
+  size_t first = o.n; /* an empty document: the first member has no comma before it */
+  uint32_t n = r->batch_size;
+  put_member(&o, "bootstrap_host", b, n, 0);
+  put_member(&o, "bootstrap_port", b, n, 1);
+  put_member(&o, "bootstrap_room", b, n, 2);
+  if (b->rid) put_member(&o, "rid", b, n, 3);
+  if (b->dp_rank >= 0) {
+    PUT_LIT(&o, ",\"routed_dp_rank\":");
+    put_int(&o, b->dp_rank);
+  }
+  if (r->base_len == 2) { /* "{}": drop the comma */
+    memmove(o.p + first, o.p + first + 1, o.n - first - 1);
+    o.n--;
+  }
+  PUT_LIT(&o, "}");
+  o.p[o.n] = '\0';
+  *out = o.p;
+  if (out_len) *out_len = o.n;
   return 0;
 }

@@ -41,6 +41,10 @@ typedef struct pd_request {
   uint32_t max_tokens; /* requested output tokens if stated (sampling_params.max_new_tokens,
                           max_tokens, max_completion_tokens), else 0 */
   void *json;          /* cJSON*, owned */
+  char *base;          /* json printed without the members pd_request_render sets (cJSON's
+                          allocator), made by the first render; NULL: none yet */
+  size_t base_len;
+  int base_flags;      /* which optional members base leaves out: 1 rid, 2 routed_dp_rank */
 } pd_request_t;
 
 /* Route of a path; PD_ERR_ROUTE for anything else. */
@@ -68,8 +72,9 @@ typedef struct pd_bootstrap {
 /* Render the body of one leg: the client JSON plus bootstrap_host/port/room (scalars, or
  * arrays of batch_size with one room each) and rid. Existing fields of those names are
  * replaced. *out is allocated with the request's allocator (pd_free), NUL-terminated.
- * Returns 0, PD_ERR_NOMEM or PD_ERR_INVAL (rooms missing). */
-int pd_request_render(const pd_request_t *r, const pd_bootstrap_t *b, char **out,
-                      size_t *out_len);
+ * The bytes are cJSON's unformatted print of that document (members in the client's order,
+ * then the injected ones), but the client's part is printed once per request (r->base) and
+ * the injected members by hand. Returns 0, PD_ERR_NOMEM or PD_ERR_INVAL (rooms missing). */
+int pd_request_render(pd_request_t *r, const pd_bootstrap_t *b, char **out, size_t *out_len);
 
 #endif

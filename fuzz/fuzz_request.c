@@ -55,7 +55,7 @@ static void check_arrays(const cJSON *doc, const pd_bootstrap_t *b, int n) {
   }
 }
 
-static void check_render(const pd_request_t *r, const pd_bootstrap_t *b, const char *path,
+static void check_render(pd_request_t *r, const pd_bootstrap_t *b, const char *path,
                          pd_batch_rule_t rule) {
   char *out = NULL;
   size_t n = 0;

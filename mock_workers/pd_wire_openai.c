@@ -10,7 +10,9 @@
  * token's chunk, or (SGLang's chat) on a chunk of its own with an empty delta. A stream with
  * stream_options.include_usage ends with a chunk whose choices are empty and which carries
  * usage; a whole answer always carries usage. */
+#include <assert.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +38,27 @@ __attribute__((format(printf, 2, 3))) static void put(wr_t *w, const char *fmt, 
 
 static size_t done(const wr_t *w) { return w->is_short ? 0 : w->off; }
 
+/* put(w, "%s", s) without the format: the events of every token go through these. */
+static void put_s(wr_t *w, const char *s) {
+  if (w->is_short) return;
+  size_t n = strlen(s);
+  if (n >= w->cap - w->off) {
+    w->is_short = 1;
+    return;
+  }
+  memcpy(w->buf + w->off, s, n + 1);
+  w->off += n;
+}
+
+/* put(w, "%u", v) */
+static void put_u(wr_t *w, uint64_t v) {
+  char d[24];
+  size_t k = sizeof d - 1;
+  d[k] = '\0';
+  do d[--k] = (char)('0' + v % 10); while ((v /= 10) && k);
+  put_s(w, d + k);
+}
+
 static int is_chat(const pd_wire_leg_t *leg) { return leg->api->route == PD_ROUTE_CHAT; }
 
 static const char *model_of(const pd_wire_leg_t *leg) {
@@ -48,42 +71,65 @@ static void open_object(wr_t *w, const pd_wire_leg_t *leg, int is_chunk) {
                        : is_chunk    ? "chat.completion.chunk"
                                      : "chat.completion";
   const char *prefix = !w->is_vllm ? "" : is_chat(leg) ? "chatcmpl-" : "cmpl-";
-  put(w, "{\"id\":\"%s%s\",\"object\":\"%s\",\"created\":0,\"model\":\"%s\",\"choices\":[",
-      prefix, leg->rid, object, model_of(leg));
+  put_s(w, "{\"id\":\"");
+  put_s(w, prefix);
+  put_s(w, leg->rid ? leg->rid : "(null)"); /* what glibc's "%s" printed */
+  put_s(w, "\",\"object\":\"");
+  put_s(w, object);
+  put_s(w, "\",\"created\":0,\"model\":\"");
+  put_s(w, model_of(leg));
+  put_s(w, "\",\"choices\":[");
 }
 
 static void put_finish(wr_t *w, const char *finish) {
-  if (finish) put(w, ",\"logprobs\":null,\"finish_reason\":\"%s\"}", finish);
-  else put(w, ",\"logprobs\":null,\"finish_reason\":null}");
+  if (!finish) {
+    put_s(w, ",\"logprobs\":null,\"finish_reason\":null}");
+    return;
+  }
+  put_s(w, ",\"logprobs\":null,\"finish_reason\":\"");
+  put_s(w, finish);
+  put_s(w, "\"}");
 }
 
 /* ],"usage":{..}} or ]} */
 static void close_object(wr_t *w, const pd_wire_leg_t *leg, int has_usage, uint32_t completion) {
   uint32_t prompt = leg->api->prompt_tokens;
-  if (has_usage)
-    put(w, "],\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u,\"total_tokens\":%llu}}",
-        prompt, completion, (unsigned long long)prompt + completion);
-  else put(w, "]}");
+  if (!has_usage) {
+    put_s(w, "]}");
+    return;
+  }
+  put_s(w, "],\"usage\":{\"prompt_tokens\":");
+  put_u(w, prompt);
+  put_s(w, ",\"completion_tokens\":");
+  put_u(w, completion);
+  put_s(w, ",\"total_tokens\":");
+  put_u(w, (uint64_t)prompt + completion);
+  put_s(w, "}}");
 }
 
 /* One stream event of one choice: choice opens it ({"index":0,... without its closing
  * brace), put_finish closes it. */
 static void choice_event(wr_t *w, const pd_wire_leg_t *leg, const char *choice,
                          const char *finish) {
-  put(w, "data: ");
+  put_s(w, "data: ");
   open_object(w, leg, 1);
-  put(w, "%s", choice);
+  put_s(w, choice);
   put_finish(w, finish);
   close_object(w, leg, 0, 0);
-  put(w, "\n\n");
+  put_s(w, "\n\n");
 }
 
 /* A choice whose text (completions) or delta content (chat) is text (a token's, at most
  * "tok4294967295 "). */
 static void chunk_event(wr_t *w, const pd_wire_leg_t *leg, const char *text, const char *finish) {
   char c[64];
-  if (is_chat(leg)) snprintf(c, sizeof c, "{\"index\":0,\"delta\":{\"content\":\"%s\"}", text);
-  else snprintf(c, sizeof c, "{\"index\":0,\"text\":\"%s\"", text);
+  size_t n = is_chat(leg) ? sizeof "{\"index\":0,\"delta\":{\"content\":\"" - 1
+                          : sizeof "{\"index\":0,\"text\":\"" - 1;
+  memcpy(c, is_chat(leg) ? "{\"index\":0,\"delta\":{\"content\":\"" : "{\"index\":0,\"text\":\"", n);
+  size_t t = strlen(text); /* at most "tok4294967295 " */
+  assert(n + t + 3 <= sizeof c);
+  memcpy(c + n, text, t);
+  memcpy(c + n + t, is_chat(leg) ? "\"}" : "\"", is_chat(leg) ? 3 : 2);
   choice_event(w, leg, c, finish);
 }
 
@@ -93,10 +139,10 @@ static void role_event(wr_t *w, const pd_wire_leg_t *leg) {
 
 /* The final chunk of a stream that asked for usage (W6.8): no choices. */
 static void usage_event(wr_t *w, const pd_wire_leg_t *leg, uint32_t completion) {
-  put(w, "data: ");
+  put_s(w, "data: ");
   open_object(w, leg, 1);
   close_object(w, leg, 1, completion);
-  put(w, "\n\n");
+  put_s(w, "\n\n");
 }
 
 /* SGLang's chat stream ends a choice with a chunk of its own: an empty delta and the
@@ -108,8 +154,15 @@ static void finish_event(wr_t *w, const pd_wire_leg_t *leg, const char *finish) 
 /* Token k as its own event(s): the chat role chunk before the first; after the last,
  * SGLang's chat finish chunk (else the last token's chunk says it) and the usage chunk. */
 static void token_events(wr_t *w, const pd_wire_leg_t *leg, uint32_t k) {
-  char text[24];
-  snprintf(text, sizeof text, "tok%u ", k);
+  char text[24] = "tok";
+  size_t n = 3;
+  char d[10];
+  size_t i = sizeof d;
+  uint32_t v = k;
+  do d[--i] = (char)('0' + v % 10); while ((v /= 10) && i);
+  memcpy(text + n, d + i, sizeof d - i);
+  n += sizeof d - i;
+  memcpy(text + n, " ", 2); /* "tok<k> " */
   int is_last = k + 1 >= leg->tokens, is_own_finish = is_chat(leg) && !w->is_vllm;
   if (k == 0 && is_chat(leg)) role_event(w, leg);
   chunk_event(w, leg, text, is_last && !is_own_finish ? "length" : NULL);

@@ -13,6 +13,14 @@
 #include "pd_worker.h"
 #include "pd_worker_shared.h"
 
+/* snprintf(dst, cap, "%.*s", cap - 1, src) without the format: at most cap - 1 bytes. */
+static void copy_cut(char *dst, size_t cap, const char *src) {
+  const char *nul = memchr(src, 0, cap - 1);
+  size_t n = nul ? (size_t)(nul - src) : cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
 static size_t count_occurrences(const char *s, size_t len, const char *pat, const char **first) {
   size_t n = 0, pl = strlen(pat);
   *first = NULL;
@@ -115,7 +123,7 @@ static int read_address(pd_worker_body_t *b, const cJSON *host, const cJSON *por
   if (cJSON_IsString(host)) {
     if (strlen(host->valuestring) >= sizeof b->boot_host)
       rc = fail(rc, PD_ERR_FIELD, err, errlen, "bootstrap_host: longer than 255 bytes");
-    else snprintf(b->boot_host, sizeof b->boot_host, "%s", host->valuestring);
+    else copy_cut(b->boot_host, sizeof b->boot_host, host->valuestring);
   }
   if (cJSON_IsNumber(port)) {
     if (port->valuedouble < 0 || port->valuedouble > 65535)
@@ -155,11 +163,34 @@ static uint64_t count_tokens(const cJSON *v, int depth) {
   return n;
 }
 
-static uint32_t prompt_tokens(const cJSON *j) {
-  static const char *const keys[] = {"text", "input_ids", "prompt", "messages"};
+/* The top-level members the reader looks at, each its first occurrence (as
+ * cJSON_GetObjectItemCaseSensitive finds it), found in one pass over the body's members. */
+enum {
+  M_STREAM, M_RETURN_LOGPROB, M_LOGPROBS, M_ROOM, M_HOST, M_PORT, M_RID, M_TEXT, M_INPUT_IDS,
+  M_PROMPT, M_MESSAGES, M_SAMPLING, M_MAX_TOKENS, M_MAX_COMPLETION, M_STREAM_OPTIONS, M_MODEL,
+  M_KVP, M_COUNT
+};
+static const char *const member_names[M_COUNT] = {
+    "stream", "return_logprob", "logprobs", "bootstrap_room", "bootstrap_host", "bootstrap_port",
+    "rid", "text", "input_ids", "prompt", "messages", "sampling_params", "max_tokens",
+    "max_completion_tokens", "stream_options", "model", "kv_transfer_params"};
+
+static void read_members(const cJSON *j, const cJSON *m[M_COUNT]) {
+  for (int k = 0; k < M_COUNT; k++) m[k] = NULL;
+  /* a member without a name ends the search, as it ends cJSON's (an array's items) */
+  for (const cJSON *c = j ? j->child : NULL; c && c->string; c = c->next) /* bounded by the list */
+    for (int k = 0; k < M_COUNT; k++)
+      if (!m[k] && c->string[0] == member_names[k][0] && strcmp(c->string, member_names[k]) == 0) {
+        m[k] = c;
+        break;
+      }
+}
+
+static uint32_t prompt_tokens(const cJSON *const m[M_COUNT]) {
+  static const int keys[] = {M_TEXT, M_INPUT_IDS, M_PROMPT, M_MESSAGES};
   uint64_t n = 0;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-    n += count_tokens(cJSON_GetObjectItemCaseSensitive(j, keys[i]), 0);
+    n += count_tokens(m[keys[i]], 0);
   return n < 1 ? 1 : n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
@@ -167,7 +198,7 @@ static uint32_t prompt_tokens(const cJSON *j) {
 
 static void copy_str(char *dst, size_t cap, const cJSON *v, int *has) {
   if (!cJSON_IsString(v)) return;
-  snprintf(dst, cap, "%.*s", (int)cap - 1, v->valuestring);
+  copy_cut(dst, cap, v->valuestring);
   *has = 1;
 }
 
@@ -222,10 +253,9 @@ uint64_t pd_worker_kv_key(const char *request_id) {
   return pd_fnv1a_str(PD_FNV1A_OFFSET, request_id);
 }
 
-static void read_max_tokens(pd_worker_body_t *b, const cJSON *j) {
-  const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "sampling_params");
-  const cJSON *cands[] = {cJSON_GetObjectItemCaseSensitive(j, "max_tokens"),
-                          cJSON_GetObjectItemCaseSensitive(j, "max_completion_tokens"),
+static void read_max_tokens(pd_worker_body_t *b, const cJSON *const m[M_COUNT]) {
+  const cJSON *sp = m[M_SAMPLING];
+  const cJSON *cands[] = {m[M_MAX_TOKENS], m[M_MAX_COMPLETION],
                           cJSON_IsObject(sp) ? cJSON_GetObjectItemCaseSensitive(sp, "max_new_tokens")
                                              : NULL};
   for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
@@ -238,16 +268,16 @@ static void read_max_tokens(pd_worker_body_t *b, const cJSON *j) {
 }
 
 /* What OpenAI's shapes echo (pd_wire_api_t): a model name that needs no escaping. */
-static void read_api(pd_wire_api_t *api, const cJSON *j, uint32_t prompt_tokens) {
+static void read_api(pd_wire_api_t *api, const cJSON *const m[M_COUNT], uint32_t prompt_tokens) {
   api->prompt_tokens = prompt_tokens;
-  const cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "stream_options");
+  const cJSON *so = m[M_STREAM_OPTIONS];
   api->has_usage =
       cJSON_IsObject(so) && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(so, "include_usage"));
-  const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
-  if (!cJSON_IsString(m) || strlen(m->valuestring) >= sizeof api->model) return;
-  for (const char *p = m->valuestring; *p; p++)
+  const cJSON *model = m[M_MODEL];
+  if (!cJSON_IsString(model) || strlen(model->valuestring) >= sizeof api->model) return;
+  for (const char *p = model->valuestring; *p; p++)
     if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\') return;
-  snprintf(api->model, sizeof api->model, "%s", m->valuestring);
+  copy_cut(api->model, sizeof api->model, model->valuestring);
 }
 
 void pd_worker_body_route(pd_worker_body_t *b, const char *path) {
@@ -261,27 +291,28 @@ int pd_worker_body_read(pd_worker_body_t *b, const cJSON *j, const char *body, s
   memset(b, 0, sizeof *b);
   b->boot_port = -1;
   int rc = 0;
-  b->is_stream = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "stream"));
-  const cJSON *lp = cJSON_GetObjectItemCaseSensitive(j, "return_logprob");
-  const cJSON *lp2 = cJSON_GetObjectItemCaseSensitive(j, "logprobs");
+  const cJSON *m[M_COUNT];
+  read_members(j, m);
+  b->is_stream = cJSON_IsTrue(m[M_STREAM]);
+  const cJSON *lp = m[M_RETURN_LOGPROB];
+  const cJSON *lp2 = m[M_LOGPROBS];
   b->has_logprob = cJSON_IsTrue(lp) || cJSON_IsTrue(lp2) || cJSON_IsNumber(lp2);
-  const cJSON *room = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_room");
-  const cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_host");
-  const cJSON *port = cJSON_GetObjectItemCaseSensitive(j, "bootstrap_port");
+  const cJSON *room = m[M_ROOM];
+  const cJSON *host = m[M_HOST];
+  const cJSON *port = m[M_PORT];
   b->rooms_hash = pd_wire_rooms_hash(room, host, port);
   rc = read_address(b, host, port, rc, err, errlen);
   rc = read_room(b, room, body, len, a, rc, err, errlen);
-  const cJSON *rid = cJSON_GetObjectItemCaseSensitive(j, "rid");
+  const cJSON *rid = m[M_RID];
   if (cJSON_IsArray(rid)) rid = cJSON_GetArrayItem(rid, 0);
   if (cJSON_IsString(rid)) {
     if (strlen(rid->valuestring) >= sizeof b->rid)
       rc = fail(rc, PD_ERR_FIELD, err, errlen, "rid: longer than 255 bytes");
-    snprintf(b->rid, sizeof b->rid, "%.*s", (int)sizeof b->rid - 1, rid->valuestring);
+    copy_cut(b->rid, sizeof b->rid, rid->valuestring);
     b->has_rid = 1;
   }
-  b->prompt_tokens = prompt_tokens(j);
-  read_api(&b->api, j, b->prompt_tokens);
-  read_max_tokens(b, j);
-  return read_kvp(&b->kvp, cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params"), rc, err,
-                  errlen);
+  b->prompt_tokens = prompt_tokens(m);
+  read_api(&b->api, m, b->prompt_tokens);
+  read_max_tokens(b, m);
+  return read_kvp(&b->kvp, m[M_KVP], rc, err, errlen);
 }

@@ -82,8 +82,9 @@ typedef struct {
   size_t n, cap;
 } wbuf_t;
 
+/* As snprintf writes: what fits before the last byte of cap is written, all is counted. */
 static void wput(wbuf_t *w, const char *s, size_t k) {
-  if (w->n + k < w->cap) memcpy(w->p + w->n, s, k); /* else only counted: does not fit */
+  if (w->n + 1 < w->cap) memcpy(w->p + w->n, s, w->n + k < w->cap ? k : w->cap - 1 - w->n);
   w->n += k;
 }
 
@@ -96,24 +97,45 @@ static void wput_u32(wbuf_t *w, uint32_t v) {
 
 #define WPUT_LIT(w, lit) wput((w), (lit), sizeof(lit) - 1)
 
-/* The event is built by hand, not with snprintf (issue 14: one per token is the simulator's
- * most frequent text); tests/test_wire_print.c holds it to the snprintf form byte for byte. */
+/* Token k's SGLang object, its input_token_logprobs lp (NULL: none). Built by hand, not with
+ * snprintf (issue 14: one per token is the simulator's most frequent text);
+ * tests/test_wire_fast.c holds it to the snprintf form byte for byte. */
+static void token_json(wbuf_t *w, const pd_wire_leg_t *leg, uint32_t k, const char *lp) {
+  WPUT_LIT(w, "{\"text\":\"tok");
+  wput_u32(w, k);
+  WPUT_LIT(w, " \",\"index\":");
+  wput_u32(w, k);
+  WPUT_LIT(w, ",\"meta_info\":{\"id\":\"");
+  const char *rid = leg->rid ? leg->rid : "(null)"; /* what glibc's "%s" printed */
+  wput(w, rid, strlen(rid));
+  WPUT_LIT(w, "\",\"completion_tokens\":");
+  wput_u32(w, k + 1);
+  if (lp) {
+    WPUT_LIT(w, ",\"input_token_logprobs\":");
+    wput(w, lp, strlen(lp));
+  }
+  WPUT_LIT(w, "}}");
+}
+
+static size_t wbuf_end(wbuf_t *w) {
+  if (w->n >= w->cap) return 0;
+  w->p[w->n] = '\0';
+  return w->n;
+}
+
+size_t pd_wire_token_json(const pd_wire_leg_t *leg, uint32_t k, const char *lp, char *buf,
+                          size_t cap) {
+  wbuf_t w = {buf, 0, cap};
+  token_json(&w, leg, k, lp);
+  return wbuf_end(&w);
+}
+
 static size_t token_event(const pd_wire_leg_t *leg, uint32_t k, char *buf, size_t cap) {
   wbuf_t w = {buf, 0, cap};
-  WPUT_LIT(&w, "data: {\"text\":\"tok");
-  wput_u32(&w, k);
-  WPUT_LIT(&w, " \",\"index\":");
-  wput_u32(&w, k);
-  WPUT_LIT(&w, ",\"meta_info\":{\"id\":\"");
-  const char *rid = leg->rid ? leg->rid : "(null)"; /* what glibc's "%s" printed */
-  wput(&w, rid, strlen(rid));
-  WPUT_LIT(&w, "\",\"completion_tokens\":");
-  wput_u32(&w, k + 1);
-  if (leg->has_logprob) WPUT_LIT(&w, ",\"input_token_logprobs\":" PD_LP_DECODE);
-  WPUT_LIT(&w, "}}\n\n");
-  if (w.n >= cap) return 0;
-  buf[w.n] = '\0';
-  return w.n;
+  WPUT_LIT(&w, "data: ");
+  token_json(&w, leg, k, leg->has_logprob ? PD_LP_DECODE : NULL);
+  WPUT_LIT(&w, "\n\n");
+  return wbuf_end(&w);
 }
 
 size_t pd_wire_token_part(char *buf, size_t len, uint32_t part) {
@@ -133,39 +155,43 @@ static size_t render_token(const pd_wire_leg_t *leg, uint32_t arg, char *buf, si
   return pd_wire_token_part(buf, len, part);
 }
 
-static int render_prefill(const pd_wire_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
-  const char *lp = leg->has_logprob ? ",\"input_token_logprobs\":" PD_LP_PREFILL : "";
-  int n;
-  if (leg->is_stream)
-    n = snprintf(buf, cap,
-                 "data: {\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":0,"
-                 "\"finish_reason\":{\"type\":\"length\",\"length\":0}%s}}\n\n%s",
-                 leg->rid, lp, arg ? "" : "data: [DONE]\n\n");
-  else
-    n = snprintf(buf, cap,
-                 "{\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":0,"
-                 "\"finish_reason\":{\"type\":\"length\",\"length\":0}%s}}%s",
-                 leg->rid, lp, arg ? "" : "");
+static void wput_rid(wbuf_t *w, const pd_wire_leg_t *leg) {
+  const char *rid = leg->rid ? leg->rid : "(null)"; /* what glibc's "%s" printed */
+  wput(w, rid, strlen(rid));
+}
+
+/* Written by hand, as snprintf wrote them (tests/test_wire_fast.c holds them to it). */
+static size_t render_prefill(const pd_wire_leg_t *leg, uint32_t arg, char *buf, size_t cap) {
+  wbuf_t w = {buf, 0, cap};
+  if (leg->is_stream) WPUT_LIT(&w, "data: ");
+  WPUT_LIT(&w, "{\"text\":\"\",\"meta_info\":{\"id\":\"");
+  wput_rid(&w, leg);
+  WPUT_LIT(&w, "\",\"completion_tokens\":0,\"finish_reason\":{\"type\":\"length\",\"length\":0}");
+  if (leg->has_logprob) WPUT_LIT(&w, ",\"input_token_logprobs\":" PD_LP_PREFILL);
+  WPUT_LIT(&w, "}}");
+  if (leg->is_stream) WPUT_LIT(&w, "\n\n");
+  if (leg->is_stream && !arg) WPUT_LIT(&w, "data: [DONE]\n\n");
+  size_t n = w.n; /* the whole length, as snprintf returned it */
+  if (cap) buf[n < cap ? n : cap - 1] = '\0';
   if (arg && !leg->is_stream && n > 10) n = n / 2; /* cut mid-document */
-  return n;
+  return n < cap ? n : 0;
 }
 
 static size_t render_decode_body(const pd_wire_leg_t *leg, char *buf, size_t cap) {
-  size_t off = 0;
-  int n = snprintf(buf, cap, "{\"text\":\"");
-  if (n < 0) return 0;
-  off = (size_t)n;
-  for (uint32_t k = 0; k < leg->tokens && off + 32 < cap; k++) {
-    n = snprintf(buf + off, cap - off, "tok%u ", k);
-    if (n < 0) return 0;
-    off += (size_t)n;
+  wbuf_t w = {buf, 0, cap};
+  WPUT_LIT(&w, "{\"text\":\"");
+  for (uint32_t k = 0; k < leg->tokens && w.n + 32 < cap; k++) {
+    WPUT_LIT(&w, "tok");
+    wput_u32(&w, k);
+    WPUT_LIT(&w, " ");
   }
-  n = snprintf(buf + off, cap - off,
-               "\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":%u%s%s}}", leg->rid,
-               leg->tokens, leg->has_logprob ? ",\"input_token_logprobs\":" : "",
-               leg->has_logprob ? PD_LP_DECODE : "");
-  if (n < 0) return 0;
-  return off + (size_t)n < cap ? off + (size_t)n : 0;
+  WPUT_LIT(&w, "\",\"meta_info\":{\"id\":\"");
+  wput_rid(&w, leg);
+  WPUT_LIT(&w, "\",\"completion_tokens\":");
+  wput_u32(&w, leg->tokens);
+  if (leg->has_logprob) WPUT_LIT(&w, ",\"input_token_logprobs\":" PD_LP_DECODE);
+  WPUT_LIT(&w, "}}");
+  return wbuf_end(&w);
 }
 
 /* SGLang's answer to /abort_request for a request whose client is still there: a normal
@@ -218,14 +244,18 @@ size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *bu
   if (pd_wire_is_openai(leg)) return pd_wire_openai_render(leg, 0, kind, arg, buf, cap);
   switch (kind) {
   case PD_WIRE_TOKEN: return render_token(leg, arg, buf, cap);
-  case PD_WIRE_DONE_EVENT: n = snprintf(buf, cap, "data: [DONE]\n\n"); break;
+  case PD_WIRE_DONE_EVENT: {
+    wbuf_t w = {buf, 0, cap};
+    WPUT_LIT(&w, "data: [DONE]\n\n");
+    return wbuf_end(&w);
+  }
   case PD_WIRE_ERROR_EVENT:
     n = snprintf(buf, cap, "data: {\"error\":{\"message\":\"worker failed\",\"code\":%u}}\n\n", arg);
     break;
   case PD_WIRE_ERROR_BODY:
     n = snprintf(buf, cap, "{\"error\":{\"message\":\"worker returned %u\",\"code\":%u}}", arg, arg);
     break;
-  case PD_WIRE_PREFILL_BODY: n = render_prefill(leg, arg, buf, cap); break;
+  case PD_WIRE_PREFILL_BODY: return render_prefill(leg, arg, buf, cap);
   case PD_WIRE_DECODE_BODY: return render_decode_body(leg, buf, cap);
   case PD_WIRE_ABORT_EVENT: n = render_abort(leg, 1, buf, cap); break;
   case PD_WIRE_ABORT_BODY: n = render_abort(leg, 0, buf, cap); break;

@@ -63,6 +63,8 @@ static inline uint64_t pd_worker_late_error_ms(int fault, const pd_fault_t *fp) 
 /* the standard logprob parts: prefill's and decode's input_token_logprobs */
 #define PD_LP_PREFILL "[[-0.25,11,null],[-0.5,12,null]]"
 #define PD_LP_DECODE "[[-0.75,13,null]]"
+/* the two merged, as cJSON prints the merged array (the client's view after a merge) */
+#define PD_LP_MERGED "[[-0.25,11,null],[-0.5,12,null],[-0.75,13,null]]"
 
 #define PD_WIRE_MODEL_MAX 64u /* the longest model name echoed (pd_wire_api_t.model) */
 
@@ -119,6 +121,13 @@ enum {
 /* A token message's part (PD_WIRE_TOKEN's arg & 3) of the len bytes rendered in buf: 1 the
  * first half, 2 the second half (moved to buf's start), else all. Returns its length. */
 size_t pd_wire_token_part(char *buf, size_t len, uint32_t part);
+
+/* Token k's SGLang event object (the payload of its "data: " line, as PD_WIRE_TOKEN renders
+ * it) with lp as its meta_info.input_token_logprobs (NULL: none, as without logprobs):
+ * PD_LP_DECODE is what the worker sends, PD_LP_MERGED what a client sees once merged.
+ * Returns its length, 0 when it does not fit in cap with its NUL. */
+size_t pd_wire_token_json(const pd_wire_leg_t *leg, uint32_t k, const char *lp, char *buf,
+                          size_t cap);
 
 /* Render one message into buf; returns its length, 0 when it does not fit in cap (or the kind
  * is unknown). A non-stream decode body needs about 32 + 12 * tokens bytes.

@@ -4,7 +4,8 @@
 # tests/report_browser_test.sh.
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config clang-14 libclang-rt-14-dev libcjson-dev libcunit1-dev
-      libcurl4-openssl-dev libmicrohttpd-dev valgrind parallel python3)
+      libcurl4-openssl-dev libmicrohttpd-dev valgrind parallel python3
+      help2man groff-base python3-jsonschema)
 missing=()
 if [ "${1:-}" = --test ]; then pkgs+=(chromium fonts-dejavu-core); fi
 for p in "${pkgs[@]}"; do

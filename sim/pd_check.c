@@ -10,6 +10,7 @@
 
 #include "pd_check.h"
 #include "pd_err.h"
+#include "pd_worker_shared.h"
 
 #define MS_NS 1000000ull
 #define BIT(i) (1u << ((i) - 1))
@@ -85,6 +86,83 @@ static int openai_body_ok(const cJSON *j, const cJSON *choice, uint32_t n) {
   return !*t && (k == n || t - t0 >= 4096);
 }
 
+/* A /generate event's findings: its index was the next token or not; whether its meta_info
+ * carries input_token_logprobs (has_lp) and whether they are prefill's then decode's once
+ * (is_lp_ok). I11 judges the first event and every event carrying the field. */
+static void generate_event(pd_client_request_t *rq, int is_next, int has_lp, int is_lp_ok) {
+  if (!is_next) rq->token_error = 1;
+  else rq->next_token++;
+  if (rq->wants_logprob && (!rq->first_event_seen || has_lp)) {
+    if (!is_lp_ok) rq->logprob_state = -1;
+    else if (!rq->first_event_seen) rq->logprob_state = 1;
+  }
+  rq->first_event_seen = 1;
+}
+
+/* A rid the token object holds verbatim as a plain JSON string (printable ASCII, no quote or
+ * backslash): then cJSON reads that object back as exactly the fields it was rendered from. */
+static int is_plain_rid(const char *rid) {
+  for (const char *c = rid; *c; c++)
+    if (*c < 0x20 || *c > 0x7e || *c == '"' || *c == '\\') return 0;
+  return 1;
+}
+
+/* The client's event, if its bytes are those of the next token as the request's newest decode
+ * leg rendered it (pd_wire_token_json), or that event once merged (PD_LP_MERGED): its findings
+ * are known without a parse. Returns 0 (nothing judged) when the bytes differ in any way; then
+ * the event is parsed (tests/test_check_bytes.c holds both readings to the same findings). */
+/* The same on an OpenAI route: the client's event is one of the events the worker writes
+ * for the next token (pd_wire_openai_render: chat's role chunk before the first, the token's
+ * chunk, after the last SGLang's chat finish chunk and the usage chunk), SGLang's ids or
+ * vLLM's. Only the token's chunk carries text ("tok<k> "); the others carry none. */
+static int known_openai_event(pd_client_request_t *rq, const pd_wire_leg_t *wl,
+                              const pd_sse_event_t *ev) {
+  char want[2048];
+  int vllm_first = (ev->len >= 12 && memcmp(ev->data, "{\"id\":\"cmpl-", 12) == 0) ||
+                   (ev->len >= 16 && memcmp(ev->data, "{\"id\":\"chatcmpl-", 16) == 0);
+  uint32_t k = rq->next_token;
+  int chunk_at = k == 0 && wl->api->route == PD_ROUTE_CHAT; /* after the role chunk */
+  for (int t = 0; t < 2; t++) {
+    size_t n = pd_wire_openai_render(wl, t ^ vllm_first, PD_WIRE_TOKEN, k << 2, want, sizeof want);
+    size_t at = 0;
+    for (int i = 0; at + 8 <= n && i < 4; i++) { /* each "data: <object>\n\n" */
+      const char *end = memchr(want + at, '\n', n - at); /* objects hold no newline */
+      if (!end || memcmp(want + at, "data: ", 6) != 0) break;
+      size_t len = (size_t)(end - want) - at - 6;
+      if (len == ev->len && memcmp(want + at + 6, ev->data, len) == 0) {
+        if (i == chunk_at) rq->next_token++;
+        rq->first_event_seen = 1;
+        rq->known_events++;
+        return 1;
+      }
+      at += 6 + len + 2;
+    }
+  }
+  return 0;
+}
+
+static int known_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
+  const pd_worker_leg_t *d = rq->legs;
+  while (d && d->role != PD_ROLE_DECODE) d = d->next_in_req; /* newest first */
+  if (rq->is_parse_only || !d || !is_plain_rid(d->rid)) return 0;
+  pd_wire_leg_t wl = {d->rid, d->is_stream, d->has_logprob, d->tokens, &d->api};
+  if (d->api.route != PD_ROUTE_GENERATE) return known_openai_event(rq, &wl, ev);
+  char want[256];
+  size_t n = pd_wire_token_json(&wl, rq->next_token, d->has_logprob ? PD_LP_DECODE : NULL, want,
+                                sizeof want);
+  if (n && n == ev->len && memcmp(want, ev->data, n) == 0) {
+    generate_event(rq, 1, d->has_logprob, 0); /* one element: decode's alone */
+    rq->known_events++;
+    return 1;
+  }
+  if (!d->has_logprob) return 0;
+  n = pd_wire_token_json(&wl, rq->next_token, PD_LP_MERGED, want, sizeof want);
+  if (!n || n != ev->len || memcmp(want, ev->data, n) != 0) return 0;
+  generate_event(rq, 1, 1, 1);
+  rq->known_events++;
+  return 1;
+}
+
 static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
   if (rq->saw_done) {
     rq->events_after_done = 1;
@@ -98,6 +176,7 @@ static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
     rq->saw_error_event = 1;
     return;
   }
+  if (known_event(rq, ev)) return;
   cJSON *j = cJSON_ParseWithLength(ev->data, ev->len);
   int is_openai = 0;
   const cJSON *choice = openai_choice(j, &is_openai);
@@ -108,18 +187,10 @@ static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
     return;
   }
   const cJSON *idx = j ? cJSON_GetObjectItemCaseSensitive(j, "index") : NULL;
-  if (!cJSON_IsNumber(idx) || (uint32_t)idx->valuedouble != rq->next_token) rq->token_error = 1;
-  else rq->next_token++;
-  if (rq->wants_logprob) { /* I11: the first event, and every event carrying the field */
-    const cJSON *mi = cJSON_GetObjectItemCaseSensitive(j, "meta_info");
-    int has = mi && cJSON_GetObjectItemCaseSensitive(mi, "input_token_logprobs");
-    if (!rq->first_event_seen || has) {
-      int ok = logprobs_ok(mi);
-      if (!ok) rq->logprob_state = -1;
-      else if (!rq->first_event_seen) rq->logprob_state = 1;
-    }
-  }
-  rq->first_event_seen = 1;
+  const cJSON *mi = j ? cJSON_GetObjectItemCaseSensitive(j, "meta_info") : NULL;
+  int has_lp = mi && cJSON_GetObjectItemCaseSensitive(mi, "input_token_logprobs");
+  generate_event(rq, cJSON_IsNumber(idx) && (uint32_t)idx->valuedouble == rq->next_token, has_lp,
+                 logprobs_ok(mi));
   cJSON_Delete(j);
 }
 

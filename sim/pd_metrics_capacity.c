@@ -105,11 +105,10 @@ void pd_metrics_note_capacity(pd_metrics_t *m, uint32_t worker, uint64_t now, ui
 }
 
 static void counter(pd_trace_t *t, const pd_scenario_t *s, const pd_metrics_cap_sample_t *x) {
-  char name[64], args[128];
-  snprintf(name, sizeof name, "%s engine", s->workers[x->worker].name);
-  snprintf(args, sizeof args, "{\"running\":%u,\"queued\":%u,\"kv pages used\":%llu}",
-           x->running, x->queued, (unsigned long long)x->kv_pages);
-  pd_trace_counter(t, s->workers[x->worker].role == PD_ROLE_PREFILL ? 2u : 3u, name, x->t, args);
+  (void)s;
+  pd_trace_arg_t a[] = {PD_TRACE_ARG_U("running", x->running), PD_TRACE_ARG_U("queued", x->queued),
+                        PD_TRACE_ARG_U("kv pages used", x->kv_pages)};
+  pd_trace_counter(t, PD_TRACE_WORKER + x->worker, "engine", x->t, a, 3);
 }
 
 void pd_metrics_capacity_trace(const pd_metrics_t *m, pd_trace_t *t, const pd_scenario_t *s) {

@@ -168,6 +168,7 @@ static int cmp_tev(const void *a, const void *b) {
 }
 
 void pd_metrics_trace(const pd_metrics_t *m, pd_trace_t *t, const pd_scenario_t *s) {
+  (void)s; /* the worker is the counter's process (PD_TRACE_WORKER + index) */
   if (!t->out || !m->n_tev) return;
   pd_metrics_trace_ev_t *v = malloc(m->n_tev * sizeof *v);
   if (!v) return;
@@ -179,11 +180,10 @@ void pd_metrics_trace(const pd_metrics_t *m, pd_trace_t *t, const pd_scenario_t 
     uint32_t wk = v[i].worker;
     cur[wk][v[i].kind] += v[i].delta;
     if (i + 1 < m->n_tev && v[i + 1].t == v[i].t && v[i + 1].worker == wk) continue;
-    char name[64], args[128];
-    snprintf(name, sizeof name, "%s capacity", s->workers[wk].name);
-    snprintf(args, sizeof args, "{\"slots held\":%lld,\"open legs\":%lld,\"stranded slots\":%lld}",
-             (long long)cur[wk][0], (long long)cur[wk][1], (long long)cur[wk][2]);
-    pd_trace_counter(t, s->workers[wk].role == PD_ROLE_PREFILL ? 2u : 3u, name, v[i].t, args);
+    pd_trace_arg_t a[] = {PD_TRACE_ARG_U("slots held", cur[wk][0]),
+                          PD_TRACE_ARG_U("open legs", cur[wk][1]),
+                          PD_TRACE_ARG_U("stranded slots", cur[wk][2])};
+    pd_trace_counter(t, PD_TRACE_WORKER + wk, "capacity", v[i].t, a, 3);
   }
   free(v);
 }

@@ -1,9 +1,7 @@
 /* The discrete-event driver: turns heap events into core events and worker-model calls, and
  * core actions into scheduled deliveries, keeping each request's ground truth until it can
  * be judged. */
-#include <cjson/cJSON.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,85 +82,6 @@ static int leg_settled(const pd_worker_leg_t *l) {
   return !l->gw_open && l->wstate == PD_WORKER_LEG_DONE && !l->aborts_in_flight;
 }
 
-/* FNV-1a over a value's bytes: the run hash covers every judged request and leg as binary
- * fields, whether or not a trace file is written (so the two runs of I13 compare exactly). */
-static void hash_u64(uint64_t *h, uint64_t v) { *h = pd_fnv1a_u64(*h, v); }
-
-static void hash_request(struct pd_world *w, const pd_client_request_t *rq) {
-  uint64_t *h = &w->run_hash;
-  hash_u64(h, rq->id);
-  hash_u64(h, rq->t_arrival);
-  hash_u64(h, rq->t_end);
-  hash_u64(h, (uint64_t)rq->head_status << 32 | rq->attempts);
-  hash_u64(h, (uint64_t)rq->violations << 32 | rq->next_token);
-  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
-    hash_u64(h, l->leg_id);
-    hash_u64(h, l->room);
-    hash_u64(h, (uint64_t)l->worker << 32 | l->attempt);
-    hash_u64(h, (uint64_t)l->truth << 48 | (uint64_t)(l->outcomes ? l->outcome : 9) << 32 | l->aborts);
-    hash_u64(h, l->t_open ^ l->t_gw_closed << 1 ^ (uint64_t)l->gw_open << 63);
-    hash_u64(h, l->t_slot_taken ^ l->t_slot_freed << 1 ^ (uint64_t)l->is_slot_freed << 63);
-    for (int i = 1; i < l->n_rooms && l->rooms; i++) hash_u64(h, l->rooms[i]);
-  }
-}
-
-static const char *const truth_names[] = {"pending", "ok", "failed", "stalled", "cancelled",
-                                          "never"};
-
-/* Emit args built with cJSON (names come from scenario files and must be escaped). */
-static void span(struct pd_world *w, uint32_t pid, uint64_t tid, const char *name, uint64_t t0,
-                 uint64_t t1, cJSON *args) {
-  char *a = cJSON_PrintUnformatted(args);
-  pd_trace_span(&w->trace, pid, tid, name, t0, t1, a);
-  cJSON_free(a);
-}
-
-/* Perfetto tracks: pid 1 client requests, 2 prefill slots, 3 decode slots, 4 gateway legs. */
-static void trace_request(struct pd_world *w, pd_client_request_t *rq) {
-  hash_request(w, rq);
-  if (!w->trace.out) return;
-  char name[64];
-  snprintf(name, sizeof name, "request %llu", (unsigned long long)rq->id);
-  pd_trace_track(&w->trace, 1, rq->id, name);
-  cJSON *a = cJSON_CreateObject();
-  cJSON_AddNumberToObject(a, "status", rq->head_status);
-  cJSON_AddNumberToObject(a, "attempts", rq->attempts);
-  cJSON_AddNumberToObject(a, "tokens", rq->next_token);
-  cJSON_AddBoolToObject(a, "stream", rq->is_stream);
-  cJSON_AddStringToObject(a, "client", rq->gone ? "disconnected" : rq->aborted ? "aborted"
-                                       : rq->ended ? "ended" : "open");
-  cJSON_AddStringToObject(a, "why", rq->reason);
-  span(w, 1, rq->id, rq->violations ? "request (VIOLATION)" : "request", rq->t_arrival,
-       rq->t_end ? rq->t_end : w->now, a);
-  cJSON_Delete(a);
-  for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
-    const char *wn = w->nodes[l->worker].spec->name;
-    a = cJSON_CreateObject();
-    cJSON_AddNumberToObject(a, "req", (double)rq->id);
-    cJSON_AddNumberToObject(a, "attempt", l->attempt);
-    cJSON_AddStringToObject(a, "worker", wn);
-    cJSON_AddNumberToObject(a, "room", (double)l->room);
-    if (l->n_rooms > 1 && l->rooms) { /* a batch: every room, not just the first */
-      cJSON *ra = cJSON_AddArrayToObject(a, "rooms");
-      for (int i = 0; i < l->n_rooms; i++) cJSON_AddItemToArray(ra, cJSON_CreateNumber((double)l->rooms[i]));
-    }
-    cJSON_AddStringToObject(a, "truth", truth_names[l->truth]);
-    cJSON_AddStringToObject(a, "recorded", l->outcomes ? pd_outcome_name(l->outcome) : "none");
-    cJSON_AddNumberToObject(a, "aborts_received", l->aborts);
-    cJSON_AddStringToObject(a, "fault", l->fault >= 0 ? pd_fault_kind_name((pd_fault_kind_t)l->fault)
-                                                      : "none");
-    uint32_t pid = l->role == PD_ROLE_PREFILL ? 2 : 3;
-    snprintf(name, sizeof name, "%.24s leg %llu", wn, (unsigned long long)l->leg_id);
-    pd_trace_track(&w->trace, 4, l->leg_id, name);
-    pd_trace_track(&w->trace, pid, l->leg_id, name);
-    span(w, 4, l->leg_id, l->role == PD_ROLE_PREFILL ? "prefill leg" : "decode leg", l->t_open,
-         l->gw_open ? w->now : l->t_gw_closed, a);
-    if (l->slot_taken)
-      span(w, pid, l->leg_id, "slot", l->t_slot_taken, l->is_slot_freed ? l->t_slot_freed : w->now, a);
-    cJSON_Delete(a);
-  }
-}
-
 /* What the checker reads of the world, now (the scenario is the healed one once healed). */
 static pd_judge_t judge_of(const struct pd_world *w) {
   uint32_t att = w->gcfg.retry.max_attempts;
@@ -178,7 +97,9 @@ void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
   pd_judge_t j = judge_of(w);
   uint32_t v = pd_check_request(&j, rq, reason, sizeof reason);
   rq->violations = v;
-  snprintf(rq->reason, sizeof rq->reason, "%s", reason);
+  size_t rn = strlen(reason) < sizeof rq->reason ? strlen(reason) : sizeof rq->reason - 1;
+  memcpy(rq->reason, reason, rn);
+  rq->reason[rn] = '\0';
   pd_world_stats_t *st = w->stats;
   if (v && getenv("PDREF_DEBUG")) fprintf(stderr, "req %llu: %#x %s\n", (unsigned long long)rq->id, v, reason);
   if (v) {
@@ -192,7 +113,7 @@ void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
       snprintf(st->first_reason, sizeof st->first_reason, "%s", reason);
     }
   }
-  trace_request(w, rq);
+  pd_world_trace_request(w, rq);
   st->requests_done++;
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
     if (l->is_reached) {
@@ -249,34 +170,48 @@ typedef struct body_out {
   int is_short;
 } body_out_t;
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void out(body_out_t *o, const char *fmt, ...) {
-  va_list ap;
+/* out(o, "%s", s) and out(o, "%u", v) without the format (a body per request). */
+static void out_s(body_out_t *o, const char *s) {
   if (o->is_short) return;
-  va_start(ap, fmt);
-  int k = vsnprintf(o->buf + o->off, o->cap - o->off, fmt, ap);
-  va_end(ap);
-  if (k < 0 || o->off + (size_t)k >= o->cap) o->is_short = 1;
-  else o->off += (size_t)k;
+  size_t n = strlen(s);
+  if (o->off + n >= o->cap) {
+    o->is_short = 1;
+    return;
+  }
+  memcpy(o->buf + o->off, s, n + 1);
+  o->off += n;
+}
+
+static void out_u(body_out_t *o, uint32_t v) {
+  char d[12];
+  size_t k = sizeof d - 1;
+  d[k] = '\0';
+  do d[--k] = (char)('0' + v % 10); while ((v /= 10) && k);
+  out_s(o, d + k);
 }
 
 /* One prompt string: "<tag><sep>" then `pad` words "t " then its last word. */
 static void out_prompt(body_out_t *o, const char *tag, const char *sep, uint32_t pad,
                        const char *last, uint32_t idx) {
-  out(o, "\"%s%s", tag, sep);
+  out_s(o, "\"");
+  out_s(o, tag);
+  out_s(o, sep);
   if (!o->is_short && o->off + 2ull * pad >= o->cap) o->is_short = 1;
   for (uint32_t i = 0; i < pad && !o->is_short; i++, o->off += 2) memcpy(o->buf + o->off, "t ", 2);
-  if (last) out(o, "%s\"", last);
-  else out(o, "p%u\"", idx);
+  if (last) {
+    out_s(o, last);
+  } else {
+    out_s(o, "p");
+    out_u(o, idx);
+  }
+  out_s(o, "\"");
 }
 
 /* `n` prompt strings "<tag> p<i>", comma-separated. */
 static void out_prompts(body_out_t *o, uint32_t n, const char *tag, const char *sep,
                         uint32_t pad) {
   for (uint32_t i = 0; i < n && !o->is_short; i++) {
-    if (i) out(o, ",");
+    if (i) out_s(o, ",");
     out_prompt(o, tag, sep, pad, NULL, i);
   }
 }
@@ -297,24 +232,39 @@ size_t pd_world_client_body(const pd_client_request_t *rq, const pd_scenario_wor
   if (!tag) tag = "";
   switch (wl->route) {
   case PD_ROUTE_COMPLETIONS: /* batch: a prompt array of `batch` strings */
-    out(&o, "{\"model\":\"m\",\"prompt\":%s", wl->batch ? "[" : "");
+    out_s(&o, wl->batch ? "{\"model\":\"m\",\"prompt\":[" : "{\"model\":\"m\",\"prompt\":");
     if (wl->batch) out_prompts(&o, wl->batch, tag, sep, pad);
     else out_prompt(&o, tag, sep, pad, "hello", 0);
-    out(&o, "%s,\"max_tokens\":%u,\"stream\":%s%s}", wl->batch ? "]" : "", rq->tokens, st,
-        rq->wants_logprob ? ",\"logprobs\":1" : "");
+    out_s(&o, wl->batch ? "],\"max_tokens\":" : ",\"max_tokens\":");
+    out_u(&o, rq->tokens);
+    out_s(&o, ",\"stream\":");
+    out_s(&o, st);
+    out_s(&o, rq->wants_logprob ? ",\"logprobs\":1}" : "}");
     break;
   case PD_ROUTE_CHAT:
-    out(&o, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":");
+    out_s(&o, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":");
     out_prompt(&o, tag, sep, pad, "hi", 0);
-    out(&o, "}],\"max_tokens\":%u,\"stream\":%s,\"logprobs\":%s,\"n\":%u}", rq->tokens, st, lp,
-        wl->batch ? wl->batch : 1);
+    out_s(&o, "}],\"max_tokens\":");
+    out_u(&o, rq->tokens);
+    out_s(&o, ",\"stream\":");
+    out_s(&o, st);
+    out_s(&o, ",\"logprobs\":");
+    out_s(&o, lp);
+    out_s(&o, ",\"n\":");
+    out_u(&o, wl->batch ? wl->batch : 1);
+    out_s(&o, "}");
     break;
   default:
-    out(&o, "{\"text\":%s", wl->batch ? "[" : "");
+    out_s(&o, wl->batch ? "{\"text\":[" : "{\"text\":");
     if (wl->batch) out_prompts(&o, wl->batch, tag, sep, pad);
     else out_prompt(&o, tag, sep, pad, "hello", 0);
-    out(&o, "%s,\"stream\":%s,\"return_logprob\":%s,\"sampling_params\":{\"max_new_tokens\":%u}}",
-        wl->batch ? "]" : "", st, lp, rq->tokens);
+    out_s(&o, wl->batch ? "],\"stream\":" : ",\"stream\":");
+    out_s(&o, st);
+    out_s(&o, ",\"return_logprob\":");
+    out_s(&o, lp);
+    out_s(&o, ",\"sampling_params\":{\"max_new_tokens\":");
+    out_u(&o, rq->tokens);
+    out_s(&o, "}}");
   }
   return o.is_short ? 0 : o.off;
 }

@@ -113,6 +113,9 @@ typedef struct pd_client_request {
   int logprob_state;     /* 0 unchecked, 1 ok, -1 wrong */
   int is_record_lost;    /* the checker ran out of memory keeping the body (pd_check.h) */
   int is_clean;          /* the checker's verdict: the client got a clean, complete answer */
+  int is_parse_only;     /* tests: read every client event with cJSON, never by comparing its
+                            bytes with the decode leg's rendering (pd_check.c known_event) */
+  uint32_t known_events;  /* client events read by that byte comparison (no parse) */
   pd_metrics_req_t metrics; /* its stream's chunk gaps, for pd_metrics (ITL) */
   /* I15: the world was healthy (no worker down, every breaker Closed as the core reported)
    * from arrival to the client's end; set by the driver (a socket run sets it from its crash

@@ -87,7 +87,6 @@ struct pd_world {
   pd_wact_buf_t wacts; /* the worker engines' actions of one step */
   uint32_t next_req;
   pd_trace_t trace;
-  uint64_t run_hash; /* FNV-1a over every judged request (I13) */
   pd_world_stats_t *stats;
   uint32_t violations;
   uint32_t room_collisions;
@@ -159,6 +158,15 @@ void pd_world_to_gw_part(struct pd_world *w, pd_worker_leg_t *leg, int kind, uin
                          uint32_t part, uint32_t n_parts);
 #define W2G_PART(part, n) ((uint64_t)(n) << 8 | (uint64_t)(part))
 void pd_world_leg_changed(struct pd_world *w, pd_worker_leg_t *leg); /* checked after the step */
+
+/* trace events (pd_world_trace.c): a judged request's spans (request, legs, slots); an
+ * instant (name_id: PD_TRACE_ID_CLIENT_GONE..RESTART) on process pid (pd_trace.h) at now, on
+ * the lane of key's span, with the request's and the leg's ids (0: none) in args; the
+ * process and lane names */
+void pd_world_trace_request(struct pd_world *w, const pd_client_request_t *rq);
+void pd_world_trace_instant(struct pd_world *w, uint32_t pid, uint64_t key, uint32_t name_id,
+                            uint64_t req_id, uint64_t leg_id);
+void pd_world_trace_names(struct pd_world *w);
 
 /* pd_metrics_report.c: add the requests still held at the run's end, the trace's counter
  * tracks, and end the run's figures */

@@ -84,8 +84,12 @@ static void parse_leg_body(struct pd_world *w, pd_worker_leg_t *leg, const char 
     if (w->nodes[i].role == PD_ROLE_PREFILL && b.boot_port > 0 &&
         strcmp(w->nodes[i].spec->name, b.boot_host) == 0)
       leg->boot_node = (int)i;
-  if (b.has_rid) snprintf(leg->rid, sizeof leg->rid, "%.*s", (int)sizeof leg->rid - 1, b.rid);
-  else snprintf(leg->rid, sizeof leg->rid, "leg-%llu", (unsigned long long)leg->leg_id);
+  if (b.has_rid) { /* at most sizeof leg->rid - 1 bytes of it */
+    const char *nul = memchr(b.rid, 0, sizeof leg->rid - 1);
+    size_t n = nul ? (size_t)(nul - b.rid) : sizeof leg->rid - 1;
+    memcpy(leg->rid, b.rid, n);
+    leg->rid[n] = '\0';
+  } else snprintf(leg->rid, sizeof leg->rid, "leg-%llu", (unsigned long long)leg->leg_id);
   pd_worker_model_read_kvp(w, leg, &b);
 }
 
@@ -196,6 +200,8 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
          EV_G2W_CLOSE, 0, leg->leg_id, 0);
     if (a->str) {
       leg->aborts_in_flight++;
+      pd_world_trace_instant(w, PD_TRACE_GATEWAY, leg->leg_id, PD_TRACE_ID_ABORT_SENT,
+                             leg->req_id, leg->leg_id);
       push(w, w->now + w->net_ns, EV_G2W_ABORT, 0, leg->leg_id, 0);
     }
     break;
@@ -312,6 +318,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     if (!rq || rq->ended || rq->gone) return;
     rq->gone = 1;
     rq->t_end = w->now;
+    pd_world_trace_instant(w, PD_TRACE_CLIENTS, rq->id, PD_TRACE_ID_CLIENT_GONE, rq->id, 0);
     pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = rq->id};
     pd_world_feed(w, &ev); /* may retire and free rq */
     retire_by_id(w, ev.req_id);
@@ -334,6 +341,8 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     uint64_t rid = leg->req_id;
     assert(leg->aborts_in_flight > 0);
     leg->aborts_in_flight--;
+    pd_world_trace_instant(w, PD_TRACE_WORKER + leg->worker, leg->leg_id,
+                           PD_TRACE_ID_ABORT_RECEIVED, rid, leg->leg_id);
     note_stall(leg);
     pd_worker_model_on_abort(w, leg);
     retire_by_id(w, rid);
@@ -345,11 +354,13 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     if (!w->nodes[it->a].is_down) pd_world_health(w, +1);
     w->nodes[it->a].is_down = 1;
     pd_world_mark_crash(w, it->a);
+    pd_world_trace_instant(w, PD_TRACE_WORKER + it->a, 0, PD_TRACE_ID_CRASH, 0, 0);
     pd_worker_model_crash(w, it->a);
     return;
   case EV_RESTART:
     if (w->nodes[it->a].is_down) pd_world_health(w, -1);
     w->nodes[it->a].is_down = 0;
+    pd_world_trace_instant(w, PD_TRACE_WORKER + it->a, 0, PD_TRACE_ID_RESTART, 0, 0);
     pd_worker_model_restart(w, it->a);
     return;
   default: return;
@@ -370,7 +381,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   pd_scenario_gw_config(s, mode, c);
   w->gw = pd_gw_new(NULL, c, &w->gw_rng);
   if (!w->gw) return PD_ERR_NOMEM;
-  if (w->trace.out) pd_gw_set_transition_hook(w->gw, pd_trace_on_transition, &w->trace);
+  pd_gw_set_transition_hook(w->gw, pd_trace_on_transition, &w->trace); /* hashed always */
   pd_actbuf_init(&w->acts, NULL);
   pd_heap_init(&w->heap, NULL, 0);
   for (uint32_t i = 0; i < s->n_workers; i++) {
@@ -392,6 +403,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   }
   int rc = pd_world_workers_init(w);
   if (rc < 0) return rc;
+  pd_world_trace_names(w);
   if (s->workload.requests)
     push(w, pd_scenario_arrival_gap_ns(&s->workload, 0, &w->world_rng), EV_ARRIVE, 0, 0, 0);
   return 0;
@@ -482,7 +494,6 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   memset(stats, 0, sizeof *stats);
   w->stats = stats;
   pd_trace_init(&w->trace, trace);
-  w->run_hash = PD_FNV1A_OFFSET;
   char *buf = malloc(RENDER_CAP);
   w->tie_seed = o && o->has_tie_seed ? o->tie_seed : s->config.tie_seed;
   w->on_leg = on_leg;
@@ -511,8 +522,8 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   w->room_collisions += pd_world_workers_collisions(w);
   if (w->room_collisions) *violations |= 1u << (PD_INVARIANT_ROOMS - 1);
   if (w->metrics) pd_metrics_world_end(w); /* requests left, trace counters, recovery */
-  pd_trace_finish(&w->trace);
-  if (trace_hash) *trace_hash = w->run_hash;
+  uint64_t h = pd_trace_finish(&w->trace);
+  if (trace_hash) *trace_hash = h;
   free(buf);
   free(w->dirty);
   free(w->body_seen);

@@ -289,9 +289,11 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
 /* Apply an engine step's actions, then wake the node at its next deadline. */
 static void run_engine(struct pd_world *w, uint32_t node, int rc, pd_wact_buf_t *out) {
   if ((rc < 0 || out->err) && !w->push_err) w->push_err = rc < 0 ? rc : out->err;
+  pd_worker_leg_t *leg = NULL; /* actions come in runs of one leg: looked up once a run (a leg
+                                  leaves the map only when its request retires, never in here) */
   for (size_t i = 0; i < out->n; i++) {
     if (out->v[i].kind == PD_WACT_PULLED) on_pulled(w, &out->v[i]);
-    pd_worker_leg_t *leg = pd_map_get(&w->legs, out->v[i].id);
+    if (!i || out->v[i].id != out->v[i - 1].id) leg = pd_map_get(&w->legs, out->v[i].id);
     if (leg) apply_one(w, leg, &out->v[i]);
     else if (out->v[i].kind == PD_WACT_PIN && !out->v[i].b)
       pin_settle(w, out->v[i].id, 0); /* a retired leg's pin freed */

@@ -216,7 +216,9 @@ typedef struct gwopt {
   uint64_t idle_ms;         /* 0: default */
 } gwopt_t;
 
-static inline int gw_start(gwrun_t *r, gwopt_t o, fake_t *pre, int npre, fake_t *dec, int ndec) {
+/* gw_start with --client-timeout-s (0: default). */
+static inline int gw_start_ct(gwrun_t *r, gwopt_t o, uint32_t client_timeout_s, fake_t *pre,
+                              int npre, fake_t *dec, int ndec) {
   static pd_gateway_config_t c;
   pd_gateway_config_default(&c, o.mode);
   for (int i = 0; i < npre; i++)
@@ -229,6 +231,7 @@ static inline int gw_start(gwrun_t *r, gwopt_t o, fake_t *pre, int npre, fake_t 
   if (o.max_body) c.max_body_bytes = o.max_body;
   if (o.max_connections) c.max_connections = o.max_connections;
   if (o.idle_ms) c.core.idle_timeout_ns = o.idle_ms * 1000000ull;
+  if (client_timeout_s) c.client_timeout_s = client_timeout_s;
   char err[256] = "";
   if (pd_gateway_new(&c, &r->g, err, sizeof err)) {
     fprintf(stderr, "gateway: %s\n", err);
@@ -240,6 +243,10 @@ static inline int gw_start(gwrun_t *r, gwopt_t o, fake_t *pre, int npre, fake_t 
     return -1;
   }
   return 0;
+}
+
+static inline int gw_start(gwrun_t *r, gwopt_t o, fake_t *pre, int npre, fake_t *dec, int ndec) {
+  return gw_start_ct(r, o, 0, pre, npre, dec, ndec);
 }
 
 static inline void gw_stop(gwrun_t *r) {

@@ -3,18 +3,23 @@
   X(pdt_suite_prng)      \
   X(pdt_suite_sse)       \
   X(pdt_suite_merge)     \
+  X(pdt_suite_merge_read) \
   X(pdt_suite_world_body) \
   X(pdt_suite_wire_fast) \
+  X(pdt_suite_wire_openai_fast) \
   X(pdt_suite_request)   \
+  X(pdt_suite_render_bytes) \
   X(pdt_suite_retry)     \
   X(pdt_suite_breaker)   \
   X(pdt_suite_policy)    \
   X(pdt_suite_heap)      \
+  X(pdt_suite_pool)      \
   X(pdt_suite_map)       \
   X(pdt_suite_hash)      \
   X(pdt_suite_buf)       \
   X(pdt_suite_proc)      \
   X(pdt_suite_trace)     \
+  X(pdt_suite_trace_run) \
   X(pdt_suite_metrics)   \
   X(pdt_suite_dispatch)  \
   X(pdt_suite_dispatch_more) \
@@ -39,6 +44,8 @@
   X(pdt_suite_report) \
   X(pdt_suite_sim)       \
   X(pdt_suite_check)     \
+  X(pdt_suite_check_bytes) \
+  X(pdt_suite_client_body) \
   X(pdt_suite_explore)   \
   X(pdt_suite_explore_shard) \
   X(pdt_suite_late_pins) \

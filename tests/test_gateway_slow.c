@@ -1,11 +1,13 @@
 /* A client that stops reading, against the real-socket gateway (tests/pdt_gateway.h): the
  * gateway holds decode back instead of buffering the stream, and loses nothing when the
  * client reads again. Every wait is bounded. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "pdt_gateway.h"
 
@@ -128,11 +130,80 @@ static void test_slow_client_backpressure(void) {
   fake_stop(&d);
 }
 
+/* A raw HTTP/1.1 client on a socket with a small receive buffer: sends a stream request and
+ * never reads. */
+static int stuck_client(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int v = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  char req[256];
+  int n = snprintf(req, sizeof req,
+                   "POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %zu\r\n\r\n%s",
+                   strlen(stream_req), stream_req);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) ||
+      send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* A client that stops reading for good while its stream is written straight to its socket
+ * (MHD keeps such a connection suspended, so its own idle timeout does not apply): the
+ * gateway cuts it after --client-timeout-s and closes the connection, as for a stream MHD
+ * writes. Without the cut, decode stays paused and the connection open until the total
+ * timeout (600 s). */
+static void test_stuck_client_cut(void) {
+  fake_t p, d;
+  gwrun_t g;
+  /* the client reads all it gets for 1 s (the gateway's buffer runs dry at its first
+     backpressure pause, and the stream goes direct), then nothing more */
+  PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 2000000, 0) == 0);
+  if (gw_start_ct(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0}, 1, &p, 1, &d, 1) == 0) {
+    int fd = stuck_client(g.port);
+    PDT_TRUE(fd >= 0);
+    char got[8192];
+    size_t n_got = 0;
+    uint64_t t_read = pdt_now_ms();
+    for (int i = 0; fd >= 0 && i < 1000000 && pdt_now_ms() - t_read < 1000; i++) {
+      ssize_t r = recv(fd, got, sizeof got, MSG_DONTWAIT);
+      if (r > 0) n_got += (size_t)r;
+      if (r == 0) break;
+      if (r < 0) sleep_ms(1);
+    }
+    PDT_TRUE(n_got >= 1024);
+    long cut = 0;
+    uint64_t t0 = pdt_now_ms(); /* bounded: 1 s of timeout, 1 s sweep, ASan on a busy box */
+    while (fd >= 0 && cut < 1 && pdt_now_ms() - t0 < 20000) {
+      sleep_ms(100);
+      cut = metric(g.port, "pdref_slow_clients_total");
+    }
+    int is_closed = 0; /* what the socket holds, then its end */
+    char buf[4096];
+    for (int i = 0; fd >= 0 && i < 100000 && !is_closed && pdt_now_ms() - t0 < 25000; i++) {
+      ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) is_closed = 1;
+      if (r < 0 && !is_closed) sleep_ms(10);
+    }
+    PDT_TRUE(is_closed);
+    PDT_TRUE(cut >= 1); /* the gateway's cut (MHD's own timeout would not count it) */
+    if (fd >= 0) close(fd);
+    gw_stop(&g);
+  }
+  fake_stop(&p);
+  fake_stop(&d);
+}
+
 int pdt_suite_gateway_slow(void) {
   signal(SIGPIPE, SIG_IGN);
   static const pdt_case_t cases[] = {
       {"a client that stops reading pauses decode; nothing is lost when it reads again",
        test_slow_client_backpressure},
+      {"a client that stops reading for good is cut after --client-timeout-s",
+       test_stuck_client_cut},
   };
   return PDT_SUITE("gateway_slow", cases);
 }

@@ -178,7 +178,7 @@ static void test_trace_counters_show_the_stranded_slot(void) {
   uint32_t v = 0;
   PDT_EQ_INT(pd_world_run_opts(s, PD_MODE_PR1150, s->config.seed, &o, &st, &v, NULL), 0);
   fclose(f);
-  PDT_TRUE(text && strstr(text, "\"p0 capacity\",\"ph\":\"C\"") != NULL);
+  PDT_TRUE(text && strstr(text, "{\"pid\":10,\"name\":\"capacity\",\"ph\":\"C\"") != NULL);
   PDT_TRUE(text && strstr(text, "\"stranded slots\":1}") != NULL);
   PDT_TRUE(m.w[0].slot_beyond_grace_ns > 290000 * MS); /* ~300 s bootstrap timeout */
   PDT_EQ_U64(m.requests, 1);

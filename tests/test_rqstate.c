@@ -9,6 +9,7 @@
 #include "pd_rqstate.h"
 #include "pd_scenario.h"
 #include "pd_world.h"
+#include "pd_trace.h"
 #include "pdt.h"
 #include "pdt_harness.h"
 
@@ -371,7 +372,7 @@ static void test_the_sim_trace_shows_each_transition_with_its_line(void) {
   PDT_TRUE(cJSON_IsArray(root));
   const cJSON *commit = find_instant(root, "rq FIRST->STREAM", 1);
   const cJSON *end = find_instant(root, "rq TAIL->END", 1);
-  const cJSON *head = find_instant(root, "leg OPEN->HEAD", 4);
+  const cJSON *head = find_instant(root, "leg OPEN->HEAD", PD_TRACE_GATEWAY);
   PDT_TRUE(commit && end && head);
   if (commit) {
     const cJSON *args = cJSON_GetObjectItem(commit, "args");

@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "pd_world_int.h"
+#include "pd_trace.h"
 #include "pdt.h"
 #include "pdt_net.h"
 
@@ -240,14 +241,14 @@ static void test_the_trace_lists_every_room_of_a_batch(void) {
     const cJSON *rooms = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "args"), "rooms");
     const cJSON *pid = cJSON_GetObjectItemCaseSensitive(e, "pid");
     const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
-    if (!cJSON_IsNumber(pid) || pid->valuedouble != 4 || !cJSON_IsString(ph) ||
+    if (!cJSON_IsNumber(pid) || pid->valuedouble != PD_TRACE_GATEWAY || !cJSON_IsString(ph) ||
         strcmp(ph->valuestring, "X") != 0)
       continue; /* the gateway legs' spans only */
     legs++;
     PDT_EQ_INT(cJSON_GetArraySize(rooms), 4);
-    double r0 = cJSON_GetArrayItem(rooms, 0) ? cJSON_GetArrayItem(rooms, 0)->valuedouble : 0;
-    double r3 = cJSON_GetArrayItem(rooms, 3) ? cJSON_GetArrayItem(rooms, 3)->valuedouble : 0;
-    PDT_TRUE(r0 != r3);
+    const char *r0 = cJSON_GetStringValue(cJSON_GetArrayItem(rooms, 0)); /* ids are strings */
+    const char *r3 = cJSON_GetStringValue(cJSON_GetArrayItem(rooms, 3));
+    PDT_TRUE(r0 && r3 && strcmp(r0, r3) != 0);
   }
   PDT_EQ_INT(legs, 2); /* the prefill leg and the decode leg */
   cJSON_Delete(j);

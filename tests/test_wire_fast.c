@@ -54,6 +54,62 @@ static void t_token_events_render_as_snprintf_did(void) {
   PDT_TRUE(compared > 500);
 }
 
+/* The prefill answer, [DONE] and the decode body as snprintf printed them before. */
+static size_t ref_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *buf, size_t cap) {
+  const char *lp = leg->has_logprob ? ",\"input_token_logprobs\":" PD_LP_PREFILL : "";
+  int n = 0;
+  size_t off = 0;
+  switch (kind) {
+  case PD_WIRE_DONE_EVENT: n = snprintf(buf, cap, "data: [DONE]\n\n"); break;
+  case PD_WIRE_PREFILL_BODY:
+    if (leg->is_stream)
+      n = snprintf(buf, cap,
+                   "data: {\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":0,"
+                   "\"finish_reason\":{\"type\":\"length\",\"length\":0}%s}}\n\n%s",
+                   leg->rid, lp, arg ? "" : "data: [DONE]\n\n");
+    else
+      n = snprintf(buf, cap,
+                   "{\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":0,"
+                   "\"finish_reason\":{\"type\":\"length\",\"length\":0}%s}}%s",
+                   leg->rid, lp, arg ? "" : "");
+    if (arg && !leg->is_stream && n > 10) n = n / 2;
+    break;
+  default: /* PD_WIRE_DECODE_BODY */
+    n = snprintf(buf, cap, "{\"text\":\"");
+    off = (size_t)n;
+    for (uint32_t k = 0; k < leg->tokens && off + 32 < cap; k++)
+      off += (size_t)snprintf(buf + off, cap - off, "tok%u ", k);
+    n = snprintf(buf + off, cap - off, "\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":%u%s%s}}",
+                 leg->rid, leg->tokens, leg->has_logprob ? ",\"input_token_logprobs\":" : "",
+                 leg->has_logprob ? PD_LP_DECODE : "");
+  }
+  return n > 0 && off + (size_t)n < cap ? off + (size_t)n : 0;
+}
+
+static void t_bodies_render_as_snprintf_did(void) {
+  static const char *const rids[] = {"pdref-0123456789abcdef", "", "r\\\"x", "leg-7"};
+  static const uint32_t tokens[] = {0, 1, 8, 100, 5000};
+  static const size_t caps[] = {65536, 600, 200, 120, 60, 20};
+  static const int kinds[] = {PD_WIRE_DONE_EVENT, PD_WIRE_PREFILL_BODY, PD_WIRE_DECODE_BODY};
+  unsigned compared = 0;
+  for (size_t r = 0; r < sizeof rids / sizeof *rids; r++)
+    for (int lp = 0; lp < 2; lp++)
+      for (int stream = 0; stream < 2; stream++)
+        for (size_t t = 0; t < sizeof tokens / sizeof *tokens; t++)
+          for (size_t kd = 0; kd < sizeof kinds / sizeof *kinds; kd++)
+            for (uint32_t arg = 0; arg < 2; arg++)
+              for (size_t c = 0; c < sizeof caps / sizeof *caps; c++) {
+                pd_wire_leg_t leg = {rids[r], stream, lp, tokens[t], NULL};
+                static char a[65536], b[65536];
+                size_t na = pd_wire_render(&leg, kinds[kd], arg, a, caps[c]);
+                size_t nb = ref_render(&leg, kinds[kd], arg, b, caps[c]);
+                PDT_EQ_U64(na, nb);
+                if (na == nb && na && memcmp(a, b, na) != 0) PDT_TRUE(!"same bytes");
+                compared += na > 0;
+              }
+  PDT_TRUE(compared > 1000);
+}
+
 static uint64_t room_read(const char *body) {
   cJSON *j = cJSON_Parse(body);
   pd_worker_body_t b;
@@ -77,6 +133,8 @@ static void t_exact_room_needs_the_key_once_in_the_text(void) {
 int pdt_suite_wire_fast(void) {
   static const pdt_case_t cases[] = {
       {"token events render as snprintf rendered them", t_token_events_render_as_snprintf_did},
+      {"prefill, [DONE] and decode bodies render as snprintf rendered them",
+       t_bodies_render_as_snprintf_did},
       {"the exact room needs its key once in the text", t_exact_room_needs_the_key_once_in_the_text},
   };
   return PDT_SUITE("wire_fast", cases);

@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "pd_worker_body.h"
 #include "pd_world.h"
 #include "pdt.h"
 #include "pdt_net.h"
@@ -63,10 +66,44 @@ static void t_legs_sharing_a_body_read_it_alike_and_own_their_rooms(void) {
   PDT_TRUE(pairs > 0);
 }
 
+static pd_worker_body_t body_of(const char *text) {
+  cJSON *j = cJSON_Parse(text);
+  pd_worker_body_t b;
+  (void)pd_worker_body_read(&b, j, text, strlen(text), NULL, NULL, 0);
+  cJSON_Delete(j);
+  free(b.rooms);
+  return b;
+}
+
+/* The reader finds its members in one pass; each is the first of its name, as
+ * cJSON_GetObjectItemCaseSensitive would find it, and a body that is no object has none. */
+static void t_the_body_reader_takes_each_members_first_occurrence(void) {
+  pd_worker_body_t b = body_of(
+      "{\"stream\":false,\"rid\":\"a\",\"stream\":true,\"rid\":\"b\",\"text\":\"x y\","
+      "\"text\":\"1 2 3 4\",\"model\":\"m1\",\"model\":\"m2\",\"max_tokens\":5,"
+      "\"max_tokens\":9,\"bootstrap_port\":7,\"bootstrap_port\":8,\"logprobs\":null,\"logprobs\":true}");
+  PDT_EQ_INT(b.is_stream, 0);
+  PDT_EQ_STR(b.rid, "a");
+  PDT_EQ_U64(b.prompt_tokens, 2);
+  PDT_EQ_STR(b.api.model, "m1");
+  PDT_EQ_U64(b.max_tokens, 5);
+  PDT_EQ_INT(b.boot_port, 7);
+  PDT_EQ_INT(b.has_logprob, 0);
+  b = body_of("[{\"stream\":true},\"rid\"]");
+  PDT_EQ_INT(b.is_stream, 0);
+  PDT_EQ_INT(b.has_rid, 0);
+  b = body_of("{\"input_ids\":[1,2,3],\"stream\":true,\"return_logprob\":true,\"rid\":\"r\"}");
+  PDT_EQ_INT(b.is_stream, 1);
+  PDT_EQ_INT(b.has_logprob, 1);
+  PDT_EQ_U64(b.prompt_tokens, 3);
+}
+
 int pdt_suite_world_body(void) {
   static const pdt_case_t cases[] = {
       {"legs sharing a body read it alike and own their rooms",
        t_legs_sharing_a_body_read_it_alike_and_own_their_rooms},
+      {"the body reader takes each member's first occurrence",
+       t_the_body_reader_takes_each_members_first_occurrence},
   };
   return PDT_SUITE("world_body", cases);
 }

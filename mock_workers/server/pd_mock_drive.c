@@ -15,8 +15,10 @@
 #define ID_MASK ((1u << ID_BITS) - 1u)
 _Static_assert(PD_MOCK_MAX_LEGS <= 1u << ID_BITS, "leg slots fit the engine id");
 _Static_assert(PD_MOCK_MAX_BOOT_CONNS <= 1u << ID_BITS, "connections fit the token");
-/* Actions one apply may handle (a crash of every leg writes a handful per leg). */
-#define APPLY_MAX (PD_MOCK_MAX_LEGS * 64u)
+/* Actions one apply carries out: every action of one engine step, whose size the engine
+ * bounds by its timers (pd_wengine_expire pops at most 2^20: with token_ms 0 one step streams
+ * every running leg to its end, two actions a token). Past this, the rest is reported. */
+#define APPLY_MAX (1u << 24)
 
 static uint64_t eng_id(const pd_mock_leg_t *leg) { return leg->id << ID_BITS | leg->slot; }
 
@@ -241,6 +243,8 @@ static void apply(pd_mock_t *m) {
       else m->is_reap_all = 1;
     }
   if (m->acts.err) fprintf(stderr, "pdref mock: out of memory for the worker's actions\n");
+  if (m->acts.n > APPLY_MAX)
+    fprintf(stderr, "pdref mock: %zu worker actions dropped\n", m->acts.n - APPLY_MAX);
   pd_wact_buf_reset(&m->acts);
   m->is_applying = 0;
   if (!pd_mock_on_engine(m) && m->engine_asleep && pd_wengine_next_expiry(m->eng) < m->poll_deadline_ns)

@@ -20,6 +20,11 @@
 #define PD_GATEWAY_SLOT_BITS 24u
 #define PD_GATEWAY_MAX_WAIT_MS 1000
 #define PD_GATEWAY_EVENTS 256
+/* MHD_run calls per turn while it has work at once (a head, then the first chunk, go out in
+ * the turn that produced them, not one turn apart). */
+#define PD_GATEWAY_MHD_RUNS 4
+/* Times per turn new legs are sent at once (libcurl's timer at 0) instead of next turn. */
+#define PD_GATEWAY_SEND_NOW 2
 
 uint64_t pd_gateway_now_ns(void) {
   struct timespec ts;
@@ -108,7 +113,7 @@ void pd_gateway_req_del(pd_gateway_t *g, pd_gateway_request_t *rq) {
   pd_gateway_conn_t *c = rq->conn;
   if (c) { /* the core is done with it; a client not answered by now never will be */
     c->rq = NULL;
-    pd_gateway_unwatch(g, c);
+    if (!c->is_out_wait) pd_gateway_unwatch(g, c); /* else a direct stream still sends */
     if (!c->is_ended) {
       c->is_gone = 1;
       pd_gateway_http_wake(c);
@@ -221,6 +226,11 @@ int pd_gateway_add_fd(pd_gateway_t *g, int fd, uint64_t tag) {
 }
 
 void pd_gateway_unwatch(pd_gateway_t *g, pd_gateway_conn_t *c) {
+  if (c->is_out_wait) {
+    assert(g->n_out_wait > 0);
+    g->n_out_wait--;
+    c->is_out_wait = 0;
+  }
   if (!c->is_watched) return;
   epoll_ctl(g->epfd, EPOLL_CTL_DEL, c->fd, NULL);
   c->is_watched = 0;
@@ -229,17 +239,23 @@ void pd_gateway_unwatch(pd_gateway_t *g, pd_gateway_conn_t *c) {
 /* A watched client socket hung up. Hang-ups are rare, so the connection is looked up by
  * its fd in the list; a registration nobody owns any more is dropped (it is level-triggered
  * and would otherwise wake every turn). */
-static void on_watch(pd_gateway_t *g, int fd) {
+static void on_watch(pd_gateway_t *g, int fd, uint32_t events) {
   for (pd_gateway_conn_t *c = g->conns; c; c = c->next)
     if (c->is_watched && c->fd == fd) {
-      pd_gateway_http_client_hup(g, c);
+      if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        pd_gateway_http_client_hup(g, c);
+      else
+        pd_gateway_http_client_writable(g, c); /* a full socket has room (slow readers) */
       return;
     }
   epoll_ctl(g->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
 static int wait_ms(pd_gateway_t *g) {
+  if (g->mhd_kick) return 0;
   uint64_t now = pd_gateway_now_ns(), t = now + (uint64_t)PD_GATEWAY_MAX_WAIT_MS * 1000000ull;
+  uint64_t resume = g->has_httpd ? pd_httpd_gate_resume_ns(&g->httpd) : 0;
+  if (resume && resume < t) t = resume;
   uint64_t expiry = pd_gw_get_expiry(g->core);
   if (expiry < t) t = expiry;
   if (g->curl_deadline_ns && g->curl_deadline_ns < t) t = g->curl_deadline_ns;
@@ -257,15 +273,57 @@ static void on_events(pd_gateway_t *g, const struct epoll_event *evs, int n) {
     uint64_t v = d & ((1ull << 56) - 1);
     switch ((int)(d >> 56)) {
     case PD_GATEWAY_TAG_CURL: pd_gateway_upstream_on_socket(g, (int)v, evs[i].events); break;
-    case PD_GATEWAY_TAG_WATCH: on_watch(g, (int)v); break;
+    case PD_GATEWAY_TAG_WATCH: on_watch(g, (int)v, evs[i].events); break;
     case PD_GATEWAY_TAG_WAKE: {
       uint64_t x;
       ssize_t r = read(g->wakefd, &x, sizeof x); /* EAGAIN: nothing to drain */
       (void)r;
       break;
     }
-    default: break; /* MHD: MHD_run below */
+    default: /* MHD_run or the gate below */
+      if (v == 1)
+        g->is_gate_ready = 1;
+      else
+        g->is_mhd_ready = 1;
+      break;
     }
+  }
+}
+
+/* The gate runs when its fd is ready (a connection to accept or to look at), or when
+ * accepting resumes after running out of descriptors; not every turn. */
+static void run_gate(pd_gateway_t *g) {
+  uint64_t resume = g->has_httpd ? pd_httpd_gate_resume_ns(&g->httpd) : 0;
+  if (!g->is_gate_ready && !(resume && resume <= pd_gateway_now_ns())) return;
+  g->is_gate_ready = 0;
+  pd_gateway_http_gate(g);
+}
+
+static int is_mhd_due(pd_gateway_t *g) {
+  MHD_UNSIGNED_LONG_LONG mt;
+  return MHD_get_timeout(g->mhd, &mt) == MHD_YES && mt == 0;
+}
+
+/* MHD_run when it has something to do: its fd was ready, a connection was resumed or handed
+ * in, or a timeout (or a connection it marked ready) is due. A turn with worker bytes only
+ * for the core skips it; a turn that queued a head runs it again for the first chunk. */
+static void run_mhd(pd_gateway_t *g) {
+  for (int i = 0; i < PD_GATEWAY_MHD_RUNS; i++) {
+    if (!g->is_mhd_ready && !g->mhd_kick && !is_mhd_due(g)) return;
+    g->is_mhd_ready = g->mhd_kick = 0;
+    MHD_run(g->mhd);
+  }
+}
+
+/* Add and remove transfers; legs just added (libcurl's timer at 0) go out in this turn. */
+static void run_flush(pd_gateway_t *g) {
+  pd_gateway_upstream_flush(g);
+  for (int i = 0; i < PD_GATEWAY_SEND_NOW && g->curl_deadline_ns &&
+                  g->curl_deadline_ns <= pd_gateway_now_ns();
+       i++) {
+    pd_gateway_upstream_on_timeout(g);
+    pd_gateway_upstream_drain(g);
+    pd_gateway_upstream_flush(g);
   }
 }
 
@@ -281,9 +339,10 @@ static int step(pd_gateway_t *g, int max_wait_ms) {
     pd_gateway_upstream_on_timeout(g);
   pd_gateway_upstream_drain(g);
   expire(g);
-  pd_gateway_http_gate(g);
-  MHD_run(g->mhd);
-  pd_gateway_upstream_flush(g);
+  if (g->n_out_wait) pd_gateway_http_client_stuck(g);
+  run_gate(g);
+  run_mhd(g);
+  run_flush(g);
   return 0;
 }
 

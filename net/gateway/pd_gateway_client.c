@@ -2,27 +2,129 @@
  * data, end) fill a connection's buffer, a hang-up or the shutdown cancels its request in the
  * core, an info proxy's answer completes it; each then wakes the connection for
  * libmicrohttpd (pd_gateway_http.c), which drains the buffer. */
+#define _GNU_SOURCE /* EPOLLRDHUP */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "pd_gateway_int.h"
 
-static void client_data(pd_gateway_t *g, pd_gateway_conn_t *c, const pd_action_t *a) {
-  if (c->is_gone) return;
-  if (c->out.len - c->out_off + a->len > PD_GATEWAY_HTTP_MAX_OUT_BYTES) { /* reader too slow */
-    c->is_gone = 1;
-    g->metrics.slow_clients++;
-    pd_gateway_unwatch(g, c);
-    if (c->rq && g->n_gone_pending < sizeof g->gone_pending / sizeof g->gone_pending[0])
-      g->gone_pending[g->n_gone_pending++] = c->rq->id;
-    return;
-  }
+/* The client is cut off while an action is being carried out (no feeding from here): its
+ * CLIENT_GONE is fed after the batch. */
+static void drop_client(pd_gateway_t *g, pd_gateway_conn_t *c) {
+  c->is_gone = 1;
+  pd_gateway_unwatch(g, c);
+  if (c->rq && g->n_gone_pending < sizeof g->gone_pending / sizeof g->gone_pending[0])
+    g->gone_pending[g->n_gone_pending++] = c->rq->id;
+}
+
+/* Room for n more bytes at the end of c->out: sent bytes at its front are dropped first. */
+static int out_append(pd_gateway_conn_t *c, const void *p, size_t n) {
   if (c->out_off && c->out_off == c->out.len) c->out.len = c->out_off = 0;
   if (c->out_off >= PD_GATEWAY_HTTP_COMPACT_BYTES) { /* a reader that never quite catches up */
     memmove(c->out.p, c->out.p + c->out_off, c->out.len - c->out_off);
     c->out.len -= c->out_off;
     c->out_off = 0;
   }
-  if (pd_buf_append(NULL, &c->out, a->data, a->len)) {
+  return pd_buf_append(NULL, &c->out, p, n);
+}
+
+/* ---------- direct streams ----------
+ * Once MHD has sent an SSE stream's head and first chunk and found nothing more (reader in
+ * pd_gateway_http.c), the connection stays suspended and each chunk is written here, in the
+ * turn its bytes came from the worker: one sendmsg per chunk, no resume, no MHD_run, no copy.
+ * Framing is HTTP/1.1 chunked, as MHD's. What the socket does not take waits in c->out (the
+ * backlog backpressure looks at) and goes out on EPOLLOUT; a reader that takes nothing for
+ * --client-timeout-s is cut, as MHD would. MHD is resumed only to end the stream. */
+
+static void out_wait(pd_gateway_t *g, pd_gateway_conn_t *c, int is_on) {
+  if (c->is_out_wait == is_on || !c->is_watched) return;
+  struct epoll_event ev = {.events = EPOLLRDHUP | (is_on ? EPOLLOUT : 0u),
+                           .data.u64 = PD_GATEWAY_TAG(PD_GATEWAY_TAG_WATCH, (uint32_t)c->fd)};
+  if (epoll_ctl(g->epfd, EPOLL_CTL_MOD, c->fd, &ev)) return;
+  c->is_out_wait = is_on;
+  g->n_out_wait = is_on ? g->n_out_wait + 1 : g->n_out_wait - 1;
+  if (is_on) c->out_wait_ns = pd_gateway_now_ns();
+}
+
+/* A direct stream's end (or cut): MHD takes the connection back once nothing waits. */
+static void direct_end(pd_gateway_t *g, pd_gateway_conn_t *c) {
+  if (pd_gateway_http_backlog(c) && !c->is_abort && !c->is_gone) return; /* after the flush */
+  pd_gateway_unwatch(g, c);
+  pd_gateway_http_wake(c);
+}
+
+static void direct_send(pd_gateway_t *g, pd_gateway_conn_t *c, const void *p, size_t len) {
+  char hd[24];
+  int hn = snprintf(hd, sizeof hd, "%zx\r\n", len);
+  struct iovec iov[3] = {{hd, (size_t)hn}, {(void *)(uintptr_t)p, len}, {"\r\n", 2}};
+  size_t sent = 0;
+  if (!pd_gateway_http_backlog(c)) { /* else the socket is full: queue behind what waits */
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
+    ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      drop_client(g, c); /* reset or closed: the watch reports it too */
+      return;
+    }
+    sent = n > 0 ? (size_t)n : 0;
+  }
+  for (int i = 0; i < 3; i++) { /* the rest waits for room */
+    size_t skip = sent < iov[i].iov_len ? sent : iov[i].iov_len;
+    sent -= skip;
+    if (iov[i].iov_len > skip &&
+        out_append(c, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip)) {
+      drop_client(g, c); /* out of memory */
+      return;
+    }
+  }
+  if (pd_gateway_http_backlog(c)) out_wait(g, c, 1);
+}
+
+void pd_gateway_http_client_writable(pd_gateway_t *g, pd_gateway_conn_t *c) {
+  size_t n0 = pd_gateway_http_backlog(c);
+  ssize_t n = n0 ? send(c->fd, c->out.p + c->out_off, n0, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+  if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    pd_gateway_http_client_hup(g, c);
+    return;
+  }
+  if (n > 0) {
+    c->out_off += (size_t)n;
+    c->out_wait_ns = pd_gateway_now_ns();
+  }
+  if (c->rq && !c->is_ended && pd_gateway_http_backlog(c) <= PD_GATEWAY_HTTP_RESUME_BYTES)
+    pd_gateway_upstream_resume_req(g, c->rq); /* backpressure: decode may be read again */
+  if (pd_gateway_http_backlog(c)) return;
+  c->out.len = c->out_off = 0;
+  out_wait(g, c, 0);
+  if (c->is_ended) direct_end(g, c);
+}
+
+void pd_gateway_http_client_stuck(pd_gateway_t *g) {
+  uint64_t now = pd_gateway_now_ns();
+  if (now < g->next_stuck_ns) return;
+  g->next_stuck_ns = now + 1000000000ull;
+  uint64_t limit = (uint64_t)g->cfg.client_timeout_s * 1000000000ull;
+  uint32_t guard = 0;
+  for (pd_gateway_conn_t *c = g->conns; c && guard < (1u << 24); c = c->next, guard++)
+    if (c->is_out_wait && now - c->out_wait_ns >= limit) {
+      g->metrics.slow_clients++;
+      pd_gateway_http_client_hup(g, c); /* cancelled like a disconnect; MHD closes it */
+    }
+}
+
+static void client_data(pd_gateway_t *g, pd_gateway_conn_t *c, const pd_action_t *a) {
+  if (c->is_gone) return;
+  if (c->out.len - c->out_off + a->len > PD_GATEWAY_HTTP_MAX_OUT_BYTES) { /* reader too slow */
+    g->metrics.slow_clients++;
+    drop_client(g, c);
+    return;
+  }
+  if (c->is_direct) {
+    direct_send(g, c, a->data, a->len);
+  } else if (out_append(c, a->data, a->len)) {
     c->is_gone = 1; /* out of memory: drop the client, NOTIFY_COMPLETED cancels the legs */
     return;
   }
@@ -38,10 +140,17 @@ void pd_gateway_http_client_action(pd_gateway_t *g, pd_gateway_conn_t *c, const 
     c->head_status = a->status;
     c->is_sse = a->flag;
     break;
-  case PD_ACT_CLIENT_DATA: client_data(g, c, a); break;
+  case PD_ACT_CLIENT_DATA:
+    client_data(g, c, a);
+    if (c->is_direct && !c->is_gone) return; /* written: MHD stays suspended */
+    break;
   case PD_ACT_CLIENT_END:
     c->is_ended = 1;
     c->is_abort = a->flag;
+    if (c->is_direct) {
+      direct_end(g, c);
+      return;
+    }
     pd_gateway_unwatch(g, c); /* nothing left to cancel; MHD sees the rest */
     break;
   default: return;
@@ -51,6 +160,11 @@ void pd_gateway_http_client_action(pd_gateway_t *g, pd_gateway_conn_t *c, const 
 
 void pd_gateway_http_client_hup(pd_gateway_t *g, pd_gateway_conn_t *c) {
   pd_gateway_unwatch(g, c);
+  if (c->is_direct && c->is_ended && !c->is_gone) { /* its end waited for room: cut it */
+    c->is_gone = 1;
+    pd_gateway_http_wake(c);
+    return;
+  }
   if (c->is_ended || c->is_gone || !c->rq) return;
   c->is_gone = 1;
   g->metrics.client_disconnects++;

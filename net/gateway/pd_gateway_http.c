@@ -16,9 +16,16 @@
 #include "pd_err.h"
 #include "pd_gateway_int.h"
 
-/* MHD hands the reader at most this much per call. */
-#define PD_GATEWAY_HTTP_BLOCK_BYTES                                                                \
-  (8u * 1024u) /* per-read block; 64 KiB x 512 streams cost 32 MB */
+/* MHD hands the reader at most this much per call, and callocs it per streaming response
+ * (64 KiB x 512 streams cost 32 MB; 8 KiB 4 MB). One SSE event per chunk is a few hundred
+ * bytes; a backlog goes out 2 KiB a chunk. */
+#define PD_GATEWAY_HTTP_BLOCK_BYTES (2u * 1024u)
+/* libmicrohttpd's memory pool per connection (request head, body pieces, response head, the
+ * chunk being written): above the gate's 8 KiB bound on a first head (pd_httpd.h), so that
+ * MHD never answers those itself; a 7.8 KB head still gets its 200. 16 KiB cost 8.4 MB at
+ * 512 streams (heaptrack), 12 KiB 6.3 MB. */
+#define PD_GATEWAY_HTTP_POOL_BYTES (12u * 1024u)
+_Static_assert(PD_GATEWAY_HTTP_POOL_BYTES >= PD_HTTPD_MAX_HEAD + 4096u, "a first head fits MHD's pool");
 
 static const struct {
   const char *path;
@@ -77,6 +84,7 @@ static void suspend(pd_gateway_conn_t *c) {
 void pd_gateway_http_wake(pd_gateway_conn_t *c) {
   if (!c->is_suspended) return;
   c->is_suspended = 0;
+  c->g->mhd_kick = 1;
   MHD_resume_connection(c->mc);
 }
 
@@ -122,10 +130,18 @@ static enum MHD_Result respond_error(pd_gateway_conn_t *c, int status, const cha
   return ok;
 }
 
+/* MHD asks for the next chunk, with everything before it sent. Once it finds nothing, an SSE
+ * stream on HTTP/1.1 goes direct: its chunks are written straight to the socket
+ * (pd_gateway_client.c) while MHD keeps the connection suspended, and MHD is resumed only to
+ * end it (the last chunk, or the cut of an abort). */
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
   (void)pos;
   pd_gateway_conn_t *c = cls;
   if (c->is_gone) return MHD_CONTENT_READER_END_WITH_ERROR; /* cancelled: cut it short */
+  if (c->is_direct) { /* resumed to end: direct bytes are never MHD's to frame */
+    if (pd_gateway_http_backlog(c) || !c->is_ended) return MHD_CONTENT_READER_END_WITH_ERROR;
+    return c->is_abort ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+  }
   size_t avail = pd_gateway_http_backlog(c);
   if (avail) {
     size_t n = avail < max ? avail : max;
@@ -139,7 +155,8 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
   if (c->rq) pd_gateway_upstream_resume_req(c->g, c->rq);
   if (c->is_ended)
     return c->is_abort ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
-  suspend(c); /* resumed by the next client action */
+  if (c->is_sse && c->is_http11 && c->fd >= 0 && c->is_watched) c->is_direct = 1;
+  suspend(c); /* resumed by the next client action (direct: by its end) */
   return 0;
 }
 
@@ -239,10 +256,11 @@ static void classify(pd_gateway_conn_t *c, const char *url, const char *method) 
 }
 
 static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, const char *url,
-                                const char *method, void **req_cls) {
+                                const char *method, const char *version, void **req_cls) {
   pd_gateway_conn_t *c = conn_new(g, mc);
   if (!c) return MHD_NO;
   *req_cls = c;
+  c->is_http11 = version && strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
   classify(c, url, method);
   if (pd_httpd_is_killed(&g->httpd, mc)) return MHD_NO; /* refused: a 503 is out already */
   char why[160];
@@ -360,10 +378,9 @@ static enum MHD_Result on_info(pd_gateway_t *g, pd_gateway_conn_t *c) {
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const char *url,
                                  const char *method, const char *version, const char *upload,
                                  size_t *upload_size, void **req_cls) {
-  (void)version;
   pd_gateway_t *g = cls;
   pd_gateway_conn_t *c = *req_cls;
-  if (!c) return on_first(g, mc, url, method, req_cls);
+  if (!c) return on_first(g, mc, url, method, version, req_cls);
   if (*upload_size) {
     size_t n = *upload_size;
     *upload_size = 0;
@@ -469,6 +486,7 @@ static int listen_socket(pd_gateway_t *g, const struct sockaddr_storage *ss, int
 /* The gate found a good first head: libmicrohttpd takes the connection (loop thread). */
 static int hand(void *ctx, int fd, const struct sockaddr *a, socklen_t alen) {
   pd_gateway_t *g = ctx;
+  g->mhd_kick = 1;
   return MHD_add_connection(g->mhd, fd, a, alen) != MHD_YES;
 }
 
@@ -507,7 +525,7 @@ int pd_gateway_http_start(pd_gateway_t *g, char *err, size_t errlen) {
       MHD_OPTION_CONNECTION_LIMIT, pd_httpd_mhd_limit(&g->httpd), MHD_OPTION_CONNECTION_TIMEOUT,
       (unsigned int)g->cfg.client_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, g,
       MHD_OPTION_NOTIFY_CONNECTION, on_connection, g, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-      (size_t)(16u * 1024u), MHD_OPTION_END);
+      (size_t)PD_GATEWAY_HTTP_POOL_BYTES, MHD_OPTION_END);
   if (!g->mhd) {
     snprintf(err, errlen, "libmicrohttpd: cannot start the HTTP daemon");
     return PD_ERR_IO;

@@ -76,6 +76,10 @@ typedef struct pd_gateway_conn {
   size_t out_off;
   int is_ended, is_abort, is_gone;
   int fd, is_watched;
+  int is_http11; /* an HTTP/1.1 request: MHD frames an SSE answer chunked */
+  int is_direct; /* the stream's chunks go straight to the socket (pd_gateway_client.c) */
+  int is_out_wait;       /* direct: bytes wait for room (EPOLLOUT on the watch) */
+  uint64_t out_wait_ns;  /* direct: when the socket last took bytes while some wait */
   uint64_t t_start_ns;
   char reject_msg[256]; /* PD_GATEWAY_HTTP_REJECT: the 404/405 message */
 } pd_gateway_conn_t;
@@ -130,6 +134,8 @@ struct pd_gateway {
   struct MHD_Daemon *mhd;
   uint16_t port;
   int epfd, wakefd;
+  int is_gate_ready, is_mhd_ready; /* their fds were ready this turn */
+  int mhd_kick; /* a connection was resumed or handed in: MHD_run has work this turn */
   atomic_int stop;
   CURLM *multi;
   int is_curl_init;
@@ -139,6 +145,8 @@ struct pd_gateway {
   uint32_t n_slots, n_free;
   pd_gateway_conn_t *conns;
   uint32_t n_conns; /* open client connections (MHD notify) */
+  uint32_t n_out_wait; /* direct streams whose socket is full */
+  uint64_t next_stuck_ns; /* next look for direct streams whose reader stopped */
   pd_httpd_t httpd;  /* connection limit, request deadline, framing (pd_httpd.h) */
   int has_httpd;
   pd_gateway_transfer_t *legs;
@@ -178,6 +186,10 @@ void pd_gateway_http_stop(pd_gateway_t *g);
 void pd_gateway_http_client_action(pd_gateway_t *g, pd_gateway_conn_t *c, const pd_action_t *a);
 /* The client socket of c hung up (watch fired). */
 void pd_gateway_http_client_hup(pd_gateway_t *g, pd_gateway_conn_t *c);
+/* The watched socket of a direct stream has room: send what waits (watch fired, EPOLLOUT). */
+void pd_gateway_http_client_writable(pd_gateway_t *g, pd_gateway_conn_t *c);
+/* Direct streams whose reader took nothing for --client-timeout-s are cut (each turn). */
+void pd_gateway_http_client_stuck(pd_gateway_t *g);
 /* Resume c if it is suspended, so MHD takes its news. */
 void pd_gateway_http_wake(pd_gateway_conn_t *c);
 /* An info proxy finished: status (0 = transport error) and body. */

@@ -14,6 +14,12 @@
 #include "pd_err.h"
 #include "pd_gateway_int.h"
 
+/* libcurl's receive buffer per transfer (allocated per easy handle): an SSE event is a few
+ * hundred bytes, so 4 KiB takes a dozen at once; a prefill leg's answer is one event or a
+ * small JSON body, read in 1 KiB (libcurl's least). At 512 streams the 8 KiB of before cost
+ * 6.4 MB (heaptrack). */
+#define PD_GATEWAY_UPSTREAM_BUF_BYTES 4096u
+#define PD_GATEWAY_UPSTREAM_PREFILL_BUF_BYTES 1024u
 /* Transfers handled per flush: a bound on the loop, far above what one turn produces. */
 #define PD_GATEWAY_UPSTREAM_MAX_FLUSH 1000000u
 
@@ -80,7 +86,7 @@ static pd_gateway_transfer_t *leg_new(pd_gateway_t *g, pd_gateway_upstream_kind_
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 8192L); /* SSE events are small; bounds RSS */
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)PD_GATEWAY_UPSTREAM_BUF_BYTES);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, leg);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
@@ -128,6 +134,8 @@ void pd_gateway_upstream_open(pd_gateway_t *g, pd_gateway_request_t *rq, const p
   leg->role = a->role;
   leg->worker = a->worker;
   rq->legs[rq->n_legs++] = leg;
+  if (leg->easy && a->role == PD_ROLE_PREFILL)
+    curl_easy_setopt(leg->easy, CURLOPT_BUFFERSIZE, (long)PD_GATEWAY_UPSTREAM_PREFILL_BUF_BYTES);
   g->metrics.legs_opened[a->role]++;
   set_post(leg, a->data, a->len);
   char own[96]; /* the core's own X-Request-Id replaces every forwarded header (toy proxy) */
@@ -302,9 +310,11 @@ static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
   }
 }
 
+/* libcurl's socketp marks a socket already in the epoll set (curl_multi_assign), so a new
+ * socket is added, a known one modified: one epoll_ctl per change. libcurl forgets socketp
+ * at CURL_POLL_REMOVE, which comes before it closes the socket. */
 static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp) {
   (void)e;
-  (void)socketp;
   pd_gateway_t *g = userp;
   if (what == CURL_POLL_REMOVE) {
     epoll_ctl(g->epfd, EPOLL_CTL_DEL, s, NULL);
@@ -313,8 +323,10 @@ static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socket
   struct epoll_event ev = {.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) |
                                      ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u),
                            .data.u64 = PD_GATEWAY_TAG(PD_GATEWAY_TAG_CURL, (uint32_t)s)};
-  if (epoll_ctl(g->epfd, EPOLL_CTL_MOD, s, &ev) != 0 && errno == ENOENT)
-    epoll_ctl(g->epfd, EPOLL_CTL_ADD, s, &ev);
+  int op = socketp ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+  if (epoll_ctl(g->epfd, op, s, &ev) != 0 && errno == (op == EPOLL_CTL_ADD ? EEXIST : ENOENT))
+    epoll_ctl(g->epfd, op == EPOLL_CTL_ADD ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s, &ev);
+  if (!socketp) curl_multi_assign(g->multi, s, g);
   return 0;
 }
 

@@ -86,6 +86,9 @@ void pd_httpd_gate_add(pd_httpd_t *h, int fd, const struct sockaddr *a, socklen_
 void pd_httpd_gate_quiesce(pd_httpd_t *h);
 /* One round: accept, look at pending connections; waits up to timeout_ms. */
 int pd_httpd_gate_run(pd_httpd_t *h, int timeout_ms);
+/* When a caller that runs the gate only on its fd's readiness must run it anyway: the time
+ * accepting resumes after running out of descriptors (0: none pending). */
+uint64_t pd_httpd_gate_resume_ns(const pd_httpd_t *h);
 /* The head check: 0 incomplete, 1 acceptable, or 400/414/431 with msg filled. */
 int pd_httpd_head_check(const char *p, size_t n, size_t max_line, size_t max_head, char *msg,
                         size_t cap);

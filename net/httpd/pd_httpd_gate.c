@@ -224,6 +224,10 @@ static void gate_accept(pd_httpd_t *h) {
   }
 }
 
+uint64_t pd_httpd_gate_resume_ns(const pd_httpd_t *h) {
+  return h->listen_fd >= 0 ? h->accept_resume_ns : 0;
+}
+
 int pd_httpd_gate_run(pd_httpd_t *h, int timeout_ms) {
   struct epoll_event evs[64];
   if (h->accept_resume_ns && pd_httpd_now_ns() >= h->accept_resume_ns && h->listen_fd >= 0) {
