@@ -443,7 +443,7 @@ def run_json(path):
     rows = json.loads(r.stdout)["rows"]
     for row in rows:
         row.pop("file", None)
-        row.pop("replay", None)
+        row.pop("replay", None)  # names the file too
     return rows
 
 
