@@ -30,10 +30,9 @@ build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# the table, and beside it (a second run, for its JSON) build/report.html (docs/report.md)
+# the table, and from the same run's JSON build/report.html (docs/report.md)
 sim: build
-	@$(BUILD)/pdref sim run scenarios --mode all --json >$(BUILD)/sim.json 2>/dev/null & \
-	rc=0; $(BUILD)/pdref sim run scenarios --mode all || rc=$$?; wait; \
+	@rc=0; $(BUILD)/pdref sim run scenarios --mode all --json-out $(BUILD)/sim.json || rc=$$?; \
 	$(BUILD)/pdref report --out $(BUILD)/report.html $(BUILD)/sim.json || rc=2; exit $$rc
 
 test: build build-asan

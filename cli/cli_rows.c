@@ -97,6 +97,7 @@ static cJSON *json_row(const pd_cli_row_t *r) {
 }
 
 int pd_cli_rows_begin(pd_cli_rows_t *o) {
+  if (o->json_out && !(o->file_arr = cJSON_CreateArray())) return PD_ERR_NOMEM;
   if (o->json) {
     o->arr = cJSON_CreateArray();
     return o->arr ? 0 : PD_ERR_NOMEM;
@@ -118,10 +119,21 @@ void pd_cli_rows_add(pd_cli_rows_t *o, const pd_cli_row_t *r) {
   if (o->matrix)
     pd_cli_matrix_set(o->matrix, r->s->path, r->s->name, (int)r->mode,
                       nx ? '?' : !r->matched ? '!' : r->got ? 'x' : '.');
+  if (o->file_arr) cJSON_AddItemToArray(o->file_arr, json_row(r));
   if (!shown) return;
   if (o->arr) cJSON_AddItemToArray(o->arr, json_row(r));
   else print_row(o, r);
   fflush(stdout);
+}
+
+static cJSON *json_error_row(const char *file, const char *scenario, int mode, const char *msg) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "file", file);
+  if (scenario) cJSON_AddStringToObject(j, "scenario", scenario);
+  if (scenario && mode >= 0) cJSON_AddStringToObject(j, "mode", pd_mode_name((pd_mode_t)mode));
+  cJSON_AddStringToObject(j, "status", "error");
+  cJSON_AddStringToObject(j, "error", msg);
+  return j;
 }
 
 void pd_cli_rows_error(pd_cli_rows_t *o, const char *file, const char *scenario, int mode,
@@ -130,15 +142,10 @@ void pd_cli_rows_error(pd_cli_rows_t *o, const char *file, const char *scenario,
   o->errors++;
   fprintf(stderr, "pdref sim run: %s\n", msg);
   if (o->matrix) pd_cli_matrix_set(o->matrix, file, scenario ? scenario : base, mode, 'E');
+  if (o->file_arr) cJSON_AddItemToArray(o->file_arr, json_error_row(file, scenario, mode, msg));
   if (o->quiet) return;
   if (o->arr) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "file", file);
-    if (scenario) cJSON_AddStringToObject(j, "scenario", scenario);
-    if (scenario && mode >= 0) cJSON_AddStringToObject(j, "mode", pd_mode_name((pd_mode_t)mode));
-    cJSON_AddStringToObject(j, "status", "error");
-    cJSON_AddStringToObject(j, "error", msg);
-    cJSON_AddItemToArray(o->arr, j);
+    cJSON_AddItemToArray(o->arr, json_error_row(file, scenario, mode, msg));
     return;
   }
   printf("%-46s %-9s %-4s ERROR\n    %s\n", scenario ? scenario : base,
@@ -146,11 +153,32 @@ void pd_cli_rows_error(pd_cli_rows_t *o, const char *file, const char *scenario,
   fflush(stdout);
 }
 
+/* The JSON document of rows: the rows, the summary counts and errors. Takes arr. */
+static cJSON *json_doc(const pd_cli_rows_t *o, cJSON *arr) {
+  cJSON *root = cJSON_CreateObject();
+  pd_cli_json_add_summary(root, arr, o->passed, o->failed, o->unexercised);
+  cJSON_AddNumberToObject(root, "errors", o->errors);
+  return root;
+}
+
+/* --json-out: the document into o->json_out. 0, or -1 (said on stderr). */
+static int write_json_out(pd_cli_rows_t *o) {
+  cJSON *root = json_doc(o, o->file_arr);
+  o->file_arr = NULL;
+  char *txt = cJSON_Print(root);
+  cJSON_Delete(root);
+  FILE *f = txt ? fopen(o->json_out, "w") : NULL;
+  int bad = !f || fputs(txt, f) < 0 || fputc('\n', f) < 0;
+  if (f && fclose(f)) bad = 1;
+  cJSON_free(txt);
+  if (bad) fprintf(stderr, "pdref sim run: %s: cannot write --json-out\n", o->json_out);
+  return bad ? -1 : 0;
+}
+
 int pd_cli_rows_end(pd_cli_rows_t *o) {
+  int out_bad = o->file_arr && write_json_out(o) != 0;
   if (o->arr) {
-    cJSON *root = cJSON_CreateObject();
-    pd_cli_json_add_summary(root, o->arr, o->passed, o->failed, o->unexercised);
-    cJSON_AddNumberToObject(root, "errors", o->errors);
+    cJSON *root = json_doc(o, o->arr);
     o->arr = NULL;
     pd_cli_json_print(root);
   } else {
@@ -161,6 +189,6 @@ int pd_cli_rows_end(pd_cli_rows_t *o) {
     printf("\n");
   }
   fflush(stdout);
-  if (o->errors) return 2;
+  if (o->errors || out_bad) return 2;
   return o->failed || o->unexercised ? 1 : 0;
 }

@@ -45,6 +45,8 @@ typedef struct pd_cli_rows {
   int json, only_unexpected, quiet, metrics, has_seed;
   int passed, failed, unexercised, errors;
   struct cJSON *arr;  /* --json: the rows so far */
+  const char *json_out;    /* --json-out FILE: every row's JSON there as well (NULL: no) */
+  struct cJSON *file_arr;  /* --json-out: the rows so far, none filtered out */
   struct pd_cli_matrix *matrix; /* text: one cell per row */
 } pd_cli_rows_t;
 
@@ -57,7 +59,8 @@ void pd_cli_rows_add(pd_cli_rows_t *o, const pd_cli_row_t *r);
 void pd_cli_rows_error(pd_cli_rows_t *o, const char *file, const char *scenario, int mode,
                        const char *msg);
 /* End: the matrix and the summary line (text) or the JSON document; frees what o holds.
- * Returns the exit code: 2 after an error row, 1 a row not as expected or not exercised,
+ * With json_out, the JSON document (every row) is written to that file as well.
+ * Returns the exit code: 2 after an error row or a json_out that cannot be written, 1 a row not as expected or not exercised,
  * else 0. */
 int pd_cli_rows_end(pd_cli_rows_t *o);
 

@@ -90,7 +90,7 @@ static void usage(FILE *f) {
              "reference for SGLang's; vllm-toy-proxy, mooncake-proxy, llmd-sidecar and\n"
              "reference for vLLM's)\n"
              "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json] [--metrics]\n"
-             "                    [--only-unexpected | --quiet]\n"
+             "                    [--only-unexpected | --quiet] [--json-out FILE]\n"
              "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
              "violated invariants with the scenario's expectation. A row whose fault entries did\n"
              "not all fire, or whose requests reached no worker, is NOT EXERCISED (exit 1) unless\n"
@@ -105,6 +105,8 @@ static void usage(FILE *f) {
              "--only-unexpected prints only the rows not as expected (UNEXPECTED, NOT EXERCISED,\n"
              "errors), then the summary matrix and line; --quiet prints only the summary line (the\n"
              "exit status is the same). With --json they leave rows out of \"rows\" likewise.\n"
+             "--json-out FILE also writes --json's document, every row, to FILE while the text\n"
+             "goes to stdout (one run for a table and a report: `make sim`).\n"
              "A file that does not load is an error row (file:line: message); the other files\n"
              "still run. exit: 0 every row as expected, 1 a row UNEXPECTED or NOT EXERCISED,\n"
              "2 bad usage or an error row\n");
@@ -112,7 +114,7 @@ static void usage(FILE *f) {
 
 enum {
   OPT_MODE = PD_CLI_OPT_FIRST, OPT_SEED, OPT_TIE_SEED, OPT_TRACE, OPT_JSON, OPT_METRICS,
-  OPT_ONLY_UNEXPECTED, OPT_QUIET
+  OPT_ONLY_UNEXPECTED, OPT_QUIET, OPT_JSON_OUT
 };
 
 static const struct option run_opts[] = {
@@ -125,6 +127,7 @@ static const struct option run_opts[] = {
     {"metrics", no_argument, NULL, OPT_METRICS},
     {"only-unexpected", no_argument, NULL, OPT_ONLY_UNEXPECTED},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"json-out", required_argument, NULL, OPT_JSON_OUT},
     {NULL, 0, NULL, 0},
 };
 
@@ -156,6 +159,9 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
     return 0;
   case OPT_QUIET:
     o->out.quiet = 1;
+    return 0;
+  case OPT_JSON_OUT:
+    o->out.json_out = v;
     return 0;
   default: /* OPT_JSON */
     o->out.json = 1;

@@ -377,6 +377,44 @@ static void test_error_row_among_good_files(void) {
   cJSON_Delete(doc);
 }
 
+/* --json-out: the table on stdout as usual (filtered by --only-unexpected), and in the file
+ * every row, the error row among them; a file that cannot be written is exit 2. */
+static void test_json_out_beside_the_table(void) {
+  PDT_EQ_INT(make_files(), 0);
+  char out[128];
+  snprintf(out, sizeof out, "%s/rows.json", g_dir);
+  const char *args[] = {"sim", "run", GOOD, file("wrong.json"), file("bad.json"),
+                        "--only-unexpected", "--json-out", out, NULL};
+  run_t *r = pdref(args, 1);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 2);
+  PDT_HAS(r->out, "sim: 7 passed, 1 failed, 0 not exercised, 1 error\n");
+  PDT_TRUE(strstr(r->out, "PASS as expected") == NULL);
+  FILE *f = fopen(out, "r");
+  PDT_TRUE(f != NULL);
+  if (!f) return;
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  cJSON *doc = cJSON_Parse(text);
+  const cJSON *rows = cJSON_GetObjectItemCaseSensitive(doc, "rows"), *row;
+  PDT_EQ_INT(cJSON_GetArraySize(rows), 9); /* 8 rows, none filtered out, and the error row */
+  int as_expected = 0, errors = 0;
+  cJSON_ArrayForEach(row, rows) {
+    const char *st = str(row, "status");
+    as_expected += st && strcmp(st, "as expected") == 0;
+    errors += st && strcmp(st, "error") == 0;
+  }
+  PDT_EQ_INT(as_expected, 7);
+  PDT_EQ_INT(errors, 1);
+  cJSON_Delete(doc);
+  const char *nowhere[] = {"sim", "run", GOOD, "--quiet", "--json-out", "/nonexistent/x.json", NULL};
+  r = pdref(nowhere, 1);
+  PDT_EQ_INT(r->code, 2);
+  PDT_HAS(r->err, "/nonexistent/x.json: cannot write --json-out");
+}
+
 /* ---------- --listen and the ready lines ---------- */
 
 static void test_listen_parsing(void) {
@@ -508,6 +546,7 @@ int pdt_suite_cli_out(void) {
       {"sim run matrix fits 100 columns", test_matrix_fits_100_columns},
       {"sim run --json: arrays, names, seed, a replay that replays", test_json_rows_arrays_seed_replay},
       {"sim run: a bad file is an error row among good rows", test_error_row_among_good_files},
+      {"sim run --json-out: every row in the file beside the table", test_json_out_beside_the_table},
       {"explore and sim bench --json: arrays, seed, replay", test_explore_and_bench_json},
       {"conform --json: arrays, seed, replay, an error row", test_conform_json_arrays_and_error_row},
       {"--listen: names, [IPv6], bad values exit 2", test_listen_parsing},
