@@ -16,48 +16,32 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pd_bw.h"
 #include "pd_worker_shared.h"
 
 /* An appending writer: once a write does not fit, every later one is refused too. is_vllm
  * picks vLLM's ids ("cmpl-<rid>"; SGLang's are the rid itself). */
 typedef struct wr {
-  char *buf;
-  size_t cap, off;
-  int is_short, is_vllm;
+  pd_bw_t b;
+  int is_vllm;
 } wr_t;
 
 __attribute__((format(printf, 2, 3))) static void put(wr_t *w, const char *fmt, ...) {
-  if (w->is_short) return;
+  pd_bw_t *b = &w->b;
+  if (b->is_short) return;
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(w->buf + w->off, w->cap - w->off, fmt, ap);
+  int n = vsnprintf(b->buf + b->off, b->cap - b->off, fmt, ap);
   va_end(ap);
-  if (n < 0 || (size_t)n >= w->cap - w->off) w->is_short = 1;
-  else w->off += (size_t)n;
+  if (n < 0 || (size_t)n >= b->cap - b->off) b->is_short = 1;
+  else b->off += (size_t)n;
 }
 
-static size_t done(const wr_t *w) { return w->is_short ? 0 : w->off; }
+static size_t done(const wr_t *w) { return pd_bw_done(&w->b); }
 
-/* put(w, "%s", s) without the format: the events of every token go through these. */
-static void put_s(wr_t *w, const char *s) {
-  if (w->is_short) return;
-  size_t n = strlen(s);
-  if (n >= w->cap - w->off) {
-    w->is_short = 1;
-    return;
-  }
-  memcpy(w->buf + w->off, s, n + 1);
-  w->off += n;
-}
-
-/* put(w, "%u", v) */
-static void put_u(wr_t *w, uint64_t v) {
-  char d[24];
-  size_t k = sizeof d - 1;
-  d[k] = '\0';
-  do d[--k] = (char)('0' + v % 10); while ((v /= 10) && k);
-  put_s(w, d + k);
-}
+/* put(w, "%s", s) and put(w, "%u", v) without the format: every token's events use these. */
+static void put_s(wr_t *w, const char *s) { pd_bw_s(&w->b, s); }
+static void put_u(wr_t *w, uint64_t v) { pd_bw_u(&w->b, v); }
 
 static int is_chat(const pd_wire_leg_t *leg) { return leg->api->route == PD_ROUTE_CHAT; }
 
@@ -173,7 +157,7 @@ static void token_events(wr_t *w, const pd_wire_leg_t *leg, uint32_t k) {
 static size_t render_token(const pd_wire_leg_t *leg, int is_vllm, uint32_t arg, char *buf,
                            size_t cap) {
   uint32_t k = arg >> 2, part = arg & 3;
-  wr_t w = {buf, cap, 0, 0, is_vllm};
+  wr_t w = {pd_bw_over(buf, cap), is_vllm};
   token_events(&w, leg, k);
   if (part == 3) token_events(&w, leg, k + 1);
   return pd_wire_token_part(buf, done(&w), part);
@@ -198,9 +182,9 @@ static void whole_close(wr_t *w, const pd_wire_leg_t *leg, const char *finish, u
 /* The whole output; a text that would not fit before CLOSE_ROOM is cut short, as the native
  * shape's is (the simulator renders into a fixed buffer), usage still counting every token. */
 static size_t render_decode_body(const pd_wire_leg_t *leg, int is_vllm, char *buf, size_t cap) {
-  wr_t w = {buf, cap, 0, 0, is_vllm};
+  wr_t w = {pd_bw_over(buf, cap), is_vllm};
   whole_open(&w, leg);
-  for (uint32_t k = 0; k < leg->tokens && !w.is_short && w.off + CLOSE_ROOM < cap; k++)
+  for (uint32_t k = 0; k < leg->tokens && !w.b.is_short && w.b.off + CLOSE_ROOM < cap; k++)
     put(&w, "tok%u ", k);
   whole_close(&w, leg, "length", leg->tokens);
   return done(&w);
@@ -210,7 +194,7 @@ static size_t render_decode_body(const pd_wire_leg_t *leg, int is_vllm, char *bu
  * text (W6.6, S5.6). arg = 1: only the first event / the first half (a body error follows). */
 static size_t render_prefill(const pd_wire_leg_t *leg, int is_vllm, uint32_t arg, char *buf,
                              size_t cap) {
-  wr_t w = {buf, cap, 0, 0, is_vllm};
+  wr_t w = {pd_bw_over(buf, cap), is_vllm};
   if (leg->is_stream) { /* chat: the role chunk, then SGLang's finish chunk */
     if (is_chat(leg)) role_event(&w, leg);
     if (is_chat(leg) && !is_vllm) finish_event(&w, leg, "length");
@@ -228,7 +212,7 @@ static size_t render_prefill(const pd_wire_leg_t *leg, int is_vllm, uint32_t arg
  * output whose finish_reason is abort (S2.10), as a chunk and [DONE] or a whole answer. */
 static size_t render_abort(const pd_wire_leg_t *leg, int is_vllm, int is_event, char *buf,
                            size_t cap) {
-  wr_t w = {buf, cap, 0, 0, is_vllm};
+  wr_t w = {pd_bw_over(buf, cap), is_vllm};
   if (is_event) {
     chunk_event(&w, leg, "", "abort");
     put(&w, "data: [DONE]\n\n");
@@ -242,7 +226,7 @@ static size_t render_abort(const pd_wire_leg_t *leg, int is_vllm, int is_event, 
 /* SGLang's OpenAI server's errors (W6.9): the flat ErrorResponse under "error", as a body
  * (non-stream) or as one event (the [DONE] after it is its own message). */
 static size_t render_error(uint32_t status, int is_event, char *buf, size_t cap) {
-  wr_t w = {buf, cap, 0, 0, 0};
+  wr_t w = {pd_bw_over(buf, cap), 0};
   put(&w, "%s{\"error\":{\"object\":\"error\",\"message\":\"worker returned %u\",\"type\":\"%s\","
           "\"param\":null,\"code\":%u}}%s",
       is_event ? "data: " : "", status, status < 500 ? "BadRequestError" : "InternalServerError",
@@ -256,7 +240,7 @@ size_t pd_wire_openai_render(const pd_wire_leg_t *leg, int is_vllm, int kind, ui
   switch (kind) {
   case PD_WIRE_TOKEN: return render_token(leg, is_vllm, arg, buf, cap);
   case PD_WIRE_DONE_EVENT: {
-    wr_t w = {buf, cap, 0, 0, is_vllm};
+    wr_t w = {pd_bw_over(buf, cap), is_vllm};
     put(&w, "data: [DONE]\n\n");
     return done(&w);
   }
@@ -282,7 +266,7 @@ static void put_kvp(wr_t *w, const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, 
     return;
   }
   put(w, "{\"do_remote_prefill\":true,\"do_remote_decode\":false,\"remote_block_ids\":[");
-  for (uint32_t i = 0; i < blocks && !w->is_short; i++) put(w, i ? ",%u" : "%u", i);
+  for (uint32_t i = 0; i < blocks && !w->b.is_short; i++) put(w, i ? ",%u" : "%u", i);
   put(w, "],\"remote_engine_id\":\"%s\",", v->engine_id ? v->engine_id : "");
   if (!no_rid) put(w, "\"remote_request_id\":\"%s\",", leg->rid);
   put(w, "\"remote_host\":\"%s\",\"remote_port\":%d,\"tp_size\":1}",
@@ -300,7 +284,7 @@ size_t pd_wire_openai_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_
   uint32_t blocks = arg & ~(PD_WIRE_CUT | PD_WIRE_NO_RID);
   if (blocks > PD_WIRE_MAX_BLOCKS) blocks = PD_WIRE_MAX_BLOCKS;
   const char *finish = blocks ? "length" : "stop";
-  wr_t w = {buf, cap, 0, 0, 1};
+  wr_t w = {pd_bw_over(buf, cap), 1};
   if (l.is_stream) put(&w, "data: ");
   open_object(&w, &l, l.is_stream);
   if (l.is_stream && is_chat(&l)) put(&w, "{\"index\":0,\"delta\":{\"content\":\"tok0 \"}");
@@ -308,7 +292,7 @@ size_t pd_wire_openai_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_
   else put(&w, "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"tok0 \"}");
   put_finish(&w, finish);
   close_object(&w, &l, 1, 1);
-  w.off -= w.is_short ? 0 : 1; /* reopen the object for the params */
+  w.b.off -= w.b.is_short ? 0 : 1; /* reopen the object for the params */
   put(&w, ",\"kv_transfer_params\":");
   put_kvp(&w, &l, v, blocks, (arg & PD_WIRE_NO_RID) != 0);
   put(&w, "}%s", l.is_stream ? "\n\ndata: [DONE]\n\n" : "");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_bw.h"
 #include "pd_err.h"
 #include "pd_hash.h"
 #include "pd_world_int.h"
@@ -164,31 +165,11 @@ static int draw(struct pd_world *w, double frac) {
 }
 
 /* A body written piece by piece; one that does not fit (with its NUL) is 0, never cut. */
-typedef struct body_out {
-  char *buf;
-  size_t cap, off;
-  int is_short;
-} body_out_t;
+typedef pd_bw_t body_out_t;
 
 /* out(o, "%s", s) and out(o, "%u", v) without the format (a body per request). */
-static void out_s(body_out_t *o, const char *s) {
-  if (o->is_short) return;
-  size_t n = strlen(s);
-  if (o->off + n >= o->cap) {
-    o->is_short = 1;
-    return;
-  }
-  memcpy(o->buf + o->off, s, n + 1);
-  o->off += n;
-}
-
-static void out_u(body_out_t *o, uint32_t v) {
-  char d[12];
-  size_t k = sizeof d - 1;
-  d[k] = '\0';
-  do d[--k] = (char)('0' + v % 10); while ((v /= 10) && k);
-  out_s(o, d + k);
-}
+static void out_s(body_out_t *o, const char *s) { pd_bw_s(o, s); }
+static void out_u(body_out_t *o, uint32_t v) { pd_bw_u(o, v); }
 
 /* One prompt string: "<tag><sep>" then `pad` words "t " then its last word. */
 static void out_prompt(body_out_t *o, const char *tag, const char *sep, uint32_t pad,
@@ -228,7 +209,7 @@ size_t pd_world_client_body(const pd_client_request_t *rq, const pd_scenario_wor
   const char *sep = tag ? " " : "";
   uint32_t base = tag ? 2 : 1; /* words of the short prompt: the tag, then its last word */
   uint32_t pad = rq->prompt_tokens > base ? rq->prompt_tokens - base : 0;
-  body_out_t o = {buf, cap, 0, cap == 0};
+  body_out_t o = pd_bw_over(buf, cap);
   if (!tag) tag = "";
   switch (wl->route) {
   case PD_ROUTE_COMPLETIONS: /* batch: a prompt array of `batch` strings */
@@ -266,7 +247,7 @@ size_t pd_world_client_body(const pd_client_request_t *rq, const pd_scenario_wor
     out_u(&o, rq->tokens);
     out_s(&o, "}}");
   }
-  return o.is_short ? 0 : o.off;
+  return pd_bw_done(&o);
 }
 
 void pd_world_feed(struct pd_world *w, const pd_event_t *ev) {
