@@ -60,6 +60,7 @@ int pd_wengine_timer_is_live(const pd_wengine_t *e, const pd_heap_item_t *it) {
   if (it->kind == WE_FORWARD_END) return 1; /* pd_wengine_forward_end checks its number */
   if (it->kind == WE_PIN_EXPIRY) return pd_wengine_pin_timer_is_live(e, it);
   const pd_wengine_leg_t *l = pd_map_get(&e->legs, it->b);
+  if (it->kind == WE_NET_CUT) return l && !l->is_path_cut; /* whatever state it moved to */
   return l && l->gen == it->c;
 }
 
@@ -95,6 +96,27 @@ static void fired(pd_wengine_t *e, pd_wengine_leg_t *l, pd_wact_buf_t *out) {
 }
 
 static int has_fault(const pd_wengine_leg_t *l, pd_fault_kind_t k) { return l->fault == (int)k; }
+
+/* ---------- network faults: the path to the gateway is cut ---------- */
+
+/* The cut strikes only while the exchange is still open: one the worker (or the gateway's
+ * close) already ended has no path left to cut, and the fault did not fire. */
+static void net_cut(pd_wengine_t *e, pd_wengine_leg_t *l, pd_wact_buf_t *out) {
+  if (!l->is_conn_open || l->is_path_cut) return;
+  l->is_conn_open = 0; /* what the worker writes from now on is lost */
+  l->is_path_cut = 1;
+  fired(e, l, out);
+  pd_wengine_act(e, out, PD_WACT_NET, l,
+                 has_fault(l, PD_FAULT_NET_RESET) ? PD_WENGINE_NET_RESET : PD_WENGINE_NET_LOST, 0, 0);
+}
+
+/* At arrival (slot taken): cut at once (ms 0), or arm the cut `ms` later; a cut after
+ * `after_tokens` events waits for decode_token. */
+static void net_arm(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_wact_buf_t *out) {
+  if (!pd_fault_is_net(l->fault) || !l->fp || l->fp->after_tokens) return;
+  if (!l->fp->ms) net_cut(e, l, out);
+  else pd_wengine_arm(e, l, WE_NET_CUT, now + pd_wengine_ms(e, l->fp->ms));
+}
 
 /* ---------- the end of a request ---------- */
 
@@ -351,6 +373,8 @@ static int token_fault(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wa
 
 static void decode_token(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out) {
   uint32_t k = d->sent_tokens;
+  if (pd_fault_is_net(d->fault) && d->fp && d->fp->after_tokens && k >= d->fp->after_tokens)
+    net_cut(e, d, out); /* the worker goes on generating into the cut path */
   if (token_fault(e, d, now, out)) return;
   if (k >= d->rq.tokens) { /* all tokens out */
     if (d->rq.is_stream) send(e, d, PD_WIRE_DONE_EVENT, 0, 1, out);
@@ -412,6 +436,7 @@ void pd_wengine_open_leg(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_
   }
   l->has_slot = 1;
   pd_wengine_act(e, out, PD_WACT_SLOT, l, 1, 0, 0);
+  net_arm(e, l, now, out);
   if (has_fault(l, PD_FAULT_HANG_BEFORE_HEAD)) {
     pd_wengine_set_state(e, l, PD_WORKER_LEG_HUNG, out);
     fired(e, l, out);
@@ -485,6 +510,7 @@ void pd_wengine_step_timer(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint6
     if (l->st == PD_WORKER_LEG_WAIT_KV && !l->is_connected && !l->is_paired)
       decode_connect(e, l, now, out);
     return;
+  case WE_NET_CUT: net_cut(e, l, out); return;
   default: pd_wengine_vllm_timer(e, l, kind, now, out); return;
   }
 }

@@ -125,7 +125,17 @@ typedef enum {
                         b = key */
   PD_WACT_HEARTBEAT, /* decode (lease mode): extend the lease of key b on that prefill */
   PD_WACT_KV_FROM,   /* decode: where its prompt's KV comes from, a = pd_wengine_kv_from_t */
+  /* network faults (PD_FAULT_NET_RESET, PD_FAULT_RESPONSE_LOST) */
+  PD_WACT_NET,       /* the path to the gateway is cut now (after PD_WACT_FIRED): a =
+                        pd_wengine_net_t. The engine writes nothing more on the leg and ignores
+                        its close (the worker never hears of the cut); the driver makes the
+                        gateway see it: a reset, or nothing at all */
 } pd_wact_kind_t;
+
+typedef enum {
+  PD_WENGINE_NET_RESET = 1, /* the gateway sees the connection reset */
+  PD_WENGINE_NET_LOST,      /* the gateway sees nothing more (no bytes, no end) */
+} pd_wengine_net_t;
 
 typedef enum {
   PD_WENGINE_PIN_HELD = 1, /* pinned for a remote read (V1.5) */

@@ -69,6 +69,7 @@ int pd_wengine_open(pd_wengine_t *e, uint64_t now, uint64_t id, const pd_wengine
 int pd_wengine_close(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *out) {
   pd_wengine_leg_t *l = pd_map_get(&e->legs, id);
   if (!l) return PD_ERR_NOT_FOUND;
+  if (l->is_path_cut) return step_end(e, out); /* a cut path: the close never reaches it */
   l->is_conn_open = 0;
   if (l->st == PD_WORKER_LEG_BOOTSTRAP) { /* still queued in bootstrap: a disconnect does not
                                              remove it; only /abort_request or the timeout does */

@@ -22,6 +22,7 @@ enum {
   WE_HEARTBEAT,   /* decode, lease mode */
   WE_READ_DONE,   /* decode: its read of the prefill's KV is over */
   WE_LOCAL_DONE,  /* decode: its local prefill is over */
+  WE_NET_CUT,     /* a network fault's cut, `ms` after arrival (live while the leg is) */
 };
 
 /* vLLM decode's progress towards its KV (pd_wengine_vllm.c). */
@@ -58,6 +59,7 @@ struct pd_wengine_leg {
   int is_stale;          /* decode: its read found nothing pinned (V1.15) */
   int is_tracked;        /* decode: past the arrival faults (its prefill may hear of it) */
   int is_rejected;       /* answered an error status at arrival (V1.18) */
+  int is_path_cut;       /* a network fault cut its path: writes lost, close never heard */
   /* queue links (waiting / prealloc / forward batch) */
   pd_wengine_queue_t *queue;
   pd_wengine_leg_t *qprev, *qnext;

@@ -29,14 +29,29 @@ typedef enum {
   PD_FAULT_BODY_ERROR,          /* prefill: body read error after the KV transfer */
   PD_FAULT_ERROR_AFTER_KV,      /* prefill: error answer `ms` after the KV transfer (stream:
                                    an SSE error event under its 200 head) */
+  /* Network faults: on the path between gateway and worker, not in the worker. The worker
+   * runs the request as if nothing happened (its side of the connection stays half-open:
+   * it hears neither the cut nor the gateway's later close, only an /abort_request or its
+   * own timeouts end it); what it writes after the cut is lost. The cut strikes `ms` after
+   * the request reached the worker, or (after_tokens > 0, decode) before event after_tokens. */
+  PD_FAULT_NET_RESET,           /* the gateway sees the connection reset */
+  PD_FAULT_RESPONSE_LOST,       /* the gateway sees nothing more: no error, no bytes */
   PD_FAULT_KIND_COUNT
 } pd_fault_kind_t;
+
+/* The fault kinds before the network ones (pdref sim explore draws its worlds' kinds from
+ * these, so every seed keeps the world it generated before they came). */
+#define PD_FAULT_WORKER_KIND_COUNT ((int)PD_FAULT_NET_RESET)
+static inline int pd_fault_is_net(int kind) {
+  return kind == (int)PD_FAULT_NET_RESET || kind == (int)PD_FAULT_RESPONSE_LOST;
+}
 
 typedef struct pd_fault {
   pd_fault_kind_t kind;
   int status;            /* STATUS: the HTTP status (400..599) */
   uint32_t after_tokens; /* mid-stream kinds */
-  uint64_t ms;           /* SLOW_DRIP, PREFILL_LAG */
+  uint64_t ms;           /* SLOW_DRIP, PREFILL_LAG, ERROR_AFTER_KV; the network kinds: when
+                            the path is cut, after the request reached the worker */
   uint32_t nth_from;     /* applies to this worker's requests nth_from..nth_to (1-based, */
   uint32_t nth_to;       /*  inclusive); both 0 = every request */
   double prob;           /* probability per matching request, default 1.0 */

@@ -253,6 +253,9 @@ static int outcome_agrees(const pd_worker_leg_t *l) {
   pd_truth_t t = l->truth;
   pd_outcome_t o = l->outcome;
   if (o == PD_OUTCOME_CANCELLED) return !l->is_failed_at_close;
+  /* a cut path (net_reset, response_lost): the gateway saw a reset or silence, which it
+     cannot tell from the worker's own failure or stall */
+  if (l->is_path_fault && (o == PD_OUTCOME_FAILURE || o == PD_OUTCOME_TIMEOUT)) return 1;
   switch (t) {
   case PD_TRUTH_OK: return o == PD_OUTCOME_SUCCESS;
   case PD_TRUTH_FAILED:
@@ -423,6 +426,9 @@ static uint32_t check_loads(const pd_judge_t *j, pd_client_request_t *rq, char *
  * and the gateway saw it (recorded a failure or timeout): a hung leg cancelled because its
  * partner failed first had shown the gateway nothing yet. */
 static int worker_failed(const pd_worker_leg_t *l) {
+  if (l->is_path_fault) /* its path, not the worker, failed: as the gateway saw it */
+    return l->is_failed_at_close ||
+           (l->outcomes && (l->outcome == PD_OUTCOME_FAILURE || l->outcome == PD_OUTCOME_TIMEOUT));
   if (l->truth == PD_TRUTH_STALLED)
     return l->is_own_stall && l->outcomes &&
            (l->outcome == PD_OUTCOME_FAILURE || l->outcome == PD_OUTCOME_TIMEOUT);

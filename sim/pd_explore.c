@@ -90,7 +90,7 @@ static void gen_worker(pd_prng_t *r, pd_scenario_worker_t *w, pd_role_t role, ui
   }
   pd_fault_kind_t fits[PD_FAULT_KIND_COUNT];
   uint32_t n_fits = 0;
-  for (int k = 0; k < PD_FAULT_KIND_COUNT; k++)
+  for (int k = 0; k < PD_FAULT_WORKER_KIND_COUNT; k++)
     if ((kinds >> k & 1u) && kind_fits((pd_fault_kind_t)k, role)) fits[n_fits++] = (pd_fault_kind_t)k;
   if (!n_fits || !chance(r, p_faulty)) return;
   w->n_faults = (uint32_t)range(r, 1, PD_EXPLORE_MAX_WORKER_FAULTS);
@@ -151,7 +151,7 @@ void pd_explore_generate(pd_scenario_t *s, uint64_t seed) {
   memset(s->workers, 0, sizeof s->workers); /* unused slots stay zero (as the loader's) */
   /* swarm: this world's fault kinds, and the share of workers that get a fault script */
   uint32_t kinds = 0;
-  for (int k = 0; k < PD_FAULT_KIND_COUNT; k++)
+  for (int k = 0; k < PD_FAULT_WORKER_KIND_COUNT; k++) /* not yet the network kinds */
     if (chance(&r, 0.5)) kinds |= 1u << k;
   double p_faulty = pd_prng_unit(&r);
   gen_workload(&r, &s->workload);

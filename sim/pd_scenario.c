@@ -19,7 +19,8 @@ const char *const pd_scenario_fault_names[PD_FAULT_KIND_COUNT] = {
     "status",          "hang_before_head",       "hang_mid_stream", "reset_before_head",
     "reset_mid_stream", "sse_error",             "truncate",        "slow_drip",
     "connect_refused", "bootstrap_never_served", "never_connect",   "kv_fail",
-    "prefill_lag",     "body_error",             "error_after_kv"};
+    "prefill_lag",     "body_error",             "error_after_kv",  "net_reset",
+    "response_lost"};
 static const char *const inv_names[PD_INVARIANT_COUNT] = {
     "termination", "orphan-leg", "stranded-slot", "outcome",     "false-success",
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",

@@ -86,6 +86,9 @@ typedef struct pd_worker_leg {
   int is_own_stall;        /* closed or aborted while hung by its own fault or slow-dripping */
   int is_fault_fired;      /* its injected fault took effect (set by the worker model where it
                               acts: at open, at the KV transfer, at the response, mid-stream) */
+  int is_path_fault;       /* a network fault (net_reset, response_lost) cut the path between
+                              gateway and worker: the gateway saw a reset or nothing more, while
+                              the worker ran on (its truth is its own; it never failed) */
   int has_eligible;        /* eligible_nodes was filled when the gateway opened it (a record
                               from logs has no breaker view: I16 is not judged for it) */
   uint64_t eligible_nodes; /* bit per node: breaker Closed (as the core reported) at the open */

@@ -232,6 +232,17 @@ static void on_pulled(struct pd_world *w, const pd_wact_t *a) {
   pd_wact_buf_free(&sub);
 }
 
+/* A network fault cut the leg's path (docs/scenarios.md, network faults): what was already on
+ * the wire still arrives; after it the gateway gets a reset (net_reset) or nothing at all
+ * (response_lost). The worker is not told: its later writes and the gateway's close are lost
+ * on the path (pd_worker_model_on_close), an /abort_request still reaches it. */
+static void net_cut(struct pd_world *w, pd_worker_leg_t *leg, uint32_t how) {
+  leg->is_path_fault = 1;
+  if (leg->worker_conn_open && how == PD_WENGINE_NET_RESET)
+    pd_world_to_gw(w, leg, W2G_UPERR, PD_UPSTREAM_ERROR_RESET, 0);
+  leg->worker_conn_open = 0;
+}
+
 void pd_worker_model_read_kvp(struct pd_world *w, pd_worker_leg_t *leg,
                               const struct pd_worker_body *b) {
   if (w->nodes[leg->worker].spec->protocol != PD_PROTOCOL_VLLM) return;
@@ -283,6 +294,7 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
   case PD_WACT_HEARTBEAT: on_vllm(w, leg, a); return;
   case PD_WACT_PULLED: return; /* run_engine delivers it */
   case PD_WACT_KV_FROM: leg->kv_from = (int)a->a; return;
+  case PD_WACT_NET: net_cut(w, leg, a->a); return;
   }
 }
 
@@ -350,6 +362,7 @@ void pd_worker_model_on_open(struct pd_world *w, pd_worker_leg_t *leg) {
 }
 
 void pd_worker_model_on_close(struct pd_world *w, pd_worker_leg_t *leg) {
+  if (leg->is_path_fault) return; /* the path is cut: the close never reaches the worker */
   leg->worker_conn_open = 0;
   if (leg->wstate == PD_WORKER_LEG_NEW) { /* the close came first at the same instant: it */
     leg->is_closed_early = 1;              /* applies once the request is there */

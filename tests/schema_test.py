@@ -342,6 +342,12 @@ def special_cases():
     mut("nth [0, 5]", lambda x: x["workers"][2]["faults"][0].update(nth=[0, 5]), False)
     mut("nth [1, 2, 3]", lambda x: x["workers"][2]["faults"][0].update(nth=[1, 2, 3]), False)
     mut("leg [1, 2]", lambda x: x["faults"][0].update(leg=[1, 2]), None)
+    mut("network fault: net_reset after 50 ms", lambda x: x["workers"][2]["faults"][0].update(
+        kind="net_reset", ms=50), None)
+    mut("network fault: response_lost after 3 events", lambda x: x["faults"][0].update(
+        kind="response_lost", after_tokens=3), None)
+    mut("network fault: net_reset kind misspelt", lambda x: x["faults"][0].update(
+        kind="net-reset"), False)
     mut("seed as a string", lambda x: x["config"].update(seed="18446744073709551615"), None)
     mut("seed string with a sign", lambda x: x["config"].update(seed="-1"), False)
     mut("seed 2^53 + 2", lambda x: x["config"].update(seed=9007199254740994), False)

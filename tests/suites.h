@@ -39,6 +39,8 @@
   X(pdt_suite_check_sf) \
   X(pdt_suite_wengine) \
   X(pdt_suite_wengine_vllm) \
+  X(pdt_suite_wengine_net) \
+  X(pdt_suite_sim_net) \
   X(pdt_suite_wire) \
   X(pdt_suite_capacity_metrics) \
   X(pdt_suite_report) \
@@ -55,6 +57,7 @@
   X(pdt_suite_mock) \
   X(pdt_suite_mock_more) \
   X(pdt_suite_mock_vllm) \
+  X(pdt_suite_mock_net) \
   X(pdt_suite_conform) \
   X(pdt_suite_conform_metrics) \
   X(pdt_suite_conform_judge) \

@@ -127,9 +127,11 @@ static void test_writer_round_trips_every_field(void) {
   s->workers[1].chunking = PD_CHUNK_COALESCE;
   s->workers[1].crash_at_ms = 10;
   s->workers[1].restart_at_ms = 11;
-  s->workers[1].n_faults = PD_FAULT_KIND_COUNT;
+  /* every kind once: worker 1 takes as many as it holds, worker 0 the rest */
+  _Static_assert(PD_FAULT_KIND_COUNT <= 2 * PD_SCENARIO_MAX_FAULTS, "two workers hold them");
   for (int k = 0; k < PD_FAULT_KIND_COUNT; k++) {
-    pd_fault_t *f = &s->workers[1].faults[k];
+    pd_scenario_worker_t *fw = &s->workers[k < (int)PD_SCENARIO_MAX_FAULTS ? 1 : 0];
+    pd_fault_t *f = &fw->faults[fw->n_faults++];
     f->kind = (pd_fault_kind_t)k;
     f->status = k == PD_FAULT_STATUS ? 503 : 0;
     f->after_tokens = (uint32_t)k;

@@ -304,7 +304,8 @@ static void test_fault_kinds_and_status(void) {
                "scen.json: $.workers[1].faults[0].kind: unknown fault kind \"hang\" (expected "
                "status, hang_before_head, hang_mid_stream, reset_before_head, reset_mid_stream, "
                "sse_error, truncate, slow_drip, connect_refused, bootstrap_never_served, "
-               "never_connect, kv_fail, prefill_lag, body_error or error_after_kv)");
+               "never_connect, kv_fail, prefill_lag, body_error, error_after_kv, net_reset or "
+               "response_lost)");
   expect_error("{'name':'t','expect':{},'workers':[{'name':'p','role':'prefill'},"
                "{'name':'d','role':'decode','faults':[{'kind':'status'}]}]}",
                PD_ERR_FIELD,

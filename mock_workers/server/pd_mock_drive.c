@@ -196,9 +196,23 @@ static void apply_vllm(pd_mock_t *m, pd_mock_leg_t *leg, const pd_wact_t *a) {
   }
 }
 
+/* A network fault cut the path (docs/mock.md, "Network faults"): the mock resets the
+ * connection after what it already wrote (net_reset) or writes nothing more and leaves it
+ * open (response_lost); the engine keeps the request as if its client were still there and
+ * ignores the close that follows (pd_wengine_close). */
+static void on_net(pd_mock_t *m, pd_mock_leg_t *leg, uint32_t how) {
+  pd_mock_log_str(m, "net_cut", leg, "gateway_sees", how == PD_WENGINE_NET_RESET ? "reset" : "nothing");
+  leg->is_path_cut = 1;
+  if (how == PD_WENGINE_NET_RESET) pd_mock_output_end(m, leg, PD_MOCK_OUTPUT_END_RESET);
+}
+
 static void apply_one(pd_mock_t *m, const pd_wact_t *a) {
   pd_mock_leg_t *leg = leg_of(m, a->id);
-  if (a->kind >= PD_WACT_PIN) { /* the vLLM actions close the list */
+  if (a->kind == PD_WACT_NET) {
+    if (leg) on_net(m, leg, a->a);
+    return;
+  }
+  if (a->kind >= PD_WACT_PIN) { /* the vLLM actions close the list (then PD_WACT_NET) */
     apply_vllm(m, leg, a);
     return;
   }

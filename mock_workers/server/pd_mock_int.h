@@ -91,6 +91,7 @@ typedef struct pd_mock_leg {
   int boot;          /* bootstrap connection index (prefill: paired decode; decode: own) */
   uint32_t aborts;
   int is_held;         /* held back from the model until MT_OPEN (open_delay_ms) */
+  int is_path_cut;     /* a network fault cut its path: the HTTP side ends without the engine */
   int is_closed_early; /* the client closed while it was held back */
   /* the HTTP side */
   struct MHD_Connection *conn;
