@@ -3,13 +3,16 @@
  * worker engine keeps the request as if the client were still there, until an
  * /abort_request or its own end. Every wait is bounded; every mock is stopped. */
 #include <curl/curl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_conform.h"
 #include "pd_mock.h"
 #include "pdt.h"
 #include "pdt_curl.h"
 #include "pdt_mock.h"
+#include "pdt_net.h"
 
 static pd_scenario_worker_t default_worker(pd_role_t role) {
   pd_scenario_t *s = calloc(1, sizeof *s);
@@ -90,6 +93,35 @@ out:
   curl_multi_cleanup(mh);
 }
 
+/* The library row over real sockets: pdref's gateway in joined mode behind the mocks. d0's
+ * path is reset after 3 events; the gateway sends no /abort_request, so d0 generates on past
+ * the client's end: I3 and I18 (and joined's missing error event, I14), as in the simulator.
+ * joined records success for d0, which the cut leg may bear (/metrics I4 stays clean). */
+static void test_conform_shows_no_abort_after_a_transport_error(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) {
+    fprintf(stderr, "test_mock_net: %s not built, skipped\n", bin);
+    return;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_load_scenario("net-reset-decode-mid-stream");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "joined", cmd, sizeof cmd);
+  o.scale = 0.05; /* d0 generates 500 ms on past the cut: well over the grace and the slack */
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.faults_fired, 1);
+  PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INVARIANT_STRANDED_SLOT));
+  PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INVARIANT_STRANDED_KV));
+  PDT_TRUE(r.judged & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
+  PDT_FALSE(r.got & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
+  PDT_TRUE(r.matched);
+  free(s);
+}
+
 int pdt_suite_mock_net(void) {
   static const pdt_case_t cases[] = {
       {"net_reset: the client sees a reset, the prefill keeps its slot in bootstrap until "
@@ -97,6 +129,8 @@ int pdt_suite_mock_net(void) {
        test_net_reset_keeps_the_prefill_until_aborted},
       {"response_lost after 2 events: the client sees silence while the decode runs to its end",
        test_response_lost_goes_silent_while_the_worker_finishes},
+      {"conform: joined sends no abort after d0's path is reset, I3 and I18 over sockets",
+       test_conform_shows_no_abort_after_a_transport_error},
   };
   return PDT_SUITE("mock_net", cases);
 }

@@ -73,6 +73,8 @@ typedef struct pd_conform_logged_leg {
   int room_array;     /* bootstrap_room was an array: 1, a number: 0, not logged: -1 */
   uint64_t *rooms;    /* every room of a batch (n_rooms of them; malloc'd), else NULL */
   uint32_t fired;     /* fault kinds logged for it (bit per pd_fault_kind_t, modifiers too) */
+  int is_path_cut;    /* a network fault cut its path (`net_cut`): the gateway saw a reset or
+                         silence, which may be recorded as a failure or timeout (I4) */
   int kv_from;        /* vLLM decode: where its prompt's KV came from (pd_wengine_kv_from_t, from
                          the kv_from line or slot_freed's field; V1.15 stale reads), 0 unknown */
 } pd_conform_logged_leg_t;

@@ -189,6 +189,8 @@ static void on_line(pd_conform_runner_t *run, uint32_t wi, const cJSON *j, int32
     if (most > l->kv_pages_max) l->kv_pages_max = most;
     l->kv_pages = 0;
     l->t_kv_freed = t;
+  } else if (!strcmp(ev, "net_cut")) {
+    l->is_path_cut = 1;
   } else if (!strcmp(ev, "peer_closed")) {
     if (!l->t_peer_closed) l->t_peer_closed = t;
   } else if (!strcmp(ev, "abort")) {

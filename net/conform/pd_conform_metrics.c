@@ -138,7 +138,13 @@ int pd_conform_judge_metrics(const pd_conform_runner_t *run, const char *text, c
                           ? l->t_peer_closed : l->t_end;
     int is_cut = (l->truth == PD_TRUTH_PENDING || l->truth == PD_TRUTH_STALLED) &&
                  (!closed || closed >= run->t_gw_stop);
-    legs[l->worker][is_cut ? LT_OPEN : truth_class(l->truth)]++;
+    /* a cut path (net_cut): the gateway saw a reset or silence, which it may record as a
+       failure or timeout whatever the worker did; one that finished or was cancelled may
+       also be recorded as it ended (the simulator's I4, sim/pd_check.c outcome_agrees), and
+       one still running at the end may yet finish */
+    int is_either = l->is_path_cut && (l->truth == PD_TRUTH_OK || l->truth == PD_TRUTH_CANCELLED ||
+                                       l->truth == PD_TRUTH_PENDING);
+    legs[l->worker][is_cut || is_either ? LT_OPEN : truth_class(l->truth)]++;
     n_open += (uint64_t)is_cut;
   }
   /* A crashed worker refuses connections without a log line: failures may be recorded for
