@@ -489,20 +489,38 @@ static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_upstream_er
   }
 }
 
-/* Who is to blame when nothing came in time? SGLang sends a stream's 200 head at once (S5.3),
- * so in a stream the legs without a head are the stalled ones and the others were waiting on
- * them (cancelled, not timed out). With no such difference, every open leg timed out. */
-static void mark_suspects(pd_rq_t *rq) {
-  uint32_t open = 0, headless = 0;
+/* How far a leg got that its partner may not have (R-OUTCOME, "who was only waiting"): 2 a
+ * decode that sent events (held for prefill's logprobs: it has the KV and waits on prefill),
+ * 1 a stream leg with its head (SGLang sends a stream's head at once, S5.3), 0 nothing seen. */
+static int leg_progress(const pd_rq_t *rq, const pd_leg_t *l) {
+  if (l->role == PD_ROLE_DECODE && l->events) return 2;
+  return rq->req.is_stream && l->state != LEG_OPEN ? 1 : 0;
+}
+
+/* Who is to blame when nothing came in time? The legs without an outcome that got least far
+ * stalled; the others were only waiting on them (cancelled, not timed out). When they all got
+ * equally far: in a stream every one of them stalled (heads come at once; with every head in,
+ * see Q3); in a non-stream request nothing the gateway sees tells the stalled leg from the
+ * waiting one (SGLang's non-stream head waits for the answer, S5.3): returns 0, ambiguous.
+ * Returns 1 when the suspects (is_suspect, or every open leg when none is marked) are known. */
+static int mark_suspects(pd_rq_t *rq) {
+  uint32_t open = 0;
+  int lo = 3, hi = -1;
   for (uint32_t i = 0; i < rq->n_legs; i++) {
     pd_leg_t *l = rq->legs[i];
+    l->is_suspect = 0;
     if (l->has_outcome || l->is_doomed) continue;
     open++;
-    headless += l->state == LEG_OPEN;
+    int g = leg_progress(rq, l);
+    lo = g < lo ? g : lo;
+    hi = g > hi ? g : hi;
   }
-  int split = rq->req.is_stream && headless > 0 && headless < open;
-  for (uint32_t i = 0; i < rq->n_legs; i++)
-    rq->legs[i]->is_suspect = split && rq->legs[i]->state == LEG_OPEN;
+  if (open > 1 && lo == hi) return rq->req.is_stream;
+  for (uint32_t i = 0; i < rq->n_legs; i++) {
+    pd_leg_t *l = rq->legs[i];
+    l->is_suspect = open > 1 && !l->has_outcome && !l->is_doomed && leg_progress(rq, l) == lo;
+  }
+  return 1;
 }
 
 static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
@@ -537,11 +555,18 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
                      "prefill leg failed and decode produced nothing without it");
         return;
       }
-      mark_suspects(rq);
+      int is_known = mark_suspects(rq);
       /* The request's own budget (total, commit) running out blames no worker: cancelled, not
-       * timeout (R-OUTCOME); the first-token and idle deadlines are the workers' (timeout). */
+       * timeout (R-OUTCOME); the first-token and idle deadlines are the workers' (timeout),
+       * when the gateway can tell which legs stalled. When it cannot (a non-stream attempt
+       * where neither leg answered), none is charged: each is excluded from the retry and
+       * recorded cancelled, so a hung decode does not get its healthy prefill ejected. */
       int is_budget = which == DL_TOTAL || which == DL_COMMIT;
-      fail_attempt(gw, rq, NULL, is_budget ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT, 504,
+      if (!is_known && !is_budget)
+        for (uint32_t i = 0; i < rq->n_legs; i++)
+          if (!rq->legs[i]->has_outcome && !rq->legs[i]->is_doomed) exclude(rq, rq->legs[i]);
+      fail_attempt(gw, rq, NULL,
+                   is_budget || !is_known ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT, 504,
                    !is_budget, "timeout",
                    which == DL_TOTAL    ? "request deadline exceeded"
                    : which == DL_COMMIT ? "no response within the commit budget"
