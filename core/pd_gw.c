@@ -334,9 +334,9 @@ static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *file
   (void)found;
   pd_leg_set_state(gw, rq, leg, LEG_REMOVED, file, line);
   if (rq->cur_id[leg->role] == leg->id) rq->cur_id[leg->role] = 0;
-  if (leg->is_probe && !leg->has_outcome) /* never leak a half-open probe slot */
+  if (leg->probe && !leg->has_outcome) /* never leak a half-open probe slot */
     pd_breaker_record(&gw->workers[leg->role][leg->worker].breaker, gw->now,
-                      PD_BREAKER_NEUTRAL, 1);
+                      PD_BREAKER_NEUTRAL, leg->probe);
   leg_del(gw, leg);
 }
 
@@ -405,7 +405,7 @@ void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int 
   a->leg_id = leg->id;
   a->flag = (int)o;
   a->status = status;
-  if (pd_breaker_record(b, gw->now, r, leg->is_probe)) {
+  if (pd_breaker_record(b, gw->now, r, leg->probe)) {
     pd_action_t *ba = pd_gw_emit(gw, PD_ACT_BREAKER, rq);
     ba->role = leg->role;
     ba->worker = leg->worker;

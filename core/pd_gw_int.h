@@ -43,7 +43,7 @@ typedef struct pd_leg {
   pd_leg_state_t state;
   int status;
   int is_detached;     /* pr1150: nobody waits on it */
-  int is_probe;        /* took a half-open probe slot */
+  uint32_t probe;      /* the half-open period whose probe slot it took, 0 none */
   int has_outcome;     /* an outcome was recorded for it */
   int saw_done;        /* SSE [DONE] seen */
   int saw_error_event; /* SSE error event seen */

@@ -117,7 +117,7 @@ static void emit_attempt(pd_gw_t *gw, pd_rq_t *rq, int32_t pw, int32_t dw) {
 static void guard_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   if (gw->cfg.mode != PD_MODE_REFERENCE) return;
   pd_gw_load_acquire(gw, rq, leg->role, leg->worker);
-  pd_breaker_admit(&gw->workers[leg->role][leg->worker].breaker, gw->now, &leg->is_probe);
+  pd_breaker_admit(&gw->workers[leg->role][leg->worker].breaker, gw->now, &leg->probe);
 }
 
 int pd_sf_pick_decode(pd_gw_t *gw, pd_rq_t *rq) {
