@@ -328,6 +328,7 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
     break;
   case PD_EV_UP_ERROR:
     PD_LEG_SET(gw, rq, leg, LEG_FAILED);
+    leg->is_abort_owed = ev->uperr != PD_UPSTREAM_ERROR_CONNECT;
     ops->on_error(gw, rq, leg, ev->uperr);
     break;
   case PD_EV_CLIENT_BLOCKED:

@@ -342,7 +342,10 @@ static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *file
 
 void pd_gw_close_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort,
                         const char *file, int line) {
-  if (leg->state == LEG_OPEN || leg->state == LEG_HEAD) {
+  /* A leg whose transport failed is closed already on the gateway's side, but its worker may
+   * still hold the request (a prefill queued in bootstrap, S5.4): it gets the abort alone. */
+  int owes = leg->state == LEG_FAILED && leg->is_abort_owed && send_abort && rq->rid;
+  if (leg->state == LEG_OPEN || leg->state == LEG_HEAD || owes) {
     pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLOSE_LEG, rq);
     a->leg_id = leg->id;
     a->role = leg->role;

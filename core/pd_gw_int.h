@@ -48,6 +48,9 @@ typedef struct pd_leg {
   int saw_done;        /* SSE [DONE] seen */
   int saw_error_event; /* SSE error event seen */
   int is_suspect;      /* reference: blamed when a deadline passes (see ref_on_deadline) */
+  int is_abort_owed;   /* its transport failed after the request may have gone out (reset,
+                          read error, timeout; not a refused connect): the worker may still
+                          hold the request, so its close posts /abort_request (R-CANCEL) */
   int is_doomed;       /* reference: given up; closed at the end of this instant (DL_SETTLE)
                           unless it reports its own result first (R-CANCEL, R-OUTCOME) */
   uint32_t events;     /* SSE data events seen */
