@@ -425,8 +425,6 @@ void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns) {
  * (sampling_params.max_new_tokens = 128, SGLang docs/backend/sampling_params.md). */
 #define PD_DEFAULT_MAX_NEW_TOKENS 128u
 
-/* Largest allowance (about 31 years): deadlines built on it cannot wrap around. */
-#define PD_MAX_ALLOWANCE_NS 1000000000000000000ull
 
 uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq) {
   if (rq->req.is_stream) return 0; /* a stream shows its progress: idle supervises it */

@@ -95,6 +95,7 @@ typedef struct pd_rq {
   int is_fast_path;  /* pr1150: stream && !logprob */
   uint32_t attempt;  /* attempts started */
   uint64_t t_start_ns;
+  uint64_t t_commit_ns; /* reference: when the client head went out (0: not yet) */
   uint64_t cur_id[2]; /* current attempt's leg ids per role, 0 none */
   uint32_t load_w[2]; /* worker+1 holding this request's load per role, 0 none (smg keeps
                          loads with the response body, not the legs: R3.12) */
@@ -209,6 +210,8 @@ void pd_gw_close_all_at(pd_gw_t *gw, pd_rq_t *rq, int send_abort, const char *fi
 #define pd_gw_close_all(gw, rq, send_abort) \
   pd_gw_close_all_at((gw), (rq), (send_abort), __FILE__, __LINE__)
 void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns);
+/* Largest work allowance (about 31 years): deadlines built on it cannot wrap around. */
+#define PD_MAX_ALLOWANCE_NS 1000000000000000000ull
 /* R-PROGRESS: what a non-stream request's decode may take on top of the idle and commit
  * budgets: its requested output tokens (128 if unstated) x cfg.token_budget_ns, capped so a
  * deadline built on it cannot wrap (0 for a stream). */

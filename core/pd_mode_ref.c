@@ -219,6 +219,7 @@ static pd_merge_prefill_t *prefill_read(pd_rq_t *rq) {
 static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
   if (!rq->is_committed) {
     pd_gw_client_head(gw, rq, 200, 1);
+    rq->t_commit_ns = gw->now;
     PD_RQ_SET(gw, rq, RQ_STREAM); /* commits */
     rq->dl[DL_COMMIT] = 0; /* R-PROGRESS: from here idle supervises the stream */
   }
@@ -523,6 +524,20 @@ static int mark_suspects(pd_rq_t *rq) {
   return 1;
 }
 
+/* R-PROGRESS: the total cap does not cut a committed stream that keeps a healthy pace: at
+ * least one event per token_budget_ns on average since commit, with the idle budget's slack.
+ * While it does, the cap moves to where that pace puts it (it fires again, at most once per
+ * event); a stream that falls behind is cut there, one that stalls by idle first. */
+static int total_moves_on(pd_gw_t *gw, pd_rq_t *rq, const pd_leg_t *d) {
+  uint64_t per = gw->cfg.token_budget_ns;
+  if (!rq->req.is_stream || !per || !rq->t_commit_ns) return 0;
+  uint64_t earned = d->events > PD_MAX_ALLOWANCE_NS / per ? PD_MAX_ALLOWANCE_NS : d->events * per;
+  uint64_t until = rq->t_commit_ns + gw->cfg.idle_timeout_ns + earned;
+  if (until <= gw->now) return 0;
+  rq->dl[DL_TOTAL] = until;
+  return 1;
+}
+
 static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
   switch (which) {
   case DL_SETTLE:
@@ -574,6 +589,7 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
                                         : "no first token in time");
     } else {
       pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+      if (d && which == DL_TOTAL && total_moves_on(gw, rq, d)) return;
       if (d)
         fail_stream(gw, rq, d, which == DL_TOTAL ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT, 504,
                     which == DL_TOTAL ? "request deadline exceeded" : "decode stalled", 0);
