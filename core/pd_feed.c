@@ -268,8 +268,6 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
   if (gw->cfg.total_timeout_ns) rq->dl[DL_TOTAL] = gw->now + gw->cfg.total_timeout_ns;
   if (gw->cfg.commit_timeout_ns) /* R-PROGRESS: the first byte, across every attempt */
     rq->dl[DL_COMMIT] = gw->now + gw->cfg.commit_timeout_ns + pd_gw_work_allowance_ns(gw, rq);
-  if (!rq->req.is_stream && rq->dl[DL_COMMIT] > rq->dl[DL_TOTAL]) /* R-PROGRESS: a non-stream */
-    rq->dl[DL_TOTAL] = 0; /* answer's length earned a commit budget past the cap: it bounds it */
   pd_gw_begin(gw, rq);
   assert(rq->state != RQ_NEW); /* started, waiting to retry, or answered */
   return 0;

@@ -557,6 +557,12 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
   case DL_FIRST:
   case DL_IDLE:
   case DL_TOTAL:
+    if (which == DL_TOTAL && !rq->is_committed && !rq->req.is_stream && rq->state == RQ_FIRST &&
+        rq->dl[DL_IDLE] > gw->now) { /* R-PROGRESS: decode has the KV and is inside the budget
+      its length earned (idle + work allowance from prefill's answer): the cap waits for it */
+      rq->dl[DL_TOTAL] = rq->dl[DL_IDLE];
+      return;
+    }
     if (!rq->is_committed) {
       if (rq->state == RQ_BACKOFF || !live_legs(rq)) { /* in backoff when the total deadline
                                                             passed */
