@@ -43,7 +43,7 @@ static pd_outcome_t status_outcome(int status) {
  * under `cancelled`. A leg already judged, or over, is closed at once. */
 static void leg_doom(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   if (leg->is_doomed) return;
-  pd_gw_release_load(gw, rq, leg->role);
+  if (!leg->is_drain) pd_gw_release_load(gw, rq, leg->role); /* a drain holds none */
   if (leg->has_outcome || leg->state == LEG_ENDED || leg->state == LEG_FAILED) {
     pd_gw_outcome(gw, rq, leg, PD_OUTCOME_CANCELLED, 0);
     pd_gw_close_leg(gw, rq, leg, 1);
@@ -109,7 +109,8 @@ static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o
   }
   for (uint32_t i = 0; i < n; i++) {
     pd_leg_t *l = snap[i];
-    int blamed = l == bad || (!bad && !l->has_outcome && (l->is_suspect || !any_suspect));
+    int blamed = l == bad ||
+                 (!bad && !l->has_outcome && !l->is_drain && (l->is_suspect || !any_suspect));
     if (blamed && o != PD_OUTCOME_CANCELLED) {
       if (o != PD_OUTCOME_SUCCESS) exclude(rq, l);
       pd_gw_outcome(gw, rq, l, o, status);
@@ -251,6 +252,8 @@ static void decode_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
     if (rc == 0) return;
     if (ev.kind == PD_SSE_ERROR) {
       int st = error_event_status(ev.data, ev.len);
+      if (!rq->is_committed && d->events == 0 && gw->cfg.protocol == PD_PROTOCOL_VLLM)
+        rq->sf_read_failed = 1; /* R-SF-KV-DRAIN: before any token: its read failed (V1.22) */
       if (!rq->is_committed) {
         fail_leg(gw, rq, d, st, "error event before the first token");
       } else {
@@ -510,7 +513,7 @@ static int mark_suspects(pd_rq_t *rq) {
   for (uint32_t i = 0; i < rq->n_legs; i++) {
     pd_leg_t *l = rq->legs[i];
     l->is_suspect = 0;
-    if (l->has_outcome || l->is_doomed) continue;
+    if (l->has_outcome || l->is_doomed || l->is_drain) continue;
     open++;
     int g = leg_progress(rq, l);
     lo = g < lo ? g : lo;
@@ -519,7 +522,8 @@ static int mark_suspects(pd_rq_t *rq) {
   if (open > 1 && lo == hi) return rq->req.is_stream;
   for (uint32_t i = 0; i < rq->n_legs; i++) {
     pd_leg_t *l = rq->legs[i];
-    l->is_suspect = open > 1 && !l->has_outcome && !l->is_doomed && leg_progress(rq, l) == lo;
+    l->is_suspect = open > 1 && !l->has_outcome && !l->is_doomed && !l->is_drain &&
+                    leg_progress(rq, l) == lo;
   }
   return 1;
 }
@@ -585,7 +589,8 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
       int is_budget = which == DL_TOTAL || which == DL_COMMIT;
       if (!is_known && !is_budget)
         for (uint32_t i = 0; i < rq->n_legs; i++)
-          if (!rq->legs[i]->has_outcome && !rq->legs[i]->is_doomed) exclude(rq, rq->legs[i]);
+          if (!rq->legs[i]->has_outcome && !rq->legs[i]->is_doomed && !rq->legs[i]->is_drain)
+            exclude(rq, rq->legs[i]);
       fail_attempt(gw, rq, NULL,
                    is_budget || !is_known ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT, 504,
                    !is_budget, "timeout",
@@ -638,6 +643,8 @@ void pd_ref_fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const 
 void pd_ref_doomed_result(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status) {
   doomed_result(gw, rq, leg, status);
 }
+
+void pd_ref_leg_doom(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) { leg_doom(gw, rq, leg); }
 
 void pd_ref_leg_succeeded(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   leg_succeeded(gw, rq, leg);

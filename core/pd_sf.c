@@ -139,6 +139,18 @@ pd_leg_t *pd_sf_open_decode(pd_gw_t *gw, pd_rq_t *rq) {
   return d;
 }
 
+pd_leg_t *pd_sf_open_drain(pd_gw_t *gw, pd_rq_t *rq, uint32_t w) {
+  size_t len = 0;
+  const uint8_t *body = rq->sf_params ? render(gw, rq, PD_ROLE_DECODE, &len) : NULL;
+  uint64_t cur = rq->cur_id[PD_ROLE_DECODE];
+  pd_leg_t *d = body ? pd_gw_leg_new(gw, rq, PD_ROLE_DECODE, w) : NULL;
+  if (!d) return NULL;
+  rq->cur_id[PD_ROLE_DECODE] = cur;
+  d->is_drain = 1;
+  pd_gw_open_leg(gw, rq, d, body, len);
+  return d;
+}
+
 /* The reference reuses kv_transfer_params on another decode (R-SF-DECODE-RETRY). */
 static int start_decode_only(pd_gw_t *gw, pd_rq_t *rq) {
   rq->sf_dw = 0;
