@@ -71,8 +71,13 @@ static void (*const on_enter[PD_BREAKER_STATE_COUNT])(pd_breaker_t *) = {
     [PD_BREAKER_HALF_OPEN] = enter_half_open,
 };
 
-/* The one place the state changes. Probe slots start empty in every state: results of probes
- * from an earlier period are released against a floor of 0 (see pd_breaker_record). */
+/* The one place the state changes. Entering HalfOpen starts a new period with empty probe
+ * slots; probes of an earlier period are tagged with it and free nothing in this one (see
+ * pd_breaker_record). */
+static void next_period(pd_breaker_t *b) {
+  if (++b->half_open_period == 0) b->half_open_period = 1; /* 0 means "no probe" */
+}
+
 static int move_is_legal(pd_breaker_state_t from, pd_breaker_state_t to) {
   return (unsigned)from < PD_BREAKER_STATE_COUNT && (unsigned)to < PD_BREAKER_STATE_COUNT &&
          legal_moves[from][to];
@@ -85,6 +90,7 @@ static void set_state(pd_breaker_t *b, pd_breaker_state_t to, uint64_t now_ns) {
   b->state = to;
   b->last_change_ns = now_ns;
   b->probes_in_flight = 0;
+  if (to == PD_BREAKER_HALF_OPEN) next_period(b);
   sat_inc(&b->transitions);
   on_enter[to](b);
 }
@@ -102,6 +108,7 @@ void pd_breaker_start_in(pd_breaker_t *b, pd_breaker_state_t st, uint64_t now_ns
   b->state = st;
   b->last_change_ns = now_ns;
   b->probes_in_flight = 0;
+  if (st == PD_BREAKER_HALF_OPEN) next_period(b);
   on_enter[st](b);
 }
 
@@ -130,13 +137,13 @@ int pd_breaker_can_execute(pd_breaker_t *b, uint64_t now_ns) {
   }
 }
 
-void pd_breaker_admit(pd_breaker_t *b, uint64_t now_ns, int *is_probe) {
-  int took = 0;
+void pd_breaker_admit(pd_breaker_t *b, uint64_t now_ns, uint32_t *probe) {
+  uint32_t tag = 0;
   if (pd_breaker_state(b, now_ns) == PD_BREAKER_HALF_OPEN && is_window(b) && probe_slot_free(b)) {
     b->probes_in_flight++;
-    took = 1;
+    tag = b->half_open_period;
   }
-  if (is_probe) *is_probe = took;
+  if (probe) *probe = tag;
 }
 
 /* --- sliding window (WINDOW kind) --- */
@@ -213,8 +220,10 @@ static void window_closed_on_result(pd_breaker_t *b, uint64_t now_ns, pd_breaker
 
 /* Records use the stored state, not the lazily advanced one, as smg's record_outcome does: a
  * late result arriving while Open changes counters only. */
-int pd_breaker_record(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r, int was_probe) {
-  if (was_probe && b->probes_in_flight > 0) b->probes_in_flight--;
+int pd_breaker_record(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r, uint32_t probe) {
+  if (probe && probe == b->half_open_period && b->state == PD_BREAKER_HALF_OPEN &&
+      b->probes_in_flight > 0)
+    b->probes_in_flight--; /* a probe of an earlier period holds no slot of this one */
   if (r != PD_BREAKER_SUCCESS && r != PD_BREAKER_FAILURE) return 0;
   pd_breaker_state_t before = b->state;
   count_consecutive(b, r);

@@ -49,7 +49,9 @@ typedef struct pd_breaker {
   uint32_t consecutive_failures;
   uint32_t consecutive_successes;
   uint64_t last_change_ns;
-  uint32_t probes_in_flight;
+  uint32_t probes_in_flight;   /* probes of the current half-open period not yet recorded */
+  uint32_t half_open_period;   /* half-open periods entered so far (never 0 once entered): the
+                                  tag of the probes admitted in the current one */
   uint64_t bucket_start_ns[PD_BREAKER_BUCKETS];
   uint32_t bucket_fail[PD_BREAKER_BUCKETS];
   uint32_t bucket_total[PD_BREAKER_BUCKETS];
@@ -65,12 +67,16 @@ pd_breaker_state_t pd_breaker_state(pd_breaker_t *b, uint64_t now_ns);
  * with fewer than half_open_max_probes probes in flight. Does not take a probe slot. */
 int pd_breaker_can_execute(pd_breaker_t *b, uint64_t now_ns);
 
-/* Admit one request (call after choosing the worker). Sets *is_probe = 1 when it took a
- * half-open probe slot (WINDOW only); pass it back to pd_breaker_record. */
-void pd_breaker_admit(pd_breaker_t *b, uint64_t now_ns, int *is_probe);
+/* Admit one request (call after choosing the worker). Sets *probe to the half-open period
+ * whose probe slot it took (WINDOW only, never 0), or 0 when it took none; pass it back to
+ * pd_breaker_record. */
+void pd_breaker_admit(pd_breaker_t *b, uint64_t now_ns, uint32_t *probe);
 
-/* Record an outcome. Returns 1 if the state changed. */
-int pd_breaker_record(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r, int was_probe);
+/* Record an outcome; probe is what pd_breaker_admit set. A probe frees a slot only of the
+ * half-open period it was admitted in: one from an earlier period (the breaker re-opened and
+ * turned half-open again meanwhile) frees nothing, so no two probes of a period with one slot
+ * are ever in flight. Returns 1 if the state changed. */
+int pd_breaker_record(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r, uint32_t probe);
 
 const char *pd_breaker_state_name(pd_breaker_state_t s);
 

@@ -147,8 +147,8 @@ int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
   if (gw->cfg.mode != PD_MODE_MINILB) { /* R1.27: guards before sending; mini_lb has none */
     pd_gw_load_acquire(gw, rq, PD_ROLE_PREFILL, (uint32_t)pw);
     pd_gw_load_acquire(gw, rq, PD_ROLE_DECODE, (uint32_t)dw);
-    pd_breaker_admit(&gw->workers[0][pw].breaker, gw->now, &p->is_probe);
-    pd_breaker_admit(&gw->workers[1][dw].breaker, gw->now, &d->is_probe);
+    pd_breaker_admit(&gw->workers[0][pw].breaker, gw->now, &p->probe);
+    pd_breaker_admit(&gw->workers[1][dw].breaker, gw->now, &d->probe);
   }
   pd_gw_open_leg(gw, rq, p, kept, len);
   pd_gw_open_leg(gw, rq, d, kept, len);
@@ -328,6 +328,7 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
     break;
   case PD_EV_UP_ERROR:
     PD_LEG_SET(gw, rq, leg, LEG_FAILED);
+    leg->is_abort_owed = ev->uperr != PD_UPSTREAM_ERROR_CONNECT;
     ops->on_error(gw, rq, leg, ev->uperr);
     break;
   case PD_EV_CLIENT_BLOCKED:

@@ -334,15 +334,18 @@ static void leg_remove(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *file
   (void)found;
   pd_leg_set_state(gw, rq, leg, LEG_REMOVED, file, line);
   if (rq->cur_id[leg->role] == leg->id) rq->cur_id[leg->role] = 0;
-  if (leg->is_probe && !leg->has_outcome) /* never leak a half-open probe slot */
+  if (leg->probe && !leg->has_outcome) /* never leak a half-open probe slot */
     pd_breaker_record(&gw->workers[leg->role][leg->worker].breaker, gw->now,
-                      PD_BREAKER_NEUTRAL, 1);
+                      PD_BREAKER_NEUTRAL, leg->probe);
   leg_del(gw, leg);
 }
 
 void pd_gw_close_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int send_abort,
                         const char *file, int line) {
-  if (leg->state == LEG_OPEN || leg->state == LEG_HEAD) {
+  /* A leg whose transport failed is closed already on the gateway's side, but its worker may
+   * still hold the request (a prefill queued in bootstrap, S5.4): it gets the abort alone. */
+  int owes = leg->state == LEG_FAILED && leg->is_abort_owed && send_abort && rq->rid;
+  if (leg->state == LEG_OPEN || leg->state == LEG_HEAD || owes) {
     pd_action_t *a = pd_gw_emit(gw, PD_ACT_CLOSE_LEG, rq);
     a->leg_id = leg->id;
     a->role = leg->role;
@@ -405,7 +408,7 @@ void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int 
   a->leg_id = leg->id;
   a->flag = (int)o;
   a->status = status;
-  if (pd_breaker_record(b, gw->now, r, leg->is_probe)) {
+  if (pd_breaker_record(b, gw->now, r, leg->probe)) {
     pd_action_t *ba = pd_gw_emit(gw, PD_ACT_BREAKER, rq);
     ba->role = leg->role;
     ba->worker = leg->worker;
@@ -422,8 +425,6 @@ void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns) {
  * (sampling_params.max_new_tokens = 128, SGLang docs/backend/sampling_params.md). */
 #define PD_DEFAULT_MAX_NEW_TOKENS 128u
 
-/* Largest allowance (about 31 years): deadlines built on it cannot wrap around. */
-#define PD_MAX_ALLOWANCE_NS 1000000000000000000ull
 
 uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq) {
   if (rq->req.is_stream) return 0; /* a stream shows its progress: idle supervises it */

@@ -43,11 +43,16 @@ typedef struct pd_leg {
   pd_leg_state_t state;
   int status;
   int is_detached;     /* pr1150: nobody waits on it */
-  int is_probe;        /* took a half-open probe slot */
+  uint32_t probe;      /* the half-open period whose probe slot it took, 0 none */
   int has_outcome;     /* an outcome was recorded for it */
   int saw_done;        /* SSE [DONE] seen */
   int saw_error_event; /* SSE error event seen */
   int is_suspect;      /* reference: blamed when a deadline passes (see ref_on_deadline) */
+  int is_drain;        /* source-first reference: opened only to have prefill's pin freed
+                          (R-SF-KV-DRAIN); never current, never served, closed at its head */
+  int is_abort_owed;   /* its transport failed after the request may have gone out (reset,
+                          read error, timeout; not a refused connect): the worker may still
+                          hold the request, so its close posts /abort_request (R-CANCEL) */
   int is_doomed;       /* reference: given up; closed at the end of this instant (DL_SETTLE)
                           unless it reports its own result first (R-CANCEL, R-OUTCOME) */
   uint32_t events;     /* SSE data events seen */
@@ -92,6 +97,7 @@ typedef struct pd_rq {
   int is_fast_path;  /* pr1150: stream && !logprob */
   uint32_t attempt;  /* attempts started */
   uint64_t t_start_ns;
+  uint64_t t_commit_ns; /* reference: when the client head went out (0: not yet) */
   uint64_t cur_id[2]; /* current attempt's leg ids per role, 0 none */
   uint32_t load_w[2]; /* worker+1 holding this request's load per role, 0 none (smg keeps
                          loads with the response body, not the legs: R3.12) */
@@ -121,6 +127,8 @@ typedef struct pd_rq {
   uint32_t sf_pw;        /* prefill worker + 1 whose answer sf_params came from */
   uint64_t sf_params_at; /* when prefill answered them */
   int sf_reuse;          /* reference: the next attempt sends decode with sf_params again */
+  int sf_read_failed;    /* reference: decode said, in an error event under its 200 head and
+                            before any token, that its work failed: its read (V1.22) */
   char sf_xrid[40];      /* vllm-toy-proxy: its own X-Request-Id on both legs (a uuid4 drawn
                             from the gateway's PRNG, V1.1), "" none */
 } pd_rq_t;
@@ -206,6 +214,8 @@ void pd_gw_close_all_at(pd_gw_t *gw, pd_rq_t *rq, int send_abort, const char *fi
 #define pd_gw_close_all(gw, rq, send_abort) \
   pd_gw_close_all_at((gw), (rq), (send_abort), __FILE__, __LINE__)
 void pd_gw_set_deadline(pd_gw_t *gw, pd_rq_t *rq, int which, uint64_t t_ns);
+/* Largest work allowance (about 31 years): deadlines built on it cannot wrap around. */
+#define PD_MAX_ALLOWANCE_NS 1000000000000000000ull
 /* R-PROGRESS: what a non-stream request's decode may take on top of the idle and commit
  * budgets: its requested output tokens (128 if unstated) x cfg.token_budget_ns, capped so a
  * deadline built on it cannot wrap (0 for a stream). */
@@ -254,6 +264,9 @@ int pd_sf_pick_decode(pd_gw_t *gw, pd_rq_t *rq);
  * kv_transfer_params (the client's body unchanged when NULL, V1.7). Loads and probes for the
  * reference. Returns the leg, or NULL (memory: the caller answers 500). */
 pd_leg_t *pd_sf_open_decode(pd_gw_t *gw, pd_rq_t *rq);
+/* R-SF-KV-DRAIN: open a drain leg on decode worker w with rq->sf_params (no load, no probe, no
+ * attempt; the current decode leg stays what it was). Returns the leg, or NULL (memory). */
+pd_leg_t *pd_sf_open_drain(pd_gw_t *gw, pd_rq_t *rq, uint32_t w);
 /* Replace rq->sf_params (takes params, a cJSON*, or NULL). */
 void pd_sf_set_params(pd_rq_t *rq, void *params);
 /* Mooncake's decode parameters for the attempt's prefill (V1.25), or NULL (memory). */
@@ -268,6 +281,8 @@ int pd_sf_is_truthy(const void *json);
 void pd_ref_fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const char *msg);
 void pd_ref_doomed_result(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status);
 void pd_ref_leg_succeeded(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
+/* Give a leg up (R-CANCEL): closed at the end of the instant unless it reports first. */
+void pd_ref_leg_doom(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
 
 /* --- the action buffer (pd_actbuf.c) --- */
 /* Room for extra more actions, so the pushes of one step cannot fail for memory: 0 or

@@ -43,7 +43,7 @@ static pd_outcome_t status_outcome(int status) {
  * under `cancelled`. A leg already judged, or over, is closed at once. */
 static void leg_doom(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   if (leg->is_doomed) return;
-  pd_gw_release_load(gw, rq, leg->role);
+  if (!leg->is_drain) pd_gw_release_load(gw, rq, leg->role); /* a drain holds none */
   if (leg->has_outcome || leg->state == LEG_ENDED || leg->state == LEG_FAILED) {
     pd_gw_outcome(gw, rq, leg, PD_OUTCOME_CANCELLED, 0);
     pd_gw_close_leg(gw, rq, leg, 1);
@@ -109,7 +109,8 @@ static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o
   }
   for (uint32_t i = 0; i < n; i++) {
     pd_leg_t *l = snap[i];
-    int blamed = l == bad || (!bad && !l->has_outcome && (l->is_suspect || !any_suspect));
+    int blamed = l == bad ||
+                 (!bad && !l->has_outcome && !l->is_drain && (l->is_suspect || !any_suspect));
     if (blamed && o != PD_OUTCOME_CANCELLED) {
       if (o != PD_OUTCOME_SUCCESS) exclude(rq, l);
       pd_gw_outcome(gw, rq, l, o, status);
@@ -219,6 +220,7 @@ static pd_merge_prefill_t *prefill_read(pd_rq_t *rq) {
 static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
   if (!rq->is_committed) {
     pd_gw_client_head(gw, rq, 200, 1);
+    rq->t_commit_ns = gw->now;
     PD_RQ_SET(gw, rq, RQ_STREAM); /* commits */
     rq->dl[DL_COMMIT] = 0; /* R-PROGRESS: from here idle supervises the stream */
   }
@@ -250,6 +252,8 @@ static void decode_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
     if (rc == 0) return;
     if (ev.kind == PD_SSE_ERROR) {
       int st = error_event_status(ev.data, ev.len);
+      if (!rq->is_committed && d->events == 0 && gw->cfg.protocol == PD_PROTOCOL_VLLM)
+        rq->sf_read_failed = 1; /* R-SF-KV-DRAIN: before any token: its read failed (V1.22) */
       if (!rq->is_committed) {
         fail_leg(gw, rq, d, st, "error event before the first token");
       } else {
@@ -489,20 +493,53 @@ static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_upstream_er
   }
 }
 
-/* Who is to blame when nothing came in time? SGLang sends a stream's 200 head at once (S5.3),
- * so in a stream the legs without a head are the stalled ones and the others were waiting on
- * them (cancelled, not timed out). With no such difference, every open leg timed out. */
-static void mark_suspects(pd_rq_t *rq) {
-  uint32_t open = 0, headless = 0;
+/* How far a leg got that its partner may not have (R-OUTCOME, "who was only waiting"): 2 a
+ * decode that sent events (held for prefill's logprobs: it has the KV and waits on prefill),
+ * 1 a stream leg with its head (SGLang sends a stream's head at once, S5.3), 0 nothing seen. */
+static int leg_progress(const pd_rq_t *rq, const pd_leg_t *l) {
+  if (l->role == PD_ROLE_DECODE && l->events) return 2;
+  return rq->req.is_stream && l->state != LEG_OPEN ? 1 : 0;
+}
+
+/* Who is to blame when nothing came in time? The legs without an outcome that got least far
+ * stalled; the others were only waiting on them (cancelled, not timed out). When they all got
+ * equally far: in a stream every one of them stalled (heads come at once; with every head in,
+ * see Q3); in a non-stream request nothing the gateway sees tells the stalled leg from the
+ * waiting one (SGLang's non-stream head waits for the answer, S5.3): returns 0, ambiguous.
+ * Returns 1 when the suspects (is_suspect, or every open leg when none is marked) are known. */
+static int mark_suspects(pd_rq_t *rq) {
+  uint32_t open = 0;
+  int lo = 3, hi = -1;
   for (uint32_t i = 0; i < rq->n_legs; i++) {
     pd_leg_t *l = rq->legs[i];
-    if (l->has_outcome || l->is_doomed) continue;
+    l->is_suspect = 0;
+    if (l->has_outcome || l->is_doomed || l->is_drain) continue;
     open++;
-    headless += l->state == LEG_OPEN;
+    int g = leg_progress(rq, l);
+    lo = g < lo ? g : lo;
+    hi = g > hi ? g : hi;
   }
-  int split = rq->req.is_stream && headless > 0 && headless < open;
-  for (uint32_t i = 0; i < rq->n_legs; i++)
-    rq->legs[i]->is_suspect = split && rq->legs[i]->state == LEG_OPEN;
+  if (open > 1 && lo == hi) return rq->req.is_stream;
+  for (uint32_t i = 0; i < rq->n_legs; i++) {
+    pd_leg_t *l = rq->legs[i];
+    l->is_suspect = open > 1 && !l->has_outcome && !l->is_doomed && !l->is_drain &&
+                    leg_progress(rq, l) == lo;
+  }
+  return 1;
+}
+
+/* R-PROGRESS: the total cap does not cut a committed stream that keeps a healthy pace: at
+ * least one event per token_budget_ns on average since commit, with the idle budget's slack.
+ * While it does, the cap moves to where that pace puts it (it fires again, at most once per
+ * event); a stream that falls behind is cut there, one that stalls by idle first. */
+static int total_moves_on(pd_gw_t *gw, pd_rq_t *rq, const pd_leg_t *d) {
+  uint64_t per = gw->cfg.token_budget_ns;
+  if (!rq->req.is_stream || !per || !rq->t_commit_ns) return 0;
+  uint64_t earned = d->events > PD_MAX_ALLOWANCE_NS / per ? PD_MAX_ALLOWANCE_NS : d->events * per;
+  uint64_t until = rq->t_commit_ns + gw->cfg.idle_timeout_ns + earned;
+  if (until <= gw->now) return 0;
+  rq->dl[DL_TOTAL] = until;
+  return 1;
 }
 
 static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
@@ -524,6 +561,12 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
   case DL_FIRST:
   case DL_IDLE:
   case DL_TOTAL:
+    if (which == DL_TOTAL && !rq->is_committed && !rq->req.is_stream && rq->state == RQ_FIRST &&
+        rq->dl[DL_IDLE] > gw->now) { /* R-PROGRESS: decode has the KV and is inside the budget
+      its length earned (idle + work allowance from prefill's answer): the cap waits for it */
+      rq->dl[DL_TOTAL] = rq->dl[DL_IDLE];
+      return;
+    }
     if (!rq->is_committed) {
       if (rq->state == RQ_BACKOFF || !live_legs(rq)) { /* in backoff when the total deadline
                                                             passed */
@@ -537,11 +580,19 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
                      "prefill leg failed and decode produced nothing without it");
         return;
       }
-      mark_suspects(rq);
+      int is_known = mark_suspects(rq);
       /* The request's own budget (total, commit) running out blames no worker: cancelled, not
-       * timeout (R-OUTCOME); the first-token and idle deadlines are the workers' (timeout). */
+       * timeout (R-OUTCOME); the first-token and idle deadlines are the workers' (timeout),
+       * when the gateway can tell which legs stalled. When it cannot (a non-stream attempt
+       * where neither leg answered), none is charged: each is excluded from the retry and
+       * recorded cancelled, so a hung decode does not get its healthy prefill ejected. */
       int is_budget = which == DL_TOTAL || which == DL_COMMIT;
-      fail_attempt(gw, rq, NULL, is_budget ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT, 504,
+      if (!is_known && !is_budget)
+        for (uint32_t i = 0; i < rq->n_legs; i++)
+          if (!rq->legs[i]->has_outcome && !rq->legs[i]->is_doomed && !rq->legs[i]->is_drain)
+            exclude(rq, rq->legs[i]);
+      fail_attempt(gw, rq, NULL,
+                   is_budget || !is_known ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT, 504,
                    !is_budget, "timeout",
                    which == DL_TOTAL    ? "request deadline exceeded"
                    : which == DL_COMMIT ? "no response within the commit budget"
@@ -549,6 +600,7 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
                                         : "no first token in time");
     } else {
       pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+      if (d && which == DL_TOTAL && total_moves_on(gw, rq, d)) return;
       if (d)
         fail_stream(gw, rq, d, which == DL_TOTAL ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT, 504,
                     which == DL_TOTAL ? "request deadline exceeded" : "decode stalled", 0);
@@ -591,6 +643,8 @@ void pd_ref_fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const 
 void pd_ref_doomed_result(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status) {
   doomed_result(gw, rq, leg, status);
 }
+
+void pd_ref_leg_doom(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) { leg_doom(gw, rq, leg); }
 
 void pd_ref_leg_succeeded(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   leg_succeeded(gw, rq, leg);

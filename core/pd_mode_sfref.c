@@ -65,12 +65,38 @@ static int is_json_answer(const pd_leg_t *p) {
   return ok;
 }
 
-static void sfr_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) { ref->on_head(gw, rq, leg); }
+/* R-SF-KV-DRAIN: decode's read failed (an error event under its 200 head before any token,
+ * V1.22, V1.31): it sends prefill no notification, so prefill keeps the blocks pinned to its
+ * timer or lease (V1.12, V1.13). While the parameters are fresh, a drain leg takes them to
+ * another decode and is given up at its head: that decode either reads the blocks (the read's
+ * notification frees them, V1.11, V1.21) or learns of the close before it schedules the read
+ * (an empty notification frees them, V1.17). Its output is never served, so if the first
+ * decode did read them after all (and prefill freed them), nothing stale reaches the client
+ * (V1.15). The client's retry redoes prefill as before (R-SF-DECODE-RETRY). */
+static void drain_pin(pd_gw_t *gw, pd_rq_t *rq) {
+  if (!rq->sf_params || !rq->sf_pw || pd_rq_client_done(rq) || rq->n_legs >= PD_MAX_LEGS ||
+      !gw->cfg.sf_params_reuse_ns || gw->now >= rq->sf_params_at + gw->cfg.sf_params_reuse_ns)
+    return;
+  int32_t w = pd_gw_pick(gw, rq, PD_ROLE_DECODE); /* the failed decode is excluded */
+  if (w >= 0) (void)pd_sf_open_drain(gw, rq, (uint32_t)w); /* no memory: the timer frees it */
+}
+
+/* A drain leg is given up at its 2xx head (R-CANCEL: closed at the end of the instant; its own
+ * failure reported in that instant is recorded as one, else cancelled); a non-2xx head is its
+ * own answer (R-OUTCOME). Once given up, the reference's rules for given-up legs judge it. */
+static void sfr_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  if (!leg->is_drain) ref->on_head(gw, rq, leg);
+  else if (!is_2xx(leg->status) || leg->is_doomed) pd_ref_doomed_result(gw, rq, leg, leg->status);
+  else pd_ref_leg_doom(gw, rq, leg);
+}
 
 /* Prefill's answer is one JSON document, whatever the client asked for (stream false). */
 static void sfr_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
-  if (leg->role != PD_ROLE_PREFILL) {
+  if (leg->role != PD_ROLE_PREFILL) { /* a drain, given up at its head, is judged there too */
+    rq->sf_read_failed = 0;
     ref->on_data(gw, rq, leg, b, n);
+    if (rq->sf_read_failed) drain_pin(gw, rq);
+    rq->sf_read_failed = 0;
     return;
   }
   if (pd_buf_append(gw->alloc, &leg->body, b, n) == 0) return;
@@ -96,6 +122,10 @@ static void sfr_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
  * strands the blocks until prefill's timer, V1.19). A decode that saw the request (a head, a
  * reset, a timeout) may have read or released them (V1.11, V1.18): prefill is redone. */
 static void sfr_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_upstream_error_t e) {
+  if (leg->is_drain && !leg->is_doomed) { /* before its head: its own failure */
+    pd_ref_doomed_result(gw, rq, leg, e == PD_UPSTREAM_ERROR_TIMEOUT ? 504 : 502);
+    return;
+  }
   if (leg->role == PD_ROLE_DECODE && !leg->is_doomed && !rq->is_committed && rq->sf_pw &&
       e == PD_UPSTREAM_ERROR_CONNECT && gw->cfg.sf_params_reuse_ns &&
       gw->now < rq->sf_params_at + gw->cfg.sf_params_reuse_ns)

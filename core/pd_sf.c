@@ -117,7 +117,7 @@ static void emit_attempt(pd_gw_t *gw, pd_rq_t *rq, int32_t pw, int32_t dw) {
 static void guard_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   if (gw->cfg.mode != PD_MODE_REFERENCE) return;
   pd_gw_load_acquire(gw, rq, leg->role, leg->worker);
-  pd_breaker_admit(&gw->workers[leg->role][leg->worker].breaker, gw->now, &leg->is_probe);
+  pd_breaker_admit(&gw->workers[leg->role][leg->worker].breaker, gw->now, &leg->probe);
 }
 
 int pd_sf_pick_decode(pd_gw_t *gw, pd_rq_t *rq) {
@@ -135,6 +135,18 @@ pd_leg_t *pd_sf_open_decode(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *d = body ? pd_gw_leg_new(gw, rq, PD_ROLE_DECODE, rq->sf_dw - 1) : NULL;
   if (!d) return NULL;
   guard_leg(gw, rq, d);
+  pd_gw_open_leg(gw, rq, d, body, len);
+  return d;
+}
+
+pd_leg_t *pd_sf_open_drain(pd_gw_t *gw, pd_rq_t *rq, uint32_t w) {
+  size_t len = 0;
+  const uint8_t *body = rq->sf_params ? render(gw, rq, PD_ROLE_DECODE, &len) : NULL;
+  uint64_t cur = rq->cur_id[PD_ROLE_DECODE];
+  pd_leg_t *d = body ? pd_gw_leg_new(gw, rq, PD_ROLE_DECODE, w) : NULL;
+  if (!d) return NULL;
+  rq->cur_id[PD_ROLE_DECODE] = cur;
+  d->is_drain = 1;
   pd_gw_open_leg(gw, rq, d, body, len);
   return d;
 }

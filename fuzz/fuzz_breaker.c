@@ -12,7 +12,7 @@
 
 typedef struct fz_side {
   pd_breaker_t b;
-  int pending_probe[FZ_MAX_PENDING];
+  uint32_t pending_probe[FZ_MAX_PENDING]; /* probe tags (0: not a probe) */
   uint32_t n_pending;
   uint64_t opened_at_ns; /* when we last saw it open, by our own clock */
   int saw_open;
@@ -29,9 +29,11 @@ static void decode_config(fz_reader_t *in, pd_breaker_config_t *c) {
   c->half_open_max_probes = fz_u8(in) % 5u; /* 0 is normalised to 1 */
 }
 
+/* Pending probes of the breaker's current half-open period: only they hold its slots. */
 static uint32_t pending_probes(const fz_side_t *s) {
   uint32_t n = 0;
-  for (uint32_t i = 0; i < s->n_pending; i++) n += s->pending_probe[i] != 0;
+  for (uint32_t i = 0; i < s->n_pending; i++)
+    n += s->pending_probe[i] != 0 && s->pending_probe[i] == s->b.half_open_period;
   return n;
 }
 
@@ -61,6 +63,8 @@ static void check_probes(const fz_side_t *s) {
   FZ_CHECK(b->cfg.half_open_max_probes >= 1);
   FZ_CHECK(b->probes_in_flight <= b->cfg.half_open_max_probes);
   FZ_CHECK(b->probes_in_flight <= pending_probes(s)); /* no phantom slots */
+  if (b->state == PD_BREAKER_HALF_OPEN) /* every probe of this period holds its slot */
+    FZ_CHECK(b->probes_in_flight == pending_probes(s));
 }
 
 static void check_thresholds(const pd_breaker_t *b) {
@@ -101,17 +105,17 @@ static void note_state(fz_side_t *s, pd_breaker_state_t before, uint64_t now_ns)
 static void step_admit(fz_side_t *s, uint64_t now_ns, int force) {
   int may = pd_breaker_can_execute(&s->b, now_ns);
   if (!may && !force) return;
-  int is_probe = -1;
-  pd_breaker_admit(&s->b, now_ns, &is_probe);
-  FZ_CHECK(is_probe == 0 || is_probe == 1);
-  if (s->b.cfg.kind == PD_BREAKER_KIND_SMG) FZ_CHECK(is_probe == 0);
-  if (s->n_pending < FZ_MAX_PENDING) s->pending_probe[s->n_pending++] = is_probe;
-  else if (is_probe) pd_breaker_record(&s->b, now_ns, PD_BREAKER_NEUTRAL, 1);
+  uint32_t probe = UINT32_MAX;
+  pd_breaker_admit(&s->b, now_ns, &probe);
+  FZ_CHECK(probe == 0 || probe == s->b.half_open_period);
+  if (s->b.cfg.kind == PD_BREAKER_KIND_SMG) FZ_CHECK(probe == 0);
+  if (s->n_pending < FZ_MAX_PENDING) s->pending_probe[s->n_pending++] = probe;
+  else if (probe) pd_breaker_record(&s->b, now_ns, PD_BREAKER_NEUTRAL, probe);
 }
 
 static void step_record(fz_side_t *s, uint64_t now_ns, uint8_t sel) {
   pd_breaker_result_t r = (pd_breaker_result_t)((sel >> 6) % 3u);
-  int was_probe = 0;
+  uint32_t was_probe = 0;
   if (s->n_pending > 0) {
     uint32_t i = sel % s->n_pending;
     was_probe = s->pending_probe[i];

@@ -92,10 +92,10 @@ static void test_smg_half_open_admits_unlimited(void) {
   uint64_t t = T0 + 60 * S;
   int refused = 0, probes = 0;
   for (int i = 0; i < 1000; i++) {
-    int is_probe = -1;
+    uint32_t probe = 1;
     refused += !pd_breaker_can_execute(&b, t);
-    pd_breaker_admit(&b, t, &is_probe);
-    probes += is_probe;
+    pd_breaker_admit(&b, t, &probe);
+    probes += probe != 0;
   }
   PDT_EQ_INT(refused, 0);
   PDT_EQ_INT(probes, 0);
@@ -204,13 +204,13 @@ static void test_window_half_open_admits_one_probe_at_a_time(void) {
   pd_breaker_t b = window_breaker(1);
   trip(&b, T0);
   uint64_t t = T0 + 60 * S;
-  int p1 = -1, p2 = -1;
+  uint32_t p1 = 0, p2 = 9;
   PDT_TRUE(pd_breaker_can_execute(&b, t));
   pd_breaker_admit(&b, t, &p1);
-  PDT_EQ_INT(p1, 1);
+  PDT_EQ_U64(p1, 1); /* the first half-open period's tag */
   PDT_FALSE(pd_breaker_can_execute(&b, t));
   pd_breaker_admit(&b, t, &p2); /* a caller that did not ask: no second slot */
-  PDT_EQ_INT(p2, 0);
+  PDT_EQ_U64(p2, 0);
   PDT_EQ_U64(b.probes_in_flight, 1);
   PDT_EQ_INT(pd_breaker_record(&b, t + 1, PD_BREAKER_SUCCESS, p1), 0);
   PDT_TRUE(pd_breaker_can_execute(&b, t + 1));
@@ -218,9 +218,9 @@ static void test_window_half_open_admits_one_probe_at_a_time(void) {
 
 static void test_window_closed_admit_is_not_a_probe(void) {
   pd_breaker_t b = window_breaker(1);
-  int p = -1;
+  uint32_t p = 9;
   pd_breaker_admit(&b, T0, &p);
-  PDT_EQ_INT(p, 0);
+  PDT_EQ_U64(p, 0);
   PDT_EQ_U64(b.probes_in_flight, 0);
 }
 
@@ -229,7 +229,7 @@ static void test_window_three_probe_successes_close_with_clean_window(void) {
   trip(&b, T0);
   uint64_t t = T0 + 60 * S;
   for (int i = 0; i < 3; i++) {
-    int p = 0;
+    uint32_t p = 0;
     PDT_TRUE(pd_breaker_can_execute(&b, t));
     pd_breaker_admit(&b, t, &p);
     pd_breaker_record(&b, t, PD_BREAKER_SUCCESS, p);
@@ -244,7 +244,7 @@ static void test_window_probe_failure_reopens(void) {
   pd_breaker_t b = window_breaker(1);
   trip(&b, T0);
   uint64_t t = T0 + 60 * S;
-  int p = 0;
+  uint32_t p = 0;
   pd_breaker_admit(&b, t, &p);
   PDT_EQ_INT(pd_breaker_record(&b, t + 5, PD_BREAKER_FAILURE, p), 1);
   PDT_EQ_INT(b.state, PD_BREAKER_OPEN);
@@ -256,7 +256,7 @@ static void test_window_neutral_releases_probe_counts_nothing(void) {
   pd_breaker_t b = window_breaker(1);
   trip(&b, T0);
   uint64_t t = T0 + 60 * S;
-  int p = 0;
+  uint32_t p = 0;
   pd_breaker_admit(&b, t, &p);
   PDT_EQ_INT(pd_breaker_record(&b, t, PD_BREAKER_NEUTRAL, p), 0);
   PDT_EQ_U64(b.probes_in_flight, 0);
@@ -269,7 +269,7 @@ static void test_window_old_period_probe_does_not_underflow(void) {
   pd_breaker_t b = window_breaker(2);
   trip(&b, T0);
   uint64_t t = T0 + 60 * S;
-  int pa = 0, pb = 0;
+  uint32_t pa = 0, pb = 0;
   pd_breaker_admit(&b, t, &pa);
   pd_breaker_admit(&b, t, &pb);
   PDT_EQ_U64(b.probes_in_flight, 2);
@@ -279,11 +279,37 @@ static void test_window_old_period_probe_does_not_underflow(void) {
   PDT_EQ_U64(b.probes_in_flight, 0);
   PDT_EQ_INT(b.state, PD_BREAKER_OPEN);
   uint64_t t2 = t + 1 + 60 * S; /* the next half-open period has its full two slots */
-  int q1 = 0, q2 = 0;
+  uint32_t q1 = 0, q2 = 0;
   pd_breaker_admit(&b, t2, &q1);
   pd_breaker_admit(&b, t2, &q2);
-  PDT_EQ_INT(q1 + q2, 2);
+  PDT_TRUE(q1 != 0 && q2 != 0 && q1 != pa); /* a new period's tag */
   PDT_FALSE(pd_breaker_can_execute(&b, t2));
+}
+
+/* Issue 24, section 3: a probe belongs to the half-open period it was admitted in. Probe A
+ * of the first period is still out when a late failure of a request admitted while closed
+ * re-opens the breaker; in the next period probe B takes the one slot. A's late result then
+ * frees nothing: B is the only probe, and no third is admitted. (Before, A's release freed
+ * B's slot and C went out beside B: two probes of one period with one slot.) */
+static void test_window_a_probe_of_an_earlier_period_frees_no_slot(void) {
+  pd_breaker_t b = window_breaker(1);
+  trip(&b, T0);
+  uint64_t t = T0 + 60 * S;
+  uint32_t pa = 0, pb = 0, pc = 0;
+  pd_breaker_admit(&b, t, &pa);
+  PDT_TRUE(pa != 0);
+  PDT_EQ_INT(pd_breaker_record(&b, t + 1, PD_BREAKER_FAILURE, 0), 1); /* re-opens; A still out */
+  uint64_t t2 = t + 1 + 60 * S;
+  pd_breaker_admit(&b, t2, &pb);
+  PDT_TRUE(pb != 0);
+  PDT_FALSE(pd_breaker_can_execute(&b, t2));
+  PDT_EQ_INT(pd_breaker_record(&b, t2 + 1, PD_BREAKER_SUCCESS, pa), 0); /* A's late result */
+  PDT_FALSE(pd_breaker_can_execute(&b, t2 + 1));
+  pd_breaker_admit(&b, t2 + 1, &pc);
+  PDT_TRUE(pc == 0);
+  PDT_EQ_U64(b.probes_in_flight, 1);
+  PDT_EQ_INT(pd_breaker_record(&b, t2 + 2, PD_BREAKER_NEUTRAL, pb), 0); /* B frees its slot */
+  PDT_TRUE(pd_breaker_can_execute(&b, t2 + 2));
 }
 
 static void test_window_disabled_never_opens(void) {
@@ -353,6 +379,8 @@ int pdt_suite_breaker(void) {
        test_window_neutral_releases_probe_counts_nothing},
       {"an old-period probe result does not underflow",
        test_window_old_period_probe_does_not_underflow},
+      {"window: a probe of an earlier half-open period frees no slot (issue 24)",
+       test_window_a_probe_of_an_earlier_period_frees_no_slot},
       {"window breaker with failure_threshold UINT32_MAX never opens",
        test_window_disabled_never_opens},
       {"window narrower than its bucket count still expires outcomes",

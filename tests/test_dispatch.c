@@ -210,6 +210,55 @@ static void test_first_token_deadline_times_out_both_and_retries(void) {
   h_free(&h);
 }
 
+/* The CLOSE_LEG of leg carries an abort (its rid). */
+static int aborted_leg(harness_t *h, uint64_t leg) {
+  const pd_action_t *c = h_close_of(h, leg);
+  return c && c->str && strlen(c->str) == 22;
+}
+
+/* R-CANCEL after a transport error (issue 24, section 3): the worker of a leg whose transport
+ * failed may still hold the request (the reset may be on the path, the response lost; a
+ * prefill may sit in bootstrap, S5.4), so the failing leg gets its /abort_request too, not
+ * only its partner. A refused connect never sent the request: no abort. (Before, a leg was
+ * marked failed before its failure was handled and only open legs got a close.) */
+static void test_a_leg_whose_transport_failed_gets_its_abort(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM); /* decode reset before its head */
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_uperr(&h, 2, PD_UPSTREAM_ERROR_RESET);
+  PDT_TRUE(aborted_leg(&h, 2));
+  PDT_TRUE(aborted_leg(&h, 1)); /* its partner, at the end of the instant */
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_FAILURE);
+  h_free(&h);
+  start(&h, PD_MODE_REFERENCE, NONSTREAM); /* the driver's timeout on prefill */
+  h_uperr(&h, 1, PD_UPSTREAM_ERROR_TIMEOUT);
+  PDT_TRUE(aborted_leg(&h, 1));
+  PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_TIMEOUT);
+  PDT_TRUE(aborted_leg(&h, 2));
+  h_free(&h);
+  start(&h, PD_MODE_REFERENCE, NONSTREAM); /* a read error in prefill's body */
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_uperr(&h, 1, PD_UPSTREAM_ERROR_READ);
+  PDT_TRUE(aborted_leg(&h, 1));
+  h_free(&h);
+  start(&h, PD_MODE_REFERENCE, STREAM); /* a refused connect: nothing to abort there */
+  h_uperr(&h, 2, PD_UPSTREAM_ERROR_CONNECT);
+  PDT_TRUE(h_close_of(&h, 2) == NULL);
+  PDT_TRUE(aborted_leg(&h, 1));
+  h_free(&h);
+  start(&h, PD_MODE_REFERENCE, STREAM); /* after commit: prefill's reset is its own */
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0);
+  h_uperr(&h, 1, PD_UPSTREAM_ERROR_RESET);
+  PDT_TRUE(aborted_leg(&h, 1));
+  PDT_TRUE(h_close_of(&h, 2) == NULL); /* the stream goes on */
+  h_uperr(&h, 2, PD_UPSTREAM_ERROR_RESET); /* then decode's: the stream ends, decode aborted */
+  PDT_TRUE(aborted_leg(&h, 2));
+  PDT_TRUE(h.ended);
+  h_free(&h);
+}
+
 int pdt_suite_dispatch(void) {
   static const pdt_case_t cases[] = {
       {"both legs share one room and one rid, prefill opened first", test_both_legs_share_room_and_rid},
@@ -226,6 +275,7 @@ int pdt_suite_dispatch(void) {
       {"minilb answers 200 even when decode fails", test_minilb_answers_200_even_when_decode_fails},
       {"bad input gets a 4xx JSON error; unknown ids are ignored", test_bad_input_gets_4xx_json},
       {"a head deadline with both stream legs silent times out both", test_first_token_deadline_times_out_both_and_retries},
+      {"a leg whose transport failed gets its abort (R-CANCEL)", test_a_leg_whose_transport_failed_gets_its_abort},
   };
   return PDT_SUITE("dispatch", cases);
 }

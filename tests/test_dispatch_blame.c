@@ -176,6 +176,129 @@ static void test_the_instant_lasts_settle_ns_for_a_socket_driver(void) {
   h_free(&h);
 }
 
+/* "Who was only waiting" (R-OUTCOME), non-stream: neither leg answered by the first-token
+ * deadline, and nothing the gateway sees tells the stalled one from the one waiting on it (a
+ * non-stream head waits for the answer, S5.3). Neither worker is charged: both are recorded
+ * cancelled and closed with an abort, and both are excluded, so the retry takes the other
+ * prefill and the other decode. (Before: both timeout, the healthy partner's breaker fed.) */
+static void test_a_nonstream_stall_nobody_can_attribute_charges_neither_worker(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, NONSTREAM);
+  uint32_t p_first = h_find(&h, PD_ACT_OPEN_LEG, 0)->worker;
+  uint32_t d_first = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
+  PDT_EQ_U64(h_expiry(&h), 30000 * MS); /* the first-token deadline */
+  h_fire(&h);
+  PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_CANCELLED);
+  PDT_TRUE(h_close_of(&h, 1) && h_close_of(&h, 1)->str);
+  PDT_TRUE(h_close_of(&h, 2) && h_close_of(&h, 2)->str);
+  PDT_FALSE(h.ended);
+  h_fire(&h); /* the backoff: both excluded */
+  const pd_action_t *p2 = h_find(&h, PD_ACT_OPEN_LEG, 0), *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
+  PDT_TRUE(p2 && d2 && p2->worker != p_first && d2->worker != d_first);
+  h_free(&h);
+}
+
+/* With logprobs a stream's decode events are held until prefill ends (R-LOGPROB): a decode
+ * that sent events has the KV and waits on prefill. When the idle deadline passes before
+ * prefill's end, prefill alone stalled: timeout; decode cancelled. (Before: both timeout.) */
+static void test_a_decode_holding_events_for_a_stalled_prefill_was_only_waiting(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, "{\"text\":\"hi\",\"stream\":true,\"return_logprob\":true}");
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h.now = 10 * MS;
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0); /* held: prefill's logprobs are not in */
+  PDT_EQ_U64(h_expiry(&h), 10 * MS + 30000 * MS);
+  h_fire(&h);
+  PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_TIMEOUT);
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_CANCELLED);
+  h_free(&h);
+}
+
+/* A multi-request driver for the 2P2D run below: what each worker was recorded. */
+typedef struct {
+  harness_t h;
+  uint32_t recorded[2][2][4]; /* role, worker, outcome */
+  uint64_t open_leg[8], open_req[8]; /* this step's OPEN_LEG actions, prefill then decode */
+  uint32_t open_worker[8], n_open;
+  int ended;
+} fleet_t;
+
+static void fleet_step(fleet_t *f, const pd_event_t *ev) {
+  pd_actbuf_reset(&f->h.out);
+  if (ev) pd_gw_feed(f->h.gw, f->h.now, ev, &f->h.out);
+  else pd_gw_handle_expiry(f->h.gw, f->h.now, &f->h.out);
+  for (size_t i = 0; i < f->h.out.n; i++) {
+    const pd_action_t *a = &f->h.out.v[i];
+    if (a->kind == PD_ACT_OUTCOME && a->worker < 2) f->recorded[a->role][a->worker][a->flag]++;
+    if (a->kind == PD_ACT_CLIENT_END) f->ended++;
+    if (a->kind == PD_ACT_OPEN_LEG && f->n_open < 8) {
+      f->open_leg[f->n_open] = a->leg_id;
+      f->open_req[f->n_open] = a->req_id;
+      f->open_worker[f->n_open++] = a->worker;
+    }
+  }
+}
+
+/* Answer the attempts this step opened unless their decode is d1, which never answers (its
+ * prefill then waits in bootstrap, as SGLang's does, S5.2). */
+static void fleet_answer(fleet_t *f) {
+  uint64_t legs[8], reqs[8];
+  uint32_t workers[8], n = f->n_open;
+  memcpy(legs, f->open_leg, sizeof legs);
+  memcpy(reqs, f->open_req, sizeof reqs);
+  memcpy(workers, f->open_worker, sizeof workers);
+  f->n_open = 0;
+  for (uint32_t i = 0; i + 1 < n; i += 2) {
+    if (workers[i + 1] == 1) continue;
+    for (uint32_t k = i; k < i + 2; k++) {
+      const char *ans = "{\"text\":\"ab\",\"meta_info\":{}}";
+      pd_event_t hd = {.kind = PD_EV_UP_HEAD, .req_id = reqs[k], .leg_id = legs[k], .status = 200};
+      pd_event_t dt = {.kind = PD_EV_UP_DATA, .req_id = reqs[k], .leg_id = legs[k],
+                       .data = (const uint8_t *)ans, .len = strlen(ans)};
+      pd_event_t en = {.kind = PD_EV_UP_END, .req_id = reqs[k], .leg_id = legs[k]};
+      fleet_step(f, &hd);
+      fleet_step(f, &dt);
+      fleet_step(f, &en);
+    }
+  }
+}
+
+/* Issue 24, section 3: 2P2D, d1 never answers, 100 non-stream requests 1 s apart. Round
+ * robin pairs p1 with d1 again and again; when every such stall was charged to both legs, p1
+ * (healthy, only waiting in bootstrap) was recorded timeout 25 times and its breaker opened.
+ * Now no prefill is charged, no prefill breaker opens, and every request is answered 200. */
+static void test_a_hung_decode_does_not_get_its_healthy_prefill_ejected(void) {
+  static fleet_t f;
+  memset(&f, 0, sizeof f);
+  h_init(&f.h, PD_MODE_REFERENCE, NULL);
+  uint64_t next_req = 0;
+  for (int guard = 0; guard < 10000 && f.ended < 100; guard++) {
+    uint64_t arrive = next_req < 100 ? next_req * 1000 * MS : UINT64_MAX;
+    uint64_t exp = h_expiry(&f.h);
+    if (arrive == UINT64_MAX && exp == UINT64_MAX) break;
+    if (arrive <= exp) {
+      f.h.now = arrive > f.h.now ? arrive : f.h.now;
+      pd_event_t rq = {.kind = PD_EV_CLIENT_REQUEST, .req_id = ++next_req, .path = "/generate",
+                       .data = (const uint8_t *)NONSTREAM, .len = strlen(NONSTREAM)};
+      fleet_step(&f, &rq);
+      fleet_answer(&f);
+    } else {
+      f.h.now = exp > f.h.now ? exp : f.h.now;
+      fleet_step(&f, NULL);
+      fleet_answer(&f);
+    }
+  }
+  PDT_EQ_INT(f.ended, 100);
+  for (uint32_t w = 0; w < 2; w++) {
+    PDT_EQ_U64(f.recorded[PD_ROLE_PREFILL][w][PD_OUTCOME_TIMEOUT], 0);
+    PDT_EQ_INT(pd_gw_breaker_state(f.h.gw, PD_ROLE_PREFILL, w, f.h.now), PD_BREAKER_CLOSED);
+  }
+  PDT_TRUE(f.recorded[PD_ROLE_PREFILL][1][PD_OUTCOME_CANCELLED] > 0); /* p1 met d1 */
+  h_free(&f.h);
+}
+
 int pdt_suite_dispatch_blame(void) {
   static const pdt_case_t cases[] = {
       {"a same-instant failure of the other leg is recorded and excluded as its own",
@@ -187,6 +310,12 @@ int pdt_suite_dispatch_blame(void) {
       {"the instant lasts settle_ns for a socket driver",
        test_the_instant_lasts_settle_ns_for_a_socket_driver},
       {"selection failures are attempts in the record", test_selection_failures_are_attempts_in_the_record},
+      {"a non-stream stall nobody can attribute charges neither worker",
+       test_a_nonstream_stall_nobody_can_attribute_charges_neither_worker},
+      {"a decode holding events for a stalled prefill was only waiting",
+       test_a_decode_holding_events_for_a_stalled_prefill_was_only_waiting},
+      {"a hung decode does not get its healthy prefill ejected (2P2D, 100 requests)",
+       test_a_hung_decode_does_not_get_its_healthy_prefill_ejected},
       {"minilb: the stream head goes out before any worker (M1)",
        test_minilb_stream_head_goes_out_before_any_worker},
       {"minilb: non-stream waits for prefill's JSON when the key is present (M2)",

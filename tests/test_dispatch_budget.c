@@ -1,7 +1,7 @@
 /* The reference's time budgets (docs/spec.md R-PROGRESS, R-TIMEOUT): a failure is ended
  * within the client's patience (the commit budget before the first byte, idle after it), and
  * healthy long work is never cut by default (a non-stream budget grows with the tokens asked;
- * a stream that keeps making progress runs to the total cap). */
+ * a stream that keeps a healthy pace runs past the total cap, R-PROGRESS). */
 #include "pdt_harness.h"
 
 static const char *NONSTREAM_8 =
@@ -123,7 +123,9 @@ static void test_a_nonstream_decode_that_hangs_after_prefill_is_blamed_within_it
 
 /* Nobody answers (non-stream, defaults): 30 s first-token deadlines would take 150 s for five
  * attempts; the commit budget (90 s + 8 x 100 ms) ends the request with a 504, well within
- * the client's patience (I1: 120 s), and the legs it ends are cancelled, not blamed. */
+ * the client's patience (I1: 120 s). Nobody is blamed: the legs the budget ends are
+ * cancelled, and so are the three attempts' legs at their first-token deadlines, where nothing
+ * tells the stalled leg from the one waiting on it (R-OUTCOME, "who was only waiting"). */
 static void test_a_request_nobody_answers_ends_by_the_commit_budget(void) {
   harness_t h;
   run_t r;
@@ -134,8 +136,8 @@ static void test_a_request_nobody_answers_ends_by_the_commit_budget(void) {
   PDT_EQ_U64(h.now, 90800 * MS);
   PDT_TRUE(strstr(h.client, "commit budget") != NULL);
   PDT_EQ_INT(r.opened, 8); /* attempts 1-4; the 4th ended by the budget */
-  PDT_EQ_INT(r.timeouts, 6);
-  PDT_EQ_INT(r.cancelled, 2);
+  PDT_EQ_INT(r.timeouts, 0);
+  PDT_EQ_INT(r.cancelled, 8);
   h_free(&h);
 }
 
@@ -159,11 +161,71 @@ static void test_a_retry_past_the_commit_budget_answers_the_worker_status(void) 
   h_free(&h);
 }
 
+/* A stream whose decode sends an event every step_ms from 20 ms on, for dur_ms, then [DONE]
+ * (if the stream is still on). */
+static void long_stream(harness_t *h, run_t *r, uint64_t step_ms, uint64_t dur_ms) {
+  begin(h, r, STREAM);
+  leg_at(h, r, 1 * MS, PD_EV_UP_HEAD, 1, 200, NULL);
+  leg_at(h, r, 1 * MS, PD_EV_UP_HEAD, 2, 200, NULL);
+  leg_at(h, r, 20 * MS, PD_EV_UP_DATA, 1, 0, TOK0 DONE);
+  leg_at(h, r, 20 * MS, PD_EV_UP_END, 1, 0, NULL);
+  for (uint64_t t = 20; t <= 20 + dur_ms && !h->ended; t += step_ms)
+    leg_at(h, r, t * MS, PD_EV_UP_DATA, 2, 0, TOK0);
+  leg_at(h, r, (20 + dur_ms) * MS, PD_EV_UP_DATA, 2, 0, DONE);
+  leg_at(h, r, (20 + dur_ms) * MS, PD_EV_UP_END, 2, 0, NULL);
+}
+
+/* Issue 24, section 4 (R-PROGRESS): a stream that keeps a healthy pace (an event every 50 ms,
+ * the token budget is 100 ms) runs past the 600 s total cap: 700 s, 14,000 events, served
+ * whole on its first attempt. (Before, the cap cut it at 600 s with an SSE error.) */
+static void test_a_healthy_stream_past_the_total_cap_is_not_cut(void) {
+  harness_t h;
+  run_t r;
+  long_stream(&h, &r, 50, 700000);
+  expect_served_first_time(&h, &r); /* decode success, nothing cancelled or timed out */
+  PDT_EQ_U64(h.now, 700020 * MS);
+  h_free(&h);
+}
+
+/* The bound stays: a stream slower than the pace (an event a second: each within idle) is cut
+ * by the cap at 600 s as before, an SSE error and [DONE], decode recorded cancelled. */
+static void test_a_stream_behind_the_pace_is_still_cut_by_the_total_cap(void) {
+  harness_t h;
+  run_t r;
+  long_stream(&h, &r, 1000, 700000);
+  PDT_TRUE(h.ended);
+  PDT_FALSE(h.aborted); /* an SSE error event and [DONE], a clean end */
+  PDT_EQ_U64(h.now, 600000 * MS);
+  PDT_EQ_INT(r.outcome[2], PD_OUTCOME_CANCELLED + 1);
+  PDT_EQ_INT(r.timeouts, 0);
+  h_free(&h);
+}
+
+/* The same for a non-stream answer: 8,000 tokens earn a commit budget of 90 s + 800 s, past
+ * the 600 s cap; decode answers at 700 s (88 ms a token) and is served on its first attempt.
+ * (Before, the cap cut it at 600 s.) */
+static void test_a_nonstream_answer_inside_its_budget_is_not_cut_by_the_total_cap(void) {
+  harness_t h;
+  run_t r;
+  begin(&h, &r, "{\"text\":\"hi\",\"stream\":false,\"sampling_params\":{\"max_new_tokens\":8000}}");
+  answer_at(&h, &r, 20 * MS, 1);
+  answer_at(&h, &r, 700000 * MS, 2);
+  expect_served_first_time(&h, &r);
+  PDT_EQ_U64(h.now, 700000 * MS);
+  h_free(&h);
+}
+
 int pdt_suite_dispatch_budget(void) {
   static const pdt_case_t cases[] = {
       {"a healthy 2,000-token non-stream generation is served on its first attempt",
        test_a_healthy_2000_token_nonstream_generation_is_served_on_its_first_attempt},
       {"a healthy 300 s stream is not cut", test_a_healthy_300s_stream_is_not_cut},
+      {"a healthy stream past the 600 s total cap is not cut (R-PROGRESS)",
+       test_a_healthy_stream_past_the_total_cap_is_not_cut},
+      {"a non-stream answer inside its budget is not cut by the total cap",
+       test_a_nonstream_answer_inside_its_budget_is_not_cut_by_the_total_cap},
+      {"a stream behind the pace is still cut by the total cap",
+       test_a_stream_behind_the_pace_is_still_cut_by_the_total_cap},
       {"a non-stream decode that hangs after prefill is blamed within its budget",
        test_a_nonstream_decode_that_hangs_after_prefill_is_blamed_within_its_budget},
       {"a request nobody answers ends by the commit budget",

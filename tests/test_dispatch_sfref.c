@@ -135,6 +135,72 @@ static void test_sfref_decode_failure_otherwise_redoes_prefill(void) {
   }
 }
 
+/* R-SF-KV-DRAIN (issue 24, section 4): decode d's read failed (an error event under its 200
+ * head before any token, V1.22): prefill's blocks stay pinned, unread and unnotified. A drain
+ * leg takes the same parameters to the other decode at once: no attempt, no load, never
+ * current; given up at its 2xx head and closed (cancelled) at the end of that instant, its
+ * bytes never reach the client. The client's retry redoes prefill and is served as before.
+ * (Before: no drain; the pin waited for prefill's 480 s timer, I18.) */
+static void test_sfref_a_failed_read_has_its_pin_drained(void) {
+  harness_t h;
+  sf_init(&h, PD_MODE_REFERENCE);
+  sf_request(&h, "/v1/completions", SF_COMPLETIONS);
+  sf_answer(&h, 1, 200, SF_KV);
+  uint32_t d_first = open_of(&h, PD_ROLE_DECODE)->worker;
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, "data: {\"error\":{\"message\":\"kv load failed\",\"code\":500}}\n\n");
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_FAILURE);
+  const pd_action_t *dr = open_of(&h, PD_ROLE_DECODE);
+  PDT_TRUE(dr != NULL && dr->leg_id == 3 && dr->worker != d_first);
+  cJSON *kv = kv_of(dr);
+  PDT_TRUE(sf_json_eq(kv, SF_KV)); /* the same parameters, verbatim */
+  cJSON_Delete(kv);
+  PDT_EQ_U64(h_count(&h, PD_ACT_ATTEMPT), 0);
+  PDT_EQ_U64(h_count(&h, PD_ACT_LOAD), 1); /* the failed decode's release only */
+  h_leg(&h, PD_EV_UP_HEAD, 3, 200, NULL); /* the drain's head: given up, closed at once */
+  PDT_EQ_INT(h_outcome_of(&h, 3, NULL), PD_OUTCOME_CANCELLED);
+  PDT_TRUE(h_close_of(&h, 3) != NULL);
+  PDT_EQ_U64(h_count(&h, PD_ACT_CLIENT_HEAD), 0);
+  PDT_TRUE(h_fire(&h)); /* the backoff: prefill redone */
+  const pd_action_t *p2 = open_of(&h, PD_ROLE_PREFILL);
+  PDT_TRUE(p2 && p2->leg_id == 4);
+  sf_answer(&h, 4, 200, SF_KV);
+  run_decode_stream(&h, 5);
+  PDT_EQ_STR(h.client, SF_CHUNK0 "data: [DONE]\n\n");
+  PDT_TRUE(h.ended && !h.aborted);
+  PDT_EQ_U64(pd_gw_requests_live(h.gw), 0);
+  h_free(&h);
+}
+
+/* A drain that fails on its own (its head 503) is that decode's failure (R-OUTCOME), and a
+ * decode that failed after a token (committed) or with a non-2xx head gets no drain. */
+static void test_sfref_a_drain_reports_its_own_failure_and_only_failed_reads_drain(void) {
+  harness_t h;
+  sf_init(&h, PD_MODE_REFERENCE);
+  sf_request(&h, "/v1/completions", SF_COMPLETIONS);
+  sf_answer(&h, 1, 200, SF_KV);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, "data: {\"error\":{\"message\":\"x\",\"code\":500}}\n\n");
+  h_leg(&h, PD_EV_UP_HEAD, 3, 503, NULL);
+  PDT_EQ_INT(h_outcome_of(&h, 3, NULL), PD_OUTCOME_FAILURE);
+  h_free(&h);
+  sf_init(&h, PD_MODE_REFERENCE); /* a 503 head: no drain (V1.18 frees the pin) */
+  sf_request(&h, "/v1/completions", SF_COMPLETIONS);
+  sf_answer(&h, 1, 200, SF_KV);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
+  PDT_TRUE(open_of(&h, PD_ROLE_DECODE) == NULL);
+  h_free(&h);
+  sf_init(&h, PD_MODE_REFERENCE); /* an error after a token: committed, no drain */
+  sf_request(&h, "/v1/completions", SF_COMPLETIONS);
+  sf_answer(&h, 1, 200, SF_KV);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, SF_CHUNK0);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, "data: {\"error\":{\"message\":\"x\",\"code\":500}}\n\n");
+  PDT_TRUE(open_of(&h, PD_ROLE_DECODE) == NULL);
+  PDT_TRUE(h.ended);
+  h_free(&h);
+}
+
 /* R-SF-DISCONNECT: the client leaving during prefill closes prefill's connection (a plain
  * close: vLLM aborts the request and frees its blocks, V1.20), recorded as cancelled; during
  * decode, decode is closed the same way (V1.17). */
@@ -201,6 +267,9 @@ int pdt_suite_dispatch_sfref(void) {
       {"decode failure otherwise redoes prefill",
        test_sfref_decode_failure_otherwise_redoes_prefill},
       {"client gone closes the open leg", test_sfref_client_gone_closes_the_open_leg},
+      {"a failed read has its pin drained (R-SF-KV-DRAIN)", test_sfref_a_failed_read_has_its_pin_drained},
+      {"a drain reports its own failure; only failed reads drain",
+       test_sfref_a_drain_reports_its_own_failure_and_only_failed_reads_drain},
       {"silent prefill times out and is retried",
        test_sfref_silent_prefill_times_out_and_is_retried},
       {"non-stream answer", test_sfref_nonstream_answer},
