@@ -18,16 +18,16 @@ static int have_python(void) { return system("python3 -c 'import http.server' 2>
 
 /* python3 -m http.server answers 501 to every POST: no request reaches a worker. The row is not
  * exercised (served 0/1) and `pdref conform` exits 1. Where the checker has I15 ("served": no
- * clean answer while every worker was healthy) the row is a FAIL I15, which wins, and exits
- * 1 even with --allow-unexercised; before I15 it violates nothing and is NOT EXERCISED,
+ * clean answer while every worker was healthy) the row is UNEXPECTED (I15), which wins, and
+ * exits 1 even with --allow-unexercised; before I15 it violates nothing and is not exercised,
  * counted apart, exit 0 with --allow-unexercised. pdref's gateway on the same scenario serves
  * 1/1 and passes. */
 #if PD_INVARIANT_COUNT >= 15
 #define SERVED_BIT PD_CONFORM_BIT(15)
-#define NOTHING_LINE "conform: 0 passed, 2 failed, 0 not exercised"
+#define NOTHING_LINE "conform: 0 as expected, 0 deployment limit, 2 UNEXPECTED, 0 not exercised"
 #else
 #define SERVED_BIT 0u
-#define NOTHING_LINE "conform: 0 passed, 0 failed, 2 not exercised"
+#define NOTHING_LINE "conform: 0 as expected, 0 deployment limit, 0 UNEXPECTED, 2 not exercised"
 #endif
 static void test_a_gateway_that_serves_nothing_is_not_exercised(void) {
   char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
@@ -73,10 +73,68 @@ static void test_a_gateway_that_serves_nothing_is_not_exercised(void) {
     out[n] = 0;
     if (f) fclose(f);
     PDT_TRUE(strstr(out, NOTHING_LINE) != NULL);
-    PDT_TRUE(strstr(out, SERVED_BIT ? "FAIL I15" : "NOT EXERCISED") != NULL);
+    PDT_TRUE(strstr(out, SERVED_BIT ? "UNEXPECTED       I15 served" : "not exercised") != NULL);
   }
   unlink(out_path);
   free(s);
+}
+
+/* A "gateway" that accepts every connection and never answers, contacting no worker. On a
+ * minilb row that expects I1 (prefill-503-nonstream-unchecked: mini_lb never checks prefill's
+ * 503 and decode waits for KV) it shows I1 as well, but not from the row's cause: the fault
+ * never fired and the request reached no worker. Before, that was `FAIL I1 ... as expected
+ * [faults exercised 0/1, requests served 0/1]` and exit 0; now it is not exercised, exit 1. */
+#define DEAD_GATEWAY                                                                         \
+  "exec python3 -c \"import socket; s = socket.create_server(('127.0.0.1', {port})); "        \
+  "held = [s.accept() for _ in range(64)]\""
+static void test_an_expected_violation_without_its_cause_is_not_exercised(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0 || !have_python()) return;
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_load_scenario("prefill-503-nonstream-unchecked");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pd_conform_opts_default(&o);
+  pd_conform_set_label(&o, "minilb");
+  o.gateway_cmd = DEAD_GATEWAY;
+  o.pdref_bin = bin;
+  o.scale = 0.005; /* the 120 s deadline in 0.6 s */
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.got, PD_CONFORM_BIT(1)); /* I1: what the scenario expects of minilb */
+  PDT_EQ_INT(r.want, PD_CONFORM_BIT(1));
+  PDT_TRUE(r.matched);
+  PDT_EQ_INT(r.faults_n, 1);
+  PDT_EQ_INT(r.faults_fired, 0);
+  PDT_EQ_INT(r.served, 0);
+  PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_NOT_EXERCISED);
+  PDT_TRUE(strstr(r.nx_reason, "requests served 0/1") != NULL);
+  free(s);
+  char out_path[64];
+  snprintf(out_path, sizeof out_path, "/tmp/pdt-conform-dead-%ld.out", (long)getpid());
+  snprintf(cmd, sizeof cmd,
+           "%s conform --mode-label minilb --timeout-scale 0.005 --no-warm-up --gateway-cmd "
+           "'%s' %s/scenarios/prefill-503-nonstream-unchecked.json > %s 2>&1", bin,
+           "exec python3 -c \"import socket; s = socket.create_server(('\\''127.0.0.1'\\'', "
+           "{port})); held = [s.accept() for _ in range(64)]\"", PD_SOURCE_DIR, out_path);
+  int st = system(cmd);
+  PDT_TRUE(WIFEXITED(st));
+  PDT_EQ_INT(WEXITSTATUS(st), 1);
+  FILE *f = fopen(out_path, "r");
+  char out[8192] = "";
+  size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+  out[n] = 0;
+  if (f) fclose(f);
+  PDT_TRUE(strstr(out, "minilb         not exercised    I1 termination  [faults exercised 0/1, "
+                       "requests served 0/1]") != NULL);
+  PDT_TRUE(strstr(out, "    not exercised: requests served 0/1: request 0 reached no worker") != NULL);
+  PDT_TRUE(strstr(out, "as expected    ") == NULL && strstr(out, "FAIL") == NULL);
+  PDT_TRUE(strstr(out, "conform: 0 as expected, 0 deployment limit, 0 UNEXPECTED, 1 not exercised, "
+                       "0 skipped\nconform: no row was exercised") != NULL);
+  if (!strstr(out, "not exercised    I1")) fputs(out, stderr);
+  unlink(out_path);
 }
 
 #define FAULT ", \"faults\": [{\"kind\": \"status\", \"status\": 400}]"
@@ -223,6 +281,8 @@ int pdt_suite_conform_exercised(void) {
       {"a gateway that serves nothing is not exercised",
        test_a_gateway_that_serves_nothing_is_not_exercised},
       {"a fault that never fired is not exercised", test_a_fault_that_never_fired_is_not_exercised},
+      {"an expected violation without its cause is not exercised (a dead gateway)",
+       test_an_expected_violation_without_its_cause_is_not_exercised},
       {"warm-up measures the gateway", test_warm_up_measures_the_gateway},
       {"the scale follows the gateway's speed", test_scale_follows_the_gateways_speed},
       {"tail margin is the grace past the reference tail",
