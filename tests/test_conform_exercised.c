@@ -137,6 +137,129 @@ static void test_an_expected_violation_without_its_cause_is_not_exercised(void) 
   unlink(out_path);
 }
 
+/* Every file given is a row: a vLLM-family label on SGLang files runs nothing and starts
+ * nothing (no warm-up either), lists each file as skipped with its reason, counts them, and
+ * exits 1. Before: {"rows": [], "passed": 0, ...} and exit 0. */
+static void test_a_conform_run_that_tests_nothing_exits_1(void) {
+  char bin[PATH_MAX + 8], cmd[2 * PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  char out_path[64];
+  snprintf(out_path, sizeof out_path, "/tmp/pdt-conform-none-%ld.out", (long)getpid());
+  for (int json = 0; json < 2; json++) {
+    snprintf(cmd, sizeof cmd,
+             "%s conform %s --mode-label vllm-toy-proxy --gateway-cmd 'exec false {port}' "
+             "%s/scenarios/happy-path-stream.json %s/scenarios/happy-path-nonstream.json > %s "
+             "2>&1", bin, json ? "--json" : "", PD_SOURCE_DIR, PD_SOURCE_DIR, out_path);
+    int st = system(cmd);
+    PDT_TRUE(WIFEXITED(st));
+    PDT_EQ_INT(WEXITSTATUS(st), 1);
+    FILE *f = fopen(out_path, "r");
+    char out[8192] = "";
+    size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+    out[n] = 0;
+    if (f) fclose(f);
+    if (json) {
+      PDT_TRUE(strstr(out, "\"status\":\t\"skipped\"") != NULL);
+      PDT_TRUE(strstr(out, "\"skipped\":\t2") != NULL);
+      PDT_TRUE(strstr(out, "\"as_expected\":\t0") != NULL);
+    } else {
+      PDT_TRUE(strstr(out, "happy-path-nonstream                           vllm-toy-proxy skipped  "
+                           "        -  (vllm-toy-proxy does not speak SGLang's protocol") != NULL);
+      PDT_TRUE(strstr(out, ", 2 skipped\nconform: no row was exercised") != NULL);
+      PDT_TRUE(!strstr(out, "forwards a request")); /* no warm-up ran */
+    }
+  }
+  unlink(out_path);
+}
+
+/* What sockets can observe: decode-hang-before-head-prefill-not-cancelled expects I1,I14 of
+ * minilb, but mini_lb ends the hung request only at its own 3600 s timeout (36 s at 0.01),
+ * long after the runner gives it up (1.2 s + slack): I14 cannot show, so the row is held to
+ * I1 and says why. Before: UNEXPECTED (I1, expected I1,I14). With --request-bound-ms past the
+ * timeout I14 is required again. */
+static void test_what_sockets_cannot_observe_is_not_required(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  pd_scenario_t *s = pdt_load_scenario("decode-hang-before-head-prefill-not-cancelled");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "minilb", cmd, sizeof cmd);
+  o.scale = 0.005;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.want, PD_CONFORM_BIT(1) | PD_CONFORM_BIT(14));
+  PDT_EQ_INT(r.maybe, PD_CONFORM_BIT(14));
+  PDT_EQ_INT(r.got & PD_CONFORM_BIT(1), PD_CONFORM_BIT(1));
+  PDT_TRUE(r.matched);
+  PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_AS_EXPECTED);
+  PDT_TRUE(strstr(r.observe_note, "I14 show only at the end of a request the gateway ends by its "
+                                  "own 18000 ms timeout (minilb, scaled)") != NULL);
+  free(s);
+}
+
+/* A fault no mock can inject is not the gateway's fault: sf-decode-connect-refused (the mock
+ * resets where the simulator refuses, so the reference redoes prefill and the first pin
+ * waits for its timer, I18 on sockets, pass in the simulator) is not exercised, and says why.
+ * Before: UNEXPECTED (I18, expected pass). */
+static void test_a_fault_no_mock_can_inject_is_not_exercised(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  pd_scenario_t *s = pdt_load_scenario("sf-decode-connect-refused");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  o.scale = 0.3;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_TRUE(strstr(r.cannot_drive, "a mock cannot refuse one request's connection") != NULL);
+  if (r.matched) { /* the reset happened to give what the refusal gives: judged as usual */
+    PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_AS_EXPECTED);
+  } else {
+    PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_NOT_EXERCISED);
+    PDT_TRUE(strstr(r.nx_reason, "a mock cannot refuse") != NULL);
+  }
+  free(s);
+}
+
+/* The machine's limits are not the gateway's fault. The rate warm-up measures what this
+ * machine sustains with pdref's gateway; a load row asking more than half of it at its scale
+ * runs at a larger scale (and says so), and one asking too much even at scale 1 is not run:
+ * not exercised, "this machine cannot drive it at this scale". */
+#define LOAD_ROW                                                                            \
+  "{\"name\": \"load\", \"description\": \"a load\", \"workers\": [{\"name\": \"p0\", \"role\":" \
+  " \"prefill\"}, {\"name\": \"d0\", \"role\": \"decode\"}], \"workload\": {\"requests\": 100,"    \
+  " \"interval_ms\": 10, \"tokens\": 2}, \"expect\": {\"reference\": \"pass\"}}"
+static void test_a_load_the_machine_cannot_drive(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512], why[256] = "";
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  pd_scenario_t *s = pdt_scenario_from_json(LOAD_ROW);
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  PDT_TRUE(pd_conform_row_rate(s, 0.01) > 9999 && pd_conform_row_rate(s, 0.01) < 10001);
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  double rate = 0;
+  PDT_EQ_INT(pd_conform_warm_up_rate(&o, PD_PROTOCOL_SGLANG, &rate, why, sizeof why), 0);
+  PDT_TRUE(rate > 0);
+  o.rate_per_s = 1000; /* pretend: 10000 a second at 0.01 is 10 x too many */
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_TRUE(r.scale > 0.199 && r.scale < 0.201);
+  PDT_TRUE(strstr(r.scale_note, "scale raised from 0.01 to 0.2: its arrivals") != NULL);
+  PDT_EQ_INT(r.served, 100);
+  PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_AS_EXPECTED);
+  o.rate_per_s = 150; /* 100 a second even at scale 1: more than half of it */
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.sent, 0); /* nothing started */
+  PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_NOT_EXERCISED);
+  PDT_TRUE(strstr(r.nx_reason, "this machine cannot drive it at this scale") != NULL);
+  pdt_drop_scenario(s);
+}
+
 #define FAULT ", \"faults\": [{\"kind\": \"status\", \"status\": 400}]"
 
 /* A fault on a worker the gateway never picks (round robin's first choice is d0, the fault
@@ -283,6 +406,10 @@ int pdt_suite_conform_exercised(void) {
       {"a fault that never fired is not exercised", test_a_fault_that_never_fired_is_not_exercised},
       {"an expected violation without its cause is not exercised (a dead gateway)",
        test_an_expected_violation_without_its_cause_is_not_exercised},
+      {"a conform run that tests nothing exits 1", test_a_conform_run_that_tests_nothing_exits_1},
+      {"what sockets cannot observe is not required", test_what_sockets_cannot_observe_is_not_required},
+      {"a fault no mock can inject is not exercised", test_a_fault_no_mock_can_inject_is_not_exercised},
+      {"a load this machine cannot drive", test_a_load_the_machine_cannot_drive},
       {"warm-up measures the gateway", test_warm_up_measures_the_gateway},
       {"the scale follows the gateway's speed", test_scale_follows_the_gateways_speed},
       {"tail margin is the grace past the reference tail",
