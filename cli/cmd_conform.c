@@ -204,8 +204,8 @@ static void print_header(const opts_t *o) {
   printf("# conform: %s\n", o->c.gateway_cmd);
   printf("# judged on sockets: %s\n", judged);
   printf("# not judged: %s (gateway internals: I4 outcomes and I17 quiescence, both judged "
-         "per row from /metrics where the gateway exposes them; I9/I10 loads, I12 breaker, I16 "
-         "retry target (the breaker view)%s; I13 is the simulator's)\n",
+         "per row from /metrics where the gateway exposes them; I9/I10 loads, I12 breaker%s; "
+         "I13 is the simulator's; I16 is judged from the worker logs alone)\n",
          not_judged, o->c.has_mode ? "" : ", I7 attempt limit (no mode label)");
   printf("# timeout scale %g: scenario and worker durations x%g, grace >= %u ms\n", o->c.scale,
          o->c.scale, o->c.slack_ms);

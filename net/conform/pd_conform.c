@@ -412,9 +412,17 @@ static void observe(pd_conform_runner_t *run, pd_mode_t em) {
   const uint32_t i1 = PD_CONFORM_BIT(PD_INVARIANT_TERMINATION);
   const uint32_t no_end = i1 | PD_CONFORM_BIT(PD_INVARIANT_ATTEMPTS) |
                           PD_CONFORM_BIT(PD_INVARIANT_ROOMS);
+  const uint32_t i16 = PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED);
   r->maybe = 0;
   r->observe_note[0] = 0;
-  if (!(r->want & i1) || !(r->want & ~no_end)) return;
+  if (r->want & r->judged & i16) { /* the logs prove an I16, never its absence */
+    r->maybe = i16;
+    snprintf(r->observe_note, sizeof r->observe_note,
+             "I16 is judged from the worker logs alone, where they prove it (a retry back to "
+             "the worker that failed the request while an untried one had failed nothing): "
+             "judged if seen, not required");
+  }
+  if (!(r->want & i1) || !(r->want & ~no_end & ~i16)) return;
   uint64_t own_ns = 0;
   if (run->o->has_mode) {
     pd_gw_config_t c;
@@ -423,7 +431,7 @@ static void observe(pd_conform_runner_t *run, pd_mode_t em) {
   }
   double own_scaled = (double)own_ns * run->o->scale;
   if (own_ns && own_scaled <= (double)run->bound_ns) return; /* it ends the request in time */
-  r->maybe = r->want & ~no_end;
+  r->maybe |= r->want & ~no_end;
   char ids[96] = "";
   for (int i = 1, n = 0; i <= PD_INVARIANT_COUNT; i++)
     if (r->maybe >> (i - 1) & 1u)

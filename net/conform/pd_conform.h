@@ -24,17 +24,17 @@
 
 #define PD_CONFORM_BIT(inv) (1u << ((inv) - 1))
 /* Not judged on sockets: recorded outcomes (I4), loads (I9, I10) and breaker states (I12)
- * live inside the gateway; determinism (I13) is a property of the simulator. */
-/* I16 (retry onto a failed worker) needs the breaker view at each open; I17 (quiescence) is
- * judged from /metrics only where the gateway exposes its loads (as I4). I19 (a decode served
- * from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). */
+ * live inside the gateway; determinism (I13) is a property of the simulator. I16 (retry onto
+ * a failed worker) is judged from the worker logs alone (pd_conform_verdict.c: a retry back
+ * to the worker that failed the request while an untried one had failed nothing); I17
+ * (quiescence) from /metrics only where the gateway exposes its loads (as I4). I19 (a decode
+ * served from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). */
 #define PD_CONFORM_INV_RETRY_FAILED 16
 #define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                                        \
   (PD_CONFORM_BIT(PD_INVARIANT_OUTCOME) | PD_CONFORM_BIT(PD_INVARIANT_LOAD_BALANCE) |              \
    PD_CONFORM_BIT(PD_INVARIANT_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INVARIANT_BREAKER) |                \
-   PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED) |        \
-   PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
+   PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
 
 #define PD_CONFORM_MAX_HEADERS 4u /* --client-header */
 
