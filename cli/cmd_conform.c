@@ -346,6 +346,7 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   else cJSON_AddNullToObject(j, "expected"); /* the scenario sets none for the mode */
   if (r->status == PD_CONFORM_RAN) {
     pd_cli_inv_add(j, "observable", NULL, r->want & ~r->maybe); /* what must show here */
+    pd_cli_inv_add(j, "judged_if_seen", NULL, r->maybe);         /* may not show here */
     if (r->observe_note[0]) cJSON_AddStringToObject(j, "observable_note", r->observe_note);
   }
   if (v == PD_CLI_LIMIT)
