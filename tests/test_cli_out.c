@@ -18,6 +18,7 @@
 #include "cli_args.h"
 #include "cli_rows.h"
 #include "pd_err.h"
+#include "pd_scenario_write.h"
 #include "pdt.h"
 #include "pdt_cli.h"
 
@@ -237,6 +238,33 @@ static void test_deployment_limit_word(void) {
   r = pdref(wrong, 1);
   PDT_EQ_INT(r->code, 1);
   PDT_HAS(r->out, "reference      UNEXPECTED       I19 freed-blocks (expected I18 stranded-kv)");
+}
+
+/* A deployment limit survives the scenario writer (sim explore's and sim new's): the file it
+ * writes loads back with the same set and why. */
+static void test_deployment_limit_round_trips(void) {
+  PDT_EQ_INT(make_files(), 0);
+  pd_scenario_t *s = malloc(sizeof *s), *t = malloc(sizeof *t);
+  char err[512] = "", *txt = NULL;
+  size_t len = 0;
+  PDT_TRUE(s && t);
+  if (!s || !t) goto out;
+  PDT_EQ_INT(pd_scenario_load(s, SCN "sf-prefill-params-invalid.json", err, sizeof err), 0);
+  PDT_EQ_INT(s->expect[PD_MODE_REFERENCE].limit_mask, 1u << 17);
+  PDT_EQ_INT(s->expect[PD_MODE_MOONCAKE_PROXY].limit_mask, 0); /* a plain list there */
+  PDT_EQ_INT(pd_scenario_write_json(s, &txt, &len), 0);
+  PDT_TRUE(txt && strstr(txt, "\"deployment_limit\": [") != NULL);
+  PDT_EQ_INT(txt ? write_file("limit-rt.json", txt) : -1, 0);
+  PDT_EQ_INT(pd_scenario_load(t, file("limit-rt.json"), err, sizeof err), 0);
+  for (int m = 0; m < PD_MODE_COUNT; m++) {
+    PDT_EQ_INT(t->expect[m].violated_mask, s->expect[m].violated_mask);
+    PDT_EQ_INT(t->expect[m].limit_mask, s->expect[m].limit_mask);
+    PDT_EQ_STR(t->expect[m].limit_why, s->expect[m].limit_why);
+  }
+out:
+  free(txt);
+  free(s);
+  free(t);
 }
 
 /* Every line of the matrix fits 100 columns, the legend names every mode. */
@@ -607,6 +635,7 @@ int pdt_suite_cli_out(void) {
       {"sim run --only-unexpected and --quiet", test_only_unexpected_and_quiet},
       {"sim run: a run that tests nothing (every file skipped) exits 1", test_a_run_that_tests_nothing_exits_1},
       {"sim run: a deployment limit has its own word, held to its exact set", test_deployment_limit_word},
+      {"a deployment limit round-trips through the scenario writer", test_deployment_limit_round_trips},
       {"sim run matrix fits 100 columns", test_matrix_fits_100_columns},
       {"sim run --json: arrays, names, seed, a replay that replays", test_json_rows_arrays_seed_replay},
       {"sim run: a bad file is an error row among good rows", test_error_row_among_good_files},
