@@ -32,7 +32,7 @@ void pd_cli_verdict_summary(const char *cmd, const int *count) {
   if (count[PD_CLI_ERROR])
     printf(", %d error%s", count[PD_CLI_ERROR], count[PD_CLI_ERROR] == 1 ? "" : "s");
   printf("\n");
-  if (!count[PD_CLI_AS_EXPECTED] && !count[PD_CLI_LIMIT])
+  if (!count[PD_CLI_AS_EXPECTED] && !count[PD_CLI_LIMIT] && !count[PD_CLI_UNEXPECTED])
     printf("%s: no row was exercised: this run tested nothing\n", cmd);
 }
 

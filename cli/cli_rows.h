@@ -47,7 +47,8 @@ typedef enum pd_cli_verdict {
 const char *pd_cli_verdict_word(pd_cli_verdict_t v);
 const char *pd_cli_verdict_json(pd_cli_verdict_t v);
 /* The totals line: "CMD: N as expected, N deployment limit, N UNEXPECTED, N not exercised,
- * N skipped" (", N errors" when any; then a line saying when no row was exercised). */
+ * N skipped" (", N errors" when any; then a line saying so when no row was exercised: none as
+ * expected, a deployment limit or UNEXPECTED). */
 void pd_cli_verdict_summary(const char *cmd, const int *count);
 /* The totals into a JSON document: "as_expected", "deployment_limit", "unexpected",
  * "not_exercised", "skipped", "errors" (with "rows", taking it). */

@@ -72,12 +72,20 @@ static void usage(FILE *f) {
           "                     gateway's own timeouts to judge requests that end late)\n"
           "  --keep             keep each run's directory (mock logs, gateway output)\n"
           "  --json             machine-readable rows\n"
-          "  --allow-unexercised  a NOT EXERCISED row (a scripted fault never fired, a request\n"
-          "                     reached no worker) does not make the exit status 1\n"
-          "  --no-warm-up       do not measure the gateway's forwarding latency first (no\n"
-          "                     scale is then raised for the gateway's speed)\n"
-          "exit: 0 every row matched its expectation and was exercised, 1 one did not or was\n"
-          "not exercised, 2 bad usage or a run could not be set up\n");
+          "  --allow-unexercised  a not exercised row (a scripted fault never fired, a request\n"
+          "                     reached no worker) does not make the exit status 1 (a run\n"
+          "                     with no row exercised still does)\n"
+          "  --no-warm-up       do not measure the gateway's forwarding latency, nor (with a\n"
+          "                     load row) the request rate this machine sustains, first (no\n"
+          "                     scale is then raised for either)\n"
+          "Each row says one word, as sim run does: as expected, deployment limit,\n"
+          "UNEXPECTED, not exercised (also an expected violation without its cause, a fault no\n"
+          "mock can inject that changed the verdict, a load this machine cannot drive, legs\n"
+          "tied to requests ambiguously) or skipped (every file given is a row); beside it the\n"
+          "row's own verdict, pass or the invariants violated.\n"
+          "exit: 0 every row as expected, a deployment limit or skipped, and one exercised;\n"
+          "1 a row UNEXPECTED or not exercised, or no row exercised; 2 bad usage or a run\n"
+          "could not be set up\n");
 }
 
 

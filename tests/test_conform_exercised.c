@@ -226,7 +226,7 @@ static void test_a_fault_no_mock_can_inject_is_not_exercised(void) {
 }
 
 /* The machine's limits are not the gateway's fault. The rate warm-up measures what this
- * machine sustains with pdref's gateway; a load row asking more than half of it at its scale
+ * machine sustains with pdref's gateway; a load row asking more than a quarter of it at its scale
  * runs at a larger scale (and says so), and one asking too much even at scale 1 is not run:
  * not exercised, "this machine cannot drive it at this scale". */
 #define LOAD_ROW                                                                            \
@@ -245,14 +245,14 @@ static void test_a_load_the_machine_cannot_drive(void) {
   double rate = 0;
   PDT_EQ_INT(pd_conform_warm_up_rate(&o, PD_PROTOCOL_SGLANG, &rate, why, sizeof why), 0);
   PDT_TRUE(rate > 0);
-  o.rate_per_s = 1000; /* pretend: 10000 a second at 0.01 is 10 x too many */
+  o.rate_per_s = 2000; /* pretend: 10000 a second at 0.01 is 20 x a quarter of it */
   pd_conform_result_t r;
   PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
   PDT_TRUE(r.scale > 0.199 && r.scale < 0.201);
   PDT_TRUE(strstr(r.scale_note, "scale raised from 0.01 to 0.2: its arrivals") != NULL);
   PDT_EQ_INT(r.served, 100);
   PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_AS_EXPECTED);
-  o.rate_per_s = 150; /* 100 a second even at scale 1: more than half of it */
+  o.rate_per_s = 300; /* 100 a second even at scale 1: more than a quarter of it */
   PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
   PDT_EQ_INT(r.sent, 0); /* nothing started */
   PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_NOT_EXERCISED);

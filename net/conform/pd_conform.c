@@ -631,17 +631,18 @@ static int cannot_drive(const pd_scenario_t *s, const pd_conform_opts_t *o, pd_c
                         pd_conform_result_t *r) {
   if (has_fault_kind(s, PD_FAULT_CONNECT_REFUSED))
     snprintf(r->cannot_drive, sizeof r->cannot_drive,
-             "a mock cannot refuse one request's connection (docs/mock.md: connect_refused is a "
-             "reset before any byte over sockets), so a verdict other than the expectation is "
-             "not the gateway's to answer for");
+             "a mock cannot refuse one request's connection (it resets before any byte, "
+             "docs/mock.md): a verdict other than the expectation is not the gateway's fault");
   double need = pd_conform_row_rate(s, eo->scale);
   if (need <= 0 || o->rate_per_s <= 0 || need * PD_CONFORM_RATE_FACTOR <= o->rate_per_s) return 0;
   double want = eo->scale * need * PD_CONFORM_RATE_FACTOR / o->rate_per_s;
   if (want <= 1.0) {
-    snprintf(r->scale_note, sizeof r->scale_note,
-             "scale raised from %g to %.3g: its arrivals, %.0f requests a second at %g, are over "
-             "1/%g of the %.0f a second this machine sustained with this gateway at warm-up",
-             eo->scale, want, need, eo->scale, PD_CONFORM_RATE_FACTOR, o->rate_per_s);
+    size_t n = strlen(r->scale_note); /* after the forwarding note, if any */
+    snprintf(r->scale_note + n, sizeof r->scale_note - n,
+             "%sscale raised from %.3g to %.3g: its arrivals, %.0f requests a second at %.3g, are "
+             "over 1/%g of the %.0f a second this machine sustained with this gateway at warm-up",
+             n ? "; then " : "", eo->scale, want, need, eo->scale, PD_CONFORM_RATE_FACTOR,
+             o->rate_per_s);
     eo->scale = want;
     return 0;
   }

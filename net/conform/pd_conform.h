@@ -113,7 +113,8 @@ typedef struct pd_conform_result {
                           sent to its first leg at a mock (ms); -1 when no request had a leg */
   int timing_too_short; /* the scenario's timing is below what the gateway can show even at
                            scale 1 (scale_note); its served count decides */
-  char scale_note[256]; /* the scale was raised for the gateway's speed, or could not be */
+  char scale_note[448]; /* the scale was raised for the gateway's speed or this machine's
+                           request rate, or could not be */
   int quiescent;        /* from /metrics after the run: 1 nothing held, 0 something held
                            (quiet_reason), -1 not judged (not exposed, a request given up or a
                            leg open when the gateway was stopped) */
@@ -160,8 +161,11 @@ int pd_conform_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, double *
                        size_t cap);
 
 /* A load row's arrival rate must stay under 1 / PD_CONFORM_RATE_FACTOR of what the warm-up
- * sustained; a row with fewer requests than PD_CONFORM_RATE_MIN_REQUESTS is not a load. */
-#define PD_CONFORM_RATE_FACTOR 2.0
+ * sustained (its 2-token streams behind two mocks are lighter than a load row's: at 1/2,
+ * abort-storm-cascade-28651 with eight mocks and 1024-token prompts still overran pdref's
+ * gateway, 489 ms to forward); a row with fewer requests than PD_CONFORM_RATE_MIN_REQUESTS
+ * is not a load. */
+#define PD_CONFORM_RATE_FACTOR 4.0
 #define PD_CONFORM_RATE_MIN_REQUESTS 100u
 /* The largest request rate this machine sustains with this gateway (requests a second): a
  * burst of requests sent at once behind one healthy prefill and decode mock, completed
