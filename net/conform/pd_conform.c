@@ -438,13 +438,13 @@ static void observe(pd_conform_runner_t *run, pd_mode_t em) {
       n += snprintf(ids + n, sizeof ids - (size_t)n, "%sI%d", n ? "," : "", i);
   if (own_ns)
     snprintf(r->observe_note, sizeof r->observe_note,
-             "%s show only at the end of a request the gateway ends by its own %.0f ms timeout "
-             "(%s, scaled), after the runner gives it up at %.0f ms: judged if seen, not "
-             "required (raise --request-bound-ms past it to require them)", ids,
+             "%.60s show only at the end of a request the gateway ends by its own %.0f ms "
+             "timeout (%.40s, scaled), after the runner gives it up at %.0f ms: judged if seen, "
+             "not required (raise --request-bound-ms past it to require them)", ids,
              own_scaled / 1e6, run->o->mode_label, (double)run->bound_ns / 1e6);
   else
     snprintf(r->observe_note, sizeof r->observe_note,
-             "%s show only at the end of a request that does not end by the runner's bound "
+             "%.60s show only at the end of a request that does not end by the runner's bound "
              "(%.0f ms), and this gateway's own timeout is not known: judged if seen, not "
              "required", ids, (double)run->bound_ns / 1e6);
 }

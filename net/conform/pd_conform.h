@@ -79,7 +79,7 @@ typedef struct pd_conform_result {
                            its expectation is {"deployment_limit": ...}, else 0) */
   uint32_t maybe;       /* of want, what these sockets may not show (observe_note): matched
                            whether it shows or not */
-  char observe_note[224]; /* why maybe is not observable here */
+  char observe_note[512]; /* why maybe is not observable here */
   int want_set, matched;  /* matched: got == want outside maybe */
   char reason[256];     /* first violation, or why skipped / what failed */
   char metrics_reason[256]; /* I4 from the gateway's /metrics, when violated */
