@@ -16,12 +16,10 @@ void pd_cli_json_add_nums(cJSON *j, const pd_cli_json_num_t *nums, size_t n) {
   for (size_t i = 0; i < n; i++) cJSON_AddNumberToObject(j, nums[i].key, nums[i].v);
 }
 
-void pd_cli_json_add_summary(cJSON *root, cJSON *rows, int passed, int failed,
-                             int not_exercised) {
+void pd_cli_json_add_summary(cJSON *root, cJSON *rows, const pd_cli_json_num_t *counts,
+                             size_t n) {
   cJSON_AddItemToObject(root, "rows", rows);
-  cJSON_AddNumberToObject(root, "passed", passed);
-  cJSON_AddNumberToObject(root, "failed", failed);
-  cJSON_AddNumberToObject(root, "not_exercised", not_exercised);
+  pd_cli_json_add_nums(root, counts, n);
 }
 
 void pd_cli_json_print(cJSON *root) {

@@ -17,9 +17,10 @@ typedef struct pd_cli_json_num {
 void pd_cli_json_row_head(struct cJSON *j, const char *name, const char *path, const char *mode);
 /* Add n numeric fields to j, in order. */
 void pd_cli_json_add_nums(struct cJSON *j, const pd_cli_json_num_t *nums, size_t n);
-/* Add "rows" (taking ownership of rows), "passed", "failed" and "not_exercised" to root. */
-void pd_cli_json_add_summary(struct cJSON *root, struct cJSON *rows, int passed, int failed,
-                             int not_exercised);
+/* Add "rows" (taking ownership of rows), then the n counts (the verdict words' totals,
+ * cli_rows.h pd_cli_verdict_summary) to root, in order. */
+void pd_cli_json_add_summary(struct cJSON *root, struct cJSON *rows,
+                             const pd_cli_json_num_t *counts, size_t n);
 /* Print root (cJSON_Print, tabs and newlines) and a newline on stdout, then delete it. */
 void pd_cli_json_print(struct cJSON *root);
 

@@ -83,8 +83,9 @@ static void print_head(const pd_cli_matrix_t *m) {
     if (col + w > LINE_COLS) col = printf("\n       ");
     col += printf(" %c %s", mode_letter[k], pd_mode_name((pd_mode_t)k));
   }
-  printf("\n        . passed as expected   x failed as expected   ! UNEXPECTED   "
-         "? NOT EXERCISED\n        E error (file or run)   blank: no such row\n");
+  printf("\n        . as expected: pass   x as expected: the violations it shows   L deployment "
+         "limit\n        ! UNEXPECTED   ? not exercised   - skipped   E error (file or run)   "
+         "blank: no such row\n");
 }
 
 /* One scenario's part of a line: name, cells of the used modes. */

@@ -10,8 +10,49 @@
 #include "cli_rows.h"
 #include "pd_err.h"
 
-/* Not exercised and not declared so: the row tested nothing about a fault (or served nothing). */
-static int is_not_exercised(const pd_cli_row_t *r) { return !r->exercised && !r->declared; }
+static const char *const verdict_word[PD_CLI_VERDICTS] = {
+    "as expected", "deployment limit", "UNEXPECTED", "not exercised", "skipped", "error"};
+static const char *const verdict_json[PD_CLI_VERDICTS] = {
+    "as expected", "deployment limit", "unexpected", "not exercised", "skipped", "error"};
+static const char *const verdict_key[PD_CLI_VERDICTS] = {
+    "as_expected", "deployment_limit", "unexpected", "not_exercised", "skipped", "errors"};
+
+const char *pd_cli_verdict_word(pd_cli_verdict_t v) {
+  return (unsigned)v < PD_CLI_VERDICTS ? verdict_word[v] : "error";
+}
+
+const char *pd_cli_verdict_json(pd_cli_verdict_t v) {
+  return (unsigned)v < PD_CLI_VERDICTS ? verdict_json[v] : "error";
+}
+
+void pd_cli_verdict_summary(const char *cmd, const int *count) {
+  printf("%s: %d as expected, %d deployment limit, %d UNEXPECTED, %d not exercised, %d skipped",
+         cmd, count[PD_CLI_AS_EXPECTED], count[PD_CLI_LIMIT], count[PD_CLI_UNEXPECTED],
+         count[PD_CLI_NOT_EXERCISED], count[PD_CLI_SKIPPED]);
+  if (count[PD_CLI_ERROR])
+    printf(", %d error%s", count[PD_CLI_ERROR], count[PD_CLI_ERROR] == 1 ? "" : "s");
+  printf("\n");
+  if (!count[PD_CLI_AS_EXPECTED] && !count[PD_CLI_LIMIT] && !count[PD_CLI_UNEXPECTED])
+    printf("%s: no row was exercised: this run tested nothing\n", cmd);
+}
+
+void pd_cli_verdict_summary_json(cJSON *root, cJSON *rows, const int *count) {
+  pd_cli_json_num_t nums[PD_CLI_VERDICTS];
+  for (int v = 0; v < PD_CLI_VERDICTS; v++) nums[v] = (pd_cli_json_num_t){verdict_key[v], count[v]};
+  pd_cli_json_add_summary(root, rows, nums, PD_CLI_VERDICTS);
+}
+
+int pd_cli_verdict_exit(const int *count, int allow_nx) {
+  if (count[PD_CLI_ERROR]) return 2;
+  if (count[PD_CLI_UNEXPECTED] || (count[PD_CLI_NOT_EXERCISED] && !allow_nx)) return 1;
+  return count[PD_CLI_AS_EXPECTED] || count[PD_CLI_LIMIT] ? 0 : 1; /* nothing tested: not ok */
+}
+
+/* The row's own verdict: "pass", or its violated invariants with their names. */
+static void own_verdict(uint32_t got, char *buf, size_t cap) {
+  if (got) pd_cli_inv_text(got, buf, cap);
+  else snprintf(buf, cap, "pass");
+}
 
 /* "pdref sim run FILE --mode M --seed S [--tie-seed T]": the command that replays the row. */
 static void replay_cmd(const pd_cli_row_t *r, const char *prog, char *buf, size_t cap) {
@@ -41,14 +82,18 @@ static void print_details(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
 
 static void print_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
   char got[PD_CLI_INV_TEXT_BYTES], want[PD_CLI_INV_TEXT_BYTES];
-  pd_cli_inv_text(r->got, got, sizeof got);
-  pd_cli_inv_text(r->want, want, sizeof want);
-  printf("%-46s %-9s %-4s %-13s %s", r->s->name, pd_mode_name(r->mode), r->got ? "FAIL" : "PASS",
-         is_not_exercised(r) ? "NOT EXERCISED" : r->matched ? "as expected" : "UNEXPECTED", got);
-  const char *sp = r->got ? " " : "";
-  if (!r->matched && !is_not_exercised(r)) {
-    if (r->want_set && r->want != r->got) printf("%s(expected %s)", sp, r->want ? want : "pass");
-    else printf("%s(declared unexercised, but every fault fired)", sp);
+  if (r->verdict == PD_CLI_SKIPPED) {
+    printf("%-46s %-14s %-16s -  (%s)\n", r->s->name, pd_mode_name(r->mode),
+           pd_cli_verdict_word(r->verdict), r->skip_why);
+    return;
+  }
+  own_verdict(r->got, got, sizeof got);
+  own_verdict(r->want, want, sizeof want);
+  printf("%-46s %-14s %-16s %s", r->s->name, pd_mode_name(r->mode), pd_cli_verdict_word(r->verdict),
+         got);
+  if (r->verdict == PD_CLI_UNEXPECTED) {
+    if (r->want_set && r->want != r->got) printf(" (expected %s)", want);
+    else printf(" (declared unexercised, but every fault fired)");
   }
   if (r->st.ttft_n && !r->got)
     printf("  ttft %.3f ms", (double)r->st.ttft_sum_ns / (double)r->st.ttft_n / 1e6);
@@ -58,6 +103,7 @@ static void print_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
   if (r->st.unexercised[0]) printf(" (never fired: %s)", r->st.unexercised);
   if (o->has_seed) printf("  hash %016llx", (unsigned long long)r->hash);
   printf("\n");
+  if (r->verdict == PD_CLI_LIMIT) printf("    deployment limit: %s\n", r->s->expect[r->mode].limit_why);
   print_details(o, r);
 }
 
@@ -70,8 +116,9 @@ static cJSON *json_row(const pd_cli_row_t *r) {
   if (r->want_set) pd_cli_inv_add(j, "expected", NULL, r->want);
   else cJSON_AddNullToObject(j, "expected");
   cJSON_AddBoolToObject(j, "matched", r->matched);
-  cJSON_AddStringToObject(j, "status", is_not_exercised(r) ? "not exercised"
-                                       : r->matched ? "as expected" : "unexpected");
+  cJSON_AddStringToObject(j, "status", pd_cli_verdict_json(r->verdict));
+  if (r->verdict == PD_CLI_LIMIT)
+    cJSON_AddStringToObject(j, "deployment_limit", s->expect[r->mode].limit_why);
   cJSON_AddNumberToObject(j, "seed", (double)r->seed);
   if (r->tie_seed) cJSON_AddNumberToObject(j, "tie_seed", (double)r->tie_seed);
   replay_cmd(r, "pdref", replay, sizeof replay);
@@ -96,6 +143,14 @@ static cJSON *json_row(const pd_cli_row_t *r) {
   return j;
 }
 
+static cJSON *json_skip_row(const pd_cli_row_t *r) {
+  cJSON *j = cJSON_CreateObject();
+  pd_cli_json_row_head(j, r->s->name, r->s->path, pd_mode_name(r->mode));
+  cJSON_AddStringToObject(j, "status", "skipped");
+  cJSON_AddStringToObject(j, "reason", r->skip_why);
+  return j;
+}
+
 int pd_cli_rows_begin(pd_cli_rows_t *o) {
   if (o->json_out && !(o->file_arr = cJSON_CreateArray())) return PD_ERR_NOMEM;
   if (o->json) {
@@ -107,23 +162,43 @@ int pd_cli_rows_begin(pd_cli_rows_t *o) {
     if (!o->matrix) return PD_ERR_NOMEM;
   }
   if (!o->quiet && !o->only_unexpected)
-    printf("%-46s %-9s %-4s %-13s %s\n", "scenario", "mode", "inv", "expectation", "violated");
+    printf("%-46s %-14s %-16s %s\n", "scenario", "mode", "verdict", "the row's own (pass, or violated)");
   return 0;
 }
 
+static char matrix_cell(const pd_cli_row_t *r) {
+  switch (r->verdict) {
+  case PD_CLI_AS_EXPECTED: return r->got ? 'x' : '.';
+  case PD_CLI_LIMIT: return 'L';
+  case PD_CLI_UNEXPECTED: return '!';
+  case PD_CLI_NOT_EXERCISED: return '?';
+  case PD_CLI_SKIPPED: return '-';
+  default: return 'E';
+  }
+}
+
 void pd_cli_rows_add(pd_cli_rows_t *o, const pd_cli_row_t *r) {
-  int nx = is_not_exercised(r), shown = !o->quiet && (!o->only_unexpected || nx || !r->matched);
-  if (nx) o->unexercised++;
-  else if (r->matched) o->passed++;
-  else o->failed++;
-  if (o->matrix)
-    pd_cli_matrix_set(o->matrix, r->s->path, r->s->name, (int)r->mode,
-                      nx ? '?' : !r->matched ? '!' : r->got ? 'x' : '.');
-  if (o->file_arr) cJSON_AddItemToArray(o->file_arr, json_row(r));
+  int plain = r->verdict == PD_CLI_AS_EXPECTED || r->verdict == PD_CLI_LIMIT ||
+              r->verdict == PD_CLI_SKIPPED;
+  int shown = !o->quiet && (!o->only_unexpected || !plain);
+  o->count[r->verdict]++;
+  if (o->matrix) pd_cli_matrix_set(o->matrix, r->s->path, r->s->name, (int)r->mode, matrix_cell(r));
+  cJSON *(*row_json)(const pd_cli_row_t *) = r->verdict == PD_CLI_SKIPPED ? json_skip_row : json_row;
+  if (o->file_arr) cJSON_AddItemToArray(o->file_arr, row_json(r));
   if (!shown) return;
-  if (o->arr) cJSON_AddItemToArray(o->arr, json_row(r));
+  if (o->arr) cJSON_AddItemToArray(o->arr, row_json(r));
   else print_row(o, r);
   fflush(stdout);
+}
+
+void pd_cli_rows_skip(pd_cli_rows_t *o, const pd_scenario_t *s, int mode, const char *why) {
+  pd_cli_row_t r;
+  memset(&r, 0, sizeof r);
+  r.s = s;
+  r.mode = (pd_mode_t)mode;
+  r.verdict = PD_CLI_SKIPPED;
+  r.skip_why = why;
+  pd_cli_rows_add(o, &r);
 }
 
 static cJSON *json_error_row(const char *file, const char *scenario, int mode, const char *msg) {
@@ -139,7 +214,7 @@ static cJSON *json_error_row(const char *file, const char *scenario, int mode, c
 void pd_cli_rows_error(pd_cli_rows_t *o, const char *file, const char *scenario, int mode,
                        const char *msg) {
   const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-  o->errors++;
+  o->count[PD_CLI_ERROR]++;
   fprintf(stderr, "pdref sim run: %s\n", msg);
   if (o->matrix) pd_cli_matrix_set(o->matrix, file, scenario ? scenario : base, mode, 'E');
   if (o->file_arr) cJSON_AddItemToArray(o->file_arr, json_error_row(file, scenario, mode, msg));
@@ -148,16 +223,16 @@ void pd_cli_rows_error(pd_cli_rows_t *o, const char *file, const char *scenario,
     cJSON_AddItemToArray(o->arr, json_error_row(file, scenario, mode, msg));
     return;
   }
-  printf("%-46s %-9s %-4s ERROR\n    %s\n", scenario ? scenario : base,
-         scenario && mode >= 0 ? pd_mode_name((pd_mode_t)mode) : "-", "ERR", msg);
+  printf("%-46s %-14s %-16s -\n    %s\n", scenario ? scenario : base,
+         scenario && mode >= 0 ? pd_mode_name((pd_mode_t)mode) : "-", "error", msg);
   fflush(stdout);
 }
 
 /* The JSON document of rows: the rows, the summary counts and errors. Takes arr. */
 static cJSON *json_doc(const pd_cli_rows_t *o, cJSON *arr) {
   cJSON *root = cJSON_CreateObject();
-  pd_cli_json_add_summary(root, arr, o->passed, o->failed, o->unexercised);
-  cJSON_AddNumberToObject(root, "errors", o->errors);
+  cJSON_AddStringToObject(root, "command", "sim run");
+  pd_cli_verdict_summary_json(root, arr, o->count);
   return root;
 }
 
@@ -184,11 +259,9 @@ int pd_cli_rows_end(pd_cli_rows_t *o) {
   } else {
     if (o->matrix) pd_cli_matrix_print(o->matrix);
     o->matrix = NULL;
-    printf("sim: %d passed, %d failed, %d not exercised", o->passed, o->failed, o->unexercised);
-    if (o->errors) printf(", %d error%s", o->errors, o->errors == 1 ? "" : "s");
-    printf("\n");
+    pd_cli_verdict_summary("sim", o->count);
   }
   fflush(stdout);
-  if (o->errors || out_bad) return 2;
-  return o->failed || o->unexercised ? 1 : 0;
+  int rc = pd_cli_verdict_exit(o->count, 0);
+  return out_bad ? 2 : rc;
 }

@@ -72,12 +72,20 @@ static void usage(FILE *f) {
           "                     gateway's own timeouts to judge requests that end late)\n"
           "  --keep             keep each run's directory (mock logs, gateway output)\n"
           "  --json             machine-readable rows\n"
-          "  --allow-unexercised  a NOT EXERCISED row (a scripted fault never fired, a request\n"
-          "                     reached no worker) does not make the exit status 1\n"
-          "  --no-warm-up       do not measure the gateway's forwarding latency first (no\n"
-          "                     scale is then raised for the gateway's speed)\n"
-          "exit: 0 every row matched its expectation and was exercised, 1 one did not or was\n"
-          "not exercised, 2 bad usage or a run could not be set up\n");
+          "  --allow-unexercised  a not exercised row (a scripted fault never fired, a request\n"
+          "                     reached no worker) does not make the exit status 1 (a run\n"
+          "                     with no row exercised still does)\n"
+          "  --no-warm-up       do not measure the gateway's forwarding latency, nor (with a\n"
+          "                     load row) the request rate this machine sustains, first (no\n"
+          "                     scale is then raised for either)\n"
+          "Each row says one word, as sim run does: as expected, deployment limit,\n"
+          "UNEXPECTED, not exercised (also an expected violation without its cause, a fault no\n"
+          "mock can inject that changed the verdict, a load this machine cannot drive, legs\n"
+          "tied to requests ambiguously) or skipped (every file given is a row); beside it the\n"
+          "row's own verdict, pass or the invariants violated.\n"
+          "exit: 0 every row as expected, a deployment limit or skipped, and one exercised;\n"
+          "1 a row UNEXPECTED or not exercised, or no row exercised; 2 bad usage or a run\n"
+          "could not be set up\n");
 }
 
 
@@ -92,6 +100,9 @@ typedef struct opts {
   int has_proto[2];
   double fwd_ms[2];
   char warm_why[2][256];
+  int has_load[2];    /* a row of that protocol is a load (pd_conform_row_rate) */
+  double rate[2];     /* requests a second the rate warm-up sustained, 0 = not measured */
+  char rate_why[2][256];
 } opts_t;
 
 #define CMD "pdref conform"
@@ -182,6 +193,14 @@ static void print_warm_up(const opts_t *o) {
     else
       printf("# warm-up%s%s: the gateway forwards a request in %.2f ms (a scenario time under %gx "
              "that, scaled, raises the row's scale)\n", sp, w, o->fwd_ms[p], PD_CONFORM_FWD_FACTOR);
+    if (!o->has_load[p]) continue;
+    if (o->rate_why[p][0])
+      printf("# warm-up%s%s: request rate not measured (%s): no load row's scale raised\n", sp, w,
+             o->rate_why[p]);
+    else
+      printf("# warm-up%s%s: this machine sustains %.0f requests a second with this gateway (a load "
+             "row asking over 1/%g of that, scaled, runs at a larger scale, or is not exercised "
+             "when even scale 1 asks too much)\n", sp, w, o->rate[p], PD_CONFORM_RATE_FACTOR);
   }
 }
 
@@ -193,55 +212,89 @@ static void print_header(const opts_t *o) {
   printf("# conform: %s\n", o->c.gateway_cmd);
   printf("# judged on sockets: %s\n", judged);
   printf("# not judged: %s (gateway internals: I4 outcomes and I17 quiescence, both judged "
-         "per row from /metrics where the gateway exposes them; I9/I10 loads, I12 breaker, I16 "
-         "retry target (the breaker view)%s; I13 is the simulator's)\n",
+         "per row from /metrics where the gateway exposes them; I9/I10 loads, I12 breaker%s; "
+         "I13 is the simulator's; I16 is judged from the worker logs alone)\n",
          not_judged, o->c.has_mode ? "" : ", I7 attempt limit (no mode label)");
   printf("# timeout scale %g: scenario and worker durations x%g, grace >= %u ms\n", o->c.scale,
          o->c.scale, o->c.slack_ms);
   if (o->no_warm_up) printf("# warm-up: skipped (--no-warm-up)\n");
   else print_warm_up(o);
-  printf("%-46s %-9s %-4s %-14s %s\n", "scenario", "mode", "inv", "violated", "expectation");
+  printf("%-46s %-14s %-16s %s\n", "scenario", "mode", "verdict", "the row's own (pass, or violated)");
+}
+
+/* The vocabulary is cli_rows.h's, in the same order. */
+_Static_assert((int)PD_CONFORM_AS_EXPECTED == (int)PD_CLI_AS_EXPECTED &&
+                   (int)PD_CONFORM_LIMIT == (int)PD_CLI_LIMIT &&
+                   (int)PD_CONFORM_UNEXPECTED == (int)PD_CLI_UNEXPECTED &&
+                   (int)PD_CONFORM_NOT_EXERCISED == (int)PD_CLI_NOT_EXERCISED &&
+                   (int)PD_CONFORM_SKIP == (int)PD_CLI_SKIPPED && (int)PD_CONFORM_ERR == (int)PD_CLI_ERROR,
+               "one vocabulary");
+
+static pd_cli_verdict_t verdict_of(const pd_conform_result_t *r) {
+  return (pd_cli_verdict_t)pd_conform_verdict(r);
+}
+
+/* "pass", or the invariants with their names. */
+static void own_str(uint32_t m, char *buf, size_t cap) {
+  if (m) mask_str(m, buf, cap);
+  else snprintf(buf, cap, "pass");
+}
+
+/* The scenario's expectation for the row, as the sockets can show it: "(expects I1,I14;
+ * observable here: I1)" when the scenario expects more than these sockets judge. */
+static void print_observable(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
+  pd_mode_t em = o->c.has_mode ? o->c.mode : PD_MODE_REFERENCE;
+  uint32_t full = s->expect[em].violated_mask, seen = r->want & ~r->maybe;
+  if (!r->want_set || full == seen) return;
+  char a[PD_CLI_INV_TEXT_BYTES], b[PD_CLI_INV_TEXT_BYTES];
+  own_str(full, a, sizeof a);
+  own_str(seen, b, sizeof b);
+  printf("    observable over sockets: %s (the scenario expects %s", b, a);
+  if (full & ~r->judged) printf("; not judged on sockets for this row: the rest of it");
+  printf(")\n");
+  if (r->observe_note[0]) printf("    note: %s\n", r->observe_note);
 }
 
 static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
   char got[PD_CLI_INV_TEXT_BYTES], want[PD_CLI_INV_TEXT_BYTES], reason[600];
-  mask_str(r->got, got, sizeof got);
-  mask_str(r->want, want, sizeof want);
+  pd_cli_verdict_t v = verdict_of(r);
   const char *label = o->c.mode_label;
   if (r->status == PD_CONFORM_SKIPPED) {
-    printf("%-46s %-9s %-4s %-14s skipped: %s\n", s->name, label, "SKIP", "-", r->reason);
+    printf("%-46s %-14s %-16s -  (%s)\n", s->name, label, pd_cli_verdict_word(v), r->reason);
     return;
   }
   if (r->status == PD_CONFORM_ERROR) {
-    printf("%-46s %-9s %-4s %-14s UNEXPECTED (run failed)\n    %s\n", s->name, label, "ERR", "-",
+    printf("%-46s %-14s %-16s -  (run failed)\n    %s\n", s->name, label, pd_cli_verdict_word(v),
            r->reason);
     return;
   }
-  if (pd_conform_not_exercised(r)) {
-    printf("%-46s %-9s %-19s (expected %s)", s->name, label, "NOT EXERCISED", r->want ? want : "pass");
-  } else {
-    printf("%-46s %-9s %-4s %-14s %s", s->name, label, r->got ? "FAIL" : "PASS", got,
-           r->matched ? "as expected" : "UNEXPECTED");
-    if (!r->matched) printf(" (expected %s)", r->want ? want : "pass");
-  }
+  own_str(r->got, got, sizeof got);
+  own_str(r->want & ~r->maybe, want, sizeof want);
+  printf("%-46s %-14s %-16s %s", s->name, label, pd_cli_verdict_word(v), got);
+  if (!r->matched) printf(" (expected %s)", want);
   printf("  [faults exercised %u/%u, requests served %u/%u", r->faults_fired, r->faults_n,
          r->served, r->sent);
   if (r->unserved_excused) printf(", %u unserved after a failure", r->unserved_excused);
   printf("]\n");
-  if (pd_conform_not_exercised(r)) printf("    not exercised: %s\n", r->nx_reason);
-  else if (r->status == PD_CONFORM_RAN && !r->exercised && r->declared_nx)
+  if (v == PD_CLI_NOT_EXERCISED) printf("    not exercised: %s\n", r->nx_reason);
+  else if (!r->exercised && r->declared_nx)
     printf("    note: not exercised (%s), as the scenario declares for this mode: %s\n",
            r->nx_reason, r->declared_nx);
-  else if (r->got || !r->matched) {
+  if (v == PD_CLI_LIMIT)
+    printf("    deployment limit: %s\n",
+           s->expect[o->c.has_mode ? o->c.mode : PD_MODE_REFERENCE].limit_why);
+  if (r->got || !r->matched) {
     pd_cli_reason_text(r->reason[0] ? r->reason : r->got ? "violation" : "no violation", reason,
                        sizeof reason);
     printf("    %s\n", reason);
   }
+  print_observable(s, o, r);
   if (r->metrics_reason[0] && strcmp(r->metrics_reason, r->reason))
     printf("    %s\n", r->metrics_reason);
-  if ((r->got || !r->matched) && r->legs_by_timing)
+  if (r->legs_by_timing && (r->got || !r->matched || r->legs_ambiguous))
     printf("    note: %u of %u legs tied to requests by arrival order only (no X-Request-Id on the "
-           "legs, no rid in the response)\n", r->legs_by_timing, r->legs);
+           "legs, no rid in the response)%s\n", r->legs_by_timing, r->legs,
+           r->legs_ambiguous ? "; some of them could belong to another request" : "");
   if (r->scale_note[0])
     printf("    note: %s\n", r->scale_note);
   else if (r->scale != o->c.scale)
@@ -290,15 +343,23 @@ static void replay_cmd(const pd_scenario_t *s, const opts_t *o, char *buf, size_
 }
 
 static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
-  static const char *const st[] = {"ran", "skipped", "error"};
-  int nx = pd_conform_not_exercised(r);
+  pd_cli_verdict_t v = verdict_of(r);
+  int nx = v == PD_CLI_NOT_EXERCISED;
   cJSON *j = cJSON_CreateObject();
   char replay[PD_CONFORM_REPLAY_BYTES];
   pd_cli_json_row_head(j, s->name, s->path, o->c.mode_label);
-  cJSON_AddStringToObject(j, "status", nx ? "not exercised" : st[r->status]);
+  cJSON_AddStringToObject(j, "status", pd_cli_verdict_json(v));
   pd_cli_inv_add(j, "violated", "violated_names", r->got);
   if (r->want_set) pd_cli_inv_add(j, "expected", NULL, r->want); /* [] = held to pass */
   else cJSON_AddNullToObject(j, "expected"); /* the scenario sets none for the mode */
+  if (r->status == PD_CONFORM_RAN) {
+    pd_cli_inv_add(j, "observable", NULL, r->want & ~r->maybe); /* what must show here */
+    pd_cli_inv_add(j, "judged_if_seen", NULL, r->maybe);         /* may not show here */
+    if (r->observe_note[0]) cJSON_AddStringToObject(j, "observable_note", r->observe_note);
+  }
+  if (v == PD_CLI_LIMIT)
+    cJSON_AddStringToObject(j, "deployment_limit",
+                            s->expect[o->c.has_mode ? o->c.mode : PD_MODE_REFERENCE].limit_why);
   pd_cli_inv_add(j, "judged", NULL, r->judged);
   cJSON_AddBoolToObject(j, "matched", r->matched);
   cJSON_AddNumberToObject(j, "seed", (double)s->config.seed);
@@ -311,12 +372,14 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
       {"requests", r->requests}, {"clean", r->clean}, {"client_errors", r->client_errors},
       {"disconnected", r->gone}, {"cut_off", r->cut_off}, {"legs", r->legs},
       {"legs_unattributed", r->legs_unattributed}, {"legs_by_timing", r->legs_by_timing},
-      {"legs_by_id", r->legs_by_id}, {"legs_resent", r->legs_resent}};
+      {"legs_by_id", r->legs_by_id}, {"legs_resent", r->legs_resent},
+      {"legs_ambiguous", r->legs_ambiguous}};
   pd_cli_json_add_nums(j, counts, sizeof counts / sizeof counts[0]);
   if (r->status == PD_CONFORM_RAN) {
     cJSON_AddBoolToObject(j, "exercised", r->exercised);
     if (nx || (!r->exercised && r->declared_nx))
       cJSON_AddStringToObject(j, "not_exercised", r->nx_reason);
+    if (r->cannot_drive[0]) cJSON_AddStringToObject(j, "cannot_drive", r->cannot_drive);
     if (r->declared_nx) cJSON_AddStringToObject(j, "declared_unexercised", r->declared_nx);
     const pd_cli_json_num_t ran[] = {
         {"faults_n", r->faults_n}, {"faults_exercised", r->faults_fired},
@@ -336,19 +399,19 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
   return j;
 }
 
-static void print_json(cJSON *rows, int passed, int failed, int skipped, int unexercised,
-                       int errors, const opts_t *o) {
+static void print_json(cJSON *rows, const int *count, const opts_t *o) {
   cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "command", "conform");
   for (int p = 0; p < 2 && !o->no_warm_up; p++) { /* SGLang's first: "forward_ms" as before */
     if (!o->has_proto[p]) continue;
     int first = !o->has_proto[0] || p == 0;
     cJSON_AddNumberToObject(root, first ? "forward_ms" : "forward_ms_vllm", o->fwd_ms[p]);
+    if (o->has_load[p])
+      cJSON_AddNumberToObject(root, first ? "requests_per_s" : "requests_per_s_vllm", o->rate[p]);
     if (o->warm_why[p][0])
       cJSON_AddStringToObject(root, first ? "warm_up_error" : "warm_up_error_vllm", o->warm_why[p]);
   }
-  pd_cli_json_add_summary(root, rows, passed, failed, unexercised);
-  cJSON_AddNumberToObject(root, "skipped", skipped);
-  cJSON_AddNumberToObject(root, "errors", errors);
+  pd_cli_verdict_summary_json(root, rows, count);
   pd_cli_json_print(root);
 }
 
@@ -365,7 +428,7 @@ static void error_row(cJSON *rows, const char *file, const char *msg) {
     return;
   }
   const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-  printf("%-46s %-9s %-4s %-14s ERROR (file)\n    %s\n", base, "-", "ERR", "-", msg);
+  printf("%-46s %-14s %-16s -  (file)\n    %s\n", base, "-", "error", msg);
   fflush(stdout);
 }
 
@@ -373,14 +436,23 @@ static void error_row(cJSON *rows, const char *file, const char *msg) {
  * A file that does not load is left to the main loop to report. 0, or -1 out of memory. */
 static int warm_up(opts_t *o, pd_scenario_t *s, char **files, int n_files) {
   char err[512];
-  for (int f = 0; f < n_files && !(o->has_proto[0] && o->has_proto[1]); f++)
-    if (pd_scenario_load(s, files[f], err, sizeof err) == 0 && !pd_conform_mode_skips(s, &o->c))
-      o->has_proto[pd_scenario_protocol(s) == PD_PROTOCOL_VLLM] = 1;
-  for (int p = 0; p < 2 && !o->no_warm_up && !g_stop; p++)
+  for (int f = 0; f < n_files; f++) {
+    if (pd_scenario_load(s, files[f], err, sizeof err) != 0 || pd_conform_mode_skips(s, &o->c))
+      continue;
+    int p = pd_scenario_protocol(s) == PD_PROTOCOL_VLLM;
+    double scale = s->config.socket_min_scale > o->c.scale ? s->config.socket_min_scale : o->c.scale;
+    o->has_proto[p] = 1;
+    if (pd_conform_row_rate(s, scale) > 0 && !pd_conform_skip_reason(s)) o->has_load[p] = 1;
+  }
+  for (int p = 0; p < 2 && !o->no_warm_up && !g_stop; p++) {
+    pd_protocol_t pr = p ? PD_PROTOCOL_VLLM : PD_PROTOCOL_SGLANG;
     if (o->has_proto[p] &&
-        pd_conform_warm_up(&o->c, p ? PD_PROTOCOL_VLLM : PD_PROTOCOL_SGLANG, &o->fwd_ms[p],
-                           o->warm_why[p], sizeof o->warm_why[p]) < 0)
+        pd_conform_warm_up(&o->c, pr, &o->fwd_ms[p], o->warm_why[p], sizeof o->warm_why[p]) < 0)
       return -1;
+    if (o->has_load[p] && !g_stop && /* what the load rows ask of this machine */
+        pd_conform_warm_up_rate(&o->c, pr, &o->rate[p], o->rate_why[p], sizeof o->rate_why[p]) < 0)
+      return -1;
+  }
   return 0;
 }
 
@@ -394,8 +466,7 @@ int pd_cli_conform(int argc, char **argv) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   pd_scenario_t *s = malloc(sizeof *s);
   cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
-  int passed = 0, failed = 0, skipped = 0, unexercised = 0, errors = 0, exit_code = 0;
-  int had_error = 0;
+  int count[PD_CLI_VERDICTS] = {0}, exit_code = 0;
   if (!s) return 2;
   if (warm_up(&o, s, files, n_files) < 0) {
     free(s);
@@ -407,38 +478,35 @@ int pd_cli_conform(int argc, char **argv) {
     if (pd_scenario_load(s, files[f], err, sizeof err) != 0) { /* an error row; the rest run */
       pd_cli_file_error(files[f], err, msg, sizeof msg);
       error_row(arr, files[f], msg);
-      had_error = 1;
-      errors++;
+      count[PD_CLI_ERROR]++;
       continue;
     }
-    if (pd_conform_mode_skips(s, &o.c)) continue; /* as `sim run --mode M` leaves it out */
-    o.c.fwd_ms = o.fwd_ms[pd_scenario_protocol(s) == PD_PROTOCOL_VLLM];
     pd_conform_result_t r;
-    if (pd_conform_run(s, &o.c, &r) != 0) {
-      fprintf(stderr, "pdref conform: %s: out of memory\n", s->path);
-      exit_code = 2;
-      break;
+    if (pd_conform_mode_skips(s, &o.c)) { /* every file given is a row: this one skipped */
+      memset(&r, 0, sizeof r);
+      r.status = PD_CONFORM_SKIPPED;
+      snprintf(r.reason, sizeof r.reason, "%s does not speak %s's protocol, which the "
+               "scenario's workers speak", o.c.mode_label,
+               pd_scenario_protocol(s) == PD_PROTOCOL_VLLM ? "vLLM" : "SGLang");
+    } else {
+      o.c.fwd_ms = o.fwd_ms[pd_scenario_protocol(s) == PD_PROTOCOL_VLLM];
+      o.c.rate_per_s = o.rate[pd_scenario_protocol(s) == PD_PROTOCOL_VLLM];
+      if (pd_conform_run(s, &o.c, &r) != 0) {
+        fprintf(stderr, "pdref conform: %s: out of memory\n", s->path);
+        exit_code = 2;
+        break;
+      }
     }
-    if (r.status == PD_CONFORM_SKIPPED) skipped++;
-    else if (pd_conform_not_exercised(&r)) unexercised++;
-    else if (r.matched) passed++;
-    else failed++;
-    if (r.status == PD_CONFORM_ERROR) had_error = 1, errors++; /* keep going; exit 2 at the end */
+    count[verdict_of(&r)]++;
     if (arr) cJSON_AddItemToArray(arr, json_row(s, &o, &r));
     else print_row(s, &o, &r);
     fflush(stdout);
   }
   for (int f = 0; f < n_files; f++) free(files[f]);
   free(s);
-  if (arr) {
-    print_json(arr, passed, failed, skipped, unexercised, errors, &o);
-  } else if (exit_code != 2) {
-    if (skipped) printf("# %d skipped (not counted)\n", skipped);
-    printf("conform: %d passed, %d failed, %d not exercised", passed, failed, unexercised);
-    if (errors) printf(", %d error%s", errors, errors == 1 ? "" : "s");
-    printf("\n");
-  }
+  if (arr) print_json(arr, count, &o);
+  else if (exit_code != 2) pd_cli_verdict_summary("conform", count);
   curl_global_cleanup();
-  if (g_stop || exit_code == 2 || had_error) return 2;
-  return failed || (unexercised && !o.allow_unexercised) ? 1 : 0;
+  if (g_stop || exit_code == 2) return 2;
+  return pd_cli_verdict_exit(count, o.allow_unexercised);
 }

@@ -28,7 +28,8 @@ static void usage(FILE *f) {
           "`conform`, `sim bench` and `gateway bench` into one self-contained HTML page (inline\n"
           "CSS and SVG, no network): the scenario x mode verdict matrix (click a cell for the\n"
           "row's description, reason and replay command), TTFT CDFs per mode, goodput, TTFT and\n"
-          "stranded-slot timelines of the capacity scenarios, a swimlane per FAIL row (the row\n"
+          "stranded-slot timelines of the capacity scenarios, a swimlane per row that violates\n"
+          "something or is UNEXPECTED (the row\n"
           "is re-run here from its file, mode and seed, its trace kept in memory), explore's\n"
           "findings per invariant, conform's scenario x gateway table and the bench figures.\n"
           "A directory gives its *.json files. --out: the page (default report.html).\n"
@@ -142,10 +143,12 @@ int pd_cli_report(int argc, char **argv) {
   if (!rc) rc = write_page(&o, r, &st);
   if (!rc && o.json) summary_json(&o, r, &st);
   else if (!rc)
-    printf("report: wrote %s (%zu cells: %zu as expected, %zu FAIL, %zu not exercised, %zu error; "
-           "%zu timelines, %zu swimlanes)\n", o.out, st.cells, st.verdicts[PD_VERDICT_EXPECTED],
-           st.verdicts[PD_VERDICT_FAIL], st.verdicts[PD_VERDICT_NX], st.verdicts[PD_VERDICT_ERROR],
-           st.timelines, st.swimlanes);
+    printf("report: wrote %s (%zu cells: %zu as expected, %zu deployment limit, %zu UNEXPECTED, "
+           "%zu not exercised, %zu skipped, %zu error; %zu timelines, %zu swimlanes)\n", o.out,
+           st.cells, st.verdicts[PD_VERDICT_EXPECTED], st.verdicts[PD_VERDICT_LIMIT],
+           st.verdicts[PD_VERDICT_FAIL], st.verdicts[PD_VERDICT_NX],
+           st.verdicts[PD_VERDICT_SKIPPED], st.verdicts[PD_VERDICT_ERROR], st.timelines,
+           st.swimlanes);
   for (int i = 0; i < n_files; i++) free(files[i]);
   if (r) pd_report_free(r);
   free(r);

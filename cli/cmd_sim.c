@@ -1,6 +1,7 @@
 /* `pdref sim run`: replay scenario files under one or all modes, print one row per
  * scenario x mode (or an error row per file that does not load), the summary matrix and the
- * summary line `sim: N passed, M failed, K not exercised` (the printing: cli/cli_rows.c). */
+ * summary line `sim: N as expected, N deployment limit, N UNEXPECTED, N not exercised, N skipped`
+ * (the printing and the words: cli/cli_rows.c). */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -79,7 +80,18 @@ static int run_row(const pd_scenario_t *s, pd_mode_t m, opts_t *o, pd_cli_row_t 
   r->declared = s->unexercised[m][0] != 0;
   /* a declared mode must really leave a fault unfired (else the declaration is stale) */
   r->matched = (!r->want_set || r->want == r->got) && r->declared == !r->exercised;
+  r->verdict = pd_cli_sim_verdict(r, s->expect[m].limit_mask);
   return 0;
+}
+
+/* The row's word (cli_rows.h). An expectation met by a row that was not exercised (a fault
+ * never fired, no request reached a worker) is not as expected, whether it expects a pass
+ * or a violation: the violation did not come from the row's cause. A row whose own verdict
+ * differs from its expectation is UNEXPECTED whatever was exercised. */
+pd_cli_verdict_t pd_cli_sim_verdict(const pd_cli_row_t *r, uint32_t limit_mask) {
+  if (!r->matched) return PD_CLI_UNEXPECTED;
+  if (!r->exercised && !r->declared) return PD_CLI_NOT_EXERCISED;
+  return r->want_set && r->got && limit_mask ? PD_CLI_LIMIT : PD_CLI_AS_EXPECTED;
 }
 
 #define CMD "pdref sim run"
@@ -92,9 +104,13 @@ static void usage(FILE *f) {
              "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json] [--metrics]\n"
              "                    [--only-unexpected | --quiet] [--json-out FILE]\n"
              "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
-             "violated invariants with the scenario's expectation. A row whose fault entries did\n"
-             "not all fire, or whose requests reached no worker, is NOT EXERCISED (exit 1) unless\n"
-             "the scenario declares that mode in \"unexercised\". --trace writes a Chrome/Perfetto\n"
+             "violated invariants with the scenario's expectation. Each row says one word: as\n"
+             "expected, deployment limit (as expected, and what it violates the scenario declares\n"
+             "a limit no gateway can pass), UNEXPECTED, not exercised (its fault entries did not\n"
+             "all fire, or its requests reached no worker: its expectation, a pass or a violation,\n"
+             "was not met by its own cause; unless the scenario declares that mode in\n"
+             "\"unexercised\"), or skipped (--mode M that does not speak the file's protocol);\n"
+             "beside it the row's own verdict: pass, or the invariants violated. --trace writes a Chrome/Perfetto\n"
              "trace (open in ui.perfetto.dev; docs/traces.md) of one scenario file; under several modes\n"
              "each mode gets its own file, named from OUT with the mode before the extension\n"
              "(out.json -> out.joined.json, out.reference.json, ...). --tie-seed\n"
@@ -102,13 +118,14 @@ static void usage(FILE *f) {
              "config.tie_seed), as `pdref sim explore` found them. --metrics prints each row's cost\n"
              "(goodput, TTFT, E2E, stranded capacity, recovery; docs/metrics.md) under it; --json\n"
              "always has it as \"metrics\".\n"
-             "--only-unexpected prints only the rows not as expected (UNEXPECTED, NOT EXERCISED,\n"
+             "--only-unexpected prints only the rows not as expected (UNEXPECTED, not exercised,\n"
              "errors), then the summary matrix and line; --quiet prints only the summary line (the\n"
              "exit status is the same). With --json they leave rows out of \"rows\" likewise.\n"
              "--json-out FILE also writes --json's document, every row, to FILE while the text\n"
              "goes to stdout (one run for a table and a report: `make sim`).\n"
              "A file that does not load is an error row (file:line: message); the other files\n"
-             "still run. exit: 0 every row as expected, 1 a row UNEXPECTED or NOT EXERCISED,\n"
+             "still run. exit: 0 every row as expected, a deployment limit or skipped and at\n"
+             "least one exercised, 1 a row UNEXPECTED or not exercised, or no row exercised,\n"
              "2 bad usage or an error row\n");
 }
 
@@ -186,6 +203,14 @@ static int parse_opts(int argc, char **argv, opts_t *o, char **files, int *n_fil
 
 /* Every mode of one loaded scenario that the run asks for. */
 static void run_modes(const pd_scenario_t *s, opts_t *o) {
+  if (o->mode >= 0 && !pd_mode_speaks((pd_mode_t)o->mode, pd_scenario_protocol(s))) {
+    /* every file given is a row: one the mode cannot run is skipped, and says why */
+    pd_cli_rows_skip(&o->out, s, o->mode,
+                     pd_scenario_protocol(s) == PD_PROTOCOL_VLLM
+                         ? "the mode does not speak vLLM's protocol, which its workers speak"
+                         : "the mode does not speak SGLang's protocol, which its workers speak");
+    return;
+  }
   for (int m = 0; m < PD_MODE_COUNT; m++) {
     if (o->mode >= 0 && m != o->mode) continue;
     /* `all` (and a named mode) = the modes that speak the scenario's protocol */

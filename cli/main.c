@@ -38,7 +38,10 @@ static void usage(FILE *f) {
           "\n"
           "modes: joined (smg today), pr1150 (the seed), minilb (SGLang mini_lb),\n"
           "       reference (pdref's rules, docs/spec.md)\n"
-          "exit: 0 every result matched its expectation, 1 one did not, 2 bad usage or input\n");
+          "verdicts (sim run, conform, report): as expected, deployment limit, UNEXPECTED,\n"
+          "       not exercised, skipped; beside each, the row's own: pass or the invariants\n"
+          "exit: 0 every row as expected, a deployment limit or skipped (and one exercised),\n"
+          "      1 a row UNEXPECTED or not exercised, or nothing exercised, 2 bad usage or input\n");
 }
 
 /* Each subcommand gets argv from its command word on (argv[0] = "run", "gateway", ...). */

@@ -13,7 +13,7 @@ struct cJSON;
 #define PD_REPORT_MAX_FILE_BYTES (256u << 20) /* a result file larger than this is refused */
 
 typedef enum pd_report_kind {
-  PD_REPORT_SIM = 0,  /* sim run --json: {"rows": [...], "passed", ...} */
+  PD_REPORT_SIM = 0,  /* sim run --json: {"command": "sim run", "rows": [...], "as_expected", ...} */
   PD_REPORT_EXPLORE,  /* sim explore --json, or sim explore merge --json */
   PD_REPORT_CONFORM,  /* conform --json: rows, and "skipped" */
   PD_REPORT_SIM_BENCH, /* sim bench --json */
@@ -37,13 +37,17 @@ typedef struct pd_report {
 /* A row's verdict, one colour each in the matrix. */
 typedef enum pd_report_verdict {
   PD_VERDICT_EXPECTED = 0, /* what the scenario expects (a pass, or the bug it demonstrates) */
-  PD_VERDICT_FAIL,         /* not what it expects */
+  PD_VERDICT_FAIL,         /* UNEXPECTED: not what it expects */
   PD_VERDICT_NX,           /* not exercised */
   PD_VERDICT_ERROR,        /* the file did not load, or the row did not run */
+  PD_VERDICT_LIMIT,        /* as expected: a deployment limit the scenario declares */
+  PD_VERDICT_SKIPPED,      /* not run (the mode does not speak the workers' protocol, ...) */
   PD_VERDICT_COUNT
 } pd_report_verdict_t;
 
 extern const char *const pd_report_verdict_names[PD_VERDICT_COUNT]; /* "expected", "fail", ... */
+/* The words the page shows for them (cli_rows.h's vocabulary): "as expected", "UNEXPECTED", ... */
+extern const char *const pd_report_verdict_words[PD_VERDICT_COUNT];
 
 /* What the page holds, for --json and the tests. */
 typedef struct pd_report_stats {

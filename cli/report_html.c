@@ -54,7 +54,7 @@ static const char css[] =
     "text-decoration:none;display:block}td.none{background:#f3f3f5}"
     ".v-expected{background:#cdebd0}.v-expected.shown{background:#9fd6a6}"
     ".v-fail{background:#f29b9b;font-weight:bold}.v-not-exercised{background:#ffe08a}"
-    ".v-error{background:#c4b0e8}.legend span{display:inline-block;padding:1px 8px;margin-right:6px;"
+    ".v-error{background:#c4b0e8}.v-limit{background:#a9c8ec}.v-skipped{background:#e4e4e4}.legend span{display:inline-block;padding:1px 8px;margin-right:6px;"
     "border:1px solid #bbb}code,pre{font-family:ui-monospace,monospace;font-size:12px}"
     "pre{background:#f0f1f5;padding:6px;white-space:pre-wrap;word-break:break-all}"
     "details.row{margin:2px 0;border:1px solid #e0e2ea;background:#fff}"
@@ -99,8 +99,10 @@ static void inputs_list(FILE *out, const pd_report_t *r) {
 static void legend(FILE *out) {
   fputs("<p class=\"legend\"><span class=\"v-expected\">as expected: pass</span>"
         "<span class=\"v-expected shown\">as expected: the bug the scenario shows</span>"
-        "<span class=\"v-fail\">FAIL: not as expected</span>"
+        "<span class=\"v-limit\">deployment limit: as expected, a limit no gateway can pass</span>"
+        "<span class=\"v-fail\">UNEXPECTED: not as expected</span>"
         "<span class=\"v-not-exercised\">not exercised</span>"
+        "<span class=\"v-skipped\">skipped</span>"
         "<span class=\"v-error\">error</span> A cell lists the violated invariants; click it "
         "for the row's description, reason and replay command.</p>\n",
         out);

@@ -11,8 +11,10 @@
 
 const char *const pd_report_kind_names[PD_REPORT_KINDS] = {"sim run", "sim explore", "conform",
                                                            "sim bench", "gateway bench"};
-const char *const pd_report_verdict_names[PD_VERDICT_COUNT] = {"expected", "fail",
-                                                               "not-exercised", "error"};
+const char *const pd_report_verdict_names[PD_VERDICT_COUNT] = {
+    "expected", "fail", "not-exercised", "error", "limit", "skipped"};
+const char *const pd_report_verdict_words[PD_VERDICT_COUNT] = {
+    "as expected", "UNEXPECTED", "not exercised", "error", "deployment limit", "skipped"};
 
 const char *pd_report_str(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -39,6 +41,9 @@ int pd_report_classify(const cJSON *root) {
   const char *schema = pd_report_str(root, "schema");
   if (!strcmp(schema, PD_EXPLORE_RESULT_SCHEMA) || !strcmp(schema, PD_EXPLORE_MERGE_SCHEMA))
     return PD_REPORT_EXPLORE;
+  const char *cmd = pd_report_str(root, "command"); /* named since the one vocabulary */
+  if (!strcmp(cmd, "sim run")) return PD_REPORT_SIM;
+  if (!strcmp(cmd, "conform")) return PD_REPORT_CONFORM;
   if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "rows")))
     return has(root, "skipped") ? PD_REPORT_CONFORM : PD_REPORT_SIM;
   if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "levels")) && has(root, "gateway"))
@@ -131,7 +136,10 @@ pd_report_verdict_t pd_report_row_verdict(const cJSON *row) {
   const char *st = pd_report_str(row, "status");
   if (!strcmp(st, "error") || has(row, "error")) return PD_VERDICT_ERROR;
   if (!strcmp(st, "not exercised")) return PD_VERDICT_NX;
-  if (!strcmp(st, "skipped")) return PD_VERDICT_NX;
+  if (!strcmp(st, "skipped")) return PD_VERDICT_SKIPPED;
+  if (!strcmp(st, "deployment limit")) return PD_VERDICT_LIMIT;
+  if (!strcmp(st, "unexpected")) return PD_VERDICT_FAIL;
+  if (!strcmp(st, "as expected")) return PD_VERDICT_EXPECTED; /* old conform rows: "ran" */
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(row, "matched");
   if (cJSON_IsBool(m)) return cJSON_IsTrue(m) ? PD_VERDICT_EXPECTED : PD_VERDICT_FAIL;
   return !strcmp(st, "as expected") ? PD_VERDICT_EXPECTED : PD_VERDICT_FAIL;

@@ -86,9 +86,11 @@ static void cell(FILE *out, const cJSON *row, size_t in_idx, int idx, int colspa
   fputs(": ", out);
   pd_report_esc(out, v == PD_VERDICT_ERROR ? pd_report_str(row, "error") : pd_report_str(row, "reason"));
   fprintf(out, "\"><a href=\"#r%zu-%d\">", in_idx, idx);
-  if (v == PD_VERDICT_FAIL) fputs("FAIL: ", out);
+  if (v == PD_VERDICT_FAIL) fputs("UNEXPECTED: ", out);
+  if (v == PD_VERDICT_LIMIT) fputs("deployment limit: ", out);
   if (v == PD_VERDICT_ERROR) fputs("error", out);
   else if (v == PD_VERDICT_NX) fputs("not exercised", out);
+  else if (v == PD_VERDICT_SKIPPED) fputs("skipped", out);
   else if (n) pd_report_esc(out, ids);
   else fputs("pass", out);
   if (v == PD_VERDICT_FAIL) { /* what it should have been */
@@ -208,8 +210,7 @@ static void details(FILE *out, const cJSON *row, size_t in_idx, int idx, int is_
   int n = pd_report_row_violated(row, ids, sizeof ids, 1);
   fprintf(out, "<details class=\"row\" id=\"r%zu-%d\"><summary><span class=\"v-%s\">&nbsp;%s&nbsp;"
                "</span> <code>",
-          in_idx, idx, pd_report_verdict_names[v], v == PD_VERDICT_FAIL ? "FAIL" : v == PD_VERDICT_NX
-          ? "not exercised" : v == PD_VERDICT_ERROR ? "error" : "as expected");
+          in_idx, idx, pd_report_verdict_names[v], pd_report_verdict_words[v]);
   pd_report_esc(out, row_name(row));
   fputs("</code> ", out);
   pd_report_esc(out, pd_report_str(row, "mode"));
@@ -249,12 +250,17 @@ void pd_report_matrix(FILE *out, const pd_report_input_t *in, size_t idx, const 
   pd_report_esc(out, in->path);
   fputs("</h3>\n", out);
   table(out, &g, rows, idx, st);
-  fprintf(out, "<p class=\"summary\">%zu as expected, %zu FAIL, %zu not exercised, %zu error.</p>\n",
-          st->verdicts[0] - before[0], st->verdicts[1] - before[1], st->verdicts[2] - before[2],
-          st->verdicts[3] - before[3]);
+  fprintf(out, "<p class=\"summary\">%zu as expected, %zu deployment limit, %zu UNEXPECTED, %zu "
+          "not exercised, %zu skipped, %zu error.</p>\n",
+          st->verdicts[PD_VERDICT_EXPECTED] - before[PD_VERDICT_EXPECTED],
+          st->verdicts[PD_VERDICT_LIMIT] - before[PD_VERDICT_LIMIT],
+          st->verdicts[PD_VERDICT_FAIL] - before[PD_VERDICT_FAIL],
+          st->verdicts[PD_VERDICT_NX] - before[PD_VERDICT_NX],
+          st->verdicts[PD_VERDICT_SKIPPED] - before[PD_VERDICT_SKIPPED],
+          st->verdicts[PD_VERDICT_ERROR] - before[PD_VERDICT_ERROR]);
   if (in->kind == PD_REPORT_CONFORM) st->conform_rows += (size_t)cJSON_GetArraySize(rows);
   fprintf(out, "<details class=\"rows\"><summary>Rows: the description, reason, replay command "
-               "(and a FAIL row's swimlane) of each of the %d</summary>\n", cJSON_GetArraySize(rows));
+               "(and an UNEXPECTED row's swimlane) of each of the %d</summary>\n", cJSON_GetArraySize(rows));
   int i = 0;
   const cJSON *row;
   desc_cache_t dc = {.s = NULL};

@@ -51,9 +51,14 @@ for m in $MODES; do
     | ($s.rows | map(select(.scenario)) | map({(.scenario): .violated}) | add) as $sv
     | ($s.rows | map(select(.scenario)) | map({(.scenario): (.status == "not exercised")}) | add) as $sx
     | $c.rows[] | select(.scenario)
+    | select(.status != "skipped" or ((.reason // "") | test("does not speak") | not)) # other protocol
     | (set(.judged)) as $j
     | (set(.violated) | join(",")) as $cv
-    | ([set($sv[.scenario] // "")[] | select(. as $i | $j | index($i))] | join(",")) as $simv
+    | (set(.judged_if_seen)) as $maybe
+    | (set(.violated)) as $cset
+    | ([set($sv[.scenario] // "")[] | select(. as $i | $j | index($i))
+        | select(. as $i | ($maybe | index($i)) == null or ($cset | index($i)) != null)]
+       | join(",")) as $simv
     | if .status == "skipped" then [.scenario, .mode, $simv, "SKIP", "skip: " + .reason]
       elif .status == "error" then [.scenario, .mode, $simv, "ERROR", "DIFF: " + .reason]
       elif $cv == $simv then [.scenario, .mode, $simv, $cv, "same"

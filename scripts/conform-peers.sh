@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The scenario library against any gateway commands (docs/conformance.md "Against peers"): for
 # each NAME 'CMD' pair, `pdref conform --mode-label NAME --gateway-cmd CMD` over the scenarios,
-# one summary line per gateway (passed / failed / not exercised / skipped), the rows that did
-# not pass, and the full JSON kept in OUT/NAME.json. Exit 0 when every row of every gateway
-# passed, 1 otherwise, 2 on bad usage or a run that could not be set up.
+# one summary line per gateway in the verdict words (as expected / deployment limit /
+# UNEXPECTED / not exercised / skipped), the rows that were not as expected, and the full JSON
+# kept in OUT/NAME.json. Exit 0 when every row of every gateway was as expected, a deployment
+# limit or skipped (and some row was exercised), 1 otherwise, 2 on bad usage or a run that
+# could not be set up.
 #   scripts/conform-peers.sh [--scale X] [--out DIR] NAME 'CMD' [NAME 'CMD' ...] [-- FILE|DIR...]
 # NAME is the mode label: a mode name (reference, joined, pr1150, minilb) holds the gateway to
-# that mode's expectations, anything else to pass every library scenario. Example:
+# that mode's expectations, anything else to the reference's (docs/conformance.md). Example:
 #   scripts/conform-peers.sh --scale 0.1 \
 #     mini_lb 'exec python -m sglang.srt.disaggregation.launch_lb --prefill {prefill_plain_urls} --prefill-bootstrap-ports {bootstrap_ports} --decode {decode_urls} --host 127.0.0.1 --port {port}' \
 #     pdref 'exec build/pdref gateway --mode reference {prefill_args} {decode_args} --listen 127.0.0.1:{port} {pdref_gateway_args}'
@@ -45,16 +47,16 @@ for i in "${!names[@]}"; do
     status=2
     continue
   fi
-  jq -r --arg n "$name" '"\($n): \(.passed) passed, \(.failed) failed, \(.not_exercised) not exercised, \(.skipped) skipped"
+  jq -r --arg n "$name" '"\($n): \(.as_expected) as expected, \(.deployment_limit) deployment limit, \(.unexpected) UNEXPECTED, \(.not_exercised) not exercised, \(.skipped) skipped"
     + (if .warm_up_error then " (warm-up: not measured: " + .warm_up_error + ")"
        elif .forward_ms then " (warm-up: forwards in \(.forward_ms * 100 | round / 100) ms)" else "" end)' "$json"
   jq -r '.rows[]
-    | select(.status == "not exercised" or .status == "error" or (.status == "ran" and (.matched | not)))
-    | "    \(.scenario // .file): " + (if .status == "not exercised" then "NOT EXERCISED: " + .not_exercised
-        elif .status == "error" then "ERROR: " + (.error // .reason)
-        else "FAIL " + (.violated | join(",")) + " (expected " + (if (.expected // []) == [] then "pass" else (.expected | join(",")) end) + "): " + .reason end)' "$json"
+    | select(.status == "not exercised" or .status == "error" or .status == "unexpected")
+    | "    \(.scenario // .file): " + (if .status == "not exercised" then "not exercised: " + .not_exercised
+        elif .status == "error" then "error: " + (.error // .reason)
+        else "UNEXPECTED " + (if (.violated // []) == [] then "pass" else (.violated | join(",")) end) + " (expected " + (if (.expected // []) == [] then "pass" else (.expected | join(",")) end) + "): " + .reason end)' "$json"
   if [ "$rc" -eq 2 ]; then status=2; fi
-  if jq -e '.failed > 0 or .not_exercised > 0' "$json" >/dev/null && [ $status -eq 0 ]; then status=1; fi
+  if jq -e '.unexpected > 0 or .not_exercised > 0 or (.as_expected + .deployment_limit) == 0' "$json" >/dev/null && [ $status -eq 0 ]; then status=1; fi
 done
 echo "conform-peers: JSON rows in $OUT/"
 exit $status

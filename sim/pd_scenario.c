@@ -343,14 +343,51 @@ static int inv_elem(scenario_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
   return 0;
 }
 
-/* "pass", or the exact list of invariant IDs that must be violated. */
+/* {"deployment_limit": [IDs], "why": "..."}: the exact set that must be violated, declared a
+ * limit of the deployment no gateway can pass (docs/spec.md "Deployment limits"). */
+static int parse_limit(scenario_ctx_t *c, const cJSON *v, pd_scenario_expect_t *e) {
+  char got[64];
+  const cJSON *ids = NULL, *why = NULL;
+  for (const cJSON *it = v->child; it; it = it->next) {
+    size_t old = pd_scenario_json_path_key(c, it->string);
+    int rc = 0;
+    if (it->string && !strcmp(it->string, "deployment_limit") && !ids) ids = it;
+    else if (it->string && !strcmp(it->string, "why") && !why) why = it;
+    else rc = pd_scenario_fail(c, PD_ERR_FIELD, "unknown or duplicate key (expected "
+                               "\"deployment_limit\" and \"why\")");
+    if (rc == 0 && it == why &&
+        (!cJSON_IsString(it) || !it->valuestring[0] || strlen(it->valuestring) >= sizeof e->limit_why))
+      rc = pd_scenario_fail(c, PD_ERR_FIELD, "expected the reason, a string of 1..%zu characters, "
+                            "got %s", sizeof e->limit_why - 1, GOT(it));
+    uint32_t mask = 0;
+    if (rc == 0 && it == ids && !cJSON_IsArray(it))
+      rc = pd_scenario_fail(c, PD_ERR_FIELD, "expected a list of invariant IDs, got %s", GOT(it));
+    else if (rc == 0 && it == ids)
+      rc = pd_scenario_each(c, it, PD_INVARIANT_COUNT, "invariant IDs", inv_elem, &mask);
+    if (rc == 0 && it == ids && !mask)
+      rc = pd_scenario_fail(c, PD_ERR_FIELD, "expected at least one invariant ID (a deployment "
+                            "limit violates something)");
+    if (it == ids) e->violated_mask = e->limit_mask = mask;
+    pd_scenario_json_path_pop(c, old);
+    if (rc < 0) return rc;
+  }
+  if (!ids || !why)
+    return pd_scenario_fail(c, PD_ERR_FIELD, "a deployment limit needs both \"deployment_limit\" "
+                            "(the invariants) and \"why\" (why no gateway can pass)");
+  snprintf(e->limit_why, sizeof e->limit_why, "%s", why->valuestring);
+  e->is_set = 1;
+  return 0;
+}
+
+/* "pass", the exact list of invariant IDs that must be violated, or a deployment limit. */
 static int parse_verdict(scenario_ctx_t *c, const cJSON *v, pd_scenario_expect_t *e) {
   char got[64];
   uint32_t mask = 0;
   int is_pass = cJSON_IsString(v) && strcmp(v->valuestring, "pass") == 0;
+  if (cJSON_IsObject(v)) return parse_limit(c, v, e);
   if (!is_pass && !cJSON_IsArray(v))
-    return pd_scenario_fail(c, PD_ERR_FIELD, "expected \"pass\" or a list of invariant IDs such as "
-                "[\"I2\", \"I3\"], got %s", GOT(v));
+    return pd_scenario_fail(c, PD_ERR_FIELD, "expected \"pass\", a list of invariant IDs such as "
+                "[\"I2\", \"I3\"] or {\"deployment_limit\": [...], \"why\": \"...\"}, got %s", GOT(v));
   int rc =
       is_pass ? 0 : pd_scenario_each(c, v, PD_INVARIANT_COUNT, "invariant IDs", inv_elem, &mask);
   e->is_set = rc == 0;

@@ -102,6 +102,10 @@ typedef struct pd_scenario_config {
 typedef struct pd_scenario_expect {
   int is_set;             /* the file gave an expectation for this mode */
   uint32_t violated_mask; /* exact set of invariants that must be violated; 0 = PASS */
+  uint32_t limit_mask;    /* {"deployment_limit": [...], "why": ...}: the same set, declared a
+                           * property of the deployment no gateway can pass (docs/spec.md
+                           * "Deployment limits"); 0 for "pass" and a plain list */
+  char limit_why[240];    /* its "why" */
 } pd_scenario_expect_t;
 
 typedef struct pd_scenario {

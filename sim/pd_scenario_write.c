@@ -224,7 +224,14 @@ static int expect_json(cJSON *root, const pd_scenario_t *s) {
       rc |= add_str(o, pd_mode_name((pd_mode_t)m), "pass");
       continue;
     }
-    cJSON *a = cJSON_AddArrayToObject(o, pd_mode_name((pd_mode_t)m));
+    cJSON *a, *lim = NULL;
+    if (e->limit_mask) { /* {"deployment_limit": [...], "why": "..."} */
+      lim = cJSON_AddObjectToObject(o, pd_mode_name((pd_mode_t)m));
+      a = lim ? cJSON_AddArrayToObject(lim, "deployment_limit") : NULL;
+      rc |= lim && add_str(lim, "why", e->limit_why) == 0 ? 0 : PD_ERR_NOMEM;
+    } else {
+      a = cJSON_AddArrayToObject(o, pd_mode_name((pd_mode_t)m));
+    }
     for (int i = 1; a && i <= PD_INVARIANT_COUNT; i++) {
       char id[8];
       snprintf(id, sizeof id, "I%d", i);

@@ -116,7 +116,7 @@ class Dom(HTMLParser):
 d = Dom()
 d.feed(dom)
 status = {"as expected": "expected", "unexpected": "fail", "not exercised": "not-exercised",
-          "error": "error"}
+          "error": "error", "deployment limit": "limit", "skipped": "skipped"}
 want = {}
 for r in sim["rows"]:
     v = status.get(r.get("status"), "fail")

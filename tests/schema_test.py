@@ -336,6 +336,20 @@ def special_cases():
     mut("expect: every invariant", lambda x: x["expect"].update(
         joined=[f"I{i}" for i in range(1, 20)]), None)
     mut("expect: empty list", lambda x: x["expect"].update(joined=[]), None)
+    mut("expect: a deployment limit", lambda x: x["expect"].update(
+        joined={"deployment_limit": ["I19"], "why": "KV expired before decode read it"}), True)
+    mut("expect: a deployment limit without why", lambda x: x["expect"].update(
+        joined={"deployment_limit": ["I19"]}), False)
+    mut("expect: a deployment limit of nothing", lambda x: x["expect"].update(
+        joined={"deployment_limit": [], "why": "w"}), False)
+    mut("expect: a deployment limit, empty why", lambda x: x["expect"].update(
+        joined={"deployment_limit": ["I18"], "why": ""}), False)
+    mut("expect: a deployment limit, why too long", lambda x: x["expect"].update(
+        joined={"deployment_limit": ["I18"], "why": "w" * 240}), False)
+    mut("expect: a deployment limit, unknown key", lambda x: x["expect"].update(
+        joined={"deployment_limit": ["I18"], "why": "w", "note": "n"}), False)
+    mut("expect: a deployment limit, I3 twice", lambda x: x["expect"].update(
+        joined={"deployment_limit": ["I3", "I3"], "why": "w"}), False)
     mut("unexercised: empty reason", lambda x: x["unexercised"].update(minilb=""), False)
     mut("unexercised: unknown mode", lambda x: x["unexercised"].update(smg="why"), False)
     mut("nth [2, 5]", lambda x: x["workers"][2]["faults"][0].update(nth=[2, 5]), None)
@@ -502,7 +516,7 @@ def check_template(tmp):
         fail("the template fails the schema or is misnamed")
     r = subprocess.run([PDREF, "sim", "run", path, "--mode", "all"], capture_output=True,
                        text=True, timeout=120)
-    if r.returncode != 0 or "0 failed, 0 not exercised" not in r.stdout:
+    if r.returncode != 0 or "0 UNEXPECTED, 0 not exercised" not in r.stdout:
         fail(f"the template does not pass sim run --mode all (exit {r.returncode}):\n{r.stdout}")
     r = subprocess.run([PDREF, "sim", "new", "my-scenario"], cwd=tmp, capture_output=True,
                        text=True)

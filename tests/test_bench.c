@@ -126,10 +126,11 @@ static void test_json_row_head_nums_summary_in_order(void) {
   const pd_cli_json_num_t nums[] = {{"b", 2}, {"a", 1.5}, {"c", 0}};
   pd_cli_json_add_nums(row, nums, sizeof nums / sizeof nums[0]);
   cJSON_AddItemToArray(rows, row);
-  pd_cli_json_add_summary(root, rows, 3, 1, 2);
+  const pd_cli_json_num_t counts[] = {{"as_expected", 3}, {"unexpected", 1}, {"not_exercised", 2}};
+  pd_cli_json_add_summary(root, rows, counts, 3);
   char *t = cJSON_PrintUnformatted(root);
   PDT_EQ_STR(t, "{\"rows\":[{\"scenario\":\"n\",\"file\":\"f.json\",\"mode\":\"reference\","
-                "\"b\":2,\"a\":1.5,\"c\":0}],\"passed\":3,\"failed\":1,\"not_exercised\":2}");
+                "\"b\":2,\"a\":1.5,\"c\":0}],\"as_expected\":3,\"unexpected\":1,\"not_exercised\":2}");
   cJSON_free(t);
   cJSON_Delete(root);
 }

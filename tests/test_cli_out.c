@@ -18,6 +18,7 @@
 #include "cli_args.h"
 #include "cli_rows.h"
 #include "pd_err.h"
+#include "pd_scenario_write.h"
 #include "pdt.h"
 #include "pdt_cli.h"
 
@@ -153,28 +154,117 @@ static void test_only_unexpected_and_quiet(void) {
   if (!r) return;
   PDT_EQ_INT(r->code, 1);
   PDT_EQ_INT(count_lines(r->out, "batch-chat-n2 "), 5); /* the control: 4 rows, the matrix */
-  PDT_HAS(r->out, "batch-chat-n2                                  joined    PASS as expected");
+  PDT_HAS(r->out, "batch-chat-n2                                  joined         as expected      pass");
   const char *only[] = {"sim", "run", GOOD, file("wrong.json"), "--only-unexpected", NULL};
   r = pdref(only, 1);
   PDT_EQ_INT(r->code, 1);
   PDT_EQ_INT(count_lines(r->out, "batch-chat-n2 "), 1); /* its matrix line only */
   PDT_EQ_INT(count_lines(r->out, "abort-overtakes-late-prefill-request "), 1); /* joined */
-  PDT_HAS(r->out, "joined    FAIL UNEXPECTED    I3 stranded-slot (expected pass)");
+  PDT_HAS(r->out, "joined         UNEXPECTED       I3 stranded-slot (expected pass)");
   PDT_HAS(r->out, "    I3 stranded-slot: prefill slot on p0 held");
-  PDT_TRUE(!strstr(r->out, "PASS as expected") && !strstr(r->out, "FAIL as expected"));
+  PDT_TRUE(!strstr(r->out, "as expected      pass") && !strstr(r->out, "FAIL") && !strstr(r->out, "PASS"));
   PDT_TRUE(strstr(r->out, "scenario                                       mode") == NULL);
   /* the matrix: a cell per row, the UNEXPECTED one '!' */
   PDT_HAS(r->out, "batch-chat-n2                           ....");
   PDT_HAS(r->out, "abort-overtakes-late-prefill-request    !.x.");
-  PDT_TRUE(strstr(r->out, "sim: 7 passed, 1 failed, 0 not exercised\n") != NULL);
+  PDT_TRUE(strstr(r->out, "sim: 7 as expected, 0 deployment limit, 1 UNEXPECTED, 0 not exercised, 0 skipped\n") != NULL);
   const char *quiet[] = {"sim", "run", GOOD, file("wrong.json"), "--quiet", NULL};
   r = pdref(quiet, 1);
   PDT_EQ_INT(r->code, 1);
-  PDT_EQ_STR(r->out, "sim: 7 passed, 1 failed, 0 not exercised\n");
+  PDT_EQ_STR(r->out, "sim: 7 as expected, 0 deployment limit, 1 UNEXPECTED, 0 not exercised, 0 skipped\n");
   const char *good[] = {"sim", "run", GOOD, "--quiet", NULL};
   r = pdref(good, 1);
   PDT_EQ_INT(r->code, 0);
-  PDT_EQ_STR(r->out, "sim: 4 passed, 0 failed, 0 not exercised\n");
+  PDT_EQ_STR(r->out, "sim: 4 as expected, 0 deployment limit, 0 UNEXPECTED, 0 not exercised, 0 skipped\n");
+}
+
+/* Every file given is a row: `--mode vllm-toy-proxy` on SGLang files runs nothing, and says
+ * so (a skipped row per file, counted) and exits 1: a run with no exercised row tested nothing.
+ * Before: no row, "0 passed, 0 failed", exit 0. */
+static void test_a_run_that_tests_nothing_exits_1(void) {
+  const char *text[] = {"sim", "run", GOOD, I3_ROW, "--mode", "vllm-toy-proxy", NULL};
+  run_t *r = pdref(text, 1);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 1);
+  PDT_HAS(r->out, "batch-chat-n2                                  vllm-toy-proxy skipped          -  "
+                  "(the mode does not speak SGLang's protocol, which its workers speak)");
+  PDT_HAS(r->out, "sim: 0 as expected, 0 deployment limit, 0 UNEXPECTED, 0 not exercised, 2 skipped\n"
+                  "sim: no row was exercised: this run tested nothing\n");
+  const char *json[] = {"sim", "run", GOOD, I3_ROW, "--mode", "vllm-toy-proxy", "--json", NULL};
+  r = pdref(json, 1);
+  PDT_EQ_INT(r->code, 1);
+  cJSON *doc = cJSON_Parse(r->out);
+  const cJSON *rows = cJSON_GetObjectItemCaseSensitive(doc, "rows"), *row;
+  PDT_EQ_INT(cJSON_GetArraySize(rows), 2);
+  cJSON_ArrayForEach(row, rows) PDT_EQ_STR(str(row, "status"), "skipped");
+  const cJSON *n = cJSON_GetObjectItemCaseSensitive(doc, "skipped");
+  PDT_TRUE(cJSON_IsNumber(n) && n->valueint == 2);
+  PDT_TRUE(!cJSON_GetObjectItemCaseSensitive(doc, "passed")); /* the totals use the words */
+  n = cJSON_GetObjectItemCaseSensitive(doc, "as_expected");
+  PDT_TRUE(cJSON_IsNumber(n) && n->valueint == 0);
+  cJSON_Delete(doc);
+  /* the same files in a mode that speaks them: 2 exercised rows, exit 0 */
+  const char *ok[] = {"sim", "run", GOOD, I3_ROW, "--mode", "reference", "--quiet", NULL};
+  r = pdref(ok, 1);
+  PDT_EQ_INT(r->code, 0);
+  PDT_EQ_STR(r->out, "sim: 2 as expected, 0 deployment limit, 0 UNEXPECTED, 0 not exercised, 0 skipped\n");
+}
+
+/* A deployment limit (sf-prefill-kv-expires-before-decode-reads: prefill's KV expired before
+ * any decode could read it) has its own word, and the checker still holds the row to exactly
+ * the declared set: the same declaration naming I18 instead of I19 is UNEXPECTED. */
+static void test_deployment_limit_word(void) {
+  PDT_EQ_INT(make_files(), 0);
+  const char *text[] = {"sim", "run", SCN "sf-prefill-kv-expires-before-decode-reads.json",
+                        "--mode", "reference", NULL};
+  run_t *r = pdref(text, 1);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 0);
+  PDT_HAS(r->out, "reference      deployment limit I19 freed-blocks");
+  PDT_HAS(r->out, "    deployment limit: prefill's KV timer freed the blocks");
+  PDT_HAS(r->out, "sim: 0 as expected, 1 deployment limit, 0 UNEXPECTED");
+  PDT_HAS(r->out, "kv-expires-before-decode-re~ L\n");
+  FILE *in = fopen(PD_SOURCE_DIR "/scenarios/sf-prefill-kv-expires-before-decode-reads.json", "r");
+  static char txt[16384];
+  size_t n = in ? fread(txt, 1, sizeof txt - 1, in) : 0;
+  if (in) fclose(in);
+  txt[n] = 0;
+  char *at = strstr(txt, "\"reference\": {\n      \"deployment_limit\": [\n        \"I19\"");
+  PDT_TRUE(at != NULL);
+  if (!at) return;
+  at[strlen("\"reference\": {\n      \"deployment_limit\": [\n        \"I1")] = '8';
+  PDT_EQ_INT(write_file("limit18.json", txt), 0);
+  const char *wrong[] = {"sim", "run", file("limit18.json"), "--mode", "reference", NULL};
+  r = pdref(wrong, 1);
+  PDT_EQ_INT(r->code, 1);
+  PDT_HAS(r->out, "reference      UNEXPECTED       I19 freed-blocks (expected I18 stranded-kv)");
+}
+
+/* A deployment limit survives the scenario writer (sim explore's and sim new's): the file it
+ * writes loads back with the same set and why. */
+static void test_deployment_limit_round_trips(void) {
+  PDT_EQ_INT(make_files(), 0);
+  pd_scenario_t *s = malloc(sizeof *s), *t = malloc(sizeof *t);
+  char err[512] = "", *txt = NULL;
+  size_t len = 0;
+  PDT_TRUE(s && t);
+  if (!s || !t) goto out;
+  PDT_EQ_INT(pd_scenario_load(s, SCN "sf-prefill-params-invalid.json", err, sizeof err), 0);
+  PDT_EQ_INT(s->expect[PD_MODE_REFERENCE].limit_mask, 1u << 17);
+  PDT_EQ_INT(s->expect[PD_MODE_MOONCAKE_PROXY].limit_mask, 0); /* a plain list there */
+  PDT_EQ_INT(pd_scenario_write_json(s, &txt, &len), 0);
+  PDT_TRUE(txt && strstr(txt, "\"deployment_limit\": [") != NULL);
+  PDT_EQ_INT(txt ? write_file("limit-rt.json", txt) : -1, 0);
+  PDT_EQ_INT(pd_scenario_load(t, file("limit-rt.json"), err, sizeof err), 0);
+  for (int m = 0; m < PD_MODE_COUNT; m++) {
+    PDT_EQ_INT(t->expect[m].violated_mask, s->expect[m].violated_mask);
+    PDT_EQ_INT(t->expect[m].limit_mask, s->expect[m].limit_mask);
+    PDT_EQ_STR(t->expect[m].limit_why, s->expect[m].limit_why);
+  }
+out:
+  free(txt);
+  free(s);
+  free(t);
 }
 
 /* Every line of the matrix fits 100 columns, the legend names every mode. */
@@ -348,10 +438,10 @@ static void test_error_row_among_good_files(void) {
   PDT_EQ_INT(r->code, 2);
   PDT_EQ_INT(count_lines(r->out, "batch-chat-n2 "), 5); /* 4 rows and the matrix line */
   PDT_EQ_INT(count_lines(r->out, "abort-overtakes-late-prefill-request "), 4);
-  PDT_HAS(r->out, "bad.json                                       -         ERR  ERROR\n");
+  PDT_HAS(r->out, "bad.json                                       -              error            -\n");
   PDT_HAS(r->out, bad);
   PDT_HAS(r->out, deep);
-  PDT_HAS(r->out, "sim: 8 passed, 0 failed, 0 not exercised, 2 errors\n");
+  PDT_HAS(r->out, "sim: 8 as expected, 0 deployment limit, 0 UNEXPECTED, 0 not exercised, 0 skipped, 2 errors\n");
   PDT_HAS(r->err, bad);
   const char *json[] = {"sim", "run", GOOD, file("bad.json"), I3_ROW, "--json", NULL};
   r = pdref(json, 1);
@@ -388,8 +478,8 @@ static void test_json_out_beside_the_table(void) {
   run_t *r = pdref(args, 1);
   if (!r) return;
   PDT_EQ_INT(r->code, 2);
-  PDT_HAS(r->out, "sim: 7 passed, 1 failed, 0 not exercised, 1 error\n");
-  PDT_TRUE(strstr(r->out, "PASS as expected") == NULL);
+  PDT_HAS(r->out, "sim: 7 as expected, 0 deployment limit, 1 UNEXPECTED, 0 not exercised, 0 skipped, 1 error\n");
+  PDT_TRUE(strstr(r->out, "as expected      pass") == NULL);
   FILE *f = fopen(out, "r");
   PDT_TRUE(f != NULL);
   if (!f) return;
@@ -543,6 +633,9 @@ int pdt_suite_cli_out(void) {
   static const pdt_case_t cases[] = {
       {"invariant names: text, reasons, arrays", test_invariant_names},
       {"sim run --only-unexpected and --quiet", test_only_unexpected_and_quiet},
+      {"sim run: a run that tests nothing (every file skipped) exits 1", test_a_run_that_tests_nothing_exits_1},
+      {"sim run: a deployment limit has its own word, held to its exact set", test_deployment_limit_word},
+      {"a deployment limit round-trips through the scenario writer", test_deployment_limit_round_trips},
       {"sim run matrix fits 100 columns", test_matrix_fits_100_columns},
       {"sim run --json: arrays, names, seed, a replay that replays", test_json_rows_arrays_seed_replay},
       {"sim run: a bad file is an error row among good rows", test_error_row_among_good_files},

@@ -18,16 +18,16 @@ static int have_python(void) { return system("python3 -c 'import http.server' 2>
 
 /* python3 -m http.server answers 501 to every POST: no request reaches a worker. The row is not
  * exercised (served 0/1) and `pdref conform` exits 1. Where the checker has I15 ("served": no
- * clean answer while every worker was healthy) the row is a FAIL I15, which wins, and exits
- * 1 even with --allow-unexercised; before I15 it violates nothing and is NOT EXERCISED,
+ * clean answer while every worker was healthy) the row is UNEXPECTED (I15), which wins, and
+ * exits 1 even with --allow-unexercised; before I15 it violates nothing and is not exercised,
  * counted apart, exit 0 with --allow-unexercised. pdref's gateway on the same scenario serves
  * 1/1 and passes. */
 #if PD_INVARIANT_COUNT >= 15
 #define SERVED_BIT PD_CONFORM_BIT(15)
-#define NOTHING_LINE "conform: 0 passed, 2 failed, 0 not exercised"
+#define NOTHING_LINE "conform: 0 as expected, 0 deployment limit, 2 UNEXPECTED, 0 not exercised"
 #else
 #define SERVED_BIT 0u
-#define NOTHING_LINE "conform: 0 passed, 0 failed, 2 not exercised"
+#define NOTHING_LINE "conform: 0 as expected, 0 deployment limit, 0 UNEXPECTED, 2 not exercised"
 #endif
 static void test_a_gateway_that_serves_nothing_is_not_exercised(void) {
   char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
@@ -73,10 +73,216 @@ static void test_a_gateway_that_serves_nothing_is_not_exercised(void) {
     out[n] = 0;
     if (f) fclose(f);
     PDT_TRUE(strstr(out, NOTHING_LINE) != NULL);
-    PDT_TRUE(strstr(out, SERVED_BIT ? "FAIL I15" : "NOT EXERCISED") != NULL);
+    PDT_TRUE(strstr(out, SERVED_BIT ? "UNEXPECTED       I15 served" : "not exercised") != NULL);
   }
   unlink(out_path);
   free(s);
+}
+
+/* A "gateway" that accepts every connection and never answers, contacting no worker. On a
+ * minilb row that expects I1 (prefill-503-nonstream-unchecked: mini_lb never checks prefill's
+ * 503 and decode waits for KV) it shows I1 as well, but not from the row's cause: the fault
+ * never fired and the request reached no worker. Before, that was `FAIL I1 ... as expected
+ * [faults exercised 0/1, requests served 0/1]` and exit 0; now it is not exercised, exit 1. */
+#define DEAD_GATEWAY                                                                         \
+  "exec python3 -c \"import socket; s = socket.create_server(('127.0.0.1', {port})); "        \
+  "held = [s.accept() for _ in range(64)]\""
+static void test_an_expected_violation_without_its_cause_is_not_exercised(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0 || !have_python()) return;
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_load_scenario("prefill-503-nonstream-unchecked");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pd_conform_opts_default(&o);
+  pd_conform_set_label(&o, "minilb");
+  o.gateway_cmd = DEAD_GATEWAY;
+  o.pdref_bin = bin;
+  o.scale = 0.005; /* the 120 s deadline in 0.6 s */
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.got, PD_CONFORM_BIT(1)); /* I1: what the scenario expects of minilb */
+  PDT_EQ_INT(r.want, PD_CONFORM_BIT(1));
+  PDT_TRUE(r.matched);
+  PDT_EQ_INT(r.faults_n, 1);
+  PDT_EQ_INT(r.faults_fired, 0);
+  PDT_EQ_INT(r.served, 0);
+  PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_NOT_EXERCISED);
+  PDT_TRUE(strstr(r.nx_reason, "requests served 0/1") != NULL);
+  free(s);
+  char out_path[64];
+  snprintf(out_path, sizeof out_path, "/tmp/pdt-conform-dead-%ld.out", (long)getpid());
+  snprintf(cmd, sizeof cmd,
+           "%s conform --mode-label minilb --timeout-scale 0.005 --no-warm-up --gateway-cmd "
+           "'%s' %s/scenarios/prefill-503-nonstream-unchecked.json > %s 2>&1", bin,
+           "exec python3 -c \"import socket; s = socket.create_server(('\\''127.0.0.1'\\'', "
+           "{port})); held = [s.accept() for _ in range(64)]\"", PD_SOURCE_DIR, out_path);
+  int st = system(cmd);
+  PDT_TRUE(WIFEXITED(st));
+  PDT_EQ_INT(WEXITSTATUS(st), 1);
+  FILE *f = fopen(out_path, "r");
+  char out[8192] = "";
+  size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+  out[n] = 0;
+  if (f) fclose(f);
+  PDT_TRUE(strstr(out, "minilb         not exercised    I1 termination  [faults exercised 0/1, "
+                       "requests served 0/1]") != NULL);
+  PDT_TRUE(strstr(out, "    not exercised: requests served 0/1: request 0 reached no worker") != NULL);
+  PDT_TRUE(strstr(out, "as expected    ") == NULL && strstr(out, "FAIL") == NULL);
+  PDT_TRUE(strstr(out, "conform: 0 as expected, 0 deployment limit, 0 UNEXPECTED, 1 not exercised, "
+                       "0 skipped\nconform: no row was exercised") != NULL);
+  if (!strstr(out, "not exercised    I1")) fputs(out, stderr);
+  unlink(out_path);
+}
+
+/* Every file given is a row: a vLLM-family label on SGLang files runs nothing and starts
+ * nothing (no warm-up either), lists each file as skipped with its reason, counts them, and
+ * exits 1. Before: {"rows": [], "passed": 0, ...} and exit 0. */
+static void test_a_conform_run_that_tests_nothing_exits_1(void) {
+  char bin[PATH_MAX + 8], cmd[2 * PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  char out_path[64];
+  snprintf(out_path, sizeof out_path, "/tmp/pdt-conform-none-%ld.out", (long)getpid());
+  for (int json = 0; json < 2; json++) {
+    snprintf(cmd, sizeof cmd,
+             "%s conform %s --mode-label vllm-toy-proxy --gateway-cmd 'exec false {port}' "
+             "%s/scenarios/happy-path-stream.json %s/scenarios/happy-path-nonstream.json > %s "
+             "2>&1", bin, json ? "--json" : "", PD_SOURCE_DIR, PD_SOURCE_DIR, out_path);
+    int st = system(cmd);
+    PDT_TRUE(WIFEXITED(st));
+    PDT_EQ_INT(WEXITSTATUS(st), 1);
+    FILE *f = fopen(out_path, "r");
+    char out[8192] = "";
+    size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+    out[n] = 0;
+    if (f) fclose(f);
+    if (json) {
+      PDT_TRUE(strstr(out, "\"status\":\t\"skipped\"") != NULL);
+      PDT_TRUE(strstr(out, "\"skipped\":\t2") != NULL);
+      PDT_TRUE(strstr(out, "\"as_expected\":\t0") != NULL);
+    } else {
+      PDT_TRUE(strstr(out, "happy-path-nonstream                           vllm-toy-proxy skipped  "
+                           "        -  (vllm-toy-proxy does not speak SGLang's protocol") != NULL);
+      PDT_TRUE(strstr(out, ", 2 skipped\nconform: no row was exercised") != NULL);
+      PDT_TRUE(!strstr(out, "forwards a request")); /* no warm-up ran */
+    }
+  }
+  unlink(out_path);
+}
+
+/* What sockets can observe: decode-hang-before-head-prefill-not-cancelled expects I1,I14 of
+ * minilb, but mini_lb ends the hung request only at its own 3600 s timeout (36 s at 0.01),
+ * long after the runner gives it up (1.2 s + slack): I14 cannot show, so the row is held to
+ * I1 and says why. Before: UNEXPECTED (I1, expected I1,I14). With --request-bound-ms past the
+ * timeout I14 is required again. */
+static void test_what_sockets_cannot_observe_is_not_required(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  pd_scenario_t *s = pdt_load_scenario("decode-hang-before-head-prefill-not-cancelled");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "minilb", cmd, sizeof cmd);
+  o.scale = 0.005;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.want, PD_CONFORM_BIT(1) | PD_CONFORM_BIT(14));
+  PDT_EQ_INT(r.maybe, PD_CONFORM_BIT(14));
+  PDT_EQ_INT(r.got & PD_CONFORM_BIT(1), PD_CONFORM_BIT(1));
+  PDT_TRUE(r.matched);
+  PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_AS_EXPECTED);
+  PDT_TRUE(strstr(r.observe_note, "I14 show only at the end of a request the gateway ends by its "
+                                  "own 18000 ms timeout (minilb, scaled)") != NULL);
+  free(s);
+}
+
+/* Another label (a gateway conform has no model of) is held to the reference's expectation,
+ * not to "every scenario passes": on sf-prefill-kv-expires-before-decode-reads that is a
+ * deployment limit (I19: prefill's KV expired before any decode could read it), and the row
+ * says so in its own word, neither a pass nor a failure of the gateway. Before: "FAIL I19 ...
+ * as expected", counted as passed. */
+static void test_another_label_meets_a_deployment_limit(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  pd_scenario_t *s = pdt_load_scenario("sf-prefill-kv-expires-before-decode-reads");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  pd_conform_set_label(&o, "my-gw");
+  o.scale = 0.3;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_EQ_INT(r.want, PD_CONFORM_BIT(19));
+  PDT_EQ_INT(r.limit, PD_CONFORM_BIT(19));
+  PDT_EQ_INT(r.got, PD_CONFORM_BIT(19));
+  PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_LIMIT);
+  free(s);
+}
+
+/* A fault no mock can inject is not the gateway's fault: sf-decode-connect-refused (the mock
+ * resets where the simulator refuses, so the reference redoes prefill and the first pin
+ * waits for its timer, I18 on sockets, pass in the simulator) is not exercised, and says why.
+ * Before: UNEXPECTED (I18, expected pass). */
+static void test_a_fault_no_mock_can_inject_is_not_exercised(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  pd_scenario_t *s = pdt_load_scenario("sf-decode-connect-refused");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  o.scale = 0.3;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_TRUE(strstr(r.cannot_drive, "a mock cannot refuse one request's connection") != NULL);
+  if (r.matched) { /* the reset happened to give what the refusal gives: judged as usual */
+    PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_AS_EXPECTED);
+  } else {
+    PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_NOT_EXERCISED);
+    PDT_TRUE(strstr(r.nx_reason, "a mock cannot refuse") != NULL);
+  }
+  free(s);
+}
+
+/* The machine's limits are not the gateway's fault. The rate warm-up measures what this
+ * machine sustains with pdref's gateway; a load row asking more than a quarter of it at its scale
+ * runs at a larger scale (and says so), and one asking too much even at scale 1 is not run:
+ * not exercised, "this machine cannot drive it at this scale". */
+#define LOAD_ROW                                                                            \
+  "{\"name\": \"load\", \"description\": \"a load\", \"workers\": [{\"name\": \"p0\", \"role\":" \
+  " \"prefill\"}, {\"name\": \"d0\", \"role\": \"decode\"}], \"workload\": {\"requests\": 100,"    \
+  " \"interval_ms\": 10, \"tokens\": 2}, \"expect\": {\"reference\": \"pass\"}}"
+static void test_a_load_the_machine_cannot_drive(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512], why[256] = "";
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  pd_scenario_t *s = pdt_scenario_from_json(LOAD_ROW);
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  PDT_TRUE(pd_conform_row_rate(s, 0.01) > 9999 && pd_conform_row_rate(s, 0.01) < 10001);
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  double rate = 0;
+  PDT_EQ_INT(pd_conform_warm_up_rate(&o, PD_PROTOCOL_SGLANG, &rate, why, sizeof why), 0);
+  PDT_TRUE(rate > 0);
+  o.rate_per_s = 2000; /* pretend: 10000 a second at 0.01 is 20 x a quarter of it */
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_TRUE(r.scale > 0.199 && r.scale < 0.201);
+  PDT_TRUE(strstr(r.scale_note, "scale raised from 0.01 to 0.2: its arrivals") != NULL);
+  PDT_EQ_INT(r.sent, 100); /* run, at that scale (its verdict is the gateway's speed under a
+                              sanitizer: not this test's) */
+  o.rate_per_s = 300; /* 100 a second even at scale 1: more than a quarter of it */
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.sent, 0); /* nothing started */
+  PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_NOT_EXERCISED);
+  PDT_TRUE(strstr(r.nx_reason, "this machine cannot drive it at this scale") != NULL);
+  pdt_drop_scenario(s);
 }
 
 #define FAULT ", \"faults\": [{\"kind\": \"status\", \"status\": 400}]"
@@ -223,6 +429,13 @@ int pdt_suite_conform_exercised(void) {
       {"a gateway that serves nothing is not exercised",
        test_a_gateway_that_serves_nothing_is_not_exercised},
       {"a fault that never fired is not exercised", test_a_fault_that_never_fired_is_not_exercised},
+      {"an expected violation without its cause is not exercised (a dead gateway)",
+       test_an_expected_violation_without_its_cause_is_not_exercised},
+      {"a conform run that tests nothing exits 1", test_a_conform_run_that_tests_nothing_exits_1},
+      {"what sockets cannot observe is not required", test_what_sockets_cannot_observe_is_not_required},
+      {"a fault no mock can inject is not exercised", test_a_fault_no_mock_can_inject_is_not_exercised},
+      {"another label meets a deployment limit", test_another_label_meets_a_deployment_limit},
+      {"a load this machine cannot drive", test_a_load_the_machine_cannot_drive},
       {"warm-up measures the gateway", test_warm_up_measures_the_gateway},
       {"the scale follows the gateway's speed", test_scale_follows_the_gateways_speed},
       {"tail margin is the grace past the reference tail",

@@ -149,6 +149,103 @@ static void test_judge_no_i6_for_a_leg_arriving_after_the_clients_end(void) {
   }
 }
 
+/* Worker index by name in the fixture's scenario. */
+static uint32_t fx_worker(const fx_t *f, const char *name) {
+  for (uint32_t i = 0; i < f->c.s->n_workers; i++)
+    if (!strcmp(f->c.s->workers[i].name, name)) return i;
+  return 0;
+}
+
+/* I16 over sockets, from the worker logs alone (retry-picks-same-failed-pair: p0, d0, d1;
+ * smg's retry re-picks the failed pair, G15): request 0's first attempt fails on d0's 503,
+ * the second goes back to d0 while d1 was untried and had failed nothing: I16. When d1 had
+ * failed another request before (its breaker may be open), the logs cannot tell that it was
+ * eligible: no I16. Before, I16 was not judged on sockets at all. */
+static void test_judge_i16_from_the_worker_logs(void) {
+  for (int d1_failed = 0; d1_failed < 2; d1_failed++) {
+    fx_t f;
+    memset(&f, 0, sizeof f);
+    if (pdt_cfx_init(&f.c, "retry-picks-same-failed-pair", "joined", f.reqs, 2, f.legs, FX_LEGS,
+                     12350, 12000))
+      return;
+    uint32_t p0 = fx_worker(&f, "p0"), d0 = fx_worker(&f, "d0"), d1 = fx_worker(&f, "d1");
+    for (uint32_t i = 0; i < 2; i++) {
+      f.reqs[i].c.t_arrival = (uint64_t)((1.0 + 50.0 * i) * MS_NS);
+      f.reqs[i].t_bound = f.reqs[i].c.t_arrival + f.c.run.bound_ns;
+      snprintf(f.reqs[i].xrid, sizeof f.reqs[i].xrid, "pdconf-t-%u", i);
+    }
+    fx_ended(&f, 0, 503, 0, 30.0, 30.5);
+    fx_ended(&f, 1, 503, 0, 70.0, 70.5);
+    const struct { uint32_t w; const char *room; double at, closed; int fault; pd_truth_t t; int req; } legs[] = {
+        {p0, "1", 2.0, 10.0, -1, PD_TRUTH_CANCELLED, 0},
+        {d0, "1", 2.1, 9.0, PD_FAULT_STATUS, PD_TRUTH_FAILED, 0},
+        {p0, "2", 12.0, 20.0, -1, PD_TRUTH_CANCELLED, 0},
+        {d0, "2", 12.1, 19.0, PD_FAULT_STATUS, PD_TRUTH_FAILED, 0},
+        {p0, "3", 52.0, 60.0, -1, PD_TRUTH_CANCELLED, 1}, /* the other request, later */
+        {d1, "3", 52.1, 59.0, PD_FAULT_STATUS, PD_TRUTH_FAILED, 1},
+    };
+    for (size_t k = 0; k < sizeof legs / sizeof legs[0]; k++) {
+      pd_conform_logged_leg_t *l = fx_leg(&f, legs[k].w, legs[k].room,
+                                          legs[k].at - (d1_failed && legs[k].req ? 51.0 : 0),
+                                          legs[k].closed - (d1_failed && legs[k].req ? 51.0 : 0),
+                                          legs[k].fault, legs[k].fault >= 0 ? 503 : 200, legs[k].t);
+      if (legs[k].fault >= 0) l->fired = 1u << legs[k].fault;
+      snprintf(l->xrid, sizeof l->xrid, "%s", f.reqs[legs[k].req].xrid);
+    }
+    if (d1_failed) { /* request 1 arrives first and fails on d1 before request 0's retry */
+      f.reqs[1].c.t_arrival = (uint64_t)(0.5 * MS_NS);
+      f.reqs[1].c.t_end = (uint64_t)(9.5 * MS_NS);
+    }
+    PDT_EQ_INT(fx_judge(&f), 0);
+    PDT_TRUE(f.c.r.judged & PD_CONFORM_BIT(16));
+    PDT_EQ_INT(!!(fx_got(&f) & PD_CONFORM_BIT(16)), !d1_failed);
+    if (!d1_failed)
+      PDT_TRUE(strstr(f.c.run.stats.first_reason,
+                      "I16 attempt 2 went back to d0, which failed it, while d1 was untried") != NULL);
+    fx_free(&f);
+  }
+}
+
+/* Legs tied by arrival order alone (no X-Request-Id, rids made up): request 0's first
+ * attempt fails at 12 ms, and an attempt comes at 13 ms while request 0 (a retry) and request
+ * 1 (its first) could both own it. FIFO gives it to request 1; the tie is ambiguous, and a row
+ * whose verdict rests on it is not exercised (never a silent pass). With ids: no ambiguity. */
+static void test_judge_flags_ambiguous_fifo_ties(void) {
+  for (int ids = 0; ids < 2; ids++) {
+    fx_t f;
+    PDT_EQ_INT(fx_init(&f, "reference", 2), 0);
+    if (!f.c.s) return;
+    if (ids)
+      for (uint32_t i = 0; i < 2; i++) snprintf(f.reqs[i].xrid, sizeof f.reqs[i].xrid, "pdconf-a-%u", i);
+    fx_ended(&f, 0, 200, 1, 25.0, 30.0);
+    fx_ended(&f, 1, 200, 1, 26.0, 31.0);
+    const struct { uint32_t w; const char *room; double at, closed; int fault, st; pd_truth_t t; int req; } legs[] = {
+        {f.p0, "1", 10.0, 12.5, -1, 200, PD_TRUTH_CANCELLED, 0},
+        {f.d0, "1", 10.1, 12.0, PD_FAULT_STATUS, 503, PD_TRUTH_FAILED, 0},
+        {f.p0, "2", 13.0, 20.0, -1, 200, PD_TRUTH_OK, 0},
+        {f.d0, "2", 13.1, 30.0, -1, 200, PD_TRUTH_OK, 0},
+        {f.p0, "3", 14.0, 21.0, -1, 200, PD_TRUTH_OK, 1},
+        {f.d0, "3", 14.1, 31.0, -1, 200, PD_TRUTH_OK, 1},
+    };
+    for (size_t k = 0; k < sizeof legs / sizeof legs[0]; k++) {
+      pd_conform_logged_leg_t *l = fx_leg(&f, legs[k].w, legs[k].room, legs[k].at,
+                                          legs[k].closed, legs[k].fault, legs[k].st, legs[k].t);
+      if (ids) snprintf(l->xrid, sizeof l->xrid, "%s", f.reqs[legs[k].req].xrid);
+    }
+    PDT_EQ_INT(fx_judge(&f), 0);
+    if (ids) {
+      PDT_EQ_INT(f.c.r.legs_ambiguous, 0);
+    } else {
+      PDT_TRUE(f.c.r.legs_by_timing == 6);
+      PDT_TRUE(f.c.r.legs_ambiguous >= 2);
+      f.c.r.status = PD_CONFORM_RAN;
+      f.c.r.exercised = f.c.r.matched = f.c.r.want_set = 1;
+      PDT_EQ_INT(pd_conform_verdict(&f.c.r), PD_CONFORM_NOT_EXERCISED);
+    }
+    fx_free(&f);
+  }
+}
+
 /* A client's body the checker could not keep (out of memory) leaves no trustworthy verdict:
  * the run is an error naming it, not a row that passes or fails. */
 static void test_judge_a_lost_client_record_makes_the_run_an_error(void) {
@@ -207,6 +304,8 @@ int pdt_suite_conform_judge(void) {
       {"judge ties attempts by how requests ended", test_judge_ties_attempts_by_how_requests_ended},
       {"judge: no I6 for a leg arriving after the client's end",
        test_judge_no_i6_for_a_leg_arriving_after_the_clients_end},
+      {"judge: I16 from the worker logs alone", test_judge_i16_from_the_worker_logs},
+      {"judge: ambiguous FIFO ties are flagged", test_judge_flags_ambiguous_fifo_ties},
       {"judge: a client record lost to memory makes the run an error",
        test_judge_a_lost_client_record_makes_the_run_an_error},
       {"judge: legs re-sent past an attempt's room are counted unattributed",

@@ -114,7 +114,7 @@ static void test_one_cell_per_row_and_verdicts(void) {
   /* the duplicate joined row of "a" is a second table row, not a lost cell */
   PDT_EQ_U64(count(h, "<tr><td class=\"s\">a</td>"), 2);
   PDT_TRUE(strstr(h, "<th>joined</th><th>reference</th><th>pr1150</th><th>minilb</th>") != NULL);
-  PDT_TRUE(strstr(h, ">FAIL: I2 orphan-leg (expected any (no expectation))</a>") != NULL);
+  PDT_TRUE(strstr(h, ">UNEXPECTED: I2 orphan-leg (expected any (no expectation))</a>") != NULL);
   free(h);
 }
 
@@ -151,6 +151,40 @@ static void test_old_rows_get_a_replay_and_expectations_read(void) {
   PDT_TRUE(strstr(h, "build/pdref sim run x/a.json --mode joined</pre>") != NULL);
   PDT_TRUE(strstr(h, "<b>expected</b> any (no expectation)") != NULL); /* null */
   PDT_TRUE(strstr(h, "<b>expected</b> pass") != NULL);                   /* [] and "" */
+  free(h);
+}
+
+/* The one vocabulary (cli_rows.h): rows of today's sim run and conform name their word in
+ * "status" and the document its command; every word has its cell, and the summary counts
+ * them in the same words (no "passed"/"FAIL" totals). */
+static void test_the_vocabulary_words_each_have_a_cell(void) {
+  static const char rows[] =
+      "{\"command\": \"conform\", \"rows\": ["
+      "{\"scenario\": \"a\", \"file\": \"a.json\", \"mode\": \"m\", \"status\": \"as expected\","
+      " \"violated\": [\"I1\"], \"expected\": [\"I1\"], \"matched\": true},"
+      "{\"scenario\": \"b\", \"file\": \"b.json\", \"mode\": \"m\", \"status\": \"deployment limit\","
+      " \"violated\": [\"I19\"], \"expected\": [\"I19\"], \"matched\": true},"
+      "{\"scenario\": \"c\", \"file\": \"c.json\", \"mode\": \"m\", \"status\": \"unexpected\","
+      " \"violated\": [\"I3\"], \"expected\": [], \"matched\": false},"
+      "{\"scenario\": \"d\", \"file\": \"d.json\", \"mode\": \"m\", \"status\": \"not exercised\","
+      " \"violated\": [\"I1\"], \"expected\": [\"I1\"], \"matched\": true},"
+      "{\"scenario\": \"e\", \"file\": \"e.json\", \"mode\": \"m\", \"status\": \"skipped\","
+      " \"reason\": \"the mode does not speak SGLang's protocol\"}],"
+      " \"as_expected\": 1, \"deployment_limit\": 1, \"unexpected\": 1, \"not_exercised\": 1,"
+      " \"skipped\": 1, \"errors\": 0}";
+  char *h = NULL;
+  pd_report_stats_t st;
+  PDT_EQ_INT(page(rows, PD_REPORT_CONFORM, &h, &st), 0);
+  PDT_EQ_U64(st.verdicts[PD_VERDICT_EXPECTED], 1);
+  PDT_EQ_U64(st.verdicts[PD_VERDICT_LIMIT], 1);
+  PDT_EQ_U64(st.verdicts[PD_VERDICT_FAIL], 1);
+  PDT_EQ_U64(st.verdicts[PD_VERDICT_NX], 1); /* an expected I1 without its cause */
+  PDT_EQ_U64(st.verdicts[PD_VERDICT_SKIPPED], 1);
+  PDT_TRUE(strstr(h, ">deployment limit: I19 freed-blocks</a>") != NULL);
+  PDT_TRUE(strstr(h, ">UNEXPECTED: I3 stranded-slot (expected pass)</a>") != NULL);
+  PDT_TRUE(strstr(h, "1 as expected, 1 deployment limit, 1 UNEXPECTED, 1 not exercised, 1 "
+                     "skipped, 0 error.") != NULL);
+  PDT_TRUE(strstr(h, "FAIL") == NULL && strstr(h, "passed") == NULL);
   free(h);
 }
 
@@ -352,6 +386,7 @@ int pdt_suite_report(void) {
       {"swimlane from standard trace events", test_swimlane_reads_standard_trace_events},
       {"swimlane: the first violation's time", test_swimlane_shows_the_violation_window},
       {"a FAIL row is re-run for its swimlane", test_fail_row_is_rerun_for_its_swimlane},
+      {"the vocabulary's words each have a cell and a total", test_the_vocabulary_words_each_have_a_cell},
       {"metrics series: bins, merged points, pooled none", test_metrics_series_bins_and_bounds},
   };
   return PDT_SUITE("report", cases);

@@ -333,8 +333,19 @@ static void test_expect_list_is_exact_mask(void) {
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I20']}}", PD_ERR_FIELD,
                "scen.json: $.expect.joined[0]: expected an invariant ID I1..I19, got \"I20\"");
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':'fail'}}", PD_ERR_FIELD,
-               "scen.json: $.expect.joined: expected \"pass\" or a list of invariant IDs such "
-               "as [\"I2\", \"I3\"], got \"fail\"");
+               "scen.json: $.expect.joined: expected \"pass\", a list of invariant IDs such "
+               "as [\"I2\", \"I3\"] or {\"deployment_limit\": [...], \"why\": \"...\"}, got "
+               "\"fail\"");
+  /* a deployment limit: the exact set, and why; each part named when wrong */
+  expect_error("{'name':'t'," PAIR ",'expect':{'joined':{'deployment_limit':['I19']}}}", PD_ERR_FIELD,
+               "scen.json: $.expect.joined: a deployment limit needs both \"deployment_limit\" "
+               "(the invariants) and \"why\" (why no gateway can pass)");
+  expect_error("{'name':'t'," PAIR ",'expect':{'joined':{'deployment_limit':[],'why':'w'}}}",
+               PD_ERR_FIELD, "scen.json: $.expect.joined.deployment_limit: expected at least one "
+               "invariant ID (a deployment limit violates something)");
+  expect_error("{'name':'t'," PAIR ",'expect':{'joined':{'deployment_limit':['I3'],'why':'w',"
+               "'note':1}}}", PD_ERR_FIELD, "scen.json: $.expect.joined.note: unknown or duplicate "
+               "key (expected \"deployment_limit\" and \"why\")");
 }
 
 /* "unexercised": {mode: reason} declares the modes in which a fault cannot fire. */

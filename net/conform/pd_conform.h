@@ -24,17 +24,17 @@
 
 #define PD_CONFORM_BIT(inv) (1u << ((inv) - 1))
 /* Not judged on sockets: recorded outcomes (I4), loads (I9, I10) and breaker states (I12)
- * live inside the gateway; determinism (I13) is a property of the simulator. */
-/* I16 (retry onto a failed worker) needs the breaker view at each open; I17 (quiescence) is
- * judged from /metrics only where the gateway exposes its loads (as I4). I19 (a decode served
- * from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). */
+ * live inside the gateway; determinism (I13) is a property of the simulator. I16 (retry onto
+ * a failed worker) is judged from the worker logs alone (pd_conform_verdict.c: a retry back
+ * to the worker that failed the request while an untried one had failed nothing); I17
+ * (quiescence) from /metrics only where the gateway exposes its loads (as I4). I19 (a decode
+ * served from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). */
 #define PD_CONFORM_INV_RETRY_FAILED 16
 #define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                                        \
   (PD_CONFORM_BIT(PD_INVARIANT_OUTCOME) | PD_CONFORM_BIT(PD_INVARIANT_LOAD_BALANCE) |              \
    PD_CONFORM_BIT(PD_INVARIANT_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INVARIANT_BREAKER) |                \
-   PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED) |        \
-   PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
+   PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
 
 #define PD_CONFORM_MAX_HEADERS 4u /* --client-header */
 
@@ -57,12 +57,14 @@ typedef struct pd_conform_opts {
   int keep;                /* keep the run directory (logs, gateway output) */
   double fwd_ms;           /* the gateway's forwarding latency from pd_conform_warm_up (ms);
                               0 = not measured: no scale is raised for it */
+  double rate_per_s;       /* the request rate this machine's client, mocks and gateway
+                              sustained in pd_conform_warm_up_rate; 0 = not measured */
   volatile sig_atomic_t *stop; /* optional: set (e.g. by a signal handler) to end early */
 } pd_conform_opts_t;
 
 typedef enum {
   PD_CONFORM_RAN = 0,
-  PD_CONFORM_SKIPPED = 1, /* cannot run on sockets (reason says why); not counted */
+  PD_CONFORM_SKIPPED = 1, /* not run (reason says why): counted apart */
   PD_CONFORM_ERROR = 2,   /* setup failed: a mock or the gateway did not start, ... */
 } pd_conform_status_t;
 
@@ -73,7 +75,12 @@ typedef struct pd_conform_result {
   uint32_t judged;      /* invariants judged (mask) */
   uint32_t got;         /* violated, within judged */
   uint32_t want;        /* expected, within judged */
-  int want_set, matched;
+  uint32_t limit;       /* of want, what the scenario declares a deployment limit (want when
+                           its expectation is {"deployment_limit": ...}, else 0) */
+  uint32_t maybe;       /* of want, what these sockets may not show (observe_note): matched
+                           whether it shows or not */
+  char observe_note[512]; /* why maybe is not observable here */
+  int want_set, matched;  /* matched: got == want outside maybe */
   char reason[256];     /* first violation, or why skipped / what failed */
   char metrics_reason[256]; /* I4 from the gateway's /metrics, when violated */
   char dir[512];        /* the run directory (removed unless keep) */
@@ -91,6 +98,14 @@ typedef struct pd_conform_result {
   uint32_t unserved_late;          /* unserved, but legs came after the client's end, or its
                                       client disconnected before the gateway sent any */
   int exercised;                   /* every such fault fired, every request served or excused */
+  char cannot_drive[224];          /* the mocks or this machine cannot drive the row as written
+                                      (a fault no mock can inject, an arrival rate the warm-up
+                                      showed this machine cannot sustain): a row whose own
+                                      verdict then differs from its expectation is not
+                                      exercised, never a fault of the gateway */
+  uint32_t legs_ambiguous;         /* legs tied by arrival order that another request could
+                                      have owned as well (docs/conformance.md "Tying legs"):
+                                      the row's verdict cannot rest on them */
   char nx_reason[192];             /* why not exercised */
   const char *declared_nx;         /* the scenario declares this mode unexercised (its reason:
                                       "unexercised"), or NULL: such a row is judged as usual */
@@ -98,12 +113,14 @@ typedef struct pd_conform_result {
                           sent to its first leg at a mock (ms); -1 when no request had a leg */
   int timing_too_short; /* the scenario's timing is below what the gateway can show even at
                            scale 1 (scale_note); its served count decides */
-  char scale_note[256]; /* the scale was raised for the gateway's speed, or could not be */
+  char scale_note[448]; /* the scale was raised for the gateway's speed or this machine's
+                           request rate, or could not be */
   int quiescent;        /* from /metrics after the run: 1 nothing held, 0 something held
                            (quiet_reason), -1 not judged (not exposed, a request given up or a
                            leg open when the gateway was stopped) */
   char quiet_reason[192];
   double seconds;
+  double span_ms; /* from the first request sent to the last client end */
   double scale; /* the timeout scale this scenario ran at (raised to socket_min_scale) */
   pid_t pids[PD_CONFORM_MAX_PIDS]; /* every process started: mocks, then the gateway (each
                                     * leads its own process group) */
@@ -143,6 +160,23 @@ int pd_conform_expand(const pd_scenario_t *s, const pd_conform_opts_t *o, const 
 int pd_conform_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, double *fwd_ms, char *why,
                        size_t cap);
 
+/* A load row's arrival rate must stay under 1 / PD_CONFORM_RATE_FACTOR of what the warm-up
+ * sustained (its 2-token streams behind two mocks are lighter than a load row's: at 1/2,
+ * abort-storm-cascade-28651 with eight mocks and 1024-token prompts still overran pdref's
+ * gateway, 489 ms to forward); a row with fewer requests than PD_CONFORM_RATE_MIN_REQUESTS
+ * is not a load. */
+#define PD_CONFORM_RATE_FACTOR 4.0
+#define PD_CONFORM_RATE_MIN_REQUESTS 100u
+/* The largest request rate this machine sustains with this gateway (requests a second): a
+ * burst of requests sent at once behind one healthy prefill and decode mock, completed
+ * requests over the time from the first sent to the last answered. 0 with *rate set; 1 when
+ * it could not be measured (why); negative: out of memory. */
+int pd_conform_warm_up_rate(const pd_conform_opts_t *o, pd_protocol_t proto, double *rate,
+                            char *why, size_t cap);
+/* The arrival rate (requests a second) scenario s asks of the sockets at scale; 0 when it is
+ * not a load (fewer than PD_CONFORM_RATE_MIN_REQUESTS requests, or bursts). */
+double pd_conform_row_rate(const pd_scenario_t *s, double scale);
+
 /* The labelled mode does not speak the scenario's workers' protocol (pd_mode_speaks): the row
  * is not run, as `pdref sim run --mode M` leaves it out. */
 int pd_conform_mode_skips(const pd_scenario_t *s, const pd_conform_opts_t *o);
@@ -151,8 +185,24 @@ int pd_conform_mode_skips(const pd_scenario_t *s, const pd_conform_opts_t *o);
  * disconnect_at_ms, a gateway timeout the scenario sets; 0 if none. */
 uint64_t pd_conform_gateway_timing_ms(const pd_scenario_t *s);
 
-/* The row ran, violated nothing, and did not test what it meant to (r->nx_reason): its own
- * status, NOT EXERCISED, neither a pass nor a fail. A row with a violation is a FAIL. */
+/* A row's word, in the order of the CLI's vocabulary (cli/cli_rows.h pd_cli_verdict_t). */
+typedef enum pd_conform_verdict {
+  PD_CONFORM_AS_EXPECTED = 0,
+  PD_CONFORM_LIMIT,         /* as expected, and what it violates is a declared deployment limit */
+  PD_CONFORM_UNEXPECTED,
+  PD_CONFORM_NOT_EXERCISED,
+  PD_CONFORM_SKIP,
+  PD_CONFORM_ERR,
+} pd_conform_verdict_t;
+
+/* The row's word. A row whose own verdict (got) meets its expectation counts only when
+ * produced by its cause: every scripted fault fired and every request reached a worker (or
+ * was excused), and its legs were tied to requests without ambiguity; otherwise it is not
+ * exercised, an expected violation as much as an expected pass. A row whose own verdict
+ * differs is UNEXPECTED, unless the mocks or the machine could not drive it as written
+ * (cannot_drive): then it is not exercised. */
+pd_conform_verdict_t pd_conform_verdict(const pd_conform_result_t *r);
+/* pd_conform_verdict(r) == PD_CONFORM_NOT_EXERCISED; nx_reason says why. */
 int pd_conform_not_exercised(const pd_conform_result_t *r);
 
 /* Run one scenario. Returns 0 (r filled; status says ran, skipped or error), or a negative

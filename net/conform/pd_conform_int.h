@@ -158,6 +158,8 @@ typedef struct pd_conform_unit {
   uint32_t attempt;
   int by_timing; /* tied by step 4 (may move), not by X-Request-Id or the response */
   int level;     /* the step-4 level that tied it */
+  int is_ambiguous; /* tied by step 4 while another request passed the same level, and one of
+                       them already had an attempt: it may be another request's retry */
 } pd_conform_unit_t;
 
 /* A sort key of the judge: a room, a rid or a KV key, then a time. */

@@ -418,8 +418,11 @@ static int fits(const pd_conform_runner_t *run, const unit_t *x, const pd_confor
  * each other strictly; 3 the same with one ended leg between attempts; 2 compatible, in
  * that order and below the mode's attempt limit (with a mode label); 1 compatible; 0 any
  * request live when the attempt came. */
-static int32_t pick(const pd_conform_runner_t *run, const unit_t *u, const unit_t *x, int level) {
+static int32_t pick(const pd_conform_runner_t *run, const unit_t *u, const unit_t *x, int level,
+                    uint32_t *n_cand, int *any_attempt) {
   int32_t first = -1, retry = -1, latest = -1;
+  *n_cand = 0;
+  *any_attempt = 0;
   uint32_t max_att = run->judge.max_attempts;
   for (uint32_t r = 0; r < run->n_reqs; r++) {
     const pd_conform_req_t *q = &run->reqs[r];
@@ -431,6 +434,8 @@ static int32_t pick(const pd_conform_runner_t *run, const unit_t *u, const unit_
                        (q->t_served && q->t_served < x->t_first)))
       continue;
     if (level >= 5 && !fits(run, x, q, max_att)) continue;
+    ++*n_cand;
+    *any_attempt |= q->n_units > 0;
     if (first < 0 && (!q->n_units || q->t_first_unit > x->t_first)) first = (int32_t)r;
     if (q->n_units && q->t_last_unit_end <= x->t_first &&
         (retry < 0 || q->t_last_unit_end > run->reqs[retry].t_last_unit_end))
@@ -514,10 +519,17 @@ static void attribute_rest(pd_conform_runner_t *run, unit_t *u, uint32_t nu) {
   for (uint32_t i = 0; i < nu; i++) {
     unit_t *x = &u[i];
     if (x->client >= 0) continue; /* tied by X-Request-Id or by the response */
+    uint32_t n_cand = 0;
+    int any_attempt = 0;
     for (x->level = 5; x->level >= 0; x->level--)
-      if ((x->client = pick(run, u, x, x->level)) >= 0) break;
+      if ((x->client = pick(run, u, x, x->level, &n_cand, &any_attempt)) >= 0) break;
     if (x->client < 0) continue;
     x->by_timing = 1;
+    /* FIFO chose among several requests, one of which had an attempt already: this attempt
+       may be that request's retry (or the chosen one's may be another's): flagged, never a
+       silent pass (docs/conformance.md "Tying legs") */
+    x->is_ambiguous = n_cand >= 2 && any_attempt;
+    run->r->legs_ambiguous += x->is_ambiguous ? x->n : 0;
     note(run, &run->reqs[x->client], x, (int32_t)i);
     run->r->legs_by_timing += x->n;
   }

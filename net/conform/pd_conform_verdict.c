@@ -117,6 +117,84 @@ static int opened_after_commit(const pd_conform_req_t *q, const unit_t *x) {
   return !end || x->t_first < end;
 }
 
+#if PD_INVARIANT_COUNT >= PD_CONFORM_INV_RETRY_FAILED
+/* Did the worker of logged leg k fail the request by itself, as its own log shows? Refused
+ * (truth never), or failed or stalled by its own fault that took effect (a `fault` line of
+ * its kind), or hit by its worker's crash. A leg stalled while another leg of its attempt
+ * failed may have been cut for its partner's failure before it showed the gateway anything:
+ * not counted. */
+static int log_failed(const pd_conform_runner_t *run, const unit_t *x, uint32_t k) {
+  const pd_conform_logged_leg_t *m = &run->legs[x->leg[k]];
+  if (m->truth == PD_TRUTH_NEVER) return 1;
+  if (m->truth != PD_TRUTH_FAILED && m->truth != PD_TRUTH_STALLED) return 0;
+  uint64_t crash = run->t_crash[m->worker], closed = pd_conform_leg_closed(m);
+  if (crash && m->t_arrive <= crash && (!closed || closed >= crash)) return 1;
+  if (m->fault < 0 || !(m->fired >> m->fault & 1u)) return 0;
+  if (m->truth == PD_TRUTH_STALLED)
+    for (uint32_t i = 0; i < x->n; i++)
+      if (i != k && (run->legs[x->leg[i]].truth == PD_TRUTH_FAILED ||
+                     run->legs[x->leg[i]].truth == PD_TRUTH_NEVER))
+        return 0;
+  return 1;
+}
+
+/* Worker wi shows in the logs a failure of any request before t (a leg of it that failed
+ * by itself, or its crash): its breaker may rightly be open, so it need not be eligible. */
+static int failed_before(const pd_conform_runner_t *run, const unit_t *u, uint32_t nu,
+                         uint32_t wi, uint64_t t) {
+  if (run->t_crash[wi] && run->t_crash[wi] <= t) return 1;
+  for (uint32_t i = 0; i < nu; i++)
+    for (uint32_t k = 0; k < u[i].n; k++) {
+      const pd_conform_logged_leg_t *m = &run->legs[u[i].leg[k]];
+      if (m->worker == wi && m->t_arrive < t && log_failed(run, &u[i], k)) return 1;
+    }
+  return 0;
+}
+
+/* Request rq tried worker wi (role r) in an attempt before `before`; failed_only: and that
+ * worker failed it by itself. */
+static int req_tried(const pd_conform_runner_t *run, const unit_t *u, uint32_t nu, int32_t rq,
+                     uint32_t wi, uint32_t before, int failed_only) {
+  for (uint32_t i = 0; i < nu; i++) {
+    if (u[i].client != rq || u[i].attempt >= before) continue;
+    for (uint32_t k = 0; k < u[i].n; k++)
+      if (run->legs[u[i].leg[k]].worker == wi && (!failed_only || log_failed(run, &u[i], k)))
+        return 1;
+  }
+  return 0;
+}
+
+/* I16 over sockets, from the worker logs alone (a black box shows no breaker): a leg of
+ * attempt k >= 2 reached a worker that failed this request by itself in an earlier attempt,
+ * while a worker of the same role the request had not tried was certainly eligible: the logs
+ * show it failing nothing and not down before that leg arrived (a gateway's breaker opens
+ * only on failures). An untried worker that had failed elsewhere excuses the retry: its
+ * breaker may have been open. So a socket I16 is always a real one; an I16 the simulator
+ * finds through the breaker's view may not show here (conform holds an expected I16 to
+ * "judged if seen", pd_conform.c observe). */
+static uint32_t log_retry_target(const pd_conform_runner_t *run, const unit_t *u, uint32_t nu,
+                                 int32_t rq, char *reason, size_t cap) {
+  for (uint32_t i = 0; i < nu; i++) {
+    if (u[i].client != rq || u[i].attempt < 2) continue;
+    for (uint32_t k = 0; k < u[i].n; k++) {
+      const pd_conform_logged_leg_t *m = &run->legs[u[i].leg[k]];
+      if (!req_tried(run, u, nu, rq, m->worker, u[i].attempt, 1)) continue;
+      for (uint32_t w = 0; w < run->s->n_workers; w++) {
+        if (run->s->workers[w].role != m->role || w == m->worker ||
+            req_tried(run, u, nu, rq, w, u[i].attempt, 0) ||
+            failed_before(run, u, nu, w, m->t_arrive))
+          continue;
+        snprintf(reason, cap, "I16 attempt %u went back to %s, which failed it, while %s was "
+                 "untried and, by the logs, had failed nothing", u[i].attempt,
+                 run->s->workers[m->worker].name, run->s->workers[w].name);
+        return PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED);
+      }
+    }
+  }
+  return 0;
+}
+#endif
+
 static void judge_one(pd_conform_runner_t *run, pd_conform_req_t *q, unit_t *u, uint32_t nu) {
   pd_client_request_t *rq = &q->c;
   uint32_t attempt = 0;
@@ -145,6 +223,14 @@ static void judge_one(pd_conform_runner_t *run, pd_conform_req_t *q, unit_t *u, 
   char reason[160] = "";
   run->judge.now = run->t_gw_stop; /* what is still open is judged open at the stop */
   uint32_t v = pd_check_request(&run->judge, rq, reason, sizeof reason) & run->r->judged;
+#if PD_INVARIANT_COUNT >= PD_CONFORM_INV_RETRY_FAILED
+  if (run->r->judged & PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED)) {
+    char why[160] = "";
+    uint32_t r16 = log_retry_target(run, u, nu, (int32_t)rq->id, why, sizeof why);
+    if (r16 && !v) snprintf(reason, sizeof reason, "%s", why);
+    v |= r16;
+  }
+#endif
   if (getenv("PDREF_CONFORM_DEBUG")) debug_request(run, q, u, nu, v, reason);
   if (v) {
     run->violations |= v;

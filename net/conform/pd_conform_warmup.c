@@ -19,6 +19,7 @@
 
 #define WARM_REQUESTS 3u
 #define WARM_INTERVAL_MS 30u
+#define WARM_RATE_REQUESTS 200u /* the rate warm-up's burst, all sent at once */
 
 /* The largest delay from sending a request to its first leg at a mock, in ms, over the
  * requests that had a leg; -1 when none had. */
@@ -45,8 +46,8 @@ double pd_conform_forward_ms(const pd_conform_runner_t *run) {
 /* The warm-up scenario, written to a file the mocks can read (--scenario) and loaded back:
  * SGLang workers on /generate, or vLLM workers on /v1/completions (vLLM's proxies serve only
  * the OpenAI routes). */
-static int load_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, pd_scenario_t *s,
-                        char *why, size_t cap) {
+static int load_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, uint32_t requests,
+                        uint32_t interval_ms, pd_scenario_t *s, char *why, size_t cap) {
   const char *root = o->tmp_root ? o->tmp_root : getenv("TMPDIR");
   char dir[PD_CONFORM_DIR_MAX], path[PD_CONFORM_PATH_MAX];
   snprintf(dir, sizeof dir, "%s/pdref-warm-up-XXXXXX", root && root[0] ? root : "/tmp");
@@ -64,7 +65,7 @@ static int load_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, pd_scen
   fprintf(f, "{\"name\": \"conform-warm-up\", \"workers\": [{\"name\": \"p0\", \"role\": "
              "\"prefill\"%s}, {\"name\": \"d0\", \"role\": \"decode\"%s}], \"workload\": "
              "{\"requests\": %u, \"interval_ms\": %u, \"tokens\": 2, \"stream\": true%s}, "
-             "\"expect\": {\"reference\": \"pass\"}}\n", w, w, WARM_REQUESTS, WARM_INTERVAL_MS,
+             "\"expect\": {\"reference\": \"pass\"}}\n", w, w, requests, interval_ms,
              v ? ", \"route\": \"/v1/completions\"" : "");
   fclose(f);
   char err[512];
@@ -77,40 +78,70 @@ static int load_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, pd_scen
   return rc ? -1 : 0;
 }
 
-int pd_conform_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, double *fwd_ms, char *why,
-                       size_t cap) {
-  *fwd_ms = 0;
+/* Run the warm-up scenario of requests x interval_ms at scale 1 into r. 0; 1 when it did not
+ * run (why); -1 out of memory. */
+static int warm_run(const pd_conform_opts_t *o, pd_protocol_t proto, uint32_t requests,
+                    uint32_t interval_ms, pd_conform_result_t *r, char *why, size_t cap) {
   pd_scenario_t *s = malloc(sizeof *s);
-  pd_conform_result_t *r = malloc(sizeof *r);
-  if (!s || !r) {
+  if (!s) return -1;
+  if (load_warm_up(o, proto, requests, interval_ms, s, why, cap)) {
     free(s);
-    free(r);
-    return -1;
-  }
-  if (load_warm_up(o, proto, s, why, cap)) {
-    free(s);
-    free(r);
     return 1;
   }
   pd_conform_opts_t eo = *o;
   eo.scale = 1.0;
   eo.fwd_ms = 0;
+  eo.rate_per_s = 0;
   eo.keep = 0;
   int rc = pd_conform_run(s, &eo, r);
   if (!rc && r->status != PD_CONFORM_RAN) {
     snprintf(why, cap, "%s", r->reason);
     rc = 1;
-  } else if (!rc && (r->served < r->sent || r->fwd_ms < 0)) {
-    snprintf(why, cap, "%u of %u warm-up requests reached no worker", r->sent - r->served, r->sent);
-    rc = 1;
-  } else if (!rc) {
-    *fwd_ms = r->fwd_ms;
   }
   unlink(s->path);
   char *slash = strrchr(s->path, '/');
   if (slash) *slash = 0;
   rmdir(s->path);
   free(s);
+  return rc;
+}
+
+int pd_conform_warm_up_rate(const pd_conform_opts_t *o, pd_protocol_t proto, double *rate,
+                            char *why, size_t cap) {
+  *rate = 0;
+  pd_conform_result_t *r = malloc(sizeof *r);
+  if (!r) return -1;
+  int rc = warm_run(o, proto, WARM_RATE_REQUESTS, 0, r, why, cap);
+  if (!rc && (r->served < r->sent || r->span_ms <= 0 || r->clean < r->sent)) {
+    snprintf(why, cap, "%u of %u requests of the rate warm-up were not answered cleanly",
+             r->sent - (r->clean < r->sent ? r->clean : r->sent), r->sent);
+    rc = 1;
+  } else if (!rc) {
+    *rate = (double)r->sent * 1000.0 / r->span_ms;
+  }
+  free(r);
+  return rc;
+}
+
+double pd_conform_row_rate(const pd_scenario_t *s, double scale) {
+  const pd_scenario_workload_t *w = &s->workload;
+  if (w->requests < PD_CONFORM_RATE_MIN_REQUESTS || w->n_bursts || !w->interval_ms || scale <= 0)
+    return 0;
+  return 1000.0 / ((double)w->interval_ms * scale);
+}
+
+int pd_conform_warm_up(const pd_conform_opts_t *o, pd_protocol_t proto, double *fwd_ms, char *why,
+                       size_t cap) {
+  *fwd_ms = 0;
+  pd_conform_result_t *r = malloc(sizeof *r);
+  if (!r) return -1;
+  int rc = warm_run(o, proto, WARM_REQUESTS, WARM_INTERVAL_MS, r, why, cap);
+  if (!rc && (r->served < r->sent || r->fwd_ms < 0)) {
+    snprintf(why, cap, "%u of %u warm-up requests reached no worker", r->sent - r->served, r->sent);
+    rc = 1;
+  } else if (!rc) {
+    *fwd_ms = r->fwd_ms;
+  }
   free(r);
   return rc;
 }
