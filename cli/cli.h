@@ -13,7 +13,7 @@ int pd_cli_sim_bench(const char *prog, int argc, char **argv);
  * cJSON use: cJSON then takes its blocks from one pool (core/pd_pool.h), not from malloc. */
 void pd_cli_pool_cjson(void);
 int pd_cli_sim_explore(const char *prog, int argc, char **argv);
-int pd_cli_sim_new(int argc, char **argv); /* cmd_sim_new.c: a template scenario */
+int pd_cli_sim_new(const char *prog, int argc, char **argv); /* cmd_sim_new.c: a template */
 int pd_cli_sim_explore_merge(int argc, char **argv); /* argv[0] "merge" */
 int pd_cli_gateway(int argc, char **argv);
 int pd_cli_gateway_bench(int argc, char **argv);

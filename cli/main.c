@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[2], "run") == 0 || strcmp(argv[2], "replay") == 0)
       return pd_cli_sim_run(prog, argc - 2, argv + 2);
     if (strcmp(argv[2], "bench") == 0) return pd_cli_sim_bench(prog, argc - 2, argv + 2);
-    if (strcmp(argv[2], "new") == 0) return pd_cli_sim_new(argc - 2, argv + 2);
+    if (strcmp(argv[2], "new") == 0) return pd_cli_sim_new(prog, argc - 2, argv + 2);
     if (strcmp(argv[2], "explore") == 0) return pd_cli_sim_explore(prog, argc - 2, argv + 2);
     fprintf(stderr, "pdref sim: unknown subcommand '%s' (try --help)\n", argv[2]);
     return 2;

@@ -388,6 +388,13 @@ static void test_replay_names_the_program_as_run(void) {
   snprintf(want, sizeof want, "    replay: pdref sim run %s/", out);
   PDT_HAS(r->out, want);
   PDT_TRUE(strstr(r->out, "build/pdref") == NULL);
+  char tmpl[96]; /* sim new's hint too */
+  snprintf(tmpl, sizeof tmpl, "%s/as-new.json", g_dir);
+  const char *nw[] = {"sim", "new", "as-new", "--out", tmpl, NULL};
+  r = pdref_as("build/pdref", nw);
+  PDT_EQ_INT(r->code, 0);
+  snprintf(want, sizeof want, "replay it with: build/pdref sim run %s --mode all", tmpl);
+  PDT_HAS(r->err, want);
 }
 
 /* ---------- a file that does not load ---------- */
