@@ -9,6 +9,9 @@
 # Exit: 0 every step passed, 1 a step failed (its log is named), 2 bad usage or the root could
 # not be made (not root, no debootstrap, debootstrap or the clone failed).
 set -euo pipefail
+# One compound command, read whole before it runs: the script may be edited (or checked out at
+# another commit) while a run of it takes its 30-60 minutes.
+{
 
 usage() {
   cat <<'USAGE'
@@ -86,6 +89,7 @@ user=pdref-user
 # Everything mounted under the root, unmounted (innermost first) on every way out; the root
 # itself is removed only when nothing is mounted under it any more.
 mounted=()
+# shellcheck disable=SC2317 # run by the trap
 cleanup() {
   local rc=$? i p
   for p in /proc/[0-9]*; do # what the steps left running in the root (a stuck test)
@@ -159,8 +163,10 @@ fi
 t=$(now)
 in_root 'export DEBIAN_FRONTEND=noninteractive; apt-get update && apt-get install -y make git' \
   >"$logs/prerequisites.log" 2>&1 || { record "apt-get install make git" FAIL $(($(now) - t)); exit 1; }
+resolves="localhost resolves" # netbase's /etc/hosts, when the prerequisites brought it
+chroot "$root" getent hosts localhost >/dev/null || resolves="localhost does not resolve"
 record "apt-get install make git" ok $(($(now) - t)) \
-  "$(chroot "$root" dpkg-query -W | wc -l) packages"
+  "$(chroot "$root" dpkg-query -W | wc -l) packages; $resolves"
 
 # 1. A user without sudo: make sim stops, printing the apt-get command to run as root
 in_root "useradd -m -s /bin/bash $user" >"$logs/useradd.log" 2>&1 || die "useradd failed"
@@ -198,7 +204,7 @@ else
 fi
 t=$(now)
 if in_root 'cd ~/pdref && make test' >"$logs/make-test.log" 2>&1; then
-  record "root: make test" ok $(($(now) - t))
+  record "root: make test" ok $(($(now) - t)) "$(grep -m1 '^tests: ' "$logs/make-test.log")"
 else
   record "root: make test" FAIL $(($(now) - t)) "$(grep -m1 -i 'fail' "$logs/make-test.log" || tail -1 "$logs/make-test.log")"
   failed=1
@@ -217,3 +223,5 @@ echo "fresh-machine: $sha on a fresh minbase bookworm root:"
 printf '  %s\n' "${steps[@]}"
 if [ "$failed" -ne 0 ]; then echo "fresh-machine: FAIL (logs in $logs)"; exit 1; fi
 echo "fresh-machine: ok (logs in $logs)"
+exit 0
+}
