@@ -82,6 +82,7 @@ else
   mkdir -p "$root"
 fi
 root=$(realpath "$root")
+chmod 755 "$root" # mktemp makes it 0700, and the root's / must let its user in
 logs=$root.logs
 mkdir -p "$logs"
 user=pdref-user
