@@ -207,7 +207,10 @@ t=$(now)
 if in_root 'cd ~/pdref && make test' >"$logs/make-test.log" 2>&1; then
   record "root: make test" ok $(($(now) - t)) "$(grep -m1 '^tests: ' "$logs/make-test.log")"
 else
-  record "root: make test" FAIL $(($(now) - t)) "$(grep -m1 -i 'fail' "$logs/make-test.log" || tail -1 "$logs/make-test.log")"
+  # the first failed test (CUnit's, or a script test's FAIL line), else make's last word
+  note=$(grep -m1 -E -A1 '\.\.\.FAILED|^[a-z_]+: FAIL' "$logs/make-test.log" | tr -s ' \n' ' ' ||
+         tail -1 "$logs/make-test.log")
+  record "root: make test" FAIL $(($(now) - t)) "$note"
   failed=1
 fi
 
