@@ -1,23 +1,25 @@
 /* Subcommand entry points of the pdref binary; each returns the process exit code. argv[0] is
- * the command word ("run", "gateway", ...), the options follow, as getopt_long expects. */
+ * the command word ("run", "gateway", ...), the options follow, as getopt_long expects. prog
+ * is the program as the user ran it (pd_cli_prog_name), which the commands that print replay
+ * commands begin them with. */
 #ifndef PD_CLI_H
 #define PD_CLI_H
 #include <stddef.h>
 #include <stdint.h>
 
-int pd_cli_sim_run(int argc, char **argv);
-int pd_cli_sim_bench(int argc, char **argv);
+int pd_cli_sim_run(const char *prog, int argc, char **argv);
+int pd_cli_sim_bench(const char *prog, int argc, char **argv);
 /* The single-threaded simulator commands (sim bench, sim explore) call this first, before any
  * cJSON use: cJSON then takes its blocks from one pool (core/pd_pool.h), not from malloc. */
 void pd_cli_pool_cjson(void);
-int pd_cli_sim_explore(int argc, char **argv);
-int pd_cli_sim_new(int argc, char **argv); /* cmd_sim_new.c: a template scenario */
+int pd_cli_sim_explore(const char *prog, int argc, char **argv);
+int pd_cli_sim_new(const char *prog, int argc, char **argv); /* cmd_sim_new.c: a template */
 int pd_cli_sim_explore_merge(int argc, char **argv); /* argv[0] "merge" */
 int pd_cli_gateway(int argc, char **argv);
 int pd_cli_gateway_bench(int argc, char **argv);
 int pd_cli_mock(int argc, char **argv);
-int pd_cli_conform(int argc, char **argv);
-int pd_cli_report(int argc, char **argv);
+int pd_cli_conform(const char *prog, int argc, char **argv);
+int pd_cli_report(const char *prog, int argc, char **argv);
 
 /* Expand FILE|DIR arguments into at most max paths (caller frees each with free());
  * directories give their *.json files sorted by name. Returns 0, or 2 after printing

@@ -142,6 +142,28 @@ int pd_cli_parse_mode(const char *cmd, const char *flag, const char *text, pd_mo
   return PD_ERR_INVAL;
 }
 
+void pd_cli_prog_name(const char *argv0, char *buf, size_t cap) {
+  if (!cap) return;
+  if (!argv0 || !argv0[0]) argv0 = "pdref";
+  if (strspn(argv0, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._+-,:@%") ==
+      strlen(argv0)) {
+    snprintf(buf, cap, "%s", argv0);
+    return;
+  }
+  size_t n = 0;
+  buf[n++] = '\'';
+  for (; *argv0 && n + 6 < cap; argv0++) {
+    if (*argv0 == '\'') {
+      memcpy(buf + n, "'\\''", 4);
+      n += 4;
+    } else {
+      buf[n++] = *argv0;
+    }
+  }
+  if (n + 1 < cap) buf[n++] = '\'';
+  buf[n < cap ? n : cap - 1] = '\0';
+}
+
 void pd_cli_getopt_begin(void) {
   optind = 0; /* glibc: 0 starts over, including the state of a half-read "-abc" */
   opterr = 0;

@@ -45,6 +45,15 @@ int pd_cli_parse_listen(const char *cmd, const char *flag, const char *text, cha
 /* A mode name (joined, pr1150, minilb, reference). 0 or PD_ERR_INVAL ("unknown mode"). */
 int pd_cli_parse_mode(const char *cmd, const char *flag, const char *text, pd_mode_t *out);
 
+/* The program as the user ran it, for the commands pdref prints to be run again (replay
+ * hints): argv0 as given. A name without a slash was found on PATH and runs from anywhere as
+ * it is ("pdref" after make install); a path with one ("build/pdref", "./pdref") runs from
+ * the directory where it was typed, where the command is printed. "pdref" for a missing or
+ * empty argv0; a word the shell would split or expand is single-quoted. Fits in cap bytes
+ * (PD_CLI_PROG_BYTES holds any path). */
+#define PD_CLI_PROG_BYTES 4200
+void pd_cli_prog_name(const char *argv0, char *buf, size_t cap);
+
 /* Start a new getopt loop over another argv (resets getopt's state). */
 void pd_cli_getopt_begin(void);
 /* getopt_long over argv (argv[0] the command word) with the options of opts and "-h", errors

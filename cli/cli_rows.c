@@ -59,7 +59,7 @@ static void replay_cmd(const pd_cli_row_t *r, const char *prog, char *buf, size_
   char ties[40] = "";
   if (r->tie_seed || r->s->config.tie_seed) /* --tie-seed 0 over a scenario's T too */
     snprintf(ties, sizeof ties, " --tie-seed %llu", (unsigned long long)r->tie_seed);
-  snprintf(buf, cap, "%s sim run %s --mode %s --seed %llu%s", prog, r->s->path,
+  snprintf(buf, cap, "%s sim run %s --mode %s --seed %llu%s", prog ? prog : "pdref", r->s->path,
            pd_mode_name(r->mode), (unsigned long long)r->seed, ties);
 }
 
@@ -74,7 +74,7 @@ static void print_details(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
     pd_cli_reason_text(r->st.first_reason[0] ? r->st.first_reason : "violation", reason,
                        sizeof reason);
     printf("    %s\n", reason);
-    replay_cmd(r, "build/pdref", replay, sizeof replay);
+    replay_cmd(r, o->prog, replay, sizeof replay);
     printf("    replay: %s --trace %s-%s.trace.json\n", replay, r->s->name, pd_mode_name(r->mode));
   }
   if (r->trace) printf("    trace: %s\n", r->trace);
@@ -107,7 +107,7 @@ static void print_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
   print_details(o, r);
 }
 
-static cJSON *json_row(const pd_cli_row_t *r) {
+static cJSON *json_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
   const pd_scenario_t *s = r->s;
   cJSON *j = cJSON_CreateObject();
   char replay[1200];
@@ -121,7 +121,7 @@ static cJSON *json_row(const pd_cli_row_t *r) {
     cJSON_AddStringToObject(j, "deployment_limit", s->expect[r->mode].limit_why);
   cJSON_AddNumberToObject(j, "seed", (double)r->seed);
   if (r->tie_seed) cJSON_AddNumberToObject(j, "tie_seed", (double)r->tie_seed);
-  replay_cmd(r, "pdref", replay, sizeof replay);
+  replay_cmd(r, o->prog, replay, sizeof replay);
   cJSON_AddStringToObject(j, "replay", replay);
   const pd_cli_json_num_t nums[] = {{"faults_exercised", r->st.faults_exercised},
                                      {"faults_total", r->st.faults_total},
@@ -183,10 +183,10 @@ void pd_cli_rows_add(pd_cli_rows_t *o, const pd_cli_row_t *r) {
   int shown = !o->quiet && (!o->only_unexpected || !plain);
   o->count[r->verdict]++;
   if (o->matrix) pd_cli_matrix_set(o->matrix, r->s->path, r->s->name, (int)r->mode, matrix_cell(r));
-  cJSON *(*row_json)(const pd_cli_row_t *) = r->verdict == PD_CLI_SKIPPED ? json_skip_row : json_row;
-  if (o->file_arr) cJSON_AddItemToArray(o->file_arr, row_json(r));
+  int skip = r->verdict == PD_CLI_SKIPPED;
+  if (o->file_arr) cJSON_AddItemToArray(o->file_arr, skip ? json_skip_row(r) : json_row(o, r));
   if (!shown) return;
-  if (o->arr) cJSON_AddItemToArray(o->arr, row_json(r));
+  if (o->arr) cJSON_AddItemToArray(o->arr, skip ? json_skip_row(r) : json_row(o, r));
   else print_row(o, r);
   fflush(stdout);
 }

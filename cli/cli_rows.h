@@ -86,6 +86,7 @@ typedef struct pd_cli_rows {
   const char *json_out;    /* --json-out FILE: every row's JSON there as well (NULL: no) */
   struct cJSON *file_arr;  /* --json-out: the rows so far, none filtered out */
   struct pd_cli_matrix *matrix; /* text: one cell per row */
+  const char *prog;   /* the program as run, which replay commands begin with (NULL: pdref) */
 } pd_cli_rows_t;
 
 /* Start: the header line (text, unless quiet or only_unexpected). 0, or PD_ERR_NOMEM. */

@@ -97,6 +97,7 @@ typedef struct bench_opts {
   pd_mode_t mode;
   const char *scenario;
   int is_json;
+  const char *prog; /* the program as run: the replay command's first word */
 } bench_opts_t;
 
 /* One option with its value v; 0, or an error (the message printed). */
@@ -182,7 +183,7 @@ static double growth(const bench_run_t *b) {
 
 /* "pdref sim bench ... --mode M": the same run again (its seed is the scenario's). */
 static void replay_cmd(const bench_opts_t *o, char *buf, size_t cap) {
-  size_t n = (size_t)snprintf(buf, cap, "pdref sim bench");
+  size_t n = (size_t)snprintf(buf, cap, "%s sim bench", o->prog);
   if (o->scenario && n < cap) n += (size_t)snprintf(buf + n, cap - n, " --scenario %s", o->scenario);
   if (o->requests && n < cap) n += (size_t)snprintf(buf + n, cap - n, " --requests %u", o->requests);
   if (o->rate > 0 && n < cap) n += (size_t)snprintf(buf + n, cap - n, " --rate %.17g", o->rate);
@@ -276,9 +277,9 @@ void pd_cli_pool_cjson(void) {
   cJSON_InitHooks(&h);
 }
 
-int pd_cli_sim_bench(int argc, char **argv) {
+int pd_cli_sim_bench(const char *prog, int argc, char **argv) {
   pd_cli_pool_cjson();
-  bench_opts_t o = {.mode = PD_MODE_REFERENCE};
+  bench_opts_t o = {.mode = PD_MODE_REFERENCE, .prog = prog};
   pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, &o, NULL, 0, NULL};
   int rc = pd_cli_parse(&p, argc, argv);
   if (rc >= 0) return rc;

@@ -103,6 +103,7 @@ typedef struct opts {
   int has_load[2];    /* a row of that protocol is a load (pd_conform_row_rate) */
   double rate[2];     /* requests a second the rate warm-up sustained, 0 = not measured */
   char rate_why[2][256];
+  const char *prog; /* the program as run: the replay command's first word */
 } opts_t;
 
 #define CMD "pdref conform"
@@ -305,7 +306,7 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
   if (r->dir[0]) printf("    logs: %s\n", r->dir);
 }
 
-#define PD_CONFORM_REPLAY_BYTES 4096
+#define PD_CONFORM_REPLAY_BYTES (4096 + PD_CLI_PROG_BYTES)
 
 /* Append text to the command in buf as one shell word: single-quoted, ' as '\''. */
 static void shell_quote(char *buf, size_t cap, const char *text) {
@@ -326,7 +327,7 @@ static void shell_quote(char *buf, size_t cap, const char *text) {
 /* "pdref conform --gateway-cmd 'CMD' FILE --mode-label M --timeout-scale X ...": the row
  * again, with the options that change its verdict. */
 static void replay_cmd(const pd_scenario_t *s, const opts_t *o, char *buf, size_t cap) {
-  snprintf(buf, cap, "pdref conform --gateway-cmd ");
+  snprintf(buf, cap, "%s conform --gateway-cmd ", o->prog);
   shell_quote(buf, cap, o->c.gateway_cmd);
   size_t n = strlen(buf);
   snprintf(buf + n, cap - n, " %s --mode-label %s --timeout-scale %g", s->path,
@@ -456,11 +457,12 @@ static int warm_up(opts_t *o, pd_scenario_t *s, char **files, int n_files) {
   return 0;
 }
 
-int pd_cli_conform(int argc, char **argv) {
+int pd_cli_conform(const char *prog, int argc, char **argv) {
   static opts_t o;
   static char *files[MAX_FILES];
   int n_files = 0, rc = parse(argc, argv, &o, files, &n_files);
   if (rc >= 0) return rc;
+  o.prog = prog;
   pd_cli_install_signals(on_signal);
   o.c.stop = &g_stop;
   curl_global_init(CURL_GLOBAL_DEFAULT);

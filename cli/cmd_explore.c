@@ -37,6 +37,7 @@ typedef struct ex_opts {
   const char *out;
   const char *result; /* --result FILE (with --shard-from-env: DIR/shard-<i>-of-<n>.json) */
   char result_buf[EX_PATH_BYTES];
+  const char *prog; /* the program as run: replay commands begin with it */
 } ex_opts_t;
 
 typedef struct ex_state {
@@ -266,14 +267,15 @@ static void add_pair(cJSON *o, const char *key, uint32_t before, uint32_t after)
 /* Save a shrunk case and report it; returns 0 or 2 (I/O error). */
 static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_t *s,
                           const pd_explore_result_t *r) {
-  char name[128], path[EX_PATH_BYTES], trace[160], replay[EX_PATH_BYTES + 256], err[EX_PATH_BYTES];
+  char name[128], path[EX_PATH_BYTES], trace[160], err[EX_PATH_BYTES];
+  char replay[EX_PATH_BYTES + PD_CLI_PROG_BYTES + 256];
   char found[PD_CLI_INV_TEXT_BYTES], shrunk[PD_CLI_INV_TEXT_BYTES];
   pd_explore_file_name(o->mode, r->inv, r->seed, name, sizeof name);
   snprintf(path, sizeof path, "%s/%s", o->out, name);
   snprintf(trace, sizeof trace, "%.*s.trace.json", (int)(strlen(name) - 5), name);
   char ties[40] = "";
   if (r->tie_seed) snprintf(ties, sizeof ties, " --tie-seed %llu", (unsigned long long)r->tie_seed);
-  snprintf(replay, sizeof replay, "build/pdref sim run %s --mode %s%s --trace %s", path,
+  snprintf(replay, sizeof replay, "%s sim run %s --mode %s%s --trace %s", o->prog, path,
            pd_mode_name(o->mode), ties, trace);
   if (!st->is_dir_made && make_dirs(o->out) != 0) {
     progress_clear(st);
@@ -325,8 +327,8 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
 
 /* "pdref sim explore --mode M --seed-start S --seeds 1 ...": the one seed explored again. */
 static void seed_replay(const ex_opts_t *o, uint64_t seed, char *buf, size_t cap) {
-  snprintf(buf, cap, "pdref sim explore --mode %s --seed-start %llu --seeds 1 --ties %u%s",
-           pd_mode_name(o->mode), (unsigned long long)seed, o->ties,
+  snprintf(buf, cap, "%s sim explore --mode %s --seed-start %llu --seeds 1 --ties %u%s",
+           o->prog, pd_mode_name(o->mode), (unsigned long long)seed, o->ties,
            o->determinism ? " --determinism" : "");
 }
 
@@ -335,7 +337,7 @@ static void count(ex_state_t *st, const ex_opts_t *o, const pd_explore_result_t 
   for (int i = 1; i <= PD_INVARIANT_COUNT; i++)
     if (r->found_mask >> (i - 1) & 1u && st->inv_seeds[i]++ == 0) st->inv_first[i] = r->seed;
   if (st->violating_list && cJSON_GetArraySize(st->violating_list) < (int)EX_JSON_MAX_LISTED) {
-    char replay[160];
+    char replay[PD_CLI_PROG_BYTES + 160];
     cJSON *j = cJSON_CreateObject();
     cJSON_AddItemToObject(j, "seed", seed_json(r->seed));
     pd_cli_inv_add(j, "violated", "violated_names", r->found_mask);
@@ -468,11 +470,11 @@ static int summary_out(ex_state_t *st, const ex_opts_t *o, double el) {
   return rc;
 }
 
-int pd_cli_sim_explore(int argc, char **argv) {
+int pd_cli_sim_explore(const char *prog, int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "merge") == 0) return pd_cli_sim_explore_merge(argc - 1, argv + 1);
   pd_cli_pool_cjson(); /* single-threaded: cJSON's blocks from a pool (cmd_bench.c) */
   ex_opts_t o = {.seeds = EX_DEFAULT_SEEDS, .start = 1, .shard_n = 1, .per_inv = 1, .ties = 2,
-                 .out = EX_DEFAULT_OUT};
+                 .out = EX_DEFAULT_OUT, .prog = prog};
   int rc = parse_opts(argc, argv, &o);
   if (rc >= 0) return rc;
   ex_state_t st;

@@ -124,8 +124,9 @@ static int write_page(const opts_t *o, const pd_report_t *r, pd_report_stats_t *
   return 0;
 }
 
-int pd_cli_report(int argc, char **argv) {
-  opts_t o = {.out = "report.html", .r = {.swimlanes = 1, .swim_max_requests = 2000, .swim_max = 400}};
+int pd_cli_report(const char *prog, int argc, char **argv) {
+  opts_t o = {.out = "report.html",
+              .r = {.swimlanes = 1, .swim_max_requests = 2000, .swim_max = 400, .prog = prog}};
   char *words[MAX_FILES];
   char *files[MAX_FILES];
   int n_words = 0, n_files = 0;

@@ -224,11 +224,12 @@ static void run_modes(const pd_scenario_t *s, opts_t *o) {
   }
 }
 
-int pd_cli_sim_run(int argc, char **argv) {
+int pd_cli_sim_run(const char *prog, int argc, char **argv) {
   static opts_t o;
   static char *files[MAX_FILES];
   memset(&o, 0, sizeof o);
   o.mode = -1;
+  o.out.prog = prog;
   int n_files = 0, rc = parse_opts(argc, argv, &o, files, &n_files);
   if (rc >= 0) return rc;
   if (o.trace && n_files != 1) {

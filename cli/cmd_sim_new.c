@@ -162,7 +162,7 @@ static int render(const char *name, char *buf, size_t cap, size_t *len) {
   return 0;
 }
 
-int pd_cli_sim_new(int argc, char **argv) {
+int pd_cli_sim_new(const char *prog, int argc, char **argv) {
   new_opts_t o = {NULL, 0};
   char *words[2];
   int n_words = 0;
@@ -187,6 +187,6 @@ int pd_cli_sim_new(int argc, char **argv) {
   if (!o.out) snprintf(path, sizeof path, "%s.json", name);
   const char *out = o.out ? o.out : path;
   if (write_file(out, text, len, o.force)) return 2;
-  fprintf(stderr, CMD ": wrote %s; replay it with: pdref sim run %s --mode all\n", out, out);
+  fprintf(stderr, CMD ": wrote %s; replay it with: %s sim run %s --mode all\n", out, prog, out);
   return 0;
 }

@@ -46,6 +46,8 @@ static void usage(FILE *f) {
 
 /* Each subcommand gets argv from its command word on (argv[0] = "run", "gateway", ...). */
 int main(int argc, char **argv) {
+  char prog[PD_CLI_PROG_BYTES];
+  pd_cli_prog_name(argv[0], prog, sizeof prog);
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -57,10 +59,10 @@ int main(int argc, char **argv) {
       return argc < 3 ? 2 : 0;
     }
     if (strcmp(argv[2], "run") == 0 || strcmp(argv[2], "replay") == 0)
-      return pd_cli_sim_run(argc - 2, argv + 2);
-    if (strcmp(argv[2], "bench") == 0) return pd_cli_sim_bench(argc - 2, argv + 2);
-    if (strcmp(argv[2], "new") == 0) return pd_cli_sim_new(argc - 2, argv + 2);
-    if (strcmp(argv[2], "explore") == 0) return pd_cli_sim_explore(argc - 2, argv + 2);
+      return pd_cli_sim_run(prog, argc - 2, argv + 2);
+    if (strcmp(argv[2], "bench") == 0) return pd_cli_sim_bench(prog, argc - 2, argv + 2);
+    if (strcmp(argv[2], "new") == 0) return pd_cli_sim_new(prog, argc - 2, argv + 2);
+    if (strcmp(argv[2], "explore") == 0) return pd_cli_sim_explore(prog, argc - 2, argv + 2);
     fprintf(stderr, "pdref sim: unknown subcommand '%s' (try --help)\n", argv[2]);
     return 2;
   }
@@ -68,8 +70,8 @@ int main(int argc, char **argv) {
     return pd_cli_gateway_bench(argc - 2, argv + 2);
   if (strcmp(argv[1], "gateway") == 0) return pd_cli_gateway(argc - 1, argv + 1);
   if (strcmp(argv[1], "mock") == 0) return pd_cli_mock(argc - 1, argv + 1);
-  if (strcmp(argv[1], "conform") == 0) return pd_cli_conform(argc - 1, argv + 1);
-  if (strcmp(argv[1], "report") == 0) return pd_cli_report(argc - 1, argv + 1);
+  if (strcmp(argv[1], "conform") == 0) return pd_cli_conform(prog, argc - 1, argv + 1);
+  if (strcmp(argv[1], "report") == 0) return pd_cli_report(prog, argc - 1, argv + 1);
   fprintf(stderr, "pdref: unknown command '%s' (try --help)\n", argv[1]);
   return 2;
 }

@@ -61,6 +61,7 @@ typedef struct pd_report_opts {
   int swimlanes;            /* 1: re-run each FAIL row with a trace in memory and draw it */
   size_t swim_max_requests; /* rows with more requests than this get no swimlane */
   size_t swim_max;          /* at most this many swimlanes on the page */
+  const char *prog;         /* an old row's replay command begins with it (NULL: pdref) */
 } pd_report_opts_t;
 
 /* ---- report_load.c ---- */

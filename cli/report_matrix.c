@@ -157,13 +157,13 @@ static void kv(FILE *out, const char *k, const char *v, int is_code) {
   fprintf(out, "%s</p>\n", is_code ? "</code>" : "");
 }
 
-static void replay(FILE *out, const cJSON *row, int is_sim) {
+static void replay(FILE *out, const cJSON *row, int is_sim, const char *prog) {
   const char *rp = pd_report_str(row, "replay");
   char buf[1024];
   if (!rp[0] && is_sim && pd_report_str(row, "file")[0]) {
     double seed = pd_report_num(row, "seed", -1);
-    int n = snprintf(buf, sizeof buf, "build/pdref sim run %s --mode %s", pd_report_str(row, "file"),
-                     pd_report_str(row, "mode"));
+    int n = snprintf(buf, sizeof buf, "%s sim run %s --mode %s", prog ? prog : "pdref",
+                     pd_report_str(row, "file"), pd_report_str(row, "mode"));
     if (seed >= 0 && n > 0 && (size_t)n < sizeof buf)
       snprintf(buf + n, sizeof buf - (size_t)n, " --seed %.0f", seed);
     rp = buf;
@@ -228,7 +228,7 @@ static void details(FILE *out, const cJSON *row, size_t in_idx, int idx, int is_
   kv(out, "quiescence", pd_report_str(row, "quiescence"), 0);
   kv(out, "note", pd_report_str(row, "scale_note"), 0);
   kv(out, "logs", pd_report_str(row, "dir"), 1);
-  replay(out, row, is_sim);
+  replay(out, row, is_sim, o->prog);
   cost(out, row);
   if (is_sim && o->swimlanes && (n || v == PD_VERDICT_FAIL) && v != PD_VERDICT_ERROR) {
     if (st->swimlanes < o->swim_max) st->swimlanes += (size_t)pd_report_swimlane(out, row, o);

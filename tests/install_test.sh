@@ -87,6 +87,13 @@ pages=(pdref:--version pdref-sim-run:--mode pdref-sim-new:--out pdref-sim-bench:
        pdref-sim-explore:--seeds pdref-sim-explore-merge:RESULT pdref-gateway:--prefill
        pdref-gateway-bench:--concurrency pdref-mock:--role pdref-conform:--gateway-cmd)
 mandir=$root/share/man/man1
+# A page as plain text: man where it is installed, else groff, either way without the
+# overstrikes (N\bNA\bA...) of a terminal's bold and underline: grotty writes them unless told
+# -c (no SGR) and -b -o -u (no bold, overstrike or underline); `man -l` into a pipe runs col -b.
+render() {
+  { env -u MAN_KEEP_FORMATTING MANWIDTH=80 man -l "$1" 2>/dev/null ||
+      groff -man -Tutf8 -P-cbou "$1" 2>/dev/null; }
+}
 for entry in "${pages[@]}"; do
   page=${entry%%:*} word=${entry#*:}
   [ -f "$mandir/$page.1" ] || { fail "man page $page.1 not installed"; continue; }
@@ -98,7 +105,7 @@ for file in "$mandir"/*.1; do
   n_pages=$((n_pages + 1))
   warnings=$(groff -man -Tutf8 -ww -z "$file" 2>&1)
   [ -z "$warnings" ] || fail "$page.1: groff warns: $warnings"
-  text=$(MANWIDTH=80 man -l "$file" 2>/dev/null || groff -man -Tutf8 "$file" 2>/dev/null)
+  text=$(render "$file")
   for section in NAME SYNOPSIS DESCRIPTION "SEE ALSO"; do
     grep -q "^$section" <<<"$text" || fail "$page.1 has no $section section"
   done

@@ -43,9 +43,11 @@ static inline void pdt_cli_drain(run_t *r, int out_fd, int err_fd) {
   r->err[len[1]] = '\0';
 }
 
-/* Run bin_name (next to this test) with args, NULL-terminated; stderr into r->err when
- * split, else into r->out with stdout. 0, or -1 when not built. */
-static inline int pdt_cli_run(run_t *r, const char *bin_name, const char *const *args, int split) {
+/* Run bin_name (next to this test) with args, NULL-terminated, and argv0 as its argv[0] (as a
+ * shell passes the word typed: "pdref" found on PATH; NULL: its path); stderr into r->err
+ * when split, else into r->out with stdout. 0, or -1 when not built. */
+static inline int pdt_cli_run_as(run_t *r, const char *bin_name, const char *argv0,
+                                 const char *const *args, int split) {
   char bin[PATH_MAX + 32], *argv[40];
   if (pdt_pdref_path(bin, sizeof bin) != 0) return -1;
   snprintf(strrchr(bin, '/') + 1, sizeof bin - (size_t)(strrchr(bin, '/') + 1 - bin), "%s",
@@ -64,7 +66,8 @@ static inline int pdt_cli_run(run_t *r, const char *bin_name, const char *const 
     close(po[0]);
     close(po[1]);
     if (split) close(pe[0]), close(pe[1]);
-    execv(argv[0], argv);
+    if (argv0) argv[0] = (char *)argv0;
+    execv(bin, argv);
     _exit(127);
   }
   close(po[1]);
@@ -77,6 +80,11 @@ static inline int pdt_cli_run(run_t *r, const char *bin_name, const char *const 
                 ? WEXITSTATUS(status)
                 : -1;
   return 0;
+}
+
+/* Run bin_name (next to this test) by its path with args: pdt_cli_run_as. */
+static inline int pdt_cli_run(run_t *r, const char *bin_name, const char *const *args, int split) {
+  return pdt_cli_run_as(r, bin_name, NULL, args, split);
 }
 
 /* out contains want (printed on failure). */

@@ -86,7 +86,8 @@ static const char *const sim_rows =
 
 static int page(const char *json, pd_report_kind_t kind, char **html, pd_report_stats_t *st) {
   pd_report_t r = {.n = 1};
-  pd_report_opts_t o = {.swimlanes = 0, .swim_max_requests = 0, .swim_max = 0};
+  pd_report_opts_t o = {.swimlanes = 0, .swim_max_requests = 0, .swim_max = 0,
+                        .prog = "/opt/pdref/bin/pdref"}; /* as `pdref report` was run */
   size_t len = 0;
   r.in[0].path = strdup("in<1>.json");
   r.in[0].kind = kind;
@@ -148,7 +149,7 @@ static void test_old_rows_get_a_replay_and_expectations_read(void) {
   char *h = NULL;
   pd_report_stats_t st;
   PDT_EQ_INT(page(sim_rows, PD_REPORT_SIM, &h, &st), 0);
-  PDT_TRUE(strstr(h, "build/pdref sim run x/a.json --mode joined</pre>") != NULL);
+  PDT_TRUE(strstr(h, "<pre>/opt/pdref/bin/pdref sim run x/a.json --mode joined</pre>") != NULL);
   PDT_TRUE(strstr(h, "<b>expected</b> any (no expectation)") != NULL); /* null */
   PDT_TRUE(strstr(h, "<b>expected</b> pass") != NULL);                   /* [] and "" */
   free(h);
