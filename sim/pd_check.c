@@ -270,6 +270,15 @@ static int outcome_agrees(const pd_worker_leg_t *l) {
  * A record built from a socket run's logs may carry only the time (never 0 there). */
 static int leg_closed(const pd_worker_leg_t *l) { return !l->gw_open; }
 static int slot_freed(const pd_worker_leg_t *l) { return l->is_slot_freed || l->t_slot_freed != 0; }
+/* I3, I18: was a resource held at some instant past `limit` (the client's end + grace)? One
+ * still held is; one freed is when its release came after the limit and after its taking: a
+ * request that reached its worker only after the limit (a slow wire, the abort ahead of it,
+ * Q7) and was dropped in the instant it was taken held nothing past it. */
+static int held_past(uint64_t t_freed, int is_held, uint64_t t_taken, uint64_t limit) {
+  if (is_held) return 1;
+  return t_freed > limit && t_freed > t_taken;
+}
+
 static uint64_t closed_at(const pd_judge_t *j, const pd_worker_leg_t *l) {
   return leg_closed(l) ? l->t_gw_closed : j->now;
 }
@@ -348,7 +357,9 @@ static uint32_t check_kv(const pd_judge_t *j, const pd_client_request_t *rq, uin
   uint32_t v = 0;
   uint64_t grace = j->s->config.grace_ms * MS_NS;
   for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
-    if (!l->kv_pages_max || (!l->kv_pages && l->t_kv_freed <= t_end + grace)) continue;
+    if (!l->kv_pages_max || !held_past(l->t_kv_freed, l->kv_pages != 0, l->t_kv_taken,
+                                       t_end + grace))
+      continue;
     if (l->kv_pages && j->is_kv_deferred && j->now <= t_end + grace) continue; /* not yet known */
     uint64_t until = l->kv_pages ? j->now : l->t_kv_freed;
     FLAG(PD_INVARIANT_STRANDED_KV, "I18 %llu KV pages of a %s leg on %s %s %.1f ms after the "
@@ -369,7 +380,8 @@ static uint32_t check_legs(const pd_judge_t *j, pd_client_request_t *rq, uint64_
     if (!leg_closed(l) || l->t_gw_closed > t_end + grace)
       FLAG(PD_INVARIANT_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end",
            pd_role_name(l->role), wn, (double)(closed_at(j, l) - t_end) / 1e6);
-    if (l->slot_taken && (!slot_freed(l) || l->t_slot_freed > t_end + grace))
+    if (l->slot_taken && held_past(slot_freed(l) ? l->t_slot_freed : j->now, !slot_freed(l),
+                                   l->t_slot_taken, t_end + grace))
       FLAG(PD_INVARIANT_STRANDED_SLOT, "I3 %s slot on %s held %.1f ms after the client's end",
            pd_role_name(l->role), wn,
            (double)((slot_freed(l) ? l->t_slot_freed : j->now) - t_end) / 1e6);

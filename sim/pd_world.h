@@ -56,6 +56,8 @@ typedef struct pd_worker_leg {
   uint64_t kv_page_ns;      /* integral of kv_pages over time so far (page-ns) */
   int is_running;           /* holds a running slot now */
   uint64_t t_kv_freed;      /* when kv_pages last fell to 0 after being > 0 */
+  uint64_t t_kv_taken;      /* when kv_pages last rose from 0 (I18: pages taken and freed in
+                               one instant were held for no time) */
   /* vLLM (sim/pd_world_worker.c): kv_transfer_params as read, and where decode's KV came from */
   int kv_mode;              /* pd_kv_mode_t */
   uint64_t kv_key;          /* pd_wengine_req_t.kv_key */
@@ -86,6 +88,11 @@ typedef struct pd_worker_leg {
   int is_own_stall;        /* closed or aborted while hung by its own fault or slow-dripping */
   int is_fault_fired;      /* its injected fault took effect (set by the worker model where it
                               acts: at open, at the KV transfer, at the response, mid-stream) */
+  int is_lag_fired;        /* its prefill_lag began: the prefill entered its lag (a cancel may
+                              cut it short; one before it began leaves it unfired) */
+  int is_drip_fired;       /* its slow_drip began: the decode started streaming under it */
+  uint32_t nth;            /* its worker's count of requests received, this one included (the
+                              `nth` its scripted faults were matched against); 0: refused */
   int has_eligible;        /* eligible_nodes was filled when the gateway opened it (a record
                               from logs has no breaker view: I16 is not judged for it) */
   uint64_t eligible_nodes; /* bit per node: breaker Closed (as the core reported) at the open */

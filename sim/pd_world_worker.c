@@ -134,6 +134,7 @@ static void run_engine(struct pd_world *w, uint32_t node, int rc, pd_wact_buf_t 
 static void kv_held(struct pd_world *w, pd_worker_leg_t *leg, uint64_t pages) {
   leg->kv_page_ns += leg->kv_pages * (w->now - leg->t_kv_changed);
   if (!pages && leg->kv_pages) leg->t_kv_freed = w->now;
+  if (pages && !leg->kv_pages) leg->t_kv_taken = w->now;
   leg->kv_pages = pages;
   leg->t_kv_changed = w->now;
   if (pages > leg->kv_pages_max) leg->kv_pages_max = pages;
@@ -258,7 +259,11 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
   case PD_WACT_UNPAIR:
     if (leg->role == PD_ROLE_DECODE) on_partner(w, leg, a);
     return; /* a prefill's decode learns nothing (S2.11): it waits for its own timeout */
-  case PD_WACT_STATE: leg->wstate = (pd_worker_leg_state_t)a->a; return;
+  case PD_WACT_STATE:
+    leg->wstate = (pd_worker_leg_state_t)a->a;
+    if (leg->wstate == PD_WORKER_LEG_LAG && leg->lag_ms) leg->is_lag_fired = 1;
+    if (leg->wstate == PD_WORKER_LEG_STREAM && leg->drip_ms) leg->is_drip_fired = 1;
+    return;
   case PD_WACT_FAULT:
     leg->fault = (int)a->a - 1;
     leg->tfault = (int)a->b - 1;
