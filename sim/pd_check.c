@@ -371,15 +371,26 @@ static uint32_t check_kv(const pd_judge_t *j, const pd_client_request_t *rq, uin
   return v;
 }
 
+/* I2's bound after the client's end: the mode's own promise when it has one (pd_judge_t),
+ * else the grace. */
+static uint64_t close_bound_ns(const pd_judge_t *j, const pd_client_request_t *rq) {
+  uint64_t grace = j->s->config.grace_ms * MS_NS;
+  if (!j->is_cancel_bound) return grace;
+  uint64_t b = rq->gone ? j->cancel_gone_ns : j->cancel_end_ns;
+  return b < grace && (rq->gone || b) ? b : grace; /* no tail (0): the grace */
+}
+
 static uint32_t check_legs(const pd_judge_t *j, pd_client_request_t *rq, uint64_t t_end,
                            char *reason, size_t cap) {
   uint32_t v = 0;
-  uint64_t grace = j->s->config.grace_ms * MS_NS;
+  uint64_t grace = j->s->config.grace_ms * MS_NS, bound = close_bound_ns(j, rq);
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     const char *wn = worker_name(j, l->worker);
-    if (!leg_closed(l) || l->t_gw_closed > t_end + grace)
-      FLAG(PD_INVARIANT_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end",
-           pd_role_name(l->role), wn, (double)(closed_at(j, l) - t_end) / 1e6);
+    if (!leg_closed(l) || l->t_gw_closed > t_end + bound)
+      FLAG(PD_INVARIANT_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end%s",
+           pd_role_name(l->role), wn, (double)(closed_at(j, l) - t_end) / 1e6,
+           bound == grace ? "" : rq->gone ? " (the mode cancels at once)"
+                                          : " (past the mode's tail)");
     if (l->slot_taken && held_past(slot_freed(l) ? l->t_slot_freed : j->now, !slot_freed(l),
                                    l->t_slot_taken, t_end + grace))
       FLAG(PD_INVARIANT_STRANDED_SLOT, "I3 %s slot on %s held %.1f ms after the client's end",

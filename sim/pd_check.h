@@ -25,6 +25,15 @@ typedef struct pd_judge {
   int is_kv_deferred;        /* I18: pages still held at now, with now within the grace, are
                                 left to the caller, who judges them when they are freed (the
                                 simulator: a vLLM pin outlives its request, pd_world_worker.c) */
+  /* I2: how fast the mode promises to close a request's legs at the gateway once the client's
+   * end is known, when it promises more than the grace (is_cancel_bound; 0: grace_ms for
+   * both). The reference (R-DISCONNECT, R-TAIL): a client gone closes every leg in that same
+   * virtual instant (cancel_gone_ns 0); a client response ended leaves legs supervised for
+   * the tail at most (cancel_end_ns = the tail timeout; 0: none, the grace). Either bound
+   * above the grace is the grace. A socket run cannot see an instant:
+   * it leaves this unset. */
+  int is_cancel_bound;
+  uint64_t cancel_gone_ns, cancel_end_ns;
   pd_world_stats_t *stats;   /* out: clean_success, client_errors, aborted, TTFT and
                                 records_lost are added to per judged request */
 } pd_judge_t;

@@ -34,10 +34,41 @@ static void test_taken_and_freed_in_one_instant_late_is_not_held(void) {
   free(k);
 }
 
+/* I2 holds each mode to its own promise: the reference closes every leg in the instant its
+ * client leaves (R-DISCONNECT) and within its tail after a response ended (R-TAIL); a mode
+ * without that promise gets the grace. */
+static void test_reference_cancels_at_once(void) {
+  char reason[200];
+  for (int gone = 0; gone < 2; gone++)
+    for (int ref = 0; ref < 2; ref++) {
+      pdt_judged_t *k = pdt_served(ref ? PD_MODE_REFERENCE : PD_MODE_JOINED, 1, 5000);
+      if (!k) return;
+      k->j.is_cancel_bound = ref;
+      k->j.cancel_gone_ns = 0;
+      k->j.cancel_end_ns = 500 * MS;
+      k->rq.gone = gone;
+      k->rq.ended = !gone;
+      /* gone: closed 1 ns after the client left; ended: 1 ns past the 500 ms tail */
+      k->leg[0].t_gw_closed = k->rq.t_end + (gone ? 1 : 500 * MS + 1);
+      uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_ORPHAN_LEG);
+      PDT_EQ_U64(v, ref ? BIT(PD_INVARIANT_ORPHAN_LEG) : 0);
+      free(k);
+    }
+  pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000); /* in the instant: no I2 */
+  if (!k) return;
+  k->j.is_cancel_bound = 1;
+  k->rq.gone = 1;
+  k->rq.ended = 0;
+  k->leg[0].t_gw_closed = k->leg[1].t_gw_closed = k->rq.t_end;
+  PDT_EQ_U64(pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_ORPHAN_LEG), 0);
+  free(k);
+}
+
 int pdt_suite_check_truth(void) {
   static const pdt_case_t cases[] = {
       {"I3/I18: taken and freed in one instant after the bound",
        test_taken_and_freed_in_one_instant_late_is_not_held},
+      {"I2: the reference closes at once when its client leaves", test_reference_cancels_at_once},
   };
   return PDT_SUITE("check_truth", cases);
 }
