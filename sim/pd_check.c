@@ -485,15 +485,18 @@ static uint32_t check_retry_target(const pd_judge_t *j, pd_client_request_t *rq,
 }
 
 /* I15: a request the workload expects to succeed (its client stays) got a clean answer
- * whenever every worker was healthy: none down and every breaker Closed from arrival to end,
- * and no fault, slowness or crash on any leg of it, and no worker refused it with a status
- * (a prompt larger than its pool, R-CAP-TOO-LARGE: the request cannot succeed). */
+ * whenever every worker was healthy: none down and every breaker Closed from arrival to end
+ * (one the scenario started open or half-open is not), and no fault, slowness or crash on any
+ * leg of it, no worker refused it with a status (a prompt larger than its pool,
+ * R-CAP-TOO-LARGE: the request cannot succeed), and no worker failed it by its own timeout
+ * while its partner waited for capacity (is_capacity_failed). */
 static uint32_t check_served(const pd_client_request_t *rq, int clean, char *reason, size_t cap) {
   uint32_t v = 0;
   if (clean || rq->gone || !rq->was_healthy) return 0;
   int legs = 0, reached = 0;
   for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
-    if (l->fault >= 0 || l->lag_ms || l->drip_ms || l->is_crash_hit || l->injected_status)
+    if (l->fault >= 0 || l->lag_ms || l->drip_ms || l->is_crash_hit || l->injected_status ||
+        l->is_capacity_failed)
       return 0;
     legs++;
     reached += l->truth != PD_TRUTH_NEVER;

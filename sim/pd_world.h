@@ -38,6 +38,7 @@ typedef struct pd_worker_leg {
   pd_wire_api_t api;    /* the route and what OpenAI's shapes echo (pd_wire_render) */
   /* worker side */
   pd_worker_leg_state_t wstate;
+  pd_worker_leg_state_t wstate_at_end; /* the state it was in when its worker ended it */
   int fault;            /* pd_fault_kind_t or -1 */
   int tfault;           /* index of the traffic fault that struck it, or -1 */
   const pd_fault_t *fp;
@@ -88,6 +89,10 @@ typedef struct pd_worker_leg {
   int is_own_stall;        /* closed or aborted while hung by its own fault or slow-dripping */
   int is_fault_fired;      /* its injected fault took effect (set by the worker model where it
                               acts: at open, at the KV transfer, at the response, mid-stream) */
+  int is_capacity_failed;  /* its worker failed it by its own timeout (prefill's bootstrap,
+                              decode's waiting) while its partner sat in its worker's queue
+                              for capacity (decode's prealloc, prefill's waiting queue): a
+                              worker short of room, not a healthy world (I15) */
   int is_lag_fired;        /* its prefill_lag began: the prefill entered its lag (a cancel may
                               cut it short; one before it began leaves it unfired) */
   int is_drip_fired;       /* its slow_drip began: the decode started streaming under it */

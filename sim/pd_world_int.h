@@ -143,6 +143,9 @@ static inline int pd_world_leg_crash_struck(const pd_worker_leg_t *l, uint32_t n
 void pd_world_note_fired(struct pd_world *w,
                          const pd_worker_leg_t *leg); /* before a leg is freed */
 void pd_world_health(struct pd_world *w, int delta); /* +1 a node down / breaker not Closed */
+/* A leg its worker fails by its own timeout (bootstrap, waiting) without a fault: capacity
+ * when its partner waits in its worker's queue (is_capacity_failed). */
+void pd_world_note_own_timeout(struct pd_world *w, pd_worker_leg_t *leg);
 void pd_world_exercised(struct pd_world *w); /* fill the stats at the end of the run */
 /* I17: heal the world (crashed workers restarted, no fault on any later leg) before the
  * liveness phase, then check that nothing is left held in the workers or the core. */

@@ -397,6 +397,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
     if (sw->breaker_initial != PD_BREAKER_CLOSED && mode != PD_MODE_MINILB) { /* no breaker */
       pd_gw_breaker_start_in(w->gw, sw->role, (uint32_t)idx, sw->breaker_initial, 0);
       n->breaker_state = sw->breaker_initial;
+      pd_world_health(w, +1); /* the scenario opened it: not a healthy world (I15) */
     }
     if (sw->crash_at_ms) push(w, sw->crash_at_ms * MS_NS, EV_CRASH, i, 0, 0);
     if (sw->restart_at_ms) push(w, sw->restart_at_ms * MS_NS, EV_RESTART, i, 0, 0);

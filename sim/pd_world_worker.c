@@ -260,6 +260,8 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
     if (leg->role == PD_ROLE_DECODE) on_partner(w, leg, a);
     return; /* a prefill's decode learns nothing (S2.11): it waits for its own timeout */
   case PD_WACT_STATE:
+    if (a->a == PD_WORKER_LEG_DONE && leg->wstate != PD_WORKER_LEG_DONE)
+      leg->wstate_at_end = leg->wstate;
     leg->wstate = (pd_worker_leg_state_t)a->a;
     if (leg->wstate == PD_WORKER_LEG_LAG && leg->lag_ms) leg->is_lag_fired = 1;
     if (leg->wstate == PD_WORKER_LEG_STREAM && leg->drip_ms) leg->is_drip_fired = 1;
@@ -277,6 +279,10 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
   case PD_WACT_RUNNING: leg->is_running = (int)a->a; return;
   case PD_WACT_KV: kv_held(w, leg, a->b); return;
   case PD_WACT_DONE:
+    if ((pd_truth_t)a->a == PD_TRUTH_FAILED && !leg->is_fault_fired &&
+        (leg->wstate_at_end == PD_WORKER_LEG_BOOTSTRAP ||
+         leg->wstate_at_end == PD_WORKER_LEG_WAIT_KV))
+      pd_world_note_own_timeout(w, leg);
     leg->wstate = PD_WORKER_LEG_DONE;
     if (leg->truth == PD_TRUTH_PENDING) leg->truth = (pd_truth_t)a->a;
     pd_world_leg_changed(w, leg);

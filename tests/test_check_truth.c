@@ -64,11 +64,32 @@ static void test_reference_cancels_at_once(void) {
   free(k);
 }
 
+/* I15: a 500 the prefill gave by its own bootstrap timeout while decode waited for room is a
+ * world short of capacity, not a healthy one; the same 500 without that is a gateway failure. */
+static void test_capacity_timeout_is_not_healthy(void) {
+  char reason[200];
+  for (int cap = 0; cap < 2; cap++) {
+    pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
+    if (!k) return;
+    k->rq.was_healthy = 1;
+    k->rq.head_status = 500;
+    k->rq.body.len = 0;
+    k->leg[0].truth = PD_TRUTH_FAILED;
+    k->leg[0].is_capacity_failed = cap;
+    k->leg[1].truth = PD_TRUTH_CANCELLED;
+    uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_SERVED);
+    PDT_EQ_U64(v, cap ? 0 : BIT(PD_INVARIANT_SERVED));
+    free(k);
+  }
+}
+
 int pdt_suite_check_truth(void) {
   static const pdt_case_t cases[] = {
       {"I3/I18: taken and freed in one instant after the bound",
        test_taken_and_freed_in_one_instant_late_is_not_held},
       {"I2: the reference closes at once when its client leaves", test_reference_cancels_at_once},
+      {"I15: a worker's own timeout while its partner waited for room",
+       test_capacity_timeout_is_not_healthy},
   };
   return PDT_SUITE("check_truth", cases);
 }
