@@ -100,6 +100,7 @@ typedef struct pd_worker_leg {
                               `nth` its scripted faults were matched against); 0: refused */
   int has_eligible;        /* eligible_nodes was filled when the gateway opened it (a record
                               from logs has no breaker view: I16 is not judged for it) */
+  uint32_t probe_period;    /* a probe: its worker's half_open_period when opened; 0: not one */
   uint64_t eligible_nodes; /* bit per node: breaker Closed (as the core reported) at the open */
   /* bookkeeping */
   struct pd_worker_leg *next_in_req;

@@ -52,7 +52,9 @@ typedef struct pd_worker_node {
   uint64_t wake_at;    /* the EV_WWAKE queued for its next deadline (UINT64_MAX: none) */
   /* breaker timeline as the core reports it, for I12 */
   int breaker_state;
-  uint32_t half_open_inflight;
+  uint32_t half_open_inflight; /* probes of the current half-open period still open */
+  uint32_t half_open_period;   /* half-open periods entered so far: a probe is tagged with its
+                                  own, and only a probe of the current one frees its slot */
 } pd_worker_node_t;
 
 /* A vLLM prefill leg's KV still pinned when its request retired: when the engine frees the

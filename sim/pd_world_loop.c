@@ -122,8 +122,11 @@ static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_ac
   pd_worker_node_t *n = &w->nodes[leg->worker];
   if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INVARIANT_BREAKER - 1);
   uint32_t probes = w->s->config.breaker_half_open_probes; /* the allowed count, default 1 */
-  if (n->breaker_state == PD_BREAKER_HALF_OPEN && ++n->half_open_inflight > (probes ? probes : 1))
-    rq->violations |= 1u << (PD_INVARIANT_BREAKER - 1);
+  if (n->breaker_state == PD_BREAKER_HALF_OPEN) { /* a probe of this period */
+    leg->probe_period = n->half_open_period;
+    if (++n->half_open_inflight > (probes ? probes : 1))
+      rq->violations |= 1u << (PD_INVARIANT_BREAKER - 1);
+  }
   leg->t_open_arrive = w->now + w->net_ns + n->spec->open_delay_ms * MS_NS; /* may be late */
   push(w, leg->t_open_arrive, EV_G2W_OPEN, 0, leg->leg_id, 0);
 }
@@ -133,7 +136,11 @@ static void leg_gw_closed(struct pd_world *w, pd_worker_leg_t *leg) {
   leg->gw_open = 0;
   leg->t_gw_closed = w->now;
   pd_worker_node_t *n = &w->nodes[leg->worker];
-  if (n->breaker_state == PD_BREAKER_HALF_OPEN && n->half_open_inflight) n->half_open_inflight--;
+  /* only a probe of the current half-open period frees one of its slots: one left over from
+     an earlier period (the breaker reopened meanwhile) was never counted in this one */
+  if (n->breaker_state == PD_BREAKER_HALF_OPEN && leg->probe_period &&
+      leg->probe_period == n->half_open_period && n->half_open_inflight)
+    n->half_open_inflight--;
 }
 
 static void on_load(pd_client_request_t *rq, const pd_action_t *a) {
@@ -223,8 +230,11 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
     pd_worker_node_t *n = &w->nodes[w->role_node[a->role][a->worker]];
     if ((n->breaker_state == PD_BREAKER_CLOSED) != (a->flag == PD_BREAKER_CLOSED))
       pd_world_health(w, a->flag == PD_BREAKER_CLOSED ? -1 : +1);
+    if (a->flag == PD_BREAKER_HALF_OPEN && n->breaker_state != PD_BREAKER_HALF_OPEN) {
+      n->half_open_period++; /* a new period: no probe of it yet */
+      n->half_open_inflight = 0;
+    }
     n->breaker_state = a->flag;
-    n->half_open_inflight = 0;
     break;
   }
   case PD_ACT_ATTEMPT: rq->attempts++; break;
@@ -397,6 +407,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
     if (sw->breaker_initial != PD_BREAKER_CLOSED && mode != PD_MODE_MINILB) { /* no breaker */
       pd_gw_breaker_start_in(w->gw, sw->role, (uint32_t)idx, sw->breaker_initial, 0);
       n->breaker_state = sw->breaker_initial;
+      n->half_open_period = sw->breaker_initial == PD_BREAKER_HALF_OPEN; /* the first period */
       pd_world_health(w, +1); /* the scenario opened it: not a healthy world (I15) */
     }
     if (sw->crash_at_ms) push(w, sw->crash_at_ms * MS_NS, EV_CRASH, i, 0, 0);
