@@ -601,7 +601,13 @@ uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, 
     FLAG(PD_INVARIANT_LOGPROBS, "I11 input_token_logprobs not prefill++decode exactly once");
   v |= rq->violations & BIT(PD_INVARIANT_BREAKER);
   if ((rq->violations & BIT(PD_INVARIANT_BREAKER)) && !*reason)
-    snprintf(reason, cap, "I12 a request went to a worker whose breaker was open or probing");
+  {
+    if (rq->is_breaker_unjust)
+      snprintf(reason, cap, "I12 %s's breaker opened without cause: too few failures of its own "
+               "(worker truth) for the breaker's rule", worker_name(j, (uint32_t)rq->is_breaker_unjust - 1));
+    else
+      snprintf(reason, cap, "I12 a request went to a worker whose breaker was open or probing");
+  }
   if (!rq->gone && !clean) v |= check_error_visible(rq, reason, cap);
   v |= check_served(rq, clean, reason, cap);
   rq->is_clean = clean;

@@ -55,4 +55,28 @@ int pd_check_client_data(pd_client_request_t *rq, const uint8_t *p, size_t len);
 uint32_t pd_check_freed_blocks(const pd_judge_t *j, const pd_client_request_t *rq, char *reason,
                                size_t cap);
 
+/* The checker's own breaker model (pd_check_breaker.c, docs/spec.md I12): R-BREAKER replayed
+ * per worker from the workers' ground truth of what failed — never from the gateway's
+ * outcomes — so that an open the gateway reports can be judged: justified only when the
+ * worker really failed often enough (Closed -> Open: at least failure_threshold of its own
+ * failures since the breaker last closed, and within the window for a windowed breaker) or
+ * once in the current half-open period (HalfOpen -> Open). A necessary condition: successes
+ * that would have diluted the rate are not counted, so a justified open is never flagged. */
+#define PD_CHECK_BREAKER_RING 64 /* own failures remembered per worker: a threshold above it
+                                    is judged on the last 64 alone */
+typedef struct pd_check_breaker {
+  uint64_t fail_t[PD_CHECK_BREAKER_RING]; /* times the gateway learnt of an own failure */
+  uint32_t n_fail;                        /* in the ring (at most the ring's size) */
+  uint32_t next;                          /* ring position of the next one */
+  uint64_t t_closed, t_half_open;         /* when the breaker last closed / turned half-open */
+} pd_check_breaker_t;
+
+/* The worker's own failure reached the gateway at now (each failed leg once). */
+void pd_check_breaker_failure(pd_check_breaker_t *b, uint64_t now);
+/* The gateway reported its breaker moving from `from` to `to` (pd_breaker_state_t) at now.
+ * Returns 1 when that is an open the worker's failures do not justify, else 0; keeps the
+ * times it measures from. */
+int pd_check_breaker_move(pd_check_breaker_t *b, const pd_breaker_config_t *cfg, int from,
+                          int to, uint64_t now);
+
 #endif

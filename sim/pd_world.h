@@ -100,6 +100,7 @@ typedef struct pd_worker_leg {
                               `nth` its scripted faults were matched against); 0: refused */
   int has_eligible;        /* eligible_nodes was filled when the gateway opened it (a record
                               from logs has no breaker view: I16 is not judged for it) */
+  int is_own_fail_noted;    /* its own failure was fed to the breaker model (once) */
   uint32_t probe_period;    /* a probe: its worker's half_open_period when opened; 0: not one */
   uint64_t eligible_nodes; /* bit per node: breaker Closed (as the core reported) at the open */
   /* bookkeeping */
@@ -134,6 +135,8 @@ typedef struct pd_client_request {
    * from arrival to the client's end; set by the driver (a socket run sets it from its crash
    * windows). 0: I15 is not judged for this request. */
   int was_healthy;
+  int is_breaker_unjust; /* I12: a breaker report it carried opened a worker without cause
+                            (that worker's index + 1; 0: none) */
   uint64_t health_epoch; /* the world's unhealthy_epoch at arrival; UINT64_MAX if unhealthy */
   uint32_t legs_seen[2]; /* ledger of the traffic faults: legs per role that reached a worker */
   /* gateway view */

@@ -55,6 +55,9 @@ typedef struct pd_worker_node {
   uint32_t half_open_inflight; /* probes of the current half-open period still open */
   uint32_t half_open_period;   /* half-open periods entered so far: a probe is tagged with its
                                   own, and only a probe of the current one frees its slot */
+  pd_check_breaker_t bmodel;   /* the checker's breaker model, fed from worker truth (I12) */
+  int is_breaker_unjust;       /* its breaker left Closed without cause (the model): the node
+                                  stays healthy (I15) and eligible (I16) until it closes */
 } pd_worker_node_t;
 
 /* A vLLM prefill leg's KV still pinned when its request retired: when the engine frees the

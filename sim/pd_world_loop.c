@@ -93,6 +93,21 @@ static void parse_leg_body(struct pd_world *w, pd_worker_leg_t *leg, const char 
   pd_worker_model_read_kvp(w, leg, &b);
 }
 
+/* I12's model: the worker's own failure reached the gateway (each leg once). */
+static void note_own_failure(struct pd_world *w, pd_worker_leg_t *leg) {
+  if (leg->is_own_fail_noted) return;
+  leg->is_own_fail_noted = 1;
+  pd_check_breaker_failure(&w->nodes[leg->worker].bmodel, w->now);
+}
+
+/* Was the leg's failure its worker's own (refused, down; an injected fault that took effect,
+ * a crash, its own timeout while its partner waited for room), not one its partner caused? */
+static int is_own_failure(const pd_worker_leg_t *l) {
+  if (l->truth == PD_TRUTH_NEVER) return 1;
+  return l->truth == PD_TRUTH_FAILED &&
+         (l->is_fault_fired || l->is_crash_hit || l->is_capacity_failed);
+}
+
 static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_action_t *a) {
   pd_worker_leg_t *leg = calloc(1, sizeof *leg);
   if (!leg) return;
@@ -116,8 +131,9 @@ static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_ac
   if (rq->has_first_data) rq->retry_after_commit = 1;
   pd_map_put(&w->legs, leg->leg_id, leg);
   leg->has_eligible = 1;
-  for (uint32_t i = 0; i < w->n_nodes && i < 64; i++)
-    if (w->nodes[i].role == leg->role && w->nodes[i].breaker_state == PD_BREAKER_CLOSED)
+  for (uint32_t i = 0; i < w->n_nodes && i < 64; i++) /* a breaker opened without cause */
+    if (w->nodes[i].role == leg->role && (w->nodes[i].breaker_state == PD_BREAKER_CLOSED ||
+                                          w->nodes[i].is_breaker_unjust))   /* excuses nothing */
       leg->eligible_nodes |= 1ull << i;
   pd_worker_node_t *n = &w->nodes[leg->worker];
   if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INVARIANT_BREAKER - 1);
@@ -220,6 +236,11 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
     if (leg) {
       leg->outcomes++;
       leg->outcome = (pd_outcome_t)a->flag;
+      /* a leg hung (or dripping) by its own fault failed when the gateway gave up on it */
+      if ((a->flag == PD_OUTCOME_FAILURE || a->flag == PD_OUTCOME_TIMEOUT) &&
+          (leg->wstate == PD_WORKER_LEG_HUNG ||
+           (leg->drip_ms && leg->wstate == PD_WORKER_LEG_STREAM)))
+        note_own_failure(w, leg);
     }
     break;
   case PD_ACT_LOAD:
@@ -228,8 +249,16 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
     break;
   case PD_ACT_BREAKER: {
     pd_worker_node_t *n = &w->nodes[w->role_node[a->role][a->worker]];
-    if ((n->breaker_state == PD_BREAKER_CLOSED) != (a->flag == PD_BREAKER_CLOSED))
-      pd_world_health(w, a->flag == PD_BREAKER_CLOSED ? -1 : +1);
+    int was_sick = n->breaker_state != PD_BREAKER_CLOSED && !n->is_breaker_unjust;
+    if (pd_check_breaker_move(&n->bmodel, &w->gcfg.breaker, n->breaker_state, a->flag, w->now)) {
+      n->is_breaker_unjust = 1; /* I12: opened without cause, on the request that saw it */
+      rq->violations |= 1u << (PD_INVARIANT_BREAKER - 1);
+      if (!rq->is_breaker_unjust) rq->is_breaker_unjust = (int)(n - w->nodes) + 1;
+    } else if (a->flag == PD_BREAKER_CLOSED || a->flag == PD_BREAKER_OPEN) {
+      n->is_breaker_unjust = 0; /* closed, or reopened for a real failure */
+    }
+    int is_sick = a->flag != PD_BREAKER_CLOSED && !n->is_breaker_unjust;
+    if (was_sick != is_sick) pd_world_health(w, is_sick ? +1 : -1);
     if (a->flag == PD_BREAKER_HALF_OPEN && n->breaker_state != PD_BREAKER_HALF_OPEN) {
       n->half_open_period++; /* a new period: no probe of it yet */
       n->half_open_inflight = 0;
@@ -283,8 +312,10 @@ static int reports_failure(const pd_worker_leg_t *leg, uint32_t kind, uint32_t a
 
 static void deliver_w2g(struct pd_world *w, pd_worker_leg_t *leg, uint32_t kind, uint32_t arg,
                         uint64_t part, char *buf) {
-  if (reports_failure(leg, kind, arg) && (leg->gw_open || leg->t_gw_closed == w->now))
+  if (reports_failure(leg, kind, arg) && (leg->gw_open || leg->t_gw_closed == w->now)) {
     leg->is_failed_at_close = 1; /* arrived before the close, or in its very instant */
+    if (is_own_failure(leg)) note_own_failure(w, leg);
+  }
   if (!leg->gw_open) return; /* the gateway already closed it */
   pd_event_t ev = {.req_id = leg->req_id, .leg_id = leg->leg_id};
   switch (kind) {

@@ -83,6 +83,40 @@ static void test_capacity_timeout_is_not_healthy(void) {
   }
 }
 
+/* I12's model: an open is judged against the worker's own failures, never the gateway's
+ * outcomes (R-BREAKER, threshold 3, window 120 s). */
+static void test_breaker_model_judges_opens(void) {
+  pd_breaker_config_t c;
+  pd_breaker_config_window(&c);
+  c.failure_threshold = 3;
+  pd_check_breaker_t b = {0};
+  const uint64_t S = 1000 * MS;
+  pd_check_breaker_failure(&b, 1 * S);
+  pd_check_breaker_failure(&b, 2 * S);
+  /* two own failures: an open on the third "failure" the gateway made up is unjust */
+  PDT_EQ_INT(pd_check_breaker_move(&b, &c, PD_BREAKER_CLOSED, PD_BREAKER_OPEN, 3 * S), 1);
+  pd_check_breaker_t b2 = b;
+  pd_check_breaker_failure(&b2, 3 * S); /* three: justified */
+  PDT_EQ_INT(pd_check_breaker_move(&b2, &c, PD_BREAKER_CLOSED, PD_BREAKER_OPEN, 3 * S), 0);
+  /* the same three, the first two out of the window at 122.5 s: unjust */
+  pd_check_breaker_t b3 = b;
+  pd_check_breaker_failure(&b3, 3 * S);
+  PDT_EQ_INT(pd_check_breaker_move(&b3, &c, PD_BREAKER_CLOSED, PD_BREAKER_OPEN, 122500 * MS), 1);
+  /* smg's consecutive count has no window: justified */
+  pd_check_breaker_t b4 = b3;
+  c.kind = PD_BREAKER_KIND_SMG;
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_CLOSED, PD_BREAKER_OPEN, 122500 * MS), 0);
+  /* half-open: a reopen needs an own failure in this period; one before it does not count */
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_OPEN, PD_BREAKER_HALF_OPEN, 200 * S), 0);
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_HALF_OPEN, PD_BREAKER_OPEN, 201 * S), 1);
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_OPEN, PD_BREAKER_HALF_OPEN, 300 * S), 0);
+  pd_check_breaker_failure(&b4, 301 * S);
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_HALF_OPEN, PD_BREAKER_OPEN, 301 * S), 0);
+  /* closing clears the count: the old failures no longer justify an open */
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_HALF_OPEN, PD_BREAKER_CLOSED, 400 * S), 0);
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_CLOSED, PD_BREAKER_OPEN, 401 * S), 1);
+}
+
 int pdt_suite_check_truth(void) {
   static const pdt_case_t cases[] = {
       {"I3/I18: taken and freed in one instant after the bound",
@@ -90,6 +124,8 @@ int pdt_suite_check_truth(void) {
       {"I2: the reference closes at once when its client leaves", test_reference_cancels_at_once},
       {"I15: a worker's own timeout while its partner waited for room",
        test_capacity_timeout_is_not_healthy},
+      {"I12: the checker's breaker model judges opens from worker truth",
+       test_breaker_model_judges_opens},
   };
   return PDT_SUITE("check_truth", cases);
 }
