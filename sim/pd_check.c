@@ -403,6 +403,11 @@ static uint32_t check_legs(const pd_judge_t *j, pd_client_request_t *rq, uint64_
     if (!l->outcomes && j->mode == PD_MODE_REFERENCE && !j->is_outcome_blind)
       FLAG(PD_INVARIANT_OUTCOME, "I4 %s: no outcome recorded for its %s leg", wn,
            pd_role_name(l->role));
+    /* R-OUTCOME: the reference blames a worker for its own leg only; one that merely waited
+       on its partner (worker truth at the instant the outcome was recorded) is not to blame */
+    if (l->is_partner_blamed && j->mode == PD_MODE_REFERENCE)
+      FLAG(PD_INVARIANT_OUTCOME, "I4 %s recorded %s for its %s leg, which only waited on its "
+           "partner", wn, pd_outcome_name(l->outcome), pd_role_name(l->role));
     if (l->outcomes && !outcome_agrees(l))
       FLAG(PD_INVARIANT_OUTCOME, "I4 %s recorded %s but really %s", wn, pd_outcome_name(l->outcome),
            l->is_failed_at_close && l->outcome == PD_OUTCOME_CANCELLED

@@ -100,6 +100,10 @@ typedef struct pd_worker_leg {
                               `nth` its scripted faults were matched against); 0: refused */
   int has_eligible;        /* eligible_nodes was filled when the gateway opened it (a record
                               from logs has no breaker view: I16 is not judged for it) */
+  int is_partner_blamed;    /* the gateway recorded failure/timeout for it while its worker
+                              only waited on its partner (a prefill in bootstrap for decode's
+                              room, a decode waiting for the KV), with no fault or failure
+                              report of its own: I4 in `reference` */
   int is_own_fail_noted;    /* its own failure was fed to the breaker model (once) */
   uint32_t probe_period;    /* a probe: its worker's half_open_period when opened; 0: not one */
   uint64_t eligible_nodes; /* bit per node: breaker Closed (as the core reported) at the open */

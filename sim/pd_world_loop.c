@@ -100,14 +100,6 @@ static void note_own_failure(struct pd_world *w, pd_worker_leg_t *leg) {
   pd_check_breaker_failure(&w->nodes[leg->worker].bmodel, w->now);
 }
 
-/* Was the leg's failure its worker's own (refused, down; an injected fault that took effect,
- * a crash, its own timeout while its partner waited for room), not one its partner caused? */
-static int is_own_failure(const pd_worker_leg_t *l) {
-  if (l->truth == PD_TRUTH_NEVER) return 1;
-  return l->truth == PD_TRUTH_FAILED &&
-         (l->is_fault_fired || l->is_crash_hit || l->is_capacity_failed);
-}
-
 static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_action_t *a) {
   pd_worker_leg_t *leg = calloc(1, sizeof *leg);
   if (!leg) return;
@@ -241,6 +233,10 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
           (leg->wstate == PD_WORKER_LEG_HUNG ||
            (leg->drip_ms && leg->wstate == PD_WORKER_LEG_STREAM)))
         note_own_failure(w, leg);
+      if ((a->flag == PD_OUTCOME_FAILURE || a->flag == PD_OUTCOME_TIMEOUT) &&
+          !leg->is_failed_at_close && !leg->is_fault_fired && !leg->is_crash_hit &&
+          (leg->wstate == PD_WORKER_LEG_BOOTSTRAP || leg->wstate == PD_WORKER_LEG_WAIT_KV))
+        leg->is_partner_blamed = 1; /* its worker was healthy, waiting on its partner */
     }
     break;
   case PD_ACT_LOAD:
@@ -314,7 +310,7 @@ static void deliver_w2g(struct pd_world *w, pd_worker_leg_t *leg, uint32_t kind,
                         uint64_t part, char *buf) {
   if (reports_failure(leg, kind, arg) && (leg->gw_open || leg->t_gw_closed == w->now)) {
     leg->is_failed_at_close = 1; /* arrived before the close, or in its very instant */
-    if (is_own_failure(leg)) note_own_failure(w, leg);
+    note_own_failure(w, leg); /* the worker itself said it failed (I12's model) */
   }
   if (!leg->gw_open) return; /* the gateway already closed it */
   pd_event_t ev = {.req_id = leg->req_id, .leg_id = leg->leg_id};

@@ -117,6 +117,27 @@ static void test_breaker_model_judges_opens(void) {
   PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_CLOSED, PD_BREAKER_OPEN, 401 * S), 1);
 }
 
+/* I4: the reference blames a worker for its own leg only; a prefill timed out while it sat
+ * in bootstrap waiting for its decode was not at fault. The upstream models keep the table. */
+static void test_reference_does_not_blame_the_waiting_leg(void) {
+  char reason[200];
+  for (int ref = 0; ref < 2; ref++) {
+    pdt_judged_t *k = pdt_served(ref ? PD_MODE_REFERENCE : PD_MODE_JOINED, 0, 5000);
+    if (!k) return;
+    for (int i = 0; i < 2; i++) {
+      k->leg[i].outcomes = 1;
+      k->leg[i].outcome = PD_OUTCOME_SUCCESS;
+    }
+    k->leg[0].truth = PD_TRUTH_STALLED; /* in the table, timeout agrees with STALLED */
+    k->leg[0].outcome = PD_OUTCOME_TIMEOUT;
+    k->leg[0].is_partner_blamed = 1;
+    uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_OUTCOME);
+    PDT_EQ_U64(v, ref ? BIT(PD_INVARIANT_OUTCOME) : 0);
+    if (ref) PDT_EQ_STR(reason, "I4 p0 recorded timeout for its prefill leg, which only waited on its partner");
+    free(k);
+  }
+}
+
 int pdt_suite_check_truth(void) {
   static const pdt_case_t cases[] = {
       {"I3/I18: taken and freed in one instant after the bound",
@@ -126,6 +147,8 @@ int pdt_suite_check_truth(void) {
        test_capacity_timeout_is_not_healthy},
       {"I12: the checker's breaker model judges opens from worker truth",
        test_breaker_model_judges_opens},
+      {"I4: the reference does not blame a leg that only waited on its partner",
+       test_reference_does_not_blame_the_waiting_leg},
   };
   return PDT_SUITE("check_truth", cases);
 }
