@@ -1,4 +1,4 @@
-/* The invariant checker (docs/spec.md I1-I19). Each finished request is judged from the
+/* The invariant checker (docs/spec.md I1-I20). Each finished request is judged from the
  * client's bytes and the workers' ground truth; the core's own word is used only for what it
  * claims (recorded outcomes, load and breaker actions), which is then held against truth.
  * Besides the records it reads only the judge context (pd_check.h), never a world. */
@@ -594,6 +594,7 @@ uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, 
   }
   v |= check_legs(j, rq, t_end, reason, cap);
   v |= pd_check_freed_blocks(j, rq, reason, cap); /* I19, pd_check_sf.c */
+  v |= pd_check_disaggregated(j, rq, reason, cap); /* I20, pd_check_sf.c */
   int clean = !rq->gone && looks_clean(rq);
   v |= check_tokens(j, rq, clean, reason, cap);
   v |= check_loads(j, rq, reason, cap);

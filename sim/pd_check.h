@@ -1,4 +1,4 @@
-/* pd_check: the invariant checker (docs/spec.md I1-I19). It judges one finished request from
+/* pd_check: the invariant checker (docs/spec.md I1-I20). It judges one finished request from
  * its records: the client's bytes (pd_client_request_t) and each leg's ground truth at the worker
  * (pd_worker_leg_t). Besides the records it reads only a judge context (pd_judge_t), which the
  * simulator fills from its world (pd_world.c) and pdref conform from its logs
@@ -32,6 +32,8 @@ typedef struct pd_judge {
    * the tail at most (cancel_end_ns = the tail timeout; 0: none, the grace). Either bound
    * above the grace is the grace. A socket run cannot see an instant:
    * it leaves this unset. */
+  int is_kv_source_known;    /* I20: the legs say where decode's KV came from (is_kv_from_pair,
+                                kv_from, is_kv_pinned: the simulator); 0: not judged */
   int is_cancel_bound;
   uint64_t cancel_gone_ns, cancel_end_ns;
   pd_world_stats_t *stats;   /* out: clean_success, client_errors, aborted, TTFT and
@@ -54,6 +56,12 @@ int pd_check_client_data(pd_client_request_t *rq, const uint8_t *p, size_t len);
  * Returns its bit, or 0; writes the finding into reason when reason is still "". */
 uint32_t pd_check_freed_blocks(const pd_judge_t *j, const pd_client_request_t *rq, char *reason,
                                size_t cap);
+
+/* I20 (pd_check_sf.c): a decode leg served in full without KV from the prefill of its own
+ * attempt, unless the scenario allows decode alone (config.decode_only_ok). Returns its bit,
+ * or 0; writes the finding into reason when reason is still "". */
+uint32_t pd_check_disaggregated(const pd_judge_t *j, const pd_client_request_t *rq, char *reason,
+                                size_t cap);
 
 /* The checker's own breaker model (pd_check_breaker.c, docs/spec.md I12): R-BREAKER replayed
  * per worker from the workers' ground truth of what failed — never from the gateway's

@@ -100,6 +100,14 @@ typedef struct pd_worker_leg {
                               `nth` its scripted faults were matched against); 0: refused */
   int has_eligible;        /* eligible_nodes was filled when the gateway opened it (a record
                               from logs has no breaker view: I16 is not judged for it) */
+  int is_kv_from_pair;      /* decode: the KV it was served from came from a prefill leg of its
+                              own request (SGLang: that prefill's transfer; vLLM: a read of
+                              the node its params name, on which the request has a prefill
+                              leg: a decode retry may read an earlier attempt's pin) (I20) */
+  int has_streamed;         /* decode: it began generating (its KV was there), whatever came
+                              after (I20) */
+  int is_kv_pinned;         /* vLLM prefill: it pinned its KV for decode to read (its answer
+                              carried usable parameters) */
   int is_partner_blamed;    /* the gateway recorded failure/timeout for it while its worker
                               only waited on its partner (a prefill in bootstrap for decode's
                               room, a decode waiting for the KV), with no fault or failure

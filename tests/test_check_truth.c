@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "pd_check.h"
+#include "pd_wengine.h"
 #include "pdt.h"
 #include "pdt_judge.h"
 
@@ -138,6 +139,27 @@ static void test_reference_does_not_blame_the_waiting_leg(void) {
   }
 }
 
+/* I20: a decode that generated and answered in full must have had its KV from a prefill of its
+ * request, unless the scenario accepts decode alone or the prefill itself offered no KV. */
+static void test_decode_alone_is_i20(void) {
+  char reason[200];
+  const uint32_t I20 = BIT(PD_INVARIANT_DISAGGREGATED);
+  for (int c = 0; c < 6; c++) {
+    pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
+    if (!k) return;
+    k->j.is_kv_source_known = c != 1;  /* 1: a record that cannot say: not judged */
+    pd_worker_leg_t *d = &k->leg[1];
+    d->has_streamed = 1;
+    d->is_kv_from_pair = c == 2;        /* 2: served from its prefill's KV */
+    k->s.config.decode_only_ok = c == 3; /* 3: the scenario accepts decode alone */
+    if (c >= 4) d->kv_from = PD_WENGINE_KV_FROM_LOCAL;
+    k->leg[0].is_kv_pinned = c == 5;    /* 4: prefill offered no KV; 5: it did, decode lost it */
+    uint32_t v = pdt_judge(k, reason, sizeof reason) & I20;
+    PDT_EQ_U64(v, c == 0 || c == 5 ? I20 : 0);
+    free(k);
+  }
+}
+
 int pdt_suite_check_truth(void) {
   static const pdt_case_t cases[] = {
       {"I3/I18: taken and freed in one instant after the bound",
@@ -149,6 +171,7 @@ int pdt_suite_check_truth(void) {
        test_breaker_model_judges_opens},
       {"I4: the reference does not blame a leg that only waited on its partner",
        test_reference_does_not_blame_the_waiting_leg},
+      {"I20: a decode served without its prefill's KV", test_decode_alone_is_i20},
   };
   return PDT_SUITE("check_truth", cases);
 }

@@ -27,14 +27,16 @@
  * live inside the gateway; determinism (I13) is a property of the simulator. */
 /* I16 (retry onto a failed worker) needs the breaker view at each open; I17 (quiescence) is
  * judged from /metrics only where the gateway exposes its loads (as I4). I19 (a decode served
- * from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). */
+ * from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). I20 (decode
+ * served without its prefill's KV) needs each decode's KV source, which the records do not
+ * carry yet (pd_judge_t.is_kv_source_known). */
 #define PD_CONFORM_INV_RETRY_FAILED 16
 #define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                                        \
   (PD_CONFORM_BIT(PD_INVARIANT_OUTCOME) | PD_CONFORM_BIT(PD_INVARIANT_LOAD_BALANCE) |              \
    PD_CONFORM_BIT(PD_INVARIANT_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INVARIANT_BREAKER) |                \
    PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_RETRY_FAILED) |        \
-   PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
+   PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE) | PD_CONFORM_BIT(PD_INVARIANT_DISAGGREGATED))
 
 #define PD_CONFORM_MAX_HEADERS 4u /* --client-header */
 
