@@ -266,6 +266,8 @@ static const scenario_key_t workload_keys[] = {
     K_(pd_scenario_workload_t, poisson, pd_scenario_set_flag, SCENARIO_FLAG_BOOL, 0, 0),
     K_MS(pd_scenario_workload_t, disconnect_at_ms),
     K_(pd_scenario_workload_t, disconnect_prob, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
+    K_MS(pd_scenario_workload_t, client_blocked_at_ms),
+    K_MS(pd_scenario_workload_t, client_blocked_ms),
     K_(pd_scenario_workload_t, fault_rate, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
     {"bursts", pd_scenario_set_bursts, 0, 0, 0, 0, NULL, NULL},
     K_(pd_scenario_workload_t, prompt_tokens, pd_scenario_set_u32, 0, SCENARIO_MAX_PROMPT_TOKENS,

@@ -65,6 +65,9 @@ typedef struct pd_scenario_workload {
                               interval_ms (`sim bench --rate`, which keeps interval_ms its floor) */
   uint64_t disconnect_at_ms; /* client disconnects this long after arrival (0 never) */
   double disconnect_prob;  /* of requests that disconnect, default 1 if disconnect_at_ms */
+  uint64_t client_blocked_at_ms; /* a slow client: it stops reading this long after arrival
+                                    (0 never), and the gateway holds decode back (R-BACKPRESSURE) */
+  uint64_t client_blocked_ms;    /* ... for this long, then reads again */
   double fault_rate;       /* random faults: probability per leg of one random fault kind */
   uint32_t prompt_tokens;  /* prompt length in tokens (words in the prompt; 0: the short
                               default prompt); with prompt_tokens_max, uniform between them */

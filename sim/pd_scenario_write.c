@@ -203,6 +203,8 @@ static int workload_json(cJSON *root, const pd_scenario_workload_t *w,
     rc |= PD_ERR_NOMEM;
   rc |= add_u64_if(o, "disconnect_at_ms", w->disconnect_at_ms, d->disconnect_at_ms);
   rc |= add_frac_if(o, "disconnect_prob", w->disconnect_prob, d->disconnect_prob);
+  rc |= add_u64_if(o, "client_blocked_at_ms", w->client_blocked_at_ms, d->client_blocked_at_ms);
+  rc |= add_u64_if(o, "client_blocked_ms", w->client_blocked_ms, d->client_blocked_ms);
   rc |= add_frac_if(o, "fault_rate", w->fault_rate, d->fault_rate);
   rc |= add_u64_if(o, "prompt_tokens", w->prompt_tokens, d->prompt_tokens);
   rc |= add_u64_if(o, "prompt_tokens_max", w->prompt_tokens_max, d->prompt_tokens_max);

@@ -119,6 +119,13 @@ typedef struct pd_worker_leg {
   struct pd_worker_leg *next_in_req;
 } pd_worker_leg_t;
 
+/* A worker message held back while its client reads nothing (R-BACKPRESSURE). */
+typedef struct pd_world_held {
+  uint64_t leg_id;
+  uint32_t kind, arg;
+  uint64_t part;
+} pd_world_held_t;
+
 typedef struct pd_client_request {
   uint64_t id;
   uint64_t t_arrival, t_disconnect;
@@ -147,6 +154,9 @@ typedef struct pd_client_request {
    * from arrival to the client's end; set by the driver (a socket run sets it from its crash
    * windows). 0: I15 is not judged for this request. */
   int was_healthy;
+  int is_client_blocked; /* the client reads nothing now: decode's messages are held */
+  struct pd_world_held *held; /* decode messages held while blocked, in arrival order */
+  uint32_t n_held, cap_held;
   int is_breaker_unjust; /* I12: a breaker report it carried opened a worker without cause
                             (that worker's index + 1; 0: none) */
   uint64_t health_epoch; /* the world's unhealthy_epoch at arrival; UINT64_MAX if unhealthy */

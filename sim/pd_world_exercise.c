@@ -132,6 +132,7 @@ void pd_world_heal(struct pd_world *w) {
     h->n_tfaults = 0;
     h->workload.fault_rate = 0;
     h->workload.disconnect_at_ms = 0;
+    h->workload.client_blocked_at_ms = 0;
     h->workload.requests = w->next_req; /* no new arrivals */
     w->healed = h;
     w->orig = w->s;

@@ -25,6 +25,7 @@ enum {
   EV_WWAKE,       /* a = worker node: its engine's deadline (pd_wengine_next_expiry) */
   EV_CRASH,       /* a = worker */
   EV_RESTART,     /* a = worker */
+  EV_CLIENT_BLOCK, /* a = 1 the client stops reading, 0 it reads again; b = req id */
 };
 
 /* Worker -> gateway messages (rendered at delivery from the leg's state). */

@@ -306,8 +306,51 @@ static int reports_failure(const pd_worker_leg_t *leg, uint32_t kind, uint32_t a
   }
 }
 
+/* Hold a decode message while its client reads nothing (R-BACKPRESSURE: the gateway stops
+ * reading the leg); 1 when held. */
+static int hold_for_client(struct pd_world *w, pd_worker_leg_t *leg, uint32_t kind, uint32_t arg,
+                           uint64_t part) {
+  pd_client_request_t *rq = pd_map_get(&w->reqs, leg->req_id);
+  if (!rq || !rq->is_client_blocked || leg->role != PD_ROLE_DECODE || !leg->gw_open) return 0;
+  if (rq->n_held == rq->cap_held) {
+    uint32_t nc = rq->cap_held ? rq->cap_held * 2 : 16;
+    pd_world_held_t *nh = realloc(rq->held, nc * sizeof *nh);
+    if (!nh) { /* the run cannot be judged: as a lost event */
+      if (!w->push_err) w->push_err = PD_ERR_NOMEM;
+      return 0;
+    }
+    rq->held = nh;
+    rq->cap_held = nc;
+  }
+  rq->held[rq->n_held++] = (pd_world_held_t){leg->leg_id, kind, arg, part};
+  return 1;
+}
+
+static void deliver_w2g(struct pd_world *w, pd_worker_leg_t *leg, uint32_t kind, uint32_t arg,
+                        uint64_t part, char *buf);
+
+/* The client stops reading (1) or reads again (0): the core is told, and what was held is
+ * delivered in its order. */
+static void client_block(struct pd_world *w, uint64_t req_id, int is_blocked, char *buf) {
+  pd_client_request_t *rq = pd_map_get(&w->reqs, req_id);
+  if (!rq || rq->is_client_blocked == is_blocked) return;
+  rq->is_client_blocked = is_blocked;
+  pd_event_t ev = {.kind = PD_EV_CLIENT_BLOCKED, .req_id = req_id, .status = is_blocked};
+  pd_world_feed(w, &ev);
+  if (is_blocked) return;
+  for (uint32_t i = 0; i < rq->n_held; i++) { /* rq lives while a held leg is open */
+    pd_world_held_t h = rq->held[i];
+    pd_worker_leg_t *leg = pd_map_get(&w->legs, h.leg_id);
+    if (leg) deliver_w2g(w, leg, h.kind, h.arg, h.part, buf);
+    rq = pd_map_get(&w->reqs, req_id);
+    if (!rq) return; /* retired with its last message */
+  }
+  rq->n_held = 0;
+}
+
 static void deliver_w2g(struct pd_world *w, pd_worker_leg_t *leg, uint32_t kind, uint32_t arg,
                         uint64_t part, char *buf) {
+  if (hold_for_client(w, leg, kind, arg, part)) return;
   if (reports_failure(leg, kind, arg) && (leg->gw_open || leg->t_gw_closed == w->now)) {
     leg->is_failed_at_close = 1; /* arrived before the close, or in its very instant */
     note_own_failure(w, leg); /* the worker itself said it failed (I12's model) */
@@ -387,6 +430,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   }
   case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, it->c, buf); return;
   case EV_WWAKE: pd_worker_model_wake(w, it->a, it->t_ns); return;
+  case EV_CLIENT_BLOCK: client_block(w, it->b, (int)it->a, buf); return;
   case EV_CRASH:
     if (!w->nodes[it->a].is_down) pd_world_health(w, +1);
     w->nodes[it->a].is_down = 1;
