@@ -2,6 +2,7 @@
  * requests (pdt_judge.h) whose legs' times and truths are set to the corners the invariants
  * must tell apart. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "pd_check.h"
 #include "pd_wengine.h"
@@ -160,6 +161,39 @@ static void test_decode_alone_is_i20(void) {
   }
 }
 
+/* A clean-looking 200 stream of `body` on /generate (3 tokens asked), judged; the mask. */
+static uint32_t judge_stream(const char *body, int wants_logprob, char *reason, size_t cap) {
+  pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
+  if (!k) return ~0u;
+  k->rq.is_stream = k->rq.is_sse_head = 1;
+  k->rq.wants_logprob = wants_logprob;
+  k->rq.is_parse_only = 1;
+  k->rq.body.len = 0;
+  pd_sse_init(&k->rq.sse, NULL);
+  PDT_EQ_INT(pd_check_client_data(&k->rq, (const uint8_t *)body, strlen(body)), 0);
+  uint32_t v = pdt_judge(k, reason, cap);
+  pd_sse_free(&k->rq.sse);
+  free(k);
+  return v;
+}
+
+#define LP_OK "\"input_token_logprobs\":[[-1,11],[-1,12],[-1,13]]"
+#define LP_BAD "\"input_token_logprobs\":[[-1,12],[-1,13]]"
+#define EV(k, lp) "data: {\"text\":\"tok" #k " \",\"index\":" #k ",\"meta_info\":{" lp "}}\n\n"
+
+/* I6 after [DONE] and I11 on a later event: the client's bytes alone decide. */
+static void test_client_bytes_after_done_and_later_logprobs(void) {
+  char reason[200];
+  const char *clean = EV(0, LP_OK) EV(1, LP_OK) EV(2, LP_OK) "data: [DONE]\n\n";
+  PDT_EQ_U64(judge_stream(clean, 1, reason, sizeof reason), 0);
+  const char *after = EV(0, LP_OK) EV(1, LP_OK) EV(2, LP_OK) "data: [DONE]\n\n" EV(3, LP_OK);
+  PDT_EQ_U64(judge_stream(after, 1, reason, sizeof reason), BIT(PD_INVARIANT_COMMIT));
+  const char *later = EV(0, LP_OK) EV(1, LP_BAD) EV(2, LP_OK) "data: [DONE]\n\n";
+  PDT_EQ_U64(judge_stream(later, 1, reason, sizeof reason), BIT(PD_INVARIANT_LOGPROBS));
+  const char *dup = EV(0, LP_OK) EV(1, LP_OK) EV(1, LP_OK) "data: [DONE]\n\n";
+  PDT_TRUE(judge_stream(dup, 1, reason, sizeof reason) & BIT(PD_INVARIANT_COMMIT));
+}
+
 int pdt_suite_check_truth(void) {
   static const pdt_case_t cases[] = {
       {"I3/I18: taken and freed in one instant after the bound",
@@ -172,6 +206,8 @@ int pdt_suite_check_truth(void) {
       {"I4: the reference does not blame a leg that only waited on its partner",
        test_reference_does_not_blame_the_waiting_leg},
       {"I20: a decode served without its prefill's KV", test_decode_alone_is_i20},
+      {"I6/I11: an event after [DONE], logprobs wrong on a later event",
+       test_client_bytes_after_done_and_later_logprobs},
   };
   return PDT_SUITE("check_truth", cases);
 }
