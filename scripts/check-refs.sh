@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every upstream rule ID cited in the repository (smg R1.x-R4.x, SGLang S5.x/S2.x, wire W6.x,
-# mini_lb M8.x, gaps G1-G20, vLLM V1.x, and C/D/I ids of the same dotted form) must be defined
+# mini_lb M8.x, gaps G1-G20, vLLM V1.x, and C/D/I/O ids of the same dotted form) must be defined
 # in docs/upstream.md by a heading "#### <ID> ...". Scans every tracked or new, non-ignored
 # text file (every file outside .git and build* when not in a git checkout). Exit 1 naming
 # each undefined ID and the first file:line citing it, or a duplicated definition.
@@ -10,7 +10,7 @@ root=${1:-"$(dirname "$0")/.."}
 cd "$root"
 doc=docs/upstream.md
 [ -f "$doc" ] || { echo "check-refs: no $doc"; exit 1; }
-id='([RSWMVCDI][0-9]+\.[0-9]+|G[0-9]+)'
+id='([RSWMVCDIO][0-9]+\.[0-9]+|G[0-9]+)'
 
 list_files() {
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then

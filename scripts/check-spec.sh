@@ -11,7 +11,7 @@ table=$(sed -n '/^## 9\. Traceability/,/^## 10\./p' "$spec")
 for id in $(grep -oE '^### (R-[A-Z-]+)' "$spec" | awk '{print $2}'); do
   grep -qE "^\| $id \|" <<<"$table" || { echo "check-spec: rule $id has no row in section 9"; fail=1; }
 done
-for n in $(seq 1 19); do
+for n in $(seq 1 20); do
   grep -qE "^\| I$n \|" <<<"$table" || { echo "check-spec: invariant I$n has no row in section 9"; fail=1; }
 done
 # tests: "test_file.c: a, b, c" up to the next ';' or '|'

@@ -1,4 +1,4 @@
-/* The invariant checker (docs/spec.md I1-I19). Each finished request is judged from the
+/* The invariant checker (docs/spec.md I1-I20). Each finished request is judged from the
  * client's bytes and the workers' ground truth; the core's own word is used only for what it
  * claims (recorded outcomes, load and breaker actions), which is then held against truth.
  * Besides the records it reads only the judge context (pd_check.h), never a world. */
@@ -273,6 +273,15 @@ static int outcome_agrees(const pd_worker_leg_t *l) {
  * A record built from a socket run's logs may carry only the time (never 0 there). */
 static int leg_closed(const pd_worker_leg_t *l) { return !l->gw_open; }
 static int slot_freed(const pd_worker_leg_t *l) { return l->is_slot_freed || l->t_slot_freed != 0; }
+/* I3, I18: was a resource held at some instant past `limit` (the client's end + grace)? One
+ * still held is; one freed is when its release came after the limit and after its taking: a
+ * request that reached its worker only after the limit (a slow wire, the abort ahead of it,
+ * Q7) and was dropped in the instant it was taken held nothing past it. */
+static int held_past(uint64_t t_freed, int is_held, uint64_t t_taken, uint64_t limit) {
+  if (is_held) return 1;
+  return t_freed > limit && t_freed > t_taken;
+}
+
 static uint64_t closed_at(const pd_judge_t *j, const pd_worker_leg_t *l) {
   return leg_closed(l) ? l->t_gw_closed : j->now;
 }
@@ -351,7 +360,9 @@ static uint32_t check_kv(const pd_judge_t *j, const pd_client_request_t *rq, uin
   uint32_t v = 0;
   uint64_t grace = j->s->config.grace_ms * MS_NS;
   for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
-    if (!l->kv_pages_max || (!l->kv_pages && l->t_kv_freed <= t_end + grace)) continue;
+    if (!l->kv_pages_max || !held_past(l->t_kv_freed, l->kv_pages != 0, l->t_kv_taken,
+                                       t_end + grace))
+      continue;
     if (l->kv_pages && j->is_kv_deferred && j->now <= t_end + grace) continue; /* not yet known */
     uint64_t until = l->kv_pages ? j->now : l->t_kv_freed;
     FLAG(PD_INVARIANT_STRANDED_KV, "I18 %llu KV pages of a %s leg on %s %s %.1f ms after the "
@@ -363,16 +374,28 @@ static uint32_t check_kv(const pd_judge_t *j, const pd_client_request_t *rq, uin
   return v;
 }
 
+/* I2's bound after the client's end: the mode's own promise when it has one (pd_judge_t),
+ * else the grace. */
+static uint64_t close_bound_ns(const pd_judge_t *j, const pd_client_request_t *rq) {
+  uint64_t grace = j->s->config.grace_ms * MS_NS;
+  if (!j->is_cancel_bound) return grace;
+  uint64_t b = rq->gone ? j->cancel_gone_ns : j->cancel_end_ns;
+  return b < grace && (rq->gone || b) ? b : grace; /* no tail (0): the grace */
+}
+
 static uint32_t check_legs(const pd_judge_t *j, pd_client_request_t *rq, uint64_t t_end,
                            char *reason, size_t cap) {
   uint32_t v = 0;
-  uint64_t grace = j->s->config.grace_ms * MS_NS;
+  uint64_t grace = j->s->config.grace_ms * MS_NS, bound = close_bound_ns(j, rq);
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     const char *wn = worker_name(j, l->worker);
-    if (!leg_closed(l) || l->t_gw_closed > t_end + grace)
-      FLAG(PD_INVARIANT_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end",
-           pd_role_name(l->role), wn, (double)(closed_at(j, l) - t_end) / 1e6);
-    if (l->slot_taken && (!slot_freed(l) || l->t_slot_freed > t_end + grace))
+    if (!leg_closed(l) || l->t_gw_closed > t_end + bound)
+      FLAG(PD_INVARIANT_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end%s",
+           pd_role_name(l->role), wn, (double)(closed_at(j, l) - t_end) / 1e6,
+           bound == grace ? "" : rq->gone ? " (the mode cancels at once)"
+                                          : " (past the mode's tail)");
+    if (l->slot_taken && held_past(slot_freed(l) ? l->t_slot_freed : j->now, !slot_freed(l),
+                                   l->t_slot_taken, t_end + grace))
       FLAG(PD_INVARIANT_STRANDED_SLOT, "I3 %s slot on %s held %.1f ms after the client's end",
            pd_role_name(l->role), wn,
            (double)((slot_freed(l) ? l->t_slot_freed : j->now) - t_end) / 1e6);
@@ -383,6 +406,11 @@ static uint32_t check_legs(const pd_judge_t *j, pd_client_request_t *rq, uint64_
     if (!l->outcomes && j->mode == PD_MODE_REFERENCE && !j->is_outcome_blind)
       FLAG(PD_INVARIANT_OUTCOME, "I4 %s: no outcome recorded for its %s leg", wn,
            pd_role_name(l->role));
+    /* R-OUTCOME: the reference blames a worker for its own leg only; one that merely waited
+       on its partner (worker truth at the instant the outcome was recorded) is not to blame */
+    if (l->is_partner_blamed && j->mode == PD_MODE_REFERENCE)
+      FLAG(PD_INVARIANT_OUTCOME, "I4 %s recorded %s for its %s leg, which only waited on its "
+           "partner", wn, pd_outcome_name(l->outcome), pd_role_name(l->role));
     if (l->outcomes && !outcome_agrees(l))
       FLAG(PD_INVARIANT_OUTCOME, "I4 %s recorded %s but really %s", wn, pd_outcome_name(l->outcome),
            l->is_failed_at_close && l->outcome == PD_OUTCOME_CANCELLED
@@ -468,15 +496,18 @@ static uint32_t check_retry_target(const pd_judge_t *j, pd_client_request_t *rq,
 }
 
 /* I15: a request the workload expects to succeed (its client stays) got a clean answer
- * whenever every worker was healthy: none down and every breaker Closed from arrival to end,
- * and no fault, slowness or crash on any leg of it, and no worker refused it with a status
- * (a prompt larger than its pool, R-CAP-TOO-LARGE: the request cannot succeed). */
+ * whenever every worker was healthy: none down and every breaker Closed from arrival to end
+ * (one the scenario started open or half-open is not), and no fault, slowness or crash on any
+ * leg of it, no worker refused it with a status (a prompt larger than its pool,
+ * R-CAP-TOO-LARGE: the request cannot succeed), and no worker failed it by its own timeout
+ * while its partner waited for capacity (is_capacity_failed). */
 static uint32_t check_served(const pd_client_request_t *rq, int clean, char *reason, size_t cap) {
   uint32_t v = 0;
   if (clean || rq->gone || !rq->was_healthy) return 0;
   int legs = 0, reached = 0;
   for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
-    if (l->fault >= 0 || l->lag_ms || l->drip_ms || l->is_crash_hit || l->injected_status)
+    if (l->fault >= 0 || l->lag_ms || l->drip_ms || l->is_crash_hit || l->injected_status ||
+        l->is_capacity_failed)
       return 0;
     legs++;
     reached += l->truth != PD_TRUTH_NEVER;
@@ -569,6 +600,7 @@ uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, 
   }
   v |= check_legs(j, rq, t_end, reason, cap);
   v |= pd_check_freed_blocks(j, rq, reason, cap); /* I19, pd_check_sf.c */
+  v |= pd_check_disaggregated(j, rq, reason, cap); /* I20, pd_check_sf.c */
   int clean = !rq->gone && looks_clean(rq);
   v |= check_tokens(j, rq, clean, reason, cap);
   v |= check_loads(j, rq, reason, cap);
@@ -581,7 +613,13 @@ uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, 
     FLAG(PD_INVARIANT_LOGPROBS, "I11 input_token_logprobs not prefill++decode exactly once");
   v |= rq->violations & BIT(PD_INVARIANT_BREAKER);
   if ((rq->violations & BIT(PD_INVARIANT_BREAKER)) && !*reason)
-    snprintf(reason, cap, "I12 a request went to a worker whose breaker was open or probing");
+  {
+    if (rq->is_breaker_unjust)
+      snprintf(reason, cap, "I12 %s's breaker opened without cause: too few failures of its own "
+               "(worker truth) for the breaker's rule", worker_name(j, (uint32_t)rq->is_breaker_unjust - 1));
+    else
+      snprintf(reason, cap, "I12 a request went to a worker whose breaker was open or probing");
+  }
   if (!rq->gone && !clean) v |= check_error_visible(rq, reason, cap);
   v |= check_served(rq, clean, reason, cap);
   rq->is_clean = clean;

@@ -1,4 +1,4 @@
-/* pd_check: the invariant checker (docs/spec.md I1-I19). It judges one finished request from
+/* pd_check: the invariant checker (docs/spec.md I1-I20). It judges one finished request from
  * its records: the client's bytes (pd_client_request_t) and each leg's ground truth at the worker
  * (pd_worker_leg_t). Besides the records it reads only a judge context (pd_judge_t), which the
  * simulator fills from its world (pd_world.c) and pdref conform from its logs
@@ -25,6 +25,17 @@ typedef struct pd_judge {
   int is_kv_deferred;        /* I18: pages still held at now, with now within the grace, are
                                 left to the caller, who judges them when they are freed (the
                                 simulator: a vLLM pin outlives its request, pd_world_worker.c) */
+  /* I2: how fast the mode promises to close a request's legs at the gateway once the client's
+   * end is known, when it promises more than the grace (is_cancel_bound; 0: grace_ms for
+   * both). The reference (R-DISCONNECT, R-TAIL): a client gone closes every leg in that same
+   * virtual instant (cancel_gone_ns 0); a client response ended leaves legs supervised for
+   * the tail at most (cancel_end_ns = the tail timeout; 0: none, the grace). Either bound
+   * above the grace is the grace. A socket run cannot see an instant:
+   * it leaves this unset. */
+  int is_kv_source_known;    /* I20: the legs say where decode's KV came from (is_kv_from_pair,
+                                kv_from, is_kv_pinned: the simulator); 0: not judged */
+  int is_cancel_bound;
+  uint64_t cancel_gone_ns, cancel_end_ns;
   pd_world_stats_t *stats;   /* out: clean_success, client_errors, aborted, TTFT and
                                 records_lost are added to per judged request */
 } pd_judge_t;
@@ -45,5 +56,35 @@ int pd_check_client_data(pd_client_request_t *rq, const uint8_t *p, size_t len);
  * Returns its bit, or 0; writes the finding into reason when reason is still "". */
 uint32_t pd_check_freed_blocks(const pd_judge_t *j, const pd_client_request_t *rq, char *reason,
                                size_t cap);
+
+/* I20 (pd_check_sf.c): a decode leg served in full without KV from the prefill of its own
+ * attempt, unless the scenario allows decode alone (config.decode_only_ok). Returns its bit,
+ * or 0; writes the finding into reason when reason is still "". */
+uint32_t pd_check_disaggregated(const pd_judge_t *j, const pd_client_request_t *rq, char *reason,
+                                size_t cap);
+
+/* The checker's own breaker model (pd_check_breaker.c, docs/spec.md I12): R-BREAKER replayed
+ * per worker from the workers' ground truth of what failed — never from the gateway's
+ * outcomes — so that an open the gateway reports can be judged: justified only when the
+ * worker really failed often enough (Closed -> Open: at least failure_threshold of its own
+ * failures since the breaker last closed, and within the window for a windowed breaker) or
+ * once in the current half-open period (HalfOpen -> Open). A necessary condition: successes
+ * that would have diluted the rate are not counted, so a justified open is never flagged. */
+#define PD_CHECK_BREAKER_RING 64 /* own failures remembered per worker: a threshold above it
+                                    is judged on the last 64 alone */
+typedef struct pd_check_breaker {
+  uint64_t fail_t[PD_CHECK_BREAKER_RING]; /* times the gateway learnt of an own failure */
+  uint32_t n_fail;                        /* in the ring (at most the ring's size) */
+  uint32_t next;                          /* ring position of the next one */
+  uint64_t t_closed, t_half_open;         /* when the breaker last closed / turned half-open */
+} pd_check_breaker_t;
+
+/* The worker's own failure reached the gateway at now (each failed leg once). */
+void pd_check_breaker_failure(pd_check_breaker_t *b, uint64_t now);
+/* The gateway reported its breaker moving from `from` to `to` (pd_breaker_state_t) at now.
+ * Returns 1 when that is an open the worker's failures do not justify, else 0; keeps the
+ * times it measures from. */
+int pd_check_breaker_move(pd_check_breaker_t *b, const pd_breaker_config_t *cfg, int from,
+                          int to, uint64_t now);
 
 #endif

@@ -25,7 +25,7 @@ static const char *const inv_names[PD_INVARIANT_COUNT] = {
     "termination", "orphan-leg", "stranded-slot", "outcome",     "false-success",
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",
     "logprobs",    "breaker",    "determinism",   "error-visible", "served",
-    "retry-onto-failed", "quiescence", "stranded-kv", "freed-blocks"};
+    "retry-onto-failed", "quiescence", "stranded-kv", "freed-blocks", "disaggregated"};
 const char *const pd_scenario_role_names[2] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
@@ -246,6 +246,7 @@ static const scenario_key_t config_keys[] = {
     K_MS(pd_scenario_config_t, slo_e2e_ms),
     K_(pd_scenario_config_t, goodput_window_ms, pd_scenario_set_u64, 10, PD_SCENARIO_MAX_MS, 0),
     K_(pd_scenario_config_t, socket_min_scale, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
+    K_(pd_scenario_config_t, decode_only_ok, pd_scenario_set_flag, SCENARIO_FLAG_BOOL, 0, 0),
     {"seed", pd_scenario_set_seed, offsetof(pd_scenario_config_t, seed), 0,
      (uint64_t)SCENARIO_MAX_SAFE_INT, 0, NULL, NULL},
     {"tie_seed", pd_scenario_set_seed, offsetof(pd_scenario_config_t, tie_seed), 0,
@@ -266,6 +267,8 @@ static const scenario_key_t workload_keys[] = {
     K_(pd_scenario_workload_t, poisson, pd_scenario_set_flag, SCENARIO_FLAG_BOOL, 0, 0),
     K_MS(pd_scenario_workload_t, disconnect_at_ms),
     K_(pd_scenario_workload_t, disconnect_prob, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
+    K_MS(pd_scenario_workload_t, client_blocked_at_ms),
+    K_MS(pd_scenario_workload_t, client_blocked_ms),
     K_(pd_scenario_workload_t, fault_rate, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
     {"bursts", pd_scenario_set_bursts, 0, 0, 0, 0, NULL, NULL},
     K_(pd_scenario_workload_t, prompt_tokens, pd_scenario_set_u32, 0, SCENARIO_MAX_PROMPT_TOKENS,

@@ -43,8 +43,9 @@ typedef enum {
   PD_INVARIANT_QUIESCENCE = 17,   /* I17: after the healed phase, nothing is left held anywhere */
   PD_INVARIANT_STRANDED_KV = 18,  /* I18: KV pages freed within grace of the client's end */
   PD_INVARIANT_FREED_BLOCKS = 19, /* I19: no decode answers 200 from KV read off freed blocks */
+  PD_INVARIANT_DISAGGREGATED = 20, /* I20: no request served without KV from its own prefill */
 } pd_invariant_t;
-#define PD_INVARIANT_COUNT 19
+#define PD_INVARIANT_COUNT 20
 
 typedef struct pd_scenario_burst {
   uint64_t at_ms;    /* arrival time of the burst, from the start of the run */
@@ -64,6 +65,9 @@ typedef struct pd_scenario_workload {
                               interval_ms (`sim bench --rate`, which keeps interval_ms its floor) */
   uint64_t disconnect_at_ms; /* client disconnects this long after arrival (0 never) */
   double disconnect_prob;  /* of requests that disconnect, default 1 if disconnect_at_ms */
+  uint64_t client_blocked_at_ms; /* a slow client: it stops reading this long after arrival
+                                    (0 never), and the gateway holds decode back (R-BACKPRESSURE) */
+  uint64_t client_blocked_ms;    /* ... for this long, then reads again */
   double fault_rate;       /* random faults: probability per leg of one random fault kind */
   uint32_t prompt_tokens;  /* prompt length in tokens (words in the prompt; 0: the short
                               default prompt); with prompt_tokens_max, uniform between them */
@@ -95,6 +99,8 @@ typedef struct pd_scenario_config {
   uint64_t slo_ttft_ms;               /* default 1000 */
   uint64_t slo_e2e_ms;                /* default 10000 */
   uint64_t goodput_window_ms;         /* default 10000, at least 10 */
+  double decode_only_ok;   /* 1 (true): a request served by decode alone is acceptable here
+                            (I20 not judged); 0 (default): disaggregation is required */
   double socket_min_scale; /* pdref conform: the smallest --timeout-scale this workload's
                             * arrival rate survives on real sockets (0 = any) */
 } pd_scenario_config_t;
@@ -170,7 +176,7 @@ uint64_t pd_scenario_arrival_gap_ns(const pd_scenario_workload_t *wl, uint32_t i
  * stream, so no other draw moves (0: the short default prompt). Pure: the simulator and
  * `pdref conform`'s client give request i the same length for the same seed. */
 uint32_t pd_scenario_prompt_tokens(const pd_scenario_workload_t *wl, uint64_t seed, uint64_t i);
-/* "I1".."I19" -> 1..19; 0 when not an invariant ID. */
+/* "I1".."I20" -> 1..20; 0 when not an invariant ID. */
 int pd_invariant_parse(const char *id);
 const char *pd_invariant_name(int inv); /* short name, e.g. "termination" */
 

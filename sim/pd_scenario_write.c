@@ -168,6 +168,9 @@ static int config_json(cJSON *root, const pd_scenario_config_t *c, const pd_scen
   rc |= add_u64_if(o, "goodput_window_ms", c->goodput_window_ms, d->goodput_window_ms);
   rc |= add_u64_if(o, "breaker_half_open_probes", c->breaker_half_open_probes,
                    d->breaker_half_open_probes);
+  if (c->decode_only_ok != d->decode_only_ok &&
+      !cJSON_AddBoolToObject(o, "decode_only_ok", c->decode_only_ok != 0))
+    rc |= PD_ERR_NOMEM;
   if (c->tie_seed != d->tie_seed) rc |= add_u64_exact(o, "tie_seed", c->tie_seed);
   if (c->socket_min_scale != d->socket_min_scale)
     rc |= add_num(o, "socket_min_scale", c->socket_min_scale);
@@ -200,6 +203,8 @@ static int workload_json(cJSON *root, const pd_scenario_workload_t *w,
     rc |= PD_ERR_NOMEM;
   rc |= add_u64_if(o, "disconnect_at_ms", w->disconnect_at_ms, d->disconnect_at_ms);
   rc |= add_frac_if(o, "disconnect_prob", w->disconnect_prob, d->disconnect_prob);
+  rc |= add_u64_if(o, "client_blocked_at_ms", w->client_blocked_at_ms, d->client_blocked_at_ms);
+  rc |= add_u64_if(o, "client_blocked_ms", w->client_blocked_ms, d->client_blocked_ms);
   rc |= add_frac_if(o, "fault_rate", w->fault_rate, d->fault_rate);
   rc |= add_u64_if(o, "prompt_tokens", w->prompt_tokens, d->prompt_tokens);
   rc |= add_u64_if(o, "prompt_tokens_max", w->prompt_tokens_max, d->prompt_tokens_max);

@@ -36,7 +36,7 @@ static uint64_t tie_key(const struct pd_world *w, uint32_t kind, uint32_t a, uin
   case EV_G2W_OPEN: case EV_G2W_CLOSE: case EV_G2W_ABORT: ch = 1ull << 60 | b; break;
   case EV_W2G: ch = 2ull << 60 | b; break;
   case EV_WWAKE: ch = 3ull << 60 | a; break;
-  case EV_GONE: ch = 4ull << 60 | b; break;
+  case EV_GONE: case EV_CLIENT_BLOCK: ch = 4ull << 60 | b; break; /* the client's channel */
   case EV_CRASH: case EV_RESTART: ch = 6ull << 60 | a; break;
   default: ch = 0; break; /* EV_ARRIVE */
   }
@@ -73,6 +73,7 @@ void pd_world_client_request_del(pd_client_request_t *rq) {
     free(l);
     l = nx;
   }
+  free(rq->held);
   pd_sse_free(&rq->sse);
   pd_metrics_req_free(&rq->metrics);
   pd_buf_free(NULL, &rq->body);
@@ -86,9 +87,11 @@ static int leg_settled(const pd_worker_leg_t *l) {
 /* What the checker reads of the world, now (the scenario is the healed one once healed). */
 static pd_judge_t judge_of(const struct pd_world *w) {
   uint32_t att = w->gcfg.retry.max_attempts;
+  int is_ref = w->mode == PD_MODE_REFERENCE; /* R-DISCONNECT, R-TAIL (pd_judge_t) */
   return (pd_judge_t){.s = w->s, .mode = w->mode, .is_outcome_blind = 0,
                       .max_attempts = att ? att : 1, .now = w->now, .stats = w->stats,
-                      .is_kv_deferred = 1};
+                      .is_kv_deferred = 1, .is_kv_source_known = 1, .is_cancel_bound = is_ref, .cancel_gone_ns = 0,
+                      .cancel_end_ns = w->gcfg.prefill_tail_timeout_ns};
 }
 
 void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
@@ -273,6 +276,11 @@ void pd_world_arrive(struct pd_world *w) {
   if (w->reqs.len > w->stats->peak_live) w->stats->peak_live = w->reqs.len;
   if (wl->disconnect_at_ms && draw(w, wl->disconnect_prob))
     pd_world_push(w, w->now + wl->disconnect_at_ms * MS_NS, EV_GONE, 0, rq->id, 0);
+  if (wl->client_blocked_at_ms) { /* a slow client (R-BACKPRESSURE) */
+    pd_world_push(w, w->now + wl->client_blocked_at_ms * MS_NS, EV_CLIENT_BLOCK, 1, rq->id, 0);
+    pd_world_push(w, w->now + (wl->client_blocked_at_ms + wl->client_blocked_ms) * MS_NS,
+                  EV_CLIENT_BLOCK, 0, rq->id, 0);
+  }
   if (w->next_req < wl->requests) /* next arrival */
     pd_world_push(w, w->now + pd_scenario_arrival_gap_ns(wl, w->next_req, &w->world_rng),
                   EV_ARRIVE, 0, 0, 0);

@@ -38,6 +38,7 @@ typedef struct pd_worker_leg {
   pd_wire_api_t api;    /* the route and what OpenAI's shapes echo (pd_wire_render) */
   /* worker side */
   pd_worker_leg_state_t wstate;
+  pd_worker_leg_state_t wstate_at_end; /* the state it was in when its worker ended it */
   int fault;            /* pd_fault_kind_t or -1 */
   int tfault;           /* index of the traffic fault that struck it, or -1 */
   const pd_fault_t *fp;
@@ -56,6 +57,8 @@ typedef struct pd_worker_leg {
   uint64_t kv_page_ns;      /* integral of kv_pages over time so far (page-ns) */
   int is_running;           /* holds a running slot now */
   uint64_t t_kv_freed;      /* when kv_pages last fell to 0 after being > 0 */
+  uint64_t t_kv_taken;      /* when kv_pages last rose from 0 (I18: pages taken and freed in
+                               one instant were held for no time) */
   /* vLLM (sim/pd_world_worker.c): kv_transfer_params as read, and where decode's KV came from */
   int kv_mode;              /* pd_kv_mode_t */
   uint64_t kv_key;          /* pd_wengine_req_t.kv_key */
@@ -89,12 +92,42 @@ typedef struct pd_worker_leg {
   int is_path_fault;       /* a network fault (net_reset, response_lost) cut the path between
                               gateway and worker: the gateway saw a reset or nothing more, while
                               the worker ran on (its truth is its own; it never failed) */
+  int is_capacity_failed;  /* its worker failed it by its own timeout (prefill's bootstrap,
+                              decode's waiting) while its partner sat in its worker's queue
+                              for capacity (decode's prealloc, prefill's waiting queue): a
+                              worker short of room, not a healthy world (I15) */
+  int is_lag_fired;        /* its prefill_lag began: the prefill entered its lag (a cancel may
+                              cut it short; one before it began leaves it unfired) */
+  int is_drip_fired;       /* its slow_drip began: the decode started streaming under it */
+  uint32_t nth;            /* its worker's count of requests received, this one included (the
+                              `nth` its scripted faults were matched against); 0: refused */
   int has_eligible;        /* eligible_nodes was filled when the gateway opened it (a record
                               from logs has no breaker view: I16 is not judged for it) */
+  int is_kv_from_pair;      /* decode: the KV it was served from came from a prefill leg of its
+                              own request (SGLang: that prefill's transfer; vLLM: a read of
+                              the node its params name, on which the request has a prefill
+                              leg: a decode retry may read an earlier attempt's pin) (I20) */
+  int has_streamed;         /* decode: it began generating (its KV was there), whatever came
+                              after (I20) */
+  int is_kv_pinned;         /* vLLM prefill: it pinned its KV for decode to read (its answer
+                              carried usable parameters) */
+  int is_partner_blamed;    /* the gateway recorded failure/timeout for it while its worker
+                              only waited on its partner (a prefill in bootstrap for decode's
+                              room, a decode waiting for the KV), with no fault or failure
+                              report of its own: I4 in `reference` */
+  int is_own_fail_noted;    /* its own failure was fed to the breaker model (once) */
+  uint32_t probe_period;    /* a probe: its worker's half_open_period when opened; 0: not one */
   uint64_t eligible_nodes; /* bit per node: breaker Closed (as the core reported) at the open */
   /* bookkeeping */
   struct pd_worker_leg *next_in_req;
 } pd_worker_leg_t;
+
+/* A worker message held back while its client reads nothing (R-BACKPRESSURE). */
+typedef struct pd_world_held {
+  uint64_t leg_id;
+  uint32_t kind, arg;
+  uint64_t part;
+} pd_world_held_t;
 
 typedef struct pd_client_request {
   uint64_t id;
@@ -124,6 +157,11 @@ typedef struct pd_client_request {
    * from arrival to the client's end; set by the driver (a socket run sets it from its crash
    * windows). 0: I15 is not judged for this request. */
   int was_healthy;
+  int is_client_blocked; /* the client reads nothing now: decode's messages are held */
+  struct pd_world_held *held; /* decode messages held while blocked, in arrival order */
+  uint32_t n_held, cap_held;
+  int is_breaker_unjust; /* I12: a breaker report it carried opened a worker without cause
+                            (that worker's index + 1; 0: none) */
   uint64_t health_epoch; /* the world's unhealthy_epoch at arrival; UINT64_MAX if unhealthy */
   uint32_t legs_seen[2]; /* ledger of the traffic faults: legs per role that reached a worker */
   /* gateway view */

@@ -7,18 +7,20 @@
 
 #include "pd_world_int.h"
 
-/* Was modifier entry f (prefill_lag, slow_drip) applied to the leg that just reached it? They
- * combine with the leg's fault and leave only their ms. (A scripted fault proper fires when it
- * takes effect: pd_world_note_fired.) */
-static int entry_fired(const pd_worker_leg_t *leg, const pd_fault_t *f, uint32_t nth) {
-  if (f->nth_from && (nth < f->nth_from || nth > f->nth_to)) return 0;
+/* Did modifier entry f (prefill_lag, slow_drip) take effect on this leg? They combine with the
+ * leg's fault and leave only their ms; one fires when it begins at the worker (a prefill
+ * entered its lag, a decode streamed under its drip), even if a cancel then cut it short, and
+ * not when the leg ended before it began. (A scripted fault proper fires when it takes effect:
+ * is_fault_fired.) */
+static int entry_fired(const pd_worker_leg_t *leg, const pd_fault_t *f) {
+  if (f->nth_from && (leg->nth < f->nth_from || leg->nth > f->nth_to)) return 0;
   if (f->kind != PD_FAULT_PREFILL_LAG && f->kind != PD_FAULT_SLOW_DRIP) return 0;
   /* a lag delays a prefill's answer, a drip a decode's tokens: elsewhere they change nothing */
   if ((f->kind == PD_FAULT_PREFILL_LAG) != (leg->role == PD_ROLE_PREFILL)) return 0;
-  if (!f->ms) return f->prob >= 1.0; /* a 0 ms lag (a series' baseline) changes nothing: it
-                                        fires whenever it matches */
-  return (f->kind == PD_FAULT_PREFILL_LAG ? leg->lag_ms : leg->drip_ms) == f->ms;
-  return 0;
+  if (!f->ms) return f->prob >= 1.0 && leg->nth; /* a 0 ms lag (a series' baseline) changes
+                                                    nothing: it fires whenever it matches */
+  if (f->kind == PD_FAULT_PREFILL_LAG) return leg->is_lag_fired && leg->lag_ms == f->ms;
+  return leg->is_drip_fired && leg->drip_ms == f->ms;
 }
 
 void pd_world_note_open(struct pd_world *w, pd_worker_leg_t *leg, int was_down) {
@@ -27,15 +29,21 @@ void pd_world_note_open(struct pd_world *w, pd_worker_leg_t *leg, int was_down) 
     w->crash_fired[leg->worker] = 1;
     return;
   }
+  leg->nth = ++n->received; /* as the engine counts (pick_fault) */
   leg->is_reached = leg->truth != PD_TRUTH_NEVER;
-  const pd_scenario_worker_t *sw = n->spec;
+}
+
+/* The modifiers that took effect on a leg, marked when it is retired. */
+static void note_modifiers(struct pd_world *w, const pd_scenario_t *s, const pd_worker_leg_t *leg) {
+  const pd_scenario_worker_t *sw = &s->workers[leg->worker];
   for (uint32_t i = 0; i < sw->n_faults && i < PD_SCENARIO_MAX_FAULTS; i++)
-    if (entry_fired(leg, &sw->faults[i], n->received)) w->fault_fired[leg->worker][i] = 1;
-  const pd_scenario_t *s = w->s; /* a traffic lag or drip that struck this leg */
-  if (leg->tfault >= 0 && (uint32_t)leg->tfault < s->n_tfaults) {
+    if (entry_fired(leg, &sw->faults[i])) w->fault_fired[leg->worker][i] = 1;
+  if (leg->tfault >= 0 && (uint32_t)leg->tfault < s->n_tfaults) { /* a traffic lag or drip */
     const pd_fault_t *f = &s->tfaults[leg->tfault].f;
-    int is_mod = f->kind == PD_FAULT_PREFILL_LAG || f->kind == PD_FAULT_SLOW_DRIP;
-    if (is_mod && (f->kind == PD_FAULT_PREFILL_LAG) == (leg->role == PD_ROLE_PREFILL))
+    if ((f->kind == PD_FAULT_PREFILL_LAG && leg->role == PD_ROLE_PREFILL &&
+         (leg->is_lag_fired || !f->ms)) ||
+        (f->kind == PD_FAULT_SLOW_DRIP && leg->role == PD_ROLE_DECODE &&
+         (leg->is_drip_fired || !f->ms)))
       w->tfault_fired[leg->tfault] = 1;
   }
 }
@@ -46,6 +54,7 @@ static const pd_scenario_t *given(const struct pd_world *w) { return w->orig ? w
 void pd_world_note_fired(struct pd_world *w, const pd_worker_leg_t *leg) {
   const pd_scenario_worker_t *sw = &given(w)->workers[leg->worker];
   if (w->on_leg) w->on_leg(w->leg_ud, leg, sw->name);
+  if (leg->nth) note_modifiers(w, given(w), leg);
   if (leg->fault < 0 || !leg->is_fault_fired || !leg->fp) return;
   if (leg->fp >= sw->faults && leg->fp < sw->faults + sw->n_faults)
     w->fault_fired[leg->worker][leg->fp - sw->faults] = 1;
@@ -71,6 +80,13 @@ void pd_world_health(struct pd_world *w, int delta) {
   } else if (w->n_unhealthy) {
     w->n_unhealthy--;
   }
+}
+
+void pd_world_note_own_timeout(struct pd_world *w, pd_worker_leg_t *leg) {
+  const pd_client_request_t *rq = pd_map_get(&w->reqs, leg->req_id);
+  for (const pd_worker_leg_t *o = rq ? rq->legs : NULL; o; o = o->next_in_req)
+    if (o->attempt == leg->attempt && o->role != leg->role && o->wstate == PD_WORKER_LEG_QUEUED)
+      leg->is_capacity_failed = 1;
 }
 
 void pd_world_exercised(struct pd_world *w) {
@@ -116,6 +132,7 @@ void pd_world_heal(struct pd_world *w) {
     h->n_tfaults = 0;
     h->workload.fault_rate = 0;
     h->workload.disconnect_at_ms = 0;
+    h->workload.client_blocked_at_ms = 0;
     h->workload.requests = w->next_req; /* no new arrivals */
     w->healed = h;
     w->orig = w->s;

@@ -25,6 +25,7 @@ enum {
   EV_WWAKE,       /* a = worker node: its engine's deadline (pd_wengine_next_expiry) */
   EV_CRASH,       /* a = worker */
   EV_RESTART,     /* a = worker */
+  EV_CLIENT_BLOCK, /* a = 1 the client stops reading, 0 it reads again; b = req id */
 };
 
 /* Worker -> gateway messages (rendered at delivery from the leg's state). */
@@ -52,7 +53,12 @@ typedef struct pd_worker_node {
   uint64_t wake_at;    /* the EV_WWAKE queued for its next deadline (UINT64_MAX: none) */
   /* breaker timeline as the core reports it, for I12 */
   int breaker_state;
-  uint32_t half_open_inflight;
+  uint32_t half_open_inflight; /* probes of the current half-open period still open */
+  uint32_t half_open_period;   /* half-open periods entered so far: a probe is tagged with its
+                                  own, and only a probe of the current one frees its slot */
+  pd_check_breaker_t bmodel;   /* the checker's breaker model, fed from worker truth (I12) */
+  int is_breaker_unjust;       /* its breaker left Closed without cause (the model): the node
+                                  stays healthy (I15) and eligible (I16) until it closes */
 } pd_worker_node_t;
 
 /* A vLLM prefill leg's KV still pinned when its request retired: when the engine frees the
@@ -143,6 +149,9 @@ static inline int pd_world_leg_crash_struck(const pd_worker_leg_t *l, uint32_t n
 void pd_world_note_fired(struct pd_world *w,
                          const pd_worker_leg_t *leg); /* before a leg is freed */
 void pd_world_health(struct pd_world *w, int delta); /* +1 a node down / breaker not Closed */
+/* A leg its worker fails by its own timeout (bootstrap, waiting) without a fault: capacity
+ * when its partner waits in its worker's queue (is_capacity_failed). */
+void pd_world_note_own_timeout(struct pd_world *w, pd_worker_leg_t *leg);
 void pd_world_exercised(struct pd_world *w); /* fill the stats at the end of the run */
 /* I17: heal the world (crashed workers restarted, no fault on any later leg) before the
  * liveness phase, then check that nothing is left held in the workers or the core. */

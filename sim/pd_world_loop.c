@@ -93,6 +93,13 @@ static void parse_leg_body(struct pd_world *w, pd_worker_leg_t *leg, const char 
   pd_worker_model_read_kvp(w, leg, &b);
 }
 
+/* I12's model: the worker's own failure reached the gateway (each leg once). */
+static void note_own_failure(struct pd_world *w, pd_worker_leg_t *leg) {
+  if (leg->is_own_fail_noted) return;
+  leg->is_own_fail_noted = 1;
+  pd_check_breaker_failure(&w->nodes[leg->worker].bmodel, w->now);
+}
+
 static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_action_t *a) {
   pd_worker_leg_t *leg = calloc(1, sizeof *leg);
   if (!leg) return;
@@ -116,14 +123,18 @@ static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_ac
   if (rq->has_first_data) rq->retry_after_commit = 1;
   pd_map_put(&w->legs, leg->leg_id, leg);
   leg->has_eligible = 1;
-  for (uint32_t i = 0; i < w->n_nodes && i < 64; i++)
-    if (w->nodes[i].role == leg->role && w->nodes[i].breaker_state == PD_BREAKER_CLOSED)
+  for (uint32_t i = 0; i < w->n_nodes && i < 64; i++) /* a breaker opened without cause */
+    if (w->nodes[i].role == leg->role && (w->nodes[i].breaker_state == PD_BREAKER_CLOSED ||
+                                          w->nodes[i].is_breaker_unjust))   /* excuses nothing */
       leg->eligible_nodes |= 1ull << i;
   pd_worker_node_t *n = &w->nodes[leg->worker];
   if (n->breaker_state == PD_BREAKER_OPEN) rq->violations |= 1u << (PD_INVARIANT_BREAKER - 1);
   uint32_t probes = w->s->config.breaker_half_open_probes; /* the allowed count, default 1 */
-  if (n->breaker_state == PD_BREAKER_HALF_OPEN && ++n->half_open_inflight > (probes ? probes : 1))
-    rq->violations |= 1u << (PD_INVARIANT_BREAKER - 1);
+  if (n->breaker_state == PD_BREAKER_HALF_OPEN) { /* a probe of this period */
+    leg->probe_period = n->half_open_period;
+    if (++n->half_open_inflight > (probes ? probes : 1))
+      rq->violations |= 1u << (PD_INVARIANT_BREAKER - 1);
+  }
   leg->t_open_arrive = w->now + w->net_ns + n->spec->open_delay_ms * MS_NS; /* may be late */
   push(w, leg->t_open_arrive, EV_G2W_OPEN, 0, leg->leg_id, 0);
 }
@@ -133,7 +144,11 @@ static void leg_gw_closed(struct pd_world *w, pd_worker_leg_t *leg) {
   leg->gw_open = 0;
   leg->t_gw_closed = w->now;
   pd_worker_node_t *n = &w->nodes[leg->worker];
-  if (n->breaker_state == PD_BREAKER_HALF_OPEN && n->half_open_inflight) n->half_open_inflight--;
+  /* only a probe of the current half-open period frees one of its slots: one left over from
+     an earlier period (the breaker reopened meanwhile) was never counted in this one */
+  if (n->breaker_state == PD_BREAKER_HALF_OPEN && leg->probe_period &&
+      leg->probe_period == n->half_open_period && n->half_open_inflight)
+    n->half_open_inflight--;
 }
 
 static void on_load(pd_client_request_t *rq, const pd_action_t *a) {
@@ -213,6 +228,15 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
     if (leg) {
       leg->outcomes++;
       leg->outcome = (pd_outcome_t)a->flag;
+      /* a leg hung (or dripping) by its own fault failed when the gateway gave up on it */
+      if ((a->flag == PD_OUTCOME_FAILURE || a->flag == PD_OUTCOME_TIMEOUT) &&
+          (leg->wstate == PD_WORKER_LEG_HUNG ||
+           (leg->drip_ms && leg->wstate == PD_WORKER_LEG_STREAM)))
+        note_own_failure(w, leg);
+      if ((a->flag == PD_OUTCOME_FAILURE || a->flag == PD_OUTCOME_TIMEOUT) &&
+          !leg->is_failed_at_close && !leg->is_fault_fired && !leg->is_crash_hit &&
+          (leg->wstate == PD_WORKER_LEG_BOOTSTRAP || leg->wstate == PD_WORKER_LEG_WAIT_KV))
+        leg->is_partner_blamed = 1; /* its worker was healthy, waiting on its partner */
     }
     break;
   case PD_ACT_LOAD:
@@ -221,10 +245,21 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
     break;
   case PD_ACT_BREAKER: {
     pd_worker_node_t *n = &w->nodes[w->role_node[a->role][a->worker]];
-    if ((n->breaker_state == PD_BREAKER_CLOSED) != (a->flag == PD_BREAKER_CLOSED))
-      pd_world_health(w, a->flag == PD_BREAKER_CLOSED ? -1 : +1);
+    int was_sick = n->breaker_state != PD_BREAKER_CLOSED && !n->is_breaker_unjust;
+    if (pd_check_breaker_move(&n->bmodel, &w->gcfg.breaker, n->breaker_state, a->flag, w->now)) {
+      n->is_breaker_unjust = 1; /* I12: opened without cause, on the request that saw it */
+      rq->violations |= 1u << (PD_INVARIANT_BREAKER - 1);
+      if (!rq->is_breaker_unjust) rq->is_breaker_unjust = (int)(n - w->nodes) + 1;
+    } else if (a->flag == PD_BREAKER_CLOSED || a->flag == PD_BREAKER_OPEN) {
+      n->is_breaker_unjust = 0; /* closed, or reopened for a real failure */
+    }
+    int is_sick = a->flag != PD_BREAKER_CLOSED && !n->is_breaker_unjust;
+    if (was_sick != is_sick) pd_world_health(w, is_sick ? +1 : -1);
+    if (a->flag == PD_BREAKER_HALF_OPEN && n->breaker_state != PD_BREAKER_HALF_OPEN) {
+      n->half_open_period++; /* a new period: no probe of it yet */
+      n->half_open_inflight = 0;
+    }
     n->breaker_state = a->flag;
-    n->half_open_inflight = 0;
     break;
   }
   case PD_ACT_ATTEMPT: rq->attempts++; break;
@@ -271,10 +306,55 @@ static int reports_failure(const pd_worker_leg_t *leg, uint32_t kind, uint32_t a
   }
 }
 
+/* Hold a decode message while its client reads nothing (R-BACKPRESSURE: the gateway stops
+ * reading the leg); 1 when held. */
+static int hold_for_client(struct pd_world *w, pd_worker_leg_t *leg, uint32_t kind, uint32_t arg,
+                           uint64_t part) {
+  pd_client_request_t *rq = pd_map_get(&w->reqs, leg->req_id);
+  if (!rq || !rq->is_client_blocked || leg->role != PD_ROLE_DECODE || !leg->gw_open) return 0;
+  if (rq->n_held == rq->cap_held) {
+    uint32_t nc = rq->cap_held ? rq->cap_held * 2 : 16;
+    pd_world_held_t *nh = realloc(rq->held, nc * sizeof *nh);
+    if (!nh) { /* the run cannot be judged: as a lost event */
+      if (!w->push_err) w->push_err = PD_ERR_NOMEM;
+      return 0;
+    }
+    rq->held = nh;
+    rq->cap_held = nc;
+  }
+  rq->held[rq->n_held++] = (pd_world_held_t){leg->leg_id, kind, arg, part};
+  return 1;
+}
+
+static void deliver_w2g(struct pd_world *w, pd_worker_leg_t *leg, uint32_t kind, uint32_t arg,
+                        uint64_t part, char *buf);
+
+/* The client stops reading (1) or reads again (0): the core is told, and what was held is
+ * delivered in its order. */
+static void client_block(struct pd_world *w, uint64_t req_id, int is_blocked, char *buf) {
+  pd_client_request_t *rq = pd_map_get(&w->reqs, req_id);
+  if (!rq || rq->is_client_blocked == is_blocked) return;
+  rq->is_client_blocked = is_blocked;
+  pd_event_t ev = {.kind = PD_EV_CLIENT_BLOCKED, .req_id = req_id, .status = is_blocked};
+  pd_world_feed(w, &ev);
+  if (is_blocked) return;
+  for (uint32_t i = 0; i < rq->n_held; i++) { /* rq lives while a held leg is open */
+    pd_world_held_t h = rq->held[i];
+    pd_worker_leg_t *leg = pd_map_get(&w->legs, h.leg_id);
+    if (leg) deliver_w2g(w, leg, h.kind, h.arg, h.part, buf);
+    rq = pd_map_get(&w->reqs, req_id);
+    if (!rq) return; /* retired with its last message */
+  }
+  rq->n_held = 0;
+}
+
 static void deliver_w2g(struct pd_world *w, pd_worker_leg_t *leg, uint32_t kind, uint32_t arg,
                         uint64_t part, char *buf) {
-  if (reports_failure(leg, kind, arg) && (leg->gw_open || leg->t_gw_closed == w->now))
+  if (hold_for_client(w, leg, kind, arg, part)) return;
+  if (reports_failure(leg, kind, arg) && (leg->gw_open || leg->t_gw_closed == w->now)) {
     leg->is_failed_at_close = 1; /* arrived before the close, or in its very instant */
+    note_own_failure(w, leg); /* the worker itself said it failed (I12's model) */
+  }
   if (!leg->gw_open) return; /* the gateway already closed it */
   pd_event_t ev = {.req_id = leg->req_id, .leg_id = leg->leg_id};
   switch (kind) {
@@ -350,6 +430,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   }
   case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, it->c, buf); return;
   case EV_WWAKE: pd_worker_model_wake(w, it->a, it->t_ns); return;
+  case EV_CLIENT_BLOCK: client_block(w, it->b, (int)it->a, buf); return;
   case EV_CRASH:
     if (!w->nodes[it->a].is_down) pd_world_health(w, +1);
     w->nodes[it->a].is_down = 1;
@@ -397,6 +478,8 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
     if (sw->breaker_initial != PD_BREAKER_CLOSED && mode != PD_MODE_MINILB) { /* no breaker */
       pd_gw_breaker_start_in(w->gw, sw->role, (uint32_t)idx, sw->breaker_initial, 0);
       n->breaker_state = sw->breaker_initial;
+      n->half_open_period = sw->breaker_initial == PD_BREAKER_HALF_OPEN; /* the first period */
+      pd_world_health(w, +1); /* the scenario opened it: not a healthy world (I15) */
     }
     if (sw->crash_at_ms) push(w, sw->crash_at_ms * MS_NS, EV_CRASH, i, 0, 0);
     if (sw->restart_at_ms) push(w, sw->restart_at_ms * MS_NS, EV_RESTART, i, 0, 0);

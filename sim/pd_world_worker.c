@@ -134,6 +134,7 @@ static void run_engine(struct pd_world *w, uint32_t node, int rc, pd_wact_buf_t 
 static void kv_held(struct pd_world *w, pd_worker_leg_t *leg, uint64_t pages) {
   leg->kv_page_ns += leg->kv_pages * (w->now - leg->t_kv_changed);
   if (!pages && leg->kv_pages) leg->t_kv_freed = w->now;
+  if (pages && !leg->kv_pages) leg->t_kv_taken = w->now;
   leg->kv_pages = pages;
   leg->t_kv_changed = w->now;
   if (pages > leg->kv_pages_max) leg->kv_pages_max = pages;
@@ -192,6 +193,8 @@ static void on_partner(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t
   }
   pd_worker_leg_t *d = pd_map_get(&w->legs, a->b); /* PAIRED, KV_SEND: the decode leg */
   if (!d || d->wstate == PD_WORKER_LEG_DONE || d->wstate == PD_WORKER_LEG_NEW) goto out;
+  if (a->kind == PD_WACT_KV_SEND && a->a == 1 && d->req_id == leg->req_id)
+    d->is_kv_from_pair = 1; /* I20: its own prefill's KV */
   int rc = a->kind == PD_WACT_PAIRED ? pd_wengine_paired(w->nodes[d->worker].eng, w->now, d->leg_id, &sub)
                                      : pd_wengine_kv(w->nodes[d->worker].eng, w->now, d->leg_id,
                                                      (int)a->a, &sub);
@@ -258,6 +261,17 @@ void pd_worker_model_read_kvp(struct pd_world *w, pd_worker_leg_t *leg,
         leg->kv_node = (int)i;
 }
 
+/* I20: a vLLM decode read its KV off the node its params name; from its own request's prefill
+ * when the request has a prefill leg there (this attempt or an earlier one: R-SF-DECODE-RETRY
+ * resends the same parameters). */
+static void note_kv_read(struct pd_world *w, pd_worker_leg_t *d) {
+  const pd_client_request_t *rq = pd_map_get(&w->reqs, d->req_id);
+  for (const pd_worker_leg_t *p = rq ? rq->legs : NULL; p; p = p->next_in_req)
+    if (p->role == PD_ROLE_PREFILL && p->attempt <= d->attempt && d->kv_node >= 0 &&
+        p->worker == (uint32_t)d->kv_node)
+      d->is_kv_from_pair = 1;
+}
+
 static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {
   switch ((pd_wact_kind_t)a->kind) {
   case PD_WACT_HEAD:
@@ -269,7 +283,14 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
   case PD_WACT_UNPAIR:
     if (leg->role == PD_ROLE_DECODE) on_partner(w, leg, a);
     return; /* a prefill's decode learns nothing (S2.11): it waits for its own timeout */
-  case PD_WACT_STATE: leg->wstate = (pd_worker_leg_state_t)a->a; return;
+  case PD_WACT_STATE:
+    if (a->a == PD_WORKER_LEG_DONE && leg->wstate != PD_WORKER_LEG_DONE)
+      leg->wstate_at_end = leg->wstate;
+    leg->wstate = (pd_worker_leg_state_t)a->a;
+    if (leg->wstate == PD_WORKER_LEG_LAG && leg->lag_ms) leg->is_lag_fired = 1;
+    if (leg->wstate == PD_WORKER_LEG_STREAM && leg->drip_ms) leg->is_drip_fired = 1;
+    if (leg->wstate == PD_WORKER_LEG_STREAM) leg->has_streamed = 1;
+    return;
   case PD_WACT_FAULT:
     leg->fault = (int)a->a - 1;
     leg->tfault = (int)a->b - 1;
@@ -283,17 +304,28 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
   case PD_WACT_RUNNING: leg->is_running = (int)a->a; return;
   case PD_WACT_KV: kv_held(w, leg, a->b); return;
   case PD_WACT_DONE:
+    if ((pd_truth_t)a->a == PD_TRUTH_FAILED && !leg->is_fault_fired &&
+        (leg->wstate_at_end == PD_WORKER_LEG_BOOTSTRAP ||
+         leg->wstate_at_end == PD_WORKER_LEG_WAIT_KV))
+      pd_world_note_own_timeout(w, leg);
     leg->wstate = PD_WORKER_LEG_DONE;
     if (leg->truth == PD_TRUTH_PENDING) leg->truth = (pd_truth_t)a->a;
     pd_world_leg_changed(w, leg);
     return;
   case PD_WACT_REJECT: return;
-  case PD_WACT_PIN: kv_held(w, leg, a->b); return;
+  case PD_WACT_PIN:
+    if (a->b) leg->is_kv_pinned = 1;
+    kv_held(w, leg, a->b);
+    return;
   case PD_WACT_PULL:
   case PD_WACT_NOTIFY:
   case PD_WACT_HEARTBEAT: on_vllm(w, leg, a); return;
   case PD_WACT_PULLED: return; /* run_engine delivers it */
-  case PD_WACT_KV_FROM: leg->kv_from = (int)a->a; return;
+  case PD_WACT_KV_FROM:
+    leg->kv_from = (int)a->a;
+    if (a->a == PD_WENGINE_KV_FROM_READ || a->a == PD_WENGINE_KV_FROM_STALE)
+      note_kv_read(w, leg);
+    return;
   case PD_WACT_NET: net_cut(w, leg, a->a); return;
   }
 }

@@ -329,12 +329,12 @@ def special_cases():
     mut("worker fault kind status without status",
         lambda x: x["workers"][2]["faults"][0].update(kind="status"), False)
     mut("expect: unknown mode", lambda x: x["expect"].update(smg="pass"), False)
-    mut("expect: I20", lambda x: x["expect"].update(joined=["I20"]), False)
+    mut("expect: I21", lambda x: x["expect"].update(joined=["I21"]), False)
     mut("expect: I0", lambda x: x["expect"].update(joined=["I0"]), False)
     mut("expect: I3 twice", lambda x: x["expect"].update(joined=["I3", "I3"]), False)
     mut("expect: \"fail\"", lambda x: x["expect"].update(joined="fail"), False)
     mut("expect: every invariant", lambda x: x["expect"].update(
-        joined=[f"I{i}" for i in range(1, 20)]), None)
+        joined=[f"I{i}" for i in range(1, 21)]), None)
     mut("expect: empty list", lambda x: x["expect"].update(joined=[]), None)
     mut("expect: a deployment limit", lambda x: x["expect"].update(
         joined={"deployment_limit": ["I19"], "why": "KV expired before decode read it"}), True)

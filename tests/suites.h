@@ -36,6 +36,7 @@
   X(pdt_suite_capacity_scenario) \
   X(pdt_suite_capacity_prompt) \
   X(pdt_suite_capacity_check) \
+  X(pdt_suite_check_truth) \
   X(pdt_suite_check_sf) \
   X(pdt_suite_wengine) \
   X(pdt_suite_wengine_vllm) \

@@ -583,7 +583,8 @@ static void test_a_chat_stream_is_served_cleanly_under_every_mode(void) {
                 "'route':'/v1/chat/completions'}}",
                 none);
   uint32_t sf[PD_MODE_COUNT] = {0}; /* the same as sf-happy-path-stream on /v1/completions */
-  sf[PD_MODE_MOONCAKE_PROXY] = 1u << (PD_INVARIANT_STRANDED_KV - 1);
+  sf[PD_MODE_MOONCAKE_PROXY] = 1u << (PD_INVARIANT_STRANDED_KV - 1) |
+                                1u << (PD_INVARIANT_DISAGGREGATED - 1); /* decode alone */
   run_all_modes("{'name':'chat-sf','workers':[{'name':'p0','role':'prefill','protocol':'vllm'},"
                 "{'name':'d0','role':'decode','protocol':'vllm','chunking':'coalesce'}],"
                 "'expect':{},'workload':{'requests':4,'stream':true,'tokens':5,"

@@ -28,13 +28,16 @@
  * a failed worker) is judged from the worker logs alone (pd_conform_verdict.c: a retry back
  * to the worker that failed the request while an untried one had failed nothing); I17
  * (quiescence) from /metrics only where the gateway exposes its loads (as I4). I19 (a decode
- * served from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). */
+ * served from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). I20 (decode
+ * served without its prefill's KV) needs each decode's KV source, which the records do not
+ * carry yet (pd_judge_t.is_kv_source_known). */
 #define PD_CONFORM_INV_RETRY_FAILED 16
 #define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                                        \
   (PD_CONFORM_BIT(PD_INVARIANT_OUTCOME) | PD_CONFORM_BIT(PD_INVARIANT_LOAD_BALANCE) |              \
    PD_CONFORM_BIT(PD_INVARIANT_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INVARIANT_BREAKER) |                \
-   PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE))
+   PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE) |         \
+   PD_CONFORM_BIT(PD_INVARIANT_DISAGGREGATED))
 
 #define PD_CONFORM_MAX_HEADERS 4u /* --client-header */
 

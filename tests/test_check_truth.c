@@ -1,0 +1,213 @@
+/* The checker judges from the workers' ground truth (docs/spec.md section 6, issue 24): hand-made
+ * requests (pdt_judge.h) whose legs' times and truths are set to the corners the invariants
+ * must tell apart. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_check.h"
+#include "pd_wengine.h"
+#include "pdt.h"
+#include "pdt_judge.h"
+
+#define MS 1000000ull
+#define BIT(i) (1u << ((i) - 1))
+
+/* I3 and I18: a request that reached its worker after t_end + grace and was dropped in the
+ * instant it was taken held nothing past the bound; one held for any time past it did. */
+static void test_taken_and_freed_in_one_instant_late_is_not_held(void) {
+  char reason[200];
+  pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
+  if (!k) return;
+  pd_worker_leg_t *d = &k->leg[1];
+  d->slot_taken = d->is_slot_freed = 1;
+  d->t_slot_taken = d->t_slot_freed = 2200 * MS; /* t_end 200 ms + grace 1000 ms < 2200 ms */
+  d->t_kv_taken = d->t_kv_freed = 2200 * MS;
+  PDT_EQ_U64(pdt_judge(k, reason, sizeof reason), 0);
+  free(k);
+
+  k = pdt_served(PD_MODE_REFERENCE, 1, 5000); /* the same, held 1 ns: both flagged */
+  if (!k) return;
+  d = &k->leg[1];
+  d->slot_taken = d->is_slot_freed = 1;
+  d->t_slot_taken = d->t_kv_taken = 2200 * MS;
+  d->t_slot_freed = d->t_kv_freed = 2200 * MS + 1;
+  PDT_EQ_U64(pdt_judge(k, reason, sizeof reason),
+             BIT(PD_INVARIANT_STRANDED_SLOT) | BIT(PD_INVARIANT_STRANDED_KV));
+  free(k);
+}
+
+/* I2 holds each mode to its own promise: the reference closes every leg in the instant its
+ * client leaves (R-DISCONNECT) and within its tail after a response ended (R-TAIL); a mode
+ * without that promise gets the grace. */
+static void test_reference_cancels_at_once(void) {
+  char reason[200];
+  for (int gone = 0; gone < 2; gone++)
+    for (int ref = 0; ref < 2; ref++) {
+      pdt_judged_t *k = pdt_served(ref ? PD_MODE_REFERENCE : PD_MODE_JOINED, 1, 5000);
+      if (!k) return;
+      k->j.is_cancel_bound = ref;
+      k->j.cancel_gone_ns = 0;
+      k->j.cancel_end_ns = 500 * MS;
+      k->rq.gone = gone;
+      k->rq.ended = !gone;
+      /* gone: closed 1 ns after the client left; ended: 1 ns past the 500 ms tail */
+      k->leg[0].t_gw_closed = k->rq.t_end + (gone ? 1 : 500 * MS + 1);
+      uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_ORPHAN_LEG);
+      PDT_EQ_U64(v, ref ? BIT(PD_INVARIANT_ORPHAN_LEG) : 0);
+      free(k);
+    }
+  pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000); /* in the instant: no I2 */
+  if (!k) return;
+  k->j.is_cancel_bound = 1;
+  k->rq.gone = 1;
+  k->rq.ended = 0;
+  k->leg[0].t_gw_closed = k->leg[1].t_gw_closed = k->rq.t_end;
+  PDT_EQ_U64(pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_ORPHAN_LEG), 0);
+  free(k);
+}
+
+/* I15: a 500 the prefill gave by its own bootstrap timeout while decode waited for room is a
+ * world short of capacity, not a healthy one; the same 500 without that is a gateway failure. */
+static void test_capacity_timeout_is_not_healthy(void) {
+  char reason[200];
+  for (int cap = 0; cap < 2; cap++) {
+    pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
+    if (!k) return;
+    k->rq.was_healthy = 1;
+    k->rq.head_status = 500;
+    k->rq.body.len = 0;
+    k->leg[0].truth = PD_TRUTH_FAILED;
+    k->leg[0].is_capacity_failed = cap;
+    k->leg[1].truth = PD_TRUTH_CANCELLED;
+    uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_SERVED);
+    PDT_EQ_U64(v, cap ? 0 : BIT(PD_INVARIANT_SERVED));
+    free(k);
+  }
+}
+
+/* I12's model: an open is judged against the worker's own failures, never the gateway's
+ * outcomes (R-BREAKER, threshold 3, window 120 s). */
+static void test_breaker_model_judges_opens(void) {
+  pd_breaker_config_t c;
+  pd_breaker_config_window(&c);
+  c.failure_threshold = 3;
+  pd_check_breaker_t b = {0};
+  const uint64_t S = 1000 * MS;
+  pd_check_breaker_failure(&b, 1 * S);
+  pd_check_breaker_failure(&b, 2 * S);
+  /* two own failures: an open on the third "failure" the gateway made up is unjust */
+  PDT_EQ_INT(pd_check_breaker_move(&b, &c, PD_BREAKER_CLOSED, PD_BREAKER_OPEN, 3 * S), 1);
+  pd_check_breaker_t b2 = b;
+  pd_check_breaker_failure(&b2, 3 * S); /* three: justified */
+  PDT_EQ_INT(pd_check_breaker_move(&b2, &c, PD_BREAKER_CLOSED, PD_BREAKER_OPEN, 3 * S), 0);
+  /* the same three, the first two out of the window at 122.5 s: unjust */
+  pd_check_breaker_t b3 = b;
+  pd_check_breaker_failure(&b3, 3 * S);
+  PDT_EQ_INT(pd_check_breaker_move(&b3, &c, PD_BREAKER_CLOSED, PD_BREAKER_OPEN, 122500 * MS), 1);
+  /* smg's consecutive count has no window: justified */
+  pd_check_breaker_t b4 = b3;
+  c.kind = PD_BREAKER_KIND_SMG;
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_CLOSED, PD_BREAKER_OPEN, 122500 * MS), 0);
+  /* half-open: a reopen needs an own failure in this period; one before it does not count */
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_OPEN, PD_BREAKER_HALF_OPEN, 200 * S), 0);
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_HALF_OPEN, PD_BREAKER_OPEN, 201 * S), 1);
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_OPEN, PD_BREAKER_HALF_OPEN, 300 * S), 0);
+  pd_check_breaker_failure(&b4, 301 * S);
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_HALF_OPEN, PD_BREAKER_OPEN, 301 * S), 0);
+  /* closing clears the count: the old failures no longer justify an open */
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_HALF_OPEN, PD_BREAKER_CLOSED, 400 * S), 0);
+  PDT_EQ_INT(pd_check_breaker_move(&b4, &c, PD_BREAKER_CLOSED, PD_BREAKER_OPEN, 401 * S), 1);
+}
+
+/* I4: the reference blames a worker for its own leg only; a prefill timed out while it sat
+ * in bootstrap waiting for its decode was not at fault. The upstream models keep the table. */
+static void test_reference_does_not_blame_the_waiting_leg(void) {
+  char reason[200];
+  for (int ref = 0; ref < 2; ref++) {
+    pdt_judged_t *k = pdt_served(ref ? PD_MODE_REFERENCE : PD_MODE_JOINED, 0, 5000);
+    if (!k) return;
+    for (int i = 0; i < 2; i++) {
+      k->leg[i].outcomes = 1;
+      k->leg[i].outcome = PD_OUTCOME_SUCCESS;
+    }
+    k->leg[0].truth = PD_TRUTH_STALLED; /* in the table, timeout agrees with STALLED */
+    k->leg[0].outcome = PD_OUTCOME_TIMEOUT;
+    k->leg[0].is_partner_blamed = 1;
+    uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_OUTCOME);
+    PDT_EQ_U64(v, ref ? BIT(PD_INVARIANT_OUTCOME) : 0);
+    if (ref) PDT_EQ_STR(reason, "I4 p0 recorded timeout for its prefill leg, which only waited on its partner");
+    free(k);
+  }
+}
+
+/* I20: a decode that generated and answered in full must have had its KV from a prefill of its
+ * request, unless the scenario accepts decode alone or the prefill itself offered no KV. */
+static void test_decode_alone_is_i20(void) {
+  char reason[200];
+  const uint32_t I20 = BIT(PD_INVARIANT_DISAGGREGATED);
+  for (int c = 0; c < 6; c++) {
+    pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
+    if (!k) return;
+    k->j.is_kv_source_known = c != 1;  /* 1: a record that cannot say: not judged */
+    pd_worker_leg_t *d = &k->leg[1];
+    d->has_streamed = 1;
+    d->is_kv_from_pair = c == 2;        /* 2: served from its prefill's KV */
+    k->s.config.decode_only_ok = c == 3; /* 3: the scenario accepts decode alone */
+    if (c >= 4) d->kv_from = PD_WENGINE_KV_FROM_LOCAL;
+    k->leg[0].is_kv_pinned = c == 5;    /* 4: prefill offered no KV; 5: it did, decode lost it */
+    uint32_t v = pdt_judge(k, reason, sizeof reason) & I20;
+    PDT_EQ_U64(v, c == 0 || c == 5 ? I20 : 0);
+    free(k);
+  }
+}
+
+/* A clean-looking 200 stream of `body` on /generate (3 tokens asked), judged; the mask. */
+static uint32_t judge_stream(const char *body, int wants_logprob, char *reason, size_t cap) {
+  pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
+  if (!k) return ~0u;
+  k->rq.is_stream = k->rq.is_sse_head = 1;
+  k->rq.wants_logprob = wants_logprob;
+  k->rq.is_parse_only = 1;
+  k->rq.body.len = 0;
+  pd_sse_init(&k->rq.sse, NULL);
+  PDT_EQ_INT(pd_check_client_data(&k->rq, (const uint8_t *)body, strlen(body)), 0);
+  uint32_t v = pdt_judge(k, reason, cap);
+  pd_sse_free(&k->rq.sse);
+  free(k);
+  return v;
+}
+
+#define LP_OK "\"input_token_logprobs\":[[-1,11],[-1,12],[-1,13]]"
+#define LP_BAD "\"input_token_logprobs\":[[-1,12],[-1,13]]"
+#define EV(k, lp) "data: {\"text\":\"tok" #k " \",\"index\":" #k ",\"meta_info\":{" lp "}}\n\n"
+
+/* I6 after [DONE] and I11 on a later event: the client's bytes alone decide. */
+static void test_client_bytes_after_done_and_later_logprobs(void) {
+  char reason[200];
+  const char *clean = EV(0, LP_OK) EV(1, LP_OK) EV(2, LP_OK) "data: [DONE]\n\n";
+  PDT_EQ_U64(judge_stream(clean, 1, reason, sizeof reason), 0);
+  const char *after = EV(0, LP_OK) EV(1, LP_OK) EV(2, LP_OK) "data: [DONE]\n\n" EV(3, LP_OK);
+  PDT_EQ_U64(judge_stream(after, 1, reason, sizeof reason), BIT(PD_INVARIANT_COMMIT));
+  const char *later = EV(0, LP_OK) EV(1, LP_BAD) EV(2, LP_OK) "data: [DONE]\n\n";
+  PDT_EQ_U64(judge_stream(later, 1, reason, sizeof reason), BIT(PD_INVARIANT_LOGPROBS));
+  const char *dup = EV(0, LP_OK) EV(1, LP_OK) EV(1, LP_OK) "data: [DONE]\n\n";
+  PDT_TRUE(judge_stream(dup, 1, reason, sizeof reason) & BIT(PD_INVARIANT_COMMIT));
+}
+
+int pdt_suite_check_truth(void) {
+  static const pdt_case_t cases[] = {
+      {"I3/I18: taken and freed in one instant after the bound",
+       test_taken_and_freed_in_one_instant_late_is_not_held},
+      {"I2: the reference closes at once when its client leaves", test_reference_cancels_at_once},
+      {"I15: a worker's own timeout while its partner waited for room",
+       test_capacity_timeout_is_not_healthy},
+      {"I12: the checker's breaker model judges opens from worker truth",
+       test_breaker_model_judges_opens},
+      {"I4: the reference does not blame a leg that only waited on its partner",
+       test_reference_does_not_blame_the_waiting_leg},
+      {"I20: a decode served without its prefill's KV", test_decode_alone_is_i20},
+      {"I6/I11: an event after [DONE], logprobs wrong on a later event",
+       test_client_bytes_after_done_and_later_logprobs},
+  };
+  return PDT_SUITE("check_truth", cases);
+}
