@@ -503,9 +503,10 @@ static int leg_progress(const pd_rq_t *rq, const pd_leg_t *l) {
 
 /* Who is to blame when nothing came in time? The legs without an outcome that got least far
  * stalled; the others were only waiting on them (cancelled, not timed out). When they all got
- * equally far: in a stream every one of them stalled (heads come at once; with every head in,
- * see Q3); in a non-stream request nothing the gateway sees tells the stalled leg from the
- * waiting one (SGLang's non-stream head waits for the answer, S5.3): returns 0, ambiguous.
+ * equally far, nothing the gateway sees tells the stalled leg from the waiting one — a stream
+ * whose legs both sent their heads (SGLang sends them at once, S5.3: a decode that never joins
+ * the room and a prefill waiting for it look alike), or a non-stream request where neither
+ * answered (its head waits for the answer): returns 0, ambiguous (see Q3).
  * Returns 1 when the suspects (is_suspect, or every open leg when none is marked) are known. */
 static int mark_suspects(pd_rq_t *rq) {
   uint32_t open = 0;
@@ -519,7 +520,7 @@ static int mark_suspects(pd_rq_t *rq) {
     lo = g < lo ? g : lo;
     hi = g > hi ? g : hi;
   }
-  if (open > 1 && lo == hi) return rq->req.is_stream;
+  if (open > 1 && lo == hi) return 0;
   for (uint32_t i = 0; i < rq->n_legs; i++) {
     pd_leg_t *l = rq->legs[i];
     l->is_suspect = open > 1 && !l->has_outcome && !l->is_doomed && !l->is_drain &&

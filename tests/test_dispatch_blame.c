@@ -199,6 +199,31 @@ static void test_a_nonstream_stall_nobody_can_attribute_charges_neither_worker(v
   h_free(&h);
 }
 
+/* The same for a stream whose legs both sent their heads (SGLang sends a stream's head at once,
+ * S5.3) and no event by the first-token deadline: a decode that never joined the room and a
+ * prefill waiting for it in bootstrap look alike (decode-never-connects, bootstrap-never-served).
+ * Neither is charged; both are closed with an abort and excluded from the retry. (Before: both
+ * timeout, so the prefill that was only waiting fed its breaker: I4 from worker truth.) */
+static void test_a_stream_stall_with_both_heads_in_charges_neither_worker(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  uint32_t p_first = h_find(&h, PD_ACT_OPEN_LEG, 0)->worker;
+  uint32_t d_first = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  PDT_EQ_U64(h_expiry(&h), 30000 * MS); /* the first-token deadline */
+  h_fire(&h);
+  PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_CANCELLED);
+  PDT_TRUE(h_close_of(&h, 1) && h_close_of(&h, 1)->str);
+  PDT_TRUE(h_close_of(&h, 2) && h_close_of(&h, 2)->str);
+  PDT_FALSE(h.ended);
+  h_fire(&h); /* the backoff: both excluded */
+  const pd_action_t *p2 = h_find(&h, PD_ACT_OPEN_LEG, 0), *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
+  PDT_TRUE(p2 && d2 && p2->worker != p_first && d2->worker != d_first);
+  h_free(&h);
+}
+
 /* With logprobs a stream's decode events are held until prefill ends (R-LOGPROB): a decode
  * that sent events has the KV and waits on prefill. When the idle deadline passes before
  * prefill's end, prefill alone stalled: timeout; decode cancelled. (Before: both timeout.) */
@@ -312,6 +337,8 @@ int pdt_suite_dispatch_blame(void) {
       {"selection failures are attempts in the record", test_selection_failures_are_attempts_in_the_record},
       {"a non-stream stall nobody can attribute charges neither worker",
        test_a_nonstream_stall_nobody_can_attribute_charges_neither_worker},
+      {"a stream stall with both heads in charges neither worker",
+       test_a_stream_stall_with_both_heads_in_charges_neither_worker},
       {"a decode holding events for a stalled prefill was only waiting",
        test_a_decode_holding_events_for_a_stalled_prefill_was_only_waiting},
       {"a hung decode does not get its healthy prefill ejected (2P2D, 100 requests)",

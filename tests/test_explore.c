@@ -235,14 +235,6 @@ static uint32_t explore(pd_mode_t mode, uint32_t n, uint32_t cases, int check_ca
     uint32_t skip = shrunk < cases ? done_mask : ~0u;
     PDT_EQ_INT(pd_explore_seed(s, seed, mode, skip, 0, n_ties, &r), 0);
     if (!r.found_mask) continue;
-    /* Known until the core's blame fix merges (issue 24 section 3, branch h-core): the
-       reference records `timeout` for a leg that only waited on its hung partner (I4 from
-       worker truth), and such blame can open the innocent worker's breaker (I12: the
-       healthy prefill ejected). Only that is let through. */
-    uint32_t blame = 1u << (PD_INVARIANT_OUTCOME - 1), ejected = 1u << (PD_INVARIANT_BREAKER - 1);
-    if (mode == PD_MODE_REFERENCE && (r.found_mask == blame || r.found_mask == (blame | ejected)) &&
-        strstr(r.found_reason, "only waited on its partner"))
-      continue;
     if (mode == PD_MODE_REFERENCE)
       fprintf(stderr, "  reference violates %#x at seed %llu: %s\n  (a reference or model bug: "
               "build/pdref sim explore --mode reference --seed-start %llu --seeds 1 saves it)\n",

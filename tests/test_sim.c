@@ -117,11 +117,6 @@ static void test_reference_holds_every_invariant_under_10000_faulty_requests(voi
   uint64_t h;
   PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, 11, NULL, &st, &v, &h), 0);
   if (v) fprintf(stderr, "  load: violated %#x: %s (seed 11)\n", v, st.first_reason);
-  /* Known until the core's blame fix merges (issue 24 section 3, branch h-core): the reference
-     records `timeout` for a leg that only waited on its hung partner, which I4 now catches
-     from worker truth. Anything else, or I4 for another reason, still fails here. */
-  if (v == 1u << (PD_INVARIANT_OUTCOME - 1) && strstr(st.first_reason, "only waited on its partner"))
-    v = 0;
   PDT_EQ_U64(v, 0);
   PDT_EQ_U64(st.requests_done, 10000);
   PDT_TRUE(st.peak_live >= 5000); /* they really were concurrent */
