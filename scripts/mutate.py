@@ -230,6 +230,28 @@ def target_of(rel):
     return "other"
 
 
+def select_ids(root, ids):
+    """Exactly the mutants named (ids as the tool prints them), from each file's full list."""
+    enums = read_enums(root)
+    out, by_file = [], {}
+    for i in ids:
+        by_file.setdefault(i.split(":", 1)[0], []).append(i)
+    for rel, want in sorted(by_file.items()):
+        if not os.path.isfile(os.path.join(root, rel)):
+            raise ValueError("--only: %s: no such file" % rel)
+        allm = {}
+        for mu in enumerate_file(root, rel, enums):
+            mu["id"] = mutant_id(mu)
+            mu["target"] = target_of(rel)
+            allm[mu["id"]] = mu
+        for i in want:
+            if i not in allm:
+                raise ValueError("--only: no mutant %s in the source as it is now" % i)
+            out.append(allm[i])
+    out.sort(key=lambda mu: (mu["file"], mu["line"], mu["col"], mu["op"], mu["repl"]))
+    return out
+
+
 def select(root, sets, files, count, seed):
     """The sample: `count` mutants split evenly over the target sets (or over --files), drawn
     with random.Random(seed) from each set's sorted list: the same inputs, the same mutants."""
@@ -618,6 +640,9 @@ def main(argv):
                     help="mutate these files instead (repeatable; relative to the tree)")
     ap.add_argument("--count", type=int, default=70, metavar="N", help="mutants in the sample (default 70)")
     ap.add_argument("--seed", default="1", metavar="S", help="sampling seed (default 1)")
+    ap.add_argument("--only", action="append", metavar="ID",
+                    help="judge exactly this mutant (repeatable; an id as printed), e.g. to "
+                         "show that a new test kills a recorded survivor")
     ap.add_argument("--jobs", type=int, default=1, metavar="J", help="private trees run at once (default 1)")
     ap.add_argument("--suites", default="", metavar="LIST",
                     help="comma-separated CUnit suites for stage 2, or all (default: every "
@@ -651,7 +676,7 @@ def main(argv):
         return 2
     try:
         rec = load_record(a.record)
-        sample = select(ROOT, sets, a.files, a.count, a.seed)
+        sample = select_ids(ROOT, a.only) if a.only else select(ROOT, sets, a.files, a.count, a.seed)
     except ValueError as e:
         print("mutate: %s" % e, file=sys.stderr)
         return 2

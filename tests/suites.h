@@ -37,6 +37,7 @@
   X(pdt_suite_capacity_prompt) \
   X(pdt_suite_capacity_check) \
   X(pdt_suite_check_sf) \
+  X(pdt_suite_mutant_kills) \
   X(pdt_suite_wengine) \
   X(pdt_suite_wengine_vllm) \
   X(pdt_suite_wire) \
