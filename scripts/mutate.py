@@ -710,7 +710,7 @@ def main(argv):
     t_scen = a.timeout or max(60, int(2 * jobs[0].t_scen))
     t_tests = a.timeout or max(60, int(2 * jobs[0].t_tests))
     print("mutate: %d mutants (seed %s, %s); unmutated: scenarios %.0f s, tests %.0f s; timeouts %d s, %d s"
-          % (len(sample), a.seed, ",".join(sets) if not a.files else " ".join(a.files),
+          % (len(sample), a.seed, "--only" if a.only else ",".join(sets) if not a.files else " ".join(a.files),
              jobs[0].t_scen, jobs[0].t_tests, t_scen, t_tests), file=log, flush=True)
     # each job takes whole files in turn, so a file's mutants rebuild one object each
     queue = {}

@@ -1,12 +1,7 @@
 /* Tests written to kill survivors of `make mutate` (docs/mutation.md, tests/mutants.json):
  * each names the mutant it kills, and the behaviour a user could name that the mutant breaks. */
-#include <stdlib.h>
-
 #include "pd_breaker.h"
-#include "pd_dispatch.h"
 #include "pdt.h"
-#include "pdt_alloc.h"
-#include "pdt_harness.h"
 
 #define S 1000000000ULL
 #define T0 (1000 * S)
@@ -49,37 +44,12 @@ static void test_window_just_under_rate_stays_closed(void) {
   PDT_EQ_INT(pd_breaker_state(&b, T0), PD_BREAKER_OPEN);
 }
 
-/* core/pd_feed.c client_request: out of memory while parsing the client's request answers
- * 500 (`: rc == PD_ERR_NOMEM ? 500` -> 501 survived: the nomem test checks only that nothing
- * leaks). Each of the first allocations after start fails in turn: an event refused whole
- * answers nothing, any answer is a 500. */
-static void test_nomem_in_request_parse_answers_500(void) {
-  int answered = 0;
-  for (unsigned k = 1; k <= 12; k++) {
-    pdt_alloc_t f;
-    memset(&f, 0, sizeof f);
-    pd_alloc_t a = pdt_alloc(&f);
-    harness_t h;
-    h_init(&h, PD_MODE_REFERENCE, &a);
-    f.fail_at = f.calls + k;
-    h_request(&h, NONSTREAM);
-    if (h.head_status) { /* refused events (0) answer nothing; an answer is a 500 */
-      PDT_EQ_INT(h.head_status, 500);
-      answered++;
-    }
-    h_free(&h);
-  }
-  PDT_TRUE(answered > 0);
-}
-
 int pdt_suite_mutant_kills(void) {
   static const pdt_case_t cases[] = {
       {"window breaker at a 100 % rate opens when every outcome failed",
        test_window_rate_100_opens_on_all_failures},
       {"window breaker just under its rate stays closed, at it opens",
        test_window_just_under_rate_stays_closed},
-      {"out of memory parsing the client's request answers 500",
-       test_nomem_in_request_parse_answers_500},
   };
   return PDT_SUITE("mutant_kills", cases);
 }
