@@ -50,8 +50,8 @@ test: build build-asan
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 # Mutation testing (docs/mutation.md): not part of test; its own private trees under
-# build/mutate/. MUTATE_ARGS, e.g. "--count 20 --targets checker --jobs 2".
-MUTATE_ARGS ?=
+# build/mutate/. MUTATE_ARGS (default --jobs 2), e.g. "--count 20 --targets checker".
+MUTATE_ARGS ?= --jobs 2
 mutate: deps
 	@nice ./scripts/mutate.py $(MUTATE_ARGS)
 
