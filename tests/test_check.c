@@ -253,6 +253,24 @@ static void test_a_batch_with_an_array_of_too_few_rooms_is_i8(void) {
   free(f);
 }
 
+/* The run's TTFT counts clean streams only: a stream that sent its first bytes and then ended
+ * without [DONE] adds nothing (make mutate's survivor sim/pd_check.c:536:13:bool:&&→||, which
+ * averaged every stream's first bytes in). */
+static void test_ttft_counts_clean_streams_only(void) {
+  for (int is_clean = 0; is_clean < 2; is_clean++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    f->rq.has_first_data = 1;
+    f->rq.t_first_data = 30 * MS;
+    f->rq.saw_done = is_clean;
+    judge(f);
+    PDT_EQ_U64(f->st.ttft_n, is_clean ? 1 : 0);
+    PDT_EQ_U64(f->st.ttft_sum_ns, is_clean ? 30 * MS : 0);
+    PDT_EQ_U64(f->st.clean_success, is_clean ? 1 : 0);
+    free(f);
+  }
+}
+
 /* I15: a request the workload expects to succeed gets a clean answer while all is healthy. */
 static void test_an_unserved_request_while_every_worker_was_healthy_is_i15(void) {
   for (int c = 0; c < 6; c++) {
@@ -442,6 +460,7 @@ int pdt_suite_check(void) {
       {"a batch's rooms are judged item by item (count, distinct, not reused)",
        test_batch_rooms_are_judged_item_by_item},
       {"a batch of 3 with an array of 2 rooms is I8", test_a_batch_with_an_array_of_too_few_rooms_is_i8},
+      {"the run's TTFT counts clean streams only", test_ttft_counts_clean_streams_only},
       {"I15: a request unserved while every worker was healthy",
        test_an_unserved_request_while_every_worker_was_healthy_is_i15},
       {"I16: a retry onto the worker that failed while an untried one was eligible",
