@@ -397,14 +397,16 @@ class Job:
     def stage_tests(self, timeout):
         cmd = [os.path.join(self.build, "pdref_tests")] + self.suites
         rc, out = run(cmd, self.build, timeout)
-        by, suite = "", ""
-        for line in out.splitlines():
+        by, suite, test = "", "", ""
+        for line in out.splitlines():  # a test's own output may come between its name and FAILED
             ms = re.match(r"\s*Suite: (\S+)", line)
             if ms:
                 suite = ms.group(1)
-            mt = re.match(r"\s*Test: (.*?) \.\.\.FAILED", line)
+            mt = re.match(r"\s*Test: (.*?) \.\.\.", line)
             if mt:
-                by = "%s: %s" % (suite, mt.group(1).strip())
+                test = mt.group(1).strip()
+            if "...FAILED" in line or line.startswith("FAILED"):
+                by = "%s: %s" % (suite, test)
                 break
         if rc not in (0, "timeout") and not by:
             by = "exit %s" % rc
