@@ -708,7 +708,8 @@ def main(argv):
     except RuntimeError as e:
         print("mutate: %s" % e, file=sys.stderr)
         return 2
-    base_obj = {rel: jobs[0].obj_hash(rel) for rel in {mu["file"] for mu in sample}}
+    # per job: an object holds its tree's path (assert's __FILE__), so trees differ
+    base_obj = {id(j): {rel: j.obj_hash(rel) for rel in {mu["file"] for mu in sample}} for j in jobs}
     t_scen = a.timeout or max(60, int(2 * jobs[0].t_scen))
     t_tests = a.timeout or max(60, int(2 * jobs[0].t_tests))
     print("mutate: %d mutants (seed %s, %s); unmutated: scenarios %.0f s, tests %.0f s; timeouts %d s, %d s"
@@ -729,7 +730,7 @@ def main(argv):
                     return
                 f = files.pop(0)
             for mu in queue[f]:
-                mu.update(j.judge(mu, (t_scen, t_tests), stages, base_obj))
+                mu.update(j.judge(mu, (t_scen, t_tests), stages, base_obj[id(j)]))
                 with lock:
                     done[0] += 1
                     print("[%d/%d] %-18s %s%s" % (done[0], len(sample), mu["status"], mu["id"],
