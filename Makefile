@@ -8,7 +8,7 @@ SMOKE_SECONDS ?= 10
 PREFIX     ?= /usr/local
 
 .PHONY: all deps build build-asan fuzz-build sim test fuzz fuzz-smoke bench lint clean \
-        install uninstall
+        install uninstall mutate
 
 all: build
 
@@ -45,8 +45,15 @@ test: build build-asan
 	@./tests/explore_parallel_test.sh $(BUILD)/pdref
 	@./tests/schema_test.sh $(BUILD)/pdref
 	@./tests/install_test.sh $(BUILD)
+	@./scripts/mutate.py --self-test
 	@ASAN_OPTIONS=exitcode=86:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN_BUILD)/pdref_tests
 	@$(MAKE) --no-print-directory fuzz-smoke
+
+# Mutation testing (docs/mutation.md): not part of test; its own private trees under
+# build/mutate/. MUTATE_ARGS (default --jobs 2), e.g. "--count 20 --targets checker".
+MUTATE_ARGS ?= --jobs 2
+mutate: deps
+	@nice ./scripts/mutate.py $(MUTATE_ARGS)
 
 fuzz-build: deps
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=Debug -DPD_FUZZ=ON >/dev/null

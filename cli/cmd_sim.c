@@ -26,6 +26,7 @@ typedef struct opts {
   uint64_t seed, tie_seed;
   const char *trace;
   pd_cli_rows_t out; /* --json, --metrics, --only-unexpected, --quiet */
+  int fail_fast, stopped; /* --fail-fast: stop after the first row not as expected */
   char trace_buf[1024]; /* this row's trace file (trace_path) */
 } opts_t;
 
@@ -102,7 +103,7 @@ static void usage(FILE *f) {
              "reference for SGLang's; vllm-toy-proxy, mooncake-proxy, llmd-sidecar and\n"
              "reference for vLLM's)\n"
              "                    [--seed N] [--tie-seed T] [--trace OUT.json] [--json] [--metrics]\n"
-             "                    [--only-unexpected | --quiet] [--json-out FILE]\n"
+             "                    [--only-unexpected | --quiet] [--json-out FILE] [--fail-fast]\n"
              "Runs each scenario under each mode (twice, to check determinism) and compares the\n"
              "violated invariants with the scenario's expectation. Each row says one word: as\n"
              "expected, deployment limit (as expected, and what it violates the scenario declares\n"
@@ -123,6 +124,8 @@ static void usage(FILE *f) {
              "exit status is the same). With --json they leave rows out of \"rows\" likewise.\n"
              "--json-out FILE also writes --json's document, every row, to FILE while the text\n"
              "goes to stdout (one run for a table and a report: `make sim`).\n"
+             "--fail-fast stops after the first row not as expected (or error row); the rows not\n"
+             "run are not listed (`make mutate` uses it: one unexpected row kills a mutant).\n"
              "A file that does not load is an error row (file:line: message); the other files\n"
              "still run. exit: 0 every row as expected, a deployment limit or skipped and at\n"
              "least one exercised, 1 a row UNEXPECTED or not exercised, or no row exercised,\n"
@@ -131,7 +134,7 @@ static void usage(FILE *f) {
 
 enum {
   OPT_MODE = PD_CLI_OPT_FIRST, OPT_SEED, OPT_TIE_SEED, OPT_TRACE, OPT_JSON, OPT_METRICS,
-  OPT_ONLY_UNEXPECTED, OPT_QUIET, OPT_JSON_OUT
+  OPT_ONLY_UNEXPECTED, OPT_QUIET, OPT_JSON_OUT, OPT_FAIL_FAST
 };
 
 static const struct option run_opts[] = {
@@ -145,6 +148,7 @@ static const struct option run_opts[] = {
     {"only-unexpected", no_argument, NULL, OPT_ONLY_UNEXPECTED},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"json-out", required_argument, NULL, OPT_JSON_OUT},
+    {"fail-fast", no_argument, NULL, OPT_FAIL_FAST},
     {NULL, 0, NULL, 0},
 };
 
@@ -179,6 +183,9 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
     return 0;
   case OPT_JSON_OUT:
     o->out.json_out = v;
+    return 0;
+  case OPT_FAIL_FAST:
+    o->fail_fast = 1;
     return 0;
   default: /* OPT_JSON */
     o->out.json = 1;
@@ -218,9 +225,14 @@ static void run_modes(const pd_scenario_t *s, opts_t *o) {
     pd_cli_row_t r;
     char err[600];
     memset(&r, 0, sizeof r);
-    if (run_row(s, (pd_mode_t)m, o, &r, err, sizeof err) == 0) pd_cli_rows_add(&o->out, &r);
+    int bad = run_row(s, (pd_mode_t)m, o, &r, err, sizeof err);
+    if (bad == 0) pd_cli_rows_add(&o->out, &r);
     else pd_cli_rows_error(&o->out, s->path, s->name, m, err);
     pd_metrics_free(&r.mx);
+    if (o->fail_fast && (bad || r.verdict == PD_CLI_UNEXPECTED || r.verdict == PD_CLI_NOT_EXERCISED)) {
+      o->stopped = 1;
+      return;
+    }
   }
 }
 
@@ -244,7 +256,7 @@ int pd_cli_sim_run(const char *prog, int argc, char **argv) {
     fprintf(stderr, "pdref sim run: out of memory\n");
     return 2;
   }
-  for (int f = 0; f < n_files; f++) {
+  for (int f = 0; f < n_files && !o.stopped; f++) {
     char err[512], msg[700];
     if (pd_scenario_load(s, files[f], err, sizeof err) == 0) {
       run_modes(s, &o);
@@ -252,6 +264,7 @@ int pd_cli_sim_run(const char *prog, int argc, char **argv) {
     }
     pd_cli_file_error(files[f], err, msg, sizeof msg);
     pd_cli_rows_error(&o.out, files[f], NULL, -1, msg); /* the other files still run */
+    o.stopped = o.fail_fast;
   }
   for (int f = 0; f < n_files; f++) free(files[f]);
   free(s);

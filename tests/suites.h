@@ -38,6 +38,7 @@
   X(pdt_suite_capacity_check) \
   X(pdt_suite_check_truth) \
   X(pdt_suite_check_sf) \
+  X(pdt_suite_mutant_kills) \
   X(pdt_suite_wengine) \
   X(pdt_suite_wengine_vllm) \
   X(pdt_suite_wengine_net) \

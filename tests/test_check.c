@@ -231,6 +231,46 @@ static void test_batch_rooms_are_judged_item_by_item(void) {
   }
 }
 
+/* I8: a batch of 3 whose legs both carry an array of 2 distinct rooms (not a scalar, agreeing
+ * with each other) is still short of a room per item (make mutate's survivor
+ * sim/pd_check.c:324:50:bool:||→&&, which judged the count only for scalar rooms). */
+static void test_a_batch_with_an_array_of_too_few_rooms_is_i8(void) {
+  static uint64_t two[2] = {7, 8};
+  fixture_t *f = clean();
+  if (!f) return;
+  f->s.workload.batch = 3;
+  pd_worker_leg_t *legs[2] = {&f->p, &f->d};
+  for (int i = 0; i < 2; i++) {
+    legs[i]->n_rooms = 2;
+    legs[i]->rooms = two;
+    legs[i]->room = 7;
+  }
+  EXPECT_ONLY(f, PD_INVARIANT_ROOMS);
+  legs[0]->n_rooms = legs[1]->n_rooms = 3; /* the control: three rooms pass */
+  static uint64_t three[3] = {7, 8, 9};
+  legs[0]->rooms = legs[1]->rooms = three;
+  EXPECT_ONLY(f, 0);
+  free(f);
+}
+
+/* The run's TTFT counts clean streams only: a stream that sent its first bytes and then ended
+ * without [DONE] adds nothing (make mutate's survivor sim/pd_check.c:536:13:bool:&&→||, which
+ * averaged every stream's first bytes in). */
+static void test_ttft_counts_clean_streams_only(void) {
+  for (int is_clean = 0; is_clean < 2; is_clean++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    f->rq.has_first_data = 1;
+    f->rq.t_first_data = 30 * MS;
+    f->rq.saw_done = is_clean;
+    judge(f);
+    PDT_EQ_U64(f->st.ttft_n, is_clean ? 1 : 0);
+    PDT_EQ_U64(f->st.ttft_sum_ns, is_clean ? 30 * MS : 0);
+    PDT_EQ_U64(f->st.clean_success, is_clean ? 1 : 0);
+    free(f);
+  }
+}
+
 /* I15: a request the workload expects to succeed gets a clean answer while all is healthy. */
 static void test_an_unserved_request_while_every_worker_was_healthy_is_i15(void) {
   for (int c = 0; c < 6; c++) {
@@ -419,6 +459,8 @@ int pdt_suite_check(void) {
        test_a_leg_closed_and_a_slot_freed_at_time_zero_count},
       {"a batch's rooms are judged item by item (count, distinct, not reused)",
        test_batch_rooms_are_judged_item_by_item},
+      {"a batch of 3 with an array of 2 rooms is I8", test_a_batch_with_an_array_of_too_few_rooms_is_i8},
+      {"the run's TTFT counts clean streams only", test_ttft_counts_clean_streams_only},
       {"I15: a request unserved while every worker was healthy",
        test_an_unserved_request_while_every_worker_was_healthy_is_i15},
       {"I16: a retry onto the worker that failed while an untried one was eligible",

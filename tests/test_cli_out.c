@@ -567,6 +567,36 @@ static void test_json_out_beside_the_table(void) {
   PDT_HAS(r->err, "/nonexistent/x.json: cannot write --json-out");
 }
 
+/* --fail-fast (make mutate's stage 1): the run stops after the first row not as expected or
+ * the first error row; the rows before it are kept, the files after it never run. */
+static int json_rows(const char *out) {
+  cJSON *doc = cJSON_Parse(out);
+  int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "rows"));
+  cJSON_Delete(doc);
+  return n;
+}
+
+static void test_fail_fast(void) {
+  PDT_EQ_INT(make_files(), 0);
+  const char *first[] = {"sim", "run", file("wrong.json"), GOOD, "--fail-fast", "--json", NULL};
+  run_t *r = pdref(first, 1);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 1);
+  PDT_EQ_INT(json_rows(r->out), 1); /* joined, UNEXPECTED; GOOD never ran */
+  const char *later[] = {"sim", "run", GOOD, file("wrong.json"), "--fail-fast", "--json", NULL};
+  r = pdref(later, 1);
+  PDT_EQ_INT(r->code, 1);
+  PDT_EQ_INT(json_rows(r->out), 5); /* GOOD's 4 rows, then wrong.json's first */
+  const char *bad[] = {"sim", "run", file("bad.json"), GOOD, "--fail-fast", "--json", NULL};
+  r = pdref(bad, 1);
+  PDT_EQ_INT(r->code, 2);
+  PDT_EQ_INT(json_rows(r->out), 1); /* the error row */
+  const char *good[] = {"sim", "run", GOOD, "--fail-fast", "--json", NULL};
+  r = pdref(good, 1);
+  PDT_EQ_INT(r->code, 0);
+  PDT_EQ_INT(json_rows(r->out), 4);
+}
+
 /* ---------- --listen and the ready lines ---------- */
 
 /* Whether the name localhost resolves here (a minimal root may have no /etc/hosts): else
@@ -715,6 +745,7 @@ int pdt_suite_cli_out(void) {
       {"sim run --json: arrays, names, seed, a replay that replays", test_json_rows_arrays_seed_replay},
       {"sim run: a bad file is an error row among good rows", test_error_row_among_good_files},
       {"sim run --json-out: every row in the file beside the table", test_json_out_beside_the_table},
+      {"sim run --fail-fast: stops at the first row not as expected", test_fail_fast},
       {"explore and sim bench --json: arrays, seed, replay", test_explore_and_bench_json},
       {"conform --json: arrays, seed, replay, an error row", test_conform_json_arrays_and_error_row},
       {"replay commands begin with the program as run (pdref, build/pdref, quoted)",
