@@ -251,7 +251,7 @@ static void test_deployment_limit_round_trips(void) {
   PDT_TRUE(s && t);
   if (!s || !t) goto out;
   PDT_EQ_INT(pd_scenario_load(s, SCN "sf-prefill-params-invalid.json", err, sizeof err), 0);
-  PDT_EQ_INT(s->expect[PD_MODE_REFERENCE].limit_mask, 1u << 17);
+  PDT_EQ_INT(s->expect[PD_MODE_REFERENCE].limit_mask, 1u << 17 | 1u << 19); /* I18, I20 */
   PDT_EQ_INT(s->expect[PD_MODE_MOONCAKE_PROXY].limit_mask, 0); /* a plain list there */
   PDT_EQ_INT(pd_scenario_write_json(s, &txt, &len), 0);
   PDT_TRUE(txt && strstr(txt, "\"deployment_limit\": [") != NULL);
