@@ -569,6 +569,109 @@ static void test_long_line_and_head_get_json(void) {
   PDT_EQ_INT(hh_stop(&h), 0);
 }
 
+/* ---------- wire exactness (issue 26) ---------- */
+
+/* Send p (n bytes) on a new connection and read to the close (or limit_ms): 1 when the
+ * server closed it. */
+static int exchange_raw(uint16_t port, const char *p, size_t n, char *out, size_t cap) {
+  int fd = pdt_dial(port);
+  out[0] = 0;
+  if (fd < 0) return 0;
+  send_all(fd, p, n);
+  size_t len = 0;
+  int is_closed = 0;
+  uint64_t end = pdt_now_ms() + 5000;
+  for (uint64_t now = pdt_now_ms(); now < end && len + 1 < cap; now = pdt_now_ms()) {
+    struct pollfd pf = {fd, POLLIN, 0};
+    if (poll(&pf, 1, (int)(end - now)) <= 0) break;
+    ssize_t k = recv(fd, out + len, cap - 1 - len, 0);
+    if (k <= 0) {
+      is_closed = 1;
+      break;
+    }
+    len += (size_t)k;
+  }
+  out[len] = 0;
+  close(fd);
+  return is_closed;
+}
+
+/* The response after the first one in resp (for a kept-alive exchange), or resp. */
+static const char *second_response(const char *resp) {
+  const char *p = strstr(resp + 1, "HTTP/1.1 ");
+  return p ? p : resp;
+}
+
+typedef struct wire_case {
+  const char *what;
+  const char *req; /* sent as is; its length is given (a NUL inside) */
+  size_t len;
+  int n_before;     /* good responses before the refused one (a kept-alive connection) */
+  const char *name; /* the header the 400 must name */
+  int is_gw_only;
+} wire_case_t;
+
+#define WC(s) s, sizeof s - 1
+
+/* Items 1 and 4 of issue 26: each answered by exactly one 400 JSON naming the header, the
+ * connection closed (a smuggled request behind it is never answered), also when the bad
+ * request is the second on a kept-alive connection. Before: the first two were answered
+ * twice (a 400 for the 5-byte body, then a 200 for the hidden GET), the NUL and the folded
+ * line were taken (X-Request-Id forwarded cut), the repeated and over-long X-Request-Id were
+ * dropped without notice. */
+static void test_wire_exactness(void) {
+  hh_t h;
+  if (hh_setup(&h, HH_LIMIT, 0)) return;
+  char longx[600];
+  int k = snprintf(longx, sizeof longx, "GET /health HTTP/1.1\r\nHost: x\r\nX-Request-Id: ");
+  memset(longx + k, 'r', 300);
+  snprintf(longx + k + 300, sizeof longx - (size_t)k - 300, "\r\nConnection: close\r\n\r\n");
+  const wire_case_t cases[] = {
+      {"blank before the colon of Transfer-Encoding, a GET hidden in the body",
+       WC("POST /generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\nContent-Length: 5"
+          "\r\n\r\n0\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n"),
+       0, "Transfer-Encoding", 0},
+      {"blank before the colon of Content-Length on a kept-alive connection",
+       WC("GET /health HTTP/1.1\r\nHost: x\r\n\r\nPOST /generate HTTP/1.1\r\nHost: x\r\n"
+          "Content-Length : 34\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n"),
+       1, "Content-Length", 0},
+      {"NUL in X-Request-Id",
+       WC("GET /health HTTP/1.1\r\nHost: x\r\nX-Request-Id: ab\0cd\r\nConnection: close\r\n\r\n"),
+       0, "X-Request-Id", 0},
+      {"obsolete folded line",
+       WC("GET /health HTTP/1.1\r\nHost: x\r\nX-Fold: one\r\n two\r\nConnection: close\r\n\r\n"), 0,
+       "X-Fold", 0},
+      {"X-Request-Id twice",
+       WC("GET /health HTTP/1.1\r\nHost: x\r\nX-Request-Id: a\r\nX-Request-Id: b\r\n"
+          "Connection: close\r\n\r\n"),
+       0, "X-Request-Id", 1},
+      {"X-Request-Id twice on a kept-alive connection",
+       WC("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n"
+          "X-Request-Id: a\r\nX-Request-Id: b\r\nConnection: close\r\n\r\n"),
+       1, "X-Request-Id", 1},
+      {"X-Request-Id of 300 bytes", longx, strlen(longx), 0, "X-Request-Id", 1},
+  };
+  char resp[4096];
+  for (int t = 0; t < 2; t++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      const wire_case_t *c = &cases[i];
+      if (t && c->is_gw_only) continue;
+      int is_closed = exchange_raw(h.port[t ? P_MOCK : P_GW], c->req, c->len, resp, sizeof resp);
+      const char *r = c->n_before ? second_response(resp) : resp;
+      char quoted[64];
+      snprintf(quoted, sizeof quoted, "'%s'", c->name);
+      int ok = count_of(resp, "HTTP/1.1 ") == c->n_before + 1 && is_json_error(r, 400) &&
+               strstr(r, quoted) && (c->n_before == 0 || strncmp(resp, "HTTP/1.1 200", 12) == 0);
+      if (!ok || !is_closed)
+        fprintf(stderr, "test_hostile_http: %s to %s: closed %d: %.600s\n", c->what,
+                t ? "mock" : "gateway", is_closed, resp);
+      PDT_TRUE(ok);
+      PDT_TRUE(is_closed); /* no smuggled request answered after it */
+    }
+  check_after(&h);
+  PDT_EQ_INT(hh_stop(&h), 0);
+}
+
 int pdt_suite_hostile_http(void) {
   static const pdt_case_t cases[] = {
       {"connection flood at the limit + 1: 503, serving, SIGTERM stops it", test_flood_limit_plus_one},
@@ -581,6 +684,8 @@ int pdt_suite_hostile_http(void) {
       {"bad framing (bad or two lengths, xchunked, both): one 400 JSON",
        test_bad_framing_gets_one_400_json},
       {"over-long request line and head: 414 and 431 JSON", test_long_line_and_head_get_json},
+      {"wire exactness: smuggling by a blank before the colon, NUL, folding, X-Request-Id: one "
+       "400 JSON naming the header", test_wire_exactness},
   };
   return PDT_SUITE("hostile_http", cases);
 }

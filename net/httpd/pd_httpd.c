@@ -290,13 +290,24 @@ int pd_httpd_is_killed(pd_httpd_t *h, struct MHD_Connection *mc) {
 typedef struct framing {
   const char *cl, *te;
   int n_cl, n_te, cl_differs;
+  char spaced[48]; /* a field name with a blank in it (RFC 9112 section 5.1), cut */
 } framing_t;
 
+/* libmicrohttpd 0.9.75 keeps a blank before the colon in the field name
+ * ("Transfer-Encoding " for "Transfer-Encoding : chunked") and so does not frame the body by
+ * it: a smuggling vector (RFC 9112 section 5.1 says answer 400). Its own rejection exists only
+ * at MHD_OPTION_STRICT_FOR_CLIENT -1 ("as tolerant as possible", which relaxes the rest) and
+ * answers HTML; the name is checked here instead, for every request on a connection. */
 static enum MHD_Result framing_iter(void *cls, enum MHD_ValueKind kind, const char *key,
                                     const char *value) {
   (void)kind;
   framing_t *f = cls;
   if (!key || !value) return MHD_YES;
+  if (!f->spaced[0] && strpbrk(key, " \t")) {
+    size_t n = strcspn(key, " \t");
+    snprintf(f->spaced, sizeof f->spaced, "%.*s", (int)(n < 40 ? n : 40), key);
+    if (!f->spaced[0]) f->spaced[0] = '?';
+  }
   if (!strcasecmp(key, "Content-Length")) {
     if (f->n_cl++ && strcmp(f->cl, value) != 0) f->cl_differs = 1;
     if (!f->cl) f->cl = value;
@@ -311,7 +322,11 @@ int pd_httpd_framing(pd_httpd_t *h, struct MHD_Connection *mc, char *msg, size_t
   framing_t f = {0};
   MHD_get_connection_values(mc, MHD_HEADER_KIND, framing_iter, &f);
   const char *why = NULL;
-  if (f.cl_differs)
+  char spaced[96];
+  if (f.spaced[0]) {
+    snprintf(spaced, sizeof spaced, "whitespace before the colon in header '%s'", f.spaced);
+    why = spaced;
+  } else if (f.cl_differs)
     why = "two different Content-Length headers";
   else if (f.n_te > 1)
     why = "more than one Transfer-Encoding header";
