@@ -672,6 +672,48 @@ static void test_wire_exactness(void) {
   PDT_EQ_INT(hh_stop(&h), 0);
 }
 
+/* Issue 26 item 3: HH_LIMIT kept-alive connections, each idle after one answered request,
+ * do not lock out a new client: at the limit the longest-idle one is closed to make room and
+ * the newcomer is served. Before: 503 for every new client until the idle timeout. */
+static void test_idle_keepalive_makes_room(void) {
+  hh_t h;
+  if (hh_setup(&h, HH_LIMIT, 0)) return;
+  const char *q = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (int t = 0; t < 2; t++) {
+    uint16_t port = h.port[t ? P_MOCK : P_GW];
+    int fds[HH_LIMIT], n_ok = 0;
+    for (unsigned i = 0; i < HH_LIMIT; i++) { /* one request each, answered, kept alive */
+      fds[i] = pdt_dial(port);
+      char buf[512] = "";
+      if (fds[i] >= 0) {
+        send_all(fds[i], q, strlen(q));
+        struct pollfd pf = {fds[i], POLLIN, 0};
+        ssize_t k = poll(&pf, 1, 5000) > 0 ? recv(fds[i], buf, sizeof buf - 1, 0) : -1;
+        buf[k > 0 ? k : 0] = 0;
+      }
+      n_ok += strncmp(buf, "HTTP/1.1 200", 12) == 0 && !strstr(buf, "close");
+    }
+    PDT_EQ_INT(n_ok, (int)HH_LIMIT);
+    int served = 0;
+    for (int k = 0; k < 3; k++) served += health_ok(port); /* newcomers, one after another */
+    if (served != 3)
+      fprintf(stderr, "test_hostile_http: %s: %d of 3 newcomers served at the limit\n",
+              t ? "mock" : "gateway", served);
+    PDT_EQ_INT(served, 3);
+    int n_closed = 0; /* the oldest idle ones made the room: closed, with no answer */
+    for (unsigned i = 0; i < HH_LIMIT; i++) {
+      struct pollfd pf = {fds[i], POLLIN, 0};
+      char c;
+      if (fds[i] >= 0 && poll(&pf, 1, 0) > 0 && recv(fds[i], &c, 1, MSG_DONTWAIT) <= 0) n_closed++;
+    }
+    PDT_TRUE(n_closed >= 1 && n_closed <= 3);
+    for (unsigned i = 0; i < HH_LIMIT; i++)
+      if (fds[i] >= 0) close(fds[i]);
+  }
+  check_after(&h);
+  PDT_EQ_INT(hh_stop(&h), 0);
+}
+
 int pdt_suite_hostile_http(void) {
   static const pdt_case_t cases[] = {
       {"connection flood at the limit + 1: 503, serving, SIGTERM stops it", test_flood_limit_plus_one},
@@ -686,6 +728,8 @@ int pdt_suite_hostile_http(void) {
       {"over-long request line and head: 414 and 431 JSON", test_long_line_and_head_get_json},
       {"wire exactness: smuggling by a blank before the colon, NUL, folding, X-Request-Id: one "
        "400 JSON naming the header", test_wire_exactness},
+      {"idle kept-alive connections at the limit make room for a new client",
+       test_idle_keepalive_makes_room},
   };
   return PDT_SUITE("hostile_http", cases);
 }

@@ -388,6 +388,7 @@ static enum MHD_Result on_first(pd_mock_t *m, struct MHD_Connection *c, const ch
     x->path = routes[i].path;
     x->is_method_ok = (routes[i].methods & meth) != 0;
   }
+  pd_httpd_request_begin(&m->httpd, c);
   if (pd_httpd_is_killed(&m->httpd, c)) return MHD_NO; /* refused: a 503 is out already */
   const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
   pd_reply_t rp = {0};

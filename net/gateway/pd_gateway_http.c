@@ -420,7 +420,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
                                  size_t *upload_size, void **req_cls) {
   pd_gateway_t *g = cls;
   pd_gateway_conn_t *c = *req_cls;
-  if (!c) return on_first(g, mc, url, method, version, req_cls);
+  if (!c) {
+    pd_httpd_request_begin(&g->httpd, mc);
+    return on_first(g, mc, url, method, version, req_cls);
+  }
   if (*upload_size) {
     size_t n = *upload_size;
     *upload_size = 0;

@@ -22,6 +22,8 @@ struct pd_httpd_conn {
   int fd;
   int is_whole;  /* the current request is whole: no clock */
   int is_killed; /* refused or timed out: the socket is shut down, MHD closes it */
+  int is_idle;   /* kept alive between requests: a response is over, no new request begun */
+  int is_evicted; /* closed to make room (counted in h->n_leaving until MHD closes it) */
   uint64_t since_ns, bound_ns;
 };
 
@@ -175,9 +177,27 @@ void pd_httpd_free(pd_httpd_t *h) {
 
 /* ---------- connections ---------- */
 
+/* At the limit (h->mu held): the longest-idle kept-alive connection is shut down to make
+ * room, as mature servers do (an idle connection may be closed at any time, RFC 9112 section
+ * 9.6); libmicrohttpd sees the end and closes it. 1 when one was. Connections that are
+ * mid-request, held by the gate, or already leaving are never taken; at most
+ * PD_HTTPD_MHD_HEADROOM / 2 may be leaving at once so libmicrohttpd's limit stays ahead. */
+static int evict_idle(pd_httpd_t *h) {
+  if (h->n_leaving >= PD_HTTPD_MHD_HEADROOM / 2) return 0;
+  pd_httpd_conn_t *v = NULL;
+  for (pd_httpd_conn_t *c = h->head; c; c = c->next)
+    if (c->is_idle && !c->is_killed && c->fd >= 0 && (!v || c->since_ns < v->since_ns)) v = c;
+  if (!v) return 0;
+  v->is_killed = v->is_evicted = 1;
+  h->n_leaving++;
+  h->evicted++;
+  shutdown(v->fd, SHUT_RDWR);
+  return 1;
+}
+
 int pd_httpd_admit(pd_httpd_t *h, int fd) {
   pthread_mutex_lock(&h->mu);
-  int ok = h->n_conns < h->max_conns;
+  int ok = h->n_conns - h->n_leaving < h->max_conns || evict_idle(h);
   if (ok)
     h->n_conns++;
   else
@@ -230,6 +250,7 @@ static void on_closed(pd_httpd_t *h, void **socket_ctx) {
   pd_httpd_conn_t *c = *socket_ctx;
   pthread_mutex_lock(&h->mu);
   if (h->n_conns) h->n_conns--;
+  if (c && c->is_evicted && h->n_leaving) h->n_leaving--;
   if (c) {
     if (c->prev)
       c->prev->next = c->next;
@@ -256,11 +277,20 @@ static pd_httpd_conn_t *conn_of(struct MHD_Connection *mc) {
   return ci ? ci->socket_context : NULL;
 }
 
+void pd_httpd_request_begin(pd_httpd_t *h, struct MHD_Connection *mc) {
+  pd_httpd_conn_t *c = conn_of(mc);
+  if (!c) return;
+  pthread_mutex_lock(&h->mu);
+  c->is_idle = 0;
+  pthread_mutex_unlock(&h->mu);
+}
+
 void pd_httpd_request_whole(pd_httpd_t *h, struct MHD_Connection *mc) {
   pd_httpd_conn_t *c = conn_of(mc);
   if (!c) return;
   pthread_mutex_lock(&h->mu);
   c->is_whole = 1;
+  c->is_idle = 0;
   pthread_mutex_unlock(&h->mu);
 }
 
@@ -269,6 +299,7 @@ void pd_httpd_request_over(pd_httpd_t *h, struct MHD_Connection *mc) {
   if (!c) return;
   pthread_mutex_lock(&h->mu);
   c->is_whole = 0;
+  c->is_idle = 1;
   c->since_ns = pd_httpd_now_ns();
   c->bound_ns = h->idle_ns > h->request_ns ? h->idle_ns : h->request_ns;
   pthread_mutex_unlock(&h->mu);
