@@ -546,7 +546,8 @@ int pd_mock_http_start(pd_mock_t *m, char *err, size_t errlen) {
       0, NULL, NULL, on_access, m, MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
       MHD_OPTION_NOTIFY_CONNECTION, on_connection, m, MHD_OPTION_CONNECTION_LIMIT,
       pd_httpd_mhd_limit(&m->httpd), MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned int)PD_MOCK_IDLE_TIMEOUT_S, MHD_OPTION_END);
+      (unsigned int)PD_MOCK_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      (size_t)PD_HTTPD_POOL_BYTES, MHD_OPTION_END);
   if (!m->daemon || pd_httpd_start(&m->httpd)) {
     if (m->daemon) MHD_stop_daemon(m->daemon);
     m->daemon = NULL;

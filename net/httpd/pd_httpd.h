@@ -26,6 +26,11 @@
 /* The gate's bounds on a first request head (below libmicrohttpd's memory pool, so that it
  * never answers these itself): 414 past the line, 431 past the head. */
 #define PD_HTTPD_MAX_LINE 4096u
+/* libmicrohttpd's per-connection memory pool (MHD_OPTION_CONNECTION_MEMORY_LIMIT) for the
+ * mock: above 32 KiB, 0.9.75 maps each pool with mmap and unmaps it at the close, so a peak
+ * of connections is returned to the system; at or below it the pool is malloc'd in the
+ * polling thread's arena, which glibc keeps after the peak (docs/mock.md, "Limits"). */
+#define PD_HTTPD_POOL_BYTES (36u * 1024u)
 #define PD_HTTPD_MAX_HEAD 8192u
 
 typedef struct pd_httpd_conn pd_httpd_conn_t;
@@ -51,7 +56,8 @@ typedef struct pd_httpd {
   uint64_t request_ns, idle_ns; /* the bound for a request; the idle timeout (keep-alive) */
   uint32_t n_conns;             /* admitted and not yet closed */
   uint32_t n_leaving;           /* of those, idle ones shut down to make room, not closed yet */
-  uint64_t refused, timed_out, bad_framing, evicted;
+  uint64_t refused, timed_out, bad_framing, evicted, trims;
+  uint32_t peak_conns; /* the most connections since the last trim (trim_after_peak) */
   pd_httpd_conn_t *head;
   /* the gate (pd_httpd_gate.c) */
   int gate_ep, listen_fd, is_gate_in_sweeper;
