@@ -276,6 +276,40 @@ static void test_bootstrap_port_flood_does_not_stall_requests(void) {
 }
 
 /* A non-loopback --listen prints what is exposed; a loopback one prints no warning. */
+/* Issue 26 item 5: a stated max_new_tokens / max_tokens of 0 is answered as the protocol the
+ * mock speaks does (docs/mock.md, "Max tokens 0"): SGLang ends the request with no output
+ * token, vLLM refuses it with 400. Before: both mocks streamed their 8 default tokens. */
+static void test_max_tokens_zero_follows_the_protocol(void) {
+  const char *sa[] = {"mock", "--role", "decode", "--direct", "--json", NULL};
+  const char *va[] = {"mock", "--role", "decode", "--direct", "--protocol", "vllm", "--json", NULL};
+  proc_t sg, vl;
+  int rs = proc_start(&sg, sa), rv = proc_start(&vl, va);
+  PDT_EQ_INT(rs, 0);
+  PDT_EQ_INT(rv, 0);
+  CURLM *mh = curl_multi_init();
+  if (!rs && !rv && mh) {
+    pdt_tx_t *t = pdt_tx_once(mh, sg.port, "/generate",
+                              "{\"text\":\"x\",\"sampling_params\":{\"max_new_tokens\":0}}");
+    PDT_EQ_INT(t->status, 200);
+    PDT_TRUE(strstr(t->buf, "\"completion_tokens\":0") != NULL);
+    pdt_tx_del(mh, t);
+    t = pdt_tx_once(mh, sg.port, "/generate", /* the control: a stated 3 is 3 */
+                    "{\"text\":\"x\",\"sampling_params\":{\"max_new_tokens\":3}}");
+    PDT_TRUE(t->status == 200 && strstr(t->buf, "\"completion_tokens\":3"));
+    pdt_tx_del(mh, t);
+    t = pdt_tx_once(mh, vl.port, "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":0}");
+    PDT_EQ_INT(t->status, 400);
+    PDT_TRUE(strstr(t->buf, "max_tokens must be at least 1") != NULL);
+    pdt_tx_del(mh, t);
+    t = pdt_tx_once(mh, vl.port, "/v1/completions", "{\"prompt\":\"x\",\"max_tokens\":2}");
+    PDT_EQ_INT(t->status, 200);
+    pdt_tx_del(mh, t);
+  }
+  if (mh) curl_multi_cleanup(mh);
+  PDT_TRUE(proc_stop(&sg, 5000, NULL, 0));
+  PDT_TRUE(proc_stop(&vl, 5000, NULL, 0));
+}
+
 static void test_non_loopback_listen_warns(void) {
   static char err[4096];
   proc_t p;
@@ -303,6 +337,8 @@ int pdt_suite_hostile_input(void) {
       {"a bootstrap port flood does not stall requests; fds back to baseline",
        test_bootstrap_port_flood_does_not_stall_requests},
       {"a non-loopback --listen warns what is exposed", test_non_loopback_listen_warns},
+      {"max tokens 0: SGLang mock answers no token, vLLM mock 400",
+       test_max_tokens_zero_follows_the_protocol},
   };
   return PDT_SUITE("hostile_input", cases);
 }

@@ -388,6 +388,7 @@ static enum MHD_Result on_first(pd_mock_t *m, struct MHD_Connection *c, const ch
     x->path = routes[i].path;
     x->is_method_ok = (routes[i].methods & meth) != 0;
   }
+  pd_httpd_request_begin(&m->httpd, c);
   if (pd_httpd_is_killed(&m->httpd, c)) return MHD_NO; /* refused: a 503 is out already */
   const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
   pd_reply_t rp = {0};
@@ -545,7 +546,8 @@ int pd_mock_http_start(pd_mock_t *m, char *err, size_t errlen) {
       0, NULL, NULL, on_access, m, MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
       MHD_OPTION_NOTIFY_CONNECTION, on_connection, m, MHD_OPTION_CONNECTION_LIMIT,
       pd_httpd_mhd_limit(&m->httpd), MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned int)PD_MOCK_IDLE_TIMEOUT_S, MHD_OPTION_END);
+      (unsigned int)PD_MOCK_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      (size_t)PD_HTTPD_POOL_BYTES, MHD_OPTION_END);
   if (!m->daemon || pd_httpd_start(&m->httpd)) {
     if (m->daemon) MHD_stop_daemon(m->daemon);
     m->daemon = NULL;

@@ -67,6 +67,13 @@ int pd_mock_req_fill(pd_mock_leg_t *leg, const pd_request_t *r, const char *body
   }
   if (leg->m->is_vllm) read_kvp(leg, &b);
   leg->tokens = r->max_tokens ? r->max_tokens : default_tokens;
+  if (b.has_max_tokens && b.max_tokens == 0) { /* a stated 0 (docs/mock.md, "max tokens 0") */
+    if (leg->m->is_vllm) { /* vLLM's sampling parameters refuse it */
+      snprintf(err, errlen, "max_tokens must be at least 1, got 0");
+      return PD_ERR_FIELD;
+    }
+    leg->tokens = 0; /* SGLang allows 0: the request ends with no output token */
+  }
   if (leg->tokens > PD_MOCK_MAX_TOKENS) leg->tokens = PD_MOCK_MAX_TOKENS;
   leg->rid_json = pd_mock_req_escape(leg->rid);
   if (!leg->rid_json) {

@@ -255,6 +255,41 @@ static void classify(pd_gateway_conn_t *c, const char *url, const char *method) 
   }
 }
 
+/* X-Request-Id, which the gateway forwards to both legs (R1.28): one, short, printable. A
+ * second one or an over-long one was dropped without notice; now the request is refused. */
+#define PD_GATEWAY_HTTP_MAX_XRID 256u
+typedef struct xrid_check {
+  unsigned n;
+  int is_long, is_ctl;
+} xrid_check_t;
+
+static enum MHD_Result xrid_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 size_t key_size, const char *value, size_t value_size) {
+  (void)kind;
+  (void)key_size;
+  xrid_check_t *x = cls;
+  if (!key || strcasecmp(key, "X-Request-Id") != 0) return MHD_YES;
+  x->n++;
+  if (value_size > PD_GATEWAY_HTTP_MAX_XRID) x->is_long = 1;
+  for (size_t i = 0; value && i < value_size; i++)
+    if ((unsigned char)value[i] < 0x20 || value[i] == 0x7f) x->is_ctl = 1;
+  return MHD_YES;
+}
+
+static int xrid_bad(struct MHD_Connection *mc, char *msg, size_t cap) {
+  xrid_check_t x = {0, 0, 0};
+  MHD_get_connection_values_n(mc, MHD_HEADER_KIND, xrid_iter, &x);
+  if (x.n > 1)
+    snprintf(msg, cap, "header 'X-Request-Id': given %u times, at most once", x.n);
+  else if (x.is_long)
+    snprintf(msg, cap, "header 'X-Request-Id': longer than %u bytes", PD_GATEWAY_HTTP_MAX_XRID);
+  else if (x.is_ctl)
+    snprintf(msg, cap, "header 'X-Request-Id': a control character in the value");
+  else
+    return 0;
+  return 1;
+}
+
 static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, const char *url,
                                 const char *method, const char *version, void **req_cls) {
   pd_gateway_conn_t *c = conn_new(g, mc);
@@ -268,6 +303,11 @@ static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, cons
     c->is_ended = 1;
     return respond_error(c, 400, "bad_framing", why, 1);
   }
+  if (xrid_bad(mc, why, sizeof why)) { /* answered once the body is read: keeps keep-alive */
+    c->kind = PD_GATEWAY_HTTP_REJECT;
+    c->head_status = 400;
+    snprintf(c->reject_msg, sizeof c->reject_msg, "%s", why);
+  }
   const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Length");
   if (cl && strtoull(cl, NULL, 10) > g->cfg.max_body_bytes) { /* any route: nobody reads it */
     char msg[160];
@@ -276,7 +316,7 @@ static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, cons
     c->is_ended = 1;
     return respond_error(c, 413, "payload_too_large", msg, 1);
   }
-  if (c->kind == PD_GATEWAY_HTTP_REJECT) {
+  if (c->kind == PD_GATEWAY_HTTP_REJECT && c->head_status != 400) {
     snprintf(c->reject_msg, sizeof c->reject_msg, "%s %.200s: %s", method, url,
              c->head_status == 404 ? "no such route" : "method not allowed on this route");
     return MHD_YES; /* answered once the body (if any, bounded) is read: keeps keep-alive */
@@ -380,7 +420,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
                                  size_t *upload_size, void **req_cls) {
   pd_gateway_t *g = cls;
   pd_gateway_conn_t *c = *req_cls;
-  if (!c) return on_first(g, mc, url, method, version, req_cls);
+  if (!c) {
+    pd_httpd_request_begin(&g->httpd, mc);
+    return on_first(g, mc, url, method, version, req_cls);
+  }
   if (*upload_size) {
     size_t n = *upload_size;
     *upload_size = 0;
@@ -403,6 +446,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
     return respond_error(c, c->head_status,
                          c->head_status == 404   ? "unknown_route"
                          : c->head_status == 413 ? "payload_too_large"
+                         : c->head_status == 400 ? "bad_header"
                                                  : "method_not_allowed",
                          c->reject_msg, c->head_status == 413);
   }

@@ -26,6 +26,11 @@
 /* The gate's bounds on a first request head (below libmicrohttpd's memory pool, so that it
  * never answers these itself): 414 past the line, 431 past the head. */
 #define PD_HTTPD_MAX_LINE 4096u
+/* libmicrohttpd's per-connection memory pool (MHD_OPTION_CONNECTION_MEMORY_LIMIT) for the
+ * mock: above 32 KiB, 0.9.75 maps each pool with mmap and unmaps it at the close, so a peak
+ * of connections is returned to the system; at or below it the pool is malloc'd in the
+ * polling thread's arena, which glibc keeps after the peak (docs/mock.md, "Limits"). */
+#define PD_HTTPD_POOL_BYTES (36u * 1024u)
 #define PD_HTTPD_MAX_HEAD 8192u
 
 typedef struct pd_httpd_conn pd_httpd_conn_t;
@@ -50,7 +55,9 @@ typedef struct pd_httpd {
   uint32_t max_conns;
   uint64_t request_ns, idle_ns; /* the bound for a request; the idle timeout (keep-alive) */
   uint32_t n_conns;             /* admitted and not yet closed */
-  uint64_t refused, timed_out, bad_framing;
+  uint32_t n_leaving;           /* of those, idle ones shut down to make room, not closed yet */
+  uint64_t refused, timed_out, bad_framing, evicted, trims;
+  uint32_t peak_conns; /* the most connections since the last trim (trim_after_peak) */
   pd_httpd_conn_t *head;
   /* the gate (pd_httpd_gate.c) */
   int gate_ep, listen_fd, is_gate_in_sweeper;
@@ -94,7 +101,8 @@ int pd_httpd_head_check(const char *p, size_t n, size_t max_line, size_t max_hea
                         size_t cap);
 
 /* Accept path (is_counted_at_accept): 1 if fd may be handed to libmicrohttpd (counted), 0
- * if it was refused (a 503 written, fd closed). */
+ * if it was refused (a 503 written, fd closed). At the limit the longest-idle kept-alive
+ * connection is closed to make room first: idle connections cannot lock out new clients. */
 int pd_httpd_admit(pd_httpd_t *h, int fd);
 /* A connection handed in with pd_httpd_admit that libmicrohttpd refused (it is uncounted). */
 void pd_httpd_unadmit(pd_httpd_t *h);
@@ -102,6 +110,8 @@ void pd_httpd_unadmit(pd_httpd_t *h);
 /* Forward MHD_OPTION_NOTIFY_CONNECTION here (socket_ctx is used). */
 void pd_httpd_notify(pd_httpd_t *h, struct MHD_Connection *mc, void **socket_ctx,
                      enum MHD_ConnectionNotificationCode toe);
+/* A request on mc has begun (first access-handler call): mc is no longer idle. */
+void pd_httpd_request_begin(pd_httpd_t *h, struct MHD_Connection *mc);
 /* The request on mc is whole (last access-handler call): its clock stops. */
 void pd_httpd_request_whole(pd_httpd_t *h, struct MHD_Connection *mc);
 /* The request on mc is over (MHD_OPTION_NOTIFY_COMPLETED): the next one's clock starts. */

@@ -43,14 +43,48 @@ static int bad(char *msg, size_t cap, unsigned status, const char *why) {
   return (int)status;
 }
 
+/* The name of the field on line [at, e) for a message: up to its colon, cut, printable. */
+static void field_name(const char *p, size_t at, size_t e, char *out, size_t cap) {
+  size_t k = 0;
+  while (e > at && p[e - 1] != ':' && memchr(p + at, ':', e - at)) e--; /* up to the colon */
+  while (e > at && (p[e - 1] == ':' || p[e - 1] == ' ' || p[e - 1] == '\t')) e--;
+  for (size_t i = at; i < e && k + 1 < cap && k < 40; i++)
+    out[k++] = (p[i] > 0x20 && p[i] < 0x7f && p[i] != '\'' && p[i] != '"') ? p[i] : '?';
+  out[k] = 0;
+}
+
+/* The field lines of a first head, raw: what libmicrohttpd 0.9.75 would take silently. A NUL
+ * cuts a value where libmicrohttpd stores it (X-Request-Id was forwarded cut); an obsolete
+ * folded line (RFC 9112 section 5.2: a server rejects it or replaces it) and a blank before
+ * the colon (section 5.1) are refused with 400 naming the header. */
 static int check_fields(const char *p, size_t n, char *msg, size_t cap) {
-  size_t at = line_end(p, n, 0) + 1;
+  size_t first = line_end(p, n, 0);
+  char name[48], why[128];
+  if (memchr(p, 0, first)) return bad(msg, cap, 400, "header: NUL in the request line");
+  size_t at = first + 1, prev = 0, prev_e = 0;
   while (at < n) {
     size_t e = line_end(p, n, at), len = e - at;
+    if (len == 0 || (len == 1 && p[at] == '\r')) break; /* the blank line */
     const char *colon = memchr(p + at, ':', len);
+    if (p[at] == ' ' || p[at] == '\t') {
+      field_name(p, prev, prev_e, name, sizeof name);
+      snprintf(why, sizeof why, "header '%s': obsolete line folding", prev ? name : "?");
+      return bad(msg, cap, 400, why);
+    }
+    field_name(p, at, e, name, sizeof name);
+    if (memchr(p + at, 0, len)) {
+      snprintf(why, sizeof why, "header '%s': NUL in the field", name);
+      return bad(msg, cap, 400, why);
+    }
+    if (colon && colon > p + at && (colon[-1] == ' ' || colon[-1] == '\t')) {
+      snprintf(why, sizeof why, "framing: whitespace before the colon in header '%s'", name);
+      return bad(msg, cap, 400, why);
+    }
     if (colon && (size_t)(colon - (p + at)) == 14 && !strncasecmp(p + at, "Content-Length", 14) &&
         !is_length(colon + 1, (size_t)(p + e - colon - 1)))
       return bad(msg, cap, 400, "framing: Content-Length is not a non-negative integer");
+    prev = at;
+    prev_e = e;
     at = e + 1;
   }
   return 1;
@@ -172,7 +206,7 @@ static void gate_finish(pd_httpd_t *h, int fd, const struct sockaddr *a, socklen
   if (v > 1) h->bad_framing++;
   pthread_mutex_unlock(&h->mu);
   if (v > 1)
-    pd_httpd_raw_error(fd, (unsigned)v, v == 400 ? "bad_framing" : v == 414 ? "uri_too_long"
+    pd_httpd_raw_error(fd, (unsigned)v, v == 400 ? (strncmp(msg, "header", 6) ? "bad_framing" : "bad_header") : v == 414 ? "uri_too_long"
                                                                             : "header_too_large",
                        msg);
   char buf[4096];
