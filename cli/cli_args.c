@@ -150,18 +150,24 @@ void pd_cli_prog_name(const char *argv0, char *buf, size_t cap) {
     snprintf(buf, cap, "%s", argv0);
     return;
   }
-  size_t n = 0;
+  buf[0] = '\0';
+  pd_cli_shell_quote(buf, cap, argv0);
+}
+
+void pd_cli_shell_quote(char *buf, size_t cap, const char *text) {
+  size_t n = strlen(buf);
+  if (n + 1 >= cap) return;
   buf[n++] = '\'';
-  for (; *argv0 && n + 6 < cap; argv0++) {
-    if (*argv0 == '\'') {
+  for (; *text && n + 6 < cap; text++) {
+    if (*text == '\'') {
       memcpy(buf + n, "'\\''", 4);
       n += 4;
     } else {
-      buf[n++] = *argv0;
+      buf[n++] = *text;
     }
   }
   if (n + 1 < cap) buf[n++] = '\'';
-  buf[n < cap ? n : cap - 1] = '\0';
+  buf[n] = '\0';
 }
 
 void pd_cli_getopt_begin(void) {

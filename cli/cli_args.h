@@ -54,6 +54,10 @@ int pd_cli_parse_mode(const char *cmd, const char *flag, const char *text, pd_mo
 #define PD_CLI_PROG_BYTES 4200
 void pd_cli_prog_name(const char *argv0, char *buf, size_t cap);
 
+/* Append text to the NUL-terminated command in buf (cap bytes) as one shell word:
+ * single-quoted, ' written as '\''. Truncated to fit, always terminated. */
+void pd_cli_shell_quote(char *buf, size_t cap, const char *text);
+
 /* Start a new getopt loop over another argv (resets getopt's state). */
 void pd_cli_getopt_begin(void);
 /* getopt_long over argv (argv[0] the command word) with the options of opts and "-h", errors

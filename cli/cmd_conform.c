@@ -308,27 +308,11 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
 
 #define PD_CONFORM_REPLAY_BYTES (4096 + PD_CLI_PROG_BYTES)
 
-/* Append text to the command in buf as one shell word: single-quoted, ' as '\''. */
-static void shell_quote(char *buf, size_t cap, const char *text) {
-  size_t n = strlen(buf);
-  if (n + 1 < cap) buf[n++] = '\'';
-  for (; *text && n + 6 < cap; text++) {
-    if (*text == '\'') {
-      memcpy(buf + n, "'\\''", 4);
-      n += 4;
-    } else {
-      buf[n++] = *text;
-    }
-  }
-  if (n + 1 < cap) buf[n++] = '\'';
-  buf[n] = '\0';
-}
-
 /* "pdref conform --gateway-cmd 'CMD' FILE --mode-label M --timeout-scale X ...": the row
  * again, with the options that change its verdict. */
 static void replay_cmd(const pd_scenario_t *s, const opts_t *o, char *buf, size_t cap) {
   snprintf(buf, cap, "%s conform --gateway-cmd ", o->prog);
-  shell_quote(buf, cap, o->c.gateway_cmd);
+  pd_cli_shell_quote(buf, cap, o->c.gateway_cmd);
   size_t n = strlen(buf);
   snprintf(buf + n, cap - n, " %s --mode-label %s --timeout-scale %g", s->path,
            o->c.mode_label, o->c.scale);
@@ -339,7 +323,7 @@ static void replay_cmd(const pd_scenario_t *s, const opts_t *o, char *buf, size_
              (unsigned long long)o->c.bound_ms);
   for (uint32_t i = 0; i < o->c.n_client_headers; i++) {
     snprintf(buf + strlen(buf), cap - strlen(buf), " --client-header ");
-    shell_quote(buf, cap, o->c.client_header[i]);
+    pd_cli_shell_quote(buf, cap, o->c.client_header[i]);
   }
 }
 
