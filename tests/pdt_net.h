@@ -10,6 +10,7 @@
 
 #include "pd_conform.h"
 #include "pd_scenario.h"
+#include "pdt.h"
 
 #ifndef PD_SOURCE_DIR
 #define PD_SOURCE_DIR "."
@@ -82,6 +83,56 @@ static inline void pdt_conform_opts(pd_conform_opts_t *o, const char *bin, const
   pd_conform_set_label(o, mode);
   o->scale = 0.01;
   o->slack_ms = 100; /* sanitizer builds are slow to notice a hang-up */
+}
+
+/* One library row driven over real sockets: the pdref binary, the scenario, the conform
+ * options for `pdref gateway --mode MODE` (pdt_conform_opts) and the result. The options point
+ * into the struct (bin, cmd): keep it where it was opened. */
+typedef struct pdt_row {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
+  pd_scenario_t *s;
+  pd_conform_opts_t o;
+  pd_conform_result_t r;
+} pdt_row_t;
+
+/* scenarios/NAME.json against pdref's gateway in MODE at timeout scale SCALE. 0; -1 when pdref
+ * is not built (nothing to judge) or the scenario does not load (a failed assertion): the
+ * caller returns, nothing to free. Otherwise pdt_row_close frees. */
+static inline int pdt_row_open(pdt_row_t *x, const char *name, const char *mode, double scale) {
+  x->s = NULL;
+  if (pdt_pdref_path(x->bin, sizeof x->bin) != 0) {
+    fprintf(stderr, "test: %s not built, %s skipped\n", x->bin, name);
+    return -1;
+  }
+  x->s = pdt_load_scenario(name);
+  PDT_TRUE(x->s != NULL);
+  if (!x->s) return -1;
+  pdt_conform_opts(&x->o, x->bin, mode, x->cmd, sizeof x->cmd);
+  x->o.scale = scale;
+  return 0;
+}
+
+/* Run the row: the runner's return and the row's status are asserted (0, ran); 0 when both
+ * hold. */
+static inline int pdt_row_run(pdt_row_t *x) {
+  int rc = pd_conform_run(x->s, &x->o, &x->r);
+  PDT_EQ_INT(rc, 0);
+  PDT_EQ_INT(x->r.status, PD_CONFORM_RAN);
+  return rc == 0 && x->r.status == PD_CONFORM_RAN ? 0 : -1;
+}
+
+static inline void pdt_row_close(pdt_row_t *x) {
+  free(x->s);
+  x->s = NULL;
+}
+
+/* pdt_row_open, then pdt_row_run: 0 when the row ran (pdt_row_close frees); -1 when it did
+ * not, with nothing left to free. */
+static inline int pdt_row_open_run(pdt_row_t *x, const char *name, const char *mode, double scale) {
+  if (pdt_row_open(x, name, mode, scale) != 0) return -1;
+  if (pdt_row_run(x) == 0) return 0;
+  pdt_row_close(x);
+  return -1;
 }
 
 #endif

@@ -88,30 +88,22 @@ static void test_parity_with_the_simulator_on_a_subset(void) {
  * included) or by the runner's id in the prompt (minilb drops the header but forwards the
  * prompt). A row with a leg tied by arrival order only would be skipped after the run. */
 static void test_crash_judged_when_legs_are_tied_by_request_id(void) {
-  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
-  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
   signal(SIGPIPE, SIG_IGN);
-  pd_scenario_t *s = pdt_load_scenario("decode-crash-and-restart");
-  PDT_TRUE(s != NULL);
-  if (!s) return;
-  pd_conform_opts_t o;
-  pd_conform_result_t r;
-  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
-  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
-  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
-  PDT_TRUE(r.scale >= 0.1); /* the scenario's socket_min_scale */
-  PDT_EQ_INT(r.legs_by_timing, 0);
-  PDT_TRUE(r.judged & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
-  PDT_EQ_INT(r.got, 0);
-  PDT_TRUE(r.matched);
-  assert_no_survivors(&r);
-  pdt_conform_opts(&o, bin, "minilb", cmd, sizeof cmd);
-  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
-  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
-  PDT_EQ_INT(r.legs_by_timing, 0); /* no header on the legs, the prompt carries the id */
-  PDT_TRUE(r.matched);
-  assert_no_survivors(&r);
-  free(s);
+  pdt_row_t x;
+  if (pdt_row_open_run(&x, "decode-crash-and-restart", "reference", 0.01) != 0) return;
+  PDT_TRUE(x.r.scale >= 0.1); /* the scenario's socket_min_scale */
+  PDT_EQ_INT(x.r.legs_by_timing, 0);
+  PDT_TRUE(x.r.judged & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
+  PDT_EQ_INT(x.r.got, 0);
+  PDT_TRUE(x.r.matched);
+  assert_no_survivors(&x.r);
+  pdt_conform_opts(&x.o, x.bin, "minilb", x.cmd, sizeof x.cmd);
+  if (pdt_row_run(&x) == 0) {
+    PDT_EQ_INT(x.r.legs_by_timing, 0); /* no header on the legs, the prompt carries the id */
+    PDT_TRUE(x.r.matched);
+    assert_no_survivors(&x.r);
+  }
+  pdt_row_close(&x);
 }
 
 /* A gateway command that never listens (and leaves a background child behind), and one that

@@ -180,25 +180,17 @@ static void test_a_conform_run_that_tests_nothing_exits_1(void) {
  * I1 and says why. Before: UNEXPECTED (I1, expected I1,I14). With --request-bound-ms past the
  * timeout I14 is required again. */
 static void test_what_sockets_cannot_observe_is_not_required(void) {
-  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
-  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
-  pd_scenario_t *s = pdt_load_scenario("decode-hang-before-head-prefill-not-cancelled");
-  PDT_TRUE(s != NULL);
-  if (!s) return;
-  pd_conform_opts_t o;
-  pdt_conform_opts(&o, bin, "minilb", cmd, sizeof cmd);
-  o.scale = 0.005;
-  pd_conform_result_t r;
-  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
-  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
-  PDT_EQ_INT(r.want, PD_CONFORM_BIT(1) | PD_CONFORM_BIT(14));
-  PDT_EQ_INT(r.maybe, PD_CONFORM_BIT(14));
-  PDT_EQ_INT(r.got & PD_CONFORM_BIT(1), PD_CONFORM_BIT(1));
-  PDT_TRUE(r.matched);
-  PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_AS_EXPECTED);
-  PDT_TRUE(strstr(r.observe_note, "I14 show only at the end of a request the gateway ends by its "
-                                  "own 18000 ms timeout (minilb, scaled)") != NULL);
-  free(s);
+  pdt_row_t x;
+  if (pdt_row_open_run(&x, "decode-hang-before-head-prefill-not-cancelled", "minilb", 0.005) != 0)
+    return;
+  PDT_EQ_INT(x.r.want, PD_CONFORM_BIT(1) | PD_CONFORM_BIT(14));
+  PDT_EQ_INT(x.r.maybe, PD_CONFORM_BIT(14));
+  PDT_EQ_INT(x.r.got & PD_CONFORM_BIT(1), PD_CONFORM_BIT(1));
+  PDT_TRUE(x.r.matched);
+  PDT_EQ_INT(pd_conform_verdict(&x.r), PD_CONFORM_AS_EXPECTED);
+  PDT_TRUE(strstr(x.r.observe_note, "I14 show only at the end of a request the gateway ends by its "
+                                    "own 18000 ms timeout (minilb, scaled)") != NULL);
+  pdt_row_close(&x);
 }
 
 /* Another label (a gateway conform has no model of) is held to the reference's expectation,
@@ -207,23 +199,18 @@ static void test_what_sockets_cannot_observe_is_not_required(void) {
  * says so in its own word, neither a pass nor a failure of the gateway. Before: "FAIL I19 ...
  * as expected", counted as passed. */
 static void test_another_label_meets_a_deployment_limit(void) {
-  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
-  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
-  pd_scenario_t *s = pdt_load_scenario("sf-prefill-kv-expires-before-decode-reads");
-  PDT_TRUE(s != NULL);
-  if (!s) return;
-  pd_conform_opts_t o;
-  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
-  pd_conform_set_label(&o, "my-gw");
-  o.scale = 0.3;
-  pd_conform_result_t r;
-  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
-  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
-  PDT_EQ_INT(r.want, PD_CONFORM_BIT(19));
-  PDT_EQ_INT(r.limit, PD_CONFORM_BIT(19));
-  PDT_EQ_INT(r.got, PD_CONFORM_BIT(19));
-  PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_LIMIT);
-  free(s);
+  pdt_row_t x;
+  if (pdt_row_open(&x, "sf-prefill-kv-expires-before-decode-reads", "reference", 0.3) != 0) return;
+  pd_conform_set_label(&x.o, "my-gw");
+  if (pdt_row_run(&x) != 0) {
+    pdt_row_close(&x);
+    return;
+  }
+  PDT_EQ_INT(x.r.want, PD_CONFORM_BIT(19));
+  PDT_EQ_INT(x.r.limit, PD_CONFORM_BIT(19));
+  PDT_EQ_INT(x.r.got, PD_CONFORM_BIT(19));
+  PDT_EQ_INT(pd_conform_verdict(&x.r), PD_CONFORM_LIMIT);
+  pdt_row_close(&x);
 }
 
 /* A fault no mock can inject is not the gateway's fault: sf-decode-connect-refused (the mock
@@ -231,25 +218,16 @@ static void test_another_label_meets_a_deployment_limit(void) {
  * waits for its timer, I18 on sockets, pass in the simulator) is not exercised, and says why.
  * Before: UNEXPECTED (I18, expected pass). */
 static void test_a_fault_no_mock_can_inject_is_not_exercised(void) {
-  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
-  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
-  pd_scenario_t *s = pdt_load_scenario("sf-decode-connect-refused");
-  PDT_TRUE(s != NULL);
-  if (!s) return;
-  pd_conform_opts_t o;
-  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
-  o.scale = 0.3;
-  pd_conform_result_t r;
-  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
-  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
-  PDT_TRUE(strstr(r.cannot_drive, "a mock cannot refuse one request's connection") != NULL);
-  if (r.matched) { /* the reset happened to give what the refusal gives: judged as usual */
-    PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_AS_EXPECTED);
+  pdt_row_t x;
+  if (pdt_row_open_run(&x, "sf-decode-connect-refused", "reference", 0.3) != 0) return;
+  PDT_TRUE(strstr(x.r.cannot_drive, "a mock cannot refuse one request's connection") != NULL);
+  if (x.r.matched) { /* the reset happened to give what the refusal gives: judged as usual */
+    PDT_EQ_INT(pd_conform_verdict(&x.r), PD_CONFORM_AS_EXPECTED);
   } else {
-    PDT_EQ_INT(pd_conform_verdict(&r), PD_CONFORM_NOT_EXERCISED);
-    PDT_TRUE(strstr(r.nx_reason, "a mock cannot refuse") != NULL);
+    PDT_EQ_INT(pd_conform_verdict(&x.r), PD_CONFORM_NOT_EXERCISED);
+    PDT_TRUE(strstr(x.r.nx_reason, "a mock cannot refuse") != NULL);
   }
-  free(s);
+  pdt_row_close(&x);
 }
 
 /* The machine's limits are not the gateway's fault. The rate warm-up measures what this

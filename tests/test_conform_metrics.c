@@ -38,37 +38,26 @@ static void test_outcome_counts_feasibility(void) {
  * success, and conform sees it in the gateway's /metrics; the reference records no such
  * thing. Both rows say I4 was judged. */
 static void test_metrics_show_pr1150_recording_a_failed_prefill_as_success(void) {
-  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
-  if (pdt_pdref_path(bin, sizeof bin) != 0) {
-    fprintf(stderr, "test_conform_metrics: %s not built, skipped\n", bin);
-    return;
-  }
   signal(SIGPIPE, SIG_IGN);
-  pd_scenario_t *s = pdt_load_scenario("prefill-body-error-ignored");
-  PDT_TRUE(s != NULL);
-  if (!s) return;
   const char *modes[] = {"pr1150", "reference"};
   for (int i = 0; i < 2; i++) {
-    pd_conform_opts_t o;
-    pdt_conform_opts(&o, bin, modes[i], cmd, sizeof cmd);
     /* the body error comes 10 ms before decode's first token: at the usual 0.01 that is
        0.1 ms, an order a loaded machine does not keep (CI failed the row once in a run) */
-    o.scale = 1.0;
-    pd_conform_result_t r;
-    PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
-    PDT_EQ_INT(r.status, PD_CONFORM_RAN);
-    PDT_TRUE(r.judged & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
+    pdt_row_t x;
+    if (pdt_row_open_run(&x, "prefill-body-error-ignored", modes[i], 1.0) != 0) return;
+    const pd_conform_result_t *r = &x.r;
+    PDT_TRUE(r->judged & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
     if (i == 0) {
-      PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
-      PDT_TRUE(strstr(r.metrics_reason, "I4 p0: /metrics records 1 success") != NULL);
+      PDT_TRUE(r->got & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
+      PDT_TRUE(strstr(r->metrics_reason, "I4 p0: /metrics records 1 success") != NULL);
     } else {
-      PDT_FALSE(r.got & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
-      PDT_EQ_STR(r.metrics_reason, "");
+      PDT_FALSE(r->got & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
+      PDT_EQ_STR(r->metrics_reason, "");
     }
-    PDT_TRUE(r.matched);
-    PDT_EQ_INT(r.quiescent, 1); /* both let go of every load once the request ended */
+    PDT_TRUE(r->matched);
+    PDT_EQ_INT(r->quiescent, 1); /* both let go of every load once the request ended */
+    pdt_row_close(&x);
   }
-  free(s);
 }
 
 /* Quiescence from an exposition: a load or a request still held after the run is named;

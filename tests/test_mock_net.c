@@ -98,28 +98,16 @@ out:
  * the client's end: I3 and I18 (and joined's missing error event, I14), as in the simulator.
  * joined records success for d0, which the cut leg may bear (/metrics I4 stays clean). */
 static void test_conform_shows_no_abort_after_a_transport_error(void) {
-  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
-  if (pdt_pdref_path(bin, sizeof bin) != 0) {
-    fprintf(stderr, "test_mock_net: %s not built, skipped\n", bin);
-    return;
-  }
   signal(SIGPIPE, SIG_IGN);
-  pd_scenario_t *s = pdt_load_scenario("net-reset-decode-mid-stream");
-  PDT_TRUE(s != NULL);
-  if (!s) return;
-  pd_conform_opts_t o;
-  pdt_conform_opts(&o, bin, "joined", cmd, sizeof cmd);
-  o.scale = 0.05; /* d0 generates 500 ms on past the cut: well over the grace and the slack */
-  pd_conform_result_t r;
-  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
-  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
-  PDT_EQ_INT(r.faults_fired, 1);
-  PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INVARIANT_STRANDED_SLOT));
-  PDT_TRUE(r.got & PD_CONFORM_BIT(PD_INVARIANT_STRANDED_KV));
-  PDT_TRUE(r.judged & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
-  PDT_FALSE(r.got & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
-  PDT_TRUE(r.matched);
-  free(s);
+  pdt_row_t x; /* d0 generates 500 ms on past the cut: well over the grace and the slack */
+  if (pdt_row_open_run(&x, "net-reset-decode-mid-stream", "joined", 0.05) != 0) return;
+  PDT_EQ_INT(x.r.faults_fired, 1);
+  PDT_TRUE(x.r.got & PD_CONFORM_BIT(PD_INVARIANT_STRANDED_SLOT));
+  PDT_TRUE(x.r.got & PD_CONFORM_BIT(PD_INVARIANT_STRANDED_KV));
+  PDT_TRUE(x.r.judged & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
+  PDT_FALSE(x.r.got & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
+  PDT_TRUE(x.r.matched);
+  pdt_row_close(&x);
 }
 
 int pdt_suite_mock_net(void) {
