@@ -129,6 +129,18 @@ static inline void gen_body(char *out, size_t cap, int stream, const char *rid, 
 }
 
 
+/* Worker i of the default scenario (0: prefill p0, 1: decode d0), to add faults to. */
+static inline pd_scenario_worker_t pdt_default_worker(uint32_t i) {
+  pd_scenario_worker_t w;
+  pd_scenario_t *s = calloc(1, sizeof *s);
+  memset(&w, 0, sizeof w);
+  if (!s) return w;
+  pd_scenario_defaults(s);
+  w = s->workers[i];
+  free(s);
+  return w;
+}
+
 static inline void add_fault(pd_scenario_worker_t *w, pd_fault_kind_t k, int status, uint32_t after,
                       uint32_t nth) {
   pd_fault_t *f = &w->faults[w->n_faults++];

@@ -100,10 +100,7 @@ out:
 /* A gateway that gives up on decode before it reaches the room leaves the prefill blocked in
  * bootstrap until its timeout (seed finding 1). */
 static void test_cancelled_decode_leaves_prefill_blocked(void) {
-  pd_scenario_t *s = calloc(1, sizeof *s);
-  pd_scenario_defaults(s);
-  pd_scenario_worker_t w = s->workers[1];
-  free(s);
+  pd_scenario_worker_t w = pdt_default_worker(1);
   add_fault(&w, PD_FAULT_HANG_BEFORE_HEAD, 0, 0, 1);
   mk_t p, d;
   CURLM *mh = curl_multi_init();
@@ -260,10 +257,7 @@ out:
 
 /* The scenario fault script, request by request, seen on the wire (decode in direct mode). */
 static void test_decode_faults_on_the_wire(void) {
-  pd_scenario_t *s = calloc(1, sizeof *s);
-  pd_scenario_defaults(s);
-  pd_scenario_worker_t w = s->workers[1];
-  free(s);
+  pd_scenario_worker_t w = pdt_default_worker(1);
   add_fault(&w, PD_FAULT_STATUS, 503, 0, 1);
   add_fault(&w, PD_FAULT_RESET_BEFORE_HEAD, 0, 0, 2);
   add_fault(&w, PD_FAULT_SSE_ERROR, 0, 1, 3);
@@ -296,10 +290,7 @@ out:
 
 /* kv_fail on the prefill: both legs give an error answer (KVPoll.Failed). */
 static void test_kv_fail_fails_both_legs(void) {
-  pd_scenario_t *s = calloc(1, sizeof *s);
-  pd_scenario_defaults(s);
-  pd_scenario_worker_t w = s->workers[0];
-  free(s);
+  pd_scenario_worker_t w = pdt_default_worker(0);
   add_fault(&w, PD_FAULT_KV_FAIL, 0, 0, 1);
   mk_t p, d;
   CURLM *mh = curl_multi_init();
