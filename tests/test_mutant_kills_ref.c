@@ -103,6 +103,31 @@ static void test_logprob_stream_reads_prefill_once_and_frees_it(void) {
   PDT_EQ_INT(f.live, 0);
 }
 
+/* core/pd_mode_ref.c prefill_events: the loop guard `guard < 1u << 20` -> `1u << 19` survived:
+ * the simulator and the socket gateway hand the core a few KiB at a time, so no chunk frames
+ * that many events. The core itself takes a chunk of any size: a prefill stream whose one
+ * chunk holds 600,000 small events and then [DONE] is framed whole, and prefill succeeds
+ * (a loop that stopped early would leave [DONE] unread and fail it at its end). */
+static void test_prefill_chunk_of_many_events_is_framed_whole(void) {
+  enum { N_EVENTS = 600000 };
+  static const char ev[] = "data: x\n\n";
+  size_t ev_len = sizeof ev - 1, n = N_EVENTS * ev_len + strlen(DONE);
+  char *big = malloc(n + 1);
+  PDT_TRUE(big != NULL);
+  if (!big) return;
+  for (size_t i = 0; i < N_EVENTS; i++) memcpy(big + i * ev_len, ev, ev_len);
+  memcpy(big + N_EVENTS * ev_len, DONE, strlen(DONE) + 1);
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 1, 0, big);
+  h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+  int status = -1;
+  PDT_EQ_INT(h_outcome_of(&h, 1, &status), PD_OUTCOME_SUCCESS);
+  free(big);
+  h_free(&h);
+}
+
 int pdt_suite_mutant_kills_ref(void) {
   static const pdt_case_t cases[] = {
       {"an allocation failure opens no leg with an empty body",
@@ -111,6 +136,8 @@ int pdt_suite_mutant_kills_ref(void) {
        test_decode_done_without_a_token_fails_it_502},
       {"a logprob stream reads prefill's logprobs once and frees them",
        test_logprob_stream_reads_prefill_once_and_frees_it},
+      {"a prefill chunk of 600,000 events is framed whole",
+       test_prefill_chunk_of_many_events_is_framed_whole},
   };
   return PDT_SUITE("mutant_kills_ref", cases);
 }
