@@ -1,0 +1,143 @@
+/* Tests written to kill survivors of `make mutate` in the reference set (core/, docs/mutation.md,
+ * tests/mutants.json) that no scenario can reach: an allocation failure, a decode stream with
+ * no token, a leak only an allocator that counts can see. Each names the mutant it kills and
+ * the behaviour a user could name that the mutant breaks. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_dispatch.h"
+#include "pdt.h"
+
+#include "pdt_alloc.h"
+#include "pdt_harness.h"
+
+/* core/pd_feed.c render: `return rc` -> `return 0` survived: the simulator never fails an
+ * allocation. When the buffer for the legs' body cannot be had, no leg may go out with an
+ * empty body (the core answers the client instead): every allocation of the request's step
+ * is failed in turn, and every PD_ACT_OPEN_LEG that does go out carries a JSON object. */
+static void test_no_leg_opens_with_an_empty_body_when_render_fails(void) {
+  for (unsigned n = 1; n < 400; n++) {
+    pdt_alloc_t f = {0};
+    pd_alloc_t a = pdt_alloc(&f);
+    harness_t h;
+    h_init(&h, PD_MODE_REFERENCE, &a);
+    PDT_TRUE(h.gw != NULL);
+    if (!h.gw) return;
+    f.fail_at = f.calls + n; /* the request's own n-th allocation */
+    h_request(&h, STREAM);
+    int reached = f.calls >= f.fail_at;
+    for (size_t i = 0; i < h.out.n; i++) {
+      const pd_action_t *o = &h.out.v[i];
+      if (o->kind != PD_ACT_OPEN_LEG) continue;
+      PDT_TRUE(o->len > 2 && o->data && o->data[0] == '{' && o->data[o->len - 1] == '}');
+    }
+    pd_event_t gone = {.kind = PD_EV_CLIENT_GONE, .req_id = 7};
+    f.fail_at = 0;
+    h_feed(&h, gone);
+    h_free(&h);
+    PDT_EQ_INT(f.live, 0);
+    if (!reached) break; /* the step made fewer than n allocations: every one was failed */
+  }
+}
+
+/* core/pd_mode_ref.c decode_events: `d->body.len == 0` -> `== 1` survived: no worker of the
+ * simulator ends a stream without a token (a workload asks for at least one). A decode
+ * stream that sends [DONE] before any token has nothing to say: before commit it fails the
+ * attempt with 502 (recorded against decode) and the client gets no 200 head. */
+static void test_decode_done_without_a_token_fails_it_502(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, DONE);
+  int status = 0;
+  PDT_EQ_INT(h_outcome_of(&h, 2, &status), PD_OUTCOME_FAILURE);
+  PDT_EQ_INT(status, 502);
+  PDT_EQ_INT(h.head_status, 0); /* nothing committed: the attempt is retried */
+  h_free(&h);
+}
+
+/* cJSON's allocations counted against the same allocator (as test_dispatch_nomem.c). */
+static pdt_alloc_t *g_count;
+static void *cj_malloc(size_t n) { return pdt_alloc_malloc(n, g_count); }
+static void cj_free(void *p) { pdt_alloc_free(p, g_count); }
+
+#define LP_STREAM "{\"text\":\"hi\",\"stream\":true,\"return_logprob\":true}"
+#define P_LP "data: {\"text\":\"\",\"meta_info\":{\"input_token_logprobs\":[[-0.5,1,null]]}}\n\n"
+#define D_LP(i)                                                                                    \
+  "data: {\"text\":\"" #i "\",\"meta_info\":{\"input_token_logprobs\":[[null,1,null],[-0." #i    \
+  ",2,null]]}}\n\n"
+
+/* core/pd_mode_ref.c prefill_read: `rq->has_lp_read = 1` -> 0 survived: prefill's logprobs
+ * are read once for the whole stream (R-LOGPROB); reading them again for every decode event
+ * gives the same bytes but drops the previous read's texts on the floor. A logprob stream of
+ * several events, every allocation counted (the core's and cJSON's), leaves nothing live. */
+static void test_logprob_stream_reads_prefill_once_and_frees_it(void) {
+  pdt_alloc_t f = {0};
+  g_count = &f;
+  cJSON_Hooks hooks = {cj_malloc, cj_free};
+  cJSON_InitHooks(&hooks);
+  pd_alloc_t a = pdt_alloc(&f);
+  harness_t h;
+  h_init(&h, PD_MODE_REFERENCE, &a);
+  if (h.gw) {
+    h_request(&h, LP_STREAM);
+    h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+    h_leg(&h, PD_EV_UP_DATA, 1, 0, P_LP);
+    h_leg(&h, PD_EV_UP_DATA, 1, 0, DONE);
+    h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+    h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+    h_leg(&h, PD_EV_UP_DATA, 2, 0, D_LP(1));
+    h_leg(&h, PD_EV_UP_DATA, 2, 0, D_LP(2));
+    h_leg(&h, PD_EV_UP_DATA, 2, 0, D_LP(3));
+    h_leg(&h, PD_EV_UP_DATA, 2, 0, DONE);
+    h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
+    PDT_EQ_INT(h.head_status, 200);
+    PDT_TRUE(h.ended);
+    PDT_TRUE(strstr(h.client, "[[-0.5,1,null],[null,1,null],[-0.3,2,null]]") != NULL);
+    h_free(&h);
+  }
+  cJSON_InitHooks(NULL);
+  g_count = NULL;
+  PDT_EQ_INT(f.live, 0);
+}
+
+/* core/pd_mode_ref.c prefill_events: the loop guard `guard < 1u << 20` -> `1u << 19` survived:
+ * the simulator and the socket gateway hand the core a few KiB at a time, so no chunk frames
+ * that many events. The core itself takes a chunk of any size: a prefill stream whose one
+ * chunk holds 600,000 small events and then [DONE] is framed whole, and prefill succeeds
+ * (a loop that stopped early would leave [DONE] unread and fail it at its end). */
+static void test_prefill_chunk_of_many_events_is_framed_whole(void) {
+  enum { N_EVENTS = 600000 };
+  static const char ev[] = "data: x\n\n";
+  size_t ev_len = sizeof ev - 1, n = N_EVENTS * ev_len + strlen(DONE);
+  char *big = malloc(n + 1);
+  PDT_TRUE(big != NULL);
+  if (!big) return;
+  for (size_t i = 0; i < N_EVENTS; i++) memcpy(big + i * ev_len, ev, ev_len);
+  memcpy(big + N_EVENTS * ev_len, DONE, strlen(DONE) + 1);
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 1, 0, big);
+  h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+  int status = -1;
+  PDT_EQ_INT(h_outcome_of(&h, 1, &status), PD_OUTCOME_SUCCESS);
+  free(big);
+  h_free(&h);
+}
+
+int pdt_suite_mutant_kills_ref(void) {
+  static const pdt_case_t cases[] = {
+      {"an allocation failure opens no leg with an empty body",
+       test_no_leg_opens_with_an_empty_body_when_render_fails},
+      {"a decode [DONE] before any token fails decode with 502",
+       test_decode_done_without_a_token_fails_it_502},
+      {"a logprob stream reads prefill's logprobs once and frees them",
+       test_logprob_stream_reads_prefill_once_and_frees_it},
+      {"a prefill chunk of 600,000 events is framed whole",
+       test_prefill_chunk_of_many_events_is_framed_whole},
+  };
+  return PDT_SUITE("mutant_kills_ref", cases);
+}
