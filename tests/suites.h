@@ -40,6 +40,7 @@
   X(pdt_suite_check_sf) \
   X(pdt_suite_mutant_kills) \
   X(pdt_suite_mutant_kills_ref) \
+  X(pdt_suite_mutant_kills_chk) \
   X(pdt_suite_wengine) \
   X(pdt_suite_wengine_vllm) \
   X(pdt_suite_wengine_net) \
