@@ -211,6 +211,18 @@ void pd_reqdoc_level_names(const pd_reqdoc_t *d, char *buf, size_t cap) {
     snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", i ? ", " : "", d->lvl[i].name);
 }
 
+int pd_reqdoc_claims(const pd_reqdoc_t *d, int l, const pd_req_verdict_t *v, const int *present) {
+  int must = 0;
+  for (int i = 0; i < d->n_req; i++) {
+    if (!pd_reqdoc_in_level(d, i, l)) continue;
+    if (d->req[i].pending[0]) return 0; /* a level with rows still to come cannot be claimed */
+    if (strcmp(d->req[i].keyword, "MUST")) continue;
+    must++;
+    if ((present && !present[i]) || v[i] != PD_REQ_MET) return 0;
+  }
+  return must > 0;
+}
+
 static const char *const word[PD_REQ_VERDICTS] = {"met", "not met", "not exercised"};
 
 const char *pd_req_verdict_word(pd_req_verdict_t v) {

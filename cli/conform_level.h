@@ -70,6 +70,9 @@ const char *pd_req_verdict_word(pd_req_verdict_t v);
 /* The verdict of r from rows (found by scenario name; a listed row absent from rows counts as
  * not run, so it is not exercised). */
 void pd_req_eval(const pd_req_t *r, const pd_req_row_t *rows, size_t n, pd_req_result_t *out);
+/* 1 when a gateway with verdicts v[i] for requirement i (present[i] 0: not in its run) claims
+ * level l: every MUST of the level met, and no requirement of the level pending. */
+int pd_reqdoc_claims(const pd_reqdoc_t *d, int l, const pd_req_verdict_t *v, const int *present);
 /* "I2, I3" for a mask. */
 void pd_req_inv_list(uint32_t mask, char *buf, size_t cap);
 

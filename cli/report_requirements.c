@@ -147,6 +147,18 @@ static int from_rows(ctx_t *c, const cJSON *rows, int is_sim, const char *name) 
                          : mask_of(cJSON_GetObjectItemCaseSensitive(r, "judged"));
       x->allowed = allowed_of(c, r, rows);
     }
+    /* a scenario of the input with no row for this mode is one the mode does not speak
+     * (sim run --mode all runs each scenario only under the modes of its protocol) */
+    size_t n_own = n;
+    cJSON_ArrayForEach(r, rows) {
+      const char *sc = pd_report_str(r, "scenario");
+      int seen = 0;
+      for (size_t i = 0; i < n && !seen; i++) seen = !strcmp(w[i].scenario, sc);
+      if (seen || n >= n_rows) continue;
+      w[n].scenario = sc;
+      w[n++].status = PD_CLI_SKIPPED;
+    }
+    (void)n_own;
     for (int i = 0; i < c->d->n_req; i++) {
       pd_req_result_t res;
       pd_req_eval(&c->d->req[i], w, n, &res);
@@ -185,15 +197,8 @@ static const char *cell(const column_t *col, int i) {
   return col->v[i] == PD_REQ_MET ? "met" : col->v[i] == PD_REQ_NOT_MET ? "NOT MET" : "n/e";
 }
 
-/* A level is claimed by a column when every MUST of it is met there. */
 static int claims(const pd_reqdoc_t *d, const column_t *col, int l) {
-  int must = 0;
-  for (int i = 0; i < d->n_req; i++) {
-    if (!pd_reqdoc_in_level(d, i, l) || strcmp(d->req[i].keyword, "MUST")) continue;
-    must++;
-    if (!col->present[i] || col->v[i] != PD_REQ_MET) return 0;
-  }
-  return must > 0;
+  return pd_reqdoc_claims(d, l, col->v, col->present);
 }
 
 static void print_text(FILE *out, const ctx_t *c) {
@@ -235,15 +240,18 @@ static void print_json(const ctx_t *c) {
   for (int k = 0; k < c->n_col; k++) cJSON_AddItemToArray(cols, cJSON_CreateString(c->col[k].name));
   cJSON *rq = cJSON_AddArrayToObject(root, "requirements");
   for (int i = 0; i < d->n_req; i++) {
-    cJSON *o = cJSON_CreateObject(), *cells = cJSON_CreateObject();
+    cJSON *o = cJSON_CreateObject(), *cells = cJSON_CreateObject(), *why = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", d->req[i].id);
     cJSON_AddStringToObject(o, "keyword", d->req[i].keyword);
     cJSON_AddStringToObject(o, "level", d->req[i].level);
     for (int k = 0; k < c->n_col; k++) {
       if (!c->col[k].present[i]) cJSON_AddNullToObject(cells, c->col[k].name);
       else cJSON_AddStringToObject(cells, c->col[k].name, pd_req_verdict_word(c->col[k].v[i]));
+      if (c->col[k].present[i] && c->col[k].note[i][0])
+        cJSON_AddStringToObject(why, c->col[k].name, c->col[k].note[i]);
     }
     cJSON_AddItemToObject(o, "cells", cells);
+    cJSON_AddItemToObject(o, "why", why);
     cJSON_AddItemToArray(rq, o);
   }
   cJSON *lv = cJSON_AddArrayToObject(root, "levels");
