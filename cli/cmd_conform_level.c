@@ -210,12 +210,13 @@ void pd_conform_level_print(const pd_conform_level_t *L) {
            L->name, t.must[PD_REQ_MET], t.other[PD_REQ_MET], t.other[PD_REQ_NOT_MET],
            t.other[PD_REQ_NX]);
   else
-    printf("level %s: not claimed: %d MUST met, %d not met%s%s%s, %d not exercised%s%s%s; %d "
-           "pending (no rows yet: a level with one cannot be claimed)\n", L->name,
+    printf("level %s: not claimed: %d MUST met, %d not met%s%s%s, %d not exercised%s%s%s%s\n",
+           L->name,
            t.must[PD_REQ_MET], t.must[PD_REQ_NOT_MET], t.must[PD_REQ_NOT_MET] ? " (" : "",
            t.must_ids[PD_REQ_NOT_MET], t.must[PD_REQ_NOT_MET] ? ")" : "", t.must[PD_REQ_NX],
            t.must[PD_REQ_NX] ? " (" : "", t.must_ids[PD_REQ_NX], t.must[PD_REQ_NX] ? ")" : "",
-           t.pending);
+           t.pending ? "; requirements pending (no rows yet): a level with one cannot be claimed"
+                     : "");
 }
 
 void pd_conform_level_json(const pd_conform_level_t *L, cJSON *root) {
