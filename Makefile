@@ -40,6 +40,7 @@ test: build build-asan
 	@./scripts/lint.sh
 	@./tests/check_refs_test.sh
 	@./scripts/check-spec.sh
+	@./tests/check_behaviour_test.sh
 	@./tests/report_browser_test.sh $(BUILD)/pdref
 	@$(BUILD)/pdref sim run scenarios --mode all
 	@./tests/explore_parallel_test.sh $(BUILD)/pdref
@@ -69,6 +70,7 @@ lint:
 	@./scripts/lint.sh
 	@./tests/check_refs_test.sh
 	@./scripts/check-spec.sh
+	@./tests/check_behaviour_test.sh
 
 bench: build
 	@$(BUILD)/pdref sim bench

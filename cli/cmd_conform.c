@@ -16,6 +16,7 @@
 #include "cli_args.h"
 #include "cli_json.h"
 #include "cli_rows.h"
+#include "cmd_conform_level.h"
 #include "pd_conform.h"
 #include "pd_err.h"
 
@@ -86,6 +87,7 @@ static void usage(FILE *f) {
           "exit: 0 every row as expected, a deployment limit or skipped, and one exercised;\n"
           "1 a row UNEXPECTED or not exercised, or no row exercised; 2 bad usage or a run\n"
           "could not be set up\n");
+  pd_conform_level_usage(f);
 }
 
 
@@ -104,6 +106,7 @@ typedef struct opts {
   double rate[2];     /* requests a second the rate warm-up sustained, 0 = not measured */
   char rate_why[2][256];
   const char *prog; /* the program as run: the replay command's first word */
+  pd_conform_level_t level; /* --level, --list-levels (cmd_conform_level.c) */
 } opts_t;
 
 #define CMD "pdref conform"
@@ -111,7 +114,7 @@ typedef struct opts {
 enum {
   OPT_GATEWAY_CMD = PD_CLI_OPT_FIRST, OPT_MODE_LABEL, OPT_TIMEOUT_SCALE, OPT_SLACK_MS,
   OPT_REQUEST_BOUND_MS, OPT_KEEP, OPT_JSON, OPT_ALLOW_UNEXERCISED, OPT_NO_WARM_UP,
-  OPT_CLIENT_HEADER
+  OPT_CLIENT_HEADER, OPT_LEVEL, OPT_LIST_LEVELS, OPT_REQUIREMENTS_DOC
 };
 
 static const struct option long_opts[] = {
@@ -126,6 +129,9 @@ static const struct option long_opts[] = {
     {"allow-unexercised", no_argument, NULL, OPT_ALLOW_UNEXERCISED},
     {"no-warm-up", no_argument, NULL, OPT_NO_WARM_UP},
     {"client-header", required_argument, NULL, OPT_CLIENT_HEADER},
+    {"level", required_argument, NULL, OPT_LEVEL},
+    {"list-levels", no_argument, NULL, OPT_LIST_LEVELS},
+    {"requirements-doc", required_argument, NULL, OPT_REQUIREMENTS_DOC},
     {NULL, 0, NULL, 0},
 };
 
@@ -141,7 +147,9 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   case OPT_REQUEST_BOUND_MS:
     return pd_cli_parse_u64(CMD, "--request-bound-ms", v, 0, 86400000ull, &o->c.bound_ms);
   case OPT_KEEP: o->c.keep = 1; return 0;
-  case OPT_JSON: o->json = 1; return 0;
+  case OPT_JSON: o->json = o->level.json = 1; return 0;
+  case OPT_LEVEL: case OPT_LIST_LEVELS: case OPT_REQUIREMENTS_DOC:
+    return pd_conform_level_opt(&o->level, c - OPT_LEVEL, v);
   case OPT_ALLOW_UNEXERCISED: o->allow_unexercised = 1; return 0;
   case OPT_CLIENT_HEADER:
     if (o->c.n_client_headers >= PD_CONFORM_MAX_HEADERS || !strchr(v, ':') || strpbrk(v, "\r\n")) {
@@ -163,11 +171,13 @@ static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
   pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, o, paths, MAX_FILES, &n_paths};
   int rc = pd_cli_parse(&p, argc, argv);
   if (rc >= 0) return rc;
+  int level = pd_conform_level_setup(&o->level, paths, n_paths, files, n_files, MAX_FILES);
+  if (level >= 0) return level;
   if (!o->c.gateway_cmd || !o->c.gateway_cmd[0]) {
     fprintf(stderr, "pdref conform: --gateway-cmd is required (try --help)\n");
     return 2;
   }
-  if (!n_paths) {
+  if (!n_paths && level != PD_CONFORM_LEVEL_FILES) {
     fprintf(stderr, "pdref conform: no scenario file or directory given (try --help)\n");
     return 2;
   }
@@ -178,6 +188,7 @@ static int parse(int argc, char **argv, opts_t *o, char **files, int *n_files) {
   }
   o->bin[n] = 0;
   o->c.pdref_bin = o->bin;
+  if (level == PD_CONFORM_LEVEL_FILES) return -1;
   rc = pd_cli_collect_json(CMD, paths, n_paths, files, n_files, MAX_FILES);
   return rc ? rc : -1;
 }
@@ -397,6 +408,7 @@ static void print_json(cJSON *rows, const int *count, const opts_t *o) {
       cJSON_AddStringToObject(root, first ? "warm_up_error" : "warm_up_error_vllm", o->warm_why[p]);
   }
   pd_cli_verdict_summary_json(root, rows, count);
+  pd_conform_level_json(&o->level, root);
   pd_cli_json_print(root);
 }
 
@@ -445,7 +457,10 @@ int pd_cli_conform(const char *prog, int argc, char **argv) {
   static opts_t o;
   static char *files[MAX_FILES];
   int n_files = 0, rc = parse(argc, argv, &o, files, &n_files);
-  if (rc >= 0) return rc;
+  if (rc >= 0) {
+    pd_conform_level_free(&o.level);
+    return rc;
+  }
   o.prog = prog;
   pd_cli_install_signals(on_signal);
   o.c.stop = &g_stop;
@@ -484,6 +499,7 @@ int pd_cli_conform(const char *prog, int argc, char **argv) {
       }
     }
     count[verdict_of(&r)]++;
+    pd_conform_level_row(&o.level, s, &r, verdict_of(&r));
     if (arr) cJSON_AddItemToArray(arr, json_row(s, &o, &r));
     else print_row(s, &o, &r);
     fflush(stdout);
@@ -492,7 +508,10 @@ int pd_cli_conform(const char *prog, int argc, char **argv) {
   free(s);
   if (arr) print_json(arr, count, &o);
   else if (exit_code != 2) pd_cli_verdict_summary("conform", count);
+  if (!arr && exit_code != 2) pd_conform_level_print(&o.level);
   curl_global_cleanup();
-  if (g_stop || exit_code == 2) return 2;
-  return pd_cli_verdict_exit(count, o.allow_unexercised);
+  rc = g_stop || exit_code == 2 ? 2 : pd_cli_verdict_exit(count, o.allow_unexercised);
+  if (o.level.name) rc = pd_conform_level_exit(&o.level, rc);
+  pd_conform_level_free(&o.level);
+  return rc;
 }

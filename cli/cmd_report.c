@@ -10,6 +10,7 @@
 #include "cli_json.h"
 #include "pd_err.h"
 #include "report.h"
+#include "report_requirements.h"
 
 #define CMD "pdref report"
 #define MAX_FILES PD_REPORT_MAX_INPUTS
@@ -17,6 +18,8 @@
 typedef struct opts {
   const char *out;
   int json;
+  int requirements;         /* --requirements: the requirement matrix as text (report_requirements.c) */
+  const char *req_doc;      /* --requirements-doc FILE */
   pd_report_opts_t r;
 } opts_t;
 
@@ -36,10 +39,15 @@ static void usage(FILE *f) {
           "--no-swimlanes: re-run nothing. --swimlane-max-requests: rows with more requests get\n"
           "no swimlane (default 2000). --json: a summary of what was written on stdout.\n"
           "exit: 0 written, 2 bad usage or input (a missing file, malformed JSON, a file that is\n"
-          "no pdref result), named on stderr.\n");
+          "no pdref result), named on stderr.\n"
+          "--requirements [NAME=]RESULT...: instead of the page, the requirement x gateway\n"
+          "matrix of docs/pd-gateway-behaviour.md on stdout (--json: as JSON): a column per\n"
+          "conform result (named NAME, else its mode label) and per mode of a sim run result;\n"
+          "cells met / NOT MET / n/e (not exercised) / -. --requirements-doc FILE: another copy\n"
+          "of the document's index.\n");
 }
 
-enum { OPT_OUT = PD_CLI_OPT_FIRST, OPT_JSON, OPT_NO_SWIM, OPT_SWIM_MAX };
+enum { OPT_OUT = PD_CLI_OPT_FIRST, OPT_JSON, OPT_NO_SWIM, OPT_SWIM_MAX, OPT_REQS, OPT_REQ_DOC };
 
 static const struct option report_opts[] = {
     {"help", no_argument, NULL, 'h'},
@@ -47,6 +55,8 @@ static const struct option report_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"no-swimlanes", no_argument, NULL, OPT_NO_SWIM},
     {"swimlane-max-requests", required_argument, NULL, OPT_SWIM_MAX},
+    {"requirements", no_argument, NULL, OPT_REQS},
+    {"requirements-doc", required_argument, NULL, OPT_REQ_DOC},
     {NULL, 0, NULL, 0},
 };
 
@@ -60,6 +70,12 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
     return 0;
   case OPT_JSON:
     o->json = 1;
+    return 0;
+  case OPT_REQS:
+    o->requirements = 1;
+    return 0;
+  case OPT_REQ_DOC:
+    o->req_doc = v;
     return 0;
   case OPT_NO_SWIM:
     o->r.swimlanes = 0;
@@ -137,6 +153,7 @@ int pd_cli_report(const char *prog, int argc, char **argv) {
     fprintf(stderr, CMD ": no result file given (try --help)\n");
     return 2;
   }
+  if (o.requirements) return pd_report_requirements(stdout, words, n_words, o.req_doc, o.json);
   if ((rc = pd_cli_collect_json(CMD, words, n_words, files, &n_files, MAX_FILES))) return rc;
   pd_report_t *r = calloc(1, sizeof *r);
   pd_report_stats_t st;

@@ -5,7 +5,8 @@
 # UNEXPECTED / not exercised / skipped), the rows that were not as expected, and the full JSON
 # kept in OUT/NAME.json. Exit 0 when every row of every gateway was as expected, a deployment
 # limit or skipped (and some row was exercised), 1 otherwise, 2 on bad usage or a run that
-# could not be set up.
+# could not be set up; with `-- --level L` (docs/pd-gateway-behaviour.md), 1 also when a gateway
+# does not claim the level, and the requirements it does not meet are listed.
 #   scripts/conform-peers.sh [--scale X] [--out DIR] NAME 'CMD' [NAME 'CMD' ...] [-- FILE|DIR...]
 # NAME is the mode label: a mode name (reference, joined, pr1150, minilb) holds the gateway to
 # that mode's expectations, anything else to the reference's (docs/conformance.md). Example:
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-build/pdref}
 SCALE=0.1
 OUT=${TMPDIR:-/tmp}/pdref-peers
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 names=()
 cmds=()
 while [ $# -gt 0 ]; do
@@ -55,7 +56,12 @@ for i in "${!names[@]}"; do
     | "    \(.scenario // .file): " + (if .status == "not exercised" then "not exercised: " + .not_exercised
         elif .status == "error" then "error: " + (.error // .reason)
         else "UNEXPECTED " + (if (.violated // []) == [] then "pass" else (.violated | join(",")) end) + " (expected " + (if (.expected // []) == [] then "pass" else (.expected | join(",")) end) + "): " + .reason end)' "$json"
+  # with `-- --level L`: the level's claim and the requirements not met (pd-gateway-behaviour.md)
+  jq -r --arg n "$name" 'select(.level) | "\($n): level \(.level.name) " + (if .level.claimed then "claimed" else "not claimed" end)
+    + ": \(.level.must_met) MUST met, \(.level.must_not_met) not met, \(.level.must_not_exercised) not exercised",
+    (.requirements[] | select(.verdict == "not met") | "    \(.id): not met: \(.why)")' "$json"
   if [ "$rc" -eq 2 ]; then status=2; fi
+  if jq -e '.level and (.level.claimed | not)' "$json" >/dev/null && [ $status -eq 0 ]; then status=1; fi
   if jq -e '.unexpected > 0 or .not_exercised > 0 or (.as_expected + .deployment_limit) == 0' "$json" >/dev/null && [ $status -eq 0 ]; then status=1; fi
 done
 echo "conform-peers: JSON rows in $OUT/"

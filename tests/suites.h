@@ -67,6 +67,7 @@
   X(pdt_suite_conform_judge) \
   X(pdt_suite_conform_exercised) \
   X(pdt_suite_conform_sf) \
+  X(pdt_suite_conform_level) \
   X(pdt_suite_worker_parity) \
   X(pdt_suite_hostile_input) \
   X(pdt_suite_hostile_http) \
