@@ -39,6 +39,7 @@ test: build build-asan
 	@./scripts/deps.sh --test
 	@./scripts/lint.sh
 	@./tests/check_refs_test.sh
+	@./tests/check_doc_names_test.sh
 	@./scripts/check-spec.sh
 	@./tests/report_browser_test.sh $(BUILD)/pdref
 	@$(BUILD)/pdref sim run scenarios --mode all
@@ -68,6 +69,7 @@ fuzz-smoke: fuzz-build
 lint:
 	@./scripts/lint.sh
 	@./tests/check_refs_test.sh
+	@./tests/check_doc_names_test.sh
 	@./scripts/check-spec.sh
 
 bench: build
