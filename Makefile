@@ -42,6 +42,7 @@ test: build build-asan
 	@./tests/check_doc_names_test.sh
 	@./scripts/check-spec.sh
 	@./tests/report_browser_test.sh $(BUILD)/pdref
+	@./tests/help_test.sh $(BUILD)/pdref
 	@$(BUILD)/pdref sim run scenarios --mode all
 	@./tests/explore_parallel_test.sh $(BUILD)/pdref
 	@./tests/schema_test.sh $(BUILD)/pdref

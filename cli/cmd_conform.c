@@ -33,7 +33,8 @@ static void usage(FILE *f) {
           "usage: pdref conform --gateway-cmd 'CMD ... {prefill_args} {decode_args} ... {port}'\n"
           "                     SCENARIO|DIR... [--mode-label M] [--timeout-scale X]\n"
           "                     [--slack-ms N] [--request-bound-ms N] [--keep] [--json]\n"
-          "                     [--client-header 'NAME: VALUE']...\n"
+          "                     [--client-header 'NAME: VALUE']... [--allow-unexercised]\n"
+          "                     [--no-warm-up]\n"
           "\n"
           "Starts one `pdref mock` per scenario worker on free loopback ports, runs CMD with\n"
           "/bin/sh -c (own process group), drives the scenario's client workload over HTTP,\n"
@@ -83,6 +84,8 @@ static void usage(FILE *f) {
           "mock can inject that changed the verdict, a load this machine cannot drive, legs\n"
           "tied to requests ambiguously) or skipped (every file given is a row); beside it the\n"
           "row's own verdict, pass or the invariants violated.\n"
+          "example: pdref conform --timeout-scale 0.01 scenarios --gateway-cmd \\\n"
+          "           'pdref gateway {prefill_args} {decode_args} --listen 127.0.0.1:{port}'\n"
           "exit: 0 every row as expected, a deployment limit or skipped, and one exercised;\n"
           "1 a row UNEXPECTED or not exercised, or no row exercised; 2 bad usage or a run\n"
           "could not be set up\n");

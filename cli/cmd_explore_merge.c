@@ -48,7 +48,9 @@ static void usage(FILE *f) {
           "Errors (exit 2): a seed of the range that no shard explored (gap) or that two shards\n"
           "explored (overlap), results of different modes, --ties or --determinism, a result\n"
           "whose explored count differs from its range, a file that is not a result.\n"
-          "  --json   one JSON document on stdout instead of text\n"
+          "  RESULT|DIR  shard results (files, or directories of them)\n"
+          "  --json      one JSON document on stdout instead of text (default: text)\n"
+          "example: pdref sim explore merge explore-out/\n"
           "exit: 0 no violation, 1 violations found, 2 an error above or bad usage\n");
 }
 

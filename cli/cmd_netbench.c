@@ -60,7 +60,7 @@ static void usage(FILE *f) {
           "  --tp-tokens K       throughput run: tokens per stream (default 16000)\n"
           "  --tp-token-ms T     throughput run: ms between tokens (default 0)\n"
           "  --no-throughput     skip the throughput run\n"
-          "  --mode M            gateway mode (default reference)\n"
+          "  --mode M            pdref gateway's mode (default reference)\n"
           "  --timeout-s S       bound on each measured run (default 60)\n"
           "  --json              one JSON document on stdout\n"
           "  --gateway-cmd CMD   measure this gateway instead of pdref's: run with /bin/sh -c in\n"
@@ -69,8 +69,12 @@ static void usage(FILE *f) {
           "                      --help); ready once {port} accepts connections. RSS and CPU\n"
           "                      are its whole process group's\n"
           "  --label L           its name in the report (default: the command's first word)\n"
-          "Prefill forward_ms and kv_ms are 0, so the paths differ only by the rendezvous and\n"
-          "the gateway. exit: 0 ok, 1 a request failed or a process did not start, 2 bad usage\n");
+          PD_CLI_MODES_HELP
+          "Prefill forward_ms and kv_ms are 0, so the paths differ only by the rendezvous (the\n"
+          "client, or the gateway, sends both legs with one bootstrap room, where prefill and\n"
+          "decode meet to hand over the KV) and the gateway.\n"
+          "example: pdref gateway bench --concurrency 1,64 --no-throughput\n"
+          "exit: 0 ok, 1 a request failed or a process did not start, 2 bad usage\n");
 }
 
 /* ---------- options ---------- */

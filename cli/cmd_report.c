@@ -35,6 +35,7 @@ static void usage(FILE *f) {
           "A directory gives its *.json files. --out: the page (default report.html).\n"
           "--no-swimlanes: re-run nothing. --swimlane-max-requests: rows with more requests get\n"
           "no swimlane (default 2000). --json: a summary of what was written on stdout.\n"
+          "example: pdref sim run scenarios --json > sim.json && pdref report --out r.html sim.json\n"
           "exit: 0 written, 2 bad usage or input (a missing file, malformed JSON, a file that is\n"
           "no pdref result), named on stderr.\n");
 }
