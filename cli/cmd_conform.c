@@ -259,6 +259,9 @@ static void print_observable(const pd_scenario_t *s, const opts_t *o, const pd_c
   if (r->observe_note[0]) printf("    note: %s\n", r->observe_note);
 }
 
+#define PD_CONFORM_REPLAY_BYTES (4096 + PD_CLI_PROG_BYTES)
+static void replay_cmd(const pd_scenario_t *s, const opts_t *o, char *buf, size_t cap);
+
 static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
   char got[PD_CLI_INV_TEXT_BYTES], want[PD_CLI_INV_TEXT_BYTES], reason[600];
   pd_cli_verdict_t v = verdict_of(r);
@@ -291,6 +294,9 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
     pd_cli_reason_text(r->reason[0] ? r->reason : r->got ? "violation" : "no violation", reason,
                        sizeof reason);
     printf("    %s\n", reason);
+    static char replay[PD_CONFORM_REPLAY_BYTES]; /* the JSON row's "replay", the same words */
+    replay_cmd(s, o, replay, sizeof replay);
+    printf("    replay: %s\n", replay);
   }
   print_observable(s, o, r);
   if (r->metrics_reason[0] && strcmp(r->metrics_reason, r->reason))
@@ -308,8 +314,6 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
     printf("    note: %s (from /metrics; reported, not judged)\n", r->quiet_reason);
   if (r->dir[0]) printf("    logs: %s\n", r->dir);
 }
-
-#define PD_CONFORM_REPLAY_BYTES (4096 + PD_CLI_PROG_BYTES)
 
 /* "pdref conform --gateway-cmd 'CMD' FILE --mode-label M --timeout-scale X ...": the row
  * again, with the options that change its verdict. */
