@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <signal.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,8 @@ static void usage(FILE *f) {
           "  --tokens K          tokens per request (default 64)\n"
           "  --token-ms T        decode: ms between tokens (default 5)\n"
           "  --first-token-ms F  decode: KV (or, direct, request) to first token (default 2)\n"
-          "  --requests N        measured requests per level and path (default max(16, 4 x C))\n"
+          "  --requests N        measured requests per level and path (default max(16, 4 x C));\n"
+          "                      a TTFT p99 needs 100 (fewer: printed as -, null in JSON)\n"
           "  --no-pd             skip the client-driven PD path (no gateway)\n"
           "  --tp-streams S      throughput run: streams (default 64)\n"
           "  --tp-tokens K       throughput run: tokens per stream (default 16000)\n"
@@ -375,10 +377,17 @@ static void run_path(netbench_session_t *b, int path, uint32_t streams, uint32_t
   st->wall_s = (double)r.wall_ns / 1e9;
   st->events_per_s = st->wall_s > 0 ? (double)r.events / st->wall_s : 0;
   st->gw_cpu_s = path == PD_NETBENCH_GATEWAY ? cpu1 - cpu0 : 0;
-  st->ttft_us[0] = (double)pd_netbench_percentile(r.ttft_ns, r.n_ttft, 50) / 1e3;
-  st->ttft_us[1] = (double)pd_netbench_percentile(r.ttft_ns, r.n_ttft, 99) / 1e3;
-  st->itl_us[0] = (double)pd_netbench_percentile(r.gap_ns, r.n_gap, 50) / 1e3;
-  st->itl_us[1] = (double)pd_netbench_percentile(r.gap_ns, r.n_gap, 99) / 1e3;
+  st->n_ttft = r.n_ttft;
+  st->n_itl = r.n_gap;
+  for (int k = 0; k < 2; k++) { /* p50, p99, each only from enough samples */
+    double pct = k ? 99 : 50;
+    st->ttft_us[k] = r.n_ttft >= NETBENCH_MIN_SAMPLES(k)
+                         ? (double)pd_netbench_percentile(r.ttft_ns, r.n_ttft, pct) / 1e3
+                         : NAN;
+    st->itl_us[k] = r.n_gap >= NETBENCH_MIN_SAMPLES(k)
+                        ? (double)pd_netbench_percentile(r.gap_ns, r.n_gap, pct) / 1e3
+                        : NAN;
+  }
   snprintf(st->err, sizeof st->err, "%s", rc ? pd_strerror(rc) : r.first_error);
   b->errors += st->errors;
   pd_netbench_result_free(&r);
