@@ -32,6 +32,9 @@ typedef struct pd_report_input {
 typedef struct pd_report {
   pd_report_input_t in[PD_REPORT_MAX_INPUTS];
   size_t n;
+  int is_skipping_unknown; /* set while loading a directory's files: pd_report_load skips a JSON
+                              file that is no result (explore's shrunk cases) */
+  size_t skipped;          /* ... and counts it here */
 } pd_report_t;
 
 /* A row's verdict, one colour each in the matrix. */
@@ -67,8 +70,13 @@ typedef struct pd_report_opts {
 /* ---- report_load.c ---- */
 /* Read and parse path, tell its kind and keep it in r. 0, or 2 with err set to
  * "<path>: <why>" (missing, unreadable, too large, malformed JSON at byte N, unknown result
- * kind, too many inputs). */
+ * kind, too many inputs). With r->is_skipping_unknown, JSON that is no result is counted in
+ * r->skipped and 0 returned. */
 int pd_report_load(pd_report_t *r, const char *path, char *err, size_t cap);
+/* Fold the explore results among r's inputs that are shards of one exploration (the same
+ * mode) into one merged input each, as `pdref sim explore merge` does. 0, or 2 after the
+ * merge's message (different settings, a gap or an overlap in the seeds). */
+int pd_report_merge_shards(pd_report_t *r);
 /* The kind of a parsed result; -1 when it is none of them. */
 int pd_report_classify(const struct cJSON *root);
 void pd_report_free(pd_report_t *r);
