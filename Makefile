@@ -39,9 +39,11 @@ test: build build-asan
 	@./scripts/deps.sh --test
 	@./scripts/lint.sh
 	@./tests/check_refs_test.sh
+	@./tests/check_doc_names_test.sh
 	@./scripts/check-spec.sh
 	@./tests/check_behaviour_test.sh
 	@./tests/report_browser_test.sh $(BUILD)/pdref
+	@./tests/help_test.sh $(BUILD)/pdref
 	@$(BUILD)/pdref sim run scenarios --mode all
 	@./tests/explore_parallel_test.sh $(BUILD)/pdref
 	@./tests/schema_test.sh $(BUILD)/pdref
@@ -69,6 +71,7 @@ fuzz-smoke: fuzz-build
 lint:
 	@./scripts/lint.sh
 	@./tests/check_refs_test.sh
+	@./tests/check_doc_names_test.sh
 	@./scripts/check-spec.sh
 	@./tests/check_behaviour_test.sh
 

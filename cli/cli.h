@@ -15,6 +15,11 @@ void pd_cli_pool_cjson(void);
 int pd_cli_sim_explore(const char *prog, int argc, char **argv);
 int pd_cli_sim_new(const char *prog, int argc, char **argv); /* cmd_sim_new.c: a template */
 int pd_cli_sim_explore_merge(int argc, char **argv); /* argv[0] "merge" */
+/* Fold n explore results (paths name them in messages) as `pdref sim explore merge` does: the
+ * merged --json document, or NULL after a message on stderr (different settings, a gap or an
+ * overlap in the seeds, a result whose count disagrees with its range). */
+struct cJSON;
+struct cJSON *pd_cli_explore_fold(const struct cJSON *const *docs, const char *const *paths, int n);
 int pd_cli_gateway(int argc, char **argv);
 int pd_cli_gateway_bench(int argc, char **argv);
 int pd_cli_mock(int argc, char **argv);

@@ -42,6 +42,12 @@ int pd_cli_parse_host_port(const char *cmd, const char *flag, const char *text, 
  * PD_ERR_INVAL after "<cmd>: <flag>: '<text>': ..." on stderr. */
 int pd_cli_parse_listen(const char *cmd, const char *flag, const char *text, char *host,
                         size_t cap, uint16_t *port);
+/* The modes line every --help that takes a mode prints (the core's names, pd_mode_name). */
+#define PD_CLI_MODES_HELP                                                                      \
+  "modes: joined (smg today), pr1150 (smg PR #1150), minilb (SGLang's mini_lb) for SGLang's\n" \
+  "       destination-first protocol; vllm-toy-proxy, mooncake-proxy, llmd-sidecar (vLLM's\n"  \
+  "       proxies) for vLLM's source-first one; reference (pdref's rules) for both\n"
+
 /* A mode name (joined, pr1150, minilb, reference). 0 or PD_ERR_INVAL ("unknown mode"). */
 int pd_cli_parse_mode(const char *cmd, const char *flag, const char *text, pd_mode_t *out);
 

@@ -54,13 +54,16 @@ static void own_verdict(uint32_t got, char *buf, size_t cap) {
   else snprintf(buf, cap, "pass");
 }
 
-/* "pdref sim run FILE --mode M --seed S [--tie-seed T]": the command that replays the row. */
+/* "pdref sim run FILE --mode M --seed S [--tie-seed T] --trace NAME-M.trace.json": the
+ * command that replays the row and writes its Perfetto trace, the same words in the text
+ * table and the JSON row. */
 static void replay_cmd(const pd_cli_row_t *r, const char *prog, char *buf, size_t cap) {
   char ties[40] = "";
   if (r->tie_seed || r->s->config.tie_seed) /* --tie-seed 0 over a scenario's T too */
     snprintf(ties, sizeof ties, " --tie-seed %llu", (unsigned long long)r->tie_seed);
-  snprintf(buf, cap, "%s sim run %s --mode %s --seed %llu%s", prog ? prog : "pdref", r->s->path,
-           pd_mode_name(r->mode), (unsigned long long)r->seed, ties);
+  snprintf(buf, cap, "%s sim run %s --mode %s --seed %llu%s --trace %s-%s.trace.json",
+           prog ? prog : "pdref", r->s->path, pd_mode_name(r->mode), (unsigned long long)r->seed,
+           ties, r->s->name, pd_mode_name(r->mode));
 }
 
 static void print_details(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
@@ -75,7 +78,7 @@ static void print_details(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
                        sizeof reason);
     printf("    %s\n", reason);
     replay_cmd(r, o->prog, replay, sizeof replay);
-    printf("    replay: %s --trace %s-%s.trace.json\n", replay, r->s->name, pd_mode_name(r->mode));
+    printf("    replay: %s\n", replay);
   }
   if (r->trace) printf("    trace: %s\n", r->trace);
 }

@@ -66,14 +66,21 @@ static void bench_world(pd_scenario_t *s) {
 static void usage(FILE *f) {
   fprintf(f, "usage: pdref sim bench [--scenario FILE] [--requests N] [--rate R]\n"
              "                       [--fault-rate F] [--mode M] [--json]\n"
-             "Runs a large workload through the simulator in one mode (default reference) and\n"
-             "prints events/s, requests/s, simulated and wall seconds, peak RSS and the RSS at\n"
-             "every tenth of the requests judged. Without --scenario: 4 prefill + 4 decode\n"
-             "workers, 1000000 requests, Poisson arrivals 1 ms apart, 1%% of legs faulted.\n"
-             "--scenario runs that file's workers, workload, faults and config; --requests N\n"
-             "and --fault-rate F replace the workload's, --rate R spaces arrivals 1/R s apart\n"
-             "(exponentially when the workload is Poisson). Expectations are not checked: the\n"
-             "figure is the count of requests violating an invariant.\n");
+             "Runs a large workload through the simulator in one mode and prints events/s,\n"
+             "requests/s, simulated and wall seconds, peak RSS and the RSS at every tenth of the\n"
+             "requests judged. Expectations are not checked: the figure is the count of requests\n"
+             "violating an invariant.\n"
+             "  --scenario FILE  run that file's workers, workload, faults and config (default:\n"
+             "                   4 prefill + 4 decode workers, Poisson arrivals 1 ms apart)\n"
+             "  --requests N     requests (default 1000000, or the scenario's)\n"
+             "  --rate R         arrivals 1/R s apart, exponentially when the workload is\n"
+             "                   Poisson (default 1000, or the scenario's)\n"
+             "  --fault-rate F   share of legs faulted, 0..1 (default 0.01, or the scenario's)\n"
+             "  --mode M         the gateway model (default reference)\n"
+             "  --json           one JSON document on stdout\n"
+             PD_CLI_MODES_HELP
+             "example: pdref sim bench --requests 100000 --mode joined\n"
+             "exit: 0 ran; 2 bad usage, a scenario that does not load, or a run that failed\n");
 }
 
 enum { OPT_REQUESTS = PD_CLI_OPT_FIRST, OPT_FAULT_RATE, OPT_MODE, OPT_JSON, OPT_SCENARIO, OPT_RATE };

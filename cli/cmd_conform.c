@@ -34,7 +34,8 @@ static void usage(FILE *f) {
           "usage: pdref conform --gateway-cmd 'CMD ... {prefill_args} {decode_args} ... {port}'\n"
           "                     SCENARIO|DIR... [--mode-label M] [--timeout-scale X]\n"
           "                     [--slack-ms N] [--request-bound-ms N] [--keep] [--json]\n"
-          "                     [--client-header 'NAME: VALUE']...\n"
+          "                     [--client-header 'NAME: VALUE']... [--allow-unexercised]\n"
+          "                     [--no-warm-up]\n"
           "\n"
           "Starts one `pdref mock` per scenario worker on free loopback ports, runs CMD with\n"
           "/bin/sh -c (own process group), drives the scenario's client workload over HTTP,\n"
@@ -84,6 +85,8 @@ static void usage(FILE *f) {
           "mock can inject that changed the verdict, a load this machine cannot drive, legs\n"
           "tied to requests ambiguously) or skipped (every file given is a row); beside it the\n"
           "row's own verdict, pass or the invariants violated.\n"
+          "example: pdref conform --timeout-scale 0.01 scenarios --gateway-cmd \\\n"
+          "           'pdref gateway {prefill_args} {decode_args} --listen 127.0.0.1:{port}'\n"
           "exit: 0 every row as expected, a deployment limit or skipped, and one exercised;\n"
           "1 a row UNEXPECTED or not exercised, or no row exercised; 2 bad usage or a run\n"
           "could not be set up\n");
@@ -267,6 +270,9 @@ static void print_observable(const pd_scenario_t *s, const opts_t *o, const pd_c
   if (r->observe_note[0]) printf("    note: %s\n", r->observe_note);
 }
 
+#define PD_CONFORM_REPLAY_BYTES (4096 + PD_CLI_PROG_BYTES)
+static void replay_cmd(const pd_scenario_t *s, const opts_t *o, char *buf, size_t cap);
+
 static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
   char got[PD_CLI_INV_TEXT_BYTES], want[PD_CLI_INV_TEXT_BYTES], reason[600];
   pd_cli_verdict_t v = verdict_of(r);
@@ -299,6 +305,9 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
     pd_cli_reason_text(r->reason[0] ? r->reason : r->got ? "violation" : "no violation", reason,
                        sizeof reason);
     printf("    %s\n", reason);
+    static char replay[PD_CONFORM_REPLAY_BYTES]; /* the JSON row's "replay", the same words */
+    replay_cmd(s, o, replay, sizeof replay);
+    printf("    replay: %s\n", replay);
   }
   print_observable(s, o, r);
   if (r->metrics_reason[0] && strcmp(r->metrics_reason, r->reason))
@@ -316,8 +325,6 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
     printf("    note: %s (from /metrics; reported, not judged)\n", r->quiet_reason);
   if (r->dir[0]) printf("    logs: %s\n", r->dir);
 }
-
-#define PD_CONFORM_REPLAY_BYTES (4096 + PD_CLI_PROG_BYTES)
 
 /* "pdref conform --gateway-cmd 'CMD' FILE --mode-label M --timeout-scale X ...": the row
  * again, with the options that change its verdict. */

@@ -57,12 +57,17 @@ static void usage(FILE *f) {
           "usage: pdref sim explore --mode joined|pr1150|minilb|reference\n"
           "                         [--seeds N | --time S] [--seed-start K]\n"
           "                         [--shard i/n | --shard-from-env [--shards N]] [--result FILE]\n"
-          "                         [--out DIR] [--per-invariant N] [--determinism] [--json]\n"
+          "                         [--out DIR] [--per-invariant N] [--ties K] [--determinism]\n"
+          "                         [--json]\n"
           "       pdref sim explore merge [--json] RESULT|DIR...   (see merge --help)\n"
           "Generates a random world and workload from each seed (1..4 prefill and decode\n"
           "workers, swarm fault mixes, crashes, disconnects, random settings), runs it under the\n"
           "mode and checks every invariant. A violation is shrunk while it still violates the\n"
           "same invariant and saved as DIR/<mode>-I<n>-seed<N>.json with a replay command.\n"
+          "  --mode M          the gateway model, required: joined (smg today), pr1150 (smg PR\n"
+          "                    #1150), minilb (SGLang's mini_lb) or reference (pdref's rules);\n"
+          "                    explore's worlds speak SGLang's protocol, so vLLM's proxies\n"
+          "                    (vllm-toy-proxy, mooncake-proxy, llmd-sidecar) are not explored\n"
           "  --seeds N         explore seeds K..K+N-1 (default %u)\n"
           "  --time S          explore seeds K, K+1, ... for S seconds of wall time instead\n"
           "  --seed-start K    first seed (default 1)\n"
@@ -82,6 +87,7 @@ static void usage(FILE *f) {
           "                    names the --tie-seed that violated)\n"
           "  --determinism     run each seed twice and compare (I13); halves the throughput\n"
           "  --json            one JSON document on stdout instead of text\n"
+          "example: pdref sim explore --mode joined --seeds 200 --out explore-out\n"
           "exit: 0 no violation, 1 a violation was found, 2 bad usage or an I/O error\n",
           EX_DEFAULT_SEEDS, EX_DEFAULT_OUT);
 }

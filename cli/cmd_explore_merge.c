@@ -48,7 +48,9 @@ static void usage(FILE *f) {
           "Errors (exit 2): a seed of the range that no shard explored (gap) or that two shards\n"
           "explored (overlap), results of different modes, --ties or --determinism, a result\n"
           "whose explored count differs from its range, a file that is not a result.\n"
-          "  --json   one JSON document on stdout instead of text\n"
+          "  RESULT|DIR  shard results (files, or directories of them)\n"
+          "  --json      one JSON document on stdout instead of text (default: text)\n"
+          "example: pdref sim explore merge explore-out/\n"
           "exit: 0 no violation, 1 violations found, 2 an error above or bad usage\n");
 }
 
@@ -298,7 +300,9 @@ static cJSON *u64_json(uint64_t v) {
   return cJSON_CreateString(b);
 }
 
-static void print_json(mg_state_t *m, const pd_cli_cover_t *c) {
+/* The merged summary (`--json`'s document); its smallest findings and violating list move
+ * into it. */
+static cJSON *build_json(mg_state_t *m, const pd_cli_cover_t *c) {
   static const char *const kinds[] = {"ok", "gap", "overlap"};
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "schema", PD_EXPLORE_MERGE_SCHEMA);
@@ -336,6 +340,11 @@ static void print_json(mg_state_t *m, const pd_cli_cover_t *c) {
   cJSON_AddItemToObject(j, "violating", m->violating_list);
   cJSON_AddBoolToObject(j, "violating_truncated", m->truncated);
   m->violating_list = NULL;
+  return j;
+}
+
+static void print_json(mg_state_t *m, const pd_cli_cover_t *c) {
+  cJSON *j = build_json(m, c);
   char *txt = cJSON_Print(j);
   if (txt) puts(txt);
   cJSON_free(txt);
@@ -399,4 +408,31 @@ int pd_cli_sim_explore_merge(int argc, char **argv) {
   free(m.slices);
   free(args);
   return rc;
+}
+
+cJSON *pd_cli_explore_fold(const cJSON *const *docs, const char *const *paths, int n) {
+  mg_state_t m;
+  memset(&m, 0, sizeof m);
+  cJSON *j = NULL;
+  m.slices = malloc((size_t)(n > 0 ? n : 1) * sizeof *m.slices);
+  m.violating_list = cJSON_CreateArray();
+  int rc = m.slices && m.violating_list ? 0 : 2;
+  for (int i = 0; i < n && !rc; i++) rc = take_result(&m, paths[i], docs[i]);
+  pd_cli_cover_t c;
+  if (!rc && pd_cli_cover_check(m.slices, (size_t)m.n_results, &c)) {
+    fprintf(stderr, CMD ": %s ...: the shards' seed sets are too irregular to check\n", paths[0]);
+    rc = 2;
+  }
+  if (!rc && c.kind != PD_CLI_COVER_OK) {
+    fprintf(stderr, CMD ": %s ...: %s: seed %llu was explored by %u shards: a merged summary "
+            "must not claim seeds nobody ran, nor count one twice\n", paths[0],
+            c.kind == PD_CLI_COVER_GAP ? "gap" : "overlap", (unsigned long long)c.seed,
+            c.kind == PD_CLI_COVER_GAP ? 0u : c.times);
+    rc = 2;
+  }
+  if (!rc) j = build_json(&m, &c);
+  for (int i = 0; i <= PD_INVARIANT_COUNT; i++) cJSON_Delete(m.smallest[i]);
+  cJSON_Delete(m.violating_list);
+  free(m.slices);
+  return j;
 }

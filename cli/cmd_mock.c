@@ -33,7 +33,8 @@ static void usage(FILE *f) {
           "  --listen HOST:PORT  address to serve HTTP on: a host name, IPv4 or [IPv6]\n"
           "                      (default 127.0.0.1:0; port 0 = a free one, printed on the\n"
           "                      ready line; a name binds its first IPv4 address, else IPv6)\n"
-          "  --bootstrap-port P  prefill: bootstrap rendezvous port on the same host\n"
+          "  --bootstrap-port P  prefill: the bootstrap port on the same host, where decode\n"
+          "                      meets prefill at a room to take over the KV (the rendezvous)\n"
           "                      (default 8998 as SGLang; 0 = a free port)\n"
           "  --scenario FILE     take behaviour, faults, timeouts and seed from a scenario\n"
           "  --worker NAME       ... for this worker of the scenario (required with --scenario)\n"
@@ -69,6 +70,7 @@ static void usage(FILE *f) {
           "  --kv-heartbeat-ms N vllm decode, lease mode: heartbeat period (default: lease / 6)\n"
           "Ready line (stdout): pdref mock: <role> <worker> http://HOST:PORT bootstrap P\n"
           "                     (vllm: ... kv P vllm)\n"
+          "example: pdref mock --role prefill --listen 127.0.0.1:30001 --bootstrap-port 8998\n"
           "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage or input\n");
 }
 

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <signal.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,13 +55,14 @@ static void usage(FILE *f) {
           "  --tokens K          tokens per request (default 64)\n"
           "  --token-ms T        decode: ms between tokens (default 5)\n"
           "  --first-token-ms F  decode: KV (or, direct, request) to first token (default 2)\n"
-          "  --requests N        measured requests per level and path (default max(16, 4 x C))\n"
+          "  --requests N        measured requests per level and path (default max(16, 4 x C));\n"
+          "                      a TTFT p99 needs 100 (fewer: printed as -, null in JSON)\n"
           "  --no-pd             skip the client-driven PD path (no gateway)\n"
           "  --tp-streams S      throughput run: streams (default 64)\n"
           "  --tp-tokens K       throughput run: tokens per stream (default 16000)\n"
           "  --tp-token-ms T     throughput run: ms between tokens (default 0)\n"
           "  --no-throughput     skip the throughput run\n"
-          "  --mode M            gateway mode (default reference)\n"
+          "  --mode M            pdref gateway's mode (default reference)\n"
           "  --timeout-s S       bound on each measured run (default 60)\n"
           "  --json              one JSON document on stdout\n"
           "  --gateway-cmd CMD   measure this gateway instead of pdref's: run with /bin/sh -c in\n"
@@ -69,8 +71,12 @@ static void usage(FILE *f) {
           "                      --help); ready once {port} accepts connections. RSS and CPU\n"
           "                      are its whole process group's\n"
           "  --label L           its name in the report (default: the command's first word)\n"
-          "Prefill forward_ms and kv_ms are 0, so the paths differ only by the rendezvous and\n"
-          "the gateway. exit: 0 ok, 1 a request failed or a process did not start, 2 bad usage\n");
+          PD_CLI_MODES_HELP
+          "Prefill forward_ms and kv_ms are 0, so the paths differ only by the rendezvous (the\n"
+          "client, or the gateway, sends both legs with one bootstrap room, where prefill and\n"
+          "decode meet to hand over the KV) and the gateway.\n"
+          "example: pdref gateway bench --concurrency 1,64 --no-throughput\n"
+          "exit: 0 ok, 1 a request failed or a process did not start, 2 bad usage\n");
 }
 
 /* ---------- options ---------- */
@@ -371,10 +377,17 @@ static void run_path(netbench_session_t *b, int path, uint32_t streams, uint32_t
   st->wall_s = (double)r.wall_ns / 1e9;
   st->events_per_s = st->wall_s > 0 ? (double)r.events / st->wall_s : 0;
   st->gw_cpu_s = path == PD_NETBENCH_GATEWAY ? cpu1 - cpu0 : 0;
-  st->ttft_us[0] = (double)pd_netbench_percentile(r.ttft_ns, r.n_ttft, 50) / 1e3;
-  st->ttft_us[1] = (double)pd_netbench_percentile(r.ttft_ns, r.n_ttft, 99) / 1e3;
-  st->itl_us[0] = (double)pd_netbench_percentile(r.gap_ns, r.n_gap, 50) / 1e3;
-  st->itl_us[1] = (double)pd_netbench_percentile(r.gap_ns, r.n_gap, 99) / 1e3;
+  st->n_ttft = r.n_ttft;
+  st->n_itl = r.n_gap;
+  for (int k = 0; k < 2; k++) { /* p50, p99, each only from enough samples */
+    double pct = k ? 99 : 50;
+    st->ttft_us[k] = r.n_ttft >= NETBENCH_MIN_SAMPLES(k)
+                         ? (double)pd_netbench_percentile(r.ttft_ns, r.n_ttft, pct) / 1e3
+                         : NAN;
+    st->itl_us[k] = r.n_gap >= NETBENCH_MIN_SAMPLES(k)
+                        ? (double)pd_netbench_percentile(r.gap_ns, r.n_gap, pct) / 1e3
+                        : NAN;
+  }
   snprintf(st->err, sizeof st->err, "%s", rc ? pd_strerror(rc) : r.first_error);
   b->errors += st->errors;
   pd_netbench_result_free(&r);

@@ -9,6 +9,9 @@
 
 #define NETBENCH_MAX_LEVELS 8u
 #define NETBENCH_PATHS 3
+/* A percentile is printed only from enough samples to tell it from the maximum: p50 from 2,
+ * p99 from 100 (fewer, and "p99" would be the slowest sample). Index 0 p50, 1 p99. */
+#define NETBENCH_MIN_SAMPLES(k) ((k) ? 100u : 2u)
 
 typedef struct netbench_opts {
   uint32_t levels[NETBENCH_MAX_LEVELS], n_levels;
@@ -24,7 +27,8 @@ typedef struct netbench_path_stats { /* one path at one level */
   uint32_t requests, ok, errors;
   uint64_t events, reads;
   double wall_s, events_per_s, gw_cpu_s;
-  double ttft_us[2], itl_us[2]; /* p50, p99 */
+  double ttft_us[2], itl_us[2]; /* p50, p99; NAN when too few samples (NETBENCH_MIN_SAMPLES) */
+  uint64_t n_ttft, n_itl;       /* the samples they come from */
   char err[192];
 } netbench_path_stats_t;
 

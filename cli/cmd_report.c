@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "cli_args.h"
@@ -35,9 +36,13 @@ static void usage(FILE *f) {
           "something or is UNEXPECTED (the row\n"
           "is re-run here from its file, mode and seed, its trace kept in memory), explore's\n"
           "findings per invariant, conform's scenario x gateway table and the bench figures.\n"
-          "A directory gives its *.json files. --out: the page (default report.html).\n"
+          "A directory gives its *.json files that are results (explore's output directory:\n"
+          "its shard results; the shrunk cases beside them are skipped). Shards of one\n"
+          "exploration are merged as `pdref sim explore merge` does (a gap or an overlap in\n"
+          "their seeds is an error). --out: the page (default report.html).\n"
           "--no-swimlanes: re-run nothing. --swimlane-max-requests: rows with more requests get\n"
           "no swimlane (default 2000). --json: a summary of what was written on stdout.\n"
+          "example: pdref sim run scenarios --json > sim.json && pdref report --out r.html sim.json\n"
           "exit: 0 written, 2 bad usage or input (a missing file, malformed JSON, a file that is\n"
           "no pdref result), named on stderr.\n"
           "--requirements [NAME=]RESULT...: instead of the page, the requirement x gateway\n"
@@ -107,21 +112,35 @@ static void summary_json(const opts_t *o, const pd_report_t *r, const pd_report_
                                     {"swimlanes", (double)st->swimlanes},
                                     {"explore_invariants", (double)st->explore_invariants},
                                     {"conform_rows", (double)st->conform_rows},
-                                    {"bench_tables", (double)st->bench_tables}};
+                                    {"bench_tables", (double)st->bench_tables},
+                                    {"skipped_files", (double)r->skipped}};
   pd_cli_json_add_nums(j, nums, sizeof nums / sizeof nums[0]);
   pd_cli_json_print(j);
 }
 
-/* Load every file; 0, or 2 after naming the first bad one. */
-static int load_all(pd_report_t *r, char **files, int n_files) {
-  for (int i = 0; i < n_files; i++) {
-    char err[768];
-    if (pd_report_load(r, files[i], err, sizeof err)) {
-      fprintf(stderr, CMD ": %s\n", err);
-      return 2;
+/* Load every file (a directory's: the results among its *.json files, so explore's output
+ * directory gives its shard results and skips the shrunk cases beside them), then fold the
+ * shards of one exploration into one; 0, or 2 after naming the first bad one. */
+static int load_all(pd_report_t *r, char **words, int n_words, char **files, int *n_files) {
+  for (int w = 0; w < n_words; w++) {
+    struct stat sb;
+    int first = *n_files, rc;
+    r->is_skipping_unknown = stat(words[w], &sb) == 0 && S_ISDIR(sb.st_mode);
+    if ((rc = pd_cli_collect_json(CMD, &words[w], 1, files, n_files, MAX_FILES))) return rc;
+    for (int i = first; i < *n_files; i++) {
+      char err[768];
+      if (pd_report_load(r, files[i], err, sizeof err)) {
+        fprintf(stderr, CMD ": %s\n", err);
+        return 2;
+      }
     }
   }
-  return 0;
+  r->is_skipping_unknown = 0;
+  if (r->n == 0) {
+    fprintf(stderr, CMD ": no result among the files given (%zu other JSON files)\n", r->skipped);
+    return 2;
+  }
+  return pd_report_merge_shards(r);
 }
 
 static int write_page(const opts_t *o, const pd_report_t *r, pd_report_stats_t *st) {
@@ -154,10 +173,9 @@ int pd_cli_report(const char *prog, int argc, char **argv) {
     return 2;
   }
   if (o.requirements) return pd_report_requirements(stdout, words, n_words, o.req_doc, o.json);
-  if ((rc = pd_cli_collect_json(CMD, words, n_words, files, &n_files, MAX_FILES))) return rc;
   pd_report_t *r = calloc(1, sizeof *r);
   pd_report_stats_t st;
-  rc = r ? load_all(r, files, n_files) : 2;
+  rc = r ? load_all(r, words, n_words, files, &n_files) : 2;
   if (!rc) rc = write_page(&o, r, &st);
   if (!rc && o.json) summary_json(&o, r, &st);
   else if (!rc)
@@ -167,6 +185,9 @@ int pd_cli_report(const char *prog, int argc, char **argv) {
            st.verdicts[PD_VERDICT_FAIL], st.verdicts[PD_VERDICT_NX],
            st.verdicts[PD_VERDICT_SKIPPED], st.verdicts[PD_VERDICT_ERROR], st.timelines,
            st.swimlanes);
+  if (!rc && !o.json && r->skipped)
+    printf("report: %zu JSON files in the directories given are no results (explore's shrunk "
+           "cases), skipped\n", r->skipped);
   for (int i = 0; i < n_files; i++) free(files[i]);
   if (r) pd_report_free(r);
   free(r);

@@ -85,6 +85,7 @@ static void usage(FILE *f) {
           "  NAME        the scenario's name: 1..95 of A-Z a-z 0-9 . _ - (no leading .)\n"
           "  --out FILE  where to write (default NAME.json; '-' writes to stdout)\n"
           "  --force     replace FILE when it exists (default: refuse)\n"
+          "example: pdref sim new my-scenario && pdref sim run my-scenario.json --mode all\n"
           "exit: 0 written; 2 bad usage, a bad NAME, or FILE exists or cannot be written\n");
 }
 

@@ -36,10 +36,10 @@ static void usage(FILE *f) {
           "                      --json results of sim run, explore, conform and bench as one\n"
           "                      self-contained HTML page (pdref report --help)\n"
           "\n"
-          "modes: joined (smg today), pr1150 (the seed), minilb (SGLang mini_lb),\n"
-          "       reference (pdref's rules, docs/spec.md)\n"
+          PD_CLI_MODES_HELP
           "verdicts (sim run, conform, report): as expected, deployment limit, UNEXPECTED,\n"
           "       not exercised, skipped; beside each, the row's own: pass or the invariants\n"
+          "every command takes --help (pdref sim run --help); docs: README.md, docs/guide.md\n"
           "exit: 0 every row as expected, a deployment limit or skipped (and one exercised),\n"
           "      1 a row UNEXPECTED or not exercised, or nothing exercised, 2 bad usage or input\n");
 }

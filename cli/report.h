@@ -32,6 +32,9 @@ typedef struct pd_report_input {
 typedef struct pd_report {
   pd_report_input_t in[PD_REPORT_MAX_INPUTS];
   size_t n;
+  int is_skipping_unknown; /* set while loading a directory's files: pd_report_load skips a JSON
+                              file that is no result (explore's shrunk cases) */
+  size_t skipped;          /* ... and counts it here */
 } pd_report_t;
 
 /* A row's verdict, one colour each in the matrix. */
@@ -67,8 +70,13 @@ typedef struct pd_report_opts {
 /* ---- report_load.c ---- */
 /* Read and parse path, tell its kind and keep it in r. 0, or 2 with err set to
  * "<path>: <why>" (missing, unreadable, too large, malformed JSON at byte N, unknown result
- * kind, too many inputs). */
+ * kind, too many inputs). With r->is_skipping_unknown, JSON that is no result is counted in
+ * r->skipped and 0 returned. */
 int pd_report_load(pd_report_t *r, const char *path, char *err, size_t cap);
+/* Fold the explore results among r's inputs that are shards of one exploration (the same
+ * mode) into one merged input each, as `pdref sim explore merge` does. 0, or 2 after the
+ * merge's message (different settings, a gap or an overlap in the seeds). */
+int pd_report_merge_shards(pd_report_t *r);
 /* The kind of a parsed result; -1 when it is none of them. */
 int pd_report_classify(const struct cJSON *root);
 void pd_report_free(pd_report_t *r);
@@ -107,12 +115,17 @@ typedef struct pd_report_line {
   size_t n;
   int is_step;
 } pd_report_line_t;
-/* A line chart (inline SVG) with axes and a legend; x_label and y_label name the axes.
- * is_log_x: a logarithmic x axis (CDFs of TTFT). band: NULL, or [from, to] on the x axis
- * shaded (a fault burst). */
+/* A line chart (inline SVG) with axes and a legend; x_label and y_label name the axes, with
+ * their units. is_log_x: a logarithmic x axis (CDFs of TTFT). band: NULL, or [from, to] on
+ * the x axis shaded (a fault burst). min_y1: the y axis reaches at least this (1 slot, not
+ * 0.002). Identical lines are drawn once, their labels joined in the legend; a linear x axis
+ * ends where every line stays under 1 % of the top for good, but not before x_keep (NAN:
+ * no such point; a scenario's charts share its traffic's end). */
 void pd_report_chart(FILE *out, const char *title, const char *x_label, const char *y_label,
                      const pd_report_line_t *lines, size_t n_lines, int is_log_x,
-                     const double *band);
+                     const double *band, double min_y1, double x_keep);
+/* A "nice" axis step near range/5: 1, 2 or 5 times a power of ten. */
+double pd_report_nice_step(double range);
 /* The colour of mode (a fixed palette; an unknown name gets one by hash). */
 const char *pd_report_mode_colour(const char *mode);
 /* TTFT CDFs per mode pooled over every sim row, and the capacity scenarios' timelines. */

@@ -52,7 +52,8 @@ static const char css[] =
     "td.s{font-family:ui-monospace,monospace;white-space:nowrap}"
     "td.cell{font:12px ui-monospace,monospace;min-width:5em}td.cell a{color:inherit;"
     "text-decoration:none;display:block}td.none{background:#f3f3f5}"
-    ".v-expected{background:#cdebd0}.v-expected.shown{background:#9fd6a6}"
+    ".v-expected{background:#cdebd0}.own-v{color:#9b1c1c;font-weight:600}.own-p{color:#2c5e32}"
+    "tfoot td{font-size:11px;background:#eef0f6;vertical-align:top}"
     ".v-fail{background:#f29b9b;font-weight:bold}.v-not-exercised{background:#ffe08a}"
     ".v-error{background:#c4b0e8}.v-limit{background:#a9c8ec}.v-skipped{background:#e4e4e4}.legend span{display:inline-block;padding:1px 8px;margin-right:6px;"
     "border:1px solid #bbb}code,pre{font-family:ui-monospace,monospace;font-size:12px}"
@@ -97,14 +98,17 @@ static void inputs_list(FILE *out, const pd_report_t *r) {
 }
 
 static void legend(FILE *out) {
-  fputs("<p class=\"legend\"><span class=\"v-expected\">as expected: pass</span>"
-        "<span class=\"v-expected shown\">as expected: the bug the scenario shows</span>"
+  fputs("<p class=\"legend\">A cell's colour is the row against its scenario's expectation: "
+        "<span class=\"v-expected\">as expected</span>"
         "<span class=\"v-limit\">deployment limit: as expected, a limit no gateway can pass</span>"
         "<span class=\"v-fail\">UNEXPECTED: not as expected</span>"
-        "<span class=\"v-not-exercised\">not exercised</span>"
+        "<span class=\"v-not-exercised\">not exercised: tested nothing</span>"
         "<span class=\"v-skipped\">skipped</span>"
-        "<span class=\"v-error\">error</span> A cell lists the violated invariants; click it "
-        "for the row's description, reason and replay command.</p>\n",
+        "<span class=\"v-error\">error</span><br>Its text is the row's own verdict: "
+        "<span class=\"own-p\">pass</span>, or <span class=\"own-v\">violates</span> and the "
+        "invariants the run broke (for an upstream model, as expected, that is the bug its "
+        "scenario shows). Click a cell for the row's description, reason and replay command; "
+        "the last line gives each mode's totals.</p>\n",
         out);
 }
 

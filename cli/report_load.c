@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "cli_shard.h"
 #include "pd_scenario.h"
 #include "report.h"
@@ -106,6 +107,11 @@ int pd_report_load(pd_report_t *r, const char *path, char *err, size_t cap) {
   }
   free(txt);
   int kind = pd_report_classify(root);
+  if (kind < 0 && r->is_skipping_unknown) { /* a shrunk case beside explore's results */
+    r->skipped++;
+    cJSON_Delete(root);
+    return 0;
+  }
   if (kind < 0) {
     snprintf(err, cap, "%s: unknown result kind (not sim run, sim explore, conform, sim bench "
                        "or gateway bench --json output)", path);
@@ -190,4 +196,43 @@ int pd_report_row_violated(const cJSON *row, char *buf, size_t cap, int with_nam
     s += k + (s[k] == ',');
   }
   return count;
+}
+
+int pd_report_merge_shards(pd_report_t *r) {
+  for (size_t i = 0; i < r->n; i++) {
+    if (strcmp(pd_report_str(r->in[i].root, "schema"), PD_EXPLORE_RESULT_SCHEMA)) continue;
+    const char *mode = pd_report_str(r->in[i].root, "mode");
+    const cJSON *docs[PD_REPORT_MAX_INPUTS];
+    const char *paths[PD_REPORT_MAX_INPUTS];
+    size_t idx[PD_REPORT_MAX_INPUTS], n = 0;
+    for (size_t k = i; k < r->n; k++)
+      if (!strcmp(pd_report_str(r->in[k].root, "schema"), PD_EXPLORE_RESULT_SCHEMA) &&
+          !strcmp(pd_report_str(r->in[k].root, "mode"), mode)) {
+        docs[n] = r->in[k].root;
+        paths[n] = r->in[k].path;
+        idx[n++] = k;
+      }
+    if (n < 2) continue;
+    cJSON *merged = pd_cli_explore_fold(docs, paths, (int)n);
+    if (!merged) return 2;
+    char name[512];
+    snprintf(name, sizeof name, "%zu shards merged: %s ...", n, paths[0]);
+    char *path = strdup(name);
+    if (!path) {
+      cJSON_Delete(merged);
+      return 2;
+    }
+    for (size_t j = n; j-- > 1;) { /* the other shards leave the list, in order */
+      size_t k = idx[j];
+      free(r->in[k].path);
+      cJSON_Delete(r->in[k].root);
+      memmove(&r->in[k], &r->in[k + 1], (r->n - k - 1) * sizeof r->in[0]);
+      r->n--;
+    }
+    free(r->in[i].path);
+    cJSON_Delete(r->in[i].root);
+    r->in[i].path = path;
+    r->in[i].root = merged;
+  }
+  return 0;
 }

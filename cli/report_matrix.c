@@ -76,8 +76,11 @@ static void cell(FILE *out, const cJSON *row, size_t in_idx, int idx, int colspa
   pd_report_verdict_t v = pd_report_row_verdict(row);
   char ids[512];
   int n = pd_report_row_violated(row, ids, sizeof ids, 1);
-  fprintf(out, "<td class=\"cell v-%s%s\" data-verdict=\"%s\"", pd_report_verdict_names[v],
-          v == PD_VERDICT_EXPECTED && n ? " shown" : "", pd_report_verdict_names[v]);
+  fprintf(out, "<td class=\"cell v-%s\" data-verdict=\"%s\" data-own=\"%s\"",
+          pd_report_verdict_names[v], pd_report_verdict_names[v],
+          v == PD_VERDICT_ERROR || v == PD_VERDICT_SKIPPED || v == PD_VERDICT_NX ? "-"
+          : n                                                                  ? "violates"
+                                                                               : "pass");
   if (colspan > 1) fprintf(out, " colspan=\"%d\"", colspan);
   fputs(" title=\"", out);
   pd_report_esc(out, row_name(row));
@@ -88,11 +91,13 @@ static void cell(FILE *out, const cJSON *row, size_t in_idx, int idx, int colspa
   fprintf(out, "\"><a href=\"#r%zu-%d\">", in_idx, idx);
   if (v == PD_VERDICT_FAIL) fputs("UNEXPECTED: ", out);
   if (v == PD_VERDICT_LIMIT) fputs("deployment limit: ", out);
+  if (v == PD_VERDICT_NX) fputs("not exercised: ", out);
   if (v == PD_VERDICT_ERROR) fputs("error", out);
-  else if (v == PD_VERDICT_NX) fputs("not exercised", out);
   else if (v == PD_VERDICT_SKIPPED) fputs("skipped", out);
-  else if (n) pd_report_esc(out, ids);
-  else fputs("pass", out);
+  else if (n) { /* the row's own verdict, in words: it is no pass whatever the colour */
+    fputs("<span class=\"own-v\">violates</span> ", out);
+    pd_report_esc(out, ids);
+  } else fputs("<span class=\"own-p\">pass</span>", out);
   if (v == PD_VERDICT_FAIL) { /* what it should have been */
     char want[512];
     expected_str(row, want, sizeof want);
@@ -103,6 +108,28 @@ static void cell(FILE *out, const cJSON *row, size_t in_idx, int idx, int colspa
   fputs("</a></td>", out);
   st->cells++;
   st->verdicts[v]++;
+}
+
+/* The last line of a matrix: per column, the rows per word and per own verdict. */
+static void totals(FILE *out, const grid_t *g, const cJSON *rows) {
+  fputs("<tfoot><tr><td class=\"s\">totals per mode</td>", out);
+  for (int c = 0; c < g->n_cols; c++) {
+    size_t per[PD_VERDICT_COUNT] = {0}, pass = 0, viol = 0;
+    char ids[8];
+    for (int k = 0; k < g->n_t; k++) {
+      if (g->t[k].error_row >= 0 || g->t[k].cell[c] < 0) continue;
+      const cJSON *row = cJSON_GetArrayItem(rows, g->t[k].cell[c]);
+      pd_report_verdict_t v = pd_report_row_verdict(row);
+      per[v]++;
+      if (v == PD_VERDICT_EXPECTED || v == PD_VERDICT_LIMIT || v == PD_VERDICT_FAIL)
+        pd_report_row_violated(row, ids, sizeof ids, 0) ? viol++ : pass++;
+    }
+    fputs("<td>", out);
+    for (int v = 0; v < PD_VERDICT_COUNT; v++)
+      if (per[v]) fprintf(out, "%zu %s<br>", per[v], pd_report_verdict_words[v]);
+    fprintf(out, "own: %zu pass, %zu violate</td>", pass, viol);
+  }
+  fputs("</tr></tfoot>\n", out);
 }
 
 static void table(FILE *out, const grid_t *g, const cJSON *rows, size_t in_idx,
@@ -129,7 +156,9 @@ static void table(FILE *out, const grid_t *g, const cJSON *rows, size_t in_idx,
     }
     fputs("</tr>\n", out);
   }
-  fputs("</tbody></table>\n", out);
+  fputs("</tbody>", out);
+  totals(out, g, rows);
+  fputs("</table>\n", out);
 }
 
 /* The scenario files of one matrix's rows, read for their descriptions (the last one kept). */

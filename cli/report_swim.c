@@ -257,13 +257,19 @@ static void labels(FILE *out, const swim_t *s, lane_t **shown, size_t n_shown) {
   }
 }
 
-static void axis(FILE *out, const swim_t *s) {
-  for (int i = 0; i <= 5; i++) {
-    double t = s->t0 + (s->t1 - s->t0) * i / 5;
-    fprintf(out, "<text x=\"%.1f\" y=\"12\" text-anchor=\"%s\">%.1f ms</text>", xt(s, t),
-            i == 0 ? "start" : i == 5 ? "end" : "middle", t / 1e3);
+/* Round ticks (1, 2 or 5 times a power of ten) in ms, or s from 1 s steps on, with a faint
+ * line down the lanes (height h) so a bar's time can be read. */
+static void axis(FILE *out, const swim_t *s, double h) {
+  double range_ms = (s->t1 - s->t0) / 1e3;
+  double step = pd_report_nice_step(range_ms > 0 ? range_ms : 1);
+  int is_s = step >= 1000;
+  for (double t = ceil(s->t0 / 1e3 / step) * step; t <= s->t1 / 1e3 + step / 1e6; t += step) {
+    double x = xt(s, t * 1e3);
+    fprintf(out, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"15\" y2=\"%.1f\" stroke=\"#c9ccd8\" "
+                 "stroke-width=\"0.6\"/><text x=\"%.1f\" y=\"12\" text-anchor=\"middle\">%g %s</text>",
+            x, x, h, x, is_s ? t / 1e3 : t, is_s ? "s" : "ms");
   }
-  fputs("\n", out);
+  fprintf(out, "<text x=\"4\" y=\"12\" fill=\"#667\">simulated time</text>\n");
 }
 
 /* The lanes to draw: thread tracks with events (by pid, tid), then counter tracks. */
@@ -311,7 +317,7 @@ int pd_report_swim_draw(FILE *out, const char *trace, size_t len, const char *ti
   pd_report_esc(out, title);
   fputs("</title>\n", out);
   labels(out, &s, shown, n_shown);
-  axis(out, &s);
+  axis(out, &s, h);
   size_t drawn = draw_events(out, &s, evs, shown, n_shown, 0);
   size_t inst = draw_events(out, &s, evs, shown, n_shown, 1);
   (void)inst;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Print the cost of each scenario under each mode as a Markdown table (README's headline).
+"""Print the cost of each scenario under each mode as a Markdown table (docs/guide.md, "What a fault costs").
 
 Runs `pdref sim run FILE... --mode all --json` and reads each row's `metrics` (docs/metrics.md):
 goodput within the SLOs, p99 TTFT, the burst's goodput before / lowest window / time to

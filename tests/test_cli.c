@@ -294,6 +294,19 @@ static void test_gateway_bench_measures_any_gateway_command(void) {
   PDT_EQ_INT((int)bench_num(g, "ok"), 4);
   PDT_EQ_INT((int)bench_num(pd, "ok"), 4);
   PDT_TRUE(bench_num(g, "ttft_p50_us") > 0);
+  /* 4 requests: a p50, no p99 (it would be the slowest sample), and no added p99 either */
+  PDT_EQ_INT((int)bench_num(g, "ttft_samples"), 4);
+  PDT_TRUE(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(g, "ttft_p99_us")));
+  PDT_TRUE(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(lv, "added_ttft_p99_us")));
+  const char *const added[] = {"added_ttft_p50_us", "added_itl_p50_us", "gateway_alone_ttft_p50_us"};
+  for (size_t i = 0; i < sizeof added / sizeof added[0]; i++) /* measured, never below 0 */
+    PDT_TRUE(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(lv, added[i])) &&
+             bench_num(lv, added[i]) >= 0);
+  const cJSON *tg;
+  cJSON_ArrayForEach(tg, cJSON_GetObjectItemCaseSensitive(j, "targets")) { /* named, no issue # */
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tg, "name"));
+    PDT_TRUE(name && (name[0] < '0' || name[0] > '9'));
+  }
   PDT_TRUE(bench_num(cJSON_GetObjectItemCaseSensitive(j, "gateway"), "peak_rss_kib") > 0);
   cJSON_Delete(j);
   if (r->code != 0) fprintf(stderr, "test_cli: gateway bench output:\n%s\n", r->out);

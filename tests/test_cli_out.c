@@ -305,7 +305,12 @@ static cJSON *replay(const char *cmd) {
   snprintf(buf, sizeof buf, "%s", cmd);
   char *save = NULL, *w = strtok_r(buf, " ", &save);
   if (!w || pdt_pdref_path(bin, sizeof bin) != 0 || strcmp(w, bin) != 0) return NULL;
-  while ((w = strtok_r(NULL, " ", &save)) && n < 20) args[n++] = w;
+  static char trace[PATH_MAX];
+  while ((w = strtok_r(NULL, " ", &save)) && n < 20) {
+    int is_trace = n > 0 && strcmp(args[n - 1], "--trace") == 0;
+    if (is_trace) snprintf(trace, sizeof trace, "%s/%s", g_dir, w); /* not into the cwd */
+    args[n++] = is_trace ? trace : w;
+  }
   args[n++] = "--json";
   args[n] = NULL;
   run_t *r = pdref(args, 1);
@@ -335,7 +340,10 @@ static void test_json_rows_arrays_seed_replay(void) {
   PDT_TRUE(cJSON_IsNumber(seed) && seed->valuedouble == 1);
   char want[PATH_MAX + 512], bin[PATH_MAX + 8];
   PDT_EQ_INT(pdt_pdref_path(bin, sizeof bin), 0);
-  snprintf(want, sizeof want, "%s sim run %s --mode joined --seed 1", bin, I3_ROW);
+  snprintf(want, sizeof want,
+           "%s sim run %s --mode joined --seed 1 --trace "
+           "abort-overtakes-late-prefill-request-joined.trace.json",
+           bin, I3_ROW);
   PDT_EQ_STR(str(joined, "replay"), want);
   cJSON *again = replay(str(joined, "replay")); /* the same row again */
   const cJSON *one = again ? row_of(again, "joined") : NULL;
@@ -431,7 +439,14 @@ static void test_conform_json_arrays_and_error_row(void) {
   PDT_TRUE(rp && strncmp(rp, head, strlen(head)) == 0 && strstr(rp, I3_ROW));
   const cJSON *n = cJSON_GetObjectItemCaseSensitive(doc, "errors");
   PDT_TRUE(cJSON_IsNumber(n) && n->valueint == 1);
+  /* the text table prints the same command under the row */
+  char line[PATH_MAX + 600];
+  snprintf(line, sizeof line, "    replay: %s\n", rp ? rp : "");
   cJSON_Delete(doc);
+  const char *text[] = {"conform", "--mode-label", "joined", "--timeout-scale", "0.05",
+                        "--no-warm-up", "--gateway-cmd", cmd, I3_ROW, NULL};
+  r = pdref(text, 1);
+  PDT_HAS(r->out, line);
 }
 
 /* ---------- replay commands: the program as the user ran it ---------- */
@@ -459,7 +474,9 @@ static void test_replay_names_the_program_as_run(void) {
     run_t *r = pdref_as(as[i], text);
     if (!r) return;
     PDT_EQ_INT(r->code, 0);
-    snprintf(want, sizeof want, "    replay: %s sim run %s --mode joined --seed 1 --trace ",
+    snprintf(want, sizeof want,
+             "    replay: %s sim run %s --mode joined --seed 1 --trace "
+             "abort-overtakes-late-prefill-request-joined.trace.json\n",
              head[i], I3_ROW);
     PDT_HAS(r->out, want);
     if (i == 0) PDT_TRUE(strstr(r->out, "build/pdref") == NULL);
@@ -467,8 +484,10 @@ static void test_replay_names_the_program_as_run(void) {
     r = pdref_as(as[i], json);
     cJSON *doc = cJSON_Parse(r->out);
     const cJSON *row = row_of(doc, "joined");
-    snprintf(want, sizeof want, "%s sim run %s --mode joined --seed 1", head[i], I3_ROW);
-    PDT_EQ_STR(row && str(row, "replay") ? str(row, "replay") : "", want);
+    /* the JSON row's command is the text line's, word for word */
+    char line[PATH_MAX + 256];
+    snprintf(line, sizeof line, "    replay: %s\n", row && str(row, "replay") ? str(row, "replay") : "");
+    PDT_EQ_STR(line, want);
     cJSON_Delete(doc);
   }
   snprintf(out, sizeof out, "%s/explore-as", g_dir);

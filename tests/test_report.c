@@ -2,6 +2,7 @@
  * rows, both row shapes), its loading errors, the swimlane reader of Trace Event Format, and
  * the metrics JSON it draws from (sim/pd_metrics_series.c). */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -115,7 +116,15 @@ static void test_one_cell_per_row_and_verdicts(void) {
   /* the duplicate joined row of "a" is a second table row, not a lost cell */
   PDT_EQ_U64(count(h, "<tr><td class=\"s\">a</td>"), 2);
   PDT_TRUE(strstr(h, "<th>joined</th><th>reference</th><th>pr1150</th><th>minilb</th>") != NULL);
-  PDT_TRUE(strstr(h, ">UNEXPECTED: I2 orphan-leg (expected any (no expectation))</a>") != NULL);
+  PDT_TRUE(strstr(h, ">UNEXPECTED: <span class=\"own-v\">violates</span> I2 orphan-leg "
+                     "(expected any (no expectation))</a>") != NULL);
+  /* the colour is the word; the text is the row's own verdict, a violation never "pass" */
+  PDT_TRUE(strstr(h, "data-verdict=\"expected\" data-own=\"violates\"") != NULL);
+  PDT_TRUE(strstr(h, "data-verdict=\"expected\" data-own=\"pass\"") != NULL);
+  PDT_TRUE(strstr(h, "shown") == NULL); /* no second green for "as expected, violating" */
+  /* per-mode totals: joined has the two "a" rows, as expected, both violating */
+  PDT_TRUE(strstr(h, "<tfoot><tr><td class=\"s\">totals per mode</td>"
+                     "<td>2 as expected<br>own: 0 pass, 2 violate</td>") != NULL);
   free(h);
 }
 
@@ -140,7 +149,7 @@ static void test_error_row_is_one_cell_across_the_modes(void) {
   PDT_EQ_INT(page(sim_rows, PD_REPORT_SIM, &h, &st), 0);
   const char *e = strstr(h, "data-verdict=\"error\"");
   PDT_TRUE(e != NULL);
-  PDT_TRUE(e && strncmp(e, "data-verdict=\"error\" colspan=\"4\"", 32) == 0);
+  PDT_TRUE(e && strncmp(e, "data-verdict=\"error\" data-own=\"-\" colspan=\"4\"", 45) == 0);
   PDT_TRUE(strstr(h, "x/bad.json:3: &#39;&lt;&#39; unexpected") != NULL);
   free(h);
 }
@@ -181,8 +190,9 @@ static void test_the_vocabulary_words_each_have_a_cell(void) {
   PDT_EQ_U64(st.verdicts[PD_VERDICT_FAIL], 1);
   PDT_EQ_U64(st.verdicts[PD_VERDICT_NX], 1); /* an expected I1 without its cause */
   PDT_EQ_U64(st.verdicts[PD_VERDICT_SKIPPED], 1);
-  PDT_TRUE(strstr(h, ">deployment limit: I19 freed-blocks</a>") != NULL);
-  PDT_TRUE(strstr(h, ">UNEXPECTED: I3 stranded-slot (expected pass)</a>") != NULL);
+  PDT_TRUE(strstr(h, ">deployment limit: <span class=\"own-v\">violates</span> I19 freed-blocks</a>") != NULL);
+  PDT_TRUE(strstr(h, ">UNEXPECTED: <span class=\"own-v\">violates</span> I3 stranded-slot "
+                     "(expected pass)</a>") != NULL);
   PDT_TRUE(strstr(h, "1 as expected, 1 deployment limit, 1 UNEXPECTED, 1 not exercised, 1 "
                      "skipped, 0 error.") != NULL);
   PDT_TRUE(strstr(h, "FAIL") == NULL && strstr(h, "passed") == NULL);
@@ -313,7 +323,7 @@ static void test_swimlane_shows_the_violation_window(void) {
   /* the marked request, the slot under it, and a hold it started that outlives it */
   PDT_EQ_U64(count(h, "<rect class=\"span\""), 3);
   PDT_TRUE(strstr(h, "fill=\"#d62728\"><title>request (VIOLATION)") != NULL);
-  PDT_TRUE(strstr(h, "late") == NULL && strstr(h, "pid 1 tid 1") == NULL);
+  PDT_TRUE(strstr(h, ">late") == NULL && strstr(h, "pid 1 tid 1") == NULL);
   PDT_TRUE(strstr(h, "From 40.0 to 400.0 ms") != NULL); /* what is in the window */
   free(h);
 }
@@ -373,6 +383,69 @@ static void test_metrics_series_bins_and_bounds(void) {
   pd_metrics_free(&m);
 }
 
+
+/* The smallest y coordinate (the highest point) of the first <path> after marker in h. */
+static double top_of_path(const char *h, const char *marker) {
+  const char *p = strstr(h, marker);
+  p = p ? strstr(p, " d=\"") : NULL;
+  double top = 1e9;
+  for (p = p ? p + 4 : NULL; p && *p && *p != '"'; p++) {
+    if (*p != 'M' && *p != 'L') continue;
+    double x, y;
+    if (sscanf(p + 1, "%lf %lf", &x, &y) == 2 && y < top) top = y;
+  }
+  return top;
+}
+
+/* A failed request never reaches a first token: a row with 10 requests and 5 first tokens
+ * tops out at 50 %, not 100 % (px: the plot is y 26..208 for 100..0 %). */
+static void test_ttft_cdf_counts_failed_requests(void) {
+  static const char rows[] =
+      "{\"rows\": [{\"scenario\": \"a\", \"file\": \"a.json\", \"mode\": \"joined\","
+      " \"status\": \"as expected\", \"violated\": [], \"expected\": [],"
+      " \"metrics\": {\"requests\": 10, \"ttft_ms\": {\"n\": 5},"
+      " \"ttft_cdf_ms\": [[50, 10], [100, 20]]}},"
+      "{\"scenario\": \"a\", \"file\": \"a.json\", \"mode\": \"reference\","
+      " \"status\": \"as expected\", \"violated\": [], \"expected\": [],"
+      " \"metrics\": {\"requests\": 10, \"ttft_ms\": {\"n\": 10},"
+      " \"ttft_cdf_ms\": [[50, 10], [100, 20]]}}]}";
+  char *h = NULL;
+  pd_report_stats_t st;
+  PDT_EQ_INT(page(rows, PD_REPORT_SIM, &h, &st), 0);
+  double half = 208 - 0.5 * (208 - 26);
+  PDT_TRUE(fabs(top_of_path(h, "stroke=\"#d62728\"") - half) < 0.6);   /* joined: 50 % */
+  PDT_TRUE(fabs(top_of_path(h, "stroke=\"#2ca02c\"") - 26) < 0.6);     /* reference: 100 % */
+  PDT_TRUE(strstr(h, "% of all requests (failed: never)") != NULL);
+  free(h);
+}
+
+/* Charts: identical lines drawn once, both named; a long all-zero tail cut from the time
+ * axis; a y axis of at least one unit (no "0.002 slots"). */
+static void test_chart_identical_lines_tail_and_units(void) {
+  double x[40], same[40], other[40];
+  for (int i = 0; i < 40; i++) {
+    x[i] = i + 0.5;
+    same[i] = i < 10 ? 0.002 * i : 0; /* a tiny bump, then zero to t = 40 */
+    other[i] = i < 5 ? 0.001 : 0;
+  }
+  pd_report_line_t l[3] = {{"joined", "#d62728", x, same, 40, 0},
+                           {"pr1150", "#ff7f0e", x, same, 40, 0},
+                           {"minilb", "#9467bd", x, other, 40, 0}};
+  char *h = NULL;
+  size_t len = 0;
+  CAPTURE(h, len, pd_report_chart(out, "t", "simulated time (s)", "slots", l, 3, 0, NULL, 1, NAN));
+  PDT_EQ_U64(count(h, "<path "), 2);                 /* pr1150 lies on joined: drawn once */
+  PDT_TRUE(strstr(h, ">joined = pr1150</text>") != NULL); /* ... and named with it */
+  PDT_TRUE(strstr(h, ">0.002<") == NULL && strstr(h, ">1<") != NULL); /* y to 1 slot */
+  free(h);
+  double big[40];
+  for (int i = 0; i < 40; i++) big[i] = i < 10 ? 5 : 0; /* busy 10 s, then 30 s of zeros */
+  pd_report_line_t one[1] = {{"joined", "#d62728", x, big, 40, 0}};
+  CAPTURE(h, len, pd_report_chart(out, "t", "simulated time (s)", "slots", one, 1, 0, NULL, 1, NAN));
+  PDT_TRUE(strstr(h, ">10<") != NULL && strstr(h, ">30<") == NULL); /* the axis ends near 11 s */
+  free(h);
+}
+
 int pdt_suite_report(void) {
   static const pdt_case_t cases[] = {
       {"escape: markup, quotes, control and invalid UTF-8 bytes", test_escape_text_and_attributes},
@@ -389,6 +462,8 @@ int pdt_suite_report(void) {
       {"a FAIL row is re-run for its swimlane", test_fail_row_is_rerun_for_its_swimlane},
       {"the vocabulary's words each have a cell and a total", test_the_vocabulary_words_each_have_a_cell},
       {"metrics series: bins, merged points, pooled none", test_metrics_series_bins_and_bounds},
+      {"TTFT CDF: a failed request never reaches a first token", test_ttft_cdf_counts_failed_requests},
+      {"charts: identical lines named, zero tail cut, one unit", test_chart_identical_lines_tail_and_units},
   };
   return PDT_SUITE("report", cases);
 }
