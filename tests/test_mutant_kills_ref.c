@@ -7,15 +7,17 @@
 #include <string.h>
 
 #include "pd_dispatch.h"
+#include "pd_sse.h"
 #include "pdt.h"
 
 #include "pdt_alloc.h"
 #include "pdt_harness.h"
 
-/* core/pd_feed.c render: `return rc` -> `return 0` survived: the simulator never fails an
- * allocation. When the buffer for the legs' body cannot be had, no leg may go out with an
- * empty body (the core answers the client instead): every allocation of the request's step
- * is failed in turn, and every PD_ACT_OPEN_LEG that does go out carries a JSON object. */
+/* core/pd_feed.c render: `return rc` -> `return 0` survived (and pd_gw_begin's 500 -> 499,
+ * seed 2): the simulator never fails an allocation. When the buffer for the legs' body cannot be had, no leg may go out with an
+ * empty body (the core answers the client 500 instead): every allocation of the request's
+ * step is failed in turn, every PD_ACT_OPEN_LEG that does go out carries a JSON object, and
+ * a client head, if any, is 500. */
 static void test_no_leg_opens_with_an_empty_body_when_render_fails(void) {
   for (unsigned n = 1; n < 400; n++) {
     pdt_alloc_t f = {0};
@@ -27,6 +29,7 @@ static void test_no_leg_opens_with_an_empty_body_when_render_fails(void) {
     f.fail_at = f.calls + n; /* the request's own n-th allocation */
     h_request(&h, STREAM);
     int reached = f.calls >= f.fail_at;
+    PDT_TRUE(h.head_status == 0 || h.head_status == 500); /* R-STATUS: internal error, 500 */
     for (size_t i = 0; i < h.out.n; i++) {
       const pd_action_t *o = &h.out.v[i];
       if (o->kind != PD_ACT_OPEN_LEG) continue;
@@ -128,6 +131,36 @@ static void test_prefill_chunk_of_many_events_is_framed_whole(void) {
   h_free(&h);
 }
 
+/* core/pd_mode_ref.c doomed_data: a given-up stream leg whose data breaks the SSE framer
+ * (an event past PD_SSE_MAX_EVENT_BYTES) reports its own failure in the instant it was given
+ * up: recorded as failure with 502 (R-OUTCOME), not hidden under `cancelled`. Dropping that
+ * doomed_result call, or 502 -> 503, survived (seed 2): no simulated worker sends an event
+ * that large. Prefill's 500 head gives decode up; decode's oversized data comes in the same
+ * instant. */
+static void test_doomed_leg_breaking_the_framer_fails_it_502(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  pd_event_t p500 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 500};
+  h_feed_raw(&h, p500); /* decode is given up, settled at the end of this instant */
+  size_t n = PD_SSE_MAX_EVENT_BYTES + 16;
+  char *big = malloc(n);
+  PDT_TRUE(big != NULL);
+  if (!big) {
+    h_free(&h);
+    return;
+  }
+  memset(big, 'x', n); /* no event boundary: the framer refuses it */
+  pd_event_t data = {.kind = PD_EV_UP_DATA, .req_id = 7, .leg_id = 2,
+                     .data = (const uint8_t *)big, .len = n};
+  h_feed_raw(&h, data);
+  int status = 0;
+  PDT_EQ_INT(h_outcome_of(&h, 2, &status), PD_OUTCOME_FAILURE);
+  PDT_EQ_INT(status, 502);
+  free(big);
+  h_free(&h);
+}
+
 int pdt_suite_mutant_kills_ref(void) {
   static const pdt_case_t cases[] = {
       {"an allocation failure opens no leg with an empty body",
@@ -138,6 +171,8 @@ int pdt_suite_mutant_kills_ref(void) {
        test_logprob_stream_reads_prefill_once_and_frees_it},
       {"a prefill chunk of 600,000 events is framed whole",
        test_prefill_chunk_of_many_events_is_framed_whole},
+      {"a given-up leg that breaks the SSE framer fails with 502",
+       test_doomed_leg_breaking_the_framer_fails_it_502},
   };
   return PDT_SUITE("mutant_kills_ref", cases);
 }
