@@ -161,6 +161,35 @@ static void test_doomed_leg_breaking_the_framer_fails_it_502(void) {
   h_free(&h);
 }
 
+/* core/pd_mode_ref.c total_moves_on: its early `return 0` -> `return 1` survived (seed 2):
+ * no scenario can set the token budget to 0 (0 there means the mode's default), while
+ * `pdref gateway --token-budget-ms 0` turns R-PROGRESS's pace off (0 = none, as for every
+ * timeout). Then the total cap is a plain cap: a committed stream still running when it
+ * fires is ended with an SSE error (R-TIMEOUT), not left without a deadline. */
+static void test_total_cap_cuts_a_stream_without_a_token_budget(void) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.token_budget_ns = 0;
+  c.total_timeout_ns = 2000 * MS;
+  harness_t h;
+  h_init_cfg(&h, &c, 1);
+  h_request(&h, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h.now = 10 * MS;
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0); /* commits */
+  PDT_EQ_INT(h.head_status, 200);
+  for (int i = 0; i < 20 && !h.ended; i++) { /* a token every 100 ms, then the cap */
+    h.now += 100 * MS;
+    if (h_expiry(&h) <= h.now) h_expire(&h);
+    else h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK1);
+  }
+  PDT_TRUE(h.ended);
+  PDT_TRUE(h.now >= 2000 * MS && h.now <= 2100 * MS);
+  PDT_TRUE(strstr(h.client, "request deadline exceeded") != NULL);
+  h_free(&h);
+}
+
 int pdt_suite_mutant_kills_ref(void) {
   static const pdt_case_t cases[] = {
       {"an allocation failure opens no leg with an empty body",
@@ -173,6 +202,8 @@ int pdt_suite_mutant_kills_ref(void) {
        test_prefill_chunk_of_many_events_is_framed_whole},
       {"a given-up leg that breaks the SSE framer fails with 502",
        test_doomed_leg_breaking_the_framer_fails_it_502},
+      {"without a token budget the total cap cuts a committed stream",
+       test_total_cap_cuts_a_stream_without_a_token_budget},
   };
   return PDT_SUITE("mutant_kills_ref", cases);
 }
