@@ -190,6 +190,35 @@ static void test_total_cap_cuts_a_stream_without_a_token_budget(void) {
   h_free(&h);
 }
 
+/* core/pd_mode_ref.c doomed_data: its loop guard starting at 1 instead of 0 survived (seed
+ * 2). A given-up stream leg frames at most 2^20 events of one chunk (a bound on the work of
+ * one step; pdref's drivers hand the core a few KiB at a time): a chunk of exactly that many,
+ * the last its [DONE], is read to the [DONE], so the leg's clean end is its success. */
+static void test_doomed_leg_reads_a_full_chunk_to_its_done(void) {
+  enum { N_EVENTS = 1 << 20 };
+  static const char ev[] = "data: x\n\n";
+  size_t ev_len = sizeof ev - 1, n = (N_EVENTS - 1) * ev_len + strlen(DONE);
+  char *big = malloc(n + 1);
+  PDT_TRUE(big != NULL);
+  if (!big) return;
+  for (size_t i = 0; i + 1 < N_EVENTS; i++) memcpy(big + i * ev_len, ev, ev_len);
+  memcpy(big + (N_EVENTS - 1) * ev_len, DONE, strlen(DONE) + 1);
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  pd_event_t p500 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 500};
+  h_feed_raw(&h, p500); /* decode is given up, settled at the end of this instant */
+  pd_event_t data = {.kind = PD_EV_UP_DATA, .req_id = 7, .leg_id = 2,
+                     .data = (const uint8_t *)big, .len = n};
+  h_feed_raw(&h, data);
+  pd_event_t end = {.kind = PD_EV_UP_END, .req_id = 7, .leg_id = 2};
+  h_feed_raw(&h, end);
+  int status = -1;
+  PDT_EQ_INT(h_outcome_of(&h, 2, &status), PD_OUTCOME_SUCCESS);
+  free(big);
+  h_free(&h);
+}
+
 int pdt_suite_mutant_kills_ref(void) {
   static const pdt_case_t cases[] = {
       {"an allocation failure opens no leg with an empty body",
@@ -204,6 +233,8 @@ int pdt_suite_mutant_kills_ref(void) {
        test_doomed_leg_breaking_the_framer_fails_it_502},
       {"without a token budget the total cap cuts a committed stream",
        test_total_cap_cuts_a_stream_without_a_token_budget},
+      {"a given-up leg reads a chunk of 2^20 events to its [DONE]",
+       test_doomed_leg_reads_a_full_chunk_to_its_done},
   };
   return PDT_SUITE("mutant_kills_ref", cases);
 }
