@@ -165,7 +165,8 @@ static void test_doomed_leg_breaking_the_framer_fails_it_502(void) {
  * no scenario can set the token budget to 0 (0 there means the mode's default), while
  * `pdref gateway --token-budget-ms 0` turns R-PROGRESS's pace off (0 = none, as for every
  * timeout). Then the total cap is a plain cap: a committed stream still running when it
- * fires is ended with an SSE error (R-TIMEOUT), not left without a deadline. */
+ * fires is ended with an SSE error event, code 504 (R-TIMEOUT, R-STATUS; its 504 -> 503
+ * survived seed 2 too), not left without a deadline. */
 static void test_total_cap_cuts_a_stream_without_a_token_budget(void) {
   pd_gw_config_t c;
   pd_gw_config_default(&c, PD_MODE_REFERENCE);
@@ -187,6 +188,7 @@ static void test_total_cap_cuts_a_stream_without_a_token_budget(void) {
   PDT_TRUE(h.ended);
   PDT_TRUE(h.now >= 2000 * MS && h.now <= 2100 * MS);
   PDT_TRUE(strstr(h.client, "request deadline exceeded") != NULL);
+  PDT_TRUE(strstr(h.client, "\"code\":504") != NULL); /* R-STATUS: a deadline is 504 */
   h_free(&h);
 }
 
