@@ -97,7 +97,7 @@ typedef struct pd_rq {
   int is_fast_path;  /* pr1150: stream && !logprob */
   uint32_t attempt;  /* attempts started */
   uint64_t t_start_ns;
-  uint64_t t_commit_ns; /* reference: when the client head went out (0: not yet) */
+  uint64_t t_commit_ns; /* reference: when the client head went out (0 too: see is_committed) */
   uint64_t cur_id[2]; /* current attempt's leg ids per role, 0 none */
   uint32_t load_w[2]; /* worker+1 holding this request's load per role, 0 none (smg keeps
                          loads with the response body, not the legs: R3.12) */

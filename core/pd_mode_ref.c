@@ -535,7 +535,7 @@ static int mark_suspects(pd_rq_t *rq) {
  * event); a stream that falls behind is cut there, one that stalls by idle first. */
 static int total_moves_on(pd_gw_t *gw, pd_rq_t *rq, const pd_leg_t *d) {
   uint64_t per = gw->cfg.token_budget_ns;
-  if (!rq->req.is_stream || !per || !rq->t_commit_ns) return 0;
+  if (!rq->req.is_stream || !per || !rq->is_committed) return 0;
   uint64_t earned = d->events > PD_MAX_ALLOWANCE_NS / per ? PD_MAX_ALLOWANCE_NS : d->events * per;
   uint64_t until = rq->t_commit_ns + gw->cfg.idle_timeout_ns + earned;
   if (until <= gw->now) return 0;

@@ -7,15 +7,17 @@
 #include <string.h>
 
 #include "pd_dispatch.h"
+#include "pd_sse.h"
 #include "pdt.h"
 
 #include "pdt_alloc.h"
 #include "pdt_harness.h"
 
-/* core/pd_feed.c render: `return rc` -> `return 0` survived: the simulator never fails an
- * allocation. When the buffer for the legs' body cannot be had, no leg may go out with an
- * empty body (the core answers the client instead): every allocation of the request's step
- * is failed in turn, and every PD_ACT_OPEN_LEG that does go out carries a JSON object. */
+/* core/pd_feed.c render: `return rc` -> `return 0` survived (and pd_gw_begin's 500 -> 499,
+ * seed 2): the simulator never fails an allocation. When the buffer for the legs' body cannot be had, no leg may go out with an
+ * empty body (the core answers the client 500 instead): every allocation of the request's
+ * step is failed in turn, every PD_ACT_OPEN_LEG that does go out carries a JSON object, and
+ * a client head, if any, is 500. */
 static void test_no_leg_opens_with_an_empty_body_when_render_fails(void) {
   for (unsigned n = 1; n < 400; n++) {
     pdt_alloc_t f = {0};
@@ -27,6 +29,7 @@ static void test_no_leg_opens_with_an_empty_body_when_render_fails(void) {
     f.fail_at = f.calls + n; /* the request's own n-th allocation */
     h_request(&h, STREAM);
     int reached = f.calls >= f.fail_at;
+    PDT_TRUE(h.head_status == 0 || h.head_status == 500); /* R-STATUS: internal error, 500 */
     for (size_t i = 0; i < h.out.n; i++) {
       const pd_action_t *o = &h.out.v[i];
       if (o->kind != PD_ACT_OPEN_LEG) continue;
@@ -128,6 +131,96 @@ static void test_prefill_chunk_of_many_events_is_framed_whole(void) {
   h_free(&h);
 }
 
+/* core/pd_mode_ref.c doomed_data: a given-up stream leg whose data breaks the SSE framer
+ * (an event past PD_SSE_MAX_EVENT_BYTES) reports its own failure in the instant it was given
+ * up: recorded as failure with 502 (R-OUTCOME), not hidden under `cancelled`. Dropping that
+ * doomed_result call, or 502 -> 503, survived (seed 2): no simulated worker sends an event
+ * that large. Prefill's 500 head gives decode up; decode's oversized data comes in the same
+ * instant. */
+static void test_doomed_leg_breaking_the_framer_fails_it_502(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  pd_event_t p500 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 500};
+  h_feed_raw(&h, p500); /* decode is given up, settled at the end of this instant */
+  size_t n = PD_SSE_MAX_EVENT_BYTES + 16;
+  char *big = malloc(n);
+  PDT_TRUE(big != NULL);
+  if (!big) {
+    h_free(&h);
+    return;
+  }
+  memset(big, 'x', n); /* no event boundary: the framer refuses it */
+  pd_event_t data = {.kind = PD_EV_UP_DATA, .req_id = 7, .leg_id = 2,
+                     .data = (const uint8_t *)big, .len = n};
+  h_feed_raw(&h, data);
+  int status = 0;
+  PDT_EQ_INT(h_outcome_of(&h, 2, &status), PD_OUTCOME_FAILURE);
+  PDT_EQ_INT(status, 502);
+  free(big);
+  h_free(&h);
+}
+
+/* core/pd_mode_ref.c total_moves_on: its early `return 0` -> `return 1` survived (seed 2):
+ * no scenario can set the token budget to 0 (0 there means the mode's default), while
+ * `pdref gateway --token-budget-ms 0` turns R-PROGRESS's pace off (0 = none, as for every
+ * timeout). Then the total cap is a plain cap: a committed stream still running when it
+ * fires is ended with an SSE error event, code 504 (R-TIMEOUT, R-STATUS; its 504 -> 503
+ * survived seed 2 too), not left without a deadline. */
+static void test_total_cap_cuts_a_stream_without_a_token_budget(void) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.token_budget_ns = 0;
+  c.total_timeout_ns = 2000 * MS;
+  harness_t h;
+  h_init_cfg(&h, &c, 1);
+  h_request(&h, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h.now = 10 * MS;
+  h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0); /* commits */
+  PDT_EQ_INT(h.head_status, 200);
+  for (int i = 0; i < 20 && !h.ended; i++) { /* a token every 100 ms, then the cap */
+    h.now += 100 * MS;
+    if (h_expiry(&h) <= h.now) h_expire(&h);
+    else h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK1);
+  }
+  PDT_TRUE(h.ended);
+  PDT_TRUE(h.now >= 2000 * MS && h.now <= 2100 * MS);
+  PDT_TRUE(strstr(h.client, "request deadline exceeded") != NULL);
+  PDT_TRUE(strstr(h.client, "\"code\":504") != NULL); /* R-STATUS: a deadline is 504 */
+  h_free(&h);
+}
+
+/* core/pd_mode_ref.c doomed_data: its loop guard starting at 1 instead of 0 survived (seed
+ * 2). A given-up stream leg frames at most 2^20 events of one chunk (a bound on the work of
+ * one step; pdref's drivers hand the core a few KiB at a time): a chunk of exactly that many,
+ * the last its [DONE], is read to the [DONE], so the leg's clean end is its success. */
+static void test_doomed_leg_reads_a_full_chunk_to_its_done(void) {
+  enum { N_EVENTS = 1 << 20 };
+  static const char ev[] = "data: x\n\n";
+  size_t ev_len = sizeof ev - 1, n = (N_EVENTS - 1) * ev_len + strlen(DONE);
+  char *big = malloc(n + 1);
+  PDT_TRUE(big != NULL);
+  if (!big) return;
+  for (size_t i = 0; i + 1 < N_EVENTS; i++) memcpy(big + i * ev_len, ev, ev_len);
+  memcpy(big + (N_EVENTS - 1) * ev_len, DONE, strlen(DONE) + 1);
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  pd_event_t p500 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 500};
+  h_feed_raw(&h, p500); /* decode is given up, settled at the end of this instant */
+  pd_event_t data = {.kind = PD_EV_UP_DATA, .req_id = 7, .leg_id = 2,
+                     .data = (const uint8_t *)big, .len = n};
+  h_feed_raw(&h, data);
+  pd_event_t end = {.kind = PD_EV_UP_END, .req_id = 7, .leg_id = 2};
+  h_feed_raw(&h, end);
+  int status = -1;
+  PDT_EQ_INT(h_outcome_of(&h, 2, &status), PD_OUTCOME_SUCCESS);
+  free(big);
+  h_free(&h);
+}
+
 int pdt_suite_mutant_kills_ref(void) {
   static const pdt_case_t cases[] = {
       {"an allocation failure opens no leg with an empty body",
@@ -138,6 +231,12 @@ int pdt_suite_mutant_kills_ref(void) {
        test_logprob_stream_reads_prefill_once_and_frees_it},
       {"a prefill chunk of 600,000 events is framed whole",
        test_prefill_chunk_of_many_events_is_framed_whole},
+      {"a given-up leg that breaks the SSE framer fails with 502",
+       test_doomed_leg_breaking_the_framer_fails_it_502},
+      {"without a token budget the total cap cuts a committed stream",
+       test_total_cap_cuts_a_stream_without_a_token_budget},
+      {"a given-up leg reads a chunk of 2^20 events to its [DONE]",
+       test_doomed_leg_reads_a_full_chunk_to_its_done},
   };
   return PDT_SUITE("mutant_kills_ref", cases);
 }
