@@ -3,7 +3,9 @@
  * modelled gateway commits the violation the mutant hides. Each names the mutant it kills and
  * the judgement a user could name that the mutant breaks. The records are built by hand, as in
  * tests/test_check.c. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pd_check.h"
 #include "pdt.h"
@@ -127,6 +129,120 @@ static void test_a_failed_299_stream_without_an_error_event_is_i14(void) {
   }
 }
 
+/* sim/pd_check.c close_bound_ns: `b < grace && (rq->gone || b)` -> `||` (seed-2 sample): a
+ * mode's tail longer than the grace would become I2's bound. pd_check.h: "either bound above
+ * the grace is the grace". A reference whose tail is 2 s, a grace of 1 s: a leg closed 1.5 s
+ * after the client's end is I2. */
+static void test_a_tail_longer_than_the_grace_does_not_extend_i2(void) {
+  fixture_t *f = clean();
+  PDT_TRUE(f != NULL);
+  if (!f) return;
+  PDT_EQ_U64(f->s.config.grace_ms, 1000);
+  f->j.is_cancel_bound = 1;
+  f->j.cancel_end_ns = 2000 * MS;
+  f->p.t_gw_closed = f->rq.t_end + 1500 * MS;
+  PDT_EQ_U64(judge(f), BIT(PD_INVARIANT_ORPHAN_LEG));
+  free(f);
+}
+
+/* sim/pd_check.c check_loads: `uint64_t worker_end = 0` -> 1 (seed-2 sample): a leg closed at
+ * virtual time 0 ends its worker's part at 0, not 1 ns later; a load released 1 ns past the
+ * grace after it is I10 (time 0 counts as a time, as test_check.c holds for I2 and I3). */
+static void test_a_load_released_just_past_the_grace_after_a_leg_closed_at_0_is_i10(void) {
+  fixture_t *f = clean();
+  PDT_TRUE(f != NULL);
+  if (!f) return;
+  f->p.t_open = 0;
+  f->p.t_slot_taken = 0;
+  f->p.t_slot_freed = 0;
+  f->p.is_slot_freed = 1;
+  f->p.t_gw_closed = 0;
+  f->rq.load_t_rel[0][0] = f->s.config.grace_ms * MS + 1;
+  PDT_EQ_U64(judge(f), BIT(PD_INVARIANT_LOAD_TRUTH));
+  free(f);
+}
+
+/* The fixture's request, failed: a 502 error head, its decode failed without a status. */
+static void fail_it(fixture_t *f) {
+  f->rq.head_status = 502;
+  f->rq.is_sse_head = 0;
+  f->rq.saw_done = 0;
+  f->d.truth = PD_TRUTH_FAILED;
+  f->d.outcome = PD_OUTCOME_FAILURE;
+  f->rq.was_healthy = 1;
+}
+
+/* sim/pd_check.c check_served: `l->fault >= 0` -> `>= 1` (seed-2 sample): a leg struck by its
+ * worker's first scripted fault (index 0) is a fault like any other, and a request it failed
+ * is no I15 (not every worker was healthy for it). With no fault it is I15. */
+static void test_a_request_failed_by_a_workers_first_fault_is_not_i15(void) {
+  fixture_t *f = clean();
+  PDT_TRUE(f != NULL);
+  if (!f) return;
+  fail_it(f);
+  PDT_EQ_U64(judge(f), BIT(PD_INVARIANT_SERVED));
+  free(f);
+  f = clean();
+  PDT_TRUE(f != NULL);
+  if (!f) return;
+  fail_it(f);
+  f->d.fault = 0;
+  PDT_EQ_U64(judge(f), 0);
+  free(f);
+}
+
+/* sim/pd_check.c check_served: `int legs = 0` -> 1 (seed-2 sample): I15's reason says "no leg
+ * was sent" when the gateway sent none (a 503 with no leg at all), not "no leg reached a
+ * worker", which names a different fault (legs lost on the way). */
+static void test_i15_says_no_leg_was_sent_when_none_was(void) {
+  fixture_t *f = clean();
+  PDT_TRUE(f != NULL);
+  if (!f) return;
+  fail_it(f);
+  f->rq.head_status = 503;
+  f->rq.legs = NULL;
+  f->rq.n_legs = 0;
+  memset(f->rq.load_w, 0, sizeof f->rq.load_w);
+  char reason[160];
+  PDT_EQ_U64(pd_check_request(&f->j, &f->rq, reason, sizeof reason), BIT(PD_INVARIANT_SERVED));
+  PDT_TRUE(strstr(reason, "no leg was sent") != NULL);
+  free(f);
+}
+
+/* sim/pd_check.c openai_body_ok: `k < n` -> `k <= n` (seed-2 sample): an OpenAI answer whose
+ * text spells one token more than its usage counts (n + 1 tokens, over 4 KiB of text) is not a
+ * clean answer of n tokens. */
+static void test_an_openai_body_with_a_token_too_many_is_not_clean(void) {
+  enum { N = 700 };
+  fixture_t *f = clean();
+  char *body = malloc(16 * 1024);
+  PDT_TRUE(f != NULL && body != NULL);
+  if (!f || !body) {
+    free(f);
+    free(body);
+    return;
+  }
+  f->rq.is_stream = 0;
+  f->rq.is_sse_head = 0;
+  f->rq.saw_done = 0;
+  f->rq.tokens = N;
+  f->rq.next_token = 0;
+  for (int extra = 0; extra < 2; extra++) {
+    int at = snprintf(body, 64, "{\"choices\":[{\"index\":0,\"text\":\"");
+    for (int k = 0; k < N + extra; k++) at += snprintf(body + at, 32, "tok%d ", k);
+    at += snprintf(body + at, 96, "\"}],\"usage\":{\"completion_tokens\":%d}}", N);
+    PDT_TRUE(at > 4096 + 64);
+    f->rq.body.len = 0;
+    f->rq.is_clean = 0;
+    PDT_EQ_INT(pd_check_client_data(&f->rq, (const uint8_t *)body, (size_t)at), 0);
+    PDT_EQ_U64(judge(f), 0);
+    PDT_EQ_INT(f->rq.is_clean, !extra); /* n tokens: clean; n + 1: not */
+  }
+  pd_buf_free(NULL, &f->rq.body);
+  free(body);
+  free(f);
+}
+
 int pdt_suite_mutant_kills_chk(void) {
   static const pdt_case_t cases[] = {
       {"the hand-built record is clean", test_the_fixture_is_clean},
@@ -135,6 +251,16 @@ int pdt_suite_mutant_kills_chk(void) {
       {"I9: a load released twice", test_a_load_released_twice_is_i9},
       {"I14: a failed 299 stream without an error event",
        test_a_failed_299_stream_without_an_error_event_is_i14},
+      {"I2: a mode's tail longer than the grace does not extend the bound",
+       test_a_tail_longer_than_the_grace_does_not_extend_i2},
+      {"I10: a load released just past the grace after a leg closed at time 0",
+       test_a_load_released_just_past_the_grace_after_a_leg_closed_at_0_is_i10},
+      {"I15: a request failed by its worker's first scripted fault is not I15",
+       test_a_request_failed_by_a_workers_first_fault_is_not_i15},
+      {"I15 says no leg was sent when the gateway sent none",
+       test_i15_says_no_leg_was_sent_when_none_was},
+      {"an OpenAI body with a token more than its usage is not clean",
+       test_an_openai_body_with_a_token_too_many_is_not_clean},
   };
   return PDT_SUITE("mutant_kills_chk", cases);
 }
