@@ -433,7 +433,7 @@ static void test_chart_identical_lines_tail_and_units(void) {
                            {"minilb", "#9467bd", x, other, 40, 0}};
   char *h = NULL;
   size_t len = 0;
-  CAPTURE(h, len, pd_report_chart(out, "t", "simulated time (s)", "slots", l, 3, 0, NULL, 1, NAN));
+  CAPTURE(h, len, pd_report_chart(out, "t", "t", "simulated time (s)", "slots", l, 3, 0, NULL, 1, NAN));
   PDT_EQ_U64(count(h, "<path "), 2);                 /* pr1150 lies on joined: drawn once */
   PDT_TRUE(strstr(h, ">joined = pr1150</text>") != NULL); /* ... and named with it */
   PDT_TRUE(strstr(h, ">0.002<") == NULL && strstr(h, ">1<") != NULL); /* y to 1 slot */
@@ -441,7 +441,7 @@ static void test_chart_identical_lines_tail_and_units(void) {
   double big[40];
   for (int i = 0; i < 40; i++) big[i] = i < 10 ? 5 : 0; /* busy 10 s, then 30 s of zeros */
   pd_report_line_t one[1] = {{"joined", "#d62728", x, big, 40, 0}};
-  CAPTURE(h, len, pd_report_chart(out, "t", "simulated time (s)", "slots", one, 1, 0, NULL, 1, NAN));
+  CAPTURE(h, len, pd_report_chart(out, "t", "t", "simulated time (s)", "slots", one, 1, 0, NULL, 1, NAN));
   PDT_TRUE(strstr(h, ">10<") != NULL && strstr(h, ">30<") == NULL); /* the axis ends near 11 s */
   free(h);
 }
