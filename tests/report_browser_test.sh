@@ -41,11 +41,15 @@ rows+=($(ls scenarios/sf-*.json | head -2))
 # a row that is not what its scenario expects (a FAIL cell, re-run for its swimlane)
 sed -e 's/"name": "happy-path-stream"/"name": "happy-path-expects-i3"/' \
     -e 's/"joined": "pass"/"joined": ["I3"]/' scenarios/happy-path-stream.json >"$tmp/expects-i3.json"
-rows+=("$tmp/expects-i3.json")
+rows+=(expects-i3.json)
 # a file that does not load: an error row (its name holds markup, to be escaped)
 echo '{"name": "broken",' >"$tmp/<i>broken.json"
-rows+=("$tmp/<i>broken.json")
+rows+=("<i>broken.json")
 rc=0
+# everything runs in $tmp with relative paths (scenarios/ a link to the library), so the page
+# names no scratch directory (it becomes docs/report.png)
+ln -s "$PWD/scenarios" "$tmp/scenarios"
+cd "$tmp"
 "$pdref" sim run "${rows[@]}" --mode all --json >"$tmp/sim.json" 2>"$tmp/sim.err" || rc=$?
 [ "$rc" -eq 2 ] || fail "sim run exited $rc (2 expected: one file does not load)"
 # an exploration in two shards, as a batch engine runs it: one output directory with both
@@ -53,11 +57,12 @@ rc=0
 for i in 1 2; do
   rc=0
   PARALLEL_SEQ=$i PDREF_SHARDS=2 "$pdref" sim explore --mode joined --seeds 40 --shard-from-env \
-    --out "$tmp/explore" >/dev/null || rc=$?
+    --out explore >/dev/null || rc=$?
   [ "$rc" -le 1 ] || fail "sim explore shard $i exited $rc"
 done
-"$pdref" report --out "$tmp/report.html" --json "$tmp/sim.json" "$tmp/explore" >"$tmp/summary.json" \
+"$pdref" report --out "$tmp/report.html" --json sim.json explore >"$tmp/summary.json" \
   || fail "report exited $?"
+cd - >/dev/null
 
 run_chrome() { # run_chrome <log> <args...>: headless, its own profile, no network needed
   local log=$1; shift
@@ -72,7 +77,7 @@ run_chrome "$tmp/click.log" --dump-dom "file://$tmp/report.html#r0-1" >"$tmp/cli
 grep -q '<details class="rows" open="">' "$tmp/click.html" && grep -q '<details class="row" id="r0-1" open="">' "$tmp/click.html" \
   || fail "opening report.html#r0-1 did not open row r0-1's details"
 grep -q '<details class="row" id="r0-2" open' "$tmp/click.html" && fail "row r0-2 opened too"
-run_chrome "$tmp/shot.log" --window-size=1400,2200 --screenshot="$tmp/report.png" "file://$tmp/report.html" \
+run_chrome "$tmp/shot.log" --window-size=1280,2200 --screenshot="$tmp/report.png" "file://$tmp/report.html" \
   >/dev/null || fail "chromium --screenshot failed: $(tail -3 "$tmp/shot.log")"
 [ "$(head -c 8 "$tmp/report.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] \
   || fail "the screenshot is not a PNG"
