@@ -63,7 +63,7 @@ void pd_report_explore(FILE *out, const pd_report_input_t *in, pd_report_stats_t
     const char *why = f ? pd_report_str(f, "reason") : "";
     int other = why[0] ? pd_explore_reason_inv(why) : 0;
     if (other && other != atoi(inv->string + (inv->string[0] == 'I'))) {
-      fputs("<td><i>the case shows it; its first violation is another invariant's:</i> ", out);
+      fputs("<td><em>the case shows it; its first violation is another invariant's:</em> ", out);
       pd_report_esc(out, why);
       fputs("</td>", out);
     } else {

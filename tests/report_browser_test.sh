@@ -116,7 +116,7 @@ dom = open(sys.argv[3], encoding="utf-8").read()
 
 KNOWN = {"html", "head", "meta", "title", "style", "body", "pre", "h1", "h2", "h3", "p", "code",
          "span", "table", "thead", "tbody", "tfoot", "tr", "th", "td", "a", "b", "br", "details",
-         "summary", "div", "svg", "text", "line", "rect", "path", "g", "script"}
+         "summary", "div", "svg", "text", "line", "rect", "path", "g", "em", "script"}
 
 class Dom(HTMLParser):
     def __init__(self):

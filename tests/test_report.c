@@ -223,7 +223,7 @@ static void test_conform_explore_and_bench_sections(void) {
   PDT_EQ_U64(st.explore_invariants, 2);
   PDT_TRUE(strstr(h, "held &lt;long&gt;") != NULL);
   /* I10's case first violates I3: its row says so, not that I3's reason is I10's */
-  PDT_TRUE(strstr(h, "<td><i>the case shows it; its first violation is another invariant's:</i> "
+  PDT_TRUE(strstr(h, "<td><em>the case shows it; its first violation is another invariant's:</em> "
                      "I3 slot on d0 held</td>") != NULL);
   PDT_TRUE(strstr(h, "requests 8&rarr;1") != NULL);
   free(h);
