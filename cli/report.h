@@ -115,15 +115,16 @@ typedef struct pd_report_line {
   size_t n;
   int is_step;
 } pd_report_line_t;
-/* A line chart (inline SVG) with axes and a legend; x_label and y_label name the axes, with
+/* A line chart (inline SVG, data-kind="kind": the browser test finds each kind) with axes and
+ * a legend; x_label and y_label name the axes, with
  * their units. is_log_x: a logarithmic x axis (CDFs of TTFT). band: NULL, or [from, to] on
  * the x axis shaded (a fault burst). min_y1: the y axis reaches at least this (1 slot, not
  * 0.002). Identical lines are drawn once, their labels joined in the legend; a linear x axis
  * ends where every line stays under 1 % of the top for good, but not before x_keep (NAN:
  * no such point; a scenario's charts share its traffic's end). */
-void pd_report_chart(FILE *out, const char *title, const char *x_label, const char *y_label,
-                     const pd_report_line_t *lines, size_t n_lines, int is_log_x,
-                     const double *band, double min_y1, double x_keep);
+void pd_report_chart(FILE *out, const char *kind, const char *title, const char *x_label,
+                     const char *y_label, const pd_report_line_t *lines, size_t n_lines,
+                     int is_log_x, const double *band, double min_y1, double x_keep);
 /* A "nice" axis step near range/5: 1, 2 or 5 times a power of ten. */
 double pd_report_nice_step(double range);
 /* The colour of mode (a fixed palette; an unknown name gets one by hash). */

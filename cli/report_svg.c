@@ -169,9 +169,9 @@ static int same_line(const pd_report_line_t *p, const pd_report_line_t *q) {
 #define LEGEND_ROW 14.0
 #define CHAR_PX 6.2 /* an 11 px sans-serif character, wide enough to keep legend entries apart */
 
-void pd_report_chart(FILE *out, const char *title, const char *x_label, const char *y_label,
-                     const pd_report_line_t *lines, size_t n_lines, int is_log_x,
-                     const double *band, double min_y1, double x_keep) {
+void pd_report_chart(FILE *out, const char *kind, const char *title, const char *x_label,
+                     const char *y_label, const pd_report_line_t *lines, size_t n_lines,
+                     int is_log_x, const double *band, double min_y1, double x_keep) {
   axes_t a = {.is_log_x = is_log_x};
   int twin[MAX_MODES]; /* the earlier identical line, or -1 */
   size_t n = n_lines < MAX_MODES ? n_lines : MAX_MODES;
@@ -199,8 +199,9 @@ void pd_report_chart(FILE *out, const char *title, const char *x_label, const ch
   }
   double h = H + row * LEGEND_ROW; /* room for every legend row below the plot */
   bounds(&a, lines, n, min_y1, x_keep);
-  fprintf(out, "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
-               "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\"><title>", W, h, W, h);
+  fprintf(out, "<svg class=\"chart\" data-kind=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" "
+               "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" role=\"img\"><title>",
+          kind, W, h, W, h);
   pd_report_esc(out, title);
   fprintf(out, "</title><text x=\"%.1f\" y=\"16\" font-weight=\"bold\">", ML);
   pd_report_esc(out, title);
@@ -322,7 +323,7 @@ static void cdf_chart(FILE *out, const pd_report_t *r, const char *scenario, con
     if (mc[i].weight > 0)
       lines[k++] = (pd_report_line_t){mc[i].mode, pd_report_mode_colour(mc[i].mode), mc[i].x, mc[i].y, CDF_GRID, 0};
   if (k)
-    pd_report_chart(out, title, "time to first token (ms, log scale)",
+    pd_report_chart(out, "cdf", title, "time to first token (ms, log scale)",
                     "% of all requests (failed: never)", lines, k, 1, NULL, 100, NAN);
   else fputs("<p class=\"note\">No TTFT distribution in these results.</p>\n", out);
   free(mc);
@@ -380,7 +381,7 @@ static void timeline(FILE *out, const pd_report_t *r, const char *scenario, cons
     lines[n] = (pd_report_line_t){mode, pd_report_mode_colour(mode), buf[n], buf[n] + len, len, 0};
     n++;
   }
-  pd_report_chart(out, title, "simulated time (s)", y_label, lines, n, 0,
+  pd_report_chart(out, key, title, "simulated time (s)", y_label, lines, n, 0,
                   band[1] >= band[0] ? band : NULL, min_y1, active_end(r, scenario));
   for (size_t i = 0; i < n; i++) free(buf[i]);
 }

@@ -1,7 +1,9 @@
 /* report: explore's findings per invariant, and the bench results, as tables. */
 #include <cjson/cJSON.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "pd_explore.h"
 #include "report.h"
 
 static void td_str(FILE *out, const char *s, int is_code) {
@@ -56,7 +58,17 @@ void pd_report_explore(FILE *out, const pd_report_input_t *in, pd_report_stats_t
     td_str(out, pd_report_str(inv, "name"), 0);
     td_num(out, pd_report_num(inv, "seeds", 0), "%.0f");
     td_str(out, pd_report_str(inv, "first_seed"), 1);
-    td_str(out, f ? pd_report_str(f, "reason") : "", 0);
+    /* "reason" is the shrunk case's first violation: another invariant's, when the case
+     * shows this one only later; say so rather than print it as this invariant's */
+    const char *why = f ? pd_report_str(f, "reason") : "";
+    int other = why[0] ? pd_explore_reason_inv(why) : 0;
+    if (other && other != atoi(inv->string + (inv->string[0] == 'I'))) {
+      fputs("<td><em>the case shows it; its first violation is another invariant's:</em> ", out);
+      pd_report_esc(out, why);
+      fputs("</td>", out);
+    } else {
+      td_str(out, why, 0);
+    }
     fputs("<td>", out);
     if (f) {
       sizes(out, f, "requests");

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `pdref report` in a real browser: a report from `sim run --json` over a subset of scenarios/
 # (FAIL rows with swimlanes, a capacity scenario with timelines, vLLM rows, a row not as
-# expected, a file that does not load) and a short
-# `sim explore --json`, opened in headless Chromium. The rendered DOM must have exactly one
+# expected, a file that does not load) and a short exploration in two shards (their output
+# directory, shrunk cases and all), opened in headless Chromium. Each chart kind is then shown
+# alone at 1280 px, its layout measured and screenshotted (tests/report_chart_check.py). The rendered DOM must have exactly one
 # matrix cell per JSON row, the counts per verdict of the JSON, the sections, a swimlane, the
 # page's script run to its end, and no console error (the page's window.onerror writes one into
 # the DOM; Chromium's own log is searched too). A screenshot is taken (REPORT_SCREENSHOT=path
@@ -40,18 +41,28 @@ rows+=($(ls scenarios/sf-*.json | head -2))
 # a row that is not what its scenario expects (a FAIL cell, re-run for its swimlane)
 sed -e 's/"name": "happy-path-stream"/"name": "happy-path-expects-i3"/' \
     -e 's/"joined": "pass"/"joined": ["I3"]/' scenarios/happy-path-stream.json >"$tmp/expects-i3.json"
-rows+=("$tmp/expects-i3.json")
+rows+=(expects-i3.json)
 # a file that does not load: an error row (its name holds markup, to be escaped)
 echo '{"name": "broken",' >"$tmp/<i>broken.json"
-rows+=("$tmp/<i>broken.json")
+rows+=("<i>broken.json")
 rc=0
+# everything runs in $tmp with relative paths (scenarios/ a link to the library), so the page
+# names no scratch directory (it becomes docs/report.png)
+ln -s "$PWD/scenarios" "$tmp/scenarios"
+cd "$tmp"
 "$pdref" sim run "${rows[@]}" --mode all --json >"$tmp/sim.json" 2>"$tmp/sim.err" || rc=$?
 [ "$rc" -eq 2 ] || fail "sim run exited $rc (2 expected: one file does not load)"
-rc=0
-"$pdref" sim explore --mode joined --seeds 40 --out "$tmp/explore" --json >"$tmp/explore.json" || rc=$?
-[ "$rc" -le 1 ] || fail "sim explore exited $rc"
-"$pdref" report --out "$tmp/report.html" --json "$tmp/sim.json" "$tmp/explore.json" >"$tmp/summary.json" \
+# an exploration in two shards, as a batch engine runs it: one output directory with both
+# shards' results and the shrunk cases beside them; the report takes the directory
+for i in 1 2; do
+  rc=0
+  PARALLEL_SEQ=$i PDREF_SHARDS=2 "$pdref" sim explore --mode joined --seeds 40 --shard-from-env \
+    --out explore >/dev/null || rc=$?
+  [ "$rc" -le 1 ] || fail "sim explore shard $i exited $rc"
+done
+"$pdref" report --out "$tmp/report.html" --json sim.json explore >"$tmp/summary.json" \
   || fail "report exited $?"
+cd - >/dev/null
 
 run_chrome() { # run_chrome <log> <args...>: headless, its own profile, no network needed
   local log=$1; shift
@@ -66,7 +77,7 @@ run_chrome "$tmp/click.log" --dump-dom "file://$tmp/report.html#r0-1" >"$tmp/cli
 grep -q '<details class="rows" open="">' "$tmp/click.html" && grep -q '<details class="row" id="r0-1" open="">' "$tmp/click.html" \
   || fail "opening report.html#r0-1 did not open row r0-1's details"
 grep -q '<details class="row" id="r0-2" open' "$tmp/click.html" && fail "row r0-2 opened too"
-run_chrome "$tmp/shot.log" --window-size=1400,2200 --screenshot="$tmp/report.png" "file://$tmp/report.html" \
+run_chrome "$tmp/shot.log" --window-size=1280,2200 --screenshot="$tmp/report.png" "file://$tmp/report.html" \
   >/dev/null || fail "chromium --screenshot failed: $(tail -3 "$tmp/shot.log")"
 [ "$(head -c 8 "$tmp/report.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] \
   || fail "the screenshot is not a PNG"
@@ -75,6 +86,28 @@ if grep -E 'CONSOLE|Uncaught|Refused to' "$tmp/dom.log" "$tmp/click.log" "$tmp/s
   fail "console messages while rendering (above)"
 fi
 
+# every chart kind alone at 1280 px: its layout measured by the browser (legend entries apart
+# and off the plot, tick labels apart, text inside the chart, lane labels clear of the bars)
+# and a screenshot that shows it (REPORT_SHOTS=DIR keeps them as DIR/kind-<kind>.png)
+mkdir -p "$tmp/kinds"
+python3 tests/report_chart_check.py split "$tmp/dom.html" "$tmp/kinds" || fail "chart kinds missing"
+for page in "$tmp"/kinds/kind-*.html; do
+  run_chrome "$tmp/kind.log" --dump-dom "file://$page" >"${page%.html}.dom" || fail "chromium --dump-dom $page"
+  run_chrome "$tmp/kind.log" --window-size=1280,480 --screenshot="${page%.html}.png" "file://$page" \
+    >/dev/null || fail "chromium --screenshot $page"
+done
+python3 tests/report_chart_check.py check "$tmp/kinds" || fail "a chart kind looks wrong (above)"
+[ -z "${REPORT_SHOTS:-}" ] || cp "$tmp"/kinds/kind-*.png "$REPORT_SHOTS/"
+# ... and the check can fail: legend entries laid over each other
+mkdir -p "$tmp/bad"
+cp "$tmp"/kinds/kind-*.dom "$tmp"/kinds/kind-*.png "$tmp/bad/"
+sed -E 's/(<g class="legend-item"><rect x=")[0-9.]+/\158.0/g; s/(<\/rect><text x=")[0-9.]+/\176.0/g' \
+  "$tmp/kinds/kind-cdf.html" >"$tmp/bad/kind-cdf.html"
+run_chrome "$tmp/kind.log" --dump-dom "file://$tmp/bad/kind-cdf.html" >"$tmp/bad/kind-cdf.dom" || fail "chromium bad"
+python3 tests/report_chart_check.py check "$tmp/bad" >"$tmp/bad.out" || true
+grep -q "cdf: legend entries overlap" "$tmp/bad.out" \
+  || fail "the chart check missed legend entries laid over each other: $(cat "$tmp/bad.out")"
+
 python3 - "$tmp/sim.json" "$tmp/summary.json" "$tmp/dom.html" <<'PY'
 import json, sys
 from html.parser import HTMLParser
@@ -82,8 +115,8 @@ sim, summary = (json.load(open(p)) for p in sys.argv[1:3])
 dom = open(sys.argv[3], encoding="utf-8").read()
 
 KNOWN = {"html", "head", "meta", "title", "style", "body", "pre", "h1", "h2", "h3", "p", "code",
-         "span", "table", "thead", "tbody", "tr", "th", "td", "a", "b", "details", "summary", "div",
-         "svg", "text", "line", "rect", "path", "script"}
+         "span", "table", "thead", "tbody", "tfoot", "tr", "th", "td", "a", "b", "br", "details",
+         "summary", "div", "svg", "text", "line", "rect", "path", "g", "em", "script"}
 
 class Dom(HTMLParser):
     def __init__(self):
@@ -146,6 +179,13 @@ if d.svgs.get("swimlane", 0) < 1:
     problems.append("no swimlane drawn")
 if d.svgs.get("chart", 0) < 5:
     problems.append(f"{d.svgs.get('chart', 0)} charts (a CDF and a capacity scenario's four expected)")
+explore = [i for i in summary["inputs"] if i["kind"] == "sim explore"]
+if len(explore) != 1 or "2 shards merged" not in explore[0]["path"]:
+    problems.append(f"the explore directory's two shards were not merged into one: {explore}")
+if summary.get("skipped_files", 0) < 1:
+    problems.append("no shrunk case skipped in the explore directory")
+if "totals per mode" not in dom:
+    problems.append("no per-mode totals under the matrix")
 if problems:
     print("report_browser_test: " + "; ".join(problems))
     sys.exit(1)
