@@ -275,6 +275,15 @@ static const scenario_key_t workload_keys[] = {
        0),
     K_(pd_scenario_workload_t, prompt_tokens_max, pd_scenario_set_u32, 0,
        SCENARIO_MAX_PROMPT_TOKENS, 0),
+    K_(pd_scenario_workload_t, users, pd_scenario_set_u32, 0, PD_SCENARIO_MAX_USERS, 0),
+    K_MS(pd_scenario_workload_t, think_ms),
+    K_MS(pd_scenario_workload_t, client_timeout_ms),
+    K_(pd_scenario_workload_t, client_retries, pd_scenario_set_u32, 0,
+       PD_SCENARIO_MAX_CLIENT_RETRIES, 0),
+    K_MS(pd_scenario_workload_t, retry_backoff_ms),
+    K_MS(pd_scenario_workload_t, retry_backoff_max_ms),
+    K_(pd_scenario_workload_t, retry_jitter, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
+    {"steps", pd_scenario_set_steps, 0, 0, 0, 0, NULL, NULL},
 };
 
 static int set_config(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
@@ -515,6 +524,8 @@ void pd_scenario_defaults(pd_scenario_t *s) {
   w->stream = 1.0;
   w->tokens = 8;
   w->disconnect_prob = 1.0;
+  w->retry_backoff_ms = 100;
+  w->retry_backoff_max_ms = 10000;
 }
 
 void pd_scenario_set_workers(pd_scenario_t *s, uint32_t n_prefill, uint32_t n_decode) {

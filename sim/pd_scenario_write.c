@@ -216,6 +216,22 @@ static int workload_json(cJSON *root, const pd_scenario_workload_t *w,
     if (b) rc |= add_num(b, "at_ms", (double)w->bursts[i].at_ms) |
                  add_num(b, "requests", w->bursts[i].requests);
   }
+  rc |= add_u64_if(o, "users", w->users, d->users);
+  rc |= add_u64_if(o, "think_ms", w->think_ms, d->think_ms);
+  rc |= add_u64_if(o, "client_timeout_ms", w->client_timeout_ms, d->client_timeout_ms);
+  rc |= add_u64_if(o, "client_retries", w->client_retries, d->client_retries);
+  rc |= add_u64_if(o, "retry_backoff_ms", w->retry_backoff_ms, d->retry_backoff_ms);
+  rc |= add_u64_if(o, "retry_backoff_max_ms", w->retry_backoff_max_ms, d->retry_backoff_max_ms);
+  rc |= add_frac_if(o, "retry_jitter", w->retry_jitter, d->retry_jitter);
+  cJSON *sa = w->n_steps ? cJSON_AddArrayToObject(o, "steps") : NULL;
+  rc |= w->n_steps && !sa ? PD_ERR_NOMEM : 0;
+  for (uint32_t i = 0; sa && i < w->n_steps; i++) {
+    cJSON *b = cJSON_CreateObject();
+    rc |= b && cJSON_AddItemToArray(sa, b) ? 0 : PD_ERR_NOMEM;
+    if (b) rc |= add_num(b, "at_ms", (double)w->steps[i].at_ms) |
+                 add_num(b, "factor", w->steps[i].factor);
+    if (b && w->steps[i].ramp_ms) rc |= add_num(b, "ramp_ms", (double)w->steps[i].ramp_ms);
+  }
   return rc;
 }
 

@@ -194,6 +194,7 @@ static void on_client(struct pd_world *w, pd_client_request_t *rq, const pd_acti
     rq->aborted = a->flag;
     rq->t_end = w->now;
     rq->was_healthy = rq->health_epoch == w->unhealthy_epoch && !w->n_unhealthy;
+    pd_world_client_after(w, rq); /* its client retries it, or sends its next */
     return;
   default: return;
   }
@@ -398,6 +399,8 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     if (!rq || rq->ended || rq->gone) return;
     rq->gone = 1;
     rq->t_end = w->now;
+    rq->is_client_timeout = it->c == 1; /* client_timeout_ms, not disconnect_at_ms */
+    pd_world_client_after(w, rq);
     pd_world_trace_instant(w, PD_TRACE_CLIENTS, rq->id, PD_TRACE_ID_CLIENT_GONE, rq->id, 0);
     pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = rq->id};
     pd_world_feed(w, &ev); /* may retire and free rq */
@@ -431,6 +434,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, it->c, buf); return;
   case EV_WWAKE: pd_worker_model_wake(w, it->a, it->t_ns); return;
   case EV_CLIENT_BLOCK: client_block(w, it->b, (int)it->a, buf); return;
+  case EV_SEND: pd_world_client_send_event(w, it->a, it->b, it->c); return;
   case EV_CRASH:
     if (!w->nodes[it->a].is_down) pd_world_health(w, +1);
     w->nodes[it->a].is_down = 1;
@@ -458,6 +462,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   pd_prng_fork(&root, 1, &w->gw_rng);
   pd_prng_fork(&root, 2, &w->world_rng);
   pd_prng_fork(&root, 3, &w->fault_rng);
+  pd_prng_fork(&root, 4, &w->client_rng);
   pd_gw_config_t *c = &w->gcfg;
   pd_scenario_gw_config(s, mode, c);
   w->gw = pd_gw_new(NULL, c, &w->gw_rng);
@@ -487,6 +492,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   int rc = pd_world_workers_init(w);
   if (rc < 0) return rc;
   pd_world_trace_names(w);
+  if (s->workload.users) return pd_world_clients_start(w); /* the closed loop */
   if (s->workload.requests)
     push(w, pd_scenario_arrival_gap_ns(&s->workload, 0, &w->world_rng), EV_ARRIVE, 0, 0, 0);
   return 0;
@@ -501,6 +507,7 @@ static void teardown(struct pd_world *w) {
   pd_heap_free(&w->heap);
   pd_actbuf_free(&w->acts);
   pd_gw_del(w->gw);
+  free(w->user_busy);
 }
 
 /* Judge every request still unfinished when the queue ran dry (or the horizon passed). */
@@ -556,6 +563,32 @@ static uint64_t quiet_ns(const pd_scenario_t *s) {
           (uint64_t)PD_MAX_ATTEMPTS * 3600000ull) * MS_NS;
 }
 
+/* The safety horizon: past every timeout a model can wait on, so hung runs still end; the
+ * arrivals' span (slowed by the smallest load step) and, for clients that wait on their
+ * answers, every try of every job one after another per user. Capped far below 2^64. */
+static uint64_t run_horizon_ns(const pd_scenario_t *s) {
+  const pd_scenario_workload_t *wl = &s->workload;
+  const pd_scenario_config_t *c = &s->config;
+  double each_ms = (double)(c->deadline_ms + 2 * c->bootstrap_timeout_ms +
+                            2 * c->waiting_timeout_ms + 4000000ull);
+  double slow = 1.0, tries = 1.0 + wl->client_retries;
+  for (uint32_t k = 0; k < wl->n_steps; k++)
+    if (wl->steps[k].factor < slow) slow = wl->steps[k].factor;
+  double ms = each_ms + (double)wl->requests * ((double)wl->interval_ms + 1) * 4 / slow +
+              (wl->n_bursts ? (double)wl->bursts[wl->n_bursts - 1].at_ms : 0.0) +
+              (wl->n_steps ? (double)(wl->steps[wl->n_steps - 1].at_ms +
+                                      wl->steps[wl->n_steps - 1].ramp_ms) : 0.0);
+  if (wl->users || wl->client_retries) { /* each try may wait out the slowest timeout */
+    double per_user = wl->users ? (double)wl->users * slow : 1.0;
+    if (per_user < 1.0) per_user = 1.0;
+    ms += (double)wl->requests * tries / per_user *
+          ((double)c->deadline_ms + (double)wl->client_timeout_ms + (double)wl->think_ms +
+           (double)wl->retry_backoff_max_ms + 1.0);
+  }
+  double ns = ms * 1e6;
+  return ns >= 4.0e18 ? 4000000000000000000ull : (uint64_t)ns;
+}
+
 int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *trace,
                  pd_world_stats_t *stats, uint32_t *violations, uint64_t *trace_hash) {
   pd_world_opts_t o = {trace, NULL, NULL, 0, 0, NULL};
@@ -585,11 +618,7 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   if (w->metrics) pd_metrics_run_begin(w->metrics, s);
   int rc = buf ? setup(w, s, mode, seed) : PD_ERR_NOMEM;
   /* horizon: past every timeout a model can wait on, so hung runs still end */
-  uint64_t horizon = (s->config.deadline_ms + 2 * s->config.bootstrap_timeout_ms +
-                      2 * s->config.waiting_timeout_ms + 4000000ull) * MS_NS +
-                     s->workload.requests * (s->workload.interval_ms + 1) * 4 * MS_NS +
-                     (s->workload.n_bursts ? s->workload.bursts[s->workload.n_bursts - 1].at_ms
-                                           : 0) * MS_NS;
+  uint64_t horizon = run_horizon_ns(s);
   if (rc == 0) run_until(w, horizon, o, buf);
   if (rc == 0) judge_leftovers(w);
   if (rc == 0) { /* the healed liveness phase: faults off, crashed workers back, time runs on */
