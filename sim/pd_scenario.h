@@ -130,6 +130,11 @@ typedef struct pd_scenario_config {
   uint64_t goodput_window_ms;         /* default 10000, at least 10 */
   double decode_only_ok;   /* 1 (true): a request served by decode alone is acceptable here
                             (I20 not judged); 0 (default): disaggregation is required */
+  /* reference admission (docs/spec.md R-ADMIT-*): on (1, default) or off (0); the queue's
+   * bound and its per-request deadline from arrival (0 = the mode's defaults: 1024, 20 s) */
+  double admission;
+  uint32_t admit_queue;
+  uint64_t admit_queue_ms;
   double socket_min_scale; /* pdref conform: the smallest --timeout-scale this workload's
                             * arrival rate survives on real sockets (0 = any) */
 } pd_scenario_config_t;

@@ -171,6 +171,10 @@ static int config_json(cJSON *root, const pd_scenario_config_t *c, const pd_scen
   if (c->decode_only_ok != d->decode_only_ok &&
       !cJSON_AddBoolToObject(o, "decode_only_ok", c->decode_only_ok != 0))
     rc |= PD_ERR_NOMEM;
+  if (c->admission != d->admission && !cJSON_AddBoolToObject(o, "admission", c->admission != 0))
+    rc |= PD_ERR_NOMEM;
+  rc |= add_u64_if(o, "admit_queue", c->admit_queue, d->admit_queue);
+  rc |= add_u64_if(o, "admit_queue_ms", c->admit_queue_ms, d->admit_queue_ms);
   if (c->tie_seed != d->tie_seed) rc |= add_u64_exact(o, "tie_seed", c->tie_seed);
   if (c->socket_min_scale != d->socket_min_scale)
     rc |= add_num(o, "socket_min_scale", c->socket_min_scale);

@@ -51,6 +51,9 @@ typedef struct pd_worker_node {
   uint32_t received;   /* requests received (nth for faults) */
   int is_down;         /* crashed, not restarted */
   uint32_t live_slots; /* slots held now */
+  uint64_t t_slot_freed_last; /* when it last freed a slot (admission's I15 excuse) */
+  uint64_t n_freed_at;        /* the instant of n_freed_recent */
+  uint32_t n_freed_recent;    /* slots freed in that instant */
   pd_wengine_t *eng;   /* the worker engine (sim/pd_world_worker.c drives it) */
   uint64_t wake_at;    /* the EV_WWAKE queued for its next deadline (UINT64_MAX: none) */
   /* breaker timeline as the core reports it, for I12 */

@@ -173,12 +173,45 @@ static void on_load_release_time(struct pd_world *w, pd_client_request_t *rq,
     if (rq->load_w[a->role][i] == a->worker + 1) rq->load_t_rel[a->role][i] = w->now;
 }
 
+/* Worker truth: every worker of some role is up and holds as many requests as it can run;
+ * or the clients have more requests waiting for an answer than some role's workers can run
+ * together (the cluster cannot hold them, whatever is still on its way to a worker). */
+static int role_at_capacity(const struct pd_world *w) {
+  uint64_t waiting = 0;
+  void *v;
+  for (size_t slot = 0; pd_map_next(&w->reqs, &slot, NULL, &v);) {
+    const pd_client_request_t *q = v;
+    waiting += !q->ended && !q->gone;
+  }
+  for (int r = 0; r < 2; r++) {
+    uint64_t cap = 0;
+    for (uint32_t i = 0; i < w->n_nodes; i++)
+      if (w->nodes[i].role == (pd_role_t)r && !w->nodes[i].is_down) cap += w->nodes[i].spec->max_running;
+    if (waiting > cap) return 1;
+  }
+  for (int r = 0; r < 2; r++) {
+    int n = 0, full = 0;
+    for (uint32_t i = 0; i < w->n_nodes; i++) {
+      const pd_worker_node_t *nd = &w->nodes[i];
+      if (nd->role != (pd_role_t)r) continue;
+      n++;
+      /* a slot freed less than a round trip ago is not yet known to the gateway */
+      uint32_t known = nd->live_slots;
+      if (nd->n_freed_at + 2 * w->net_ns + 1000000ull >= w->now) known += nd->n_freed_recent;
+      full += !nd->is_down && known >= nd->spec->max_running;
+    }
+    if (n && full == n) return 1;
+  }
+  return 0;
+}
+
 static void on_client(struct pd_world *w, pd_client_request_t *rq, const pd_action_t *a) {
   switch (a->kind) {
   case PD_ACT_CLIENT_HEAD:
     if (rq->has_head) { rq->token_error = 1; return; } /* two heads */
     rq->has_head = 1;
     rq->head_status = a->status;
+    if (a->status == 503) rq->is_shed_at_capacity = role_at_capacity(w);
     rq->is_sse_head = a->flag;
     rq->t_head = w->now;
     return;
@@ -479,6 +512,8 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
                                sw->role == PD_ROLE_PREFILL ? 8998 : -1);
     if (idx < 0) return idx;
     n->role_index = (uint32_t)idx;
+    /* R-ADMIT-LIMIT: the gateway knows each worker's capacity (its --max-running-requests) */
+    pd_gw_set_worker_limit(w->gw, sw->role, (uint32_t)idx, sw->max_running);
     w->role_node[sw->role][idx] = i;
     if (sw->breaker_initial != PD_BREAKER_CLOSED && mode != PD_MODE_MINILB) { /* no breaker */
       pd_gw_breaker_start_in(w->gw, sw->role, (uint32_t)idx, sw->breaker_initial, 0);
