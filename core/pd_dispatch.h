@@ -99,7 +99,9 @@ typedef enum {
                              client's headers (NULL: forward them) */
   PD_ACT_CLOSE_LEG = 1,   /* leg_id, role, worker; str = rid to POST /abort_request with,
                              or NULL for a plain connection close */
-  PD_ACT_CLIENT_HEAD = 2, /* status, flag = 1 for text/event-stream, 0 for JSON */
+  PD_ACT_CLIENT_HEAD = 2, /* status, flag = 1 for text/event-stream, 0 for JSON;
+                             deadline_ns > 0: a Retry-After of that many ns (a shed answer,
+                             R-ADMIT-SHED; sent rounded up to whole seconds) */
   PD_ACT_CLIENT_DATA = 3, /* data/len */
   PD_ACT_CLIENT_END = 4,  /* flag = 1: abort the connection (no clean end); 0: clean end */
   PD_ACT_OUTCOME = 5,     /* role, worker, leg_id, flag = pd_outcome_t, status (HTTP status
@@ -170,6 +172,12 @@ typedef struct pd_gw_config {
   uint64_t token_budget_ns;        /* reference, non-stream: allowance per requested output
                                       token added to the idle and commit budgets (R-PROGRESS) */
   uint64_t prefill_tail_timeout_ns; /* reference: prefill supervised after client end */
+  /* reference admission (R-ADMIT-*): with worker limits set (pd_gw_set_worker_limit), a
+   * request that finds no pair with room waits in a queue of at most admit_queue_max
+   * requests, until admit_queue_ns after its arrival; 0 = admission off */
+  uint32_t admit_queue_max;
+  uint64_t admit_queue_ns;
+  uint64_t admit_retry_after_ns; /* the Retry-After of a shed answer */
   uint64_t settle_ns; /* reference: how long "the instant" lasts in which a given-up leg may
                          still report its own failure (R-CANCEL). 0 (default, simulator): the
                          settle deadline is due at once and fires after the events already
@@ -197,6 +205,14 @@ const char *pd_role_name(pd_role_t r);
 
 typedef struct pd_gw pd_gw_t;
 
+/* What admission did (reference, R-ADMIT-*): requests queued, started from the queue, shed
+ * because the queue was full or their queue deadline passed, and their total queue wait. */
+typedef struct pd_admit_stats {
+  uint64_t queued, dequeued, shed_full, shed_timeout;
+  uint64_t wait_ns_sum, wait_ns_max;
+  uint32_t peak_queued;
+} pd_admit_stats_t;
+
 /* Create a gateway. rng is borrowed for the gateway's lifetime (rooms, rids, policies,
  * jitter). A protocol the mode does not speak (pd_mode_speaks) is replaced by the mode's own.
  * Returns NULL on allocation failure. */
@@ -208,6 +224,12 @@ void pd_gw_del(pd_gw_t *gw);
  * PD_ERR_NOMEM. */
 int pd_gw_add_worker(pd_gw_t *gw, pd_role_t role, const char *name, const char *host,
                      int bootstrap_port);
+/* Reference admission (R-ADMIT-LIMIT): worker w of role admits at most `limit` requests in
+ * flight (its capacity, e.g. SGLang's --max-running-requests); 0 = no limit. PD_ERR_INVAL
+ * for an unknown worker. */
+int pd_gw_set_worker_limit(pd_gw_t *gw, pd_role_t role, uint32_t w, uint32_t limit);
+/* What admission did so far (all zero when it is off). */
+void pd_gw_admit_stats(const pd_gw_t *gw, pd_admit_stats_t *out);
 
 /* Feed one event at time now_ns; append resulting actions to out. Unknown or stale ids
  * (closed legs, finished requests) are ignored and return 0. now_ns never goes back: a driver

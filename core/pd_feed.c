@@ -38,7 +38,7 @@ static int is_excluded(const pd_rq_t *rq, pd_role_t role, uint32_t w) {
  * exclusions would leave nobody. */
 int32_t pd_gw_pick(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
   uint32_t cand[PD_MAX_WORKERS], load[PD_MAX_WORKERS];
-  uint32_t n = 0, n_all = 0;
+  uint32_t n = 0, n_all = 0, n_full_fresh = 0;
   uint32_t all[PD_MAX_WORKERS];
   for (uint32_t w = 0; w < gw->n_workers[role]; w++) {
     load[w] = gw->workers[role][w].load;
@@ -52,10 +52,18 @@ int32_t pd_gw_pick(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
       a->flag = (int)b->state;
     }
     if (!ok) continue;
+    int is_excl = gw->cfg.mode == PD_MODE_REFERENCE && is_excluded(rq, role, w);
+    if (!pd_admit_has_room(gw, role, w)) { /* at its in-flight limit (R-ADMIT-LIMIT) */
+      n_full_fresh += !is_excl;
+      continue;
+    }
     all[n_all++] = w;
-    if (gw->cfg.mode == PD_MODE_REFERENCE && is_excluded(rq, role, w)) continue;
+    if (is_excl) continue;
     cand[n++] = w;
   }
+  /* R-ADMIT-QUEUE: an untried worker is only full: wait for it rather than go back to one
+   * that failed the request (R-RETRY-EXCLUDE) */
+  if (n == 0 && n_full_fresh) return PD_PICK_WAIT;
   if (n == 0) return pd_policy_pick(&gw->policy[role], all, n_all, load, gw->rng);
   return pd_policy_pick(&gw->policy[role], cand, n, load, gw->rng);
 }
@@ -117,9 +125,15 @@ void pd_gw_open_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *body
 
 int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
   if (gw->cfg.protocol == PD_PROTOCOL_VLLM) return pd_sf_start_attempt(gw, rq);
+  /* R-ADMIT-BOTH: both legs are admitted together, or the request waits (not an attempt) */
+  if (pd_admit_is_on(gw) && !pd_admit_pair_has_room(gw)) return PD_ADMIT_WAIT;
   rq->attempt++;
   int32_t pw = pd_gw_pick(gw, rq, PD_ROLE_PREFILL); /* R1.13: prefill first, then decode */
   int32_t dw = pw < 0 ? -1 : pd_gw_pick(gw, rq, PD_ROLE_DECODE);
+  if (pw == PD_PICK_WAIT || dw == PD_PICK_WAIT) { /* not an attempt: it waits for room */
+    rq->attempt--;
+    return PD_ADMIT_WAIT;
+  }
   if (pw < 0 || dw < 0) { /* R1.9: an attempt that failed at selection is still an attempt */
     pd_action_t *at = pd_gw_emit(gw, PD_ACT_ATTEMPT, rq);
     at->status = (int)rq->attempt;
@@ -176,7 +190,7 @@ static void disarm(pd_gw_t *gw, pd_rq_t *rq) {
 
 /* Arm the request's earliest deadline. One that does not move keeps its entry, and so its
  * place among equal deadlines; one that moves is armed anew, after those already armed. */
-static void rearm(pd_gw_t *gw, pd_rq_t *rq) {
+void pd_gw_rearm(pd_gw_t *gw, pd_rq_t *rq) {
   uint64_t t = rq->is_settle_due ? rq->settle_at : UINT64_MAX; /* may be 0: MAX = none */
   for (int i = 0; i < DL_COUNT; i++)
     if (rq->dl[i] && rq->dl[i] < t) t = rq->dl[i];
@@ -276,6 +290,12 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
 void pd_gw_begin(pd_gw_t *gw, pd_rq_t *rq) {
   const pd_mode_ops_t *ops = mode_ops(gw);
   int rc = pd_gw_start_attempt(gw, rq);
+  if (rc == PD_ADMIT_WAIT) { /* R-ADMIT-QUEUE: wait for room, or be shed */
+    pd_admit_wait(gw, rq);
+    return;
+  }
+  if (rq->is_queued && rc == 0) gw->admit.dequeued++;
+  pd_admit_unlink(gw, rq); /* it started (or was answered): out of the queue */
   if (rc == 0) {
     ops->on_start(gw, rq);
   } else if (rc > 0) {
@@ -364,7 +384,7 @@ void pd_gw_finish(pd_gw_t *gw, size_t slot) {
   }
   if (pd_rq_client_done(rq) && !rq->dl[DL_TAIL] && gw->cfg.prefill_tail_timeout_ns)
     rq->dl[DL_TAIL] = gw->now + gw->cfg.prefill_tail_timeout_ns; /* R-TAIL */
-  rearm(gw, rq);
+  pd_gw_rearm(gw, rq);
 }
 
 uint64_t pd_gw_get_expiry(const pd_gw_t *gw) {

@@ -95,6 +95,9 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
     c->token_budget_ns = MS(100);    /* R-PROGRESS: several times a decode's inter-token gap */
     c->prefill_tail_timeout_ns = MS(500); /* prefill lags KV by <= ~200 ms (S5.3) */
     c->sf_params_reuse_ns = SEC(20); /* R-SF-DECODE-RETRY: under the 30 s lease (V1.13) */
+    c->admit_queue_max = 1024;        /* R-ADMIT-QUEUE: bounded waiters (O2.4) */
+    c->admit_queue_ns = SEC(20);      /* R-ADMIT-QUEUE: shed well before the commit budget */
+    c->admit_retry_after_ns = SEC(1); /* R-ADMIT-SHED */
     break;
   case PD_MODE_VLLM_TOY_PROXY: /* V1.24: round robin, httpx timeout=None, nothing else */
   case PD_MODE_MOONCAKE_PROXY: /* V1.25: the same */
@@ -137,6 +140,13 @@ static void leg_del(pd_gw_t *gw, pd_leg_t *leg) {
 }
 
 void pd_gw_rq_del(pd_gw_t *gw, pd_rq_t *rq) {
+  if (rq->is_queued) { /* freed while queued (the gateway's end): out of the list, no wake */
+    if (rq->q_prev) rq->q_prev->q_next = rq->q_next;
+    else gw->q_head = rq->q_next;
+    if (rq->q_next) rq->q_next->q_prev = rq->q_prev;
+    else gw->q_tail = rq->q_prev;
+    gw->n_queued--;
+  }
   for (uint32_t i = 0; i < rq->n_legs; i++) leg_del(gw, rq->legs[i]);
   pd_request_free(&rq->req);
   pd_buf_free(gw->alloc, &rq->prefill_lp);
@@ -393,6 +403,7 @@ void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
   a->role = role;
   a->worker = w;
   a->flag = -1;
+  if (gw->q_head) pd_admit_kick(gw); /* room freed: the queue's head may start (R-ADMIT-QUEUE) */
 }
 
 void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int status) {

@@ -17,6 +17,8 @@ typedef struct pd_worker {
   char *host;
   int port;
   uint32_t load;
+  uint32_t limit; /* reference admission: requests in flight it admits (R-ADMIT-LIMIT);
+                     0 = no limit */
   pd_breaker_t breaker;
 } pd_worker_t;
 
@@ -88,7 +90,8 @@ typedef enum {
  * (rq->is_settle_due), handled before every other deadline, so a retry due at the same time
  * starts only after they are settled. */
 enum { DL_BACKOFF = 0, DL_FIRST = 1, DL_IDLE = 2, DL_TOTAL = 3, DL_TAIL = 4, DL_COMMIT = 5,
-       DL_COUNT = 6, DL_SETTLE = 7 };
+       DL_QUEUE = 6, /* reference admission: the absolute queue deadline (R-ADMIT-QUEUE) */
+       DL_COUNT = 7, DL_SETTLE = 8 };
 
 typedef struct pd_rq {
   uint64_t id;
@@ -129,6 +132,9 @@ typedef struct pd_rq {
   int sf_reuse;          /* reference: the next attempt sends decode with sf_params again */
   int sf_read_failed;    /* reference: decode said, in an error event under its 200 head and
                             before any token, that its work failed: its read (V1.22) */
+  /* reference admission (pd_admit.c): waiting in the gateway's queue for a pair with room */
+  int is_queued;
+  struct pd_rq *q_prev, *q_next;
   char sf_xrid[40];      /* vllm-toy-proxy: its own X-Request-Id on both legs (a uuid4 drawn
                             from the gateway's PRNG, V1.1), "" none */
 } pd_rq_t;
@@ -154,6 +160,11 @@ struct pd_gw {
                           keyed by (deadline, arming order); indexed by rq->dl_index */
   pd_action_t scratch; /* sink for an action the buffer had no memory for */
   pd_transition_fn on_transition; /* optional observer of every state change (NULL: none) */
+  /* reference admission (pd_admit.c): the queue of requests waiting for a pair with room,
+   * oldest first (late binding: the pair is picked when one frees) */
+  struct pd_rq *q_head, *q_tail;
+  uint32_t n_queued;
+  pd_admit_stats_t admit;
   void *transition_ctx;
 };
 
@@ -166,6 +177,26 @@ void pd_rq_set_state(pd_gw_t *gw, pd_rq_t *rq, pd_rq_state_t to, const char *fil
 void pd_leg_set_state(pd_gw_t *gw, const pd_rq_t *rq, pd_leg_t *leg, pd_leg_state_t to,
                       const char *file, int line);
 #define PD_LEG_SET(gw, rq, leg, to) pd_leg_set_state((gw), (rq), (leg), (to), __FILE__, __LINE__)
+
+/* --- admission (pd_admit.c, R-ADMIT-*) --- */
+#define PD_ADMIT_WAIT 1 /* pd_gw_start_attempt: no pair has room now; queue the request */
+#define PD_PICK_WAIT (-2) /* pd_gw_pick: the only untried workers are at their limit */
+int pd_admit_is_on(const pd_gw_t *gw);
+/* A worker can take one more request in flight (its limit, R-ADMIT-LIMIT). */
+int pd_admit_has_room(const pd_gw_t *gw, pd_role_t role, uint32_t w);
+/* Both roles have a worker with room (R-ADMIT-BOTH). */
+int pd_admit_pair_has_room(const pd_gw_t *gw);
+/* Queue the request (or shed it: the queue is full, or its deadline passed). */
+void pd_admit_wait(pd_gw_t *gw, pd_rq_t *rq);
+/* Take the request out of the queue (it started, was answered or went away) and wake the
+ * next one, which starts if a pair has room. */
+void pd_admit_unlink(pd_gw_t *gw, pd_rq_t *rq);
+/* A load was released: wake the queue's head. */
+void pd_admit_kick(pd_gw_t *gw);
+/* DL_QUEUE passed: a request still queued is shed (503, R-ADMIT-SHED). */
+void pd_admit_deadline(pd_gw_t *gw, pd_rq_t *rq);
+/* Arm the request's earliest deadline again (pd_feed.c). */
+void pd_gw_rearm(pd_gw_t *gw, pd_rq_t *rq);
 
 /* --- plumbing (pd_gw.c) --- */
 pd_action_t *pd_gw_emit(pd_gw_t *gw, pd_action_kind_t kind, pd_rq_t *rq);

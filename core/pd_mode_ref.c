@@ -607,6 +607,9 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
                     which == DL_TOTAL ? "request deadline exceeded" : "decode stalled", 0);
     }
     return;
+  case DL_QUEUE: /* R-ADMIT-QUEUE: still waiting for room at its queue deadline */
+    pd_admit_deadline(gw, rq);
+    return;
   case DL_TAIL: /* supervised legs outlived the client response: the KV already reached
                    decode, so a late prefill answer is cut without blame (R-TAIL) */
     doom_all(gw, rq);

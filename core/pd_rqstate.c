@@ -131,6 +131,7 @@ void pd_rq_set_state(pd_gw_t *gw, pd_rq_t *rq, pd_rq_state_t to, const char *fil
   pd_rq_state_t from = rq->state;
   assert(pd_rq_state_legal((int)from, (int)to));
   rq->state = to;
+  if (rq->is_queued && to != RQ_BACKOFF) pd_admit_unlink(gw, rq); /* answered, or gone */
   report(gw, PD_MACHINE_REQUEST, rq->id, 0, (int)from, (int)to, file, line);
   if (rq_on_enter[to]) rq_on_enter[to](gw, rq);
 }

@@ -16,6 +16,8 @@ DEFAULT = [
     "scenarios/decode-crash-restart-under-load.json",
     "scenarios/decode-kv-exhaustion-keeps-prefill-bootstrapping.json",
     "scenarios/pr1150-decode-failures-1pct-10min.json",
+    "scenarios/overload-o11-closed-loop-cascade.json",
+    "scenarios/overload-load-spike-recovery.json",
 ]
 
 

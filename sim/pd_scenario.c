@@ -252,6 +252,9 @@ static const scenario_key_t config_keys[] = {
     {"tie_seed", pd_scenario_set_seed, offsetof(pd_scenario_config_t, tie_seed), 0,
      (uint64_t)SCENARIO_MAX_SAFE_INT, 0, NULL, NULL},
     K_(pd_scenario_config_t, breaker_half_open_probes, pd_scenario_set_u32, 0, 1000000, 0),
+    K_(pd_scenario_config_t, admission, pd_scenario_set_flag, SCENARIO_FLAG_BOOL, 0, 0),
+    K_(pd_scenario_config_t, admit_queue, pd_scenario_set_u32, 0, 1000000, 0),
+    K_MS(pd_scenario_config_t, admit_queue_ms),
 };
 
 static const scenario_key_t workload_keys[] = {
@@ -275,6 +278,15 @@ static const scenario_key_t workload_keys[] = {
        0),
     K_(pd_scenario_workload_t, prompt_tokens_max, pd_scenario_set_u32, 0,
        SCENARIO_MAX_PROMPT_TOKENS, 0),
+    K_(pd_scenario_workload_t, users, pd_scenario_set_u32, 0, PD_SCENARIO_MAX_USERS, 0),
+    K_MS(pd_scenario_workload_t, think_ms),
+    K_MS(pd_scenario_workload_t, client_timeout_ms),
+    K_(pd_scenario_workload_t, client_retries, pd_scenario_set_u32, 0,
+       PD_SCENARIO_MAX_CLIENT_RETRIES, 0),
+    K_MS(pd_scenario_workload_t, retry_backoff_ms),
+    K_MS(pd_scenario_workload_t, retry_backoff_max_ms),
+    K_(pd_scenario_workload_t, retry_jitter, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
+    {"steps", pd_scenario_set_steps, 0, 0, 0, 0, NULL, NULL},
 };
 
 static int set_config(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
@@ -489,6 +501,9 @@ void pd_scenario_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_
     if (sc->tail_timeout_ms) c->prefill_tail_timeout_ns = sc->tail_timeout_ms * ms;
     if (sc->commit_timeout_ms) c->commit_timeout_ns = sc->commit_timeout_ms * ms;
     if (sc->token_budget_ms) c->token_budget_ns = sc->token_budget_ms * ms;
+    if (sc->admit_queue) c->admit_queue_max = sc->admit_queue;
+    if (sc->admit_queue_ms) c->admit_queue_ns = sc->admit_queue_ms * ms;
+    if (sc->admission == 0.0) c->admit_queue_max = 0; /* off (R-ADMIT-*) */
   }
 }
 
@@ -506,6 +521,7 @@ void pd_scenario_defaults(pd_scenario_t *s) {
   c->slo_e2e_ms = 10000;
   c->goodput_window_ms = 10000;
   c->seed = 1;
+  c->admission = 1.0;
   pd_scenario_worker_defaults(&s->workers[0], "p0", PD_ROLE_PREFILL);
   pd_scenario_worker_defaults(&s->workers[1], "d0", PD_ROLE_DECODE);
   s->n_workers = 2;
@@ -515,6 +531,8 @@ void pd_scenario_defaults(pd_scenario_t *s) {
   w->stream = 1.0;
   w->tokens = 8;
   w->disconnect_prob = 1.0;
+  w->retry_backoff_ms = 100;
+  w->retry_backoff_max_ms = 10000;
 }
 
 void pd_scenario_set_workers(pd_scenario_t *s, uint32_t n_prefill, uint32_t n_decode) {

@@ -15,6 +15,11 @@
 #define PD_SCENARIO_MAX_WORKERS 64u     /* per scenario, both roles together */
 #define PD_SCENARIO_MAX_TRAFFIC_FAULTS 16u     /* scenario-level faults that follow the traffic */
 #define PD_SCENARIO_MAX_BURSTS 64u      /* workload.bursts entries */
+#define PD_SCENARIO_MAX_STEPS 16u       /* workload.steps entries: a ramp and a spike or two */
+#define PD_SCENARIO_MAX_USERS 100000u   /* workload.users: closed-loop clients */
+#define PD_SCENARIO_MAX_CLIENT_RETRIES 16u /* workload.client_retries */
+#define PD_SCENARIO_MIN_FACTOR 0.01     /* a step's factor: 1/100 of the base load ... */
+#define PD_SCENARIO_MAX_FACTOR 100.0    /* ... to 100 times it */
 #define PD_SCENARIO_MAX_REQUESTS 10000000u /* an hour at 2,000/s (sim bench) */
 #define PD_SCENARIO_MAX_FILE_BYTES (1u << 20)
 /* Largest value of any *_ms (and net_us) field, and of requests * interval_ms: about 11.6
@@ -52,6 +57,15 @@ typedef struct pd_scenario_burst {
   uint32_t requests; /* requests arriving at that instant */
 } pd_scenario_burst_t;
 
+/* A load step (workload.steps): from at_ms on, the load is `factor` times the base (the open
+ * loop's arrival rate, or the closed loop's number of users), reached linearly over ramp_ms
+ * from the factor before it (1 before the first step). */
+typedef struct pd_scenario_step {
+  uint64_t at_ms;
+  double factor;
+  uint64_t ramp_ms;
+} pd_scenario_step_t;
+
 typedef struct pd_scenario_workload {
   uint32_t requests;       /* default 1 */
   pd_route_t route;        /* "route": "/generate" (default) | "/v1/completions" | ... */
@@ -74,6 +88,21 @@ typedef struct pd_scenario_workload {
   uint32_t prompt_tokens_max;
   pd_scenario_burst_t bursts[PD_SCENARIO_MAX_BURSTS]; /* arrival instants; replace interval_ms */
   uint32_t n_bursts;
+  /* closed loop (O5.1): `users` clients, each sending its next request think_ms after its last
+   * one ended; `requests` then counts the users' jobs (a job's retries are more requests) */
+  uint32_t users;                /* 0: open loop (the arrival keys above) */
+  uint64_t think_ms;
+  /* every client, open or closed loop: it gives up client_timeout_ms after sending (0 never)
+   * and re-sends a failed request (timed out, no answer, 408/429/5xx, a cut stream) up to
+   * client_retries times, after retry_backoff_ms doubling per retry up to
+   * retry_backoff_max_ms, shortened by up to retry_jitter of itself (the seeded PRNG) */
+  uint64_t client_timeout_ms;
+  uint32_t client_retries;
+  uint64_t retry_backoff_ms;     /* default 100 */
+  uint64_t retry_backoff_max_ms; /* default 10000 */
+  double retry_jitter;
+  pd_scenario_step_t steps[PD_SCENARIO_MAX_STEPS]; /* load steps, at_ms increasing */
+  uint32_t n_steps;
 } pd_scenario_workload_t;
 
 typedef struct pd_scenario_config {
@@ -101,6 +130,11 @@ typedef struct pd_scenario_config {
   uint64_t goodput_window_ms;         /* default 10000, at least 10 */
   double decode_only_ok;   /* 1 (true): a request served by decode alone is acceptable here
                             (I20 not judged); 0 (default): disaggregation is required */
+  /* reference admission (docs/spec.md R-ADMIT-*): on (1, default) or off (0); the queue's
+   * bound and its per-request deadline from arrival (0 = the mode's defaults: 1024, 20 s) */
+  double admission;
+  uint32_t admit_queue;
+  uint64_t admit_queue_ms;
   double socket_min_scale; /* pdref conform: the smallest --timeout-scale this workload's
                             * arrival rate survives on real sockets (0 = any) */
 } pd_scenario_config_t;
@@ -171,6 +205,26 @@ const char *pd_fault_kind_name(pd_fault_kind_t k);
  * request i-1's arrival. bursts, or interval_ms (exponential with poisson, drawn from rng).
  * One definition for the simulator and for `pdref conform`'s client. */
 uint64_t pd_scenario_arrival_gap_ns(const pd_scenario_workload_t *wl, uint32_t i, pd_prng_t *rng);
+/* The load factor at t_ns from the start of the run (workload.steps; 1 without steps). */
+double pd_scenario_load_factor(const pd_scenario_workload_t *wl, uint64_t t_ns);
+/* The arrival time of open-loop request i (i > 0) after request i-1 arrived at t_prev_ns: the
+ * gap of pd_scenario_arrival_gap_ns divided by the load factor at t_prev_ns (bursts ignore
+ * steps: the loader forbids both). Request 0 arrives at pd_scenario_arrival_gap_ns(wl, 0). */
+uint64_t pd_scenario_arrival_next_ns(const pd_scenario_workload_t *wl, uint32_t i,
+                                     uint64_t t_prev_ns, pd_prng_t *rng);
+/* Closed loop: users active at t_ns, round(users x load factor). */
+uint32_t pd_scenario_users_at(const pd_scenario_workload_t *wl, uint64_t t_ns);
+/* Closed loop: the first time user u (0-based) is active within step k's ramp, when the step
+ * raises the load to include it (UINT64_MAX when it does not). */
+uint64_t pd_scenario_user_start_ns(const pd_scenario_workload_t *wl, uint32_t k, uint32_t u);
+/* The client's backoff before retry number `retry` (1 = the first): retry_backoff_ms x
+ * 2^(retry-1) capped at retry_backoff_max_ms, less up to retry_jitter of it drawn from rng. */
+uint64_t pd_scenario_retry_backoff_ns(const pd_scenario_workload_t *wl, uint32_t retry,
+                                      pd_prng_t *rng);
+/* Whether a client re-sends a request that ended so (retries left aside): timed out by the
+ * client, no head, a status 408, 429 or 5xx, or a stream cut short. */
+int pd_scenario_client_should_retry(int timed_out, int has_head, int status, int aborted);
+
 /* Request i's prompt length in tokens: prompt_tokens, or with prompt_tokens_max uniform in
  * prompt_tokens..prompt_tokens_max (inclusive) from a hash of seed and i, not from any PRNG
  * stream, so no other draw moves (0: the short default prompt). Pure: the simulator and

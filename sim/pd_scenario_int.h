@@ -105,6 +105,7 @@ extern const char *const pd_scenario_role_names[2];
 int pd_scenario_set_traffic_faults(scenario_ctx_t *c, const cJSON *v, void *obj,
                                    const scenario_key_t *k);
 int pd_scenario_set_bursts(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k);
+int pd_scenario_set_steps(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k);
 int pd_scenario_check_all(scenario_ctx_t *c, pd_scenario_t *s);
 /* The top-level key table applied to a parsed document (pd_scenario.c). */
 int pd_scenario_walk_top(scenario_ctx_t *c, const cJSON *root, pd_scenario_t *s);

@@ -100,7 +100,79 @@ int pd_scenario_set_bursts(scenario_ctx_t *c, const cJSON *v, void *obj, const s
   return rc;
 }
 
+/* ---- workload "steps" ---- */
+
+static int set_factor(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
+  char got[64];
+  double *d = (double *)((char *)obj + k->off);
+  if (!cJSON_IsNumber(v) || !(v->valuedouble >= PD_SCENARIO_MIN_FACTOR) ||
+      !(v->valuedouble <= PD_SCENARIO_MAX_FACTOR))
+    return pd_scenario_fail(c, PD_ERR_FIELD, "expected a number in %g..%g, got %s",
+                            PD_SCENARIO_MIN_FACTOR, PD_SCENARIO_MAX_FACTOR, GOT(v));
+  *d = v->valuedouble;
+  return 0;
+}
+
+static const scenario_key_t step_keys[] = {
+    {"at_ms", pd_scenario_set_u64, offsetof(pd_scenario_step_t, at_ms), 0, PD_SCENARIO_MAX_MS, 1,
+     NULL, NULL},
+    {"factor", set_factor, offsetof(pd_scenario_step_t, factor), 0, 0, 1, NULL, NULL},
+    {"ramp_ms", pd_scenario_set_u64, offsetof(pd_scenario_step_t, ramp_ms), 0,
+     PD_SCENARIO_MAX_MS, 0, NULL, NULL},
+};
+
+static int step_elem(scenario_ctx_t *c, const cJSON *it, void *obj, uint32_t i) {
+  pd_scenario_workload_t *w = obj;
+  pd_scenario_step_t *st = &w->steps[i];
+  memset(st, 0, sizeof *st);
+  int rc = pd_scenario_walk(c, it, step_keys, sizeof step_keys / sizeof step_keys[0], st);
+  const pd_scenario_step_t *prev = i ? &w->steps[i - 1] : NULL;
+  if (rc == 0 && prev && st->at_ms < prev->at_ms + prev->ramp_ms + (prev->ramp_ms ? 0 : 1)) {
+    size_t old = pd_scenario_json_path_key(c, "at_ms");
+    rc = pd_scenario_fail(c, PD_ERR_FIELD,
+                          "must be after the previous step and its ramp (at_ms %llu + ramp_ms "
+                          "%llu), got %llu",
+                          (unsigned long long)prev->at_ms, (unsigned long long)prev->ramp_ms,
+                          (unsigned long long)st->at_ms);
+    pd_scenario_json_path_pop(c, old);
+  }
+  if (rc == 0 && st->at_ms + st->ramp_ms > PD_SCENARIO_MAX_MS) {
+    size_t old = pd_scenario_json_path_key(c, "ramp_ms");
+    rc = pd_scenario_fail(c, PD_ERR_FIELD, "at_ms + ramp_ms = %llu exceeds %u (PD_SCENARIO_MAX_MS)",
+                          (unsigned long long)(st->at_ms + st->ramp_ms), PD_SCENARIO_MAX_MS);
+    pd_scenario_json_path_pop(c, old);
+  }
+  w->n_steps = rc == 0 ? i + 1 : w->n_steps;
+  return rc;
+}
+
+int pd_scenario_set_steps(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
+  (void)k;
+  ((pd_scenario_workload_t *)obj)->n_steps = 0;
+  int rc = pd_scenario_each(c, v, PD_SCENARIO_MAX_STEPS, "steps (PD_SCENARIO_MAX_STEPS)",
+                            step_elem, obj);
+  if (rc == 0 && ((pd_scenario_workload_t *)obj)->n_steps == 0)
+    rc = pd_scenario_fail(c, PD_ERR_FIELD, "expected at least one step (leave the key out instead)");
+  return rc;
+}
+
 /* ---- checks across objects ---- */
+
+/* The closed loop and the client policy against the open-loop keys. */
+static int check_clients(scenario_ctx_t *c, const pd_scenario_workload_t *w) {
+  const char *why = NULL, *key = NULL;
+  if (w->users && (w->interval_ms || w->poisson != 0.0 || w->n_bursts))
+    key = "users", why = "a closed loop (users) cannot be combined with interval_ms, poisson "
+                        "or bursts: its users send when their last request ends";
+  else if (w->n_steps && w->n_bursts)
+    key = "steps", why = "cannot be combined with bursts (bursts fix every arrival instant)";
+  if (!why) return 0;
+  size_t old = pd_scenario_json_path_key(c, "workload");
+  pd_scenario_json_path_key(c, key);
+  int rc = pd_scenario_fail(c, PD_ERR_FIELD, "%s", why);
+  pd_scenario_json_path_pop(c, old);
+  return rc;
+}
 
 static int check_bursts(scenario_ctx_t *c, pd_scenario_workload_t *w) {
   uint64_t sum = 0;
@@ -130,6 +202,8 @@ int pd_scenario_check_all(scenario_ctx_t *c, pd_scenario_t *s) {
     int rc = check_bursts(c, &s->workload);
     if (rc < 0) return rc;
   }
+  int crc = check_clients(c, &s->workload);
+  if (crc < 0) return crc;
   for (uint32_t i = 0; i < s->n_tfaults; i++) {
     const pd_traffic_fault_t *t = &s->tfaults[i];
     if (t->request == PD_TRAFFIC_FAULT_ANY || t->request < s->workload.requests) continue;
@@ -158,6 +232,69 @@ uint64_t pd_scenario_arrival_gap_ns(const pd_scenario_workload_t *wl, uint32_t i
   if (wl->poisson != 0.0 && gap)
     gap = (uint64_t)(-log(1.0 - pd_prng_unit(rng)) * (double)gap);
   return gap;
+}
+
+uint64_t pd_scenario_arrival_next_ns(const pd_scenario_workload_t *wl, uint32_t i,
+                                     uint64_t t_prev_ns, pd_prng_t *rng) {
+  uint64_t gap = pd_scenario_arrival_gap_ns(wl, i, rng);
+  if (wl->n_steps && !wl->n_bursts) {
+    double f = pd_scenario_load_factor(wl, t_prev_ns);
+    gap = (uint64_t)((double)gap / f); /* f >= PD_SCENARIO_MIN_FACTOR: at most 100x */
+  }
+  return t_prev_ns + gap;
+}
+
+/* ---- load steps and the closed loop ---- */
+
+double pd_scenario_load_factor(const pd_scenario_workload_t *wl, uint64_t t_ns) {
+  double f = 1.0;
+  for (uint32_t k = 0; k < wl->n_steps; k++) {
+    const pd_scenario_step_t *st = &wl->steps[k];
+    uint64_t at = st->at_ms * MS_NS, ramp = st->ramp_ms * MS_NS;
+    if (t_ns < at) break;
+    if (ramp && t_ns < at + ramp) return f + (st->factor - f) * (double)(t_ns - at) / (double)ramp;
+    f = st->factor;
+  }
+  return f;
+}
+
+static uint32_t users_for(const pd_scenario_workload_t *wl, double f) {
+  double n = (double)wl->users * f + 0.5;
+  return n < 1.0 ? 0 : (uint32_t)n;
+}
+
+uint32_t pd_scenario_users_at(const pd_scenario_workload_t *wl, uint64_t t_ns) {
+  return users_for(wl, pd_scenario_load_factor(wl, t_ns));
+}
+
+uint64_t pd_scenario_user_start_ns(const pd_scenario_workload_t *wl, uint32_t k, uint32_t u) {
+  if (k >= wl->n_steps) return UINT64_MAX;
+  const pd_scenario_step_t *st = &wl->steps[k];
+  double before = k ? wl->steps[k - 1].factor : 1.0;
+  uint32_t a = users_for(wl, before), b = users_for(wl, st->factor);
+  if (u < a || u >= b) return UINT64_MAX; /* already active, or not reached by this step */
+  uint64_t at = st->at_ms * MS_NS, ramp = st->ramp_ms * MS_NS;
+  if (!ramp) return at;
+  /* users_for(f) > u when users x f >= u + 0.5: the ramp reaches that f at this share */
+  double share = (((double)u + 0.5) / (double)wl->users - before) / (st->factor - before);
+  if (share < 0.0) share = 0.0;
+  if (share > 1.0) share = 1.0;
+  return at + (uint64_t)ceil(share * (double)ramp);
+}
+
+uint64_t pd_scenario_retry_backoff_ns(const pd_scenario_workload_t *wl, uint32_t retry,
+                                      pd_prng_t *rng) {
+  uint64_t ms = wl->retry_backoff_ms;
+  for (uint32_t i = 1; i < retry && ms < wl->retry_backoff_max_ms; i++) ms *= 2;
+  if (ms > wl->retry_backoff_max_ms) ms = wl->retry_backoff_max_ms;
+  uint64_t ns = ms * MS_NS;
+  if (wl->retry_jitter > 0.0) ns -= (uint64_t)((double)ns * wl->retry_jitter * pd_prng_unit(rng));
+  return ns;
+}
+
+int pd_scenario_client_should_retry(int timed_out, int has_head, int status, int aborted) {
+  if (timed_out || !has_head || aborted) return 1;
+  return status == 408 || status == 429 || status >= 500;
 }
 
 /* ---- prompt lengths ---- */

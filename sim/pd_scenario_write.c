@@ -171,6 +171,10 @@ static int config_json(cJSON *root, const pd_scenario_config_t *c, const pd_scen
   if (c->decode_only_ok != d->decode_only_ok &&
       !cJSON_AddBoolToObject(o, "decode_only_ok", c->decode_only_ok != 0))
     rc |= PD_ERR_NOMEM;
+  if (c->admission != d->admission && !cJSON_AddBoolToObject(o, "admission", c->admission != 0))
+    rc |= PD_ERR_NOMEM;
+  rc |= add_u64_if(o, "admit_queue", c->admit_queue, d->admit_queue);
+  rc |= add_u64_if(o, "admit_queue_ms", c->admit_queue_ms, d->admit_queue_ms);
   if (c->tie_seed != d->tie_seed) rc |= add_u64_exact(o, "tie_seed", c->tie_seed);
   if (c->socket_min_scale != d->socket_min_scale)
     rc |= add_num(o, "socket_min_scale", c->socket_min_scale);
@@ -215,6 +219,22 @@ static int workload_json(cJSON *root, const pd_scenario_workload_t *w,
     rc |= b && cJSON_AddItemToArray(a, b) ? 0 : PD_ERR_NOMEM;
     if (b) rc |= add_num(b, "at_ms", (double)w->bursts[i].at_ms) |
                  add_num(b, "requests", w->bursts[i].requests);
+  }
+  rc |= add_u64_if(o, "users", w->users, d->users);
+  rc |= add_u64_if(o, "think_ms", w->think_ms, d->think_ms);
+  rc |= add_u64_if(o, "client_timeout_ms", w->client_timeout_ms, d->client_timeout_ms);
+  rc |= add_u64_if(o, "client_retries", w->client_retries, d->client_retries);
+  rc |= add_u64_if(o, "retry_backoff_ms", w->retry_backoff_ms, d->retry_backoff_ms);
+  rc |= add_u64_if(o, "retry_backoff_max_ms", w->retry_backoff_max_ms, d->retry_backoff_max_ms);
+  rc |= add_frac_if(o, "retry_jitter", w->retry_jitter, d->retry_jitter);
+  cJSON *sa = w->n_steps ? cJSON_AddArrayToObject(o, "steps") : NULL;
+  rc |= w->n_steps && !sa ? PD_ERR_NOMEM : 0;
+  for (uint32_t i = 0; sa && i < w->n_steps; i++) {
+    cJSON *b = cJSON_CreateObject();
+    rc |= b && cJSON_AddItemToArray(sa, b) ? 0 : PD_ERR_NOMEM;
+    if (b) rc |= add_num(b, "at_ms", (double)w->steps[i].at_ms) |
+                 add_num(b, "factor", w->steps[i].factor);
+    if (b && w->steps[i].ramp_ms) rc |= add_num(b, "ramp_ms", (double)w->steps[i].ramp_ms);
   }
   return rc;
 }

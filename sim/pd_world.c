@@ -259,11 +259,16 @@ void pd_world_feed(struct pd_world *w, const pd_event_t *ev) {
   pd_world_apply(w);
 }
 
-void pd_world_arrive(struct pd_world *w) {
+/* One request from a client: the open loop's arrival (user 0) or a closed-loop user's, or a
+ * retry. The open loop's next arrival is scheduled between the draws, as it always was. */
+static void request_send(struct pd_world *w, uint32_t user, uint64_t job, uint32_t try_no) {
   const pd_scenario_workload_t *wl = &w->s->workload;
   pd_client_request_t *rq = calloc(1, sizeof *rq);
   if (!rq) return;
   rq->id = w->next_req++;
+  rq->user = user;
+  rq->job = job;
+  rq->try_no = try_no;
   pd_buf_init(&rq->body, PD_WORLD_MAX_BODY_BYTES);
   rq->t_arrival = w->now;
   rq->health_epoch = w->n_unhealthy ? UINT64_MAX : w->unhealthy_epoch;
@@ -276,13 +281,15 @@ void pd_world_arrive(struct pd_world *w) {
   if (w->reqs.len > w->stats->peak_live) w->stats->peak_live = w->reqs.len;
   if (wl->disconnect_at_ms && draw(w, wl->disconnect_prob))
     pd_world_push(w, w->now + wl->disconnect_at_ms * MS_NS, EV_GONE, 0, rq->id, 0);
+  if (wl->client_timeout_ms) /* the client gives up (c = 1: a timeout, not a leave) */
+    pd_world_push(w, w->now + wl->client_timeout_ms * MS_NS, EV_GONE, 0, rq->id, 1);
   if (wl->client_blocked_at_ms) { /* a slow client (R-BACKPRESSURE) */
     pd_world_push(w, w->now + wl->client_blocked_at_ms * MS_NS, EV_CLIENT_BLOCK, 1, rq->id, 0);
     pd_world_push(w, w->now + (wl->client_blocked_at_ms + wl->client_blocked_ms) * MS_NS,
                   EV_CLIENT_BLOCK, 0, rq->id, 0);
   }
-  if (w->next_req < wl->requests) /* next arrival */
-    pd_world_push(w, w->now + pd_scenario_arrival_gap_ns(wl, w->next_req, &w->world_rng),
+  if (!user && !try_no && w->next_job < wl->requests) /* the open loop's next arrival */
+    pd_world_push(w, pd_scenario_arrival_next_ns(wl, (uint32_t)w->next_job, w->now, &w->world_rng),
                   EV_ARRIVE, 0, 0, 0);
   size_t cap = pd_world_client_body_cap(wl, rq->prompt_tokens, 0);
   char *body = malloc(cap);
@@ -291,4 +298,21 @@ void pd_world_arrive(struct pd_world *w) {
                    .path = pd_route_path(wl->route), .data = (const uint8_t *)body, .len = len};
   pd_world_feed(w, &ev);
   free(body);
+}
+
+void pd_world_arrive(struct pd_world *w) {
+  uint64_t job = w->next_job++;
+  request_send(w, 0, job, 0);
+}
+
+void pd_world_send(struct pd_world *w, uint32_t user, uint64_t job, uint32_t try_no) {
+  if (w->is_sending_over) return;
+  if (job == UINT64_MAX) { /* a closed-loop user's next job */
+    if (w->next_job >= w->s->workload.requests) {
+      if (user && user <= w->n_users) w->user_busy[user - 1] = 0;
+      return;
+    }
+    job = w->next_job++;
+  }
+  request_send(w, user, job, try_no);
 }

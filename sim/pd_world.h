@@ -133,6 +133,15 @@ typedef struct pd_client_request {
   uint64_t id;
   uint64_t t_arrival, t_disconnect;
   int is_stream, wants_logprob;
+  /* the client that sent it (workload.users, client_retries): user + 1 (0: open loop), its
+   * job (the open loop's jobs are its arrivals), which try of the job it is (0: the first) */
+  uint32_t user;
+  uint64_t job;
+  uint32_t try_no;
+  int is_client_timeout; /* the client gave up on it (client_timeout_ms) */
+  int is_shed_at_capacity; /* its head was a 503 while every worker of a role held as many
+                              requests as it can run (worker truth): an admission shed there
+                              is not a failure to serve (I15, R-ADMIT-SHED) */
   uint32_t tokens;
   uint32_t prompt_tokens; /* words in its prompt (pd_scenario_prompt_tokens); 0: the short
                              default prompt */

@@ -133,8 +133,9 @@ void pd_world_heal(struct pd_world *w) {
     h->workload.fault_rate = 0;
     h->workload.disconnect_at_ms = 0;
     h->workload.client_blocked_at_ms = 0;
-    h->workload.requests = w->next_req; /* no new arrivals */
+    h->workload.requests = (uint32_t)w->next_job; /* no new arrivals */
     w->healed = h;
+    w->is_sending_over = 1; /* no closed-loop user's next job, no client retry */
     w->orig = w->s;
     w->s = h;
     for (uint32_t i = 0; i < w->n_nodes; i++) w->nodes[i].spec = &h->workers[i];

@@ -26,6 +26,8 @@ enum {
   EV_CRASH,       /* a = worker */
   EV_RESTART,     /* a = worker */
   EV_CLIENT_BLOCK, /* a = 1 the client stops reading, 0 it reads again; b = req id */
+  EV_SEND,        /* a client sends: a = user + 1 (0 open loop), b = job (UINT64_MAX: the
+                     user's next job), c = try (0 first) */
 };
 
 /* Worker -> gateway messages (rendered at delivery from the leg's state). */
@@ -49,6 +51,9 @@ typedef struct pd_worker_node {
   uint32_t received;   /* requests received (nth for faults) */
   int is_down;         /* crashed, not restarted */
   uint32_t live_slots; /* slots held now */
+  uint64_t t_slot_freed_last; /* when it last freed a slot (admission's I15 excuse) */
+  uint64_t n_freed_at;        /* the instant of n_freed_recent */
+  uint32_t n_freed_recent;    /* slots freed in that instant */
   pd_wengine_t *eng;   /* the worker engine (sim/pd_world_worker.c drives it) */
   uint64_t wake_at;    /* the EV_WWAKE queued for its next deadline (UINT64_MAX: none) */
   /* breaker timeline as the core reports it, for I12 */
@@ -78,6 +83,11 @@ struct pd_world {
   pd_mode_t mode;
   pd_gw_config_t gcfg;
   pd_prng_t gw_rng, world_rng, fault_rng;
+  pd_prng_t client_rng; /* the clients' retry jitter (its own stream: no other draw moves) */
+  uint8_t *user_busy;   /* closed loop: a user's request (or its next send) is pending */
+  uint32_t n_users;     /* entries of user_busy: users x the largest step factor */
+  uint64_t next_job;    /* closed loop: jobs handed out */
+  int is_sending_over;  /* the healed phase: no new sends, no retries */
   pd_gw_t *gw;
   pd_actbuf_t acts;
   pd_heap_t heap;
@@ -129,6 +139,15 @@ void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, ui
 void pd_world_feed(struct pd_world *w, const pd_event_t *ev);
 void pd_world_apply(struct pd_world *w);
 void pd_world_arrive(struct pd_world *w);
+/* A client sends (EV_SEND): a closed-loop user's next job, or a retry of a job. */
+void pd_world_send(struct pd_world *w, uint32_t user, uint64_t job, uint32_t try_no);
+/* A client's request ended (its end, or the client gave up): retry it, or the user's next. */
+void pd_world_client_after(struct pd_world *w, const pd_client_request_t *rq);
+/* The closed loop's first sends and the load steps' later ones (setup). */
+int pd_world_clients_start(struct pd_world *w);
+/* EV_SEND's handler: c >> 32 set: a closed-loop user's wake-up (it joins the load if idle);
+ * else c is the try number of the job's send. */
+void pd_world_client_send_event(struct pd_world *w, uint32_t user, uint64_t job, uint64_t c);
 void pd_world_try_retire(struct pd_world *w, pd_client_request_t *rq);
 void pd_world_retire_now(struct pd_world *w, pd_client_request_t *rq); /* judge (once) + free */
 /* Judge a request (once), keeping it alive: one cut off by the safety horizon runs on into

@@ -173,12 +173,45 @@ static void on_load_release_time(struct pd_world *w, pd_client_request_t *rq,
     if (rq->load_w[a->role][i] == a->worker + 1) rq->load_t_rel[a->role][i] = w->now;
 }
 
+/* Worker truth: every worker of some role is up and holds as many requests as it can run;
+ * or the clients have more requests waiting for an answer than some role's workers can run
+ * together (the cluster cannot hold them, whatever is still on its way to a worker). */
+static int role_at_capacity(const struct pd_world *w) {
+  uint64_t waiting = 0;
+  void *v;
+  for (size_t slot = 0; pd_map_next(&w->reqs, &slot, NULL, &v);) {
+    const pd_client_request_t *q = v;
+    waiting += !q->ended && !q->gone;
+  }
+  for (int r = 0; r < 2; r++) {
+    uint64_t cap = 0;
+    for (uint32_t i = 0; i < w->n_nodes; i++)
+      if (w->nodes[i].role == (pd_role_t)r && !w->nodes[i].is_down) cap += w->nodes[i].spec->max_running;
+    if (waiting > cap) return 1;
+  }
+  for (int r = 0; r < 2; r++) {
+    int n = 0, full = 0;
+    for (uint32_t i = 0; i < w->n_nodes; i++) {
+      const pd_worker_node_t *nd = &w->nodes[i];
+      if (nd->role != (pd_role_t)r) continue;
+      n++;
+      /* a slot freed less than a round trip ago is not yet known to the gateway */
+      uint32_t known = nd->live_slots;
+      if (nd->n_freed_at + 2 * w->net_ns + 1000000ull >= w->now) known += nd->n_freed_recent;
+      full += !nd->is_down && known >= nd->spec->max_running;
+    }
+    if (n && full == n) return 1;
+  }
+  return 0;
+}
+
 static void on_client(struct pd_world *w, pd_client_request_t *rq, const pd_action_t *a) {
   switch (a->kind) {
   case PD_ACT_CLIENT_HEAD:
     if (rq->has_head) { rq->token_error = 1; return; } /* two heads */
     rq->has_head = 1;
     rq->head_status = a->status;
+    if (a->status == 503) rq->is_shed_at_capacity = role_at_capacity(w);
     rq->is_sse_head = a->flag;
     rq->t_head = w->now;
     return;
@@ -194,6 +227,7 @@ static void on_client(struct pd_world *w, pd_client_request_t *rq, const pd_acti
     rq->aborted = a->flag;
     rq->t_end = w->now;
     rq->was_healthy = rq->health_epoch == w->unhealthy_epoch && !w->n_unhealthy;
+    pd_world_client_after(w, rq); /* its client retries it, or sends its next */
     return;
   default: return;
   }
@@ -398,6 +432,8 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     if (!rq || rq->ended || rq->gone) return;
     rq->gone = 1;
     rq->t_end = w->now;
+    rq->is_client_timeout = it->c == 1; /* client_timeout_ms, not disconnect_at_ms */
+    pd_world_client_after(w, rq);
     pd_world_trace_instant(w, PD_TRACE_CLIENTS, rq->id, PD_TRACE_ID_CLIENT_GONE, rq->id, 0);
     pd_event_t ev = {.kind = PD_EV_CLIENT_GONE, .req_id = rq->id};
     pd_world_feed(w, &ev); /* may retire and free rq */
@@ -431,6 +467,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
   case EV_W2G: deliver_w2g(w, leg, it->a & 0xff, it->a >> 8, it->c, buf); return;
   case EV_WWAKE: pd_worker_model_wake(w, it->a, it->t_ns); return;
   case EV_CLIENT_BLOCK: client_block(w, it->b, (int)it->a, buf); return;
+  case EV_SEND: pd_world_client_send_event(w, it->a, it->b, it->c); return;
   case EV_CRASH:
     if (!w->nodes[it->a].is_down) pd_world_health(w, +1);
     w->nodes[it->a].is_down = 1;
@@ -458,6 +495,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   pd_prng_fork(&root, 1, &w->gw_rng);
   pd_prng_fork(&root, 2, &w->world_rng);
   pd_prng_fork(&root, 3, &w->fault_rng);
+  pd_prng_fork(&root, 4, &w->client_rng);
   pd_gw_config_t *c = &w->gcfg;
   pd_scenario_gw_config(s, mode, c);
   w->gw = pd_gw_new(NULL, c, &w->gw_rng);
@@ -474,6 +512,8 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
                                sw->role == PD_ROLE_PREFILL ? 8998 : -1);
     if (idx < 0) return idx;
     n->role_index = (uint32_t)idx;
+    /* R-ADMIT-LIMIT: the gateway knows each worker's capacity (its --max-running-requests) */
+    pd_gw_set_worker_limit(w->gw, sw->role, (uint32_t)idx, sw->max_running);
     w->role_node[sw->role][idx] = i;
     if (sw->breaker_initial != PD_BREAKER_CLOSED && mode != PD_MODE_MINILB) { /* no breaker */
       pd_gw_breaker_start_in(w->gw, sw->role, (uint32_t)idx, sw->breaker_initial, 0);
@@ -487,6 +527,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   int rc = pd_world_workers_init(w);
   if (rc < 0) return rc;
   pd_world_trace_names(w);
+  if (s->workload.users) return pd_world_clients_start(w); /* the closed loop */
   if (s->workload.requests)
     push(w, pd_scenario_arrival_gap_ns(&s->workload, 0, &w->world_rng), EV_ARRIVE, 0, 0, 0);
   return 0;
@@ -501,6 +542,7 @@ static void teardown(struct pd_world *w) {
   pd_heap_free(&w->heap);
   pd_actbuf_free(&w->acts);
   pd_gw_del(w->gw);
+  free(w->user_busy);
 }
 
 /* Judge every request still unfinished when the queue ran dry (or the horizon passed). */
@@ -556,6 +598,32 @@ static uint64_t quiet_ns(const pd_scenario_t *s) {
           (uint64_t)PD_MAX_ATTEMPTS * 3600000ull) * MS_NS;
 }
 
+/* The safety horizon: past every timeout a model can wait on, so hung runs still end; the
+ * arrivals' span (slowed by the smallest load step) and, for clients that wait on their
+ * answers, every try of every job one after another per user. Capped far below 2^64. */
+static uint64_t run_horizon_ns(const pd_scenario_t *s) {
+  const pd_scenario_workload_t *wl = &s->workload;
+  const pd_scenario_config_t *c = &s->config;
+  double each_ms = (double)(c->deadline_ms + 2 * c->bootstrap_timeout_ms +
+                            2 * c->waiting_timeout_ms + 4000000ull);
+  double slow = 1.0, tries = 1.0 + wl->client_retries;
+  for (uint32_t k = 0; k < wl->n_steps; k++)
+    if (wl->steps[k].factor < slow) slow = wl->steps[k].factor;
+  double ms = each_ms + (double)wl->requests * ((double)wl->interval_ms + 1) * 4 / slow +
+              (wl->n_bursts ? (double)wl->bursts[wl->n_bursts - 1].at_ms : 0.0) +
+              (wl->n_steps ? (double)(wl->steps[wl->n_steps - 1].at_ms +
+                                      wl->steps[wl->n_steps - 1].ramp_ms) : 0.0);
+  if (wl->users || wl->client_retries) { /* each try may wait out the slowest timeout */
+    double per_user = wl->users ? (double)wl->users * slow : 1.0;
+    if (per_user < 1.0) per_user = 1.0;
+    ms += (double)wl->requests * tries / per_user *
+          ((double)c->deadline_ms + (double)wl->client_timeout_ms + (double)wl->think_ms +
+           (double)wl->retry_backoff_max_ms + 1.0);
+  }
+  double ns = ms * 1e6;
+  return ns >= 4.0e18 ? 4000000000000000000ull : (uint64_t)ns;
+}
+
 int pd_world_run(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed, FILE *trace,
                  pd_world_stats_t *stats, uint32_t *violations, uint64_t *trace_hash) {
   pd_world_opts_t o = {trace, NULL, NULL, 0, 0, NULL};
@@ -585,11 +653,7 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   if (w->metrics) pd_metrics_run_begin(w->metrics, s);
   int rc = buf ? setup(w, s, mode, seed) : PD_ERR_NOMEM;
   /* horizon: past every timeout a model can wait on, so hung runs still end */
-  uint64_t horizon = (s->config.deadline_ms + 2 * s->config.bootstrap_timeout_ms +
-                      2 * s->config.waiting_timeout_ms + 4000000ull) * MS_NS +
-                     s->workload.requests * (s->workload.interval_ms + 1) * 4 * MS_NS +
-                     (s->workload.n_bursts ? s->workload.bursts[s->workload.n_bursts - 1].at_ms
-                                           : 0) * MS_NS;
+  uint64_t horizon = run_horizon_ns(s);
   if (rc == 0) run_until(w, horizon, o, buf);
   if (rc == 0) judge_leftovers(w);
   if (rc == 0) { /* the healed liveness phase: faults off, crashed workers back, time runs on */

@@ -150,6 +150,9 @@ static void slot(struct pd_world *w, pd_worker_leg_t *leg, int taken) {
     leg->is_slot_freed = 1;
     leg->t_slot_freed = w->now;
     n->live_slots--;
+    n->t_slot_freed_last = w->now;
+    n->n_freed_recent = n->n_freed_at == w->now ? n->n_freed_recent + 1 : 1;
+    n->n_freed_at = w->now;
   }
 }
 

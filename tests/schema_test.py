@@ -72,7 +72,7 @@ def check_library():
 
 TABLES = {"top_keys": "root", "config_keys": "config", "worker_keys": "worker",
           "fault_keys": "worker_fault", "workload_keys": "workload",
-          "tfault_keys": "traffic_fault", "burst_keys": "burst"}
+          "tfault_keys": "traffic_fault", "burst_keys": "burst", "step_keys": "load_step"}
 
 
 def split_top(text):
@@ -188,12 +188,19 @@ def burst_doc():
     return doc
 
 
+def steps_doc():
+    doc = base_doc()
+    doc["workload"]["steps"] = [{"at_ms": 0, "factor": 1}, {"at_ms": 50, "factor": 2}]
+    return doc
+
+
 # where each schema object sits in a document: (document maker, path to it)
 WHERE = {"root": (base_doc, []), "config": (base_doc, ["config"]),
          "worker": (base_doc, ["workers", 2]),
          "worker_fault": (base_doc, ["workers", 2, "faults", 0]),
          "traffic_fault": (base_doc, ["faults", 0]), "workload": (base_doc, ["workload"]),
-         "burst": (burst_doc, ["workload", "bursts", 1])}
+         "burst": (burst_doc, ["workload", "bursts", 1]),
+         "load_step": (steps_doc, ["workload", "steps", 1])}
 
 # Values the schema accepts and the loader rejects, because the check spans keys (the schema's
 # description lists them): (object, key, value, why).
@@ -205,6 +212,9 @@ READER_ONLY = [
     ("worker", "page_size", 65536, "max_total_tokens below page_size (max_total_tokens set)"),
     ("worker", "restart_at_ms", 1, "restart_at_ms not after crash_at_ms (crash_at_ms set)"),
     ("burst", "at_ms", 0, "a burst's at_ms not after the previous one's"),
+    ("workload", "users", 100000, "a closed loop with the template's interval_ms"),
+    ("load_step", "at_ms", 0, "a step's at_ms not after the previous one's"),
+    ("load_step", "ramp_ms", 1000000000, "at_ms + ramp_ms over 1e9 ms"),
     ("worker_fault", "nth", [3, 2], "from > to"),
     ("traffic_fault", "request", 9999999, "the workload has no request 9999999"),
     ("config", "seed", "18446744073709551616", "a seed string above 2^64 - 1"),
@@ -372,12 +382,22 @@ def special_cases():
         faults=[{"kind": "slow_drip", "ms": 1}] * 17), False)
     mut("9 tags", lambda x: x.update(tags=["t"] * 9), False)
     mut("empty object", lambda x: x.clear(), False)
+    mut("closed loop with interval_ms", lambda x: x["workload"].update(users=4), "reader-only")
+    mut("closed loop", lambda x: x["workload"].update(users=4, interval_ms=0, think_ms=5,
+                                                     client_timeout_ms=50, client_retries=2),
+        None)
+    mut("steps empty", lambda x: x["workload"].update(steps=[]), False)
+    mut("a spike", lambda x: x["workload"].update(steps=[{"at_ms": 100, "factor": 3},
+                                                         {"at_ms": 200, "factor": 1}]), None)
     bd = burst_doc()
     for label, fn, want in [
             ("bursts with interval_ms", lambda w: w.update(interval_ms=5), False),
             ("bursts with interval_ms 0", lambda w: w.update(interval_ms=0), None),
             ("bursts with poisson", lambda w: w.update(poisson=True), False),
-            ("bursts empty", lambda w: w.update(bursts=[]), False)]:
+            ("bursts empty", lambda w: w.update(bursts=[]), False),
+            ("bursts with steps", lambda w: w.update(steps=[{"at_ms": 1, "factor": 2}]),
+             "reader-only"),
+            ("bursts with users", lambda w: w.update(users=2), "reader-only")]:
         x = copy.deepcopy(bd)
         fn(x["workload"])
         out.append((label, x, want))

@@ -33,6 +33,8 @@
   X(pdt_suite_rqstate)   \
   X(pdt_suite_scenario)  \
   X(pdt_suite_scenario_more) \
+  X(pdt_suite_clients) \
+  X(pdt_suite_admit) \
   X(pdt_suite_capacity_scenario) \
   X(pdt_suite_capacity_prompt) \
   X(pdt_suite_capacity_check) \

@@ -57,6 +57,9 @@ const char *pd_conform_skip_reason(const pd_scenario_t *s) {
   for (uint32_t i = 0; i < s->n_workers; i++) /* a gateway's breakers start closed */
     if (s->workers[i].breaker_initial != PD_BREAKER_CLOSED)
       return "a worker's breaker starts open or half-open (breaker_initial): simulator only";
+  if (s->workload.users) return "a closed-loop workload (users): simulator only for now";
+  if (s->workload.client_timeout_ms || s->workload.client_retries)
+    return "a client timeout or client retries: simulator only for now";
   return NULL;
 }
 

@@ -54,7 +54,7 @@ int pd_conform_plan(pd_conform_runner_t *run) {
       if (!q->disc_ns) q->disc_ns = 1;
     }
     q->t_plan = scaled(run, t);
-    if (i + 1 < n) t += pd_scenario_arrival_gap_ns(wl, i + 1, &world); /* as the simulator */
+    if (i + 1 < n) t = pd_scenario_arrival_next_ns(wl, i + 1, t, &world); /* as the simulator */
     snprintf(q->xrid, sizeof q->xrid, "pdconf-%06llx-%u", (unsigned long long)(tag & 0xffffff), i);
     /* the id rides in the prompt too: every gateway forwards the prompt to both legs, so the
        mocks tie legs exactly even behind a gateway that drops X-Request-Id (mini_lb) */

@@ -1,0 +1,121 @@
+/* Reference admission (docs/spec.md R-ADMIT-*, after O1.1, O2.4, O3.3, O4.5): each worker
+ * admits at most its limit of requests in flight; a request that finds no prefill/decode
+ * pair with room waits at the gateway in a bounded FIFO queue, and its pair is picked only
+ * when capacity frees (late binding); both legs are admitted together, so no prefill is sent
+ * for a decode that cannot take the request; a request the queue cannot hold, or still
+ * waiting at its absolute queue deadline, is shed at once with 503, Retry-After and a JSON
+ * body naming the limit. Sans-IO: the queue wakes through the request's DL_BACKOFF. */
+#include <assert.h>
+#include <stdio.h>
+
+#include "pd_err.h"
+#include "pd_gw_int.h"
+
+int pd_admit_is_on(const pd_gw_t *gw) {
+  return gw->cfg.mode == PD_MODE_REFERENCE && gw->cfg.protocol == PD_PROTOCOL_SGLANG &&
+         gw->cfg.admit_queue_max > 0;
+}
+
+int pd_admit_has_room(const pd_gw_t *gw, pd_role_t role, uint32_t w) {
+  const pd_worker_t *k = &gw->workers[role][w];
+  return !pd_admit_is_on(gw) || !k->limit || k->load < k->limit;
+}
+
+static int role_has_room(const pd_gw_t *gw, pd_role_t role) {
+  for (uint32_t w = 0; w < gw->n_workers[role]; w++)
+    if (pd_admit_has_room(gw, role, w)) return 1;
+  return 0;
+}
+
+int pd_admit_pair_has_room(const pd_gw_t *gw) {
+  return role_has_room(gw, PD_ROLE_PREFILL) && role_has_room(gw, PD_ROLE_DECODE);
+}
+
+int pd_gw_set_worker_limit(pd_gw_t *gw, pd_role_t role, uint32_t w, uint32_t limit) {
+  if (!gw || (unsigned)role > 1 || w >= gw->n_workers[role]) return PD_ERR_INVAL;
+  gw->workers[role][w].limit = limit;
+  return 0;
+}
+
+void pd_gw_admit_stats(const pd_gw_t *gw, pd_admit_stats_t *out) { *out = gw->admit; }
+
+/* 503 with Retry-After and the limit in the body (R-ADMIT-SHED). */
+static void shed(pd_gw_t *gw, pd_rq_t *rq, int is_full, const char *msg) {
+  if (pd_rq_client_done(rq)) return;
+  char m[240];
+  const char *code = is_full ? "admission_queue_full" : "admission_queue_timeout";
+  snprintf(m, sizeof m, "%s (limit: %s %llu; retry after %llu s)", msg,
+           is_full ? "admit_queue_max" : "admit_queue_ms",
+           is_full ? (unsigned long long)gw->cfg.admit_queue_max
+                   : (unsigned long long)(gw->cfg.admit_queue_ns / 1000000u),
+           (unsigned long long)((gw->cfg.admit_retry_after_ns + 999999999u) / 1000000000u));
+  size_t before = gw->out->n;
+  pd_gw_client_error(gw, rq, 503, code, m);
+  for (size_t i = before; i < gw->out->n; i++) /* the head carries the Retry-After */
+    if (gw->out->v[i].kind == PD_ACT_CLIENT_HEAD && gw->out->v[i].req_id == rq->id)
+      gw->out->v[i].deadline_ns = gw->cfg.admit_retry_after_ns ? gw->cfg.admit_retry_after_ns : 1;
+}
+
+void pd_admit_wait(pd_gw_t *gw, pd_rq_t *rq) {
+  if (!rq->is_queued) {
+    uint64_t until = rq->t_start_ns + gw->cfg.admit_queue_ns;
+    if (gw->n_queued >= gw->cfg.admit_queue_max) {
+      gw->admit.shed_full++;
+      shed(gw, rq, 1,
+           "every worker pair is at its in-flight limit and the admission queue is full");
+      return;
+    }
+    if (until <= gw->now) {
+      gw->admit.shed_timeout++;
+      shed(gw, rq, 0,
+           "every worker pair is at its in-flight limit and the queue deadline has passed");
+      return;
+    }
+    rq->is_queued = 1;
+    rq->q_next = NULL;
+    rq->q_prev = gw->q_tail;
+    if (gw->q_tail) gw->q_tail->q_next = rq;
+    else gw->q_head = rq;
+    gw->q_tail = rq;
+    gw->n_queued++;
+    gw->admit.queued++;
+    if (gw->n_queued > gw->admit.peak_queued) gw->admit.peak_queued = gw->n_queued;
+    rq->dl[DL_QUEUE] = until;
+  }
+  if (rq->state != RQ_BACKOFF) PD_RQ_SET(gw, rq, RQ_BACKOFF);
+}
+
+static void wake(pd_gw_t *gw, pd_rq_t *rq) {
+  if (!rq || (rq->dl[DL_BACKOFF] && rq->dl[DL_BACKOFF] <= gw->now)) return;
+  rq->dl[DL_BACKOFF] = gw->now ? gw->now : 1;
+  pd_gw_rearm(gw, rq);
+}
+
+void pd_admit_unlink(pd_gw_t *gw, pd_rq_t *rq) {
+  if (!rq->is_queued) return;
+  rq->is_queued = 0;
+  if (rq->q_prev) rq->q_prev->q_next = rq->q_next;
+  else gw->q_head = rq->q_next;
+  if (rq->q_next) rq->q_next->q_prev = rq->q_prev;
+  else gw->q_tail = rq->q_prev;
+  rq->q_prev = rq->q_next = NULL;
+  assert(gw->n_queued > 0);
+  gw->n_queued--;
+  rq->dl[DL_QUEUE] = 0;
+  uint64_t waited = gw->now - rq->t_start_ns;
+  gw->admit.wait_ns_sum += waited;
+  if (waited > gw->admit.wait_ns_max) gw->admit.wait_ns_max = waited;
+  if (pd_admit_pair_has_room(gw)) wake(gw, gw->q_head); /* room left: the next one goes too */
+}
+
+void pd_admit_kick(pd_gw_t *gw) {
+  if (gw->q_head && pd_admit_pair_has_room(gw)) wake(gw, gw->q_head);
+}
+
+void pd_admit_deadline(pd_gw_t *gw, pd_rq_t *rq) {
+  if (!rq->is_queued || rq->is_committed) return;
+  pd_admit_unlink(gw, rq);
+  gw->admit.shed_timeout++;
+  shed(gw, rq, 0,
+       "every worker pair stayed at its in-flight limit until the request's queue deadline");
+}
