@@ -232,6 +232,18 @@ static void test_policy_refuses_an_index_past_int32_with_minus_1(void) {
   PDT_EQ_INT(pd_policy_pick(&p, cand, 1, NULL, NULL), -1);
 }
 
+/* core/pd_policy.c pd_policy_pick: `!rng && n > 1` -> `n >= 1` survived (seed 2): the core
+ * always passes its PRNG. pd_policy.h: power_of_two with one candidate returns it without
+ * drawing, so it needs no PRNG; with two it cannot pick without one. */
+static void test_power_of_two_with_one_candidate_needs_no_rng(void) {
+  pd_policy_t p;
+  pd_policy_init(&p, PD_POLICY_POWER_OF_TWO);
+  const uint32_t cand[] = {5, 6};
+  const uint32_t load[8] = {0};
+  PDT_EQ_INT(pd_policy_pick(&p, cand, 1, load, NULL), 5);
+  PDT_EQ_INT(pd_policy_pick(&p, cand, 2, load, NULL), -1);
+}
+
 int pdt_suite_mutant_kills_ref(void) {
   static const pdt_case_t cases[] = {
       {"an allocation failure opens no leg with an empty body",
@@ -250,6 +262,8 @@ int pdt_suite_mutant_kills_ref(void) {
        test_doomed_leg_reads_a_full_chunk_to_its_done},
       {"a policy refuses a worker index past INT32_MAX with -1",
        test_policy_refuses_an_index_past_int32_with_minus_1},
+      {"power of two with one candidate needs no PRNG",
+       test_power_of_two_with_one_candidate_needs_no_rng},
   };
   return PDT_SUITE("mutant_kills_ref", cases);
 }
