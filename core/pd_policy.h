@@ -21,8 +21,8 @@ typedef struct pd_policy {
 void pd_policy_init(pd_policy_t *p, pd_policy_kind_t kind);
 
 /* Pick one of the n candidate worker indices cand[0..n). load[w] is worker w's in-flight
- * count (indexed by worker index, not by position in cand). Returns the chosen worker index
- * or -1 when n == 0.
+ * count (indexed by worker index, not by position in cand). Returns the chosen worker index,
+ * or -1 (no pick) when n == 0 or the chosen index does not fit an int32_t.
  * random: uniform over cand. round_robin: cand[counter++ % n] over the current list.
  * power_of_two: two distinct positions i1 = rand(n), i2 = (i1 + 1 + rand(n-1)) % n; the lower
  * load wins, ties to the first pick; n == 1 returns cand[0] without drawing. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pd_dispatch.h"
+#include "pd_policy.h"
 #include "pd_sse.h"
 #include "pdt.h"
 
@@ -221,6 +222,28 @@ static void test_doomed_leg_reads_a_full_chunk_to_its_done(void) {
   h_free(&h);
 }
 
+/* core/pd_policy.c as_worker: -1 -> -2 survived (seed 2): the core's candidates are worker
+ * indices below PD_MAX_WORKERS. pd_policy_pick's contract (pd_policy.h) is -1 for no pick,
+ * and an index that does not fit its int32_t result is no pick: refused, not wrapped. */
+static void test_policy_refuses_an_index_past_int32_with_minus_1(void) {
+  pd_policy_t p;
+  pd_policy_init(&p, PD_POLICY_ROUND_ROBIN);
+  const uint32_t cand[] = {(uint32_t)INT32_MAX + 1u};
+  PDT_EQ_INT(pd_policy_pick(&p, cand, 1, NULL, NULL), -1);
+}
+
+/* core/pd_policy.c pd_policy_pick: `!rng && n > 1` -> `n >= 1` survived (seed 2): the core
+ * always passes its PRNG. pd_policy.h: power_of_two with one candidate returns it without
+ * drawing, so it needs no PRNG; with two it cannot pick without one. */
+static void test_power_of_two_with_one_candidate_needs_no_rng(void) {
+  pd_policy_t p;
+  pd_policy_init(&p, PD_POLICY_POWER_OF_TWO);
+  const uint32_t cand[] = {5, 6};
+  const uint32_t load[8] = {0};
+  PDT_EQ_INT(pd_policy_pick(&p, cand, 1, load, NULL), 5);
+  PDT_EQ_INT(pd_policy_pick(&p, cand, 2, load, NULL), -1);
+}
+
 int pdt_suite_mutant_kills_ref(void) {
   static const pdt_case_t cases[] = {
       {"an allocation failure opens no leg with an empty body",
@@ -237,6 +260,10 @@ int pdt_suite_mutant_kills_ref(void) {
        test_total_cap_cuts_a_stream_without_a_token_budget},
       {"a given-up leg reads a chunk of 2^20 events to its [DONE]",
        test_doomed_leg_reads_a_full_chunk_to_its_done},
+      {"a policy refuses a worker index past INT32_MAX with -1",
+       test_policy_refuses_an_index_past_int32_with_minus_1},
+      {"power of two with one candidate needs no PRNG",
+       test_power_of_two_with_one_candidate_needs_no_rng},
   };
   return PDT_SUITE("mutant_kills_ref", cases);
 }
