@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pd_check.h"
+#include "pd_sse.h"
 #include "pdt.h"
 
 #define MS 1000000ull
@@ -243,6 +244,30 @@ static void test_an_openai_body_with_a_token_too_many_is_not_clean(void) {
   free(f);
 }
 
+/* sim/pd_check.c pd_check_client_data: `rq->token_error = 1` on a framer overflow -> 0 (seed-2
+ * sample): a client stream carrying an event larger than the SSE framer's limit
+ * (PD_SSE_MAX_EVENT_BYTES) cannot be read token by token, and the request is I6 even when it
+ * ends with [DONE] and every token counted. */
+static void test_a_client_event_past_the_framer_limit_is_i6(void) {
+  fixture_t *f = clean();
+  size_t n = PD_SSE_MAX_EVENT_BYTES + 16;
+  char *big = malloc(n);
+  PDT_TRUE(f != NULL && big != NULL);
+  if (!f || !big) {
+    free(f);
+    free(big);
+    return;
+  }
+  pd_sse_init(&f->rq.sse, NULL);
+  memcpy(big, "data: ", 6);
+  memset(big + 6, 'x', n - 6); /* one event, not ended: past the limit before its blank line */
+  PDT_EQ_INT(pd_check_client_data(&f->rq, (const uint8_t *)big, n), 0);
+  PDT_EQ_U64(judge(f), BIT(PD_INVARIANT_COMMIT));
+  pd_sse_free(&f->rq.sse);
+  free(big);
+  free(f);
+}
+
 int pdt_suite_mutant_kills_chk(void) {
   static const pdt_case_t cases[] = {
       {"the hand-built record is clean", test_the_fixture_is_clean},
@@ -261,6 +286,8 @@ int pdt_suite_mutant_kills_chk(void) {
        test_i15_says_no_leg_was_sent_when_none_was},
       {"an OpenAI body with a token more than its usage is not clean",
        test_an_openai_body_with_a_token_too_many_is_not_clean},
+      {"I6: a client event past the SSE framer's limit",
+       test_a_client_event_past_the_framer_limit_is_i6},
   };
   return PDT_SUITE("mutant_kills_chk", cases);
 }
