@@ -53,13 +53,14 @@ static uint32_t run(const char *src, pd_mode_t mode, seen_t *seen, pd_world_stat
 #define BIT(i) (1u << ((i) - 1))
 
 /* A non-stream prefill's path is reset at 50 ms while it waits in bootstrap (its decode is
- * queued behind a long request). The gateway sees a transport error; the worker, told
+ * queued behind a long request; the reference's admission is off, or it would hold the
+ * request at the gateway while d0 is full, R-ADMIT-BOTH). The gateway sees a transport error; the worker, told
  * nothing, keeps its slot until its bootstrap timeout unless an /abort_request comes. */
 static const char *bootstrap_doc =
     "{'name':'n','workers':[{'name':'p0','role':'prefill'},{'name':'p1','role':'prefill'},"
     "{'name':'d0','role':'decode','max_running_requests':1}],"
     "'faults':[{'role':'prefill','request':1,'leg':1,'kind':'net_reset','ms':50}],"
-    "'config':{'bootstrap_timeout_ms':20000},"
+    "'config':{'bootstrap_timeout_ms':20000,'admission':false},"
     "'workload':{'requests':2,'interval_ms':1,'stream':false,'tokens':150},'expect':{}}";
 
 /* The cut as the gateway and the worker saw it: the reset reached the gateway at 1 ms

@@ -237,13 +237,14 @@ static void test_decode_hangs_before_head(void) {
  * ignored the limit would pair all three at once and time none out. At scale 1: the margins
  * are 175 ms and more. */
 /* Three requests 50 ms apart, each decoding for 400 ms on a decode that runs one at a time:
- * the second and third wait in its queue. (Not a burst at one instant: which of three
+ * the second and third wait in its queue (admission off: pdref-gateway sets no worker limits
+ * yet, so the simulator's reference must not either, R-ADMIT-LIMIT). (Not a burst at one instant: which of three
  * same-instant requests reaches the mocks first is the sockets' race, not the worker's.) */
 static void test_decode_running_limit(void) {
   check_parity_json(
       "{\"name\": \"parity-decode-running-limit\", \"description\": \"test only\","
       " \"expect\": {\"reference\": \"pass\"},"
-      " \"config\": {\"seed\": 3, \"bootstrap_timeout_ms\": 600},"
+      " \"config\": {\"seed\": 3, \"bootstrap_timeout_ms\": 600, \"admission\": false},"
       " \"workers\": [{\"name\": \"p0\", \"role\": \"prefill\"},"
       " {\"name\": \"d0\", \"role\": \"decode\", \"max_running_requests\": 1,"
       " \"token_ms\": 10}],"
