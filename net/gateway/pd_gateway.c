@@ -452,6 +452,8 @@ int pd_gateway_new(const pd_gateway_config_t *cfg, pd_gateway_t **out, char *err
   g->epfd = g->wakefd = -1;
   atomic_init(&g->stop, 0);
   pd_prng_init(&g->rng, cfg->seed);
+  /* ids must differ across runs and restarts, not be replayable: the clock and pid mix in */
+  pd_prng_init(&g->xrid_rng, cfg->seed ^ pd_gateway_now_ns() ^ ((uint64_t)getpid() << 32));
   g->core = pd_gw_new(NULL, &cfg->core, &g->rng);
   if (!g->core) rc = PD_ERR_NOMEM;
   if (!rc) rc = add_workers(g, err, errlen);
