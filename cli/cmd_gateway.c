@@ -33,7 +33,7 @@ static void usage(FILE *f) {
              "                     [--token-budget-ms N] [--request-timeout-ms N]\n"
              "                     [--tail-timeout-ms N] [--head-timeout-ms N] [--max-body-bytes N]\n"
              "                     [--max-connections N] [--client-timeout-s N]\n"
-             "                     [--client-deadline-s N]\n"
+             "                     [--client-deadline-s N] [--max-connections-per-peer N]\n"
              "                     [--abort-timeout-ms N] [--seed N] [--verbose] [--json]\n"
              "                     [--retry-backoff-ms N] [--retry-max-backoff-ms N]\n"
              "                     [--breaker-failures N] [--breaker-open-ms N]\n"
@@ -65,6 +65,9 @@ static void usage(FILE *f) {
              "                     --breaker-window-ms the reference breaker's window (120000)\n"
              "  --max-body-bytes   client body limit, 413 beyond (default 4194304)\n"
              "  --max-connections  client connections served, 503 beyond (default 1024)\n"
+             "  --max-connections-per-peer of those, from one client IP address: its own\n"
+             "                     longest-idle kept-alive connection makes room, else 503\n"
+             "                     per_peer_limit (default 0: --max-connections, no own bound)\n"
              "  --client-timeout-s idle client connection timeout (default 30)\n"
              "  --client-deadline-s a request must be whole (headers and body) this long after\n"
              "                     the accept or the previous response, else 408 (default 10)\n"
@@ -158,6 +161,9 @@ static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
   } else if (!strcmp(f, "--max-connections")) {
     if (pd_cli_parse_u64(CMD, f, v, 1, 65536, &x)) return 2;
     c->max_connections = (uint32_t)x;
+  } else if (!strcmp(f, "--max-connections-per-peer")) {
+    if (pd_cli_parse_u64(CMD, f, v, 0, 65536, &x)) return 2;
+    c->max_conns_per_peer = (uint32_t)x;
   } else if (!strcmp(f, "--client-timeout-s")) {
     if (pd_cli_parse_u64(CMD, f, v, 0, 86400, &x)) return 2;
     c->client_timeout_s = (uint32_t)x;
@@ -220,6 +226,7 @@ static const struct option long_opts[] = {
     {"breaker-window-ms", required_argument, NULL, OPT_NUMBER},
     {"max-body-bytes", required_argument, NULL, OPT_NUMBER},
     {"max-connections", required_argument, NULL, OPT_NUMBER},
+    {"max-connections-per-peer", required_argument, NULL, OPT_NUMBER},
     {"client-timeout-s", required_argument, NULL, OPT_NUMBER},
     {"client-deadline-s", required_argument, NULL, OPT_NUMBER},
     {"abort-timeout-ms", required_argument, NULL, OPT_NUMBER},

@@ -430,6 +430,10 @@ static int check_config(const pd_gateway_config_t *c, char *err, size_t errlen) 
     snprintf(err, errlen, "at most %u workers per role", PD_MAX_WORKERS);
     return PD_ERR_INVAL;
   }
+  if (c->max_conns_per_peer > c->max_connections) {
+    snprintf(err, errlen, "--max-connections-per-peer must be at most --max-connections");
+    return PD_ERR_INVAL;
+  }
   if (!c->max_connections || c->max_connections > 65536) {
     snprintf(err, errlen, "--max-connections must be 1..65536");
     return PD_ERR_INVAL;

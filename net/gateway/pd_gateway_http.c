@@ -578,6 +578,7 @@ int pd_gateway_http_start(pd_gateway_t *g, char *err, size_t errlen) {
     return PD_ERR_NOMEM;
   }
   g->has_httpd = 1;
+  if (g->cfg.max_conns_per_peer) pd_httpd_set_per_peer(&g->httpd, g->cfg.max_conns_per_peer);
   int lfd = listen_socket(g, &ss, is_v6);
   if (lfd < 0) {
     snprintf(err, errlen, "cannot listen on %s:%u: %s", g->cfg.listen_host,
