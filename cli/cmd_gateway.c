@@ -35,7 +35,8 @@ static void usage(FILE *f) {
              "                     [--breaker-failures N] [--breaker-open-ms N]\n"
              "                     [--breaker-window-ms N] [--max-body-bytes N]\n"
              "                     [--max-connections N] [--client-timeout-s N]\n"
-             "                     [--client-deadline-s N] [--abort-timeout-ms N] [--seed N]\n"
+             "                     [--client-deadline-s N] [--max-connections-per-peer N]\n"
+             "                     [--abort-timeout-ms N] [--seed N]\n"
              "                     [--verbose] [--json]\n"
              "\n"
              "A PD gateway on real sockets driving pdref's dispatch core (docs/gateway.md): each\n"
@@ -86,6 +87,9 @@ static void usage(FILE *f) {
              "  --breaker-window-ms N the reference breaker's window (default 120000)\n"
              "  --max-body-bytes N    client body limit, 413 beyond (default 4194304)\n"
              "  --max-connections N   client connections served, 503 beyond (default 1024)\n"
+             "  --max-connections-per-peer N  of those, from one client IP address: its\n"
+             "                     own longest-idle kept-alive connection makes room, else 503\n"
+             "                     per_peer_limit (default 0: no own bound)\n"
              "  --client-timeout-s N  idle client connection timeout (default 30)\n"
              "  --client-deadline-s N a request must be whole (headers and body) this long\n"
              "                     after the accept or the previous response, else 408\n"
@@ -184,6 +188,9 @@ static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
   } else if (!strcmp(f, "--max-connections")) {
     if (pd_cli_parse_u64(CMD, f, v, 1, 65536, &x)) return 2;
     c->max_connections = (uint32_t)x;
+  } else if (!strcmp(f, "--max-connections-per-peer")) {
+    if (pd_cli_parse_u64(CMD, f, v, 0, 65536, &x)) return 2;
+    c->max_conns_per_peer = (uint32_t)x;
   } else if (!strcmp(f, "--client-timeout-s")) {
     if (pd_cli_parse_u64(CMD, f, v, 0, 86400, &x)) return 2;
     c->client_timeout_s = (uint32_t)x;
@@ -246,6 +253,7 @@ static const struct option long_opts[] = {
     {"breaker-window-ms", required_argument, NULL, OPT_NUMBER},
     {"max-body-bytes", required_argument, NULL, OPT_NUMBER},
     {"max-connections", required_argument, NULL, OPT_NUMBER},
+    {"max-connections-per-peer", required_argument, NULL, OPT_NUMBER},
     {"client-timeout-s", required_argument, NULL, OPT_NUMBER},
     {"client-deadline-s", required_argument, NULL, OPT_NUMBER},
     {"abort-timeout-ms", required_argument, NULL, OPT_NUMBER},

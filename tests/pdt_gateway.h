@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "pd_gateway.h"
@@ -138,8 +139,10 @@ static inline enum MHD_Result fake_access(void *cls, struct MHD_Connection *c, c
     return fake_json(c, 200, "{}");
   }
   if (strcmp(url, "/generate") == 0) return fake_generate(f, r, c);
+  const char *xr = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
   pthread_mutex_lock(&f->mu);
   f->n_info++;
+  snprintf(f->last_xrid, sizeof f->last_xrid, "%s", xr ? xr : ""); /* e.g. a vLLM leg */
   pthread_mutex_unlock(&f->mu);
   return fake_json(c, 200, "{\"model_path\":\"fake-model\"}");
 }
@@ -264,7 +267,22 @@ typedef struct resp {
   char ctype[128];
   int stop_after_events; /* > 0: hang up after this many SSE events */
   int events;
+  char xrid[320]; /* the response's X-Request-Id ("" when none) */
+  int n_xrid;     /* how many X-Request-Id header lines the response had */
 } resp_t;
+
+static inline size_t on_head_line(char *p, size_t size, size_t n, void *ud) {
+  resp_t *r = ud;
+  size_t len = size * n;
+  if (len > 13 && !strncasecmp(p, "X-Request-Id:", 13)) {
+    size_t a = 13, e = len;
+    while (a < e && p[a] == ' ') a++;
+    while (e > a && (p[e - 1] == '\r' || p[e - 1] == '\n' || p[e - 1] == ' ')) e--;
+    snprintf(r->xrid, sizeof r->xrid, "%.*s", (int)(e - a), p + a);
+    r->n_xrid++;
+  }
+  return len;
+}
 
 static inline size_t on_body(char *p, size_t size, size_t n, void *ud) {
   resp_t *r = ud;
@@ -296,6 +314,8 @@ static inline CURLcode http_h(uint16_t port, const char *method, const char *pat
   if (body) curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_head_line);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, out);
   CURLcode rc = curl_easy_perform(e);
   curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &out->status);
   char *ct = NULL;

@@ -260,6 +260,66 @@ static void test_request_id_forwarded(void) {
   }
 }
 
+/* A uuid4 as the gateway makes its own ids. */
+static int looks_uuid4(const char *s) {
+  static const char form[] = "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx";
+  if (strlen(s) != sizeof form - 1) return 0;
+  for (size_t i = 0; form[i]; i++) {
+    int hex = (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f');
+    if (form[i] == '-' ? s[i] != '-' : form[i] == '4' ? s[i] != '4' : form[i] == 'y' ? !strchr("89ab", s[i]) : !hex)
+      return 0;
+  }
+  return 1;
+}
+
+/* R-XRID: the response carries the request's X-Request-Id, once: the client's when it sent
+ * one, else one the gateway made, which is also the one both legs carried (SGLang family:
+ * forwarded like a client's; vllm-toy-proxy: the core's own uuid on the legs is echoed). */
+static void test_request_id_echoed_or_made(void) {
+  static const pd_mode_t modes[] = {PD_MODE_PR1150, PD_MODE_REFERENCE, PD_MODE_MINILB,
+                                    PD_MODE_VLLM_TOY_PROXY, PD_MODE_MOONCAKE_PROXY};
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+    int is_vllm = modes[m] >= PD_MODE_VLLM_TOY_PROXY;
+    const char *path = is_vllm ? "/v1/completions" : "/generate";
+    const char *body = is_vllm ? "{\"prompt\":\"hi\",\"stream\":true}" : stream_req;
+    fake_t p, d;
+    gwrun_t g;
+    PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 2, 0) == 0);
+    if (gw_start(&g, (gwopt_t){modes[m], 0, 0, 0}, &p, 1, &d, 1) == 0) {
+      static resp_t r, r2, r3;
+      memset(&r, 0, sizeof r);
+      PDT_EQ_INT(http_h(g.port, "POST", path, body, 0, "X-Request-Id: client-7", &r), CURLE_OK);
+      PDT_EQ_STR(r.xrid, "client-7"); /* echoed, whatever the answer */
+      PDT_EQ_INT(r.n_xrid, 1);
+      memset(&r2, 0, sizeof r2);
+      PDT_EQ_INT(http(g.port, "POST", path, body, 0, &r2), CURLE_OK);
+      PDT_EQ_INT(r2.n_xrid, 1);
+      PDT_TRUE(looks_uuid4(r2.xrid)); /* made: none was sent */
+      if (modes[m] != PD_MODE_MINILB) { /* the made one is what the prefill leg carried */
+        char seen[64] = "";
+        for (int i = 0; i < 200 && strcmp(seen, r2.xrid) != 0; i++) { /* <= 2 s */
+          if (i) sleep_ms(10);
+          pthread_mutex_lock(&p.mu);
+          snprintf(seen, sizeof seen, "%s", p.last_xrid);
+          pthread_mutex_unlock(&p.mu);
+        }
+        PDT_EQ_STR(seen, r2.xrid);
+        if (!is_vllm) { /* SGLang: both legs at once; the decode leg carried it too */
+          pthread_mutex_lock(&d.mu);
+          PDT_EQ_STR(d.last_xrid, r2.xrid);
+          pthread_mutex_unlock(&d.mu);
+        }
+      }
+      memset(&r3, 0, sizeof r3);
+      PDT_EQ_INT(http(g.port, "GET", "/health", NULL, 0, &r3), CURLE_OK);
+      PDT_TRUE(looks_uuid4(r3.xrid) && strcmp(r3.xrid, r2.xrid) != 0); /* one per request */
+      gw_stop(&g);
+    }
+    fake_stop(&p);
+    fake_stop(&d);
+  }
+}
+
 int pdt_suite_gateway(void) {
   signal(SIGPIPE, SIG_IGN);
   static const pdt_case_t cases[] = {
@@ -275,6 +335,8 @@ int pdt_suite_gateway(void) {
       {"a reset on a reused connection is not resent: no rid reaches a worker twice",
        test_reset_on_reused_connection_not_resent},
       {"X-Request-Id reaches both legs (not in minilb mode)", test_request_id_forwarded},
+      {"X-Request-Id echoed, or made and sent to both legs (SGLang and vLLM families)",
+       test_request_id_echoed_or_made},
   };
   return PDT_SUITE("gateway", cases);
 }

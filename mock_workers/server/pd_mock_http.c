@@ -575,7 +575,7 @@ void pd_mock_http_accept(pd_mock_t *m) {
       return;
     }
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    if (!pd_httpd_admit(&m->httpd, fd)) continue; /* 503 and closed: the limit is ours */
+    if (!pd_httpd_admit(&m->httpd, fd, (struct sockaddr *)&a, len)) continue; /* 503 and closed: the limit is ours */
     pd_httpd_gate_add(&m->httpd, fd, (struct sockaddr *)&a, len); /* then MHD, via hand */
   }
 }

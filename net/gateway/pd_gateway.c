@@ -430,6 +430,10 @@ static int check_config(const pd_gateway_config_t *c, char *err, size_t errlen) 
     snprintf(err, errlen, "at most %u workers per role", PD_MAX_WORKERS);
     return PD_ERR_INVAL;
   }
+  if (c->max_conns_per_peer > c->max_connections) {
+    snprintf(err, errlen, "--max-connections-per-peer must be at most --max-connections");
+    return PD_ERR_INVAL;
+  }
   if (!c->max_connections || c->max_connections > 65536) {
     snprintf(err, errlen, "--max-connections must be 1..65536");
     return PD_ERR_INVAL;
@@ -452,6 +456,8 @@ int pd_gateway_new(const pd_gateway_config_t *cfg, pd_gateway_t **out, char *err
   g->epfd = g->wakefd = -1;
   atomic_init(&g->stop, 0);
   pd_prng_init(&g->rng, cfg->seed);
+  /* ids must differ across runs and restarts, not be replayable: the clock and pid mix in */
+  pd_prng_init(&g->xrid_rng, cfg->seed ^ pd_gateway_now_ns() ^ ((uint64_t)getpid() << 32));
   g->core = pd_gw_new(NULL, &cfg->core, &g->rng);
   if (!g->core) rc = PD_ERR_NOMEM;
   if (!rc) rc = add_workers(g, err, errlen);

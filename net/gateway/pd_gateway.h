@@ -37,6 +37,7 @@ typedef struct pd_gateway_config {
   uint32_t n_decode;
   size_t max_body_bytes;     /* larger client bodies get 413 */
   uint32_t max_connections;  /* client connections served; beyond it 503 */
+  uint32_t max_conns_per_peer; /* of those, from one client address (0: max_connections) */
   uint32_t client_timeout_s; /* idle client connection (headers, upload, slow reader) */
   uint32_t client_deadline_s; /* a whole request, from the accept or the previous response */
   uint32_t abort_timeout_ms; /* bound on each POST /abort_request */

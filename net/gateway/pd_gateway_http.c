@@ -102,6 +102,7 @@ static enum MHD_Result respond(pd_gateway_conn_t *c, int status, const char *cty
       MHD_create_response_from_buffer(len, (void *)(uintptr_t)body, MHD_RESPMEM_MUST_COPY);
   if (!r) return MHD_NO;
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+  if (c->xrid[0]) MHD_add_response_header(r, "X-Request-Id", c->xrid); /* R-XRID */
   if (is_close) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)status, r);
   MHD_destroy_response(r);
@@ -181,6 +182,7 @@ static enum MHD_Result try_respond(pd_gateway_conn_t *c) {
       MHD_SIZE_UNKNOWN, PD_GATEWAY_HTTP_BLOCK_BYTES, reader, c, NULL);
   if (!r) return MHD_NO;
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+  if (c->xrid[0]) MHD_add_response_header(r, "X-Request-Id", c->xrid); /* R-XRID */
   if (c->is_sse) MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
   enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)c->head_status, r);
   MHD_destroy_response(r);
@@ -257,7 +259,6 @@ static void classify(pd_gateway_conn_t *c, const char *url, const char *method) 
 
 /* X-Request-Id, which the gateway forwards to both legs (R1.28): one, short, printable. A
  * second one or an over-long one was dropped without notice; now the request is refused. */
-#define PD_GATEWAY_HTTP_MAX_XRID 256u
 typedef struct xrid_check {
   unsigned n;
   int is_long, is_ctl;
@@ -274,6 +275,21 @@ static enum MHD_Result xrid_iter(void *cls, enum MHD_ValueKind kind, const char 
   for (size_t i = 0; value && i < value_size; i++)
     if ((unsigned char)value[i] < 0x20 || value[i] == 0x7f) x->is_ctl = 1;
   return MHD_YES;
+}
+
+/* The request's id (R-XRID): the client's X-Request-Id when it sent an acceptable one, else
+ * a uuid4 of the gateway's own, which goes to both legs like a client's would. */
+static void xrid_take(pd_gateway_t *g, pd_gateway_conn_t *c, int is_refused) {
+  const char *v = MHD_lookup_connection_value(c->mc, MHD_HEADER_KIND, "X-Request-Id");
+  if (!is_refused && v && *v && strlen(v) <= PD_GATEWAY_HTTP_MAX_XRID) {
+    snprintf(c->xrid, sizeof c->xrid, "%s", v);
+    return;
+  }
+  uint64_t a = pd_prng_next(&g->xrid_rng), b = pd_prng_next(&g->xrid_rng);
+  snprintf(c->xrid, sizeof c->xrid, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
+           (unsigned)(a >> 16) & 0xffffu, (unsigned)a & 0xfffu,
+           (unsigned)(0x8000u | ((b >> 48) & 0x3fffu)), (unsigned long long)(b & 0xffffffffffffull));
+  c->is_xrid_own = 1;
 }
 
 static int xrid_bad(struct MHD_Connection *mc, char *msg, size_t cap) {
@@ -300,14 +316,16 @@ static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, cons
   if (pd_httpd_is_killed(&g->httpd, mc)) return MHD_NO; /* refused: a 503 is out already */
   char why[160];
   if (pd_httpd_framing(&g->httpd, mc, why, sizeof why)) {
-    c->is_ended = 1;
+    c->is_ended = 1; /* no id echoed: the head itself is not trusted */
     return respond_error(c, 400, "bad_framing", why, 1);
   }
-  if (xrid_bad(mc, why, sizeof why)) { /* answered once the body is read: keeps keep-alive */
+  int is_xrid_bad = xrid_bad(mc, why, sizeof why);
+  if (is_xrid_bad) { /* answered once the body is read: keeps keep-alive */
     c->kind = PD_GATEWAY_HTTP_REJECT;
     c->head_status = 400;
     snprintf(c->reject_msg, sizeof c->reject_msg, "%s", why);
   }
+  xrid_take(g, c, is_xrid_bad); /* a refused one is not echoed: the answer carries one of ours */
   const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Length");
   if (cl && strtoull(cl, NULL, 10) > g->cfg.max_body_bytes) { /* any route: nobody reads it */
     char msg[160];
@@ -387,8 +405,17 @@ static enum MHD_Result feed_request(pd_gateway_t *g, pd_gateway_conn_t *c) {
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(c->mc, MHD_CONNECTION_INFO_CONNECTION_FD);
   c->fd = ci ? ci->connect_fd : -1;
-  if (g->cfg.core.mode != PD_MODE_MINILB) /* mini_lb posts the JSON body alone */
+  if (g->cfg.core.mode != PD_MODE_MINILB) { /* mini_lb posts the JSON body alone */
     MHD_get_connection_values(c->mc, MHD_HEADER_KIND, collect_fwd, c);
+    char line[PD_GATEWAY_HTTP_MAX_XRID + 32]; /* our own id goes to the legs too (R-XRID) */
+    struct curl_slist *l = NULL;
+    if (c->is_xrid_own && c->n_fwd < PD_GATEWAY_HTTP_MAX_FWD &&
+        snprintf(line, sizeof line, "X-Request-Id: %s", c->xrid) < (int)sizeof line &&
+        (l = curl_slist_append(c->fwd, line)) != NULL) {
+      c->fwd = l;
+      c->n_fwd++;
+    }
+  }
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST,
                    .req_id = rq->id,
                    .path = c->path,
@@ -551,6 +578,7 @@ int pd_gateway_http_start(pd_gateway_t *g, char *err, size_t errlen) {
     return PD_ERR_NOMEM;
   }
   g->has_httpd = 1;
+  if (g->cfg.max_conns_per_peer) pd_httpd_set_per_peer(&g->httpd, g->cfg.max_conns_per_peer);
   int lfd = listen_socket(g, &ss, is_v6);
   if (lfd < 0) {
     snprintf(err, errlen, "cannot listen on %s:%u: %s", g->cfg.listen_host,

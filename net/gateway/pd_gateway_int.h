@@ -56,6 +56,9 @@ typedef enum {
 struct pd_gateway_request;
 struct pd_gateway_transfer;
 
+/* The longest X-Request-Id a client may send (longer: 400). */
+#define PD_GATEWAY_HTTP_MAX_XRID 256u
+
 /* One client request on one MHD connection (MHD's *req_cls). */
 typedef struct pd_gateway_conn {
   struct pd_gateway *g;
@@ -82,6 +85,11 @@ typedef struct pd_gateway_conn {
   uint64_t out_wait_ns;  /* direct: when the socket last took bytes while some wait */
   uint64_t t_start_ns;
   char reject_msg[256]; /* PD_GATEWAY_HTTP_REJECT: the 404/405 message */
+  /* The request's X-Request-Id (R-XRID): the client's, or one the gateway made (is_xrid_own),
+   * replaced by the core's own id when the core puts one on the legs (vllm-toy-proxy); echoed
+   * on the response. */
+  char xrid[PD_GATEWAY_HTTP_MAX_XRID + 1];
+  int is_xrid_own;
 } pd_gateway_conn_t;
 
 /* One core request (req_id = gen << 24 | slot). */
@@ -128,6 +136,7 @@ struct pd_gateway {
   pd_gateway_config_t cfg;
   char *urls[2][PD_MAX_WORKERS]; /* owned copies, no trailing '/' */
   pd_prng_t rng;
+  pd_prng_t xrid_rng; /* the gateway's own X-Request-Ids (not the core's draws) */
   pd_gw_t *core;
   pd_actbuf_t acts;
   int in_feed;

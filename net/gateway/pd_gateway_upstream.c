@@ -143,6 +143,8 @@ void pd_gateway_upstream_open(pd_gateway_t *g, pd_gateway_request_t *rq, const p
       snprintf(own, sizeof own, "X-Request-Id: %s", a->xrid) < (int)sizeof own) {
     struct curl_slist *l = curl_slist_append(leg->hdrs, own);
     if (l) leg->hdrs = l;
+    if (rq->conn && rq->conn->is_xrid_own) /* the legs' id is the one echoed (R-XRID) */
+      snprintf(rq->conn->xrid, sizeof rq->conn->xrid, "%s", a->xrid);
   }
   for (const struct curl_slist *h = rq->conn && !a->xrid ? rq->conn->fwd : NULL; h && leg->hdrs;
        h = h->next) {

@@ -3,6 +3,7 @@
 #include "pd_httpd.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #ifdef __GLIBC__
 #include <malloc.h> /* malloc_trim */
 #endif
@@ -27,6 +28,7 @@ struct pd_httpd_conn {
   int is_killed; /* refused or timed out: the socket is shut down, MHD closes it */
   int is_idle;   /* kept alive between requests: a response is over, no new request begun */
   int is_evicted; /* closed to make room (counted in h->n_leaving until MHD closes it) */
+  pd_httpd_peer_t peer;
   uint64_t since_ns, bound_ns;
 };
 
@@ -85,6 +87,7 @@ int pd_httpd_init(pd_httpd_t *h, uint32_t max_conns, uint32_t request_s, uint32_
   memset(h, 0, sizeof *h);
   h->gate_ep = h->listen_fd = -1;
   h->max_conns = max_conns ? max_conns : 1;
+  h->max_per_peer = h->max_conns;
   h->request_ns = (uint64_t)(request_s ? request_s : 1) * NS_PER_S;
   h->idle_ns = (uint64_t)idle_s * NS_PER_S;
   h->is_counted_at_accept = is_counted_at_accept;
@@ -94,6 +97,20 @@ int pd_httpd_init(pd_httpd_t *h, uint32_t max_conns, uint32_t request_s, uint32_
     return PD_ERR_NOMEM;
   }
   return 0;
+}
+
+void pd_httpd_set_per_peer(pd_httpd_t *h, uint32_t n) {
+  h->max_per_peer = n ? n : 1;
+}
+
+void pd_httpd_peer_of(const struct sockaddr *a, socklen_t alen, pd_httpd_peer_t *out) {
+  memset(out, 0, sizeof *out);
+  if (a && a->sa_family == AF_INET6 && alen >= (socklen_t)sizeof(struct sockaddr_in6)) {
+    memcpy(out->a, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
+  } else if (a && a->sa_family == AF_INET && alen >= (socklen_t)sizeof(struct sockaddr_in)) {
+    out->a[10] = out->a[11] = 0xff;
+    memcpy(out->a + 12, &((const struct sockaddr_in *)a)->sin_addr, 4);
+  }
 }
 
 unsigned int pd_httpd_mhd_limit(const pd_httpd_t *h) {
@@ -205,11 +222,13 @@ void pd_httpd_free(pd_httpd_t *h) {
  * 9.6); libmicrohttpd sees the end and closes it. 1 when one was. Connections that are
  * mid-request, held by the gate, or already leaving are never taken; at most
  * PD_HTTPD_MHD_HEADROOM / 2 may be leaving at once so libmicrohttpd's limit stays ahead. */
-static int evict_idle(pd_httpd_t *h) {
+static int evict_idle(pd_httpd_t *h, const pd_httpd_peer_t *only) {
   if (h->n_leaving >= PD_HTTPD_MHD_HEADROOM / 2) return 0;
   pd_httpd_conn_t *v = NULL;
   for (pd_httpd_conn_t *c = h->head; c; c = c->next)
-    if (c->is_idle && !c->is_killed && c->fd >= 0 && (!v || c->since_ns < v->since_ns)) v = c;
+    if (c->is_idle && !c->is_killed && c->fd >= 0 && (!v || c->since_ns < v->since_ns) &&
+        (!only || !memcmp(&c->peer, only, sizeof *only)))
+      v = c;
   if (!v) return 0;
   v->is_killed = v->is_evicted = 1;
   h->n_leaving++;
@@ -218,16 +237,40 @@ static int evict_idle(pd_httpd_t *h) {
   return 1;
 }
 
-int pd_httpd_admit(pd_httpd_t *h, int fd) {
+/* Connections from peer p that hold room (h->mu held): in the gate or with libmicrohttpd,
+ * not shut down already. */
+static uint32_t peer_count(const pd_httpd_t *h, const pd_httpd_peer_t *p) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; h->gate && i < h->max_conns; i++)
+    n += h->gate[i].fd >= 0 && !h->gate[i].is_killed && !memcmp(&h->gate[i].peer, p, sizeof *p);
+  for (const pd_httpd_conn_t *c = h->head; c; c = c->next)
+    n += !c->is_killed && !memcmp(&c->peer, p, sizeof *p);
+  return n;
+}
+
+int pd_httpd_admit(pd_httpd_t *h, int fd, const struct sockaddr *a, socklen_t alen) {
+  pd_httpd_peer_t peer;
+  pd_httpd_peer_of(a, alen, &peer);
   pthread_mutex_lock(&h->mu);
-  int ok = h->n_conns - h->n_leaving < h->max_conns || evict_idle(h);
+  /* one address at its bound: its own longest-idle makes room, or it is refused (the others'
+   * room is not its to take); a bound at max_conns is no bound (no scan) */
+  int is_peer_ok = h->max_per_peer >= h->max_conns || peer_count(h, &peer) < h->max_per_peer ||
+                   evict_idle(h, &peer);
+  int ok = is_peer_ok && (h->n_conns - h->n_leaving < h->max_conns || evict_idle(h, NULL));
   if (ok)
     h->n_conns++;
   else
     h->refused++;
+  if (!is_peer_ok) h->refused_peer++;
+  uint32_t bound = h->max_per_peer;
   pthread_mutex_unlock(&h->mu);
   if (!ok) {
-    pd_httpd_raw_error(fd, 503, "overloaded", "connection limit reached");
+    char msg[96];
+    snprintf(msg, sizeof msg, "connection limit per client address reached (%u)", (unsigned)bound);
+    if (is_peer_ok)
+      pd_httpd_raw_error(fd, 503, "overloaded", "connection limit reached");
+    else
+      pd_httpd_raw_error(fd, 503, "per_peer_limit", msg);
     close(fd);
   }
   return ok;
@@ -252,6 +295,13 @@ static void on_started(pd_httpd_t *h, struct MHD_Connection *mc, void **socket_c
   int is_over = 0;
   if (!h->is_counted_at_accept) is_over = ++h->n_conns > h->max_conns;
   if (c) {
+    const union MHD_ConnectionInfo *ai =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ai && ai->client_addr)
+      pd_httpd_peer_of(ai->client_addr, ai->client_addr->sa_family == AF_INET6
+                                            ? (socklen_t)sizeof(struct sockaddr_in6)
+                                            : (socklen_t)sizeof(struct sockaddr_in),
+                       &c->peer);
     c->fd = fd;
     c->since_ns = pd_httpd_now_ns();
     c->bound_ns = h->request_ns;

@@ -38,9 +38,16 @@ typedef struct pd_httpd_conn pd_httpd_conn_t;
  * refused it (it closed fd). */
 typedef int (*pd_httpd_hand_fn)(void *ctx, int fd, const struct sockaddr *a, socklen_t alen);
 
+/* A peer: the client's IP address (not its port), IPv4 as v4-mapped IPv6. */
+typedef struct pd_httpd_peer {
+  uint8_t a[16];
+} pd_httpd_peer_t;
+void pd_httpd_peer_of(const struct sockaddr *a, socklen_t alen, pd_httpd_peer_t *out);
+
 /* A connection held by the gate until its first head is in. */
 typedef struct pd_httpd_pending {
   int fd, is_killed;
+  pd_httpd_peer_t peer;
   uint64_t t0_ns;
   struct sockaddr_storage addr;
   socklen_t alen;
@@ -53,10 +60,12 @@ typedef struct pd_httpd {
   int has_sweeper, stopping;
   int is_counted_at_accept; /* the caller accepts (pd_httpd_admit); else counted at STARTED */
   uint32_t max_conns;
+  uint32_t max_per_peer; /* connections from one address (pd_httpd_set_per_peer) */
   uint64_t request_ns, idle_ns; /* the bound for a request; the idle timeout (keep-alive) */
   uint32_t n_conns;             /* admitted and not yet closed */
   uint32_t n_leaving;           /* of those, idle ones shut down to make room, not closed yet */
   uint64_t refused, timed_out, bad_framing, evicted, trims;
+  uint64_t refused_peer; /* of refused: one address at its limit */
   uint32_t peak_conns; /* the most connections since the last trim (trim_after_peak) */
   pd_httpd_conn_t *head;
   /* the gate (pd_httpd_gate.c) */
@@ -100,10 +109,16 @@ uint64_t pd_httpd_gate_resume_ns(const pd_httpd_t *h);
 int pd_httpd_head_check(const char *p, size_t n, size_t max_line, size_t max_head, char *msg,
                         size_t cap);
 
-/* Accept path (is_counted_at_accept): 1 if fd may be handed to libmicrohttpd (counted), 0
- * if it was refused (a 503 written, fd closed). At the limit the longest-idle kept-alive
- * connection is closed to make room first: idle connections cannot lock out new clients. */
-int pd_httpd_admit(pd_httpd_t *h, int fd);
+/* At most n connections (>= 1) from one address; default (after init) max_conns: no bound. */
+void pd_httpd_set_per_peer(pd_httpd_t *h, uint32_t n);
+
+/* Accept path (is_counted_at_accept): 1 if fd (from address a) may be handed to
+ * libmicrohttpd (counted), 0 if it was refused (a 503 written, fd closed). At the limit the
+ * longest-idle kept-alive connection is closed to make room first: idle connections cannot
+ * lock out new clients. With its address at max_per_peer, that address's own longest-idle
+ * connection makes room, else it is refused (503 "per_peer_limit"): one peer cannot take the
+ * others' room. */
+int pd_httpd_admit(pd_httpd_t *h, int fd, const struct sockaddr *a, socklen_t alen);
 /* A connection handed in with pd_httpd_admit that libmicrohttpd refused (it is uncounted). */
 void pd_httpd_unadmit(pd_httpd_t *h);
 

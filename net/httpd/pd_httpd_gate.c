@@ -141,6 +141,7 @@ void pd_httpd_gate_add(pd_httpd_t *h, int fd, const struct sockaddr *a, socklen_
     e->t0_ns = pd_httpd_now_ns();
     memcpy(&e->addr, a, alen);
     e->alen = alen;
+    pd_httpd_peer_of(a, alen, &e->peer);
     h->gate_next = slot + 1;
     (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLET | EPOLLRDHUP, .data.u64 = slot};
@@ -248,7 +249,7 @@ static void gate_accept(pd_httpd_t *h) {
       h->accept_resume_ns = pd_httpd_now_ns() + 10000000ull;
     }
     if (fd < 0) return;
-    if (!pd_httpd_admit(h, fd)) continue;
+    if (!pd_httpd_admit(h, fd, (struct sockaddr *)&a, len)) continue;
     char msg[160];
     int v = gate_peek(fd, msg, sizeof msg);
     if (v == 0 || v == GATE_WAIT)
