@@ -2,7 +2,7 @@
  * sim/pd_check_sf.c; docs/mutation.md, tests/mutants.json) that no scenario can reach: no
  * modelled gateway commits the violation the mutant hides. Each names the mutant it kills and
  * the judgement a user could name that the mutant breaks. The records are built by hand, as in
- * tests/test_check.c. */
+ * tests/test_check.c (tests/pdt_check.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,71 +10,7 @@
 #include "pd_check.h"
 #include "pd_sse.h"
 #include "pdt.h"
-
-#define MS 1000000ull
-#define BIT(i) (1u << ((i) - 1))
-
-typedef struct fixture {
-  pd_scenario_t s;
-  pd_judge_t j;
-  pd_world_stats_t st;
-  pd_client_request_t rq;
-  pd_worker_leg_t p, d;
-} fixture_t;
-
-/* One streaming request of 2 tokens on (p0, d0) that went perfectly, judged at t = 1 s. */
-static fixture_t *clean(void) {
-  fixture_t *f = calloc(1, sizeof *f);
-  if (!f) return NULL;
-  pd_scenario_defaults(&f->s);
-  f->j = (pd_judge_t){.s = &f->s, .mode = PD_MODE_REFERENCE, .max_attempts = 5,
-                      .now = 1000 * MS, .stats = &f->st};
-  pd_client_request_t *r = &f->rq;
-  r->is_stream = 1;
-  r->tokens = 2;
-  r->next_token = 2;
-  r->ended = 1;
-  r->t_end = 100 * MS;
-  r->head_status = 200;
-  r->is_sse_head = 1;
-  r->saw_done = 1;
-  r->core_done = 1;
-  r->attempts = 1;
-  pd_worker_leg_t *legs[2] = {&f->p, &f->d};
-  for (int i = 0; i < 2; i++) {
-    pd_worker_leg_t *l = legs[i];
-    l->leg_id = (uint64_t)i + 1;
-    l->attempt = 1;
-    l->role = i ? PD_ROLE_DECODE : PD_ROLE_PREFILL;
-    l->worker = (uint32_t)i; /* defaults: p0 then d0 */
-    l->room = 42;
-    l->rooms_hash = 4242;
-    l->n_rooms = 1;
-    l->truth = PD_TRUTH_OK;
-    l->wstate = PD_WORKER_LEG_DONE;
-    l->slot_taken = 1;
-    l->t_slot_taken = 1 * MS;
-    l->t_slot_freed = 90 * MS;
-    l->t_open = 1 * MS;
-    l->t_gw_closed = 95 * MS;
-    l->outcomes = 1;
-    l->outcome = PD_OUTCOME_SUCCESS;
-    l->fault = -1;
-  }
-  f->p.next_in_req = &f->d;
-  r->legs = &f->p;
-  r->n_legs = 2;
-  r->load_w[0][0] = 1;
-  r->load_w[1][0] = 1;
-  r->load_t_rel[0][0] = 95 * MS;
-  r->load_t_rel[1][0] = 95 * MS;
-  return f;
-}
-
-static uint32_t judge(fixture_t *f) {
-  char reason[160];
-  return pd_check_request(&f->j, &f->rq, reason, sizeof reason);
-}
+#include "pdt_check.h"
 
 static void test_the_fixture_is_clean(void) {
   fixture_t *f = clean();
