@@ -78,6 +78,9 @@ lint:
 bench: build
 	@$(BUILD)/pdref sim bench
 	@$(BUILD)/pdref sim bench --scenario bench/scenarios/hour-1000rps-8p8d.json --requests 360000
+	@echo "explore, one process, then one per core (pdref sim explore --mode reference --seeds 20000 [--jobs 0]):"
+	@$(BUILD)/pdref sim explore --mode reference --seeds 20000 --out $(BUILD)/bench-explore | head -1
+	@$(BUILD)/pdref sim explore --mode reference --seeds 20000 --out $(BUILD)/bench-explore --jobs 0 | sed -n 2p
 	@$(BUILD)/pdref gateway bench
 
 # PREFIX (default /usr/local) and DESTDIR as usual: make install DESTDIR=/tmp/stage PREFIX=/usr

@@ -38,6 +38,7 @@ typedef struct ex_opts {
   const char *result; /* --result FILE (with --shard-from-env: DIR/shard-<i>-of-<n>.json) */
   char result_buf[EX_PATH_BYTES];
   const char *prog; /* the program as run: replay commands begin with it */
+  uint32_t jobs;     /* --jobs: shard processes on this machine (1: this one) */
 } ex_opts_t;
 
 typedef struct ex_state {
@@ -58,6 +59,7 @@ static void usage(FILE *f) {
           "                         [--seeds N | --time S] [--seed-start K]\n"
           "                         [--shard i/n | --shard-from-env [--shards N]] [--result FILE]\n"
           "                         [--out DIR] [--per-invariant N] [--ties K] [--determinism]\n"
+          "                         [--jobs N]\n"
           "                         [--json]\n"
           "       pdref sim explore merge [--json] RESULT|DIR...   (see merge --help)\n"
           "Generates a random world and workload from each seed (1..4 prefill and decode\n"
@@ -86,6 +88,10 @@ static void usage(FILE *f) {
           "                    insertion order, then one seeded order; the replay command\n"
           "                    names the --tie-seed that violated)\n"
           "  --determinism     run each seed twice and compare (I13); halves the throughput\n"
+          "  --jobs N          run the range as N shard processes on this machine and print\n"
+          "                    their merge (`explore merge --by-seed`): the same seeds,\n"
+          "                    counts and first-seed cases for any N (default 1; 0 = one per\n"
+          "                    online core)\n"
           "  --json            one JSON document on stdout instead of text\n"
           "example: pdref sim explore --mode joined --seeds 200 --out explore-out\n"
           "exit: 0 no violation, 1 a violation was found, 2 bad usage or an I/O error\n",
@@ -120,7 +126,7 @@ static int parse_shard(const char *a, ex_opts_t *o) {
 
 enum {
   OPT_MODE = PD_CLI_OPT_FIRST, OPT_SEEDS, OPT_TIME, OPT_SEED_START, OPT_SHARD, OPT_OUT,
-  OPT_PER_INV, OPT_TIES, OPT_DETERMINISM, OPT_JSON, OPT_SHARD_ENV, OPT_SHARDS, OPT_RESULT
+  OPT_PER_INV, OPT_TIES, OPT_DETERMINISM, OPT_JSON, OPT_SHARD_ENV, OPT_SHARDS, OPT_RESULT, OPT_JOBS
 };
 
 static const struct option long_opts[] = {
@@ -138,6 +144,7 @@ static const struct option long_opts[] = {
     {"shard-from-env", no_argument, NULL, OPT_SHARD_ENV},
     {"shards", required_argument, NULL, OPT_SHARDS},
     {"result", required_argument, NULL, OPT_RESULT},
+    {"jobs", required_argument, NULL, OPT_JOBS},
     {NULL, 0, NULL, 0},
 };
 
@@ -178,6 +185,8 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   case OPT_DETERMINISM:
     o->determinism = 1;
     return 0;
+  case OPT_JOBS:
+    return pd_cli_parse_u32(CMD, "--jobs", v, 0, PD_CLI_EXPLORE_MAX_JOBS, &o->jobs);
   default: /* OPT_JSON */
     o->json = 1;
     return 0;
@@ -221,6 +230,10 @@ static int parse_opts(int argc, char **argv, ex_opts_t *o) {
                (unsigned long long)o->start, (unsigned long long)o->seeds);
   if (o->shard_from_env && o->has_shard) return bad("--shard and --shard-from-env cannot be combined");
   if (o->shards && !o->shard_from_env) return bad("--shards goes with --shard-from-env");
+  if (o->jobs == 0) o->jobs = pd_cli_explore_default_jobs();
+  if (o->jobs > 1 && (o->has_shard || o->shard_from_env || o->result || o->has_time))
+    return bad("--jobs runs the whole range as its own shards: it cannot be combined with "
+               "--shard, --shard-from-env, --result or --time");
   return o->shard_from_env ? shard_env(o) : -1;
 }
 
@@ -380,11 +393,27 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
     }
     st->explored++;
     if (r.found_mask) count(st, o, &r);
-    if (r.inv) {
+    /* Every violated invariant still short of its --per-invariant cases gets this seed's
+     * case, not only the lowest one: which cases a run saves then depends on the seeds alone,
+     * not on what the seeds before happened to fill, so shards saving their own (--jobs,
+     * explore merge --by-seed) save what one process over the range saves. Each further
+     * invariant runs the seed again (the same world) and shrinks for it; bounded by the
+     * invariants the seed violated. */
+    for (uint32_t skip = skip_mask(st, o); r.inv;) {
       st->shrunk++;
       st->inv_saved[r.inv]++;
       if (report_finding(st, o, s, &r)) return 2;
       st->t_shrink += pd_cli_wall_s() - t;
+      skip |= 1u << (r.inv - 1) | skip_mask(st, o);
+      if (!(r.found_mask & ~skip)) break;
+      t = pd_cli_wall_s();
+      rc = pd_explore_seed_mx(s, seed, o->mode, skip, o->determinism, o->ties, &r, NULL);
+      if (rc) {
+        progress_clear(st);
+        fprintf(stderr, "pdref sim explore: seed %llu: %s\n", (unsigned long long)seed,
+                pd_strerror(rc));
+        return 2;
+      }
     }
     progress(st, o, total);
   }
@@ -480,9 +509,10 @@ int pd_cli_sim_explore(const char *prog, int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "merge") == 0) return pd_cli_sim_explore_merge(argc - 1, argv + 1);
   pd_cli_pool_cjson(); /* single-threaded: cJSON's blocks from a pool (cmd_bench.c) */
   ex_opts_t o = {.seeds = EX_DEFAULT_SEEDS, .start = 1, .shard_n = 1, .per_inv = 1, .ties = 2,
-                 .out = EX_DEFAULT_OUT, .prog = prog};
+                 .out = EX_DEFAULT_OUT, .prog = prog, .jobs = 1};
   int rc = parse_opts(argc, argv, &o);
   if (rc >= 0) return rc;
+  if (o.jobs > 1) return pd_cli_explore_jobs(prog, argc, argv, o.jobs, o.json);
   ex_state_t st;
   memset(&st, 0, sizeof st);
   pd_cli_progress_init(&st.bar, o.json);

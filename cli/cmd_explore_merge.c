@@ -22,7 +22,7 @@
 #define MG_MAX_LISTED 10000 /* violating seeds listed one by one in --json */
 
 typedef struct mg_state {
-  int json, n_results;
+  int json, n_results, by_seed;
   size_t skipped;              /* other JSON files in a directory (shrunk cases) */
   char mode[32], first[1024];  /* the first result's mode and file */
   double ties;
@@ -38,7 +38,7 @@ typedef struct mg_state {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: pdref sim explore merge [--json] RESULT|DIR...\n"
+          "usage: pdref sim explore merge [--by-seed] [--json] RESULT|DIR...\n"
           "Folds the results of `pdref sim explore` shards into one summary. A RESULT is a file\n"
           "written by --result or --shard-from-env; a DIR contributes its *.json files that are\n"
           "results (the shrunk cases beside them are skipped).\n"
@@ -49,6 +49,9 @@ static void usage(FILE *f) {
           "explored (overlap), results of different modes, --ties or --determinism, a result\n"
           "whose explored count differs from its range, a file that is not a result.\n"
           "  RESULT|DIR  shard results (files, or directories of them)\n"
+          "  --by-seed   per invariant, keep the case of its first violating seed (what one\n"
+          "              process over the whole range saves), not the smallest case; the\n"
+          "              summary then does not depend on how the range was sharded\n"
           "  --json      one JSON document on stdout instead of text (default: text)\n"
           "example: pdref sim explore merge explore-out/\n"
           "exit: 0 no violation, 1 violations found, 2 an error above or bad usage\n");
@@ -119,11 +122,21 @@ static int smaller(const cJSON *a, const cJSON *b) {
   return x < y;
 }
 
+/* --by-seed: the finding of the lower seed (what one process over the range saves first). */
+static int lower_seed(const cJSON *a, const cJSON *b) {
+  uint64_t x = 0, y = 0;
+  get_u64(a, "seed", &x);
+  get_u64(b, "seed", &y);
+  return x < y;
+}
+
 static void take_findings(mg_state_t *m, const cJSON *doc) {
   const cJSON *f;
   cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(doc, "findings")) {
     int k = inv_id(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "invariant")));
-    if (!k || (m->smallest[k] && !smaller(f, m->smallest[k]))) continue;
+    if (!k || (m->smallest[k] && !(m->by_seed ? lower_seed(f, m->smallest[k])
+                                              : smaller(f, m->smallest[k]))))
+      continue;
     cJSON_Delete(m->smallest[k]);
     m->smallest[k] = cJSON_Duplicate(f, 1);
   }
@@ -375,17 +388,22 @@ static int report(mg_state_t *m) {
   return m->violating ? 1 : 0;
 }
 
+enum { MG_OPT_JSON = PD_CLI_OPT_FIRST, MG_OPT_BY_SEED };
+
 static int apply_opt(void *ctx, int c, int index, char *v) {
   (void)index;
   (void)v;
-  (void)c; /* only --json */
-  ((mg_state_t *)ctx)->json = 1;
+  if (c == MG_OPT_BY_SEED) ((mg_state_t *)ctx)->by_seed = 1;
+  else ((mg_state_t *)ctx)->json = 1;
   return 0;
 }
 
 int pd_cli_sim_explore_merge(int argc, char **argv) {
   static const struct option opts[] = {
-      {"help", no_argument, NULL, 'h'}, {"json", no_argument, NULL, PD_CLI_OPT_FIRST}, {NULL, 0, NULL, 0}};
+      {"help", no_argument, NULL, 'h'},
+      {"json", no_argument, NULL, MG_OPT_JSON},
+      {"by-seed", no_argument, NULL, MG_OPT_BY_SEED},
+      {NULL, 0, NULL, 0}};
   mg_state_t m;
   memset(&m, 0, sizeof m);
   char **args = calloc((size_t)argc + 1, sizeof *args);

@@ -8,6 +8,9 @@
 #     sets for `--array=0-1`;
 #   - deploy/explore-indexed-job.yaml: its container's args line, run once per pod with the
 #     variables an Indexed Job of 2 completions sets.
+#   - `pdref sim explore --jobs N` (N = 2, 3): its merged summary as above, and its --out
+#     directory byte for byte the single process's (the same cases, each the first violating
+#     seed's of its invariant, as the summary names them).
 # Then the merge's own errors: one shard missing is a gap, a shard twice an overlap (exit 2).
 # Usage: tests/explore_parallel_test.sh [PDREF] (default build/pdref).
 set -euo pipefail
@@ -78,6 +81,35 @@ done
 compare "Kubernetes Indexed Job" "$tmp/k8s"
 cp -r "$tmp/k8s" "$tmp/shards"
 
+# --jobs N on this machine: the same summary and the same saved cases for any N
+for n in 2 3; do
+  rc=0
+  "$pdref" sim explore --mode $mode --seed-start $start --seeds $seeds --out "$tmp/jobs$n" \
+    --jobs $n --json >"$tmp/merged.json" || rc=$?
+  [ "$rc" -eq 1 ] || fail "--jobs $n exited $rc (want 1: the range has violations)"
+  python3 - "$tmp/one.json" "$tmp/merged.json" "--jobs $n" "$tmp/one" "$tmp/jobs$n" <<'PY'
+import json, os, sys
+one, merged = (json.load(open(p)) for p in sys.argv[1:3])
+what, d1, dn = sys.argv[3:6]
+bad = []
+inv = lambda d: {k: (v["seeds"], v["first_seed"]) for k, v in d["invariants"].items()}
+if merged["coverage"] != "ok" or merged["explored"] != one["explored"]: bad.append("coverage")
+if inv(merged) != inv(one): bad.append(f"per invariant: {inv(merged)} vs {inv(one)}")
+for k, v in merged["invariants"].items():
+    case = v.get("smallest")
+    if not case or str(case["seed"]) != str(v["first_seed"]):
+        bad.append(f"{k}: the case named is not the first violating seed's ({case and case['seed']} vs {v['first_seed']})")
+f1, fn = sorted(os.listdir(d1)), sorted(os.listdir(dn))
+if f1 != fn: bad.append(f"saved cases differ: {f1} vs {fn}")
+for f in set(f1) & set(fn):
+    if open(os.path.join(d1, f), "rb").read() != open(os.path.join(dn, f), "rb").read():
+        bad.append(f"{f}: content differs")
+if not f1: bad.append("no case saved: the comparison would be vacuous")
+for b in bad: print(f"explore_parallel_test: {what}: {b}")
+sys.exit(1 if bad else 0)
+PY
+done
+
 rc=0
 "$pdref" sim explore merge "$tmp/shards/shard-0-of-2.json" >/dev/null 2>"$tmp/gap.err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "gap: seed 1001 " "$tmp/gap.err" || fail "one shard alone: want exit 2 and a gap at seed 1001, got $rc: $(cat "$tmp/gap.err")"
@@ -86,4 +118,4 @@ rc=0
 "$pdref" sim explore merge "$tmp/shards" "$tmp/again.json" >/dev/null 2>"$tmp/over.err" || rc=$?
 [ "$rc" -eq 2 ] && grep -q "overlap: seed 1001 was explored by 2 shards" "$tmp/over.err" ||
   fail "a shard twice: want exit 2 and an overlap at seed 1001, got $rc: $(cat "$tmp/over.err")"
-echo "explore_parallel_test: ok (GNU parallel, Slurm array and Indexed Job recipes, 2 shards each, merged = one process over seeds $start..$((start + seeds - 1)))"
+echo "explore_parallel_test: ok (GNU parallel, Slurm array and Indexed Job recipes, 2 shards each; --jobs 2 and 3; merged = one process over seeds $start..$((start + seeds - 1)))"

@@ -1,0 +1,228 @@
+/* `pdref sim explore --jobs N`: one exploration over N processes on this machine. Each child
+ * is this program run again as shard i/N of the same seed range (`--shard i/N --result F`,
+ * its own process: the simulator keeps no global state, but one process per core needs no
+ * locks and survives a crash in one world); the parent waits for all of them and folds their
+ * results with `pdref sim explore merge --by-seed`, so the summary and the saved case named per
+ * invariant are those of one process over the range, whatever N (tests/explore_parallel_test.sh
+ * holds --jobs 2 and 3 to that). docs/explore.md "On one machine". */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_progress.h"
+
+#define CMD "pdref sim explore"
+#define JB_PATH_BYTES 1024
+
+/* The options a child must not inherit: ours, and the parent's output choices. */
+static int is_dropped(const char *a, int *skip_next) {
+  *skip_next = 0;
+  if (!strcmp(a, "--jobs")) return *skip_next = 1;
+  if (!strncmp(a, "--jobs=", 7)) return 1;
+  if (!strcmp(a, "--json")) return 1;
+  return 0;
+}
+
+/* Runs child i of n; its stdout and stderr go to files in dir. Returns its pid or -1. */
+static pid_t spawn(const char *prog, int argc, char **argv, const char *dir, unsigned i,
+                   unsigned n) {
+  char shard[48], result[JB_PATH_BYTES], log[JB_PATH_BYTES];
+  snprintf(shard, sizeof shard, "%u/%u", i, n);
+  if (snprintf(result, sizeof result, "%s/shard-%u-of-%u.json", dir, i, n) >= (int)sizeof result ||
+      snprintf(log, sizeof log, "%s/shard-%u-of-%u.log", dir, i, n) >= (int)sizeof log)
+    return -1;
+  char **cv = calloc((size_t)argc + 10, sizeof *cv);
+  if (!cv) return -1;
+  int k = 0;
+  cv[k++] = (char *)prog;
+  cv[k++] = "sim";
+  cv[k++] = "explore";
+  for (int a = 1; a < argc; a++) {
+    int skip = 0;
+    if (is_dropped(argv[a], &skip)) {
+      a += skip;
+      continue;
+    }
+    cv[k++] = argv[a];
+  }
+  cv[k++] = "--shard";
+  cv[k++] = shard;
+  cv[k++] = "--result";
+  cv[k++] = result;
+  cv[k++] = "--json"; /* no text, no progress bar: the parent draws one */
+  cv[k] = NULL;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || nul < 0 || dup2(nul, 1) < 0 || dup2(fd, 2) < 0) _exit(2);
+    execv("/proc/self/exe", cv);
+    dprintf(2, CMD ": cannot run /proc/self/exe: %s\n", strerror(errno));
+    _exit(2);
+  }
+  free(cv);
+  return pid;
+}
+
+/* Copies a child's log to stderr (its errors). */
+static void show_log(const char *dir, unsigned i, unsigned n) {
+  char log[JB_PATH_BYTES], line[1024];
+  FILE *f = snprintf(log, sizeof log, "%s/shard-%u-of-%u.log", dir, i, n) < (int)sizeof log
+                ? fopen(log, "r") : NULL;
+  while (f && fgets(line, sizeof line, f)) fprintf(stderr, "  shard %u/%u: %s", i, n, line);
+  if (f) fclose(f);
+}
+
+/* A finding a shard saved: its invariant, seed and case file. */
+typedef struct jb_case {
+  char inv[8];
+  uint64_t seed;
+  char *file;
+} jb_case_t;
+
+static int case_order(const void *a, const void *b) {
+  const jb_case_t *x = a, *y = b;
+  int c = strcmp(x->inv, y->inv);
+  return c ? c : (x->seed > y->seed) - (x->seed < y->seed);
+}
+
+static uint64_t seed_of(const cJSON *o) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "seed");
+  if (cJSON_IsNumber(v)) return (uint64_t)v->valuedouble;
+  return cJSON_IsString(v) ? strtoull(v->valuestring, NULL, 10) : 0;
+}
+
+/* One process over the range saves, per invariant, the cases of its first per_inv violating
+ * seeds (0: all); n shards each saved their own first ones. Unlink the cases past those, so the
+ * directory holds what one process would have written. */
+static void prune_cases(const char *dir, unsigned n) {
+  jb_case_t *cs = NULL;
+  size_t nc = 0, cap = 0;
+  double per_inv = 1;
+  for (unsigned i = 0; i < n; i++) {
+    char p[JB_PATH_BYTES];
+    if (snprintf(p, sizeof p, "%s/shard-%u-of-%u.json", dir, i, n) >= (int)sizeof p) continue;
+    FILE *f = fopen(p, "rb");
+    if (!f) continue;
+    char *txt = NULL;
+    size_t len = 0;
+    if (fseek(f, 0, SEEK_END) == 0) {
+      long sz = ftell(f);
+      if (sz > 0 && fseek(f, 0, SEEK_SET) == 0 && (txt = malloc((size_t)sz + 1)))
+        len = fread(txt, 1, (size_t)sz, f);
+    }
+    fclose(f);
+    cJSON *doc = txt ? cJSON_ParseWithLength(txt, len) : NULL;
+    free(txt);
+    const cJSON *pi = cJSON_GetObjectItemCaseSensitive(doc, "per_invariant");
+    if (cJSON_IsNumber(pi)) per_inv = pi->valuedouble;
+    const cJSON *fd;
+    cJSON_ArrayForEach(fd, cJSON_GetObjectItemCaseSensitive(doc, "findings")) {
+      const char *inv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fd, "invariant"));
+      const char *file = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fd, "file"));
+      if (!inv || !file || strlen(inv) >= sizeof cs->inv) continue;
+      if (nc == cap) {
+        size_t nca = cap ? 2 * cap : 64;
+        jb_case_t *g = realloc(cs, nca * sizeof *g);
+        if (!g) break;
+        cs = g;
+        cap = nca;
+      }
+      snprintf(cs[nc].inv, sizeof cs[nc].inv, "%s", inv);
+      cs[nc].seed = seed_of(fd);
+      cs[nc].file = strdup(file);
+      if (cs[nc].file) nc++;
+    }
+    cJSON_Delete(doc);
+  }
+  qsort(cs, nc, sizeof *cs, case_order);
+  for (size_t i = 0, rank = 0; i < nc; i++) {
+    rank = i && !strcmp(cs[i].inv, cs[i - 1].inv) ? rank + 1 : 0;
+    if (per_inv > 0 && (double)rank >= per_inv) unlink(cs[i].file);
+    free(cs[i].file);
+  }
+  free(cs);
+}
+
+static void remove_dir(const char *dir, unsigned n) {
+  char p[JB_PATH_BYTES];
+  for (unsigned i = 0; i < n; i++) {
+    if (snprintf(p, sizeof p, "%s/shard-%u-of-%u.json", dir, i, n) < (int)sizeof p) unlink(p);
+    if (snprintf(p, sizeof p, "%s/shard-%u-of-%u.log", dir, i, n) < (int)sizeof p) unlink(p);
+  }
+  rmdir(dir);
+}
+
+unsigned pd_cli_explore_default_jobs(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1u : n > PD_CLI_EXPLORE_MAX_JOBS ? PD_CLI_EXPLORE_MAX_JOBS : (unsigned)n;
+}
+
+int pd_cli_explore_jobs(const char *prog, int argc, char **argv, unsigned n, int json) {
+  const char *tmp = getenv("TMPDIR");
+  char dir[JB_PATH_BYTES];
+  snprintf(dir, sizeof dir, "%s/pdref-explore-jobs-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, CMD ": --jobs: cannot make a directory for the shards' results (%s): %s\n",
+            dir, strerror(errno));
+    return 2;
+  }
+  pid_t *pids = calloc(n, sizeof *pids);
+  int *status = calloc(n, sizeof *status);
+  int rc = pids && status ? 0 : 2;
+  unsigned started = 0;
+  for (; rc == 0 && started < n; started++) {
+    pids[started] = spawn(prog, argc, argv, dir, started, n);
+    if (pids[started] < 0) {
+      fprintf(stderr, CMD ": --jobs: cannot start shard %u: %s\n", started, strerror(errno));
+      rc = 2;
+      break;
+    }
+  }
+  pd_cli_progress_t bar;
+  pd_cli_progress_init(&bar, json);
+  for (unsigned done = 0; done < started;) { /* each child once: bounded by `started` waits */
+    int st = 0;
+    pid_t p = wait(&st);
+    if (p < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (unsigned i = 0; i < started; i++)
+      if (pids[i] == p) {
+        status[i] = st;
+        done++;
+        pd_cli_progress_draw(&bar, (double)done / started, "explore: %u of %u shards done", done,
+                             started);
+      }
+  }
+  pd_cli_progress_clear(&bar);
+  for (unsigned i = 0; i < started; i++) {
+    int code = WIFEXITED(status[i]) ? WEXITSTATUS(status[i]) : 2;
+    if (code > 1) {
+      fprintf(stderr, CMD ": --jobs: shard %u/%u failed (%s %d):\n", i, n,
+              WIFEXITED(status[i]) ? "exit" : "signal",
+              WIFEXITED(status[i]) ? code : WTERMSIG(status[i]));
+      show_log(dir, i, n);
+      rc = 2;
+    }
+  }
+  if (rc == 0) prune_cases(dir, n);
+  if (rc == 0) {
+    char *mv[5] = {"merge", "--by-seed", json ? "--json" : dir, json ? dir : NULL, NULL};
+    rc = pd_cli_sim_explore_merge(json ? 4 : 3, mv);
+  }
+  remove_dir(dir, n);
+  free(pids);
+  free(status);
+  return rc;
+}
