@@ -31,9 +31,10 @@ static int is_dropped(const char *a, int *skip_next) {
   return 0;
 }
 
-/* Runs child i of n; its stdout and stderr go to files in dir. Returns its pid or -1. */
-static pid_t spawn(const char *prog, int argc, char **argv, const char *dir, unsigned i,
-                   unsigned n) {
+/* Runs child i of n (the program at exe); its stdout and stderr go to files in dir. Returns
+ * its pid or -1. */
+static pid_t spawn(const char *exe, const char *prog, int argc, char **argv, const char *dir,
+                   unsigned i, unsigned n) {
   char shard[48], result[JB_PATH_BYTES], log[JB_PATH_BYTES];
   snprintf(shard, sizeof shard, "%u/%u", i, n);
   if (snprintf(result, sizeof result, "%s/shard-%u-of-%u.json", dir, i, n) >= (int)sizeof result ||
@@ -65,8 +66,8 @@ static pid_t spawn(const char *prog, int argc, char **argv, const char *dir, uns
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (fd < 0 || nul < 0 || dup2(nul, 1) < 0 || dup2(fd, 2) < 0) _exit(2);
-    execv("/proc/self/exe", cv);
-    dprintf(2, CMD ": cannot run /proc/self/exe: %s\n", strerror(errno));
+    execv(exe, cv);
+    dprintf(2, CMD ": cannot run %s: %s\n", exe, strerror(errno));
     _exit(2);
   }
   free(cv);
@@ -176,12 +177,23 @@ int pd_cli_explore_jobs(const char *prog, int argc, char **argv, unsigned n, int
             dir, strerror(errno));
     return 2;
   }
+  /* this program's file, read once: exec of /proc/self/exe itself would run whatever loaded
+   * us (a tool such as valgrind) rather than pdref */
+  char exe[JB_PATH_BYTES];
+  ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (el <= 0) {
+    fprintf(stderr, CMD ": --jobs: cannot find this program's file (/proc/self/exe): %s\n",
+            strerror(errno));
+    rmdir(dir);
+    return 2;
+  }
+  exe[el] = '\0';
   pid_t *pids = calloc(n, sizeof *pids);
   int *status = calloc(n, sizeof *status);
   int rc = pids && status ? 0 : 2;
   unsigned started = 0;
   for (; rc == 0 && started < n; started++) {
-    pids[started] = spawn(prog, argc, argv, dir, started, n);
+    pids[started] = spawn(exe, prog, argc, argv, dir, started, n);
     if (pids[started] < 0) {
       fprintf(stderr, CMD ": --jobs: cannot start shard %u: %s\n", started, strerror(errno));
       rc = 2;
@@ -208,6 +220,15 @@ int pd_cli_explore_jobs(const char *prog, int argc, char **argv, unsigned n, int
   pd_cli_progress_clear(&bar);
   for (unsigned i = 0; i < started; i++) {
     int code = WIFEXITED(status[i]) ? WEXITSTATUS(status[i]) : 2;
+    char res[JB_PATH_BYTES];
+    struct stat sb;
+    if (code <= 1 && (snprintf(res, sizeof res, "%s/shard-%u-of-%u.json", dir, i, n) >=
+                          (int)sizeof res || stat(res, &sb) != 0 || sb.st_size == 0)) {
+      fprintf(stderr, CMD ": --jobs: shard %u/%u exited %d but wrote no result:\n", i, n, code);
+      show_log(dir, i, n);
+      rc = 2;
+      continue;
+    }
     if (code > 1) {
       fprintf(stderr, CMD ": --jobs: shard %u/%u failed (%s %d):\n", i, n,
               WIFEXITED(status[i]) ? "exit" : "signal",
