@@ -240,14 +240,14 @@ void pd_wengine_pair_with(pd_wengine_t *e, pd_wengine_leg_t *p, pd_wengine_reg_t
   pd_wengine_schedule(e, now, out);
 }
 
-/* S2.10: the DP rank a prefill leg runs on: its body's routed_dp_rank, else its room's. */
+/* S2.14: the DP rank a prefill leg runs on: its body's routed_dp_rank, else its room's. */
 static uint32_t leg_dp_rank(const pd_wengine_t *e, const pd_wengine_leg_t *p) {
   uint32_t dp = e->spec->dp_size ? e->spec->dp_size : 1;
   return p->rq.has_routed_rank ? p->rq.routed_rank : (uint32_t)(p->rq.room % dp);
 }
 
 int pd_wengine_can_pair(const pd_wengine_t *e, const pd_wengine_leg_t *p, const pd_wengine_reg_t *r) {
-  /* S2.10: decode registered on the rank it looked the room up on; another rank's leg of the
+  /* S2.14: decode registered on the rank it looked the room up on; another rank's leg of the
    * same room never hears of it (both wait for their timeouts, sglang #40731) */
   uint32_t dp = e->spec->dp_size ? e->spec->dp_size : 1;
   uint32_t looked = r->flags & PD_WENGINE_REG_HAS_RANK ? PD_WENGINE_REG_RANK(r->flags)

@@ -83,7 +83,7 @@ typedef struct pd_wengine_req {
                             the request id its answer names); decode: its remote_request_id's */
   uint32_t max_tokens;   /* prefill: 1 ends capped by length (V1.5); anything else, 0 (absent)
                             included, ends with its one token as a stop: null params (V1.6) */
-  /* SGLang DP ranks (S2.10): prefill runs on routed_rank when given, else on room % dp_size;
+  /* SGLang DP ranks (S2.14): prefill runs on routed_rank when given, else on room % dp_size;
    * decode looks its room up on prefill_rank when given, else on room % the prefill's dp_size */
   int has_routed_rank, has_prefill_rank;
   uint32_t routed_rank, prefill_rank;
@@ -170,7 +170,7 @@ typedef enum {
 } pd_wengine_kv_from_t;
 
 #define PD_WENGINE_REG_KV_FAIL 1u /* the registering decode will fail the transfer */
-/* A registration's pairing topology (O5.2, S2.10): the decode's transfer group in bits 8-15;
+/* A registration's pairing topology (O5.2, S2.14): the decode's transfer group in bits 8-15;
  * bit 16 set: the prefill DP rank it looks the room up on is bits 17-31 (its body's
  * disagg_prefill_dp_rank); clear: room % the prefill's dp_size. */
 #define PD_WENGINE_REG_GROUP(f) (((f) >> 8) & 0xffu)

@@ -142,7 +142,7 @@ typedef struct pd_scenario_worker {
   uint32_t dp_size;            /* SGLang prefill: data-parallel ranks; a leg runs on its body's
                                   routed_dp_rank, else on bootstrap_room % dp_size, and a
                                   decode looks the room up on its body's disagg_prefill_dp_rank,
-                                  else on bootstrap_room % dp_size (S2.10), default 1 */
+                                  else on bootstrap_room % dp_size (S2.14), default 1 */
 } pd_scenario_worker_t;
 
 #define PD_WORKER_DEFAULT_MAX_RUNNING 2048u

@@ -281,7 +281,7 @@ static void read_api(pd_wire_api_t *api, const cJSON *const m[M_COUNT], uint32_t
   copy_cut(api->model, sizeof api->model, model->valuestring);
 }
 
-/* S2.10: a DP rank field, -1 when absent, null or not a non-negative integer below 2^20. */
+/* S2.14: a DP rank field, -1 when absent, null or not a non-negative integer below 2^20. */
 static int dp_rank(const cJSON *v) {
   if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble >= 32768.0) return -1;
   return (int)v->valuedouble;

@@ -29,7 +29,7 @@ uint32_t pd_check_pair_group(const pd_judge_t *j, const pd_client_request_t *rq,
   return 0;
 }
 
-/* I22 (S2.10, sglang #24772, #40731): the prefill DP rank a decode leg looks its room up on
+/* I22 (S2.14, sglang #24772, #40731): the prefill DP rank a decode leg looks its room up on
  * (its body's disagg_prefill_dp_rank, else room % the prefill's dp_size) is the rank its
  * attempt's prefill leg of that room runs on (its routed_dp_rank, else room % dp_size), and
  * that rank exists. Both legs must have reached their workers; batches are not judged. */

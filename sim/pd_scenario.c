@@ -153,7 +153,7 @@ static const scenario_key_t worker_keys[] = {
          PD_SCENARIO_MAX_MS),
     K_MS(pd_scenario_worker_t, kv_heartbeat_ms),
     K_ENUM(pd_scenario_worker_t, kv_params, kv_params_names, "kv_params", 0),
-    /* pairing topology (O5.2, S2.10) */
+    /* pairing topology (O5.2, S2.14) */
     K_AS("transfer_group", pd_scenario_worker_t, transfer_group, pd_scenario_set_u32, 0, 255),
     K_AS("dp_size", pd_scenario_worker_t, dp_size, pd_scenario_set_u32, 1, 64),
 };

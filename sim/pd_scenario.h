@@ -106,7 +106,7 @@ typedef struct pd_scenario_workload {
   pd_scenario_step_t steps[PD_SCENARIO_MAX_STEPS]; /* load steps, at_ms increasing */
   uint32_t n_steps;
   uint32_t routed_dp_rank1; /* "routed_dp_rank" + 1: /generate bodies carry that DP rank, as
-                               a client or an upstream router may (S2.10); 0: none */
+                               a client or an upstream router may (S2.14); 0: none */
 } pd_scenario_workload_t;
 
 typedef struct pd_scenario_config {

@@ -330,8 +330,8 @@ static void test_expect_list_is_exact_mask(void) {
   free(s);
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I2','I2']}}", PD_ERR_FIELD,
                "scen.json: $.expect.joined[1]: duplicate invariant \"I2\"");
-  expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I21']}}", PD_ERR_FIELD,
-               "scen.json: $.expect.joined[0]: expected an invariant ID I1..I20, got \"I21\"");
+  expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I23']}}", PD_ERR_FIELD,
+               "scen.json: $.expect.joined[0]: expected an invariant ID I1..I22, got \"I23\"");
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':'fail'}}", PD_ERR_FIELD,
                "scen.json: $.expect.joined: expected \"pass\", a list of invariant IDs such "
                "as [\"I2\", \"I3\"] or {\"deployment_limit\": [...], \"why\": \"...\"}, got "
