@@ -163,6 +163,21 @@ static void test_rank_incident_over_sockets(void) {
   pdt_row_close(&x);
 }
 
+/* R-PAIR-GROUP over sockets: `pdref gateway` told the groups ({pdref_gateway_args} carries
+ * --prefill-groups/--decode-groups) pairs p0-d0 only; minilb pairs blind, and the mocks'
+ * logs (decode's bootstrap port names its prefill) show I21. */
+static void test_groups_over_sockets(void) {
+  signal(SIGPIPE, SIG_IGN);
+  pdt_row_t x;
+  if (pdt_row_open_run(&x, "pair-transfer-groups-40606", "reference", 0.02) != 0) return;
+  PDT_TRUE(x.r.judged & I21);
+  PDT_EQ_U64(x.r.got, 0);
+  pdt_conform_opts(&x.o, x.bin, "minilb", x.cmd, sizeof x.cmd);
+  x.o.scale = 0.02;
+  if (pdt_row_run(&x) == 0) PDT_TRUE(x.r.got & I21);
+  pdt_row_close(&x);
+}
+
 int pdt_suite_topology(void) {
   static const pdt_case_t cases[] = {
       {"I21: a decode paired with a prefill of another group", test_cross_group_pair_is_i21},
@@ -172,6 +187,7 @@ int pdt_suite_topology(void) {
       {"R-PAIR-RANK: the reference drops the client's rank fields",
        test_reference_render_drops_client_rank_fields},
       {"R-PAIR-RANK over sockets: gateway + mocks", test_rank_incident_over_sockets},
+      {"R-PAIR-GROUP over sockets: gateway told the groups", test_groups_over_sockets},
   };
   return PDT_SUITE("topology", cases);
 }
