@@ -99,6 +99,12 @@ static uint32_t run(const pd_scenario_t *s, pd_mode_t m, pd_world_stats_t *st) {
   return v;
 }
 
+static void count_leg(void *ud, const pd_worker_leg_t *leg, const char *worker) {
+  (void)leg;
+  (void)worker;
+  ++*(uint32_t *)ud;
+}
+
 /* R-PAIR-GROUP: the reference pairs within a group (the library's 2P2D world: every request
  * served, no I21); minilb pairs blind. With no group that has both roles the reference sends
  * nothing and answers 503 (I15: a healthy world left unserved, the deployment's fault) while
@@ -116,6 +122,14 @@ static void test_reference_pairs_within_a_group_and_refuses_without_one(void) {
   uint32_t v = run(s, PD_MODE_REFERENCE, &st);
   PDT_EQ_U64(v, I15);
   PDT_EQ_U64(st.clean_success, 0);
+  PDT_EQ_U64(st.client_errors, s->workload.requests); /* each answered (503), none cut */
+  uint32_t legs = 0, v2 = 0;
+  uint64_t h = 0;
+  pd_world_opts_t o;
+  memset(&o, 0, sizeof o);
+  PDT_EQ_INT(pd_world_run_legs(s, PD_MODE_REFERENCE, s->config.seed, &o, count_leg, &legs, &st,
+                               &v2, &h), 0);
+  PDT_EQ_U64(legs, 0); /* nothing sent to any worker: no cross-group pair, no decode alone */
   PDT_TRUE(run(s, PD_MODE_MINILB, &st) & I21);
   free(s);
 }
