@@ -37,6 +37,7 @@ static void usage(FILE *f) {
              "                     [--max-connections N] [--client-timeout-s N]\n"
              "                     [--client-deadline-s N] [--max-connections-per-peer N]\n"
              "                     [--abort-timeout-ms N] [--seed N]\n"
+             "                     [--prefill-groups G,G,...] [--decode-groups G,G,...]\n"
              "                     [--verbose] [--json]\n"
              "\n"
              "A PD gateway on real sockets driving pdref's dispatch core (docs/gateway.md): each\n"
@@ -95,6 +96,10 @@ static void usage(FILE *f) {
              "                     after the accept or the previous response, else 408\n"
              "                     (default 10)\n"
              "  --seed N           PRNG seed for rooms, rids, policies (default: from the clock)\n"
+             "  --prefill-groups L KV transfer group (0..255) of each --prefill worker, in\n"
+             "                     order, comma-separated; --decode-groups L the same for\n"
+             "                     --decode. The reference pairs within a group (docs/spec.md\n"
+             "                     R-PAIR-GROUP); the models ignore groups (default: all 0)\n"
              "  --verbose          log server, upstream and core errors to stderr (default off)\n"
              "  --json             print the ready line as JSON: ready, pid, host, port, listen,\n"
              "                     url, mode, prefill, decode (as pdref mock's) (default: text)\n"
@@ -220,7 +225,8 @@ static int is_json; /* --json: the ready line as one JSON object */
 
 enum {
   OPT_MODE = PD_CLI_OPT_FIRST, OPT_PREFILL, OPT_DECODE, OPT_LISTEN, OPT_POLICY,
-  OPT_PREFILL_POLICY, OPT_DECODE_POLICY, OPT_VERBOSE, OPT_JSON, OPT_PROTOCOL, OPT_NUMBER
+  OPT_PREFILL_POLICY, OPT_DECODE_POLICY, OPT_VERBOSE, OPT_JSON, OPT_PROTOCOL, OPT_NUMBER,
+  OPT_PREFILL_GROUPS, OPT_DECODE_GROUPS
 };
 
 /* Every option of set_number has val OPT_NUMBER; its name tells them apart. */
@@ -236,6 +242,8 @@ static const struct option long_opts[] = {
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"json", no_argument, NULL, OPT_JSON},
     {"protocol", required_argument, NULL, OPT_PROTOCOL},
+    {"prefill-groups", required_argument, NULL, OPT_PREFILL_GROUPS},
+    {"decode-groups", required_argument, NULL, OPT_DECODE_GROUPS},
     {"connect-timeout-ms", required_argument, NULL, OPT_NUMBER},
     {"first-token-timeout-ms", required_argument, NULL, OPT_NUMBER},
     {"idle-timeout-ms", required_argument, NULL, OPT_NUMBER},
@@ -261,6 +269,26 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* --prefill-groups / --decode-groups: "G,G,..." (0..255 each, at most PD_MAX_WORKERS) into
+ * out[i] + 1 (0: not given, group 0). 0, or 2 with the message printed. */
+static int set_groups(const char *flag, const char *v, uint32_t *out) {
+  const char *p = v;
+  for (uint32_t i = 0; i < PD_MAX_WORKERS; i++) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long g = *p >= '0' && *p <= '9' ? strtoul(p, &end, 10) : 256;
+    if (errno || g > 255 || !end || (*end != ',' && *end != '\0')) {
+      fprintf(stderr, "%s: %s: item %u of '%s' is not a group 0..255\n", CMD, flag, i + 1, v);
+      return 2;
+    }
+    out[i] = (uint32_t)g + 1;
+    if (*end == '\0') return 0;
+    p = end + 1;
+  }
+  fprintf(stderr, "%s: %s: more than %u groups in '%s'\n", CMD, flag, PD_MAX_WORKERS, v);
+  return 2;
+}
+
 typedef struct gw_parse {
   pd_gateway_config_t *cfg;
   char *host; /* the --listen host: cap bytes */
@@ -282,6 +310,8 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   case OPT_POLICY: return set_policy("--policy", v, &cfg->core, -1);
   case OPT_PREFILL_POLICY: return set_policy("--prefill-policy", v, &cfg->core, 0);
   case OPT_DECODE_POLICY: return set_policy("--decode-policy", v, &cfg->core, 1);
+  case OPT_PREFILL_GROUPS: return set_groups("--prefill-groups", v, cfg->prefill_group);
+  case OPT_DECODE_GROUPS: return set_groups("--decode-groups", v, cfg->decode_group);
   case OPT_VERBOSE: cfg->is_verbose = 1; return 0;
   case OPT_JSON: is_json = 1; return 0;
   case OPT_PROTOCOL:

@@ -37,6 +37,12 @@ int pd_gw_set_worker_limit(pd_gw_t *gw, pd_role_t role, uint32_t w, uint32_t lim
   return 0;
 }
 
+int pd_gw_set_worker_group(pd_gw_t *gw, pd_role_t role, uint32_t w, uint32_t group) {
+  if (!gw || (unsigned)role > 1 || w >= gw->n_workers[role]) return PD_ERR_INVAL;
+  gw->workers[role][w].group = group;
+  return 0;
+}
+
 void pd_gw_admit_stats(const pd_gw_t *gw, pd_admit_stats_t *out) { *out = gw->admit; }
 
 /* 503 with Retry-After and the limit in the body (R-ADMIT-SHED). */

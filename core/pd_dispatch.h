@@ -228,6 +228,10 @@ int pd_gw_add_worker(pd_gw_t *gw, pd_role_t role, const char *name, const char *
  * flight (its capacity, e.g. SGLang's --max-running-requests); 0 = no limit. PD_ERR_INVAL
  * for an unknown worker. */
 int pd_gw_set_worker_limit(pd_gw_t *gw, pd_role_t role, uint32_t w, uint32_t limit);
+/* R-PAIR-GROUP: worker w of role belongs to KV transfer group `group` (default 0). The
+ * reference pairs a prefill only with a decode of its group, and picks a prefill only from a
+ * group that has a decode; the models ignore groups (minilb, smg: docs/spec.md 7). */
+int pd_gw_set_worker_group(pd_gw_t *gw, pd_role_t role, uint32_t w, uint32_t group);
 /* What admission did so far (all zero when it is off). */
 void pd_gw_admit_stats(const pd_gw_t *gw, pd_admit_stats_t *out);
 

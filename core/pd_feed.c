@@ -33,6 +33,19 @@ static int is_excluded(const pd_rq_t *rq, pd_role_t role, uint32_t w) {
   return (rq->excluded[role][w / 8] >> (w % 8)) & 1u;
 }
 
+/* R-PAIR-GROUP (reference only): worker w of role may be picked now: of the group the
+ * attempt's prefill fixed, and a prefill only from a group that has a decode at all (a group
+ * without a complete pair is not ready). The models pick from every worker (docs/spec.md 7). */
+static int pd_gw_group_ok(const pd_gw_t *gw, pd_role_t role, uint32_t w) {
+  if (gw->cfg.mode != PD_MODE_REFERENCE) return 1;
+  uint32_t g = gw->workers[role][w].group;
+  if (gw->pick_group >= 0) return g == (uint64_t)gw->pick_group;
+  if (role != PD_ROLE_PREFILL) return 1;
+  for (uint32_t d = 0; d < gw->n_workers[PD_ROLE_DECODE]; d++)
+    if (gw->workers[PD_ROLE_DECODE][d].group == g) return 1;
+  return 0;
+}
+
 /* Candidates per R1.13/R1.16: breaker admits; for reference also not excluded by an earlier
  * attempt of this request (R-RETRY-EXCLUDE), falling back to the admitted set when the
  * exclusions would leave nobody. */
@@ -42,6 +55,7 @@ int32_t pd_gw_pick(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
   uint32_t all[PD_MAX_WORKERS];
   for (uint32_t w = 0; w < gw->n_workers[role]; w++) {
     load[w] = gw->workers[role][w].load;
+    if (!pd_gw_group_ok(gw, role, w)) continue; /* R-PAIR-GROUP */
     pd_breaker_t *b = &gw->workers[role][w].breaker;
     pd_breaker_state_t before = b->state;
     int ok = pd_breaker_can_execute(b, gw->now);
@@ -104,7 +118,8 @@ static int render(pd_gw_t *gw, pd_rq_t *rq, uint32_t pw, char **body, size_t *le
     }
   }
   const pd_worker_t *p = &gw->workers[PD_ROLE_PREFILL][pw];
-  pd_bootstrap_t b = {p->host, p->port, rooms, rq->rid, -1};
+  /* R-PAIR-RANK: the reference sends no DP rank of the client's: both legs follow the room */
+  pd_bootstrap_t b = {p->host, p->port, rooms, rq->rid, -1, gw->cfg.mode == PD_MODE_REFERENCE};
   int rc = pd_request_render(&rq->req, &b, body, len);
   if (rooms != rooms_small) pd_free(gw->alloc, rooms);
   return rc;
@@ -129,7 +144,9 @@ int pd_gw_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
   if (pd_admit_is_on(gw) && !pd_admit_pair_has_room(gw)) return PD_ADMIT_WAIT;
   rq->attempt++;
   int32_t pw = pd_gw_pick(gw, rq, PD_ROLE_PREFILL); /* R1.13: prefill first, then decode */
+  if (pw >= 0) gw->pick_group = gw->workers[PD_ROLE_PREFILL][pw].group; /* R-PAIR-GROUP */
   int32_t dw = pw < 0 ? -1 : pd_gw_pick(gw, rq, PD_ROLE_DECODE);
+  gw->pick_group = -1;
   if (pw == PD_PICK_WAIT || dw == PD_PICK_WAIT) { /* not an attempt: it waits for room */
     rq->attempt--;
     return PD_ADMIT_WAIT;

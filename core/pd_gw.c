@@ -129,6 +129,7 @@ pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t
   pd_map_init(&gw->map, alloc, 0);
   gw->next_leg_id = 1;
   for (int r = 0; r < 2; r++) pd_policy_init(&gw->policy[r], cfg->policy[r]);
+  gw->pick_group = -1;
   pd_gw_deadlines_init(gw);
   return gw;
 }

@@ -19,6 +19,7 @@ typedef struct pd_worker {
   uint32_t load;
   uint32_t limit; /* reference admission: requests in flight it admits (R-ADMIT-LIMIT);
                      0 = no limit */
+  uint32_t group; /* KV transfer group (R-PAIR-GROUP), default 0 */
   pd_breaker_t breaker;
 } pd_worker_t;
 
@@ -151,6 +152,8 @@ struct pd_gw {
   pd_worker_t workers[2][PD_MAX_WORKERS];
   uint32_t n_workers[2];
   pd_policy_t policy[2];
+  int64_t pick_group; /* during an attempt's selection: pd_gw_pick takes only workers of this
+                         transfer group (R-PAIR-GROUP); -1: any */
   pd_map_t map; /* live requests: id -> pd_rq_t */
   uint64_t next_leg_id;
   pd_actbuf_t *out; /* during feed */

@@ -632,7 +632,8 @@ static void ref_on_no_pair(pd_gw_t *gw, pd_rq_t *rq, int status) {
                        "every attempt failed; no pair left to try");
   else
     pd_gw_client_error(gw, rq, status, "no_available_workers",
-                       "no prefill/decode pair available (circuits open)");
+                       "no compatible prefill/decode pair available (circuits open, or no "
+                       "transfer group with both roles)");
 }
 
 const pd_mode_ops_t pd_mode_ref_ops = {ref_on_start, ref_on_head, ref_on_data, ref_on_end,

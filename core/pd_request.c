@@ -479,22 +479,28 @@ static void put_member(out_t *o, const char *key, const pd_bootstrap_t *b, uint3
 }
 
 static const char *const boot_keys[] = {"bootstrap_host", "bootstrap_port", "bootstrap_room",
-                                        "rid", "routed_dp_rank"};
+                                        "rid", "routed_dp_rank", "disagg_prefill_dp_rank"};
+
+/* Whether base_of leaves boot_keys[k] out under flags: host, port and room always; rid with
+ * 1; routed_dp_rank with 2 or 4; disagg_prefill_dp_rank with 4 (R-PAIR-RANK). */
+static int is_left_out(int k, int flags) {
+  return k < 3 || (k == 3 && (flags & 1)) || (k == 4 && (flags & 6)) || (k == 5 && (flags & 4));
+}
 
 /* The client's document printed without the members a render sets (always host, port and
- * room; rid and routed_dp_rank when flags ask), once per flags. 0, or PD_ERR_NOMEM. */
+ * room; rid and the DP ranks when flags ask), once per flags. 0, or PD_ERR_NOMEM. */
 static int base_of(pd_request_t *r, int flags) {
   if (r->base && r->base_flags == flags) return 0;
   cJSON_free(r->base);
   r->base = NULL;
   cJSON *doc = r->json;
-  for (int k = 0; k < 5 && doc == r->json; k++)
-    if ((k < 3 || flags >> (k - 3) & 1) && cJSON_GetObjectItemCaseSensitive(doc, boot_keys[k]))
+  for (int k = 0; k < 6 && doc == r->json; k++)
+    if (is_left_out(k, flags) && cJSON_GetObjectItemCaseSensitive(doc, boot_keys[k]))
       doc = cJSON_Duplicate(r->json, 1); /* the client sent one: print a copy without them */
   if (!doc) return PD_ERR_NOMEM;
-  for (int k = 0; k < 5 && doc != r->json; k++) {
+  for (int k = 0; k < 6 && doc != r->json; k++) {
     int n = cJSON_GetArraySize(doc);
-    for (int i = 0; i < n && (k < 3 || flags >> (k - 3) & 1) &&
+    for (int i = 0; i < n && is_left_out(k, flags) &&
                     cJSON_GetObjectItemCaseSensitive(doc, boot_keys[k]); i++)
       cJSON_DeleteItemFromObjectCaseSensitive(doc, boot_keys[k]);
   }
@@ -516,7 +522,7 @@ static size_t render_cap(const pd_request_t *r, const pd_bootstrap_t *b) {
 
 int pd_request_render(pd_request_t *r, const pd_bootstrap_t *b, char **out, size_t *out_len) {
   if (!r || !r->json || !b || !b->rooms || !b->host || !out) return PD_ERR_INVAL;
-  int flags = (b->rid ? 1 : 0) | (b->dp_rank >= 0 ? 2 : 0);
+  int flags = (b->rid ? 1 : 0) | (b->dp_rank >= 0 ? 2 : 0) | (b->is_dp_stripped ? 4 : 0);
   int rc = base_of(r, flags);
   if (rc) return rc;
   size_t cap = r->base_len + render_cap(r, b) + 1;

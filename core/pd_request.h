@@ -44,7 +44,8 @@ typedef struct pd_request {
   char *base;          /* json printed without the members pd_request_render sets (cJSON's
                           allocator), made by the first render; NULL: none yet */
   size_t base_len;
-  int base_flags;      /* which optional members base leaves out: 1 rid, 2 routed_dp_rank */
+  int base_flags;      /* which optional members base leaves out: 1 rid, 2 routed_dp_rank,
+                          4 both DP ranks */
 } pd_request_t;
 
 /* Route of a path; PD_ERR_ROUTE for anything else. */
@@ -67,6 +68,8 @@ typedef struct pd_bootstrap {
   const char *rid;       /* NULL: no rid injected; else scalar rid, or for a batch an array
                             of "<rid>-<i>" (i = 0..n-1, 4 hex digits) */
   int dp_rank;           /* < 0: none */
+  int is_dp_stripped;    /* leave the client's routed_dp_rank and disagg_prefill_dp_rank out:
+                            the workers derive the rank from the room (R-PAIR-RANK) */
 } pd_bootstrap_t;
 
 /* Render the body of one leg: the client JSON plus bootstrap_host/port/room (scalars, or

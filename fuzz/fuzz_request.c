@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (size_t i = 0; i < PD_REQUEST_MAX_BATCH; i++)
     rooms[i] = (seed + i * UINT64_C(0x9E3779B97F4A7C15)) & ROOM_MASK;
   pd_bootstrap_t b = {"10.0.0.1", (m & 0x40) ? -1 : 8998, rooms, (m & 0x10) ? "pd-7" : NULL,
-                      (m & 0x20) ? 3 : -1};
+                      (m & 0x20) ? 3 : -1, 0};
   check_render(&r, &b, path, rule);
   pd_request_free(&r);
   return 0;

@@ -240,9 +240,20 @@ void pd_wengine_pair_with(pd_wengine_t *e, pd_wengine_leg_t *p, pd_wengine_reg_t
   pd_wengine_schedule(e, now, out);
 }
 
-int pd_wengine_can_pair(const pd_wengine_leg_t *p, const pd_wengine_reg_t *r) {
+/* S2.14: the DP rank a prefill leg runs on: its body's routed_dp_rank, else its room's. */
+static uint32_t leg_dp_rank(const pd_wengine_t *e, const pd_wengine_leg_t *p) {
+  uint32_t dp = e->spec->dp_size ? e->spec->dp_size : 1;
+  return p->rq.has_routed_rank ? p->rq.routed_rank : (uint32_t)(p->rq.room % dp);
+}
+
+int pd_wengine_can_pair(const pd_wengine_t *e, const pd_wengine_leg_t *p, const pd_wengine_reg_t *r) {
+  /* S2.14: decode registered on the rank it looked the room up on; another rank's leg of the
+   * same room never hears of it (both wait for their timeouts, sglang #40731) */
+  uint32_t dp = e->spec->dp_size ? e->spec->dp_size : 1;
+  uint32_t looked = r->flags & PD_WENGINE_REG_HAS_RANK ? PD_WENGINE_REG_RANK(r->flags)
+                                                       : (uint32_t)(r->room % dp);
   return p->st == PD_WORKER_LEG_BOOTSTRAP && p->rq.rooms_hash == r->hash &&
-         !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED);
+         looked == leg_dp_rank(e, p) && !has_fault(p, PD_FAULT_BOOTSTRAP_NEVER_SERVED);
 }
 
 static void prefill_register(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now, pd_wact_buf_t *out) {
@@ -250,7 +261,7 @@ static void prefill_register(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now,
   pd_wengine_leg_t *other = pd_map_get(&e->rooms, p->rq.room);
   if (other) e->collisions++;
   pd_wengine_reg_t *r = pd_map_get(&e->regs, p->rq.room);
-  if (r && pd_wengine_can_pair(p, r)) {
+  if (r && pd_wengine_can_pair(e, p, r)) {
     pd_wengine_pair_with(e, p, r, now, out);
     return;
   }
@@ -268,7 +279,9 @@ void pd_wengine_forward_done(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now,
 
 static void transfer_done(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now, pd_wact_buf_t *out) {
   int is_kv_failed = has_fault(p, PD_FAULT_KV_FAIL) ||
-                     (p->partner_flags & PD_WENGINE_REG_KV_FAIL) || p->is_partner_lost;
+                     (p->partner_flags & PD_WENGINE_REG_KV_FAIL) || p->is_partner_lost ||
+                     /* O5.2 (sglang #40606): no transfer across groups */
+                     PD_WENGINE_REG_GROUP(p->partner_flags) != (e->spec->transfer_group & 0xffu);
   pd_wengine_release(e, p, out); /* S2.3: Success or Failed, the KV is released */
   if (has_fault(p, PD_FAULT_KV_FAIL)) fired(e, p, out);
   if (!p->has_partner || is_kv_failed) {
@@ -332,8 +345,11 @@ static void decode_connect(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, p
   }
   if (!d->rq.can_connect) return; /* nowhere to go: waits (S5.5) */
   d->is_connected = 1;
-  pd_wengine_act(e, out, PD_WACT_CONNECT, d,
-                 has_fault(d, PD_FAULT_KV_FAIL) ? PD_WENGINE_REG_KV_FAIL : 0, d->rq.rooms_hash, 0);
+  uint32_t flags = (has_fault(d, PD_FAULT_KV_FAIL) ? PD_WENGINE_REG_KV_FAIL : 0) |
+                   (e->spec->transfer_group & 0xffu) << 8;
+  if (d->rq.has_prefill_rank && d->rq.prefill_rank <= PD_WENGINE_REG_TOPO_MAX_RANK)
+    flags |= PD_WENGINE_REG_HAS_RANK | d->rq.prefill_rank << 17;
+  pd_wengine_act(e, out, PD_WACT_CONNECT, d, flags, d->rq.rooms_hash, 0);
 }
 
 void pd_wengine_decode_admitted(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out) {

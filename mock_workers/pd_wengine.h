@@ -83,6 +83,10 @@ typedef struct pd_wengine_req {
                             the request id its answer names); decode: its remote_request_id's */
   uint32_t max_tokens;   /* prefill: 1 ends capped by length (V1.5); anything else, 0 (absent)
                             included, ends with its one token as a stop: null params (V1.6) */
+  /* SGLang DP ranks (S2.14): prefill runs on routed_rank when given, else on room % dp_size;
+   * decode looks its room up on prefill_rank when given, else on room % the prefill's dp_size */
+  int has_routed_rank, has_prefill_rank;
+  uint32_t routed_rank, prefill_rank;
 } pd_wengine_req_t;
 
 typedef enum {
@@ -166,6 +170,13 @@ typedef enum {
 } pd_wengine_kv_from_t;
 
 #define PD_WENGINE_REG_KV_FAIL 1u /* the registering decode will fail the transfer */
+/* A registration's pairing topology (O5.2, S2.14): the decode's transfer group in bits 8-15;
+ * bit 16 set: the prefill DP rank it looks the room up on is bits 17-31 (its body's
+ * disagg_prefill_dp_rank); clear: room % the prefill's dp_size. */
+#define PD_WENGINE_REG_GROUP(f) (((f) >> 8) & 0xffu)
+#define PD_WENGINE_REG_HAS_RANK (1u << 16)
+#define PD_WENGINE_REG_RANK(f) ((f) >> 17)
+#define PD_WENGINE_REG_TOPO_MAX_RANK 32767u
 
 typedef struct pd_wact {
   uint32_t kind; /* pd_wact_kind_t */

@@ -100,7 +100,7 @@ int pd_wengine_register(pd_wengine_t *e, uint64_t now, uint64_t token, uint64_t 
     return PD_ERR_NOMEM;
   }
   pd_wengine_leg_t *p = pd_map_get(&e->rooms, room);
-  if (p && pd_wengine_can_pair(p, r)) {
+  if (p && pd_wengine_can_pair(e, p, r)) {
     pd_wengine_pair_with(e, p, r, now, out);
     return step_end(e, out);
   }

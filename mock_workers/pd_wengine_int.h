@@ -132,7 +132,7 @@ void pd_wengine_step_timer(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint6
                            pd_wact_buf_t *out);
 void pd_wengine_pair_with(pd_wengine_t *e, pd_wengine_leg_t *p, pd_wengine_reg_t *r, uint64_t now,
                           pd_wact_buf_t *out);
-int pd_wengine_can_pair(const pd_wengine_leg_t *p, const pd_wengine_reg_t *r);
+int pd_wengine_can_pair(const pd_wengine_t *e, const pd_wengine_leg_t *p, const pd_wengine_reg_t *r);
 void pd_wengine_abort_leg(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_wact_buf_t *out);
 void pd_wengine_kv_arrived(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out);
 /* Prefill's forward pass is over for l: the transfer starts. */

@@ -136,6 +136,13 @@ typedef struct pd_scenario_worker {
   uint64_t kv_lease_ms;        /* vLLM lease mode: kv_lease_duration, 30 s (V1.13) */
   uint64_t kv_heartbeat_ms;    /* vLLM lease mode: decode's heartbeat period, 0 = lease / 6 */
   pd_kv_params_t kv_params;    /* vLLM prefill: the parameters it answers, default valid */
+  /* pairing topology (docs/scenarios.md, O5.2) */
+  uint32_t transfer_group;     /* KV transfer group: a prefill and a decode of different
+                                  groups cannot transfer (the transfer fails), default 0 */
+  uint32_t dp_size;            /* SGLang prefill: data-parallel ranks; a leg runs on its body's
+                                  routed_dp_rank, else on bootstrap_room % dp_size, and a
+                                  decode looks the room up on its body's disagg_prefill_dp_rank,
+                                  else on bootstrap_room % dp_size (S2.14), default 1 */
 } pd_scenario_worker_t;
 
 #define PD_WORKER_DEFAULT_MAX_RUNNING 2048u

@@ -168,12 +168,13 @@ static uint64_t count_tokens(const cJSON *v, int depth) {
 enum {
   M_STREAM, M_RETURN_LOGPROB, M_LOGPROBS, M_ROOM, M_HOST, M_PORT, M_RID, M_TEXT, M_INPUT_IDS,
   M_PROMPT, M_MESSAGES, M_SAMPLING, M_MAX_TOKENS, M_MAX_COMPLETION, M_STREAM_OPTIONS, M_MODEL,
-  M_KVP, M_COUNT
+  M_KVP, M_ROUTED_DP, M_PREFILL_DP, M_COUNT
 };
 static const char *const member_names[M_COUNT] = {
     "stream", "return_logprob", "logprobs", "bootstrap_room", "bootstrap_host", "bootstrap_port",
     "rid", "text", "input_ids", "prompt", "messages", "sampling_params", "max_tokens",
-    "max_completion_tokens", "stream_options", "model", "kv_transfer_params"};
+    "max_completion_tokens", "stream_options", "model", "kv_transfer_params", "routed_dp_rank",
+    "disagg_prefill_dp_rank"};
 
 static void read_members(const cJSON *j, const cJSON *m[M_COUNT]) {
   for (int k = 0; k < M_COUNT; k++) m[k] = NULL;
@@ -280,6 +281,12 @@ static void read_api(pd_wire_api_t *api, const cJSON *const m[M_COUNT], uint32_t
   copy_cut(api->model, sizeof api->model, model->valuestring);
 }
 
+/* S2.14: a DP rank field, -1 when absent, null or not a non-negative integer below 2^20. */
+static int dp_rank(const cJSON *v) {
+  if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble >= 32768.0) return -1;
+  return (int)v->valuedouble;
+}
+
 void pd_worker_body_route(pd_worker_body_t *b, const char *path) {
   pd_route_t r = PD_ROUTE_GENERATE;
   if (!path || pd_request_route(path, &r) < 0) r = PD_ROUTE_GENERATE;
@@ -314,5 +321,7 @@ int pd_worker_body_read(pd_worker_body_t *b, const cJSON *j, const char *body, s
   b->prompt_tokens = prompt_tokens(m);
   read_api(&b->api, m, b->prompt_tokens);
   read_max_tokens(b, m);
+  b->routed_dp_rank = dp_rank(m[M_ROUTED_DP]);
+  b->prefill_dp_rank = dp_rank(m[M_PREFILL_DP]);
   return read_kvp(&b->kvp, m[M_KVP], rc, err, errlen);
 }

@@ -54,6 +54,10 @@ typedef struct pd_worker_body {
                              sampling_params.max_new_tokens; 0 when none is a number >= 0 */
   int has_max_tokens;
   pd_worker_kvp_t kvp;    /* vLLM's kv_transfer_params */
+  int routed_dp_rank;     /* SGLang: the DP rank the leg runs on (S2.14); -1 when absent
+                             (or not an integer 0..32767) */
+  int prefill_dp_rank;    /* SGLang decode: disagg_prefill_dp_rank, the prefill rank it looks
+                             its room up on (S2.14); -1 when absent */
   pd_wire_api_t api;      /* what OpenAI's shapes echo: the model, stream_options.include_usage
                              and prompt_tokens; route PD_ROUTE_GENERATE until
                              pd_worker_body_route names the request's path */

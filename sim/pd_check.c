@@ -1,4 +1,4 @@
-/* The invariant checker (docs/spec.md I1-I20). Each finished request is judged from the
+/* The invariant checker (docs/spec.md I1-I22). Each finished request is judged from the
  * client's bytes and the workers' ground truth; the core's own word is used only for what it
  * claims (recorded outcomes, load and breaker actions), which is then held against truth.
  * Besides the records it reads only the judge context (pd_check.h), never a world. */
@@ -610,6 +610,8 @@ uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, 
   v |= check_legs(j, rq, t_end, reason, cap);
   v |= pd_check_freed_blocks(j, rq, reason, cap); /* I19, pd_check_sf.c */
   v |= pd_check_disaggregated(j, rq, reason, cap); /* I20, pd_check_sf.c */
+  v |= pd_check_pair_group(j, rq, reason, cap);      /* I21, pd_check_topo.c */
+  v |= pd_check_rank_agreement(j, rq, reason, cap);  /* I22, pd_check_topo.c */
   int clean = !rq->gone && looks_clean(rq);
   v |= check_tokens(j, rq, clean, reason, cap);
   v |= check_loads(j, rq, reason, cap);

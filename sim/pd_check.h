@@ -1,4 +1,4 @@
-/* pd_check: the invariant checker (docs/spec.md I1-I20). It judges one finished request from
+/* pd_check: the invariant checker (docs/spec.md I1-I22). It judges one finished request from
  * its records: the client's bytes (pd_client_request_t) and each leg's ground truth at the worker
  * (pd_worker_leg_t). Besides the records it reads only a judge context (pd_judge_t), which the
  * simulator fills from its world (pd_world.c) and pdref conform from its logs
@@ -62,6 +62,14 @@ uint32_t pd_check_freed_blocks(const pd_judge_t *j, const pd_client_request_t *r
  * or 0; writes the finding into reason when reason is still "". */
 uint32_t pd_check_disaggregated(const pd_judge_t *j, const pd_client_request_t *rq, char *reason,
                                 size_t cap);
+
+/* I21, I22 (pd_check_topo.c): a decode leg paired with a prefill of another transfer group;
+ * a decode leg that looks its room up on a prefill DP rank other than the one its prefill leg
+ * runs on. Each returns its bit, or 0; writes the finding into reason when still "". */
+uint32_t pd_check_pair_group(const pd_judge_t *j, const pd_client_request_t *rq, char *reason,
+                             size_t cap);
+uint32_t pd_check_rank_agreement(const pd_judge_t *j, const pd_client_request_t *rq,
+                                 char *reason, size_t cap);
 
 /* The checker's own breaker model (pd_check_breaker.c, docs/spec.md I12): R-BREAKER replayed
  * per worker from the workers' ground truth of what failed — never from the gateway's

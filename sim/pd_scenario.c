@@ -25,7 +25,8 @@ static const char *const inv_names[PD_INVARIANT_COUNT] = {
     "termination", "orphan-leg", "stranded-slot", "outcome",     "false-success",
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",
     "logprobs",    "breaker",    "determinism",   "error-visible", "served",
-    "retry-onto-failed", "quiescence", "stranded-kv", "freed-blocks", "disaggregated"};
+    "retry-onto-failed", "quiescence", "stranded-kv", "freed-blocks", "disaggregated",
+    "pair-group", "rank-agreement"};
 const char *const pd_scenario_role_names[2] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
@@ -62,6 +63,15 @@ static int set_policy(scenario_ctx_t *c, const cJSON *v, void *obj, const scenar
                             v->valuestring, pd_scenario_join_names(names, 3, list, sizeof list));
   snprintf((char *)obj + k->off, k->hi, "%s", pd_policy_name(kind));
   return 0;
+}
+
+/* workload.routed_dp_rank: kept as value + 1 (0: absent). */
+static int set_dp_rank(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
+  uint32_t r = 0;
+  int rc = pd_scenario_set_u32(c, v, &r, &(scenario_key_t){k->name, NULL, 0, k->lo, k->hi, 0,
+                                                           NULL, NULL});
+  if (rc == 0) ((pd_scenario_workload_t *)obj)->routed_dp_rank1 = r + 1;
+  return rc;
 }
 
 static int set_route(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {
@@ -143,6 +153,9 @@ static const scenario_key_t worker_keys[] = {
          PD_SCENARIO_MAX_MS),
     K_MS(pd_scenario_worker_t, kv_heartbeat_ms),
     K_ENUM(pd_scenario_worker_t, kv_params, kv_params_names, "kv_params", 0),
+    /* pairing topology (O5.2, S2.14) */
+    K_AS("transfer_group", pd_scenario_worker_t, transfer_group, pd_scenario_set_u32, 0, 255),
+    K_AS("dp_size", pd_scenario_worker_t, dp_size, pd_scenario_set_u32, 1, 64),
 };
 
 void pd_scenario_worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t role) {
@@ -158,6 +171,7 @@ void pd_scenario_worker_defaults(pd_scenario_worker_t *w, const char *name, pd_r
   w->breaker_initial = PD_BREAKER_CLOSED;
   w->max_running = PD_WORKER_DEFAULT_MAX_RUNNING;
   w->kv_tokens = PD_WORKER_DEFAULT_KV_TOKENS;
+  w->dp_size = 1;
   w->page_size = PD_WORKER_DEFAULT_PAGE_SIZE;
   w->reserved_decode_tokens = PD_WORKER_DEFAULT_DECODE_RESERVE;
   w->max_prefill_tokens = PD_WORKER_DEFAULT_MAX_PREFILL_TOKENS;
@@ -287,6 +301,8 @@ static const scenario_key_t workload_keys[] = {
     K_MS(pd_scenario_workload_t, retry_backoff_max_ms),
     K_(pd_scenario_workload_t, retry_jitter, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
     {"steps", pd_scenario_set_steps, 0, 0, 0, 0, NULL, NULL},
+    {"routed_dp_rank", set_dp_rank, offsetof(pd_scenario_workload_t, routed_dp_rank1), 0, 32767,
+     0, NULL, NULL},
 };
 
 static int set_config(scenario_ctx_t *c, const cJSON *v, void *obj, const scenario_key_t *k) {

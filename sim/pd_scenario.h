@@ -49,8 +49,10 @@ typedef enum {
   PD_INVARIANT_STRANDED_KV = 18,  /* I18: KV pages freed within grace of the client's end */
   PD_INVARIANT_FREED_BLOCKS = 19, /* I19: no decode answers 200 from KV read off freed blocks */
   PD_INVARIANT_DISAGGREGATED = 20, /* I20: no request served without KV from its own prefill */
+  PD_INVARIANT_PAIR_GROUP = 21,    /* I21: a decode pairs only with a prefill of its group */
+  PD_INVARIANT_RANK_AGREEMENT = 22, /* I22: decode looks its room up on the prefill's DP rank */
 } pd_invariant_t;
-#define PD_INVARIANT_COUNT 20
+#define PD_INVARIANT_COUNT 22
 
 typedef struct pd_scenario_burst {
   uint64_t at_ms;    /* arrival time of the burst, from the start of the run */
@@ -103,6 +105,8 @@ typedef struct pd_scenario_workload {
   double retry_jitter;
   pd_scenario_step_t steps[PD_SCENARIO_MAX_STEPS]; /* load steps, at_ms increasing */
   uint32_t n_steps;
+  uint32_t routed_dp_rank1; /* "routed_dp_rank" + 1: /generate bodies carry that DP rank, as
+                               a client or an upstream router may (S2.14); 0: none */
 } pd_scenario_workload_t;
 
 typedef struct pd_scenario_config {

@@ -125,6 +125,8 @@ static cJSON *worker_json(const pd_scenario_worker_t *w, const pd_scenario_worke
   rc |= add_u64_if(o, "kv_lease_ms", w->kv_lease_ms, d->kv_lease_ms);
   rc |= add_u64_if(o, "kv_heartbeat_ms", w->kv_heartbeat_ms, d->kv_heartbeat_ms);
   if (w->kv_params != d->kv_params) rc |= add_str(o, "kv_params", kv_params_names[w->kv_params]);
+  rc |= add_u64_if(o, "transfer_group", w->transfer_group, d->transfer_group);
+  rc |= add_u64_if(o, "dp_size", w->dp_size, d->dp_size);
   if (w->n_faults) {
     cJSON *a = cJSON_AddArrayToObject(o, "faults");
     rc |= a ? 0 : PD_ERR_NOMEM;
@@ -227,6 +229,7 @@ static int workload_json(cJSON *root, const pd_scenario_workload_t *w,
   rc |= add_u64_if(o, "retry_backoff_ms", w->retry_backoff_ms, d->retry_backoff_ms);
   rc |= add_u64_if(o, "retry_backoff_max_ms", w->retry_backoff_max_ms, d->retry_backoff_max_ms);
   rc |= add_frac_if(o, "retry_jitter", w->retry_jitter, d->retry_jitter);
+  if (w->routed_dp_rank1) rc |= add_num(o, "routed_dp_rank", (double)(w->routed_dp_rank1 - 1));
   cJSON *sa = w->n_steps ? cJSON_AddArrayToObject(o, "steps") : NULL;
   rc |= w->n_steps && !sa ? PD_ERR_NOMEM : 0;
   for (uint32_t i = 0; sa && i < w->n_steps; i++) {

@@ -248,7 +248,12 @@ size_t pd_world_client_body(const pd_client_request_t *rq, const pd_scenario_wor
     out_s(&o, lp);
     out_s(&o, ",\"sampling_params\":{\"max_new_tokens\":");
     out_u(&o, rq->tokens);
-    out_s(&o, "}}");
+    out_s(&o, "}");
+    if (wl->routed_dp_rank1) { /* S2.14: a rank the client pins (workload.routed_dp_rank) */
+      out_s(&o, ",\"routed_dp_rank\":");
+      out_u(&o, wl->routed_dp_rank1 - 1);
+    }
+    out_s(&o, "}");
   }
   return pd_bw_done(&o);
 }

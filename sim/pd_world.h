@@ -35,6 +35,10 @@ typedef struct pd_worker_leg {
   uint64_t rooms_hash;  /* hash over all rooms, host and port (leg equality) */
   char rid[48];
   uint32_t tokens;
+  /* SGLang DP ranks as the body gave them (S2.14; I22): routed_dp_rank and, on decode,
+   * disagg_prefill_dp_rank */
+  int has_routed_rank, has_prefill_rank;
+  uint32_t routed_rank, prefill_rank;
   pd_wire_api_t api;    /* the route and what OpenAI's shapes echo (pd_wire_render) */
   /* worker side */
   pd_worker_leg_state_t wstate;

@@ -80,6 +80,10 @@ static void parse_leg_body(struct pd_world *w, pd_worker_leg_t *leg, const char 
   leg->rooms = b.rooms;
   leg->has_rid = b.has_rid;
   leg->prompt_tokens = b.prompt_tokens;
+  leg->has_routed_rank = b.routed_dp_rank >= 0;
+  leg->routed_rank = b.routed_dp_rank >= 0 ? (uint32_t)b.routed_dp_rank : 0;
+  leg->has_prefill_rank = b.prefill_dp_rank >= 0;
+  leg->prefill_rank = b.prefill_dp_rank >= 0 ? (uint32_t)b.prefill_dp_rank : 0;
   for (uint32_t i = 0; i < w->n_nodes; i++) /* the sim names a prefill's bootstrap host after it */
     if (w->nodes[i].role == PD_ROLE_PREFILL && b.boot_port > 0 &&
         strcmp(w->nodes[i].spec->name, b.boot_host) == 0)
@@ -514,6 +518,8 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
     n->role_index = (uint32_t)idx;
     /* R-ADMIT-LIMIT: the gateway knows each worker's capacity (its --max-running-requests) */
     pd_gw_set_worker_limit(w->gw, sw->role, (uint32_t)idx, sw->max_running);
+    /* R-PAIR-GROUP: the gateway knows each worker's transfer group (as it knows its role) */
+    pd_gw_set_worker_group(w->gw, sw->role, (uint32_t)idx, sw->transfer_group);
     w->role_node[sw->role][idx] = i;
     if (sw->breaker_initial != PD_BREAKER_CLOSED && mode != PD_MODE_MINILB) { /* no breaker */
       pd_gw_breaker_start_in(w->gw, sw->role, (uint32_t)idx, sw->breaker_initial, 0);

@@ -383,6 +383,10 @@ void pd_worker_model_on_open(struct pd_world *w, pd_worker_leg_t *leg) {
   r.kv_mode = leg->kv_mode;
   r.kv_key = leg->kv_key;
   r.max_tokens = leg->max_tokens;
+  r.has_routed_rank = leg->has_routed_rank;
+  r.routed_rank = leg->routed_rank;
+  r.has_prefill_rank = leg->has_prefill_rank;
+  r.prefill_rank = leg->prefill_rank;
   leg->worker_conn_open = 1;
   leg->truth = PD_TRUTH_PENDING;
   leg->wstate = PD_WORKER_LEG_NEW;

@@ -75,4 +75,5 @@
   X(pdt_suite_hostile_http) \
   X(pdt_suite_bench) \
   X(pdt_suite_cli) \
-  X(pdt_suite_cli_out)
+  X(pdt_suite_cli_out) \
+  X(pdt_suite_topology)

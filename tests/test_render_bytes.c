@@ -82,7 +82,7 @@ static void t_render_prints_what_the_tree_printed(void) {
       for (size_t k = 0; k < sizeof rids / sizeof *rids; k++)
         for (size_t p = 0; p < sizeof ports / sizeof *ports; p++)
           for (size_t d = 0; d < sizeof dps / sizeof *dps; d++) {
-            pd_bootstrap_t b = {hosts[h], ports[p], rooms, rids[k], dps[d]};
+            pd_bootstrap_t b = {hosts[h], ports[p], rooms, rids[k], dps[d], 0};
             char *out = NULL;
             size_t n = 0;
             PDT_EQ_INT(pd_request_render(&r, &b, &out, &n), 0);
@@ -104,7 +104,7 @@ static void t_render_of_an_empty_object(void) {
   memset(&r, 0, sizeof r);
   r.json = cJSON_CreateObject();
   uint64_t room = 42;
-  pd_bootstrap_t b = {"p", 1, &room, NULL, -1};
+  pd_bootstrap_t b = {"p", 1, &room, NULL, -1, 0};
   char *out = NULL;
   PDT_EQ_INT(pd_request_render(&r, &b, &out, NULL), 0);
   PDT_EQ_STR(out, "{\"bootstrap_host\":\"p\",\"bootstrap_port\":1,\"bootstrap_room\":42}");

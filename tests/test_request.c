@@ -342,7 +342,7 @@ static const cJSON *get(const cJSON *doc, const char *key) {
 
 static void t_render_injects_scalar_bootstrap_fields(void) {
   uint64_t room = 42;
-  pd_bootstrap_t b = {"10.0.0.7", 8998, &room, "pd-42", -1};
+  pd_bootstrap_t b = {"10.0.0.7", 8998, &room, "pd-42", -1, 0};
   cJSON *doc = render("/generate", "{\"text\":\"hi\",\"stream\":true}", PD_BATCH_RULE_SMG, &b,
                       NULL);
   PDT_EQ_STR(cJSON_GetStringValue(get(doc, "bootstrap_host")), "10.0.0.7");
@@ -357,7 +357,7 @@ static void t_render_injects_scalar_bootstrap_fields(void) {
 
 static void t_render_replaces_client_bootstrap_fields(void) {
   uint64_t room = 7;
-  pd_bootstrap_t b = {"h", 1, &room, NULL, 3};
+  pd_bootstrap_t b = {"h", 1, &room, NULL, 3, 0};
   char *text = NULL;
   cJSON *doc = render("/generate",
                       "{\"text\":\"a\",\"bootstrap_room\":1,\"bootstrap_host\":\"evil\",\"bootstrap_room\":2,"
@@ -375,7 +375,7 @@ static void t_render_replaces_client_bootstrap_fields(void) {
 
 static void t_render_port_without_bootstrap_port_is_null_r1_24(void) {
   uint64_t room = 1;
-  pd_bootstrap_t b = {"h", -1, &room, NULL, -1};
+  pd_bootstrap_t b = {"h", -1, &room, NULL, -1, 0};
   cJSON *doc = render("/v1/completions", "{\"prompt\":\"x\"}", PD_BATCH_RULE_SMG, &b, NULL);
   PDT_TRUE(cJSON_IsNull(get(doc, "bootstrap_port")));
   cJSON_Delete(doc);
@@ -386,7 +386,7 @@ static void t_render_prints_large_rooms_exactly(void) {
   const char *lits[] = {"\"bootstrap_room\":9007199254740991",
                         "\"bootstrap_room\":9223372036854775807"};
   for (size_t i = 0; i < 2; i++) {
-    pd_bootstrap_t b = {"h", 1, &rooms[i], NULL, -1};
+    pd_bootstrap_t b = {"h", 1, &rooms[i], NULL, -1, 0};
     char *text = NULL;
     cJSON *doc = render("/generate", "{\"text\":\"a\"}", PD_BATCH_RULE_SMG, &b, &text);
     PDT_TRUE(has_substr(text, lits[i]));
@@ -397,7 +397,7 @@ static void t_render_prints_large_rooms_exactly(void) {
 
 static void t_chat_n3_gets_three_distinct_rooms(void) {
   uint64_t rooms[] = {101, 202, 303};
-  pd_bootstrap_t b = {"p0", 8998, rooms, "pd-101", 0};
+  pd_bootstrap_t b = {"p0", 8998, rooms, "pd-101", 0, 0};
   cJSON *doc = render("/v1/chat/completions", "{\"messages\":[{}],\"n\":3}",
                       PD_BATCH_RULE_REFERENCE, &b, NULL);
   const cJSON *h = get(doc, "bootstrap_host"), *p = get(doc, "bootstrap_port");
@@ -418,7 +418,7 @@ static void t_chat_n3_gets_three_distinct_rooms(void) {
 
 static void t_render_text_batch_depends_on_rule(void) {
   uint64_t rooms[] = {1, 2};
-  pd_bootstrap_t b = {"h", 1, rooms, NULL, -1};
+  pd_bootstrap_t b = {"h", 1, rooms, NULL, -1, 0};
   const char *body = "{\"text\":[\"a\",\"b\"]}";
   cJSON *smg = render("/generate", body, PD_BATCH_RULE_SMG, &b, NULL);
   cJSON *ref = render("/generate", body, PD_BATCH_RULE_REFERENCE, &b, NULL);
@@ -431,7 +431,7 @@ static void t_render_text_batch_depends_on_rule(void) {
 static void t_render_without_rooms_is_invalid(void) {
   parsed_t p;
   parse(&p, "/generate", "{\"text\":\"a\"}", PD_BATCH_RULE_SMG);
-  pd_bootstrap_t b = {"h", 1, NULL, NULL, -1};
+  pd_bootstrap_t b = {"h", 1, NULL, NULL, -1, 0};
   char *out = NULL;
   PDT_EQ_INT(pd_request_render(&p.r, &b, &out, NULL), PD_ERR_INVAL);
   PDT_TRUE(out == NULL);
@@ -459,7 +459,7 @@ static void t_render_out_of_memory_is_nomem(void) {
                           PD_BATCH_RULE_REFERENCE, p.err, ERRLEN);
   PDT_EQ_INT(p.rc, 0);
   uint64_t rooms[] = {1, 2};
-  pd_bootstrap_t b = {"h", 1, rooms, "rid", -1}; /* rid array needs a scratch buffer */
+  pd_bootstrap_t b = {"h", 1, rooms, "rid", -1, 0}; /* rid array needs a scratch buffer */
   char *out = NULL;
   PDT_EQ_INT(pd_request_render(&p.r, &b, &out, NULL), PD_ERR_NOMEM);
   PDT_TRUE(out == NULL);

@@ -179,7 +179,7 @@ void pd_mock_bootstrap_connect(pd_mock_t *m, pd_mock_leg_t *d, uint32_t flags) {
   pd_mock_bootstrap_conn_t *b = &m->bc[bc];
   b->room = d->room;
   b->hash = d->rooms_hash;
-  b->flags = flags & PD_WENGINE_REG_KV_FAIL ? PD_MOCK_BOOTSTRAP_F_KV_FAIL : 0;
+  b->flags = flags; /* PD_WENGINE_REG_*: kv_fail and the pairing topology */
   d->boot = bc;
   if (is_open) on_connected(m, bc);
 }

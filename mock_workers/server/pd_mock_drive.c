@@ -294,6 +294,10 @@ static void open_leg(pd_mock_t *m, pd_mock_leg_t *leg) {
   rq.kv_mode = leg->kv_mode;
   rq.kv_key = leg->kv_key;
   rq.max_tokens = leg->max_tokens;
+  rq.has_routed_rank = leg->routed_dp_rank >= 0;
+  rq.routed_rank = leg->routed_dp_rank >= 0 ? (uint32_t)leg->routed_dp_rank : 0;
+  rq.has_prefill_rank = leg->prefill_dp_rank >= 0;
+  rq.prefill_rank = leg->prefill_dp_rank >= 0 ? (uint32_t)leg->prefill_dp_rank : 0;
   leg->truth = PD_TRUTH_PENDING;
   leg->boot = -1;
   uint32_t c0 = collisions(m);
@@ -356,7 +360,7 @@ void pd_mock_drive_registered(pd_mock_t *m, int bc) {
   b->seq = ++m->next_seq;
   uint32_t c0 = collisions(m);
   int rc = pd_wengine_register(m->eng, now(m), pd_mock_drive_token(m, bc), b->room, b->hash,
-                               b->flags & PD_MOCK_BOOTSTRAP_F_KV_FAIL ? PD_WENGINE_REG_KV_FAIL : 0,
+                               b->flags,
                                &m->acts);
   check(rc, "a registration");
   if (rc == 0 && collisions(m) > c0) pd_mock_log_room(m, "room_collision", NULL, b->room);

@@ -79,6 +79,7 @@ typedef struct pd_mock_leg {
   int kv_mode;        /* pd_kv_mode_t */
   uint64_t kv_key;    /* prefill: its rid's key; decode: its remote_request_id's */
   uint32_t max_tokens;
+  int routed_dp_rank, prefill_dp_rank; /* SGLang DP ranks from the body (S2.14), -1 absent */
   char kv_host[PD_MOCK_HOST_MAX]; /* decode: remote_host, remote_port, remote_engine_id */
   int kv_port;
   char kv_engine[PD_MOCK_ENGINE_MAX];

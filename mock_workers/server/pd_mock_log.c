@@ -80,6 +80,10 @@ void pd_mock_log_request(pd_mock_t *m, const pd_mock_leg_t *leg) {
   }
   if (leg->boot_host[0]) cJSON_AddStringToObject(j, "bootstrap_host", leg->boot_host);
   if (leg->boot_port > 0) cJSON_AddNumberToObject(j, "bootstrap_port", leg->boot_port);
+  /* S2.14: the DP ranks its body named (I22 on sockets) */
+  if (leg->routed_dp_rank >= 0) cJSON_AddNumberToObject(j, "routed_dp_rank", leg->routed_dp_rank);
+  if (leg->prefill_dp_rank >= 0)
+    cJSON_AddNumberToObject(j, "disagg_prefill_dp_rank", leg->prefill_dp_rank);
   end(m, j);
 }
 

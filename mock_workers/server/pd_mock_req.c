@@ -65,6 +65,8 @@ int pd_mock_req_fill(pd_mock_leg_t *leg, const pd_request_t *r, const char *body
     uint64_t x = pd_prng_next(rid_rng), y = pd_prng_next(rid_rng);
     snprintf(leg->rid, sizeof leg->rid, "%016" PRIx64 "%016" PRIx64, x, y);
   }
+  leg->routed_dp_rank = b.routed_dp_rank; /* S2.14 */
+  leg->prefill_dp_rank = b.prefill_dp_rank;
   if (leg->m->is_vllm) read_kvp(leg, &b);
   leg->tokens = r->max_tokens ? r->max_tokens : default_tokens;
   if (b.has_max_tokens && b.max_tokens == 0) { /* a stated 0 (docs/mock.md, "max tokens 0") */

@@ -115,6 +115,18 @@ static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char 
     uint64_t ns = o->has_mode ? t[i].ns : t[i].scenario_ms * PD_CONFORM_MS;
     if (ns) ADD(" %s %llu", t[i].flag, (unsigned long long)scaled_ms((double)ns, o->scale));
   }
+  /* R-PAIR-GROUP: the workers' transfer groups, in the order {prefill_args}/{decode_args}
+     list them (the scenario's), when any is not 0 */
+  int any = 0;
+  for (uint32_t i = 0; i < s->n_workers; i++) any |= s->workers[i].transfer_group != 0;
+  for (int r = 0; any && r < 2; r++) {
+    const char *sep = r == 0 ? " --prefill-groups " : " --decode-groups ";
+    for (uint32_t i = 0; i < s->n_workers; i++) {
+      if (s->workers[i].role != (pd_role_t)r) continue;
+      ADD("%s%u", sep, s->workers[i].transfer_group);
+      sep = ",";
+    }
+  }
 #undef ADD
   if (off >= cap && cap) out[cap - 1] = 0;
 }

@@ -59,6 +59,7 @@ typedef struct pd_conform_logged_leg {
                         from its request line or its first kv_read/kv_notify/kv_heartbeat
                         line; "" unknown */
   int has_room, n_rooms, is_stream, has_logprob, boot_port, rid_given; /* rid_given -1: unknown */
+  int routed_dp_rank, prefill_dp_rank; /* S2.14: the body's DP ranks, -1 absent (I22) */
   uint64_t room, rooms_hash;
   int has_hash;
   uint64_t t_arrive, t_slot_taken, t_slot_freed, t_peer_closed, t_end;

@@ -85,6 +85,8 @@ static void on_request(pd_conform_runner_t *run, uint32_t wi, const cJSON *j,
   l->has_logprob = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "logprob"));
   snprintf(l->host, sizeof l->host, "%s", str_of(j, "bootstrap_host") ? str_of(j, "bootstrap_host") : "");
   l->boot_port = (int)num_of(j, "bootstrap_port", -1);
+  l->routed_dp_rank = (int)num_of(j, "routed_dp_rank", -1); /* S2.14 (I22) */
+  l->prefill_dp_rank = (int)num_of(j, "disagg_prefill_dp_rank", -1);
   const cJSON *rg = cJSON_GetObjectItemCaseSensitive(j, "rid_given"); /* newer mocks */
   if (cJSON_IsBool(rg)) l->rid_given = cJSON_IsTrue(rg);
   const cJSON *ra = cJSON_GetObjectItemCaseSensitive(j, "room_array");

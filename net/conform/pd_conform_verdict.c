@@ -73,6 +73,17 @@ static pd_worker_leg_t *to_wleg(pd_conform_runner_t *run, const pd_conform_logge
     else run->n_nomem++; /* judged on its first room alone: the verdict is an error */
   }
 #endif
+  /* I21, I22: the leg reached its mock (it is in its log); the prefill its bootstrap port
+   * names (each prefill mock has its own); the DP ranks its body named */
+  l->is_reached = 1;
+  l->boot_node = -1;
+  for (uint32_t i = 0; m->role == PD_ROLE_DECODE && m->boot_port > 0 && i < run->s->n_workers; i++)
+    if (run->s->workers[i].role == PD_ROLE_PREFILL && run->wk[i].boot_port == m->boot_port)
+      l->boot_node = (int)i;
+  l->has_routed_rank = m->routed_dp_rank >= 0;
+  l->routed_rank = m->routed_dp_rank >= 0 ? (uint32_t)m->routed_dp_rank : 0;
+  l->has_prefill_rank = m->prefill_dp_rank >= 0;
+  l->prefill_rank = m->prefill_dp_rank >= 0 ? (uint32_t)m->prefill_dp_rank : 0;
   l->t_open = m->t_arrive;
   l->t_gw_closed = pd_conform_leg_closed(m);
   l->gw_open = !l->t_gw_closed;

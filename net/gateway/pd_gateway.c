@@ -395,6 +395,8 @@ static int add_workers(pd_gateway_t *g, char *err, size_t errlen) {
       int bp = r == 0 ? (ws[i].bootstrap_port >= 0 ? ws[i].bootstrap_port : port_in_url) : -1;
       int rc = pd_gw_add_worker(g->core, (pd_role_t)r, spec, host, bp);
       if (rc < 0) return rc;
+      const uint32_t *grp = r == 0 ? g->cfg.prefill_group : g->cfg.decode_group;
+      if (grp[i]) pd_gw_set_worker_group(g->core, (pd_role_t)r, (uint32_t)rc, grp[i] - 1);
     }
   }
   return 0;

@@ -29,6 +29,8 @@ typedef struct pd_gateway_worker {
 
 typedef struct pd_gateway_config {
   pd_gw_config_t core;     /* mode, policies, retries, breaker, core timeouts */
+  uint32_t prefill_group[PD_MAX_WORKERS], decode_group[PD_MAX_WORKERS]; /* the i-th worker's
+                              KV transfer group + 1 (R-PAIR-GROUP); 0: not given (group 0) */
   const char *listen_host; /* numeric address; default "127.0.0.1" */
   uint16_t listen_port;    /* 0 = an ephemeral port (pd_gateway_port tells which) */
   pd_gateway_worker_t prefill[PD_MAX_WORKERS];
