@@ -205,7 +205,7 @@ static void test_conform_explore_and_bench_sections(void) {
       " \"violated\": \"I3\", \"expected\": \"\", \"matched\": false, \"reason\": \"r\"}],"
       " \"passed\": 0, \"failed\": 1, \"not_exercised\": 0, \"skipped\": 0}";
   static const char explore[] =
-      "{\"schema\": \"pdref-explore-result/1\", \"mode\": \"joined\", \"explored\": 10,"
+      "{\"schema\": \"pdref-explore-result/2\", \"mode\": \"joined\", \"explored\": 10,"
       " \"seed_start\": \"1\", \"seed_end\": \"11\", \"violating_seeds\": 2, \"invariants\":"
       " {\"I3\": {\"name\": \"stranded-slot\", \"seeds\": 2, \"first_seed\": \"4\"},"
       " \"I10\": {\"name\": \"load-truth\", \"seeds\": 1, \"first_seed\": \"5\"}},"
