@@ -149,7 +149,7 @@ static cJSON *json_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
   char replay[1200];
   pd_cli_result_t x = result_of(o, r, replay, sizeof replay);
   cJSON *j = pd_cli_result_json(&x);
-  if (!j) return NULL;
+  if (!j || r->verdict == PD_CLI_SKIPPED) return j; /* skipped: head, status and reason */
   char hash[24];
   snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->hash);
   cJSON_AddStringToObject(j, "trace_hash", hash);

@@ -206,9 +206,9 @@ static void test_conform_explore_and_bench_sections(void) {
       " \"passed\": 0, \"failed\": 1, \"not_exercised\": 0, \"skipped\": 0}";
   static const char explore[] =
       "{\"schema\": \"pdref-explore-result/2\", \"mode\": \"joined\", \"explored\": 10,"
-      " \"seed_start\": \"1\", \"seed_end\": \"11\", \"violating_seeds\": 2, \"invariants\":"
-      " {\"I3\": {\"name\": \"stranded-slot\", \"seeds\": 2, \"first_seed\": \"4\"},"
-      " \"I10\": {\"name\": \"load-truth\", \"seeds\": 1, \"first_seed\": \"5\"}},"
+      " \"seed_start\": 1, \"seed_end\": 11, \"violating_seeds\": 2, \"invariants\":"
+      " {\"I3\": {\"name\": \"stranded-slot\", \"seeds\": 2, \"first_seed\": 4},"
+      " \"I10\": {\"name\": \"load-truth\", \"seeds\": 1, \"first_seed\": 5}},"
       " \"findings\": [{\"invariant\": \"I3\", \"reason\": \"held <long>\", \"replay\": \"r3\","
       " \"requests\": [8, 1]}, {\"invariant\": \"I10\", \"reason\": \"I3 slot on d0 held\"}]}";
   static const char bench[] = "{\"scenario\": \"b.json\", \"mode\": \"joined\", \"events_per_s\": 5}";
