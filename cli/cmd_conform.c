@@ -403,6 +403,7 @@ static void print_json(cJSON *rows, const int *count, const opts_t *o) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "schema", PD_CLI_SCHEMA_CONFORM);
   cJSON_AddStringToObject(root, "command", "conform");
+  cJSON_AddStringToObject(root, "gateway_cmd", o->c.gateway_cmd);
   for (int p = 0; p < 2 && !o->no_warm_up; p++) { /* SGLang's first: "forward_ms" as before */
     if (!o->has_proto[p]) continue;
     int first = !o->has_proto[0] || p == 0;

@@ -57,6 +57,7 @@ typedef struct pd_report_stats {
   size_t cells;                     /* matrix cells, one per result row */
   size_t verdicts[PD_VERDICT_COUNT]; /* cells per verdict */
   size_t cdf_modes, timelines, swimlanes, explore_invariants, conform_rows, bench_tables;
+  size_t req_rows, req_cols;        /* the requirement matrix (report_requirements.c) */
   size_t bytes;                     /* of HTML written */
 } pd_report_stats_t;
 
