@@ -15,6 +15,16 @@ void pd_cli_result_add_seed(cJSON *j, const char *key, uint64_t seed) {
   cJSON_AddStringToObject(j, key, b);
 }
 
+void pd_cli_result_text_head(const pd_cli_result_t *r) {
+  char own[PD_CLI_INV_TEXT_BYTES];
+  if (r->violated) pd_cli_inv_text(r->violated, own, sizeof own);
+  else snprintf(own, sizeof own, "pass");
+  printf("%-46s %-14s %-16s ", r->scenario ? r->scenario : r->file ? r->file : "-",
+         r->mode ? r->mode : "-", pd_cli_verdict_word(r->verdict));
+  if (r->verdict == PD_CLI_SKIPPED) printf("-  (%s)\n", r->reason ? r->reason : "");
+  else printf("%s", own);
+}
+
 static void add_str_or_skip(cJSON *j, const char *key, const char *v) {
   if (v && v[0]) cJSON_AddStringToObject(j, key, v);
 }

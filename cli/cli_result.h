@@ -42,6 +42,12 @@ typedef struct pd_cli_result {
  * file, (scenario, mode,) status, error. NULL when out of memory. */
 struct cJSON *pd_cli_result_json(const pd_cli_result_t *r);
 
+/* The record's text renderer, the table's first columns: scenario (or the file's base name),
+ * mode, the verdict word and the row's own verdict ("pass", or the violated invariants with
+ * their names), no newline; a skipped row "-  (why)" and the newline. sim run and conform
+ * both start their lines with it. */
+void pd_cli_result_text_head(const pd_cli_result_t *r);
+
 /* A seed into j under key: a JSON number up to 2^53 (exact in a double), a decimal string
  * above it (the scenario files' rule, docs/scenarios.md). */
 void pd_cli_result_add_seed(struct cJSON *j, const char *key, uint64_t seed);

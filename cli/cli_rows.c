@@ -86,17 +86,15 @@ static void print_details(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
   if (r->trace) printf("    trace: %s\n", r->trace);
 }
 
+static pd_cli_result_t result_of(const pd_cli_rows_t *o, const pd_cli_row_t *r, char *replay,
+                                 size_t cap);
+
 static void print_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
-  char got[PD_CLI_INV_TEXT_BYTES], want[PD_CLI_INV_TEXT_BYTES];
-  if (r->verdict == PD_CLI_SKIPPED) {
-    printf("%-46s %-14s %-16s -  (%s)\n", r->s->name, pd_mode_name(r->mode),
-           pd_cli_verdict_word(r->verdict), r->skip_why);
-    return;
-  }
-  own_verdict(r->got, got, sizeof got);
+  char want[PD_CLI_INV_TEXT_BYTES], replay[1200];
+  pd_cli_result_t x = result_of(o, r, replay, sizeof replay);
+  pd_cli_result_text_head(&x); /* the record's text renderer: the first columns */
+  if (r->verdict == PD_CLI_SKIPPED) return;
   own_verdict(r->want, want, sizeof want);
-  printf("%-46s %-14s %-16s %s", r->s->name, pd_mode_name(r->mode), pd_cli_verdict_word(r->verdict),
-         got);
   if (r->verdict == PD_CLI_UNEXPECTED) {
     if (r->want_set && r->want != r->got) printf(" (expected %s)", want);
     else printf(" (declared unexercised, but every fault fired)");

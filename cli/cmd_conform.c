@@ -275,7 +275,7 @@ static void print_observable(const pd_scenario_t *s, const opts_t *o, const pd_c
 static void replay_cmd(const pd_scenario_t *s, const opts_t *o, char *buf, size_t cap);
 
 static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
-  char got[PD_CLI_INV_TEXT_BYTES], want[PD_CLI_INV_TEXT_BYTES], reason[600];
+  char want[PD_CLI_INV_TEXT_BYTES], reason[600];
   pd_cli_verdict_t v = verdict_of(r);
   const char *label = o->c.mode_label;
   if (r->status == PD_CONFORM_SKIPPED) {
@@ -287,9 +287,10 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
            r->reason);
     return;
   }
-  own_str(r->got, got, sizeof got);
   own_str(r->want & ~r->maybe, want, sizeof want);
-  printf("%-46s %-14s %-16s %s", s->name, label, pd_cli_verdict_word(v), got);
+  pd_cli_result_t x = {.scenario = s->name, .file = s->path, .mode = label, .verdict = v,
+                       .violated = r->got};
+  pd_cli_result_text_head(&x); /* the record's text renderer: the first columns */
   if (!r->matched) printf(" (expected %s)", want);
   printf("  [faults exercised %u/%u, requests served %u/%u", r->faults_fired, r->faults_n,
          r->served, r->sent);
