@@ -47,6 +47,7 @@ test: build build-asan
 	@$(BUILD)/pdref sim run scenarios --mode all
 	@./tests/explore_parallel_test.sh $(BUILD)/pdref
 	@./tests/schema_test.sh $(BUILD)/pdref
+	@./tests/output_schema_test.sh $(BUILD)/pdref
 	@./tests/install_test.sh $(BUILD)
 	@./scripts/mutate.py --self-test
 	@ASAN_OPTIONS=exitcode=86:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(ASAN_BUILD)/pdref_tests

@@ -7,6 +7,14 @@
 
 struct cJSON;
 
+/* The "schema" key of each --json document: its name and version; docs/<name>.schema.json
+ * documents it (tests/output_schema_test.py checks real output against each). The explore
+ * ones are cli_shard.h's PD_EXPLORE_RESULT_SCHEMA and PD_EXPLORE_MERGE_SCHEMA. */
+#define PD_CLI_SCHEMA_SIM_RUN "pdref-sim-run/1"
+#define PD_CLI_SCHEMA_CONFORM "pdref-conform/1"
+#define PD_CLI_SCHEMA_SIM_BENCH "pdref-sim-bench/1"
+#define PD_CLI_SCHEMA_GATEWAY_BENCH "pdref-gateway-bench/1"
+
 /* One numeric field of a row: key and value. */
 typedef struct pd_cli_json_num {
   const char *key;

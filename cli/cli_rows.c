@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
 #include "cli_json.h"
+#include "cli_result.h"
 #include "cli_rows.h"
 #include "pd_err.h"
 
@@ -83,17 +86,15 @@ static void print_details(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
   if (r->trace) printf("    trace: %s\n", r->trace);
 }
 
+static pd_cli_result_t result_of(const pd_cli_rows_t *o, const pd_cli_row_t *r, char *replay,
+                                 size_t cap);
+
 static void print_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
-  char got[PD_CLI_INV_TEXT_BYTES], want[PD_CLI_INV_TEXT_BYTES];
-  if (r->verdict == PD_CLI_SKIPPED) {
-    printf("%-46s %-14s %-16s -  (%s)\n", r->s->name, pd_mode_name(r->mode),
-           pd_cli_verdict_word(r->verdict), r->skip_why);
-    return;
-  }
-  own_verdict(r->got, got, sizeof got);
+  char want[PD_CLI_INV_TEXT_BYTES], replay[1200];
+  pd_cli_result_t x = result_of(o, r, replay, sizeof replay);
+  pd_cli_result_text_head(&x); /* the record's text renderer: the first columns */
+  if (r->verdict == PD_CLI_SKIPPED) return;
   own_verdict(r->want, want, sizeof want);
-  printf("%-46s %-14s %-16s %s", r->s->name, pd_mode_name(r->mode), pd_cli_verdict_word(r->verdict),
-         got);
   if (r->verdict == PD_CLI_UNEXPECTED) {
     if (r->want_set && r->want != r->got) printf(" (expected %s)", want);
     else printf(" (declared unexercised, but every fault fired)");
@@ -110,48 +111,55 @@ static void print_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
   print_details(o, r);
 }
 
+/* The row as the shared result record (cli_result.h); replay is the caller's buffer. */
+static pd_cli_result_t result_of(const pd_cli_rows_t *o, const pd_cli_row_t *r, char *replay,
+                                 size_t cap) {
+  const pd_scenario_t *s = r->s;
+  pd_cli_result_t x = {.scenario = s->name, .file = s->path, .mode = pd_mode_name(r->mode),
+                       .verdict = r->verdict, .reason = r->skip_why, .exercised = -1};
+  if (r->verdict == PD_CLI_SKIPPED) return x;
+  replay_cmd(r, o->prog, replay, cap);
+  x.violated = r->got;
+  x.expected = r->want;
+  x.expected_set = r->want_set;
+  x.matched = r->matched;
+  x.exercised = r->exercised;
+  x.reason = r->st.first_reason;
+  x.limit_why = s->expect[r->mode].limit_why;
+  x.declared_unexercised = r->declared ? s->unexercised[r->mode] : NULL;
+  x.never_fired = r->st.unexercised;
+  x.seed = r->seed;
+  x.tie_seed = r->tie_seed;
+  x.has_tie_seed = r->tie_seed != 0;
+  x.replay = replay;
+  x.has_counts = 1;
+  x.faults_exercised = r->st.faults_exercised;
+  x.faults_total = r->st.faults_total;
+  x.requests = (double)r->st.requests_done;
+  x.requests_served = (double)r->st.requests_served;
+  x.has_ttft = 1;
+  x.ttft_ms_mean = r->st.ttft_n ? (double)r->st.ttft_sum_ns / (double)r->st.ttft_n / 1e6 : NAN;
+  return x;
+}
+
 static cJSON *json_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
   const pd_scenario_t *s = r->s;
-  cJSON *j = cJSON_CreateObject();
   char replay[1200];
-  pd_cli_json_row_head(j, s->name, s->path, pd_mode_name(r->mode));
-  pd_cli_inv_add(j, "violated", "violated_names", r->got);
-  if (r->want_set) pd_cli_inv_add(j, "expected", NULL, r->want);
-  else cJSON_AddNullToObject(j, "expected");
-  cJSON_AddBoolToObject(j, "matched", r->matched);
-  cJSON_AddStringToObject(j, "status", pd_cli_verdict_json(r->verdict));
-  if (r->verdict == PD_CLI_LIMIT)
-    cJSON_AddStringToObject(j, "deployment_limit", s->expect[r->mode].limit_why);
-  cJSON_AddNumberToObject(j, "seed", (double)r->seed);
-  if (r->tie_seed) cJSON_AddNumberToObject(j, "tie_seed", (double)r->tie_seed);
-  replay_cmd(r, o->prog, replay, sizeof replay);
-  cJSON_AddStringToObject(j, "replay", replay);
-  const pd_cli_json_num_t nums[] = {{"faults_exercised", r->st.faults_exercised},
-                                     {"faults_total", r->st.faults_total},
-                                     {"requests_served", (double)r->st.requests_served}};
-  pd_cli_json_add_nums(j, nums, sizeof nums / sizeof nums[0]);
-  if (r->st.unexercised[0]) cJSON_AddStringToObject(j, "never_fired", r->st.unexercised);
-  if (r->declared) cJSON_AddStringToObject(j, "declared_unexercised", s->unexercised[r->mode]);
-  cJSON_AddStringToObject(j, "reason", r->st.first_reason);
+  pd_cli_result_t x = result_of(o, r, replay, sizeof replay);
+  cJSON *j = pd_cli_result_json(&x);
+  if (!j || r->verdict == PD_CLI_SKIPPED) return j; /* skipped: head, status and reason */
   char hash[24];
   snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->hash);
   cJSON_AddStringToObject(j, "trace_hash", hash);
   if (r->trace) cJSON_AddStringToObject(j, "trace", r->trace);
-  cJSON_AddNumberToObject(j, "requests", (double)r->st.requests_done);
   cJSON_AddNumberToObject(j, "events", (double)r->st.events);
-  if (r->st.ttft_n)
-    cJSON_AddNumberToObject(j, "ttft_ms_mean", (double)r->st.ttft_sum_ns / (double)r->st.ttft_n / 1e6);
   cJSON *mx = pd_metrics_json(&r->mx, s);
   if (mx) cJSON_AddItemToObject(j, "metrics", mx);
   return j;
 }
 
-static cJSON *json_skip_row(const pd_cli_row_t *r) {
-  cJSON *j = cJSON_CreateObject();
-  pd_cli_json_row_head(j, r->s->name, r->s->path, pd_mode_name(r->mode));
-  cJSON_AddStringToObject(j, "status", "skipped");
-  cJSON_AddStringToObject(j, "reason", r->skip_why);
-  return j;
+static cJSON *json_skip_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
+  return json_row(o, r); /* the record renders a skipped row as head, status and reason */
 }
 
 int pd_cli_rows_begin(pd_cli_rows_t *o) {
@@ -187,9 +195,9 @@ void pd_cli_rows_add(pd_cli_rows_t *o, const pd_cli_row_t *r) {
   o->count[r->verdict]++;
   if (o->matrix) pd_cli_matrix_set(o->matrix, r->s->path, r->s->name, (int)r->mode, matrix_cell(r));
   int skip = r->verdict == PD_CLI_SKIPPED;
-  if (o->file_arr) cJSON_AddItemToArray(o->file_arr, skip ? json_skip_row(r) : json_row(o, r));
+  if (o->file_arr) cJSON_AddItemToArray(o->file_arr, skip ? json_skip_row(o, r) : json_row(o, r));
   if (!shown) return;
-  if (o->arr) cJSON_AddItemToArray(o->arr, skip ? json_skip_row(r) : json_row(o, r));
+  if (o->arr) cJSON_AddItemToArray(o->arr, skip ? json_skip_row(o, r) : json_row(o, r));
   else print_row(o, r);
   fflush(stdout);
 }
@@ -205,13 +213,9 @@ void pd_cli_rows_skip(pd_cli_rows_t *o, const pd_scenario_t *s, int mode, const 
 }
 
 static cJSON *json_error_row(const char *file, const char *scenario, int mode, const char *msg) {
-  cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "file", file);
-  if (scenario) cJSON_AddStringToObject(j, "scenario", scenario);
-  if (scenario && mode >= 0) cJSON_AddStringToObject(j, "mode", pd_mode_name((pd_mode_t)mode));
-  cJSON_AddStringToObject(j, "status", "error");
-  cJSON_AddStringToObject(j, "error", msg);
-  return j;
+  pd_cli_result_t x = {.file = file, .scenario = scenario, .verdict = PD_CLI_ERROR, .error = msg,
+                       .mode = mode >= 0 ? pd_mode_name((pd_mode_t)mode) : NULL};
+  return pd_cli_result_json(&x);
 }
 
 void pd_cli_rows_error(pd_cli_rows_t *o, const char *file, const char *scenario, int mode,
@@ -234,6 +238,7 @@ void pd_cli_rows_error(pd_cli_rows_t *o, const char *file, const char *scenario,
 /* The JSON document of rows: the rows, the summary counts and errors. Takes arr. */
 static cJSON *json_doc(const pd_cli_rows_t *o, cJSON *arr) {
   cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "schema", PD_CLI_SCHEMA_SIM_RUN);
   cJSON_AddStringToObject(root, "command", "sim run");
   pd_cli_verdict_summary_json(root, arr, o->count);
   return root;

@@ -10,10 +10,19 @@
 #define PD_CLI_SHARD_H
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The "schema" of a `pdref sim explore --result` file and of a merge's --json summary. */
-#define PD_EXPLORE_RESULT_SCHEMA "pdref-explore-result/1"
-#define PD_EXPLORE_MERGE_SCHEMA "pdref-explore-merge/1"
+/* /2: seeds and counts are JSON numbers (a decimal string only above 2^53), times end in _s;
+ * /1 (seeds as strings) is still read. docs/explore-result.schema.json,
+ * docs/explore-merge.schema.json. */
+#define PD_EXPLORE_RESULT_SCHEMA "pdref-explore-result/2"
+#define PD_EXPLORE_RESULT_SCHEMA_V1 "pdref-explore-result/1"
+#define PD_EXPLORE_MERGE_SCHEMA "pdref-explore-merge/2"
+#define PD_EXPLORE_MERGE_SCHEMA_V1 "pdref-explore-merge/1"
+/* s names an explore result (this version or /1). */
+#define PD_EXPLORE_IS_RESULT(s) \
+  ((s) && (!strcmp((s), PD_EXPLORE_RESULT_SCHEMA) || !strcmp((s), PD_EXPLORE_RESULT_SCHEMA_V1)))
 
 /* Looks a variable up (NULL: unset); ctx is the caller's. */
 typedef const char *(*pd_cli_env_fn)(void *ctx, const char *name);

@@ -202,7 +202,10 @@ static void replay_cmd(const bench_opts_t *o, char *buf, size_t cap) {
 static void report_json(const bench_opts_t *o, const pd_scenario_t *s, const pd_world_stats_t *st,
                         const pd_metrics_t *mx, const bench_run_t *b, double dt) {
   cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "scenario", s->path);
+  cJSON_AddStringToObject(j, "schema", PD_CLI_SCHEMA_SIM_BENCH);
+  cJSON_AddStringToObject(j, "command", "sim bench");
+  if (o->scenario) cJSON_AddStringToObject(j, "scenario", s->path);
+  else cJSON_AddNullToObject(j, "scenario"); /* the built-in workload */
   cJSON_AddStringToObject(j, "mode", pd_mode_name(o->mode));
   char replay[1200];
   replay_cmd(o, replay, sizeof replay);
@@ -210,9 +213,9 @@ static void report_json(const bench_opts_t *o, const pd_scenario_t *s, const pd_
   cJSON_AddStringToObject(j, "replay", replay);
   cJSON_AddNumberToObject(j, "requests", (double)st->requests_done);
   cJSON_AddNumberToObject(j, "events", (double)st->events);
-  cJSON_AddNumberToObject(j, "seconds", dt);
-  cJSON_AddNumberToObject(j, "cpu_seconds", cpu_s());
-  cJSON_AddNumberToObject(j, "simulated_seconds", mx->duration_s);
+  cJSON_AddNumberToObject(j, "elapsed_s", dt);
+  cJSON_AddNumberToObject(j, "cpu_s", cpu_s());
+  cJSON_AddNumberToObject(j, "simulated_s", mx->duration_s);
   cJSON_AddNumberToObject(j, "events_per_s", (double)st->events / dt);
   cJSON_AddNumberToObject(j, "requests_per_s", (double)st->requests_done / dt);
   cJSON_AddNumberToObject(j, "peak_rss_kib", (double)peak_rss_kib());

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "cli_json.h"
+#include "cli_result.h"
 #include "cli_rows.h"
 #include "cmd_conform_level.h"
 #include "pd_conform.h"
@@ -274,7 +275,7 @@ static void print_observable(const pd_scenario_t *s, const opts_t *o, const pd_c
 static void replay_cmd(const pd_scenario_t *s, const opts_t *o, char *buf, size_t cap);
 
 static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
-  char got[PD_CLI_INV_TEXT_BYTES], want[PD_CLI_INV_TEXT_BYTES], reason[600];
+  char want[PD_CLI_INV_TEXT_BYTES], reason[600];
   pd_cli_verdict_t v = verdict_of(r);
   const char *label = o->c.mode_label;
   if (r->status == PD_CONFORM_SKIPPED) {
@@ -286,9 +287,10 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
            r->reason);
     return;
   }
-  own_str(r->got, got, sizeof got);
   own_str(r->want & ~r->maybe, want, sizeof want);
-  printf("%-46s %-14s %-16s %s", s->name, label, pd_cli_verdict_word(v), got);
+  pd_cli_result_t x = {.scenario = s->name, .file = s->path, .mode = label, .verdict = v,
+                       .violated = r->got};
+  pd_cli_result_text_head(&x); /* the record's text renderer: the first columns */
   if (!r->matched) printf(" (expected %s)", want);
   printf("  [faults exercised %u/%u, requests served %u/%u", r->faults_fired, r->faults_n,
          r->served, r->sent);
@@ -348,49 +350,45 @@ static void replay_cmd(const pd_scenario_t *s, const opts_t *o, char *buf, size_
 static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_result_t *r) {
   pd_cli_verdict_t v = verdict_of(r);
   int nx = v == PD_CLI_NOT_EXERCISED;
-  cJSON *j = cJSON_CreateObject();
-  char replay[PD_CONFORM_REPLAY_BYTES];
-  pd_cli_json_row_head(j, s->name, s->path, o->c.mode_label);
-  cJSON_AddStringToObject(j, "status", pd_cli_verdict_json(v));
-  pd_cli_inv_add(j, "violated", "violated_names", r->got);
-  if (r->want_set) pd_cli_inv_add(j, "expected", NULL, r->want); /* [] = held to pass */
-  else cJSON_AddNullToObject(j, "expected"); /* the scenario sets none for the mode */
+  static char replay[PD_CONFORM_REPLAY_BYTES];
+  replay_cmd(s, o, replay, sizeof replay);
+  int ran = r->status == PD_CONFORM_RAN;
+  /* the shared record (cli_result.h): a skipped row is head, status and reason */
+  pd_cli_result_t x = {
+      .scenario = s->name, .file = s->path, .mode = o->c.mode_label, .verdict = v,
+      .violated = r->got, .expected = r->want, .expected_set = r->want_set,
+      .matched = r->matched, .exercised = ran ? r->exercised : -1, .reason = r->reason,
+      .error = r->status == PD_CONFORM_ERROR ? r->reason : NULL,
+      .limit_why = s->expect[o->c.has_mode ? o->c.mode : PD_MODE_REFERENCE].limit_why,
+      .declared_unexercised = ran ? r->declared_nx : NULL, .seed = s->config.seed,
+      .replay = replay, .has_counts = ran, .faults_exercised = r->faults_fired,
+      .faults_total = r->faults_n, .requests = r->requests, .requests_served = r->served};
+  if (v == PD_CLI_SKIPPED) x.verdict = PD_CLI_SKIPPED;
+  cJSON *j = pd_cli_result_json(&x);
+  if (!j || v == PD_CLI_SKIPPED) return j;
   if (r->status == PD_CONFORM_RAN) {
     pd_cli_inv_add(j, "observable", NULL, r->want & ~r->maybe); /* what must show here */
     pd_cli_inv_add(j, "judged_if_seen", NULL, r->maybe);         /* may not show here */
     if (r->observe_note[0]) cJSON_AddStringToObject(j, "observable_note", r->observe_note);
   }
-  if (v == PD_CLI_LIMIT)
-    cJSON_AddStringToObject(j, "deployment_limit",
-                            s->expect[o->c.has_mode ? o->c.mode : PD_MODE_REFERENCE].limit_why);
   pd_cli_inv_add(j, "judged", NULL, r->judged);
-  cJSON_AddBoolToObject(j, "matched", r->matched);
-  cJSON_AddNumberToObject(j, "seed", (double)s->config.seed);
-  replay_cmd(s, o, replay, sizeof replay);
-  cJSON_AddStringToObject(j, "replay", replay);
-  cJSON_AddStringToObject(j, "reason", r->reason);
-  if (r->status == PD_CONFORM_ERROR) cJSON_AddStringToObject(j, "error", r->reason);
   if (r->metrics_reason[0]) cJSON_AddStringToObject(j, "metrics_reason", r->metrics_reason);
   const pd_cli_json_num_t counts[] = {
-      {"requests", r->requests}, {"clean", r->clean}, {"client_errors", r->client_errors},
+      {"clean", r->clean}, {"client_errors", r->client_errors},
       {"disconnected", r->gone}, {"cut_off", r->cut_off}, {"legs", r->legs},
       {"legs_unattributed", r->legs_unattributed}, {"legs_by_timing", r->legs_by_timing},
       {"legs_by_id", r->legs_by_id}, {"legs_resent", r->legs_resent},
       {"legs_ambiguous", r->legs_ambiguous}};
   pd_cli_json_add_nums(j, counts, sizeof counts / sizeof counts[0]);
   if (r->status == PD_CONFORM_RAN) {
-    cJSON_AddBoolToObject(j, "exercised", r->exercised);
     if (nx || (!r->exercised && r->declared_nx))
       cJSON_AddStringToObject(j, "not_exercised", r->nx_reason);
     if (r->cannot_drive[0]) cJSON_AddStringToObject(j, "cannot_drive", r->cannot_drive);
-    if (r->declared_nx) cJSON_AddStringToObject(j, "declared_unexercised", r->declared_nx);
-    const pd_cli_json_num_t ran[] = {
-        {"faults_n", r->faults_n}, {"faults_exercised", r->faults_fired},
-        {"requests_sent", r->sent}, {"requests_served", r->served},
-        {"requests_unserved_excused", r->unserved_excused}};
-    pd_cli_json_add_nums(j, ran, sizeof ran / sizeof ran[0]);
+    const pd_cli_json_num_t more[] = {{"requests_sent", r->sent},
+                                      {"requests_unserved_excused", r->unserved_excused}};
+    pd_cli_json_add_nums(j, more, sizeof more / sizeof more[0]);
   }
-  cJSON_AddNumberToObject(j, "seconds", r->seconds);
+  cJSON_AddNumberToObject(j, "elapsed_s", r->seconds);
   if (r->status != PD_CONFORM_SKIPPED) cJSON_AddNumberToObject(j, "scale", r->scale);
   if (r->scale_note[0]) cJSON_AddStringToObject(j, "scale_note", r->scale_note);
   if (r->status == PD_CONFORM_RAN) cJSON_AddNumberToObject(j, "forward_ms", r->fwd_ms);
@@ -404,7 +402,9 @@ static cJSON *json_row(const pd_scenario_t *s, const opts_t *o, const pd_conform
 
 static void print_json(cJSON *rows, const int *count, const opts_t *o) {
   cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "schema", PD_CLI_SCHEMA_CONFORM);
   cJSON_AddStringToObject(root, "command", "conform");
+  cJSON_AddStringToObject(root, "gateway_cmd", o->c.gateway_cmd);
   for (int p = 0; p < 2 && !o->no_warm_up; p++) { /* SGLang's first: "forward_ms" as before */
     if (!o->has_proto[p]) continue;
     int first = !o->has_proto[0] || p == 0;
@@ -424,11 +424,8 @@ static void print_json(cJSON *rows, const int *count, const opts_t *o) {
 static void error_row(cJSON *rows, const char *file, const char *msg) {
   fprintf(stderr, "pdref conform: %s\n", msg);
   if (rows) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "file", file);
-    cJSON_AddStringToObject(j, "status", "error");
-    cJSON_AddStringToObject(j, "error", msg);
-    cJSON_AddItemToArray(rows, j);
+    pd_cli_result_t x = {.file = file, .verdict = PD_CLI_ERROR, .error = msg};
+    cJSON_AddItemToArray(rows, pd_cli_result_json(&x));
     return;
   }
   const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;

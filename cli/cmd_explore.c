@@ -272,9 +272,11 @@ static void progress(ex_state_t *st, const ex_opts_t *o, uint64_t total) {
                          (unsigned long long)st->violating);
 }
 
-static cJSON *seed_json(uint64_t seed) {
+/* A seed or count: a JSON number up to 2^53, a decimal string above (docs/scenarios.md). */
+static cJSON *seed_json(uint64_t v) {
   char b[24];
-  snprintf(b, sizeof b, "%llu", (unsigned long long)seed); /* 64-bit values travel as strings */
+  if (v <= 9007199254740992ull) return cJSON_CreateNumber((double)v); /* exact in a double */
+  snprintf(b, sizeof b, "%llu", (unsigned long long)v); /* above 2^53: a decimal string */
   return cJSON_CreateString(b);
 }
 

@@ -235,7 +235,7 @@ static int take_file(mg_state_t *m, const char *path, int from_dir) {
   cJSON *doc = cJSON_ParseWithLengthOpts(txt, len, &at, 0);
   const char *schema = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "schema"));
   int rc = 0;
-  if (!schema || strcmp(schema, PD_EXPLORE_RESULT_SCHEMA) != 0) {
+  if (!PD_EXPLORE_IS_RESULT(schema)) {
     if (from_dir) m->skipped++;
     else if (!doc)
       fprintf(stderr, CMD ": %s: not JSON (byte %ld)\n", path, at ? (long)(at - txt) : 0L), rc = 2;
@@ -299,17 +299,22 @@ static void print_text(const mg_state_t *m, const pd_cli_cover_t *c) {
   for (int i = 1; i <= PD_INVARIANT_COUNT; i++) {
     const cJSON *f = m->smallest[i];
     if (!f) continue;
+    char seed[32] = "";
+    uint64_t sv;
+    if (get_u64(f, "seed", &sv) == 0) snprintf(seed, sizeof seed, "%llu", (unsigned long long)sv);
     printf("merge: smallest I%d %s case: seed %s, size %.0f (requests+workers+faults): %s\n"
            "    replay: %s\n", i, pd_invariant_name(i),
-           cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "seed")), case_size(f),
+           seed, case_size(f),
            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "file")),
            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "replay")));
   }
 }
 
+/* A seed: a JSON number up to 2^53, a decimal string above (docs/scenarios.md). */
 static cJSON *u64_json(uint64_t v) {
   char b[24];
-  snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+  if (v <= 9007199254740992ull) return cJSON_CreateNumber((double)v); /* exact in a double */
+  snprintf(b, sizeof b, "%llu", (unsigned long long)v); /* above 2^53: a decimal string */
   return cJSON_CreateString(b);
 }
 
@@ -330,9 +335,9 @@ static cJSON *build_json(mg_state_t *m, const pd_cli_cover_t *c) {
     cJSON_AddNumberToObject(j, "coverage_times", c->times);
   }
   cJSON_AddNumberToObject(j, "explored", (double)m->explored);
-  cJSON_AddNumberToObject(j, "shard_seconds", m->shard_s);
-  cJSON_AddNumberToObject(j, "shrink_seconds", m->shrink_s);
-  cJSON_AddNumberToObject(j, "seeds_per_shard_second", m->shard_s > 0 ? m->explored / m->shard_s : 0);
+  cJSON_AddNumberToObject(j, "shard_s", m->shard_s);
+  cJSON_AddNumberToObject(j, "shrink_s", m->shrink_s);
+  cJSON_AddNumberToObject(j, "seeds_per_shard_s", m->shard_s > 0 ? m->explored / m->shard_s : 0);
   cJSON_AddNumberToObject(j, "slowest_shard_s", m->wall_max);
   cJSON_AddNumberToObject(j, "seeds_per_s_overall", m->wall_max > 0 ? m->explored / m->wall_max : 0);
   cJSON_AddNumberToObject(j, "violating_seeds", (double)m->violating);

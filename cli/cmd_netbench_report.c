@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_json.h"
 #include "cmd_netbench.h"
 
 typedef struct netbench_target {
@@ -102,10 +103,11 @@ static const char *verdict(const netbench_target_t *t) {
   return (t->is_max ? t->value < t->limit : t->value >= t->limit) ? "met" : "missed";
 }
 
-static cJSON *pstats_json(const netbench_path_stats_t *s) {
+/* has_gw: the path runs through the gateway; else its gateway CPU figures are null (no gateway). */
+static cJSON *pstats_json(const netbench_path_stats_t *s, int has_gw) {
   const char *k[] = {"requests",       "ok",           "errors",        "ttft_p50_us",
                      "ttft_p99_us",    "itl_p50_us",   "itl_p99_us",    "events",
-                     "seconds",        "events_per_s", "gateway_cpu_s", "events_per_gateway_cpu_s",
+                     "elapsed_s",      "events_per_s", "gateway_cpu_s", "events_per_gateway_cpu_s",
                      "events_per_read"};
   double v[] = {s->requests,
                 s->ok,
@@ -117,9 +119,9 @@ static cJSON *pstats_json(const netbench_path_stats_t *s) {
                 (double)s->events,
                 s->wall_s,
                 s->events_per_s,
-                s->gw_cpu_s,
-                per_cpu_s(s),
-                s->reads ? (double)s->events / (double)s->reads : 0};
+                has_gw ? s->gw_cpu_s : NAN,
+                has_gw ? per_cpu_s(s) : NAN,
+                s->reads ? (double)s->events / (double)s->reads : NAN};
   cJSON *j = cJSON_CreateObject();
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     add_us(j, k[i], v[i], 0); /* a percentile from too few samples: null */
@@ -134,7 +136,7 @@ static cJSON *level_json(const netbench_level_t *lv) {
   cJSON_AddNumberToObject(l, "streams", lv->streams);
   for (int p = 0; p < NETBENCH_PATHS; p++)
     if (lv->p[p].requests)
-      cJSON_AddItemToObject(l, pd_netbench_path_names[p], pstats_json(&lv->p[p]));
+      cJSON_AddItemToObject(l, pd_netbench_path_names[p], pstats_json(&lv->p[p], p == PD_NETBENCH_GATEWAY));
   const char *names[4] = {"added_ttft_p50_us", "added_ttft_p99_us", "added_itl_p50_us",
                           "added_itl_p99_us"};
   for (int k = 0; k < 4; k++) /* below 0 is noise: 0; too few samples: null */
@@ -149,6 +151,8 @@ static cJSON *level_json(const netbench_level_t *lv) {
 void pd_cli_nb_report_json(const netbench_session_t *b) {
   const netbench_opts_t *o = &b->o;
   cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "schema", PD_CLI_SCHEMA_GATEWAY_BENCH);
+  cJSON_AddStringToObject(j, "command", "gateway bench");
   cJSON_AddStringToObject(j, "gateway_label", o->label);
   if (o->gateway_cmd) cJSON_AddStringToObject(j, "gateway_cmd", b->gw_cmd);
   else cJSON_AddStringToObject(j, "mode", o->mode);
@@ -160,7 +164,7 @@ void pd_cli_nb_report_json(const netbench_session_t *b) {
     if (b->lv[i].p[PD_NETBENCH_GATEWAY].requests)
       cJSON_AddItemToArray(levels, level_json(&b->lv[i]));
   if (b->tp.requests) {
-    cJSON *t = pstats_json(&b->tp);
+    cJSON *t = pstats_json(&b->tp, 1);
     cJSON_AddNumberToObject(t, "streams", o->tp_streams);
     cJSON_AddNumberToObject(t, "tokens", o->tp_tokens);
     cJSON_AddNumberToObject(t, "token_ms", o->tp_token_ms);

@@ -113,6 +113,8 @@ static void summary_json(const opts_t *o, const pd_report_t *r, const pd_report_
                                     {"explore_invariants", (double)st->explore_invariants},
                                     {"conform_rows", (double)st->conform_rows},
                                     {"bench_tables", (double)st->bench_tables},
+                                    {"requirement_rows", (double)st->req_rows},
+                                    {"requirement_columns", (double)st->req_cols},
                                     {"skipped_files", (double)r->skipped}};
   pd_cli_json_add_nums(j, nums, sizeof nums / sizeof nums[0]);
   pd_cli_json_print(j);

@@ -57,6 +57,7 @@ typedef struct pd_report_stats {
   size_t cells;                     /* matrix cells, one per result row */
   size_t verdicts[PD_VERDICT_COUNT]; /* cells per verdict */
   size_t cdf_modes, timelines, swimlanes, explore_invariants, conform_rows, bench_tables;
+  size_t req_rows, req_cols;        /* the requirement matrix (report_requirements.c) */
   size_t bytes;                     /* of HTML written */
 } pd_report_stats_t;
 
@@ -88,6 +89,9 @@ pd_report_verdict_t pd_report_row_verdict(const struct cJSON *row);
 int pd_report_row_violated(const struct cJSON *row, char *buf, size_t cap, int with_names);
 /* A string member of o, or "" (absent, or not a string). */
 const char *pd_report_str(const struct cJSON *o, const char *key);
+/* A seed or count member of o as decimal text: a number (up to 2^53) or a decimal string
+ * (above it), as explore writes them; "" when absent. Returns buf. */
+const char *pd_report_seed(const struct cJSON *o, const char *key, char *buf, size_t cap);
 /* A number member of o, or dflt (absent, or not a number; a numeric string is read too). */
 double pd_report_num(const struct cJSON *o, const char *key, double dflt);
 

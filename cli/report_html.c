@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "report_requirements.h"
 
 /* Length of the UTF-8 sequence at p (1..4) when it is well formed, else 0. */
 static size_t utf8_len(const unsigned char *p) {
@@ -128,6 +129,8 @@ static void nav(FILE *out, const pd_report_t *r) {
                {1 << PD_REPORT_SIM, "<a href=\"#capacity\">capacity over time</a>"},
                {1 << PD_REPORT_EXPLORE, "<a href=\"#explore\">exploration</a>"},
                {1 << PD_REPORT_CONFORM, "<a href=\"#conform\">conformance</a>"},
+               {1 << PD_REPORT_SIM | 1 << PD_REPORT_CONFORM,
+                "<a href=\"#requirements\">requirements</a>"},
                {1 << PD_REPORT_SIM_BENCH | 1 << PD_REPORT_GW_BENCH, "<a href=\"#bench\">benchmarks</a>"}};
   int have = 0, n = 0;
   for (size_t i = 0; i < r->n; i++) have |= 1 << r->in[i].kind;
@@ -160,6 +163,11 @@ int pd_report_html(const pd_report_t *r, const pd_report_opts_t *o, FILE *out,
     legend(out);
     for (size_t i = 0; i < r->n; i++)
       if (r->in[i].kind == PD_REPORT_CONFORM) pd_report_matrix(out, &r->in[i], i, o, st);
+  }
+  if (has_kind(r, PD_REPORT_SIM) || has_kind(r, PD_REPORT_CONFORM)) {
+    fputs("<h2 id=\"requirements\">Requirements: requirement &times; gateway</h2>\n", out);
+    if (pd_report_requirements_html(out, r, &st->req_rows, &st->req_cols))
+      fputs("<p>The requirement matrix could not be drawn (said on stderr).</p>\n", out);
   }
   if (has_kind(r, PD_REPORT_SIM_BENCH) || has_kind(r, PD_REPORT_GW_BENCH)) {
     fputs("<h2 id=\"bench\">Benchmarks</h2>\n", out);

@@ -17,6 +17,13 @@ const char *const pd_report_verdict_names[PD_VERDICT_COUNT] = {
 const char *const pd_report_verdict_words[PD_VERDICT_COUNT] = {
     "as expected", "UNEXPECTED", "not exercised", "error", "deployment limit", "skipped"};
 
+const char *pd_report_seed(const cJSON *o, const char *key, char *buf, size_t cap) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (cJSON_IsNumber(v)) snprintf(buf, cap, "%.0f", v->valuedouble);
+  else snprintf(buf, cap, "%s", cJSON_IsString(v) && v->valuestring ? v->valuestring : "");
+  return buf;
+}
+
 const char *pd_report_str(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   return cJSON_IsString(v) && v->valuestring ? v->valuestring : "";
@@ -40,9 +47,12 @@ static int has(const cJSON *o, const char *key) {
 int pd_report_classify(const cJSON *root) {
   if (!cJSON_IsObject(root)) return -1;
   const char *schema = pd_report_str(root, "schema");
-  if (!strcmp(schema, PD_EXPLORE_RESULT_SCHEMA) || !strcmp(schema, PD_EXPLORE_MERGE_SCHEMA))
+  if (PD_EXPLORE_IS_RESULT(schema) || !strcmp(schema, PD_EXPLORE_MERGE_SCHEMA) ||
+      !strcmp(schema, PD_EXPLORE_MERGE_SCHEMA_V1))
     return PD_REPORT_EXPLORE;
   const char *cmd = pd_report_str(root, "command"); /* named since the one vocabulary */
+  if (!strcmp(cmd, "sim bench")) return PD_REPORT_SIM_BENCH;
+  if (!strcmp(cmd, "gateway bench")) return PD_REPORT_GW_BENCH;
   if (!strcmp(cmd, "sim run")) return PD_REPORT_SIM;
   if (!strcmp(cmd, "conform")) return PD_REPORT_CONFORM;
   if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "rows")))
@@ -200,13 +210,13 @@ int pd_report_row_violated(const cJSON *row, char *buf, size_t cap, int with_nam
 
 int pd_report_merge_shards(pd_report_t *r) {
   for (size_t i = 0; i < r->n; i++) {
-    if (strcmp(pd_report_str(r->in[i].root, "schema"), PD_EXPLORE_RESULT_SCHEMA)) continue;
+    if (!PD_EXPLORE_IS_RESULT(pd_report_str(r->in[i].root, "schema"))) continue;
     const char *mode = pd_report_str(r->in[i].root, "mode");
     const cJSON *docs[PD_REPORT_MAX_INPUTS];
     const char *paths[PD_REPORT_MAX_INPUTS];
     size_t idx[PD_REPORT_MAX_INPUTS], n = 0;
     for (size_t k = i; k < r->n; k++)
-      if (!strcmp(pd_report_str(r->in[k].root, "schema"), PD_EXPLORE_RESULT_SCHEMA) &&
+      if (PD_EXPLORE_IS_RESULT(pd_report_str(r->in[k].root, "schema")) &&
           !strcmp(pd_report_str(r->in[k].root, "mode"), mode)) {
         docs[n] = r->in[k].root;
         paths[n] = r->in[k].path;

@@ -265,6 +265,124 @@ static void print_json(const ctx_t *c) {
   pd_cli_json_print(root);
 }
 
+/* cmd runs pdref's own gateway: "[exec ][PATH/]pdref gateway ..." or "[PATH/]pdref-gateway ...". */
+static int is_pdref_gateway(const char *cmd) {
+  if (!strncmp(cmd, "exec ", 5)) cmd += 5;
+  size_t n = strcspn(cmd, " ");
+  const char *base = cmd;
+  for (const char *p = cmd; p < cmd + n; p++)
+    if (*p == '/') base = p + 1;
+  size_t b = (size_t)(cmd + n - base);
+  if (b == 13 && !strncmp(base, "pdref-gateway", 13)) return 1;
+  return b == 5 && !strncmp(base, "pdref", 5) && !strncmp(cmd + n, " gateway ", 9);
+}
+
+/* The columns of one loaded input (name NULL: named after its modes). 0, or 2 said on stderr. */
+static int add_input(ctx_t *c, const pd_report_input_t *in, const char *name) {
+  const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(in->root, "requirements"),
+              *rows = cJSON_GetObjectItemCaseSensitive(in->root, "rows");
+  char own[96];
+  const char *cmd = pd_report_str(in->root, "gateway_cmd");
+  if (!name && in->kind == PD_REPORT_CONFORM && is_pdref_gateway(cmd)) {
+    const cJSON *first = cJSON_GetArrayItem(rows, 0);
+    snprintf(own, sizeof own, "pdref-gateway %.60s (conform)", first ? pd_report_str(first, "mode") : "");
+    name = own;
+  }
+  if (in->kind == PD_REPORT_CONFORM && cJSON_IsArray(reqs)) return from_level(c, in->root, reqs, name);
+  if ((in->kind == PD_REPORT_CONFORM || in->kind == PD_REPORT_SIM) && cJSON_IsArray(rows))
+    return from_rows(c, rows, in->kind == PD_REPORT_SIM, name);
+  fprintf(stderr, CMD ": %s: --requirements takes sim run and conform results, not %s\n", in->path,
+          pd_report_kind_names[in->kind]);
+  return 2;
+}
+
+static const char *cell_class(const column_t *col, int i) {
+  if (!col->present[i]) return "absent";
+  return col->v[i] == PD_REQ_MET ? "met" : col->v[i] == PD_REQ_NOT_MET ? "notmet" : "nx";
+}
+
+/* The matrix as an HTML section: a table.requirements, one row per requirement (its ID,
+ * keyword, level), one column per gateway; a cell's title is why (not met: the rows and
+ * invariants). Then a row per level: claimed or not. */
+static void print_html(FILE *out, const ctx_t *c) {
+  const pd_reqdoc_t *d = c->d;
+  fputs("<style>table.requirements td.met{background:#d9f2d9}table.requirements td.notmet{"
+        "background:#f8d0d0;font-weight:bold}table.requirements td.nx{background:#fff3c4}"
+        "table.requirements td.absent{color:#888}table.requirements td,table.requirements th{"
+        "padding:2px 6px;border:1px solid #ccc;font-size:13px}</style>\n", out);
+  fputs("<p>Requirements of <code>docs/pd-gateway-behaviour.md</code> "
+        "(rows) &times; gateways (columns). A simulator column (<code>(sim)</code>) judges every "
+        "invariant from the gateway model's own records; a socket column (<code>(conform)</code>) "
+        "only what the sockets show. <b>met</b>: every row of the gateway's protocol exercised "
+        "it and none violated its invariants beyond the reference's allowance; <b>NOT MET</b>: "
+        "a row did (hover for which); <b>n/e</b>: not exercised; <b>-</b>: not in that run. "
+        "Re-run: <code>scripts/requirement-matrix.sh</code>.</p>\n", out);
+  fputs("<table class=\"requirements\"><thead><tr><th>requirement</th><th>level</th>", out);
+  for (int k = 0; k < c->n_col; k++) {
+    fputs("<th class=\"gw\">", out);
+    pd_report_esc(out, c->col[k].name);
+    fputs("</th>", out);
+  }
+  fputs("</tr></thead><tbody>\n", out);
+  for (int i = 0; i < d->n_req; i++) {
+    fputs("<tr class=\"req\"><th>", out);
+    pd_report_esc(out, d->req[i].id);
+    fputs(" <small>", out);
+    pd_report_esc(out, d->req[i].keyword);
+    fputs("</small></th><td>", out);
+    pd_report_esc(out, d->req[i].level);
+    fputs("</td>", out);
+    for (int k = 0; k < c->n_col; k++) {
+      const column_t *col = &c->col[k];
+      fprintf(out, "<td class=\"%s\" title=\"", cell_class(col, i));
+      pd_report_esc(out, col->present[i] ? col->note[i] : "not in this run");
+      fputs("\">", out);
+      pd_report_esc(out, cell(col, i));
+      fputs("</td>", out);
+    }
+    fputs("</tr>\n", out);
+  }
+  for (int l = 0; l < d->n_lvl; l++) {
+    fputs("<tr class=\"level\"><th colspan=\"2\">level ", out);
+    pd_report_esc(out, d->lvl[l].name);
+    fputs("</th>", out);
+    for (int k = 0; k < c->n_col; k++)
+      fprintf(out, "<td class=\"%s\">%s</td>", claims(d, &c->col[k], l) ? "met" : "absent",
+              claims(d, &c->col[k], l) ? "claimed" : "no");
+    fputs("</tr>\n", out);
+  }
+  fputs("</tbody></table>\n", out);
+}
+
+int pd_report_requirements_html(FILE *out, const pd_report_t *r, size_t *n_req, size_t *n_col) {
+  char err[768];
+  ctx_t c = {0};
+  pd_reqdoc_t *d = malloc(sizeof *d);
+  c.col = calloc(MAX_COLS, sizeof *c.col);
+  c.s = malloc(sizeof *c.s);
+  int rc = 0;
+  *n_req = *n_col = 0;
+  if (!d || !c.col || !c.s) rc = 2;
+  else if (pd_reqdoc_load(d, NULL, err, sizeof err)) {
+    fprintf(stderr, CMD ": %s\n", err);
+    rc = 2;
+  }
+  c.d = d;
+  for (size_t i = 0; i < r->n && !rc; i++)
+    if (r->in[i].kind == PD_REPORT_SIM || r->in[i].kind == PD_REPORT_CONFORM)
+      rc = add_input(&c, &r->in[i], NULL);
+  if (!rc && c.n_col) {
+    print_html(out, &c);
+    *n_req = (size_t)d->n_req;
+    *n_col = (size_t)c.n_col;
+  }
+  free(c.cache);
+  free(c.s);
+  free(c.col);
+  free(d);
+  return rc;
+}
+
 int pd_report_requirements(FILE *out, char **args, int n, const char *doc_path, int json) {
   char err[768];
   ctx_t c = {0};
@@ -293,17 +411,7 @@ int pd_report_requirements(FILE *out, char **args, int n, const char *doc_path, 
       rc = 2;
       break;
     }
-    const pd_report_input_t *in = &r->in[idx];
-    const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(in->root, "requirements"),
-                *rows = cJSON_GetObjectItemCaseSensitive(in->root, "rows");
-    if (in->kind == PD_REPORT_CONFORM && cJSON_IsArray(reqs)) rc = from_level(&c, in->root, reqs, names[idx]);
-    else if ((in->kind == PD_REPORT_CONFORM || in->kind == PD_REPORT_SIM) && cJSON_IsArray(rows))
-      rc = from_rows(&c, rows, in->kind == PD_REPORT_SIM, names[idx]);
-    else {
-      fprintf(stderr, CMD ": %s: --requirements takes sim run and conform results, not %s\n", path,
-              pd_report_kind_names[in->kind]);
-      rc = 2;
-    }
+    rc = add_input(&c, &r->in[idx], names[idx]);
   }
   if (!rc && !c.n_col) {
     fprintf(stderr, CMD ": --requirements: no column (no rows in the results)\n");

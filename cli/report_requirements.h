@@ -11,4 +11,11 @@
  * to out. 0, or 2 with the reason on stderr. */
 int pd_report_requirements(FILE *out, char **args, int n, const char *doc_path, int json);
 
+struct pd_report;
+/* The matrix as a section of the HTML page (`pdref report`): one column per mode of every
+ * sim run and conform input of r, the built-in document's requirements as rows. Writes
+ * nothing when r has no such input. *n_req, *n_col: the table's size. 0, or 2 (said on
+ * stderr). */
+int pd_report_requirements_html(FILE *out, const struct pd_report *r, size_t *n_req, size_t *n_col);
+
 #endif

@@ -42,9 +42,10 @@ void pd_report_explore(FILE *out, const pd_report_input_t *in, pd_report_stats_t
   fputs("</code>: <code>", out);
   pd_report_esc(out, in->path);
   fprintf(out, "</code></h3>\n<p>%.0f seeds explored (from ", pd_report_num(r, "explored", 0));
-  pd_report_esc(out, pd_report_str(r, "seed_start"));
+  char sb[32];
+  pd_report_esc(out, pd_report_seed(r, "seed_start", sb, sizeof sb));
   fputs(" to ", out);
-  pd_report_esc(out, pd_report_str(r, "seed_end"));
+  pd_report_esc(out, pd_report_seed(r, "seed_end", sb, sizeof sb));
   fprintf(out, ", exclusive), %.0f violating.</p>\n", pd_report_num(r, "violating_seeds", 0));
   fputs("<table class=\"explore\"><thead><tr><th>invariant</th><th>name</th><th>violating seeds</th>"
         "<th>first seed</th><th>shrunk finding</th><th>size</th><th>replay</th></tr></thead><tbody>\n",
@@ -57,7 +58,7 @@ void pd_report_explore(FILE *out, const pd_report_input_t *in, pd_report_stats_t
     td_str(out, inv->string, 0);
     td_str(out, pd_report_str(inv, "name"), 0);
     td_num(out, pd_report_num(inv, "seeds", 0), "%.0f");
-    td_str(out, pd_report_str(inv, "first_seed"), 1);
+    td_str(out, pd_report_seed(inv, "first_seed", sb, sizeof sb), 1);
     /* "reason" is the shrunk case's first violation: another invariant's, when the case
      * shows this one only later; say so rather than print it as this invariant's */
     const char *why = f ? pd_report_str(f, "reason") : "";
@@ -99,9 +100,9 @@ static void sim_bench(FILE *out, const cJSON *r) {
   fputs("</tr>\n", out);
   row_num(out, r, "requests", "requests", "%.0f");
   row_num(out, r, "events", "events", "%.0f");
-  row_num(out, r, "seconds", "wall seconds", "%.3f");
-  row_num(out, r, "cpu_seconds", "CPU seconds", "%.3f");
-  row_num(out, r, "simulated_seconds", "simulated seconds", "%.1f");
+  row_num(out, r, "elapsed_s", "wall seconds", "%.3f");
+  row_num(out, r, "cpu_s", "CPU seconds", "%.3f");
+  row_num(out, r, "simulated_s", "simulated seconds", "%.1f");
   row_num(out, r, "events_per_s", "events/s", "%.0f");
   row_num(out, r, "requests_per_s", "requests/s", "%.0f");
   row_num(out, r, "peak_rss_kib", "peak RSS (KiB)", "%.0f");

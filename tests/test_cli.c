@@ -254,7 +254,7 @@ static void test_bench_scenario_requests_and_rate(void) {
     PDT_TRUE(bench_num(j, "requests") == 2000);
     PDT_TRUE(bench_num(j, "events_per_s") > 0 && bench_num(j, "peak_rss_kib") > 0);
     PDT_TRUE(bench_num(j, "violating_requests") == 0);
-    sim_s[k] = bench_num(j, "simulated_seconds");
+    sim_s[k] = bench_num(j, "simulated_s");
     const cJSON *rss = cJSON_GetObjectItemCaseSensitive(j, "rss_kib_by_tenth");
     PDT_EQ_INT(cJSON_GetArraySize(rss), 10);
     for (int i = 0; i < cJSON_GetArraySize(rss); i++)
