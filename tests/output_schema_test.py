@@ -4,8 +4,8 @@
   tests/output_schema_test.py PDREF     (tests/output_schema_test.sh picks a python3 with jsonschema)
 
 Runs, small: `sim run` (rows that ran, a skipped row, an error row), `sim explore` (two shards,
---result), `sim explore merge`, `sim bench`, `conform` against pdref's own gateway (a row
-that ran, a skipped row, an error row, and `--level`), `gateway bench` (one level, a few
+--result), `sim explore merge` (and `explore --jobs 2`, which prints a merge), `sim bench`,
+`conform` against pdref's own gateway (a row that ran, a skipped row, an error row, and `--level`), `gateway bench` (one level, a few
 requests); validates each document against its schema, then the rules the schemas share:
 a "schema" key naming the document, no time key without its unit (*_seconds, "seconds"),
 "faults_total" never "faults_n", seeds as numbers (a string only above 2^53).
@@ -104,6 +104,11 @@ def main():
     merged = check("explore-merge", run(["sim", "explore", "merge", "--json", out]))
     if merged and merged.get("coverage") != "ok":
         fail(f"explore-merge: coverage {merged.get('coverage')!r}")
+    jobs = check("explore-merge", run(["sim", "explore", "--mode", "joined", "--seeds", "12",
+                                       "--jobs", "2", "--out", os.path.join(tmp, "jobs"),
+                                       "--json"]))  # --jobs prints the merge's document
+    if jobs and jobs.get("explored") != 12:
+        fail(f"explore --jobs 2: explored {jobs.get('explored')!r}, want 12")
     check("sim-bench", run(["sim", "bench", "--requests", "500", "--json"], ok=(0,)))
     gw = ("exec " + PDREF + " gateway --mode reference {prefill_args} {decode_args} "
           "--listen 127.0.0.1:{port} {pdref_gateway_args}")
