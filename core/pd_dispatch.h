@@ -178,12 +178,6 @@ typedef struct pd_gw_config {
   uint32_t admit_queue_max;
   uint64_t admit_queue_ns;
   uint64_t admit_retry_after_ns; /* the Retry-After of a shed answer */
-  /* reference breakers that tell busy from dead (R-BREAKER-BUSY, R-BREAKER-SHARE): a timeout
-   * counts as a breaker failure only when the worker showed no progress on any other leg
-   * since the timed-out leg was sent; and at most eject_max_pct % of a role's workers (at
-   * least one) are out of Closed at once. 0 / 0 = off (every other mode) */
-  int is_breaker_busy_aware;
-  uint32_t eject_max_pct;
   uint64_t settle_ns; /* reference: how long "the instant" lasts in which a given-up leg may
                          still report its own failure (R-CANCEL). 0 (default, simulator): the
                          settle deadline is due at once and fires after the events already

@@ -128,7 +128,6 @@ static int render(pd_gw_t *gw, pd_rq_t *rq, uint32_t pw, char **body, size_t *le
 void pd_gw_open_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *body,
                     size_t len) {
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_OPEN_LEG, rq);
-  leg->t_open_ns = gw->now;
   a->leg_id = leg->id;
   a->role = leg->role;
   a->worker = leg->worker;
@@ -357,13 +356,11 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
     break;
   case PD_EV_UP_DATA:
     if (leg->state != LEG_HEAD) return 0;
-    if (ev->len) pd_gw_worker_alive(gw, leg);
     ops->on_data(gw, rq, leg, ev->data, ev->len);
     break;
   case PD_EV_UP_END:
     if (leg->state != LEG_HEAD) return 0;
     PD_LEG_SET(gw, rq, leg, LEG_ENDED);
-    pd_gw_worker_alive(gw, leg);
     ops->on_end(gw, rq, leg);
     break;
   case PD_EV_UP_ERROR:

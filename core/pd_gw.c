@@ -98,8 +98,6 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
     c->admit_queue_max = 1024;        /* R-ADMIT-QUEUE: bounded waiters (O2.4) */
     c->admit_queue_ns = SEC(20);      /* R-ADMIT-QUEUE: shed well before the commit budget */
     c->admit_retry_after_ns = SEC(1); /* R-ADMIT-SHED */
-    c->is_breaker_busy_aware = 1;     /* R-BREAKER-BUSY */
-    c->eject_max_pct = 50;            /* R-BREAKER-SHARE: O4.3 */
     break;
   case PD_MODE_VLLM_TOY_PROXY: /* V1.24: round robin, httpx timeout=None, nothing else */
   case PD_MODE_MOONCAKE_PROXY: /* V1.25: the same */
@@ -409,33 +407,6 @@ void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
   if (gw->q_head) pd_admit_kick(gw); /* room freed: the queue's head may start (R-ADMIT-QUEUE) */
 }
 
-void pd_gw_worker_alive(pd_gw_t *gw, const pd_leg_t *leg) {
-  pd_worker_t *k = &gw->workers[leg->role][leg->worker];
-  if (k->alive_leg != leg->id) {
-    k->alive_other_ns = k->alive_ns;
-    k->alive_leg = leg->id;
-  }
-  k->alive_ns = gw->now;
-}
-
-/* R-BREAKER-BUSY: did a leg of this worker other than `leg` make progress since `leg` was
- * sent? Then the worker is busy, not dead. */
-static int worker_busy(const pd_gw_t *gw, const pd_leg_t *leg) {
-  const pd_worker_t *k = &gw->workers[leg->role][leg->worker];
-  uint64_t other = k->alive_leg == leg->id ? k->alive_other_ns : k->alive_ns;
-  return other && other >= leg->t_open_ns;
-}
-
-/* R-BREAKER-SHARE: may one more of this role's workers leave Closed? */
-static int role_may_eject(const pd_gw_t *gw, pd_role_t role) {
-  uint32_t n = gw->n_workers[role], out = 0;
-  if (!gw->cfg.eject_max_pct) return 1;
-  uint64_t max = (uint64_t)n * gw->cfg.eject_max_pct / 100;
-  if (max < 1) max = 1;
-  for (uint32_t w = 0; w < n; w++) out += gw->workers[role][w].breaker.state != PD_BREAKER_CLOSED;
-  return out < max;
-}
-
 void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int status) {
   if (leg->has_outcome) return;
   leg->has_outcome = 1;
@@ -443,10 +414,6 @@ void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int 
   pd_breaker_result_t r = o == PD_OUTCOME_SUCCESS   ? PD_BREAKER_SUCCESS
                           : o == PD_OUTCOME_CANCELLED ? PD_BREAKER_NEUTRAL
                                                       : PD_BREAKER_FAILURE;
-  if (o == PD_OUTCOME_TIMEOUT && gw->cfg.is_breaker_busy_aware && worker_busy(gw, leg))
-    r = PD_BREAKER_NEUTRAL; /* queued behind its own work, not dead (R-BREAKER-BUSY) */
-  if (r == PD_BREAKER_FAILURE && b->state == PD_BREAKER_CLOSED && !role_may_eject(gw, leg->role))
-    r = PD_BREAKER_NEUTRAL; /* the role's share is out already (R-BREAKER-SHARE, O4.3) */
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_OUTCOME, rq);
   a->role = leg->role;
   a->worker = leg->worker;

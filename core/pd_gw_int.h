@@ -21,9 +21,6 @@ typedef struct pd_worker {
                      0 = no limit */
   uint32_t group; /* KV transfer group (R-PAIR-GROUP), default 0 */
   pd_breaker_t breaker;
-  /* R-BREAKER-BUSY: the last instant a leg of this worker made progress (an SSE/body byte or
-   * a clean end), which leg that was, and the last instant a leg other than that one did */
-  uint64_t alive_ns, alive_other_ns, alive_leg;
 } pd_worker_t;
 
 /* A leg's transport state. Moves only through PD_LEG_SET (pd_rqstate.c: legal moves,
@@ -63,7 +60,6 @@ typedef struct pd_leg {
                           unless it reports its own result first (R-CANCEL, R-OUTCOME) */
   uint32_t events;     /* SSE data events seen */
   uint64_t deadline_ns; /* smg/minilb per-leg total deadline (0 = none) */
-  uint64_t t_open_ns;   /* when it was sent (R-BREAKER-BUSY) */
   pd_sse_t sse;
   pd_buf_t body; /* drained / held bytes */
 } pd_leg_t;
@@ -247,7 +243,6 @@ void pd_gw_drop_leg_at(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *file
 void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role);
 /* Record an outcome for one leg's worker (breaker + OUTCOME action), once per leg. */
 void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int status);
-void pd_gw_worker_alive(pd_gw_t *gw, const pd_leg_t *leg); /* R-BREAKER-BUSY */
 /* Close every leg of the request that is not detached; send_abort as pd_gw_close_leg. */
 void pd_gw_close_all_at(pd_gw_t *gw, pd_rq_t *rq, int send_abort, const char *file, int line);
 #define pd_gw_close_all(gw, rq, send_abort) \
