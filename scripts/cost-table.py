@@ -18,6 +18,7 @@ DEFAULT = [
     "scenarios/pr1150-decode-failures-1pct-10min.json",
     "scenarios/overload-o11-closed-loop-cascade.json",
     "scenarios/overload-load-spike-recovery.json",
+    "scenarios/overload-breaker-under-saturation.json",
 ]
 
 

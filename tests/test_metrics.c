@@ -215,6 +215,25 @@ static void test_slo_keys_parse_default_and_round_trip(void) {
   free(t);
 }
 
+/* A load spike (workload.steps above 1, then back) is the burst: recovery counts from the
+ * step that brings the load back (its ramp included), not from the last request it touched. */
+static void test_load_step_is_the_burst(void) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  pd_scenario_defaults(s);
+  s->workload.n_steps = 3;
+  s->workload.steps[0] = (pd_scenario_step_t){20000, 4.0, 0};
+  s->workload.steps[1] = (pd_scenario_step_t){30000, 2.0, 0};
+  s->workload.steps[2] = (pd_scenario_step_t){35000, 1.0, 500};
+  pd_metrics_t m;
+  pd_metrics_init(&m, 0);
+  pd_metrics_run_begin(&m, s);
+  PDT_EQ_INT(m.has_burst, 1);
+  PDT_EQ_U64(m.burst_from, 20000 * MS);
+  PDT_EQ_U64(m.burst_to, 35500 * MS);
+  pd_metrics_free(&m);
+  free(s);
+}
+
 int pdt_suite_metrics(void) {
   static const pdt_case_t cases[] = {
       {"percentiles are exact (linear interpolation) on known inputs",
@@ -228,6 +247,7 @@ int pdt_suite_metrics(void) {
       {"the trace gets per-worker capacity counters", test_trace_counters_show_the_stranded_slot},
       {"the SLO and window keys parse, default and round-trip",
        test_slo_keys_parse_default_and_round_trip},
+      {"a load spike is the burst, until the step back", test_load_step_is_the_burst},
   };
   return PDT_SUITE("metrics", cases);
 }
