@@ -229,6 +229,21 @@ static void test_a_reference_leg_blamed_for_its_partner_is_i4(void) {
   free(f);
 }
 
+/* sim/pd_check.c check_rooms: the shared-room scan starts at item 0; `int i = 0` -> 1 (line 340)
+ * would miss a room item 0 shares with item 1. No modelled gateway shares rooms between batch
+ * items, so no row shows it: both legs carrying rooms {7, 7} is I8. */
+static void test_batch_items_0_and_1_sharing_a_room_is_i8(void) {
+  static uint64_t rooms[2] = {7, 7};
+  fixture_t *f = clean();
+  PDT_TRUE(f != NULL);
+  if (!f) return;
+  f->p.rooms = f->d.rooms = rooms;
+  f->p.n_rooms = f->d.n_rooms = 2;
+  PDT_EQ_U64(judge(f), BIT(PD_INVARIANT_ROOMS));
+  f->p.rooms = f->d.rooms = NULL;
+  free(f);
+}
+
 int pdt_suite_mutant_kills_chk(void) {
   static const pdt_case_t cases[] = {
       {"the hand-built record is clean", test_the_fixture_is_clean},
@@ -251,6 +266,7 @@ int pdt_suite_mutant_kills_chk(void) {
        test_a_client_event_past_the_framer_limit_is_i6},
       {"I9: a load never released", test_a_load_never_released_is_i9},
       {"I4: a reference leg blamed for its partner", test_a_reference_leg_blamed_for_its_partner_is_i4},
+      {"I8: batch items 0 and 1 sharing a room", test_batch_items_0_and_1_sharing_a_room_is_i8},
   };
   return PDT_SUITE("mutant_kills_chk", cases);
 }
