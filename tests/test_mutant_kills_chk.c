@@ -204,6 +204,46 @@ static void test_a_client_event_past_the_framer_limit_is_i6(void) {
   free(f);
 }
 
+/* sim/pd_check.c check_loads: "load never released" is I9; PD_INVARIANT_LOAD_BALANCE ->
+ * PD_INVARIANT_LOAD_TRUTH (line 435) would report it as I10. No modelled gateway leaks a load,
+ * so no row expects it. A decode load left at 1 is I9 alone. */
+static void test_a_load_never_released_is_i9(void) {
+  fixture_t *f = clean();
+  PDT_TRUE(f != NULL);
+  if (!f) return;
+  f->rq.load_bal[1][0] = 1;
+  PDT_EQ_U64(judge(f), BIT(PD_INVARIANT_LOAD_BALANCE));
+  free(f);
+}
+
+/* sim/pd_check.c check_legs: R-OUTCOME is the reference's rule; PD_MODE_REFERENCE ->
+ * PD_MODE_VLLM_TOY_PROXY (line 411) would judge it of the toy proxy instead. The reference never
+ * blames a leg that only waited on its partner, so no row shows it: a reference-mode leg so
+ * blamed is I4. */
+static void test_a_reference_leg_blamed_for_its_partner_is_i4(void) {
+  fixture_t *f = clean();
+  PDT_TRUE(f != NULL);
+  if (!f) return;
+  f->d.is_partner_blamed = 1;
+  PDT_EQ_U64(judge(f), BIT(PD_INVARIANT_OUTCOME));
+  free(f);
+}
+
+/* sim/pd_check.c check_rooms: the shared-room scan starts at item 0; `int i = 0` -> 1 (line 340)
+ * would miss a room item 0 shares with item 1. No modelled gateway shares rooms between batch
+ * items, so no row shows it: both legs carrying rooms {7, 7} is I8. */
+static void test_batch_items_0_and_1_sharing_a_room_is_i8(void) {
+  static uint64_t rooms[2] = {7, 7};
+  fixture_t *f = clean();
+  PDT_TRUE(f != NULL);
+  if (!f) return;
+  f->p.rooms = f->d.rooms = rooms;
+  f->p.n_rooms = f->d.n_rooms = 2;
+  PDT_EQ_U64(judge(f), BIT(PD_INVARIANT_ROOMS));
+  f->p.rooms = f->d.rooms = NULL;
+  free(f);
+}
+
 int pdt_suite_mutant_kills_chk(void) {
   static const pdt_case_t cases[] = {
       {"the hand-built record is clean", test_the_fixture_is_clean},
@@ -224,6 +264,9 @@ int pdt_suite_mutant_kills_chk(void) {
        test_an_openai_body_with_a_token_too_many_is_not_clean},
       {"I6: a client event past the SSE framer's limit",
        test_a_client_event_past_the_framer_limit_is_i6},
+      {"I9: a load never released", test_a_load_never_released_is_i9},
+      {"I4: a reference leg blamed for its partner", test_a_reference_leg_blamed_for_its_partner_is_i4},
+      {"I8: batch items 0 and 1 sharing a room", test_batch_items_0_and_1_sharing_a_room_is_i8},
   };
   return PDT_SUITE("mutant_kills_chk", cases);
 }
