@@ -26,6 +26,11 @@ unsigned pd_cli_explore_default_jobs(void); /* online cores, 1..PD_CLI_EXPLORE_M
  * overlap in the seeds, a result whose count disagrees with its range). */
 struct cJSON;
 struct cJSON *pd_cli_explore_fold(const struct cJSON *const *docs, const char *const *paths, int n);
+/* An explore result file's text (NUL-terminated, *len bytes; free()), or NULL when it cannot
+ * be read or is over the merge's size bound. */
+char *pd_cli_explore_read(const char *path, size_t *len);
+/* o[key] as a seed (a number, or a decimal string above 2^53) into *out: 0, or -1. */
+int pd_cli_explore_u64(const struct cJSON *o, const char *key, uint64_t *out);
 int pd_cli_gateway(int argc, char **argv);
 int pd_cli_gateway_bench(int argc, char **argv);
 int pd_cli_mock(int argc, char **argv);

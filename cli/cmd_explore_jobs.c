@@ -96,12 +96,6 @@ static int case_order(const void *a, const void *b) {
   return c ? c : (x->seed > y->seed) - (x->seed < y->seed);
 }
 
-static uint64_t seed_of(const cJSON *o) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "seed");
-  if (cJSON_IsNumber(v)) return (uint64_t)v->valuedouble;
-  return cJSON_IsString(v) ? strtoull(v->valuestring, NULL, 10) : 0;
-}
-
 /* One process over the range saves, per invariant, the cases of its first per_inv violating
  * seeds (0: all); n shards each saved their own first ones. Unlink the cases past those, so the
  * directory holds what one process would have written. */
@@ -112,16 +106,8 @@ static void prune_cases(const char *dir, unsigned n) {
   for (unsigned i = 0; i < n; i++) {
     char p[JB_PATH_BYTES];
     if (snprintf(p, sizeof p, "%s/shard-%u-of-%u.json", dir, i, n) >= (int)sizeof p) continue;
-    FILE *f = fopen(p, "rb");
-    if (!f) continue;
-    char *txt = NULL;
     size_t len = 0;
-    if (fseek(f, 0, SEEK_END) == 0) {
-      long sz = ftell(f);
-      if (sz > 0 && fseek(f, 0, SEEK_SET) == 0 && (txt = malloc((size_t)sz + 1)))
-        len = fread(txt, 1, (size_t)sz, f);
-    }
-    fclose(f);
+    char *txt = pd_cli_explore_read(p, &len);
     cJSON *doc = txt ? cJSON_ParseWithLength(txt, len) : NULL;
     free(txt);
     const cJSON *pi = cJSON_GetObjectItemCaseSensitive(doc, "per_invariant");
@@ -139,7 +125,8 @@ static void prune_cases(const char *dir, unsigned n) {
         cap = nca;
       }
       snprintf(cs[nc].inv, sizeof cs[nc].inv, "%s", inv);
-      cs[nc].seed = seed_of(fd);
+      cs[nc].seed = 0;
+      pd_cli_explore_u64(fd, "seed", &cs[nc].seed);
       cs[nc].file = strdup(file);
       if (cs[nc].file) nc++;
     }

@@ -57,8 +57,8 @@ static void usage(FILE *f) {
           "exit: 0 no violation, 1 violations found, 2 an error above or bad usage\n");
 }
 
-/* 64-bit values travel as decimal strings. 0, or -1. */
-static int get_u64(const cJSON *o, const char *key, uint64_t *out) {
+/* 64-bit values: a JSON number up to 2^53, else a decimal string. 0, or -1. */
+int pd_cli_explore_u64(const cJSON *o, const char *key, uint64_t *out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9007199254740992.0) {
     *out = (uint64_t)v->valuedouble;
@@ -78,7 +78,7 @@ static double get_num(const cJSON *o, const char *key, double dflt) {
   return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
-static char *read_file(const char *path, size_t *len) {
+char *pd_cli_explore_read(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   char *buf = malloc(MG_MAX_FILE_BYTES + 1);
@@ -113,21 +113,18 @@ static double case_size(const cJSON *f) {
   return n;
 }
 
-static int smaller(const cJSON *a, const cJSON *b) {
-  double sa = case_size(a), sb = case_size(b);
-  if (sa != sb) return sa < sb;
-  uint64_t x = 0, y = 0;
-  get_u64(a, "seed", &x);
-  get_u64(b, "seed", &y);
-  return x < y;
-}
-
 /* --by-seed: the finding of the lower seed (what one process over the range saves first). */
 static int lower_seed(const cJSON *a, const cJSON *b) {
   uint64_t x = 0, y = 0;
-  get_u64(a, "seed", &x);
-  get_u64(b, "seed", &y);
+  pd_cli_explore_u64(a, "seed", &x);
+  pd_cli_explore_u64(b, "seed", &y);
   return x < y;
+}
+
+/* The smaller case (requests + workers + faults), the lower seed on a tie. */
+static int smaller(const cJSON *a, const cJSON *b) {
+  double sa = case_size(a), sb = case_size(b);
+  return sa != sb ? sa < sb : lower_seed(a, b);
 }
 
 static void take_findings(mg_state_t *m, const cJSON *doc) {
@@ -149,7 +146,7 @@ static void take_invariants(mg_state_t *m, const cJSON *doc) {
     uint64_t first;
     if (!k) continue;
     m->inv_seeds[k] += (uint64_t)get_num(e, "seeds", 0);
-    if (get_u64(e, "first_seed", &first) == 0 && (!m->inv_first[k] || first < m->inv_first[k]))
+    if (pd_cli_explore_u64(e, "first_seed", &first) == 0 && (!m->inv_first[k] || first < m->inv_first[k]))
       m->inv_first[k] = first;
   }
   const cJSON *v;
@@ -193,7 +190,7 @@ static int take_result(mg_state_t *m, const char *path, const cJSON *doc) {
   static const char *const keys[] = {"seed_start", "seed_end", "shard_index", "shard_count"};
   uint64_t *dst[] = {&s.start, &s.end, &s.index, &s.count};
   for (size_t i = 0; i < 4; i++)
-    if (get_u64(doc, keys[i], dst[i])) {
+    if (pd_cli_explore_u64(doc, keys[i], dst[i])) {
       fprintf(stderr, CMD ": %s: $.%s: missing or not a whole number\n", path, keys[i]);
       return 2;
     }
@@ -225,7 +222,7 @@ static int take_result(mg_state_t *m, const char *path, const cJSON *doc) {
 /* One file; from_dir: a file that is not a result is skipped, not an error. 0 or 2. */
 static int take_file(mg_state_t *m, const char *path, int from_dir) {
   size_t len = 0;
-  char *txt = read_file(path, &len);
+  char *txt = pd_cli_explore_read(path, &len);
   if (!txt) {
     fprintf(stderr, CMD ": %s: cannot read (missing, unreadable or over %u MiB)\n", path,
             MG_MAX_FILE_BYTES >> 20);
@@ -301,7 +298,7 @@ static void print_text(const mg_state_t *m, const pd_cli_cover_t *c) {
     if (!f) continue;
     char seed[32] = "";
     uint64_t sv;
-    if (get_u64(f, "seed", &sv) == 0) snprintf(seed, sizeof seed, "%llu", (unsigned long long)sv);
+    if (pd_cli_explore_u64(f, "seed", &sv) == 0) snprintf(seed, sizeof seed, "%llu", (unsigned long long)sv);
     printf("merge: smallest I%d %s case: seed %s, size %.0f (requests+workers+faults): %s\n"
            "    replay: %s\n", i, pd_invariant_name(i),
            seed, case_size(f),
