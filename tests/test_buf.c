@@ -71,7 +71,7 @@ static void test_alloc_failure_leaves_buffer_unchanged(void) {
   char chunk[300];
   memset(chunk, 'y', sizeof chunk);
   for (unsigned fail = 1; fail <= 4; fail++) {
-    pdt_alloc_t f = {0, fail, 0};
+    pdt_alloc_t f = {.fail_at = fail};
     pd_alloc_t a = pdt_alloc(&f);
     pd_buf_t b;
     pd_buf_init(&b, 0);
@@ -99,7 +99,7 @@ static void test_printf_appends_any_length(void) {
   PDT_EQ_U64(b.len, 26 + 1001);
   PDT_TRUE(b.p[26] == '[' && b.p[27 + 999] == ']' && b.p[b.len] == 0);
   pd_buf_free(NULL, &b);
-  pdt_alloc_t f = {0, 2, 0}; /* the second allocation fails: the growth for the long line */
+  pdt_alloc_t f = {.fail_at = 2}; /* the second allocation fails: the growth for the long line */
   pd_alloc_t a = pdt_alloc(&f);
   PDT_EQ_INT(pd_buf_printf(&a, &b, "%s", "short"), 0);
   PDT_EQ_INT(pd_buf_printf(&a, &b, "%s", big), PD_ERR_NOMEM);

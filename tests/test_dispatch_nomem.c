@@ -115,12 +115,56 @@ static void test_no_room_for_actions_refuses_the_event_whole(void) {
   PDT_EQ_INT(f.live, 0);
 }
 
+/* A client request the core cannot take for want of memory is refused whole (PD_ERR_NOMEM,
+ * nothing emitted) or taken and answered (legs or a 500): never taken in silence, which would
+ * leave its client waiting for an answer nobody owes it. Each of the core's allocations while
+ * taking the request is failed in turn (core/pd_feed.c: `return rc` after the map's growth ->
+ * `return 0` survived make mutate on 1370b96). */
+static void test_a_request_the_core_cannot_take_is_refused_or_answered(void) {
+  unsigned total = 0;
+  for (unsigned k = 0; k == 0 || k <= total; k++) {
+    pdt_alloc_t f = {0};
+    pd_alloc_t a = pdt_alloc(&f);
+    pd_prng_t rng;
+    pd_prng_init(&rng, 42);
+    pd_gw_config_t c;
+    pd_gw_config_default(&c, PD_MODE_REFERENCE);
+    pd_gw_t *gw = pd_gw_new(&a, &c, &rng);
+    PDT_TRUE(gw != NULL);
+    if (!gw) return;
+    pd_gw_add_worker(gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
+    pd_gw_add_worker(gw, PD_ROLE_DECODE, "d0", "d0", -1);
+    pd_actbuf_t out;
+    pd_actbuf_init(&out, NULL);
+    pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = 7, .path = "/generate",
+                     .data = (const uint8_t *)STREAM, .len = strlen(STREAM)};
+    unsigned before = f.calls;
+    if (k) f.fail_at = before + k;
+    int rc = pd_gw_feed(gw, 0, &ev, &out);
+    if (!k) {
+      total = f.calls - before; /* the allocations taking a request makes */
+      PDT_TRUE(total >= 2);     /* the request, the live-request map at least */
+      PDT_EQ_INT(rc, 0);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "allocation %u of %u failed: rc %d, %zu actions", k, total, rc,
+             out.n);
+    CU_assertImplementation((rc == PD_ERR_NOMEM && out.n == 0) || (rc == 0 && out.n > 0),
+                            __LINE__, what, __FILE__, "", CU_FALSE);
+    pd_actbuf_free(&out);
+    pd_gw_del(gw);
+    PDT_EQ_INT(f.live, 0);
+  }
+}
+
 int pdt_suite_dispatch_nomem(void) {
   static const pdt_case_t cases[] = {
       {"every core and cJSON allocation failure is survived, every mode",
        test_every_core_and_cjson_allocation_failure_is_survived},
       {"no room for a step's actions refuses the event whole",
        test_no_room_for_actions_refuses_the_event_whole},
+      {"a request the core cannot take is refused whole or answered",
+       test_a_request_the_core_cannot_take_is_refused_or_answered},
   };
   return PDT_SUITE("dispatch_nomem", cases);
 }

@@ -141,7 +141,7 @@ static void test_default_limit_is_nonzero(void) {
  * NOMEM, the heap stays ordered and usable, and every block is released. */
 static void test_alloc_failure_returns_nomem(void) {
   for (unsigned k = 1; k <= 16; k++) {
-    pdt_alloc_t f = {0, k, 0};
+    pdt_alloc_t f = {.fail_at = k};
     pd_alloc_t a = pdt_alloc(&f);
     pd_heap_t h;
     pd_heap_init(&h, &a, 0);
@@ -254,7 +254,7 @@ static void test_indexed_removal_keeps_order_and_positions(void) {
 
 /* After pd_heap_reserve(n), n pushes allocate nothing: they cannot fail. */
 static void test_reserve_makes_pushes_infallible(void) {
-  pdt_alloc_t f = {0, 2, 0}; /* the allocation after the reserve's would fail */
+  pdt_alloc_t f = {.fail_at = 2}; /* the allocation after the reserve's would fail */
   pd_alloc_t a = pdt_alloc(&f);
   pd_heap_t h;
   pd_heap_init(&h, &a, 1000);

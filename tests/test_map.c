@@ -110,7 +110,7 @@ static void test_limit_refuses_new_keys_only(void) {
  * leaves every earlier key in place; nothing leaks. */
 static void test_alloc_failure_leaves_map_unchanged(void) {
   for (unsigned fail = 1; fail <= 8; fail++) {
-    pdt_alloc_t f = {0, fail, 0};
+    pdt_alloc_t f = {.fail_at = fail};
     pd_alloc_t a = pdt_alloc(&f);
     pd_map_t m;
     pd_map_init(&m, &a, 0);

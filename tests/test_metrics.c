@@ -89,6 +89,13 @@ static void test_goodput_slo_edges(void) {
   /* TPOT (E2E - TTFT) / 4 of the three completed: 225, 100 and 237.5 ms */
   PDT_EQ_U64(m.tpot.n, 3);
   PDT_TRUE(near(pd_metrics_hist_mean(&m.tpot), 187.5 * MS, 1)); /* ns, integer division */
+  /* TTFT and E2E distributions hold the three completed requests only: TTFT 100 ms,
+   * 100 ms + 1 ns, 50 ms (mean 83.3 ms); E2E 1000, 500, 1000 ms + 1 ns (mean 833.3 ms). The
+   * histograms keep exact values while small, so the means are exact to the nanosecond. */
+  PDT_EQ_U64(m.ttft.n, 3);
+  PDT_EQ_U64(m.e2e.n, 3);
+  PDT_TRUE(near(pd_metrics_hist_mean(&m.ttft), (250.0 * MS + 1) / 3, 1));
+  PDT_TRUE(near(pd_metrics_hist_mean(&m.e2e), (2500.0 * MS + 1) / 3, 1));
   pd_metrics_free(&m);
   free(s);
 }

@@ -244,6 +244,27 @@ static void test_batch_items_0_and_1_sharing_a_room_is_i8(void) {
   free(f);
 }
 
+/* sim/pd_check.c check_error_visible: `if (ok2xx || !rq->head_status)` -> `&&` survived (seed
+ * 1 on 1370b96): a 2xx head is final. A committed 200 stream whose prefill then answered 500
+ * shows its failure with an SSE error event; comparing its head with the worker's 500 would
+ * ask the impossible (a status cannot change after the head). The same record without the
+ * error event is I14: the judgement is live. */
+static void test_a_committed_200_stream_with_an_error_event_is_not_i14(void) {
+  for (int with_event = 1; with_event >= 0; with_event--) {
+    fixture_t *f = clean();
+    PDT_TRUE(f != NULL);
+    if (!f) return;
+    f->rq.saw_done = 0;
+    f->rq.saw_error_event = with_event;
+    f->p.injected_status = 500;
+    f->p.truth = PD_TRUTH_FAILED;
+    f->p.outcome = PD_OUTCOME_FAILURE;
+    uint32_t v = judge(f) & BIT(PD_INVARIANT_ERROR_VISIBLE);
+    PDT_EQ_U64(v, with_event ? 0 : BIT(PD_INVARIANT_ERROR_VISIBLE));
+    free(f);
+  }
+}
+
 int pdt_suite_mutant_kills_chk(void) {
   static const pdt_case_t cases[] = {
       {"the hand-built record is clean", test_the_fixture_is_clean},
@@ -267,6 +288,8 @@ int pdt_suite_mutant_kills_chk(void) {
       {"I9: a load never released", test_a_load_never_released_is_i9},
       {"I4: a reference leg blamed for its partner", test_a_reference_leg_blamed_for_its_partner_is_i4},
       {"I8: batch items 0 and 1 sharing a room", test_batch_items_0_and_1_sharing_a_room_is_i8},
+      {"I14: a committed 200 stream with an error event is not judged by its worker's status",
+       test_a_committed_200_stream_with_an_error_event_is_not_i14},
   };
   return PDT_SUITE("mutant_kills_chk", cases);
 }

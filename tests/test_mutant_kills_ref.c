@@ -8,6 +8,7 @@
 
 #include "pd_dispatch.h"
 #include "pd_policy.h"
+#include "pd_prng.h"
 #include "pd_sse.h"
 #include "pdt.h"
 
@@ -244,6 +245,49 @@ static void test_power_of_two_with_one_candidate_needs_no_rng(void) {
   PDT_EQ_INT(pd_policy_pick(&p, cand, 2, load, NULL), -1);
 }
 
+/* core/pd_policy.c pick_power_of_two: `if (!load) return i1;` -> `return 0` survived (seed 1
+ * on 1370b96): the core always passes loads. R1.19 without loads: every load reads as equal,
+ * so the first of the two random positions wins; the pick is not stuck on position 0. The
+ * mirror PRNG draws the same first position. */
+static void test_power_of_two_without_loads_picks_the_first_draw(void) {
+  pd_prng_t r, mirror;
+  pd_prng_init(&r, 0x5eed0006ULL);
+  pd_prng_init(&mirror, 0x5eed0006ULL);
+  pd_policy_t p;
+  pd_policy_init(&p, PD_POLICY_POWER_OF_TWO);
+  const uint32_t cand[] = {7, 5, 3, 1};
+  int not_first = 0;
+  for (int round = 0; round < 64; round++) {
+    uint32_t i1 = (uint32_t)pd_prng_below(&mirror, 4);
+    (void)pd_prng_below(&mirror, 3);
+    int32_t got = pd_policy_pick(&p, cand, 4, NULL, &r);
+    PDT_EQ_INT(got, (int32_t)cand[i1]);
+    not_first += got != (int32_t)cand[0];
+  }
+  PDT_TRUE(not_first > 0);
+}
+
+/* core/pd_gw.c pd_gw_breaker_state: `w >= n_workers` -> `w > n_workers` survived (make mutate
+ * --files on def0240). pd_dispatch.h: a worker index past the role's count reads as closed,
+ * never from the table's unused rows. The gateway is allocated poisoned (0xA5), so a read of
+ * the row after the last worker would not say closed. */
+static void test_breaker_state_past_the_last_worker_reads_closed(void) {
+  pdt_alloc_t f = {0};
+  f.poison = 1;
+  pd_alloc_t a = pdt_alloc(&f);
+  harness_t h;
+  h_init(&h, PD_MODE_REFERENCE, &a); /* 2 prefill, 2 decode */
+  PDT_TRUE(h.gw != NULL);
+  if (!h.gw) return;
+  for (int r = 0; r < 2; r++) {
+    PDT_EQ_INT(pd_gw_breaker_state(h.gw, (pd_role_t)r, 1, h.now), PD_BREAKER_CLOSED);
+    PDT_EQ_INT(pd_gw_breaker_state(h.gw, (pd_role_t)r, 2, h.now), PD_BREAKER_CLOSED);
+    PDT_EQ_INT(pd_gw_breaker_state(h.gw, (pd_role_t)r, UINT32_MAX, h.now), PD_BREAKER_CLOSED);
+  }
+  h_free(&h);
+  PDT_EQ_INT(f.live, 0);
+}
+
 int pdt_suite_mutant_kills_ref(void) {
   static const pdt_case_t cases[] = {
       {"an allocation failure opens no leg with an empty body",
@@ -264,6 +308,10 @@ int pdt_suite_mutant_kills_ref(void) {
        test_policy_refuses_an_index_past_int32_with_minus_1},
       {"power of two with one candidate needs no PRNG",
        test_power_of_two_with_one_candidate_needs_no_rng},
+      {"power_of_two without loads picks its first random position",
+       test_power_of_two_without_loads_picks_the_first_draw},
+      {"the breaker state of a worker past the last reads closed",
+       test_breaker_state_past_the_last_worker_reads_closed},
   };
   return PDT_SUITE("mutant_kills_ref", cases);
 }

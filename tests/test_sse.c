@@ -333,7 +333,7 @@ static void t_each_failed_allocation_is_reported_and_nothing_leaks(void) {
   const char *in = "data: {\"a\":1}\n\ndata: [DONE]\n\n";
   int saw_nomem = 0, saw_ok = 0;
   for (long k = 0; k < 16; k++) {
-    pdt_alloc_t f = {0, (unsigned)k + 1, 0}; /* the k-th acquisition from 0 fails */
+    pdt_alloc_t f = {.fail_at = (unsigned)k + 1}; /* the k-th acquisition from 0 fails */
     pd_alloc_t a = pdt_alloc(&f);
     pd_sse_t s;
     pd_sse_event_t ev;
