@@ -473,9 +473,12 @@ def load_record(path):
     except ValueError as e:
         raise ValueError("%s: %s" % (path, e))
     for i, e in enumerate(rec.get("survivors", [])):
-        if "id" not in e or e.get("status") not in ("equivalent", "killed", "open"):
+        if "id" not in e or e.get("status") not in ("equivalent", "killed", "sanitizer", "open"):
             raise ValueError("%s: survivors[%d]: needs an id and a status of equivalent, "
-                             "killed or open" % (path, i))
+                             "killed, sanitizer or open" % (path, i))
+        if e["status"] == "sanitizer" and not e.get("by"):
+            raise ValueError("%s: survivors[%d] (%s): a mutant only the sanitizer build kills "
+                             "needs its `by` (the report it gives)" % (path, i, e["id"]))
         if e["status"] == "equivalent" and not e.get("reason"):
             raise ValueError("%s: survivors[%d] (%s): an equivalent mutant needs its reason"
                              % (path, i, e["id"]))
@@ -522,8 +525,8 @@ def score(results, rec):
                 s["equivalent"] += 1
             elif st == "killed-scenarios":
                 s["killed_scenarios"] += 1
-            elif st == "killed-tests":
-                s["killed_tests"] += 1
+            elif st == "killed-tests" or (st == "survived" and mu.get("record") == "sanitizer"):
+                s["killed_tests"] += 1  # the sanitizer build of make test kills it: a test kill
             elif st == "timeout":
                 s["timeout"] += 1
                 if mu.get("stage") == "scenarios":
