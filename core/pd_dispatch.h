@@ -45,6 +45,23 @@ typedef enum {
   PD_MODE_MOONCAKE_PROXY = 5, /* vLLM's Mooncake connector proxy (V1.25) */
   PD_MODE_LLMD_SIDECAR = 6,   /* llm-d's routing sidecar, NIXL v2 connector (V1.2, V1.27) */
 } pd_mode_t;
+
+/* Seeded bugs (docs/mutation.md, "Seeded bugs"): one known defect switched on in the
+ * reference, so the library shows that the checker catches what no modelled gateway does
+ * (I4's partner blame, I5, I6, I7, I9). A test facility, never a behaviour: every other mode
+ * ignores it, and the reference with PD_BUG_NONE is the reference. */
+typedef enum pd_seeded_bug {
+  PD_BUG_NONE = 0,
+  PD_BUG_BLAME_PARTNER = 1,  /* a first-token/idle deadline blames every open leg (I4) */
+  PD_BUG_CLEAN_END_ON_FAILURE = 2, /* decode failing mid-stream ends in a clean [DONE],
+                                      no SSE error event (I5; smg G10/G13) */
+  PD_BUG_REPEAT_FIRST_EVENT = 3,   /* decode's first event reaches the client twice (I6; G9) */
+  PD_BUG_EXTRA_ATTEMPT = 4,        /* one attempt more than max_attempts (I7) */
+  PD_BUG_LEAK_DECODE_LOAD = 5,     /* decode's load is never released (I9; R3.11 guards) */
+  PD_BUG_COUNT
+} pd_seeded_bug_t;
+const char *pd_seeded_bug_name(pd_seeded_bug_t b);
+int pd_seeded_bug_parse(const char *name, pd_seeded_bug_t *out); /* 0, or PD_ERR_INVAL */
 #define PD_MODE_COUNT 7
 
 /* The PD protocol a gateway speaks with its workers: SGLang's destination-first (both legs at
@@ -184,6 +201,7 @@ typedef struct pd_gw_config {
                          due (pd_gw_handle_expiry);
                          a socket driver, whose simultaneous answers arrive microseconds
                          apart, gives it a width */
+  pd_seeded_bug_t seeded_bug; /* reference only (pd_gw_new clears it for the others) */
 } pd_gw_config_t;
 
 /* Per-mode defaults: smg's for joined/pr1150 (R2.1, R3.4, R4.1), mini_lb's (M8.x) and

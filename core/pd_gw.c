@@ -41,6 +41,23 @@ int pd_mode_speaks(pd_mode_t m, pd_protocol_t p) {
   return m == PD_MODE_REFERENCE || pd_mode_protocol(m) == p;
 }
 
+static const char *const bug_names[PD_BUG_COUNT] = {
+    "none", "blame_partner", "clean_end_on_failure", "repeat_first_event", "extra_attempt",
+    "leak_decode_load"};
+
+const char *pd_seeded_bug_name(pd_seeded_bug_t b) {
+  return (unsigned)b < PD_BUG_COUNT ? bug_names[b] : "?";
+}
+
+int pd_seeded_bug_parse(const char *name, pd_seeded_bug_t *out) {
+  for (int i = 0; i < PD_BUG_COUNT; i++)
+    if (strcmp(name, bug_names[i]) == 0) {
+      *out = (pd_seeded_bug_t)i;
+      return 0;
+    }
+  return PD_ERR_INVAL;
+}
+
 const char *pd_protocol_name(pd_protocol_t p) {
   return (unsigned)p < PD_PROTOCOL_COUNT ? protocol_names[p] : "?";
 }
@@ -123,6 +140,8 @@ pd_gw_t *pd_gw_new(const pd_alloc_t *alloc, const pd_gw_config_t *cfg, pd_prng_t
   gw->cfg = *cfg;
   if (!pd_mode_speaks(cfg->mode, cfg->protocol)) /* a model speaks only its own protocol */
     gw->cfg.protocol = pd_mode_protocol(cfg->mode);
+  if (cfg->mode != PD_MODE_REFERENCE || (unsigned)cfg->seeded_bug >= PD_BUG_COUNT)
+    gw->cfg.seeded_bug = PD_BUG_NONE;
   if (gw->cfg.retry.max_attempts == 0) gw->cfg.retry.max_attempts = 1;
   if (gw->cfg.retry.max_attempts > PD_MAX_ATTEMPTS) gw->cfg.retry.max_attempts = PD_MAX_ATTEMPTS;
   gw->rng = rng;
@@ -398,6 +417,7 @@ void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
   if (!rq->load_w[role]) return;
   uint32_t w = rq->load_w[role] - 1;
   rq->load_w[role] = 0;
+  if (gw->cfg.seeded_bug == PD_BUG_LEAK_DECODE_LOAD && role == PD_ROLE_DECODE) return;
   assert(gw->workers[role][w].load > 0); /* a load is released only after its acquire */
   if (gw->workers[role][w].load) gw->workers[role][w].load--;
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_LOAD, rq);
@@ -446,7 +466,9 @@ uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq) {
 }
 
 int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq) {
-  if (rq->attempt >= gw->cfg.retry.max_attempts) return 0;
+  uint32_t max = gw->cfg.retry.max_attempts;
+  if (gw->cfg.seeded_bug == PD_BUG_EXTRA_ATTEMPT && max < PD_MAX_ATTEMPTS) max++;
+  if (rq->attempt >= max) return 0;
   uint64_t d = pd_retry_delay_ns(&gw->cfg.retry, rq->attempt - 1, gw->rng);
   if (rq->dl[DL_TOTAL] && gw->now + d >= rq->dl[DL_TOTAL]) return 0;
   if (rq->dl[DL_COMMIT] && gw->now + d >= rq->dl[DL_COMMIT]) return 0; /* R-PROGRESS */

@@ -111,6 +111,7 @@ typedef struct pd_rq {
   int is_committed;  /* the client head went out (a flag, not a state: minilb sends a stream's
                         head in RQ_HEADS, reference a non-stream answer from RQ_FIRST) */
   int is_client_blocked; /* PD_EV_CLIENT_BLOCKED: decode not read because of the client */
+  int is_bug_repeated;   /* PD_BUG_REPEAT_FIRST_EVENT: the first event went out twice */
   int last_status;   /* last attempt's failure status for the client (0 none) */
   const char *last_code;
   char *rid;

@@ -144,7 +144,8 @@ static void fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const 
  * then [DONE] as SGLang writes it (W6.3); prefill, if still open, is cancelled. */
 static void fail_stream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d, pd_outcome_t o, int status,
                         const char *msg, int forward_own_event) {
-  if (!forward_own_event) pd_gw_sse_error(gw, rq, status, msg);
+  if (!forward_own_event && gw->cfg.seeded_bug != PD_BUG_CLEAN_END_ON_FAILURE)
+    pd_gw_sse_error(gw, rq, status, msg);
   pd_gw_client_data(gw, rq, done_frame, sizeof done_frame - 1);
   pd_gw_client_end(gw, rq, 0);
   pd_gw_outcome(gw, rq, d, o, status);
@@ -235,6 +236,11 @@ static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
     return;
   }
   pd_gw_client_data(gw, rq, ev->raw, ev->raw_len);
+  if (gw->cfg.seeded_bug == PD_BUG_REPEAT_FIRST_EVENT && rq->t_commit_ns == gw->now &&
+      !rq->is_bug_repeated) {
+    rq->is_bug_repeated = 1;
+    pd_gw_client_data(gw, rq, ev->raw, ev->raw_len);
+  }
 }
 
 static int needs_prefill_first(pd_rq_t *rq) {
@@ -529,6 +535,15 @@ static int mark_suspects(pd_rq_t *rq) {
   return 1;
 }
 
+/* PD_BUG_BLAME_PARTNER: every open leg of the attempt is a suspect, whoever stalled. */
+static int suspect_all(pd_rq_t *rq) {
+  for (uint32_t i = 0; i < rq->n_legs; i++) {
+    pd_leg_t *l = rq->legs[i];
+    l->is_suspect = !l->has_outcome && !l->is_doomed && !l->is_drain;
+  }
+  return 1;
+}
+
 /* R-PROGRESS: the total cap does not cut a committed stream that keeps a healthy pace: at
  * least one event per token_budget_ns on average since commit, with the idle budget's slack.
  * While it does, the cap moves to where that pace puts it (it fires again, at most once per
@@ -581,7 +596,7 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
                      "prefill leg failed and decode produced nothing without it");
         return;
       }
-      int is_known = mark_suspects(rq);
+      int is_known = gw->cfg.seeded_bug == PD_BUG_BLAME_PARTNER ? suspect_all(rq) : mark_suspects(rq);
       /* The request's own budget (total, commit) running out blames no worker: cancelled, not
        * timeout (R-OUTCOME); the first-token and idle deadlines are the workers' (timeout),
        * when the gateway can tell which legs stalled. When it cannot (a non-stream attempt

@@ -33,6 +33,11 @@ static const char *const breaker_names[] = {"closed", "open", "half_open"};
 static const char *const protocol_names[] = {"sglang", "vllm"};
 static const char *const kv_expiry_names[] = {"timeout", "lease"};
 static const char *const kv_params_names[] = {"valid", "null", "invalid"};
+static const char *const seeded_bug_names[] = {"none", "blame_partner", "clean_end_on_failure",
+                                               "repeat_first_event", "extra_attempt",
+                                               "leak_decode_load"};
+_Static_assert(sizeof seeded_bug_names / sizeof seeded_bug_names[0] == PD_BUG_COUNT,
+               "a name per seeded bug, in pd_seeded_bug_t's order");
 
 const char *pd_fault_kind_name(pd_fault_kind_t k) {
   return (unsigned)k < PD_FAULT_KIND_COUNT ? pd_scenario_fault_names[k] : "?";
@@ -269,6 +274,7 @@ static const scenario_key_t config_keys[] = {
     K_(pd_scenario_config_t, admission, pd_scenario_set_flag, SCENARIO_FLAG_BOOL, 0, 0),
     K_(pd_scenario_config_t, admit_queue, pd_scenario_set_u32, 0, 1000000, 0),
     K_MS(pd_scenario_config_t, admit_queue_ms),
+    K_ENUM(pd_scenario_config_t, seeded_bug, seeded_bug_names, "seeded bug", 0),
 };
 
 static const scenario_key_t workload_keys[] = {
@@ -520,6 +526,7 @@ void pd_scenario_gw_config(const pd_scenario_t *s, pd_mode_t mode, pd_gw_config_
     if (sc->admit_queue) c->admit_queue_max = sc->admit_queue;
     if (sc->admit_queue_ms) c->admit_queue_ns = sc->admit_queue_ms * ms;
     if (sc->admission == 0.0) c->admit_queue_max = 0; /* off (R-ADMIT-*) */
+    c->seeded_bug = (pd_seeded_bug_t)sc->seeded_bug;
   }
 }
 

@@ -141,6 +141,8 @@ typedef struct pd_scenario_config {
   uint64_t admit_queue_ms;
   double socket_min_scale; /* pdref conform: the smallest --timeout-scale this workload's
                             * arrival rate survives on real sockets (0 = any) */
+  int seeded_bug;          /* pd_seeded_bug_t: a known defect switched on in the reference
+                            * (docs/mutation.md "Seeded bugs"); 0 = none */
 } pd_scenario_config_t;
 
 typedef struct pd_scenario_expect {

@@ -181,6 +181,8 @@ static int config_json(cJSON *root, const pd_scenario_config_t *c, const pd_scen
   if (c->socket_min_scale != d->socket_min_scale)
     rc |= add_num(o, "socket_min_scale", c->socket_min_scale);
   if (c->seed != d->seed) rc |= add_u64_exact(o, "seed", c->seed);
+  if (c->seeded_bug != d->seeded_bug)
+    rc |= add_str(o, "seeded_bug", pd_seeded_bug_name((pd_seeded_bug_t)c->seeded_bug));
   return rc;
 }
 

@@ -214,6 +214,30 @@ static void test_a_run_that_tests_nothing_exits_1(void) {
 /* A deployment limit (sf-prefill-kv-expires-before-decode-reads: prefill's KV expired before
  * any decode could read it) has its own word, and the checker still holds the row to exactly
  * the declared set: the same declaration naming I18 instead of I19 is UNEXPECTED. */
+/* A row whose fault never fired is "not exercised" (exit 1), whether it expects a pass or a
+ * violation, and says which fault; only a declared row whose fault did fire is UNEXPECTED
+ * for its stale declaration. Before: every not-exercised row read "UNEXPECTED ... (declared
+ * unexercised, but every fault fired)". */
+static void test_not_exercised_word(void) {
+  PDT_EQ_INT(make_files(), 0);
+  PDT_EQ_INT(write_file("unfired.json",
+                        "{\"name\": \"unfired\", \"workers\": [{\"name\": \"p0\", \"role\": "
+                        "\"prefill\", \"faults\": [{\"kind\": \"status\", \"status\": 503, "
+                        "\"nth\": 5}]}, {\"name\": \"d0\", \"role\": \"decode\"}], \"workload\": "
+                        "{\"requests\": 1}, \"expect\": {\"reference\": \"pass\", \"joined\": "
+                        "[\"I1\"]}}\n"),
+             0);
+  const char *text[] = {"sim", "run", file("unfired.json"), "--mode", "all", NULL};
+  run_t *r = pdref(text, 1);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 1);
+  PDT_HAS(r->out, "reference      not exercised    pass");
+  PDT_HAS(r->out, "(never fired: p0 faults[0] status)");
+  PDT_HAS(r->out, "joined         UNEXPECTED       pass (expected I1 termination)");
+  PDT_TRUE(strstr(r->out, "declared unexercised") == NULL);
+  PDT_HAS(r->out, "sim: 0 as expected, 0 deployment limit, 1 UNEXPECTED, 3 not exercised, 0 skipped");
+}
+
 static void test_deployment_limit_word(void) {
   PDT_EQ_INT(make_files(), 0);
   const char *text[] = {"sim", "run", SCN "sf-prefill-kv-expires-before-decode-reads.json",
@@ -759,6 +783,7 @@ int pdt_suite_cli_out(void) {
       {"sim run --only-unexpected and --quiet", test_only_unexpected_and_quiet},
       {"sim run: a run that tests nothing (every file skipped) exits 1", test_a_run_that_tests_nothing_exits_1},
       {"sim run: a deployment limit has its own word, held to its exact set", test_deployment_limit_word},
+      {"sim run: a row whose fault never fired is not exercised, not UNEXPECTED", test_not_exercised_word},
       {"a deployment limit round-trips through the scenario writer", test_deployment_limit_round_trips},
       {"sim run matrix fits 100 columns", test_matrix_fits_100_columns},
       {"sim run --json: arrays, names, seed, a replay that replays", test_json_rows_arrays_seed_replay},

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pd_dispatch.h"
+#include "pd_err.h"
 #include "pd_policy.h"
 #include "pd_prng.h"
 #include "pd_sse.h"
@@ -288,6 +289,61 @@ static void test_breaker_state_past_the_last_worker_reads_closed(void) {
   PDT_EQ_INT(f.live, 0);
 }
 
+/* Seeded bugs (docs/mutation.md) are the reference's only, and named: the same healthy stream
+ * with repeat_first_event shows its first token twice under the reference and once under
+ * joined; with leak_decode_load, which sits in code every mode shares, the reference keeps
+ * decode's load after the request and joined, whose pd_gw_new clears the switch, does not.
+ * The names parse both ways and an unknown one is refused. */
+static void test_a_seeded_bug_is_the_references_only(void) {
+  for (int m = 0; m < 2; m++) {
+    pd_gw_config_t c;
+    pd_gw_config_default(&c, m ? PD_MODE_JOINED : PD_MODE_REFERENCE);
+    c.seeded_bug = PD_BUG_REPEAT_FIRST_EVENT;
+    harness_t h;
+    for (int leak = 0; leak < 2; leak++) {
+      c.seeded_bug = leak ? PD_BUG_LEAK_DECODE_LOAD : PD_BUG_NONE;
+      h_init_cfg(&h, &c, 1);
+      PDT_TRUE(h.gw != NULL);
+      if (!h.gw) return;
+      h_request(&h, STREAM);
+      h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+      h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+      h_leg(&h, PD_EV_UP_DATA, 1, 0, TOK0 DONE);
+      h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+      h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0 DONE);
+      h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
+      PDT_TRUE(h.ended);
+      PDT_EQ_INT(pd_gw_load(h.gw, PD_ROLE_DECODE, 0), leak && !m ? 1 : 0);
+      h_free(&h);
+    }
+    c.seeded_bug = PD_BUG_REPEAT_FIRST_EVENT;
+    h_init_cfg(&h, &c, 1);
+    PDT_TRUE(h.gw != NULL);
+    if (!h.gw) return;
+    h_request(&h, STREAM);
+    h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+    h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+    h_leg(&h, PD_EV_UP_DATA, 1, 0, TOK0 DONE); /* joined reads prefill's answer first (R1.35) */
+    h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+    h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0 TOK1 DONE);
+    h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
+    int tok0 = 0, tok1 = 0;
+    for (const char *at = h.client; (at = strstr(at, TOK0)) != NULL; at++) tok0++;
+    for (const char *at = h.client; (at = strstr(at, TOK1)) != NULL; at++) tok1++;
+    PDT_EQ_INT(tok0, m ? 1 : 2);
+    PDT_EQ_INT(tok1, 1);
+    h_free(&h);
+  }
+  for (int b = 0; b < PD_BUG_COUNT; b++) {
+    pd_seeded_bug_t got = PD_BUG_COUNT;
+    PDT_EQ_INT(pd_seeded_bug_parse(pd_seeded_bug_name((pd_seeded_bug_t)b), &got), 0);
+    PDT_EQ_INT(got, b);
+  }
+  pd_seeded_bug_t got = PD_BUG_NONE;
+  PDT_EQ_INT(pd_seeded_bug_parse("leak_prefill_load", &got), PD_ERR_INVAL);
+  PDT_EQ_STR(pd_seeded_bug_name(PD_BUG_COUNT), "?");
+}
+
 int pdt_suite_mutant_kills_ref(void) {
   static const pdt_case_t cases[] = {
       {"an allocation failure opens no leg with an empty body",
@@ -312,6 +368,8 @@ int pdt_suite_mutant_kills_ref(void) {
        test_power_of_two_without_loads_picks_the_first_draw},
       {"the breaker state of a worker past the last reads closed",
        test_breaker_state_past_the_last_worker_reads_closed},
+      {"a seeded bug is the reference's only, and named",
+       test_a_seeded_bug_is_the_references_only},
   };
   return PDT_SUITE("mutant_kills_ref", cases);
 }
