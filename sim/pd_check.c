@@ -451,15 +451,22 @@ static uint32_t check_loads(const pd_judge_t *j, pd_client_request_t *rq, char *
  * than the gateway closed the leg (`is_failed_at_close`, the same test as I4's), and the
  * failure was the worker's own: an injected fault that took effect (not one still waiting when
  * its partner's failure ended the leg), a refusal, a crash. Or it hung (or dripped) by itself
- * and the gateway saw it (recorded a failure or timeout): a hung leg cancelled because its
- * partner failed first had shown the gateway nothing yet. */
-static int worker_failed(const pd_worker_leg_t *l) {
+ * when the gateway cut it — whatever outcome the gateway recorded — unless a partner leg of the
+ * attempt had failed to the gateway first: then it had shown the gateway nothing yet. */
+static int worker_failed(const pd_client_request_t *rq, const pd_worker_leg_t *l) {
   if (l->is_path_fault) /* its path, not the worker, failed: as the gateway saw it */
     return l->is_failed_at_close ||
            (l->outcomes && (l->outcome == PD_OUTCOME_FAILURE || l->outcome == PD_OUTCOME_TIMEOUT));
-  if (l->truth == PD_TRUTH_STALLED)
-    return l->is_own_stall && l->outcomes &&
-           (l->outcome == PD_OUTCOME_FAILURE || l->outcome == PD_OUTCOME_TIMEOUT);
+  if (l->truth == PD_TRUTH_STALLED) { /* worker truth, not the outcome the gateway recorded */
+    if (!l->is_own_stall) return 0;
+    for (const pd_worker_leg_t *o = rq->legs; o; o = o->next_in_req)
+      if (o != l && o->attempt == l->attempt && o->is_failed_at_close && leg_closed(o) &&
+          leg_closed(l) && o->t_gw_closed <= l->t_gw_closed &&
+          (o->truth == PD_TRUTH_NEVER ||
+           (o->truth == PD_TRUTH_FAILED && (o->is_fault_fired || o->is_crash_hit))))
+        return 0; /* its partner failed first, by its own fault: it had shown nothing yet */
+    return 1;
+  }
   if (!l->is_failed_at_close) return 0;
   if (l->truth == PD_TRUTH_NEVER) return 1;
   return l->truth == PD_TRUTH_FAILED && (l->is_fault_fired || l->is_crash_hit);
@@ -470,7 +477,7 @@ static const pd_worker_leg_t *tried(const pd_client_request_t *rq, pd_role_t rol
                                     uint32_t before, int failed_only) {
   for (const pd_worker_leg_t *e = rq->legs; e; e = e->next_in_req)
     if (e->role == role && e->worker == node && e->attempt < before &&
-        (!failed_only || worker_failed(e)))
+        (!failed_only || worker_failed(rq, e)))
       return e;
   return NULL;
 }

@@ -194,6 +194,44 @@ static void test_client_bytes_after_done_and_later_logprobs(void) {
   PDT_TRUE(judge_stream(dup, 1, reason, sizeof reason) & BIT(PD_INVARIANT_COMMIT));
 }
 
+/* I16 from worker truth: d0 hung by its own fault in attempt 1 and the gateway recorded
+ * `cancelled` for it; attempt 2 goes back to d0 while d1 was untried and eligible. The
+ * recorded outcome no longer decides: d0 failed the request. */
+static void test_retry_onto_a_hung_worker_recorded_cancelled_is_i16(void) {
+  char reason[200];
+  for (int partner_first = 0; partner_first < 2; partner_first++) {
+    pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
+    if (!k) return;
+    pd_scenario_set_workers(&k->s, 1, 2); /* p0, d0, d1: nodes 0, 1, 2 */
+    k->j.max_attempts = 2;
+    k->rq.attempts = 2;
+    pd_worker_leg_t *d = &k->leg[1], retry[2];
+    d->truth = PD_TRUTH_STALLED;
+    d->is_own_stall = 1;
+    d->outcomes = 1;
+    d->outcome = PD_OUTCOME_CANCELLED;
+    k->leg[0].t_gw_closed = 100 * MS;
+    if (partner_first) { /* p0 failed first by its own fault: d0 had shown nothing yet */
+      k->leg[0].truth = PD_TRUTH_FAILED;
+      k->leg[0].is_failed_at_close = k->leg[0].is_fault_fired = 1;
+    }
+    for (int i = 0; i < 2; i++) {
+      retry[i] = k->leg[i];
+      retry[i].attempt = 2;
+      retry[i].truth = PD_TRUTH_OK;
+      retry[i].is_own_stall = retry[i].is_failed_at_close = retry[i].is_fault_fired = 0;
+      retry[i].outcome = PD_OUTCOME_SUCCESS;
+      retry[i].has_eligible = 1;
+      retry[i].eligible_nodes = i ? 0x6u : 0x1u; /* decode: d0 and d1 eligible */
+      retry[i].next_in_req = i ? &k->leg[0] : &retry[1];
+    }
+    k->rq.legs = &retry[0];
+    uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_RETRY_FAILED);
+    PDT_EQ_U64(v, partner_first ? 0 : BIT(PD_INVARIANT_RETRY_FAILED));
+    free(k);
+  }
+}
+
 int pdt_suite_check_truth(void) {
   static const pdt_case_t cases[] = {
       {"I3/I18: taken and freed in one instant after the bound",
@@ -208,6 +246,8 @@ int pdt_suite_check_truth(void) {
       {"I20: a decode served without its prefill's KV", test_decode_alone_is_i20},
       {"I6/I11: an event after [DONE], logprobs wrong on a later event",
        test_client_bytes_after_done_and_later_logprobs},
+      {"I16: a retry onto a worker that hung, whatever outcome the gateway recorded",
+       test_retry_onto_a_hung_worker_recorded_cancelled_is_i16},
   };
   return PDT_SUITE("check_truth", cases);
 }
