@@ -117,6 +117,10 @@ static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o
       pd_gw_release_load(gw, rq, l->role);
       pd_gw_close_leg(gw, rq, l, 1);
     } else {
+      /* R-RETRY-EXCLUDE: a partner that had not finished may be why the blamed leg failed
+       * (a prefill that never sent the KV times decode out): the next attempt prefers a worker
+       * the request has not tried, and comes back to this one only when none is eligible */
+      if (!l->has_outcome && !l->is_drain) exclude(rq, l);
       leg_doom(gw, rq, l);
     }
   }

@@ -49,7 +49,37 @@ static void test_same_instant_failure_of_the_other_leg_is_its_own(void) {
 }
 
 /* A given-up leg that reports nothing in the instant is cancelled (neutral) with an abort at
- * its end, and is not excluded. */
+ * its end: not blamed (the next attempt still avoids its worker, R-RETRY-EXCLUDE). */
+/* R-RETRY-EXCLUDE: decode answers 500 (its waiting timeout, S5.5) while prefill has sent
+ * nothing: prefill is not blamed (cancelled) but the retry takes the untried prefill and the
+ * untried decode, not the prefill that may have hung (retry-avoids-silent-prefill-partner). */
+static void test_a_silent_partner_of_a_failed_attempt_is_avoided_by_the_retry(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, NONSTREAM);
+  uint32_t p_first = h_find(&h, PD_ACT_OPEN_LEG, 0)->worker;
+  uint32_t d_first = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
+  /* a second request takes the other pair, so round robin alone would bring request 7's
+     retry back to p_first and d_first */
+  pd_event_t other = {.kind = PD_EV_CLIENT_REQUEST, .req_id = 8, .path = "/generate",
+                      .data = (const uint8_t *)NONSTREAM, .len = strlen(NONSTREAM)};
+  h_feed(&h, other);
+  PDT_TRUE(h_find(&h, PD_ACT_OPEN_LEG, 0) && h_find(&h, PD_ACT_OPEN_LEG, 0)->worker != p_first);
+  h.now += 1000 * MS;
+  pd_event_t d500 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 2, .status = 500};
+  raw(&h, d500);
+  PDT_EQ_INT(h_outcome_of(&h, 2, NULL), PD_OUTCOME_FAILURE);
+  fire_raw(&h); /* the end of the instant: prefill said nothing */
+  PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
+  fire_raw(&h); /* the backoff: the next attempt */
+  const pd_action_t *p2 = h_find(&h, PD_ACT_OPEN_LEG, 0), *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
+  PDT_TRUE(p2 && d2);
+  if (p2 && d2) {
+    PDT_TRUE(p2->worker != p_first);
+    PDT_TRUE(d2->worker != d_first);
+  }
+  h_free(&h);
+}
+
 static void test_a_given_up_leg_that_says_nothing_is_cancelled_at_the_end_of_the_instant(void) {
   harness_t h;
   start(&h, PD_MODE_REFERENCE, STREAM);
@@ -336,6 +366,8 @@ int pdt_suite_dispatch_blame(void) {
        test_a_decode_holding_events_for_a_stalled_prefill_was_only_waiting},
       {"a hung decode does not get its healthy prefill ejected (2P2D, 100 requests)",
        test_a_hung_decode_does_not_get_its_healthy_prefill_ejected},
+      {"a silent partner of a failed attempt is avoided by the retry",
+       test_a_silent_partner_of_a_failed_attempt_is_avoided_by_the_retry},
       {"minilb: the stream head goes out before any worker (M1)",
        test_minilb_stream_head_goes_out_before_any_worker},
       {"minilb: non-stream waits for prefill's JSON when the key is present (M2)",
