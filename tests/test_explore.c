@@ -326,6 +326,27 @@ static void test_a_tie_order_finds_what_insertion_order_misses(void) {
   free(s);
 }
 
+/* A case explore writes declares the modes whose rows would not be exercised (mini_lb's random
+ * pick never reaches the hung prefill), so `sim run` judges each row as written instead of
+ * reading "not exercised". Before: the seed-58 case's minilb row was not exercised. */
+static void test_a_written_case_declares_its_unexercised_modes(void) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  char err[256];
+  PDT_EQ_INT(pd_scenario_load(s, PD_SOURCE_DIR "/scenarios/retry-avoids-silent-prefill-partner.json",
+                              err, sizeof err), 0);
+  pd_explore_result_t r;
+  memset(&r, 0, sizeof r);
+  r.inv = PD_INVARIANT_RETRY_FAILED;
+  PDT_EQ_INT(pd_explore_finish(s, PD_MODE_JOINED, &r), 0);
+  PDT_TRUE(s->unexercised[PD_MODE_MINILB][0] != 0);
+  PDT_TRUE(strstr(s->unexercised[PD_MODE_MINILB], "0 of the 1 fault entries fired") != NULL);
+  PDT_EQ_INT(s->unexercised[PD_MODE_JOINED][0], 0);
+  PDT_EQ_INT(s->unexercised[PD_MODE_REFERENCE][0], 0);
+  free(s);
+}
+
 int pdt_suite_explore(void) {
   static const pdt_case_t cases[] = {
       {"same seed generates the same valid world", test_same_seed_generates_the_same_valid_world},
@@ -341,6 +362,8 @@ int pdt_suite_explore(void) {
        test_reference_holds_every_invariant_on_2000_seeds},
       {"a tie order finds what insertion order misses",
        test_a_tie_order_finds_what_insertion_order_misses},
+      {"a written case declares its unexercised modes",
+       test_a_written_case_declares_its_unexercised_modes},
   };
   return PDT_SUITE("explore", cases);
 }
