@@ -604,13 +604,10 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
       /* The request's own budget (total, commit) running out blames no worker: cancelled, not
        * timeout (R-OUTCOME); the first-token and idle deadlines are the workers' (timeout),
        * when the gateway can tell which legs stalled. When it cannot (a non-stream attempt
-       * where neither leg answered), none is charged: each is excluded from the retry and
-       * recorded cancelled, so a hung decode does not get its healthy prefill ejected. */
+       * where neither leg answered), none is charged: each is recorded cancelled (and, not
+       * finished, excluded from the retry by fail_attempt), so a hung decode does not get its
+       * healthy prefill ejected. */
       int is_budget = which == DL_TOTAL || which == DL_COMMIT;
-      if (!is_known && !is_budget)
-        for (uint32_t i = 0; i < rq->n_legs; i++)
-          if (!rq->legs[i]->has_outcome && !rq->legs[i]->is_doomed && !rq->legs[i]->is_drain)
-            exclude(rq, rq->legs[i]);
       fail_attempt(gw, rq, NULL,
                    is_budget || !is_known ? PD_OUTCOME_CANCELLED : PD_OUTCOME_TIMEOUT, 504,
                    !is_budget, "timeout",
