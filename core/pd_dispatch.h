@@ -48,7 +48,7 @@ typedef enum {
 
 /* Seeded bugs (docs/mutation.md, "Seeded bugs"): one known defect switched on in the
  * reference, so the library shows that the checker catches what no modelled gateway does
- * (I4's partner blame, I5, I6, I7, I9). A test facility, never a behaviour: every other mode
+ * (I4's partner blame, I5, I6, I7, I8 within a batch, I9). A test facility, never a behaviour: every other mode
  * ignores it, and the reference with PD_BUG_NONE is the reference. */
 typedef enum pd_seeded_bug {
   PD_BUG_NONE = 0,
@@ -58,6 +58,7 @@ typedef enum pd_seeded_bug {
   PD_BUG_REPEAT_FIRST_EVENT = 3,   /* decode's first event reaches the client twice (I6; G9) */
   PD_BUG_EXTRA_ATTEMPT = 4,        /* one attempt more than max_attempts (I7) */
   PD_BUG_LEAK_DECODE_LOAD = 5,     /* decode's load is never released (I9; R3.11 guards) */
+  PD_BUG_SHARED_BATCH_ROOM = 6,    /* batch items 0 and 1 get one bootstrap room (I8; G18) */
   PD_BUG_COUNT
 } pd_seeded_bug_t;
 const char *pd_seeded_bug_name(pd_seeded_bug_t b);

@@ -105,6 +105,7 @@ static int render(pd_gw_t *gw, pd_rq_t *rq, uint32_t pw, char **body, size_t *le
   uint64_t *rooms = n <= 8 ? rooms_small : pd_calloc(gw->alloc, n, sizeof *rooms);
   if (!rooms) return PD_ERR_NOMEM;
   for (uint32_t i = 0; i < n; i++) rooms[i] = pd_prng_next(gw->rng) & PD_ROOM_MASK;
+  if (gw->cfg.seeded_bug == PD_BUG_SHARED_BATCH_ROOM && n >= 2) rooms[1] = rooms[0];
   if (gw->cfg.mode == PD_MODE_REFERENCE) {
     char rid[40] = "pdref-"; /* "pdref-%016llx", written by hand: one per attempt */
     uint64_t v = pd_prng_next(gw->rng);

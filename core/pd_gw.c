@@ -43,7 +43,7 @@ int pd_mode_speaks(pd_mode_t m, pd_protocol_t p) {
 
 static const char *const bug_names[PD_BUG_COUNT] = {
     "none", "blame_partner", "clean_end_on_failure", "repeat_first_event", "extra_attempt",
-    "leak_decode_load"};
+    "leak_decode_load", "shared_batch_room"};
 
 const char *pd_seeded_bug_name(pd_seeded_bug_t b) {
   return (unsigned)b < PD_BUG_COUNT ? bug_names[b] : "?";

@@ -35,7 +35,7 @@ static const char *const kv_expiry_names[] = {"timeout", "lease"};
 static const char *const kv_params_names[] = {"valid", "null", "invalid"};
 static const char *const seeded_bug_names[] = {"none", "blame_partner", "clean_end_on_failure",
                                                "repeat_first_event", "extra_attempt",
-                                               "leak_decode_load"};
+                                               "leak_decode_load", "shared_batch_room"};
 _Static_assert(sizeof seeded_bug_names / sizeof seeded_bug_names[0] == PD_BUG_COUNT,
                "a name per seeded bug, in pd_seeded_bug_t's order");
 
