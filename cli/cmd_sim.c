@@ -109,7 +109,8 @@ static void usage(FILE *f) {
              "a limit no gateway can pass), UNEXPECTED, not exercised (its fault entries did not\n"
              "all fire, or its requests reached no worker: its expectation, a pass or a violation,\n"
              "was not met by its own cause; unless the scenario declares that mode in\n"
-             "\"unexercised\"), or skipped (--mode M that does not speak the file's protocol);\n"
+             "\"unexercised\"), or skipped (--mode M that does not speak the file's protocol, or a\n"
+             "mode the scenario's expect has no entry for);\n"
              "beside it the row's own verdict: pass, or the invariants violated.\n"
              "  FILE|DIR          scenario files; a directory gives its *.json files\n"
              "  --mode M|all      the gateway model (default all: every mode that speaks the\n"
@@ -230,6 +231,11 @@ static void run_modes(const pd_scenario_t *s, opts_t *o) {
     if (o->mode >= 0 && m != o->mode) continue;
     /* `all` (and a named mode) = the modes that speak the scenario's protocol */
     if (!pd_mode_speaks((pd_mode_t)m, pd_scenario_protocol(s))) continue;
+    if (!s->expect[m].is_set) { /* a row with nothing to judge it against is not "as expected" */
+      pd_cli_rows_skip(&o->out, s, m, "the scenario's expect has no entry for this mode: nothing to "
+                                      "judge the row against");
+      continue;
+    }
     pd_cli_row_t r;
     char err[600];
     memset(&r, 0, sizeof r);
