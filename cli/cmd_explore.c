@@ -341,6 +341,9 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
          r->faults_before, r->faults_after, shrunk);
   char why[320];
   pd_cli_reason_text(r->reason[0] ? r->reason : "(no reason)", why, sizeof why);
+  int why_inv = pd_explore_reason_inv(r->reason); /* the case's first violation may be another */
+  if (why_inv && why_inv != r->inv)
+    printf("    first violation of the case is I%d, not I%d (shrunk for):\n", why_inv, r->inv);
   printf("    %s\n    saved:  %s\n    replay: %s\n", why, path, replay);
   fflush(stdout);
   return 0;

@@ -423,6 +423,22 @@ static void test_explore_and_bench_json(void) {
   cJSON_Delete(doc);
 }
 
+/* A finding whose case first violates another invariant than the one it was shrunk for says
+ * so above the reason it prints (joined, seed 5: shrunk for I1, first violation I4). Before,
+ * the I4 reason read as I1's. */
+static void test_explore_names_the_invariant_of_the_reason_it_prints(void) {
+  char out[96];
+  PDT_EQ_INT(make_files(), 0);
+  snprintf(out, sizeof out, "%s/explore5", g_dir);
+  const char *ex[] = {"sim", "explore", "--mode", "joined", "--seed-start", "5", "--seeds", "1",
+                      "--out", out, NULL};
+  run_t *r = pdref(ex, 1);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 1);
+  PDT_HAS(r->out, "shrunk for I1 (termination)");
+  PDT_HAS(r->out, "    first violation of the case is I4, not I1 (shrunk for):\n    I4 outcome: ");
+}
+
 /* row's "violated" is an array of IDs and "violated_names" their names, one each. */
 static int names_match(const cJSON *row) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, "violated");
@@ -787,6 +803,8 @@ int pdt_suite_cli_out(void) {
       {"sim run: a run that tests nothing (every file skipped) exits 1", test_a_run_that_tests_nothing_exits_1},
       {"sim run: a deployment limit has its own word, held to its exact set", test_deployment_limit_word},
       {"sim run: a row whose fault never fired is not exercised, not UNEXPECTED", test_not_exercised_word},
+      {"sim explore: a finding names the invariant of the reason it prints",
+       test_explore_names_the_invariant_of_the_reason_it_prints},
       {"a deployment limit round-trips through the scenario writer", test_deployment_limit_round_trips},
       {"sim run matrix fits 100 columns", test_matrix_fits_100_columns},
       {"sim run --json: arrays, names, seed, a replay that replays", test_json_rows_arrays_seed_replay},
