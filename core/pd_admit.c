@@ -45,14 +45,17 @@ int pd_gw_set_worker_group(pd_gw_t *gw, pd_role_t role, uint32_t w, uint32_t gro
 
 void pd_gw_admit_stats(const pd_gw_t *gw, pd_admit_stats_t *out) { *out = gw->admit; }
 
-/* 503 with Retry-After and the limit in the body (R-ADMIT-SHED). */
+/* 503 with Retry-After and the limit in the body (R-ADMIT-SHED). is_full: 1 the queue is
+ * full, 0 its deadline passed, 2 the queue ahead would keep it past its deadline. */
 static void shed(pd_gw_t *gw, pd_rq_t *rq, int is_full, const char *msg) {
   if (pd_rq_client_done(rq)) return;
   char m[240];
-  const char *code = is_full ? "admission_queue_full" : "admission_queue_timeout";
+  const char *code = is_full == 1 ? "admission_queue_full"
+                     : is_full   ? "admission_queue_wait"
+                                 : "admission_queue_timeout";
   snprintf(m, sizeof m, "%s (limit: %s %llu; retry after %llu s)", msg,
-           is_full ? "admit_queue_max" : "admit_queue_ms",
-           is_full ? (unsigned long long)gw->cfg.admit_queue_max
+           is_full == 1 ? "admit_queue_max" : "admit_queue_ms",
+           is_full == 1 ? (unsigned long long)gw->cfg.admit_queue_max
                    : (unsigned long long)(gw->cfg.admit_queue_ns / 1000000u),
            (unsigned long long)((gw->cfg.admit_retry_after_ns + 999999999u) / 1000000000u));
   size_t before = gw->out->n;
@@ -75,6 +78,17 @@ void pd_admit_wait(pd_gw_t *gw, pd_rq_t *rq) {
       gw->admit.shed_timeout++;
       shed(gw, rq, 0,
            "every worker pair is at its in-flight limit and the queue deadline has passed");
+      return;
+    }
+    /* R-ADMIT-EARLY: every pair is full, and a full gateway starts one queued request per
+     * q_interval_ns (measured while a backlog lasted): one behind n_queued others starts at
+     * the (n_queued + 1)-th departure; if that is past its queue deadline, shed it now */
+    if (gw->q_interval_ns &&
+        gw->q_interval_ns > (until - gw->now) / ((uint64_t)gw->n_queued + 1)) {
+      gw->admit.shed_wait++;
+      shed(gw, rq, 2,
+           "every worker pair is at its in-flight limit and the queue ahead would hold the "
+           "request past its queue deadline");
       return;
     }
     rq->is_queued = 1;
@@ -112,6 +126,16 @@ void pd_admit_unlink(pd_gw_t *gw, pd_rq_t *rq) {
   gw->admit.wait_ns_sum += waited;
   if (waited > gw->admit.wait_ns_max) gw->admit.wait_ns_max = waited;
   if (pd_admit_pair_has_room(gw)) wake(gw, gw->q_head); /* room left: the next one goes too */
+}
+
+void pd_admit_started(pd_gw_t *gw) {
+  gw->admit.dequeued++;
+  if (gw->q_last_start_ns) { /* the backlog lasted since the last departure */
+    uint64_t d = gw->now - gw->q_last_start_ns;
+    gw->q_interval_ns = gw->q_interval_ns ? (gw->q_interval_ns * 3 + d) / 4 : d;
+  }
+  /* the request is still in the queue: the backlog goes on if another waits behind it */
+  gw->q_last_start_ns = gw->n_queued > 1 ? (gw->now ? gw->now : 1) : 0;
 }
 
 void pd_admit_kick(pd_gw_t *gw) {

@@ -228,6 +228,7 @@ typedef struct pd_gw pd_gw_t;
  * because the queue was full or their queue deadline passed, and their total queue wait. */
 typedef struct pd_admit_stats {
   uint64_t queued, dequeued, shed_full, shed_timeout;
+  uint64_t shed_wait; /* R-ADMIT-EARLY: shed at arrival, the queue ahead past its deadline */
   uint64_t wait_ns_sum, wait_ns_max;
   uint32_t peak_queued;
 } pd_admit_stats_t;

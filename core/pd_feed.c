@@ -312,7 +312,7 @@ void pd_gw_begin(pd_gw_t *gw, pd_rq_t *rq) {
     pd_admit_wait(gw, rq);
     return;
   }
-  if (rq->is_queued && rc == 0) gw->admit.dequeued++;
+  if (rq->is_queued && rc == 0) pd_admit_started(gw);
   pd_admit_unlink(gw, rq); /* it started (or was answered): out of the queue */
   if (rc == 0) {
     ops->on_start(gw, rq);

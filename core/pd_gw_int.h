@@ -168,6 +168,9 @@ struct pd_gw {
    * oldest first (late binding: the pair is picked when one frees) */
   struct pd_rq *q_head, *q_tail;
   uint32_t n_queued;
+  /* R-ADMIT-EARLY: when the queue's last departure left (0: the backlog ended since), and the
+   * smoothed time between departures while a backlog lasts (0: not measured yet) */
+  uint64_t q_last_start_ns, q_interval_ns;
   pd_admit_stats_t admit;
   void *transition_ctx;
 };
@@ -197,6 +200,8 @@ void pd_admit_wait(pd_gw_t *gw, pd_rq_t *rq);
 void pd_admit_unlink(pd_gw_t *gw, pd_rq_t *rq);
 /* A load was released: wake the queue's head. */
 void pd_admit_kick(pd_gw_t *gw);
+/* A queued request starts: counted, and the backlog's departure interval measured. */
+void pd_admit_started(pd_gw_t *gw);
 /* DL_QUEUE passed: a request still queued is shed (503, R-ADMIT-SHED). */
 void pd_admit_deadline(pd_gw_t *gw, pd_rq_t *rq);
 /* Arm the request's earliest deadline again (pd_feed.c). */

@@ -1,6 +1,7 @@
 /* Reference admission (docs/spec.md R-ADMIT-*) through the core's feed API: per-worker
  * in-flight limits, both legs admitted together, the queue with late binding, and the 503
  * that sheds naming its limit. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,6 +111,81 @@ static void test_queue_deadline_sheds_the_waiting_request(void) {
   h_free(&h);
 }
 
+/* Request id's legs (prefill leg - 1, decode leg) answer their heads at once (within the
+ * 5 s head deadline). */
+static void decode_head(harness_t *h, uint64_t id, uint64_t leg) {
+  pd_event_t ev = {.kind = PD_EV_UP_HEAD, .req_id = id, .leg_id = leg - 1, .status = 200};
+  h_feed(h, ev);
+  ev.leg_id = leg;
+  h_feed(h, ev);
+}
+
+/* The decode leg a step opened for request id (0: none). */
+static uint64_t decode_leg_of(harness_t *h, uint64_t id);
+
+/* ... and runs to its end: a token and [DONE], end. Returns the decode leg that request
+ * `next` got from the capacity it freed (0: none yet). */
+static uint64_t finish_decode(harness_t *h, uint64_t id, uint64_t leg, uint64_t next) {
+  pd_event_t ev = {.kind = PD_EV_UP_DATA, .req_id = id, .leg_id = leg,
+                   .data = (const uint8_t *)TOK0 DONE, .len = strlen(TOK0 DONE)};
+  h_feed(h, ev);
+  uint64_t got = decode_leg_of(h, next);
+  ev = (pd_event_t){.kind = PD_EV_UP_END, .req_id = id, .leg_id = leg};
+  h_feed(h, ev);
+  return got ? got : decode_leg_of(h, next);
+}
+
+static uint64_t decode_leg_of(harness_t *h, uint64_t id) {
+  for (size_t i = 0; i < h->out.n; i++)
+    if (h->out.v[i].kind == PD_ACT_OPEN_LEG && h->out.v[i].req_id == id &&
+        h->out.v[i].role == PD_ROLE_DECODE)
+      return h->out.v[i].leg_id;
+  return 0;
+}
+
+/* R-ADMIT-EARLY: a backlog that drained one request every 6 s (decode admits 1, each request
+ * takes 6 s) starts a newcomer behind n others at the (n + 1)-th departure, about 6(n + 1) s
+ * on. With the 20 s queue deadline, newcomers behind 0, 1 and 2 others wait (6, 12, 18 s);
+ * the one behind 3 (24 s) is shed at once, 503 admission_queue_wait, not 20 s later. */
+static void test_a_request_the_backlog_would_keep_past_its_deadline_is_shed_at_once(void) {
+  harness_t h;
+  admit_init(&h, 1, 16);
+  uint64_t leg = 0;
+  for (uint64_t id = 1; id <= 3; id++) {
+    send(&h, id);
+    if (id == 1) leg = decode_leg_of(&h, 1);
+  }
+  PDT_TRUE(leg != 0);
+  decode_head(&h, 1, leg);
+  for (uint64_t id = 1; id <= 2; id++) { /* two departures 6 s apart, the backlog lasting */
+    h.now += 6000 * MS;
+    leg = finish_decode(&h, id, leg, id + 1);
+    for (int i = 0; i < 4 && !leg; i++) {
+      h_fire(&h);
+      leg = decode_leg_of(&h, id + 1);
+    }
+    PDT_TRUE(leg != 0);
+    decode_head(&h, id + 1, leg);
+  }
+  /* now: request 3 runs, the queue is empty; 4, 5 and 6 queue behind 0, 1 and 2 others */
+  for (uint64_t id = 4; id <= 7; id++) {
+    send(&h, id);
+    const pd_action_t *hd = head_for(&h, id);
+    if (id < 7) {
+      PDT_TRUE(hd == NULL);
+    } else {
+      PDT_TRUE(hd != NULL && hd->status == 503);
+      PDT_EQ_U64(opens_for(&h, 7), 0);
+    }
+  }
+  PDT_TRUE(strstr(h.client, "\"code\":\"admission_queue_wait\"") != NULL);
+  pd_admit_stats_t st;
+  pd_gw_admit_stats(h.gw, &st);
+  PDT_EQ_U64(st.shed_wait, 1);
+  PDT_EQ_U64(st.queued, 5); /* 2, 3, 4, 5, 6 */
+  h_free(&h);
+}
+
 /* Admission off (queue 0): the second request is sent at once, as before. */
 static void test_admission_off_sends_at_once(void) {
   harness_t h;
@@ -126,6 +202,8 @@ int pdt_suite_admit(void) {
       {"a full queue sheds at once naming the limit", test_full_queue_sheds_at_once_naming_the_limit},
       {"the queue deadline sheds the waiting request", test_queue_deadline_sheds_the_waiting_request},
       {"admission off sends at once", test_admission_off_sends_at_once},
+      {"a request the backlog would keep past its deadline is shed at once",
+       test_a_request_the_backlog_would_keep_past_its_deadline_is_shed_at_once},
   };
   return PDT_SUITE("admit", cases);
 }
