@@ -128,6 +128,8 @@ typedef struct pd_gateway_transfer {
   int is_head_sent, is_closed, is_finished;
   int is_paused, want_resume; /* backpressure: reads paused; resume at the next flush */
   uint32_t n_sends; /* times libcurl was about to send the request (prereq_cb) */
+  int pool_role;    /* CORE: the role whose handle pool takes the easy handle back; else -1 */
+  int is_ok;        /* finished with CURLE_OK: the handle may be reused */
   long status;
   pd_buf_t resp; /* INFO: response body */
 } pd_gateway_transfer_t;
@@ -148,6 +150,13 @@ struct pd_gateway {
   atomic_int stop;
   CURLM *multi;
   int is_curl_init;
+  /* libcurl's sockets in the epoll set (pd_gateway_upstream.c, PD_GATEWAY_CURL_FD_*), by fd:
+   * a pooled connection's socket stays registered between its transfers. */
+  uint8_t *curl_fds;
+  uint32_t n_curl_fds;
+  /* Easy handles of finished core legs, per role, kept for the next leg of that role. */
+  CURL **easy_pool[2];
+  uint32_t n_easy_pool[2], cap_easy_pool;
   uint64_t curl_deadline_ns; /* 0 = none */
   pd_gateway_request_t **slots;
   uint32_t *gens, *free_slots;
@@ -219,6 +228,8 @@ void pd_gateway_upstream_detach_req(pd_gateway_t *g, pd_gateway_request_t *rq);
 int pd_gateway_upstream_info_start(pd_gateway_t *g, pd_gateway_conn_t *c, const char *path);
 void pd_gateway_upstream_info_cancel(pd_gateway_t *g, pd_gateway_conn_t *c);
 void pd_gateway_upstream_on_socket(pd_gateway_t *g, int fd, uint32_t epoll_events);
+/* Whether libcurl watches fd now (else it is a pooled connection's idle socket). */
+int pd_gateway_upstream_is_watched(const pd_gateway_t *g, int fd);
 void pd_gateway_upstream_on_timeout(pd_gateway_t *g);
 /* Deliver finished transfers to their owners. */
 void pd_gateway_upstream_drain(pd_gateway_t *g);
