@@ -342,6 +342,7 @@ static int step(pd_gateway_t *g, int max_wait_ms) {
   if (g->n_out_wait) pd_gateway_http_client_stuck(g);
   run_gate(g);
   run_mhd(g);
+  if (g->n_corked) pd_gateway_http_uncork_all(g); /* never held past the turn */
   run_flush(g);
   return 0;
 }

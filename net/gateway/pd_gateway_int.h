@@ -81,6 +81,7 @@ typedef struct pd_gateway_conn {
   int fd, is_watched;
   int is_http11; /* an HTTP/1.1 request: MHD frames an SSE answer chunked */
   int is_direct; /* the stream's chunks go straight to the socket (pd_gateway_client.c) */
+  int is_corked; /* TCP_CORK from the SSE head until the first chunk is written (one segment) */
   int is_out_wait;       /* direct: bytes wait for room (EPOLLOUT on the watch) */
   uint64_t out_wait_ns;  /* direct: when the socket last took bytes while some wait */
   uint64_t t_start_ns;
@@ -164,6 +165,7 @@ struct pd_gateway {
   pd_gateway_conn_t *conns;
   uint32_t n_conns; /* open client connections (MHD notify) */
   uint32_t n_out_wait; /* direct streams whose socket is full */
+  uint32_t n_corked;   /* connections with is_corked */
   uint64_t next_stuck_ns; /* next look for direct streams whose reader stopped */
   pd_httpd_t httpd;  /* connection limit, request deadline, framing (pd_httpd.h) */
   int has_httpd;
@@ -206,6 +208,19 @@ void pd_gateway_http_client_action(pd_gateway_t *g, pd_gateway_conn_t *c, const 
 void pd_gateway_http_client_hup(pd_gateway_t *g, pd_gateway_conn_t *c);
 /* The watched socket of a direct stream has room: send what waits (watch fired, EPOLLOUT). */
 void pd_gateway_http_client_writable(pd_gateway_t *g, pd_gateway_conn_t *c);
+/* TCP_CORK on (the SSE head is coming, its first chunk right after it in the same MHD_run) /
+ * off (both written: they leave as one segment, so the client wakes once, and the loopback
+ * carries one transmit instead of two). pd_gateway_http_uncork_all is the loop's safety net
+ * for a connection MHD did not get to. */
+void pd_gateway_http_cork(pd_gateway_t *g, pd_gateway_conn_t *c, int is_on);
+void pd_gateway_http_uncork_all(pd_gateway_t *g);
+/* Largest first chunk an SSE stream sends direct from MHD's reader (larger: MHD sends it). */
+#define PD_GATEWAY_HTTP_DIRECT_FIRST_MAX 4096u
+/* From MHD's reader, right after MHD sent the head: the stream goes direct and its waiting
+ * bytes (at most PD_GATEWAY_HTTP_DIRECT_FIRST_MAX) go out as one chunk on the socket, in this
+ * MHD_run rather than the next. 0 sent (or queued for room), 1 not taken (MHD sends them),
+ * -1 the socket failed (c->is_gone set). */
+int pd_gateway_http_direct_first(pd_gateway_t *g, pd_gateway_conn_t *c);
 /* Direct streams whose reader took nothing for --client-timeout-s are cut (each turn). */
 void pd_gateway_http_client_stuck(pd_gateway_t *g);
 /* Resume c if it is suspended, so MHD takes its news. */
