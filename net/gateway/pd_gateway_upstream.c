@@ -39,28 +39,33 @@ static void mark_dirty(pd_gateway_t *g, pd_gateway_transfer_t *leg) {
 
 /* ---------- easy handles and sockets ----------
  * A core leg's easy handle goes back to its role's pool when its transfer ended well, and the
- * next leg of that role takes it (curl_easy_reset: options cleared, the handle's allocations
- * kept) instead of curl_easy_init + curl_easy_cleanup per leg (~13,000 instructions and a
- * dozen allocations each, callgrind). One pool per role, so a handle's receive buffer size
+ * next leg of that role takes it with its options (libcurl resets a handle's transfer state
+ * at each transfer; options stay until changed), instead of curl_easy_init + a dozen setopts
+ * + curl_easy_cleanup per leg (~13,000 instructions and a dozen allocations each,
+ * callgrind). One pool per role, so a handle's receive buffer size
  * (PD_GATEWAY_UPSTREAM_BUF_BYTES or _PREFILL_BUF_BYTES) never changes. A cut, failed or
  * unstarted transfer's handle is cleaned up, never reused. */
 #define PD_GATEWAY_UPSTREAM_POOL_MAX 1024u
 
-static CURL *easy_take(pd_gateway_t *g, int pool_role) {
+/* A pooled handle keeps the options every core leg of its role sets alike (*is_pooled = 1):
+ * the caller sets only the leg's own (URL, body, headers, callback data, connect timeout). */
+static CURL *easy_take(pd_gateway_t *g, int pool_role, int *is_pooled) {
+  *is_pooled = 0;
   if (pool_role >= 0 && g->n_easy_pool[pool_role]) {
-    CURL *e = g->easy_pool[pool_role][--g->n_easy_pool[pool_role]];
-    curl_easy_reset(e);
-    return e;
+    *is_pooled = 1;
+    return g->easy_pool[pool_role][--g->n_easy_pool[pool_role]];
   }
   return curl_easy_init();
 }
 
 static void easy_give(pd_gateway_t *g, pd_gateway_transfer_t *leg) {
   int r = leg->pool_role;
-  if (r >= 0 && leg->is_ok && g->easy_pool[r] && g->n_easy_pool[r] < g->cap_easy_pool)
+  if (r >= 0 && leg->is_ok && g->easy_pool[r] && g->n_easy_pool[r] < g->cap_easy_pool) {
+    curl_easy_setopt(leg->easy, CURLOPT_HTTPHEADER, NULL); /* leg->hdrs is freed next */
     g->easy_pool[r][g->n_easy_pool[r]++] = leg->easy;
-  else
+  } else {
     curl_easy_cleanup(leg->easy);
+  }
   leg->easy = NULL;
 }
 
@@ -137,10 +142,9 @@ static pd_gateway_transfer_t *leg_new(pd_gateway_t *g, pd_gateway_upstream_kind_
   g->legs = leg;
   mark_dirty(g, leg);
   char *url = join_url(base, path);
-  CURL *e = url ? easy_take(g, pool_role) : NULL;
-  if (e) {
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, leg);
+  int is_pooled = 0;
+  CURL *e = url ? easy_take(g, pool_role, &is_pooled) : NULL;
+  if (e && !is_pooled) {
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PROXY, ""); /* workers are direct, whatever http_proxy says */
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
@@ -152,9 +156,14 @@ static pd_gateway_transfer_t *leg_new(pd_gateway_t *g, pd_gateway_upstream_kind_
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, close_cb);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, g);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, leg);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
+  }
+  if (e) { /* the leg's own */
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, leg);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, leg);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, leg);
+    if (is_pooled) curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 0L); /* default, unless set */
   }
   free(url);
   leg->easy = e;
