@@ -35,8 +35,10 @@ static int out_append(pd_gateway_conn_t *c, const void *p, size_t n) {
 }
 
 /* ---------- direct streams ----------
- * Once MHD has sent an SSE stream's head and first chunk and found nothing more (reader in
- * pd_gateway_http.c), the connection stays suspended and each chunk is written here, in the
+ * Once MHD has sent an SSE stream's head, the reader (pd_gateway_http.c) writes the first
+ * chunk here itself (pd_gateway_http_direct_first; TCP_CORK joins it to the head), or, with
+ * nothing to send yet, only marks the stream direct; either way the connection stays
+ * suspended and each later chunk is written here, in the
  * turn its bytes came from the worker: one sendmsg per chunk, no resume, no MHD_run, no copy.
  * Framing is HTTP/1.1 chunked, as MHD's. What the socket does not take waits in c->out (the
  * backlog backpressure looks at) and goes out on EPOLLOUT; a reader that takes nothing for

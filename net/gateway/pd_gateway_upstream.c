@@ -77,9 +77,9 @@ static void easy_give(pd_gateway_t *g, pd_gateway_transfer_t *leg) {
  * libcurl closes leaves the set by itself and its entry is cleared (close_cb), so a new
  * socket with the same number is added afresh. */
 enum {
-  PD_GATEWAY_CURL_FD_SET = 1, /* in the epoll set */
-  PD_GATEWAY_CURL_FD_IN = 2,  /* registered for EPOLLIN */
-  PD_GATEWAY_CURL_FD_OUT = 4, /* registered for EPOLLOUT */
+  PD_GATEWAY_CURL_FD_SET = 1,  /* in the epoll set */
+  PD_GATEWAY_CURL_FD_IN = 2,   /* registered for EPOLLIN */
+  PD_GATEWAY_CURL_FD_OUT = 4,  /* registered for EPOLLOUT */
   PD_GATEWAY_CURL_FD_OWNED = 8 /* libcurl watches it now */
 };
 #define PD_GATEWAY_CURL_FDS 65536u
@@ -150,9 +150,9 @@ static pd_gateway_transfer_t *leg_new(pd_gateway_t *g, pd_gateway_upstream_kind_
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, pool_role == PD_ROLE_PREFILL
-                                                ? (long)PD_GATEWAY_UPSTREAM_PREFILL_BUF_BYTES
-                                                : (long)PD_GATEWAY_UPSTREAM_BUF_BYTES);
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE,
+                     pool_role == PD_ROLE_PREFILL ? (long)PD_GATEWAY_UPSTREAM_PREFILL_BUF_BYTES
+                                                  : (long)PD_GATEWAY_UPSTREAM_BUF_BYTES);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, close_cb);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, g);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
