@@ -20,8 +20,8 @@
 #define PD_GATEWAY_SLOT_BITS 24u
 #define PD_GATEWAY_MAX_WAIT_MS 1000
 #define PD_GATEWAY_EVENTS 256
-/* MHD_run calls per turn while it has work at once (a head, then the first chunk, go out in
- * the turn that produced them, not one turn apart). */
+/* MHD_run calls per turn while it has work at once (a head, then a first chunk MHD sends, go
+ * out in the turn that produced them, not one turn apart). */
 #define PD_GATEWAY_MHD_RUNS 4
 /* Times per turn new legs are sent at once (libcurl's timer at 0) instead of next turn. */
 #define PD_GATEWAY_SEND_NOW 2
@@ -342,6 +342,7 @@ static int step(pd_gateway_t *g, int max_wait_ms) {
   if (g->n_out_wait) pd_gateway_http_client_stuck(g);
   run_gate(g);
   run_mhd(g);
+  if (g->n_corked) pd_gateway_http_uncork_all(g); /* never held past the turn */
   run_flush(g);
   return 0;
 }

@@ -4,6 +4,8 @@
  * libmicrohttpd (pd_gateway_http.c), which drains the buffer. */
 #define _GNU_SOURCE /* EPOLLRDHUP */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -33,8 +35,10 @@ static int out_append(pd_gateway_conn_t *c, const void *p, size_t n) {
 }
 
 /* ---------- direct streams ----------
- * Once MHD has sent an SSE stream's head and first chunk and found nothing more (reader in
- * pd_gateway_http.c), the connection stays suspended and each chunk is written here, in the
+ * Once MHD has sent an SSE stream's head, the reader (pd_gateway_http.c) writes the first
+ * chunk here itself (pd_gateway_http_direct_first; TCP_CORK joins it to the head), or, with
+ * nothing to send yet, only marks the stream direct; either way the connection stays
+ * suspended and each later chunk is written here, in the
  * turn its bytes came from the worker: one sendmsg per chunk, no resume, no MHD_run, no copy.
  * Framing is HTTP/1.1 chunked, as MHD's. What the socket does not take waits in c->out (the
  * backlog backpressure looks at) and goes out on EPOLLOUT; a reader that takes nothing for
@@ -57,7 +61,9 @@ static void direct_end(pd_gateway_t *g, pd_gateway_conn_t *c) {
   pd_gateway_http_wake(c);
 }
 
-static void direct_send(pd_gateway_t *g, pd_gateway_conn_t *c, const void *p, size_t len) {
+/* Write one chunk (framed) to a direct stream's socket; what it does not take waits in c->out.
+ * 0, or -1 when the socket failed (reset, closed) or memory ran out: the caller drops it. */
+static int direct_write(pd_gateway_t *g, pd_gateway_conn_t *c, const void *p, size_t len) {
   char hd[24];
   int hn = snprintf(hd, sizeof hd, "%zx\r\n", len);
   struct iovec iov[3] = {{hd, (size_t)hn}, {(void *)(uintptr_t)p, len}, {"\r\n", 2}};
@@ -65,22 +71,52 @@ static void direct_send(pd_gateway_t *g, pd_gateway_conn_t *c, const void *p, si
   if (!pd_gateway_http_backlog(c)) { /* else the socket is full: queue behind what waits */
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
     ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      drop_client(g, c); /* reset or closed: the watch reports it too */
-      return;
-    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return -1; /* reset or closed: the watch reports it too */
     sent = n > 0 ? (size_t)n : 0;
   }
   for (int i = 0; i < 3; i++) { /* the rest waits for room */
     size_t skip = sent < iov[i].iov_len ? sent : iov[i].iov_len;
     sent -= skip;
     if (iov[i].iov_len > skip &&
-        out_append(c, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip)) {
-      drop_client(g, c); /* out of memory */
-      return;
-    }
+        out_append(c, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip))
+      return -1; /* out of memory */
   }
   if (pd_gateway_http_backlog(c)) out_wait(g, c, 1);
+  return 0;
+}
+
+static void direct_send(pd_gateway_t *g, pd_gateway_conn_t *c, const void *p, size_t len) {
+  if (direct_write(g, c, p, len)) drop_client(g, c);
+}
+
+void pd_gateway_http_cork(pd_gateway_t *g, pd_gateway_conn_t *c, int is_on) {
+  if (c->is_corked == is_on || c->fd < 0) return;
+  int v = is_on;
+  if (setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &v, sizeof v) && is_on) return;
+  c->is_corked = is_on;
+  g->n_corked = is_on ? g->n_corked + 1 : g->n_corked - 1;
+}
+
+void pd_gateway_http_uncork_all(pd_gateway_t *g) {
+  uint32_t guard = 0;
+  for (pd_gateway_conn_t *c = g->conns; c && g->n_corked && guard < (1u << 24);
+       c = c->next, guard++)
+    if (c->is_corked) pd_gateway_http_cork(g, c, 0);
+}
+
+int pd_gateway_http_direct_first(pd_gateway_t *g, pd_gateway_conn_t *c) {
+  char first[PD_GATEWAY_HTTP_DIRECT_FIRST_MAX];
+  size_t n = pd_gateway_http_backlog(c);
+  if (!n || n > sizeof first) return 1;
+  memcpy(first, c->out.p + c->out_off, n);
+  c->out.len = c->out_off = 0;
+  c->is_direct = 1;
+  if (direct_write(g, c, first, n)) {
+    c->is_gone = 1; /* MHD closes it; NOTIFY_COMPLETED feeds CLIENT_GONE */
+    return -1;
+  }
+  return 0;
 }
 
 void pd_gateway_http_client_writable(pd_gateway_t *g, pd_gateway_conn_t *c) {
@@ -139,6 +175,7 @@ void pd_gateway_http_client_action(pd_gateway_t *g, pd_gateway_conn_t *c, const 
     if (c->head_status) return; /* one head per response */
     c->head_status = a->status;
     c->is_sse = a->flag;
+    if (c->is_sse && c->is_http11 && c->is_watched && !c->is_queued) pd_gateway_http_cork(g, c, 1);
     break;
   case PD_ACT_CLIENT_DATA:
     client_data(g, c, a);

@@ -72,6 +72,7 @@ static void conn_del(pd_gateway_t *g, pd_gateway_conn_t *c) {
   pd_buf_free(NULL, &c->body);
   pd_buf_free(NULL, &c->out);
   curl_slist_free_all(c->fwd);
+  if (c->is_corked) g->n_corked--; /* the socket goes with the connection */
   free(c);
 }
 
@@ -135,15 +136,37 @@ static enum MHD_Result respond_error(pd_gateway_conn_t *c, int status, const cha
  * stream on HTTP/1.1 goes direct: its chunks are written straight to the socket
  * (pd_gateway_client.c) while MHD keeps the connection suspended, and MHD is resumed only to
  * end it (the last chunk, or the cut of an abort). */
+static ssize_t reader_next(pd_gateway_conn_t *c, char *buf, size_t max);
+
+/* The head is out when MHD first asks: a corked head leaves with the first chunk (written
+ * direct in reader_next) or alone, now. */
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
   (void)pos;
   pd_gateway_conn_t *c = cls;
+  ssize_t n = reader_next(c, buf, max);
+  if (c->is_corked) pd_gateway_http_cork(c->g, c, 0);
+  return n;
+}
+
+static ssize_t reader_next(pd_gateway_conn_t *c, char *buf, size_t max) {
   if (c->is_gone) return MHD_CONTENT_READER_END_WITH_ERROR; /* cancelled: cut it short */
   if (c->is_direct) { /* resumed to end: direct bytes are never MHD's to frame */
     if (pd_gateway_http_backlog(c) || !c->is_ended) return MHD_CONTENT_READER_END_WITH_ERROR;
     return c->is_abort ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
   }
   size_t avail = pd_gateway_http_backlog(c);
+  /* The head is out (MHD calls the reader only then): an SSE stream that will go direct sends
+   * its first bytes direct too, one MHD_run (an epoll_wait and a walk of MHD's lists) sooner. */
+  if (avail && !c->is_ended && c->is_sse && c->is_http11 && c->fd >= 0 && c->is_watched) {
+    int rc = pd_gateway_http_direct_first(c->g, c);
+    if (rc < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (rc == 0) {
+      if (c->rq && pd_gateway_http_backlog(c) <= PD_GATEWAY_HTTP_RESUME_BYTES)
+        pd_gateway_upstream_resume_req(c->g, c->rq);
+      suspend(c); /* resumed only to end the stream */
+      return 0;
+    }
+  }
   if (avail) {
     size_t n = avail < max ? avail : max;
     memcpy(buf, c->out.p + c->out_off, n);

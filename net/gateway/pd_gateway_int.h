@@ -81,6 +81,7 @@ typedef struct pd_gateway_conn {
   int fd, is_watched;
   int is_http11; /* an HTTP/1.1 request: MHD frames an SSE answer chunked */
   int is_direct; /* the stream's chunks go straight to the socket (pd_gateway_client.c) */
+  int is_corked; /* TCP_CORK from the SSE head until the first chunk is written (one segment) */
   int is_out_wait;       /* direct: bytes wait for room (EPOLLOUT on the watch) */
   uint64_t out_wait_ns;  /* direct: when the socket last took bytes while some wait */
   uint64_t t_start_ns;
@@ -128,6 +129,8 @@ typedef struct pd_gateway_transfer {
   int is_head_sent, is_closed, is_finished;
   int is_paused, want_resume; /* backpressure: reads paused; resume at the next flush */
   uint32_t n_sends; /* times libcurl was about to send the request (prereq_cb) */
+  int pool_role;    /* CORE: the role whose handle pool takes the easy handle back; else -1 */
+  int is_ok;        /* finished with CURLE_OK: the handle may be reused */
   long status;
   pd_buf_t resp; /* INFO: response body */
 } pd_gateway_transfer_t;
@@ -148,6 +151,13 @@ struct pd_gateway {
   atomic_int stop;
   CURLM *multi;
   int is_curl_init;
+  /* libcurl's sockets in the epoll set (pd_gateway_upstream.c, PD_GATEWAY_CURL_FD_*), by fd:
+   * a pooled connection's socket stays registered between its transfers. */
+  uint8_t *curl_fds;
+  uint32_t n_curl_fds;
+  /* Easy handles of finished core legs, per role, kept for the next leg of that role. */
+  CURL **easy_pool[2];
+  uint32_t n_easy_pool[2], cap_easy_pool;
   uint64_t curl_deadline_ns; /* 0 = none */
   pd_gateway_request_t **slots;
   uint32_t *gens, *free_slots;
@@ -155,6 +165,7 @@ struct pd_gateway {
   pd_gateway_conn_t *conns;
   uint32_t n_conns; /* open client connections (MHD notify) */
   uint32_t n_out_wait; /* direct streams whose socket is full */
+  uint32_t n_corked;   /* connections with is_corked */
   uint64_t next_stuck_ns; /* next look for direct streams whose reader stopped */
   pd_httpd_t httpd;  /* connection limit, request deadline, framing (pd_httpd.h) */
   int has_httpd;
@@ -197,6 +208,19 @@ void pd_gateway_http_client_action(pd_gateway_t *g, pd_gateway_conn_t *c, const 
 void pd_gateway_http_client_hup(pd_gateway_t *g, pd_gateway_conn_t *c);
 /* The watched socket of a direct stream has room: send what waits (watch fired, EPOLLOUT). */
 void pd_gateway_http_client_writable(pd_gateway_t *g, pd_gateway_conn_t *c);
+/* TCP_CORK on (the SSE head is coming, its first chunk right after it in the same MHD_run) /
+ * off (both written: they leave as one segment, so the client wakes once, and the loopback
+ * carries one transmit instead of two). pd_gateway_http_uncork_all is the loop's safety net
+ * for a connection MHD did not get to. */
+void pd_gateway_http_cork(pd_gateway_t *g, pd_gateway_conn_t *c, int is_on);
+void pd_gateway_http_uncork_all(pd_gateway_t *g);
+/* Largest first chunk an SSE stream sends direct from MHD's reader (larger: MHD sends it). */
+#define PD_GATEWAY_HTTP_DIRECT_FIRST_MAX 4096u
+/* From MHD's reader, right after MHD sent the head: the stream goes direct and its waiting
+ * bytes (at most PD_GATEWAY_HTTP_DIRECT_FIRST_MAX) go out as one chunk on the socket, in this
+ * MHD_run rather than the next. 0 sent (or queued for room), 1 not taken (MHD sends them),
+ * -1 the socket failed (c->is_gone set). */
+int pd_gateway_http_direct_first(pd_gateway_t *g, pd_gateway_conn_t *c);
 /* Direct streams whose reader took nothing for --client-timeout-s are cut (each turn). */
 void pd_gateway_http_client_stuck(pd_gateway_t *g);
 /* Resume c if it is suspended, so MHD takes its news. */
@@ -219,6 +243,8 @@ void pd_gateway_upstream_detach_req(pd_gateway_t *g, pd_gateway_request_t *rq);
 int pd_gateway_upstream_info_start(pd_gateway_t *g, pd_gateway_conn_t *c, const char *path);
 void pd_gateway_upstream_info_cancel(pd_gateway_t *g, pd_gateway_conn_t *c);
 void pd_gateway_upstream_on_socket(pd_gateway_t *g, int fd, uint32_t epoll_events);
+/* Whether libcurl watches fd now (else it is a pooled connection's idle socket). */
+int pd_gateway_upstream_is_watched(const pd_gateway_t *g, int fd);
 void pd_gateway_upstream_on_timeout(pd_gateway_t *g);
 /* Deliver finished transfers to their owners. */
 void pd_gateway_upstream_drain(pd_gateway_t *g);
