@@ -38,6 +38,8 @@ static void usage(FILE *f) {
              "                     [--client-deadline-s N] [--max-connections-per-peer N]\n"
              "                     [--abort-timeout-ms N] [--seed N]\n"
              "                     [--prefill-groups G,G,...] [--decode-groups G,G,...]\n"
+             "                     [--prefill-limit N] [--decode-limit N] [--admit-queue N]\n"
+             "                     [--admit-queue-ms N]\n"
              "                     [--verbose] [--json]\n"
              "\n"
              "A PD gateway on real sockets driving pdref's dispatch core (docs/gateway.md): each\n"
@@ -100,6 +102,16 @@ static void usage(FILE *f) {
              "                     order, comma-separated; --decode-groups L the same for\n"
              "                     --decode. The reference pairs within a group (docs/spec.md\n"
              "                     R-PAIR-GROUP); the models ignore groups (default: all 0)\n"
+             "reference admission (docs/spec.md R-ADMIT-*; on when a limit is given):\n"
+             "  --prefill-limit N, --decode-limit N  requests in flight each prefill / decode\n"
+             "                     worker is sent at most (its running slots; default 0: no\n"
+             "                     limit); the excess waits at the gateway for a pair with room\n"
+             "  --admit-queue N    requests that may wait, 503 admission_queue_full beyond\n"
+             "                     (default 1024; 0 = admission off)\n"
+             "  --admit-queue-ms N how long after its arrival a request may wait: 503\n"
+             "                     admission_queue_timeout then, or at once when its backlog\n"
+             "                     would keep it longer (admission_queue_wait) (default\n"
+             "                     20000); a shed 503 carries Retry-After: 1\n"
              "  --verbose          log server, upstream and core errors to stderr (default off)\n"
              "  --json             print the ready line as JSON: ready, pid, host, port, listen,\n"
              "                     url, mode, prefill, decode (as pdref mock's) (default: text)\n"
@@ -162,6 +174,7 @@ static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
       {"--request-timeout-ms", offsetof(pd_gw_config_t, request_timeout_ns)},
       {"--tail-timeout-ms", offsetof(pd_gw_config_t, prefill_tail_timeout_ns)},
       {"--head-timeout-ms", offsetof(pd_gw_config_t, head_timeout_ns)},
+      {"--admit-queue-ms", offsetof(pd_gw_config_t, admit_queue_ns)},
   };
   for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++) {
     if (strcmp(f, ns_flags[i].flag)) continue;
@@ -169,7 +182,13 @@ static int set_number(const char *f, const char *v, pd_gateway_config_t *c) {
     *(uint64_t *)(void *)((char *)k + ns_flags[i].off) = x * MS_NS;
     return 0;
   }
-  if (!strcmp(f, "--max-attempts")) {
+  if (!strcmp(f, "--prefill-limit") || !strcmp(f, "--decode-limit")) {
+    if (pd_cli_parse_u64(CMD, f, v, 0, 1000000, &x)) return 2;
+    *(f[2] == 'p' ? &c->prefill_limit : &c->decode_limit) = (uint32_t)x;
+  } else if (!strcmp(f, "--admit-queue")) {
+    if (pd_cli_parse_u64(CMD, f, v, 0, 1000000, &x)) return 2;
+    k->admit_queue_max = (uint32_t)x;
+  } else if (!strcmp(f, "--max-attempts")) {
     if (pd_cli_parse_u64(CMD, f, v, 1, PD_MAX_ATTEMPTS, &x)) return 2;
     k->retry.max_attempts = (uint32_t)x;
   } else if (!strcmp(f, "--retry-backoff-ms")) {
@@ -266,6 +285,10 @@ static const struct option long_opts[] = {
     {"client-deadline-s", required_argument, NULL, OPT_NUMBER},
     {"abort-timeout-ms", required_argument, NULL, OPT_NUMBER},
     {"seed", required_argument, NULL, OPT_NUMBER},
+    {"prefill-limit", required_argument, NULL, OPT_NUMBER},
+    {"decode-limit", required_argument, NULL, OPT_NUMBER},
+    {"admit-queue", required_argument, NULL, OPT_NUMBER},
+    {"admit-queue-ms", required_argument, NULL, OPT_NUMBER},
     {NULL, 0, NULL, 0},
 };
 

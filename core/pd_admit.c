@@ -43,7 +43,10 @@ int pd_gw_set_worker_group(pd_gw_t *gw, pd_role_t role, uint32_t w, uint32_t gro
   return 0;
 }
 
-void pd_gw_admit_stats(const pd_gw_t *gw, pd_admit_stats_t *out) { *out = gw->admit; }
+void pd_gw_admit_stats(const pd_gw_t *gw, pd_admit_stats_t *out) {
+  *out = gw->admit;
+  out->now_queued = gw->n_queued;
+}
 
 /* 503 with Retry-After and the limit in the body (R-ADMIT-SHED). is_full: 1 the queue is
  * full, 0 its deadline passed, 2 the queue ahead would keep it past its deadline. */

@@ -231,6 +231,7 @@ typedef struct pd_admit_stats {
   uint64_t shed_wait; /* R-ADMIT-EARLY: shed at arrival, the queue ahead past its deadline */
   uint64_t wait_ns_sum, wait_ns_max;
   uint32_t peak_queued;
+  uint32_t now_queued; /* waiting at the moment of the call */
 } pd_admit_stats_t;
 
 /* Create a gateway. rng is borrowed for the gateway's lifetime (rooms, rids, policies,

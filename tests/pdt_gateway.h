@@ -217,6 +217,8 @@ typedef struct gwopt {
   size_t max_body;          /* 0: default */
   uint32_t max_connections; /* 0: default */
   uint64_t idle_ms;         /* 0: default */
+  uint32_t decode_limit;    /* R-ADMIT-LIMIT per decode worker (0: none) */
+  uint64_t admit_queue_ms;  /* R-ADMIT-QUEUE deadline (0: default) */
 } gwopt_t;
 
 /* gw_start with --client-timeout-s (0: default). */
@@ -234,6 +236,8 @@ static inline int gw_start_ct(gwrun_t *r, gwopt_t o, uint32_t client_timeout_s, 
   if (o.max_body) c.max_body_bytes = o.max_body;
   if (o.max_connections) c.max_connections = o.max_connections;
   if (o.idle_ms) c.core.idle_timeout_ns = o.idle_ms * 1000000ull;
+  c.decode_limit = o.decode_limit;
+  if (o.admit_queue_ms) c.core.admit_queue_ns = o.admit_queue_ms * 1000000ull;
   if (client_timeout_s) c.client_timeout_s = client_timeout_s;
   char err[256] = "";
   if (pd_gateway_new(&c, &r->g, err, sizeof err)) {
@@ -269,6 +273,7 @@ typedef struct resp {
   int events;
   char xrid[320]; /* the response's X-Request-Id ("" when none) */
   int n_xrid;     /* how many X-Request-Id header lines the response had */
+  int retry_after; /* the response's Retry-After seconds (-1 when none) */
 } resp_t;
 
 static inline size_t on_head_line(char *p, size_t size, size_t n, void *ud) {
@@ -281,6 +286,8 @@ static inline size_t on_head_line(char *p, size_t size, size_t n, void *ud) {
     snprintf(r->xrid, sizeof r->xrid, "%.*s", (int)(e - a), p + a);
     r->n_xrid++;
   }
+  if (!strncmp(p, "HTTP/", 5)) r->retry_after = -1; /* a new response head */
+  if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) r->retry_after = atoi(p + 12);
   return len;
 }
 

@@ -13,13 +13,64 @@
 
 /* ---------- tests ---------- */
 
+typedef struct bg_req {
+  uint16_t port;
+  resp_t r;
+  CURLcode rc;
+} bg_req_t;
+
+static void *bg_stream(void *arg) {
+  bg_req_t *b = arg;
+  b->rc = http(b->port, "POST", "/generate", stream_req, 0, &b->r);
+  return NULL;
+}
+
+/* R-ADMIT-*, over sockets: decode admits one request; while its stream runs, a second
+ * request waits at the gateway (no leg sent) and is shed at its 200 ms queue deadline with
+ * 503, Retry-After: 1 and a JSON body naming the limit; /metrics counts it by reason. */
+static void test_admission_sheds_with_retry_after_and_metrics(void) {
+  fake_t p, d;
+  gwrun_t g;
+  PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 20, 50) == 0);
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0, 1, 200}, &p, 1, &d, 1) == 0) {
+    static bg_req_t a;
+    memset(&a, 0, sizeof a);
+    a.port = g.port;
+    pthread_t th;
+    int started = pthread_create(&th, NULL, bg_stream, &a) == 0;
+    PDT_TRUE(started);
+    PDT_TRUE(wait_for(&d, &d.n_generate, 1, 3000)); /* the first stream holds decode */
+    static resp_t r;
+    memset(&r, 0, sizeof r);
+    PDT_EQ_INT(http(g.port, "POST", "/generate", stream_req, 0, &r), CURLE_OK);
+    PDT_EQ_INT(r.status, 503);
+    PDT_EQ_INT(r.retry_after, 1);
+    PDT_TRUE(strstr(r.body, "\"code\":\"admission_queue_") != NULL);
+    PDT_TRUE(strstr(r.body, "admit_queue_ms 200") != NULL);
+    PDT_EQ_INT(fake_get(&d, &d.n_generate), 1); /* no leg was sent for it */
+    PDT_EQ_INT(fake_get(&p, &p.n_generate), 1);
+    if (started) pthread_join(th, NULL);
+    PDT_EQ_INT(a.rc, CURLE_OK);
+    PDT_EQ_INT(a.r.status, 200);
+    memset(&r, 0, sizeof r);
+    http(g.port, "GET", "/metrics", NULL, 0, &r);
+    PDT_TRUE(strstr(r.body, "pdref_admission_queued_total 1\n") != NULL);
+    PDT_TRUE(strstr(r.body, "pdref_admission_shed_total{reason=\"queue_timeout\"} 1\n") != NULL ||
+             strstr(r.body, "pdref_admission_shed_total{reason=\"queue_wait\"} 1\n") != NULL);
+    PDT_TRUE(strstr(r.body, "pdref_admission_queue_length 0\n") != NULL);
+    gw_stop(&g);
+  }
+  fake_stop(&p);
+  fake_stop(&d);
+}
+
 /* One streamed completion through a fresh gateway in mode m: every byte of decode's stream,
  * one request per worker, one rid for both legs where the mode sends one. */
 static void stream_once(pd_mode_t m) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 5, 5) == 0);
-  if (gw_start(&g, (gwopt_t){m, 0, 0, 0}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){m, 0, 0, 0, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     PDT_EQ_INT(http(g.port, "POST", "/generate", stream_req, 0, &r), CURLE_OK);
@@ -55,7 +106,7 @@ static void test_decode_503_retried_on_other_decode(void) {
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d[0], FAKE_503, 0, 0) == 0 &&
            fake_start(&d[1], FAKE_OK, 3, 0) == 0);
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0}, &p, 1, d, 2) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0, 0, 0}, &p, 1, d, 2) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     PDT_EQ_INT(http(g.port, "POST", "/generate", stream_req, 0, &r), CURLE_OK);
@@ -80,7 +131,7 @@ static void test_bad_input_answers(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 1, 0) == 0);
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 1024, 0, 0}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 1024, 0, 0, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     http(g.port, "POST", "/generate", "{\"text\":", 0, &r); /* malformed JSON */
@@ -116,7 +167,7 @@ static void test_client_gone_closes_decode_and_aborts(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 300, 20) == 0);
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     memset(&r, 0, sizeof r);
     r.stop_after_events = 3;
@@ -141,7 +192,7 @@ static void test_local_and_info_routes(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 1, 0) == 0);
-  if (gw_start(&g, (gwopt_t){PD_MODE_JOINED, 0, 0, 0}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_JOINED, 0, 0, 0, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     const char *paths[] = {"/health", "/readiness", "/get_model_info", "/v1/models"};
     for (size_t i = 0; i < 4; i++) {
@@ -165,7 +216,7 @@ static void test_connection_limit_503(void) {
   fake_t p, d;
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 1, 0) == 0);
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 1, 0}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 1, 0, 0, 0}, &p, 1, &d, 1) == 0) {
     int s = socket(AF_INET, SOCK_STREAM, 0); /* holds the one allowed connection */
     struct sockaddr_in sa = {.sin_family = AF_INET,
                              .sin_port = htons(g.port),
@@ -204,7 +255,7 @@ static void test_reset_on_reused_connection_not_resent(void) {
   gwrun_t g;
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 2, 0) == 0);
   p.drop_nth = 2;
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0, 0, 0}, &p, 1, &d, 1) == 0) {
     static resp_t r;
     for (int i = 0; i < 2; i++) {
       memset(&r, 0, sizeof r);
@@ -239,7 +290,7 @@ static void test_request_id_forwarded(void) {
     fake_t p, d;
     gwrun_t g;
     PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 2, 0) == 0);
-    if (gw_start(&g, (gwopt_t){(pd_mode_t)m, 0, 0, 0}, &p, 1, &d, 1) == 0) {
+    if (gw_start(&g, (gwopt_t){(pd_mode_t)m, 0, 0, 0, 0, 0}, &p, 1, &d, 1) == 0) {
       static resp_t r;
       memset(&r, 0, sizeof r);
       PDT_EQ_INT(http_h(g.port, "POST", "/generate", stream_req, 0, "X-Request-Id: client-7", &r),
@@ -285,7 +336,7 @@ static void test_request_id_echoed_or_made(void) {
     fake_t p, d;
     gwrun_t g;
     PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 2, 0) == 0);
-    if (gw_start(&g, (gwopt_t){modes[m], 0, 0, 0}, &p, 1, &d, 1) == 0) {
+    if (gw_start(&g, (gwopt_t){modes[m], 0, 0, 0, 0, 0}, &p, 1, &d, 1) == 0) {
       static resp_t r, r2, r3;
       memset(&r, 0, sizeof r);
       PDT_EQ_INT(http_h(g.port, "POST", path, body, 0, "X-Request-Id: client-7", &r), CURLE_OK);
@@ -337,6 +388,8 @@ int pdt_suite_gateway(void) {
       {"X-Request-Id reaches both legs (not in minilb mode)", test_request_id_forwarded},
       {"X-Request-Id echoed, or made and sent to both legs (SGLang and vLLM families)",
        test_request_id_echoed_or_made},
+      {"admission sheds with 503, Retry-After and a JSON body; /metrics counts it",
+       test_admission_sheds_with_retry_after_and_metrics},
   };
   return PDT_SUITE("gateway", cases);
 }

@@ -76,7 +76,7 @@ static void test_slow_client_backpressure(void) {
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, TOKENS, 0) == 0);
   /* idle 200 ms, the client pauses 500 ms: the stall is the client's, so the core's idle
      deadline waits while decode is held back (PD_EV_CLIENT_BLOCKED), and nothing is cut */
-  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 200}, &p, 1, &d, 1) == 0) {
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 200, 0, 0}, &p, 1, &d, 1) == 0) {
     char url[96];
     snprintf(url, sizeof url, "http://127.0.0.1:%u/generate", (unsigned)g.port);
     static slow_t s;
@@ -162,7 +162,7 @@ static void test_stuck_client_cut(void) {
   /* the client reads all it gets for 1 s (the gateway's buffer runs dry at its first
      backpressure pause, and the stream goes direct), then nothing more */
   PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 2000000, 0) == 0);
-  if (gw_start_ct(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0}, 1, &p, 1, &d, 1) == 0) {
+  if (gw_start_ct(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0, 0, 0}, 1, &p, 1, &d, 1) == 0) {
     int fd = stuck_client(g.port);
     PDT_TRUE(fd >= 0);
     char got[8192];

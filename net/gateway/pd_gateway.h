@@ -29,6 +29,9 @@ typedef struct pd_gateway_worker {
 
 typedef struct pd_gateway_config {
   pd_gw_config_t core;     /* mode, policies, retries, breaker, core timeouts */
+  uint32_t prefill_limit, decode_limit; /* R-ADMIT-LIMIT: requests in flight each prefill /
+                                           decode worker admits (0: no limit, admission off
+                                           for that role) */
   uint32_t prefill_group[PD_MAX_WORKERS], decode_group[PD_MAX_WORKERS]; /* the i-th worker's
                               KV transfer group + 1 (R-PAIR-GROUP); 0: not given (group 0) */
   const char *listen_host; /* numeric address; default "127.0.0.1" */

@@ -175,6 +175,8 @@ void pd_gateway_http_client_action(pd_gateway_t *g, pd_gateway_conn_t *c, const 
     if (c->head_status) return; /* one head per response */
     c->head_status = a->status;
     c->is_sse = a->flag;
+    if (a->deadline_ns && (a->status == 503 || a->status == 429)) /* R-ADMIT-SHED */
+      c->retry_after_s = (uint32_t)((a->deadline_ns + 999999999u) / 1000000000u);
     if (c->is_sse && c->is_http11 && c->is_watched && !c->is_queued) pd_gateway_http_cork(g, c, 1);
     break;
   case PD_ACT_CLIENT_DATA:

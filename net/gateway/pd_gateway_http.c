@@ -104,6 +104,11 @@ static enum MHD_Result respond(pd_gateway_conn_t *c, int status, const char *cty
   if (!r) return MHD_NO;
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
   if (c->xrid[0]) MHD_add_response_header(r, "X-Request-Id", c->xrid); /* R-XRID */
+  if (c->retry_after_s && status == c->head_status) { /* R-ADMIT-SHED */
+    char ra[16];
+    snprintf(ra, sizeof ra, "%u", c->retry_after_s);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+  }
   if (is_close) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)status, r);
   MHD_destroy_response(r);

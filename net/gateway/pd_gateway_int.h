@@ -75,6 +75,7 @@ typedef struct pd_gateway_conn {
   size_t body_seen;      /* bytes uploaded, kept or not */
   int is_too_large, is_fed, is_suspended, is_queued, is_recorded;
   int head_status, is_sse, saw_data;
+  uint32_t retry_after_s; /* R-ADMIT-SHED: the head's Retry-After (0: none) */
   pd_buf_t out; /* response bytes not yet taken by MHD */
   size_t out_off;
   int is_ended, is_abort, is_gone;

@@ -174,6 +174,29 @@ static void render_legs(tbuf_t *b, const pd_gateway_metrics_t *m) {
       (unsigned long long)m->aborts_dropped);
 }
 
+/* R-ADMIT-*: the reference's admission queue and what it shed, by reason (the core's counts). */
+static void render_admission(tbuf_t *b, const pd_gateway_metrics_view_t *v) {
+  pd_admit_stats_t a;
+  pd_gw_admit_stats(v->core, &a);
+  scalar(b, "pdref_admission_queued_total", "counter",
+         "Requests that waited in the admission queue for a pair with room.", a.queued);
+  scalar(b, "pdref_admission_dequeued_total", "counter",
+         "Queued requests that started when capacity freed.", a.dequeued);
+  scalar(b, "pdref_admission_queue_length", "gauge", "Requests waiting right now.",
+         a.now_queued);
+  head(b, "pdref_admission_shed_total", "counter",
+       "Requests answered 503 by admission, by reason (docs/spec.md R-ADMIT-SHED, R-ADMIT-EARLY).");
+  put(b, "pdref_admission_shed_total{reason=\"queue_full\"} %llu\n", (unsigned long long)a.shed_full);
+  put(b, "pdref_admission_shed_total{reason=\"queue_timeout\"} %llu\n",
+      (unsigned long long)a.shed_timeout);
+  put(b, "pdref_admission_shed_total{reason=\"queue_wait\"} %llu\n", (unsigned long long)a.shed_wait);
+  head(b, "pdref_admission_wait_seconds", "summary",
+       "Time requests waited in the admission queue before they started or left.");
+  put(b, "pdref_admission_wait_seconds_sum %.9f\n", (double)a.wait_ns_sum / 1e9);
+  put(b, "pdref_admission_wait_seconds_count %llu\n",
+      (unsigned long long)(a.dequeued + a.shed_timeout));
+}
+
 static void render_clients(tbuf_t *b, const pd_gateway_metrics_t *m,
                            const pd_gateway_metrics_view_t *v) {
   scalar(b, "pdref_client_disconnects_total", "counter",
@@ -186,6 +209,7 @@ static void render_clients(tbuf_t *b, const pd_gateway_metrics_t *m,
   scalar(b, "pdref_connections", "gauge", "Open client connections.", v->connections);
   scalar(b, "pdref_requests_in_flight", "gauge",
          "Requests the core holds (incl. supervised tails).", v->requests_live);
+  render_admission(b, v);
   scalar(b, "pdref_client_buffered_bytes", "gauge",
          "Response bytes held for clients that have not taken them yet (all connections).",
          v->buffered_bytes);
