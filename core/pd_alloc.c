@@ -11,6 +11,18 @@ static const pd_alloc_t libc_alloc = {libc_malloc, libc_realloc, libc_free, NULL
 
 const pd_alloc_t *pd_alloc_default(void) { return &libc_alloc; }
 
+static void *refuse_malloc(size_t n, void *ud) {
+  (void)n, (void)ud;
+  return NULL;
+}
+static void *refuse_realloc(void *p, size_t n, void *ud) {
+  (void)p, (void)n, (void)ud;
+  return NULL;
+}
+static const pd_alloc_t refusing_alloc = {refuse_malloc, refuse_realloc, libc_free, NULL};
+
+const pd_alloc_t *pd_alloc_refusing(void) { return &refusing_alloc; }
+
 void *pd_malloc(const pd_alloc_t *a, size_t size) {
   if (!a) a = &libc_alloc;
   return a->malloc_fn(size ? size : 1, a->ud);

@@ -13,6 +13,9 @@ typedef struct pd_alloc {
 
 /* The libc allocator. */
 const pd_alloc_t *pd_alloc_default(void);
+/* An allocator that refuses every acquisition (frees with libc): tests and fuzz targets use it
+ * to drive the out-of-memory paths. */
+const pd_alloc_t *pd_alloc_refusing(void);
 
 void *pd_malloc(const pd_alloc_t *a, size_t size);
 void *pd_calloc(const pd_alloc_t *a, size_t n, size_t size);

@@ -14,18 +14,6 @@
 #include "fuzz_reader.h"
 
 
-static void *null_malloc(size_t n, void *ud) {
-  (void)n, (void)ud;
-  return NULL;
-}
-static void *null_realloc(void *p, size_t n, void *ud) {
-  (void)p, (void)n, (void)ud;
-  return NULL;
-}
-static void null_free(void *p, void *ud) {
-  (void)ud;
-  free(p);
-}
 
 /* Size of meta_info.input_token_logprobs if text is exactly one object carrying it, else -1. */
 static int logprob_count(const char *text, size_t len) {
@@ -46,7 +34,7 @@ static int logprob_count(const char *text, size_t len) {
 }
 
 static void check_merge(const char *p, size_t plen, const char *d, size_t dlen, int fail) {
-  pd_alloc_t nul = {null_malloc, null_realloc, null_free, NULL};
+  pd_alloc_t nul = *pd_alloc_refusing();
   char *out = NULL, *again = NULL;
   size_t n = 0, n2 = 0;
   int rc = pd_merge_logprobs(fail ? &nul : NULL, p, plen, d, dlen, &out, &n);
@@ -68,7 +56,7 @@ static void check_merge(const char *p, size_t plen, const char *d, size_t dlen, 
 }
 
 static void check_smg(const char *p, size_t plen, const char *c, size_t clen, int fail) {
-  pd_alloc_t nul = {null_malloc, null_realloc, null_free, NULL};
+  pd_alloc_t nul = *pd_alloc_refusing();
   char *out = NULL;
   size_t n = 0;
   int rc = pd_merge_smg_chunk(fail ? &nul : NULL, p, plen, c, clen, &out, &n);

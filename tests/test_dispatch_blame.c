@@ -17,6 +17,16 @@ static void fire_raw(harness_t *h) {
   pd_gw_handle_expiry(h->gw, h->now, &h->out);
 }
 
+/* The attempt the last step opened goes to another prefill and another decode than the first. */
+static void new_pair_avoids(harness_t *h, uint32_t p_first, uint32_t d_first) {
+  const pd_action_t *p2 = h_find(h, PD_ACT_OPEN_LEG, 0), *d2 = h_find(h, PD_ACT_OPEN_LEG, 1);
+  PDT_TRUE(p2 && d2);
+  if (p2 && d2) {
+    PDT_TRUE(p2->worker != p_first);
+    PDT_TRUE(d2->worker != d_first);
+  }
+}
+
 /* Both legs answer 503 in the same instant. The first report fails the attempt; the other leg
  * is given up but stays open to the end of the instant, so its own 503 is recorded as its
  * failure and excludes it: the retry goes to the other prefill and the other decode. */
@@ -39,17 +49,10 @@ static void test_same_instant_failure_of_the_other_leg_is_its_own(void) {
   PDT_EQ_U64(h_count(&h, PD_ACT_OUTCOME), 0);
   PDT_EQ_U64(h_count(&h, PD_ACT_OPEN_LEG), 0);
   fire_raw(&h); /* the backoff: a fresh pair, both failed workers excluded */
-  const pd_action_t *p2 = h_find(&h, PD_ACT_OPEN_LEG, 0), *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
-  PDT_TRUE(p2 && d2);
-  if (p2 && d2) {
-    PDT_TRUE(p2->worker != p_first);
-    PDT_TRUE(d2->worker != d_first);
-  }
+  new_pair_avoids(&h, p_first, d_first);
   h_free(&h);
 }
 
-/* A given-up leg that reports nothing in the instant is cancelled (neutral) with an abort at
- * its end: not blamed (the next attempt still avoids its worker, R-RETRY-EXCLUDE). */
 /* R-RETRY-EXCLUDE: decode answers 500 (its waiting timeout, S5.5) while prefill has sent
  * nothing: prefill is not blamed (cancelled) but the retry takes the untried prefill and the
  * untried decode, not the prefill that may have hung (retry-avoids-silent-prefill-partner). */
@@ -71,15 +74,12 @@ static void test_a_silent_partner_of_a_failed_attempt_is_avoided_by_the_retry(vo
   fire_raw(&h); /* the end of the instant: prefill said nothing */
   PDT_EQ_INT(h_outcome_of(&h, 1, NULL), PD_OUTCOME_CANCELLED);
   fire_raw(&h); /* the backoff: the next attempt */
-  const pd_action_t *p2 = h_find(&h, PD_ACT_OPEN_LEG, 0), *d2 = h_find(&h, PD_ACT_OPEN_LEG, 1);
-  PDT_TRUE(p2 && d2);
-  if (p2 && d2) {
-    PDT_TRUE(p2->worker != p_first);
-    PDT_TRUE(d2->worker != d_first);
-  }
+  new_pair_avoids(&h, p_first, d_first);
   h_free(&h);
 }
 
+/* A given-up leg that reports nothing in the instant is cancelled (neutral) with an abort at
+ * its end: not blamed (the next attempt still avoids its worker, R-RETRY-EXCLUDE). */
 static void test_a_given_up_leg_that_says_nothing_is_cancelled_at_the_end_of_the_instant(void) {
   harness_t h;
   start(&h, PD_MODE_REFERENCE, STREAM);

@@ -438,21 +438,9 @@ static void t_render_without_rooms_is_invalid(void) {
   pd_request_free(&p.r);
 }
 
-static void *null_malloc(size_t n, void *ud) {
-  (void)n, (void)ud;
-  return NULL;
-}
-static void *null_realloc(void *p, size_t n, void *ud) {
-  (void)p, (void)n, (void)ud;
-  return NULL;
-}
-static void null_free(void *p, void *ud) {
-  (void)ud;
-  free(p);
-}
 
 static void t_render_out_of_memory_is_nomem(void) {
-  pd_alloc_t a = {null_malloc, null_realloc, null_free, NULL};
+  pd_alloc_t a = *pd_alloc_refusing();
   parsed_t p;
   const char *body = "{\"messages\":[{}],\"n\":2}";
   p.rc = pd_request_parse(&p.r, &a, "/v1/chat/completions", body, strlen(body),
