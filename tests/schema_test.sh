@@ -6,10 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pdref=${1:-build/pdref}
-for py in python3 /usr/bin/python3; do
-  if "$py" -c 'import jsonschema' 2>/dev/null; then
-    exec "$py" tests/schema_test.py "$pdref"
-  fi
-done
-echo "schema_test: no python3 with jsonschema (scripts/deps.sh installs python3-jsonschema)" >&2
-exit 1
+. tests/jsonschema_py.sh
+run_with_jsonschema schema_test tests/schema_test.py "$pdref"
