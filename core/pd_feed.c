@@ -90,6 +90,7 @@ pd_leg_t *pd_gw_leg_new(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w) {
   leg->role = role;
   leg->worker = w;
   leg->attempt = rq->attempt;
+  leg->t_open_ns = gw->now;
   pd_sse_init(&leg->sse, gw->alloc);
   if (gw->cfg.request_timeout_ns) leg->deadline_ns = gw->now + gw->cfg.request_timeout_ns;
   rq->legs[rq->n_legs++] = leg;

@@ -407,20 +407,48 @@ void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
   if (gw->q_head) pd_admit_kick(gw); /* room freed: the queue's head may start (R-ADMIT-QUEUE) */
 }
 
+/* R-BREAKER-BUSY (reference's windowed breaker only): a deadline the gateway itself ran out
+ * on a leg (no head, or no first token: the leg's head status is not the worker's own 504) is
+ * not a death when the same worker ended another leg in success after this one was opened: it
+ * is serving, this leg is only queued behind others. What the gateway saw, nothing else. */
+static int is_busy_timeout(const pd_gw_t *gw, const pd_leg_t *leg, pd_outcome_t o) {
+  const pd_worker_t *wk = &gw->workers[leg->role][leg->worker];
+  return o == PD_OUTCOME_TIMEOUT && wk->breaker.cfg.kind == PD_BREAKER_KIND_WINDOW &&
+         leg->status != 504 && wk->has_served && wk->t_served_ns >= leg->t_open_ns;
+}
+
+/* R-BREAKER-BOUND (reference's windowed breaker only): a Closed breaker may open only while
+ * fewer than max(1, n/2) of its role's workers are out (Open or HalfOpen): at least one may
+ * always go (O4.3: Envoy ejects one host regardless of max_ejection_percent). */
+static int may_eject(const pd_gw_t *gw, pd_role_t role) {
+  uint32_t n = gw->n_workers[role], out = 0, cap = n / 2 ? n / 2 : 1;
+  if (gw->workers[role][0].breaker.cfg.kind != PD_BREAKER_KIND_WINDOW) return 1;
+  for (uint32_t i = 0; i < n; i++)
+    out += gw->workers[role][i].breaker.state != PD_BREAKER_CLOSED; /* stored: no lazy move */
+  return out < cap;
+}
+
 void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int status) {
   if (leg->has_outcome) return;
   leg->has_outcome = 1;
-  pd_breaker_t *b = &gw->workers[leg->role][leg->worker].breaker;
+  pd_worker_t *wk = &gw->workers[leg->role][leg->worker];
+  pd_breaker_t *b = &wk->breaker;
   pd_breaker_result_t r = o == PD_OUTCOME_SUCCESS   ? PD_BREAKER_SUCCESS
                           : o == PD_OUTCOME_CANCELLED ? PD_BREAKER_NEUTRAL
                                                       : PD_BREAKER_FAILURE;
+  if (r == PD_BREAKER_FAILURE && is_busy_timeout(gw, leg, o)) r = PD_BREAKER_NEUTRAL;
+  if (o == PD_OUTCOME_SUCCESS) {
+    wk->t_served_ns = gw->now;
+    wk->has_served = 1;
+  }
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_OUTCOME, rq);
   a->role = leg->role;
   a->worker = leg->worker;
   a->leg_id = leg->id;
   a->flag = (int)o;
   a->status = status;
-  if (pd_breaker_record(b, gw->now, r, leg->probe)) {
+  int may_open = r != PD_BREAKER_FAILURE || may_eject(gw, leg->role);
+  if (pd_breaker_record_bounded(b, gw->now, r, leg->probe, may_open)) {
     pd_action_t *ba = pd_gw_emit(gw, PD_ACT_BREAKER, rq);
     ba->role = leg->role;
     ba->worker = leg->worker;

@@ -21,6 +21,8 @@ typedef struct pd_worker {
                      0 = no limit */
   uint32_t group; /* KV transfer group (R-PAIR-GROUP), default 0 */
   pd_breaker_t breaker;
+  uint64_t t_served_ns; /* reference: when a leg of it last ended in success (R-BREAKER-BUSY) */
+  int has_served;       /* t_served_ns is set */
 } pd_worker_t;
 
 /* A leg's transport state. Moves only through PD_LEG_SET (pd_rqstate.c: legal moves,
@@ -60,6 +62,7 @@ typedef struct pd_leg {
                           unless it reports its own result first (R-CANCEL, R-OUTCOME) */
   uint32_t events;     /* SSE data events seen */
   uint64_t deadline_ns; /* smg/minilb per-leg total deadline (0 = none) */
+  uint64_t t_open_ns;   /* when it was opened (R-BREAKER-BUSY) */
   pd_sse_t sse;
   pd_buf_t body; /* drained / held bytes */
 } pd_leg_t;
