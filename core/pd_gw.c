@@ -409,12 +409,16 @@ void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
 
 /* R-BREAKER-BUSY (reference's windowed breaker only): a deadline the gateway itself ran out
  * on a leg (no head, or no first token: the leg's head status is not the worker's own 504) is
- * not a death when the same worker ended another leg in success after this one was opened: it
- * is serving, this leg is only queued behind others. What the gateway saw, nothing else. */
+ * not a death when the same worker ended another leg in success after this one was opened
+ * (it is serving) and no leg it served was opened after this one (nothing overtook it: a
+ * worker admits in arrival order, R-CAP-HOL, so this leg was only queued behind others). A
+ * worker that serves later legs while this one sits silent skipped it: that timeout counts.
+ * What the gateway saw, nothing else. */
 static int is_busy_timeout(const pd_gw_t *gw, const pd_leg_t *leg, pd_outcome_t o) {
   const pd_worker_t *wk = &gw->workers[leg->role][leg->worker];
   return o == PD_OUTCOME_TIMEOUT && wk->breaker.cfg.kind == PD_BREAKER_KIND_WINDOW &&
-         leg->status != 504 && wk->has_served && wk->t_served_ns >= leg->t_open_ns;
+         leg->status != 504 && wk->has_served && wk->t_served_ns >= leg->t_open_ns &&
+         wk->t_served_open_ns <= leg->t_open_ns;
 }
 
 /* R-BREAKER-BOUND (reference's windowed breaker only): a Closed breaker may open only while
@@ -439,6 +443,8 @@ void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int 
   if (r == PD_BREAKER_FAILURE && is_busy_timeout(gw, leg, o)) r = PD_BREAKER_NEUTRAL;
   if (o == PD_OUTCOME_SUCCESS) {
     wk->t_served_ns = gw->now;
+    if (!wk->has_served || leg->t_open_ns > wk->t_served_open_ns)
+      wk->t_served_open_ns = leg->t_open_ns;
     wk->has_served = 1;
   }
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_OUTCOME, rq);

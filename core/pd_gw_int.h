@@ -23,6 +23,8 @@ typedef struct pd_worker {
   pd_breaker_t breaker;
   uint64_t t_served_ns; /* reference: when a leg of it last ended in success (R-BREAKER-BUSY) */
   int has_served;       /* t_served_ns is set */
+  uint64_t t_served_open_ns; /* reference: the latest open time of a leg of it that ended in
+                                success (R-BREAKER-BUSY: a later leg served overtook) */
 } pd_worker_t;
 
 /* A leg's transport state. Moves only through PD_LEG_SET (pd_rqstate.c: legal moves,
