@@ -184,6 +184,11 @@ typedef struct pd_gw_config {
                          due (pd_gw_handle_expiry);
                          a socket driver, whose simultaneous answers arrive microseconds
                          apart, gives it a width */
+  /* reference retry budget (R-RETRY-BUDGET, O4.2): a retry starts only while fewer than
+   * max(retry_budget_min, retry_budget_pct % of the active requests) other requests are
+   * retrying; retry_budget_pct 0 = no budget */
+  uint32_t retry_budget_pct;
+  uint32_t retry_budget_min;
 } pd_gw_config_t;
 
 /* Per-mode defaults: smg's for joined/pr1150 (R2.1, R3.4, R4.1), mini_lb's (M8.x) and
@@ -211,6 +216,7 @@ typedef struct pd_admit_stats {
   uint64_t queued, dequeued, shed_full, shed_timeout;
   uint64_t wait_ns_sum, wait_ns_max;
   uint32_t peak_queued;
+  uint64_t retry_denied; /* retries the retry budget refused (R-RETRY-BUDGET) */
 } pd_admit_stats_t;
 
 /* Create a gateway. rng is borrowed for the gateway's lifetime (rooms, rids, policies,

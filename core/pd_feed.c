@@ -357,6 +357,7 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
     break;
   case PD_EV_UP_DATA:
     if (leg->state != LEG_HEAD) return 0;
+    if (leg->status >= 200 && leg->status < 300) pd_gw_note_progress(gw, leg); /* R-BREAKER-BUSY */
     ops->on_data(gw, rq, leg, ev->data, ev->len);
     break;
   case PD_EV_UP_END:

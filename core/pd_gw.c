@@ -98,6 +98,8 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
     c->admit_queue_max = 1024;        /* R-ADMIT-QUEUE: bounded waiters (O2.4) */
     c->admit_queue_ns = SEC(20);      /* R-ADMIT-QUEUE: shed well before the commit budget */
     c->admit_retry_after_ns = SEC(1); /* R-ADMIT-SHED */
+    c->retry_budget_pct = 20;         /* R-RETRY-BUDGET: Envoy's budget_percent default */
+    c->retry_budget_min = 3;          /* R-RETRY-BUDGET: Envoy's min_retry_concurrency */
     break;
   case PD_MODE_VLLM_TOY_PROXY: /* V1.24: round robin, httpx timeout=None, nothing else */
   case PD_MODE_MOONCAKE_PROXY: /* V1.25: the same */
@@ -409,16 +411,24 @@ void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
 
 /* R-BREAKER-BUSY (reference's windowed breaker only): a deadline the gateway itself ran out
  * on a leg (no head, or no first token: the leg's head status is not the worker's own 504) is
- * not a death when the same worker ended another leg in success after this one was opened
- * (it is serving) and no leg it served was opened after this one (nothing overtook it: a
- * worker admits in arrival order, R-CAP-HOL, so this leg was only queued behind others). A
- * worker that serves later legs while this one sits silent skipped it: that timeout counts.
- * What the gateway saw, nothing else. */
+ * not a death when another leg of the same worker made progress (a data event under a 2xx
+ * head, or a success) after this one was opened (it is serving) and no leg that made progress
+ * was opened after this one (nothing overtook it: a worker admits in arrival order, R-CAP-HOL,
+ * so this leg was only queued behind others). A worker that serves later legs while this one
+ * sits silent skipped it: that timeout counts. What the gateway saw, nothing else. */
 static int is_busy_timeout(const pd_gw_t *gw, const pd_leg_t *leg, pd_outcome_t o) {
   const pd_worker_t *wk = &gw->workers[leg->role][leg->worker];
   return o == PD_OUTCOME_TIMEOUT && wk->breaker.cfg.kind == PD_BREAKER_KIND_WINDOW &&
-         leg->status != 504 && wk->has_served && wk->t_served_ns >= leg->t_open_ns &&
-         wk->t_served_open_ns <= leg->t_open_ns;
+         leg->status != 504 && wk->has_progress && wk->t_progress_ns >= leg->t_open_ns &&
+         wk->t_progress_open_ns <= leg->t_open_ns;
+}
+
+void pd_gw_note_progress(pd_gw_t *gw, const pd_leg_t *leg) {
+  pd_worker_t *wk = &gw->workers[leg->role][leg->worker];
+  wk->t_progress_ns = gw->now;
+  if (!wk->has_progress || leg->t_open_ns > wk->t_progress_open_ns)
+    wk->t_progress_open_ns = leg->t_open_ns;
+  wk->has_progress = 1;
 }
 
 /* R-BREAKER-BOUND (reference's windowed breaker only): a Closed breaker may open only while
@@ -441,12 +451,7 @@ void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int 
                           : o == PD_OUTCOME_CANCELLED ? PD_BREAKER_NEUTRAL
                                                       : PD_BREAKER_FAILURE;
   if (r == PD_BREAKER_FAILURE && is_busy_timeout(gw, leg, o)) r = PD_BREAKER_NEUTRAL;
-  if (o == PD_OUTCOME_SUCCESS) {
-    wk->t_served_ns = gw->now;
-    if (!wk->has_served || leg->t_open_ns > wk->t_served_open_ns)
-      wk->t_served_open_ns = leg->t_open_ns;
-    wk->has_served = 1;
-  }
+  if (o == PD_OUTCOME_SUCCESS) pd_gw_note_progress(gw, leg);
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_OUTCOME, rq);
   a->role = leg->role;
   a->worker = leg->worker;
@@ -479,8 +484,32 @@ uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq) {
   return per && n > PD_MAX_ALLOWANCE_NS / per ? PD_MAX_ALLOWANCE_NS : n * per;
 }
 
+/* R-RETRY-BUDGET (reference): may rq start another attempt? Counts, over the live requests
+ * whose client response is not over, the active ones and the other ones retrying (past their
+ * first attempt: in a later attempt, or waiting to start one). Envoy's retry budget (O4.2). */
+static int retry_budget_allows(pd_gw_t *gw, const pd_rq_t *rq) {
+  if (gw->cfg.mode != PD_MODE_REFERENCE || !gw->cfg.retry_budget_pct) return 1;
+  uint64_t active = 0, retrying = 0;
+  size_t slot = 0;
+  void *v;
+  while (pd_map_next(&gw->map, &slot, NULL, &v)) {
+    const pd_rq_t *o = v;
+    if (pd_rq_client_done(o)) continue;
+    active++;
+    if (o != rq && (o->attempt >= 2 || (o->attempt >= 1 && o->state == RQ_BACKOFF))) retrying++;
+  }
+  uint64_t cap = active * gw->cfg.retry_budget_pct / 100;
+  if (cap < gw->cfg.retry_budget_min) cap = gw->cfg.retry_budget_min;
+  return retrying < cap;
+}
+
 int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq) {
   if (rq->attempt >= gw->cfg.retry.max_attempts) return 0;
+  if (!retry_budget_allows(gw, rq)) {
+    rq->is_retry_denied = 1;
+    gw->admit.retry_denied++;
+    return 0;
+  }
   uint64_t d = pd_retry_delay_ns(&gw->cfg.retry, rq->attempt - 1, gw->rng);
   if (rq->dl[DL_TOTAL] && gw->now + d >= rq->dl[DL_TOTAL]) return 0;
   if (rq->dl[DL_COMMIT] && gw->now + d >= rq->dl[DL_COMMIT]) return 0; /* R-PROGRESS */

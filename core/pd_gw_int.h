@@ -21,10 +21,11 @@ typedef struct pd_worker {
                      0 = no limit */
   uint32_t group; /* KV transfer group (R-PAIR-GROUP), default 0 */
   pd_breaker_t breaker;
-  uint64_t t_served_ns; /* reference: when a leg of it last ended in success (R-BREAKER-BUSY) */
-  int has_served;       /* t_served_ns is set */
-  uint64_t t_served_open_ns; /* reference: the latest open time of a leg of it that ended in
-                                success (R-BREAKER-BUSY: a later leg served overtook) */
+  uint64_t t_progress_ns; /* reference: when a leg of it last made progress, a data event
+                             under a 2xx head or a success (R-BREAKER-BUSY) */
+  int has_progress;        /* t_progress_ns is set */
+  uint64_t t_progress_open_ns; /* reference: the latest open time of a leg of it that made
+                                  progress (R-BREAKER-BUSY: a later leg overtook) */
 } pd_worker_t;
 
 /* A leg's transport state. Moves only through PD_LEG_SET (pd_rqstate.c: legal moves,
@@ -141,6 +142,7 @@ typedef struct pd_rq {
   /* reference admission (pd_admit.c): waiting in the gateway's queue for a pair with room */
   int is_queued;
   struct pd_rq *q_prev, *q_next;
+  int is_retry_denied;   /* reference: the retry budget refused its last retry (R-RETRY-BUDGET) */
   char sf_xrid[40];      /* vllm-toy-proxy: its own X-Request-Id on both legs (a uuid4 drawn
                             from the gateway's PRNG, V1.1), "" none */
 } pd_rq_t;
@@ -175,6 +177,9 @@ struct pd_gw {
   pd_admit_stats_t admit;
   void *transition_ctx;
 };
+
+/* R-BREAKER-BUSY: leg's worker made progress now (a data event under a 2xx head, a success). */
+void pd_gw_note_progress(pd_gw_t *gw, const pd_leg_t *leg);
 
 /* --- the state machines (pd_rqstate.c) --- */
 /* The one place a request's state changes: asserts the move is legal, reports it to the

@@ -93,6 +93,15 @@ static uint32_t live_legs(const pd_rq_t *rq) {
   return n;
 }
 
+/* R-RETRY-BUDGET: the retry budget refused a retry: the last failure's status (R-STATUS), with
+ * the budget named in the body. */
+static void budget_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *what) {
+  char m[200];
+  snprintf(m, sizeof m, "retry budget exhausted (retry_budget_pct %u, retry_budget_min %u); %s",
+           gw->cfg.retry_budget_pct, gw->cfg.retry_budget_min, what ? what : "");
+  pd_gw_client_error(gw, rq, status, "retry_budget_exhausted", m);
+}
+
 /* R-FAIL-PRECOMMIT: `bad` failed (NULL: the first-token deadline, every open leg timed
  * out). Give up the other leg, exclude the failed worker(s), retry or answer with the
  * preserved status (R-STATUS). */
@@ -123,6 +132,10 @@ static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o
   PD_RQ_SET(gw, rq, RQ_BACKOFF); /* clears the attempt's deadlines */
   rq->last_status = status;      /* what the client gets if no later attempt can start */
   if (is_retryable && pd_gw_schedule_retry(gw, rq)) return;
+  if (is_retryable && rq->is_retry_denied) { /* R-RETRY-BUDGET: the worker's status, at once */
+    budget_error(gw, rq, status, msg);
+    return;
+  }
   pd_gw_client_error(gw, rq, status, code, msg);
 }
 
@@ -627,6 +640,11 @@ static void ref_on_client_gone(pd_gw_t *gw, pd_rq_t *rq) {
 
 static void ref_on_no_pair(pd_gw_t *gw, pd_rq_t *rq, int status) {
   if (pd_gw_schedule_retry(gw, rq)) return;
+  if (rq->is_retry_denied) { /* R-RETRY-BUDGET */
+    budget_error(gw, rq, rq->last_status ? rq->last_status : status,
+                 "no pair available for the retry");
+    return;
+  }
   if (rq->last_status) /* R-STATUS: the last worker failure, not the selector's 503 */
     pd_gw_client_error(gw, rq, rq->last_status, "attempts_exhausted",
                        "every attempt failed; no pair left to try");

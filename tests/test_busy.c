@@ -1,7 +1,8 @@
 /* R-BREAKER-BUSY: the reference's breaker tells a busy worker from a dead one. A head timeout
- * on a decode leg counts as nothing when that decode served another leg, opened before this
- * one, after this one was opened (queued behind others); it counts as a failure when the
- * worker served nobody since, or served a leg opened after this one (this one was skipped).
+ * on a decode leg counts as nothing when another leg of that decode, opened before this one,
+ * made progress (a token, or its success) after this one was opened (queued behind others); it
+ * counts as a failure when the worker made no progress since, or a leg opened after this one
+ * did (this one was skipped).
  * One prefill, one decode, failure threshold 1: a counted failure opens the breaker. */
 #include "pd_err.h"
 #include "pdt_harness.h"
@@ -66,6 +67,24 @@ static void test_timeout_behind_a_served_leg_is_not_a_death(void) {
   h_free(&h);
 }
 
+/* Busy, streaming: request 1, opened first, is still streaming (a token, no end) when request
+ * 2's head deadline runs out: a token is progress, as a success is. */
+static void test_timeout_behind_a_streaming_leg_is_not_a_death(void) {
+  harness_t h;
+  init(&h);
+  uint64_t p1, d1, p2, d2;
+  open_rq(&h, 1, &p1, &d1);
+  h.now += 1 * MS;
+  open_rq(&h, 2, &p2, &d2);
+  PDT_TRUE(d1 && d2);
+  h.now += 1000 * MS;
+  up(&h, PD_EV_UP_HEAD, 1, p1, 200, NULL);
+  up(&h, PD_EV_UP_HEAD, 1, d1, 200, NULL);
+  up(&h, PD_EV_UP_DATA, 1, d1, 0, TOK0);
+  PDT_EQ_INT(time_out_decode(&h, 2, p2, d2), PD_BREAKER_CLOSED);
+  h_free(&h);
+}
+
 /* Dead: nothing served since the leg was opened; the timeout counts and the breaker opens
  * (request 1 was served before request 2 was opened). */
 static void test_timeout_on_a_worker_that_served_nobody_since_counts(void) {
@@ -102,6 +121,8 @@ int pdt_suite_busy(void) {
   static const pdt_case_t cases[] = {
       {"a timeout behind a leg the worker served since is not a death (R-BREAKER-BUSY)",
        test_timeout_behind_a_served_leg_is_not_a_death},
+      {"a timeout behind a leg still streaming is not a death (R-BREAKER-BUSY)",
+       test_timeout_behind_a_streaming_leg_is_not_a_death},
       {"a timeout on a worker that served nobody since counts (R-BREAKER-BUSY)",
        test_timeout_on_a_worker_that_served_nobody_since_counts},
       {"a timeout overtaken by a later leg the worker served counts (R-BREAKER-BUSY)",
