@@ -184,11 +184,13 @@ typedef struct pd_gw_config {
                          due (pd_gw_handle_expiry);
                          a socket driver, whose simultaneous answers arrive microseconds
                          apart, gives it a width */
-  /* reference retry budget (R-RETRY-BUDGET, O4.2): a retry starts only while fewer than
-   * max(retry_budget_min, retry_budget_pct % of the active requests) other requests are
-   * retrying; retry_budget_pct 0 = no budget */
+  /* reference retry budget (R-RETRY-BUDGET, O4.2): a retry is scheduled only while the
+   * retries scheduled in the last retry_budget_window_ns are fewer than
+   * max(retry_budget_min, retry_budget_pct % of the client requests that arrived in it);
+   * retry_budget_pct 0 = no budget */
   uint32_t retry_budget_pct;
   uint32_t retry_budget_min;
+  uint64_t retry_budget_window_ns;
 } pd_gw_config_t;
 
 /* Per-mode defaults: smg's for joined/pr1150 (R2.1, R3.4, R4.1), mini_lb's (M8.x) and

@@ -295,6 +295,7 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
     pd_free(gw->alloc, rq);
     return rc;
   }
+  pd_gw_budget_note_request(gw); /* R-RETRY-BUDGET */
   rq->is_fast_path = gw->cfg.mode == PD_MODE_PR1150 && rq->req.is_stream &&
                      !rq->req.return_logprob;
   if (gw->cfg.total_timeout_ns) rq->dl[DL_TOTAL] = gw->now + gw->cfg.total_timeout_ns;

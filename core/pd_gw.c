@@ -98,8 +98,11 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
     c->admit_queue_max = 1024;        /* R-ADMIT-QUEUE: bounded waiters (O2.4) */
     c->admit_queue_ns = SEC(20);      /* R-ADMIT-QUEUE: shed well before the commit budget */
     c->admit_retry_after_ns = SEC(1); /* R-ADMIT-SHED */
-    c->retry_budget_pct = 20;         /* R-RETRY-BUDGET: Envoy's budget_percent default */
-    c->retry_budget_min = 3;          /* R-RETRY-BUDGET: Envoy's min_retry_concurrency */
+    c->retry_budget_pct = 20;         /* R-RETRY-BUDGET: Finagle's percentCanRetry, Envoy's
+                                         budget_percent default (O4.2) */
+    c->retry_budget_min = 10;         /* R-RETRY-BUDGET: a floor of 1 a second (Finagle's is 10
+                                         a second, more than an LLM cluster's whole traffic) */
+    c->retry_budget_window_ns = SEC(10); /* R-RETRY-BUDGET: Finagle's default ttl */
     break;
   case PD_MODE_VLLM_TOY_PROXY: /* V1.24: round robin, httpx timeout=None, nothing else */
   case PD_MODE_MOONCAKE_PROXY: /* V1.25: the same */
@@ -484,32 +487,56 @@ uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq) {
   return per && n > PD_MAX_ALLOWANCE_NS / per ? PD_MAX_ALLOWANCE_NS : n * per;
 }
 
-/* R-RETRY-BUDGET (reference): may rq start another attempt? Counts, over the live requests
- * whose client response is not over, the active ones and the other ones retrying (past their
- * first attempt: in a later attempt, or waiting to start one). Envoy's retry budget (O4.2). */
-static int retry_budget_allows(pd_gw_t *gw, const pd_rq_t *rq) {
-  if (gw->cfg.mode != PD_MODE_REFERENCE || !gw->cfg.retry_budget_pct) return 1;
-  uint64_t active = 0, retrying = 0;
-  size_t slot = 0;
-  void *v;
-  while (pd_map_next(&gw->map, &slot, NULL, &v)) {
-    const pd_rq_t *o = v;
-    if (pd_rq_client_done(o)) continue;
-    active++;
-    if (o != rq && (o->attempt >= 2 || (o->attempt >= 1 && o->state == RQ_BACKOFF))) retrying++;
+/* R-RETRY-BUDGET (reference): client requests and scheduled retries are counted in
+ * PD_RB_BUCKETS buckets spanning the window; a bucket is reused once its epoch is out of it. */
+static pd_rb_bucket_t *rb_bucket(pd_gw_t *gw) {
+  uint64_t width = gw->cfg.retry_budget_window_ns / PD_RB_BUCKETS;
+  uint64_t epoch = gw->now / (width ? width : 1);
+  pd_rb_bucket_t *k = &gw->rb[epoch % PD_RB_BUCKETS];
+  if (k->epoch != epoch || !k->is_used) *k = (pd_rb_bucket_t){.epoch = epoch, .is_used = 1};
+  return k;
+}
+
+static void rb_sums(pd_gw_t *gw, uint64_t *requests, uint64_t *retries) {
+  uint64_t epoch = rb_bucket(gw)->epoch;
+  *requests = *retries = 0;
+  for (int i = 0; i < PD_RB_BUCKETS; i++) {
+    const pd_rb_bucket_t *k = &gw->rb[i];
+    if (!k->is_used || k->epoch + PD_RB_BUCKETS <= epoch) continue;
+    *requests += k->requests;
+    *retries += k->retries;
   }
-  uint64_t cap = active * gw->cfg.retry_budget_pct / 100;
+}
+
+static int is_budgeted(const pd_gw_t *gw) {
+  return gw->cfg.mode == PD_MODE_REFERENCE && gw->cfg.retry_budget_pct;
+}
+
+void pd_gw_budget_note_request(pd_gw_t *gw) {
+  if (is_budgeted(gw)) rb_bucket(gw)->requests++;
+}
+
+/* A retry of a failed attempt may be scheduled while the window's retries stay under
+ * max(floor, pct % of its requests): retries are a share of recent traffic, so they cannot
+ * multiply load (O4.2). On refusal the request's is_retry_denied is set. */
+int pd_gw_retry_budget_allows(pd_gw_t *gw, pd_rq_t *rq) {
+  if (!is_budgeted(gw) || rq->attempt >= gw->cfg.retry.max_attempts) return 1;
+  uint64_t requests, retries;
+  rb_sums(gw, &requests, &retries);
+  uint64_t cap = requests * gw->cfg.retry_budget_pct / 100;
   if (cap < gw->cfg.retry_budget_min) cap = gw->cfg.retry_budget_min;
-  return retrying < cap;
+  if (retries < cap) return 1;
+  rq->is_retry_denied = 1;
+  gw->admit.retry_denied++;
+  return 0;
+}
+
+void pd_gw_retry_budget_spend(pd_gw_t *gw) {
+  if (is_budgeted(gw)) rb_bucket(gw)->retries++;
 }
 
 int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq) {
   if (rq->attempt >= gw->cfg.retry.max_attempts) return 0;
-  if (!retry_budget_allows(gw, rq)) {
-    rq->is_retry_denied = 1;
-    gw->admit.retry_denied++;
-    return 0;
-  }
   uint64_t d = pd_retry_delay_ns(&gw->cfg.retry, rq->attempt - 1, gw->rng);
   if (rq->dl[DL_TOTAL] && gw->now + d >= rq->dl[DL_TOTAL]) return 0;
   if (rq->dl[DL_COMMIT] && gw->now + d >= rq->dl[DL_COMMIT]) return 0; /* R-PROGRESS */

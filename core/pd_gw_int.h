@@ -152,6 +152,15 @@ static inline int pd_rq_client_done(const pd_rq_t *rq) {
   return rq->state == RQ_TAIL || rq->state == RQ_GONE || rq->state == RQ_END;
 }
 
+/* One bucket of the reference retry budget's window (R-RETRY-BUDGET): client requests that
+ * arrived and retries scheduled during its epoch (now / (window / PD_RB_BUCKETS)). */
+#define PD_RB_BUCKETS 10
+typedef struct pd_rb_bucket {
+  uint64_t epoch;
+  uint64_t requests, retries;
+  int is_used;
+} pd_rb_bucket_t;
+
 struct pd_gw {
   const pd_alloc_t *alloc;
   pd_gw_config_t cfg;
@@ -176,7 +185,16 @@ struct pd_gw {
   uint32_t n_queued;
   pd_admit_stats_t admit;
   void *transition_ctx;
+  pd_rb_bucket_t rb[PD_RB_BUCKETS]; /* reference retry budget's window (R-RETRY-BUDGET) */
 };
+
+/* R-RETRY-BUDGET: a client request arrived now (counted in the retry budget's window). */
+void pd_gw_budget_note_request(pd_gw_t *gw);
+/* R-RETRY-BUDGET: may rq's failed attempt be retried? 0: refused (rq->is_retry_denied set).
+ * 1 also when rq has no attempt left (the retry is refused by the schedule, not the budget). */
+int pd_gw_retry_budget_allows(pd_gw_t *gw, pd_rq_t *rq);
+/* R-RETRY-BUDGET: a retry of a failed attempt was scheduled now. */
+void pd_gw_retry_budget_spend(pd_gw_t *gw);
 
 /* R-BREAKER-BUSY: leg's worker made progress now (a data event under a 2xx head, a success). */
 void pd_gw_note_progress(pd_gw_t *gw, const pd_leg_t *leg);

@@ -131,9 +131,13 @@ static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o
   }
   PD_RQ_SET(gw, rq, RQ_BACKOFF); /* clears the attempt's deadlines */
   rq->last_status = status;      /* what the client gets if no later attempt can start */
-  if (is_retryable && pd_gw_schedule_retry(gw, rq)) return;
-  if (is_retryable && rq->is_retry_denied) { /* R-RETRY-BUDGET: the worker's status, at once */
+  if (is_retryable && !pd_gw_retry_budget_allows(gw, rq)) { /* R-RETRY-BUDGET: the worker's
+                                                                 status, at once */
     budget_error(gw, rq, status, msg);
+    return;
+  }
+  if (is_retryable && pd_gw_schedule_retry(gw, rq)) {
+    pd_gw_retry_budget_spend(gw);
     return;
   }
   pd_gw_client_error(gw, rq, status, code, msg);
@@ -639,12 +643,7 @@ static void ref_on_client_gone(pd_gw_t *gw, pd_rq_t *rq) {
 }
 
 static void ref_on_no_pair(pd_gw_t *gw, pd_rq_t *rq, int status) {
-  if (pd_gw_schedule_retry(gw, rq)) return;
-  if (rq->is_retry_denied) { /* R-RETRY-BUDGET */
-    budget_error(gw, rq, rq->last_status ? rq->last_status : status,
-                 "no pair available for the retry");
-    return;
-  }
+  if (pd_gw_schedule_retry(gw, rq)) return; /* a retry of selection: no worker load, no budget */
   if (rq->last_status) /* R-STATUS: the last worker failure, not the selector's 503 */
     pd_gw_client_error(gw, rq, rq->last_status, "attempts_exhausted",
                        "every attempt failed; no pair left to try");

@@ -117,6 +117,57 @@ static void test_timeout_overtaken_by_a_later_leg_counts(void) {
   h_free(&h);
 }
 
+/* R-RETRY-BUDGET: three non-stream requests on 1P2D, retry budget 20 % of the requests in
+ * the window with a floor of `floor` retries; requests 1 and 2 fail on decode with 503, one after the other. Returns the status
+ * request 2's client got at once (0: none, it was retried), and its body in body. */
+static int second_failure_answer(uint32_t floor, char *body, size_t cap) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.retry_budget_pct = 20;
+  c.retry_budget_min = floor;
+  harness_t h;
+  h_init_cfg(&h, &c, 2);
+  uint64_t leg[4] = {0};
+  for (uint64_t id = 1; id <= 3; id++) {
+    pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = id, .path = "/generate",
+                     .data = (const uint8_t *)NONSTREAM, .len = strlen(NONSTREAM)};
+    h_feed(&h, ev);
+    const pd_action_t *a;
+    for (int i = 0; (a = h_find(&h, PD_ACT_OPEN_LEG, i)); i++)
+      if (a->role == PD_ROLE_DECODE) leg[id] = a->leg_id;
+  }
+  int st = 0;
+  body[0] = 0;
+  for (uint64_t id = 1; id <= 2; id++) {
+    up(&h, PD_EV_UP_HEAD, id, leg[id], 503, NULL);
+    for (size_t i = 0; id == 2 && i < h.out.n; i++) {
+      const pd_action_t *a = &h.out.v[i];
+      if (a->req_id != 2) continue;
+      if (a->kind == PD_ACT_CLIENT_HEAD) st = a->status;
+      if (a->kind == PD_ACT_CLIENT_DATA && a->len < cap) {
+        memcpy(body, a->data, a->len);
+        body[a->len] = 0;
+      }
+    }
+  }
+  h_free(&h);
+  return st;
+}
+
+/* Three requests in the window allow 20 % of 3 = 0 retries, the floor 1: the first failure's
+ * retry spends it, the second failure is answered at once with decode's 503, budget named. */
+static void test_retry_budget_refuses_a_retry_past_it(void) {
+  char body[512];
+  PDT_EQ_INT(second_failure_answer(1, body, sizeof body), 503);
+  PDT_TRUE(strstr(body, "retry_budget_exhausted") != NULL);
+}
+
+/* With a floor of 2, the same second failure is retried (nothing for its client yet). */
+static void test_retry_budget_floor_allows_a_few(void) {
+  char body[512];
+  PDT_EQ_INT(second_failure_answer(2, body, sizeof body), 0);
+}
+
 int pdt_suite_busy(void) {
   static const pdt_case_t cases[] = {
       {"a timeout behind a leg the worker served since is not a death (R-BREAKER-BUSY)",
@@ -127,6 +178,10 @@ int pdt_suite_busy(void) {
        test_timeout_on_a_worker_that_served_nobody_since_counts},
       {"a timeout overtaken by a later leg the worker served counts (R-BREAKER-BUSY)",
        test_timeout_overtaken_by_a_later_leg_counts},
+      {"a retry past the retry budget is refused with the last status (R-RETRY-BUDGET)",
+       test_retry_budget_refuses_a_retry_past_it},
+      {"the retry budget's floor allows a few retries (R-RETRY-BUDGET)",
+       test_retry_budget_floor_allows_a_few},
   };
   return PDT_SUITE("busy", cases);
 }
