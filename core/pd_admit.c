@@ -62,7 +62,9 @@ static void shed(pd_gw_t *gw, pd_rq_t *rq, int is_full, const char *msg) {
                    : (unsigned long long)(gw->cfg.admit_queue_ns / 1000000u),
            (unsigned long long)((gw->cfg.admit_retry_after_ns + 999999999u) / 1000000000u));
   size_t before = gw->out->n;
-  pd_gw_client_error(gw, rq, 503, code, m);
+  /* a retry shed: the last worker status, as R-STATUS and I14 (not the gateway's own 504) */
+  int st = rq->last_status && rq->last_status != 504 ? rq->last_status : 503;
+  pd_gw_client_error(gw, rq, st, code, m);
   for (size_t i = before; i < gw->out->n; i++) /* the head carries the Retry-After */
     if (gw->out->v[i].kind == PD_ACT_CLIENT_HEAD && gw->out->v[i].req_id == rq->id)
       gw->out->v[i].deadline_ns = gw->cfg.admit_retry_after_ns ? gw->cfg.admit_retry_after_ns : 1;

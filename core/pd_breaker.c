@@ -212,15 +212,17 @@ static void smg_closed_on_result(pd_breaker_t *b, uint64_t now_ns, pd_breaker_re
     set_state(b, PD_BREAKER_OPEN, now_ns);
 }
 
-static void window_closed_on_result(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r) {
+static void window_closed_on_result(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r,
+                                    int may_open) {
   window_add(b, now_ns, r == PD_BREAKER_FAILURE);
-  if (r == PD_BREAKER_FAILURE && window_should_open(b, now_ns))
+  if (r == PD_BREAKER_FAILURE && may_open && window_should_open(b, now_ns))
     set_state(b, PD_BREAKER_OPEN, now_ns);
 }
 
 /* Records use the stored state, not the lazily advanced one, as smg's record_outcome does: a
  * late result arriving while Open changes counters only. */
-int pd_breaker_record(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r, uint32_t probe) {
+int pd_breaker_record_bounded(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r,
+                              uint32_t probe, int may_open) {
   if (probe && probe == b->half_open_period && b->state == PD_BREAKER_HALF_OPEN &&
       b->probes_in_flight > 0)
     b->probes_in_flight--; /* a probe of an earlier period holds no slot of this one */
@@ -230,10 +232,14 @@ int pd_breaker_record(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r, u
   if (before == PD_BREAKER_HALF_OPEN)
     half_open_on_result(b, now_ns, r);
   else if (before == PD_BREAKER_CLOSED && is_window(b))
-    window_closed_on_result(b, now_ns, r);
-  else if (before == PD_BREAKER_CLOSED)
+    window_closed_on_result(b, now_ns, r, may_open);
+  else if (before == PD_BREAKER_CLOSED && may_open)
     smg_closed_on_result(b, now_ns, r);
   return b->state != before;
+}
+
+int pd_breaker_record(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r, uint32_t probe) {
+  return pd_breaker_record_bounded(b, now_ns, r, probe, 1);
 }
 
 const char *pd_breaker_state_name(pd_breaker_state_t s) {

@@ -78,6 +78,13 @@ void pd_breaker_admit(pd_breaker_t *b, uint64_t now_ns, uint32_t *probe);
  * are ever in flight. Returns 1 if the state changed. */
 int pd_breaker_record(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r, uint32_t probe);
 
+/* pd_breaker_record with the Closed -> Open move allowed only when may_open is set: a failure
+ * that would open the breaker is still counted, but the breaker stays Closed (the reference's
+ * bounded ejection, R-BREAKER-BOUND: the caller knows how many of the role are already out).
+ * HalfOpen -> Open is never held: that worker is already out. */
+int pd_breaker_record_bounded(pd_breaker_t *b, uint64_t now_ns, pd_breaker_result_t r,
+                              uint32_t probe, int may_open);
+
 const char *pd_breaker_state_name(pd_breaker_state_t s);
 
 /* Start a breaker in state st at now_ns, as if it had just moved there (a scenario's

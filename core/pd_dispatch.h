@@ -203,6 +203,13 @@ typedef struct pd_gw_config {
                          a socket driver, whose simultaneous answers arrive microseconds
                          apart, gives it a width */
   pd_seeded_bug_t seeded_bug; /* reference only (pd_gw_new clears it for the others) */
+  /* reference retry budget (R-RETRY-BUDGET, O4.2): a retry is scheduled only while the
+   * retries scheduled in the last retry_budget_window_ns are fewer than
+   * max(retry_budget_min, retry_budget_pct % of the client requests that arrived in it);
+   * retry_budget_pct 0 = no budget */
+  uint32_t retry_budget_pct;
+  uint32_t retry_budget_min;
+  uint64_t retry_budget_window_ns;
 } pd_gw_config_t;
 
 /* Per-mode defaults: smg's for joined/pr1150 (R2.1, R3.4, R4.1), mini_lb's (M8.x) and
@@ -232,6 +239,7 @@ typedef struct pd_admit_stats {
   uint64_t wait_ns_sum, wait_ns_max;
   uint32_t peak_queued;
   uint32_t now_queued; /* waiting at the moment of the call */
+  uint64_t retry_denied; /* retries the retry budget refused (R-RETRY-BUDGET) */
 } pd_admit_stats_t;
 
 /* Create a gateway. rng is borrowed for the gateway's lifetime (rooms, rids, policies,

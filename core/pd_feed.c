@@ -90,6 +90,7 @@ pd_leg_t *pd_gw_leg_new(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role, uint32_t w) {
   leg->role = role;
   leg->worker = w;
   leg->attempt = rq->attempt;
+  leg->t_open_ns = gw->now;
   pd_sse_init(&leg->sse, gw->alloc);
   if (gw->cfg.request_timeout_ns) leg->deadline_ns = gw->now + gw->cfg.request_timeout_ns;
   rq->legs[rq->n_legs++] = leg;
@@ -295,6 +296,7 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
     pd_free(gw->alloc, rq);
     return rc;
   }
+  pd_gw_budget_note_request(gw); /* R-RETRY-BUDGET */
   rq->is_fast_path = gw->cfg.mode == PD_MODE_PR1150 && rq->req.is_stream &&
                      !rq->req.return_logprob;
   if (gw->cfg.total_timeout_ns) rq->dl[DL_TOTAL] = gw->now + gw->cfg.total_timeout_ns;
@@ -357,6 +359,7 @@ int pd_gw_feed(pd_gw_t *gw, uint64_t now_ns, const pd_event_t *ev, pd_actbuf_t *
     break;
   case PD_EV_UP_DATA:
     if (leg->state != LEG_HEAD) return 0;
+    if (leg->status >= 200 && leg->status < 300) pd_gw_note_progress(gw, leg); /* R-BREAKER-BUSY */
     ops->on_data(gw, rq, leg, ev->data, ev->len);
     break;
   case PD_EV_UP_END:

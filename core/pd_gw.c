@@ -115,6 +115,11 @@ void pd_gw_config_default(pd_gw_config_t *c, pd_mode_t mode) {
     c->admit_queue_max = 1024;        /* R-ADMIT-QUEUE: bounded waiters (O2.4) */
     c->admit_queue_ns = SEC(20);      /* R-ADMIT-QUEUE: shed well before the commit budget */
     c->admit_retry_after_ns = SEC(1); /* R-ADMIT-SHED */
+    c->retry_budget_pct = 20;         /* R-RETRY-BUDGET: Finagle's percentCanRetry, Envoy's
+                                         budget_percent default (O4.2) */
+    c->retry_budget_min = 10;         /* R-RETRY-BUDGET: a floor of 1 a second (Finagle's is 10
+                                         a second, more than an LLM cluster's whole traffic) */
+    c->retry_budget_window_ns = SEC(10); /* R-RETRY-BUDGET: Finagle's default ttl */
     break;
   case PD_MODE_VLLM_TOY_PROXY: /* V1.24: round robin, httpx timeout=None, nothing else */
   case PD_MODE_MOONCAKE_PROXY: /* V1.25: the same */
@@ -427,20 +432,57 @@ void pd_gw_release_load(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
   if (gw->q_head) pd_admit_kick(gw); /* room freed: the queue's head may start (R-ADMIT-QUEUE) */
 }
 
+/* R-BREAKER-BUSY (reference's windowed breaker only): a deadline the gateway itself ran out
+ * on a leg (no head, or no first token: the leg's head status is not the worker's own 504) is
+ * not a death when another leg of the same worker made progress (a data event under a 2xx
+ * head, or a success) after this one was opened (it is serving) and no leg that made progress
+ * was opened after this one (nothing overtook it: a worker admits in arrival order, R-CAP-HOL,
+ * so this leg was only queued behind others). A worker that serves later legs while this one
+ * sits silent skipped it: that timeout counts. What the gateway saw, nothing else. */
+static int is_busy_timeout(const pd_gw_t *gw, const pd_leg_t *leg, pd_outcome_t o) {
+  const pd_worker_t *wk = &gw->workers[leg->role][leg->worker];
+  return o == PD_OUTCOME_TIMEOUT && wk->breaker.cfg.kind == PD_BREAKER_KIND_WINDOW &&
+         leg->status != 504 && wk->has_progress && wk->t_progress_ns >= leg->t_open_ns &&
+         wk->t_progress_open_ns <= leg->t_open_ns;
+}
+
+void pd_gw_note_progress(pd_gw_t *gw, const pd_leg_t *leg) {
+  pd_worker_t *wk = &gw->workers[leg->role][leg->worker];
+  wk->t_progress_ns = gw->now;
+  if (!wk->has_progress || leg->t_open_ns > wk->t_progress_open_ns)
+    wk->t_progress_open_ns = leg->t_open_ns;
+  wk->has_progress = 1;
+}
+
+/* R-BREAKER-BOUND (reference's windowed breaker only): a Closed breaker may open only while
+ * fewer than max(1, n/2) of its role's workers are out (Open or HalfOpen): at least one may
+ * always go (O4.3: Envoy ejects one host regardless of max_ejection_percent). */
+static int may_eject(const pd_gw_t *gw, pd_role_t role) {
+  uint32_t n = gw->n_workers[role], out = 0, cap = n / 2 ? n / 2 : 1;
+  if (gw->workers[role][0].breaker.cfg.kind != PD_BREAKER_KIND_WINDOW) return 1;
+  for (uint32_t i = 0; i < n; i++)
+    out += gw->workers[role][i].breaker.state != PD_BREAKER_CLOSED; /* stored: no lazy move */
+  return out < cap;
+}
+
 void pd_gw_outcome(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_outcome_t o, int status) {
   if (leg->has_outcome) return;
   leg->has_outcome = 1;
-  pd_breaker_t *b = &gw->workers[leg->role][leg->worker].breaker;
+  pd_worker_t *wk = &gw->workers[leg->role][leg->worker];
+  pd_breaker_t *b = &wk->breaker;
   pd_breaker_result_t r = o == PD_OUTCOME_SUCCESS   ? PD_BREAKER_SUCCESS
                           : o == PD_OUTCOME_CANCELLED ? PD_BREAKER_NEUTRAL
                                                       : PD_BREAKER_FAILURE;
+  if (r == PD_BREAKER_FAILURE && is_busy_timeout(gw, leg, o)) r = PD_BREAKER_NEUTRAL;
+  if (o == PD_OUTCOME_SUCCESS) pd_gw_note_progress(gw, leg);
   pd_action_t *a = pd_gw_emit(gw, PD_ACT_OUTCOME, rq);
   a->role = leg->role;
   a->worker = leg->worker;
   a->leg_id = leg->id;
   a->flag = (int)o;
   a->status = status;
-  if (pd_breaker_record(b, gw->now, r, leg->probe)) {
+  int may_open = r != PD_BREAKER_FAILURE || may_eject(gw, leg->role);
+  if (pd_breaker_record_bounded(b, gw->now, r, leg->probe, may_open)) {
     pd_action_t *ba = pd_gw_emit(gw, PD_ACT_BREAKER, rq);
     ba->role = leg->role;
     ba->worker = leg->worker;
@@ -463,6 +505,54 @@ uint64_t pd_gw_work_allowance_ns(const pd_gw_t *gw, const pd_rq_t *rq) {
   uint64_t n = rq->req.max_tokens ? rq->req.max_tokens : PD_DEFAULT_MAX_NEW_TOKENS;
   uint64_t per = gw->cfg.token_budget_ns;
   return per && n > PD_MAX_ALLOWANCE_NS / per ? PD_MAX_ALLOWANCE_NS : n * per;
+}
+
+/* R-RETRY-BUDGET (reference): client requests and scheduled retries are counted in
+ * PD_RB_BUCKETS buckets spanning the window; a bucket is reused once its epoch is out of it. */
+static pd_rb_bucket_t *rb_bucket(pd_gw_t *gw) {
+  uint64_t width = gw->cfg.retry_budget_window_ns / PD_RB_BUCKETS;
+  uint64_t epoch = gw->now / (width ? width : 1);
+  pd_rb_bucket_t *k = &gw->rb[epoch % PD_RB_BUCKETS];
+  if (k->epoch != epoch || !k->is_used) *k = (pd_rb_bucket_t){.epoch = epoch, .is_used = 1};
+  return k;
+}
+
+static void rb_sums(pd_gw_t *gw, uint64_t *requests, uint64_t *retries) {
+  uint64_t epoch = rb_bucket(gw)->epoch;
+  *requests = *retries = 0;
+  for (int i = 0; i < PD_RB_BUCKETS; i++) {
+    const pd_rb_bucket_t *k = &gw->rb[i];
+    if (!k->is_used || k->epoch + PD_RB_BUCKETS <= epoch) continue;
+    *requests += k->requests;
+    *retries += k->retries;
+  }
+}
+
+static int is_budgeted(const pd_gw_t *gw) {
+  return gw->cfg.mode == PD_MODE_REFERENCE && gw->cfg.retry_budget_pct;
+}
+
+void pd_gw_budget_note_request(pd_gw_t *gw) {
+  if (is_budgeted(gw)) rb_bucket(gw)->requests++;
+}
+
+/* A retry of a failed attempt may be scheduled while the window's retries stay under
+ * max(floor, pct % of its requests): retries are a share of recent traffic, so they cannot
+ * multiply load (O4.2). On refusal the request's is_retry_denied is set. */
+int pd_gw_retry_budget_allows(pd_gw_t *gw, pd_rq_t *rq) {
+  if (!is_budgeted(gw) || rq->attempt >= gw->cfg.retry.max_attempts) return 1;
+  uint64_t requests, retries;
+  rb_sums(gw, &requests, &retries);
+  uint64_t cap = requests * gw->cfg.retry_budget_pct / 100;
+  if (cap < gw->cfg.retry_budget_min) cap = gw->cfg.retry_budget_min;
+  if (retries < cap) return 1;
+  rq->is_retry_denied = 1;
+  gw->admit.retry_denied++;
+  return 0;
+}
+
+void pd_gw_retry_budget_spend(pd_gw_t *gw) {
+  if (is_budgeted(gw)) rb_bucket(gw)->retries++;
 }
 
 int pd_gw_schedule_retry(pd_gw_t *gw, pd_rq_t *rq) {

@@ -21,6 +21,11 @@ typedef struct pd_worker {
                      0 = no limit */
   uint32_t group; /* KV transfer group (R-PAIR-GROUP), default 0 */
   pd_breaker_t breaker;
+  uint64_t t_progress_ns; /* reference: when a leg of it last made progress, a data event
+                             under a 2xx head or a success (R-BREAKER-BUSY) */
+  int has_progress;        /* t_progress_ns is set */
+  uint64_t t_progress_open_ns; /* reference: the latest open time of a leg of it that made
+                                  progress (R-BREAKER-BUSY: a later leg overtook) */
 } pd_worker_t;
 
 /* A leg's transport state. Moves only through PD_LEG_SET (pd_rqstate.c: legal moves,
@@ -60,6 +65,7 @@ typedef struct pd_leg {
                           unless it reports its own result first (R-CANCEL, R-OUTCOME) */
   uint32_t events;     /* SSE data events seen */
   uint64_t deadline_ns; /* smg/minilb per-leg total deadline (0 = none) */
+  uint64_t t_open_ns;   /* when it was opened (R-BREAKER-BUSY) */
   pd_sse_t sse;
   pd_buf_t body; /* drained / held bytes */
 } pd_leg_t;
@@ -137,6 +143,7 @@ typedef struct pd_rq {
   /* reference admission (pd_admit.c): waiting in the gateway's queue for a pair with room */
   int is_queued;
   struct pd_rq *q_prev, *q_next;
+  int is_retry_denied;   /* reference: the retry budget refused its last retry (R-RETRY-BUDGET) */
   char sf_xrid[40];      /* vllm-toy-proxy: its own X-Request-Id on both legs (a uuid4 drawn
                             from the gateway's PRNG, V1.1), "" none */
 } pd_rq_t;
@@ -145,6 +152,15 @@ typedef struct pd_rq {
 static inline int pd_rq_client_done(const pd_rq_t *rq) {
   return rq->state == RQ_TAIL || rq->state == RQ_GONE || rq->state == RQ_END;
 }
+
+/* One bucket of the reference retry budget's window (R-RETRY-BUDGET): client requests that
+ * arrived and retries scheduled during its epoch (now / (window / PD_RB_BUCKETS)). */
+#define PD_RB_BUCKETS 10
+typedef struct pd_rb_bucket {
+  uint64_t epoch;
+  uint64_t requests, retries;
+  int is_used;
+} pd_rb_bucket_t;
 
 struct pd_gw {
   const pd_alloc_t *alloc;
@@ -173,7 +189,19 @@ struct pd_gw {
   uint64_t q_last_start_ns, q_interval_ns;
   pd_admit_stats_t admit;
   void *transition_ctx;
+  pd_rb_bucket_t rb[PD_RB_BUCKETS]; /* reference retry budget's window (R-RETRY-BUDGET) */
 };
+
+/* R-RETRY-BUDGET: a client request arrived now (counted in the retry budget's window). */
+void pd_gw_budget_note_request(pd_gw_t *gw);
+/* R-RETRY-BUDGET: may rq's failed attempt be retried? 0: refused (rq->is_retry_denied set).
+ * 1 also when rq has no attempt left (the retry is refused by the schedule, not the budget). */
+int pd_gw_retry_budget_allows(pd_gw_t *gw, pd_rq_t *rq);
+/* R-RETRY-BUDGET: a retry of a failed attempt was scheduled now. */
+void pd_gw_retry_budget_spend(pd_gw_t *gw);
+
+/* R-BREAKER-BUSY: leg's worker made progress now (a data event under a 2xx head, a success). */
+void pd_gw_note_progress(pd_gw_t *gw, const pd_leg_t *leg);
 
 /* --- the state machines (pd_rqstate.c) --- */
 /* The one place a request's state changes: asserts the move is legal, reports it to the

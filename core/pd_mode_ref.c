@@ -93,6 +93,15 @@ static uint32_t live_legs(const pd_rq_t *rq) {
   return n;
 }
 
+/* R-RETRY-BUDGET: the retry budget refused a retry: the last failure's status (R-STATUS), with
+ * the budget named in the body. */
+static void budget_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *what) {
+  char m[200];
+  snprintf(m, sizeof m, "retry budget exhausted (retry_budget_pct %u, retry_budget_min %u); %s",
+           gw->cfg.retry_budget_pct, gw->cfg.retry_budget_min, what ? what : "");
+  pd_gw_client_error(gw, rq, status, "retry_budget_exhausted", m);
+}
+
 /* R-FAIL-PRECOMMIT: `bad` failed (NULL: the first-token deadline, every open leg timed
  * out). Give up the other leg, exclude the failed worker(s), retry or answer with the
  * preserved status (R-STATUS). */
@@ -126,7 +135,15 @@ static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o
   }
   PD_RQ_SET(gw, rq, RQ_BACKOFF); /* clears the attempt's deadlines */
   rq->last_status = status;      /* what the client gets if no later attempt can start */
-  if (is_retryable && pd_gw_schedule_retry(gw, rq)) return;
+  if (is_retryable && !pd_gw_retry_budget_allows(gw, rq)) { /* R-RETRY-BUDGET: the worker's
+                                                                 status, at once */
+    budget_error(gw, rq, status, msg);
+    return;
+  }
+  if (is_retryable && pd_gw_schedule_retry(gw, rq)) {
+    pd_gw_retry_budget_spend(gw);
+    return;
+  }
   pd_gw_client_error(gw, rq, status, code, msg);
 }
 
@@ -642,7 +659,7 @@ static void ref_on_client_gone(pd_gw_t *gw, pd_rq_t *rq) {
 }
 
 static void ref_on_no_pair(pd_gw_t *gw, pd_rq_t *rq, int status) {
-  if (pd_gw_schedule_retry(gw, rq)) return;
+  if (pd_gw_schedule_retry(gw, rq)) return; /* a retry of selection: no worker load, no budget */
   if (rq->last_status) /* R-STATUS: the last worker failure, not the selector's 503 */
     pd_gw_client_error(gw, rq, rq->last_status, "attempts_exhausted",
                        "every attempt failed; no pair left to try");

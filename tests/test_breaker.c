@@ -322,6 +322,19 @@ static void test_window_disabled_never_opens(void) {
   PDT_EQ_INT(pd_breaker_state(&b, T0), PD_BREAKER_CLOSED);
 }
 
+/* R-BREAKER-BOUND: a held open counts the failure but keeps the breaker Closed; the next
+ * failure allowed to open opens it at once (the window still holds the earlier ones). */
+static void test_window_bounded_record_holds_closed(void) {
+  pd_breaker_config_t c;
+  pd_breaker_t b;
+  pd_breaker_config_window(&c);
+  pd_breaker_init(&b, &c);
+  for (int i = 0; i < 20; i++) pd_breaker_record_bounded(&b, T0, PD_BREAKER_FAILURE, 0, 0);
+  PDT_EQ_INT(b.state, PD_BREAKER_CLOSED);
+  PDT_EQ_INT(pd_breaker_record_bounded(&b, T0, PD_BREAKER_FAILURE, 0, 1), 1);
+  PDT_EQ_INT(b.state, PD_BREAKER_OPEN);
+}
+
 static void test_window_tiny_window_is_safe(void) {
   pd_breaker_config_t c;
   pd_breaker_t b;
@@ -386,6 +399,8 @@ int pdt_suite_breaker(void) {
       {"window narrower than its bucket count still expires outcomes",
        test_window_tiny_window_is_safe},
       {"state names", test_state_names},
+      {"window: a bounded record that may not open keeps the breaker Closed (R-BREAKER-BOUND)",
+       test_window_bounded_record_holds_closed},
   };
   return PDT_SUITE("breaker", cases);
 }

@@ -190,6 +190,34 @@ static void test_half_open_breaker_admits_one_probe_at_a_time(void) {
   h_free(&h);
 }
 
+/* R-BREAKER-BOUND: with two decodes, once one's breaker is open the other's never opens,
+ * however it fails (max(1, n/2) of a role may be out at once, O4.3). */
+static void test_breaker_ejection_is_bounded_to_half_a_role(void) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.breaker.failure_threshold = 1;
+  c.retry.max_attempts = 1;
+  harness_t h;
+  h_init_cfg(&h, &c, 2);
+  h_request(&h, NONSTREAM);
+  uint32_t bad = h_find(&h, PD_ACT_OPEN_LEG, 1)->worker;
+  h_leg(&h, PD_EV_UP_HEAD, 2, 503, NULL);
+  PDT_EQ_INT(pd_gw_breaker_state(h.gw, PD_ROLE_DECODE, bad, h.now), PD_BREAKER_OPEN);
+  for (uint64_t id = 100; id < 103; id++) { /* the other decode fails three requests */
+    pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = id, .path = "/generate",
+                     .data = (const uint8_t *)NONSTREAM, .len = strlen(NONSTREAM)};
+    h_feed(&h, ev);
+    const pd_action_t *d = h_find(&h, PD_ACT_OPEN_LEG, 1);
+    PDT_TRUE(d != NULL && d->worker != bad);
+    if (!d) break;
+    uint32_t w = d->worker;
+    pd_event_t up = {.kind = PD_EV_UP_HEAD, .req_id = id, .leg_id = d->leg_id, .status = 503};
+    h_feed(&h, up);
+    PDT_EQ_INT(pd_gw_breaker_state(h.gw, PD_ROLE_DECODE, w, h.now), PD_BREAKER_CLOSED);
+  }
+  h_free(&h);
+}
+
 /* R-RETRY-EXCLUDE: each failed decode is excluded for the rest of the request; once both
  * decode workers have failed, exclusion leaves nobody and the policy picks among all the
  * admitted workers again instead of giving up. */
@@ -326,6 +354,8 @@ int pdt_suite_dispatch_more(void) {
        test_logprob_stream_waits_for_prefill_and_merges_once},
       {"a prefill lost after its head lets decode go on (or fails without blaming it)",
        test_prefill_lost_after_its_head_lets_decode_go_on},
+      {"breaker ejection is bounded to half a role (R-BREAKER-BOUND)",
+       test_breaker_ejection_is_bounded_to_half_a_role},
   };
   return PDT_SUITE("dispatch_more", cases);
 }
