@@ -58,6 +58,7 @@ static void test_admission_sheds_with_retry_after_and_metrics(void) {
     PDT_TRUE(strstr(r.body, "pdref_admission_shed_total{reason=\"queue_timeout\"} 1\n") != NULL ||
              strstr(r.body, "pdref_admission_shed_total{reason=\"queue_wait\"} 1\n") != NULL);
     PDT_TRUE(strstr(r.body, "pdref_admission_queue_length 0\n") != NULL);
+    PDT_TRUE(strstr(r.body, "pdref_retry_denied_total 0\n") != NULL);
     gw_stop(&g);
   }
   fake_stop(&p);

@@ -190,6 +190,8 @@ static void render_admission(tbuf_t *b, const pd_gateway_metrics_view_t *v) {
   put(b, "pdref_admission_shed_total{reason=\"queue_timeout\"} %llu\n",
       (unsigned long long)a.shed_timeout);
   put(b, "pdref_admission_shed_total{reason=\"queue_wait\"} %llu\n", (unsigned long long)a.shed_wait);
+  scalar(b, "pdref_retry_denied_total", "counter",
+         "Retries the retry budget refused (docs/spec.md R-RETRY-BUDGET).", a.retry_denied);
   head(b, "pdref_admission_wait_seconds", "summary",
        "Time requests waited in the admission queue before they started or left.");
   put(b, "pdref_admission_wait_seconds_sum %.9f\n", (double)a.wait_ns_sum / 1e9);
