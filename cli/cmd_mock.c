@@ -26,6 +26,7 @@ static void usage(FILE *f) {
           "                  [--max-running N] [--kv-tokens N] [--page-size N]\n"
           "                  [--protocol sglang|vllm] [--kv-port P] [--kv-expiry timeout|lease]\n"
           "                  [--kv-abort-timeout-ms N] [--kv-lease-ms N] [--kv-heartbeat-ms N]\n"
+          "                  [--transfer-group G] [--dp-size N] [--capacity-per-rank]\n"
           "\n"
           "An SGLang-like or vLLM-like PD worker on real sockets, for testing gateways\n"
           "(docs/mock.md).\n"
@@ -68,9 +69,20 @@ static void usage(FILE *f) {
           "  --kv-abort-timeout-ms N  vllm prefill, timeout mode (default: scenario, 480000)\n"
           "  --kv-lease-ms N     vllm, lease mode: the lease (default: scenario, 30000)\n"
           "  --kv-heartbeat-ms N vllm decode, lease mode: heartbeat period (default: lease / 6)\n"
+          "  --transfer-group G  sglang: KV transfer group, 0..255, the scenario's\n"
+          "                      transfer_group: a prefill and a decode of different groups\n"
+          "                      cannot transfer, both legs fail (default: scenario, 0)\n"
+          "  --dp-size N         sglang: data-parallel ranks, 1..64; a prefill runs a request\n"
+          "                      on its routed_dp_rank, else bootstrap_room %% N, and pairs only\n"
+          "                      with a decode that looked the room up on that rank (its\n"
+          "                      disagg_prefill_dp_rank, else room %% N) (default: scenario, 1)\n"
+          "  --capacity-per-rank sglang, --dp-size > 1: each rank gets 1/N of --max-running and\n"
+          "                      --kv-tokens and its requests wait only for its share\n"
+          "                      (default: scenario, off: the ranks share one pool)\n"
           "Ready line (stdout): pdref mock: <role> <worker> http://HOST:PORT bootstrap P\n"
           "                     (vllm: ... kv P vllm)\n"
           "example: pdref mock --role prefill --listen 127.0.0.1:30001 --bootstrap-port 8998\n"
+          "example: pdref mock --role prefill --transfer-group 1 --dp-size 2 --bootstrap-port 0\n"
           "exit: 0 after SIGINT/SIGTERM, 1 cannot start, 2 bad usage or input\n");
 }
 
@@ -83,6 +95,8 @@ typedef struct mock_opts {
   const char *protocol, *kv_expiry;
   uint64_t kv_abort_ms, kv_lease_ms, kv_heartbeat_ms;
   int has_kv_abort, has_kv_lease, has_kv_heartbeat;
+  uint32_t transfer_group, dp_size; /* --transfer-group, --dp-size (O5.2, S2.14) */
+  int has_transfer_group, has_dp_size, is_capacity_per_rank;
   const char *scenario, *worker, *log, *role;
   char host[64];
   int has_boot_port, has_bto, has_wto, has_seed, is_json;
@@ -95,7 +109,7 @@ enum {
   OPT_SPEED, OPT_BOOT_PORT, OPT_BOOT_TIMEOUT, OPT_WAIT_TIMEOUT, OPT_MAX_CONN, OPT_DEADLINE,
   OPT_SEED, OPT_JSON, OPT_DIRECT, OPT_CLOCK_ON_START, OPT_MAX_RUNNING, OPT_KV_TOKENS,
   OPT_PAGE_SIZE, OPT_PROTOCOL, OPT_KV_PORT, OPT_KV_EXPIRY, OPT_KV_ABORT, OPT_KV_LEASE,
-  OPT_KV_HEARTBEAT
+  OPT_KV_HEARTBEAT, OPT_TRANSFER_GROUP, OPT_DP_SIZE, OPT_CAPACITY_PER_RANK
 };
 
 static const struct option long_opts[] = {
@@ -125,6 +139,9 @@ static const struct option long_opts[] = {
     {"kv-abort-timeout-ms", required_argument, NULL, OPT_KV_ABORT},
     {"kv-lease-ms", required_argument, NULL, OPT_KV_LEASE},
     {"kv-heartbeat-ms", required_argument, NULL, OPT_KV_HEARTBEAT},
+    {"transfer-group", required_argument, NULL, OPT_TRANSFER_GROUP},
+    {"dp-size", required_argument, NULL, OPT_DP_SIZE},
+    {"capacity-per-rank", no_argument, NULL, OPT_CAPACITY_PER_RANK},
     {NULL, 0, NULL, 0},
 };
 
@@ -177,6 +194,12 @@ static int apply_number(mock_opts_t *o, int c, const char *v) {
     o->has_worker_opts = o->has_kv_heartbeat = 1;
     return pd_cli_parse_u64(CMD, "--kv-heartbeat-ms", v, 0, PD_SCENARIO_MAX_MS,
                             &o->kv_heartbeat_ms);
+  case OPT_TRANSFER_GROUP: /* the scenario key's range (sim/pd_scenario.c) */
+    o->has_worker_opts = o->has_transfer_group = 1;
+    return pd_cli_parse_u32(CMD, "--transfer-group", v, 0, 255, &o->transfer_group);
+  case OPT_DP_SIZE:
+    o->has_worker_opts = o->has_dp_size = 1;
+    return pd_cli_parse_u32(CMD, "--dp-size", v, 1, 64, &o->dp_size);
   default: /* OPT_SEED */
     o->has_seed = 1;
     return pd_cli_parse_u64(CMD, "--seed", v, 0, UINT64_MAX, &o->c.seed);
@@ -200,6 +223,7 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   case OPT_CLOCK_ON_START: o->c.is_clock_on_start = 1; return 0;
   case OPT_PROTOCOL: o->protocol = v, o->has_worker_opts = 1; return 0;
   case OPT_KV_EXPIRY: o->kv_expiry = v, o->has_worker_opts = 1; return 0;
+  case OPT_CAPACITY_PER_RANK: o->is_capacity_per_rank = o->has_worker_opts = 1; return 0;
   default: return apply_number(o, c, v);
   }
 }
@@ -261,7 +285,8 @@ static int resolve_role(mock_opts_t *o, pd_scenario_t *s) {
   return 0;
 }
 
-/* --protocol and the --kv-* flags over the worker o->w; 0, or 2 (bad value, printed). */
+/* --protocol, the --kv-* flags and the pairing topology over the worker o->w; 0, or 2 (bad
+ * value, printed). */
 static int apply_protocol(mock_opts_t *o) {
   pd_protocol_t p;
   if (o->protocol && pd_protocol_parse(o->protocol, &p) < 0) {
@@ -278,11 +303,14 @@ static int apply_protocol(mock_opts_t *o) {
   if (o->has_kv_abort) o->w.kv_abort_timeout_ms = o->kv_abort_ms;
   if (o->has_kv_lease) o->w.kv_lease_ms = o->kv_lease_ms;
   if (o->has_kv_heartbeat) o->w.kv_heartbeat_ms = o->kv_heartbeat_ms;
+  if (o->has_transfer_group) o->w.transfer_group = o->transfer_group;
+  if (o->has_dp_size) o->w.dp_size = o->dp_size;
+  if (o->is_capacity_per_rank) o->w.capacity_per_rank = 1;
   return 0;
 }
 
-/* --max-running, --kv-tokens, --page-size, --protocol, --kv-* over the scenario's worker (or
- * the defaults). */
+/* --max-running, --kv-tokens, --page-size, --protocol, --kv-*, --transfer-group, --dp-size,
+ * --capacity-per-rank over the scenario's worker (or the defaults). */
 static int apply_worker(mock_opts_t *o) {
   if (!o->has_capacity && !o->has_worker_opts) return 0;
   if (o->c.worker) {

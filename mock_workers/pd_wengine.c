@@ -246,6 +246,11 @@ static uint32_t leg_dp_rank(const pd_wengine_t *e, const pd_wengine_leg_t *p) {
   return p->rq.has_routed_rank ? p->rq.routed_rank : (uint32_t)(p->rq.room % dp);
 }
 
+uint32_t pd_wengine_leg_rank(const pd_wengine_t *e, const pd_wengine_leg_t *l) {
+  if (e->ranks <= 1) return 0;
+  return (uint32_t)((l->rq.has_routed_rank ? l->rq.routed_rank : l->rq.room) % e->ranks);
+}
+
 int pd_wengine_can_pair(const pd_wengine_t *e, const pd_wengine_leg_t *p, const pd_wengine_reg_t *r) {
   /* S2.14: decode registered on the rank it looked the room up on; another rank's leg of the
    * same room never hears of it (both wait for their timeouts, sglang #40731) */
@@ -444,6 +449,7 @@ void pd_wengine_open_leg(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_
     return;
   default: break;
   }
+  l->rank = pd_wengine_leg_rank(e, l); /* R-CAP-RANK */
   if (pd_wengine_too_large(e, l)) { /* S2.5: it can never fit the pool */
     l->is_rejected = 1;
     pd_wengine_act(e, out, PD_WACT_REJECT, l, 400, 0, 0);

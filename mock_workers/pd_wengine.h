@@ -264,5 +264,10 @@ void pd_wengine_stats(const pd_wengine_t *e, pd_wengine_stats_t *st);
 int pd_wengine_is_down(const pd_wengine_t *e);
 /* The live leg's worker state (PD_WORKER_LEG_DONE when it is not live). */
 pd_worker_leg_state_t pd_wengine_leg_state(const pd_wengine_t *e, uint64_t id);
+/* R-CAP-RANK: the live leg waits in a capacity queue (prefill's waiting, decode's prealloc)
+ * behind its DP rank's share while another rank of the worker has a running slot free: a
+ * wait its rank caused (a gateway's pin), not a full worker. 0 when the ranks share one pool
+ * or the leg is not queued. */
+int pd_wengine_is_rank_bound(const pd_wengine_t *e, uint64_t id);
 
 #endif

@@ -25,6 +25,12 @@ pd_wengine_t *pd_wengine_new(const pd_wengine_config_t *cfg, const pd_alloc_t *a
   e->max_running = cfg->spec->max_running ? cfg->spec->max_running : UINT32_MAX;
   e->kv_total = cfg->spec->kv_tokens ? cfg->spec->kv_tokens / e->page_tokens : UINT64_MAX / 4;
   e->reserve_pages = pd_wengine_pages(e, cfg->spec->reserved_decode_tokens);
+  uint32_t dp = cfg->spec->dp_size; /* R-CAP-RANK (S2.16): SGLang's ranks, each its own share */
+  e->ranks = !e->is_vllm && cfg->spec->capacity_per_rank != 0 && dp > 1
+                 ? (dp < PD_WENGINE_MAX_RANKS ? dp : PD_WENGINE_MAX_RANKS)
+                 : 1;
+  e->rank_max_running = e->max_running / e->ranks ? e->max_running / e->ranks : 1;
+  e->rank_kv_total = e->kv_total / e->ranks ? e->kv_total / e->ranks : 1;
   return e;
 }
 

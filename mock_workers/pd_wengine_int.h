@@ -25,6 +25,8 @@ enum {
   WE_NET_CUT,     /* a network fault's cut, `ms` after arrival (live while the leg is) */
 };
 
+#define PD_WENGINE_MAX_RANKS 64u /* dp_size's bound (sim/pd_scenario.c) */
+
 /* vLLM decode's progress towards its KV (pd_wengine_vllm.c). */
 enum { WV_NONE = 0, WV_PULLING, WV_READING, WV_SETTLED };
 
@@ -46,6 +48,8 @@ struct pd_wengine_leg {
   int is_conn_open;      /* the worker still writes to this exchange */
   int has_slot, is_running;
   uint64_t kv_pages;
+  uint32_t rank;         /* the DP rank whose capacity share it counts against (R-CAP-RANK;
+                            0 when the ranks share one pool) */
   int is_stalled_closed; /* its client left while it waits in bootstrap (kept until timeout) */
   /* prefill: the decode it pairs with */
   int has_partner, is_partner_lost;
@@ -107,6 +111,12 @@ struct pd_wengine {
   uint64_t pin_serial;
   uint64_t kv_pinned;   /* pages the pins hold (part of kv_used) */
   int err;              /* the first refused push of this step (NOMEM) */
+  /* R-CAP-RANK: with capacity_per_rank, `ranks` (dp_size) schedulers, each with its share of
+   * the running slots and the KV pool; ranks 1: one shared pool (the counters stay 0) */
+  uint32_t ranks, rank_max_running;
+  uint64_t rank_kv_total;
+  uint32_t rank_running[PD_WENGINE_MAX_RANKS];
+  uint64_t rank_kv_used[PD_WENGINE_MAX_RANKS];
 };
 
 /* pd_wengine.c */
@@ -132,6 +142,9 @@ void pd_wengine_step_timer(pd_wengine_t *e, pd_wengine_leg_t *l, int kind, uint6
                            pd_wact_buf_t *out);
 void pd_wengine_pair_with(pd_wengine_t *e, pd_wengine_leg_t *p, pd_wengine_reg_t *r, uint64_t now,
                           pd_wact_buf_t *out);
+/* R-CAP-RANK: the rank whose share l counts against: its body's routed_dp_rank, else its
+ * room, modulo the ranks; 0 when the ranks share one pool. */
+uint32_t pd_wengine_leg_rank(const pd_wengine_t *e, const pd_wengine_leg_t *l);
 int pd_wengine_can_pair(const pd_wengine_t *e, const pd_wengine_leg_t *p, const pd_wengine_reg_t *r);
 void pd_wengine_abort_leg(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_wact_buf_t *out);
 void pd_wengine_kv_arrived(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out);

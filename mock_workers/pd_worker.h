@@ -143,6 +143,12 @@ typedef struct pd_scenario_worker {
                                   routed_dp_rank, else on bootstrap_room % dp_size, and a
                                   decode looks the room up on its body's disagg_prefill_dp_rank,
                                   else on bootstrap_room % dp_size (S2.14), default 1 */
+  double capacity_per_rank;    /* 1 (true), SGLang with dp_size > 1: each DP rank has its own
+                                  scheduler and KV pool (S2.16): max_running_requests and
+                                  max_total_tokens are split evenly among the ranks and a leg
+                                  competes only for its rank's share (R-CAP-RANK); a leg runs on
+                                  its body's routed_dp_rank, else on bootstrap_room % dp_size.
+                                  0 (default): the ranks share one pool */
 } pd_scenario_worker_t;
 
 #define PD_WORKER_DEFAULT_MAX_RUNNING 2048u

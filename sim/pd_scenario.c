@@ -161,6 +161,7 @@ static const scenario_key_t worker_keys[] = {
     /* pairing topology (O5.2, S2.14) */
     K_AS("transfer_group", pd_scenario_worker_t, transfer_group, pd_scenario_set_u32, 0, 255),
     K_AS("dp_size", pd_scenario_worker_t, dp_size, pd_scenario_set_u32, 1, 64),
+    K_(pd_scenario_worker_t, capacity_per_rank, pd_scenario_set_flag, SCENARIO_FLAG_BOOL, 0, 0),
 };
 
 void pd_scenario_worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t role) {

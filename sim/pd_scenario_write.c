@@ -127,6 +127,9 @@ static cJSON *worker_json(const pd_scenario_worker_t *w, const pd_scenario_worke
   if (w->kv_params != d->kv_params) rc |= add_str(o, "kv_params", kv_params_names[w->kv_params]);
   rc |= add_u64_if(o, "transfer_group", w->transfer_group, d->transfer_group);
   rc |= add_u64_if(o, "dp_size", w->dp_size, d->dp_size);
+  if (w->capacity_per_rank != d->capacity_per_rank &&
+      !cJSON_AddBoolToObject(o, "capacity_per_rank", w->capacity_per_rank != 0))
+    rc |= PD_ERR_NOMEM;
   if (w->n_faults) {
     cJSON *a = cJSON_AddArrayToObject(o, "faults");
     rc |= a ? 0 : PD_ERR_NOMEM;

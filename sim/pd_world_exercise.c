@@ -85,7 +85,9 @@ void pd_world_health(struct pd_world *w, int delta) {
 void pd_world_note_own_timeout(struct pd_world *w, pd_worker_leg_t *leg) {
   const pd_client_request_t *rq = pd_map_get(&w->reqs, leg->req_id);
   for (const pd_worker_leg_t *o = rq ? rq->legs : NULL; o; o = o->next_in_req)
-    if (o->attempt == leg->attempt && o->role != leg->role && o->wstate == PD_WORKER_LEG_QUEUED)
+    if (o->attempt == leg->attempt && o->role != leg->role && o->wstate == PD_WORKER_LEG_QUEUED &&
+        /* R-CAP-RANK: queued for its rank's share while another rank had room is no excuse */
+        !pd_wengine_is_rank_bound(w->nodes[o->worker].eng, o->leg_id))
       leg->is_capacity_failed = 1;
 }
 

@@ -29,6 +29,16 @@ for sub in "${subs[@]}"; do
     done
   fi
 done
+# pdref mock's pairing flags (R-PAIR-GROUP, R-PAIR-RANK, R-CAP-RANK): each states its default
+# (its option text up to the next option), and an example line uses them
+mock_help=$("$pdref" mock --help)
+for opt in transfer-group dp-size capacity-per-rank; do
+  awk -v o="  --$opt " 'index($0, o) == 1 { on = 1; print; next } on && /^  --/ { exit } on' \
+    <<<"$mock_help" | grep -q 'default' ||
+    { echo "help_test: pdref mock --help: --$opt states no default"; fail=1; }
+done
+grep -qE '^example: .*--transfer-group .*--dp-size' <<<"$mock_help" ||
+  { echo "help_test: pdref mock --help has no example with --transfer-group and --dp-size"; fail=1; }
 top=$("$pdref" --help)
 for m in $modes; do
   grep -qw -- "$m" <<<"$top" || { echo "help_test: pdref --help does not name mode $m"; fail=1; }

@@ -77,4 +77,5 @@
   X(pdt_suite_cli) \
   X(pdt_suite_cli_out) \
   X(pdt_suite_topology) \
-  X(pdt_suite_busy)
+  X(pdt_suite_busy) \
+  X(pdt_suite_mock_ranks)

@@ -711,6 +711,74 @@ static void test_a_full_decode_queues_every_request_and_sheds_none(void) {
   drv_free(&d);
 }
 
+/* R-CAP-RANK: a decode with 2 DP ranks and 2 running slots. Per rank (1 slot each) a second
+ * request of rank 0 waits while one of rank 1 (its room, or a routed_dp_rank) goes at once, and
+ * the waiting one is rank-bound while rank 1 has room. Shared (the key off) the second of
+ * rank 0 takes the second slot and the third waits behind it. */
+static void test_per_rank_capacity_queues_only_the_full_rank(void) {
+  for (int per_rank = 1; per_rank >= 0; per_rank--) {
+    drv_t d;
+    drv_init(&d, PD_ROLE_DECODE);
+    d.spec.max_running = 2;
+    d.spec.dp_size = 2;
+    d.spec.capacity_per_rank = per_rank;
+    if (drv_start(&d) != 0) {
+      drv_free(&d);
+      continue;
+    }
+    pd_wengine_req_t routed = req_decode(5, 3, 10, 0); /* room 5 is rank 1; pinned to 0 */
+    routed.has_routed_rank = 1;
+    routed.routed_rank = 0;
+    PDT_EQ_INT(drv_open(&d, 0, 1, req_decode(0, 3, 10, 0)), 0); /* rank 0 */
+    PDT_EQ_INT(drv_open(&d, 1, 2, req_decode(2, 3, 10, 0)), 0); /* rank 0 */
+    PDT_EQ_INT(pd_wengine_is_rank_bound(d.e, 2), per_rank);
+    PDT_EQ_INT(drv_open(&d, 2, 3, req_decode(1, 3, 10, 0)), 0); /* rank 1 */
+    PDT_EQ_INT(drv_open(&d, 3, 4, routed), 0);
+    PDT_EQ_U64(at(&d, find(&d, PD_WACT_CONNECT, 1)), 0);
+    PDT_EQ_U64(at(&d, find(&d, PD_WACT_CONNECT, 2)), per_rank ? UINT64_MAX : 1);
+    PDT_EQ_U64(at(&d, find(&d, PD_WACT_CONNECT, 3)), per_rank ? 2 : UINT64_MAX);
+    PDT_EQ_INT(find(&d, PD_WACT_CONNECT, 4), -1);
+    PDT_EQ_INT(pd_wengine_is_rank_bound(d.e, 2), 0); /* rank 1 full now (or shared) */
+    pd_wengine_stats_t st;
+    pd_wengine_stats(d.e, &st);
+    PDT_EQ_U64(st.running, 2);
+    PDT_EQ_U64(st.queued, 2);
+    drv_to(&d, 10000); /* every leg times out in its turn (no KV comes) */
+    for (uint64_t id = 1; id <= 4; id++) PDT_TRUE(find(&d, PD_WACT_DONE, id) >= 0);
+    expect_idle(&d);
+    drv_free(&d);
+  }
+}
+
+/* R-CAP-RANK on prefill: 2 ranks, 2 running slots (1 each; a slot is held through the 5 ms
+ * transfer), forward 20 ms. Legs 20 and 22 (rank 0) and 21 (rank 1) pair at 0 in that order;
+ * 20's pass runs 0-20. Per rank, at 20 rank 0 is still full (20 transfers until 25), so 21
+ * (rank 1) goes next (KV at 45) and 22 after it (65); shared, 22 takes the second slot (45)
+ * and 21 waits (65). */
+static void test_per_rank_capacity_forward_passes(void) {
+  for (int per_rank = 1; per_rank >= 0; per_rank--) {
+    drv_t d;
+    drv_init(&d, PD_ROLE_PREFILL);
+    d.spec.max_running = 2;
+    d.spec.dp_size = 2;
+    d.spec.capacity_per_rank = per_rank;
+    if (drv_start(&d) != 0) {
+      drv_free(&d);
+      continue;
+    }
+    static const uint64_t order[] = {20, 22, 21};
+    for (int i = 0; i < 3; i++) PDT_EQ_INT(drv_open(&d, 0, order[i], req_prefill(order[i], 1, 0)), 0);
+    for (int i = 0; i < 3; i++) PDT_EQ_INT(drv_register(&d, 0, 100 + order[i], order[i], 0), 0);
+    drv_to(&d, 500);
+    PDT_EQ_U64(at(&d, find(&d, PD_WACT_KV_SEND, 20)), 25);
+    PDT_EQ_U64(at(&d, find(&d, PD_WACT_KV_SEND, 21)), per_rank ? 45 : 65);
+    PDT_EQ_U64(at(&d, find(&d, PD_WACT_KV_SEND, 22)), per_rank ? 65 : 45);
+    for (uint64_t id = 20; id <= 22; id++) PDT_TRUE(find(&d, PD_WACT_DONE, id) >= 0);
+    expect_idle(&d);
+    drv_free(&d);
+  }
+}
+
 int pdt_suite_wengine(void) {
   static const pdt_case_t cases[] = {
       {"prefill takes its slot at arrival and waits in bootstrap until its room registers, "
@@ -739,6 +807,10 @@ int pdt_suite_wengine(void) {
       {"every failed allocation leaks nothing", test_failed_allocations_leak_nothing},
       {"a full decode queues every request and sheds none (no 503 in PD, S2.13)",
        test_a_full_decode_queues_every_request_and_sheds_none},
+      {"per-rank capacity: a full rank queues its own requests only (R-CAP-RANK)",
+       test_per_rank_capacity_queues_only_the_full_rank},
+      {"per-rank capacity: a prefill pass takes the free rank's leg first (R-CAP-RANK)",
+       test_per_rank_capacity_forward_passes},
   };
   return PDT_SUITE("wengine", cases);
 }
