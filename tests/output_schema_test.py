@@ -101,6 +101,10 @@ def main():
         check("explore-result", run(["sim", "explore", "--mode", "joined", "--seeds", "12",
                                      "--shard", f"{i}/2", "--out", out, "--result",
                                      os.path.join(out, f"s{i}.json"), "--json"]))
+    for i in range(2):
+        doc = json.load(open(os.path.join(out, f"s{i}.json")))
+        if doc.get("command") != "sim explore":
+            fail(f"explore-result: shard {i}: \"command\" {doc.get('command')!r}, not 'sim explore'")
     merged = check("explore-merge", run(["sim", "explore", "merge", "--json", out]))
     if merged and merged.get("coverage") != "ok":
         fail(f"explore-merge: coverage {merged.get('coverage')!r}")
