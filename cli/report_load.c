@@ -44,6 +44,46 @@ static int has(const cJSON *o, const char *key) {
   return cJSON_GetObjectItemCaseSensitive(o, key) != NULL;
 }
 
+int pd_report_is_case(const cJSON *root) {
+  if (!cJSON_IsObject(root) || !pd_report_str(root, "name")[0] || !has(root, "workers")) return 0;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(root, "tags"))
+    if (cJSON_IsString(t) && t->valuestring && !strcmp(t->valuestring, "explore")) return 1;
+  return 0;
+}
+
+/* Keep a shrunk case: its file, name, description, and from its tags ["explore", mode, "I<n>"]
+ * the mode and the invariant. 0, or 2 with err set (too many, out of memory). */
+static int keep_case(pd_report_t *r, const char *path, const cJSON *root, char *err, size_t cap) {
+  if (r->n_cases == PD_REPORT_MAX_CASES) {
+    snprintf(err, cap, "%s: more than %d shrunk cases", path, PD_REPORT_MAX_CASES);
+    return 2;
+  }
+  if (!r->cases && !(r->cases = calloc(PD_REPORT_MAX_CASES, sizeof *r->cases))) {
+    snprintf(err, cap, "%s: out of memory", path);
+    return 2;
+  }
+  const char *mode = "", *inv = "";
+  const cJSON *t;
+  cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(root, "tags")) {
+    const char *v = cJSON_IsString(t) && t->valuestring ? t->valuestring : "";
+    if (v[0] == 'I' && v[1] >= '0' && v[1] <= '9') inv = v;
+    else if (strcmp(v, "explore") && pd_mode_parse(v, &(pd_mode_t){0}) == 0) mode = v;
+  }
+  pd_report_case_t *c = &r->cases[r->n_cases];
+  c->path = strdup(path);
+  c->name = strdup(pd_report_str(root, "name"));
+  c->description = strdup(pd_report_str(root, "description"));
+  c->mode = strdup(mode);
+  c->inv = strdup(inv);
+  r->n_cases++; /* freed by pd_report_free, whole or not */
+  if (!c->path || !c->name || !c->description || !c->mode || !c->inv) {
+    snprintf(err, cap, "%s: out of memory", path);
+    return 2;
+  }
+  return 0;
+}
+
 int pd_report_classify(const cJSON *root) {
   if (!cJSON_IsObject(root)) return -1;
   const char *schema = pd_report_str(root, "schema");
@@ -117,7 +157,13 @@ int pd_report_load(pd_report_t *r, const char *path, char *err, size_t cap) {
   }
   free(txt);
   int kind = pd_report_classify(root);
-  if (kind < 0 && r->is_skipping_unknown) { /* a shrunk case beside explore's results */
+  if (kind < 0 && pd_report_is_case(root)) { /* a shrunk case, named or beside the results */
+    int rc = keep_case(r, path, root, err, cap);
+    r->skipped++;
+    cJSON_Delete(root);
+    return rc;
+  }
+  if (kind < 0 && r->is_skipping_unknown) { /* other JSON in a directory given */
     r->skipped++;
     cJSON_Delete(root);
     return 0;
@@ -146,6 +192,17 @@ void pd_report_free(pd_report_t *r) {
     cJSON_Delete(r->in[i].root);
   }
   r->n = 0;
+  for (size_t i = 0; i < r->n_cases; i++) {
+    pd_report_case_t *c = &r->cases[i];
+    free(c->path);
+    free(c->name);
+    free(c->description);
+    free(c->mode);
+    free(c->inv);
+  }
+  free(r->cases);
+  r->cases = NULL;
+  r->n_cases = 0;
 }
 
 pd_report_verdict_t pd_report_row_verdict(const cJSON *row) {

@@ -9,6 +9,7 @@
 
 #include "pd_metrics.h"
 #include "pdt.h"
+#include "pdt_cli.h"
 #include "report.h"
 
 /* The text fn wrote into a memory stream (caller frees). */
@@ -453,6 +454,62 @@ static void test_chart_identical_lines_tail_and_units(void) {
   free(h);
 }
 
+/* explore's output directory as a batch engine leaves it: two shards' results among many
+ * shrunk cases (more JSON files than the report takes results). The report merges the shards
+ * and lists the shrunk cases, from the directory and named one by one. */
+static void test_explore_directory_shards_and_shrunk_cases(void) {
+  char dir[] = "/tmp/pdt_report_exXXXXXX", p[2][128], page_path[128], c[160];
+  PDT_TRUE(mkdtemp(dir) != NULL);
+  snprintf(page_path, sizeof page_path, "%s/r.html", dir);
+  run_t *r = calloc(1, sizeof *r);
+  PDT_TRUE(r != NULL);
+  if (!r) return;
+  for (int i = 0; i < 2; i++) {
+    char shard[8];
+    snprintf(shard, sizeof shard, "%d/2", i);
+    snprintf(p[i], sizeof p[i], "%s/s%d.json", dir, i);
+    const char *const a[] = {"sim", "explore", "--mode", "joined", "--seeds", "12", "--shard", shard,
+                             "--out", dir, "--result", p[i], "--json", NULL};
+    PDT_EQ_INT(pdt_cli_run(r, "pdref", a, 1), 0);
+    PDT_TRUE(r->code == 0 || r->code == 1);
+  }
+  for (int k = 0; k < 400; k++) { /* shrunk cases, as explore saves them */
+    snprintf(c, sizeof c, "%s/joined-I3-seed%d.json", dir, 100000 + k);
+    FILE *f = fopen(c, "w");
+    PDT_TRUE(f != NULL);
+    if (!f) break;
+    fprintf(f, "{\"name\": \"explore-joined-I3-seed%d\", \"description\": \"case %d\","
+               " \"tags\": [\"explore\", \"joined\", \"I3\"], \"workers\": []}\n", 100000 + k, k);
+    fclose(f);
+  }
+  const char *const all[] = {"report", "--json", "--no-swimlanes", "--out", page_path, dir, NULL};
+  PDT_EQ_INT(pdt_cli_run(r, "pdref", all, 1), 0);
+  PDT_EQ_INT(r->code, 0);
+  cJSON *j = cJSON_Parse(r->out);
+  const cJSON *in = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "inputs"), 0);
+  PDT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(j, "inputs")), 1);
+  PDT_TRUE(strstr(pd_report_str(in, "path"), "2 shards merged") != NULL);
+  PDT_TRUE(pd_report_num(j, "shrunk_cases", 0) >= 400);
+  cJSON_Delete(j);
+  /* a shrunk case named beside the shards: listed, not "unknown result kind" */
+  snprintf(c, sizeof c, "%s/joined-I3-seed100007.json", dir);
+  const char *const named[] = {"report", "--json", "--no-swimlanes", "--out", page_path, p[0], p[1], c, NULL};
+  PDT_EQ_INT(pdt_cli_run(r, "pdref", named, 1), 0);
+  PDT_EQ_INT(r->code, 0);
+  j = cJSON_Parse(r->out);
+  PDT_EQ_INT((int)pd_report_num(j, "shrunk_cases", -1), 1);
+  PDT_EQ_INT((int)pd_report_num(j, "explore_invariants", 0) > 0, 1);
+  cJSON_Delete(j);
+  /* shrunk cases alone (`explore --jobs` keeps no shard results): a page that lists them */
+  const char *const alone[] = {"report", "--json", "--out", page_path, c, NULL};
+  PDT_EQ_INT(pdt_cli_run(r, "pdref", alone, 1), 0);
+  PDT_EQ_INT(r->code, 0);
+  free(r);
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  PDT_EQ_INT(system(cmd), 0);
+}
+
 int pdt_suite_report(void) {
   static const pdt_case_t cases[] = {
       {"escape: markup, quotes, control and invalid UTF-8 bytes", test_escape_text_and_attributes},
@@ -471,6 +528,7 @@ int pdt_suite_report(void) {
       {"metrics series: bins, merged points, pooled none", test_metrics_series_bins_and_bounds},
       {"TTFT CDF: a failed request never reaches a first token", test_ttft_cdf_counts_failed_requests},
       {"charts: identical lines named, zero tail cut, one unit", test_chart_identical_lines_tail_and_units},
+      {"explore directory: shards merged, shrunk cases listed", test_explore_directory_shards_and_shrunk_cases},
   };
   return PDT_SUITE("report", cases);
 }
