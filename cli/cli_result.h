@@ -33,6 +33,11 @@ typedef struct pd_cli_result {
   double faults_exercised, faults_total, requests, requests_served;
   int has_ttft; /* the run measures TTFT (the simulator): "ttft_ms_mean" is written */
   double ttft_ms_mean; /* NAN: no request reached a first token ("ttft_ms_mean": null) */
+  /* filled by pd_cli_result_parse only (zero when a command fills the record from its run) */
+  const struct cJSON *src; /* the row parsed: the keys only one command writes (sim run's
+                            * metrics, conform's notes) are read from it */
+  int n_ids;    /* IDs in "violated" (those the mask cannot hold too: n_ids > 0 is a violation) */
+  int has_seed; /* "seed" was there (seed is 0 otherwise) */
 } pd_cli_result_t;
 
 /* The record's JSON object: scenario, file, mode, status, violated, violated_names,
@@ -41,6 +46,16 @@ typedef struct pd_cli_result {
  * requests_served, ttft_ms_mean; a skipped row only head, status and reason; an error row
  * file, (scenario, mode,) status, error. NULL when out of memory. */
 struct cJSON *pd_cli_result_json(const pd_cli_result_t *r);
+
+/* The record back from its JSON: a row of `sim run --json` or `conform --json` (any command's
+ * row that pd_cli_result_json wrote, and the older shapes `pdref report` reads: "violated"
+ * and "expected" as comma strings, no "status" but "matched"). Strings point into row (r is
+ * valid while row lives); a key absent leaves its field as pd_cli_result_json leaves it out
+ * (NULL, 0, -1 for exercised, has_counts/has_ttft/has_tie_seed 0). The verdict: "status" as
+ * pd_cli_verdict_json words it; else "error" present: an error; else "matched" true/false:
+ * as expected/UNEXPECTED; else UNEXPECTED. IDs beyond PD_INVARIANT_COUNT count in n_ids
+ * only. 0, or -1 when row is no JSON object (r zeroed, UNEXPECTED). */
+int pd_cli_result_parse(const struct cJSON *row, pd_cli_result_t *r);
 
 /* The record's text renderer, the table's first columns: scenario (or the file's base name),
  * mode, the verdict word and the row's own verdict ("pass", or the violated invariants with

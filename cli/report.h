@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 struct cJSON;
+struct pd_cli_result; /* cli_result.h: the result record the matrix is drawn from */
 
 #define PD_REPORT_MAX_INPUTS 64
 #define PD_REPORT_MAX_FILE_BYTES (256u << 20) /* a result file larger than this is refused */
@@ -156,9 +157,9 @@ const char *pd_report_mode_colour(const char *mode);
 void pd_report_charts(FILE *out, const pd_report_t *r, pd_report_stats_t *st);
 
 /* ---- report_swim.c ---- */
-/* Re-run the sim row (file, mode, seed) with its trace in memory and draw its swimlane; a
- * paragraph saying why when it cannot. Returns 1 when a swimlane was drawn. */
-int pd_report_swimlane(FILE *out, const struct cJSON *row, const pd_report_opts_t *o);
+/* Re-run the sim row (its record's file, mode, seed, tie seed) with its trace in memory and
+ * draw its swimlane; a paragraph saying why when it cannot. Returns 1 when one was drawn. */
+int pd_report_swimlane(FILE *out, const struct pd_cli_result *x, const pd_report_opts_t *o);
 /* Draw a swimlane from Trace Event Format text (a JSON array, or {"traceEvents": [...]}).
  * Returns 1 when drawn, 0 when the text held no events (a note is written instead). */
 int pd_report_swim_draw(FILE *out, const char *trace, size_t len, const char *title);

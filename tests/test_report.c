@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_result.h"
 #include "pd_metrics.h"
 #include "pdt.h"
 #include "pdt_cli.h"
@@ -249,7 +250,8 @@ static void test_rows_of_wrong_types_still_render(void) {
   pd_report_stats_t st;
   PDT_EQ_INT(page(odd, PD_REPORT_SIM, &h, &st), 0);
   PDT_EQ_U64(st.cells, 5);
-  PDT_TRUE(strstr(h, "I99 ?, I3 stranded-slot") != NULL); /* an unknown ID keeps its place */
+  /* an unknown ID is still a violation, said so */
+  PDT_TRUE(strstr(h, "violates</span> I3 stranded-slot, 1 more this pdref does not know") != NULL);
   PDT_EQ_U64(st.timelines, 1);
   free(h);
 }
@@ -342,18 +344,20 @@ static void test_fail_row_is_rerun_for_its_swimlane(void) {
       "/scenarios/decode-503-while-prefill-detached.json\", \"mode\": \"pr1150\", \"violated\":"
       " [\"I2\", \"I3\"], \"requests\": 1}";
   cJSON *row = cJSON_Parse(row_json);
+  pd_cli_result_t x;
+  PDT_EQ_INT(pd_cli_result_parse(row, &x), 0); /* the row's record: what the page draws from */
   pd_report_opts_t o = {.swimlanes = 1, .swim_max_requests = 10, .swim_max = 1};
   char *h = NULL;
   size_t len = 0;
   int drawn = 0;
-  CAPTURE(h, len, drawn = pd_report_swimlane(out, row, &o));
+  CAPTURE(h, len, drawn = pd_report_swimlane(out, &x, &o));
   PDT_EQ_INT(drawn, 1);
   PDT_TRUE(strstr(h, "re-run here: violated I2,I3") != NULL);
   PDT_TRUE(strstr(h, "<svg class=\"swimlane\"") != NULL);
   PDT_TRUE(count(h, "<rect class=\"span\"") >= 2);
   free(h);
   o.swim_max_requests = 0; /* too many requests: a note, no re-run */
-  CAPTURE(h, len, drawn = pd_report_swimlane(out, row, &o));
+  CAPTURE(h, len, drawn = pd_report_swimlane(out, &x, &o));
   PDT_EQ_INT(drawn, 0);
   PDT_TRUE(strstr(h, "No swimlane: 1 requests") != NULL);
   free(h);
@@ -510,6 +514,114 @@ static void test_explore_directory_shards_and_shrunk_cases(void) {
   PDT_EQ_INT(system(cmd), 0);
 }
 
+/* The record's keys (cli_result.h), in the order pd_cli_result_json writes them. */
+static const char *const record_keys[] = {
+    "file", "scenario", "mode", "status", "reason", "violated", "violated_names", "expected",
+    "matched", "exercised", "seed", "tie_seed", "replay", "error", "deployment_limit",
+    "declared_unexercised", "never_fired", "faults_exercised", "faults_total", "requests",
+    "requests_served", "ttft_ms_mean"};
+
+static int is_record_key(const char *k) {
+  for (size_t i = 0; i < sizeof record_keys / sizeof record_keys[0]; i++)
+    if (!strcmp(k, record_keys[i])) return 1;
+  return 0;
+}
+
+/* Every row of doc's "rows" parsed into the record and rendered back as JSON gives the row's
+ * record keys, with the same values in the same order (the command's own keys aside). */
+static void round_trip(const cJSON *doc, int *n_rows) {
+  const cJSON *row;
+  cJSON_ArrayForEach(row, cJSON_GetObjectItem(doc, "rows")) {
+    pd_cli_result_t x;
+    PDT_EQ_INT(pd_cli_result_parse(row, &x), 0);
+    cJSON *back = pd_cli_result_json(&x);
+    PDT_TRUE(back != NULL);
+    const cJSON *a = row->child, *b = back ? back->child : NULL;
+    for (; a; a = a->next) { /* the row's record keys, in order, each equal */
+      if (!is_record_key(a->string)) continue;
+      int same = b && !strcmp(a->string, b->string) && cJSON_Compare(a, b, 1);
+      if (!same) {
+        char *t = cJSON_PrintUnformatted(row);
+        fprintf(stderr, "round trip: key %s (back: %s) of %s\n", a->string, b ? b->string : "-", t);
+        free(t);
+      }
+      PDT_TRUE(same);
+      b = b ? b->next : NULL;
+    }
+    PDT_TRUE(b == NULL); /* and no key the row did not have */
+    cJSON_Delete(back);
+    (*n_rows)++;
+  }
+}
+
+/* The report's parser is the renderers' inverse: real rows of sim run (ran, skipped, an
+ * error, a tie seed, a violation) and conform's row shapes come back key for key. */
+static void test_result_record_round_trips_rows(void) {
+  char bad[64], dir[] = "/tmp/pdt_report_rtXXXXXX";
+  write_tmp(bad, "{\"name\": \"bad\"");
+  PDT_TRUE(mkdtemp(dir) != NULL);
+  run_t *r = calloc(1, sizeof *r);
+  PDT_TRUE(r != NULL);
+  if (!r) return;
+  int n = 0;
+  const char *const sim[] = {"sim", "run", PD_SOURCE_DIR "/scenarios/decode-503-while-prefill-detached.json",
+                             PD_SOURCE_DIR "/scenarios/sf-client-disconnect-after-decode-refused.json",
+                             bad, "--mode", "joined", "--json", NULL};
+  const char *const tie[] = {"sim", "run", PD_SOURCE_DIR "/scenarios/batch-chat-n2.json", "--mode", "all",
+                             "--seed", "18446744073709551615", "--tie-seed", "3", "--json", NULL};
+  const char *const *runs[] = {sim, tie};
+  for (int k = 0; k < 2; k++) {
+    PDT_EQ_INT(pdt_cli_run(r, "pdref", runs[k], 1), 0);
+    cJSON *doc = cJSON_Parse(r->out);
+    PDT_TRUE(doc != NULL);
+    round_trip(doc, &n);
+    cJSON_Delete(doc);
+  }
+  static const char conform[] =
+      "{\"rows\": [{\"scenario\": \"s\", \"file\": \"s.json\", \"mode\": \"gw\", \"status\": "
+      "\"deployment limit\", \"violated\": [\"I19\"], \"violated_names\": [\"freed-blocks\"], "
+      "\"expected\": [\"I19\"], \"matched\": true, \"exercised\": true, \"seed\": 1, "
+      "\"replay\": \"pdref conform s.json\", \"reason\": \"r\", \"deployment_limit\": \"why\", "
+      "\"declared_unexercised\": \"d\", \"faults_exercised\": 1, \"faults_total\": 2, "
+      "\"requests\": 3, \"requests_served\": 2, \"legs\": 4},"
+      "{\"file\": \"x.json\", \"scenario\": \"x\", \"mode\": \"gw\", \"status\": \"error\", "
+      "\"error\": \"x.json:1: no\"},"
+      "{\"scenario\": \"y\", \"file\": \"y.json\", \"mode\": \"gw\", \"status\": \"skipped\", "
+      "\"reason\": \"vLLM\"}]}";
+  cJSON *doc = cJSON_Parse(conform);
+  round_trip(doc, &n);
+  cJSON_Delete(doc);
+  PDT_TRUE(n >= 10); /* 3 + 7 modes + 3 */
+  free(r);
+  unlink(bad);
+  rmdir(dir);
+}
+
+/* Old rows: comma strings, no status; read into the same record. */
+static void test_result_record_reads_old_rows(void) {
+  cJSON *old = cJSON_Parse("{\"scenario\": \"a\", \"violated\": \"I3,I10\", \"expected\": \"\","
+                           " \"matched\": false, \"seed\": \"7\"}");
+  pd_cli_result_t x;
+  PDT_EQ_INT(pd_cli_result_parse(old, &x), 0);
+  PDT_EQ_INT(x.verdict, PD_CLI_UNEXPECTED);
+  PDT_EQ_U64(x.violated, (1u << 2) | (1u << 9));
+  PDT_EQ_INT(x.n_ids, 2);
+  PDT_EQ_INT(x.expected_set, 1);
+  PDT_EQ_U64(x.expected, 0);
+  PDT_EQ_INT(x.has_seed, 1);
+  PDT_EQ_U64(x.seed, 7);
+  PDT_EQ_INT(x.exercised, -1);
+  cJSON_Delete(old);
+  cJSON *err = cJSON_Parse("{\"file\": \"b\", \"error\": \"b:1: x\"}");
+  PDT_EQ_INT(pd_cli_result_parse(err, &x), 0);
+  PDT_EQ_INT(x.verdict, PD_CLI_ERROR);
+  PDT_TRUE(x.scenario == NULL);
+  cJSON_Delete(err);
+  cJSON *num = cJSON_CreateNumber(1);
+  PDT_EQ_INT(pd_cli_result_parse(num, &x), -1);
+  cJSON_Delete(num);
+}
+
 int pdt_suite_report(void) {
   static const pdt_case_t cases[] = {
       {"escape: markup, quotes, control and invalid UTF-8 bytes", test_escape_text_and_attributes},
@@ -529,6 +641,8 @@ int pdt_suite_report(void) {
       {"TTFT CDF: a failed request never reaches a first token", test_ttft_cdf_counts_failed_requests},
       {"charts: identical lines named, zero tail cut, one unit", test_chart_identical_lines_tail_and_units},
       {"explore directory: shards merged, shrunk cases listed", test_explore_directory_shards_and_shrunk_cases},
+      {"result record: rows round-trip through parse and JSON", test_result_record_round_trips_rows},
+      {"result record: old rows read", test_result_record_reads_old_rows},
   };
   return PDT_SUITE("report", cases);
 }
