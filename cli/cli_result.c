@@ -156,8 +156,10 @@ int pd_cli_result_parse(const cJSON *row, pd_cli_result_t *r) {
   r->replay = str_of(row, "replay");
   const char *st = str_of(row, "status");
   int known = 0;
-  for (int v = 0; st && v < PD_CLI_VERDICTS && !known; v++)
-    if (!strcmp(st, pd_cli_verdict_json((pd_cli_verdict_t)v))) r->verdict = (pd_cli_verdict_t)v, known = 1;
+  for (int v = 0; st && v < PD_CLI_VERDICTS && !known; v++) /* the JSON word, or the text's */
+    if (!strcmp(st, pd_cli_verdict_json((pd_cli_verdict_t)v)) ||
+        !strcmp(st, pd_cli_verdict_word((pd_cli_verdict_t)v)))
+      r->verdict = (pd_cli_verdict_t)v, known = 1;
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(row, "matched");
   if (!known && r->error) r->verdict = PD_CLI_ERROR;
   else if (!known && cJSON_IsBool(m)) r->verdict = cJSON_IsTrue(m) ? PD_CLI_AS_EXPECTED : PD_CLI_UNEXPECTED;

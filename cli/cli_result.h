@@ -1,9 +1,11 @@
-/* cli_result: one typed result record per verdict row, and its JSON renderer. `pdref sim
- * run` (cli_rows.c) and `pdref conform` (cmd_conform.c) fill one per row and render it with
- * pd_cli_result_json, so the keys they share are the same keys, in the same order, with the
- * same types (docs/sim-run.schema.json, docs/conform.schema.json; `pdref report` reads them
- * back with report_load.c). Each command then adds the keys only it has (sim run: trace_hash,
- * events, metrics; conform: judged, legs, quiescent). */
+/* cli_result: one typed result record per verdict row, its parser and its renderers. `pdref
+ * sim run` (cli_rows.c) and `pdref conform` (cmd_conform.c) fill one per row and render it with
+ * pd_cli_result_json (JSON) and pd_cli_result_text_head (text), so the keys they share are the
+ * same keys, in the same order, with the same types (docs/sim-run.schema.json,
+ * docs/conform.schema.json). Each command then adds the keys only it has (sim run: trace_hash,
+ * events, metrics; conform: judged, legs, quiescent). `pdref report` reads each row back into
+ * the record with pd_cli_result_parse and draws its HTML from it (cli/report_matrix.c: the
+ * third renderer; its requirement matrix and swimlanes read the record too). */
 #ifndef PD_CLI_RESULT_H
 #define PD_CLI_RESULT_H
 #include <stdint.h>
@@ -54,7 +56,8 @@ struct cJSON *pd_cli_result_json(const pd_cli_result_t *r);
  * (NULL, 0, -1 for exercised, has_counts/has_ttft/has_tie_seed 0). The verdict: "status" as
  * pd_cli_verdict_json words it; else "error" present: an error; else "matched" true/false:
  * as expected/UNEXPECTED; else UNEXPECTED. IDs beyond PD_INVARIANT_COUNT count in n_ids
- * only. 0, or -1 when row is no JSON object (r zeroed, UNEXPECTED). */
+ * only. "status" may also be the text's word ("UNEXPECTED"). 0, or -1 when row is no JSON
+ * object (r zeroed, UNEXPECTED). */
 int pd_cli_result_parse(const struct cJSON *row, pd_cli_result_t *r);
 
 /* The record's text renderer, the table's first columns: scenario (or the file's base name),

@@ -98,12 +98,7 @@ int pd_report_is_case(const struct cJSON *root);
 /* The kind of a parsed result; -1 when it is none of them. */
 int pd_report_classify(const struct cJSON *root);
 void pd_report_free(pd_report_t *r);
-/* A sim run or conform row's verdict, old and new row shapes alike. */
-pd_report_verdict_t pd_report_row_verdict(const struct cJSON *row);
-/* The invariant IDs a row violated ("violated": ["I3", ...] or the old "I3,I10"), as
- * "I3 stranded-slot, I10 load-truth" (names from "violated_names", else pd_invariant_name);
- * "" when none. Stops before overflowing buf. Returns the number of IDs. */
-int pd_report_row_violated(const struct cJSON *row, char *buf, size_t cap, int with_names);
+/* A row's fields: read into the result record by pd_cli_result_parse (cli_result.h). */
 /* A string member of o, or "" (absent, or not a string). */
 const char *pd_report_str(const struct cJSON *o, const char *key);
 /* A seed or count member of o as decimal text: a number (up to 2^53) or a decimal string

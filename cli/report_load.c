@@ -1,5 +1,6 @@
-/* report: reading result files, telling their kind, and reading rows of either shape (old:
- * "violated" a comma string, "expected" a string; new: arrays, "seed", "replay", error rows). */
+/* report: reading result files and telling their kind. Rows are read into the result record
+ * by pd_cli_result_parse (cli_result.c), both shapes (old: "violated" a comma string,
+ * "expected" a string; new: arrays, "seed", "replay", error rows). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -203,66 +204,6 @@ void pd_report_free(pd_report_t *r) {
   free(r->cases);
   r->cases = NULL;
   r->n_cases = 0;
-}
-
-pd_report_verdict_t pd_report_row_verdict(const cJSON *row) {
-  const char *st = pd_report_str(row, "status");
-  if (!strcmp(st, "error") || has(row, "error")) return PD_VERDICT_ERROR;
-  if (!strcmp(st, "not exercised")) return PD_VERDICT_NX;
-  if (!strcmp(st, "skipped")) return PD_VERDICT_SKIPPED;
-  if (!strcmp(st, "deployment limit")) return PD_VERDICT_LIMIT;
-  if (!strcmp(st, "unexpected")) return PD_VERDICT_FAIL;
-  if (!strcmp(st, "as expected")) return PD_VERDICT_EXPECTED; /* old conform rows: "ran" */
-  const cJSON *m = cJSON_GetObjectItemCaseSensitive(row, "matched");
-  if (cJSON_IsBool(m)) return cJSON_IsTrue(m) ? PD_VERDICT_EXPECTED : PD_VERDICT_FAIL;
-  return !strcmp(st, "as expected") ? PD_VERDICT_EXPECTED : PD_VERDICT_FAIL;
-}
-
-/* Append "sep id[ name]" to buf at *n; false once full. */
-static int put_id(char *buf, size_t cap, size_t *n, const char *id, const char *name) {
-  int k = snprintf(buf + *n, cap - *n, "%s%s%s%s", *n ? ", " : "", id, name ? " " : "",
-                   name ? name : "");
-  if (k < 0 || (size_t)k >= cap - *n) return 0;
-  *n += (size_t)k;
-  return 1;
-}
-
-static const char *name_of(const char *id, const cJSON *names, int i) {
-  const cJSON *nm = cJSON_GetArrayItem(names, i);
-  if (cJSON_IsString(nm) && nm->valuestring) return nm->valuestring;
-  return id[0] == 'I' ? pd_invariant_name(atoi(id + 1)) : NULL;
-}
-
-int pd_report_row_violated(const cJSON *row, char *buf, size_t cap, int with_names) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, "violated");
-  const cJSON *names = cJSON_GetObjectItemCaseSensitive(row, "violated_names");
-  size_t n = 0;
-  int count = 0;
-  if (!cap) return 0;
-  buf[0] = 0;
-  if (cJSON_IsArray(v)) {
-    const cJSON *e;
-    int i = 0;
-    cJSON_ArrayForEach(e, v) {
-      if (!cJSON_IsString(e) || !e->valuestring) continue;
-      count++;
-      put_id(buf, cap, &n, e->valuestring, with_names ? name_of(e->valuestring, names, i) : NULL);
-      i++;
-    }
-    return count;
-  }
-  const char *s = cJSON_IsString(v) && v->valuestring ? v->valuestring : "";
-  for (int i = 0; *s && i < 64; i++) { /* a comma string, at most 64 IDs */
-    char id[16];
-    size_t k = strcspn(s, ",");
-    snprintf(id, sizeof id, "%.*s", (int)(k < sizeof id - 1 ? k : sizeof id - 1), s);
-    if (id[0]) {
-      count++;
-      put_id(buf, cap, &n, id, with_names ? name_of(id, names, i) : NULL);
-    }
-    s += k + (s[k] == ',');
-  }
-  return count;
 }
 
 int pd_report_merge_shards(pd_report_t *r) {

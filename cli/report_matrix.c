@@ -216,8 +216,7 @@ static void replay(FILE *out, const pd_cli_result_t *x, int is_sim, const char *
   const char *rp = or_empty(x->replay);
   char buf[1024];
   if (!rp[0] && is_sim && or_empty(x->file)[0] && or_empty(x->mode)[0] &&
-      x->verdict != PD_CLI_ERROR && x->verdict != PD_CLI_SKIPPED) { /* an old row that ran:
-                                                                        from file, mode, seed */
+      x->verdict != PD_CLI_ERROR) { /* an old row, or a skipped one: from file, mode, seed */
     int n = snprintf(buf, sizeof buf, "%s sim run %s --mode %s", prog ? prog : "pdref", x->file,
                      or_empty(x->mode));
     if (n > 0 && (size_t)n < sizeof buf && x->has_seed)

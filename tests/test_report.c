@@ -48,21 +48,21 @@ static void test_escape_text_and_attributes(void) {
   free(b);
 }
 
+/* Both shapes of "violated" read into the record's mask; an ID of another pdref's counts. */
 static void test_violated_old_and_new_shapes(void) {
   cJSON *old = cJSON_Parse("{\"violated\": \"I3,I10\"}");
-  cJSON *neu = cJSON_Parse("{\"violated\": [\"I2\", \"I3\"], \"violated_names\": [\"orphan-leg\", \"x<y\"]}");
+  cJSON *neu = cJSON_Parse("{\"violated\": [\"I2\", \"I3\", \"I99\"], \"violated_names\": [\"orphan-leg\", \"x<y\"]}");
   cJSON *none = cJSON_Parse("{\"violated\": []}");
-  char buf[256];
-  PDT_EQ_INT(pd_report_row_violated(old, buf, sizeof buf, 1), 2);
-  PDT_EQ_STR(buf, "I3 stranded-slot, I10 load-truth");
-  PDT_EQ_INT(pd_report_row_violated(neu, buf, sizeof buf, 1), 2);
-  PDT_EQ_STR(buf, "I2 orphan-leg, I3 x<y"); /* names as given: escaped when written */
-  PDT_EQ_INT(pd_report_row_violated(neu, buf, sizeof buf, 0), 2);
-  PDT_EQ_STR(buf, "I2, I3");
-  PDT_EQ_INT(pd_report_row_violated(none, buf, sizeof buf, 1), 0);
-  PDT_EQ_STR(buf, "");
-  PDT_EQ_INT(pd_report_row_violated(old, buf, 8, 1), 2); /* cut short, still terminated */
-  PDT_TRUE(strlen(buf) < 8);
+  pd_cli_result_t x;
+  pd_cli_result_parse(old, &x);
+  PDT_EQ_U64(x.violated, 1u << 2 | 1u << 9);
+  PDT_EQ_INT(x.n_ids, 2);
+  pd_cli_result_parse(neu, &x);
+  PDT_EQ_U64(x.violated, 1u << 1 | 1u << 2);
+  PDT_EQ_INT(x.n_ids, 3);
+  pd_cli_result_parse(none, &x);
+  PDT_EQ_U64(x.violated, 0);
+  PDT_EQ_INT(x.n_ids, 0);
   cJSON_Delete(old);
   cJSON_Delete(neu);
   cJSON_Delete(none);
