@@ -95,6 +95,8 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
 
 static void summary_json(const opts_t *o, const pd_report_t *r, const pd_report_stats_t *st) {
   cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "schema", PD_REPORT_SCHEMA);
+  cJSON_AddStringToObject(j, "command", "report");
   cJSON_AddStringToObject(j, "out", o->out);
   cJSON_AddNumberToObject(j, "bytes", (double)st->bytes);
   cJSON *ins = cJSON_AddArrayToObject(j, "inputs");

@@ -10,6 +10,9 @@
 struct cJSON;
 struct pd_cli_result; /* cli_result.h: the result record the matrix is drawn from */
 
+#define PD_REPORT_SCHEMA "pdref-report/1" /* report --json (docs/report.schema.json) */
+#define PD_REPORT_REQ_SCHEMA "pdref-report-requirements/1" /* report --requirements --json
+                                                             (docs/report-requirements.schema.json) */
 #define PD_REPORT_MAX_INPUTS 64
 #define PD_REPORT_MAX_FILE_BYTES (256u << 20) /* a result file larger than this is refused */
 

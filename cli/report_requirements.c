@@ -227,8 +227,10 @@ static void print_text(FILE *out, const ctx_t *c) {
 
 static void print_json(const ctx_t *c) {
   const pd_reqdoc_t *d = c->d;
-  cJSON *root = cJSON_CreateObject(), *cols = cJSON_AddArrayToObject(root, "columns");
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "schema", PD_REPORT_REQ_SCHEMA);
   cJSON_AddStringToObject(root, "command", "report --requirements");
+  cJSON *cols = cJSON_AddArrayToObject(root, "columns");
   for (int k = 0; k < c->n_col; k++) cJSON_AddItemToArray(cols, cJSON_CreateString(c->col[k].name));
   cJSON *rq = cJSON_AddArrayToObject(root, "requirements");
   for (int i = 0; i < d->n_req; i++) {
