@@ -1,9 +1,11 @@
-/* cli_result: one typed result record per verdict row, and its JSON renderer. `pdref sim
- * run` (cli_rows.c) and `pdref conform` (cmd_conform.c) fill one per row and render it with
- * pd_cli_result_json, so the keys they share are the same keys, in the same order, with the
- * same types (docs/sim-run.schema.json, docs/conform.schema.json; `pdref report` reads them
- * back with report_load.c). Each command then adds the keys only it has (sim run: trace_hash,
- * events, metrics; conform: judged, legs, quiescent). */
+/* cli_result: one typed result record per verdict row, its parser and its renderers. `pdref
+ * sim run` (cli_rows.c) and `pdref conform` (cmd_conform.c) fill one per row and render it with
+ * pd_cli_result_json (JSON) and pd_cli_result_text_head (text), so the keys they share are the
+ * same keys, in the same order, with the same types (docs/sim-run.schema.json,
+ * docs/conform.schema.json). Each command then adds the keys only it has (sim run: trace_hash,
+ * events, metrics; conform: judged, legs, quiescent). `pdref report` reads each row back into
+ * the record with pd_cli_result_parse and draws its HTML from it (cli/report_matrix.c: the
+ * third renderer; its requirement matrix and swimlanes read the record too). */
 #ifndef PD_CLI_RESULT_H
 #define PD_CLI_RESULT_H
 #include <stdint.h>
@@ -33,6 +35,11 @@ typedef struct pd_cli_result {
   double faults_exercised, faults_total, requests, requests_served;
   int has_ttft; /* the run measures TTFT (the simulator): "ttft_ms_mean" is written */
   double ttft_ms_mean; /* NAN: no request reached a first token ("ttft_ms_mean": null) */
+  /* filled by pd_cli_result_parse only (zero when a command fills the record from its run) */
+  const struct cJSON *src; /* the row parsed: the keys only one command writes (sim run's
+                            * metrics, conform's notes) are read from it */
+  int n_ids;    /* IDs in "violated" (those the mask cannot hold too: n_ids > 0 is a violation) */
+  int has_seed; /* "seed" was there (seed is 0 otherwise) */
 } pd_cli_result_t;
 
 /* The record's JSON object: scenario, file, mode, status, violated, violated_names,
@@ -41,6 +48,17 @@ typedef struct pd_cli_result {
  * requests_served, ttft_ms_mean; a skipped row only head, status and reason; an error row
  * file, (scenario, mode,) status, error. NULL when out of memory. */
 struct cJSON *pd_cli_result_json(const pd_cli_result_t *r);
+
+/* The record back from its JSON: a row of `sim run --json` or `conform --json` (any command's
+ * row that pd_cli_result_json wrote, and the older shapes `pdref report` reads: "violated"
+ * and "expected" as comma strings, no "status" but "matched"). Strings point into row (r is
+ * valid while row lives); a key absent leaves its field as pd_cli_result_json leaves it out
+ * (NULL, 0, -1 for exercised, has_counts/has_ttft/has_tie_seed 0). The verdict: "status" as
+ * pd_cli_verdict_json words it; else "error" present: an error; else "matched" true/false:
+ * as expected/UNEXPECTED; else UNEXPECTED. IDs beyond PD_INVARIANT_COUNT count in n_ids
+ * only. "status" may also be the text's word ("UNEXPECTED"). 0, or -1 when row is no JSON
+ * object (r zeroed, UNEXPECTED). */
+int pd_cli_result_parse(const struct cJSON *row, pd_cli_result_t *r);
 
 /* The record's text renderer, the table's first columns: scenario (or the file's base name),
  * mode, the verdict word and the row's own verdict ("pass", or the violated invariants with

@@ -455,6 +455,7 @@ static cJSON *summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
   snprintf(shard, sizeof shard, "%llu/%llu", (unsigned long long)o->shard_i,
            (unsigned long long)o->shard_n);
   cJSON_AddStringToObject(j, "schema", PD_EXPLORE_RESULT_SCHEMA);
+  cJSON_AddStringToObject(j, "command", "sim explore"); /* as sim run's and conform's */
   cJSON_AddStringToObject(j, "mode", pd_mode_name(o->mode));
   cJSON_AddItemToObject(j, "seed_start", seed_json(o->start));
   cJSON_AddItemToObject(j, "seed_end", seed_json(st->seed_end)); /* exclusive */

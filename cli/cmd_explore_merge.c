@@ -321,6 +321,7 @@ static cJSON *build_json(mg_state_t *m, const pd_cli_cover_t *c) {
   static const char *const kinds[] = {"ok", "gap", "overlap"};
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "schema", PD_EXPLORE_MERGE_SCHEMA);
+  cJSON_AddStringToObject(j, "command", "sim explore merge"); /* also what --jobs prints */
   cJSON_AddStringToObject(j, "mode", m->mode);
   cJSON_AddNumberToObject(j, "results", m->n_results);
   cJSON_AddNumberToObject(j, "skipped_files", (double)m->skipped);

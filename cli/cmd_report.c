@@ -14,7 +14,8 @@
 #include "report_requirements.h"
 
 #define CMD "pdref report"
-#define MAX_FILES PD_REPORT_MAX_INPUTS
+#define MAX_FILES PD_REPORT_MAX_DIR_FILES /* files named and found; results among them:
+                                             PD_REPORT_MAX_INPUTS */
 
 typedef struct opts {
   const char *out;
@@ -37,7 +38,7 @@ static void usage(FILE *f) {
           "is re-run here from its file, mode and seed, its trace kept in memory), explore's\n"
           "findings per invariant, conform's scenario x gateway table and the bench figures.\n"
           "A directory gives its *.json files that are results (explore's output directory:\n"
-          "its shard results; the shrunk cases beside them are skipped). Shards of one\n"
+          "its shard results; the shrunk cases beside them, or named, are listed). Shards of one\n"
           "exploration are merged as `pdref sim explore merge` does (a gap or an overlap in\n"
           "their seeds is an error). --out: the page (default report.html).\n"
           "--no-swimlanes: re-run nothing. --swimlane-max-requests: rows with more requests get\n"
@@ -94,6 +95,8 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
 
 static void summary_json(const opts_t *o, const pd_report_t *r, const pd_report_stats_t *st) {
   cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "schema", PD_REPORT_SCHEMA);
+  cJSON_AddStringToObject(j, "command", "report");
   cJSON_AddStringToObject(j, "out", o->out);
   cJSON_AddNumberToObject(j, "bytes", (double)st->bytes);
   cJSON *ins = cJSON_AddArrayToObject(j, "inputs");
@@ -115,20 +118,26 @@ static void summary_json(const opts_t *o, const pd_report_t *r, const pd_report_
                                     {"bench_tables", (double)st->bench_tables},
                                     {"requirement_rows", (double)st->req_rows},
                                     {"requirement_columns", (double)st->req_cols},
-                                    {"skipped_files", (double)r->skipped}};
+                                    {"skipped_files", (double)r->skipped},
+                                    {"shrunk_cases", (double)st->shrunk_cases}};
   pd_cli_json_add_nums(j, nums, sizeof nums / sizeof nums[0]);
   pd_cli_json_print(j);
 }
 
-/* Load every file (a directory's: the results among its *.json files, so explore's output
- * directory gives its shard results and skips the shrunk cases beside them), then fold the
- * shards of one exploration into one; 0, or 2 after naming the first bad one. */
+/* Load every file (a directory's: its *.json files, so explore's output directory gives its
+ * shard results and the shrunk cases beside them, other JSON skipped), then fold the shards
+ * of one exploration into one; 0, or 2 after naming the first bad one. */
 static int load_all(pd_report_t *r, char **words, int n_words, char **files, int *n_files) {
   for (int w = 0; w < n_words; w++) {
     struct stat sb;
     int first = *n_files, rc;
     r->is_skipping_unknown = stat(words[w], &sb) == 0 && S_ISDIR(sb.st_mode);
     if ((rc = pd_cli_collect_json(CMD, &words[w], 1, files, n_files, MAX_FILES))) return rc;
+    if (r->is_skipping_unknown && *n_files == MAX_FILES) { /* the collector stops there */
+      fprintf(stderr, CMD ": %s: more than %d JSON files (with the files before it)\n", words[w],
+              MAX_FILES);
+      return 2;
+    }
     for (int i = first; i < *n_files; i++) {
       char err[768];
       if (pd_report_load(r, files[i], err, sizeof err)) {
@@ -138,7 +147,7 @@ static int load_all(pd_report_t *r, char **words, int n_words, char **files, int
     }
   }
   r->is_skipping_unknown = 0;
-  if (r->n == 0) {
+  if (r->n == 0 && r->n_cases == 0) {
     fprintf(stderr, CMD ": no result among the files given (%zu other JSON files)\n", r->skipped);
     return 2;
   }
@@ -164,17 +173,22 @@ static int write_page(const opts_t *o, const pd_report_t *r, pd_report_stats_t *
 int pd_cli_report(const char *prog, int argc, char **argv) {
   opts_t o = {.out = "report.html",
               .r = {.swimlanes = 1, .swim_max_requests = 2000, .swim_max = 400, .prog = prog}};
-  char *words[MAX_FILES];
-  char *files[MAX_FILES];
+  char *words[PD_REPORT_MAX_INPUTS];
+  char **files = calloc(MAX_FILES, sizeof *files);
   int n_words = 0, n_files = 0;
-  pd_cli_parser_t p = {CMD, report_opts, usage, apply_opt, &o, words, MAX_FILES, &n_words};
+  if (!files) return 2;
+  pd_cli_parser_t p = {CMD, report_opts, usage, apply_opt, &o, words, PD_REPORT_MAX_INPUTS,
+                       &n_words};
   int rc = pd_cli_parse(&p, argc, argv);
-  if (rc >= 0) return rc;
-  if (!n_words) {
+  if (rc < 0 && !n_words) {
     fprintf(stderr, CMD ": no result file given (try --help)\n");
-    return 2;
+    rc = 2;
   }
-  if (o.requirements) return pd_report_requirements(stdout, words, n_words, o.req_doc, o.json);
+  if (rc < 0 && o.requirements) rc = pd_report_requirements(stdout, words, n_words, o.req_doc, o.json);
+  if (rc >= 0) {
+    free(files);
+    return rc;
+  }
   pd_report_t *r = calloc(1, sizeof *r);
   pd_report_stats_t st;
   rc = r ? load_all(r, words, n_words, files, &n_files) : 2;
@@ -187,10 +201,13 @@ int pd_cli_report(const char *prog, int argc, char **argv) {
            st.verdicts[PD_VERDICT_FAIL], st.verdicts[PD_VERDICT_NX],
            st.verdicts[PD_VERDICT_SKIPPED], st.verdicts[PD_VERDICT_ERROR], st.timelines,
            st.swimlanes);
-  if (!rc && !o.json && r->skipped)
-    printf("report: %zu JSON files in the directories given are no results (explore's shrunk "
-           "cases), skipped\n", r->skipped);
+  if (!rc && !o.json && r->n_cases)
+    printf("report: %zu shrunk cases of explore listed\n", r->n_cases);
+  if (!rc && !o.json && r->skipped > r->n_cases)
+    printf("report: %zu JSON files in the directories given are no results, skipped\n",
+           r->skipped - r->n_cases);
   for (int i = 0; i < n_files; i++) free(files[i]);
+  free(files);
   if (r) pd_report_free(r);
   free(r);
   return rc;

@@ -8,7 +8,11 @@
 #include <stdio.h>
 
 struct cJSON;
+struct pd_cli_result; /* cli_result.h: the result record the matrix is drawn from */
 
+#define PD_REPORT_SCHEMA "pdref-report/1" /* report --json (docs/report.schema.json) */
+#define PD_REPORT_REQ_SCHEMA "pdref-report-requirements/1" /* report --requirements --json
+                                                             (docs/report-requirements.schema.json) */
 #define PD_REPORT_MAX_INPUTS 64
 #define PD_REPORT_MAX_FILE_BYTES (256u << 20) /* a result file larger than this is refused */
 
@@ -29,12 +33,23 @@ typedef struct pd_report_input {
   struct cJSON *root;
 } pd_report_input_t;
 
+#define PD_REPORT_MAX_DIR_FILES 16384 /* *.json files read from one directory given */
+#define PD_REPORT_MAX_CASES 4096      /* explore's shrunk cases listed on the page */
+
+/* A shrunk case `pdref sim explore` saved (DIR/<mode>-I<n>-seed<N>.json): a scenario file,
+ * not a result. The report lists it (file, invariant, description, replay command). */
+typedef struct pd_report_case {
+  char *path, *name, *description, *mode, *inv; /* mode and inv from its tags ("" unknown) */
+} pd_report_case_t;
+
 typedef struct pd_report {
   pd_report_input_t in[PD_REPORT_MAX_INPUTS];
   size_t n;
   int is_skipping_unknown; /* set while loading a directory's files: pd_report_load skips a JSON
-                              file that is no result (explore's shrunk cases) */
-  size_t skipped;          /* ... and counts it here */
+                              file that is no result nor a shrunk case */
+  size_t skipped;          /* ... and counts it here (shrunk cases too, named or found) */
+  pd_report_case_t *cases; /* explore's shrunk cases among the files, named or in a directory */
+  size_t n_cases;
 } pd_report_t;
 
 /* A row's verdict, one colour each in the matrix. */
@@ -57,6 +72,7 @@ typedef struct pd_report_stats {
   size_t cells;                     /* matrix cells, one per result row */
   size_t verdicts[PD_VERDICT_COUNT]; /* cells per verdict */
   size_t cdf_modes, timelines, swimlanes, explore_invariants, conform_rows, bench_tables;
+  size_t shrunk_cases;              /* explore's shrunk cases listed */
   size_t req_rows, req_cols;        /* the requirement matrix (report_requirements.c) */
   size_t bytes;                     /* of HTML written */
 } pd_report_stats_t;
@@ -71,22 +87,21 @@ typedef struct pd_report_opts {
 /* ---- report_load.c ---- */
 /* Read and parse path, tell its kind and keep it in r. 0, or 2 with err set to
  * "<path>: <why>" (missing, unreadable, too large, malformed JSON at byte N, unknown result
- * kind, too many inputs). With r->is_skipping_unknown, JSON that is no result is counted in
- * r->skipped and 0 returned. */
+ * kind, too many inputs). A shrunk case of explore (pd_report_is_case) is kept in r->cases
+ * and counted in r->skipped, named or found in a directory. With r->is_skipping_unknown,
+ * other JSON that is no result is counted in r->skipped and 0 returned. */
 int pd_report_load(pd_report_t *r, const char *path, char *err, size_t cap);
 /* Fold the explore results among r's inputs that are shards of one exploration (the same
  * mode) into one merged input each, as `pdref sim explore merge` does. 0, or 2 after the
  * merge's message (different settings, a gap or an overlap in the seeds). */
 int pd_report_merge_shards(pd_report_t *r);
+/* 1 when root is a shrunk case `pdref sim explore` saved: a scenario ("name", "workers")
+ * tagged "explore". */
+int pd_report_is_case(const struct cJSON *root);
 /* The kind of a parsed result; -1 when it is none of them. */
 int pd_report_classify(const struct cJSON *root);
 void pd_report_free(pd_report_t *r);
-/* A sim run or conform row's verdict, old and new row shapes alike. */
-pd_report_verdict_t pd_report_row_verdict(const struct cJSON *row);
-/* The invariant IDs a row violated ("violated": ["I3", ...] or the old "I3,I10"), as
- * "I3 stranded-slot, I10 load-truth" (names from "violated_names", else pd_invariant_name);
- * "" when none. Stops before overflowing buf. Returns the number of IDs. */
-int pd_report_row_violated(const struct cJSON *row, char *buf, size_t cap, int with_names);
+/* A row's fields: read into the result record by pd_cli_result_parse (cli_result.h). */
 /* A string member of o, or "" (absent, or not a string). */
 const char *pd_report_str(const struct cJSON *o, const char *key);
 /* A seed or count member of o as decimal text: a number (up to 2^53) or a decimal string
@@ -110,6 +125,9 @@ void pd_report_matrix(FILE *out, const pd_report_input_t *in, size_t idx, const 
                       pd_report_stats_t *st);
 void pd_report_explore(FILE *out, const pd_report_input_t *in, pd_report_stats_t *st);
 void pd_report_bench(FILE *out, const pd_report_input_t *in, pd_report_stats_t *st);
+/* The table of explore's shrunk cases in r (file, invariant, description, replay command). */
+void pd_report_cases(FILE *out, const pd_report_t *r, const pd_report_opts_t *o,
+                     pd_report_stats_t *st);
 
 /* ---- report_svg.c ---- */
 /* One line of a chart: a label, a colour, n points (x, y); y NAN is a gap. */
@@ -137,9 +155,9 @@ const char *pd_report_mode_colour(const char *mode);
 void pd_report_charts(FILE *out, const pd_report_t *r, pd_report_stats_t *st);
 
 /* ---- report_swim.c ---- */
-/* Re-run the sim row (file, mode, seed) with its trace in memory and draw its swimlane; a
- * paragraph saying why when it cannot. Returns 1 when a swimlane was drawn. */
-int pd_report_swimlane(FILE *out, const struct cJSON *row, const pd_report_opts_t *o);
+/* Re-run the sim row (its record's file, mode, seed, tie seed) with its trace in memory and
+ * draw its swimlane; a paragraph saying why when it cannot. Returns 1 when one was drawn. */
+int pd_report_swimlane(FILE *out, const struct pd_cli_result *x, const pd_report_opts_t *o);
 /* Draw a swimlane from Trace Event Format text (a JSON array, or {"traceEvents": [...]}).
  * Returns 1 when drawn, 0 when the text held no events (a note is written instead). */
 int pd_report_swim_draw(FILE *out, const char *trace, size_t len, const char *title);

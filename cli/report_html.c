@@ -134,6 +134,7 @@ static void nav(FILE *out, const pd_report_t *r) {
                {1 << PD_REPORT_SIM_BENCH | 1 << PD_REPORT_GW_BENCH, "<a href=\"#bench\">benchmarks</a>"}};
   int have = 0, n = 0;
   for (size_t i = 0; i < r->n; i++) have |= 1 << r->in[i].kind;
+  if (r->n_cases) have |= 1 << PD_REPORT_EXPLORE; /* shrunk cases alone have the section */
   fputs("<p class=\"nav\">", out);
   for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
     if (have & links[i].kinds) fprintf(out, "%s%s", n++ ? " &middot; " : "", links[i].html);
@@ -153,10 +154,11 @@ int pd_report_html(const pd_report_t *r, const pd_report_opts_t *o, FILE *out,
       if (r->in[i].kind == PD_REPORT_SIM) pd_report_matrix(out, &r->in[i], i, o, st);
     pd_report_charts(out, r, st);
   }
-  if (has_kind(r, PD_REPORT_EXPLORE)) {
+  if (has_kind(r, PD_REPORT_EXPLORE) || r->n_cases) {
     fputs("<h2 id=\"explore\">Exploration: findings per invariant</h2>\n", out);
     for (size_t i = 0; i < r->n; i++)
       if (r->in[i].kind == PD_REPORT_EXPLORE) pd_report_explore(out, &r->in[i], st);
+    pd_report_cases(out, r, o, st);
   }
   if (has_kind(r, PD_REPORT_CONFORM)) {
     fputs("<h2 id=\"conform\">Conformance: scenario &times; gateway</h2>\n", out);

@@ -1,5 +1,6 @@
-/* report: reading result files, telling their kind, and reading rows of either shape (old:
- * "violated" a comma string, "expected" a string; new: arrays, "seed", "replay", error rows). */
+/* report: reading result files and telling their kind. Rows are read into the result record
+ * by pd_cli_result_parse (cli_result.c), both shapes (old: "violated" a comma string,
+ * "expected" a string; new: arrays, "seed", "replay", error rows). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -42,6 +43,46 @@ double pd_report_num(const cJSON *o, const char *key, double dflt) {
 
 static int has(const cJSON *o, const char *key) {
   return cJSON_GetObjectItemCaseSensitive(o, key) != NULL;
+}
+
+int pd_report_is_case(const cJSON *root) {
+  if (!cJSON_IsObject(root) || !pd_report_str(root, "name")[0] || !has(root, "workers")) return 0;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(root, "tags"))
+    if (cJSON_IsString(t) && t->valuestring && !strcmp(t->valuestring, "explore")) return 1;
+  return 0;
+}
+
+/* Keep a shrunk case: its file, name, description, and from its tags ["explore", mode, "I<n>"]
+ * the mode and the invariant. 0, or 2 with err set (too many, out of memory). */
+static int keep_case(pd_report_t *r, const char *path, const cJSON *root, char *err, size_t cap) {
+  if (r->n_cases == PD_REPORT_MAX_CASES) {
+    snprintf(err, cap, "%s: more than %d shrunk cases", path, PD_REPORT_MAX_CASES);
+    return 2;
+  }
+  if (!r->cases && !(r->cases = calloc(PD_REPORT_MAX_CASES, sizeof *r->cases))) {
+    snprintf(err, cap, "%s: out of memory", path);
+    return 2;
+  }
+  const char *mode = "", *inv = "";
+  const cJSON *t;
+  cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(root, "tags")) {
+    const char *v = cJSON_IsString(t) && t->valuestring ? t->valuestring : "";
+    if (v[0] == 'I' && v[1] >= '0' && v[1] <= '9') inv = v;
+    else if (strcmp(v, "explore") && pd_mode_parse(v, &(pd_mode_t){0}) == 0) mode = v;
+  }
+  pd_report_case_t *c = &r->cases[r->n_cases];
+  c->path = strdup(path);
+  c->name = strdup(pd_report_str(root, "name"));
+  c->description = strdup(pd_report_str(root, "description"));
+  c->mode = strdup(mode);
+  c->inv = strdup(inv);
+  r->n_cases++; /* freed by pd_report_free, whole or not */
+  if (!c->path || !c->name || !c->description || !c->mode || !c->inv) {
+    snprintf(err, cap, "%s: out of memory", path);
+    return 2;
+  }
+  return 0;
 }
 
 int pd_report_classify(const cJSON *root) {
@@ -117,7 +158,13 @@ int pd_report_load(pd_report_t *r, const char *path, char *err, size_t cap) {
   }
   free(txt);
   int kind = pd_report_classify(root);
-  if (kind < 0 && r->is_skipping_unknown) { /* a shrunk case beside explore's results */
+  if (kind < 0 && pd_report_is_case(root)) { /* a shrunk case, named or beside the results */
+    int rc = keep_case(r, path, root, err, cap);
+    r->skipped++;
+    cJSON_Delete(root);
+    return rc;
+  }
+  if (kind < 0 && r->is_skipping_unknown) { /* other JSON in a directory given */
     r->skipped++;
     cJSON_Delete(root);
     return 0;
@@ -146,66 +193,17 @@ void pd_report_free(pd_report_t *r) {
     cJSON_Delete(r->in[i].root);
   }
   r->n = 0;
-}
-
-pd_report_verdict_t pd_report_row_verdict(const cJSON *row) {
-  const char *st = pd_report_str(row, "status");
-  if (!strcmp(st, "error") || has(row, "error")) return PD_VERDICT_ERROR;
-  if (!strcmp(st, "not exercised")) return PD_VERDICT_NX;
-  if (!strcmp(st, "skipped")) return PD_VERDICT_SKIPPED;
-  if (!strcmp(st, "deployment limit")) return PD_VERDICT_LIMIT;
-  if (!strcmp(st, "unexpected")) return PD_VERDICT_FAIL;
-  if (!strcmp(st, "as expected")) return PD_VERDICT_EXPECTED; /* old conform rows: "ran" */
-  const cJSON *m = cJSON_GetObjectItemCaseSensitive(row, "matched");
-  if (cJSON_IsBool(m)) return cJSON_IsTrue(m) ? PD_VERDICT_EXPECTED : PD_VERDICT_FAIL;
-  return !strcmp(st, "as expected") ? PD_VERDICT_EXPECTED : PD_VERDICT_FAIL;
-}
-
-/* Append "sep id[ name]" to buf at *n; false once full. */
-static int put_id(char *buf, size_t cap, size_t *n, const char *id, const char *name) {
-  int k = snprintf(buf + *n, cap - *n, "%s%s%s%s", *n ? ", " : "", id, name ? " " : "",
-                   name ? name : "");
-  if (k < 0 || (size_t)k >= cap - *n) return 0;
-  *n += (size_t)k;
-  return 1;
-}
-
-static const char *name_of(const char *id, const cJSON *names, int i) {
-  const cJSON *nm = cJSON_GetArrayItem(names, i);
-  if (cJSON_IsString(nm) && nm->valuestring) return nm->valuestring;
-  return id[0] == 'I' ? pd_invariant_name(atoi(id + 1)) : NULL;
-}
-
-int pd_report_row_violated(const cJSON *row, char *buf, size_t cap, int with_names) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, "violated");
-  const cJSON *names = cJSON_GetObjectItemCaseSensitive(row, "violated_names");
-  size_t n = 0;
-  int count = 0;
-  if (!cap) return 0;
-  buf[0] = 0;
-  if (cJSON_IsArray(v)) {
-    const cJSON *e;
-    int i = 0;
-    cJSON_ArrayForEach(e, v) {
-      if (!cJSON_IsString(e) || !e->valuestring) continue;
-      count++;
-      put_id(buf, cap, &n, e->valuestring, with_names ? name_of(e->valuestring, names, i) : NULL);
-      i++;
-    }
-    return count;
+  for (size_t i = 0; i < r->n_cases; i++) {
+    pd_report_case_t *c = &r->cases[i];
+    free(c->path);
+    free(c->name);
+    free(c->description);
+    free(c->mode);
+    free(c->inv);
   }
-  const char *s = cJSON_IsString(v) && v->valuestring ? v->valuestring : "";
-  for (int i = 0; *s && i < 64; i++) { /* a comma string, at most 64 IDs */
-    char id[16];
-    size_t k = strcspn(s, ",");
-    snprintf(id, sizeof id, "%.*s", (int)(k < sizeof id - 1 ? k : sizeof id - 1), s);
-    if (id[0]) {
-      count++;
-      put_id(buf, cap, &n, id, with_names ? name_of(id, names, i) : NULL);
-    }
-    s += k + (s[k] == ',');
-  }
-  return count;
+  free(r->cases);
+  r->cases = NULL;
+  r->n_cases = 0;
 }
 
 int pd_report_merge_shards(pd_report_t *r) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli_json.h"
+#include "cli_result.h"
 #include "cli_rows.h"
 #include "conform_level.h"
 #include "pd_scenario.h"
@@ -36,18 +37,7 @@ typedef struct ctx {
   size_t n_cache, cap_cache;
 } ctx_t;
 
-static const char *const status_json[PD_CLI_VERDICTS] = {
-    "as expected", "deployment limit", "unexpected", "not exercised", "skipped", "error"};
-
-static int status_of(const cJSON *row) {
-  const char *st = pd_report_str(row, "status");
-  for (int v = 0; v < PD_CLI_VERDICTS; v++)
-    if (!strcmp(st, status_json[v])) return v;
-  if (!strcmp(st, "UNEXPECTED")) return PD_CLI_UNEXPECTED;
-  return PD_CLI_ERROR;
-}
-
-/* ["I3", "I10"] or "I3,I10" into a mask. */
+/* ["I3", "I10"] or "I3,I10" into a mask (conform's "judged", which the record does not hold). */
 static uint32_t mask_of(const cJSON *v) {
   uint32_t m = 0;
   if (cJSON_IsArray(v)) {
@@ -92,8 +82,10 @@ static uint32_t allowed_of(ctx_t *c, const cJSON *row, const cJSON *rows) {
   }
   const cJSON *r;
   cJSON_ArrayForEach(r, rows) {
-    if (!strcmp(pd_report_str(r, "scenario"), name) && !strcmp(pd_report_str(r, "mode"), "reference"))
-      return mask_of(cJSON_GetObjectItemCaseSensitive(r, "expected"));
+    pd_cli_result_t x;
+    pd_cli_result_parse(r, &x);
+    if (x.scenario && !strcmp(x.scenario, name) && x.mode && !strcmp(x.mode, "reference"))
+      return x.expected;
   }
   return 0;
 }
@@ -133,16 +125,16 @@ static int from_rows(ctx_t *c, const cJSON *rows, int is_sim, const char *name) 
     }
     size_t n = 0;
     cJSON_ArrayForEach(r, rows) {
-      if (strcmp(pd_report_str(r, "mode"), modes[m])) continue;
+      pd_cli_result_t rec; /* the row's result record (cli_result.h) */
+      pd_cli_result_parse(r, &rec);
+      if (strcmp(rec.mode ? rec.mode : "", modes[m])) continue;
       pd_req_row_t *x = &w[n++];
-      x->scenario = pd_report_str(r, "scenario");
-      x->status = status_of(r);
+      x->scenario = rec.scenario ? rec.scenario : "";
+      x->status = rec.verdict; /* as the matrix reads it: old rows by "matched" */
       int ran = x->status == PD_CLI_AS_EXPECTED || x->status == PD_CLI_LIMIT ||
                 x->status == PD_CLI_UNEXPECTED;
-      const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r, "exercised");
-      x->exercised = ran && (is_sim ? !cJSON_GetObjectItemCaseSensitive(r, "declared_unexercised")
-                                    : cJSON_IsTrue(ex));
-      x->got = mask_of(cJSON_GetObjectItemCaseSensitive(r, "violated"));
+      x->exercised = ran && (is_sim ? !rec.declared_unexercised : rec.exercised == 1);
+      x->got = rec.violated;
       x->judged = is_sim ? (1u << PD_INVARIANT_COUNT) - 1u
                          : mask_of(cJSON_GetObjectItemCaseSensitive(r, "judged"));
       x->allowed = allowed_of(c, r, rows);
@@ -235,8 +227,10 @@ static void print_text(FILE *out, const ctx_t *c) {
 
 static void print_json(const ctx_t *c) {
   const pd_reqdoc_t *d = c->d;
-  cJSON *root = cJSON_CreateObject(), *cols = cJSON_AddArrayToObject(root, "columns");
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "schema", PD_REPORT_REQ_SCHEMA);
   cJSON_AddStringToObject(root, "command", "report --requirements");
+  cJSON *cols = cJSON_AddArrayToObject(root, "columns");
   for (int k = 0; k < c->n_col; k++) cJSON_AddItemToArray(cols, cJSON_CreateString(c->col[k].name));
   cJSON *rq = cJSON_AddArrayToObject(root, "requirements");
   for (int i = 0; i < d->n_req; i++) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_result.h"
 #include "pd_err.h"
 #include "pd_world.h"
 #include "report.h"
@@ -334,23 +335,10 @@ int pd_report_swim_draw(FILE *out, const char *trace, size_t len, const char *ti
   return 1;
 }
 
-/* A seed: a number, or a decimal string (64-bit seeds travel as strings); -1 when absent. */
-static int seed_of(const cJSON *row, const char *key, uint64_t *out) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
-  char *end;
-  if (cJSON_IsNumber(v) && v->valuedouble >= 0) {
-    *out = (uint64_t)v->valuedouble;
-    return 0;
-  }
-  if (!cJSON_IsString(v) || !v->valuestring || !v->valuestring[0]) return -1;
-  *out = strtoull(v->valuestring, &end, 10);
-  return *end ? -1 : 0;
-}
-
 /* Re-run the row in memory: the trace text in *buf (caller frees), the violations in *got. */
-static int rerun(const cJSON *row, pd_scenario_t *sc, char **buf, size_t *len, uint32_t *got,
-                 char *why, size_t cap) {
-  const char *file = pd_report_str(row, "file"), *mode = pd_report_str(row, "mode");
+static int rerun(const pd_cli_result_t *x, pd_scenario_t *sc, char **buf, size_t *len,
+                 uint32_t *got, char *why, size_t cap) {
+  const char *file = x->file ? x->file : "", *mode = x->mode ? x->mode : "";
   pd_mode_t m;
   char err[512];
   if (pd_scenario_load(sc, file, err, sizeof err) != 0) {
@@ -361,9 +349,8 @@ static int rerun(const cJSON *row, pd_scenario_t *sc, char **buf, size_t *len, u
     snprintf(why, cap, "unknown mode");
     return -1;
   }
-  uint64_t seed = sc->config.seed, tie = 0;
-  seed_of(row, "seed", &seed);
-  int has_tie = seed_of(row, "tie_seed", &tie) == 0;
+  uint64_t seed = x->has_seed ? x->seed : sc->config.seed, tie = x->tie_seed;
+  int has_tie = x->has_tie_seed;
   FILE *tf = open_memstream(buf, len);
   if (!tf) {
     snprintf(why, cap, "out of memory");
@@ -381,8 +368,8 @@ static int rerun(const cJSON *row, pd_scenario_t *sc, char **buf, size_t *len, u
   return rc ? -1 : 0;
 }
 
-int pd_report_swimlane(FILE *out, const cJSON *row, const pd_report_opts_t *o) {
-  double requests = pd_report_num(row, "requests", 0);
+int pd_report_swimlane(FILE *out, const pd_cli_result_t *x, const pd_report_opts_t *o) {
+  double requests = x->has_counts ? x->requests : 0;
   char why[640], got_s[128], title[256];
   if (requests > (double)o->swim_max_requests) {
     fprintf(out, "<p class=\"note\">No swimlane: %.0f requests (more than %zu); replay with "
@@ -395,12 +382,12 @@ int pd_report_swimlane(FILE *out, const cJSON *row, const pd_report_opts_t *o) {
   uint32_t got = 0;
   int drawn = 0;
   if (!sc) snprintf(why, sizeof why, "out of memory");
-  if (sc && rerun(row, sc, &buf, &len, &got, why, sizeof why) == 0) {
+  if (sc && rerun(x, sc, &buf, &len, &got, why, sizeof why) == 0) {
     pd_cli_mask_str(got, PD_INVARIANT_COUNT, ",", got_s, sizeof got_s);
     fputs("<p><b>swimlane</b> (re-run here: violated ", out);
     pd_report_esc(out, got_s[0] ? got_s : "none");
     fputs("; hover a bar for its name and times)</p>\n<div class=\"swim\">", out);
-    snprintf(title, sizeof title, "%s %s", pd_report_str(row, "scenario"), pd_report_str(row, "mode"));
+    snprintf(title, sizeof title, "%s %s", x->scenario ? x->scenario : "", x->mode ? x->mode : "");
     drawn = pd_report_swim_draw(out, buf, len, title);
     fputs("</div>\n", out);
   } else {

