@@ -24,7 +24,10 @@ int pd_cli_collect_json(const char *cmd, char **args, int n, char **out, int *n_
       return 2;
     }
     if (!S_ISDIR(st.st_mode)) {
-      if (*n_out >= max) return 2;
+      if (*n_out >= max) {
+        fprintf(stderr, "%s: %s: more than %d files given (the limit)\n", cmd, args[i], max);
+        return 2;
+      }
       out[(*n_out)++] = strdup(args[i]);
       continue;
     }
@@ -35,9 +38,14 @@ int pd_cli_collect_json(const char *cmd, char **args, int n, char **out, int *n_
     }
     int first = *n_out;
     struct dirent *e;
-    while ((e = readdir(d)) && *n_out < max) {
+    while ((e = readdir(d))) {
       size_t l = strlen(e->d_name);
       if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0) continue;
+      if (*n_out >= max) { /* never a silent cut: a file left out is a row not run */
+        fprintf(stderr, "%s: %s: more than %d .json files (the limit)\n", cmd, args[i], max);
+        closedir(d);
+        return 2;
+      }
       char p[1024];
       snprintf(p, sizeof p, "%s/%s", args[i], e->d_name);
       out[(*n_out)++] = strdup(p);

@@ -35,7 +35,10 @@ int pd_conform_level_opt(pd_conform_level_t *L, int which, char *v) {
 static void list_levels(const pd_conform_level_t *L) {
   const pd_reqdoc_t *d = L->doc;
   if (L->json) {
-    cJSON *root = cJSON_CreateObject(), *lv = cJSON_AddArrayToObject(root, "levels");
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", "pdref-conform-levels/1"); /* docs/conform-levels.schema.json */
+    cJSON_AddStringToObject(root, "command", "conform --list-levels");
+    cJSON *lv = cJSON_AddArrayToObject(root, "levels");
     cJSON_AddStringToObject(root, "version", pd_cli_version());
     cJSON_AddStringToObject(root, "source", d->path);
     for (int l = 0; l < d->n_lvl; l++) {

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 
 #include "cli_args.h"
@@ -439,6 +440,27 @@ static void test_explore_names_the_invariant_of_the_reason_it_prints(void) {
   PDT_HAS(r->out, "    first violation of the case is I4, not I1 (shrunk for):\n    I4 outcome: ");
 }
 
+/* A directory with more .json files than sim run takes (4096) is an error naming it, exit 2,
+ * never a silent cut (a file left out is a row not run). Before: the first 4096 ran. */
+static void test_a_directory_past_the_file_limit_is_an_error(void) {
+  PDT_EQ_INT(make_files(), 0);
+  char dir[160];
+  snprintf(dir, sizeof dir, "%s/many", g_dir);
+  PDT_EQ_INT(mkdir(dir, 0700), 0);
+  int ok = 1;
+  for (int i = 0; i < 4097 && ok; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "many/f%04d.json", i);
+    ok = write_file(name, "{}\n") == 0;
+  }
+  PDT_TRUE(ok);
+  const char *args[] = {"sim", "run", dir, "--quiet", NULL};
+  run_t *r = pdref(args, 1);
+  if (!r) return;
+  PDT_EQ_INT(r->code, 2);
+  PDT_HAS(r->err, "more than 4096 .json files (the limit)");
+}
+
 /* row's "violated" is an array of IDs and "violated_names" their names, one each. */
 static int names_match(const cJSON *row) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, "violated");
@@ -803,6 +825,8 @@ int pdt_suite_cli_out(void) {
       {"sim run: a run that tests nothing (every file skipped) exits 1", test_a_run_that_tests_nothing_exits_1},
       {"sim run: a deployment limit has its own word, held to its exact set", test_deployment_limit_word},
       {"sim run: a row whose fault never fired is not exercised, not UNEXPECTED", test_not_exercised_word},
+      {"sim run: a directory past the file limit is an error, not a silent cut",
+       test_a_directory_past_the_file_limit_is_an_error},
       {"sim explore: a finding names the invariant of the reason it prints",
        test_explore_names_the_invariant_of_the_reason_it_prints},
       {"a deployment limit round-trips through the scenario writer", test_deployment_limit_round_trips},
