@@ -52,16 +52,21 @@ static pd_breaker_state_t time_out_decode(harness_t *h, uint64_t late, uint64_t 
   return pd_gw_breaker_state(h->gw, PD_ROLE_DECODE, 0, h->now);
 }
 
+/* Requests 1 and 2 opened 1 ms apart on the gateway of init(), then 1 s passes. */
+static void open_two(harness_t *h, uint64_t *p1, uint64_t *d1, uint64_t *p2, uint64_t *d2) {
+  init(h);
+  open_rq(h, 1, p1, d1);
+  h->now += 1 * MS;
+  open_rq(h, 2, p2, d2);
+  PDT_TRUE(*d1 && *d2);
+  h->now += 1000 * MS;
+}
+
 /* Busy: request 1 is opened first and served while request 2 waits behind it. */
 static void test_timeout_behind_a_served_leg_is_not_a_death(void) {
   harness_t h;
-  init(&h);
   uint64_t p1, d1, p2, d2;
-  open_rq(&h, 1, &p1, &d1);
-  h.now += 1 * MS;
-  open_rq(&h, 2, &p2, &d2);
-  PDT_TRUE(d1 && d2);
-  h.now += 1000 * MS;
+  open_two(&h, &p1, &d1, &p2, &d2);
   serve(&h, 1, p1, d1);
   PDT_EQ_INT(time_out_decode(&h, 2, p2, d2), PD_BREAKER_CLOSED);
   h_free(&h);
@@ -71,13 +76,8 @@ static void test_timeout_behind_a_served_leg_is_not_a_death(void) {
  * 2's head deadline runs out: a token is progress, as a success is. */
 static void test_timeout_behind_a_streaming_leg_is_not_a_death(void) {
   harness_t h;
-  init(&h);
   uint64_t p1, d1, p2, d2;
-  open_rq(&h, 1, &p1, &d1);
-  h.now += 1 * MS;
-  open_rq(&h, 2, &p2, &d2);
-  PDT_TRUE(d1 && d2);
-  h.now += 1000 * MS;
+  open_two(&h, &p1, &d1, &p2, &d2);
   up(&h, PD_EV_UP_HEAD, 1, p1, 200, NULL);
   up(&h, PD_EV_UP_HEAD, 1, d1, 200, NULL);
   up(&h, PD_EV_UP_DATA, 1, d1, 0, TOK0);
@@ -105,13 +105,8 @@ static void test_timeout_on_a_worker_that_served_nobody_since_counts(void) {
  * worker is not queueing request 1 behind others (it admits in arrival order), it dropped it. */
 static void test_timeout_overtaken_by_a_later_leg_counts(void) {
   harness_t h;
-  init(&h);
   uint64_t p1, d1, p2, d2;
-  open_rq(&h, 1, &p1, &d1);
-  h.now += 1 * MS;
-  open_rq(&h, 2, &p2, &d2);
-  PDT_TRUE(d1 && d2);
-  h.now += 1000 * MS;
+  open_two(&h, &p1, &d1, &p2, &d2);
   serve(&h, 2, p2, d2);
   PDT_EQ_INT(time_out_decode(&h, 1, p1, d1), PD_BREAKER_OPEN);
   h_free(&h);

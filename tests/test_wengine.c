@@ -711,6 +711,18 @@ static void test_a_full_decode_queues_every_request_and_sheds_none(void) {
   drv_free(&d);
 }
 
+/* A worker of role with 2 DP ranks and 2 running slots, capacity per rank or shared; 0, or
+ * -1 with d freed. */
+static int rank_drv(drv_t *d, pd_role_t role, int per_rank) {
+  drv_init(d, role);
+  d->spec.max_running = 2;
+  d->spec.dp_size = 2;
+  d->spec.capacity_per_rank = per_rank;
+  if (drv_start(d) == 0) return 0;
+  drv_free(d);
+  return -1;
+}
+
 /* R-CAP-RANK: a decode with 2 DP ranks and 2 running slots. Per rank (1 slot each) a second
  * request of rank 0 waits while one of rank 1 (its room, or a routed_dp_rank) goes at once, and
  * the waiting one is rank-bound while rank 1 has room. Shared (the key off) the second of
@@ -718,14 +730,7 @@ static void test_a_full_decode_queues_every_request_and_sheds_none(void) {
 static void test_per_rank_capacity_queues_only_the_full_rank(void) {
   for (int per_rank = 1; per_rank >= 0; per_rank--) {
     drv_t d;
-    drv_init(&d, PD_ROLE_DECODE);
-    d.spec.max_running = 2;
-    d.spec.dp_size = 2;
-    d.spec.capacity_per_rank = per_rank;
-    if (drv_start(&d) != 0) {
-      drv_free(&d);
-      continue;
-    }
+    if (rank_drv(&d, PD_ROLE_DECODE, per_rank) != 0) continue;
     pd_wengine_req_t routed = req_decode(5, 3, 10, 0); /* room 5 is rank 1; pinned to 0 */
     routed.has_routed_rank = 1;
     routed.routed_rank = 0;
@@ -758,14 +763,7 @@ static void test_per_rank_capacity_queues_only_the_full_rank(void) {
 static void test_per_rank_capacity_forward_passes(void) {
   for (int per_rank = 1; per_rank >= 0; per_rank--) {
     drv_t d;
-    drv_init(&d, PD_ROLE_PREFILL);
-    d.spec.max_running = 2;
-    d.spec.dp_size = 2;
-    d.spec.capacity_per_rank = per_rank;
-    if (drv_start(&d) != 0) {
-      drv_free(&d);
-      continue;
-    }
+    if (rank_drv(&d, PD_ROLE_PREFILL, per_rank) != 0) continue;
     static const uint64_t order[] = {20, 22, 21};
     for (int i = 0; i < 3; i++) PDT_EQ_INT(drv_open(&d, 0, order[i], req_prefill(order[i], 1, 0)), 0);
     for (int i = 0; i < 3; i++) PDT_EQ_INT(drv_register(&d, 0, 100 + order[i], order[i], 0), 0);
