@@ -61,6 +61,7 @@ typedef enum pd_seeded_bug {
   PD_BUG_SHARED_BATCH_ROOM = 6,    /* batch items 0 and 1 get one bootstrap room (I8; G18) */
   PD_BUG_COUNT
 } pd_seeded_bug_t;
+extern const char *const pd_seeded_bug_names[PD_BUG_COUNT]; /* the scenario key's values */
 const char *pd_seeded_bug_name(pd_seeded_bug_t b);
 int pd_seeded_bug_parse(const char *name, pd_seeded_bug_t *out); /* 0, or PD_ERR_INVAL */
 #define PD_MODE_COUNT 7

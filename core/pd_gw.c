@@ -21,13 +21,18 @@ const char *pd_mode_name(pd_mode_t m) {
   return (unsigned)m < PD_MODE_COUNT ? mode_names[m] : "?";
 }
 
+/* The index of name in names[0..n), or -1. */
+static int name_index(const char *const *names, int n, const char *name) {
+  for (int i = 0; name && i < n; i++)
+    if (strcmp(name, names[i]) == 0) return i;
+  return -1;
+}
+
 int pd_mode_parse(const char *name, pd_mode_t *out) {
-  for (int i = 0; i < PD_MODE_COUNT; i++)
-    if (strcmp(name, mode_names[i]) == 0) {
-      *out = (pd_mode_t)i;
-      return 0;
-    }
-  return PD_ERR_INVAL;
+  int i = name_index(mode_names, PD_MODE_COUNT, name);
+  if (i < 0) return PD_ERR_INVAL;
+  *out = (pd_mode_t)i;
+  return 0;
 }
 
 pd_protocol_t pd_mode_protocol(pd_mode_t m) {
@@ -41,21 +46,19 @@ int pd_mode_speaks(pd_mode_t m, pd_protocol_t p) {
   return m == PD_MODE_REFERENCE || pd_mode_protocol(m) == p;
 }
 
-static const char *const bug_names[PD_BUG_COUNT] = {
+const char *const pd_seeded_bug_names[PD_BUG_COUNT] = {
     "none", "blame_partner", "clean_end_on_failure", "repeat_first_event", "extra_attempt",
     "leak_decode_load", "shared_batch_room"};
 
 const char *pd_seeded_bug_name(pd_seeded_bug_t b) {
-  return (unsigned)b < PD_BUG_COUNT ? bug_names[b] : "?";
+  return (unsigned)b < PD_BUG_COUNT ? pd_seeded_bug_names[b] : "?";
 }
 
 int pd_seeded_bug_parse(const char *name, pd_seeded_bug_t *out) {
-  for (int i = 0; i < PD_BUG_COUNT; i++)
-    if (strcmp(name, bug_names[i]) == 0) {
-      *out = (pd_seeded_bug_t)i;
-      return 0;
-    }
-  return PD_ERR_INVAL;
+  int i = name_index(pd_seeded_bug_names, PD_BUG_COUNT, name);
+  if (i < 0) return PD_ERR_INVAL;
+  *out = (pd_seeded_bug_t)i;
+  return 0;
 }
 
 const char *pd_protocol_name(pd_protocol_t p) {
@@ -63,12 +66,10 @@ const char *pd_protocol_name(pd_protocol_t p) {
 }
 
 int pd_protocol_parse(const char *name, pd_protocol_t *out) {
-  for (int i = 0; name && i < PD_PROTOCOL_COUNT; i++)
-    if (strcmp(name, protocol_names[i]) == 0) {
-      *out = (pd_protocol_t)i;
-      return 0;
-    }
-  return PD_ERR_INVAL;
+  int i = name_index(protocol_names, PD_PROTOCOL_COUNT, name);
+  if (i < 0) return PD_ERR_INVAL;
+  *out = (pd_protocol_t)i;
+  return 0;
 }
 
 const char *pd_outcome_name(pd_outcome_t o) {

@@ -33,11 +33,6 @@ static const char *const breaker_names[] = {"closed", "open", "half_open"};
 static const char *const protocol_names[] = {"sglang", "vllm"};
 static const char *const kv_expiry_names[] = {"timeout", "lease"};
 static const char *const kv_params_names[] = {"valid", "null", "invalid"};
-static const char *const seeded_bug_names[] = {"none", "blame_partner", "clean_end_on_failure",
-                                               "repeat_first_event", "extra_attempt",
-                                               "leak_decode_load", "shared_batch_room"};
-_Static_assert(sizeof seeded_bug_names / sizeof seeded_bug_names[0] == PD_BUG_COUNT,
-               "a name per seeded bug, in pd_seeded_bug_t's order");
 
 const char *pd_fault_kind_name(pd_fault_kind_t k) {
   return (unsigned)k < PD_FAULT_KIND_COUNT ? pd_scenario_fault_names[k] : "?";
@@ -275,7 +270,7 @@ static const scenario_key_t config_keys[] = {
     K_(pd_scenario_config_t, admission, pd_scenario_set_flag, SCENARIO_FLAG_BOOL, 0, 0),
     K_(pd_scenario_config_t, admit_queue, pd_scenario_set_u32, 0, 1000000, 0),
     K_MS(pd_scenario_config_t, admit_queue_ms),
-    K_ENUM(pd_scenario_config_t, seeded_bug, seeded_bug_names, "seeded bug", 0),
+    K_ENUM(pd_scenario_config_t, seeded_bug, pd_seeded_bug_names, "seeded bug", 0),
 };
 
 static const scenario_key_t workload_keys[] = {

@@ -83,20 +83,28 @@ static void test_every_core_and_cjson_allocation_failure_is_survived(void) {
   }
 }
 
+/* A reference gateway (allocator a, rng seeded 42) with one prefill p0 and one decode d0. */
+static pd_gw_t *one_pair(const pd_alloc_t *a, pd_prng_t *rng) {
+  pd_prng_init(rng, 42);
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  pd_gw_t *gw = pd_gw_new(a, &c, rng);
+  if (gw) {
+    pd_gw_add_worker(gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
+    pd_gw_add_worker(gw, PD_ROLE_DECODE, "d0", "d0", -1);
+  }
+  return gw;
+}
+
 /* No room for a step's actions: the event is refused whole (PD_ERR_NOMEM, nothing done, no
  * action half-written), and fed again once there is memory it runs as if new. */
 static void test_no_room_for_actions_refuses_the_event_whole(void) {
   pdt_alloc_t f = {0};
   pd_alloc_t a = pdt_alloc(&f);
   pd_prng_t rng;
-  pd_prng_init(&rng, 42);
-  pd_gw_config_t c;
-  pd_gw_config_default(&c, PD_MODE_REFERENCE);
-  pd_gw_t *gw = pd_gw_new(NULL, &c, &rng);
+  pd_gw_t *gw = one_pair(NULL, &rng);
   PDT_TRUE(gw != NULL);
   if (!gw) return;
-  pd_gw_add_worker(gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
-  pd_gw_add_worker(gw, PD_ROLE_DECODE, "d0", "d0", -1);
   pd_actbuf_t out;
   pd_actbuf_init(&out, &a);
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = 7, .path = "/generate",
@@ -126,14 +134,9 @@ static void test_a_request_the_core_cannot_take_is_refused_or_answered(void) {
     pdt_alloc_t f = {0};
     pd_alloc_t a = pdt_alloc(&f);
     pd_prng_t rng;
-    pd_prng_init(&rng, 42);
-    pd_gw_config_t c;
-    pd_gw_config_default(&c, PD_MODE_REFERENCE);
-    pd_gw_t *gw = pd_gw_new(&a, &c, &rng);
+    pd_gw_t *gw = one_pair(&a, &rng);
     PDT_TRUE(gw != NULL);
     if (!gw) return;
-    pd_gw_add_worker(gw, PD_ROLE_PREFILL, "p0", "p0", 8998);
-    pd_gw_add_worker(gw, PD_ROLE_DECODE, "d0", "d0", -1);
     pd_actbuf_t out;
     pd_actbuf_init(&out, NULL);
     pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = 7, .path = "/generate",

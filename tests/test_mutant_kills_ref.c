@@ -294,39 +294,36 @@ static void test_breaker_state_past_the_last_worker_reads_closed(void) {
  * joined; with leak_decode_load, which sits in code every mode shares, the reference keeps
  * decode's load after the request and joined, whose pd_gw_new clears the switch, does not.
  * The names parse both ways and an unknown one is refused. */
+/* One healthy stream through a gateway of config c: both heads, prefill's answer (joined
+ * reads it first, R1.35), then decode's events d_events and its end. 0, or -1 (no gateway). */
+static int healthy_stream(harness_t *h, const pd_gw_config_t *c, const char *d_events) {
+  h_init_cfg(h, c, 1);
+  PDT_TRUE(h->gw != NULL);
+  if (!h->gw) return -1;
+  h_request(h, STREAM);
+  h_leg(h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(h, PD_EV_UP_DATA, 1, 0, TOK0 DONE);
+  h_leg(h, PD_EV_UP_END, 1, 0, NULL);
+  h_leg(h, PD_EV_UP_DATA, 2, 0, d_events);
+  h_leg(h, PD_EV_UP_END, 2, 0, NULL);
+  return 0;
+}
+
 static void test_a_seeded_bug_is_the_references_only(void) {
   for (int m = 0; m < 2; m++) {
     pd_gw_config_t c;
     pd_gw_config_default(&c, m ? PD_MODE_JOINED : PD_MODE_REFERENCE);
-    c.seeded_bug = PD_BUG_REPEAT_FIRST_EVENT;
     harness_t h;
     for (int leak = 0; leak < 2; leak++) {
       c.seeded_bug = leak ? PD_BUG_LEAK_DECODE_LOAD : PD_BUG_NONE;
-      h_init_cfg(&h, &c, 1);
-      PDT_TRUE(h.gw != NULL);
-      if (!h.gw) return;
-      h_request(&h, STREAM);
-      h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
-      h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
-      h_leg(&h, PD_EV_UP_DATA, 1, 0, TOK0 DONE);
-      h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
-      h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0 DONE);
-      h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
+      if (healthy_stream(&h, &c, TOK0 DONE)) return;
       PDT_TRUE(h.ended);
       PDT_EQ_INT(pd_gw_load(h.gw, PD_ROLE_DECODE, 0), leak && !m ? 1 : 0);
       h_free(&h);
     }
     c.seeded_bug = PD_BUG_REPEAT_FIRST_EVENT;
-    h_init_cfg(&h, &c, 1);
-    PDT_TRUE(h.gw != NULL);
-    if (!h.gw) return;
-    h_request(&h, STREAM);
-    h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
-    h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
-    h_leg(&h, PD_EV_UP_DATA, 1, 0, TOK0 DONE); /* joined reads prefill's answer first (R1.35) */
-    h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
-    h_leg(&h, PD_EV_UP_DATA, 2, 0, TOK0 TOK1 DONE);
-    h_leg(&h, PD_EV_UP_END, 2, 0, NULL);
+    if (healthy_stream(&h, &c, TOK0 TOK1 DONE)) return;
     int tok0 = 0, tok1 = 0;
     for (const char *at = h.client; (at = strstr(at, TOK0)) != NULL; at++) tok0++;
     for (const char *at = h.client; (at = strstr(at, TOK1)) != NULL; at++) tok1++;

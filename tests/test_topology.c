@@ -111,6 +111,16 @@ static void max_attempt(void *ud, const pd_worker_leg_t *leg, const char *worker
   if (leg->attempt > *(uint32_t *)ud) *(uint32_t *)ud = leg->attempt;
 }
 
+/* One reference run of s with fn over every worker leg, folding into a counter from 0. */
+static uint32_t over_legs(const pd_scenario_t *s, pd_world_leg_fn fn, pd_world_stats_t *st) {
+  uint32_t acc = 0, v = 0;
+  uint64_t h = 0;
+  pd_world_opts_t o;
+  memset(&o, 0, sizeof o);
+  PDT_EQ_INT(pd_world_run_legs(s, PD_MODE_REFERENCE, s->config.seed, &o, fn, &acc, st, &v, &h), 0);
+  return acc;
+}
+
 /* R-PAIR-GROUP: the reference pairs within a group (the library's 2P2D world: every request
  * served, no I21); minilb pairs blind. With no group that has both roles the reference sends
  * nothing and answers 503 (I15: a healthy world left unserved, the deployment's fault) while
@@ -124,13 +134,7 @@ static void test_reference_pairs_within_a_group_and_refuses_without_one(void) {
   PDT_EQ_U64(st.clean_success, s->workload.requests);
   /* a group without a decode is not ready: p1 is never picked, so no attempt fails at the
      decode's selection and every leg is of attempt 1 */
-  uint32_t top = 0, v1 = 0;
-  uint64_t h1 = 0;
-  pd_world_opts_t o1;
-  memset(&o1, 0, sizeof o1);
-  PDT_EQ_INT(pd_world_run_legs(s, PD_MODE_REFERENCE, s->config.seed, &o1, max_attempt, &top, &st,
-                               &v1, &h1), 0);
-  PDT_EQ_U64(top, 1);
+  PDT_EQ_U64(over_legs(s, max_attempt, &st), 1);
   PDT_TRUE(run(s, PD_MODE_MINILB, &st) & I21);
   for (uint32_t i = 0; i < s->n_workers; i++) /* p0 1, p1 1, d0 0, d1 2: no complete pair */
     s->workers[i].transfer_group = i < 2 ? 1 : 2 * (i - 2);
@@ -138,13 +142,7 @@ static void test_reference_pairs_within_a_group_and_refuses_without_one(void) {
   PDT_EQ_U64(v, I15);
   PDT_EQ_U64(st.clean_success, 0);
   PDT_EQ_U64(st.client_errors, s->workload.requests); /* each answered (503), none cut */
-  uint32_t legs = 0, v2 = 0;
-  uint64_t h = 0;
-  pd_world_opts_t o;
-  memset(&o, 0, sizeof o);
-  PDT_EQ_INT(pd_world_run_legs(s, PD_MODE_REFERENCE, s->config.seed, &o, count_leg, &legs, &st,
-                               &v2, &h), 0);
-  PDT_EQ_U64(legs, 0); /* nothing sent to any worker: no cross-group pair, no decode alone */
+  PDT_EQ_U64(over_legs(s, count_leg, &st), 0); /* nothing sent to any worker: no cross-group pair, no decode alone */
   PDT_TRUE(run(s, PD_MODE_MINILB, &st) & I21);
   free(s);
 }
