@@ -341,6 +341,31 @@ static void test_a_seeded_bug_is_the_references_only(void) {
   PDT_EQ_STR(pd_seeded_bug_name(PD_BUG_COUNT), "?");
 }
 
+/* core/pd_feed.c client_request: `PD_RQ_SET(gw, rq, RQ_END)` for a request refused at once
+ * -> dropped survived (make mutate --files, seed 3): the refused request is answered (400)
+ * but the driver never hears it is over (PD_ACT_DONE), so a socket gateway would keep its
+ * request record; the simulator retires a request on that action. Malformed JSON and an
+ * unknown route both end with exactly one PD_ACT_DONE and nothing live. */
+static void test_a_request_refused_at_once_is_done(void) {
+  static const char *const bodies[] = {"{\"text\":", NULL};
+  for (int i = 0; i < 2; i++) {
+    harness_t h;
+    h_init(&h, PD_MODE_REFERENCE, NULL);
+    PDT_TRUE(h.gw != NULL);
+    if (!h.gw) return;
+    const char *body = bodies[i] ? bodies[i] : STREAM;
+    pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = 7,
+                     .path = bodies[i] ? "/generate" : "/nope",
+                     .data = (const uint8_t *)body, .len = strlen(body)};
+    h_feed(&h, ev);
+    PDT_EQ_INT(h.head_status, bodies[i] ? 400 : 404);
+    PDT_TRUE(h.ended);
+    PDT_EQ_U64(h_count(&h, PD_ACT_DONE), 1);
+    PDT_EQ_U64(pd_gw_requests_live(h.gw), 0);
+    h_free(&h);
+  }
+}
+
 int pdt_suite_mutant_kills_ref(void) {
   static const pdt_case_t cases[] = {
       {"an allocation failure opens no leg with an empty body",
@@ -365,6 +390,8 @@ int pdt_suite_mutant_kills_ref(void) {
        test_power_of_two_without_loads_picks_the_first_draw},
       {"the breaker state of a worker past the last reads closed",
        test_breaker_state_past_the_last_worker_reads_closed},
+      {"a request refused at once is answered and done",
+       test_a_request_refused_at_once_is_done},
       {"a seeded bug is the reference's only, and named",
        test_a_seeded_bug_is_the_references_only},
   };
