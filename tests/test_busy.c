@@ -151,6 +151,18 @@ static int second_failure_answer(uint32_t floor, char *body, size_t cap) {
 
 /* Three requests in the window allow 20 % of 3 = 0 retries, the floor 1: the first failure's
  * retry spends it, the second failure is answered at once with decode's 503, budget named. */
+/* R-RETRY-BUDGET's defaults, as the spec states them (O4.2): 20 % of the requests in the last
+ * 10 s, at least 10 retries; every other mode has no budget. */
+static void test_retry_budget_defaults(void) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  PDT_EQ_INT(c.retry_budget_pct, 20);
+  PDT_EQ_INT(c.retry_budget_min, 10);
+  PDT_EQ_U64(c.retry_budget_window_ns, 10000000000ull);
+  pd_gw_config_default(&c, PD_MODE_JOINED);
+  PDT_EQ_INT(c.retry_budget_pct, 0);
+}
+
 static void test_retry_budget_refuses_a_retry_past_it(void) {
   char body[512];
   PDT_EQ_INT(second_failure_answer(1, body, sizeof body), 503);
@@ -177,6 +189,7 @@ int pdt_suite_busy(void) {
        test_retry_budget_refuses_a_retry_past_it},
       {"the retry budget's floor allows a few retries (R-RETRY-BUDGET)",
        test_retry_budget_floor_allows_a_few},
+      {"the retry budget's defaults (R-RETRY-BUDGET)", test_retry_budget_defaults},
   };
   return PDT_SUITE("busy", cases);
 }

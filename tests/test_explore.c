@@ -192,6 +192,7 @@ static void test_file_name_and_reason_invariant(void) {
   PDT_EQ_STR(b, "pr1150-I3-seed42.json");
   PDT_EQ_INT(pd_explore_file_name(PD_MODE_REFERENCE, 14, 7, b, 8), PD_ERR_LIMIT);
   PDT_EQ_INT(pd_explore_reason_inv("I3 decode slot on d0 held 2.0 ms"), 3);
+  PDT_EQ_INT(pd_explore_reason_inv("I9 decode load never released"), 9); /* the last 1 digit */
   PDT_EQ_INT(pd_explore_reason_inv("I14 a failed 200 stream"), 14);
   PDT_EQ_INT(pd_explore_reason_inv("I17 after the healed phase: load 1 on p0"), 17);
   PDT_EQ_INT(pd_explore_reason_inv("I23 x"), 0);
