@@ -239,13 +239,16 @@ static pd_merge_prefill_t *prefill_read(pd_rq_t *rq) {
 
 /* Forward a decode event; the first one commits (R-COMMIT). Every event that carries
  * input_token_logprobs gets prefill's prepended, exactly once (R-LOGPROB). */
+static void commit_stream(pd_gw_t *gw, pd_rq_t *rq) {
+  if (rq->is_committed) return;
+  pd_gw_client_head(gw, rq, 200, 1);
+  rq->t_commit_ns = gw->now;
+  PD_RQ_SET(gw, rq, RQ_STREAM); /* commits */
+  rq->dl[DL_COMMIT] = 0; /* R-PROGRESS: from here idle supervises the stream */
+}
+
 static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
-  if (!rq->is_committed) {
-    pd_gw_client_head(gw, rq, 200, 1);
-    rq->t_commit_ns = gw->now;
-    PD_RQ_SET(gw, rq, RQ_STREAM); /* commits */
-    rq->dl[DL_COMMIT] = 0; /* R-PROGRESS: from here idle supervises the stream */
-  }
+  commit_stream(gw, rq);
   char *m = NULL;
   size_t ml = 0;
   if (rq->req.return_logprob && rq->prefill_lp_ready && pd_merge_may_carry(ev->data, ev->len) &&
@@ -291,14 +294,16 @@ static void decode_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
     }
     if (ev.kind == PD_SSE_DONE) {
       d->saw_done = 1;
-      if (!rq->is_committed && d->body.len == 0) { /* [DONE] with no token: nothing to say */
+      /* [DONE] with no token: nothing to say, unless the client asked for none (R-ZERO-TOKENS) */
+      if (!rq->is_committed && d->body.len == 0 && !rq->req.is_zero_tokens) {
         fail_leg(gw, rq, d, 502, "stream ended without a token");
         return;
       }
-      if (!rq->is_committed) { /* held events and now the end: wait for prefill */
-        pd_buf_append(gw->alloc, &d->body, ev.raw, ev.raw_len);
+      if (!rq->is_committed && (d->body.len || needs_prefill_first(rq))) {
+        pd_buf_append(gw->alloc, &d->body, ev.raw, ev.raw_len); /* the end: wait for prefill */
         return;
       }
+      commit_stream(gw, rq); /* R-ZERO-TOKENS: the end is the whole answer */
       pd_gw_client_data(gw, rq, ev.raw, ev.raw_len);
       pd_gw_client_end(gw, rq, 0);
       leg_succeeded(gw, rq, d);
@@ -330,6 +335,7 @@ static void flush_held(pd_gw_t *gw, pd_rq_t *rq) {
   pd_sse_event_t ev;
   for (uint32_t guard = 0; guard < 1u << 20 && pd_sse_next(&tmp, &ev) == 1; guard++) {
     if (ev.kind == PD_SSE_DONE) {
+      commit_stream(gw, rq); /* R-ZERO-TOKENS: no event came before the end */
       pd_gw_client_data(gw, rq, ev.raw, ev.raw_len);
       pd_gw_client_end(gw, rq, 0);
       leg_succeeded(gw, rq, d);

@@ -117,20 +117,25 @@ static int read_flags(pd_request_t *r, const cJSON *root, char *err, size_t errl
 
 static int read_max_tokens(pd_request_t *r, const cJSON *root, char *err, size_t errlen) {
   r->max_tokens = 0;
+  r->is_zero_tokens = 0;
   if (r->route == PD_ROUTE_GENERATE) {
     const cJSON *sp = field(root, "sampling_params");
     if (sp && !cJSON_IsNull(sp) && !cJSON_IsObject(sp))
       return fail(err, errlen, PD_ERR_FIELD, "sampling_params: expected an object");
-    return read_count(cJSON_IsObject(sp) ? field(sp, "max_new_tokens") : NULL,
-                      "sampling_params.max_new_tokens", &r->max_tokens, err, errlen);
+    const cJSON *mn = cJSON_IsObject(sp) ? field(sp, "max_new_tokens") : NULL;
+    int rc = read_count(mn, "sampling_params.max_new_tokens", &r->max_tokens, err, errlen);
+    r->is_zero_tokens = rc == 0 && mn && !cJSON_IsNull(mn) && r->max_tokens == 0;
+    return rc;
   }
   uint32_t mt = 0, mct = 0;
   int rc = read_count(field(root, "max_tokens"), "max_tokens", &mt, err, errlen);
   if (rc == 0)
     rc = read_count(field(root, "max_completion_tokens"), "max_completion_tokens", &mct, err,
                     errlen);
-  const cJSON *c = field(root, "max_completion_tokens");
-  r->max_tokens = (c && !cJSON_IsNull(c)) ? mct : mt; /* the newer field wins, as in smg */
+  const cJSON *c = field(root, "max_completion_tokens"), *m = field(root, "max_tokens");
+  int is_newer = c && !cJSON_IsNull(c);
+  r->max_tokens = is_newer ? mct : mt; /* the newer field wins, as in smg */
+  r->is_zero_tokens = rc == 0 && r->max_tokens == 0 && (is_newer || (m && !cJSON_IsNull(m)));
   return rc;
 }
 

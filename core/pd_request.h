@@ -40,6 +40,8 @@ typedef struct pd_request {
   uint32_t batch_size; /* 0: not a batch (scalar bootstrap fields) */
   uint32_t max_tokens; /* requested output tokens if stated (sampling_params.max_new_tokens,
                           max_tokens, max_completion_tokens), else 0 */
+  int is_zero_tokens;  /* a stated 0 (not "absent"): SGLang's sampling parameters accept it and
+                          the request ends with no output token (docs/spec.md R-ZERO-TOKENS) */
   void *json;          /* cJSON*, owned */
   char *base;          /* json printed without the members pd_request_render sets (cJSON's
                           allocator), made by the first render; NULL: none yet */

@@ -398,7 +398,8 @@ static void decode_token(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_
     net_cut(e, d, out); /* the worker goes on generating into the cut path */
   if (token_fault(e, d, now, out)) return;
   if (k >= d->rq.tokens) { /* all tokens out */
-    if (d->rq.is_stream) send(e, d, PD_WIRE_DONE_EVENT, 0, 1, out);
+    if (d->rq.is_stream) /* a stated 0 (R-ZERO-TOKENS): one finish event, then [DONE] */
+      send(e, d, PD_WIRE_DONE_EVENT, d->rq.tokens == 0, 1, out);
     else {
       head(e, d, 200, out);
       send(e, d, PD_WIRE_DECODE_BODY, 0, 1, out);

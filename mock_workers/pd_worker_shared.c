@@ -246,6 +246,14 @@ size_t pd_wire_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char *bu
   case PD_WIRE_TOKEN: return render_token(leg, arg, buf, cap);
   case PD_WIRE_DONE_EVENT: {
     wbuf_t w = {buf, 0, cap};
+    if (arg) { /* the end of a request for 0 tokens: SGLang's one output, no token in it */
+      WPUT_LIT(&w, "data: {\"text\":\"\",\"meta_info\":{\"id\":\"");
+      wput_rid(&w, leg);
+      WPUT_LIT(&w, "\",\"completion_tokens\":0,\"finish_reason\":{\"type\":\"length\","
+                   "\"length\":0}");
+      if (leg->has_logprob) WPUT_LIT(&w, ",\"input_token_logprobs\":" PD_LP_DECODE);
+      WPUT_LIT(&w, "}}\n\n");
+    }
     WPUT_LIT(&w, "data: [DONE]\n\n");
     return wbuf_end(&w);
   }

@@ -100,7 +100,8 @@ typedef struct pd_wire_vllm {
 enum {
   PD_WIRE_TOKEN = 2,        /* arg = token index << 2 | part (0 whole, 1 first half, 2 second
                              half, 3 this and the next token) */
-  PD_WIRE_DONE_EVENT = 3,   /* data: [DONE] */
+  PD_WIRE_DONE_EVENT = 3,   /* data: [DONE]; arg = 1: after a finish event with no token (a
+                               request for 0 tokens, R-ZERO-TOKENS) */
   PD_WIRE_ERROR_EVENT = 4,  /* arg = code: data: {"error":{...}} */
   PD_WIRE_PREFILL_BODY = 5, /* arg = 1: only the first half / first event (body error follows) */
   PD_WIRE_DECODE_BODY = 6,  /* the whole non-stream decode answer */

@@ -91,7 +91,7 @@ static int openai_body_ok(const cJSON *j, const cJSON *choice, uint32_t n) {
  * (is_lp_ok). I11 judges the first event and every event carrying the field. */
 static void generate_event(pd_client_request_t *rq, int is_next, int has_lp, int is_lp_ok) {
   if (!is_next) rq->token_error = 1;
-  else rq->next_token++;
+  else if (is_next > 0) rq->next_token++; /* < 0: a finish event that carries no token */
   if (rq->wants_logprob && (!rq->first_event_seen || has_lp)) {
     if (!is_lp_ok) rq->logprob_state = -1;
     else if (!rq->first_event_seen) rq->logprob_state = 1;
@@ -163,6 +163,17 @@ static int known_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
   return 1;
 }
 
+/* A /generate event that ends the output without a token (SGLang's one output for a request
+ * of 0 tokens, R-ZERO-TOKENS): no index, empty text, a finish_reason, and completion_tokens
+ * equal to the tokens the client already has. */
+static int is_finish_only(const cJSON *j, const cJSON *mi, uint32_t have) {
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "text");
+  const cJSON *ct = mi ? cJSON_GetObjectItemCaseSensitive(mi, "completion_tokens") : NULL;
+  return cJSON_IsString(t) && t->valuestring[0] == '\0' && cJSON_IsNumber(ct) &&
+         ct->valuedouble == (double)have &&
+         cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(mi, "finish_reason"));
+}
+
 static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
   if (rq->saw_done) {
     rq->events_after_done = 1;
@@ -189,8 +200,9 @@ static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
   const cJSON *idx = j ? cJSON_GetObjectItemCaseSensitive(j, "index") : NULL;
   const cJSON *mi = j ? cJSON_GetObjectItemCaseSensitive(j, "meta_info") : NULL;
   int has_lp = mi && cJSON_GetObjectItemCaseSensitive(mi, "input_token_logprobs");
-  generate_event(rq, cJSON_IsNumber(idx) && (uint32_t)idx->valuedouble == rq->next_token, has_lp,
-                 logprobs_ok(mi));
+  int is_next = cJSON_IsNumber(idx) && (uint32_t)idx->valuedouble == rq->next_token;
+  if (!idx && is_finish_only(j, mi, rq->next_token)) is_next = -1;
+  generate_event(rq, is_next, has_lp, logprobs_ok(mi));
   cJSON_Delete(j);
 }
 

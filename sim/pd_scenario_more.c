@@ -204,6 +204,13 @@ int pd_scenario_check_all(scenario_ctx_t *c, pd_scenario_t *s) {
   }
   int crc = check_clients(c, &s->workload);
   if (crc < 0) return crc;
+  if (s->workload.tokens == 0 && pd_scenario_protocol(s) == PD_PROTOCOL_VLLM) {
+    pd_scenario_json_path_key(c, "workload");
+    pd_scenario_json_path_key(c, "tokens");
+    return pd_scenario_fail(c, PD_ERR_FIELD, "0 is refused by vLLM's sampling parameters "
+                            "(max_tokens must be at least 1, V1.29) and a worker speaks vllm; "
+                            "0 is for sglang workers (R-ZERO-TOKENS)");
+  }
   for (uint32_t i = 0; i < s->n_tfaults; i++) {
     const pd_traffic_fault_t *t = &s->tfaults[i];
     if (t->request == PD_TRAFFIC_FAULT_ANY || t->request < s->workload.requests) continue;

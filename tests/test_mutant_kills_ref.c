@@ -64,6 +64,36 @@ static void test_decode_done_without_a_token_fails_it_502(void) {
   h_free(&h);
 }
 
+/* R-ZERO-TOKENS: a client that states 0 output tokens (SGLang accepts it) asked for no token;
+ * a decode stream that ends with [DONE] alone has answered it, and the reference commits and
+ * forwards that end: 200, [DONE], decode and prefill recorded as successes. Before the rule
+ * the reference failed decode with 502, retried the healthy pair and fed the breakers
+ * (zero-new-tokens-openai-stream: I4, I12, I15). The same [DONE] for a client that stated
+ * nothing (or 1) still fails decode with 502 (the test above). */
+static void test_decode_done_for_zero_tokens_is_the_answer(void) {
+  static const char *bodies[] = {
+      "{\"text\":\"hi\",\"stream\":true,\"sampling_params\":{\"max_new_tokens\":0}}",
+      "{\"prompt\":\"hi\",\"stream\":true,\"max_tokens\":0}",
+  };
+  static const char *paths[] = {"/generate", "/v1/completions"};
+  for (size_t i = 0; i < 2; i++) {
+    harness_t h;
+    h_init(&h, PD_MODE_REFERENCE, NULL);
+    pd_event_t rq = {.kind = PD_EV_CLIENT_REQUEST, .req_id = 7, .path = paths[i],
+                     .data = (const uint8_t *)bodies[i], .len = strlen(bodies[i])};
+    h_feed(&h, rq);
+    h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+    h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+    h_leg(&h, PD_EV_UP_DATA, 2, 0, DONE);
+    int status = 0;
+    PDT_EQ_INT(h_outcome_of(&h, 2, &status), PD_OUTCOME_SUCCESS);
+    PDT_EQ_INT(h.head_status, 200);
+    PDT_TRUE(strstr(h.client, "[DONE]") != NULL);
+    PDT_TRUE(h.ended);
+    h_free(&h);
+  }
+}
+
 /* cJSON's allocations counted against the same allocator (as test_dispatch_nomem.c). */
 static pdt_alloc_t *g_count;
 static void *cj_malloc(size_t n) { return pdt_alloc_malloc(n, g_count); }
@@ -372,6 +402,8 @@ int pdt_suite_mutant_kills_ref(void) {
        test_no_leg_opens_with_an_empty_body_when_render_fails},
       {"a decode [DONE] before any token fails decode with 502",
        test_decode_done_without_a_token_fails_it_502},
+      {"a decode [DONE] for a stated 0 tokens is the answer (R-ZERO-TOKENS)",
+       test_decode_done_for_zero_tokens_is_the_answer},
       {"a logprob stream reads prefill's logprobs once and frees them",
        test_logprob_stream_reads_prefill_once_and_frees_it},
       {"a prefill chunk of 600,000 events is framed whole",

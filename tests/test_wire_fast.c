@@ -60,7 +60,17 @@ static size_t ref_render(const pd_wire_leg_t *leg, int kind, uint32_t arg, char 
   int n = 0;
   size_t off = 0;
   switch (kind) {
-  case PD_WIRE_DONE_EVENT: n = snprintf(buf, cap, "data: [DONE]\n\n"); break;
+  case PD_WIRE_DONE_EVENT: /* arg: a finish event with no token first (R-ZERO-TOKENS) */
+    if (arg)
+      n = snprintf(buf, cap,
+                   "data: {\"text\":\"\",\"meta_info\":{\"id\":\"%s\",\"completion_tokens\":0,"
+                   "\"finish_reason\":{\"type\":\"length\",\"length\":0}%s%s}}\n\n"
+                   "data: [DONE]\n\n",
+                   leg->rid, leg->has_logprob ? ",\"input_token_logprobs\":" : "",
+                   leg->has_logprob ? PD_LP_DECODE : "");
+    else
+      n = snprintf(buf, cap, "data: [DONE]\n\n");
+    break;
   case PD_WIRE_PREFILL_BODY:
     if (leg->is_stream)
       n = snprintf(buf, cap,
