@@ -165,13 +165,30 @@ static int known_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
 
 /* A /generate event that ends the output without a token (SGLang's one output for a request
  * of 0 tokens, R-ZERO-TOKENS): no index, empty text, a finish_reason, and completion_tokens
- * equal to the tokens the client already has. */
-static int is_finish_only(const cJSON *j, const cJSON *mi, uint32_t have) {
+ * 0, for a request that asked for 0 tokens, once. Anything else without an index (prefill's
+ * own answer forwarded, a second end) is a token error. */
+static int is_finish_only(const pd_client_request_t *rq, const cJSON *j, const cJSON *mi) {
+  if (rq->tokens != 0 || rq->saw_finish_only) return 0;
+  uint32_t have = 0;
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "text");
   const cJSON *ct = mi ? cJSON_GetObjectItemCaseSensitive(mi, "completion_tokens") : NULL;
   return cJSON_IsString(t) && t->valuestring[0] == '\0' && cJSON_IsNumber(ct) &&
          ct->valuedouble == (double)have &&
          cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(mi, "finish_reason"));
+}
+
+/* An event's data must be one JSON value and nothing after it but white space: cJSON alone
+ * stops at the end of the first value and would read `{...}junk` as `{...}`, which no
+ * client's parser accepts (a token error, I6). */
+static cJSON *parse_whole(const char *p, size_t len) {
+  const char *end = NULL;
+  cJSON *j = cJSON_ParseWithLengthOpts(p, len, &end, 0);
+  if (!j) return NULL;
+  size_t at = end >= p && end <= p + len ? (size_t)(end - p) : len;
+  while (at < len && (p[at] == ' ' || p[at] == '\t' || p[at] == '\r' || p[at] == '\n')) at++;
+  if (at == len) return j;
+  cJSON_Delete(j);
+  return NULL;
 }
 
 static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
@@ -188,7 +205,7 @@ static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
     return;
   }
   if (known_event(rq, ev)) return;
-  cJSON *j = cJSON_ParseWithLength(ev->data, ev->len);
+  cJSON *j = parse_whole(ev->data, ev->len);
   int is_openai = 0;
   const cJSON *choice = openai_choice(j, &is_openai);
   if (is_openai) { /* I11 is judged on /generate only */
@@ -201,7 +218,10 @@ static void client_event(pd_client_request_t *rq, const pd_sse_event_t *ev) {
   const cJSON *mi = j ? cJSON_GetObjectItemCaseSensitive(j, "meta_info") : NULL;
   int has_lp = mi && cJSON_GetObjectItemCaseSensitive(mi, "input_token_logprobs");
   int is_next = cJSON_IsNumber(idx) && (uint32_t)idx->valuedouble == rq->next_token;
-  if (!idx && is_finish_only(j, mi, rq->next_token)) is_next = -1;
+  if (!idx && is_finish_only(rq, j, mi)) {
+    is_next = -1;
+    rq->saw_finish_only = 1;
+  }
   generate_event(rq, is_next, has_lp, logprobs_ok(mi));
   cJSON_Delete(j);
 }

@@ -159,6 +159,7 @@ typedef struct pd_client_request {
   pd_buf_t body; /* a non-stream body, at most PD_WORLD_MAX_BODY_BYTES */
   uint32_t next_token;
   int token_error, saw_done, saw_error_event, events_after_done, first_event_seen;
+  int saw_finish_only; /* a /generate finish event with no token came (R-ZERO-TOKENS) */
   int logprob_state;     /* 0 unchecked, 1 ok, -1 wrong */
   int is_record_lost;    /* the checker ran out of memory keeping the body (pd_check.h) */
   int is_clean;          /* the checker's verdict: the client got a clean, complete answer */

@@ -38,7 +38,8 @@ static void rec_init(rec_t *r, const char *rid, int has_lp, int wants_lp, int pa
 }
 
 /* The kinds of event a sequence is made of. */
-enum { EV_WORKER, EV_MERGED, EV_SKIP, EV_OTHER_RID, EV_SPACED, EV_OPENAI, EV_GARBAGE, EV_N };
+enum { EV_WORKER, EV_MERGED, EV_SKIP, EV_OTHER_RID, EV_SPACED, EV_OPENAI, EV_TRAILING, EV_GARBAGE,
+       EV_N };
 
 /* Event `kind` for token k of a leg with this rid and logprob flag; returns its payload. */
 static size_t event(int kind, const char *rid, int has_lp, uint32_t k, char *out, size_t cap) {
@@ -60,6 +61,9 @@ static size_t event(int kind, const char *rid, int has_lp, uint32_t k, char *out
   case EV_SPACED:
     return (size_t)snprintf(out, cap, "{ \"text\": \"tok%u \", \"index\": %u, \"meta_info\": {%s}}",
                             k, k, has_lp ? "\"input_token_logprobs\": " PD_LP_MERGED : "");
+  case EV_TRAILING: /* the merged event with bytes after its JSON: no client parses it */
+    n = event(EV_MERGED, rid, has_lp, k, out, cap);
+    return n + (size_t)snprintf(out + n, cap - n, "x");
   case EV_OPENAI:
     return (size_t)snprintf(out, cap, "{\"choices\":[{\"index\":0,\"text\":\"tok%u \"}]}", k);
   default: return (size_t)snprintf(out, cap, "{\"index\":%u", k);
@@ -106,6 +110,29 @@ static void t_events_read_by_bytes_agree_with_cjson(void) {
             by_bytes += agree(rids[r], lp, want, kinds, 6);
           }
   PDT_TRUE(by_bytes > 1000); /* the byte comparison did read most of them */
+}
+
+/* An event with bytes after its JSON is a token error on both readings (the byte comparison
+ * must not take the expected event as a prefix; cJSON must not stop at the first value). */
+static void t_bytes_after_an_events_json_are_a_token_error(void) {
+  for (int parse_only = 0; parse_only < 2; parse_only++)
+    for (int kind = EV_WORKER; kind <= EV_MERGED; kind++) {
+      rec_t r;
+      rec_init(&r, "pdref-1", 1, 1, parse_only);
+      char payload[512];
+      size_t n = event(kind, "pdref-1", 1, 0, payload, sizeof payload);
+      feed(&r, payload, n); /* token 0, as sent: fine */
+      PDT_EQ_INT(r.rq.token_error, 0);
+      n = event(kind, "pdref-1", 1, 1, payload, sizeof payload);
+      snprintf(payload + n, sizeof payload - n, " \t");
+      feed(&r, payload, n + 2); /* token 1 and white space: fine */
+      PDT_EQ_INT(r.rq.token_error, 0);
+      n = event(kind, "pdref-1", 1, 2, payload, sizeof payload);
+      snprintf(payload + n, sizeof payload - n, "}");
+      feed(&r, payload, n + 1); /* token 2 and a stray brace: an error */
+      PDT_EQ_INT(r.rq.token_error, 1);
+      pd_sse_free(&r.rq.sse);
+    }
 }
 
 /* The merged form the checker expects is the bytes the core's merge prints. */
@@ -173,6 +200,7 @@ int pdt_suite_check_bytes(void) {
       {"client events read by their bytes agree with cJSON's reading",
        t_events_read_by_bytes_agree_with_cjson},
       {"the merged form expected is what the merge prints", t_merged_form_is_what_the_merge_prints},
+      {"bytes after an event's JSON are a token error", t_bytes_after_an_events_json_are_a_token_error},
       {"OpenAI events read by their bytes agree with cJSON's reading",
        t_openai_events_read_by_bytes_agree_with_cjson},
   };

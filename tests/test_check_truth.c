@@ -196,10 +196,14 @@ static void test_client_bytes_after_done_and_later_logprobs(void) {
 
 /* I16 from worker truth: d0 hung by its own fault in attempt 1 and the gateway recorded
  * `cancelled` for it; attempt 2 goes back to d0 while d1 was untried and eligible. The
- * recorded outcome no longer decides: d0 failed the request. */
+ * recorded outcome no longer decides: d0 failed the request. Unless p0 failed by its own
+ * fault first (closed at 100 ms) or in the same instant the gateway closed d0 (200 ms: the
+ * gateway ends the attempt because its partner just failed); a p0 that failed after d0's
+ * close (300 ms) excuses nothing. */
 static void test_retry_onto_a_hung_worker_recorded_cancelled_is_i16(void) {
   char reason[200];
-  for (int partner_first = 0; partner_first < 2; partner_first++) {
+  static const uint64_t p0_closed_ms[] = {100, 100, 200, 300};
+  for (int partner_first = 0; partner_first < 4; partner_first++) {
     pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
     if (!k) return;
     pd_scenario_set_workers(&k->s, 1, 2); /* p0, d0, d1: nodes 0, 1, 2 */
@@ -210,8 +214,9 @@ static void test_retry_onto_a_hung_worker_recorded_cancelled_is_i16(void) {
     d->is_own_stall = 1;
     d->outcomes = 1;
     d->outcome = PD_OUTCOME_CANCELLED;
-    k->leg[0].t_gw_closed = 100 * MS;
-    if (partner_first) { /* p0 failed first by its own fault: d0 had shown nothing yet */
+    k->leg[0].t_gw_closed = p0_closed_ms[partner_first] * MS;
+    d->t_gw_closed = 200 * MS;
+    if (partner_first) { /* p0 failed by its own fault (case 3: after d0's close) */
       k->leg[0].truth = PD_TRUTH_FAILED;
       k->leg[0].is_failed_at_close = k->leg[0].is_fault_fired = 1;
     }
@@ -227,7 +232,8 @@ static void test_retry_onto_a_hung_worker_recorded_cancelled_is_i16(void) {
     }
     k->rq.legs = &retry[0];
     uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_RETRY_FAILED);
-    PDT_EQ_U64(v, partner_first ? 0 : BIT(PD_INVARIANT_RETRY_FAILED));
+    int is_excused = partner_first == 1 || partner_first == 2;
+    PDT_EQ_U64(v, is_excused ? 0 : BIT(PD_INVARIANT_RETRY_FAILED));
     free(k);
   }
 }
