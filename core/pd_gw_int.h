@@ -347,6 +347,8 @@ int pd_sf_is_truthy(const void *json);
 
 /* --- reference pieces the source-first reference reuses (pd_mode_ref.c) --- */
 void pd_ref_fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const char *msg);
+/* R-OWN-FAILURE: the gateway lost a leg's bytes (out of memory): nothing blamed, 500. */
+void pd_ref_own_failure(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *msg);
 void pd_ref_doomed_result(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status);
 void pd_ref_leg_succeeded(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
 /* Give a leg up (R-CANCEL): closed at the end of the instant unless it reports first. */

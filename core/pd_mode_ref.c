@@ -147,6 +147,27 @@ static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o
   pd_gw_client_error(gw, rq, status, code, msg);
 }
 
+/* R-OWN-FAILURE: the gateway could not keep a leg's bytes (out of memory). That is its own
+ * failure, not the worker's: nothing is blamed (the leg is recorded neutral and closed with an
+ * abort); before commit the client gets 500 internal_error and nothing is retried, after
+ * commit decode's stream ends visibly (R-FAIL-POSTCOMMIT) and a prefill leg just goes. */
+static void fail_stream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d, pd_outcome_t o, int status,
+                        const char *msg, int forward_own_event);
+static void own_failure(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *msg) {
+  if (rq->is_committed && leg->role == PD_ROLE_DECODE && !leg->is_doomed &&
+      !pd_rq_client_done(rq)) {
+    fail_stream(gw, rq, leg, PD_OUTCOME_CANCELLED, 500, msg, 0);
+    return;
+  }
+  /* the leg's bytes are lost, so its answer can no longer be read: it goes at once */
+  int was_doomed = leg->is_doomed;
+  if (!leg->is_drain && !was_doomed) pd_gw_release_load(gw, rq, leg->role);
+  pd_gw_outcome(gw, rq, leg, PD_OUTCOME_CANCELLED, 0);
+  pd_gw_close_leg(gw, rq, leg, 1); /* may free leg */
+  if (!was_doomed && !rq->is_committed && !pd_rq_client_done(rq))
+    fail_attempt(gw, rq, NULL, PD_OUTCOME_CANCELLED, 500, 0, "internal_error", msg);
+}
+
 /* Status and retryability of a leg's failure (R-STATUS): HTTP statuses are preserved,
  * transport errors are 502, timeouts 504. */
 static void fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const char *msg) {
@@ -247,17 +268,24 @@ static void commit_stream(pd_gw_t *gw, pd_rq_t *rq) {
   rq->dl[DL_COMMIT] = 0; /* R-PROGRESS: from here idle supervises the stream */
 }
 
-static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
+static int forward_event(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d, const pd_sse_event_t *ev) {
   commit_stream(gw, rq);
   char *m = NULL;
   size_t ml = 0;
-  if (rq->req.return_logprob && rq->prefill_lp_ready && pd_merge_may_carry(ev->data, ev->len) &&
-      pd_merge_logprobs_with(gw->alloc, prefill_read(rq), ev->data, ev->len, &m, &ml) == 0) {
-    pd_gw_client_data(gw, rq, "data: ", 6);
-    pd_gw_client_data(gw, rq, m, ml);
-    pd_gw_client_data(gw, rq, "\n\n", 2);
-    pd_free(gw->alloc, m);
-    return;
+  if (rq->req.return_logprob && rq->prefill_lp_ready && pd_merge_may_carry(ev->data, ev->len)) {
+    int rc = pd_merge_logprobs_with(gw->alloc, prefill_read(rq), ev->data, ev->len, &m, &ml);
+    if (rc == 0) {
+      pd_gw_client_data(gw, rq, "data: ", 6);
+      pd_gw_client_data(gw, rq, m, ml);
+      pd_gw_client_data(gw, rq, "\n\n", 2);
+      pd_free(gw->alloc, m);
+      return 0;
+    }
+    if (rc == PD_ERR_NOMEM) { /* R-LOGPROB: never decode's logprobs unmerged as if merged; the
+                                 gateway's own failure, so decode is not blamed */
+      fail_stream(gw, rq, d, PD_OUTCOME_CANCELLED, 500, "out of memory merging logprobs", 0);
+      return 1;
+    }
   }
   pd_gw_client_data(gw, rq, ev->raw, ev->raw_len);
   if (gw->cfg.seeded_bug == PD_BUG_REPEAT_FIRST_EVENT && rq->t_commit_ns == gw->now &&
@@ -265,6 +293,7 @@ static void forward_event(pd_gw_t *gw, pd_rq_t *rq, const pd_sse_event_t *ev) {
     rq->is_bug_repeated = 1;
     pd_gw_client_data(gw, rq, ev->raw, ev->raw_len);
   }
+  return 0;
 }
 
 static int needs_prefill_first(pd_rq_t *rq) {
@@ -275,6 +304,10 @@ static void decode_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
   pd_sse_event_t ev;
   for (uint32_t guard = 0; guard < 1u << 20; guard++) {
     int rc = pd_sse_next(&d->sse, &ev);
+    if (rc == PD_ERR_NOMEM) {
+      own_failure(gw, rq, d, "out of memory reading the stream");
+      return;
+    }
     if (rc < 0) {
       bad_answer(gw, rq, d, "malformed event stream");
       return;
@@ -300,7 +333,8 @@ static void decode_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
         return;
       }
       if (!rq->is_committed && (d->body.len || needs_prefill_first(rq))) {
-        pd_buf_append(gw->alloc, &d->body, ev.raw, ev.raw_len); /* the end: wait for prefill */
+        if (pd_buf_append(gw->alloc, &d->body, ev.raw, ev.raw_len)) /* the end: wait for prefill */
+          own_failure(gw, rq, d, "out of memory holding decode's end");
         return;
       }
       commit_stream(gw, rq); /* R-ZERO-TOKENS: the end is the whole answer */
@@ -314,12 +348,13 @@ static void decode_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
     if (gw->cfg.idle_timeout_ns && !rq->is_client_blocked)
       rq->dl[DL_IDLE] = gw->now + gw->cfg.idle_timeout_ns;
     if (!rq->is_committed && needs_prefill_first(rq)) { /* R-LOGPROB: hold until merged */
-      if (pd_buf_append(gw->alloc, &d->body, ev.raw, ev.raw_len))
-        fail_leg(gw, rq, d, 502, "held events exceed the buffer");
-      if (rq->n_legs == 0 || !pd_gw_cur(rq, PD_ROLE_DECODE)) return;
+      int arc = pd_buf_append(gw->alloc, &d->body, ev.raw, ev.raw_len);
+      if (arc == PD_ERR_NOMEM) own_failure(gw, rq, d, "out of memory holding decode's events");
+      else if (arc) fail_leg(gw, rq, d, 502, "held events exceed the buffer");
+      if (arc || rq->n_legs == 0 || !pd_gw_cur(rq, PD_ROLE_DECODE)) return; /* d may be gone */
       continue;
     }
-    forward_event(gw, rq, &ev);
+    if (forward_event(gw, rq, d, &ev)) return;
   }
 }
 
@@ -331,9 +366,11 @@ static void flush_held(pd_gw_t *gw, pd_rq_t *rq) {
   memset(&d->body, 0, sizeof d->body);
   pd_sse_t tmp;
   pd_sse_init(&tmp, gw->alloc);
-  pd_sse_feed(&tmp, held.p, held.len);
   pd_sse_event_t ev;
-  for (uint32_t guard = 0; guard < 1u << 20 && pd_sse_next(&tmp, &ev) == 1; guard++) {
+  int rc = pd_sse_feed(&tmp, held.p, held.len);
+  for (uint32_t guard = 0; guard < 1u << 20 && rc == 0 && (rc = pd_sse_next(&tmp, &ev)) == 1;
+       guard++) {
+    rc = 0;
     if (ev.kind == PD_SSE_DONE) {
       commit_stream(gw, rq); /* R-ZERO-TOKENS: no event came before the end */
       pd_gw_client_data(gw, rq, ev.raw, ev.raw_len);
@@ -341,8 +378,9 @@ static void flush_held(pd_gw_t *gw, pd_rq_t *rq) {
       leg_succeeded(gw, rq, d);
       break;
     }
-    forward_event(gw, rq, &ev);
+    if (forward_event(gw, rq, d, &ev)) break;
   }
+  if (rc == PD_ERR_NOMEM) own_failure(gw, rq, d, "out of memory replaying decode's events");
   pd_sse_free(&tmp);
   pd_buf_free(gw->alloc, &held);
 }
@@ -350,7 +388,13 @@ static void flush_held(pd_gw_t *gw, pd_rq_t *rq) {
 /* Prefill finished well: keep its logprobs, record it, release its load (R-LOAD). */
 static void prefill_done(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
   if (rq->req.return_logprob && !rq->prefill_lp_ready && p->body.len) {
-    pd_buf_append(gw->alloc, &rq->prefill_lp, p->body.p, p->body.len);
+    if (pd_buf_append(gw->alloc, &rq->prefill_lp, p->body.p, p->body.len)) {
+      leg_succeeded(gw, rq, p); /* prefill did its part; the gateway lost it (R-OWN-FAILURE) */
+      if (!rq->is_committed && !pd_rq_client_done(rq))
+        fail_attempt(gw, rq, NULL, PD_OUTCOME_CANCELLED, 500, 0, "internal_error",
+                     "out of memory keeping prefill's logprobs");
+      return;
+    }
     rq->prefill_lp_ready = 1;
   }
   leg_succeeded(gw, rq, p);
@@ -371,6 +415,10 @@ static void prefill_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
   for (uint32_t guard = 0; guard < 1u << 20; guard++) {
     int rc = pd_sse_next(&p->sse, &ev);
     if (rc == 0) return;
+    if (rc == PD_ERR_NOMEM) {
+      own_failure(gw, rq, p, "out of memory reading the stream");
+      return;
+    }
     if (rc < 0 || ev.kind == PD_SSE_ERROR) { /* G10: an error inside a 200 prefill stream */
       int st = rc < 0 ? 502 : error_event_status(ev.data, ev.len);
       if (!rq->is_committed) fail_leg(gw, rq, p, st, "prefill error event");
@@ -378,20 +426,31 @@ static void prefill_events(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
       return;
     }
     if (ev.kind == PD_SSE_DONE) p->saw_done = 1;
-    else if (rq->req.return_logprob && !p->body.len)
-      pd_buf_append(gw->alloc, &p->body, ev.data, ev.len); /* first event's JSON */
+    else if (rq->req.return_logprob && !p->body.len &&
+             pd_buf_append(gw->alloc, &p->body, ev.data, ev.len)) { /* first event's JSON */
+      own_failure(gw, rq, p, "out of memory keeping prefill's logprobs");
+      return;
+    }
   }
 }
 
 static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
   if (needs_prefill_first(rq)) return; /* wait for prefill's logprobs */
-  pd_gw_client_head(gw, rq, d->status, 0);
-  rq->is_committed = 1;
   char *m = NULL;
   size_t ml = 0;
-  if (rq->req.return_logprob && rq->prefill_lp_ready &&
-      pd_merge_logprobs(gw->alloc, (const char *)rq->prefill_lp.p, rq->prefill_lp.len,
-                        (const char *)d->body.p, d->body.len, &m, &ml) == 0) {
+  int rc = !rq->req.return_logprob || !rq->prefill_lp_ready
+               ? PD_ERR_NOT_FOUND
+               : pd_merge_logprobs(gw->alloc, (const char *)rq->prefill_lp.p, rq->prefill_lp.len,
+                                   (const char *)d->body.p, d->body.len, &m, &ml);
+  if (rc == PD_ERR_NOMEM) { /* R-OWN-FAILURE: never decode's logprobs unmerged as if merged */
+    leg_succeeded(gw, rq, d);
+    fail_attempt(gw, rq, NULL, PD_OUTCOME_CANCELLED, 500, 0, "internal_error",
+                 "out of memory merging logprobs");
+    return;
+  }
+  pd_gw_client_head(gw, rq, d->status, 0);
+  rq->is_committed = 1;
+  if (rc == 0) {
     pd_gw_client_data(gw, rq, m, ml);
     pd_free(gw->alloc, m);
   } else {
@@ -405,18 +464,26 @@ static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
  * ([DONE]) matter; tokens are not forwarded. */
 static void doomed_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
   if (!rq->req.is_stream) {
-    if (pd_buf_append(gw->alloc, &leg->body, b, n)) doomed_result(gw, rq, leg, 502);
+    int rc = pd_buf_append(gw->alloc, &leg->body, b, n);
+    if (rc == PD_ERR_NOMEM) own_failure(gw, rq, leg, "out of memory");
+    else if (rc) doomed_result(gw, rq, leg, 502);
     return;
   }
   if (leg->saw_done) return;
-  if (pd_sse_feed(&leg->sse, b, n)) {
-    doomed_result(gw, rq, leg, 502);
+  int frc = pd_sse_feed(&leg->sse, b, n);
+  if (frc) {
+    if (frc == PD_ERR_NOMEM) own_failure(gw, rq, leg, "out of memory");
+    else doomed_result(gw, rq, leg, 502);
     return;
   }
   pd_sse_event_t ev;
   for (uint32_t guard = 0; guard < 1u << 20; guard++) {
     int rc = pd_sse_next(&leg->sse, &ev);
     if (rc == 0) return;
+    if (rc == PD_ERR_NOMEM) {
+      own_failure(gw, rq, leg, "out of memory");
+      return;
+    }
     if (rc < 0 || ev.kind == PD_SSE_ERROR) {
       doomed_result(gw, rq, leg, rc < 0 ? 502 : error_event_status(ev.data, ev.len));
       return;
@@ -454,7 +521,12 @@ static void ref_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *
     return;
   }
   if (rq->req.is_stream && !leg->saw_done) {
-    if (pd_sse_feed(&leg->sse, b, n)) {
+    int rc = pd_sse_feed(&leg->sse, b, n);
+    if (rc == PD_ERR_NOMEM) {
+      own_failure(gw, rq, leg, "out of memory reading the stream");
+      return;
+    }
+    if (rc) {
       bad_answer(gw, rq, leg, "event too large");
       return;
     }
@@ -462,8 +534,10 @@ static void ref_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *
     else prefill_events(gw, rq, leg);
     return;
   }
-  if (!rq->req.is_stream && pd_buf_append(gw->alloc, &leg->body, b, n))
-    bad_answer(gw, rq, leg, "response too large");
+  if (rq->req.is_stream) return;
+  int rc = pd_buf_append(gw->alloc, &leg->body, b, n);
+  if (rc == PD_ERR_NOMEM) own_failure(gw, rq, leg, "out of memory reading the answer");
+  else if (rc) bad_answer(gw, rq, leg, "response too large");
 }
 
 static void ref_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
@@ -682,6 +756,10 @@ const pd_mode_ops_t pd_mode_ref_ops = {ref_on_start, ref_on_head, ref_on_data, r
 /* Pieces the source-first reference (pd_mode_sfref.c) shares with this one. */
 void pd_ref_fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const char *msg) {
   fail_leg(gw, rq, leg, status, msg);
+}
+
+void pd_ref_own_failure(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *msg) {
+  own_failure(gw, rq, leg, msg);
 }
 
 void pd_ref_doomed_result(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status) {

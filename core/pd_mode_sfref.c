@@ -99,8 +99,10 @@ static void sfr_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *
     rq->sf_read_failed = 0;
     return;
   }
-  if (pd_buf_append(gw->alloc, &leg->body, b, n) == 0) return;
-  if (leg->is_doomed) pd_ref_doomed_result(gw, rq, leg, 502);
+  int rc = pd_buf_append(gw->alloc, &leg->body, b, n);
+  if (rc == 0) return;
+  if (rc == PD_ERR_NOMEM) pd_ref_own_failure(gw, rq, leg, "out of memory reading prefill's answer");
+  else if (leg->is_doomed) pd_ref_doomed_result(gw, rq, leg, 502);
   else pd_ref_fail_leg(gw, rq, leg, 502, "response too large");
 }
 

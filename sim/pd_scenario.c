@@ -256,6 +256,9 @@ static const scenario_key_t config_keys[] = {
     K_MS(pd_scenario_config_t, waiting_timeout_ms),
     K_(pd_scenario_config_t, deadline_ms, pd_scenario_set_u64, 1, PD_SCENARIO_MAX_MS, 0),
     K_MS(pd_scenario_config_t, grace_ms),
+    K_MS(pd_scenario_config_t, alloc_fail_from_ms),
+    K_MS(pd_scenario_config_t, alloc_fail_for_ms),
+    K_(pd_scenario_config_t, alloc_fail_every, pd_scenario_set_u32, 1, 1000000, 0),
     K_MS(pd_scenario_config_t, net_us),
     K_MS(pd_scenario_config_t, slo_ttft_ms),
     K_MS(pd_scenario_config_t, slo_e2e_ms),
@@ -535,6 +538,7 @@ void pd_scenario_defaults(pd_scenario_t *s) {
   c->waiting_timeout_ms = 300000;
   c->deadline_ms = 120000;
   c->grace_ms = 1000;
+  c->alloc_fail_every = 1;
   c->net_us = 100;
   c->slo_ttft_ms = 1000;
   c->slo_e2e_ms = 10000;

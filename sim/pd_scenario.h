@@ -124,6 +124,11 @@ typedef struct pd_scenario_config {
   uint64_t waiting_timeout_ms;        /* SGLang decode, default 300000 (S5.5) */
   uint64_t deadline_ms;               /* I1 bound from arrival, default 120000 */
   uint64_t grace_ms;                  /* I2/I3/I10 bound after the client's end, default 1000 */
+  /* memory pressure on the gateway (docs/scenarios.md): from alloc_fail_from_ms for
+   * alloc_fail_for_ms of virtual time every alloc_fail_every-th allocation of the core fails
+   * (default 1: each one); for_ms 0: none */
+  uint64_t alloc_fail_from_ms, alloc_fail_for_ms;
+  uint32_t alloc_fail_every;
   uint64_t net_us;                    /* one-way network latency, default 100 */
   uint64_t seed;                      /* default 1; "seed" may be a string for 64-bit */
   uint64_t tie_seed;                  /* order of same-instant events; 0 = insertion order */

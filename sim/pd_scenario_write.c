@@ -167,6 +167,9 @@ static int config_json(cJSON *root, const pd_scenario_config_t *c, const pd_scen
   rc |= add_u64_if(o, "waiting_timeout_ms", c->waiting_timeout_ms, d->waiting_timeout_ms);
   rc |= add_u64_if(o, "deadline_ms", c->deadline_ms, d->deadline_ms);
   rc |= add_u64_if(o, "grace_ms", c->grace_ms, d->grace_ms);
+  rc |= add_u64_if(o, "alloc_fail_from_ms", c->alloc_fail_from_ms, d->alloc_fail_from_ms);
+  rc |= add_u64_if(o, "alloc_fail_for_ms", c->alloc_fail_for_ms, d->alloc_fail_for_ms);
+  rc |= add_u64_if(o, "alloc_fail_every", c->alloc_fail_every, d->alloc_fail_every);
   rc |= add_u64_if(o, "net_us", c->net_us, d->net_us);
   rc |= add_u64_if(o, "slo_ttft_ms", c->slo_ttft_ms, d->slo_ttft_ms);
   rc |= add_u64_if(o, "slo_e2e_ms", c->slo_e2e_ms, d->slo_e2e_ms);

@@ -258,10 +258,11 @@ size_t pd_world_client_body(const pd_client_request_t *rq, const pd_scenario_wor
   return pd_bw_done(&o);
 }
 
-void pd_world_feed(struct pd_world *w, const pd_event_t *ev) {
+int pd_world_feed(struct pd_world *w, const pd_event_t *ev) {
   pd_actbuf_reset(&w->acts);
-  pd_gw_feed(w->gw, w->now, ev, &w->acts);
+  int rc = pd_gw_feed(w->gw, w->now, ev, &w->acts);
   pd_world_apply(w);
+  return rc;
 }
 
 /* One request from a client: the open loop's arrival (user 0) or a closed-loop user's, or a
@@ -301,7 +302,8 @@ static void request_send(struct pd_world *w, uint32_t user, uint64_t job, uint32
   size_t len = body ? pd_world_client_body(rq, wl, NULL, body, cap) : 0;
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id,
                    .path = pd_route_path(wl->route), .data = (const uint8_t *)body, .len = len};
-  pd_world_feed(w, &ev);
+  uint64_t id = rq->id; /* rq may be retired by the feed */
+  if (pd_world_feed(w, &ev)) pd_world_refused(w, id);
   free(body);
 }
 

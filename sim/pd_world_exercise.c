@@ -104,6 +104,13 @@ void pd_world_exercised(struct pd_world *w) {
       snprintf(st->unexercised, sizeof st->unexercised, "faults[%u] %s (%s)", i,
                pd_fault_kind_name(s->tfaults[i].f.kind), pd_role_name(s->tfaults[i].role));
   }
+  if (s->config.alloc_fail_for_ms) { /* memory pressure: fired when an allocation was refused */
+    st->faults_total++;
+    if (w->alloc_refused) st->faults_exercised++;
+    else if (!st->unexercised[0])
+      snprintf(st->unexercised, sizeof st->unexercised, "config.alloc_fail_from_ms (the gateway "
+               "allocated nothing in the window)");
+  }
   for (uint32_t k = 0; k < w->n_nodes; k++) {
     const pd_scenario_worker_t *sw = &given(w)->workers[k];
     for (uint32_t i = 0; i < sw->n_faults && i < PD_SCENARIO_MAX_FAULTS; i++) {
@@ -142,6 +149,10 @@ void pd_world_heal(struct pd_world *w) {
     w->s = h;
     for (uint32_t i = 0; i < w->n_nodes; i++) w->nodes[i].spec = &h->workers[i];
     pd_world_workers_reconfigure(w);
+  }
+  if (w->is_alloc_failing) { /* the healed world has its memory back */
+    w->is_alloc_failing = 0;
+    pd_world_health(w, -1);
   }
   for (uint32_t i = 0; i < w->n_nodes; i++)
     if (w->nodes[i].is_down) {

@@ -28,6 +28,7 @@ enum {
   EV_CLIENT_BLOCK, /* a = 1 the client stops reading, 0 it reads again; b = req id */
   EV_SEND,        /* a client sends: a = user + 1 (0 open loop), b = job (UINT64_MAX: the
                      user's next job), c = try (0 first) */
+  EV_ALLOC_FAIL,  /* a = 1: the gateway's allocations start failing, 0: they succeed again */
 };
 
 /* Worker -> gateway messages (rendered at delivery from the leg's state). */
@@ -89,6 +90,10 @@ struct pd_world {
   uint64_t next_job;    /* closed loop: jobs handed out */
   int is_sending_over;  /* the healed phase: no new sends, no retries */
   pd_gw_t *gw;
+  pd_alloc_t gw_alloc;      /* config.alloc_fail_*: the core's allocator, failing in the window */
+  int is_alloc_failing;     /* inside the window: every allocation of the core fails */
+  uint64_t alloc_refused;   /* allocations refused (the fault fired) */
+  uint64_t alloc_in_window; /* allocations asked for in the window (alloc_fail_every) */
   pd_actbuf_t acts;
   pd_heap_t heap;
   uint64_t now;
@@ -136,7 +141,10 @@ struct pd_world {
 /* driver (pd_world.c, pd_world_loop.c) */
 void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, uint64_t b,
                    uint64_t c);
-void pd_world_feed(struct pd_world *w, const pd_event_t *ev);
+int pd_world_feed(struct pd_world *w, const pd_event_t *ev);
+/* The core could not take request id (pd_gw_feed's error, out of memory): the gateway's HTTP
+ * layer answers it 500 itself, as pdref gateway does (net/gateway/pd_gateway_http.c). */
+void pd_world_refused(struct pd_world *w, uint64_t id);
 void pd_world_apply(struct pd_world *w);
 void pd_world_arrive(struct pd_world *w);
 /* A client sends (EV_SEND): a closed-loop user's next job, or a retry of a job. */

@@ -313,6 +313,22 @@ static void retire_by_id(struct pd_world *w, uint64_t req_id) {
 /* Carry out the actions of one step, or of several requests' expiries: a request's actions
  * are contiguous (BREAKER actions carry the request that observed them), so it may retire
  * once its run of actions is over. */
+void pd_world_refused(struct pd_world *w, uint64_t id) {
+  pd_client_request_t *rq = pd_map_get(&w->reqs, id);
+  if (!rq || rq->has_head || rq->ended || rq->gone) return;
+  static const char body[] =
+      "{\"error\":{\"code\":\"internal_error\",\"message\":\"out of memory\"}}";
+  pd_action_t acts[] = {
+      {.kind = PD_ACT_CLIENT_HEAD, .req_id = id, .status = 500},
+      {.kind = PD_ACT_CLIENT_DATA, .req_id = id, .data = (const uint8_t *)body,
+       .len = sizeof body - 1},
+      {.kind = PD_ACT_CLIENT_END, .req_id = id},
+  };
+  for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) on_client(w, rq, &acts[i]);
+  rq->core_done = 1; /* the core never took it */
+  retire_by_id(w, id);
+}
+
 void pd_world_apply(struct pd_world *w) {
   for (size_t i = 0; i < w->acts.n; i++) {
     const pd_action_t *a = &w->acts.v[i];
@@ -479,6 +495,11 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     pd_world_trace_instant(w, PD_TRACE_WORKER + it->a, 0, PD_TRACE_ID_CRASH, 0, 0);
     pd_worker_model_crash(w, it->a);
     return;
+  case EV_ALLOC_FAIL:
+    if (it->a && w->orig) return; /* the healed phase: no fault starts */
+    if (w->is_alloc_failing != (int)it->a) pd_world_health(w, it->a ? +1 : -1);
+    w->is_alloc_failing = (int)it->a;
+    return;
   case EV_RESTART:
     if (w->nodes[it->a].is_down) pd_world_health(w, -1);
     w->nodes[it->a].is_down = 0;
@@ -487,6 +508,27 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     return;
   default: return;
   }
+}
+
+/* config.alloc_fail_*: the core's allocator (libc), refusing every request inside the window */
+static int alloc_refuses(struct pd_world *w) {
+  if (!w->is_alloc_failing || ++w->alloc_in_window % w->s->config.alloc_fail_every) return 0;
+  w->alloc_refused++;
+  return 1;
+}
+static void *gw_malloc(size_t n, void *ud) {
+  struct pd_world *w = ud;
+  if (alloc_refuses(w)) return NULL;
+  return malloc(n);
+}
+static void *gw_realloc(void *p, size_t n, void *ud) {
+  struct pd_world *w = ud;
+  if (alloc_refuses(w)) return NULL;
+  return realloc(p, n);
+}
+static void gw_free(void *p, void *ud) {
+  (void)ud;
+  free(p);
 }
 
 static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uint64_t seed) {
@@ -502,11 +544,17 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   pd_prng_fork(&root, 4, &w->client_rng);
   pd_gw_config_t *c = &w->gcfg;
   pd_scenario_gw_config(s, mode, c);
-  w->gw = pd_gw_new(NULL, c, &w->gw_rng);
+  w->gw_alloc = (pd_alloc_t){gw_malloc, gw_realloc, gw_free, w};
+  w->gw = pd_gw_new(s->config.alloc_fail_for_ms ? &w->gw_alloc : NULL, c, &w->gw_rng);
   if (!w->gw) return PD_ERR_NOMEM;
   pd_gw_set_transition_hook(w->gw, pd_trace_on_transition, &w->trace); /* hashed always */
   pd_actbuf_init(&w->acts, NULL);
   pd_heap_init(&w->heap, NULL, 0);
+  if (s->config.alloc_fail_for_ms) { /* memory pressure on the gateway: a world fault (I15) */
+    push(w, s->config.alloc_fail_from_ms * MS_NS, EV_ALLOC_FAIL, 1, 0, 0);
+    push(w, (s->config.alloc_fail_from_ms + s->config.alloc_fail_for_ms) * MS_NS, EV_ALLOC_FAIL,
+         0, 0, 0);
+  }
   for (uint32_t i = 0; i < s->n_workers; i++) {
     const pd_scenario_worker_t *sw = &s->workers[i];
     pd_worker_node_t *n = &w->nodes[w->n_nodes++];

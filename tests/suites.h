@@ -78,4 +78,5 @@
   X(pdt_suite_cli_out) \
   X(pdt_suite_topology) \
   X(pdt_suite_busy) \
-  X(pdt_suite_mock_ranks)
+  X(pdt_suite_mock_ranks) \
+  X(pdt_suite_own_failure)
