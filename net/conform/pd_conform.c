@@ -60,6 +60,8 @@ const char *pd_conform_skip_reason(const pd_scenario_t *s) {
   if (s->workload.users) return "a closed-loop workload (users): simulator only for now";
   if (s->workload.client_timeout_ms || s->workload.client_retries)
     return "a client timeout or client retries: simulator only for now";
+  if (s->config.alloc_fail_for_ms) /* R-OWN-FAILURE: no gateway over sockets can be made to */
+    return "memory pressure on the gateway (config.alloc_fail_*): simulator only";
   return NULL;
 }
 
