@@ -12,8 +12,7 @@
 #include "pd_gw_int.h"
 
 int pd_admit_is_on(const pd_gw_t *gw) {
-  return gw->cfg.mode == PD_MODE_REFERENCE && gw->cfg.protocol == PD_PROTOCOL_SGLANG &&
-         gw->cfg.admit_queue_max > 0;
+  return gw->cfg.mode == PD_MODE_REFERENCE && gw->cfg.admit_queue_max > 0;
 }
 
 int pd_admit_has_room(const pd_gw_t *gw, pd_role_t role, uint32_t w) {
@@ -22,9 +21,23 @@ int pd_admit_has_room(const pd_gw_t *gw, pd_role_t role, uint32_t w) {
 }
 
 static int role_has_room(const pd_gw_t *gw, pd_role_t role) {
-  for (uint32_t w = 0; w < gw->n_workers[role]; w++)
-    if (pd_admit_has_room(gw, role, w)) return 1;
+  /* R-ADMIT-SF: source-first requests admitted before their decode leg opens hold a slot of
+   * the decode role each; the role has room when a slot is left over */
+  uint64_t held = role == PD_ROLE_DECODE ? gw->sf_slots_held : 0, room = 0;
+  for (uint32_t w = 0; w < gw->n_workers[role]; w++) {
+    const pd_worker_t *k = &gw->workers[role][w];
+    if (!pd_admit_is_on(gw) || !k->limit) return 1; /* unlimited */
+    room += k->load < k->limit ? k->limit - k->load : 0;
+    if (room > held) return 1;
+  }
   return 0;
+}
+
+void pd_admit_sf_release(pd_gw_t *gw, pd_rq_t *rq) {
+  if (!rq->has_sf_slot) return;
+  rq->has_sf_slot = 0;
+  assert(gw->sf_slots_held > 0);
+  gw->sf_slots_held--;
 }
 
 int pd_admit_pair_has_room(const pd_gw_t *gw) {

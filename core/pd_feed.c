@@ -67,7 +67,7 @@ int32_t pd_gw_pick(pd_gw_t *gw, pd_rq_t *rq, pd_role_t role) {
     }
     if (!ok) continue;
     int is_excl = gw->cfg.mode == PD_MODE_REFERENCE && is_excluded(rq, role, w);
-    if (!pd_admit_has_room(gw, role, w)) { /* at its in-flight limit (R-ADMIT-LIMIT) */
+    if (!gw->is_pick_unlimited && !pd_admit_has_room(gw, role, w)) { /* at its limit (R-ADMIT-LIMIT) */
       n_full_fresh += !is_excl;
       continue;
     }

@@ -138,6 +138,7 @@ typedef struct pd_rq {
   uint32_t sf_pw;        /* prefill worker + 1 whose answer sf_params came from */
   uint64_t sf_params_at; /* when prefill answered them */
   int sf_reuse;          /* reference: the next attempt sends decode with sf_params again */
+  int has_sf_slot;       /* R-ADMIT-SF: a decode slot is held for it until its decode opens */
   int sf_read_failed;    /* reference: decode said, in an error event under its 200 head and
                             before any token, that its work failed: its read (V1.22) */
   /* reference admission (pd_admit.c): waiting in the gateway's queue for a pair with room */
@@ -169,6 +170,7 @@ struct pd_gw {
   pd_worker_t workers[2][PD_MAX_WORKERS];
   uint32_t n_workers[2];
   pd_policy_t policy[2];
+  int is_pick_unlimited; /* R-ADMIT-SF: a source-first decode pick ignores the in-flight limits */
   int64_t pick_group; /* during an attempt's selection: pd_gw_pick takes only workers of this
                          transfer group (R-PAIR-GROUP); -1: any */
   pd_map_t map; /* live requests: id -> pd_rq_t */
@@ -184,6 +186,7 @@ struct pd_gw {
    * oldest first (late binding: the pair is picked when one frees) */
   struct pd_rq *q_head, *q_tail;
   uint32_t n_queued;
+  uint32_t sf_slots_held; /* R-ADMIT-SF: source-first requests admitted whose decode is not open */
   /* R-ADMIT-EARLY: when the queue's last departure left (0: the backlog ended since), and the
    * smoothed time between departures while a backlog lasts (0: not measured yet) */
   uint64_t q_last_start_ns, q_interval_ns;
@@ -191,6 +194,10 @@ struct pd_gw {
   void *transition_ctx;
   pd_rb_bucket_t rb[PD_RB_BUCKETS]; /* reference retry budget's window (R-RETRY-BUDGET) */
 };
+
+/* R-ADMIT-SF: the decode slot a source-first request was admitted with goes (its decode leg
+ * opened, or it ended); no-op when it holds none. */
+void pd_admit_sf_release(pd_gw_t *gw, pd_rq_t *rq);
 
 /* R-RETRY-BUDGET: a client request arrived now (counted in the retry budget's window). */
 void pd_gw_budget_note_request(pd_gw_t *gw);

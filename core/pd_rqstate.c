@@ -99,6 +99,7 @@ static void enter_tail(pd_gw_t *gw, pd_rq_t *rq) {
 /* Every leg is gone: the loads still held go, and the driver learns the request is over. */
 static void enter_end(pd_gw_t *gw, pd_rq_t *rq) {
   assert(rq->n_legs == 0);
+  pd_admit_sf_release(gw, rq);
   pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
   pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
   pd_gw_emit(gw, PD_ACT_DONE, rq);

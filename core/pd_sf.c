@@ -122,7 +122,12 @@ static void guard_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 
 int pd_sf_pick_decode(pd_gw_t *gw, pd_rq_t *rq) {
   if (rq->sf_dw) return 0;
+  /* R-ADMIT-SF: prefill has pinned the KV: its decode goes now, whatever the limits (the
+   * request was admitted with a decode slot; a retry's decode queues at the worker rather
+   * than leave the pin to age at the gateway) */
+  gw->is_pick_unlimited = 1;
   int32_t dw = pd_gw_pick(gw, rq, PD_ROLE_DECODE);
+  gw->is_pick_unlimited = 0;
   if (dw < 0) return 503;
   rq->sf_dw = (uint32_t)dw + 1;
   return 0;
@@ -134,6 +139,7 @@ pd_leg_t *pd_sf_open_decode(pd_gw_t *gw, pd_rq_t *rq) {
   const uint8_t *body = render(gw, rq, PD_ROLE_DECODE, &len);
   pd_leg_t *d = body ? pd_gw_leg_new(gw, rq, PD_ROLE_DECODE, rq->sf_dw - 1) : NULL;
   if (!d) return NULL;
+  pd_admit_sf_release(gw, rq); /* R-ADMIT-SF: its decode load counts from now */
   guard_leg(gw, rq, d);
   pd_gw_open_leg(gw, rq, d, body, len);
   return d;
@@ -184,7 +190,18 @@ int pd_sf_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
   cJSON_Delete(rq->sf_params);
   rq->sf_params = NULL;
   rq->sf_pw = rq->sf_dw = 0;
+  /* R-ADMIT-SF: no prefill for a request no decode could take now (its KV would wait in a
+   * full decode's queue past its lease, V1.13): it waits at the gateway (not an attempt) */
+  int is_admitting = pd_admit_is_on(gw);
+  if (is_admitting && !rq->has_sf_slot && !pd_admit_pair_has_room(gw)) {
+    rq->attempt--;
+    return PD_ADMIT_WAIT;
+  }
   int32_t pw = pd_gw_pick(gw, rq, PD_ROLE_PREFILL);
+  if (pw == PD_PICK_WAIT) {
+    rq->attempt--;
+    return PD_ADMIT_WAIT;
+  }
   /* Mooncake's proxy and llm-d's scheduler pick the pair at once; the toy proxy and the
    * reference pick decode when prefill has answered */
   int pair_now = gw->cfg.mode == PD_MODE_MOONCAKE_PROXY || gw->cfg.mode == PD_MODE_LLMD_SIDECAR;
@@ -200,6 +217,10 @@ int pd_sf_start_attempt(pd_gw_t *gw, pd_rq_t *rq) {
   pd_leg_t *p = pd_gw_leg_new(gw, rq, PD_ROLE_PREFILL, (uint32_t)pw);
   if (!p) return PD_ERR_NOMEM;
   rq->sf_pw = (uint32_t)pw + 1;
+  if (is_admitting && !rq->has_sf_slot) { /* R-ADMIT-SF: the decode slot is held from now */
+    rq->has_sf_slot = 1;
+    gw->sf_slots_held++;
+  }
   guard_leg(gw, rq, p);
   pd_gw_open_leg(gw, rq, p, body, len);
   return 0;

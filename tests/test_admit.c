@@ -10,6 +10,7 @@
 #include "pdt.h"
 
 #include "pdt_harness.h"
+#include "pdt_sf.h"
 
 /* One prefill p0 and one decode d0, decode admitting `limit` requests, queue `qmax`. */
 static void admit_init(harness_t *h, uint32_t limit, uint32_t qmax) {
@@ -196,6 +197,62 @@ static void test_admission_off_sends_at_once(void) {
   h_free(&h);
 }
 
+static void ev_for(harness_t *h, uint64_t id, uint64_t leg, pd_event_kind_t k, int status,
+                   const char *data) {
+  pd_event_t ev = {.kind = k, .req_id = id, .leg_id = leg, .status = status,
+                   .data = (const uint8_t *)data, .len = data ? strlen(data) : 0};
+  h_feed(h, ev);
+}
+
+static uint64_t open_leg_of(harness_t *h, uint64_t id) {
+  for (size_t i = 0; i < h->out.n; i++)
+    if (h->out.v[i].kind == PD_ACT_OPEN_LEG && h->out.v[i].req_id == id) return h->out.v[i].leg_id;
+  return 0;
+}
+
+/* R-ADMIT-SF: source-first, two decodes admitting one each. Two requests are admitted, each
+ * holding a decode slot from its prefill on; the third sends no prefill (its KV would wait in
+ * a full decode's queue past its lease, V1.13) until a decode ends; a decode picked for a
+ * request whose prefill answered goes at once. */
+static void test_sf_no_prefill_without_a_decode_slot(void) {
+  harness_t h;
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.protocol = PD_PROTOCOL_VLLM;
+  c.admit_queue_max = 8;
+  sf_init_cfg(&h, &c);
+  pd_gw_set_worker_limit(h.gw, PD_ROLE_DECODE, 0, 1);
+  pd_gw_set_worker_limit(h.gw, PD_ROLE_DECODE, 1, 1);
+  uint64_t p[4] = {0};
+  for (uint64_t id = 1; id <= 3; id++) {
+    sf_request_id(&h, id, "/v1/completions", SF_COMPLETIONS);
+    p[id] = open_leg_of(&h, id);
+  }
+  PDT_TRUE(p[1] && p[2]);
+  PDT_EQ_U64(p[3], 0); /* two slots, both held: request 3 waits, unanswered */
+  PDT_EQ_U64(h_count(&h, PD_ACT_CLIENT_HEAD), 0);
+  char body[512];
+  snprintf(body, sizeof body, "{\"choices\":[{\"index\":0,\"text\":\"a\"}],"
+                              "\"kv_transfer_params\":%s}", SF_KV);
+  ev_for(&h, 1, p[1], PD_EV_UP_HEAD, 200, NULL);
+  ev_for(&h, 1, p[1], PD_EV_UP_DATA, 0, body);
+  ev_for(&h, 1, p[1], PD_EV_UP_END, 0, NULL);
+  uint64_t d1 = open_leg_of(&h, 1);
+  PDT_TRUE(d1 != 0);                   /* its decode goes at once */
+  PDT_EQ_U64(open_leg_of(&h, 3), 0); /* its slot became its load: still none free */
+  ev_for(&h, 1, d1, PD_EV_UP_HEAD, 200, NULL);
+  ev_for(&h, 1, d1, PD_EV_UP_DATA, 0, SF_CHUNK0 "data: [DONE]\n\n");
+  ev_for(&h, 1, d1, PD_EV_UP_END, 0, NULL);
+  h.now += 1;
+  uint64_t p3 = open_leg_of(&h, 3);
+  for (int i = 0; i < 4 && !p3; i++) {
+    h_fire(&h);
+    p3 = open_leg_of(&h, 3);
+  }
+  PDT_TRUE(p3 != 0); /* d's slot is free: request 3's prefill goes */
+  h_free(&h);
+}
+
 int pdt_suite_admit(void) {
   static const pdt_case_t cases[] = {
       {"a full decode holds both legs at the gateway", test_full_decode_holds_both_legs_at_the_gateway},
@@ -204,6 +261,8 @@ int pdt_suite_admit(void) {
       {"admission off sends at once", test_admission_off_sends_at_once},
       {"a request the backlog would keep past its deadline is shed at once",
        test_a_request_the_backlog_would_keep_past_its_deadline_is_shed_at_once},
+      {"source-first: no prefill without a decode slot (R-ADMIT-SF)",
+       test_sf_no_prefill_without_a_decode_slot},
   };
   return PDT_SUITE("admit", cases);
 }
