@@ -216,10 +216,18 @@ static void test_unknown_key_names_path_at_three_depths(void) {
 }
 
 static void test_wrong_type_names_path_and_expected_type(void) {
-  expect_error(MIN_DOC(",'workload':{'tokens':0}"), PD_ERR_FIELD,
-               "scen.json: $.workload.tokens: expected an integer in 1..100000, got 0");
+  expect_error(MIN_DOC(",'workload':{'tokens':-1}"), PD_ERR_FIELD,
+               "scen.json: $.workload.tokens: expected an integer in 0..100000, got -1");
   expect_error(MIN_DOC(",'workload':{'tokens':'8'}"), PD_ERR_FIELD,
-               "scen.json: $.workload.tokens: expected an integer in 1..100000, got \"8\"");
+               "scen.json: $.workload.tokens: expected an integer in 0..100000, got \"8\"");
+  /* R-ZERO-TOKENS: a stated 0 is SGLang's; vLLM refuses it (V1.29) */
+  expect_error("{'name':'t','workers':[{'name':'p0','role':'prefill','protocol':'vllm'},"
+               "{'name':'d0','role':'decode','protocol':'vllm'}],'expect':{},"
+               "'workload':{'tokens':0,'route':'/v1/completions'}}",
+               PD_ERR_FIELD,
+               "scen.json: $.workload.tokens: 0 is refused by vLLM's sampling parameters "
+               "(max_tokens must be at least 1, V1.29) and a worker speaks vllm; 0 is for sglang "
+               "workers (R-ZERO-TOKENS)");
   expect_error(MIN_DOC(",'workload':{'stream':'yes'}"), PD_ERR_FIELD,
                "scen.json: $.workload.stream: expected a boolean or a number in 0..1, got "
                "\"yes\"");
