@@ -232,8 +232,12 @@ static void run_modes(const pd_scenario_t *s, opts_t *o) {
     /* `all` (and a named mode) = the modes that speak the scenario's protocol */
     if (!pd_mode_speaks((pd_mode_t)m, pd_scenario_protocol(s))) continue;
     if (!s->expect[m].is_set) { /* a row with nothing to judge it against is not "as expected" */
-      pd_cli_rows_skip(&o->out, s, m, "the scenario's expect has no entry for this mode: nothing to "
-                                      "judge the row against");
+      pd_cli_rows_skip(&o->out, s, m,
+                       s->config.alloc_fail_for_ms && m != PD_MODE_REFERENCE
+                           ? "memory pressure on the gateway judges the reference only: this "
+                             "mode's out-of-memory paths are pdref's, not its gateway's"
+                           : "the scenario's expect has no entry for this mode: nothing to "
+                             "judge the row against");
       continue;
     }
     pd_cli_row_t r;

@@ -41,7 +41,10 @@ static void test_every_scenario_meets_its_expectation(void) {
       uint32_t got = 0;
       uint64_t h = 0;
       PDT_EQ_INT(pd_world_run(s, (pd_mode_t)m, s->config.seed, NULL, &st, &got, &h), 0);
-      PDT_TRUE(s->expect[m].is_set);
+      if (!s->expect[m].is_set) { /* only memory pressure leaves a mode out (R-OWN-FAILURE) */
+        PDT_TRUE(s->config.alloc_fail_for_ms && m != PD_MODE_REFERENCE);
+        continue;
+      }
       if (got != s->expect[m].violated_mask)
         fprintf(stderr, "  %s under %s: violated mask %#x, expected %#x (%s)\n", s->name,
                 pd_mode_name((pd_mode_t)m), got, s->expect[m].violated_mask, st.first_reason);
