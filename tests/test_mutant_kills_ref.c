@@ -194,6 +194,59 @@ static void test_doomed_leg_breaking_the_framer_fails_it_502(void) {
   h_free(&h);
 }
 
+/* core/pd_mode_ref.c ref_on_data: a live decode leg whose data breaks the SSE framer (an
+ * event past PD_SSE_MAX_EVENT_BYTES) is a bad answer: before commit the attempt fails with
+ * 502 against decode (R-FAIL-PRECOMMIT) and nothing reaches the client yet. Dropping that
+ * bad_answer call survived make mutate --files (seed 4): no simulated worker sends an event
+ * that large, and the leg then hung until a deadline. */
+static void test_live_decode_breaking_the_framer_fails_it_502(void) {
+  harness_t h;
+  start(&h, PD_MODE_REFERENCE, STREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  size_t n = PD_SSE_MAX_EVENT_BYTES + 16;
+  char *big = malloc(n);
+  PDT_TRUE(big != NULL);
+  if (!big) {
+    h_free(&h);
+    return;
+  }
+  memset(big, 'x', n); /* no event boundary: the framer refuses it */
+  pd_event_t data = {.kind = PD_EV_UP_DATA, .req_id = 7, .leg_id = 2,
+                     .data = (const uint8_t *)big, .len = n};
+  h_feed(&h, data);
+  int status = 0;
+  PDT_EQ_INT(h_outcome_of(&h, 2, &status), PD_OUTCOME_FAILURE);
+  PDT_EQ_INT(status, 502);
+  PDT_EQ_INT(h.head_status, 0);
+  free(big);
+  h_free(&h);
+}
+
+/* core/pd_mode_ref.c ref_on_deadline: each deadline names itself in the client's error
+ * (R-STATUS: what and where). An idle stream is "decode made no progress in time", not "no
+ * first token in time"; `which == DL_IDLE` -> `DL_TOTAL` survived (seed 4): no verdict
+ * compares the message. Non-stream: decode's head came, then nothing within the idle budget
+ * after prefill's answer (R-PROGRESS), so the 504's body names the idle deadline. */
+static void test_an_idle_timeout_names_itself(void) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.idle_timeout_ns = 30 * MS;
+  c.retry.max_attempts = 1;
+  harness_t h;
+  h_init_cfg(&h, &c, 1);
+  h_request(&h, NONSTREAM);
+  h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
+  h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
+  h_leg(&h, PD_EV_UP_DATA, 1, 0, "{\"text\":\"\"}");
+  h_leg(&h, PD_EV_UP_END, 1, 0, NULL);
+  for (int i = 0; i < 8 && !h.ended; i++) h_fire(&h);
+  PDT_TRUE(h.ended);
+  PDT_EQ_INT(h.head_status, 504);
+  PDT_TRUE(strstr(h.client, "decode made no progress in time") != NULL);
+  h_free(&h);
+}
+
 /* core/pd_mode_ref.c total_moves_on: its early `return 0` -> `return 1` survived (seed 2):
  * no scenario can set the token budget to 0 (0 there means the mode's default), while
  * `pdref gateway --token-budget-ms 0` turns R-PROGRESS's pace off (0 = none, as for every
@@ -414,6 +467,9 @@ int pdt_suite_mutant_kills_ref(void) {
        test_total_cap_cuts_a_stream_without_a_token_budget},
       {"a given-up leg reads a chunk of 2^20 events to its [DONE]",
        test_doomed_leg_reads_a_full_chunk_to_its_done},
+      {"a live decode breaking the SSE framer fails with 502",
+       test_live_decode_breaking_the_framer_fails_it_502},
+      {"an idle timeout names itself in the client's error", test_an_idle_timeout_names_itself},
       {"a policy refuses a worker index past INT32_MAX with -1",
        test_policy_refuses_an_index_past_int32_with_minus_1},
       {"power of two with one candidate needs no PRNG",
