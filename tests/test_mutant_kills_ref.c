@@ -164,6 +164,21 @@ static void test_prefill_chunk_of_many_events_is_framed_whole(void) {
   h_free(&h);
 }
 
+/* Feed request 7's leg one chunk the SSE framer refuses: past PD_SSE_MAX_EVENT_BYTES with
+ * no event boundary. is_raw: without the end of the instant (h_feed_raw). */
+static void feed_unframeable(harness_t *h, uint64_t leg, int is_raw) {
+  size_t n = PD_SSE_MAX_EVENT_BYTES + 16;
+  char *big = malloc(n);
+  PDT_TRUE(big != NULL);
+  if (!big) return;
+  memset(big, 'x', n);
+  pd_event_t data = {.kind = PD_EV_UP_DATA, .req_id = 7, .leg_id = leg,
+                     .data = (const uint8_t *)big, .len = n};
+  if (is_raw) h_feed_raw(h, data);
+  else h_feed(h, data);
+  free(big);
+}
+
 /* core/pd_mode_ref.c doomed_data: a given-up stream leg whose data breaks the SSE framer
  * (an event past PD_SSE_MAX_EVENT_BYTES) reports its own failure in the instant it was given
  * up: recorded as failure with 502 (R-OUTCOME), not hidden under `cancelled`. Dropping that
@@ -176,21 +191,10 @@ static void test_doomed_leg_breaking_the_framer_fails_it_502(void) {
   h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
   pd_event_t p500 = {.kind = PD_EV_UP_HEAD, .req_id = 7, .leg_id = 1, .status = 500};
   h_feed_raw(&h, p500); /* decode is given up, settled at the end of this instant */
-  size_t n = PD_SSE_MAX_EVENT_BYTES + 16;
-  char *big = malloc(n);
-  PDT_TRUE(big != NULL);
-  if (!big) {
-    h_free(&h);
-    return;
-  }
-  memset(big, 'x', n); /* no event boundary: the framer refuses it */
-  pd_event_t data = {.kind = PD_EV_UP_DATA, .req_id = 7, .leg_id = 2,
-                     .data = (const uint8_t *)big, .len = n};
-  h_feed_raw(&h, data);
+  feed_unframeable(&h, 2, 1);
   int status = 0;
   PDT_EQ_INT(h_outcome_of(&h, 2, &status), PD_OUTCOME_FAILURE);
   PDT_EQ_INT(status, 502);
-  free(big);
   h_free(&h);
 }
 
@@ -204,22 +208,11 @@ static void test_live_decode_breaking_the_framer_fails_it_502(void) {
   start(&h, PD_MODE_REFERENCE, STREAM);
   h_leg(&h, PD_EV_UP_HEAD, 1, 200, NULL);
   h_leg(&h, PD_EV_UP_HEAD, 2, 200, NULL);
-  size_t n = PD_SSE_MAX_EVENT_BYTES + 16;
-  char *big = malloc(n);
-  PDT_TRUE(big != NULL);
-  if (!big) {
-    h_free(&h);
-    return;
-  }
-  memset(big, 'x', n); /* no event boundary: the framer refuses it */
-  pd_event_t data = {.kind = PD_EV_UP_DATA, .req_id = 7, .leg_id = 2,
-                     .data = (const uint8_t *)big, .len = n};
-  h_feed(&h, data);
+  feed_unframeable(&h, 2, 0);
   int status = 0;
   PDT_EQ_INT(h_outcome_of(&h, 2, &status), PD_OUTCOME_FAILURE);
   PDT_EQ_INT(status, 502);
   PDT_EQ_INT(h.head_status, 0);
-  free(big);
   h_free(&h);
 }
 
