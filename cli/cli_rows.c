@@ -71,7 +71,7 @@ static void replay_cmd(const pd_cli_row_t *r, const char *prog, char *buf, size_
 
 static void print_details(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
   if (o->metrics) {
-    char line[512];
+    char line[768];
     pd_metrics_line(&r->mx, line, sizeof line);
     printf("    cost: %s\n", line);
   }

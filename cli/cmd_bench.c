@@ -247,7 +247,7 @@ static void report_text(const bench_opts_t *o, const pd_scenario_t *s, const pd_
   printf("  requests violating an invariant: %llu (clean %llu, errors %llu)\n",
          (unsigned long long)st->violations_total, (unsigned long long)st->clean_success,
          (unsigned long long)st->client_errors);
-  char line[512];
+  char line[768];
   pd_metrics_line(mx, line, sizeof line);
   printf("  cost: %s\n", line);
 }

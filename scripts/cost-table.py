@@ -55,11 +55,30 @@ def row(r):
     ]
 
 
+def overload_row(r):
+    m = r["metrics"]
+    o = m["overload"]
+    viol = r.get("violated") or []
+    rec = m.get("recovery") or {}
+    return [
+        r["scenario"], r["mode"], ",".join(viol) or "pass",
+        f"{o['capacity_rps']:.1f}/s", f"{o['offered_rps']:.1f}/s ({o['offered_rps'] / o['capacity_rps']:.1f}x)"
+        if o["capacity_rps"] else f"{o['offered_rps']:.1f}/s",
+        f"{o['goodput_rps']:.1f}/s ({100 * o['goodput_share']:.0f} %)",
+        f"{m['ttft_ms']['p99']:.0f} ms" if m["ttft_ms"]["n"] else "-",
+        f"{o['shed']}", f"{o['shed_ms_p50']:.0f} / {o['shed_ms_p99']:.0f} ms" if o["shed"] else "-",
+        recovery(rec)[2],
+    ]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", default=DEFAULT, help="scenario files (default: the cost rows)")
     ap.add_argument("--pdref", default="build/pdref", help="the pdref binary (default build/pdref)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON instead")
+    ap.add_argument("--overload", action="store_true",
+                    help="the load-step table instead: capacity, offered, goodput in the step and "
+                         "its share, shedding (rows whose run has a load step)")
     a = ap.parse_args()
     p = subprocess.run([a.pdref, "sim", "run", *a.files, "--mode", "all", "--json"],
                        capture_output=True, text=True)
@@ -67,10 +86,17 @@ def main():
         sys.stderr.write(p.stderr)
         return 2
     doc = json.loads(p.stdout)
-    rows = [row(r) for r in (doc["rows"] if isinstance(doc, dict) else doc) if "metrics" in r]
-    head = ["scenario", "mode", "verdict", "goodput (good/all)", "p99 TTFT",
-            "goodput before the burst", "lowest window", "recovered after",
-            "slot-s held beyond grace", "KV page-s held beyond grace", "peak queued"]
+    all_rows = doc["rows"] if isinstance(doc, dict) else doc
+    if a.overload:
+        rows = [overload_row(r) for r in all_rows if "overload" in r.get("metrics", {})]
+        head = ["scenario", "mode", "verdict", "capacity", "offered in the step",
+                "goodput in the step (share)", "p99 TTFT", "shed", "shed p50 / p99",
+                "recovered after"]
+    else:
+        rows = [row(r) for r in all_rows if "metrics" in r]
+        head = ["scenario", "mode", "verdict", "goodput (good/all)", "p99 TTFT",
+                "goodput before the burst", "lowest window", "recovered after",
+                "slot-s held beyond grace", "KV page-s held beyond grace", "peak queued"]
     if a.json:
         print(json.dumps([dict(zip(head, r)) for r in rows], indent=1))
         return 0

@@ -113,6 +113,7 @@ void pd_metrics_free(pd_metrics_t *m) {
   pd_metrics_hist_free(&m->tpot);
   pd_metrics_hist_free(&m->itl);
   pd_metrics_hist_free(&m->e2e);
+  pd_metrics_hist_free(&m->shed);
   free(m->bins);
   free(m->tev);
   free(m->cs);
@@ -145,6 +146,7 @@ void pd_metrics_run_begin(pd_metrics_t *m, const pd_scenario_t *s) {
   m->n_tev = 0;
   pd_metrics_series_reset(m);
   pd_metrics_capacity_begin(m);
+  pd_metrics_overload_begin(m, s);
   /* a load step above the base is a burst until the load is back at or under it (O4.1: the
    * trigger's end is when recovery starts counting, not the last request it touched) */
   const pd_scenario_workload_t *wl = &s->workload;
@@ -220,6 +222,7 @@ static void latencies(pd_metrics_t *m, const pd_client_request_t *rq) {
   if (ttft <= m->slo_ttft_ns && e2e <= m->slo_e2e_ns) {
     m->good++;
     bin_good(m, rq->t_end);
+    pd_metrics_overload_good(m, rq->t_end);
   }
 }
 
@@ -289,6 +292,7 @@ void pd_metrics_add_request(pd_metrics_t *m, const pd_client_request_t *rq, uint
   if (!m->has_arrival || rq->t_arrival < m->t_first_arrival) m->t_first_arrival = rq->t_arrival;
   if (!m->has_arrival || rq->t_arrival > m->t_last_arrival) m->t_last_arrival = rq->t_arrival;
   m->has_arrival = 1;
+  pd_metrics_overload_arrival(m, rq);
   if ((rq->ended || rq->gone) && rq->t_end > m->t_last_end) m->t_last_end = rq->t_end;
   if (rq->is_clean && (rq->has_first_data || rq->t_first_data)) latencies(m, rq);
   for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {

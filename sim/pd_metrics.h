@@ -84,6 +84,20 @@ enum {
   PD_METRICS_REC_NO_BASE = 3 /* no good completion before the burst: nothing to recover to */
 };
 
+/* A run's load step (workload.steps above factor 1, until a step brings it back): the
+ * cluster's capacity from the worker model and what was asked and served in the step
+ * (pd_metrics_overload.c, docs/metrics.md "Overload"). */
+typedef struct pd_metrics_overload {
+  int has;               /* the run has a load step that ends */
+  uint64_t from_ns, to_ns;
+  double capacity_rps;   /* pd_metrics_capacity_rps of the scenario (0: unbounded) */
+  uint32_t arrivals;     /* client requests arriving in [from, to) (client retries too) */
+  uint32_t good;         /* good completions ending in [from, to) */
+  /* shed, over the whole run: answered 503 or 429 with no leg to any worker (admission) */
+  uint32_t shed;
+  uint64_t shed_ns_sum, shed_ns_max; /* arrival -> the error's head */
+} pd_metrics_overload_t;
+
 /* A change of a worker's capacity, kept for the trace's counter tracks. */
 typedef struct pd_metrics_trace_ev {
   uint64_t t;
@@ -101,6 +115,7 @@ typedef struct pd_metrics {
   /* settings of the current run (scenario config) */
   uint64_t slo_ttft_ns, slo_e2e_ns, grace_ns, window_ns;
   pd_metrics_hist_t ttft, tpot, itl, e2e;
+  pd_metrics_hist_t shed;             /* arrival -> head of requests shed (pd_metrics_overload) */
   uint64_t requests, completed, good;
   double duration_s;                  /* summed over runs */
   /* current run */
@@ -115,6 +130,7 @@ typedef struct pd_metrics {
   int has_burst;
   uint64_t burst_from, burst_to;
   pd_metrics_recovery_t rec;          /* of the last run */
+  pd_metrics_overload_t ovl;          /* of the last run */
   pd_metrics_trace_ev_t *tev;         /* keep_trace: capacity changes per worker */
   size_t n_tev, cap_tev;
   /* pd_metrics_note_capacity: peaks of the current run and of every ended run; with
@@ -203,6 +219,19 @@ void pd_metrics_kv_held(pd_metrics_worker_t *w, const struct pd_worker_leg *l, i
  * pd_metrics_kv_held counts a hold. */
 void pd_metrics_kv_late(pd_metrics_t *m, uint32_t worker, uint64_t pages, uint64_t since,
                         uint64_t release, int has_end, uint64_t t_end);
+/* The cluster's service rate in requests/s from its worker model: the smaller of the decode
+ * bound (each decode's max_running over the time a request holds its slot: first token and
+ * the tokens after it, plus prefill's forward pass and transfer for an SGLang decode, which
+ * pre-allocates before prefill runs, S2.6) and the prefill bound (max_running over forward +
+ * transfer). An upper bound: queueing, batching limits and KV pages can only lower it.
+ * 0 when a role has no worker. */
+double pd_metrics_capacity_rps(const pd_scenario_t *s);
+void pd_metrics_overload_begin(pd_metrics_t *m, const pd_scenario_t *s);
+void pd_metrics_overload_arrival(pd_metrics_t *m, const struct pd_client_request *rq);
+void pd_metrics_overload_good(pd_metrics_t *m, uint64_t t_end);
+/* Goodput in the step over what the cluster could serve of what was asked: good completions
+ * per second in the step / min(arrivals per second in it, capacity). 0 without a step. */
+double pd_metrics_overload_share(const pd_metrics_overload_t *o);
 void pd_metrics_capacity_begin(pd_metrics_t *m); /* a new run: samples and peaks reset */
 void pd_metrics_capacity_end(pd_metrics_t *m);   /* fold the run's peaks into peak_total */
 /* The engine counter tracks "<worker> engine" into the trace. */

@@ -92,6 +92,26 @@ static void add_recovery(cJSON *o, const pd_metrics_t *m) {
   else cJSON_AddNullToObject(r, "recovered_after_ms");
 }
 
+static void add_overload(cJSON *o, const pd_metrics_t *m) {
+  const pd_metrics_overload_t *v = &m->ovl;
+  if (!v->has || m->runs != 1) return;
+  cJSON *r = cJSON_AddObjectToObject(o, "overload");
+  if (!r) return;
+  double span = (double)(v->to_ns - v->from_ns) / 1e9;
+  cJSON_AddNumberToObject(r, "from_ms", ms((double)v->from_ns));
+  cJSON_AddNumberToObject(r, "to_ms", ms((double)v->to_ns));
+  cJSON_AddNumberToObject(r, "capacity_rps", v->capacity_rps);
+  cJSON_AddNumberToObject(r, "offered_rps", span > 0 ? v->arrivals / span : 0);
+  cJSON_AddNumberToObject(r, "goodput_rps", span > 0 ? v->good / span : 0);
+  cJSON_AddNumberToObject(r, "goodput_share", pd_metrics_overload_share(v));
+  cJSON_AddNumberToObject(r, "shed", v->shed);
+  cJSON_AddNumberToObject(r, "shed_ms_mean", v->shed ? ms((double)v->shed_ns_sum / v->shed) : 0);
+  cJSON_AddNumberToObject(r, "shed_ms_p50", v->shed ? ms(pd_metrics_hist_percentile(&m->shed, 50)) : 0);
+  cJSON_AddNumberToObject(r, "shed_ms_p90", v->shed ? ms(pd_metrics_hist_percentile(&m->shed, 90)) : 0);
+  cJSON_AddNumberToObject(r, "shed_ms_p99", v->shed ? ms(pd_metrics_hist_percentile(&m->shed, 99)) : 0);
+  cJSON_AddNumberToObject(r, "shed_ms_max", ms((double)v->shed_ns_max));
+}
+
 void *pd_metrics_json(const pd_metrics_t *m, const pd_scenario_t *names) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
@@ -125,6 +145,7 @@ void *pd_metrics_json(const pd_metrics_t *m, const pd_scenario_t *names) {
     cJSON_AddItemToArray(wa, e);
   }
   add_recovery(o, m);
+  add_overload(o, m);
   pd_metrics_series_json(m, o);
   if (m->ttft.is_nomem || m->itl.is_nomem || m->is_bins_cut)
     cJSON_AddBoolToObject(o, "incomplete", 1);
@@ -149,6 +170,17 @@ void pd_metrics_line(const pd_metrics_t *m, char *buf, size_t cap) {
                      "KV pages %llu of %llu",
                      t.kv_after_end_page_s, t.kv_beyond_grace_page_s, p->running, p->queued,
                      (unsigned long long)p->kv_pages, (unsigned long long)p->kv_total_pages);
+    n = k < 0 ? -1 : n + k;
+  }
+  const pd_metrics_overload_t *v = &m->ovl;
+  if (n > 0 && (size_t)n < cap && v->has && m->runs == 1) {
+    double span = (double)(v->to_ns - v->from_ns) / 1e9;
+    int k = snprintf(buf + n, cap - (size_t)n,
+                     ", load step: offered %.1f/s, capacity %.1f/s, goodput %.1f/s (%.0f %%), "
+                     "shed %u (p99 %.0f ms)",
+                     span > 0 ? v->arrivals / span : 0, v->capacity_rps,
+                     span > 0 ? v->good / span : 0, 100 * pd_metrics_overload_share(v), v->shed,
+                     v->shed ? ms(pd_metrics_hist_percentile(&m->shed, 99)) : 0);
     n = k < 0 ? -1 : n + k;
   }
   if (n < 0 || (size_t)n >= cap || !m->has_burst || m->runs != 1) return;

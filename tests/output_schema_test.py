@@ -102,6 +102,10 @@ def main():
     sim_all = check("sim-run", run(["sim", "run", one, "--mode", "all", "--json"]))
     if sim_all and any(not isinstance(r.get("seed"), int) for r in sim_all["rows"]):
         fail("sim-run: a row's seed is not a number")
+    spike = check("sim-run", run(["sim", "run", "scenarios/overload-load-spike-recovery.json",
+                                  "--mode", "reference", "--json"]))
+    if spike and not all("overload" in r.get("metrics", {}) for r in spike["rows"]):
+        fail("sim-run: a row with a load step has no metrics.overload")
     out = os.path.join(tmp, "explore")
     for i in range(2):
         check("explore-result", run(["sim", "explore", "--mode", "joined", "--seeds", "12",

@@ -241,6 +241,80 @@ static void test_load_step_is_the_burst(void) {
   free(s);
 }
 
+/* The capacity of a 1P2D cluster from its worker model: each decode runs 4 requests, each
+ * holding its slot for prefill's forward pass and transfer (20 + 5 ms), the first token (10 ms)
+ * and 99 more tokens at 10 ms: 1025 ms, so 2 x 4 / 1.025 s = 7.80/s. A prefill that runs 1
+ * request for 25 ms bounds it at 40/s (above); one that runs 1 for 500 ms at 2/s (below). */
+static void test_capacity_from_the_worker_model(void) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  pd_scenario_defaults(s);
+  s->n_workers = 0;
+  pd_scenario_worker_defaults(&s->workers[s->n_workers++], "p0", PD_ROLE_PREFILL);
+  for (int i = 0; i < 2; i++) {
+    pd_scenario_worker_t *d = &s->workers[s->n_workers++];
+    pd_scenario_worker_defaults(d, i ? "d1" : "d0", PD_ROLE_DECODE);
+    d->max_running = 4;
+    d->token_ms = 10;
+  }
+  s->workload.tokens = 100;
+  PDT_TRUE(near(pd_metrics_capacity_rps(s), 8.0 / 1.025, 1e-9));
+  s->workers[0].max_running = 1;
+  PDT_TRUE(near(pd_metrics_capacity_rps(s), 8.0 / 1.025, 1e-9)); /* prefill bound 40/s */
+  s->workers[0].forward_ms = 495;
+  /* the decodes now hold 495 + 5 + 10 + 990 ms: 5.33/s; prefill 1 / 0.5 s = 2/s */
+  PDT_TRUE(near(pd_metrics_capacity_rps(s), 2.0, 1e-9));
+  s->n_workers = 1; /* no decode: no capacity to state */
+  PDT_TRUE(pd_metrics_capacity_rps(s) == 0);
+  free(s);
+}
+
+/* The load step's share: good completions ending in the step over min(offered, capacity), and
+ * a request answered 503 with no leg to a worker counts as shed with its time to the head. */
+static void test_overload_share_and_shed(void) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  pd_scenario_defaults(s);
+  s->workload.n_steps = 2;
+  s->workload.steps[0] = (pd_scenario_step_t){10000, 2.0, 0};
+  s->workload.steps[1] = (pd_scenario_step_t){20000, 1.0, 0};
+  pd_metrics_t m;
+  pd_metrics_init(&m, 0);
+  pd_metrics_run_begin(&m, s);
+  PDT_EQ_INT(m.ovl.has, 1);
+  PDT_EQ_U64(m.ovl.from_ns, 10000 * MS);
+  PDT_EQ_U64(m.ovl.to_ns, 20000 * MS);
+  m.ovl.capacity_rps = 2.0; /* 20 in the 10 s step */
+  pd_client_request_t rq;
+  for (int i = 0; i < 30; i++) { /* 30 arrive in the step: 3/s offered, above capacity */
+    clean_request(&rq, 10 * MS, 100 * MS);
+    rq.t_arrival = 10000 * MS + (uint64_t)i * 300 * MS;
+    rq.t_first_data = rq.t_arrival + 10 * MS;
+    rq.t_end = rq.t_arrival + 100 * MS;
+    if (i >= 18) { /* the last 12 are shed: 503 heads after 0.5 s, no leg */
+      memset(&rq, 0, sizeof rq);
+      rq.t_arrival = 10000 * MS + (uint64_t)i * 300 * MS;
+      rq.has_head = rq.ended = 1;
+      rq.head_status = 503;
+      rq.t_head = rq.t_end = rq.t_arrival + 500 * MS;
+    }
+    pd_metrics_add_request(&m, &rq, rq.t_end);
+    pd_metrics_req_free(&rq.metrics);
+  }
+  clean_request(&rq, 10 * MS, 100 * MS); /* arrives and ends after the step: not counted */
+  rq.t_arrival = 20000 * MS;
+  rq.t_end = 20100 * MS;
+  pd_metrics_add_request(&m, &rq, rq.t_end);
+  pd_metrics_req_free(&rq.metrics);
+  PDT_EQ_INT((int)m.ovl.arrivals, 30);
+  PDT_EQ_INT((int)m.ovl.good, 18);
+  PDT_TRUE(near(pd_metrics_overload_share(&m.ovl), 18.0 / 20.0, 1e-9));
+  PDT_EQ_INT((int)m.ovl.shed, 12);
+  PDT_EQ_U64(m.ovl.shed_ns_max, 500 * MS);
+  m.ovl.capacity_rps = 10.0; /* capacity above the offered 3/s: the share is of what was asked */
+  PDT_TRUE(near(pd_metrics_overload_share(&m.ovl), 18.0 / 30.0, 1e-9));
+  pd_metrics_free(&m);
+  free(s);
+}
+
 int pdt_suite_metrics(void) {
   static const pdt_case_t cases[] = {
       {"percentiles are exact (linear interpolation) on known inputs",
@@ -255,6 +329,8 @@ int pdt_suite_metrics(void) {
       {"the SLO and window keys parse, default and round-trip",
        test_slo_keys_parse_default_and_round_trip},
       {"a load spike is the burst, until the step back", test_load_step_is_the_burst},
+      {"the cluster's capacity from the worker model", test_capacity_from_the_worker_model},
+      {"goodput share of a load step and the requests shed", test_overload_share_and_shed},
   };
   return PDT_SUITE("metrics", cases);
 }
