@@ -71,6 +71,21 @@ uint32_t pd_check_pair_group(const pd_judge_t *j, const pd_client_request_t *rq,
 uint32_t pd_check_rank_agreement(const pd_judge_t *j, const pd_client_request_t *rq,
                                  char *reason, size_t cap);
 
+/* I23 goodput-floor (pd_check_goodput.c): a whole-run judgement. The world notes every judged
+ * request; at the run's end the load step's goodput (clean answers within both SLOs, by the
+ * client's clock) must be at least config.goodput_floor x min(offered, capacity), capacity from
+ * the worker model (pd_metrics_capacity_rps). Off without a floor or a load step that ends. */
+typedef struct pd_goodput {
+  int is_on;
+  uint64_t from_ns, to_ns, slo_ttft_ns, slo_e2e_ns;
+  double capacity_rps, floor;
+  uint32_t arrivals, good;
+} pd_goodput_t;
+void pd_goodput_begin(pd_goodput_t *g, const pd_scenario_t *s);
+void pd_goodput_note(pd_goodput_t *g, const pd_client_request_t *rq);
+/* The I23 bit, with reason, when the floor was not kept; 0 otherwise. */
+uint32_t pd_goodput_judge(const pd_goodput_t *g, char *reason, size_t cap);
+
 /* The checker's own breaker model (pd_check_breaker.c, docs/spec.md I12): R-BREAKER replayed
  * per worker from the workers' ground truth of what failed — never from the gateway's
  * outcomes — so that an open the gateway reports can be judged: justified only when the

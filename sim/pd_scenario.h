@@ -51,8 +51,9 @@ typedef enum {
   PD_INVARIANT_DISAGGREGATED = 20, /* I20: no request served without KV from its own prefill */
   PD_INVARIANT_PAIR_GROUP = 21,    /* I21: a decode pairs only with a prefill of its group */
   PD_INVARIANT_RANK_AGREEMENT = 22, /* I22: decode looks its room up on the prefill's DP rank */
+  PD_INVARIANT_GOODPUT_FLOOR = 23, /* I23: a load step's goodput stays above the stated share */
 } pd_invariant_t;
-#define PD_INVARIANT_COUNT 22
+#define PD_INVARIANT_COUNT 23
 
 typedef struct pd_scenario_burst {
   uint64_t at_ms;    /* arrival time of the burst, from the start of the run */
@@ -144,6 +145,8 @@ typedef struct pd_scenario_config {
   double admission;
   uint32_t admit_queue;
   uint64_t admit_queue_ms;
+  double goodput_floor;    /* I23: share (0..1) of min(offered, capacity) a load step's goodput
+                              must keep; 0 (default): not judged */
   double socket_min_scale; /* pdref conform: the smallest --timeout-scale this workload's
                             * arrival rate survives on real sockets (0 = any) */
   int seeded_bug;          /* pd_seeded_bug_t: a known defect switched on in the reference

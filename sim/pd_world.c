@@ -117,6 +117,7 @@ void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
       snprintf(st->first_reason, sizeof st->first_reason, "%s", reason);
     }
   }
+  pd_goodput_note(&w->goodput, rq);
   pd_world_trace_request(w, rq);
   st->requests_done++;
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)

@@ -533,6 +533,7 @@ static void gw_free(void *p, void *ud) {
 
 static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uint64_t seed) {
   w->s = s;
+  pd_goodput_begin(&w->goodput, s);
   w->mode = mode;
   w->net_ns = s->config.net_us * 1000ull;
   w->seed = seed;
@@ -714,6 +715,13 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
     pd_world_heal(w);
     run_until(w, horizon + quiet_ns(s), o, buf);
     pd_world_check_quiet(w);
+    char why[200];
+    uint32_t gv = pd_goodput_judge(&w->goodput, why, sizeof why); /* I23, a whole-run judgement */
+    if (gv) {
+      w->violations |= gv;
+      stats->inv_count[PD_INVARIANT_GOODPUT_FLOOR]++;
+      if (!stats->first_reason[0]) snprintf(stats->first_reason, sizeof stats->first_reason, "%s", why);
+    }
   }
   pd_world_pins_settle(w); /* pins retired legs still hold: judged (I18) and counted up to now */
   if (rc == 0 && w->push_err) rc = w->push_err; /* an event was lost: the verdict is void */

@@ -26,8 +26,8 @@ plant '```' 'build/pdref conform --timeout-scale 0.1 \' "  --gateway-cmd 'exec s
 expect 1 "page.md:3: \`pdref conform\` has no option --no-such-flag" "an unknown option on a continued line" "$tmp/page.md"
 plant 'See `pdref gateway --listen x --tail-timeout`.'
 expect 1 "\`pdref gateway\` has no option --tail-timeout" "an option missing its unit" "$tmp/page.md"
-plant 'Only I23 catches it.'
-expect 1 "page.md:1: invariant I23 does not exist" "an invariant past the last" "$tmp/page.md"
+plant 'Only I99 catches it.'
+expect 1 "page.md:1: invariant I99 does not exist" "an invariant past the last" "$tmp/page.md"
 plant 'It violates I3 orphan-leg.'
 expect 1 "orphan-leg is I2, I3 is stranded-slot" "an invariant with another's name" "$tmp/page.md"
 plant 'Replay scenarios/decode-503-nowhere.json.'

@@ -84,7 +84,7 @@ static void test_i18_needs_an_end(void) {
 static void test_i18_is_named(void) {
   PDT_EQ_STR(pd_invariant_name(PD_INVARIANT_STRANDED_KV), "stranded-kv");
   PDT_EQ_INT(pd_invariant_parse("I18"), PD_INVARIANT_STRANDED_KV);
-  PDT_EQ_INT(pd_invariant_parse("I23"), 0);
+  PDT_EQ_INT(pd_invariant_parse("I99"), 0);
 }
 
 int pdt_suite_capacity_check(void) {

@@ -1,0 +1,126 @@
+/* I23 goodput-floor (docs/spec.md; sim/pd_check_goodput.c): a load step's goodput, judged from
+ * the client's side against the worker model's capacity, on hand-built requests. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_check.h"
+#include "pd_metrics.h"
+#include "pd_world.h"
+#include "pdt.h"
+#include "pdt_cli.h"
+
+#define MS 1000000ull
+#define I23 (1u << (PD_INVARIANT_GOODPUT_FLOOR - 1))
+
+/* 1P1D, the decode running 2 requests of 1 token held 25 + 10 = 35 ms... made simple: the
+ * capacity is set by hand after begin (the model's formula has its own test in metrics). A
+ * step 10 s long from 10 s, SLOs 1 s / 5 s, floor 0.9. */
+static pd_scenario_t *step_scenario(double floor) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  pd_scenario_defaults(s);
+  s->n_workers = 0;
+  pd_scenario_worker_defaults(&s->workers[s->n_workers++], "p0", PD_ROLE_PREFILL);
+  pd_scenario_worker_defaults(&s->workers[s->n_workers++], "d0", PD_ROLE_DECODE);
+  s->workers[1].max_running = 2;
+  s->workload.n_steps = 2;
+  s->workload.steps[0] = (pd_scenario_step_t){10000, 3.0, 0};
+  s->workload.steps[1] = (pd_scenario_step_t){20000, 1.0, 0};
+  s->config.slo_ttft_ms = 1000;
+  s->config.slo_e2e_ms = 5000;
+  s->config.goodput_floor = floor;
+  return s;
+}
+
+static void served(pd_client_request_t *rq, uint64_t arrive_ms, uint64_t ttft_ms, uint64_t e2e_ms) {
+  memset(rq, 0, sizeof *rq);
+  rq->is_clean = rq->ended = rq->has_first_data = 1;
+  rq->t_arrival = arrive_ms * MS;
+  rq->t_first_data = (arrive_ms + ttft_ms) * MS;
+  rq->t_end = (arrive_ms + e2e_ms) * MS;
+}
+
+/* Capacity 4/s, 60 offered in the 10 s step (6/s, above it): the floor is 0.9 x 4 = 3.6/s,
+ * 36 good requests. 36 pass; 35 is I23, and the reason names the figures. */
+static void test_floor_kept_and_missed(void) {
+  pd_scenario_t *s = step_scenario(0.9);
+  for (int good = 35; good <= 36; good++) {
+    pd_goodput_t g;
+    pd_goodput_begin(&g, s);
+    PDT_EQ_INT(g.is_on, 1);
+    g.capacity_rps = 4.0;
+    pd_client_request_t rq;
+    for (int i = 0; i < 60; i++) {
+      served(&rq, 10000 + (uint64_t)i * 150, 100, 500);
+      if (i >= good) rq.is_clean = 0; /* the rest: answered, not clean (a 503, a cut stream) */
+      pd_goodput_note(&g, &rq);
+    }
+    char why[200] = "";
+    uint32_t v = pd_goodput_judge(&g, why, sizeof why);
+    if (good == 36) {
+      PDT_EQ_INT((int)v, 0);
+    } else {
+      PDT_EQ_INT((int)v, (int)I23);
+      PDT_HAS(why, "I23 goodput in the load step 3.50/s is 88 % of 4.00/s");
+      PDT_HAS(why, "under the floor of 90 %");
+    }
+  }
+  free(s);
+}
+
+/* Counted good: clean, first byte within slo_ttft, end within slo_e2e, ending inside the step.
+ * Under the capacity (1/s offered of 4/s), the share is of what was asked: 9 of 10 = 0.9 kept. */
+static void test_only_clean_answers_within_both_slos_count(void) {
+  pd_scenario_t *s = step_scenario(0.9);
+  pd_goodput_t g;
+  pd_goodput_begin(&g, s);
+  g.capacity_rps = 4.0;
+  pd_client_request_t rq;
+  for (int i = 0; i < 10; i++) { /* 10 arrive in the step, 1/s */
+    if (i == 0) served(&rq, 10000, 1000, 5000); /* both SLOs on the edge: good */
+    else served(&rq, 10000 + (uint64_t)i * 1000, 100, 200);
+    if (i == 9) rq.t_end = 20000 * MS + 1; /* ends after the step: not counted */
+    pd_goodput_note(&g, &rq);
+  }
+  served(&rq, 9000, 100, 1100); /* arrived before the step, ends in it: good, not offered */
+  pd_goodput_note(&g, &rq);
+  PDT_EQ_INT((int)g.arrivals, 10);
+  PDT_EQ_INT((int)g.good, 10);
+  PDT_EQ_INT((int)pd_goodput_judge(&g, NULL, 0), 0);
+  pd_goodput_begin(&g, s);
+  g.capacity_rps = 4.0;
+  for (int i = 0; i < 10; i++) {
+    served(&rq, 10000 + (uint64_t)i * 900, i == 0 ? 1001 : 100, i == 1 ? 5001 : 200);
+    pd_goodput_note(&g, &rq); /* 0: TTFT past its SLO; 1: E2E past its SLO */
+  }
+  PDT_EQ_INT((int)g.good, 8);
+  PDT_EQ_INT((int)pd_goodput_judge(&g, NULL, 0), (int)I23);
+  free(s);
+}
+
+/* No floor stated, or a step that never comes back: not judged, whatever was served. */
+static void test_off_without_a_floor_or_an_ending_step(void) {
+  pd_scenario_t *s = step_scenario(0);
+  pd_goodput_t g;
+  pd_goodput_begin(&g, s);
+  PDT_EQ_INT(g.is_on, 0);
+  s->config.goodput_floor = 0.9;
+  s->workload.n_steps = 1; /* up, never back */
+  pd_goodput_begin(&g, s);
+  PDT_EQ_INT(g.is_on, 0);
+  pd_client_request_t rq;
+  served(&rq, 10000, 100, 200);
+  rq.is_clean = 0;
+  pd_goodput_note(&g, &rq);
+  PDT_EQ_INT((int)pd_goodput_judge(&g, NULL, 0), 0);
+  free(s);
+}
+
+int pdt_suite_check_goodput(void) {
+  static const pdt_case_t cases[] = {
+      {"I23: the floor kept at 36 good, missed at 35", test_floor_kept_and_missed},
+      {"I23: only clean answers within both SLOs, ending in the step, count",
+       test_only_clean_answers_within_both_slos_count},
+      {"I23: off without a floor or a step that ends", test_off_without_a_floor_or_an_ending_step},
+  };
+  return PDT_SUITE("check_goodput", cases);
+}
