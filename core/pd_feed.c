@@ -309,12 +309,14 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
 
 void pd_gw_begin(pd_gw_t *gw, pd_rq_t *rq) {
   const pd_mode_ops_t *ops = mode_ops(gw);
+  if (pd_admit_too_late(gw, rq)) return; /* R-ADMIT-QUEUE: its turn came too late */
   int rc = pd_gw_start_attempt(gw, rq);
   if (rc == PD_ADMIT_WAIT) { /* R-ADMIT-QUEUE: wait for room, or be shed */
     pd_admit_wait(gw, rq);
     return;
   }
   if (rq->is_queued && rc == 0) pd_admit_started(gw);
+  if (rc == 0) rq->t_try_ns = gw->now;
   pd_admit_unlink(gw, rq); /* it started (or was answered): out of the queue */
   if (rc == 0) {
     ops->on_start(gw, rq);

@@ -119,6 +119,10 @@ typedef struct pd_rq {
   int is_client_blocked; /* PD_EV_CLIENT_BLOCKED: decode not read because of the client */
   int is_bug_repeated;   /* PD_BUG_REPEAT_FIRST_EVENT: the first event went out twice */
   int last_status;   /* last attempt's failure status for the client (0 none) */
+  uint64_t t_try_ns; /* when its current attempt started (pd_gw_begin) */
+  int is_last_status_worker; /* last_status is a worker's own HTTP status (a 504 too), not the
+                                gateway's timeout or transport verdict (R-ADMIT-SHED) */
+  int is_status_from_head;   /* set just before failing an attempt on a worker's error head */
   const char *last_code;
   char *rid;
   uint64_t dl[DL_COUNT];
@@ -190,6 +194,8 @@ struct pd_gw {
   /* R-ADMIT-EARLY: when the queue's last departure left (0: the backlog ended since), and the
    * smoothed time between departures while a backlog lasts (0: not measured yet) */
   uint64_t q_last_start_ns, q_interval_ns;
+  uint64_t svc_ns[2]; /* R-ADMIT-QUEUE: smoothed attempt start -> commit of requests served,
+                         non-stream [0] and stream [1] (pd_admit_committed); 0 unmeasured */
   pd_admit_stats_t admit;
   void *transition_ctx;
   pd_rb_bucket_t rb[PD_RB_BUCKETS]; /* reference retry budget's window (R-RETRY-BUDGET) */
@@ -237,6 +243,12 @@ void pd_admit_unlink(pd_gw_t *gw, pd_rq_t *rq);
 void pd_admit_kick(pd_gw_t *gw);
 /* A queued request starts: counted, and the backlog's departure interval measured. */
 void pd_admit_started(pd_gw_t *gw);
+/* The request's first byte went to the client (commit): how long its attempt took to get
+ * there feeds the service estimate a queued request's deadline leaves room for. */
+void pd_admit_committed(pd_gw_t *gw, pd_rq_t *rq);
+/* A queued request whose turn came: if an attempt started now would reach its commit or total
+ * deadline before the measured service time, it is unlinked and shed (503) instead; 1 then. */
+int pd_admit_too_late(pd_gw_t *gw, pd_rq_t *rq);
 /* DL_QUEUE passed: a request still queued is shed (503, R-ADMIT-SHED). */
 void pd_admit_deadline(pd_gw_t *gw, pd_rq_t *rq);
 /* Arm the request's earliest deadline again (pd_feed.c). */

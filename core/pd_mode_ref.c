@@ -135,6 +135,8 @@ static void fail_attempt(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *bad, pd_outcome_t o
   }
   PD_RQ_SET(gw, rq, RQ_BACKOFF); /* clears the attempt's deadlines */
   rq->last_status = status;      /* what the client gets if no later attempt can start */
+  rq->is_last_status_worker = rq->is_status_from_head;
+  rq->is_status_from_head = 0;
   if (is_retryable && !pd_gw_retry_budget_allows(gw, rq)) { /* R-RETRY-BUDGET: the worker's
                                                                  status, at once */
     budget_error(gw, rq, status, msg);
@@ -450,6 +452,7 @@ static void respond_nonstream(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *d) {
   }
   pd_gw_client_head(gw, rq, d->status, 0);
   rq->is_committed = 1;
+  pd_admit_committed(gw, rq);
   if (rc == 0) {
     pd_gw_client_data(gw, rq, m, ml);
     pd_free(gw->alloc, m);
@@ -509,6 +512,7 @@ static void ref_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
     return;
   }
   if (!rq->is_committed) {
+    rq->is_status_from_head = 1; /* the worker's own status, a 504 too (R-ADMIT-SHED) */
     fail_leg(gw, rq, leg, leg->status, "error status");
   } else if (leg->role == PD_ROLE_PREFILL) { /* after commit: prefill's own failure */
     leg_failed_alone(gw, rq, leg, PD_OUTCOME_FAILURE, leg->status);

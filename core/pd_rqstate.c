@@ -78,8 +78,8 @@ static void enter_prefill_lost(pd_gw_t *gw, pd_rq_t *rq) {
 
 /* The client head went out just before (every mode sends its own head first). */
 static void enter_stream(pd_gw_t *gw, pd_rq_t *rq) {
-  (void)gw;
   rq->is_committed = 1;
+  pd_admit_committed(gw, rq); /* the service estimate of R-ADMIT-QUEUE */
 }
 
 /* The attempt is over: its deadlines go (the next attempt's start arms its own). */

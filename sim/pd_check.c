@@ -591,8 +591,9 @@ static uint32_t check_tokens(const pd_judge_t *j, const pd_client_request_t *rq,
 
 /* I14: a request that ended without a clean answer (its client stayed) shows the client a
  * failure: an SSE error event in a 200 stream, the worker's own status when the last attempt
- * has exactly one. */
-static uint32_t check_error_visible(const pd_client_request_t *rq, char *reason, size_t cap) {
+ * has exactly one that reached the gateway before it closed the leg. */
+static uint32_t check_error_visible(const pd_judge_t *j, const pd_client_request_t *rq,
+                                    char *reason, size_t cap) {
   uint32_t v = 0;
   int ok2xx = rq->head_status >= 200 && rq->head_status < 300;
   if (ok2xx && rq->is_stream && !rq->saw_error_event)
@@ -604,6 +605,12 @@ static uint32_t check_error_visible(const pd_client_request_t *rq, char *reason,
     if (l->attempt > last) last = l->attempt;
   for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     if (l->attempt != last) continue;
+    /* a status the gateway never saw: it had closed the leg before the request even reached
+     * the worker (a deadline that gave up on the attempt in the instant it started), so its
+     * answer cannot carry it */
+    if (l->injected_status && j->is_close_order_known && !l->gw_open &&
+        l->t_gw_closed < l->t_open_arrive)
+      continue;
     if (!l->injected_status) { /* failed without a status of its own: ambiguous */
       if (l->truth == PD_TRUTH_FAILED || l->truth == PD_TRUTH_NEVER) ambiguous = 1;
       continue;
@@ -670,7 +677,7 @@ uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, 
     else
       snprintf(reason, cap, "I12 a request went to a worker whose breaker was open or probing");
   }
-  if (!rq->gone && !clean) v |= check_error_visible(rq, reason, cap);
+  if (!rq->gone && !clean) v |= check_error_visible(j, rq, reason, cap);
   v |= check_served(rq, clean, reason, cap);
   rq->is_clean = clean;
   tally(j->stats, rq, clean);

@@ -36,6 +36,10 @@ typedef struct pd_judge {
                                 kv_from, is_kv_pinned: the simulator); 0: not judged */
   int is_cancel_bound;
   uint64_t cancel_gone_ns, cancel_end_ns;
+  int is_close_order_known;  /* I14: the legs' gateway close and worker arrival times are of
+                                one time base (the simulator), so a status injected at a worker the
+                                gateway had left before the request reached it is not asked of
+                                the client's answer; 0 (a socket run): every one counts */
   pd_world_stats_t *stats;   /* out: clean_success, client_errors, aborted, TTFT and
                                 records_lost are added to per judged request */
 } pd_judge_t;

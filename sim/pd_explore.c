@@ -14,6 +14,7 @@
 
 #define EXP_GEN_LABEL 0x6578706c6f7265ull /* "explore": the generator's PRNG stream */
 #define EXP_BUDGET_LABEL 0x627564676574ull /* "budget": the R-PROGRESS knobs' stream */
+#define EXP_LOAD_LABEL 0x6c6f6164ull /* "load": load shapes, clients, capacity (issue 25) */
 #define EXP_DEADLINE_MS 120000u   /* the I1 bound of every generated world */
 #define EXP_TOTAL_MIN_MS 20000u   /* reference total timeout: 20..60 s, below the deadline */
 #define EXP_TOTAL_MAX_MS 60000u
@@ -141,6 +142,40 @@ static void gen_budgets(pd_prng_t *r, pd_scenario_config_t *c) {
   if (chance(r, 0.3)) c->token_budget_ms = range(r, 1, 200);
 }
 
+/* Load (docs/explore.md "Load shapes"): a closed loop of users instead of open arrivals, a
+ * spike or a ramp in the load and back, clients that time out and retry with backoff and
+ * jitter, decodes with a running limit so that the load can exceed them, and the gateway's
+ * admission queue deadline. Drawn from a stream of their own, after the world is made, so
+ * every other draw of a seed is what it was before they came. */
+static void gen_load(pd_prng_t *r, pd_scenario_t *s) {
+  pd_scenario_workload_t *wl = &s->workload;
+  uint64_t span = (uint64_t)wl->requests * (wl->interval_ms ? wl->interval_ms : 10);
+  if (chance(r, 0.15)) { /* closed loop: the requests are the users' jobs, sent when the */
+    wl->users = (uint32_t)range(r, 1, 8); /* last one ends: no arrival spacing (the loader) */
+    wl->think_ms = chance(r, 0.5) ? 0 : range(r, 1, 200);
+    wl->interval_ms = 0;
+    wl->poisson = 0.0;
+  }
+  if (chance(r, 0.2)) { /* a spike of k x for a while, or a ramp up, then back to 1 */
+    uint64_t at = range(r, 0, span / 2 + 1), len = range(r, 10, span + 100);
+    wl->n_steps = 2;
+    wl->steps[0] = (pd_scenario_step_t){at, 2.0 + 3.0 * pd_prng_unit(r),
+                                        chance(r, 0.5) ? 0 : range(r, 1, len)};
+    wl->steps[1] = (pd_scenario_step_t){at + len, 1.0, 0};
+  }
+  if (chance(r, 0.2)) { /* clients that give up and come back */
+    wl->client_timeout_ms = range(r, 500, 20000);
+    wl->client_retries = (uint32_t)range(r, 0, 3);
+    wl->retry_backoff_ms = range(r, 10, 1000);
+    wl->retry_backoff_max_ms = wl->retry_backoff_ms * range(r, 1, 8);
+    wl->retry_jitter = chance(r, 0.5) ? 0.0 : pd_prng_unit(r);
+  }
+  if (chance(r, 0.25)) /* capacity the load can exceed */
+    for (uint32_t i = 0; i < s->n_workers; i++)
+      if (s->workers[i].role == PD_ROLE_DECODE) s->workers[i].max_running = (uint32_t)range(r, 1, 8);
+  if (chance(r, 0.2)) s->config.admit_queue_ms = range(r, 100, 5000);
+}
+
 void pd_explore_generate(pd_scenario_t *s, uint64_t seed) {
   pd_prng_t root, r;
   pd_prng_init(&root, seed);
@@ -167,6 +202,9 @@ void pd_explore_generate(pd_scenario_t *s, uint64_t seed) {
     gen_worker(&r, &s->workers[i], is_p ? PD_ROLE_PREFILL : PD_ROLE_DECODE, is_p ? i : i - n_p,
                kinds, p_faulty, &s->workload);
   }
+  pd_prng_t rl;
+  pd_prng_fork(&root, EXP_LOAD_LABEL, &rl);
+  gen_load(&rl, s);
 }
 
 /* pd_explore_run, adding the first run's cost to mx (NULL: none). */

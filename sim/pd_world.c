@@ -90,7 +90,8 @@ static pd_judge_t judge_of(const struct pd_world *w) {
   int is_ref = w->mode == PD_MODE_REFERENCE; /* R-DISCONNECT, R-TAIL (pd_judge_t) */
   return (pd_judge_t){.s = w->s, .mode = w->mode, .is_outcome_blind = 0,
                       .max_attempts = att ? att : 1, .now = w->now, .stats = w->stats,
-                      .is_kv_deferred = 1, .is_kv_source_known = 1, .is_cancel_bound = is_ref, .cancel_gone_ns = 0,
+                      .is_kv_deferred = 1, .is_kv_source_known = 1, .is_close_order_known = 1,
+                      .is_cancel_bound = is_ref, .cancel_gone_ns = 0,
                       .cancel_end_ns = w->gcfg.prefill_tail_timeout_ns};
 }
 

@@ -22,6 +22,7 @@
   X(pdt_suite_trace_run) \
   X(pdt_suite_metrics)   \
   X(pdt_suite_check_goodput) \
+  X(pdt_suite_admit_late) \
   X(pdt_suite_dispatch)  \
   X(pdt_suite_dispatch_more) \
   X(pdt_suite_dispatch_blame) \

@@ -383,9 +383,38 @@ static void test_a_stream_under_a_json_head_is_read_as_sse(void) {
   free(f);
 }
 
+/* I14 asks the client's error for the status a worker injected in the last attempt, but only
+ * one the gateway could have seen: an attempt given up in the instant it started (its legs
+ * closed before the request reached the worker, explore seed 562 with admission: the queue
+ * wait used up the commit budget) answers 504 while the decode answers 503 to nobody. A
+ * socket run has no shared clock (is_close_order_known 0): every injected status counts. */
+static void test_i14_asks_only_a_status_the_gateway_could_see(void) {
+  for (int c = 0; c < 3; c++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    f->rq.is_stream = 0;
+    f->rq.saw_done = 0;
+    f->rq.head_status = 504;
+    f->rq.is_sse_head = 0;
+    f->d.truth = PD_TRUTH_FAILED;
+    f->d.injected_status = 503;
+    f->d.outcome = PD_OUTCOME_CANCELLED;
+    f->p.truth = PD_TRUTH_CANCELLED;
+    f->p.outcome = PD_OUTCOME_CANCELLED;
+    f->d.t_open_arrive = 50 * MS;
+    f->d.t_gw_closed = c == 0 ? 50 * MS : 50 * MS - 1; /* 0: closed as it arrived: seen */
+    f->j.is_close_order_known = c != 2;
+    uint32_t got = judge(f);
+    PDT_EQ_U64(got & BIT(PD_INVARIANT_ERROR_VISIBLE), c == 1 ? 0u : BIT(PD_INVARIANT_ERROR_VISIBLE));
+    free(f);
+  }
+}
+
 int pdt_suite_check(void) {
   static const pdt_case_t cases[] = {
       {"a clean request violates nothing", test_a_clean_request_violates_nothing},
+      {"I14: only a status the gateway could have seen is asked of the client",
+       test_i14_asks_only_a_status_the_gateway_could_see},
       {"each single defect trips exactly its own invariant", test_each_defect_trips_its_own_invariant},
       {"a cancelled outcome is neutral whatever the worker did", test_cancelled_is_neutral_for_every_truth},
       {"a request cut off by the horizon is judged on I1 only",
