@@ -30,14 +30,15 @@
  * (quiescence) from /metrics only where the gateway exposes its loads (as I4). I19 (a decode
  * served from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). I20 (decode
  * served without its prefill's KV) needs each decode's KV source, which the records do not
- * carry yet (pd_judge_t.is_kv_source_known). */
+ * carry yet (pd_judge_t.is_kv_source_known). I23 (a load step's goodput against the cluster's
+ * capacity) needs a capacity model of the deployment under test: simulator only. */
 #define PD_CONFORM_INV_RETRY_FAILED 16
 #define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                                        \
   (PD_CONFORM_BIT(PD_INVARIANT_OUTCOME) | PD_CONFORM_BIT(PD_INVARIANT_LOAD_BALANCE) |              \
    PD_CONFORM_BIT(PD_INVARIANT_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INVARIANT_BREAKER) |                \
    PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE) |         \
-   PD_CONFORM_BIT(PD_INVARIANT_DISAGGREGATED))
+   PD_CONFORM_BIT(PD_INVARIANT_DISAGGREGATED) | PD_CONFORM_BIT(PD_INVARIANT_GOODPUT_FLOOR))
 
 #define PD_CONFORM_MAX_HEADERS 4u /* --client-header */
 
