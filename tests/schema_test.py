@@ -341,7 +341,7 @@ def special_cases():
     mut("worker fault kind status without status",
         lambda x: x["workers"][2]["faults"][0].update(kind="status"), False)
     mut("expect: unknown mode", lambda x: x["expect"].update(smg="pass"), False)
-    mut("expect: I23", lambda x: x["expect"].update(joined=["I23"]), False)
+    mut("expect: I99", lambda x: x["expect"].update(joined=["I99"]), False)
     mut("expect: I0", lambda x: x["expect"].update(joined=["I0"]), False)
     mut("expect: I3 twice", lambda x: x["expect"].update(joined=["I3", "I3"]), False)
     mut("expect: \"fail\"", lambda x: x["expect"].update(joined="fail"), False)
