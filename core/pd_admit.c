@@ -163,7 +163,7 @@ void pd_admit_started(pd_gw_t *gw) {
   gw->admit.dequeued++;
   if (gw->q_last_start_ns) { /* the backlog lasted since the last departure */
     uint64_t d = gw->now - gw->q_last_start_ns;
-    gw->q_interval_ns = gw->q_interval_ns ? (gw->q_interval_ns * 3 + d) / 4 : d;
+    gw->q_interval_ns = gw->q_interval_ns ? (gw->q_interval_ns * 15 + d) / 16 : d;
   }
   /* the request is still in the queue: the backlog goes on if another waits behind it */
   gw->q_last_start_ns = gw->n_queued > 1 ? (gw->now ? gw->now : 1) : 0;
