@@ -39,12 +39,14 @@ static int scan(const harness_t *h) {
 }
 
 /* Request 1 on (p0, d0) commits 300 ms after its start (its first token) and ends at end_ms;
- * request 2 waits for d0's one slot. Its commit deadline is 1000 ms after its arrival (0). What
+ * request 2 waits for d0's one slot. Its commit deadline (or, is_total, its total deadline, with
+ * no commit deadline) is 1000 ms after its arrival (0). What
  * request 2's turn brings: 1 its legs opened, -1 its 503, 0 nothing yet. */
-static int turn_of_second(uint64_t end_ms) {
+static int turn_of_second(uint64_t end_ms, int is_total) {
   pd_gw_config_t c;
   pd_gw_config_default(&c, PD_MODE_REFERENCE);
-  c.commit_timeout_ns = 1000 * MS;
+  c.commit_timeout_ns = is_total ? 0 : 1000 * MS; /* 0: none */
+  if (is_total) c.total_timeout_ns = 1000 * MS;
   harness_t h;
   h_init_cfg(&h, &c, 1);
   pd_gw_set_worker_limit(h.gw, PD_ROLE_DECODE, 0, 1);
@@ -62,10 +64,13 @@ static int turn_of_second(uint64_t end_ms) {
 }
 
 /* Turn at 600 ms: 600 + 300 < 1000, its attempt starts. Turn at 800 ms: 800 + 300 >= 1000, it
- * is shed with 503 at once instead of running into its commit deadline (504). */
+ * is shed with 503 at once instead of running into its commit deadline (504); the same against
+ * the total deadline alone. */
 static void test_a_turn_too_late_for_the_commit_deadline_is_shed(void) {
-  PDT_EQ_INT(turn_of_second(600), 1);
-  PDT_EQ_INT(turn_of_second(800), -1);
+  for (int is_total = 0; is_total < 2; is_total++) {
+    PDT_EQ_INT(turn_of_second(600, is_total), 1);
+    PDT_EQ_INT(turn_of_second(800, is_total), -1);
+  }
 }
 
 int pdt_suite_admit_late(void) {
