@@ -258,6 +258,9 @@ static void test_capacity_from_the_worker_model(void) {
   }
   s->workload.tokens = 100;
   PDT_TRUE(near(pd_metrics_capacity_rps(s), 8.0 / 1.025, 1e-9));
+  s->workers[0].kv_ms = 15; /* prefill's transfer, not decode's (5), is in decode's hold */
+  PDT_TRUE(near(pd_metrics_capacity_rps(s), 8.0 / 1.035, 1e-9));
+  s->workers[0].kv_ms = 5;
   s->workers[0].max_running = 1;
   PDT_TRUE(near(pd_metrics_capacity_rps(s), 8.0 / 1.025, 1e-9)); /* prefill bound 40/s */
   s->workers[0].forward_ms = 495;
