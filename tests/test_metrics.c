@@ -266,6 +266,12 @@ static void test_capacity_from_the_worker_model(void) {
   s->workers[0].forward_ms = 495;
   /* the decodes now hold 495 + 5 + 10 + 990 ms: 5.33/s; prefill 1 / 0.5 s = 2/s */
   PDT_TRUE(near(pd_metrics_capacity_rps(s), 2.0, 1e-9));
+  s->workers[0].forward_ms = 20;
+  s->workers[0].max_running = 2048;
+  s->workers[1].max_running = 1; /* one decode of one slot held 2.025 s: below 1/s */
+  s->workers[2].max_running = 0; /* not counted */
+  s->workers[1].first_token_ms = 1010;
+  PDT_TRUE(near(pd_metrics_capacity_rps(s), 1.0 / 2.025, 1e-9));
   s->n_workers = 1; /* no decode: no capacity to state */
   PDT_TRUE(pd_metrics_capacity_rps(s) == 0);
   free(s);
@@ -302,18 +308,24 @@ static void test_overload_share_and_shed(void) {
     pd_metrics_add_request(&m, &rq, rq.t_end);
     pd_metrics_req_free(&rq.metrics);
   }
+  memset(&rq, 0, sizeof rq); /* the gateway's own 400 without a leg: an answer, not a shed */
+  rq.t_arrival = 12000 * MS;
+  rq.has_head = rq.ended = 1;
+  rq.head_status = 400;
+  rq.t_head = rq.t_end = rq.t_arrival;
+  pd_metrics_add_request(&m, &rq, rq.t_end);
   clean_request(&rq, 10 * MS, 100 * MS); /* arrives and ends after the step: not counted */
   rq.t_arrival = 20000 * MS;
   rq.t_end = 20100 * MS;
   pd_metrics_add_request(&m, &rq, rq.t_end);
   pd_metrics_req_free(&rq.metrics);
-  PDT_EQ_INT((int)m.ovl.arrivals, 30);
+  PDT_EQ_INT((int)m.ovl.arrivals, 31);
   PDT_EQ_INT((int)m.ovl.good, 18);
-  PDT_TRUE(near(pd_metrics_overload_share(&m.ovl), 18.0 / 20.0, 1e-9));
+  PDT_TRUE(near(pd_metrics_overload_share(&m.ovl), 18.0 / 20.0, 1e-9)); /* 3.1/s > 2/s */
   PDT_EQ_INT((int)m.ovl.shed, 12);
   PDT_EQ_U64(m.ovl.shed_ns_max, 500 * MS);
   m.ovl.capacity_rps = 10.0; /* capacity above the offered 3/s: the share is of what was asked */
-  PDT_TRUE(near(pd_metrics_overload_share(&m.ovl), 18.0 / 30.0, 1e-9));
+  PDT_TRUE(near(pd_metrics_overload_share(&m.ovl), 18.0 / 31.0, 1e-9));
   pd_metrics_free(&m);
   free(s);
 }
