@@ -85,6 +85,7 @@ static void check_config(const pd_scenario_config_t *c) {
   for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) FZ_CHECK(ms[i] <= PD_SCENARIO_MAX_MS);
   FZ_CHECK(c->deadline_ms >= 1);
   FZ_CHECK(c->breaker_half_open_probes <= 1000000);
+  FZ_CHECK(is_frac(c->goodput_floor)); /* I23 */
 }
 
 static void check_workload(const pd_scenario_workload_t *w) {
@@ -94,7 +95,7 @@ static void check_workload(const pd_scenario_workload_t *w) {
   FZ_CHECK(is_frac(w->stream) && is_frac(w->logprob) && is_frac(w->disconnect_prob));
   FZ_CHECK(is_frac(w->fault_rate) && (w->poisson == 0.0 || w->poisson == 1.0));
   FZ_CHECK(w->batch <= PD_REQUEST_MAX_BATCH);
-  FZ_CHECK(w->tokens >= 1 && w->tokens <= FZ_MAX_TOKENS);
+  FZ_CHECK(w->tokens <= FZ_MAX_TOKENS); /* 0: a stated zero (R-ZERO-TOKENS), SGLang workers only */
   FZ_CHECK(w->interval_ms <= PD_SCENARIO_MAX_MS && w->disconnect_at_ms <= PD_SCENARIO_MAX_MS);
   FZ_CHECK((uint64_t)w->requests * w->interval_ms <= PD_SCENARIO_MAX_MS);
   FZ_CHECK(w->n_bursts <= PD_SCENARIO_MAX_BURSTS);
