@@ -294,7 +294,7 @@ static void print_row(const pd_scenario_t *s, const opts_t *o, const pd_conform_
   if (!r->matched) printf(" (expected %s)", want);
   printf("  [faults exercised %u/%u, requests served %u/%u", r->faults_fired, r->faults_n,
          r->served, r->sent);
-  if (r->unserved_excused) printf(", %u unserved after a failure", r->unserved_excused);
+  if (r->unserved_excused) printf(", %u unserved after a failure or shed at capacity", r->unserved_excused);
   printf("]\n");
   if (v == PD_CLI_NOT_EXERCISED) printf("    not exercised: %s\n", r->nx_reason);
   else if (!r->exercised && r->declared_nx)

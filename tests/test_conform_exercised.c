@@ -29,6 +29,33 @@ static int have_python(void) { return system("python3 -c 'import http.server' 2>
 #define SERVED_BIT 0u
 #define NOTHING_LINE "conform: 0 as expected, 0 deployment limit, 0 UNEXPECTED, 2 not exercised"
 #endif
+/* R-ADMIT-* over sockets: {pdref_gateway_args} gives pdref's gateway the decodes' running
+ * limits and the queue deadline, so under the open-loop spike it sheds with 503 at its door;
+ * those requests reach no worker, and the row is still exercised and passes: a 503 while more
+ * requests were in flight than the decodes can run is a shed at capacity (I15 and the served
+ * count excuse it), not a gateway that serves nothing. */
+static void test_admission_sheds_over_sockets_are_excused_at_capacity(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
+  if (pdt_pdref_path(bin, sizeof bin) != 0) return;
+  signal(SIGPIPE, SIG_IGN);
+  pd_scenario_t *s = pdt_load_scenario("overload-open-loop-spike");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  pd_conform_opts_t o;
+  pdt_conform_opts(&o, bin, "reference", cmd, sizeof cmd);
+  o.scale = 0.05;
+  pd_conform_result_t r;
+  PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
+  PDT_EQ_INT(r.status, PD_CONFORM_RAN);
+  PDT_TRUE(r.unserved_excused > 0); /* it shed: the limits reached the gateway */
+  PDT_TRUE(r.served > 0);
+  PDT_EQ_INT(r.served + r.unserved_excused, r.sent);
+  PDT_TRUE(r.exercised);
+  PDT_EQ_INT(r.got, 0);
+  PDT_TRUE(r.matched);
+  free(s);
+}
+
 static void test_a_gateway_that_serves_nothing_is_not_exercised(void) {
   char bin[PATH_MAX + 8], cmd[PATH_MAX + 512];
   if (pdt_pdref_path(bin, sizeof bin) != 0 || !have_python()) return;
@@ -406,6 +433,8 @@ static void test_tail_margin_is_grace_past_the_reference_tail(void) {
 
 int pdt_suite_conform_exercised(void) {
   static const pdt_case_t cases[] = {
+      {"admission sheds over sockets are excused at capacity",
+       test_admission_sheds_over_sockets_are_excused_at_capacity},
       {"a gateway that serves nothing is not exercised",
        test_a_gateway_that_serves_nothing_is_not_exercised},
       {"a fault that never fired is not exercised", test_a_fault_that_never_fired_is_not_exercised},

@@ -131,7 +131,10 @@ static void count_served(pd_conform_runner_t *run, char *miss, size_t cap) {
       continue;
     }
     if (q->n_units || q->c.gone) r->unserved_late++; /* too soon for this gateway */
-    if (pd_conform_failure_before(run, end)) {
+    /* a failure before its end, or an admission shed while more requests were in flight than
+     * a role can run (pd_conform_verdict.c, set by the judge that runs first): nothing of the
+     * row's was left untested by it */
+    if (pd_conform_failure_before(run, end) || q->c.is_shed_at_capacity) {
       r->unserved_excused++;
       continue;
     }

@@ -206,6 +206,28 @@ static uint32_t log_retry_target(const pd_conform_runner_t *run, const unit_t *u
 }
 #endif
 
+/* R-ADMIT-SHED over sockets: a 503 at t sheds at capacity when more client requests were in
+ * flight at t than a role's workers can run together (their max_running): the first test of
+ * the simulator's role_at_capacity (pd_world_loop.c), from the client records alone. The
+ * second (every worker of a role full by its slots) needs the mocks' slot times on the
+ * runner's clock; the first is enough for a gateway that holds the excess at its door. */
+static int shed_at_capacity(const pd_conform_runner_t *run, uint64_t t) {
+  uint64_t waiting = 0;
+  for (uint32_t i = 0; i < run->n_reqs; i++) {
+    const pd_client_request_t *c = &run->reqs[i].c;
+    if (c->t_arrival > t) continue;
+    uint64_t end = pd_conform_client_end(&run->reqs[i]);
+    waiting += !end || end > t;
+  }
+  for (int r = 0; r < 2; r++) {
+    uint64_t cap = 0;
+    for (uint32_t i = 0; i < run->s->n_workers; i++)
+      if (run->s->workers[i].role == (pd_role_t)r) cap += run->s->workers[i].max_running;
+    if (waiting > cap) return 1;
+  }
+  return 0;
+}
+
 static void judge_one(pd_conform_runner_t *run, pd_conform_req_t *q, unit_t *u, uint32_t nu) {
   pd_client_request_t *rq = &q->c;
   uint32_t attempt = 0;
@@ -231,6 +253,7 @@ static void judge_one(pd_conform_runner_t *run, pd_conform_req_t *q, unit_t *u, 
   uint64_t end = pd_conform_client_end(q);
   rq->was_healthy = !pd_conform_failure_before(run, end ? end : q->t_bound);
 #endif
+  if (rq->head_status == 503) rq->is_shed_at_capacity = shed_at_capacity(run, rq->t_head);
   char reason[160] = "";
   run->judge.now = run->t_gw_stop; /* what is still open is judged open at the stop */
   uint32_t v = pd_check_request(&run->judge, rq, reason, sizeof reason) & run->r->judged;
