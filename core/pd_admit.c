@@ -131,7 +131,7 @@ void pd_admit_wait(pd_gw_t *gw, pd_rq_t *rq) {
     gw->n_queued++;
     gw->admit.queued++;
     if (gw->n_queued > gw->admit.peak_queued) gw->admit.peak_queued = gw->n_queued;
-    rq->dl[DL_QUEUE] = until;
+    rq->dl[DL_QUEUE] = until + (gw->cfg.seeded_bug == PD_BUG_LATE_SHED ? 5000000000ull : 0);
   }
   if (rq->state != RQ_BACKOFF) PD_RQ_SET(gw, rq, RQ_BACKOFF);
 }

@@ -658,6 +658,7 @@ uint32_t pd_check_request(pd_judge_t *j, pd_client_request_t *rq, char *reason, 
   v |= pd_check_disaggregated(j, rq, reason, cap); /* I20, pd_check_sf.c */
   v |= pd_check_pair_group(j, rq, reason, cap);      /* I21, pd_check_topo.c */
   v |= pd_check_rank_agreement(j, rq, reason, cap);  /* I22, pd_check_topo.c */
+  v |= pd_check_queue_deadline(j, rq, reason, cap);  /* I24, pd_check_goodput.c */
   int clean = !rq->gone && looks_clean(rq);
   v |= check_tokens(j, rq, clean, reason, cap);
   v |= check_loads(j, rq, reason, cap);

@@ -36,6 +36,8 @@ typedef struct pd_judge {
                                 kv_from, is_kv_pinned: the simulator); 0: not judged */
   int is_cancel_bound;
   uint64_t cancel_gone_ns, cancel_end_ns;
+  uint64_t admit_queue_ns;    /* I24: the gateway's declared queue deadline after arrival (the
+                                reference's R-ADMIT-QUEUE); 0: it declares none, not judged */
   int is_close_order_known;  /* I14: the legs' gateway close and worker arrival times are of
                                 one time base (the simulator), so a status injected at a worker the
                                 gateway had left before the request reached it is not asked of
@@ -73,6 +75,11 @@ uint32_t pd_check_disaggregated(const pd_judge_t *j, const pd_client_request_t *
 uint32_t pd_check_pair_group(const pd_judge_t *j, const pd_client_request_t *rq, char *reason,
                              size_t cap);
 uint32_t pd_check_rank_agreement(const pd_judge_t *j, const pd_client_request_t *rq,
+                                 char *reason, size_t cap);
+
+/* I24 queue-deadline (pd_check_goodput.c): a request the gateway held at its door left it by
+ * its queue deadline — its first attempt reached a worker, or the client had its answer. */
+uint32_t pd_check_queue_deadline(const pd_judge_t *j, const pd_client_request_t *rq,
                                  char *reason, size_t cap);
 
 /* I23 goodput-floor (pd_check_goodput.c): a whole-run judgement. The world notes every judged

@@ -1,5 +1,6 @@
-/* The goodput floor of the checker (docs/spec.md I23): under a load step, the requests a gateway
- * serves within the SLOs stay at or above the scenario's share of what the cluster could serve.
+/* The load invariants of the checker (docs/spec.md I23, I24). I23, the goodput floor: under a
+ * load step, the requests a gateway serves within the SLOs stay at or above the scenario's
+ * share of what the cluster could serve.
  * Judged from the client's side alone — a request is good when the checker found its answer
  * clean and complete (is_clean) with its first byte and its end within slo_ttft_ms and
  * slo_e2e_ms of its arrival — against the capacity of the worker model
@@ -57,4 +58,42 @@ uint32_t pd_goodput_judge(const pd_goodput_t *g, char *reason, size_t cap) {
              goodput, ask > 0 ? 100 * goodput / ask : 0, ask, offered, g->capacity_rps,
              100 * g->floor);
   return 1u << (PD_INVARIANT_GOODPUT_FLOOR - 1);
+}
+
+/* I24 (R-ADMIT-QUEUE): the gateway declared a queue deadline (j->admit_queue_ns after the
+ * request's arrival, absolute, not reset by retries). By then the request left its door: its
+ * first attempt's earliest leg reached its worker no later than the deadline plus that leg's
+ * way there (net_us, the worker's open_delay_ms) and 1 ms — worker truth — or, when no leg
+ * was sent, the client had the gateway's answer (its head) by the deadline plus 1 ms — client
+ * bytes. A client that left before the deadline asked nothing more. A gateway may shed
+ * earlier (R-ADMIT-EARLY); it may not hold a request longer. */
+uint32_t pd_check_queue_deadline(const pd_judge_t *j, const pd_client_request_t *rq,
+                                 char *reason, size_t cap) {
+  if (!j->admit_queue_ns) return 0;
+  uint64_t due = rq->t_arrival + j->admit_queue_ns, net = j->s->config.net_us * 1000ull;
+  const pd_worker_leg_t *first = NULL;
+  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
+    if (!first || l->attempt < first->attempt ||
+        (l->attempt == first->attempt && l->t_open_arrive < first->t_open_arrive))
+      first = l;
+  if (first) {
+    uint64_t way = net + (first->worker < j->s->n_workers
+                              ? j->s->workers[first->worker].open_delay_ms * MS_NS : 0);
+    if (first->t_open_arrive <= due + way + MS_NS) return 0;
+    if (reason && cap && !*reason)
+      snprintf(reason, cap, "I24 the first leg reached %s %.1f ms after arrival, past the "
+               "queue deadline of %llu ms", j->s->workers[first->worker % PD_SCENARIO_MAX_WORKERS].name,
+               (double)(first->t_open_arrive - rq->t_arrival) / 1e6,
+               (unsigned long long)(j->admit_queue_ns / MS_NS));
+    return 1u << (PD_INVARIANT_QUEUE_DEADLINE - 1);
+  }
+  if (rq->gone && rq->t_end <= due + MS_NS) return 0;
+  int answered = rq->head_status != 0;
+  uint64_t t = answered ? rq->t_head : rq->ended || rq->gone ? rq->t_end : j->now;
+  if (t <= due + MS_NS) return 0;
+  if (reason && cap && !*reason)
+    snprintf(reason, cap, "I24 %s %.1f ms after arrival and no leg sent, past the queue "
+             "deadline of %llu ms", answered ? "answered" : "still waiting",
+             (double)(t - rq->t_arrival) / 1e6, (unsigned long long)(j->admit_queue_ns / MS_NS));
+  return 1u << (PD_INVARIANT_QUEUE_DEADLINE - 1);
 }

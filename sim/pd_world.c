@@ -91,6 +91,7 @@ static pd_judge_t judge_of(const struct pd_world *w) {
   return (pd_judge_t){.s = w->s, .mode = w->mode, .is_outcome_blind = 0,
                       .max_attempts = att ? att : 1, .now = w->now, .stats = w->stats,
                       .is_kv_deferred = 1, .is_kv_source_known = 1, .is_close_order_known = 1,
+                      .admit_queue_ns = is_ref ? w->gcfg.admit_queue_ns : 0,
                       .is_cancel_bound = is_ref, .cancel_gone_ns = 0,
                       .cancel_end_ns = w->gcfg.prefill_tail_timeout_ns};
 }

@@ -410,9 +410,47 @@ static void test_i14_asks_only_a_status_the_gateway_could_see(void) {
   }
 }
 
+/* I24: with a declared queue deadline of 1 s, the first attempt's leg must reach its worker by
+ * then (plus its way there and 1 ms); a request sent no leg must have its answer by then; a
+ * client that left first asked nothing more; without a declared queue, nothing is judged. */
+static void test_i24_a_request_leaves_the_queue_by_its_deadline(void) {
+  for (int c = 0; c < 6; c++) {
+    fixture_t *f = clean();
+    if (!f) return;
+    f->j.admit_queue_ns = c == 5 ? 0 : 1000 * MS;
+    f->s.config.net_us = 100;
+    f->rq.t_arrival = 0;
+    f->p.t_open_arrive = f->d.t_open_arrive = c == 1 ? 1001 * MS + 100000 + 1 : 1001 * MS + 100000;
+    int want = c == 1 || c == 3;
+    if (c >= 2) { /* no leg: the gateway's own answer */
+      f->rq.legs = NULL;
+      f->rq.n_legs = 0;
+      f->rq.head_status = 503;
+      f->rq.is_sse_head = 0;
+      f->rq.saw_done = 0;
+      f->rq.load_w[0][0] = f->rq.load_w[1][0] = 0;
+      f->rq.t_head = f->rq.t_end = c == 3 || c == 5 ? 4000 * MS : 1001 * MS;
+      if (c == 4) { /* the client left at 900 ms, before the deadline; the 503 came later */
+        f->rq.gone = 1;
+        f->rq.ended = 0;
+        f->rq.head_status = 0;
+        f->rq.t_end = 900 * MS;
+      }
+    }
+    char reason[160] = "";
+    uint32_t got = pd_check_queue_deadline(&f->j, &f->rq, reason, sizeof reason);
+    PDT_EQ_U64(got, want ? BIT(PD_INVARIANT_QUEUE_DEADLINE) : 0u);
+    if (c == 1) PDT_TRUE(strstr(reason, "I24 the first leg reached p0 1001.1 ms after arrival") != NULL);
+    if (c == 3) PDT_TRUE(strstr(reason, "I24 answered 4000.0 ms after arrival and no leg sent") != NULL);
+    free(f);
+  }
+}
+
 int pdt_suite_check(void) {
   static const pdt_case_t cases[] = {
       {"a clean request violates nothing", test_a_clean_request_violates_nothing},
+      {"I24: a request leaves the gateway's queue by its deadline",
+       test_i24_a_request_leaves_the_queue_by_its_deadline},
       {"I14: only a status the gateway could have seen is asked of the client",
        test_i14_asks_only_a_status_the_gateway_could_see},
       {"each single defect trips exactly its own invariant", test_each_defect_trips_its_own_invariant},

@@ -31,14 +31,17 @@
  * served from freed blocks) is judged from the mocks' kv_from lines (pd_conform_log.c). I20 (decode
  * served without its prefill's KV) needs each decode's KV source, which the records do not
  * carry yet (pd_judge_t.is_kv_source_known). I23 (a load step's goodput against the cluster's
- * capacity) needs a capacity model of the deployment under test: simulator only. */
+ * capacity) needs a capacity model of the deployment under test: simulator only. I24 (a
+ * queue deadline) needs the gateway's declared deadline and the worker's arrival time on the
+ * client's clock: simulator only for now. */
 #define PD_CONFORM_INV_RETRY_FAILED 16
 #define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                                        \
   (PD_CONFORM_BIT(PD_INVARIANT_OUTCOME) | PD_CONFORM_BIT(PD_INVARIANT_LOAD_BALANCE) |              \
    PD_CONFORM_BIT(PD_INVARIANT_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INVARIANT_BREAKER) |                \
    PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE) |         \
-   PD_CONFORM_BIT(PD_INVARIANT_DISAGGREGATED) | PD_CONFORM_BIT(PD_INVARIANT_GOODPUT_FLOOR))
+   PD_CONFORM_BIT(PD_INVARIANT_DISAGGREGATED) | PD_CONFORM_BIT(PD_INVARIANT_GOODPUT_FLOOR) |          \
+   PD_CONFORM_BIT(PD_INVARIANT_QUEUE_DEADLINE))
 
 #define PD_CONFORM_MAX_HEADERS 4u /* --client-header */
 
