@@ -540,7 +540,7 @@ static uint32_t check_retry_target(const pd_judge_t *j, pd_client_request_t *rq,
  * leg of it, no worker refused it with a status (a prompt larger than its pool,
  * R-CAP-TOO-LARGE: the request cannot succeed), and no worker failed it by its own timeout
  * while its partner waited for capacity (is_capacity_failed). */
-static int has_bytes(const pd_buf_t *b, const char *needle) {
+int pd_check_has_bytes(const pd_buf_t *b, const char *needle) {
   size_t n = strlen(needle);
   for (size_t i = 0; b->len >= n && i + n <= b->len; i++)
     if (memcmp(b->p + i, needle, n) == 0) return 1;
@@ -550,7 +550,7 @@ static int has_bytes(const pd_buf_t *b, const char *needle) {
 static uint32_t check_served(const pd_client_request_t *rq, int clean, char *reason, size_t cap) {
   uint32_t v = 0;
   if (clean || rq->gone || !rq->was_healthy) return 0;
-  if (rq->head_status == 503 && rq->is_shed_at_capacity && has_bytes(&rq->body, "\"code\":\"admission_"))
+  if (rq->head_status == 503 && rq->is_shed_at_capacity && pd_check_has_bytes(&rq->body, "\"code\":\"admission_"))
     return 0; /* shed by admission while a role was full (worker truth, R-ADMIT-SHED) */
   int legs = 0, reached = 0;
   for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {

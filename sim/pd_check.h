@@ -77,6 +77,9 @@ uint32_t pd_check_pair_group(const pd_judge_t *j, const pd_client_request_t *rq,
 uint32_t pd_check_rank_agreement(const pd_judge_t *j, const pd_client_request_t *rq,
                                  char *reason, size_t cap);
 
+/* Whether the bytes b holds contain needle (a client body the checker kept). */
+int pd_check_has_bytes(const pd_buf_t *b, const char *needle);
+
 /* I24 queue-deadline (pd_check_goodput.c): a request the gateway held at its door left it by
  * its queue deadline — its first attempt reached a worker, or the client had its answer. */
 uint32_t pd_check_queue_deadline(const pd_judge_t *j, const pd_client_request_t *rq,

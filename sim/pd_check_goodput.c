@@ -64,18 +64,24 @@ uint32_t pd_goodput_judge(const pd_goodput_t *g, char *reason, size_t cap) {
  * request's arrival, absolute, not reset by retries). By then the request left its door: its
  * first attempt's earliest leg reached its worker no later than the deadline plus that leg's
  * way there (net_us, the worker's open_delay_ms) and 1 ms — worker truth — or, when no leg
- * was sent, the client had the gateway's answer (its head) by the deadline plus 1 ms — client
- * bytes. A client that left before the deadline asked nothing more. A gateway may shed
- * earlier (R-ADMIT-EARLY); it may not hold a request longer. */
+ * was sent and its answer is an admission shed (or it got none), the client had the gateway's
+ * answer (its head) by the deadline plus 1 ms — client bytes. A client that left before the
+ * deadline asked nothing more. A gateway may shed earlier (R-ADMIT-EARLY); it may not hold a
+ * request longer. */
 uint32_t pd_check_queue_deadline(const pd_judge_t *j, const pd_client_request_t *rq,
                                  char *reason, size_t cap) {
   if (!j->admit_queue_ns) return 0;
   uint64_t due = rq->t_arrival + j->admit_queue_ns, net = j->s->config.net_us * 1000ull;
+  /* an admission wait counts no attempt (R-ADMIT-QUEUE), so a request that waited and then
+   * started has its first legs in attempt 1; a selection failure is an attempt (R-RETRY), and
+   * a request whose first attempt sent nothing was not held for capacity: not judged here */
   const pd_worker_leg_t *first = NULL;
-  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
-    if (!first || l->attempt < first->attempt ||
-        (l->attempt == first->attempt && l->t_open_arrive < first->t_open_arrive))
-      first = l;
+  int any = 0;
+  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
+    any = 1;
+    if (l->attempt == 1 && (!first || l->t_open_arrive < first->t_open_arrive)) first = l;
+  }
+  if (any && !first) return 0;
   if (first) {
     uint64_t way = net + (first->worker < j->s->n_workers
                               ? j->s->workers[first->worker].open_delay_ms * MS_NS : 0);
@@ -88,7 +94,10 @@ uint32_t pd_check_queue_deadline(const pd_judge_t *j, const pd_client_request_t 
     return 1u << (PD_INVARIANT_QUEUE_DEADLINE - 1);
   }
   if (rq->gone && rq->t_end <= due + MS_NS) return 0;
+  /* no leg at all: held to the deadline when the gateway's own answer says it was shed for
+   * capacity (its body's code, admission_*: client bytes), or when it never answered */
   int answered = rq->head_status != 0;
+  if (answered && !pd_check_has_bytes(&rq->body, "\"code\":\"admission_")) return 0;
   uint64_t t = answered ? rq->t_head : rq->ended || rq->gone ? rq->t_end : j->now;
   if (t <= due + MS_NS) return 0;
   if (reason && cap && !*reason)

@@ -411,17 +411,21 @@ static void test_i14_asks_only_a_status_the_gateway_could_see(void) {
 }
 
 /* I24: with a declared queue deadline of 1 s, the first attempt's leg must reach its worker by
- * then (plus its way there and 1 ms); a request sent no leg must have its answer by then; a
- * client that left first asked nothing more; without a declared queue, nothing is judged. */
+ * then (plus its way there and 1 ms); a request that sent no leg and was shed for capacity (its
+ * body says admission_*) or never answered must have its answer by then, a 503 of another
+ * cause is not I24's; a client that left first asked nothing more; without a declared queue,
+ * nothing is judged. */
 static void test_i24_a_request_leaves_the_queue_by_its_deadline(void) {
-  for (int c = 0; c < 6; c++) {
+  static char shed_body[] = "{\"error\":{\"code\":\"admission_queue_timeout\"}}";
+  static char other_body[] = "{\"error\":{\"code\":\"no_available_workers\"}}";
+  for (int c = 0; c < 8; c++) {
     fixture_t *f = clean();
     if (!f) return;
     f->j.admit_queue_ns = c == 5 ? 0 : 1000 * MS;
     f->s.config.net_us = 100;
     f->rq.t_arrival = 0;
     f->p.t_open_arrive = f->d.t_open_arrive = c == 1 ? 1001 * MS + 100000 + 1 : 1001 * MS + 100000;
-    int want = c == 1 || c == 3;
+    int want = c == 1 || c == 3 || c == 7;
     if (c >= 2) { /* no leg: the gateway's own answer */
       f->rq.legs = NULL;
       f->rq.n_legs = 0;
@@ -429,7 +433,17 @@ static void test_i24_a_request_leaves_the_queue_by_its_deadline(void) {
       f->rq.is_sse_head = 0;
       f->rq.saw_done = 0;
       f->rq.load_w[0][0] = f->rq.load_w[1][0] = 0;
-      f->rq.t_head = f->rq.t_end = c == 3 || c == 5 ? 4000 * MS : 1001 * MS;
+      f->rq.t_head = f->rq.t_end = c == 3 || c == 5 || c == 6 ? 4000 * MS : 1001 * MS;
+      /* the gateway's words: an admission shed (2, 3, 5), or a 503 of another cause (6: a
+       * selection that found no worker, no queue wait), or no answer at all (7) */
+      char *b = c == 6 ? other_body : shed_body;
+      f->rq.body.p = (uint8_t *)b;
+      f->rq.body.len = strlen(b);
+      if (c == 7) {
+        f->rq.head_status = 0;
+        f->rq.ended = 0;
+        f->j.now = 4000 * MS;
+      }
       if (c == 4) { /* the client left at 900 ms, before the deadline; the 503 came later */
         f->rq.gone = 1;
         f->rq.ended = 0;
@@ -442,6 +456,8 @@ static void test_i24_a_request_leaves_the_queue_by_its_deadline(void) {
     PDT_EQ_U64(got, want ? BIT(PD_INVARIANT_QUEUE_DEADLINE) : 0u);
     if (c == 1) PDT_TRUE(strstr(reason, "I24 the first leg reached p0 1001.1 ms after arrival") != NULL);
     if (c == 3) PDT_TRUE(strstr(reason, "I24 answered 4000.0 ms after arrival and no leg sent") != NULL);
+    if (c == 7) PDT_TRUE(strstr(reason, "I24 still waiting 4000.0 ms after arrival") != NULL);
+    f->rq.body.p = NULL; /* static: not the fixture's */
     free(f);
   }
 }
