@@ -1,4 +1,4 @@
-/* pd_check: the invariant checker (docs/spec.md I1-I22). It judges one finished request from
+/* pd_check: the invariant checker (docs/spec.md I1-I24). It judges one finished request from
  * its records: the client's bytes (pd_client_request_t) and each leg's ground truth at the worker
  * (pd_worker_leg_t). Besides the records it reads only a judge context (pd_judge_t), which the
  * simulator fills from its world (pd_world.c) and pdref conform from its logs

@@ -93,7 +93,7 @@ static void test_the_built_in_index_is_the_documents(void) {
   PDT_EQ_STR(d.req[c1].rows[0], "decode-503-while-prefill-detached");
   PDT_TRUE(pd_reqdoc_in_level(&d, m1, cancel) && pd_reqdoc_in_level(&d, m1, adm)); /* cumulative */
   PDT_FALSE(pd_reqdoc_in_level(&d, c1, core));
-  PDT_TRUE(d.req[a1].pending[0] && d.req[a1].n_rows == 0);
+  PDT_TRUE(!d.req[a1].pending[0] && d.req[a1].n_rows > 0); /* issue 25 gave it rows */
   for (int l = 0; l < d.n_lvl; l++) PDT_FALSE(pd_reqdoc_in_level(&d, r1, l)); /* a MAY in none */
 }
 
