@@ -132,8 +132,9 @@ static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char 
   /* R-ADMIT-LIMIT: each worker's running limit, as the simulator gives it to the core
    * (pd_world_loop.c), when the reference is what runs; `pdref gateway` takes one per role,
    * so a role whose workers differ gets the smallest (the gateway then holds more at its door
-   * than the simulator would). And the queue deadline, scaled. */
-  if (!o->has_mode || o->mode == PD_MODE_REFERENCE) {
+   * than the simulator would). And the queue's size and deadline (scaled); none of it when the
+   * scenario turns admission off (config.admission false: admit_queue_max 0). */
+  if ((!o->has_mode || o->mode == PD_MODE_REFERENCE) && c.admit_queue_max) { /* admission on */
     for (int r = 0; r < 2; r++) {
       uint32_t lim = 0;
       for (uint32_t i = 0; i < s->n_workers; i++)
@@ -142,6 +143,7 @@ static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char 
           lim = s->workers[i].max_running;
       if (lim) ADD(" --%s-limit %u", r == 0 ? "prefill" : "decode", lim);
     }
+    ADD(" --admit-queue %u", c.admit_queue_max);
     if (sc->admit_queue_ms)
       ADD(" --admit-queue-ms %llu",
           (unsigned long long)scaled_ms((double)sc->admit_queue_ms * PD_CONFORM_MS, o->scale));
