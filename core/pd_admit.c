@@ -115,7 +115,7 @@ void pd_admit_wait(pd_gw_t *gw, pd_rq_t *rq) {
      * q_interval_ns (measured while a backlog lasted): one behind n_queued others starts at
      * the (n_queued + 1)-th departure; if that is past its queue deadline, shed it now */
     if (gw->q_interval_ns &&
-        gw->q_interval_ns > (until - gw->now) / ((uint64_t)gw->n_queued + 1)) {
+        gw->q_interval_ns > (until - gw->now) / 2 / ((uint64_t)gw->n_queued + 1)) {
       gw->admit.shed_wait++;
       shed(gw, rq, 2,
            "every worker pair is at its in-flight limit and the queue ahead would hold the "
