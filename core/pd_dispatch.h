@@ -264,6 +264,11 @@ int pd_gw_set_worker_limit(pd_gw_t *gw, pd_role_t role, uint32_t w, uint32_t lim
  * reference pairs a prefill only with a decode of its group, and picks a prefill only from a
  * group that has a decode; the models ignore groups (minilb, smg: docs/spec.md 7). */
 int pd_gw_set_worker_group(pd_gw_t *gw, pd_role_t role, uint32_t w, uint32_t group);
+/* R-ABORT-COMMITTED: prefill worker w is declared (configuration, not observation) to ignore an
+ * abort once its KV transfer committed. When the client leaves, the reference keeps the
+ * receiving decode leg (and prefill's) open until the KV reached decode, bounded by the tail
+ * deadline, instead of cancelling at once and stranding the sender to its transfer timeout. */
+int pd_gw_set_worker_abort_ignored(pd_gw_t *gw, uint32_t w, int is_ignored);
 /* What admission did so far (all zero when it is off). */
 void pd_gw_admit_stats(const pd_gw_t *gw, pd_admit_stats_t *out);
 

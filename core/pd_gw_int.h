@@ -20,6 +20,7 @@ typedef struct pd_worker {
   uint32_t limit; /* reference admission: requests in flight it admits (R-ADMIT-LIMIT);
                      0 = no limit */
   uint32_t group; /* KV transfer group (R-PAIR-GROUP), default 0 */
+  int is_abort_ignored; /* declared: an abort after its KV commit is a no-op (R-ABORT-COMMITTED) */
   pd_breaker_t breaker;
   uint64_t t_progress_ns; /* reference: when a leg of it last made progress, a data event
                              under a 2xx head or a success (R-BREAKER-BUSY) */
@@ -61,6 +62,9 @@ typedef struct pd_leg {
   int is_abort_owed;   /* its transport failed after the request may have gone out (reset,
                           read error, timeout; not a refused connect): the worker may still
                           hold the request, so its close posts /abort_request (R-CANCEL) */
+  int is_collect;      /* reference: the client left after a possible KV commit on a prefill
+                          declared to ignore aborts; kept open, read and discarded, until the
+                          KV reached decode (R-ABORT-COMMITTED) */
   int is_doomed;       /* reference: given up; closed at the end of this instant (DL_SETTLE)
                           unless it reports its own result first (R-CANCEL, R-OUTCOME) */
   uint32_t events;     /* SSE data events seen */
@@ -369,6 +373,11 @@ void pd_ref_fail_leg(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status, const 
 /* R-OWN-FAILURE: the gateway lost a leg's bytes (out of memory): nothing blamed, 500. */
 void pd_ref_own_failure(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const char *msg);
 void pd_ref_doomed_result(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int status);
+/* R-ABORT-COMMITTED (pd_mode_ref.c): the client left; every leg but c1, c2 is given up, those
+ * two collect the KV. pd_ref_collect_event: a collecting leg's head (kind 0), data (1), end
+ * (2) or failure (3) with its status; returns 1 when it handled the event. */
+void pd_ref_client_gone(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *c1, pd_leg_t *c2);
+int pd_ref_collect_event(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int kind, int status);
 void pd_ref_leg_succeeded(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);
 /* Give a leg up (R-CANCEL): closed at the end of the instant unless it reports first. */
 void pd_ref_leg_doom(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg);

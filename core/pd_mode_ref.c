@@ -42,6 +42,7 @@ static pd_outcome_t status_outcome(int status) {
  * the attempt is recorded and excluded as its own (R-OUTCOME, R-RETRY-EXCLUDE), not hidden
  * under `cancelled`. A leg already judged, or over, is closed at once. */
 static void leg_doom(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  leg->is_collect = 0;
   if (leg->is_doomed) return;
   if (!leg->is_drain) pd_gw_release_load(gw, rq, leg->role); /* a drain holds none */
   if (leg->has_outcome || leg->state == LEG_ENDED || leg->state == LEG_FAILED) {
@@ -502,10 +503,50 @@ static void doomed_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 }
 
 /* Entering RQ_FIRST arms the first-token and head deadlines (R-TIMEOUT, pd_rqstate.c). */
+/* R-ABORT-COMMITTED: the client left while prefill (declared to ignore aborts after its KV
+ * commit) may have committed its KV to the open decode leg. Both stay open, their bytes read
+ * and dropped, until the KV reached decode: decode's first data event, or either leg's end or
+ * failure (judged as a given-up leg's own result); then the rest is given up (R-CANCEL). The
+ * tail deadline (R-TAIL, armed once the client is done) bounds it. */
+static void collect_over(pd_gw_t *gw, pd_rq_t *rq) {
+  for (uint32_t i = 0; i < rq->n_legs; i++) rq->legs[i]->is_collect = 0;
+  doom_all(gw, rq);
+}
+
+int pd_ref_collect_event(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, int kind, int status) {
+  if (!leg->is_collect) return 0;
+  if (kind == 0 && is_2xx(status)) return 1; /* a head: the leg goes on */
+  if (kind == 1 && leg->role == PD_ROLE_PREFILL) return 1; /* prefill's bytes: dropped */
+  if (kind >= 2 || kind == 0) { /* its end, failure or error status: its own result */
+    leg->is_collect = 0;
+    doomed_result(gw, rq, leg, status);
+  }
+  collect_over(gw, rq); /* decode's data: the KV reached it */
+  return 1;
+}
+
+/* Should the legs of rq be collected rather than cut now? Decode is open (a receiver), prefill
+ * `p` runs on a worker declared to ignore aborts after commit and has not ended. */
+static int should_collect(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p, pd_leg_t *d) {
+  if (!p || !d || p->has_outcome || d->has_outcome || p->is_doomed || d->is_doomed) return 0;
+  if (p->state == LEG_ENDED || p->state == LEG_FAILED || d->state == LEG_ENDED ||
+      d->state == LEG_FAILED || !gw->cfg.prefill_tail_timeout_ns)
+    return 0;
+  (void)rq;
+  return gw->workers[PD_ROLE_PREFILL][p->worker].is_abort_ignored;
+}
+
+int pd_gw_set_worker_abort_ignored(pd_gw_t *gw, uint32_t w, int is_ignored) {
+  if (!gw || w >= gw->n_workers[PD_ROLE_PREFILL]) return PD_ERR_INVAL;
+  gw->workers[PD_ROLE_PREFILL][w].is_abort_ignored = !!is_ignored;
+  return 0;
+}
+
 static void ref_on_start(pd_gw_t *gw, pd_rq_t *rq) { PD_RQ_SET(gw, rq, RQ_FIRST); }
 
 static void ref_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
   leg->deadline_ns = 0; /* the head came */
+  if (pd_ref_collect_event(gw, rq, leg, 0, leg->status)) return;
   if (is_2xx(leg->status)) return;
   if (leg->is_doomed) {
     doomed_result(gw, rq, leg, leg->status);
@@ -520,6 +561,7 @@ static void ref_on_head(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
 }
 
 static void ref_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *b, size_t n) {
+  if (pd_ref_collect_event(gw, rq, leg, 1, 0)) return;
   if (leg->is_doomed) {
     doomed_data(gw, rq, leg, b, n);
     return;
@@ -545,6 +587,7 @@ static void ref_on_data(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, const uint8_t *
 }
 
 static void ref_on_end(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg) {
+  if (pd_ref_collect_event(gw, rq, leg, 2, is_2xx(leg->status) ? 0 : leg->status)) return;
   if (leg->has_outcome) { /* decode after [DONE], or a recorded leg: just forget it */
     pd_gw_drop_leg(gw, rq, leg);
     return;
@@ -577,6 +620,7 @@ static void ref_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_upstream_er
   const char *what = e == PD_UPSTREAM_ERROR_CONNECT ? "connect failed"
                      : e == PD_UPSTREAM_ERROR_TIMEOUT ? "timed out"
                      : e == PD_UPSTREAM_ERROR_RESET ? "connection reset" : "body read failed";
+  if (pd_ref_collect_event(gw, rq, leg, 3, st)) return;
   if (leg->has_outcome) { /* after its own success ([DONE] seen): nothing lost */
     pd_gw_drop_leg(gw, rq, leg);
     return;
@@ -735,11 +779,29 @@ static void ref_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
   }
 }
 
-static void ref_on_client_gone(pd_gw_t *gw, pd_rq_t *rq) {
+/* The client left: every leg is given up (R-CANCEL), except c1 and c2 (either may be NULL),
+ * kept to collect the KV (R-ABORT-COMMITTED). */
+void pd_ref_client_gone(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *c1, pd_leg_t *c2) {
   for (int i = 0; i < DL_COUNT; i++) rq->dl[i] = 0;
-  doom_all(gw, rq); /* closed at the end of this instant (arms DL_SETTLE again) */
+  if (c1 || c2) {
+    if (c1) c1->is_collect = 1;
+    if (c2) c2->is_collect = 1;
+    pd_leg_t *snap[PD_MAX_LEGS];
+    uint32_t n = rq->n_legs;
+    memcpy(snap, rq->legs, n * sizeof *snap);
+    for (uint32_t i = 0; i < n; i++)
+      if (!snap[i]->is_collect) leg_doom(gw, rq, snap[i]);
+  } else {
+    doom_all(gw, rq); /* closed at the end of this instant (arms DL_SETTLE again) */
+  }
   pd_gw_release_load(gw, rq, PD_ROLE_PREFILL);
   pd_gw_release_load(gw, rq, PD_ROLE_DECODE);
+}
+
+static void ref_on_client_gone(pd_gw_t *gw, pd_rq_t *rq) {
+  pd_leg_t *p = pd_gw_cur(rq, PD_ROLE_PREFILL), *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  int c = should_collect(gw, rq, p, d);
+  pd_ref_client_gone(gw, rq, c ? p : NULL, c ? d : NULL);
 }
 
 static void ref_on_no_pair(pd_gw_t *gw, pd_rq_t *rq, int status) {

@@ -128,7 +128,7 @@ static void sfr_on_error(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *leg, pd_upstream_er
     pd_ref_doomed_result(gw, rq, leg, e == PD_UPSTREAM_ERROR_TIMEOUT ? 504 : 502);
     return;
   }
-  if (leg->role == PD_ROLE_DECODE && !leg->is_doomed && !rq->is_committed && rq->sf_pw &&
+  if (leg->role == PD_ROLE_DECODE && !leg->is_doomed && !leg->is_collect && !rq->is_committed && rq->sf_pw &&
       e == PD_UPSTREAM_ERROR_CONNECT && gw->cfg.sf_params_reuse_ns &&
       gw->now < rq->sf_params_at + gw->cfg.sf_params_reuse_ns)
     rq->sf_reuse = 1;
@@ -149,7 +149,17 @@ static void sfr_on_deadline(pd_gw_t *gw, pd_rq_t *rq, int which) {
  * keeps those blocks until its timer or lease (V1.16, V1.19). */
 static void sfr_on_client_gone(pd_gw_t *gw, pd_rq_t *rq) {
   rq->sf_reuse = 0;
-  ref->on_client_gone(gw, rq);
+  /* R-ABORT-COMMITTED: prefill answered its parameters (its KV is pinned: the commit) on a
+   * worker declared to ignore aborts after it; decode's close before its read would strand the
+   * blocks to prefill's timer, so decode reads them first (its first data event) */
+  pd_leg_t *d = pd_gw_cur(rq, PD_ROLE_DECODE);
+  if (d && rq->sf_pw && rq->sf_params && !d->has_outcome && !d->is_doomed && !d->is_drain &&
+      !d->events && d->state != LEG_ENDED && d->state != LEG_FAILED &&
+      gw->cfg.prefill_tail_timeout_ns &&
+      gw->workers[PD_ROLE_PREFILL][rq->sf_pw - 1].is_abort_ignored)
+    pd_ref_client_gone(gw, rq, d, NULL);
+  else
+    ref->on_client_gone(gw, rq);
 }
 
 static void sfr_on_no_pair(pd_gw_t *gw, pd_rq_t *rq, int status) {

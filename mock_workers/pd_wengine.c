@@ -279,10 +279,27 @@ void pd_wengine_forward_done(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now,
     return;
   }
   pd_wengine_set_state(e, p, PD_WORKER_LEG_FORWARD, out);
+  p->is_committed = 1; /* the KV is written and moves to the paired decode: the commit */
+  p->commit_at = now;
   pd_wengine_arm(e, p, WE_TRANSFER_DONE, now + pd_wengine_ms(e, e->spec->kv_ms));
 }
 
+int pd_wengine_ignores_abort(const pd_wengine_t *e, const pd_wengine_leg_t *l) {
+  return e->spec->abort_after_commit_ignored != 0 && l->is_committed &&
+         l->st == PD_WORKER_LEG_FORWARD;
+}
+
 static void transfer_done(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now, pd_wact_buf_t *out) {
+  if (p->is_partner_lost && pd_wengine_ignores_abort(e, p) && !p->is_orphaned) {
+    /* abort_after_commit_ignored: no receiver collects the committed KV, and the engine does
+     * not let go of it before its transfer timeout (dynamo PR #14507, TRT-LLM) */
+    uint64_t until = p->commit_at + pd_wengine_ms(e, e->spec->kv_abort_timeout_ms);
+    p->is_orphaned = 1;
+    if (until > now) {
+      pd_wengine_arm(e, p, WE_TRANSFER_DONE, until);
+      return;
+    }
+  }
   int is_kv_failed = has_fault(p, PD_FAULT_KV_FAIL) ||
                      (p->partner_flags & PD_WENGINE_REG_KV_FAIL) || p->is_partner_lost ||
                      /* O5.2 (sglang #40606): no transfer across groups */

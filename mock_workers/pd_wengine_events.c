@@ -77,6 +77,7 @@ int pd_wengine_close(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *
   if (!l) return PD_ERR_NOT_FOUND;
   if (l->is_path_cut) return step_end(e, out); /* a cut path: the close never reaches it */
   l->is_conn_open = 0;
+  if (pd_wengine_ignores_abort(e, l)) return step_end(e, out); /* past commit: a no-op */
   if (l->st == PD_WORKER_LEG_BOOTSTRAP) { /* still queued in bootstrap: a disconnect does not
                                              remove it; only /abort_request or the timeout does */
     l->is_stalled_closed = 1;
@@ -90,6 +91,7 @@ int pd_wengine_close(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *
 int pd_wengine_abort(pd_wengine_t *e, uint64_t now, uint64_t id, pd_wact_buf_t *out) {
   pd_wengine_leg_t *l = pd_map_get(&e->legs, id);
   if (!l) return PD_ERR_NOT_FOUND;
+  if (pd_wengine_ignores_abort(e, l)) return step_end(e, out); /* 200, nothing done (S2.10) */
   pd_wengine_abort_leg(e, l, now, out);
   return step_end(e, out);
 }

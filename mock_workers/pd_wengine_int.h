@@ -53,6 +53,9 @@ struct pd_wengine_leg {
   int is_stalled_closed; /* its client left while it waits in bootstrap (kept until timeout) */
   /* prefill: the decode it pairs with */
   int has_partner, is_partner_lost;
+  int is_committed;      /* SGLang prefill: forward pass over, KV moving to its partner */
+  int is_orphaned;       /* ...and its receiver left: held to the transfer timeout */
+  uint64_t commit_at;
   uint64_t partner;      /* registration token */
   uint32_t partner_flags;
   int is_in_rooms;       /* in e->rooms under rq.room */
@@ -146,6 +149,8 @@ void pd_wengine_pair_with(pd_wengine_t *e, pd_wengine_leg_t *p, pd_wengine_reg_t
  * room, modulo the ranks; 0 when the ranks share one pool. */
 uint32_t pd_wengine_leg_rank(const pd_wengine_t *e, const pd_wengine_leg_t *l);
 int pd_wengine_can_pair(const pd_wengine_t *e, const pd_wengine_leg_t *p, const pd_wengine_reg_t *r);
+/* abort_after_commit_ignored: an abort of this leg is a no-op (SGLang prefill past commit). */
+int pd_wengine_ignores_abort(const pd_wengine_t *e, const pd_wengine_leg_t *l);
 void pd_wengine_abort_leg(pd_wengine_t *e, pd_wengine_leg_t *l, uint64_t now, pd_wact_buf_t *out);
 void pd_wengine_kv_arrived(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now, pd_wact_buf_t *out);
 /* Prefill's forward pass is over for l: the transfer starts. */

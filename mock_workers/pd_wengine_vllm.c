@@ -226,7 +226,10 @@ int pd_wengine_notify(pd_wengine_t *e, uint64_t now, uint64_t key, int kind, pd_
   pd_wengine_pin_t reason = kind == PD_WENGINE_NOTIFY_EMPTY    ? PD_WENGINE_PIN_EMPTY
                             : kind == PD_WENGINE_NOTIFY_REJECT ? PD_WENGINE_PIN_REJECTED
                                                                : PD_WENGINE_PIN_READ;
-  if (pin) unpin(e, pin, reason, now, out);
+  /* abort_after_commit_ignored: the pin is the commit; a receiver's abort (an empty read) is
+   * a no-op, only a read or the expiry frees the blocks */
+  if (pin && !(reason == PD_WENGINE_PIN_EMPTY && e->spec->abort_after_commit_ignored != 0))
+    unpin(e, pin, reason, now, out);
   return step_end(e, out);
 }
 

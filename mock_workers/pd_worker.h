@@ -143,6 +143,13 @@ typedef struct pd_scenario_worker {
                                   routed_dp_rank, else on bootstrap_room % dp_size, and a
                                   decode looks the room up on its body's disagg_prefill_dp_rank,
                                   else on bootstrap_room % dp_size (S2.14), default 1 */
+  double abort_after_commit_ignored; /* 1 (true), a prefill: once its KV transfer committed
+                                  (SGLang: its forward pass ended and the KV moves to the paired
+                                  decode; vLLM: it answered kv_transfer_params and pinned the
+                                  blocks) an abort is a no-op (close, /abort_request, and for vLLM
+                                  the decode's empty-read notification): with its receiver gone
+                                  the slot and KV stay held until kv_abort_timeout_ms after the
+                                  commit (ai-dynamo/dynamo PR #14507, TRT-LLM), default false */
   double capacity_per_rank;    /* 1 (true), SGLang with dp_size > 1: each DP rank has its own
                                   scheduler and KV pool (S2.16): max_running_requests and
                                   max_total_tokens are split evenly among the ranks and a leg

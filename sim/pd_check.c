@@ -384,6 +384,41 @@ static uint32_t check_rooms(const pd_judge_t *j, pd_client_request_t *rq, char *
   return v;
 }
 
+/* R-ABORT-COMMITTED (I2, I3, I18): a prefill declared abort_after_commit_ignored frees its
+ * committed KV only when a receiver collected it or at its transfer timeout. When it sent
+ * released: the later of its KV's and its slot's release (now while either is held). */
+static uint64_t sender_free_at(const pd_judge_t *j, const pd_worker_leg_t *p) {
+  uint64_t kv = p->kv_pages ? j->now : p->t_kv_freed;
+  uint64_t slot = !p->slot_taken ? 0 : slot_freed(p) ? p->t_slot_freed : j->now;
+  return kv > slot ? kv : slot;
+}
+
+/* The attempt's prefill leg on such a worker that still held KV when the client's end came
+ * (the transfer may have committed), or NULL. */
+static const pd_worker_leg_t *committed_sender(const pd_judge_t *j, const pd_client_request_t *rq,
+                                               uint32_t attempt, uint64_t t_end) {
+  for (const pd_worker_leg_t *p = rq->legs; p; p = p->next_in_req)
+    if (p->attempt == attempt && p->role == PD_ROLE_PREFILL &&
+        j->s->workers[p->worker].abort_after_commit_ignored != 0 && p->kv_pages_max &&
+        p->t_kv_taken <= t_end && (p->kv_pages || p->t_kv_freed > t_end))
+      return p;
+  return NULL;
+}
+
+/* Capacity such a sender held past the client's end is the gateway's fault only when the
+ * gateway orphaned the transfer: it closed the attempt's decode leg (the receiver) before the
+ * sender let go. A receiver kept open until then excuses the hold (the worker's own pace). */
+static int sender_excused(const pd_judge_t *j, const pd_client_request_t *rq,
+                          const pd_worker_leg_t *l, uint64_t t_end) {
+  if (committed_sender(j, rq, l->attempt, t_end) != l) return 0;
+  uint64_t freed = sender_free_at(j, l);
+  for (const pd_worker_leg_t *d = rq->legs; d; d = d->next_in_req)
+    if (d->attempt == l->attempt && d->role == PD_ROLE_DECODE &&
+        (!leg_closed(d) || d->t_gw_closed >= freed))
+      return 1;
+  return 0;
+}
+
 /* I18 (I3 for KV pages): a leg that held KV pages has freed them all no later than
  * t_end + grace; one that never held any is not judged (a record from logs, a worker without
  * capacity). */
@@ -393,7 +428,7 @@ static uint32_t check_kv(const pd_judge_t *j, const pd_client_request_t *rq, uin
   uint64_t grace = j->s->config.grace_ms * MS_NS;
   for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     if (!l->kv_pages_max || !held_past(l->t_kv_freed, l->kv_pages != 0, l->t_kv_taken,
-                                       t_end + grace))
+                                       t_end + grace) || sender_excused(j, rq, l, t_end))
       continue;
     if (l->kv_pages && j->is_kv_deferred && j->now <= t_end + grace) continue; /* not yet known */
     uint64_t until = l->kv_pages ? j->now : l->t_kv_freed;
@@ -421,13 +456,19 @@ static uint32_t check_legs(const pd_judge_t *j, pd_client_request_t *rq, uint64_
   uint64_t grace = j->s->config.grace_ms * MS_NS, bound = close_bound_ns(j, rq);
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     const char *wn = worker_name(j, l->worker);
-    if (!leg_closed(l) || l->t_gw_closed > t_end + bound)
+    /* R-ABORT-COMMITTED: legs kept to collect a committed transfer from a sender that ignores
+       aborts may stay open until it let go, then the grace */
+    const pd_worker_leg_t *snd = rq->gone ? committed_sender(j, rq, l->attempt, t_end) : NULL;
+    uint64_t from = snd && sender_free_at(j, snd) > t_end ? sender_free_at(j, snd) : t_end;
+    uint64_t lb = snd ? grace : bound;
+    if (!leg_closed(l) || l->t_gw_closed > from + lb)
       FLAG(PD_INVARIANT_ORPHAN_LEG, "I2 %s leg to %s open %.1f ms after the client's end%s",
            pd_role_name(l->role), wn, (double)(closed_at(j, l) - t_end) / 1e6,
            bound == grace ? "" : rq->gone ? " (the mode cancels at once)"
                                           : " (past the mode's tail)");
     if (l->slot_taken && held_past(slot_freed(l) ? l->t_slot_freed : j->now, !slot_freed(l),
-                                   l->t_slot_taken, t_end + grace))
+                                   l->t_slot_taken, t_end + grace) &&
+        !sender_excused(j, rq, l, t_end))
       FLAG(PD_INVARIANT_STRANDED_SLOT, "I3 %s slot on %s held %.1f ms after the client's end",
            pd_role_name(l->role), wn,
            (double)((slot_freed(l) ? l->t_slot_freed : j->now) - t_end) / 1e6);

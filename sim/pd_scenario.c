@@ -157,6 +157,9 @@ static const scenario_key_t worker_keys[] = {
     K_AS("transfer_group", pd_scenario_worker_t, transfer_group, pd_scenario_set_u32, 0, 255),
     K_AS("dp_size", pd_scenario_worker_t, dp_size, pd_scenario_set_u32, 1, 64),
     K_(pd_scenario_worker_t, capacity_per_rank, pd_scenario_set_flag, SCENARIO_FLAG_BOOL, 0, 0),
+    /* an abort after the KV commit is a no-op (dynamo PR #14507) */
+    K_(pd_scenario_worker_t, abort_after_commit_ignored, pd_scenario_set_flag, SCENARIO_FLAG_BOOL,
+       0, 0),
 };
 
 void pd_scenario_worker_defaults(pd_scenario_worker_t *w, const char *name, pd_role_t role) {

@@ -127,6 +127,9 @@ static cJSON *worker_json(const pd_scenario_worker_t *w, const pd_scenario_worke
   if (w->kv_params != d->kv_params) rc |= add_str(o, "kv_params", kv_params_names[w->kv_params]);
   rc |= add_u64_if(o, "transfer_group", w->transfer_group, d->transfer_group);
   rc |= add_u64_if(o, "dp_size", w->dp_size, d->dp_size);
+  if (w->abort_after_commit_ignored != d->abort_after_commit_ignored &&
+      !cJSON_AddBoolToObject(o, "abort_after_commit_ignored", w->abort_after_commit_ignored != 0))
+    rc |= PD_ERR_NOMEM;
   if (w->capacity_per_rank != d->capacity_per_rank &&
       !cJSON_AddBoolToObject(o, "capacity_per_rank", w->capacity_per_rank != 0))
     rc |= PD_ERR_NOMEM;

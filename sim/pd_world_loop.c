@@ -569,6 +569,9 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
     pd_gw_set_worker_limit(w->gw, sw->role, (uint32_t)idx, sw->max_running);
     /* R-PAIR-GROUP: the gateway knows each worker's transfer group (as it knows its role) */
     pd_gw_set_worker_group(w->gw, sw->role, (uint32_t)idx, sw->transfer_group);
+    /* R-ABORT-COMMITTED: the gateway is told (configuration) which prefills ignore late aborts */
+    if (sw->role == PD_ROLE_PREFILL && sw->abort_after_commit_ignored != 0)
+      pd_gw_set_worker_abort_ignored(w->gw, (uint32_t)idx, 1);
     w->role_node[sw->role][idx] = i;
     if (sw->breaker_initial != PD_BREAKER_CLOSED && mode != PD_MODE_MINILB) { /* no breaker */
       pd_gw_breaker_start_in(w->gw, sw->role, (uint32_t)idx, sw->breaker_initial, 0);
