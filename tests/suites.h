@@ -81,4 +81,5 @@
   X(pdt_suite_topology) \
   X(pdt_suite_busy) \
   X(pdt_suite_mock_ranks) \
-  X(pdt_suite_own_failure)
+  X(pdt_suite_own_failure) \
+  X(pdt_suite_abort_commit)
