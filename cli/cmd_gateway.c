@@ -38,6 +38,7 @@ static void usage(FILE *f) {
              "                     [--client-deadline-s N] [--max-connections-per-peer N]\n"
              "                     [--abort-timeout-ms N] [--seed N]\n"
              "                     [--prefill-groups G,G,...] [--decode-groups G,G,...]\n"
+             "                     [--prefill-abort-ignored B,B,...]\n"
              "                     [--prefill-limit N] [--decode-limit N] [--admit-queue N]\n"
              "                     [--admit-queue-ms N]\n"
              "                     [--verbose] [--json]\n"
@@ -102,6 +103,10 @@ static void usage(FILE *f) {
              "                     order, comma-separated; --decode-groups L the same for\n"
              "                     --decode. The reference pairs within a group (docs/spec.md\n"
              "                     R-PAIR-GROUP); the models ignore groups (default: all 0)\n"
+             "  --prefill-abort-ignored L  1 or 0 for each --prefill worker, in order: 1 declares\n"
+             "                     that its engine ignores an abort after the KV commit; the\n"
+             "                     reference then lets decode collect the KV when the client\n"
+             "                     leaves (docs/spec.md R-ABORT-COMMITTED; default: all 0)\n"
              "reference admission (docs/spec.md R-ADMIT-*; on when a limit is given):\n"
              "  --prefill-limit N, --decode-limit N  requests in flight each prefill / decode\n"
              "                     worker is sent at most (its running slots; default 0: no\n"
@@ -245,7 +250,7 @@ static int is_json; /* --json: the ready line as one JSON object */
 enum {
   OPT_MODE = PD_CLI_OPT_FIRST, OPT_PREFILL, OPT_DECODE, OPT_LISTEN, OPT_POLICY,
   OPT_PREFILL_POLICY, OPT_DECODE_POLICY, OPT_VERBOSE, OPT_JSON, OPT_PROTOCOL, OPT_NUMBER,
-  OPT_PREFILL_GROUPS, OPT_DECODE_GROUPS
+  OPT_PREFILL_GROUPS, OPT_DECODE_GROUPS, OPT_PREFILL_ABORT_IGNORED
 };
 
 /* Every option of set_number has val OPT_NUMBER; its name tells them apart. */
@@ -263,6 +268,7 @@ static const struct option long_opts[] = {
     {"protocol", required_argument, NULL, OPT_PROTOCOL},
     {"prefill-groups", required_argument, NULL, OPT_PREFILL_GROUPS},
     {"decode-groups", required_argument, NULL, OPT_DECODE_GROUPS},
+    {"prefill-abort-ignored", required_argument, NULL, OPT_PREFILL_ABORT_IGNORED},
     {"connect-timeout-ms", required_argument, NULL, OPT_NUMBER},
     {"first-token-timeout-ms", required_argument, NULL, OPT_NUMBER},
     {"idle-timeout-ms", required_argument, NULL, OPT_NUMBER},
@@ -335,6 +341,8 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   case OPT_DECODE_POLICY: return set_policy("--decode-policy", v, &cfg->core, 1);
   case OPT_PREFILL_GROUPS: return set_groups("--prefill-groups", v, cfg->prefill_group);
   case OPT_DECODE_GROUPS: return set_groups("--decode-groups", v, cfg->decode_group);
+  case OPT_PREFILL_ABORT_IGNORED: /* 0/1 per prefill, stored + 1 */
+    return set_groups("--prefill-abort-ignored", v, cfg->prefill_abort_ignored);
   case OPT_VERBOSE: cfg->is_verbose = 1; return 0;
   case OPT_JSON: is_json = 1; return 0;
   case OPT_PROTOCOL:

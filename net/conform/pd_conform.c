@@ -129,6 +129,17 @@ static void pdref_args(const pd_scenario_t *s, const pd_conform_opts_t *o, char 
       sep = ",";
     }
   }
+  /* R-ABORT-COMMITTED: the prefills declared to ignore an abort after commit, when any is */
+  any = 0;
+  for (uint32_t i = 0; i < s->n_workers; i++)
+    any |= s->workers[i].role == PD_ROLE_PREFILL && s->workers[i].abort_after_commit_ignored != 0;
+  for (const char *sep = " --prefill-abort-ignored "; any && sep; sep = NULL) {
+    for (uint32_t i = 0; i < s->n_workers; i++) {
+      if (s->workers[i].role != PD_ROLE_PREFILL) continue;
+      ADD("%s%d", sep, s->workers[i].abort_after_commit_ignored != 0);
+      sep = ",";
+    }
+  }
   /* R-ADMIT-LIMIT: each worker's running limit, as the simulator gives it to the core
    * (pd_world_loop.c), when the reference is what runs; `pdref gateway` takes one per role,
    * so a role whose workers differ gets the smallest (the gateway then holds more at its door

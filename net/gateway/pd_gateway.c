@@ -398,6 +398,8 @@ static int add_workers(pd_gateway_t *g, char *err, size_t errlen) {
       if (rc < 0) return rc;
       const uint32_t *grp = r == 0 ? g->cfg.prefill_group : g->cfg.decode_group;
       if (grp[i]) pd_gw_set_worker_group(g->core, (pd_role_t)r, (uint32_t)rc, grp[i] - 1);
+      if (r == 0 && g->cfg.prefill_abort_ignored[i] > 1) /* R-ABORT-COMMITTED */
+        pd_gw_set_worker_abort_ignored(g->core, (uint32_t)rc, 1);
       uint32_t limit = r == 0 ? g->cfg.prefill_limit : g->cfg.decode_limit;
       if (limit) pd_gw_set_worker_limit(g->core, (pd_role_t)r, (uint32_t)rc, limit);
     }

@@ -34,6 +34,8 @@ typedef struct pd_gateway_config {
                                            for that role) */
   uint32_t prefill_group[PD_MAX_WORKERS], decode_group[PD_MAX_WORKERS]; /* the i-th worker's
                               KV transfer group + 1 (R-PAIR-GROUP); 0: not given (group 0) */
+  uint32_t prefill_abort_ignored[PD_MAX_WORKERS]; /* the i-th prefill ignores an abort after
+                              its KV commit: 2 yes, 1 no, 0 not given (R-ABORT-COMMITTED) */
   const char *listen_host; /* numeric address; default "127.0.0.1" */
   uint16_t listen_port;    /* 0 = an ephemeral port (pd_gateway_port tells which) */
   pd_gateway_worker_t prefill[PD_MAX_WORKERS];
