@@ -1,4 +1,4 @@
-/* The load invariants of the checker (docs/spec.md I23, I24). I23, the goodput floor: under a
+/* The load invariants of the checker (docs/spec.md I23-I25). I23, the goodput floor: under a
  * load step, the requests a gateway serves within the SLOs stay at or above the scenario's
  * share of what the cluster could serve.
  * Judged from the client's side alone — a request is good when the checker found its answer
@@ -105,4 +105,47 @@ uint32_t pd_check_queue_deadline(const pd_judge_t *j, const pd_client_request_t 
              "deadline of %llu ms", answered ? "answered" : "still waiting",
              (double)(t - rq->t_arrival) / 1e6, (unsigned long long)(j->admit_queue_ns / MS_NS));
   return 1u << (PD_INVARIANT_QUEUE_DEADLINE - 1);
+}
+
+/* I25 (R-RETRY-BUDGET): see pd_check.h. */
+void pd_retry_budget_begin(pd_retry_budget_t *b, uint32_t pct, uint32_t min, uint64_t window_ns) {
+  memset(b, 0, sizeof *b);
+  b->pct = pct;
+  b->min = min;
+  b->window_ns = window_ns;
+}
+
+void pd_retry_budget_note(pd_retry_budget_t *b, const pd_client_request_t *rq) {
+  if (!b->pct) return;
+  b->requests++;
+  if (!b->has_first || rq->t_arrival < b->t_first) b->t_first = rq->t_arrival;
+  b->has_first = 1;
+  /* the attempts that sent a leg a worker got, each counted once (worker truth: is_reached) */
+  uint64_t seen = 0; /* attempts 1..64 */
+  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
+    if (!l->is_reached || l->attempt < 1 || l->attempt > 64) continue;
+    uint64_t bit = 1ull << (l->attempt - 1);
+    if (!(seen & bit)) {
+      seen |= bit;
+      if (l->t_open_arrive > b->t_last) b->t_last = l->t_open_arrive;
+    }
+  }
+  uint32_t n = 0;
+  for (; seen; seen &= seen - 1) n++;
+  if (n > 1) b->retries += n - 1;
+}
+
+uint32_t pd_retry_budget_judge(const pd_retry_budget_t *b, char *reason, size_t cap) {
+  if (!b->pct || !b->requests || !b->window_ns) return 0;
+  uint64_t part = b->window_ns / 10 * 9, span = b->t_last > b->t_first ? b->t_last - b->t_first : 0;
+  uint64_t windows = (part ? span / part : 0) + 1;
+  double bound = (double)windows * (b->min + 1) + 3.0 * b->pct / 100.0 * (double)b->requests;
+  if ((double)b->retries <= bound) return 0;
+  if (reason && cap)
+    snprintf(reason, cap,
+             "I25 %llu retries reached workers for %llu requests: more than any gateway keeping "
+             "a %u %% budget (at least %u a window) can send (%.0f)",
+             (unsigned long long)b->retries, (unsigned long long)b->requests, b->pct, b->min,
+             bound);
+  return 1u << (PD_INVARIANT_RETRY_BUDGET - 1);
 }

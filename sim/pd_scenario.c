@@ -26,7 +26,8 @@ static const char *const inv_names[PD_INVARIANT_COUNT] = {
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",
     "logprobs",    "breaker",    "determinism",   "error-visible", "served",
     "retry-onto-failed", "quiescence", "stranded-kv", "freed-blocks", "disaggregated",
-    "pair-group", "rank-agreement", "goodput-floor", "queue-deadline"};
+    "pair-group", "rank-agreement", "goodput-floor", "queue-deadline",
+    "retry-budget"};
 const char *const pd_scenario_role_names[2] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};

@@ -53,8 +53,9 @@ typedef enum {
   PD_INVARIANT_RANK_AGREEMENT = 22, /* I22: decode looks its room up on the prefill's DP rank */
   PD_INVARIANT_GOODPUT_FLOOR = 23, /* I23: a load step's goodput stays above the stated share */
   PD_INVARIANT_QUEUE_DEADLINE = 24, /* I24: a queued request leaves the queue by its deadline */
+  PD_INVARIANT_RETRY_BUDGET = 25,  /* I25: retries that reached workers stay within the budget */
 } pd_invariant_t;
-#define PD_INVARIANT_COUNT 24
+#define PD_INVARIANT_COUNT 25
 
 typedef struct pd_scenario_burst {
   uint64_t at_ms;    /* arrival time of the burst, from the start of the run */

@@ -545,6 +545,9 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   pd_prng_fork(&root, 4, &w->client_rng);
   pd_gw_config_t *c = &w->gcfg;
   pd_scenario_gw_config(s, mode, c);
+  /* I25: the budget the mode declares (the reference's R-RETRY-BUDGET; the models none) */
+  pd_retry_budget_begin(&w->rbudget, mode == PD_MODE_REFERENCE ? c->retry_budget_pct : 0,
+                        c->retry_budget_min, c->retry_budget_window_ns);
   w->gw_alloc = (pd_alloc_t){gw_malloc, gw_realloc, gw_free, w};
   w->gw = pd_gw_new(s->config.alloc_fail_for_ms ? &w->gw_alloc : NULL, c, &w->gw_rng);
   if (!w->gw) return PD_ERR_NOMEM;
@@ -720,6 +723,12 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
     if (gv) {
       w->violations |= gv;
       stats->inv_count[PD_INVARIANT_GOODPUT_FLOOR]++;
+      if (!stats->first_reason[0]) snprintf(stats->first_reason, sizeof stats->first_reason, "%s", why);
+    }
+    uint32_t bv = pd_retry_budget_judge(&w->rbudget, why, sizeof why); /* I25, whole-run */
+    if (bv) {
+      w->violations |= bv;
+      stats->inv_count[PD_INVARIANT_RETRY_BUDGET]++;
       if (!stats->first_reason[0]) snprintf(stats->first_reason, sizeof stats->first_reason, "%s", why);
     }
   }
