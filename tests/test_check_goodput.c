@@ -159,6 +159,45 @@ static void test_retries_beyond_any_kept_budget_are_i25(void) {
   PDT_EQ_INT((int)pd_retry_budget_judge(&none, NULL, 0), 0);
 }
 
+/* I26: a load step from 10 s to 20 s, windows of 1 s (bins of 100 ms), bound 2 s. One good
+ * answer every 100 ms before the step (10/s), none in it; after it they come back at 3 s
+ * after its end (late: I26), at 1 s (in time), or never (I26). No answer before the step: no
+ * baseline, not judged. */
+static int recovery_case(uint64_t back_after_ms, int has_base, char *why, size_t cap) {
+  pd_scenario_t *s = step_scenario(0);
+  s->config.recover_within_ms = 2000;
+  s->config.goodput_window_ms = 1000;
+  pd_recovery_check_t r;
+  pd_recovery_begin(&r, s);
+  PDT_EQ_INT(r.is_on, 1);
+  pd_client_request_t rq;
+  for (uint64_t t = 0; t < 40000; t += 100) {
+    int in_step = t >= 10000 && t < 20000 + back_after_ms;
+    served(&rq, t, 50, 80);
+    if (in_step || (!has_base && t < 10000)) rq.is_clean = 0;
+    pd_recovery_note(&r, &rq);
+  }
+  uint32_t v = pd_recovery_judge(&r, why, cap);
+  pd_recovery_free(&r);
+  free(s);
+  return v != 0;
+}
+
+static void test_recovery_late_or_never_is_i26(void) {
+  char why[200] = "";
+  PDT_EQ_INT(recovery_case(1000, 1, why, sizeof why), 0);
+  PDT_EQ_INT(recovery_case(3000, 1, why, sizeof why), 1);
+  PDT_HAS(why, "I26 goodput back 3.0 s after the trigger ended (10.0/s before it), later than 2.0 s");
+  PDT_EQ_INT(recovery_case(100000, 1, why, sizeof why), 1);
+  PDT_HAS(why, "I26 goodput never back within 5 % of its 10.0/s before the trigger");
+  PDT_EQ_INT(recovery_case(100000, 0, why, sizeof why), 0);
+  pd_scenario_t *s = step_scenario(0); /* no bound stated: off */
+  pd_recovery_check_t r;
+  pd_recovery_begin(&r, s);
+  PDT_EQ_INT(r.is_on, 0);
+  free(s);
+}
+
 int pdt_suite_check_goodput(void) {
   static const pdt_case_t cases[] = {
       {"I23: the floor kept at 36 good, missed at 35", test_floor_kept_and_missed},
@@ -166,6 +205,7 @@ int pdt_suite_check_goodput(void) {
        test_only_clean_answers_within_both_slos_count},
       {"I23: off without a floor or a step that ends", test_off_without_a_floor_or_an_ending_step},
       {"I25: retries beyond any kept budget", test_retries_beyond_any_kept_budget_are_i25},
+      {"I26: goodput back late or never after the trigger", test_recovery_late_or_never_is_i26},
   };
   return PDT_SUITE("check_goodput", cases);
 }
