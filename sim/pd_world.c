@@ -120,6 +120,8 @@ void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
     }
   }
   pd_goodput_note(&w->goodput, rq);
+  pd_retry_budget_note(&w->rbudget, rq);
+  pd_recovery_note(&w->recovery, rq);
   pd_world_trace_request(w, rq);
   st->requests_done++;
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
