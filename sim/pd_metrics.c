@@ -314,18 +314,30 @@ pd_metrics_recovery_t pd_metrics_recovery(const uint32_t *bins, size_t n_bins, u
   double win_s = (double)win_bins * (double)bin_ns / 1e9;
   r.status = PD_METRICS_REC_NEVER;
   r.min_rps = r.pre_rps;
+  /* back = a window at the level with no later one under PD_METRICS_RELAPSE of it (O4.1: a
+   * run that bounces back for a window and collapses again has not recovered; a dip of a few
+   * completions is the arrivals' noise); the lowest is taken until the recovery */
+  double min_all = r.pre_rps, min_at_back = 0;
+  int is_back = 0;
+  uint64_t back_k = 0;
   uint64_t sum = 0, start = bf; /* sliding sum over [k, k + win_bins) */
   for (uint64_t b = start; b < start + win_bins; b++) sum += b < n_bins ? bins[b] : 0;
   for (uint64_t k = start; (k + win_bins) * bin_ns <= t_stop; k++) {
     double g = (double)sum / win_s;
-    if (g < r.min_rps) r.min_rps = g;
-    if (k * bin_ns >= burst_to && g >= PD_METRICS_RECOVERED * r.pre_rps) {
-      r.status = PD_METRICS_REC_OK;
-      r.after_ns = k * bin_ns - burst_to;
-      return r;
+    if (g < min_all) min_all = g;
+    if (k * bin_ns >= burst_to) {
+      if (g < PD_METRICS_RELAPSE * r.pre_rps) is_back = 0;
+      else if (!is_back && g >= PD_METRICS_RECOVERED * r.pre_rps)
+        is_back = 1, back_k = k, min_at_back = min_all;
     }
     sum -= k < n_bins ? bins[k] : 0;
     sum += k + win_bins < n_bins ? bins[k + win_bins] : 0;
+  }
+  r.min_rps = min_all;
+  if (is_back) {
+    r.status = PD_METRICS_REC_OK;
+    r.after_ns = back_k * bin_ns - burst_to;
+    r.min_rps = min_at_back;
   }
   return r;
 }

@@ -23,6 +23,7 @@
 #define PD_METRICS_MAX_BINS (1u << 20)
 #define PD_METRICS_WINDOW_BINS 10u /* bins per goodput window */
 #define PD_METRICS_RECOVERED 0.95  /* back within 5 % of the pre-burst level */
+#define PD_METRICS_RELAPSE 0.5     /* a later window under half the level: not recovered yet */
 
 /* One latency distribution, in ns. */
 typedef struct pd_metrics_hist {
@@ -74,8 +75,8 @@ typedef struct pd_metrics_cap_sample {
 typedef struct pd_metrics_recovery {
   int status;            /* PD_METRICS_REC_* */
   double pre_rps;        /* goodput before the burst */
-  double min_rps;        /* the lowest window's goodput from the burst's start on */
-  uint64_t after_ns;     /* burst end -> the first window back at >= 95 % of pre_rps */
+  double min_rps;        /* the lowest window's goodput from the burst's start to recovery */
+  uint64_t after_ns;     /* burst end -> the window back at >= 95 % with none after < 50 % */
 } pd_metrics_recovery_t;
 enum {
   PD_METRICS_REC_NONE = 0,   /* no burst in the run */
@@ -182,7 +183,8 @@ void pd_metrics_hist_free(pd_metrics_hist_t *h);
 /* Recovery on a series of good completions per bin (bin i covers [i, i+1) * bin_ns): the
  * pre-burst level is the goodput of the bins wholly between t0 and burst_from; windows of
  * win_bins bins start at each bin boundary from burst_to on and must end by t_stop (the last
- * arrival); the first window at >= PD_METRICS_RECOVERED of the level is the recovery. */
+ * arrival); the recovery is the first window at >= PD_METRICS_RECOVERED of the level after
+ * which no window falls under PD_METRICS_RELAPSE of it (min_rps: the lowest until then). */
 pd_metrics_recovery_t pd_metrics_recovery(const uint32_t *bins, size_t n_bins, uint64_t bin_ns,
                                           uint32_t win_bins, uint64_t t0, uint64_t t_stop,
                                           uint64_t burst_from, uint64_t burst_to);

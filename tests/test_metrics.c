@@ -154,6 +154,16 @@ static void test_recovery_on_a_scripted_series(void) {
   bins[44] = 4; /* windows at 43 and 44 s hold 89 and 94: the first back starts at 45 s */
   r = pd_metrics_recovery(bins, 100, 1000 * MS, 10, 0, 100000 * MS, 30000 * MS, 40000 * MS);
   PDT_EQ_U64(r.after_ns, 5000 * MS);
+  /* back at 45 s for a while, then 0 for 60..70 s (a relapse after the trigger): not
+   * recovered until the windows are back for good, from 70 s; the lowest window is 0 */
+  for (int i = 60; i < 70; i++) bins[i] = 0;
+  r = pd_metrics_recovery(bins, 100, 1000 * MS, 10, 0, 100000 * MS, 30000 * MS, 40000 * MS);
+  PDT_EQ_INT(r.status, PD_METRICS_REC_OK);
+  PDT_EQ_U64(r.after_ns, 30000 * MS);
+  PDT_TRUE(near(r.min_rps, 0, 1e-9));
+  for (int i = 60; i < 70; i++) bins[i] = 6; /* a dip to 60 %, not a relapse: back at 45 s */
+  r = pd_metrics_recovery(bins, 100, 1000 * MS, 10, 0, 100000 * MS, 30000 * MS, 40000 * MS);
+  PDT_EQ_U64(r.after_ns, 5000 * MS);
   for (int i = 0; i < 100; i++) bins[i] = 10; /* no dip: back at the burst's end, not before */
   r = pd_metrics_recovery(bins, 100, 1000 * MS, 10, 0, 100000 * MS, 30000 * MS, 40000 * MS);
   PDT_EQ_INT(r.status, PD_METRICS_REC_OK);
