@@ -118,7 +118,8 @@ static void test_off_without_a_floor_or_an_ending_step(void) {
   free(s);
 }
 
-/* I25: 100 requests inside one window (9 s of the 10 s budget window), a 20 % budget with a
+/* I25: 100 requests inside one window (9 s of the 10 s budget window, counted from the first
+ * arrival at 20 s, not from time 0), a 20 % budget with a
  * floor of 10: any gateway keeping it sends at most 1 x (10 + 1) + 3 x 20 % x 100 = 71
  * retries that reach workers. 71 pass, 72 are I25. A leg that never reached its worker, a
  * second leg of the same attempt and a budget of 0 (the models declare none) count nothing. */
@@ -131,7 +132,7 @@ static void test_retries_beyond_any_kept_budget_are_i25(void) {
       pd_client_request_t rq;
       memset(&rq, 0, sizeof rq);
       memset(legs, 0, sizeof legs);
-      rq.t_arrival = (uint64_t)i * 10 * MS;
+      rq.t_arrival = 20000 * MS + (uint64_t)i * 10 * MS; /* 20 s in: the span is from here */
       for (int k = 0; k < 3; k++) {
         legs[k].attempt = k == 0 ? 1 : 2;
         legs[k].is_reached = 1;
