@@ -10,6 +10,8 @@
 #include "pd_err.h"
 #include "pdt.h"
 
+#include "pd_scenario.h"
+#include "pd_world.h"
 #include "pdt_harness.h"
 
 /* One prefill and one decode, decode admitting 1 request in flight, queue `qmax`. */
@@ -200,6 +202,37 @@ static void test_class_names(void) {
   PDT_TRUE(strcmp(pd_prio_name(PD_PRIO_SHEDDABLE), "sheddable") == 0);
 }
 
+/* The library's overload-priority-classes (2x overload, 20 % critical, 40 % sheddable) from
+ * the client's side: the reference serves every critical request clean and sheds none of
+ * them, while sheddable requests take most of the shedding; joined (no classes) sheds none. */
+static void test_library_scenario_protects_critical(void) {
+  pd_scenario_t *s = malloc(sizeof *s);
+  char err[256] = "";
+  if (!s) return;
+  int rc = pd_scenario_load(s, PD_SOURCE_DIR "/scenarios/overload-priority-classes.json", err,
+                            sizeof err);
+  PDT_EQ_INT(rc, 0);
+  PDT_EQ_STR(err, "");
+  if (rc) {
+    free(s);
+    return;
+  }
+  pd_world_stats_t st;
+  uint32_t v = 0;
+  PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, s->config.seed, NULL, &st, &v, NULL), 0);
+  PDT_EQ_U64(v, 0);
+  PDT_TRUE(st.class_n[PD_PRIO_CRITICAL] >= 80);
+  PDT_EQ_U64(st.class_shed[PD_PRIO_CRITICAL], 0);
+  PDT_EQ_U64(st.class_clean[PD_PRIO_CRITICAL], st.class_n[PD_PRIO_CRITICAL]);
+  /* sheddable absorbs the shedding: most of its requests, more than standard's share */
+  PDT_TRUE(st.class_shed[PD_PRIO_SHEDDABLE] * 2 > st.class_n[PD_PRIO_SHEDDABLE]);
+  PDT_TRUE(st.class_shed[PD_PRIO_SHEDDABLE] * st.class_n[PD_PRIO_STANDARD] >
+           st.class_shed[PD_PRIO_STANDARD] * st.class_n[PD_PRIO_SHEDDABLE]);
+  PDT_EQ_INT(pd_world_run(s, PD_MODE_JOINED, s->config.seed, NULL, &st, &v, NULL), 0);
+  PDT_EQ_U64(st.class_shed[PD_PRIO_SHEDDABLE] + st.class_shed[PD_PRIO_CRITICAL], 0);
+  free(s);
+}
+
 int pdt_suite_admit_prio(void) {
   static const pdt_case_t cases[] = {
       {"the queue serves the higher class first, FIFO within", test_queue_serves_higher_class_first_fifo_within},
@@ -207,6 +240,7 @@ int pdt_suite_admit_prio(void) {
       {"no eviction within a class", test_no_eviction_within_a_class},
       {"sheddable is shed at half the queue", test_sheddable_shed_at_half_the_queue},
       {"class names", test_class_names},
+      {"library scenario: critical served, sheddable shed", test_library_scenario_protects_critical},
   };
   return PDT_SUITE("admit_prio", cases);
 }
