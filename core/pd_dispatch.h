@@ -48,7 +48,7 @@ typedef enum {
 
 /* Seeded bugs (docs/mutation.md, "Seeded bugs"): one known defect switched on in the
  * reference, so the library shows that the checker catches what no modelled gateway does
- * (I4's partner blame, I5, I6, I7, I8 within a batch, I9, I24). A test facility, never a
+ * (I4's partner blame, I5, I6, I7, I8 within a batch, I9, I24, I25). A test facility, never a
  * behaviour: every other mode ignores it, and the reference with PD_BUG_NONE is the
  * reference. */
 typedef enum pd_seeded_bug {
@@ -61,6 +61,7 @@ typedef enum pd_seeded_bug {
   PD_BUG_LEAK_DECODE_LOAD = 5,     /* decode's load is never released (I9; R3.11 guards) */
   PD_BUG_SHARED_BATCH_ROOM = 6,    /* batch items 0 and 1 get one bootstrap room (I8; G18) */
   PD_BUG_LATE_SHED = 7,            /* the queue deadline fires 5 s late (I24) */
+  PD_BUG_RETRY_STORM = 8,          /* the retry budget is never consulted (I25) */
   PD_BUG_COUNT
 } pd_seeded_bug_t;
 extern const char *const pd_seeded_bug_names[PD_BUG_COUNT]; /* the scenario key's values */

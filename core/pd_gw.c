@@ -48,7 +48,7 @@ int pd_mode_speaks(pd_mode_t m, pd_protocol_t p) {
 
 const char *const pd_seeded_bug_names[PD_BUG_COUNT] = {
     "none", "blame_partner", "clean_end_on_failure", "repeat_first_event", "extra_attempt",
-    "leak_decode_load", "shared_batch_room", "late_shed"};
+    "leak_decode_load", "shared_batch_room", "late_shed", "retry_storm"};
 
 const char *pd_seeded_bug_name(pd_seeded_bug_t b) {
   return (unsigned)b < PD_BUG_COUNT ? pd_seeded_bug_names[b] : "?";
@@ -541,7 +541,9 @@ void pd_gw_budget_note_request(pd_gw_t *gw) {
  * max(floor, pct % of its requests): retries are a share of recent traffic, so they cannot
  * multiply load (O4.2). On refusal the request's is_retry_denied is set. */
 int pd_gw_retry_budget_allows(pd_gw_t *gw, pd_rq_t *rq) {
-  if (!is_budgeted(gw) || rq->attempt >= gw->cfg.retry.max_attempts) return 1;
+  if (!is_budgeted(gw) || rq->attempt >= gw->cfg.retry.max_attempts ||
+      gw->cfg.seeded_bug == PD_BUG_RETRY_STORM)
+    return 1;
   uint64_t requests, retries;
   rb_sums(gw, &requests, &retries);
   uint64_t cap = requests * gw->cfg.retry_budget_pct / 100;

@@ -2,8 +2,8 @@
 # Keeps docs/pd-gateway-behaviour.md's index (section 9) true, the tables `pdref conform
 # --level` reads: every requirement section (### PDG-...) has an index row and every row a
 # section; IDs are unique; a keyword is MUST, SHOULD or MAY; every row names at least one
-# invariant among I1-I24 and, unless its rows say "pending issue N", at least one scenario,
-# each of which exists in the scenario directory; every invariant I1-I24 is named by some
+# invariant among I1-I26 and, unless its rows say "pending issue N", at least one scenario,
+# each of which exists in the scenario directory; every invariant I1-I26 is named by some
 # requirement; every level a requirement or a level names exists, and "builds on" has no
 # cycle. Exit 1 naming each problem.
 #   scripts/check-behaviour.sh [DOC [SCENARIO_DIR]]   (defaults: the repository's)
@@ -51,7 +51,7 @@ for rid, (n, kw, lvl, inv, rows) in reqs.items():
     ids = [x.strip() for x in inv.split(",") if x.strip()]
     if not ids: err(n, f"{rid} names no invariant")
     for i in ids:
-        if not re.fullmatch(r"I([1-9]|1[0-9]|2[0-4])", i): err(n, f"{rid}: '{i}' is not an invariant I1-I24")
+        if not re.fullmatch(r"I([1-9]|1[0-9]|2[0-6])", i): err(n, f"{rid}: '{i}' is not an invariant I1-I26")
         else: covered.add(i)
     if re.fullmatch(r"pending issue [0-9]+", rows):
         if "pending issue" not in lines[heads.get(rid, n) - 1]:
@@ -65,7 +65,7 @@ for rid, (n, kw, lvl, inv, rows) in reqs.items():
     if lvl != "-" and lvl not in levels: err(n, f"{rid}: no level '{lvl}' in section 9.2")
 for rid, n in heads.items():
     if rid not in reqs: err(n, f"{rid} has a section but no row in section 9.1")
-for k in range(1, 25):
+for k in range(1, 27):
     if f"I{k}" not in covered: err(0, f"invariant I{k} is named by no requirement")
 for name, (n, base) in levels.items():
     seen, cur = {name}, base
@@ -75,5 +75,5 @@ for name, (n, base) in levels.items():
         seen.add(cur); cur = levels[cur][1]
 if errs:
     print("\n".join(errs)); sys.exit(1)
-print(f"check-behaviour: ok ({len(reqs)} requirements, {len(levels)} levels, invariants I1-I24 covered)")
+print(f"check-behaviour: ok ({len(reqs)} requirements, {len(levels)} levels, invariants I1-I26 covered)")
 PY

@@ -26,7 +26,7 @@ done < <(grep -oE 'test_[a-z_]+\.c: [a-z0-9_, ]+' <<<"$table")
 for sc in $(grep -oE '\b[a-z][a-z0-9]*(-[a-z0-9]+){2,}\b' <<<"$table" | sort -u); do
   [ -f "scenarios/$sc.json" ] || { echo "check-spec: no scenarios/$sc.json"; fail=1; }
 done
-# the behaviour document's index (requirements, levels) against scenarios/ and I1-I24
+# the behaviour document's index (requirements, levels) against scenarios/ and I1-I26
 ./scripts/check-behaviour.sh || fail=1
 [ $fail -eq 0 ] && echo "check-spec: ok"
 exit $fail

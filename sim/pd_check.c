@@ -1,4 +1,4 @@
-/* The invariant checker (docs/spec.md I1-I24). Each finished request is judged from the
+/* The invariant checker (docs/spec.md I1-I26). Each finished request is judged from the
  * client's bytes and the workers' ground truth; the core's own word is used only for what it
  * claims (recorded outcomes, load and breaker actions), which is then held against truth.
  * Besides the records it reads only the judge context (pd_check.h), never a world. */

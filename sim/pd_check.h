@@ -1,4 +1,4 @@
-/* pd_check: the invariant checker (docs/spec.md I1-I24). It judges one finished request from
+/* pd_check: the invariant checker (docs/spec.md I1-I26). It judges one finished request from
  * its records: the client's bytes (pd_client_request_t) and each leg's ground truth at the worker
  * (pd_worker_leg_t). Besides the records it reads only a judge context (pd_judge_t), which the
  * simulator fills from its world (pd_world.c) and pdref conform from its logs
@@ -84,6 +84,43 @@ int pd_check_has_bytes(const pd_buf_t *b, const char *needle);
  * its queue deadline — its first attempt reached a worker, or the client had its answer. */
 uint32_t pd_check_queue_deadline(const pd_judge_t *j, const pd_client_request_t *rq,
                                  char *reason, size_t cap);
+
+/* I25 retry-budget (pd_check_goodput.c): a whole-run judgement for a gateway that declares a
+ * retry budget (the reference's R-RETRY-BUDGET: pct % of the requests of a window of
+ * window_ns, at least min a window). Per judged request the world notes its arrival and its
+ * retries that reached a worker (attempts beyond the first that sent a leg a worker got:
+ * worker truth); at the end the total must be within what any gateway keeping the budget can
+ * have sent: n x (min + 1) + 3 x pct % of the requests, n the windows of 0.9 x window_ns
+ * (the gateway counts in ten buckets) from the first arrival to the last retry. A necessary
+ * condition: a budget kept never fails it; one ignored under a retry storm does. */
+typedef struct pd_retry_budget {
+  uint32_t pct, min;
+  uint64_t window_ns;
+  uint64_t requests, retries;
+  uint64_t t_first, t_last;
+  int has_first;
+} pd_retry_budget_t;
+void pd_retry_budget_begin(pd_retry_budget_t *b, uint32_t pct, uint32_t min, uint64_t window_ns);
+void pd_retry_budget_note(pd_retry_budget_t *b, const pd_client_request_t *rq);
+uint32_t pd_retry_budget_judge(const pd_retry_budget_t *b, char *reason, size_t cap);
+
+/* I26 recovery (pd_check_goodput.c): a whole-run judgement. With config.recover_within_ms and a
+ * trigger that ends (a load step back to 1, a crash with its restart), goodput (good answers
+ * by the client's clock, binned by their end) is back within 5 % of its level before the
+ * trigger no later than recover_within_ms after the trigger's end, measured as
+ * pd_metrics_recovery does (windows of config.goodput_window_ms). Never back, or back late:
+ * I26. No good answer before the trigger: nothing to be back to, not judged. */
+typedef struct pd_recovery_check {
+  int is_on, has_first;
+  uint64_t bound_ns, bin_ns, from_ns, to_ns, t_first, t_last, slo_ttft_ns, slo_e2e_ns;
+  uint32_t *bins;
+  size_t n_bins, cap_bins;
+  int is_cut; /* a bin could not be kept (memory): not judged */
+} pd_recovery_check_t;
+void pd_recovery_begin(pd_recovery_check_t *r, const pd_scenario_t *s);
+void pd_recovery_note(pd_recovery_check_t *r, const pd_client_request_t *rq);
+uint32_t pd_recovery_judge(const pd_recovery_check_t *r, char *reason, size_t cap);
+void pd_recovery_free(pd_recovery_check_t *r);
 
 /* I23 goodput-floor (pd_check_goodput.c): a whole-run judgement. The world notes every judged
  * request; at the run's end the load step's goodput (clean answers within both SLOs, by the

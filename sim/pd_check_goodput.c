@@ -1,4 +1,4 @@
-/* The load invariants of the checker (docs/spec.md I23, I24). I23, the goodput floor: under a
+/* The load invariants of the checker (docs/spec.md I23-I26). I23, the goodput floor: under a
  * load step, the requests a gateway serves within the SLOs stay at or above the scenario's
  * share of what the cluster could serve.
  * Judged from the client's side alone — a request is good when the checker found its answer
@@ -6,6 +6,7 @@
  * slo_e2e_ms of its arrival — against the capacity of the worker model
  * (pd_metrics_capacity_rps), never from what the gateway reports. No clock, no globals. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pd_check.h"
@@ -105,4 +106,133 @@ uint32_t pd_check_queue_deadline(const pd_judge_t *j, const pd_client_request_t 
              "deadline of %llu ms", answered ? "answered" : "still waiting",
              (double)(t - rq->t_arrival) / 1e6, (unsigned long long)(j->admit_queue_ns / MS_NS));
   return 1u << (PD_INVARIANT_QUEUE_DEADLINE - 1);
+}
+
+/* I25 (R-RETRY-BUDGET): see pd_check.h. */
+void pd_retry_budget_begin(pd_retry_budget_t *b, uint32_t pct, uint32_t min, uint64_t window_ns) {
+  memset(b, 0, sizeof *b);
+  b->pct = pct;
+  b->min = min;
+  b->window_ns = window_ns;
+}
+
+void pd_retry_budget_note(pd_retry_budget_t *b, const pd_client_request_t *rq) {
+  if (!b->pct) return;
+  b->requests++;
+  if (!b->has_first || rq->t_arrival < b->t_first) b->t_first = rq->t_arrival;
+  b->has_first = 1;
+  /* the attempts that sent a leg a worker got, each counted once (worker truth: is_reached) */
+  uint64_t seen = 0; /* attempts 1..64 */
+  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
+    if (!l->is_reached || l->attempt < 1 || l->attempt > 64) continue;
+    uint64_t bit = 1ull << (l->attempt - 1);
+    if (!(seen & bit)) {
+      seen |= bit;
+      if (l->t_open_arrive > b->t_last) b->t_last = l->t_open_arrive;
+    }
+  }
+  uint32_t n = 0;
+  for (; seen; seen &= seen - 1) n++;
+  if (n > 1) b->retries += n - 1;
+}
+
+uint32_t pd_retry_budget_judge(const pd_retry_budget_t *b, char *reason, size_t cap) {
+  if (!b->pct || !b->requests || !b->window_ns) return 0;
+  uint64_t part = b->window_ns / 10 * 9, span = b->t_last > b->t_first ? b->t_last - b->t_first : 0;
+  uint64_t windows = (part ? span / part : 0) + 1;
+  double bound = (double)windows * (b->min + 1) + 3.0 * b->pct / 100.0 * (double)b->requests;
+  if ((double)b->retries <= bound) return 0;
+  if (reason && cap)
+    snprintf(reason, cap,
+             "I25 %llu retries reached workers for %llu requests: more than any gateway keeping "
+             "a %u %% budget (at least %u a window) can send (%.0f)",
+             (unsigned long long)b->retries, (unsigned long long)b->requests, b->pct, b->min,
+             bound);
+  return 1u << (PD_INVARIANT_RETRY_BUDGET - 1);
+}
+
+/* I26 (O4.1): see pd_check.h. */
+#define REC_MAX_BINS (1u << 20)
+
+void pd_recovery_begin(pd_recovery_check_t *r, const pd_scenario_t *s) {
+  memset(r, 0, sizeof *r);
+  if (!s->config.recover_within_ms) return;
+  const pd_scenario_workload_t *wl = &s->workload;
+  int has = 0;
+  for (uint32_t i = 0; i < wl->n_steps; i++) { /* a load step above 1, until it is back */
+    if (wl->steps[i].factor <= 1.0 || (i && wl->steps[i - 1].factor > 1.0)) continue;
+    uint32_t j = i + 1;
+    while (j < wl->n_steps && wl->steps[j].factor > 1.0) j++;
+    if (j == wl->n_steps) continue;
+    uint64_t a = wl->steps[i].at_ms * MS_NS, b = (wl->steps[j].at_ms + wl->steps[j].ramp_ms) * MS_NS;
+    if (!has || a < r->from_ns) r->from_ns = a;
+    if (!has || b > r->to_ns) r->to_ns = b;
+    has = 1;
+  }
+  for (uint32_t i = 0; i < s->n_workers; i++) { /* a crash, until its restart */
+    const pd_scenario_worker_t *w = &s->workers[i];
+    if (!w->crash_at_ms || !w->restart_at_ms) continue;
+    if (!has || w->crash_at_ms * MS_NS < r->from_ns) r->from_ns = w->crash_at_ms * MS_NS;
+    if (!has || w->restart_at_ms * MS_NS > r->to_ns) r->to_ns = w->restart_at_ms * MS_NS;
+    has = 1;
+  }
+  uint64_t win = (s->config.goodput_window_ms ? s->config.goodput_window_ms : 10000) * MS_NS;
+  r->bin_ns = win / PD_METRICS_WINDOW_BINS;
+  r->bound_ns = s->config.recover_within_ms * MS_NS;
+  r->slo_ttft_ns = s->config.slo_ttft_ms * MS_NS;
+  r->slo_e2e_ns = s->config.slo_e2e_ms * MS_NS;
+  r->is_on = has && r->bin_ns > 0;
+}
+
+void pd_recovery_note(pd_recovery_check_t *r, const pd_client_request_t *rq) {
+  if (!r->is_on) return;
+  if (!r->has_first || rq->t_arrival < r->t_first) r->t_first = rq->t_arrival;
+  if (!r->has_first || rq->t_arrival > r->t_last) r->t_last = rq->t_arrival;
+  r->has_first = 1;
+  if (!rq->is_clean || !rq->ended || !(rq->has_first_data || rq->t_first_data)) return;
+  if (rq->t_first_data - rq->t_arrival > r->slo_ttft_ns || rq->t_end - rq->t_arrival > r->slo_e2e_ns)
+    return;
+  uint64_t b = rq->t_end / r->bin_ns;
+  if (b >= REC_MAX_BINS) {
+    r->is_cut = 1;
+    return;
+  }
+  if (b >= r->cap_bins) {
+    size_t nc = r->cap_bins ? r->cap_bins : 256;
+    while (nc <= b) nc *= 2;
+    uint32_t *nb = realloc(r->bins, nc * sizeof *nb);
+    if (!nb) {
+      r->is_cut = 1;
+      return;
+    }
+    memset(nb + r->cap_bins, 0, (nc - r->cap_bins) * sizeof *nb);
+    r->bins = nb;
+    r->cap_bins = nc;
+  }
+  if (b >= r->n_bins) r->n_bins = (size_t)b + 1;
+  r->bins[b]++;
+}
+
+uint32_t pd_recovery_judge(const pd_recovery_check_t *r, char *reason, size_t cap) {
+  if (!r->is_on || r->is_cut || !r->has_first) return 0;
+  pd_metrics_recovery_t x = pd_metrics_recovery(r->bins, r->n_bins, r->bin_ns,
+                                                PD_METRICS_WINDOW_BINS, r->t_first, r->t_last,
+                                                r->from_ns, r->to_ns);
+  if (x.status == PD_METRICS_REC_NO_BASE) return 0;
+  if (x.status == PD_METRICS_REC_OK && x.after_ns <= r->bound_ns) return 0;
+  if (reason && cap) {
+    if (x.status == PD_METRICS_REC_OK)
+      snprintf(reason, cap, "I26 goodput back %.1f s after the trigger ended (%.1f/s before it), "
+               "later than %.1f s", (double)x.after_ns / 1e9, x.pre_rps, (double)r->bound_ns / 1e9);
+    else
+      snprintf(reason, cap, "I26 goodput never back within 5 %% of its %.1f/s before the trigger "
+               "(lowest %.1f/s) by the last arrival", x.pre_rps, x.min_rps);
+  }
+  return 1u << (PD_INVARIANT_RECOVERY - 1);
+}
+
+void pd_recovery_free(pd_recovery_check_t *r) {
+  free(r->bins);
+  r->bins = NULL;
+  r->n_bins = r->cap_bins = 0;
 }

@@ -26,7 +26,8 @@ static const char *const inv_names[PD_INVARIANT_COUNT] = {
     "commit",      "attempts",   "rooms",         "load-balance", "load-truth",
     "logprobs",    "breaker",    "determinism",   "error-visible", "served",
     "retry-onto-failed", "quiescence", "stranded-kv", "freed-blocks", "disaggregated",
-    "pair-group", "rank-agreement", "goodput-floor", "queue-deadline"};
+    "pair-group", "rank-agreement", "goodput-floor", "queue-deadline",
+    "retry-budget", "recovery"};
 const char *const pd_scenario_role_names[2] = {"prefill", "decode"};
 static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
@@ -274,6 +275,7 @@ static const scenario_key_t config_keys[] = {
     K_(pd_scenario_config_t, admit_queue, pd_scenario_set_u32, 0, 1000000, 0),
     K_MS(pd_scenario_config_t, admit_queue_ms),
     K_(pd_scenario_config_t, goodput_floor, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
+    K_MS(pd_scenario_config_t, recover_within_ms),
     K_ENUM(pd_scenario_config_t, seeded_bug, pd_seeded_bug_names, "seeded bug", 0),
 };
 

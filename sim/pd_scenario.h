@@ -53,8 +53,10 @@ typedef enum {
   PD_INVARIANT_RANK_AGREEMENT = 22, /* I22: decode looks its room up on the prefill's DP rank */
   PD_INVARIANT_GOODPUT_FLOOR = 23, /* I23: a load step's goodput stays above the stated share */
   PD_INVARIANT_QUEUE_DEADLINE = 24, /* I24: a queued request leaves the queue by its deadline */
+  PD_INVARIANT_RETRY_BUDGET = 25,  /* I25: retries that reached workers stay within the budget */
+  PD_INVARIANT_RECOVERY = 26,      /* I26: goodput is back within the bound after the trigger */
 } pd_invariant_t;
-#define PD_INVARIANT_COUNT 24
+#define PD_INVARIANT_COUNT 26
 
 typedef struct pd_scenario_burst {
   uint64_t at_ms;    /* arrival time of the burst, from the start of the run */
@@ -148,6 +150,8 @@ typedef struct pd_scenario_config {
   double admission;
   uint32_t admit_queue;
   uint64_t admit_queue_ms;
+  uint64_t recover_within_ms; /* I26: goodput back within this long after the trigger ends;
+                                 0 (default): not judged */
   double goodput_floor;    /* I23: share (0..1) of min(offered, capacity) a load step's goodput
                               must keep; 0 (default): not judged */
   double socket_min_scale; /* pdref conform: the smallest --timeout-scale this workload's

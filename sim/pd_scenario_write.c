@@ -184,6 +184,7 @@ static int config_json(cJSON *root, const pd_scenario_config_t *c, const pd_scen
   rc |= add_u64_if(o, "admit_queue", c->admit_queue, d->admit_queue);
   rc |= add_u64_if(o, "admit_queue_ms", c->admit_queue_ms, d->admit_queue_ms);
   rc |= add_frac_if(o, "goodput_floor", c->goodput_floor, d->goodput_floor);
+  rc |= add_u64_if(o, "recover_within_ms", c->recover_within_ms, d->recover_within_ms);
   if (c->tie_seed != d->tie_seed) rc |= add_u64_exact(o, "tie_seed", c->tie_seed);
   if (c->socket_min_scale != d->socket_min_scale)
     rc |= add_num(o, "socket_min_scale", c->socket_min_scale);

@@ -120,6 +120,8 @@ void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
     }
   }
   pd_goodput_note(&w->goodput, rq);
+  pd_retry_budget_note(&w->rbudget, rq);
+  pd_recovery_note(&w->recovery, rq);
   if ((unsigned)rq->prio < PD_PRIO_COUNT) { /* R-ADMIT-PRIO: the client's view per class */
     st->class_n[rq->prio]++;
     st->class_clean[rq->prio] += rq->is_clean != 0;

@@ -90,6 +90,8 @@ struct pd_world {
   uint64_t next_job;    /* closed loop: jobs handed out */
   int is_sending_over;  /* the healed phase: no new sends, no retries */
   pd_goodput_t goodput; /* I23: the load step's goodput against the floor (pd_check_goodput.c) */
+  pd_retry_budget_t rbudget; /* I25: retries that reached workers against the declared budget */
+  pd_recovery_check_t recovery; /* I26: goodput back after the trigger (pd_check_goodput.c) */
   pd_gw_t *gw;
   pd_alloc_t gw_alloc;      /* config.alloc_fail_*: the core's allocator, failing in the window */
   int is_alloc_failing;     /* inside the window: every allocation of the core fails */

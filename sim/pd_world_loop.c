@@ -534,6 +534,7 @@ static void gw_free(void *p, void *ud) {
 static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uint64_t seed) {
   w->s = s;
   pd_goodput_begin(&w->goodput, s);
+  pd_recovery_begin(&w->recovery, s);
   w->mode = mode;
   w->net_ns = s->config.net_us * 1000ull;
   w->seed = seed;
@@ -545,6 +546,9 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   pd_prng_fork(&root, 4, &w->client_rng);
   pd_gw_config_t *c = &w->gcfg;
   pd_scenario_gw_config(s, mode, c);
+  /* I25: the budget the mode declares (the reference's R-RETRY-BUDGET; the models none) */
+  pd_retry_budget_begin(&w->rbudget, mode == PD_MODE_REFERENCE ? c->retry_budget_pct : 0,
+                        c->retry_budget_min, c->retry_budget_window_ns);
   w->gw_alloc = (pd_alloc_t){gw_malloc, gw_realloc, gw_free, w};
   w->gw = pd_gw_new(s->config.alloc_fail_for_ms ? &w->gw_alloc : NULL, c, &w->gw_rng);
   if (!w->gw) return PD_ERR_NOMEM;
@@ -722,6 +726,18 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
       stats->inv_count[PD_INVARIANT_GOODPUT_FLOOR]++;
       if (!stats->first_reason[0]) snprintf(stats->first_reason, sizeof stats->first_reason, "%s", why);
     }
+    uint32_t bv = pd_retry_budget_judge(&w->rbudget, why, sizeof why); /* I25, whole-run */
+    if (bv) {
+      w->violations |= bv;
+      stats->inv_count[PD_INVARIANT_RETRY_BUDGET]++;
+      if (!stats->first_reason[0]) snprintf(stats->first_reason, sizeof stats->first_reason, "%s", why);
+    }
+    uint32_t rv = pd_recovery_judge(&w->recovery, why, sizeof why); /* I26, whole-run */
+    if (rv) {
+      w->violations |= rv;
+      stats->inv_count[PD_INVARIANT_RECOVERY]++;
+      if (!stats->first_reason[0]) snprintf(stats->first_reason, sizeof stats->first_reason, "%s", why);
+    }
   }
   pd_world_pins_settle(w); /* pins retired legs still hold: judged (I18) and counted up to now */
   if (rc == 0 && w->push_err) rc = w->push_err; /* an event was lost: the verdict is void */
@@ -738,6 +754,7 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   free(w->body_seen);
   free(w->has_body_read ? w->body_read.rooms : NULL);
   free(w->healed);
+  pd_recovery_free(&w->recovery);
   teardown(w);
   free(w);
   return rc;

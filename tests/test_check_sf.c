@@ -67,7 +67,7 @@ static void test_only_a_stale_read_answered_in_full_is_i19(void) {
 static void test_i19_is_named(void) {
   PDT_EQ_STR(pd_invariant_name(PD_INVARIANT_FREED_BLOCKS), "freed-blocks");
   PDT_EQ_INT(pd_invariant_parse("I19"), PD_INVARIANT_FREED_BLOCKS);
-  PDT_EQ_INT(PD_INVARIANT_COUNT, PD_INVARIANT_QUEUE_DEADLINE); /* the last one (I24) */
+  PDT_EQ_INT(PD_INVARIANT_COUNT, PD_INVARIANT_RECOVERY); /* the last one (I26) */
 }
 
 int pdt_suite_check_sf(void) {

@@ -331,7 +331,11 @@ static void test_crash_clock_starts_on_request(void) {
   pdt_tx_del(mh, t);
   long long t_crash = wait_log(&p, "crash", NULL, 10000), t_start = log_t(&p, "clock_start", NULL);
   PDT_TRUE(t_start > 0 && t_crash > 0);
-  PDT_TRUE(t_crash - t_start >= 38000); /* 40 ms after the start, not after start-up */
+  /* 40 ms after the start, not after start-up (that would be 40 ms *before* the start, and
+   * the start request would have found the mock down). The log's two stamps are taken where
+   * each event is handled, a few ms apart from the clock itself on a loaded machine: CI saw
+   * 37.x ms once with a bound of 38; 20 ms still tells the two clocks apart by 60 ms. */
+  PDT_TRUE(t_crash - t_start >= 20000);
 out:
   mk_free(&p);
   curl_multi_cleanup(mh);

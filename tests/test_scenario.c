@@ -339,7 +339,7 @@ static void test_expect_list_is_exact_mask(void) {
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I2','I2']}}", PD_ERR_FIELD,
                "scen.json: $.expect.joined[1]: duplicate invariant \"I2\"");
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':['I99']}}", PD_ERR_FIELD,
-               "scen.json: $.expect.joined[0]: expected an invariant ID I1..I24, got \"I99\"");
+               "scen.json: $.expect.joined[0]: expected an invariant ID I1..I26, got \"I99\"");
   expect_error("{'name':'t'," PAIR ",'expect':{'joined':'fail'}}", PD_ERR_FIELD,
                "scen.json: $.expect.joined: expected \"pass\", a list of invariant IDs such "
                "as [\"I2\", \"I3\"] or {\"deployment_limit\": [...], \"why\": \"...\"}, got "

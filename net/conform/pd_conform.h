@@ -33,7 +33,8 @@
  * carry yet (pd_judge_t.is_kv_source_known). I23 (a load step's goodput against the cluster's
  * capacity) needs a capacity model of the deployment under test: simulator only. I24 (a
  * queue deadline) needs the gateway's declared deadline and the worker's arrival time on the
- * client's clock: simulator only for now. */
+ * client's clock: simulator only for now; I25 (a retry budget) is the gateway's own setting;
+ * I26 (recovery) needs goodput windows the scaled clock does not give. */
 #define PD_CONFORM_INV_RETRY_FAILED 16
 #define PD_CONFORM_INV_QUIESCENCE 17
 #define PD_CONFORM_UNJUDGED                                                                        \
@@ -41,7 +42,8 @@
    PD_CONFORM_BIT(PD_INVARIANT_LOAD_TRUTH) | PD_CONFORM_BIT(PD_INVARIANT_BREAKER) |                \
    PD_CONFORM_BIT(PD_INVARIANT_DETERMINISM) | PD_CONFORM_BIT(PD_CONFORM_INV_QUIESCENCE) |         \
    PD_CONFORM_BIT(PD_INVARIANT_DISAGGREGATED) | PD_CONFORM_BIT(PD_INVARIANT_GOODPUT_FLOOR) |          \
-   PD_CONFORM_BIT(PD_INVARIANT_QUEUE_DEADLINE))
+   PD_CONFORM_BIT(PD_INVARIANT_QUEUE_DEADLINE) | PD_CONFORM_BIT(PD_INVARIANT_RETRY_BUDGET) |    \
+   PD_CONFORM_BIT(PD_INVARIANT_RECOVERY))
 
 #define PD_CONFORM_MAX_HEADERS 4u /* --client-header */
 
