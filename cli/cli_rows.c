@@ -105,6 +105,11 @@ static void print_row(const pd_cli_rows_t *o, const pd_cli_row_t *r) {
          r->st.faults_total, (unsigned long long)r->st.requests_served,
          (unsigned long long)r->st.requests_done);
   if (r->st.unexercised[0]) printf(" (never fired: %s)", r->st.unexercised);
+  if (r->st.class_n[PD_PRIO_CRITICAL] || r->st.class_n[PD_PRIO_SHEDDABLE]) /* R-ADMIT-PRIO */
+    for (int c = 0; c < PD_PRIO_COUNT; c++)
+      printf("%s%s %llu/%llu clean, %llu shed", c ? "; " : "  classes: ", pd_prio_name(c),
+             (unsigned long long)r->st.class_clean[c], (unsigned long long)r->st.class_n[c],
+             (unsigned long long)r->st.class_shed[c]);
   if (o->has_seed) printf("  hash %016llx", (unsigned long long)r->hash);
   printf("\n");
   if (r->verdict == PD_CLI_LIMIT) printf("    deployment limit: %s\n", r->s->expect[r->mode].limit_why);

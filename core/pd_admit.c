@@ -7,9 +7,27 @@
  * body naming the limit. Sans-IO: the queue wakes through the request's DL_BACKOFF. */
 #include <assert.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "pd_err.h"
 #include "pd_gw_int.h"
+
+static const char *const prio_names[PD_PRIO_COUNT] = {"standard", "critical", "sheddable"};
+
+const char *pd_prio_name(int prio) {
+  return prio >= 0 && prio < PD_PRIO_COUNT ? prio_names[prio] : NULL;
+}
+
+int pd_prio_parse(const char *s) {
+  for (int i = 0; s && i < PD_PRIO_COUNT; i++)
+    if (!strcmp(s, prio_names[i])) return i;
+  return -1;
+}
+
+/* R-ADMIT-PRIO: critical 2 > standard 1 > sheddable 0 */
+static int rank(pd_prio_t p) {
+  return p == PD_PRIO_CRITICAL ? 2 : p == PD_PRIO_SHEDDABLE ? 0 : 1;
+}
 
 int pd_admit_is_on(const pd_gw_t *gw) {
   return gw->cfg.mode == PD_MODE_REFERENCE && gw->cfg.admit_queue_max > 0;
@@ -64,15 +82,22 @@ void pd_gw_admit_stats(const pd_gw_t *gw, pd_admit_stats_t *out) {
 /* 503 with Retry-After and the limit in the body (R-ADMIT-SHED). is_full: 1 the queue is
  * full, 0 its deadline passed, 2 the queue ahead would keep it past its deadline. */
 static void shed(pd_gw_t *gw, pd_rq_t *rq, int is_full, const char *msg) {
+  gw->admit.shed_by_class[rq->prio]++; /* R-ADMIT-PRIO */
   if (pd_rq_client_done(rq)) return;
-  char m[240];
-  const char *code = is_full == 1 ? "admission_queue_full"
-                     : is_full   ? "admission_queue_wait"
-                                 : "admission_queue_timeout";
-  snprintf(m, sizeof m, "%s (limit: %s %llu; retry after %llu s)", msg,
-           is_full == 1 ? "admit_queue_max" : "admit_queue_ms",
-           is_full == 1 ? (unsigned long long)gw->cfg.admit_queue_max
-                   : (unsigned long long)(gw->cfg.admit_queue_ns / 1000000u),
+  char m[300];
+  /* is_full 3: evicted by a higher class; 4: sheddable at half the queue (R-ADMIT-PRIO) */
+  const char *code = is_full == 1   ? "admission_queue_full"
+                     : is_full == 3 ? "admission_queue_evicted"
+                     : is_full == 4 ? "admission_queue_sheddable"
+                     : is_full      ? "admission_queue_wait"
+                                    : "admission_queue_timeout";
+  int is_max = is_full == 1 || is_full >= 3;
+  unsigned long long lim = is_full == 4 ? (gw->cfg.admit_queue_max + 1u) / 2u
+                           : is_max     ? (unsigned long long)gw->cfg.admit_queue_max
+                                        : (unsigned long long)(gw->cfg.admit_queue_ns / 1000000u);
+  snprintf(m, sizeof m, "%s (limit: %s %llu; class: %s; retry after %llu s)", msg,
+           is_full == 4 ? "sheddable_queue_max" : is_max ? "admit_queue_max" : "admit_queue_ms",
+           lim, pd_prio_name(rq->prio),
            (unsigned long long)((gw->cfg.admit_retry_after_ns + 999999999u) / 1000000000u));
   size_t before = gw->out->n;
   /* a retry shed: the last worker status, as R-STATUS and I14 (not the gateway's own 504; a
@@ -99,10 +124,26 @@ void pd_admit_wait(pd_gw_t *gw, pd_rq_t *rq) {
       uint64_t by = d > svc + 1 ? d - svc - 1 : 1;
       if (d && by < until) until = by;
     }
-    if (gw->n_queued >= gw->cfg.admit_queue_max) {
+    /* R-ADMIT-PRIO: the queue is ordered by class; a full queue gives the newest request of
+     * a strictly lower class (its tail) up to an arrival, else the arrival is shed */
+    pd_rq_t *victim = gw->n_queued >= gw->cfg.admit_queue_max && gw->q_tail &&
+                              rank(gw->q_tail->prio) < rank(rq->prio)
+                          ? gw->q_tail
+                          : NULL;
+    if (gw->n_queued >= gw->cfg.admit_queue_max && !victim) {
       gw->admit.shed_full++;
       shed(gw, rq, 1,
            "every worker pair is at its in-flight limit and the admission queue is full");
+      return;
+    }
+    /* R-ADMIT-PRIO: a sheddable request waits only while the backlog is under half the queue,
+     * so the other half is kept for the classes above it */
+    if (rq->prio == PD_PRIO_SHEDDABLE &&
+        gw->n_queued >= (gw->cfg.admit_queue_max + 1u) / 2u) {
+      gw->admit.shed_sheddable++;
+      shed(gw, rq, 4,
+           "every worker pair is at its in-flight limit and the backlog holds no more "
+           "sheddable requests");
       return;
     }
     if (until <= gw->now) {
@@ -114,20 +155,38 @@ void pd_admit_wait(pd_gw_t *gw, pd_rq_t *rq) {
     /* R-ADMIT-EARLY: every pair is full, and a full gateway starts one queued request per
      * q_interval_ns (measured while a backlog lasted): one behind n_queued others starts at
      * the (n_queued + 1)-th departure; if that is past its queue deadline, shed it now */
+    uint64_t ahead = 0; /* R-ADMIT-PRIO: those it would wait behind, its class and above */
+    for (const pd_rq_t *q = gw->q_head; q && rank(q->prio) >= rank(rq->prio); q = q->q_next)
+      ahead++;
     if (gw->q_interval_ns &&
-        gw->q_interval_ns > (until - gw->now) / 2 / ((uint64_t)gw->n_queued + 1)) {
+        gw->q_interval_ns > (until - gw->now) / 2 / (ahead + 1)) {
       gw->admit.shed_wait++;
       shed(gw, rq, 2,
            "every worker pair is at its in-flight limit and the queue ahead would hold the "
            "request past its queue deadline");
       return;
     }
+    if (victim) { /* R-ADMIT-PRIO: out of the queue, answered, and its object freed soon */
+      pd_admit_unlink(gw, victim); /* clears its queue deadline */
+      gw->admit.evicted++;
+      shed(gw, victim, 3,
+           "every worker pair is at its in-flight limit and a request of a higher class took "
+           "its place in the full admission queue");
+      /* its other deadlines stay armed: wake it now so the next expiry frees it (it is done
+       * and holds no leg; DL_BACKOFF then finds it no longer waiting) */
+      victim->dl[DL_BACKOFF] = gw->now ? gw->now : 1;
+      pd_gw_rearm(gw, victim);
+    }
+    /* after the last of its class or above: higher class first, FIFO within a class */
+    pd_rq_t *after = gw->q_tail;
+    while (after && rank(after->prio) < rank(rq->prio)) after = after->q_prev;
     rq->is_queued = 1;
-    rq->q_next = NULL;
-    rq->q_prev = gw->q_tail;
-    if (gw->q_tail) gw->q_tail->q_next = rq;
+    rq->q_prev = after;
+    rq->q_next = after ? after->q_next : gw->q_head;
+    if (rq->q_next) rq->q_next->q_prev = rq;
+    else gw->q_tail = rq;
+    if (after) after->q_next = rq;
     else gw->q_head = rq;
-    gw->q_tail = rq;
     gw->n_queued++;
     gw->admit.queued++;
     if (gw->n_queued > gw->admit.peak_queued) gw->admit.peak_queued = gw->n_queued;

@@ -103,6 +103,20 @@ typedef enum {
                                reads again. The idle deadline waits meanwhile (R-BACKPRESSURE) */
 } pd_event_kind_t;
 
+/* A request's priority class (R-ADMIT-PRIO, after the Inference Extension's criticality,
+ * O3.3). Standard is 0, the default: a driver that never sets it changes nothing. */
+typedef enum {
+  PD_PRIO_STANDARD = 0,
+  PD_PRIO_CRITICAL = 1,
+  PD_PRIO_SHEDDABLE = 2,
+  PD_PRIO_COUNT = 3,
+} pd_prio_t;
+
+/* "critical" / "standard" / "sheddable"; NULL for a value out of range. */
+const char *pd_prio_name(int prio);
+/* The class named s (exactly one of the three names), or -1. */
+int pd_prio_parse(const char *s);
+
 typedef struct pd_event {
   pd_event_kind_t kind;
   uint64_t req_id;
@@ -112,6 +126,7 @@ typedef struct pd_event {
   const char *path;
   const uint8_t *data;
   size_t len;
+  pd_prio_t prio; /* PD_EV_CLIENT_REQUEST: its class (R-ADMIT-PRIO); 0 standard */
 } pd_event_t;
 
 typedef enum {
@@ -244,6 +259,11 @@ typedef struct pd_admit_stats {
   uint32_t peak_queued;
   uint32_t now_queued; /* waiting at the moment of the call */
   uint64_t retry_denied; /* retries the retry budget refused (R-RETRY-BUDGET) */
+  /* R-ADMIT-PRIO: answers shed by admission per class (indexed by pd_prio_t; evictions
+   * included), queued requests evicted by a higher class's arrival, and sheddable requests
+   * shed at arrival at half the queue */
+  uint64_t shed_by_class[PD_PRIO_COUNT];
+  uint64_t evicted, shed_sheddable;
 } pd_admit_stats_t;
 
 /* Create a gateway. rng is borrowed for the gateway's lifetime (rooms, rids, policies,

@@ -271,6 +271,7 @@ static int client_request(pd_gw_t *gw, const pd_event_t *ev) {
   rq->id = ev->req_id;
   rq->dl_index = PD_HEAP_NONE;
   rq->t_start_ns = gw->now;
+  rq->prio = (unsigned)ev->prio < PD_PRIO_COUNT ? ev->prio : PD_PRIO_STANDARD;
   char err[256];
   int rc = pd_request_parse(&rq->req, gw->alloc, ev->path ? ev->path : "",
                             (const char *)ev->data, ev->len, batch_rule(gw->cfg.mode), err,

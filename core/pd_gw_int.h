@@ -152,6 +152,7 @@ typedef struct pd_rq {
   /* reference admission (pd_admit.c): waiting in the gateway's queue for a pair with room */
   int is_queued;
   struct pd_rq *q_prev, *q_next;
+  pd_prio_t prio; /* R-ADMIT-PRIO: its class, from the arrival event */
   int is_retry_denied;   /* reference: the retry budget refused its last retry (R-RETRY-BUDGET) */
   char sf_xrid[40];      /* vllm-toy-proxy: its own X-Request-Id on both legs (a uuid4 drawn
                             from the gateway's PRNG, V1.1), "" none */

@@ -289,6 +289,8 @@ static const scenario_key_t workload_keys[] = {
        SCENARIO_FLAG_BOOL | SCENARIO_FLAG_FRAC, 0, 0),
     K_(pd_scenario_workload_t, logprob, pd_scenario_set_flag,
        SCENARIO_FLAG_BOOL | SCENARIO_FLAG_FRAC, 0, 0),
+    K_(pd_scenario_workload_t, critical_share, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
+    K_(pd_scenario_workload_t, sheddable_share, pd_scenario_set_flag, SCENARIO_FLAG_FRAC, 0, 0),
     K_(pd_scenario_workload_t, batch, pd_scenario_set_u32, 0, PD_REQUEST_MAX_BATCH, 0),
     K_(pd_scenario_workload_t, tokens, pd_scenario_set_u32, 0, SCENARIO_MAX_TOKENS, 0),
     K_MS(pd_scenario_workload_t, interval_ms),

@@ -77,6 +77,8 @@ typedef struct pd_scenario_workload {
   pd_route_t route;        /* "route": "/generate" (default) | "/v1/completions" | ... */
   double stream;           /* fraction of streaming requests (true=1, false=0), default 1 */
   double logprob;          /* fraction asking for logprobs, default 0 */
+  double critical_share;   /* R-ADMIT-PRIO: share of requests of class critical, default 0 */
+  double sheddable_share;  /* ... of class sheddable (the rest standard), default 0 */
   uint32_t batch;          /* batch size, 0 = no batch */
   uint32_t tokens;         /* output tokens, default 8 */
   uint64_t interval_ms;    /* arrival spacing, default 0 (all at t=0... plus index ns) */
@@ -249,6 +251,10 @@ int pd_scenario_client_should_retry(int timed_out, int has_head, int status, int
  * stream, so no other draw moves (0: the short default prompt). Pure: the simulator and
  * `pdref conform`'s client give request i the same length for the same seed. */
 uint32_t pd_scenario_prompt_tokens(const pd_scenario_workload_t *wl, uint64_t seed, uint64_t i);
+/* Request i's priority class (R-ADMIT-PRIO, a pd_prio_t): critical with critical_share,
+ * sheddable with sheddable_share, else standard, from a hash of seed and i as above (no
+ * stream moves: rows without the keys keep their traces). */
+int pd_scenario_prio(const pd_scenario_workload_t *wl, uint64_t seed, uint64_t i);
 /* "I1".."I20" -> 1..20; 0 when not an invariant ID. */
 int pd_invariant_parse(const char *id);
 const char *pd_invariant_name(int inv); /* short name, e.g. "termination" */

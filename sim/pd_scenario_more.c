@@ -321,6 +321,16 @@ uint32_t pd_scenario_prompt_tokens(const pd_scenario_workload_t *wl, uint64_t se
   return lo + (uint32_t)pd_prng_below(&r, (uint64_t)(hi - lo) + 1);
 }
 
+int pd_scenario_prio(const pd_scenario_workload_t *wl, uint64_t seed, uint64_t i) {
+  if (wl->critical_share <= 0.0 && wl->sheddable_share <= 0.0) return PD_PRIO_STANDARD;
+  pd_prng_t r; /* a fresh state per (seed, i), as the prompt length */
+  pd_prng_init(&r, mix64(seed ^ mix64(i ^ 0x7072696f72697479ull /* "priority" */)));
+  double u = pd_prng_unit(&r);
+  return u < wl->critical_share                          ? PD_PRIO_CRITICAL
+         : u < wl->critical_share + wl->sheddable_share ? PD_PRIO_SHEDDABLE
+                                                         : PD_PRIO_STANDARD;
+}
+
 /* ---- entry points ---- */
 
 static int is_json_space(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }

@@ -225,6 +225,8 @@ static int workload_json(cJSON *root, const pd_scenario_workload_t *w,
   rc |= add_u64_if(o, "client_blocked_at_ms", w->client_blocked_at_ms, d->client_blocked_at_ms);
   rc |= add_u64_if(o, "client_blocked_ms", w->client_blocked_ms, d->client_blocked_ms);
   rc |= add_frac_if(o, "fault_rate", w->fault_rate, d->fault_rate);
+  rc |= add_frac_if(o, "critical_share", w->critical_share, d->critical_share);
+  rc |= add_frac_if(o, "sheddable_share", w->sheddable_share, d->sheddable_share);
   rc |= add_u64_if(o, "prompt_tokens", w->prompt_tokens, d->prompt_tokens);
   rc |= add_u64_if(o, "prompt_tokens_max", w->prompt_tokens_max, d->prompt_tokens_max);
   cJSON *a = w->n_bursts ? cJSON_AddArrayToObject(o, "bursts") : NULL;

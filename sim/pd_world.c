@@ -122,6 +122,11 @@ void pd_world_judge(struct pd_world *w, pd_client_request_t *rq) {
   pd_goodput_note(&w->goodput, rq);
   pd_retry_budget_note(&w->rbudget, rq);
   pd_recovery_note(&w->recovery, rq);
+  if ((unsigned)rq->prio < PD_PRIO_COUNT) { /* R-ADMIT-PRIO: the client's view per class */
+    st->class_n[rq->prio]++;
+    st->class_clean[rq->prio] += rq->is_clean != 0;
+    st->class_shed[rq->prio] += !rq->is_clean && rq->has_head && rq->head_status == 503;
+  }
   pd_world_trace_request(w, rq);
   st->requests_done++;
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
@@ -287,6 +292,7 @@ static void request_send(struct pd_world *w, uint32_t user, uint64_t job, uint32
   rq->wants_logprob = draw(w, wl->logprob);
   rq->tokens = wl->tokens;
   rq->prompt_tokens = pd_scenario_prompt_tokens(wl, w->seed, rq->id);
+  rq->prio = pd_scenario_prio(wl, w->seed, rq->id);
   pd_sse_init(&rq->sse, NULL);
   pd_map_put(&w->reqs, rq->id, rq);
   if (w->reqs.len > w->stats->peak_live) w->stats->peak_live = w->reqs.len;
@@ -306,7 +312,8 @@ static void request_send(struct pd_world *w, uint32_t user, uint64_t job, uint32
   char *body = malloc(cap);
   size_t len = body ? pd_world_client_body(rq, wl, NULL, body, cap) : 0;
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = rq->id,
-                   .path = pd_route_path(wl->route), .data = (const uint8_t *)body, .len = len};
+                   .path = pd_route_path(wl->route), .data = (const uint8_t *)body, .len = len,
+                   .prio = (pd_prio_t)rq->prio};
   uint64_t id = rq->id; /* rq may be retired by the feed */
   if (pd_world_feed(w, &ev)) pd_world_refused(w, id);
   free(body);

@@ -147,6 +147,7 @@ typedef struct pd_client_request {
                               requests as it can run (worker truth): an admission shed there
                               is not a failure to serve (I15, R-ADMIT-SHED) */
   uint32_t tokens;
+  int prio; /* its priority class (pd_prio_t, pd_scenario_prio; R-ADMIT-PRIO) */
   uint32_t prompt_tokens; /* words in its prompt (pd_scenario_prompt_tokens); 0: the short
                              default prompt */
   /* client view */
@@ -211,6 +212,9 @@ typedef struct pd_world_stats {
   uint32_t first_violating_req_valid;
   uint64_t first_violating_req;
   char first_reason[200];
+  /* R-ADMIT-PRIO, per class (pd_prio_t) from the client's side: requests judged, answered
+   * clean, and answered 503 (shed) */
+  uint64_t class_n[PD_PRIO_COUNT], class_clean[PD_PRIO_COUNT], class_shed[PD_PRIO_COUNT];
 } pd_world_stats_t;
 
 typedef struct pd_world pd_world_t;

@@ -37,6 +37,8 @@
   X(pdt_suite_scenario_more) \
   X(pdt_suite_clients) \
   X(pdt_suite_admit) \
+  X(pdt_suite_admit_prio) \
+  X(pdt_suite_gateway_prio) \
   X(pdt_suite_capacity_scenario) \
   X(pdt_suite_capacity_prompt) \
   X(pdt_suite_capacity_check) \

@@ -47,6 +47,7 @@ int pd_conform_plan(pd_conform_runner_t *run) {
     q->c.wants_logprob = draw(&world, wl->logprob);
     q->c.tokens = wl->tokens;
     q->c.prompt_tokens = pd_scenario_prompt_tokens(wl, run->s->config.seed, i); /* as the sim */
+    q->c.prio = pd_scenario_prio(wl, run->s->config.seed, i); /* R-ADMIT-PRIO, as the sim */
     pd_sse_init(&q->c.sse, NULL);
     pd_buf_init(&q->c.body, PD_WORLD_MAX_BODY_BYTES); /* as the simulator keeps it */
     if (wl->disconnect_at_ms && draw(&world, wl->disconnect_prob)) {
@@ -119,6 +120,9 @@ static int start(pd_conform_runner_t *run, pd_conform_req_t *q, CURLM *mh) {
   q->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
   if (q->hdrs) q->hdrs = curl_slist_append(q->hdrs, "Expect:");
   if (q->hdrs) q->hdrs = curl_slist_append(q->hdrs, xr);
+  char cls[64]; /* R-ADMIT-PRIO: the class, when not the default */
+  snprintf(cls, sizeof cls, "x-gateway-inference-objective: %s", pd_prio_name(q->c.prio));
+  if (q->hdrs && q->c.prio != PD_PRIO_STANDARD) q->hdrs = curl_slist_append(q->hdrs, cls);
   for (uint32_t i = 0; i < PD_CONFORM_MAX_HEADERS && q->hdrs; i++)
     if (run->hdr[i] && run->hdr[i][0]) q->hdrs = curl_slist_append(q->hdrs, run->hdr[i]);
   uint64_t now = pd_conform_now(run);

@@ -334,6 +334,8 @@ static int xrid_bad(struct MHD_Connection *mc, char *msg, size_t cap) {
   return 1;
 }
 
+#define PD_GATEWAY_PRIO_HEADER "x-gateway-inference-objective"
+
 static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, const char *url,
                                 const char *method, const char *version, void **req_cls) {
   pd_gateway_conn_t *c = conn_new(g, mc);
@@ -354,6 +356,18 @@ static enum MHD_Result on_first(pd_gateway_t *g, struct MHD_Connection *mc, cons
     snprintf(c->reject_msg, sizeof c->reject_msg, "%s", why);
   }
   xrid_take(g, c, is_xrid_bad); /* a refused one is not echoed: the answer carries one of ours */
+  /* R-ADMIT-PRIO: the class, as the Gateway API Inference Extension names its objective */
+  const char *obj = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, PD_GATEWAY_PRIO_HEADER);
+  int prio = obj ? pd_prio_parse(obj) : PD_PRIO_STANDARD;
+  if (prio >= 0) {
+    c->prio = (pd_prio_t)prio;
+  } else if (c->kind == PD_GATEWAY_HTTP_CORE) { /* answered once the body is read */
+    c->kind = PD_GATEWAY_HTTP_REJECT;
+    c->head_status = 400;
+    snprintf(c->reject_msg, sizeof c->reject_msg,
+             "header '" PD_GATEWAY_PRIO_HEADER "': '%.60s' is not critical, standard or sheddable",
+             obj);
+  }
   const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Length");
   if (cl && strtoull(cl, NULL, 10) > g->cfg.max_body_bytes) { /* any route: nobody reads it */
     char msg[160];
@@ -448,7 +462,8 @@ static enum MHD_Result feed_request(pd_gateway_t *g, pd_gateway_conn_t *c) {
                    .req_id = rq->id,
                    .path = c->path,
                    .data = (const uint8_t *)pd_buf_str(&c->body),
-                   .len = c->body.len};
+                   .len = c->body.len,
+                   .prio = c->prio};
   int rc = pd_gateway_feed(g, &ev); /* may answer at once (4xx) and even free rq */
   pd_buf_free(NULL, &c->body);
   if (rc && c->rq && !c->head_status) { /* the core could not take it (out of memory) */

@@ -92,6 +92,7 @@ typedef struct pd_gateway_conn {
    * on the response. */
   char xrid[PD_GATEWAY_HTTP_MAX_XRID + 1];
   int is_xrid_own;
+  pd_prio_t prio; /* R-ADMIT-PRIO: x-gateway-inference-objective, default standard */
 } pd_gateway_conn_t;
 
 /* One core request (req_id = gen << 24 | slot). */

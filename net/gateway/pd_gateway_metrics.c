@@ -190,6 +190,15 @@ static void render_admission(tbuf_t *b, const pd_gateway_metrics_view_t *v) {
   put(b, "pdref_admission_shed_total{reason=\"queue_timeout\"} %llu\n",
       (unsigned long long)a.shed_timeout);
   put(b, "pdref_admission_shed_total{reason=\"queue_wait\"} %llu\n", (unsigned long long)a.shed_wait);
+  head(b, "pdref_admission_shed_by_class_total", "counter",
+       "Requests answered 503 by admission, by priority class, evictions included (docs/spec.md "
+       "R-ADMIT-PRIO).");
+  for (int k = 0; k < PD_PRIO_COUNT; k++)
+    put(b, "pdref_admission_shed_by_class_total{class=\"%s\"} %llu\n", pd_prio_name(k),
+        (unsigned long long)a.shed_by_class[k]);
+  scalar(b, "pdref_admission_evicted_total", "counter",
+         "Queued requests evicted by a higher class's arrival into the full queue (R-ADMIT-PRIO).",
+         a.evicted);
   scalar(b, "pdref_retry_denied_total", "counter",
          "Retries the retry budget refused (docs/spec.md R-RETRY-BUDGET).", a.retry_denied);
   head(b, "pdref_admission_wait_seconds", "summary",
