@@ -18,16 +18,11 @@
 void pd_goodput_begin(pd_goodput_t *g, const pd_scenario_t *s) {
   memset(g, 0, sizeof *g);
   if (!(s->config.goodput_floor > 0)) return;
-  const pd_scenario_workload_t *wl = &s->workload;
-  for (uint32_t i = 0; i < wl->n_steps; i++) { /* the first step above the base, to its end */
-    if (wl->steps[i].factor <= 1.0) continue;
-    uint32_t j = i + 1;
-    while (j < wl->n_steps && wl->steps[j].factor > 1.0) j++;
-    if (j == wl->n_steps) return; /* never back: the step has no end to judge to */
-    g->from_ns = wl->steps[i].at_ms * MS_NS;
-    g->to_ns = wl->steps[j].at_ms * MS_NS;
-    break;
-  }
+  uint64_t a, b, ramp;
+  uint32_t next = 0; /* the first step above the base, to the step back (never back: none) */
+  if (!pd_scenario_step_span(&s->workload, &next, &a, &b, &ramp)) return;
+  g->from_ns = a * MS_NS;
+  g->to_ns = b * MS_NS;
   if (g->to_ns <= g->from_ns) return;
   g->capacity_rps = pd_metrics_capacity_rps(s);
   g->floor = s->config.goodput_floor;
@@ -157,16 +152,11 @@ uint32_t pd_retry_budget_judge(const pd_retry_budget_t *b, char *reason, size_t 
 void pd_recovery_begin(pd_recovery_check_t *r, const pd_scenario_t *s) {
   memset(r, 0, sizeof *r);
   if (!s->config.recover_within_ms) return;
-  const pd_scenario_workload_t *wl = &s->workload;
   int has = 0;
-  for (uint32_t i = 0; i < wl->n_steps; i++) { /* a load step above 1, until it is back */
-    if (wl->steps[i].factor <= 1.0 || (i && wl->steps[i - 1].factor > 1.0)) continue;
-    uint32_t j = i + 1;
-    while (j < wl->n_steps && wl->steps[j].factor > 1.0) j++;
-    if (j == wl->n_steps) continue;
-    uint64_t a = wl->steps[i].at_ms * MS_NS, b = (wl->steps[j].at_ms + wl->steps[j].ramp_ms) * MS_NS;
-    if (!has || a < r->from_ns) r->from_ns = a;
-    if (!has || b > r->to_ns) r->to_ns = b;
+  uint64_t a, b, ramp; /* each load step above 1, until it is back (its ramp included) */
+  for (uint32_t next = 0; pd_scenario_step_span(&s->workload, &next, &a, &b, &ramp);) {
+    if (!has || a * MS_NS < r->from_ns) r->from_ns = a * MS_NS;
+    if (!has || (b + ramp) * MS_NS > r->to_ns) r->to_ns = (b + ramp) * MS_NS;
     has = 1;
   }
   for (uint32_t i = 0; i < s->n_workers; i++) { /* a crash, until its restart */

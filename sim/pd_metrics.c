@@ -149,15 +149,9 @@ void pd_metrics_run_begin(pd_metrics_t *m, const pd_scenario_t *s) {
   pd_metrics_overload_begin(m, s);
   /* a load step above the base is a burst until the load is back at or under it (O4.1: the
    * trigger's end is when recovery starts counting, not the last request it touched) */
-  const pd_scenario_workload_t *wl = &s->workload;
-  for (uint32_t i = 0; i < wl->n_steps; i++) {
-    if (wl->steps[i].factor <= 1.0 || (i && wl->steps[i - 1].factor > 1.0)) continue;
-    uint32_t j = i + 1;
-    while (j < wl->n_steps && wl->steps[j].factor > 1.0) j++;
-    if (j < wl->n_steps)
-      burst_span(m, wl->steps[i].at_ms * MS_NS,
-                 (wl->steps[j].at_ms + wl->steps[j].ramp_ms) * MS_NS);
-  }
+  uint64_t a, b, ramp;
+  for (uint32_t next = 0; pd_scenario_step_span(&s->workload, &next, &a, &b, &ramp);)
+    burst_span(m, a * MS_NS, (b + ramp) * MS_NS);
   for (uint32_t i = 0; i < s->n_workers; i++) /* a crash is a burst until its restart */
     if (s->workers[i].crash_at_ms)
       burst_span(m, s->workers[i].crash_at_ms * MS_NS,

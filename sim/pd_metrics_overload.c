@@ -48,16 +48,12 @@ double pd_metrics_capacity_rps(const pd_scenario_t *s) {
 
 void pd_metrics_overload_begin(pd_metrics_t *m, const pd_scenario_t *s) {
   memset(&m->ovl, 0, sizeof m->ovl);
-  const pd_scenario_workload_t *wl = &s->workload;
-  for (uint32_t i = 0; i < wl->n_steps; i++) { /* the first step above the base, to its end */
-    if (wl->steps[i].factor <= 1.0) continue;
-    uint32_t j = i + 1;
-    while (j < wl->n_steps && wl->steps[j].factor > 1.0) j++;
-    if (j == wl->n_steps) break; /* never back: no end to measure to */
+  uint64_t a, b, ramp;
+  uint32_t next = 0; /* the first step above the base, to the step back (a rise never back: none) */
+  if (pd_scenario_step_span(&s->workload, &next, &a, &b, &ramp)) {
     m->ovl.has = 1;
-    m->ovl.from_ns = wl->steps[i].at_ms * MS_NS;
-    m->ovl.to_ns = wl->steps[j].at_ms * MS_NS;
-    break;
+    m->ovl.from_ns = a * MS_NS;
+    m->ovl.to_ns = b * MS_NS;
   }
   m->ovl.capacity_rps = pd_metrics_capacity_rps(s);
 }

@@ -251,6 +251,12 @@ int pd_scenario_client_should_retry(int timed_out, int has_head, int status, int
  * stream, so no other draw moves (0: the short default prompt). Pure: the simulator and
  * `pdref conform`'s client give request i the same length for the same seed. */
 uint32_t pd_scenario_prompt_tokens(const pd_scenario_workload_t *wl, uint64_t seed, uint64_t i);
+/* The load steps' overload spans, one per call from *next (start with 0): a step above factor
+ * 1 that follows none, until the later step that brings the load back to 1 or under. Fills
+ * from_ms, to_ms (that step's at_ms) and ramp_ms (its ramp), advances *next and returns 1; 0
+ * when no span is left (a rise that never comes back is none). */
+int pd_scenario_step_span(const pd_scenario_workload_t *wl, uint32_t *next, uint64_t *from_ms,
+                          uint64_t *to_ms, uint64_t *ramp_ms);
 /* Request i's priority class (R-ADMIT-PRIO, a pd_prio_t): critical with critical_share,
  * sheddable with sheddable_share, else standard, from a hash of seed and i as above (no
  * stream moves: rows without the keys keep their traces). */

@@ -396,3 +396,20 @@ int pd_scenario_load(pd_scenario_t *s, const char *path, char *err, size_t errle
   free(buf);
   return rc;
 }
+
+int pd_scenario_step_span(const pd_scenario_workload_t *wl, uint32_t *next, uint64_t *from_ms,
+                          uint64_t *to_ms, uint64_t *ramp_ms) {
+  for (uint32_t i = *next; i < wl->n_steps; i++) {
+    if (wl->steps[i].factor <= 1.0 || (i && wl->steps[i - 1].factor > 1.0)) continue;
+    uint32_t j = i + 1;
+    while (j < wl->n_steps && wl->steps[j].factor > 1.0) j++;
+    if (j == wl->n_steps) break;
+    *from_ms = wl->steps[i].at_ms;
+    *to_ms = wl->steps[j].at_ms;
+    *ramp_ms = wl->steps[j].ramp_ms;
+    *next = j + 1;
+    return 1;
+  }
+  *next = wl->n_steps;
+  return 0;
+}
