@@ -147,7 +147,6 @@ uint32_t pd_retry_budget_judge(const pd_retry_budget_t *b, char *reason, size_t 
 }
 
 /* I26 (O4.1): see pd_check.h. */
-#define REC_MAX_BINS (1u << 20)
 
 void pd_recovery_begin(pd_recovery_check_t *r, const pd_scenario_t *s) {
   memset(r, 0, sizeof *r);
@@ -182,25 +181,7 @@ void pd_recovery_note(pd_recovery_check_t *r, const pd_client_request_t *rq) {
   if (!rq->is_clean || !rq->ended || !(rq->has_first_data || rq->t_first_data)) return;
   if (rq->t_first_data - rq->t_arrival > r->slo_ttft_ns || rq->t_end - rq->t_arrival > r->slo_e2e_ns)
     return;
-  uint64_t b = rq->t_end / r->bin_ns;
-  if (b >= REC_MAX_BINS) {
-    r->is_cut = 1;
-    return;
-  }
-  if (b >= r->cap_bins) {
-    size_t nc = r->cap_bins ? r->cap_bins : 256;
-    while (nc <= b) nc *= 2;
-    uint32_t *nb = realloc(r->bins, nc * sizeof *nb);
-    if (!nb) {
-      r->is_cut = 1;
-      return;
-    }
-    memset(nb + r->cap_bins, 0, (nc - r->cap_bins) * sizeof *nb);
-    r->bins = nb;
-    r->cap_bins = nc;
-  }
-  if (b >= r->n_bins) r->n_bins = (size_t)b + 1;
-  r->bins[b]++;
+  if (pd_metrics_bin_add(&r->bins, &r->n_bins, &r->cap_bins, rq->t_end / r->bin_ns)) r->is_cut = 1;
 }
 
 uint32_t pd_recovery_judge(const pd_recovery_check_t *r, char *reason, size_t cap) {

@@ -183,24 +183,23 @@ void pd_metrics_on_data(pd_metrics_t *m, pd_client_request_t *rq, uint64_t now) 
 static void bin_good(pd_metrics_t *m, uint64_t t_end) {
   uint64_t bin_ns = m->window_ns / PD_METRICS_WINDOW_BINS;
   uint64_t b = t_end / (bin_ns ? bin_ns : 1);
-  if (b >= PD_METRICS_MAX_BINS) {
-    m->is_bins_cut = 1;
-    return;
-  }
-  if (b >= m->cap_bins) {
-    size_t nc = m->cap_bins ? m->cap_bins : 1024;
+  if (pd_metrics_bin_add(&m->bins, &m->n_bins, &m->cap_bins, b)) m->is_bins_cut = 1;
+}
+
+int pd_metrics_bin_add(uint32_t **bins, size_t *n_bins, size_t *cap_bins, uint64_t b) {
+  if (b >= PD_METRICS_MAX_BINS) return -1;
+  if (b >= *cap_bins) {
+    size_t nc = *cap_bins ? *cap_bins : 1024;
     while (nc <= b) nc *= 2;
-    uint32_t *nb = realloc(m->bins, nc * sizeof *nb);
-    if (!nb) {
-      m->is_bins_cut = 1;
-      return;
-    }
-    memset(nb + m->cap_bins, 0, (nc - m->cap_bins) * sizeof *nb);
-    m->bins = nb;
-    m->cap_bins = nc;
+    uint32_t *nb = realloc(*bins, nc * sizeof *nb);
+    if (!nb) return -1;
+    memset(nb + *cap_bins, 0, (nc - *cap_bins) * sizeof *nb);
+    *bins = nb;
+    *cap_bins = nc;
   }
-  if (b >= m->n_bins) m->n_bins = (size_t)b + 1;
-  m->bins[b]++;
+  if (b >= *n_bins) *n_bins = (size_t)b + 1;
+  (*bins)[b]++;
+  return 0;
 }
 
 static void latencies(pd_metrics_t *m, const pd_client_request_t *rq) {

@@ -175,6 +175,10 @@ void pd_metrics_run_end(pd_metrics_t *m);
 void pd_metrics_req_free(pd_metrics_req_t *x);
 
 void pd_metrics_hist_add(pd_metrics_hist_t *h, uint64_t v);
+/* One more in bin b of a growable count array (*n_bins in use of *cap_bins): 0, or -1 when b
+ * is past PD_METRICS_MAX_BINS or memory ran out (the count is lost; the caller marks its
+ * series cut). The goodput series and I26's use it. */
+int pd_metrics_bin_add(uint32_t **bins, size_t *n_bins, size_t *cap_bins, uint64_t b);
 /* The p-th percentile (0..100) in ns; 0 when empty. */
 double pd_metrics_hist_percentile(const pd_metrics_hist_t *h, double p);
 double pd_metrics_hist_mean(const pd_metrics_hist_t *h);
