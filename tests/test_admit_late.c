@@ -38,10 +38,13 @@ static int scan(const harness_t *h) {
   return got;
 }
 
-/* Request 1 on (p0, d0) commits 300 ms after its start (its first token) and ends at end_ms;
- * request 2 waits for d0's one slot. Its commit deadline (or, is_total, its total deadline, with
- * no commit deadline) is 1000 ms after its arrival (0). What
- * request 2's turn brings: 1 its legs opened, -1 its 503, 0 nothing yet. */
+/* Both requests arrive at T0 (100 ms, not 0: an attempt's start must be stamped for the
+ * service time to be measured from it, not from time 0). Request 1 on (p0, d0) commits 300 ms
+ * after its start (its first token) and ends end_ms after T0; request 2 waits for d0's one
+ * slot. Its commit deadline (or, is_total, its total deadline, with no commit deadline) is
+ * 1000 ms after its arrival. What request 2's turn brings: 1 its legs opened, -1 its 503, 0
+ * nothing yet. */
+#define T0 (100 * MS)
 static int turn_of_second(uint64_t end_ms, int is_total) {
   pd_gw_config_t c;
   pd_gw_config_default(&c, PD_MODE_REFERENCE);
@@ -50,12 +53,13 @@ static int turn_of_second(uint64_t end_ms, int is_total) {
   harness_t h;
   h_init_cfg(&h, &c, 1);
   pd_gw_set_worker_limit(h.gw, PD_ROLE_DECODE, 0, 1);
+  h.now = T0;
   send(&h, 1);
   send(&h, 2);
-  h.now = 300 * MS; /* decode's head and first token: request 1 commits at 300 ms */
+  h.now = T0 + 300 * MS; /* decode's head and first token: request 1 commits at 300 ms */
   leg_ev(&h, 1, 2, PD_EV_UP_HEAD, 200, NULL);
   leg_ev(&h, 1, 2, PD_EV_UP_DATA, 0, TOK0);
-  h.now = end_ms * MS;
+  h.now = T0 + end_ms * MS;
   leg_ev(&h, 1, 2, PD_EV_UP_DATA, 0, DONE); /* request 1 ends: d0's slot is free */
   int got = scan(&h);
   for (int i = 0; i < 6 && !got && h_fire(&h); i++) got = scan(&h);
@@ -63,9 +67,10 @@ static int turn_of_second(uint64_t end_ms, int is_total) {
   return got;
 }
 
-/* Turn at 600 ms: 600 + 300 < 1000, its attempt starts. Turn at 800 ms: 800 + 300 >= 1000, it
- * is shed with 503 at once instead of running into its commit deadline (504); the same against
- * the total deadline alone. */
+/* Turn 600 ms after arrival: 600 + 300 < 1000, its attempt starts (were the service time
+ * measured from time 0, not from request 1's start, it would be 400 and shed this one). Turn at
+ * 800 ms: 800 + 300 >= 1000, it is shed with 503 at once instead of running into its commit
+ * deadline (504); the same against the total deadline alone. */
 static void test_a_turn_too_late_for_the_commit_deadline_is_shed(void) {
   for (int is_total = 0; is_total < 2; is_total++) {
     PDT_EQ_INT(turn_of_second(600, is_total), 1);
