@@ -219,6 +219,10 @@ void pd_gw_rearm(pd_gw_t *gw, pd_rq_t *rq) {
       t = d;
   }
   if (rq->dl_index != PD_HEAP_NONE && gw->deadlines.v[rq->dl_index].t_ns == t) return;
+  if (rq->dl_index != PD_HEAP_NONE && t != UINT64_MAX) { /* moved: removed and pushed, in one */
+    pd_heap_rekey(&gw->deadlines, rq->dl_index, t);
+    return;
+  }
   disarm(gw, rq);
   if (t == UINT64_MAX) return;
   pd_heap_item_t it = {.t_ns = t, .b = rq->id, .c = (uint64_t)(uintptr_t)rq};

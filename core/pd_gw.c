@@ -9,6 +9,7 @@
 
 #include "pd_err.h"
 #include "pd_gw_int.h"
+#include "pd_json.h"
 
 
 /* ---------- names and defaults ---------- */
@@ -314,7 +315,7 @@ static char *error_json(int status, const char *code, const char *msg) {
   cJSON_AddStringToObject(err, "code", code ? code : "error");
   cJSON_AddStringToObject(err, "message", msg ? msg : "");
   cJSON_AddNumberToObject(err, "status", status);
-  char *s = cJSON_PrintUnformatted(root);
+  char *s = pd_json_print(root);
   cJSON_Delete(root);
   return s;
 }
@@ -336,7 +337,7 @@ void pd_gw_sse_error(pd_gw_t *gw, pd_rq_t *rq, int status, const char *msg) {
   cJSON *err = cJSON_AddObjectToObject(root, "error");
   cJSON_AddStringToObject(err, "message", msg ? msg : "");
   cJSON_AddNumberToObject(err, "code", status);
-  char *s = cJSON_PrintUnformatted(root);
+  char *s = pd_json_print(root);
   cJSON_Delete(root);
   if (!s) return;
   char frame[1024];

@@ -137,6 +137,25 @@ int pd_heap_pop(pd_heap_t *h, pd_heap_item_t *out) {
   return 1;
 }
 
+/* Fill the hole at i (among n items) with x, which does not precede the hole's parent:
+ * bottom-up (Wegener): walk the hole down along the lesser children to a leaf, one comparison
+ * per level, then let x climb back from there. x is usually a leaf's item (the last one), so
+ * it climbs a level or two: about half the comparisons of sifting x down from i. The pop order
+ * is the same either way: (t_ns, tie, seq) is a total order. */
+static inline void fill_down(pd_heap_t *h, size_t i, size_t n, const pd_heap_item_t *x,
+                             int is_tracked) {
+  pd_heap_item_t *v = h->v;
+  size_t c = 2 * i + 1;
+  while (c < n) {
+    if (c + 1 < n && heap_less(&v[c + 1], &v[c])) c++;
+    v[i] = v[c];
+    if (is_tracked) h->track(&v[i], i);
+    i = c;
+    c = 2 * i + 1;
+  }
+  sift_up(h, i, x, is_tracked);
+}
+
 void pd_heap_remove(pd_heap_t *h, size_t index, pd_heap_item_t *out) {
   assert(index < h->n);
   pd_heap_item_t *v = h->v;
@@ -151,11 +170,29 @@ void pd_heap_remove(pd_heap_t *h, size_t index, pd_heap_item_t *out) {
     if (is_up)
       sift_up(h, index, &last, 1);
     else
-      sift_down(h, index, n, &last, 1);
+      fill_down(h, index, n, &last, 1);
   } else if (is_up) {
     sift_up(h, index, &last, 0);
   } else {
-    sift_down(h, index, n, &last, 0);
+    fill_down(h, index, n, &last, 0);
+  }
+}
+
+void pd_heap_rekey(pd_heap_t *h, size_t index, uint64_t t_ns) {
+  assert(index < h->n);
+  pd_heap_item_t x = h->v[index];
+  const pd_heap_item_t old = x;
+  x.t_ns = t_ns;
+  x.seq = h->next_seq++; /* as a push would give it: it sorts as if removed and pushed again */
+  if (heap_less(&old, &x)) { /* later: down from here (its old place precedes its children) */
+    if (h->track)
+      sift_down(h, index, h->n, &x, 1);
+    else
+      sift_down(h, index, h->n, &x, 0);
+  } else if (h->track) {
+    sift_up(h, index, &x, 1);
+  } else {
+    sift_up(h, index, &x, 0);
   }
 }
 

@@ -51,6 +51,9 @@ int pd_heap_pop(pd_heap_t *h, pd_heap_item_t *out);
 /* Remove the item at index (as reported by the tracking callback); fills *out if out. The
  * order of the others is unchanged. index must be < pd_heap_len. */
 void pd_heap_remove(pd_heap_t *h, size_t index, pd_heap_item_t *out);
+/* Give the item at index the deadline t_ns and a new seq, as pd_heap_remove and pd_heap_push
+ * of it would (the same pop order after), in one sift instead of two. */
+void pd_heap_rekey(pd_heap_t *h, size_t index, uint64_t t_ns);
 /* Keep the items keep(ud, item) returns nonzero for and drop the others (a tracked heap is
  * told: PD_HEAP_NONE for each dropped, then every survivor's new index). The survivors pop in
  * the same order as before. O(n). Returns how many were dropped. */

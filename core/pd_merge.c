@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pd_err.h"
+#include "pd_json.h"
 
 /* The first key is required on both sides; the others merge only when both carry arrays. */
 static const char *const merge_keys[] = {"input_token_logprobs", "input_top_logprobs",
@@ -33,9 +34,9 @@ static cJSON *parse_exact(const char *text, size_t len) {
 }
 
 /* Print root between prefix and suffix into a buffer from a. */
-static int print_wrapped(const pd_alloc_t *a, const cJSON *root, const char *prefix,
+static int print_wrapped(const pd_alloc_t *a, cJSON *root, const char *prefix,
                          const char *suffix, char **out, size_t *out_len) {
-  char *s = cJSON_PrintUnformatted(root);
+  char *s = pd_json_print(root);
   if (!s) return PD_ERR_NOMEM;
   size_t pn = strlen(prefix), sn = strlen(s), xn = strlen(suffix);
   char *buf = pd_malloc(a, pn + sn + xn + 1);
@@ -82,7 +83,7 @@ void pd_merge_prefill_init(pd_merge_prefill_t *pf, const char *prefill, size_t p
   for (size_t k = 0; pm && k < MERGE_NKEYS; k++) {
     cJSON *pa = cJSON_GetObjectItemCaseSensitive(pm, merge_keys[k]);
     if (!cJSON_IsArray(pa)) continue;
-    pf->items[k] = cJSON_PrintUnformatted(pa);
+    pf->items[k] = pd_json_print(pa);
     if (!pf->items[k]) pf->is_nomem = 1;
     else pf->items_len[k] = strlen(pf->items[k]);
   }
@@ -118,9 +119,9 @@ static int same_tree(const cJSON *a, const cJSON *b, int depth) {
 /* The printed prefill ++ decode array for key k: "[" elements joined by "," "]", as printing
  * the spliced array gives. The last decode array and its result are kept: a stream's events
  * carry the same logprobs, and printing their doubles is the merge's dearest part. */
-static char *merged_text(pd_merge_prefill_t *pf, size_t k, const cJSON *da) {
+static char *merged_text(pd_merge_prefill_t *pf, size_t k, cJSON *da) {
   if (pf->seen[k] && same_tree(pf->seen[k], da, 0)) return pf->seen_text[k];
-  char *d = cJSON_PrintUnformatted(da);
+  char *d = pd_json_print(da);
   if (!d) return NULL;
   const char *p = pf->items[k];
   size_t pn = pf->items_len[k], dn = strlen(d);

@@ -6,6 +6,7 @@
 
 #include "pd_err.h"
 #include "pd_gw_int.h"
+#include "pd_json.h"
 #include "pd_merge.h"
 
 static int is_2xx(int s) { return s >= 200 && s < 300; }
@@ -98,7 +99,7 @@ static void take_prefill_logprobs(pd_gw_t *gw, pd_rq_t *rq, const pd_leg_t *p) {
   cJSON *mi = j ? cJSON_GetObjectItemCaseSensitive(j, "meta_info") : NULL;
   cJSON *lp = mi ? cJSON_GetObjectItemCaseSensitive(mi, "input_token_logprobs") : NULL;
   if (cJSON_IsArray(lp)) {
-    char *s = cJSON_PrintUnformatted(lp);
+    char *s = pd_json_print(lp);
     if (s && pd_buf_append(gw->alloc, &rq->prefill_lp, s, strlen(s)) == 0)
       rq->prefill_lp_ready = 1;
     cJSON_free(s);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "pd_err.h"
+#include "pd_json.h"
 
 /* Largest integer a double holds exactly; counts above it are not meaningful. */
 #define REQ_MAX_EXACT_INT 9007199254740992.0
@@ -509,7 +510,7 @@ static int base_of(pd_request_t *r, int flags) {
                     cJSON_GetObjectItemCaseSensitive(doc, boot_keys[k]); i++)
       cJSON_DeleteItemFromObjectCaseSensitive(doc, boot_keys[k]);
   }
-  r->base = cJSON_PrintUnformatted(doc);
+  r->base = pd_json_print(doc);
   if (doc != r->json) cJSON_Delete(doc);
   if (!r->base) return PD_ERR_NOMEM;
   r->base_len = strlen(r->base);

@@ -9,6 +9,7 @@
 
 #include "pd_err.h"
 #include "pd_gw_int.h"
+#include "pd_json.h"
 
 /* Mooncake's proxy: a prefiller without a bootstrap port gets 8998 (V1.25). */
 #define PD_SF_MOONCAKE_BOOTSTRAP_PORT 8998
@@ -75,7 +76,7 @@ static int rewrite_prefill(pd_mode_t mode, pd_route_t route, cJSON *doc) {
 }
 
 static int print_doc(const pd_gw_t *gw, cJSON *doc, char **out, size_t *len) {
-  char *s = cJSON_PrintUnformatted(doc);
+  char *s = pd_json_print(doc);
   if (!s) return PD_ERR_NOMEM;
   size_t n = strlen(s);
   char *buf = pd_malloc(gw->alloc, n + 1);

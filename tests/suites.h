@@ -3,6 +3,7 @@
   X(pdt_suite_prng)      \
   X(pdt_suite_sse)       \
   X(pdt_suite_merge)     \
+  X(pdt_suite_json_print) \
   X(pdt_suite_merge_read) \
   X(pdt_suite_world_body) \
   X(pdt_suite_wire_fast) \

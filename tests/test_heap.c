@@ -231,6 +231,14 @@ static void random_indexed_round(uint64_t seed) {
       PDT_EQ_U64(got.a, k);
       ref_remove_handle(&ref, k);
       is_live[k] = 0;
+    } else if (dice < 80) { /* re-arm handle k at another time: as removed and pushed */
+      uint64_t t = pd_prng_below(&rng, t_range);
+      pd_heap_rekey(&h, track_pos[k], t);
+      for (size_t i = 0; i < ref.n; i++)
+        if (ref.v[i].a == k) {
+          ref.v[i].t_ns = t;
+          ref.v[i].seq = seq++;
+        }
     } else { /* the least one is due */
       pd_heap_item_t want = ref_pop(&ref), got;
       PDT_EQ_INT(pd_heap_pop(&h, &got), 1);
@@ -280,7 +288,7 @@ int pdt_suite_heap(void) {
       {"allocation failure returns PD_ERR_NOMEM and leaks nothing",
        test_alloc_failure_returns_nomem},
       {"pop with NULL out discards the least item", test_pop_without_out_discards},
-      {"indexed: removal keeps the order, the callback keeps every position",
+      {"indexed: removal and re-keying keep the order, the callback keeps every position",
        test_indexed_removal_keeps_order_and_positions},
       {"reserve makes the pushes up to it infallible", test_reserve_makes_pushes_infallible},
   };
