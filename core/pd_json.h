@@ -1,7 +1,7 @@
 /* pd_json: cJSON_PrintUnformatted, the same bytes, without glibc's float formatting for the
- * numbers that are integers. cJSON 1.7.15 prints every number with sprintf("%1.15g") and reads
- * it back with sscanf("%lg") to check it: about 3,500 instructions per number, a tenth of the
- * simulator's run (issue 30). An integer-valued double below 1e15 in magnitude (and not -0)
+ * numbers that are integers. cJSON 1.7.15 prints every number with the "%1.15g" format and
+ * reads it back with the "%lg" scan format to check it: about 3,500 instructions per number,
+ * a tenth of the simulator's run (issue 30). An integer-valued double below 1e15 in magnitude (and not -0)
  * prints under "%1.15g" as its decimal digits, so pd_json_print writes those digits itself
  * (as a raw item for the duration of the print) and leaves every other number to cJSON.
  * Writes JSON, parses nothing. tests/test_json_print.c and fuzz/fuzz_merge.c hold it to
