@@ -260,6 +260,41 @@ static void test_indexed_removal_keeps_order_and_positions(void) {
   for (uint64_t r = 0; r < RANDOM_ROUNDS; r++) random_indexed_round(HEAP_SEED + r);
 }
 
+/* pd_heap_filter keeps what keep() says, and the survivors pop in the order they would have
+ * (seeded: item a's parity decides). Sizes 0..40 cover the heapify's first parent. */
+static int keep_even(void *ud, const pd_heap_item_t *it) {
+  (void)ud;
+  return it->a % 2 == 0;
+}
+
+static void test_filter_keeps_order(void) {
+  pd_prng_t rng;
+  pd_prng_init(&rng, HEAP_SEED);
+  for (uint32_t n = 0; n <= 40; n++) {
+    static ref_t ref;
+    ref.n = 0;
+    pd_heap_t h;
+    pd_heap_init(&h, NULL, 0);
+    uint64_t seq = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      pd_heap_item_t it = item_at(pd_prng_below(&rng, 8), (uint32_t)pd_prng_below(&rng, 100));
+      PDT_EQ_INT(pd_heap_push(&h, &it), 0);
+      it.seq = seq++;
+      if (it.a % 2 == 0) ref.v[ref.n++] = it;
+    }
+    size_t kept = ref.n;
+    PDT_EQ_U64(pd_heap_filter(&h, keep_even, NULL), n - kept);
+    PDT_EQ_U64(pd_heap_len(&h), kept);
+    for (size_t i = 0; i < kept; i++) {
+      pd_heap_item_t want = ref_pop(&ref), got;
+      PDT_EQ_INT(pd_heap_pop(&h, &got), 1);
+      PDT_EQ_U64(got.seq, want.seq);
+    }
+    PDT_EQ_INT(pd_heap_pop(&h, NULL), 0);
+    pd_heap_free(&h);
+  }
+}
+
 /* After pd_heap_reserve(n), n pushes allocate nothing: they cannot fail. */
 static void test_reserve_makes_pushes_infallible(void) {
   pdt_alloc_t f = {.fail_at = 2}; /* the allocation after the reserve's would fail */
@@ -291,6 +326,7 @@ int pdt_suite_heap(void) {
       {"indexed: removal and re-keying keep the order, the callback keeps every position",
        test_indexed_removal_keeps_order_and_positions},
       {"reserve makes the pushes up to it infallible", test_reserve_makes_pushes_infallible},
+      {"filter keeps the chosen items in their pop order", test_filter_keeps_order},
   };
   return PDT_SUITE("heap", cases);
 }
