@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 SMOKE_SECONDS ?= 10
 PREFIX     ?= /usr/local
 
-.PHONY: all deps build build-asan fuzz-build sim test fuzz fuzz-smoke bench lint clean \
+.PHONY: all deps build build-asan fuzz-build sim test fuzz fuzz-smoke bench bench-compare lint clean \
         install uninstall mutate
 
 all: build
@@ -83,6 +83,12 @@ bench: build
 	@$(BUILD)/pdref sim explore --mode reference --seeds 20000 --out $(BUILD)/bench-explore | head -1
 	@$(BUILD)/pdref sim explore --mode reference --seeds 20000 --out $(BUILD)/bench-explore --jobs 0 | sed -n 2p
 	@$(BUILD)/pdref gateway bench
+
+# Before/after in one run on this machine: builds BASE (a git revision) next to this tree and
+# alternates the simulator's benchmarks between the two (scripts/bench-compare.py --help).
+bench-compare: build
+	@[ -n "$(BASE)" ] || { echo "usage: make bench-compare BASE=<git revision> [ROUNDS=3]" >&2; exit 2; }
+	@./scripts/bench-compare.py --base "$(BASE)" --rounds $(or $(ROUNDS),3)
 
 # PREFIX (default /usr/local) and DESTDIR as usual: make install DESTDIR=/tmp/stage PREFIX=/usr
 install: build
