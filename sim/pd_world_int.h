@@ -109,6 +109,11 @@ struct pd_world {
                          judged (I18) and its page-seconds counted when freed */
   pd_map_t reqs;  /* req id -> pd_client_request_t */
   pd_wact_buf_t wacts; /* the worker engines' actions of one step */
+  /* a rendezvous' actions (a call on another node's engine inside a step), kept between
+   * calls so their storage is not allocated each time; one per nesting depth */
+#define PD_WORLD_SUB_BUFS 8
+  pd_wact_buf_t sub[PD_WORLD_SUB_BUFS];
+  uint32_t n_sub;
   uint32_t next_req;
   pd_trace_t trace;
   pd_world_stats_t *stats;

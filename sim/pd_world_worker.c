@@ -35,6 +35,8 @@ static pd_wengine_config_t engine_config(struct pd_world *w, uint32_t i) {
 
 int pd_world_workers_init(struct pd_world *w) {
   pd_wact_buf_init(&w->wacts, NULL);
+  for (uint32_t i = 0; i < PD_WORLD_SUB_BUFS; i++) pd_wact_buf_init(&w->sub[i], NULL);
+  w->n_sub = 0;
   for (uint32_t i = 0; i < w->n_nodes; i++) {
     pd_wengine_config_t c = engine_config(w, i);
     w->nodes[i].eng = pd_wengine_new(&c, NULL);
@@ -54,6 +56,7 @@ void pd_world_workers_reconfigure(struct pd_world *w) {
 void pd_world_workers_free(struct pd_world *w) {
   for (uint32_t i = 0; i < w->n_nodes; i++) pd_wengine_del(w->nodes[i].eng);
   pd_wact_buf_free(&w->wacts);
+  for (uint32_t i = 0; i < PD_WORLD_SUB_BUFS; i++) pd_wact_buf_free(&w->sub[i]);
   void *p;
   for (size_t slot = 0; pd_map_next(&w->late_pins, &slot, NULL, &p);) free(p);
   pd_map_free(&w->late_pins);
@@ -180,62 +183,76 @@ static void send(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {
   leg->worker_conn_open = 0;
 }
 
+/* A buffer for a nested engine call: the world's for this depth (emptied), or own (deeper
+ * than PD_WORLD_SUB_BUFS, which no run reaches: then allocated and freed as before). */
+static pd_wact_buf_t *sub_begin(struct pd_world *w, pd_wact_buf_t *own) {
+  if (w->n_sub < PD_WORLD_SUB_BUFS) {
+    pd_wact_buf_t *b = &w->sub[w->n_sub++];
+    pd_wact_buf_reset(b);
+    return b;
+  }
+  pd_wact_buf_init(own, NULL);
+  return own;
+}
+
+static void sub_end(struct pd_world *w, pd_wact_buf_t *b, pd_wact_buf_t *own) {
+  if (b == own) pd_wact_buf_free(own);
+  else w->n_sub--;
+}
+
 /* The rendezvous: a call on another node's engine, its actions applied at once. */
 static void on_partner(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {
-  pd_wact_buf_t sub;
-  pd_wact_buf_init(&sub, NULL);
+  pd_wact_buf_t own, *sub = sub_begin(w, &own);
   if (a->kind == PD_WACT_CONNECT || (a->kind == PD_WACT_UNPAIR && leg->role == PD_ROLE_DECODE)) {
     if (leg->boot_node < 0) goto out; /* the body names no prefill we know: nobody hears */
     uint32_t p = (uint32_t)leg->boot_node;
     int rc = a->kind == PD_WACT_CONNECT
                  ? pd_wengine_register(w->nodes[p].eng, w->now, leg->leg_id, a->room, a->b, a->a,
-                                       &sub)
-                 : pd_wengine_unregister(w->nodes[p].eng, w->now, leg->leg_id, &sub);
-    run_engine(w, p, rc == PD_ERR_NOT_FOUND ? 0 : rc, &sub);
+                                       sub)
+                 : pd_wengine_unregister(w->nodes[p].eng, w->now, leg->leg_id, sub);
+    run_engine(w, p, rc == PD_ERR_NOT_FOUND ? 0 : rc, sub);
     goto out;
   }
   pd_worker_leg_t *d = pd_map_get(&w->legs, a->b); /* PAIRED, KV_SEND: the decode leg */
   if (!d || d->wstate == PD_WORKER_LEG_DONE || d->wstate == PD_WORKER_LEG_NEW) goto out;
   if (a->kind == PD_WACT_KV_SEND && a->a == 1 && d->req_id == leg->req_id)
     d->is_kv_from_pair = 1; /* I20: its own prefill's KV */
-  int rc = a->kind == PD_WACT_PAIRED ? pd_wengine_paired(w->nodes[d->worker].eng, w->now, d->leg_id, &sub)
+  int rc = a->kind == PD_WACT_PAIRED ? pd_wengine_paired(w->nodes[d->worker].eng, w->now, d->leg_id, sub)
                                      : pd_wengine_kv(w->nodes[d->worker].eng, w->now, d->leg_id,
-                                                     (int)a->a, &sub);
-  run_engine(w, d->worker, rc == PD_ERR_NOT_FOUND ? 0 : rc, &sub);
+                                                     (int)a->a, sub);
+  run_engine(w, d->worker, rc == PD_ERR_NOT_FOUND ? 0 : rc, sub);
 out:
-  pd_wact_buf_free(&sub);
+  sub_end(w, sub, &own);
 }
 
 /* vLLM (source first): a decode's read, notification or heartbeat goes to the prefill node
  * its remote_engine_id names (none: the read fails, as a failed handshake would, V1.22; a
  * notification or heartbeat is lost); the read's answer comes back to the decode at once. */
 static void on_vllm(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {
-  pd_wact_buf_t sub;
-  pd_wact_buf_init(&sub, NULL);
+  pd_wact_buf_t own, *sub = sub_begin(w, &own);
   int rc = 0;
   uint32_t node = leg->worker;
   if (a->kind == PD_WACT_PULL && leg->kv_node < 0) {
-    rc = pd_wengine_pulled(w->nodes[node].eng, w->now, leg->leg_id, PD_WENGINE_READ_FAILED, &sub);
+    rc = pd_wengine_pulled(w->nodes[node].eng, w->now, leg->leg_id, PD_WENGINE_READ_FAILED, sub);
   } else if (leg->kv_node >= 0) {
     node = (uint32_t)leg->kv_node;
     pd_wengine_t *p = w->nodes[node].eng;
-    if (a->kind == PD_WACT_PULL) rc = pd_wengine_pull(p, w->now, leg->leg_id, a->b, &sub);
-    else if (a->kind == PD_WACT_NOTIFY) rc = pd_wengine_notify(p, w->now, a->b, (int)a->a, &sub);
-    else rc = pd_wengine_heartbeat(p, w->now, a->b, &sub);
+    if (a->kind == PD_WACT_PULL) rc = pd_wengine_pull(p, w->now, leg->leg_id, a->b, sub);
+    else if (a->kind == PD_WACT_NOTIFY) rc = pd_wengine_notify(p, w->now, a->b, (int)a->a, sub);
+    else rc = pd_wengine_heartbeat(p, w->now, a->b, sub);
   }
-  run_engine(w, node, rc == PD_ERR_NOT_FOUND ? 0 : rc, &sub);
-  pd_wact_buf_free(&sub);
+  run_engine(w, node, rc == PD_ERR_NOT_FOUND ? 0 : rc, sub);
+  sub_end(w, sub, &own);
 }
 
 /* The prefill's answer to a read, to the decode leg that asked (a->b). */
 static void on_pulled(struct pd_world *w, const pd_wact_t *a) {
   pd_worker_leg_t *d = pd_map_get(&w->legs, a->b);
   if (!d || d->wstate == PD_WORKER_LEG_DONE || d->wstate == PD_WORKER_LEG_NEW) return;
-  pd_wact_buf_t sub;
-  pd_wact_buf_init(&sub, NULL);
-  int rc = pd_wengine_pulled(w->nodes[d->worker].eng, w->now, d->leg_id, (int)a->a, &sub);
-  run_engine(w, d->worker, rc == PD_ERR_NOT_FOUND ? 0 : rc, &sub);
-  pd_wact_buf_free(&sub);
+  pd_wact_buf_t own, *sub = sub_begin(w, &own);
+  int rc = pd_wengine_pulled(w->nodes[d->worker].eng, w->now, d->leg_id, (int)a->a, sub);
+  run_engine(w, d->worker, rc == PD_ERR_NOT_FOUND ? 0 : rc, sub);
+  sub_end(w, sub, &own);
 }
 
 /* A network fault cut the leg's path (docs/scenarios.md, network faults): what was already on
