@@ -83,8 +83,11 @@ typedef struct {
 } wbuf_t;
 
 /* As snprintf writes: what fits before the last byte of cap is written, all is counted. */
-static void wput(wbuf_t *w, const char *s, size_t k) {
-  if (w->n + 1 < w->cap) memcpy(w->p + w->n, s, w->n + k < w->cap ? k : w->cap - 1 - w->n);
+static inline void wput(wbuf_t *w, const char *s, size_t k) {
+  if (w->n + k < w->cap) /* the common case: a constant k is copied inline, not by a call */
+    memcpy(w->p + w->n, s, k);
+  else if (w->n + 1 < w->cap)
+    memcpy(w->p + w->n, s, w->cap - 1 - w->n);
   w->n += k;
 }
 
