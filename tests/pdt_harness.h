@@ -131,6 +131,15 @@ static inline const pd_action_t *h_close_of(harness_t *h, uint64_t leg) {
   return NULL;
 }
 
+/* The decode leg the last feed opened for request id (0: none). */
+static inline uint64_t h_decode_leg_of(const harness_t *h, uint64_t id) {
+  for (size_t i = 0; i < h->out.n; i++)
+    if (h->out.v[i].kind == PD_ACT_OPEN_LEG && h->out.v[i].req_id == id &&
+        h->out.v[i].role == PD_ROLE_DECODE)
+      return h->out.v[i].leg_id;
+  return 0;
+}
+
 static inline size_t h_count(harness_t *h, pd_action_kind_t k) {
   size_t n = 0;
   for (size_t i = 0; i < h->out.n; i++) n += h->out.v[i].kind == k;

@@ -122,26 +122,16 @@ static void decode_head(harness_t *h, uint64_t id, uint64_t leg) {
 }
 
 /* The decode leg a step opened for request id (0: none). */
-static uint64_t decode_leg_of(harness_t *h, uint64_t id);
-
 /* ... and runs to its end: a token and [DONE], end. Returns the decode leg that request
  * `next` got from the capacity it freed (0: none yet). */
 static uint64_t finish_decode(harness_t *h, uint64_t id, uint64_t leg, uint64_t next) {
   pd_event_t ev = {.kind = PD_EV_UP_DATA, .req_id = id, .leg_id = leg,
                    .data = (const uint8_t *)TOK0 DONE, .len = strlen(TOK0 DONE)};
   h_feed(h, ev);
-  uint64_t got = decode_leg_of(h, next);
+  uint64_t got = h_decode_leg_of(h, next);
   ev = (pd_event_t){.kind = PD_EV_UP_END, .req_id = id, .leg_id = leg};
   h_feed(h, ev);
-  return got ? got : decode_leg_of(h, next);
-}
-
-static uint64_t decode_leg_of(harness_t *h, uint64_t id) {
-  for (size_t i = 0; i < h->out.n; i++)
-    if (h->out.v[i].kind == PD_ACT_OPEN_LEG && h->out.v[i].req_id == id &&
-        h->out.v[i].role == PD_ROLE_DECODE)
-      return h->out.v[i].leg_id;
-  return 0;
+  return got ? got : h_decode_leg_of(h, next);
 }
 
 /* R-ADMIT-EARLY: a backlog that drained one request every 3 s (decode admits 1, each request
@@ -156,7 +146,7 @@ static void test_a_request_the_backlog_would_keep_past_its_deadline_is_shed_at_o
   uint64_t leg = 0;
   for (uint64_t id = 1; id <= 3; id++) {
     send(&h, id);
-    if (id == 1) leg = decode_leg_of(&h, 1);
+    if (id == 1) leg = h_decode_leg_of(&h, 1);
   }
   PDT_TRUE(leg != 0);
   decode_head(&h, 1, leg);
@@ -165,7 +155,7 @@ static void test_a_request_the_backlog_would_keep_past_its_deadline_is_shed_at_o
     leg = finish_decode(&h, id, leg, id + 1);
     for (int i = 0; i < 4 && !leg; i++) {
       h_fire(&h);
-      leg = decode_leg_of(&h, id + 1);
+      leg = h_decode_leg_of(&h, id + 1);
     }
     PDT_TRUE(leg != 0);
     decode_head(&h, id + 1, leg);

@@ -35,17 +35,9 @@ static const pd_action_t *act_for(harness_t *h, pd_action_kind_t k, uint64_t id)
   return NULL;
 }
 
-static uint64_t decode_leg_of(harness_t *h, uint64_t id) {
-  for (size_t i = 0; i < h->out.n; i++)
-    if (h->out.v[i].kind == PD_ACT_OPEN_LEG && h->out.v[i].req_id == id &&
-        h->out.v[i].role == PD_ROLE_DECODE)
-      return h->out.v[i].leg_id;
-  return 0;
-}
-
 static uint64_t started_of(harness_t *h, const uint64_t *cand, int n) {
   for (int i = 0; i < n; i++)
-    if (cand[i] && decode_leg_of(h, cand[i])) return cand[i];
+    if (cand[i] && h_decode_leg_of(h, cand[i])) return cand[i];
   return 0;
 }
 
@@ -76,7 +68,7 @@ static void test_queue_serves_higher_class_first_fifo_within(void) {
   harness_t h;
   prio_init(&h, 8);
   send_prio(&h, 1, PD_PRIO_STANDARD);
-  uint64_t leg = decode_leg_of(&h, 1);
+  uint64_t leg = h_decode_leg_of(&h, 1);
   PDT_TRUE(leg != 0);
   send_prio(&h, 2, PD_PRIO_STANDARD);
   send_prio(&h, 3, PD_PRIO_SHEDDABLE); /* backlog 1 < (8 + 1) / 2: it waits */
@@ -92,7 +84,7 @@ static void test_queue_serves_higher_class_first_fifo_within(void) {
     uint64_t next = finish(&h, cur, leg, cand, 4);
     PDT_EQ_U64(next, want[k]);
     if (!next) break;
-    leg = decode_leg_of(&h, next);
+    leg = h_decode_leg_of(&h, next);
     for (int i = 0; i < 4; i++)
       if (cand[i] == next) cand[i] = 0; /* started: no longer a candidate */
     cur = next;
@@ -112,7 +104,7 @@ static void test_full_queue_evicts_the_newest_lower_class(void) {
   harness_t h;
   prio_init(&h, 2);
   send_prio(&h, 1, PD_PRIO_STANDARD);
-  uint64_t leg = decode_leg_of(&h, 1);
+  uint64_t leg = h_decode_leg_of(&h, 1);
   PDT_TRUE(leg != 0);
   send_prio(&h, 2, PD_PRIO_STANDARD);
   send_prio(&h, 3, PD_PRIO_STANDARD);
