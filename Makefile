@@ -76,8 +76,12 @@ lint:
 	@./scripts/check-spec.sh
 	@./tests/check_behaviour_test.sh
 
+# Each figure under the command that printed it ("$ ..."): docs/benchmarks.md. Before/after of
+# a change: make bench-compare BASE=<git revision>.
 bench: build
+	@echo '$$ $(BUILD)/pdref sim bench'
 	@$(BUILD)/pdref sim bench
+	@echo '$$ $(BUILD)/pdref sim bench --scenario bench/scenarios/hour-1000rps-8p8d.json --requests 360000'
 	@$(BUILD)/pdref sim bench --scenario bench/scenarios/hour-1000rps-8p8d.json --requests 360000
 	@echo "explore, one process, then one per core (pdref sim explore --mode reference --seeds 20000 [--jobs 0]):"
 	@$(BUILD)/pdref sim explore --mode reference --seeds 20000 --out $(BUILD)/bench-explore | head -1
