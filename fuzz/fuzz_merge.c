@@ -2,7 +2,8 @@
  * u16 split, then text split into prefill [0, split) and decode [split, end).
  * Properties: a successful merge re-parses as an object whose input_token_logprobs holds
  * prefill's then decode's elements; smg chunk output is "data: <one JSON value>\n\n";
- * both are deterministic; a failed allocation gives PD_ERR_NOMEM and leaks nothing. */
+ * both are deterministic; a failed allocation gives PD_ERR_NOMEM and leaks nothing; and
+ * pd_json_print, which every merge prints with, gives cJSON's own bytes for either text. */
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "pd_alloc.h"
 #include "pd_err.h"
+#include "pd_json.h"
 #include "pd_merge.h"
 #include "fuzz_reader.h"
 
@@ -74,6 +76,19 @@ static void check_smg(const char *p, size_t plen, const char *c, size_t clen, in
   pd_free(NULL, out);
 }
 
+/* pd_json_print(doc) is cJSON_PrintUnformatted(doc), and doc prints the same after it. */
+static void check_print(const char *text, size_t len) {
+  cJSON *doc = len ? cJSON_ParseWithLength(text, len) : NULL;
+  if (!doc) return;
+  char *want = cJSON_PrintUnformatted(doc), *got = pd_json_print(doc);
+  char *again = cJSON_PrintUnformatted(doc);
+  FZ_CHECK(want && got && again && strcmp(want, got) == 0 && strcmp(want, again) == 0);
+  cJSON_free(want);
+  cJSON_free(got);
+  cJSON_free(again);
+  cJSON_Delete(doc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fz_reader_t f = fz_reader(data, size);
   uint8_t flags = fz_u8(&f);
@@ -84,5 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t plen = split, dlen = f.n - split;
   check_merge(p, plen, d, dlen, flags & 1);
   check_smg(p, plen, d, dlen, flags & 1);
+  check_print(p, plen);
+  check_print(d, dlen);
   return 0;
 }
