@@ -83,9 +83,9 @@ bench: build
 	@$(BUILD)/pdref sim bench
 	@echo '$$ $(BUILD)/pdref sim bench --scenario bench/scenarios/hour-1000rps-8p8d.json --requests 360000'
 	@$(BUILD)/pdref sim bench --scenario bench/scenarios/hour-1000rps-8p8d.json --requests 360000
-	@echo "explore, one process, then one per core (pdref sim explore --mode reference --seeds 20000 [--jobs 0]):"
-	@$(BUILD)/pdref sim explore --mode reference --seeds 20000 --out $(BUILD)/bench-explore | head -1
-	@$(BUILD)/pdref sim explore --mode reference --seeds 20000 --out $(BUILD)/bench-explore --jobs 0 | sed -n 2p
+	@echo "explore, one process, then one per core (pdref sim explore --mode reference --seeds 20000 --jobs 1|0):"
+	@$(BUILD)/pdref sim explore --mode reference --seeds 20000 --out $(BUILD)/bench-explore --jobs 1 | grep '^timing:'
+	@$(BUILD)/pdref sim explore --mode reference --seeds 20000 --out $(BUILD)/bench-explore --jobs 0 | grep '^timing:'
 	@$(BUILD)/pdref gateway bench
 
 # Before/after in one run on this machine: builds BASE (a git revision) next to this tree and

@@ -16,15 +16,16 @@ int pd_cli_sim_explore(const char *prog, int argc, char **argv);
 int pd_cli_sim_new(const char *prog, int argc, char **argv); /* cmd_sim_new.c: a template */
 int pd_cli_sim_explore_merge(int argc, char **argv); /* argv[0] "merge" */
 /* `sim explore --jobs n` (cmd_explore_jobs.c): run the exploration argv (argv[0] "explore")
- * as n shard processes of this program and print their merge (--by-seed; JSON when json).
- * Returns the exit code: 0 no violation, 1 violations, 2 a shard or the merge failed. */
+ * as n shard processes of this program; quiet: no progress bar. 0 with docs[i] shard i's
+ * result (the caller folds and deletes them), or 2 after the message (a shard failed). */
 #define PD_CLI_EXPLORE_MAX_JOBS 256u
-int pd_cli_explore_jobs(const char *prog, int argc, char **argv, unsigned n, int json);
+struct cJSON;
+int pd_cli_explore_jobs(const char *prog, int argc, char **argv, unsigned n, int quiet,
+                        struct cJSON **docs); /* docs[n]: the shards' results (0) */
 unsigned pd_cli_explore_default_jobs(void); /* online cores, 1..PD_CLI_EXPLORE_MAX_JOBS */
 /* Fold n explore results (paths name them in messages) as `pdref sim explore merge` does: the
  * merged --json document, or NULL after a message on stderr (different settings, a gap or an
  * overlap in the seeds, a result whose count disagrees with its range). */
-struct cJSON;
 struct cJSON *pd_cli_explore_fold(const struct cJSON *const *docs, const char *const *paths, int n);
 /* An explore result file's text (NUL-terminated, *len bytes; free()), or NULL when it cannot
  * be read or is over the merge's size bound. */

@@ -39,6 +39,7 @@ typedef struct ex_opts {
   char result_buf[EX_PATH_BYTES];
   const char *prog; /* the program as run: replay commands begin with it */
   uint32_t jobs;     /* --jobs: shard processes on this machine (1: this one) */
+  int has_jobs;
 } ex_opts_t;
 
 typedef struct ex_state {
@@ -50,7 +51,8 @@ typedef struct ex_state {
   int is_dir_made;
   pd_cli_progress_t bar; /* its t0 is the start of the exploration */
   cJSON *findings, *violating_list;
-  pd_metrics_t mx; /* --json: the cost pooled over every explored world */
+  pd_metrics_t mx; /* --result: the cost pooled over every explored world */
+  uint32_t jobs;   /* the processes that explored (timing only) */
 } ex_state_t;
 
 static void usage(FILE *f) {
@@ -88,10 +90,11 @@ static void usage(FILE *f) {
           "                    insertion order, then one seeded order; the replay command\n"
           "                    names the --tie-seed that violated)\n"
           "  --determinism     run each seed twice and compare (I13); halves the throughput\n"
-          "  --jobs N          run the range as N shard processes on this machine and print\n"
-          "                    their merge (`explore merge --by-seed`): the same seeds,\n"
-          "                    counts and first-seed cases for any N (default 1; 0 = one per\n"
-          "                    online core)\n"
+          "  --jobs N          run the range as N shard processes on this machine, folded\n"
+          "                    into one result: the same findings and summary, byte for byte,\n"
+          "                    for any N; only the last line (\"timing:\", --json: \"timing\")\n"
+          "                    depends on N and the machine (default 0 = one per online core;\n"
+          "                    1 with --shard, --shard-from-env, --result or --time)\n"
           "  --json            one JSON document on stdout instead of text\n"
           "example: pdref sim explore --mode joined --seeds 200 --out explore-out\n"
           "exit: 0 no violation, 1 a violation was found, 2 bad usage or an I/O error\n",
@@ -186,6 +189,7 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
     o->determinism = 1;
     return 0;
   case OPT_JOBS:
+    o->has_jobs = 1;
     return pd_cli_parse_u32(CMD, "--jobs", v, 0, PD_CLI_EXPLORE_MAX_JOBS, &o->jobs);
   default: /* OPT_JSON */
     o->json = 1;
@@ -230,8 +234,11 @@ static int parse_opts(int argc, char **argv, ex_opts_t *o) {
                (unsigned long long)o->start, (unsigned long long)o->seeds);
   if (o->shard_from_env && o->has_shard) return bad("--shard and --shard-from-env cannot be combined");
   if (o->shards && !o->shard_from_env) return bad("--shards goes with --shard-from-env");
+  int is_shard = o->has_shard || o->shard_from_env || o->result || o->has_time;
+  if (!o->has_jobs && is_shard) o->jobs = 1; /* the default (all cores) is for a whole range */
   if (o->jobs == 0) o->jobs = pd_cli_explore_default_jobs();
-  if (o->jobs > 1 && (o->has_shard || o->shard_from_env || o->result || o->has_time))
+  if (!o->has_time && o->jobs > o->seeds) o->jobs = (uint32_t)o->seeds; /* a shard per seed at most */
+  if (o->jobs > 1 && is_shard)
     return bad("--jobs runs the whole range as its own shards: it cannot be combined with "
                "--shard, --shard-from-env, --result or --time");
   return o->shard_from_env ? shard_env(o) : -1;
@@ -290,7 +297,6 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
                           const pd_explore_result_t *r) {
   char name[128], path[EX_PATH_BYTES], trace[160], err[EX_PATH_BYTES];
   char replay[EX_PATH_BYTES + PD_CLI_PROG_BYTES + 256];
-  char found[PD_CLI_INV_TEXT_BYTES], shrunk[PD_CLI_INV_TEXT_BYTES];
   pd_explore_file_name(o->mode, r->inv, r->seed, name, sizeof name);
   snprintf(path, sizeof path, "%s/%s", o->out, name);
   snprintf(trace, sizeof trace, "%.*s.trace.json", (int)(strlen(name) - 5), name);
@@ -310,9 +316,7 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
     return 2;
   }
   st->saved++;
-  mask_str(r->found_mask, found, sizeof found);
-  mask_str(r->shrunk_mask, shrunk, sizeof shrunk);
-  if (st->findings) { /* --json or --result */
+  {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddItemToObject(j, "seed", seed_json(r->seed));
     cJSON_AddItemToObject(j, "tie_seed", seed_json(r->tie_seed));
@@ -332,21 +336,56 @@ static int report_finding(ex_state_t *st, const ex_opts_t *o, const pd_scenario_
     cJSON_AddNumberToObject(j, "shrink_runs", r->shrink_runs);
     cJSON_AddItemToArray(st->findings, j);
   }
-  if (o->json) return 0;
-  progress_clear(st);
-  printf("seed %llu: violated %s; shrunk for I%d (%s) in %u runs: %u -> %u requests, %u -> %u "
-         "workers, %u -> %u faults; the case violates %s\n",
-         (unsigned long long)r->seed, found, r->inv, pd_invariant_name(r->inv), r->shrink_runs,
-         r->requests_before, r->requests_after, r->workers_before, r->workers_after,
-         r->faults_before, r->faults_after, shrunk);
-  char why[320];
-  pd_cli_reason_text(r->reason[0] ? r->reason : "(no reason)", why, sizeof why);
-  int why_inv = pd_explore_reason_inv(r->reason); /* the case's first violation may be another */
-  if (why_inv && why_inv != r->inv)
-    printf("    first violation of the case is I%d, not I%d (shrunk for):\n", why_inv, r->inv);
-  printf("    %s\n    saved:  %s\n    replay: %s\n", why, path, replay);
-  fflush(stdout);
   return 0;
+}
+
+/* The invariants a list of "I<n>" names. */
+static uint32_t mask_of(const cJSON *list) {
+  uint32_t m = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, list) {
+    const char *v = cJSON_GetStringValue(e);
+    int k = v && v[0] == 'I' ? atoi(v + 1) : 0;
+    if (k >= 1 && k <= PD_INVARIANT_COUNT) m |= 1u << (k - 1);
+  }
+  return m;
+}
+
+static const char *jstr(const cJSON *o, const char *key) {
+  const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+  return v ? v : "";
+}
+
+static double jnum(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* [before, after] of a finding's pair; i 0 or 1. */
+static unsigned jpair(const cJSON *o, const char *key, int i) {
+  const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, key), i);
+  return cJSON_IsNumber(v) ? (unsigned)v->valuedouble : 0;
+}
+
+/* One finding of the document, as text. */
+static void finding_text(const cJSON *j) {
+  char found[PD_CLI_INV_TEXT_BYTES], shrunk[PD_CLI_INV_TEXT_BYTES], why[320];
+  uint64_t seed = 0;
+  pd_cli_explore_u64(j, "seed", &seed);
+  const char *id = jstr(j, "invariant"), *reason = jstr(j, "reason");
+  int inv = id[0] == 'I' ? atoi(id + 1) : 0;
+  mask_str(mask_of(cJSON_GetObjectItemCaseSensitive(j, "violated")), found, sizeof found);
+  mask_str(mask_of(cJSON_GetObjectItemCaseSensitive(j, "shrunk_violated")), shrunk, sizeof shrunk);
+  printf("seed %llu: violated %s; shrunk for I%d (%s) in %.0f runs: %u -> %u requests, %u -> %u "
+         "workers, %u -> %u faults; the case violates %s\n",
+         (unsigned long long)seed, found, inv, jstr(j, "invariant_name"), jnum(j, "shrink_runs"),
+         jpair(j, "requests", 0), jpair(j, "requests", 1), jpair(j, "workers", 0),
+         jpair(j, "workers", 1), jpair(j, "faults", 0), jpair(j, "faults", 1), shrunk);
+  pd_cli_reason_text(reason[0] ? reason : "(no reason)", why, sizeof why);
+  int why_inv = pd_explore_reason_inv(reason); /* the case's first violation may be another */
+  if (why_inv && why_inv != inv)
+    printf("    first violation of the case is I%d, not I%d (shrunk for):\n", why_inv, inv);
+  printf("    %s\n    saved:  %s\n    replay: %s\n", why, jstr(j, "file"), jstr(j, "replay"));
 }
 
 /* "pdref sim explore --mode M --seed-start S --seeds 1 ...": the one seed explored again. */
@@ -360,7 +399,7 @@ static void count(ex_state_t *st, const ex_opts_t *o, const pd_explore_result_t 
   st->violating++;
   for (int i = 1; i <= PD_INVARIANT_COUNT; i++)
     if (r->found_mask >> (i - 1) & 1u && st->inv_seeds[i]++ == 0) st->inv_first[i] = r->seed;
-  if (st->violating_list && cJSON_GetArraySize(st->violating_list) < (int)EX_JSON_MAX_LISTED) {
+  if (cJSON_GetArraySize(st->violating_list) < (int)EX_JSON_MAX_LISTED) {
     char replay[PD_CLI_PROG_BYTES + 160];
     cJSON *j = cJSON_CreateObject();
     cJSON_AddItemToObject(j, "seed", seed_json(r->seed));
@@ -390,7 +429,7 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
     st->seed_end = seed + 1; /* the seeds of other shards below it are theirs */
     pd_explore_result_t r;
     int rc = pd_explore_seed_mx(s, seed, o->mode, skip_mask(st, o), o->determinism, o->ties, &r,
-                                st->findings ? &st->mx : NULL);
+                                o->result ? &st->mx : NULL);
     if (rc) {
       progress_clear(st);
       fprintf(stderr, "pdref sim explore: seed %llu: %s\n", (unsigned long long)seed, pd_strerror(rc));
@@ -426,29 +465,43 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
   return 0;
 }
 
-static void summary_text(const ex_state_t *st, const ex_opts_t *o, double el) {
-  double rate = el > 0 ? (double)st->explored / el : 0;
-  double rate_ex = el - st->t_shrink > 0 ? (double)st->explored / (el - st->t_shrink) : 0;
-  printf("explore: mode %s, seeds from %llu, shard %llu/%llu: %llu explored in %.2f s (%.0f "
-         "seeds/s; %.0f seeds/s without the %.2f s spent shrinking)\n",
-         pd_mode_name(o->mode), (unsigned long long)o->start, (unsigned long long)o->shard_i,
-         (unsigned long long)o->shard_n, (unsigned long long)st->explored, el, rate, rate_ex,
-         st->t_shrink);
-  if (!st->violating) {
+/* The document as text: what a run prints without --json, whatever its --jobs: the findings
+ * in seed order, the summary, then one "timing:" line, the only one that depends on the
+ * machine, its load or --jobs. */
+static void doc_text(const cJSON *doc, const char *out) {
+  const cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(doc, "findings")) finding_text(f);
+  uint64_t start = 0, end = 0;
+  pd_cli_explore_u64(doc, "seed_start", &start);
+  pd_cli_explore_u64(doc, "seed_end", &end);
+  double explored = jnum(doc, "explored"), violating = jnum(doc, "violating_seeds");
+  printf("explore: mode %s, seeds %llu..%llu, shard %s: %.0f explored\n", jstr(doc, "mode"),
+         (unsigned long long)start, (unsigned long long)(end ? end - 1 : 0), jstr(doc, "shard"),
+         explored);
+  if (violating <= 0) {
     printf("explore: no violations\n");
-    return;
+  } else {
+    printf("explore: %.0f violating seeds:", violating);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "invariants")) {
+      uint64_t first = 0;
+      pd_cli_explore_u64(e, "first_seed", &first);
+      printf(" %s %s %.0f (first seed %llu);", e->string, jstr(e, "name"), jnum(e, "seeds"),
+             (unsigned long long)first);
+    }
+    printf("\nexplore: %d shrunk cases saved in %s/\n",
+           cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "findings")), out);
   }
-  printf("explore: %llu violating seeds:", (unsigned long long)st->violating);
-  for (int i = 1; i <= PD_INVARIANT_COUNT; i++)
-    if (st->inv_seeds[i])
-      printf(" I%d %s %llu (first seed %llu);", i, pd_invariant_name(i),
-             (unsigned long long)st->inv_seeds[i],
-             (unsigned long long)st->inv_first[i]);
-  printf("\nexplore: %llu shrunk cases saved in %s/\n", (unsigned long long)st->saved, o->out);
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "timing");
+  double el = jnum(t, "elapsed_s"), sh = jnum(t, "shrink_s");
+  printf("timing: %.0f explored in %.2f s (%.0f seeds/s; %.0f seeds/s without the %.2f s spent "
+         "shrinking), %.0f jobs\n", explored, el, jnum(t, "seeds_per_s"),
+         el - sh > 0 ? explored / (el - sh) : 0, sh, jnum(t, "jobs"));
 }
 
 /* The summary: what --json prints and --result writes (the shard's result that
- * `pdref sim explore merge` folds; cmd_explore_merge.c reads these fields). */
+ * `pdref sim explore merge` folds; cmd_explore_merge.c reads these fields). Every field but
+ * "timing" (and "metrics", a shard's --result only) depends on the seeds alone, not on --jobs. */
 static cJSON *summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
   cJSON *j = cJSON_CreateObject();
   char shard[48];
@@ -469,9 +522,6 @@ static cJSON *summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
   cJSON_AddBoolToObject(j, "determinism", o->determinism);
   cJSON_AddNumberToObject(j, "per_invariant", o->per_inv);
   cJSON_AddNumberToObject(j, "explored", (double)st->explored);
-  cJSON_AddNumberToObject(j, "elapsed_s", el);
-  cJSON_AddNumberToObject(j, "shrink_s", st->t_shrink);
-  cJSON_AddNumberToObject(j, "seeds_per_s", el > 0 ? (double)st->explored / el : 0);
   cJSON_AddNumberToObject(j, "violating_seeds", (double)st->violating);
   cJSON *inv = cJSON_AddObjectToObject(j, "invariants");
   for (int i = 1; i <= PD_INVARIANT_COUNT; i++) {
@@ -483,19 +533,27 @@ static cJSON *summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
     cJSON_AddNumberToObject(e, "seeds", (double)st->inv_seeds[i]);
     cJSON_AddItemToObject(e, "first_seed", seed_json(st->inv_first[i]));
   }
-  cJSON *mx = pd_metrics_json(&st->mx, NULL); /* pooled over the explored worlds */
-  if (mx) cJSON_AddItemToObject(j, "metrics", mx);
+  if (o->result) { /* pooled over the explored worlds: a shard's result only */
+    cJSON *mx = pd_metrics_json(&st->mx, NULL);
+    if (mx) cJSON_AddItemToObject(j, "metrics", mx);
+  }
   cJSON_AddItemToObject(j, "findings", st->findings);
   cJSON_AddItemToObject(j, "violating", st->violating_list);
   cJSON_AddBoolToObject(j, "violating_truncated", st->violating > EX_JSON_MAX_LISTED);
   st->findings = st->violating_list = NULL;
+  cJSON *t = cJSON_AddObjectToObject(j, "timing"); /* the machine's, its load's and --jobs' */
+  cJSON_AddNumberToObject(t, "elapsed_s", el);
+  cJSON_AddNumberToObject(t, "shrink_s", st->t_shrink);
+  cJSON_AddNumberToObject(t, "seeds_per_s", el > 0 ? (double)st->explored / el : 0);
+  cJSON_AddNumberToObject(t, "jobs", st->jobs);
   return j;
 }
 
-/* Print the summary (--json) and write it to --result; 0 or 2. */
+/* Print the summary (text or --json) and write it to --result; 0 or 2. */
 static int summary_out(ex_state_t *st, const ex_opts_t *o, double el) {
   cJSON *j = summary_json(st, o, el);
   char *txt = j ? cJSON_Print(j) : NULL;
+  if (txt && !o->json) doc_text(j, o->out);
   cJSON_Delete(j);
   if (!txt) return 2;
   if (o->json) puts(txt);
@@ -511,33 +569,113 @@ static int summary_out(ex_state_t *st, const ex_opts_t *o, double el) {
   return rc;
 }
 
+/* A finding or violating seed of a shard, to order them as one process over the range. */
+typedef struct ex_item {
+  uint64_t seed;
+  unsigned shard, idx;
+  const cJSON *j;
+} ex_item_t;
+
+static int item_order(const void *a, const void *b) {
+  const ex_item_t *x = a, *y = b;
+  if (x->seed != y->seed) return x->seed < y->seed ? -1 : 1;
+  if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+  return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* key's arrays of the n docs in seed order (a seed's items keep their order); NULL, or
+ * *count items (free()). */
+static ex_item_t *items(cJSON **docs, unsigned n, const char *key, size_t *count) {
+  size_t total = 0, k = 0;
+  for (unsigned i = 0; i < n; i++)
+    total += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(docs[i], key));
+  ex_item_t *it = malloc((total ? total : 1) * sizeof *it);
+  if (!it) return NULL;
+  for (unsigned i = 0; i < n; i++) {
+    unsigned idx = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(docs[i], key)) {
+      it[k] = (ex_item_t){0, i, idx++, e};
+      pd_cli_explore_u64(e, "seed", &it[k].seed);
+      k++;
+    }
+  }
+  qsort(it, k, sizeof *it, item_order);
+  *count = k;
+  return it;
+}
+
+/* Fold --jobs' shard results into st as one process over the range would have filled it:
+ * counts summed, the first seed per invariant, per invariant the findings of its first
+ * --per-invariant violating seeds, the first violating seeds listed. 0, or 2. */
+static int fold_shards(ex_state_t *st, const ex_opts_t *o, cJSON **docs, unsigned n) {
+  for (unsigned i = 0; i < n; i++) {
+    st->explored += (uint64_t)jnum(docs[i], "explored");
+    st->violating += (uint64_t)jnum(docs[i], "violating_seeds");
+    st->t_shrink += jnum(cJSON_GetObjectItemCaseSensitive(docs[i], "timing"), "shrink_s");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(docs[i], "invariants")) {
+      int k = e->string && e->string[0] == 'I' ? atoi(e->string + 1) : 0;
+      uint64_t first = 0;
+      if (k < 1 || k > PD_INVARIANT_COUNT || pd_cli_explore_u64(e, "first_seed", &first)) continue;
+      if (!st->inv_seeds[k] || first < st->inv_first[k]) st->inv_first[k] = first;
+      st->inv_seeds[k] += (uint64_t)jnum(e, "seeds");
+    }
+  }
+  size_t nf = 0, nv = 0;
+  ex_item_t *f = items(docs, n, "findings", &nf), *v = items(docs, n, "violating", &nv);
+  int rc = f && v ? 0 : 2;
+  for (size_t i = 0; !rc && i < nf; i++) {
+    const char *id = jstr(f[i].j, "invariant");
+    int k = id[0] == 'I' ? atoi(id + 1) : 0;
+    if (k < 1 || k > PD_INVARIANT_COUNT || (o->per_inv && st->inv_saved[k] >= o->per_inv)) continue;
+    st->inv_saved[k]++;
+    st->shrunk++;
+    st->saved++;
+    cJSON_AddItemToArray(st->findings, cJSON_Duplicate(f[i].j, 1));
+  }
+  for (size_t i = 0; !rc && i < nv && i < EX_JSON_MAX_LISTED; i++)
+    cJSON_AddItemToArray(st->violating_list, cJSON_Duplicate(v[i].j, 1));
+  free(f);
+  free(v);
+  return rc;
+}
+
+/* --jobs n > 1: n shard processes, folded into st. 0, 1 or 2. */
+static int explore_jobs(const ex_opts_t *o, ex_state_t *st, int argc, char **argv) {
+  cJSON **docs = calloc(o->jobs, sizeof *docs);
+  int rc = docs ? pd_cli_explore_jobs(o->prog, argc, argv, o->jobs, o->json, docs) : 2;
+  if (rc == 0) rc = fold_shards(st, o, docs, o->jobs);
+  for (unsigned i = 0; docs && i < o->jobs; i++) cJSON_Delete(docs[i]);
+  free(docs);
+  st->seed_end = o->start + o->seeds;
+  return rc;
+}
+
 int pd_cli_sim_explore(const char *prog, int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "merge") == 0) return pd_cli_sim_explore_merge(argc - 1, argv + 1);
   pd_cli_pool_cjson(); /* single-threaded: cJSON's blocks from a pool (cmd_bench.c) */
   ex_opts_t o = {.seeds = EX_DEFAULT_SEEDS, .start = 1, .shard_n = 1, .per_inv = 1, .ties = 2,
-                 .out = EX_DEFAULT_OUT, .prog = prog, .jobs = 1};
+                 .out = EX_DEFAULT_OUT, .prog = prog, .jobs = 0};
   int rc = parse_opts(argc, argv, &o);
   if (rc >= 0) return rc;
-  if (o.jobs > 1) return pd_cli_explore_jobs(prog, argc, argv, o.jobs, o.json);
   ex_state_t st;
   memset(&st, 0, sizeof st);
+  st.jobs = o.jobs;
   pd_cli_progress_init(&st.bar, o.json);
-  if (o.json || o.result) {
-    st.findings = cJSON_CreateArray();
-    st.violating_list = cJSON_CreateArray();
-  }
+  st.findings = cJSON_CreateArray();
+  st.violating_list = cJSON_CreateArray();
   /* seeds of this shard in the range, for the progress bar: the first is off0 past start */
   uint64_t off0 = (o.shard_i + o.shard_n - o.start % o.shard_n) % o.shard_n;
   uint64_t total = off0 < o.seeds ? 1 + (o.seeds - 1 - off0) / o.shard_n : 0;
-  pd_scenario_t *s = malloc(sizeof *s);
+  pd_scenario_t *s = o.jobs > 1 ? NULL : malloc(sizeof *s);
   pd_metrics_init(&st.mx, 0);
-  rc = s ? explore(&o, &st, s, total) : 2;
+  if (!st.findings || !st.violating_list) rc = 2;
+  else if (o.jobs > 1) rc = explore_jobs(&o, &st, argc, argv);
+  else rc = s ? explore(&o, &st, s, total) : 2;
   progress_clear(&st);
   double el = pd_cli_progress_elapsed_s(&st.bar);
-  if (rc == 0 && !o.json) summary_text(&st, &o, el);
-  if (rc == 0 && (o.json || o.result)) {
-    rc = summary_out(&st, &o, el);
-  }
+  if (rc == 0) rc = summary_out(&st, &o, el);
   cJSON_Delete(st.findings);
   cJSON_Delete(st.violating_list);
   pd_metrics_free(&st.mx);

@@ -1,10 +1,10 @@
 /* `pdref sim explore --jobs N`: one exploration over N processes on this machine. Each child
  * is this program run again as shard i/N of the same seed range (`--shard i/N --result F`,
  * its own process: the simulator keeps no global state, but one process per core needs no
- * locks and survives a crash in one world); the parent waits for all of them and folds their
- * results with `pdref sim explore merge --by-seed`, so the summary and the saved case named per
- * invariant are those of one process over the range, whatever N (tests/explore_parallel_test.sh
- * holds --jobs 2 and 3 to that). docs/explore.md "On one machine". */
+ * locks and survives a crash in one world); the parent waits for all of them and returns their
+ * results, which cmd_explore.c folds into the document one process over the range prints, the
+ * same findings and summary, byte for byte, whatever N (tests/test_explore_jobs.c holds --jobs
+ * 1, 2 and 3 to that). docs/explore.md "On one machine". */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -155,7 +155,26 @@ unsigned pd_cli_explore_default_jobs(void) {
   return n < 1 ? 1u : n > PD_CLI_EXPLORE_MAX_JOBS ? PD_CLI_EXPLORE_MAX_JOBS : (unsigned)n;
 }
 
-int pd_cli_explore_jobs(const char *prog, int argc, char **argv, unsigned n, int json) {
+/* The n shards' results, parsed into docs; 0, or 2 after the message. */
+static int read_results(const char *dir, unsigned n, cJSON **docs) {
+  for (unsigned i = 0; i < n; i++) {
+    char p[JB_PATH_BYTES];
+    size_t len = 0;
+    char *txt = snprintf(p, sizeof p, "%s/shard-%u-of-%u.json", dir, i, n) < (int)sizeof p
+                    ? pd_cli_explore_read(p, &len) : NULL;
+    docs[i] = txt ? cJSON_ParseWithLength(txt, len) : NULL;
+    free(txt);
+    if (!cJSON_IsObject(docs[i])) {
+      fprintf(stderr, CMD ": --jobs: shard %u/%u wrote no readable result\n", i, n);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+int pd_cli_explore_jobs(const char *prog, int argc, char **argv, unsigned n, int quiet,
+                        cJSON **docs) {
+  int json = quiet;
   const char *tmp = getenv("TMPDIR");
   char dir[JB_PATH_BYTES];
   snprintf(dir, sizeof dir, "%s/pdref-explore-jobs-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
@@ -225,10 +244,7 @@ int pd_cli_explore_jobs(const char *prog, int argc, char **argv, unsigned n, int
     }
   }
   if (rc == 0) prune_cases(dir, n);
-  if (rc == 0) {
-    char *mv[5] = {"merge", "--by-seed", json ? "--json" : dir, json ? dir : NULL, NULL};
-    rc = pd_cli_sim_explore_merge(json ? 4 : 3, mv);
-  }
+  if (rc == 0) rc = read_results(dir, n, docs);
   remove_dir(dir, n);
   free(pids);
   free(status);

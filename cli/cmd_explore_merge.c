@@ -209,9 +209,10 @@ static int take_result(mg_state_t *m, const char *path, const cJSON *doc) {
   if (same_settings(m, path, doc)) return 2;
   m->slices[m->n_results++] = s;
   m->explored += (uint64_t)explored;
-  double el = get_num(doc, "elapsed_s", 0);
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "timing"); /* before: top level */
+  double el = get_num(t ? t : doc, "elapsed_s", 0);
   m->shard_s += el;
-  m->shrink_s += get_num(doc, "shrink_s", 0);
+  m->shrink_s += get_num(t ? t : doc, "shrink_s", 0);
   if (el > m->wall_max) m->wall_max = el;
   m->violating += (uint64_t)get_num(doc, "violating_seeds", 0);
   take_invariants(m, doc);

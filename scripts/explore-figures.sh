@@ -23,12 +23,13 @@ trap 'rm -rf "$tmp"' EXIT
 # run ARGS...: one table row "| `ARGS` | seeds | wall | seeds/s | violating |"
 run() {
   local out
-  out=$("$bin" sim explore "$@" --out "$tmp/out" 2>/dev/null || true)
+  out=$("$bin" sim explore "$@" --jobs 1 --out "$tmp/out" 2>/dev/null || true)
   local head viol
   head=$(grep -m1 '^explore: mode' <<<"$out")
   viol=$(grep -m1 -E '^explore: (no violations|[0-9]+ violating)' <<<"$out" | sed 's/^explore: //; s/;$//')
   local n wall rate
-  n=$(sed -E 's/.*: ([0-9]+) explored.*/\1/' <<<"$head")
+  head=$(grep -m1 '^timing:' <<<"$out") # "timing: N explored in W s (R seeds/s; ...)"
+  n=$(sed -E 's/^timing: ([0-9]+) explored.*/\1/' <<<"$head")
   wall=$(sed -E 's/.* explored in ([0-9.]+ s).*/\1/' <<<"$head")
   rate=$(sed -E 's/.*\(([0-9]+) seeds\/s.*/\1/' <<<"$head")
   printf '| `%s` | %s | %s | %s | %s |\n' "$*" "$n" "$wall" "$rate" "$viol"

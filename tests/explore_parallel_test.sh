@@ -22,7 +22,7 @@ trap 'rm -rf "$tmp"' EXIT
 mode=pr1150 seeds=400 start=1001
 fail() { echo "explore_parallel_test: $*"; exit 1; }
 rc=0
-"$pdref" sim explore --mode $mode --seed-start $start --seeds $seeds --out "$tmp/one" --json \
+"$pdref" sim explore --mode $mode --seed-start $start --seeds $seeds --out "$tmp/one" --jobs 1 --json \
   >"$tmp/one.json" || rc=$?
 [ "$rc" -le 1 ] || fail "the single-process run exited $rc"
 export PATH="$(dirname "$pdref"):$PATH" MODE=$mode SEED_START=$start SEEDS=$seeds
@@ -93,12 +93,11 @@ one, merged = (json.load(open(p)) for p in sys.argv[1:3])
 what, d1, dn = sys.argv[3:6]
 bad = []
 inv = lambda d: {k: (v["seeds"], v["first_seed"]) for k, v in d["invariants"].items()}
-if merged["coverage"] != "ok" or merged["explored"] != one["explored"]: bad.append("coverage")
+if merged["explored"] != one["explored"]: bad.append("explored")
 if inv(merged) != inv(one): bad.append(f"per invariant: {inv(merged)} vs {inv(one)}")
-for k, v in merged["invariants"].items():
-    case = v.get("smallest")
-    if not case or str(case["seed"]) != str(v["first_seed"]):
-        bad.append(f"{k}: the case named is not the first violating seed's ({case and case['seed']} vs {v['first_seed']})")
+# --jobs prints what one process prints (tests/test_explore_jobs.c: byte for byte)
+strip = lambda d, dr: json.dumps({k: v for k, v in d.items() if k not in ("timing", "metrics")}).replace(dr, "OUT")
+if strip(merged, dn) != strip(one, d1): bad.append("the document differs from one process's")
 f1, fn = sorted(os.listdir(d1)), sorted(os.listdir(dn))
 if f1 != fn: bad.append(f"saved cases differ: {f1} vs {fn}")
 for f in set(f1) & set(fn):

@@ -118,9 +118,9 @@ def main():
     merged = check("explore-merge", run(["sim", "explore", "merge", "--json", out]))
     if merged and merged.get("coverage") != "ok":
         fail(f"explore-merge: coverage {merged.get('coverage')!r}")
-    jobs = check("explore-merge", run(["sim", "explore", "--mode", "joined", "--seeds", "12",
-                                       "--jobs", "2", "--out", os.path.join(tmp, "jobs"),
-                                       "--json"]))  # --jobs prints the merge's document
+    jobs = check("explore-result", run(["sim", "explore", "--mode", "joined", "--seeds", "12",
+                                        "--jobs", "2", "--out", os.path.join(tmp, "jobs"),
+                                        "--json"]))  # --jobs prints one process's document
     if jobs and jobs.get("explored") != 12:
         fail(f"explore --jobs 2: explored {jobs.get('explored')!r}, want 12")
     check("sim-bench", run(["sim", "bench", "--requests", "500", "--json"], ok=(0,)))
