@@ -61,6 +61,7 @@
   X(pdt_suite_client_body) \
   X(pdt_suite_explore)   \
   X(pdt_suite_explore_shard) \
+  X(pdt_suite_explore_jobs) \
   X(pdt_suite_late_pins) \
   X(pdt_suite_rooms_hash) \
   X(pdt_suite_gateway) \
