@@ -57,7 +57,10 @@ static void out_wait(pd_gateway_t *g, pd_gateway_conn_t *c, int is_on) {
 /* A direct stream's end (or cut): MHD takes the connection back once nothing waits. */
 static void direct_end(pd_gateway_t *g, pd_gateway_conn_t *c) {
   if (pd_gateway_http_backlog(c) && !c->is_abort && !c->is_gone) return; /* after the flush */
-  pd_gateway_unwatch(g, c);
+  if (c->is_abort || c->is_gone)
+    pd_gateway_unwatch(g, c);
+  else
+    pd_gateway_unwatch_keep(g, c); /* the connection may carry the next request */
   pd_gateway_http_wake(c);
 }
 
@@ -190,7 +193,10 @@ void pd_gateway_http_client_action(pd_gateway_t *g, pd_gateway_conn_t *c, const 
       direct_end(g, c);
       return;
     }
-    pd_gateway_unwatch(g, c); /* nothing left to cancel; MHD sees the rest */
+    if (c->is_abort || c->is_gone)
+      pd_gateway_unwatch(g, c); /* nothing left to cancel; MHD sees the rest */
+    else
+      pd_gateway_unwatch_keep(g, c);
     break;
   default: return;
   }

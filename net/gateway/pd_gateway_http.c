@@ -524,13 +524,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)toe;
   pd_gateway_t *g = cls;
   pd_httpd_request_over(&g->httpd, mc);
   pd_gateway_conn_t *c = *req_cls;
   if (!c) return;
   *req_cls = NULL;
-  pd_gateway_unwatch(g, c);
+  if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !c->is_gone)
+    pd_gateway_unwatch_keep(g, c);
+  else
+    pd_gateway_unwatch(g, c);
   if (c->info) pd_gateway_upstream_info_cancel(g, c);
   pd_gateway_request_t *rq = c->rq;
   if (rq) {
@@ -549,6 +551,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
 static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ctx,
                           enum MHD_ConnectionNotificationCode toe) {
   pd_gateway_t *g = cls;
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (ci) pd_gateway_watch_forget(g, ci->connect_fd); /* a new socket, or one MHD closes */
   pd_httpd_notify(&g->httpd, mc, socket_ctx, toe);
   g->n_conns = pd_httpd_count(&g->httpd);
   pthread_mutex_lock(&g->httpd.mu);

@@ -168,6 +168,8 @@ struct pd_gateway {
   uint32_t n_conns; /* open client connections (MHD notify) */
   uint32_t n_out_wait; /* direct streams whose socket is full */
   uint32_t n_corked;   /* connections with is_corked */
+  uint8_t *watch_fds;  /* by fd: 1 = in the epoll set for the watch (pd_gateway_watch) */
+  uint32_t n_watch_fds;
   uint64_t next_stuck_ns; /* next look for direct streams whose reader stopped */
   pd_httpd_t httpd;  /* connection limit, request deadline, framing (pd_httpd.h) */
   int has_httpd;
@@ -195,6 +197,11 @@ void pd_gateway_watch(pd_gateway_t *g, pd_gateway_conn_t *c);
 /* Add a readable-interest fd to the loop with an epoll tag. 0 or PD_ERR_IO. */
 int pd_gateway_add_fd(pd_gateway_t *g, int fd, uint64_t tag);
 void pd_gateway_unwatch(pd_gateway_t *g, pd_gateway_conn_t *c);
+/* The request of c ended well: stop watching for it, but leave its socket registered for the
+ * connection's next request (keep-alive). */
+void pd_gateway_unwatch_keep(pd_gateway_t *g, pd_gateway_conn_t *c);
+/* MHD closes the connection of fd: drop a kept registration. */
+void pd_gateway_watch_forget(pd_gateway_t *g, int fd);
 void pd_gateway_log(const pd_gateway_t *g, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
