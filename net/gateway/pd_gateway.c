@@ -113,7 +113,7 @@ void pd_gateway_req_del(pd_gateway_t *g, pd_gateway_request_t *rq) {
   pd_gateway_conn_t *c = rq->conn;
   if (c) { /* the core is done with it; a client not answered by now never will be */
     c->rq = NULL;
-    if (!c->is_out_wait) { /* else a direct stream still sends */
+    if (!c->is_out_wait && !c->is_deferred) { /* else a direct stream still sends */
       if (c->is_ended && !c->is_gone && !c->is_abort)
         pd_gateway_unwatch_keep(g, c); /* answered: the connection may carry the next one */
       else

@@ -71,6 +71,15 @@ static int direct_write(pd_gateway_t *g, pd_gateway_conn_t *c, const void *p, si
   int hn = snprintf(hd, sizeof hd, "%zx\r\n", len);
   struct iovec iov[3] = {{hd, (size_t)hn}, {(void *)(uintptr_t)p, len}, {"\r\n", 2}};
   size_t sent = 0;
+  if (g->is_deferring && (c->is_deferred || g->n_defer < PD_GATEWAY_DEFER_MAX)) {
+    for (int i = 0; i < 3; i++) /* sent with the stream's other chunks of this libcurl call */
+      if (out_append(c, iov[i].iov_base, iov[i].iov_len)) return -1; /* out of memory */
+    if (!c->is_deferred) {
+      c->is_deferred = 1;
+      g->defer[g->n_defer++] = c;
+    }
+    return 0;
+  }
   if (!pd_gateway_http_backlog(c)) { /* else the socket is full: queue behind what waits */
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
     ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -139,6 +148,17 @@ void pd_gateway_http_client_writable(pd_gateway_t *g, pd_gateway_conn_t *c) {
   c->out.len = c->out_off = 0;
   out_wait(g, c, 0);
   if (c->is_ended) direct_end(g, c);
+}
+
+void pd_gateway_http_flush_deferred(pd_gateway_t *g) {
+  for (uint32_t i = 0; i < g->n_defer; i++) {
+    pd_gateway_conn_t *c = g->defer[i];
+    c->is_deferred = 0;
+    if (c->is_gone || c->is_out_wait) continue; /* EPOLLOUT sends what waits */
+    pd_gateway_http_client_writable(g, c);
+    if (pd_gateway_http_backlog(c) && !c->is_gone) out_wait(g, c, 1);
+  }
+  g->n_defer = 0;
 }
 
 void pd_gateway_http_client_stuck(pd_gateway_t *g) {

@@ -4,6 +4,7 @@
  * buffer and resume it. Suspended connections are blind to hang-ups, so the loop watches
  * each fed request's socket for EPOLLRDHUP itself (pd_gateway_watch). What the core and the loop
  * write into a connection is in pd_gateway_client.c. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <netdb.h>
@@ -64,6 +65,7 @@ static pd_gateway_conn_t *conn_new(pd_gateway_t *g, struct MHD_Connection *mc) {
 }
 
 static void conn_del(pd_gateway_t *g, pd_gateway_conn_t *c) {
+  assert(!c->is_deferred); /* g->defer is empty outside libcurl's calls */
   if (c->prev)
     c->prev->next = c->next;
   else
