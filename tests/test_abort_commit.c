@@ -109,6 +109,27 @@ static void test_reference_cancels_at_once_without_the_key(void) {
   PDT_EQ_U64(v, 0);
 }
 
+/* The source-first half (scenarios/sf-abort-after-commit-ignored-queued-decode.json): p0
+ * answered and pinned its blocks; request 2's decode waits in d0's queue, not reading, when
+ * its client leaves. vLLM's toy proxy and llm-d close it and its empty read (V1.17) reaches
+ * p0: ignored after the commit, the blocks stay pinned to the abort timeout (I18); honoured,
+ * they free at once and nothing is flagged. */
+#define SF_DOC(IGNORED)                                                                       \
+  "{'name':'n','workers':[{'name':'p0','role':'prefill','protocol':'vllm',"                   \
+  "'abort_after_commit_ignored':" IGNORED ",'kv_abort_timeout_ms':20000},"                    \
+  "{'name':'d0','role':'decode','protocol':'vllm','max_running_requests':1,'token_ms':100}]," \
+  "'workload':{'requests':2,'stream':true,'tokens':8,'route':'/v1/completions',"              \
+  "'disconnect_at_ms':300,'disconnect_prob':0.5},'expect':{}}"
+
+static void test_source_first_empty_read_ignored_after_commit(void) {
+  static const pd_mode_t modes[] = {PD_MODE_VLLM_TOY_PROXY, PD_MODE_LLMD_SIDECAR};
+  for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+    seen_t seen;
+    PDT_EQ_U64(run(SF_DOC("true"), modes[i], &seen), BIT(PD_INVARIANT_STRANDED_KV));
+    PDT_EQ_U64(run(SF_DOC("false"), modes[i], &seen), 0);
+  }
+}
+
 int pdt_suite_abort_commit(void) {
   static const pdt_case_t cases[] = {
       {"abort ignored after commit: cancelling at once strands the sender (I3, I18)",
@@ -117,6 +138,8 @@ int pdt_suite_abort_commit(void) {
        test_an_engine_that_honours_aborts_frees_at_once},
       {"R-ABORT-COMMITTED: the reference lets decode collect, the sender frees at once",
        test_reference_lets_decode_collect},
+      {"source-first: an empty read ignored after the commit pins the blocks (I18)",
+       test_source_first_empty_read_ignored_after_commit},
       {"R-ABORT-COMMITTED: without the key the reference cancels at once",
        test_reference_cancels_at_once_without_the_key},
   };
