@@ -103,6 +103,28 @@ static void test_stream_passes_through(void) {
     if (pd_mode_speaks((pd_mode_t)m, PD_PROTOCOL_SGLANG)) stream_once((pd_mode_t)m);
 }
 
+/* A decode that writes its events back to back: many arrive in one read of the gateway's,
+ * and their chunks leave together when libcurl returns (g->defer): every byte, in order. */
+static void test_burst_of_events_passes_through_whole(void) {
+  fake_t p, d;
+  gwrun_t g;
+  PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 300, 0) == 0);
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0, 0, 0}, &p, 1, &d, 1) == 0) {
+    for (int i = 0; i < 3; i++) {
+      static resp_t r;
+      static char want[32768];
+      memset(&r, 0, sizeof r);
+      PDT_EQ_INT(http(g.port, "POST", "/generate", stream_req, 0, &r), CURLE_OK);
+      PDT_EQ_INT(r.status, 200);
+      expected_stream(300, want, sizeof want);
+      PDT_EQ_STR(r.body, want);
+    }
+    gw_stop(&g);
+  }
+  fake_stop(&p);
+  fake_stop(&d);
+}
+
 static void test_decode_503_retried_on_other_decode(void) {
   fake_t p, d[2];
   gwrun_t g;
@@ -431,6 +453,8 @@ int pdt_suite_gateway(void) {
   static const pdt_case_t cases[] = {
       {"a streamed completion passes through with all bytes (all modes)",
        test_stream_passes_through},
+      {"a burst of decode events in one read reaches the client whole and in order",
+       test_burst_of_events_passes_through_whole},
       {"decode 503 before first token retries on the other decode",
        test_decode_503_retried_on_other_decode},
       {"bad JSON 400, unknown route 404, wrong method 405, oversize 413", test_bad_input_answers},
