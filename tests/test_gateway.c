@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "pdt_gateway.h"
+#include "pdt_proc.h"
 
 /* ---------- tests ---------- */
 
@@ -102,6 +103,28 @@ static void test_stream_passes_through(void) {
     if (pd_mode_speaks((pd_mode_t)m, PD_PROTOCOL_SGLANG)) stream_once((pd_mode_t)m);
 }
 
+/* A decode that writes its events back to back: many arrive in one read of the gateway's,
+ * and their chunks leave together when libcurl returns (g->defer): every byte, in order. */
+static void test_burst_of_events_passes_through_whole(void) {
+  fake_t p, d;
+  gwrun_t g;
+  PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 300, 0) == 0);
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0, 0, 0}, &p, 1, &d, 1) == 0) {
+    for (int i = 0; i < 3; i++) {
+      static resp_t r;
+      static char want[32768];
+      memset(&r, 0, sizeof r);
+      PDT_EQ_INT(http(g.port, "POST", "/generate", stream_req, 0, &r), CURLE_OK);
+      PDT_EQ_INT(r.status, 200);
+      expected_stream(300, want, sizeof want);
+      PDT_EQ_STR(r.body, want);
+    }
+    gw_stop(&g);
+  }
+  fake_stop(&p);
+  fake_stop(&d);
+}
+
 static void test_decode_503_retried_on_other_decode(void) {
   fake_t p, d[2];
   gwrun_t g;
@@ -179,6 +202,59 @@ static void test_client_gone_closes_decode_and_aborts(void) {
     pthread_mutex_lock(&d.mu);
     PDT_EQ_STR(d.abort_rid, d.last_rid);
     pthread_mutex_unlock(&d.mu);
+    memset(&r, 0, sizeof r);
+    http(g.port, "GET", "/metrics", NULL, 0, &r);
+    PDT_TRUE(strstr(r.body, "pdref_client_disconnects_total 1\n") != NULL);
+    PDT_TRUE(strstr(r.body, "pdref_requests_in_flight 0\n") != NULL);
+    gw_stop(&g);
+  }
+  fake_stop(&p);
+  fake_stop(&d);
+}
+
+/* Read from fd until buf holds `until` (bounded: 3 s per read, at most 1000 reads). */
+static size_t read_until(int fd, char *buf, size_t cap, const char *until, int n_until) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < 1000 && len + 1 < cap; i++) {
+    int n_seen = 0;
+    for (const char *q = buf; (q = strstr(q, until)) != NULL; q += strlen(until)) n_seen++;
+    if (n_seen >= n_until) break;
+    ssize_t n = recv(fd, buf + len, cap - 1 - len, 0);
+    if (n <= 0) break;
+    len += (size_t)n;
+    buf[len] = '\0';
+  }
+  return len;
+}
+
+/* The watch on a client socket is kept between the requests of a keep-alive connection
+ * (net/gateway, g->watch_fds): a client that leaves in the middle of its second stream on
+ * one connection is still seen at once, its decode cut and aborted, as on the first. */
+static void test_client_gone_on_a_kept_alive_connection(void) {
+  fake_t p, d;
+  gwrun_t g;
+  PDT_TRUE(fake_start(&p, FAKE_OK, 1, 0) == 0 && fake_start(&d, FAKE_OK, 20, 20) == 0);
+  if (gw_start(&g, (gwopt_t){PD_MODE_REFERENCE, 0, 0, 0, 0, 0}, &p, 1, &d, 1) == 0) {
+    int fd = pdt_dial(g.port);
+    PDT_TRUE(fd >= 0);
+    struct timeval tv = {.tv_sec = 3};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char req[256], buf[32768];
+    int n = snprintf(req, sizeof req,
+                     "POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     strlen(stream_req), stream_req);
+    PDT_EQ_INT(send(fd, req, (size_t)n, MSG_NOSIGNAL), n); /* the first runs to its end */
+    read_until(fd, buf, sizeof buf, "\r\n0\r\n\r\n", 1);
+    PDT_TRUE(strstr(buf, "data: [DONE]") != NULL);
+    PDT_EQ_INT(send(fd, req, (size_t)n, MSG_NOSIGNAL), n); /* the second is cut after 3 events */
+    read_until(fd, buf, sizeof buf, "data:", 3);
+    PDT_TRUE(strstr(buf, "HTTP/1.1 200") != NULL);
+    close(fd);
+    PDT_TRUE(wait_for(&d, &d.n_abort, 1, 3000));
+    PDT_TRUE(wait_for(&d, &d.n_closed_early, 1, 3000));
+    static resp_t r;
     memset(&r, 0, sizeof r);
     http(g.port, "GET", "/metrics", NULL, 0, &r);
     PDT_TRUE(strstr(r.body, "pdref_client_disconnects_total 1\n") != NULL);
@@ -377,11 +453,15 @@ int pdt_suite_gateway(void) {
   static const pdt_case_t cases[] = {
       {"a streamed completion passes through with all bytes (all modes)",
        test_stream_passes_through},
+      {"a burst of decode events in one read reaches the client whole and in order",
+       test_burst_of_events_passes_through_whole},
       {"decode 503 before first token retries on the other decode",
        test_decode_503_retried_on_other_decode},
       {"bad JSON 400, unknown route 404, wrong method 405, oversize 413", test_bad_input_answers},
       {"client gone mid-stream closes decode and posts /abort_request",
        test_client_gone_closes_decode_and_aborts},
+      {"client gone mid-stream on a kept-alive connection's second request: cut and aborted",
+       test_client_gone_on_a_kept_alive_connection},
       {"health, readiness, info proxy, non-stream answer", test_local_and_info_routes},
       {"beyond --max-connections a client gets 503", test_connection_limit_503},
       {"a reset on a reused connection is not resent: no rid reaches a worker twice",

@@ -113,7 +113,12 @@ void pd_gateway_req_del(pd_gateway_t *g, pd_gateway_request_t *rq) {
   pd_gateway_conn_t *c = rq->conn;
   if (c) { /* the core is done with it; a client not answered by now never will be */
     c->rq = NULL;
-    if (!c->is_out_wait) pd_gateway_unwatch(g, c); /* else a direct stream still sends */
+    if (!c->is_out_wait && !c->is_deferred) { /* else a direct stream still sends */
+      if (c->is_ended && !c->is_gone && !c->is_abort)
+        pd_gateway_unwatch_keep(g, c); /* answered: the connection may carry the next one */
+      else
+        pd_gateway_unwatch(g, c);
+    }
     if (!c->is_ended) {
       c->is_gone = 1;
       pd_gateway_http_wake(c);
@@ -211,13 +216,40 @@ static void expire(pd_gateway_t *g) {
 
 /* ---------- epoll ---------- */
 
+/* The watch registration of a client socket outlives its request on a keep-alive
+ * connection: g->watch_fds[fd] is 1 while the fd is in the epoll set with EPOLLRDHUP (no
+ * EPOLLOUT), so the next request on that connection costs no EPOLL_CTL_ADD, and the end of
+ * this one no EPOLL_CTL_DEL. MHD's NOTIFY_CLOSED forgets it (pd_gateway_watch_forget); a hang-up
+ * on a socket no request owns takes it out (on_watch). */
+static uint8_t *watch_slot(pd_gateway_t *g, int fd, int is_grow) {
+  if (fd < 0) return NULL;
+  if ((uint32_t)fd >= g->n_watch_fds) {
+    if (!is_grow || fd >= (1 << 24)) return NULL;
+    uint32_t n = g->n_watch_fds ? g->n_watch_fds : 1024u;
+    while (n <= (uint32_t)fd) n *= 2u;
+    uint8_t *p = realloc(g->watch_fds, n);
+    if (!p) return NULL; /* no keeping: ADD and DEL per request, as before */
+    memset(p + g->n_watch_fds, 0, n - g->n_watch_fds);
+    g->watch_fds = p;
+    g->n_watch_fds = n;
+  }
+  return &g->watch_fds[fd];
+}
+
 void pd_gateway_watch(pd_gateway_t *g, pd_gateway_conn_t *c) {
   if (c->is_watched || c->fd < 0) return;
+  uint8_t *w = watch_slot(g, c->fd, 1);
+  if (w && *w) { /* still registered from this connection's previous request */
+    c->is_watched = 1;
+    return;
+  }
   struct epoll_event ev = {.events = EPOLLRDHUP,
                            .data.u64 = PD_GATEWAY_TAG(PD_GATEWAY_TAG_WATCH, (uint32_t)c->fd)};
   if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, c->fd, &ev) == 0 ||
-      (errno == EEXIST && epoll_ctl(g->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0))
+      (errno == EEXIST && epoll_ctl(g->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0)) {
     c->is_watched = 1;
+    if (w) *w = 1;
+  }
 }
 
 int pd_gateway_add_fd(pd_gateway_t *g, int fd, uint64_t tag) {
@@ -234,6 +266,35 @@ void pd_gateway_unwatch(pd_gateway_t *g, pd_gateway_conn_t *c) {
   if (!c->is_watched) return;
   epoll_ctl(g->epfd, EPOLL_CTL_DEL, c->fd, NULL);
   c->is_watched = 0;
+  uint8_t *w = watch_slot(g, c->fd, 0);
+  if (w) *w = 0;
+}
+
+void pd_gateway_unwatch_keep(pd_gateway_t *g, pd_gateway_conn_t *c) {
+  uint8_t *w = c->is_watched ? watch_slot(g, c->fd, 0) : NULL;
+  if (!w || !*w) {
+    pd_gateway_unwatch(g, c);
+    return;
+  }
+  if (c->is_out_wait) { /* back to EPOLLRDHUP alone */
+    struct epoll_event ev = {.events = EPOLLRDHUP,
+                             .data.u64 = PD_GATEWAY_TAG(PD_GATEWAY_TAG_WATCH, (uint32_t)c->fd)};
+    if (epoll_ctl(g->epfd, EPOLL_CTL_MOD, c->fd, &ev)) {
+      pd_gateway_unwatch(g, c);
+      return;
+    }
+    assert(g->n_out_wait > 0);
+    g->n_out_wait--;
+    c->is_out_wait = 0;
+  }
+  c->is_watched = 0;
+}
+
+void pd_gateway_watch_forget(pd_gateway_t *g, int fd) {
+  uint8_t *w = watch_slot(g, fd, 0);
+  if (!w || !*w) return;
+  *w = 0;
+  epoll_ctl(g->epfd, EPOLL_CTL_DEL, fd, NULL); /* the close would do it; MHD may close later */
 }
 
 /* A watched client socket hung up. Hang-ups are rare, so the connection is looked up by
@@ -248,6 +309,8 @@ static void on_watch(pd_gateway_t *g, int fd, uint32_t events) {
         pd_gateway_http_client_writable(g, c); /* a full socket has room (slow readers) */
       return;
     }
+  uint8_t *w = watch_slot(g, fd, 0); /* e.g. kept from an ended request: the client closed it */
+  if (w) *w = 0;
   epoll_ctl(g->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
@@ -499,6 +562,7 @@ void pd_gateway_del(pd_gateway_t *g) {
     for (uint32_t i = 0; i < PD_MAX_WORKERS; i++)
       free(g->urls[r][i]);
   free(g->slots);
+  free(g->watch_fds);
   free(g->gens);
   free(g->free_slots);
   if (g->epfd >= 0) close(g->epfd);

@@ -57,7 +57,10 @@ static void out_wait(pd_gateway_t *g, pd_gateway_conn_t *c, int is_on) {
 /* A direct stream's end (or cut): MHD takes the connection back once nothing waits. */
 static void direct_end(pd_gateway_t *g, pd_gateway_conn_t *c) {
   if (pd_gateway_http_backlog(c) && !c->is_abort && !c->is_gone) return; /* after the flush */
-  pd_gateway_unwatch(g, c);
+  if (c->is_abort || c->is_gone)
+    pd_gateway_unwatch(g, c);
+  else
+    pd_gateway_unwatch_keep(g, c); /* the connection may carry the next request */
   pd_gateway_http_wake(c);
 }
 
@@ -68,6 +71,15 @@ static int direct_write(pd_gateway_t *g, pd_gateway_conn_t *c, const void *p, si
   int hn = snprintf(hd, sizeof hd, "%zx\r\n", len);
   struct iovec iov[3] = {{hd, (size_t)hn}, {(void *)(uintptr_t)p, len}, {"\r\n", 2}};
   size_t sent = 0;
+  if (g->is_deferring && (c->is_deferred || g->n_defer < PD_GATEWAY_DEFER_MAX)) {
+    for (int i = 0; i < 3; i++) /* sent with the stream's other chunks of this libcurl call */
+      if (out_append(c, iov[i].iov_base, iov[i].iov_len)) return -1; /* out of memory */
+    if (!c->is_deferred) {
+      c->is_deferred = 1;
+      g->defer[g->n_defer++] = c;
+    }
+    return 0;
+  }
   if (!pd_gateway_http_backlog(c)) { /* else the socket is full: queue behind what waits */
     struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
     ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -138,6 +150,17 @@ void pd_gateway_http_client_writable(pd_gateway_t *g, pd_gateway_conn_t *c) {
   if (c->is_ended) direct_end(g, c);
 }
 
+void pd_gateway_http_flush_deferred(pd_gateway_t *g) {
+  for (uint32_t i = 0; i < g->n_defer; i++) {
+    pd_gateway_conn_t *c = g->defer[i];
+    c->is_deferred = 0;
+    if (c->is_gone || c->is_out_wait) continue; /* EPOLLOUT sends what waits */
+    pd_gateway_http_client_writable(g, c);
+    if (pd_gateway_http_backlog(c) && !c->is_gone) out_wait(g, c, 1);
+  }
+  g->n_defer = 0;
+}
+
 void pd_gateway_http_client_stuck(pd_gateway_t *g) {
   uint64_t now = pd_gateway_now_ns();
   if (now < g->next_stuck_ns) return;
@@ -190,7 +213,10 @@ void pd_gateway_http_client_action(pd_gateway_t *g, pd_gateway_conn_t *c, const 
       direct_end(g, c);
       return;
     }
-    pd_gateway_unwatch(g, c); /* nothing left to cancel; MHD sees the rest */
+    if (c->is_abort || c->is_gone)
+      pd_gateway_unwatch(g, c); /* nothing left to cancel; MHD sees the rest */
+    else
+      pd_gateway_unwatch_keep(g, c);
     break;
   default: return;
   }

@@ -4,6 +4,7 @@
  * buffer and resume it. Suspended connections are blind to hang-ups, so the loop watches
  * each fed request's socket for EPOLLRDHUP itself (pd_gateway_watch). What the core and the loop
  * write into a connection is in pd_gateway_client.c. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <netdb.h>
@@ -64,6 +65,7 @@ static pd_gateway_conn_t *conn_new(pd_gateway_t *g, struct MHD_Connection *mc) {
 }
 
 static void conn_del(pd_gateway_t *g, pd_gateway_conn_t *c) {
+  assert(!c->is_deferred); /* g->defer is empty outside libcurl's calls */
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -524,13 +526,15 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)toe;
   pd_gateway_t *g = cls;
   pd_httpd_request_over(&g->httpd, mc);
   pd_gateway_conn_t *c = *req_cls;
   if (!c) return;
   *req_cls = NULL;
-  pd_gateway_unwatch(g, c);
+  if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !c->is_gone)
+    pd_gateway_unwatch_keep(g, c);
+  else
+    pd_gateway_unwatch(g, c);
   if (c->info) pd_gateway_upstream_info_cancel(g, c);
   pd_gateway_request_t *rq = c->rq;
   if (rq) {
@@ -549,6 +553,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
 static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_ctx,
                           enum MHD_ConnectionNotificationCode toe) {
   pd_gateway_t *g = cls;
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (ci) pd_gateway_watch_forget(g, ci->connect_fd); /* a new socket, or one MHD closes */
   pd_httpd_notify(&g->httpd, mc, socket_ctx, toe);
   g->n_conns = pd_httpd_count(&g->httpd);
   pthread_mutex_lock(&g->httpd.mu);

@@ -35,6 +35,8 @@ enum {
 #define PD_GATEWAY_HTTP_RESUME_BYTES (8u * 1024u)
 /* Sent bytes at the front of a client buffer are dropped (memmove) past this much. */
 #define PD_GATEWAY_HTTP_COMPACT_BYTES (16u * 1024u)
+/* Direct streams whose writes wait for the end of one libcurl call (more: written at once). */
+#define PD_GATEWAY_DEFER_MAX 1024u
 /* Largest proxied info response. */
 #define PD_GATEWAY_UPSTREAM_MAX_INFO_BYTES (1024u * 1024u)
 /* Abort posts in flight; beyond it an abort is dropped (and counted). */
@@ -84,6 +86,7 @@ typedef struct pd_gateway_conn {
   int is_direct; /* the stream's chunks go straight to the socket (pd_gateway_client.c) */
   int is_corked; /* TCP_CORK from the SSE head until the first chunk is written (one segment) */
   int is_out_wait;       /* direct: bytes wait for room (EPOLLOUT on the watch) */
+  int is_deferred;       /* direct: in g->defer, its chunks go out when libcurl returns */
   uint64_t out_wait_ns;  /* direct: when the socket last took bytes while some wait */
   uint64_t t_start_ns;
   char reject_msg[256]; /* PD_GATEWAY_HTTP_REJECT: the 404/405 message */
@@ -168,6 +171,14 @@ struct pd_gateway {
   uint32_t n_conns; /* open client connections (MHD notify) */
   uint32_t n_out_wait; /* direct streams whose socket is full */
   uint32_t n_corked;   /* connections with is_corked */
+  /* Direct streams written to while libcurl delivers worker bytes (is_deferring): their chunks
+   * collect in c->out and leave with one send per stream when curl_multi_socket_action
+   * returns, so a worker read that brought n events costs one client write, not n. */
+  int is_deferring;
+  uint32_t n_defer;
+  struct pd_gateway_conn *defer[PD_GATEWAY_DEFER_MAX];
+  uint8_t *watch_fds;  /* by fd: 1 = in the epoll set for the watch (pd_gateway_watch) */
+  uint32_t n_watch_fds;
   uint64_t next_stuck_ns; /* next look for direct streams whose reader stopped */
   pd_httpd_t httpd;  /* connection limit, request deadline, framing (pd_httpd.h) */
   int has_httpd;
@@ -195,6 +206,11 @@ void pd_gateway_watch(pd_gateway_t *g, pd_gateway_conn_t *c);
 /* Add a readable-interest fd to the loop with an epoll tag. 0 or PD_ERR_IO. */
 int pd_gateway_add_fd(pd_gateway_t *g, int fd, uint64_t tag);
 void pd_gateway_unwatch(pd_gateway_t *g, pd_gateway_conn_t *c);
+/* The request of c ended well: stop watching for it, but leave its socket registered for the
+ * connection's next request (keep-alive). */
+void pd_gateway_unwatch_keep(pd_gateway_t *g, pd_gateway_conn_t *c);
+/* MHD closes the connection of fd: drop a kept registration. */
+void pd_gateway_watch_forget(pd_gateway_t *g, int fd);
 void pd_gateway_log(const pd_gateway_t *g, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -223,6 +239,8 @@ void pd_gateway_http_uncork_all(pd_gateway_t *g);
  * MHD_run rather than the next. 0 sent (or queued for room), 1 not taken (MHD sends them),
  * -1 the socket failed (c->is_gone set). */
 int pd_gateway_http_direct_first(pd_gateway_t *g, pd_gateway_conn_t *c);
+/* Send what the direct streams written during a libcurl call have collected (g->defer). */
+void pd_gateway_http_flush_deferred(pd_gateway_t *g);
 /* Direct streams whose reader took nothing for --client-timeout-s are cut (each turn). */
 void pd_gateway_http_client_stuck(pd_gateway_t *g);
 /* Resume c if it is suspended, so MHD takes its news. */

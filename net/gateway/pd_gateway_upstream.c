@@ -439,13 +439,19 @@ void pd_gateway_upstream_on_socket(pd_gateway_t *g, int fd, uint32_t events) {
   if (events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
   if (events & EPOLLERR) flags |= CURL_CSELECT_ERR;
   int running = 0;
+  g->is_deferring = 1;
   curl_multi_socket_action(g->multi, fd, flags, &running);
+  g->is_deferring = 0;
+  pd_gateway_http_flush_deferred(g);
 }
 
 void pd_gateway_upstream_on_timeout(pd_gateway_t *g) {
   g->curl_deadline_ns = 0;
   int running = 0;
+  g->is_deferring = 1;
   curl_multi_socket_action(g->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+  g->is_deferring = 0;
+  pd_gateway_http_flush_deferred(g);
 }
 
 /* ---------- finished transfers ---------- */
