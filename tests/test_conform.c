@@ -94,7 +94,10 @@ static void test_crash_judged_when_legs_are_tied_by_request_id(void) {
   PDT_TRUE(x.r.scale >= 0.1); /* the scenario's socket_min_scale */
   PDT_EQ_INT(x.r.legs_by_timing, 0);
   PDT_TRUE(x.r.judged & PD_CONFORM_BIT(PD_INVARIANT_OUTCOME));
-  PDT_EQ_INT(x.r.got, 0);
+  char what[512]; /* a failure names the violation (a load-timing one was seen once) */
+  snprintf(what, sizeof what, "decode-crash-and-restart / reference: conform %#x (%s)", x.r.got,
+           x.r.reason);
+  CU_assertImplementation(x.r.got == 0, __LINE__, what, __FILE__, "", CU_FALSE);
   PDT_TRUE(x.r.matched);
   assert_no_survivors(&x.r);
   pdt_conform_opts(&x.o, x.bin, "minilb", x.cmd, sizeof x.cmd);

@@ -79,6 +79,34 @@ out:
   free(b);
 }
 
+/* docs/explore.md "What a seed generates": a `status` fault answers with one of 400, 404, 408, 429, 500,
+ * 502, 503, 504; over a few thousand worlds each of them is drawn and nothing else is. */
+static void test_status_faults_draw_the_documented_palette(void) {
+  static const int palette[] = {400, 404, 408, 429, 500, 502, 503, 504};
+  enum { N = sizeof palette / sizeof palette[0] };
+  uint32_t seen[N] = {0}, other = 0;
+  pd_scenario_t *a = malloc(sizeof *a);
+  if (!a) return;
+  for (uint64_t seed = 1; seed <= 10 * EXT_ROUND_TRIP_SEEDS; seed++) {
+    pd_explore_generate(a, seed);
+    for (uint32_t i = 0; i < a->n_workers; i++)
+      for (uint32_t k = 0; k < a->workers[i].n_faults; k++) {
+        const pd_fault_t *f = &a->workers[i].faults[k];
+        if (f->kind != PD_FAULT_STATUS) continue;
+        size_t j = 0;
+        while (j < N && palette[j] != f->status) j++;
+        if (j < N) seen[j]++;
+        else other++;
+      }
+  }
+  PDT_EQ_INT(other, 0);
+  for (size_t j = 0; j < N; j++) {
+    if (!seen[j]) fprintf(stderr, "  status %d never drawn\n", palette[j]);
+    PDT_TRUE(seen[j] > 0);
+  }
+  free(a);
+}
+
 static void test_writer_round_trips_generated_worlds(void) {
   pd_scenario_t *s = malloc(sizeof *s);
   if (!s) return;
@@ -201,6 +229,9 @@ static void test_file_name_and_reason_invariant(void) {
   PDT_EQ_INT(pd_explore_reason_inv("I18 8 KV pages of a decode leg on d0 held 2.0 ms"), 18);
   PDT_EQ_INT(pd_explore_reason_inv("violation"), 0);
   PDT_EQ_INT(pd_explore_reason_inv(""), 0);
+  PDT_EQ_INT(pd_explore_reason_inv("Ix decode"), 0); /* a letter where the number goes */
+  PDT_EQ_INT(pd_explore_reason_inv("I: decode"), 0);
+  PDT_EQ_INT(pd_explore_reason_inv("J3 decode"), 0); /* not an invariant's name at all */
 }
 
 /* Save a finished case to a file, load it and run it as `pdref sim run` would. */
@@ -351,6 +382,7 @@ static void test_a_written_case_declares_its_unexercised_modes(void) {
 int pdt_suite_explore(void) {
   static const pdt_case_t cases[] = {
       {"same seed generates the same valid world", test_same_seed_generates_the_same_valid_world},
+      {"status faults draw the documented palette", test_status_faults_draw_the_documented_palette},
       {"writer round-trips generated worlds", test_writer_round_trips_generated_worlds},
       {"writer round-trips every field", test_writer_round_trips_every_field},
       {"writer round-trips the scenario library", test_writer_round_trips_the_scenario_library},

@@ -163,6 +163,10 @@ static void test_spec_leg_table_and_drawing_match_the_core(void) {
 static void test_tables_refuse_out_of_range_states(void) {
   PDT_FALSE(pd_rq_state_legal(-1, 0));
   PDT_FALSE(pd_rq_state_legal(0, pd_rq_state_count()));
+  for (int s = 0; s < pd_rq_state_count(); s++) { /* one past the table, from every row */
+    PDT_FALSE(pd_rq_state_legal(s, pd_rq_state_count()));
+    PDT_FALSE(pd_rq_state_legal(pd_rq_state_count(), s));
+  }
   PDT_TRUE(pd_rq_state_name(pd_rq_state_count()) == NULL);
   PDT_TRUE(pd_leg_state_name(-1) == NULL);
   for (int s = 0; s < pd_rq_state_count(); s++) PDT_FALSE(pd_rq_state_legal(s, s)); /* no self-move */

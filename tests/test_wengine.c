@@ -228,6 +228,39 @@ static void expect_idle(const drv_t *d) {
 
 /* ---------- prefill ---------- */
 
+/* docs/scenarios.md `fault_rate`: with no scripted fault a leg draws one of a fixed set of
+ * twelve, each in turn over enough draws, and its statuses (503, 500, 429) answer at once:
+ * none is deferred after the KV on a non-stream decode. */
+static void test_fault_rate_draws_its_fixed_set(void) {
+  pd_scenario_worker_t spec;
+  memset(&spec, 0, sizeof spec);
+  pd_prng_t rng;
+  pd_prng_init(&rng, 7);
+  uint32_t kinds = 0, statuses = 0, lags = 0, drips = 0;
+  for (uint32_t nth = 1; nth <= 4000; nth++) {
+    pd_fault_choice_t c;
+    memset(&c, 0, sizeof c);
+    PDT_EQ_INT(pd_worker_pick_fault(&spec, nth, 1.0, NULL, &rng, &c), -1);
+    if (c.lag_ms) lags++;
+    if (c.drip_ms) drips++;
+    if (c.fault < 0) continue;
+    kinds |= 1u << c.fault;
+    if (c.fault != PD_FAULT_STATUS) continue;
+    PDT_TRUE(c.fp->status == 503 || c.fp->status == 500 || c.fp->status == 429);
+    statuses |= c.fp->status == 503 ? 1u : c.fp->status == 500 ? 2u : 4u;
+    PDT_FALSE(pd_worker_status_is_deferred(c.fp, 1, 0));
+  }
+  PDT_EQ_INT(statuses, 7);
+  PDT_TRUE(lags > 0 && drips > 0);
+  static const pd_fault_kind_t want[] = {
+      PD_FAULT_STATUS, PD_FAULT_RESET_BEFORE_HEAD, PD_FAULT_RESET_MID_STREAM,
+      PD_FAULT_SSE_ERROR, PD_FAULT_TRUNCATE, PD_FAULT_HANG_BEFORE_HEAD,
+      PD_FAULT_HANG_MID_STREAM, PD_FAULT_KV_FAIL};
+  uint32_t want_mask = 0;
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) want_mask |= 1u << want[i];
+  PDT_EQ_INT(kinds, want_mask);
+}
+
 static void test_prefill_waits_in_bootstrap_until_its_room_registers(void) {
   drv_t d;
   drv_init(&d, PD_ROLE_PREFILL);
@@ -779,6 +812,8 @@ static void test_per_rank_capacity_forward_passes(void) {
 
 int pdt_suite_wengine(void) {
   static const pdt_case_t cases[] = {
+      {"fault_rate draws its fixed set; its statuses answer at once",
+       test_fault_rate_draws_its_fixed_set},
       {"prefill takes its slot at arrival and waits in bootstrap until its room registers, "
        "then forward + KV, then answers 200", test_prefill_waits_in_bootstrap_until_its_room_registers},
       {"bootstrap timeout answers 500 (S5.4), stream as an error event", test_bootstrap_timeout_answers_500},
