@@ -579,8 +579,11 @@ static uint32_t check_retry_target(const pd_judge_t *j, pd_client_request_t *rq,
  * whenever every worker was healthy: none down and every breaker Closed from arrival to end
  * (one the scenario started open or half-open is not), and no fault, slowness or crash on any
  * leg of it, no worker refused it with a status (a prompt larger than its pool,
- * R-CAP-TOO-LARGE: the request cannot succeed), and no worker failed it by its own timeout
- * while its partner waited for capacity (is_capacity_failed). */
+ * R-CAP-TOO-LARGE: the request cannot succeed), no worker failed it by its own timeout
+ * while its partner waited for capacity (is_capacity_failed). A 503 or 504 is also excused
+ * when the request waited (no leg of it running on a worker) while a role was fault-blocked:
+ * every running place of that role's up workers taken, one by a leg with a fault, lag or drip
+ * (is_waited_behind_fault): the deadline or queue it ran out was spent behind the fault. */
 int pd_check_has_bytes(const pd_buf_t *b, const char *needle) {
   size_t n = strlen(needle);
   for (size_t i = 0; b->len >= n && i + n <= b->len; i++)
@@ -591,6 +594,8 @@ int pd_check_has_bytes(const pd_buf_t *b, const char *needle) {
 static uint32_t check_served(const pd_client_request_t *rq, int clean, char *reason, size_t cap) {
   uint32_t v = 0;
   if (clean || rq->gone || !rq->was_healthy) return 0;
+  if (rq->is_waited_behind_fault && (rq->head_status == 503 || rq->head_status == 504))
+    return 0; /* its wait behind a faulted leg ran out a deadline or a queue: not a gateway's */
   if (rq->head_status == 503 && rq->is_shed_at_capacity && pd_check_has_bytes(&rq->body, "\"code\":\"admission_"))
     return 0; /* shed by admission while a role was full (worker truth, R-ADMIT-SHED) */
   int legs = 0, reached = 0;

@@ -288,6 +288,7 @@ static void request_send(struct pd_world *w, uint32_t user, uint64_t job, uint32
   pd_buf_init(&rq->body, PD_WORLD_MAX_BODY_BYTES);
   rq->t_arrival = w->now;
   rq->health_epoch = w->n_unhealthy ? UINT64_MAX : w->unhealthy_epoch;
+  pd_world_fault_block_note(w, rq); /* it arrives to wait behind a fault (I15) */
   rq->is_stream = draw(w, wl->stream);
   rq->wants_logprob = draw(w, wl->logprob);
   rq->tokens = wl->tokens;

@@ -96,6 +96,7 @@ typedef struct pd_worker_leg {
   int is_path_fault;       /* a network fault (net_reset, response_lost) cut the path between
                               gateway and worker: the gateway saw a reset or nothing more, while
                               the worker ran on (its truth is its own; it never failed) */
+  int is_running_faulted;  /* counted in its node's faulted_running (pd_world_worker.c) */
   int is_capacity_failed;  /* its worker failed it by its own timeout (prefill's bootstrap,
                               decode's waiting) while its partner sat in its worker's queue
                               for capacity (decode's prealloc, prefill's waiting queue): a
@@ -172,6 +173,8 @@ typedef struct pd_client_request {
    * from arrival to the client's end; set by the driver (a socket run sets it from its crash
    * windows). 0: I15 is not judged for this request. */
   int was_healthy;
+  int is_waited_behind_fault; /* at some instant it had no leg running on a worker while a role
+                                 was fault-blocked (pd_world_int.h): its wait was the fault's */
   int is_client_blocked; /* the client reads nothing now: decode's messages are held */
   struct pd_world_held *held; /* decode messages held while blocked, in arrival order */
   uint32_t n_held, cap_held;

@@ -52,6 +52,8 @@ typedef struct pd_worker_node {
   uint32_t received;   /* requests received (nth for faults) */
   int is_down;         /* crashed, not restarted */
   uint32_t live_slots; /* slots held now */
+  uint32_t faulted_running; /* running places held now by legs with a fault, lag or drip */
+  int is_full;              /* every running place taken, at the end of its last step */
   uint64_t t_slot_freed_last; /* when it last freed a slot (admission's I15 excuse) */
   uint64_t n_freed_at;        /* the instant of n_freed_recent */
   uint32_t n_freed_recent;    /* slots freed in that instant */
@@ -131,6 +133,12 @@ struct pd_world {
   _Atomic uint32_t tf_owner[PD_SCENARIO_MAX_TRAFFIC_FAULTS]; /* sticky traffic faults: worker + 1 */
   pd_metrics_t *metrics; /* pd_world_opts_t.metrics */
   uint64_t tie_seed; /* order of same-instant events (0: insertion order) */
+  /* I15's excuse: a role is fault-blocked while every up worker of it has all its running
+   * places taken and a leg with a fault, lag or drip holds at least one of them, so no
+   * gateway could start a request's leg of that role until the faulted leg ends */
+  uint32_t faulted_running; /* running places held by such legs, all workers */
+  int is_fault_blocked;
+  int is_fault_block_dirty; /* faulted_running moved since is_fault_blocked was computed */
   uint64_t seed;     /* the run's seed (prompt lengths: pd_scenario_prompt_tokens) */
   int push_err; /* the first push the event queue (or the list of changed legs) refused:
                    pd_world_run_opts returns it */
@@ -147,6 +155,11 @@ struct pd_world {
 };
 
 /* driver (pd_world.c, pd_world_loop.c) */
+/* Recompute is_fault_blocked; when it starts to hold, mark every live request with no
+ * running leg (pd_client_request_t.is_waited_behind_fault). */
+void pd_world_fault_block_update(struct pd_world *w);
+/* Mark rq if the world is fault-blocked and no leg of rq runs on a worker. */
+void pd_world_fault_block_note(const struct pd_world *w, pd_client_request_t *rq);
 void pd_world_push(struct pd_world *w, uint64_t t, uint32_t kind, uint32_t a, uint64_t b,
                    uint64_t c);
 int pd_world_feed(struct pd_world *w, const pd_event_t *ev);

@@ -494,6 +494,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     pd_world_mark_crash(w, it->a);
     pd_world_trace_instant(w, PD_TRACE_WORKER + it->a, 0, PD_TRACE_ID_CRASH, 0, 0);
     pd_worker_model_crash(w, it->a);
+    pd_world_fault_block_update(w);
     return;
   case EV_ALLOC_FAIL:
     if (it->a && w->orig) return; /* the healed phase: no fault starts */
@@ -505,6 +506,7 @@ static void step(struct pd_world *w, const pd_heap_item_t *it, char *buf) {
     w->nodes[it->a].is_down = 0;
     pd_world_trace_instant(w, PD_TRACE_WORKER + it->a, 0, PD_TRACE_ID_RESTART, 0, 0);
     pd_worker_model_restart(w, it->a);
+    pd_world_fault_block_update(w);
     return;
   default: return;
   }

@@ -159,6 +159,51 @@ static void slot(struct pd_world *w, pd_worker_leg_t *leg, int taken) {
   }
 }
 
+/* ---------- I15's excuse: waiting behind a faulted leg ---------- */
+
+void pd_world_fault_block_note(const struct pd_world *w, pd_client_request_t *rq) {
+  if (!w->is_fault_blocked || rq->is_waited_behind_fault) return;
+  for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req)
+    if (l->is_running && l->wstate != PD_WORKER_LEG_DONE) return;
+  rq->is_waited_behind_fault = 1;
+}
+
+/* Is some role fault-blocked: a full up worker of it holds a faulted leg, and no up worker
+ * of that role has a free running place? */
+static int fault_blocked(const struct pd_world *w) {
+  int faulted_full[2] = {0, 0}, free_place[2] = {0, 0};
+  for (uint32_t k = 0; k < w->n_nodes; k++) {
+    const pd_worker_node_t *n = &w->nodes[k];
+    int r = n->role == PD_ROLE_DECODE;
+    if (n->is_down) continue;
+    if (!pd_wengine_is_full(n->eng)) free_place[r] = 1; /* a gateway could use it */
+    else if (n->faulted_running) faulted_full[r] = 1;
+  }
+  return (faulted_full[0] && !free_place[0]) || (faulted_full[1] && !free_place[1]);
+}
+
+void pd_world_fault_block_update(struct pd_world *w) {
+  int was = w->is_fault_blocked;
+  w->is_fault_blocked = w->faulted_running && fault_blocked(w);
+  if (!w->is_fault_blocked || was) return;
+  void *v;
+  for (size_t slot = 0; pd_map_next(&w->reqs, &slot, NULL, &v);) pd_world_fault_block_note(w, v);
+}
+
+/* Keep node->faulted_running true for this leg: it counts while the leg runs with a fault, a
+ * lag or a drip picked. */
+static void track_running_fault(struct pd_world *w, pd_worker_leg_t *leg) {
+  int want = leg->is_running && leg->wstate != PD_WORKER_LEG_DONE &&
+             (leg->fault >= 0 || leg->lag_ms || leg->drip_ms);
+  if (want != leg->is_running_faulted) {
+    pd_worker_node_t *n = &w->nodes[leg->worker];
+    leg->is_running_faulted = want;
+    n->faulted_running += want ? 1u : (uint32_t)-1;
+    w->faulted_running += want ? 1u : (uint32_t)-1;
+    w->is_fault_block_dirty = 1; /* run_engine recomputes at the end of the step */
+  }
+}
+
 static void send(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {
   if (!leg->worker_conn_open) return;
   if (a->kind == PD_WACT_HEAD) {
@@ -317,11 +362,15 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
     leg->fp = a->fp;
     leg->lag_ms = a->c >> 32;
     leg->drip_ms = a->c & 0xffffffffu;
+    track_running_fault(w, leg);
     return;
   case PD_WACT_FIRED: leg->is_fault_fired = 1; return;
   case PD_WACT_STATUS: leg->injected_status = (int)a->a; return;
   case PD_WACT_SLOT: slot(w, leg, (int)a->a); return;
-  case PD_WACT_RUNNING: leg->is_running = (int)a->a; return;
+  case PD_WACT_RUNNING:
+    leg->is_running = (int)a->a;
+    track_running_fault(w, leg);
+    return;
   case PD_WACT_KV: kv_held(w, leg, a->b); return;
   case PD_WACT_DONE:
     if ((pd_truth_t)a->a == PD_TRUTH_FAILED && !leg->is_fault_fired &&
@@ -329,6 +378,7 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
          leg->wstate_at_end == PD_WORKER_LEG_WAIT_KV))
       pd_world_note_own_timeout(w, leg);
     leg->wstate = PD_WORKER_LEG_DONE;
+    track_running_fault(w, leg);
     if (leg->truth == PD_TRUTH_PENDING) leg->truth = (pd_truth_t)a->a;
     pd_world_leg_changed(w, leg);
     return;
@@ -363,6 +413,14 @@ static void run_engine(struct pd_world *w, uint32_t node, int rc, pd_wact_buf_t 
       pin_settle(w, out->v[i].id, 0); /* a retired leg's pin freed */
   }
   pd_worker_node_t *n = &w->nodes[node];
+  int full = pd_wengine_is_full(n->eng); /* I15's fault-block: only a change can move it */
+  if ((full != n->is_full || w->is_fault_block_dirty) &&
+      (w->faulted_running || w->is_fault_blocked)) {
+    n->is_full = full;
+    w->is_fault_block_dirty = 0;
+    pd_world_fault_block_update(w);
+  }
+  n->is_full = full;
   uint64_t t = pd_wengine_next_expiry(n->eng);
   if (t < n->wake_at) {
     n->wake_at = t;

@@ -7,7 +7,9 @@
 #include "pd_check.h"
 #include "pd_wengine.h"
 #include "pdt.h"
+#include "pd_world.h"
 #include "pdt_judge.h"
+#include "pdt_net.h"
 
 #define MS 1000000ull
 #define BIT(i) (1u << ((i) - 1))
@@ -83,6 +85,48 @@ static void test_capacity_timeout_is_not_healthy(void) {
     PDT_EQ_U64(v, cap ? 0 : BIT(PD_INVARIANT_SERVED));
     free(k);
   }
+}
+
+/* I15: a 503 or 504 for a request that waited while a faulted leg held its role's last
+ * running place (is_waited_behind_fault) is the fault's; the same wait ending in a 500, or
+ * the 504 without the wait, is a gateway failure. */
+static void test_wait_behind_fault_excuses_503_504_only(void) {
+  char reason[200];
+  static const int statuses[] = {503, 504, 500};
+  for (size_t i = 0; i < sizeof statuses / sizeof *statuses; i++)
+    for (int waited = 0; waited < 2; waited++) {
+      pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
+      if (!k) return;
+      k->rq.was_healthy = 1;
+      k->rq.head_status = statuses[i];
+      k->rq.body.len = 0;
+      k->rq.is_waited_behind_fault = waited;
+      k->leg[0].truth = k->leg[1].truth = PD_TRUTH_CANCELLED;
+      uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_SERVED);
+      PDT_EQ_U64(v, waited && statuses[i] != 500 ? 0 : BIT(PD_INVARIANT_SERVED));
+      free(k);
+    }
+}
+
+/* The simulator marks the wait from worker truth: in hung-decode-holds-only-slot-queued-504
+ * the only decode place is held by a hung leg, the requests behind it end 504 unclean, and
+ * the reference passes only because they are marked (before the mark, explore flagged this
+ * world I15); with the fault removed every request is served clean. */
+static void test_wait_behind_fault_marked_from_worker_truth(void) {
+  pd_scenario_t *s = pdt_load_scenario("hung-decode-holds-only-slot-queued-504");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  for (int healthy = 0; healthy < 2; healthy++) {
+    if (healthy) s->workers[1].n_faults = 0;
+    pd_world_stats_t st;
+    uint32_t v = 0;
+    PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, s->config.seed, NULL, &st, &v, NULL), 0);
+    PDT_EQ_U64(v, 0);
+    PDT_EQ_U64(st.requests_done, s->workload.requests);
+    if (healthy) PDT_EQ_U64(st.clean_success, s->workload.requests);
+    else PDT_TRUE(st.clean_success < s->workload.requests && st.faults_exercised == st.faults_total);
+  }
+  free(s);
 }
 
 /* I12's model: an open is judged against the worker's own failures, never the gateway's
@@ -243,6 +287,10 @@ int pdt_suite_check_truth(void) {
       {"I3/I18: taken and freed in one instant after the bound",
        test_taken_and_freed_in_one_instant_late_is_not_held},
       {"I2: the reference closes at once when its client leaves", test_reference_cancels_at_once},
+      {"I15: a 503/504 after waiting behind a faulted leg is excused, a 500 is not",
+       test_wait_behind_fault_excuses_503_504_only},
+      {"I15: the wait behind a faulted leg is marked from worker truth",
+       test_wait_behind_fault_marked_from_worker_truth},
       {"I15: a worker's own timeout while its partner waited for room",
        test_capacity_timeout_is_not_healthy},
       {"I12: the checker's breaker model judges opens from worker truth",
