@@ -53,7 +53,12 @@ typedef struct ex_state {
   cJSON *findings, *violating_list;
   pd_metrics_t mx; /* --result: the cost pooled over every explored world */
   uint32_t jobs;   /* the processes that explored (timing only) */
+  int progress_fd; /* a --jobs shard: where its parent reads its progress (-1: none) */
+  double reported_s; /* when it last wrote there */
 } ex_state_t;
+
+/* A --jobs parent gives each shard a pipe's write end in this variable (cmd_explore_jobs.c). */
+#define EX_PROGRESS_FD_ENV "PDREF_EXPLORE_PROGRESS_FD"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -277,6 +282,13 @@ static void progress(ex_state_t *st, const ex_opts_t *o, uint64_t total) {
     pd_cli_progress_draw(&st->bar, frac, "%llu/%llu seeds  %.0f seeds/s  %llu violating",
                          (unsigned long long)st->explored, (unsigned long long)total, rate,
                          (unsigned long long)st->violating);
+  if (st->progress_fd >= 0 && (el - st->reported_s >= PD_CLI_PROGRESS_EVERY_S || frac >= 1)) {
+    /* one line, far below PIPE_BUF: the shards' writes to the shared pipe never interleave */
+    dprintf(st->progress_fd, "%llu %llu %llu %llu %.6f\n", (unsigned long long)o->shard_i,
+            (unsigned long long)st->explored, (unsigned long long)total,
+            (unsigned long long)st->violating, frac > 1 ? 1.0 : frac);
+    st->reported_s = el;
+  }
 }
 
 /* A seed or count: a JSON number up to 2^53, a decimal string above (docs/scenarios.md). */
@@ -662,6 +674,13 @@ int pd_cli_sim_explore(const char *prog, int argc, char **argv) {
   ex_state_t st;
   memset(&st, 0, sizeof st);
   st.jobs = o.jobs;
+  st.progress_fd = -1;
+  const char *pfd = getenv(EX_PROGRESS_FD_ENV);
+  if (pfd && o.jobs <= 1) { /* a shard of a --jobs run; anything but a descriptor is ignored */
+    char *end = NULL;
+    long fd = strtol(pfd, &end, 10);
+    if (end != pfd && *end == '\0' && fd > 2 && fd < 65536) st.progress_fd = (int)fd;
+  }
   pd_cli_progress_init(&st.bar, o.json);
   st.findings = cJSON_CreateArray();
   st.violating_list = cJSON_CreateArray();

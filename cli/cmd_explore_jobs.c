@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@ static int is_dropped(const char *a, int *skip_next) {
 /* Runs child i of n (the program at exe); its stdout and stderr go to files in dir. Returns
  * its pid or -1. */
 static pid_t spawn(const char *exe, const char *prog, int argc, char **argv, const char *dir,
-                   unsigned i, unsigned n) {
+                   unsigned i, unsigned n, int progress_w) {
   char shard[48], result[JB_PATH_BYTES], log[JB_PATH_BYTES];
   snprintf(shard, sizeof shard, "%u/%u", i, n);
   if (snprintf(result, sizeof result, "%s/shard-%u-of-%u.json", dir, i, n) >= (int)sizeof result ||
@@ -66,6 +67,10 @@ static pid_t spawn(const char *exe, const char *prog, int argc, char **argv, con
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (fd < 0 || nul < 0 || dup2(nul, 1) < 0 || dup2(fd, 2) < 0) _exit(2);
+    int pw = progress_w >= 0 ? dup(progress_w) : -1; /* dup: not close-on-exec */
+    char pv[16];
+    snprintf(pv, sizeof pv, "%d", pw);
+    if (pw >= 0 && setenv("PDREF_EXPLORE_PROGRESS_FD", pv, 1) != 0) _exit(2);
     execv(exe, cv);
     dprintf(2, CMD ": cannot run %s: %s\n", exe, strerror(errno));
     _exit(2);
@@ -172,6 +177,74 @@ static int read_results(const char *dir, unsigned n, cJSON **docs) {
   return 0;
 }
 
+/* ---------- the parent's progress bar ----------
+ * Each shard writes "i explored total violating frac" lines to one pipe (cmd_explore.c,
+ * progress); the parent keeps each shard's last line and draws their sum. */
+typedef struct jb_shard_progress {
+  unsigned long long explored, total, violating;
+  double frac;
+} jb_shard_progress_t;
+
+typedef struct jb_progress {
+  int fd; /* the pipe's read end, -1 once it reached its end */
+  char buf[512];
+  size_t len;
+  jb_shard_progress_t *shard;
+  unsigned n;
+  pd_cli_progress_t bar;
+} jb_progress_t;
+
+static void jb_progress_line(jb_progress_t *p, const char *line) {
+  unsigned long long i, e, t, v;
+  double f;
+  if (sscanf(line, "%llu %llu %llu %llu %lf", &i, &e, &t, &v, &f) != 5 || i >= p->n) return;
+  p->shard[i] = (jb_shard_progress_t){e, t, v, f};
+}
+
+/* Read what the pipe holds now (non-blocking) and take its whole lines. */
+static void jb_progress_read(jb_progress_t *p) {
+  for (int guard = 0; p->fd >= 0 && guard < 1024; guard++) {
+    ssize_t r = read(p->fd, p->buf + p->len, sizeof p->buf - 1 - p->len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (r == 0) { /* every writer gone */
+        close(p->fd);
+        p->fd = -1;
+      }
+      return;
+    }
+    p->len += (size_t)r;
+    p->buf[p->len] = '\0';
+    char *start = p->buf, *nl;
+    while ((nl = strchr(start, '\n')) != NULL) {
+      *nl = '\0';
+      jb_progress_line(p, start);
+      start = nl + 1;
+    }
+    p->len = strlen(start); /* a partial line waits for its end; a full buffer is dropped */
+    if (p->len >= sizeof p->buf - 1) p->len = 0;
+    memmove(p->buf, start, p->len);
+  }
+}
+
+static void jb_progress_draw(jb_progress_t *p, unsigned done) {
+  unsigned long long e = 0, t = 0, v = 0;
+  double f = 0;
+  for (unsigned i = 0; i < p->n; i++) {
+    e += p->shard[i].explored;
+    t += p->shard[i].total;
+    v += p->shard[i].violating;
+    f += p->shard[i].frac / p->n;
+  }
+  double el = pd_cli_progress_elapsed_s(&p->bar);
+  double frac = done == p->n ? 1.0 : t ? (double)e / (double)t : f;
+  if (t)
+    pd_cli_progress_draw(&p->bar, frac, "%llu/%llu seeds  %.0f seeds/s  %llu violating  %u jobs",
+                         e, t, el > 0 ? (double)e / el : 0.0, v, p->n);
+  else /* no shard has reported yet */
+    pd_cli_progress_draw(&p->bar, frac, "starting %u jobs  %.1f s", p->n, el);
+}
+
 int pd_cli_explore_jobs(const char *prog, int argc, char **argv, unsigned n, int quiet,
                         cJSON **docs) {
   int json = quiet;
@@ -196,34 +269,48 @@ int pd_cli_explore_jobs(const char *prog, int argc, char **argv, unsigned n, int
   exe[el] = '\0';
   pid_t *pids = calloc(n, sizeof *pids);
   int *status = calloc(n, sizeof *status);
+  jb_progress_t pg = {.fd = -1, .n = n, .shard = calloc(n, sizeof *pg.shard)};
+  int pfd[2] = {-1, -1};
+  if (pg.shard && pipe(pfd) == 0) { /* no bar without it; the exploration runs all the same */
+    (void)fcntl(pfd[0], F_SETFD, FD_CLOEXEC);
+    (void)fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
+    (void)fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+    pg.fd = pfd[0];
+  }
   int rc = pids && status ? 0 : 2;
   unsigned started = 0;
   for (; rc == 0 && started < n; started++) {
-    pids[started] = spawn(exe, prog, argc, argv, dir, started, n);
+    pids[started] = spawn(exe, prog, argc, argv, dir, started, n, pfd[1]);
     if (pids[started] < 0) {
       fprintf(stderr, CMD ": --jobs: cannot start shard %u: %s\n", started, strerror(errno));
       rc = 2;
       break;
     }
   }
-  pd_cli_progress_t bar;
-  pd_cli_progress_init(&bar, json);
-  for (unsigned done = 0; done < started;) { /* each child once: bounded by `started` waits */
-    int st = 0;
-    pid_t p = wait(&st);
-    if (p < 0) {
-      if (errno == EINTR) continue;
-      break;
+  if (pfd[1] >= 0) close(pfd[1]); /* the children hold the only write ends now */
+  pd_cli_progress_init(&pg.bar, json);
+  pg.n = started;
+  /* Each turn waits at most PD_CLI_PROGRESS_EVERY_S for a line, then reaps whoever ended:
+   * bounded by the children, which the exploration's own seeds or --time bound. */
+  for (unsigned done = 0; done < started;) {
+    if (pg.fd >= 0) {
+      struct pollfd pf = {pg.fd, POLLIN, 0};
+      if (poll(&pf, 1, (int)(PD_CLI_PROGRESS_EVERY_S * 1000)) > 0) jb_progress_read(&pg);
     }
-    for (unsigned i = 0; i < started; i++)
+    int st = 0;
+    pid_t p = waitpid(-1, &st, pg.fd >= 0 ? WNOHANG : 0);
+    if (p < 0 && errno == EINTR) continue;
+    if (p < 0) break; /* no child left */
+    for (unsigned i = 0; p > 0 && i < started; i++)
       if (pids[i] == p) {
         status[i] = st;
         done++;
-        pd_cli_progress_draw(&bar, (double)done / started, "explore: %u of %u shards done", done,
-                             started);
       }
+    jb_progress_draw(&pg, done);
   }
-  pd_cli_progress_clear(&bar);
+  pd_cli_progress_clear(&pg.bar);
+  if (pg.fd >= 0) close(pg.fd);
+  free(pg.shard);
   for (unsigned i = 0; i < started; i++) {
     int code = WIFEXITED(status[i]) ? WEXITSTATUS(status[i]) : 2;
     char res[JB_PATH_BYTES];

@@ -3,12 +3,14 @@
  * findings and summary, byte for byte, in text and in --json, but for the one "timing:" line
  * (the --json "timing" object); a shard that fails is named and the run exits 2. */
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pdt.h"
 #include "pdt_cli.h"
+#include "pdt_net.h"
 
 #define EJ_SEEDS "30" /* pr1150: violations from seed 1, several invariants, a few seconds */
 
@@ -99,11 +101,40 @@ static void test_a_failing_shard_is_reported(void) {
   unlink(file);
 }
 
+/* On a terminal the parent draws one bar for the whole range from its shards' progress lines
+ * (cmd_explore_jobs.c): seeds explored of the range, for every job together, ending full.
+ * The terminal is a pty from util-linux's `script`, bounded by timeout(1). */
+static void test_the_bar_counts_every_shards_seeds(void) {
+  char bin[PATH_MAX + 8], cmd[PATH_MAX + 256];
+  if (pdt_pdref_path(bin, sizeof bin) != 0 || system("command -v script >/dev/null") != 0) {
+    fprintf(stderr, "test_explore_jobs: pdref or script(1) missing, bar test skipped\n");
+    return;
+  }
+  snprintf(cmd, sizeof cmd,
+           "timeout 120 script -qfec '%s sim explore --mode reference --seeds 600 --jobs 2 "
+           "--out /tmp/pdt-explore-bar-%d' /dev/null 2>&1",
+           bin, (int)getpid());
+  FILE *p = popen(cmd, "r");
+  PDT_TRUE(p != NULL);
+  if (!p) return;
+  static char out[1 << 16];
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  PDT_EQ_INT(pclose(p), 0);
+  PDT_HAS(out, "600/600 seeds"); /* both shards' 300, summed */
+  PDT_HAS(out, "0 violating  2 jobs");
+  PDT_TRUE(strstr(out, "shards done") == NULL); /* not the old count of shards */
+  PDT_HAS(out, "explore: no violations");
+  snprintf(cmd, sizeof cmd, "rm -rf /tmp/pdt-explore-bar-%d", (int)getpid());
+  PDT_EQ_INT(system(cmd), 0);
+}
+
 int pdt_suite_explore_jobs(void) {
   static const pdt_case_t cases[] = {
       {"text is the same for --jobs 1, 2, 3", test_text_is_the_same_for_jobs_1_2_3},
       {"--json is the same for --jobs 1, 2, 3", test_json_is_the_same_for_jobs_1_2_3},
       {"a failing shard is reported", test_a_failing_shard_is_reported},
+      {"on a terminal the bar counts every shard's seeds", test_the_bar_counts_every_shards_seeds},
   };
   return PDT_SUITE("explore_jobs", cases);
 }
