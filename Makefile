@@ -83,9 +83,10 @@ bench: build
 	@$(BUILD)/pdref sim bench
 	@echo '$$ $(BUILD)/pdref sim bench --scenario bench/scenarios/hour-1000rps-8p8d.json --requests 360000'
 	@$(BUILD)/pdref sim bench --scenario bench/scenarios/hour-1000rps-8p8d.json --requests 360000
-	@echo "explore, one process, then one per core (pdref sim explore --mode reference --seeds 20000 --jobs 1|0):"
+	@echo "explore, one process, then one per core; seeds per CPU-s at the end of each line (pdref sim explore --mode reference --seeds 20000 --jobs 1|0):"
 	@$(BUILD)/pdref sim explore --mode reference --seeds 20000 --out $(BUILD)/bench-explore --jobs 1 | grep '^timing:'
 	@$(BUILD)/pdref sim explore --mode reference --seeds 20000 --out $(BUILD)/bench-explore --jobs 0 | grep '^timing:'
+	@echo '$$ $(BUILD)/pdref gateway bench'
 	@$(BUILD)/pdref gateway bench
 
 # Before/after in one run on this machine: builds BASE (a git revision) next to this tree and
