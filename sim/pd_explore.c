@@ -217,7 +217,7 @@ static int run_mx(const pd_scenario_t *s, pd_mode_t mode, int twice, uint32_t *m
   uint64_t h1 = 0, h2 = 0;
   pd_world_stats_t *sp = st ? st : &local;
   pd_world_opts_t o = {NULL, NULL, NULL, 0, 0, mx};
-  int rc = pd_world_run_opts(s, mode, s->config.seed, &o, sp, mask, &h1);
+  int rc = pd_world_run_opts(s, mode, s->config.seed, &o, sp, mask, twice ? &h1 : NULL);
   if (rc == 0 && twice) {
     rc = pd_world_run(s, mode, s->config.seed, NULL, &st2, &m2, &h2);
     if (rc == 0 && (h1 != h2 || m2 != *mask)) *mask |= EXP_BIT(PD_INVARIANT_DETERMINISM);

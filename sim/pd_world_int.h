@@ -133,6 +133,7 @@ struct pd_world {
   _Atomic uint32_t tf_owner[PD_SCENARIO_MAX_TRAFFIC_FAULTS]; /* sticky traffic faults: worker + 1 */
   pd_metrics_t *metrics; /* pd_world_opts_t.metrics */
   uint64_t tie_seed; /* order of same-instant events (0: insertion order) */
+  int is_traced;      /* a trace file or its hash was asked for: else no trace is built */
   /* I15's excuse: a role is fault-blocked while every up worker of it has all its running
    * places taken and a leg with a fault, lag or drip holds at least one of them, so no
    * gateway could start a request's leg of that role until the faulted leg ends */

@@ -554,7 +554,7 @@ static int setup(struct pd_world *w, const pd_scenario_t *s, pd_mode_t mode, uin
   w->gw_alloc = (pd_alloc_t){gw_malloc, gw_realloc, gw_free, w};
   w->gw = pd_gw_new(s->config.alloc_fail_for_ms ? &w->gw_alloc : NULL, c, &w->gw_rng);
   if (!w->gw) return PD_ERR_NOMEM;
-  pd_gw_set_transition_hook(w->gw, pd_trace_on_transition, &w->trace); /* hashed always */
+  if (w->is_traced) pd_gw_set_transition_hook(w->gw, pd_trace_on_transition, &w->trace);
   pd_actbuf_init(&w->acts, NULL);
   pd_heap_init(&w->heap, NULL, 0);
   if (s->config.alloc_fail_for_ms) { /* memory pressure on the gateway: a world fault (I15) */
@@ -709,6 +709,7 @@ int pd_world_run_legs(const pd_scenario_t *s, pd_mode_t mode, uint64_t seed,
   memset(stats, 0, sizeof *stats);
   w->stats = stats;
   pd_trace_init(&w->trace, trace);
+  w->is_traced = trace || trace_hash; /* else nobody reads the trace: none is built */
   char *buf = malloc(RENDER_CAP);
   w->tie_seed = o && o->has_tie_seed ? o->tie_seed : s->config.tie_seed;
   w->on_leg = on_leg;

@@ -49,6 +49,7 @@ static void trace_leg(struct pd_world *w, const pd_client_request_t *rq,
 }
 
 void pd_world_trace_request(struct pd_world *w, const pd_client_request_t *rq) {
+  if (!w->is_traced) return;
   pd_trace_arg_t a[] = {
       PD_TRACE_ARG_ID("req", rq->id),          PD_TRACE_ARG_U("status", rq->head_status),
       PD_TRACE_ARG_U("attempts", rq->attempts), PD_TRACE_ARG_U("tokens", rq->next_token),
@@ -66,6 +67,7 @@ void pd_world_trace_request(struct pd_world *w, const pd_client_request_t *rq) {
 
 void pd_world_trace_instant(struct pd_world *w, uint32_t pid, uint64_t key, uint32_t name_id,
                             uint64_t req_id, uint64_t leg_id) {
+  if (!w->is_traced) return;
   static const char *const names[] = {
       [PD_TRACE_ID_CLIENT_GONE] = "client gone",       [PD_TRACE_ID_ABORT_SENT] = "abort sent",
       [PD_TRACE_ID_ABORT_RECEIVED] = "abort received", [PD_TRACE_ID_CRASH] = "crash",
