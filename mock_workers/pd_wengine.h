@@ -262,8 +262,9 @@ int pd_wengine_expire(pd_wengine_t *e, uint64_t now, pd_wact_buf_t *out);
 
 void pd_wengine_stats(const pd_wengine_t *e, pd_wengine_stats_t *st);
 int pd_wengine_is_down(const pd_wengine_t *e);
-/* Every running place taken (running >= max_running_requests), as pd_wengine_stats says. */
-int pd_wengine_is_full(const pd_wengine_t *e);
+/* Running places free (max_running_requests - running, 0 when full), as pd_wengine_stats
+ * says; UINT32_MAX-ish without a limit. */
+uint32_t pd_wengine_room(const pd_wengine_t *e);
 /* The live leg's worker state (PD_WORKER_LEG_DONE when it is not live). */
 pd_worker_leg_state_t pd_wengine_leg_state(const pd_wengine_t *e, uint64_t id);
 /* R-CAP-RANK: the live leg waits in a capacity queue (prefill's waiting, decode's prealloc)

@@ -245,7 +245,9 @@ void pd_wengine_reconfigure(pd_wengine_t *e, const pd_wengine_config_t *cfg) {
 
 int pd_wengine_is_down(const pd_wengine_t *e) { return e->is_down; }
 
-int pd_wengine_is_full(const pd_wengine_t *e) { return e->running >= e->max_running; }
+uint32_t pd_wengine_room(const pd_wengine_t *e) {
+  return e->running >= e->max_running ? 0 : e->max_running - e->running;
+}
 
 pd_worker_leg_state_t pd_wengine_leg_state(const pd_wengine_t *e, uint64_t id) {
   const pd_wengine_leg_t *l = pd_map_get(&e->legs, id);

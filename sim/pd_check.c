@@ -582,8 +582,9 @@ static uint32_t check_retry_target(const pd_judge_t *j, pd_client_request_t *rq,
  * R-CAP-TOO-LARGE: the request cannot succeed), no worker failed it by its own timeout
  * while its partner waited for capacity (is_capacity_failed). A 503 or 504 is also excused
  * when the request waited (no leg of it running on a worker) while a role was fault-blocked:
- * every running place of that role's up workers taken, one by a leg with a fault, lag or drip
- * (is_waited_behind_fault): the deadline or queue it ran out was spent behind the fault. */
+ * no place free on that role's up workers, one held by a leg with a fault, lag or drip
+ * (is_waited_behind_fault, pd_world_worker.c): the deadline or queue it ran out was spent
+ * behind the fault. */
 int pd_check_has_bytes(const pd_buf_t *b, const char *needle) {
   size_t n = strlen(needle);
   for (size_t i = 0; b->len >= n && i + n <= b->len; i++)

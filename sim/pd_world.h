@@ -96,7 +96,8 @@ typedef struct pd_worker_leg {
   int is_path_fault;       /* a network fault (net_reset, response_lost) cut the path between
                               gateway and worker: the gateway saw a reset or nothing more, while
                               the worker ran on (its truth is its own; it never failed) */
-  int is_running_faulted;  /* counted in its node's faulted_running (pd_world_worker.c) */
+  int is_held_faulted;     /* counted in its node's faulted_held (pd_world_worker.c) */
+  int is_idle_faulted;     /* and in its faulted_idle: it holds its slot but no running place */
   int is_capacity_failed;  /* its worker failed it by its own timeout (prefill's bootstrap,
                               decode's waiting) while its partner sat in its worker's queue
                               for capacity (decode's prealloc, prefill's waiting queue): a

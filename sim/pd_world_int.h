@@ -52,8 +52,11 @@ typedef struct pd_worker_node {
   uint32_t received;   /* requests received (nth for faults) */
   int is_down;         /* crashed, not restarted */
   uint32_t live_slots; /* slots held now */
-  uint32_t faulted_running; /* running places held now by legs with a fault, lag or drip */
-  int is_full;              /* every running place taken, at the end of its last step */
+  uint32_t faulted_held; /* legs with a fault, lag or drip holding its slot or a running place */
+  uint32_t faulted_idle; /* of which holding the slot only (hung before its head): a gateway
+                            that counts what it sent sees them as places taken */
+  int is_full;           /* no place free (running + faulted_idle >= max_running_requests), at
+                            the end of its last step */
   uint64_t t_slot_freed_last; /* when it last freed a slot (admission's I15 excuse) */
   uint64_t n_freed_at;        /* the instant of n_freed_recent */
   uint32_t n_freed_recent;    /* slots freed in that instant */
@@ -134,12 +137,14 @@ struct pd_world {
   pd_metrics_t *metrics; /* pd_world_opts_t.metrics */
   uint64_t tie_seed; /* order of same-instant events (0: insertion order) */
   int is_traced;      /* a trace file or its hash was asked for: else no trace is built */
-  /* I15's excuse: a role is fault-blocked while every up worker of it has all its running
-   * places taken and a leg with a fault, lag or drip holds at least one of them, so no
-   * gateway could start a request's leg of that role until the faulted leg ends */
-  uint32_t faulted_running; /* running places held by such legs, all workers */
+  /* I15's excuse: a role is fault-blocked while no up worker of it has a place free and a
+   * leg with a fault, lag or drip holds a place on one of them, so no gateway could start a
+   * request's leg of that role until the faulted leg ends. A place is a running place, or the
+   * slot of a faulted leg that never took one (hung before its head: the gateway sees it
+   * taken) */
+  uint32_t faulted_held; /* such legs, all workers */
   int is_fault_blocked;
-  int is_fault_block_dirty; /* faulted_running moved since is_fault_blocked was computed */
+  int is_fault_block_dirty; /* faulted_held moved since is_fault_blocked was computed */
   uint64_t seed;     /* the run's seed (prompt lengths: pd_scenario_prompt_tokens) */
   int push_err; /* the first push the event queue (or the list of changed legs) refused:
                    pd_world_run_opts returns it */

@@ -168,39 +168,54 @@ void pd_world_fault_block_note(const struct pd_world *w, pd_client_request_t *rq
   rq->is_waited_behind_fault = 1;
 }
 
+/* A node with no place free: its running places all taken, counting as taken the slots of
+ * faulted legs that hold no running place (hung before their head: a gateway that counts
+ * what it sent sees them as places taken). */
+static int node_full(const pd_worker_node_t *n) {
+  return pd_wengine_room(n->eng) <= n->faulted_idle;
+}
+
 /* Is some role fault-blocked: a full up worker of it holds a faulted leg, and no up worker
- * of that role has a free running place? */
+ * of that role has a place free? */
 static int fault_blocked(const struct pd_world *w) {
   int faulted_full[2] = {0, 0}, free_place[2] = {0, 0};
   for (uint32_t k = 0; k < w->n_nodes; k++) {
     const pd_worker_node_t *n = &w->nodes[k];
     int r = n->role == PD_ROLE_DECODE;
     if (n->is_down) continue;
-    if (!pd_wengine_is_full(n->eng)) free_place[r] = 1; /* a gateway could use it */
-    else if (n->faulted_running) faulted_full[r] = 1;
+    if (!node_full(n)) free_place[r] = 1; /* a gateway could use it */
+    else if (n->faulted_held) faulted_full[r] = 1;
   }
   return (faulted_full[0] && !free_place[0]) || (faulted_full[1] && !free_place[1]);
 }
 
 void pd_world_fault_block_update(struct pd_world *w) {
   int was = w->is_fault_blocked;
-  w->is_fault_blocked = w->faulted_running && fault_blocked(w);
+  w->is_fault_blocked = w->faulted_held && fault_blocked(w);
   if (!w->is_fault_blocked || was) return;
   void *v;
   for (size_t slot = 0; pd_map_next(&w->reqs, &slot, NULL, &v);) pd_world_fault_block_note(w, v);
 }
 
-/* Keep node->faulted_running true for this leg: it counts while the leg runs with a fault, a
- * lag or a drip picked. */
+/* Keep the node's faulted counts true for this leg: it counts while it holds its slot or a
+ * running place with a fault, a lag or a drip picked, and as idle while it holds no running
+ * place. run_engine recomputes the block at the end of the step. */
 static void track_running_fault(struct pd_world *w, pd_worker_leg_t *leg) {
-  int want = leg->is_running && leg->wstate != PD_WORKER_LEG_DONE &&
-             (leg->fault >= 0 || leg->lag_ms || leg->drip_ms);
-  if (want != leg->is_running_faulted) {
-    pd_worker_node_t *n = &w->nodes[leg->worker];
-    leg->is_running_faulted = want;
-    n->faulted_running += want ? 1u : (uint32_t)-1;
-    w->faulted_running += want ? 1u : (uint32_t)-1;
-    w->is_fault_block_dirty = 1; /* run_engine recomputes at the end of the step */
+  int faulted =
+      leg->wstate != PD_WORKER_LEG_DONE && (leg->fault >= 0 || leg->lag_ms || leg->drip_ms);
+  int held = faulted && (leg->is_running || (leg->slot_taken && !leg->is_slot_freed));
+  int idle = held && !leg->is_running;
+  pd_worker_node_t *n = &w->nodes[leg->worker];
+  if (held != leg->is_held_faulted) {
+    leg->is_held_faulted = held;
+    n->faulted_held += held ? 1u : (uint32_t)-1;
+    w->faulted_held += held ? 1u : (uint32_t)-1;
+    w->is_fault_block_dirty = 1;
+  }
+  if (idle != leg->is_idle_faulted) {
+    leg->is_idle_faulted = idle;
+    n->faulted_idle += idle ? 1u : (uint32_t)-1;
+    w->is_fault_block_dirty = 1;
   }
 }
 
@@ -366,7 +381,10 @@ static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t 
     return;
   case PD_WACT_FIRED: leg->is_fault_fired = 1; return;
   case PD_WACT_STATUS: leg->injected_status = (int)a->a; return;
-  case PD_WACT_SLOT: slot(w, leg, (int)a->a); return;
+  case PD_WACT_SLOT:
+    slot(w, leg, (int)a->a);
+    track_running_fault(w, leg);
+    return;
   case PD_WACT_RUNNING:
     leg->is_running = (int)a->a;
     track_running_fault(w, leg);
@@ -413,9 +431,9 @@ static void run_engine(struct pd_world *w, uint32_t node, int rc, pd_wact_buf_t 
       pin_settle(w, out->v[i].id, 0); /* a retired leg's pin freed */
   }
   pd_worker_node_t *n = &w->nodes[node];
-  int full = pd_wengine_is_full(n->eng); /* I15's fault-block: only a change can move it */
+  int full = node_full(n); /* I15's fault-block: only a change can move it */
   if ((full != n->is_full || w->is_fault_block_dirty) &&
-      (w->faulted_running || w->is_fault_blocked)) {
+      (w->faulted_held || w->is_fault_blocked)) {
     n->is_full = full;
     w->is_fault_block_dirty = 0;
     pd_world_fault_block_update(w);
