@@ -86,4 +86,5 @@
   X(pdt_suite_busy) \
   X(pdt_suite_mock_ranks) \
   X(pdt_suite_own_failure) \
-  X(pdt_suite_abort_commit)
+  X(pdt_suite_abort_commit) \
+  X(pdt_suite_breaker_progress)
