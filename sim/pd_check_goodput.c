@@ -90,6 +90,10 @@ uint32_t pd_check_queue_deadline(const pd_judge_t *j, const pd_client_request_t 
     return 1u << (PD_INVARIANT_QUEUE_DEADLINE - 1);
   }
   if (rq->gone && rq->t_end <= due + MS_NS) return 0;
+  /* no leg at all, and a role had no worker to select when it arrived: its attempts failed
+   * at selection (R-RETRY), which is no admission wait (worker truth: the crash; the
+   * breakers as the core reported them) */
+  if (rq->is_unselectable_at_arrival) return 0;
   /* no leg at all: held to the deadline when the gateway's own answer says it was shed for
    * capacity (its body's code, admission_*: client bytes), or when it never answered */
   int answered = rq->head_status != 0;

@@ -65,6 +65,19 @@ void pd_world_to_gw_part(struct pd_world *w, pd_worker_leg_t *leg, int kind, uin
 
 /* ---------- requests: creation, retirement ---------- */
 
+/* Does some role have no worker a gateway could select: none up (worker truth) with its
+ * breaker Closed or half-open (as the core reported it; one the checker's model found opened
+ * without cause counts as Closed, I12)? */
+static int unselectable(const struct pd_world *w) {
+  int ok[2] = {0, 0};
+  for (uint32_t k = 0; k < w->n_nodes; k++) {
+    const pd_worker_node_t *n = &w->nodes[k];
+    if (!n->is_down && (n->breaker_state != PD_BREAKER_OPEN || n->is_breaker_unjust))
+      ok[n->role == PD_ROLE_DECODE] = 1;
+  }
+  return !ok[0] || !ok[1];
+}
+
 void pd_world_client_request_del(pd_client_request_t *rq) {
   pd_worker_leg_t *l = rq->legs;
   while (l) {
@@ -289,6 +302,7 @@ static void request_send(struct pd_world *w, uint32_t user, uint64_t job, uint32
   rq->t_arrival = w->now;
   rq->health_epoch = w->n_unhealthy ? UINT64_MAX : w->unhealthy_epoch;
   pd_world_fault_block_note(w, rq); /* it arrives to wait behind a fault (I15) */
+  rq->is_unselectable_at_arrival = unselectable(w);
   rq->is_stream = draw(w, wl->stream);
   rq->wants_logprob = draw(w, wl->logprob);
   rq->tokens = wl->tokens;

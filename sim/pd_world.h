@@ -174,6 +174,9 @@ typedef struct pd_client_request {
    * from arrival to the client's end; set by the driver (a socket run sets it from its crash
    * windows). 0: I15 is not judged for this request. */
   int was_healthy;
+  int is_unselectable_at_arrival; /* a role had no worker up with its breaker Closed or
+                                     half-open when it arrived: its first attempt could only
+                                     fail at selection, no admission wait (I24) */
   int is_waited_behind_fault; /* at some instant it had no leg running on a worker while a role
                                  was fault-blocked (pd_world_int.h): its wait was the fault's */
   int is_client_blocked; /* the client reads nothing now: decode's messages are held */

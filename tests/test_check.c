@@ -413,12 +413,13 @@ static void test_i14_asks_only_a_status_the_gateway_could_see(void) {
 /* I24: with a declared queue deadline of 1 s, the first attempt's leg must reach its worker by
  * then (plus its way there and 1 ms); a request that sent no leg and was shed for capacity (its
  * body says admission_*) or never answered must have its answer by then, a 503 of another
- * cause is not I24's; a client that left first asked nothing more; without a declared queue,
- * nothing is judged. */
+ * cause is not I24's; a client that left first asked nothing more; one that arrived while a
+ * role had no worker to select waited on selection failures, not in the queue; without a
+ * declared queue, nothing is judged. */
 static void test_i24_a_request_leaves_the_queue_by_its_deadline(void) {
   static char shed_body[] = "{\"error\":{\"code\":\"admission_queue_timeout\"}}";
   static char other_body[] = "{\"error\":{\"code\":\"no_available_workers\"}}";
-  for (int c = 0; c < 8; c++) {
+  for (int c = 0; c < 9; c++) {
     fixture_t *f = clean();
     if (!f) return;
     f->j.admit_queue_ns = c == 5 ? 0 : 1000 * MS;
@@ -439,10 +440,13 @@ static void test_i24_a_request_leaves_the_queue_by_its_deadline(void) {
       char *b = c == 6 ? other_body : shed_body;
       f->rq.body.p = (uint8_t *)b;
       f->rq.body.len = strlen(b);
-      if (c == 7) {
+      if (c == 7 || c == 8) { /* 8: the same, but a role had no worker to select when it
+                                  arrived (every decode down): its attempts failed at
+                                  selection, no queue wait (explore seed 80279) */
         f->rq.head_status = 0;
         f->rq.ended = 0;
         f->j.now = 4000 * MS;
+        f->rq.is_unselectable_at_arrival = c == 8;
       }
       if (c == 4) { /* the client left at 900 ms, before the deadline; the 503 came later */
         f->rq.gone = 1;
