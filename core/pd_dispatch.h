@@ -62,6 +62,8 @@ typedef enum pd_seeded_bug {
   PD_BUG_SHARED_BATCH_ROOM = 6,    /* batch items 0 and 1 get one bootstrap room (I8; G18) */
   PD_BUG_LATE_SHED = 7,            /* the queue deadline fires 5 s late (I24) */
   PD_BUG_RETRY_STORM = 8,          /* the retry budget is never consulted (I25) */
+  PD_BUG_FOREIGN_KV = 9,           /* source-first: a decode gets the previous request's
+                                      kv_transfer_params, from the same prefill (I20) */
   PD_BUG_COUNT
 } pd_seeded_bug_t;
 extern const char *const pd_seeded_bug_names[PD_BUG_COUNT]; /* the scenario key's values */

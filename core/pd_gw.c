@@ -49,7 +49,7 @@ int pd_mode_speaks(pd_mode_t m, pd_protocol_t p) {
 
 const char *const pd_seeded_bug_names[PD_BUG_COUNT] = {
     "none", "blame_partner", "clean_end_on_failure", "repeat_first_event", "extra_attempt",
-    "leak_decode_load", "shared_batch_room", "late_shed", "retry_storm"};
+    "leak_decode_load", "shared_batch_room", "late_shed", "retry_storm", "foreign_kv"};
 
 const char *pd_seeded_bug_name(pd_seeded_bug_t b) {
   return (unsigned)b < PD_BUG_COUNT ? pd_seeded_bug_names[b] : "?";
@@ -194,6 +194,7 @@ void pd_gw_del(pd_gw_t *gw) {
       pd_free(gw->alloc, gw->workers[r][i].name);
       pd_free(gw->alloc, gw->workers[r][i].host);
     }
+  cJSON_Delete(gw->bug_kv_params);
   pd_free(gw->alloc, gw);
 }
 

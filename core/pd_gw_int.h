@@ -196,6 +196,7 @@ struct pd_gw {
   struct pd_rq *q_head, *q_tail;
   uint32_t n_queued;
   uint32_t sf_slots_held; /* R-ADMIT-SF: source-first requests admitted whose decode is not open */
+  struct cJSON *bug_kv_params; /* PD_BUG_FOREIGN_KV: the last prefill's own parameters */
   /* R-ADMIT-EARLY: when the queue's last departure left (0: the backlog ended since), and the
    * smoothed time between departures while a backlog lasts (0: not measured yet) */
   uint64_t q_last_start_ns, q_interval_ns;

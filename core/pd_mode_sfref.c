@@ -38,6 +38,12 @@ static void prefill_answered(pd_gw_t *gw, pd_rq_t *rq, pd_leg_t *p) {
     pd_ref_fail_leg(gw, rq, p, 502, "prefill answer is not a JSON object");
     return;
   }
+  if (gw->cfg.seeded_bug == PD_BUG_FOREIGN_KV && params) { /* the defect: the decode gets the
+                                                             previous request's parameters */
+    cJSON *mine = params;
+    params = gw->bug_kv_params ? gw->bug_kv_params : cJSON_Duplicate(mine, 1);
+    gw->bug_kv_params = mine;
+  }
   pd_sf_set_params(rq, params);
   rq->sf_params_at = gw->now;
   pd_ref_leg_succeeded(gw, rq, p);

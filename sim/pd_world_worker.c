@@ -348,8 +348,8 @@ static void note_kv_read(struct pd_world *w, pd_worker_leg_t *d) {
   const pd_client_request_t *rq = pd_map_get(&w->reqs, d->req_id);
   for (const pd_worker_leg_t *p = rq ? rq->legs : NULL; p; p = p->next_in_req)
     if (p->role == PD_ROLE_PREFILL && p->attempt <= d->attempt && d->kv_node >= 0 &&
-        p->worker == (uint32_t)d->kv_node)
-      d->is_kv_from_pair = 1;
+        p->worker == (uint32_t)d->kv_node && p->kv_key == d->kv_key)
+      d->is_kv_from_pair = 1; /* its own request's prefill's blocks: that node, that key */
 }
 
 static void apply_one(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a) {
