@@ -165,6 +165,26 @@ static inline void h_uperr(harness_t *h, uint64_t leg, pd_upstream_error_t e) {
 }
 
 #define STREAM "{\"text\":\"hi\",\"stream\":true}"
+
+/* Open a stream request id at h->now; its prefill and decode leg ids in *p, *d. */
+static inline void h_open_stream(harness_t *h, uint64_t id, uint64_t *p, uint64_t *d) {
+  pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = id, .path = "/generate",
+                   .data = (const uint8_t *)STREAM, .len = strlen(STREAM)};
+  h_feed(h, ev);
+  *p = *d = 0;
+  const pd_action_t *a;
+  for (int i = 0; (a = h_find(h, PD_ACT_OPEN_LEG, i)); i++)
+    *(a->role == PD_ROLE_PREFILL ? p : d) = a->leg_id;
+}
+
+/* An upstream event k (head with status st, data s, end) on leg of request id. */
+static inline void h_up(harness_t *h, pd_event_kind_t k, uint64_t id, uint64_t leg, int st,
+                        const char *s) {
+  pd_event_t ev = {.kind = k, .req_id = id, .leg_id = leg, .status = st,
+                   .data = (const uint8_t *)s, .len = s ? strlen(s) : 0};
+  h_feed(h, ev);
+}
+
 #define NONSTREAM "{\"text\":\"hi\",\"stream\":false}"
 #define TOK0 "data: {\"text\":\"a\",\"index\":0}\n\n"
 #define TOK1 "data: {\"text\":\"b\",\"index\":1}\n\n"

@@ -19,41 +19,24 @@ static void init(harness_t *h) {
   h_init_cfg(h, &c, 1);
 }
 
-/* Open a stream request id at h->now; its prefill and decode leg ids in *p, *d. */
-static void open_rq(harness_t *h, uint64_t id, uint64_t *p, uint64_t *d) {
-  pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = id, .path = "/generate",
-                   .data = (const uint8_t *)STREAM, .len = strlen(STREAM)};
-  h_feed(h, ev);
-  *p = *d = 0;
-  const pd_action_t *a;
-  for (int i = 0; (a = h_find(h, PD_ACT_OPEN_LEG, i)); i++)
-    *(a->role == PD_ROLE_PREFILL ? p : d) = a->leg_id;
-}
-
-static void up(harness_t *h, pd_event_kind_t k, uint64_t id, uint64_t leg, int st, const char *s) {
-  pd_event_t ev = {.kind = k, .req_id = id, .leg_id = leg, .status = st,
-                   .data = (const uint8_t *)s, .len = s ? strlen(s) : 0};
-  h_feed(h, ev);
-}
-
 /* Decode leg d of request id answers 503 with its error body: a failure on d0, recorded and
  * closed at the head; the body that follows changes nothing (no action at all). */
 static void answer_503(harness_t *h, uint64_t id, uint64_t p, uint64_t d) {
-  up(h, PD_EV_UP_HEAD, id, p, 200, NULL);
-  up(h, PD_EV_UP_HEAD, id, d, 503, NULL);
+  h_up(h, PD_EV_UP_HEAD, id, p, 200, NULL);
+  h_up(h, PD_EV_UP_HEAD, id, d, 503, NULL);
   int st = 0;
   PDT_EQ_INT(h_outcome_of(h, d, &st), PD_OUTCOME_FAILURE);
   PDT_EQ_INT(st, 503);
   PDT_TRUE(h_close_of(h, d) != NULL);
   PDT_EQ_INT(pd_gw_breaker_state(h->gw, PD_ROLE_DECODE, 0, h->now), PD_BREAKER_CLOSED);
-  up(h, PD_EV_UP_DATA, id, d, 0, ERROR_BODY);
+  h_up(h, PD_EV_UP_DATA, id, d, 0, ERROR_BODY);
   PDT_EQ_U64(h->out.n, 0);
 }
 
 /* Request id gets its prefill head but no decode head: its head deadline (5 s) runs out; the
  * decode leg is recorded a timeout; returns the decode breaker's state then. */
 static pd_breaker_state_t time_out_decode(harness_t *h, uint64_t id, uint64_t p, uint64_t d) {
-  up(h, PD_EV_UP_HEAD, id, p, 200, NULL);
+  h_up(h, PD_EV_UP_HEAD, id, p, 200, NULL);
   for (int guard = 0; guard < 8 && h_outcome_of(h, d, NULL) < 0; guard++)
     if (!h_fire(h)) break;
   PDT_EQ_INT(h_outcome_of(h, d, NULL), PD_OUTCOME_TIMEOUT);
@@ -67,9 +50,9 @@ static void test_error_body_is_not_progress(void) {
   harness_t h;
   init(&h);
   uint64_t p2, d2, p3, d3;
-  open_rq(&h, 2, &p2, &d2);
+  h_open_stream(&h, 2, &p2, &d2);
   h.now += 1 * MS;
-  open_rq(&h, 3, &p3, &d3);
+  h_open_stream(&h, 3, &p3, &d3);
   PDT_TRUE(d2 && d3);
   h.now += 1000 * MS;
   answer_503(&h, 2, p2, d2);
@@ -84,20 +67,20 @@ static void test_served_leg_is_progress_beside_an_error_body(void) {
   harness_t h;
   init(&h);
   uint64_t p1, d1, p2, d2, p3, d3;
-  open_rq(&h, 1, &p1, &d1);
+  h_open_stream(&h, 1, &p1, &d1);
   h.now += 1 * MS;
-  open_rq(&h, 2, &p2, &d2);
+  h_open_stream(&h, 2, &p2, &d2);
   h.now += 1 * MS;
-  open_rq(&h, 3, &p3, &d3);
+  h_open_stream(&h, 3, &p3, &d3);
   PDT_TRUE(d1 && d2 && d3);
   h.now += 1000 * MS;
   answer_503(&h, 2, p2, d2);
-  up(&h, PD_EV_UP_HEAD, 1, p1, 200, NULL);
-  up(&h, PD_EV_UP_HEAD, 1, d1, 200, NULL);
-  up(&h, PD_EV_UP_DATA, 1, d1, 0, TOK0 DONE);
-  up(&h, PD_EV_UP_END, 1, d1, 0, NULL);
-  up(&h, PD_EV_UP_DATA, 1, p1, 0, TOK0 DONE);
-  up(&h, PD_EV_UP_END, 1, p1, 0, NULL);
+  h_up(&h, PD_EV_UP_HEAD, 1, p1, 200, NULL);
+  h_up(&h, PD_EV_UP_HEAD, 1, d1, 200, NULL);
+  h_up(&h, PD_EV_UP_DATA, 1, d1, 0, TOK0 DONE);
+  h_up(&h, PD_EV_UP_END, 1, d1, 0, NULL);
+  h_up(&h, PD_EV_UP_DATA, 1, p1, 0, TOK0 DONE);
+  h_up(&h, PD_EV_UP_END, 1, p1, 0, NULL);
   PDT_EQ_INT(time_out_decode(&h, 3, p3, d3), PD_BREAKER_CLOSED);
   h_free(&h);
 }

@@ -7,31 +7,14 @@
 #include "pd_err.h"
 #include "pdt_harness.h"
 
-/* Open a stream request id at h->now; its prefill and decode leg ids in *p, *d. */
-static void open_rq(harness_t *h, uint64_t id, uint64_t *p, uint64_t *d) {
-  pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = id, .path = "/generate",
-                   .data = (const uint8_t *)STREAM, .len = strlen(STREAM)};
-  h_feed(h, ev);
-  *p = *d = 0;
-  const pd_action_t *a;
-  for (int i = 0; (a = h_find(h, PD_ACT_OPEN_LEG, i)); i++)
-    *(a->role == PD_ROLE_PREFILL ? p : d) = a->leg_id;
-}
-
-static void up(harness_t *h, pd_event_kind_t k, uint64_t id, uint64_t leg, int st, const char *s) {
-  pd_event_t ev = {.kind = k, .req_id = id, .leg_id = leg, .status = st,
-                   .data = (const uint8_t *)s, .len = s ? strlen(s) : 0};
-  h_feed(h, ev);
-}
-
 /* Request id served in full on both legs at h->now: its decode outcome is a success. */
 static void serve(harness_t *h, uint64_t id, uint64_t p, uint64_t d) {
-  up(h, PD_EV_UP_HEAD, id, p, 200, NULL);
-  up(h, PD_EV_UP_HEAD, id, d, 200, NULL);
-  up(h, PD_EV_UP_DATA, id, d, 0, TOK0 DONE);
-  up(h, PD_EV_UP_END, id, d, 0, NULL);
-  up(h, PD_EV_UP_DATA, id, p, 0, TOK0 DONE);
-  up(h, PD_EV_UP_END, id, p, 0, NULL);
+  h_up(h, PD_EV_UP_HEAD, id, p, 200, NULL);
+  h_up(h, PD_EV_UP_HEAD, id, d, 200, NULL);
+  h_up(h, PD_EV_UP_DATA, id, d, 0, TOK0 DONE);
+  h_up(h, PD_EV_UP_END, id, d, 0, NULL);
+  h_up(h, PD_EV_UP_DATA, id, p, 0, TOK0 DONE);
+  h_up(h, PD_EV_UP_END, id, p, 0, NULL);
 }
 
 static void init(harness_t *h) {
@@ -45,7 +28,7 @@ static void init(harness_t *h) {
 /* Request `late` gets its prefill head but no decode head: its head deadline (5 s) runs out;
  * returns the decode breaker's state then and checks the leg was recorded a timeout. */
 static pd_breaker_state_t time_out_decode(harness_t *h, uint64_t late, uint64_t p, uint64_t d) {
-  up(h, PD_EV_UP_HEAD, late, p, 200, NULL);
+  h_up(h, PD_EV_UP_HEAD, late, p, 200, NULL);
   for (int guard = 0; guard < 8 && h_outcome_of(h, d, NULL) < 0; guard++)
     if (!h_fire(h)) break;
   PDT_EQ_INT(h_outcome_of(h, d, NULL), PD_OUTCOME_TIMEOUT);
@@ -55,9 +38,9 @@ static pd_breaker_state_t time_out_decode(harness_t *h, uint64_t late, uint64_t 
 /* Requests 1 and 2 opened 1 ms apart on the gateway of init(), then 1 s passes. */
 static void open_two(harness_t *h, uint64_t *p1, uint64_t *d1, uint64_t *p2, uint64_t *d2) {
   init(h);
-  open_rq(h, 1, p1, d1);
+  h_open_stream(h, 1, p1, d1);
   h->now += 1 * MS;
-  open_rq(h, 2, p2, d2);
+  h_open_stream(h, 2, p2, d2);
   PDT_TRUE(*d1 && *d2);
   h->now += 1000 * MS;
 }
@@ -78,9 +61,9 @@ static void test_timeout_behind_a_streaming_leg_is_not_a_death(void) {
   harness_t h;
   uint64_t p1, d1, p2, d2;
   open_two(&h, &p1, &d1, &p2, &d2);
-  up(&h, PD_EV_UP_HEAD, 1, p1, 200, NULL);
-  up(&h, PD_EV_UP_HEAD, 1, d1, 200, NULL);
-  up(&h, PD_EV_UP_DATA, 1, d1, 0, TOK0);
+  h_up(&h, PD_EV_UP_HEAD, 1, p1, 200, NULL);
+  h_up(&h, PD_EV_UP_HEAD, 1, d1, 200, NULL);
+  h_up(&h, PD_EV_UP_DATA, 1, d1, 0, TOK0);
   PDT_EQ_INT(time_out_decode(&h, 2, p2, d2), PD_BREAKER_CLOSED);
   h_free(&h);
 }
@@ -91,11 +74,11 @@ static void test_timeout_on_a_worker_that_served_nobody_since_counts(void) {
   harness_t h;
   init(&h);
   uint64_t p1, d1, p2, d2;
-  open_rq(&h, 1, &p1, &d1);
+  h_open_stream(&h, 1, &p1, &d1);
   h.now += 1 * MS;
   serve(&h, 1, p1, d1);
   h.now += 1 * MS;
-  open_rq(&h, 2, &p2, &d2);
+  h_open_stream(&h, 2, &p2, &d2);
   PDT_TRUE(d1 && d2);
   PDT_EQ_INT(time_out_decode(&h, 2, p2, d2), PD_BREAKER_OPEN);
   h_free(&h);
@@ -134,7 +117,7 @@ static int second_failure_answer(uint32_t floor, char *body, size_t cap) {
   int st = 0;
   body[0] = 0;
   for (uint64_t id = 1; id <= 2; id++) {
-    up(&h, PD_EV_UP_HEAD, id, leg[id], 503, NULL);
+    h_up(&h, PD_EV_UP_HEAD, id, leg[id], 503, NULL);
     for (size_t i = 0; id == 2 && i < h.out.n; i++) {
       const pd_action_t *a = &h.out.v[i];
       if (a->req_id != 2) continue;
