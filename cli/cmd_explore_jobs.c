@@ -137,7 +137,7 @@ static void prune_cases(const char *dir, unsigned n) {
     }
     cJSON_Delete(doc);
   }
-  qsort(cs, nc, sizeof *cs, case_order);
+  if (nc) qsort(cs, nc, sizeof *cs, case_order); /* cs is NULL when no shard saved a case */
   for (size_t i = 0, rank = 0; i < nc; i++) {
     rank = i && !strcmp(cs[i].inv, cs[i - 1].inv) ? rank + 1 : 0;
     if (per_inv > 0 && (double)rank >= per_inv) unlink(cs[i].file);

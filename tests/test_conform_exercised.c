@@ -391,7 +391,10 @@ static void test_scale_follows_the_gateways_speed(void) {
   PDT_EQ_INT(pd_conform_run(s, &o, &r), 0);
   PDT_EQ_INT(r.status, PD_CONFORM_RAN);
   PDT_TRUE(r.scale >= 2 * o.fwd_ms / 500 - 1e-9);
-  PDT_TRUE(strstr(r.scale_note, "scale raised from 0.01") != NULL);
+  /* raised from the warm-up's figure; on a loaded machine a slower forward in the run itself
+     may raise it once more (the note then names that rerun): either way it followed the speed */
+  PDT_TRUE(strstr(r.scale_note, "scale raised from 0.01") != NULL ||
+           strstr(r.scale_note, "run again at scale") != NULL);
   PDT_EQ_INT(r.served, 1);
   PDT_TRUE(r.exercised);
   o.fwd_ms = 400; /* pretend: 2 x 400 ms > 500 ms at scale 1 */
