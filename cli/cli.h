@@ -23,6 +23,9 @@ struct cJSON;
 int pd_cli_explore_jobs(const char *prog, int argc, char **argv, unsigned n, int quiet,
                         struct cJSON **docs); /* docs[n]: the shards' results (0) */
 unsigned pd_cli_explore_default_jobs(void); /* online cores, 1..PD_CLI_EXPLORE_MAX_JOBS */
+/* A --jobs parent gives each shard a pipe's write end in this variable; the shard writes its
+ * progress lines there (cmd_explore.c, progress). */
+#define PD_CLI_EXPLORE_PROGRESS_FD_ENV "PDREF_EXPLORE_PROGRESS_FD"
 /* Fold n explore results (paths name them in messages) as `pdref sim explore merge` does: the
  * merged --json document, or NULL after a message on stderr (different settings, a gap or an
  * overlap in the seeds, a result whose count disagrees with its range). */

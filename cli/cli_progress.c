@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,6 +12,17 @@ double pd_cli_wall_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double rusage_s(int who) {
+  struct rusage ru;
+  if (getrusage(who, &ru) != 0) return 0;
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+double pd_cli_cpu_s(int children) {
+  return rusage_s(RUSAGE_SELF) + (children ? rusage_s(RUSAGE_CHILDREN) : 0);
 }
 
 void pd_cli_progress_init(pd_cli_progress_t *p, int is_json) {

@@ -16,6 +16,9 @@ typedef struct pd_cli_progress {
 
 /* Monotonic wall-clock seconds (the CLI may read the clock; core/ and sim/ never do). */
 double pd_cli_wall_s(void);
+/* CPU seconds (user + system) of this process, or with children = 1 of it and the children it
+ * has reaped: the figure a shared machine does not skew (sim bench, sim explore --jobs). */
+double pd_cli_cpu_s(int children);
 /* Start a bar (t0 = now); is_json: the output is --json, so no bar. */
 void pd_cli_progress_init(pd_cli_progress_t *p, int is_json);
 /* Seconds since pd_cli_progress_init. */

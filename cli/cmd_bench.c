@@ -29,12 +29,7 @@ static long peak_rss_kib(void) {
 }
 
 /* CPU seconds (user + system) this process used: the figure a shared machine does not skew. */
-static double cpu_s(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
+static double cpu_s(void) { return pd_cli_cpu_s(0); }
 
 /* Resident set now, in KiB (0 when /proc is not there). */
 static long rss_now_kib(void) {

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -57,9 +56,6 @@ typedef struct ex_state {
   int progress_fd; /* a --jobs shard: where its parent reads its progress (-1: none) */
   double reported_s; /* when it last wrote there */
 } ex_state_t;
-
-/* A --jobs parent gives each shard a pipe's write end in this variable (cmd_explore_jobs.c). */
-#define EX_PROGRESS_FD_ENV "PDREF_EXPLORE_PROGRESS_FD"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -357,8 +353,7 @@ static uint32_t mask_of(const cJSON *list) {
   uint32_t m = 0;
   const cJSON *e;
   cJSON_ArrayForEach(e, list) {
-    const char *v = cJSON_GetStringValue(e);
-    int k = v && v[0] == 'I' ? atoi(v + 1) : 0;
+    int k = pd_explore_reason_inv(cJSON_GetStringValue(e));
     if (k >= 1 && k <= PD_INVARIANT_COUNT) m |= 1u << (k - 1);
   }
   return m;
@@ -386,7 +381,7 @@ static void finding_text(const cJSON *j) {
   uint64_t seed = 0;
   pd_cli_explore_u64(j, "seed", &seed);
   const char *id = jstr(j, "invariant"), *reason = jstr(j, "reason");
-  int inv = id[0] == 'I' ? atoi(id + 1) : 0;
+  int inv = pd_explore_reason_inv(id);
   mask_str(mask_of(cJSON_GetObjectItemCaseSensitive(j, "violated")), found, sizeof found);
   mask_str(mask_of(cJSON_GetObjectItemCaseSensitive(j, "shrunk_violated")), shrunk, sizeof shrunk);
   printf("seed %llu: violated %s; shrunk for I%d (%s) in %.0f runs: %u -> %u requests, %u -> %u "
@@ -515,20 +510,6 @@ static void doc_text(const cJSON *doc, const char *out) {
   printf("\n");
 }
 
-/* CPU seconds (user + system) of this process and of the children it reaped (the shards of
- * --jobs): the issue-30 figure is seeds per CPU-second, which wall time under --jobs is not. */
-static double cpu_s(void) {
-  double s = 0;
-  struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) == 0)
-    s += (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-         ru.ru_stime.tv_usec / 1e6;
-  if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
-    s += (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-         ru.ru_stime.tv_usec / 1e6;
-  return s;
-}
-
 /* The summary: what --json prints and --result writes (the shard's result that
  * `pdref sim explore merge` folds; cmd_explore_merge.c reads these fields). Every field but
  * "timing" (and "metrics", a shard's --result only) depends on the seeds alone, not on --jobs. */
@@ -576,7 +557,9 @@ static cJSON *summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
   cJSON_AddNumberToObject(t, "shrink_s", st->t_shrink);
   cJSON_AddNumberToObject(t, "seeds_per_s", el > 0 ? (double)st->explored / el : 0);
   cJSON_AddNumberToObject(t, "jobs", st->jobs);
-  double cpu = cpu_s(); /* this process and its reaped shards */
+  /* this process and its reaped --jobs shards: the issue-30 figure is seeds per CPU-second,
+     which wall time under --jobs is not */
+  double cpu = pd_cli_cpu_s(1);
   cJSON_AddNumberToObject(t, "cpu_s", cpu);
   cJSON_AddNumberToObject(t, "seeds_per_cpu_s", cpu > 0 ? (double)st->explored / cpu : 0);
   return j;
@@ -648,7 +631,7 @@ static int fold_shards(ex_state_t *st, const ex_opts_t *o, cJSON **docs, unsigne
     st->t_shrink += jnum(cJSON_GetObjectItemCaseSensitive(docs[i], "timing"), "shrink_s");
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(docs[i], "invariants")) {
-      int k = e->string && e->string[0] == 'I' ? atoi(e->string + 1) : 0;
+      int k = pd_explore_reason_inv(e->string);
       uint64_t first = 0;
       if (k < 1 || k > PD_INVARIANT_COUNT || pd_cli_explore_u64(e, "first_seed", &first)) continue;
       if (!st->inv_seeds[k] || first < st->inv_first[k]) st->inv_first[k] = first;
@@ -659,8 +642,7 @@ static int fold_shards(ex_state_t *st, const ex_opts_t *o, cJSON **docs, unsigne
   ex_item_t *f = items(docs, n, "findings", &nf), *v = items(docs, n, "violating", &nv);
   int rc = f && v ? 0 : 2;
   for (size_t i = 0; !rc && i < nf; i++) {
-    const char *id = jstr(f[i].j, "invariant");
-    int k = id[0] == 'I' ? atoi(id + 1) : 0;
+    int k = pd_explore_reason_inv(jstr(f[i].j, "invariant"));
     if (k < 1 || k > PD_INVARIANT_COUNT || (o->per_inv && st->inv_saved[k] >= o->per_inv)) continue;
     st->inv_saved[k]++;
     st->shrunk++;
@@ -696,7 +678,7 @@ int pd_cli_sim_explore(const char *prog, int argc, char **argv) {
   memset(&st, 0, sizeof st);
   st.jobs = o.jobs;
   st.progress_fd = -1;
-  const char *pfd = getenv(EX_PROGRESS_FD_ENV);
+  const char *pfd = getenv(PD_CLI_EXPLORE_PROGRESS_FD_ENV);
   if (pfd && o.jobs <= 1) { /* a shard of a --jobs run; anything but a descriptor is ignored */
     char *end = NULL;
     long fd = strtol(pfd, &end, 10);

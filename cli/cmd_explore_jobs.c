@@ -70,7 +70,7 @@ static pid_t spawn(const char *exe, const char *prog, int argc, char **argv, con
     int pw = progress_w >= 0 ? dup(progress_w) : -1; /* dup: not close-on-exec */
     char pv[16];
     snprintf(pv, sizeof pv, "%d", pw);
-    if (pw >= 0 && setenv("PDREF_EXPLORE_PROGRESS_FD", pv, 1) != 0) _exit(2);
+    if (pw >= 0 && setenv(PD_CLI_EXPLORE_PROGRESS_FD_ENV, pv, 1) != 0) _exit(2);
     execv(exe, cv);
     dprintf(2, CMD ": cannot run %s: %s\n", exe, strerror(errno));
     _exit(2);
