@@ -434,7 +434,6 @@ static void run_engine(struct pd_world *w, uint32_t node, int rc, pd_wact_buf_t 
   int full = node_full(n); /* I15's fault-block: only a change can move it */
   if ((full != n->is_full || w->is_fault_block_dirty) &&
       (w->faulted_held || w->is_fault_blocked)) {
-    n->is_full = full;
     w->is_fault_block_dirty = 0;
     pd_world_fault_block_update(w);
   }

@@ -166,6 +166,16 @@ static inline void h_uperr(harness_t *h, uint64_t leg, pd_upstream_error_t e) {
 
 #define STREAM "{\"text\":\"hi\",\"stream\":true}"
 
+/* The reference with one attempt and a breaker that opens after `threshold` failures (the
+ * default rate), one worker of each role (R-BREAKER-BUSY's tests). */
+static inline void h_init_ref_breaker(harness_t *h, uint32_t threshold) {
+  pd_gw_config_t c;
+  pd_gw_config_default(&c, PD_MODE_REFERENCE);
+  c.breaker.failure_threshold = threshold;
+  c.retry.max_attempts = 1;
+  h_init_cfg(h, &c, 1);
+}
+
 /* Open a stream request id at h->now; its prefill and decode leg ids in *p, *d. */
 static inline void h_open_stream(harness_t *h, uint64_t id, uint64_t *p, uint64_t *d) {
   pd_event_t ev = {.kind = PD_EV_CLIENT_REQUEST, .req_id = id, .path = "/generate",

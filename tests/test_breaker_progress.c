@@ -11,13 +11,7 @@
 
 #define ERROR_BODY "{\"error\":{\"message\":\"overloaded\",\"code\":503}}"
 
-static void init(harness_t *h) {
-  pd_gw_config_t c;
-  pd_gw_config_default(&c, PD_MODE_REFERENCE);
-  c.breaker.failure_threshold = 2;
-  c.retry.max_attempts = 1;
-  h_init_cfg(h, &c, 1);
-}
+static void init(harness_t *h) { h_init_ref_breaker(h, 2); }
 
 /* Decode leg d of request id answers 503 with its error body: a failure on d0, recorded and
  * closed at the head; the body that follows changes nothing (no action at all). */

@@ -17,13 +17,7 @@ static void serve(harness_t *h, uint64_t id, uint64_t p, uint64_t d) {
   h_up(h, PD_EV_UP_END, id, p, 0, NULL);
 }
 
-static void init(harness_t *h) {
-  pd_gw_config_t c;
-  pd_gw_config_default(&c, PD_MODE_REFERENCE);
-  c.breaker.failure_threshold = 1;
-  c.retry.max_attempts = 1;
-  h_init_cfg(h, &c, 1);
-}
+static void init(harness_t *h) { h_init_ref_breaker(h, 1); }
 
 /* Request `late` gets its prefill head but no decode head: its head deadline (5 s) runs out;
  * returns the decode breaker's state then and checks the leg was recorded a timeout. */
