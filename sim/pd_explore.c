@@ -15,6 +15,8 @@
 #define EXP_GEN_LABEL 0x6578706c6f7265ull /* "explore": the generator's PRNG stream */
 #define EXP_BUDGET_LABEL 0x627564676574ull /* "budget": the R-PROGRESS knobs' stream */
 #define EXP_LOAD_LABEL 0x6c6f6164ull /* "load": load shapes, clients, capacity (issue 25) */
+#define EXP_NET_LABEL 0x6e6574ull     /* "net": network faults on the gateway's paths */
+#define EXP_PRIO_LABEL 0x7072696full  /* "prio": priority classes and a short admission queue */
 #define EXP_DEADLINE_MS 120000u   /* the I1 bound of every generated world */
 #define EXP_TOTAL_MIN_MS 20000u   /* reference total timeout: 20..60 s, below the deadline */
 #define EXP_TOTAL_MAX_MS 60000u
@@ -176,6 +178,42 @@ static void gen_load(pd_prng_t *r, pd_scenario_t *s) {
   if (chance(r, 0.2)) s->config.admit_queue_ms = range(r, 100, 5000);
 }
 
+/* Network faults (NET_RESET, RESPONSE_LOST): the path between the gateway and a worker is cut
+ * while the worker runs on. In 20 % of worlds, one or two workers get one, after any faults
+ * they already have: the cut `ms` 0-2000 after the request reached the worker, or for a
+ * decode in half the cases before event 1..tokens; on every request, or on nth [n, n+0..3];
+ * 40 % with prob 0.1-0.9. Drawn from a stream of its own, after the world is made. */
+static void gen_net(pd_prng_t *r, pd_scenario_t *s) {
+  if (!chance(r, 0.2)) return;
+  uint32_t n = (uint32_t)range(r, 1, 2);
+  for (uint32_t k = 0; k < n; k++) {
+    pd_scenario_worker_t *w = &s->workers[pd_prng_below(r, s->n_workers)];
+    if (w->n_faults >= PD_SCENARIO_MAX_FAULTS) continue;
+    pd_fault_t *f = &w->faults[w->n_faults++];
+    memset(f, 0, sizeof *f);
+    f->kind = chance(r, 0.5) ? PD_FAULT_NET_RESET : PD_FAULT_RESPONSE_LOST;
+    f->prob = 1.0;
+    f->ms = range(r, 0, 2000);
+    if (w->role == PD_ROLE_DECODE && s->workload.tokens && chance(r, 0.5))
+      f->after_tokens = (uint32_t)range(r, 1, s->workload.tokens);
+    if (chance(r, 0.5)) {
+      f->nth_from = (uint32_t)range(r, 1, s->workload.requests);
+      f->nth_to = f->nth_from + (uint32_t)range(r, 0, 3);
+    }
+    if (chance(r, 0.4)) f->prob = 0.1 + 0.8 * pd_prng_unit(r);
+  }
+}
+
+/* R-ADMIT-PRIO: in 25 % of worlds a share of critical and of sheddable requests, and in half
+ * of those an admission queue of 1-8, so that it fills (sheds, evictions of a lower class).
+ * The reference's admission alone reads them. A stream of its own, drawn last. */
+static void gen_prio(pd_prng_t *r, pd_scenario_t *s) {
+  if (!chance(r, 0.25)) return;
+  s->workload.critical_share = pd_prng_unit(r) * 0.5;
+  s->workload.sheddable_share = pd_prng_unit(r) * (1.0 - s->workload.critical_share);
+  if (chance(r, 0.5)) s->config.admit_queue = (uint32_t)range(r, 1, 8);
+}
+
 void pd_explore_generate(pd_scenario_t *s, uint64_t seed) {
   pd_prng_t root, r;
   pd_prng_init(&root, seed);
@@ -207,6 +245,11 @@ void pd_explore_generate(pd_scenario_t *s, uint64_t seed) {
   pd_prng_t rl;
   pd_prng_fork(&root, EXP_LOAD_LABEL, &rl);
   gen_load(&rl, s);
+  pd_prng_t rn, rp;
+  pd_prng_fork(&root, EXP_NET_LABEL, &rn);
+  gen_net(&rn, s);
+  pd_prng_fork(&root, EXP_PRIO_LABEL, &rp);
+  gen_prio(&rp, s);
 }
 
 /* pd_explore_run, adding the first run's cost to mx (NULL: none). */

@@ -266,9 +266,11 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
     if (leg) {
       leg->outcomes++;
       leg->outcome = (pd_outcome_t)a->flag;
-      /* a leg hung (or dripping) by its own fault failed when the gateway gave up on it */
+      /* a leg hung (or dripping) by its own fault failed when the gateway gave up on it; so
+         did a leg whose path a network fault cut (silent after response_lost): as far as the
+         gateway could know, its worker failed (I16's worker_failed counts it alike) */
       if ((a->flag == PD_OUTCOME_FAILURE || a->flag == PD_OUTCOME_TIMEOUT) &&
-          (leg->wstate == PD_WORKER_LEG_HUNG ||
+          (leg->wstate == PD_WORKER_LEG_HUNG || leg->is_path_fault ||
            (leg->drip_ms && leg->wstate == PD_WORKER_LEG_STREAM)))
         note_own_failure(w, leg);
       if ((a->flag == PD_OUTCOME_FAILURE || a->flag == PD_OUTCOME_TIMEOUT) &&

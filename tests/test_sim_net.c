@@ -11,7 +11,7 @@
 #include "pdt_scenario.h"
 
 #define MS_NS 1000000ull
-#define MAX_SEEN 16
+#define MAX_SEEN 32
 
 typedef struct {
   pd_worker_leg_t leg[MAX_SEEN];
@@ -150,6 +150,36 @@ static void test_response_lost_unbounded_without_a_head_deadline(void) {
   PDT_TRUE(d0 != NULL && d0->is_path_fault && d0->truth == PD_TRUTH_OK); /* it finished */
 }
 
+/* d0's path is silent on every request (response_lost) and the breaker opens after two
+ * failures (response-lost-decode-opens-breaker-justly, explore seed 496): the reference times
+ * d0's legs out, retries on d1 and opens d0's breaker after the second. Those two legs are
+ * failures as far as the gateway can know (nothing of them reached it), so I12's model counts
+ * them and the open is just; after it d0 gets no more legs. */
+static const char *lost_breaker_doc =
+    "{'name':'n','config':{'breaker_failure_threshold':2,'max_attempts':2},"
+    "'workers':[{'name':'p0','role':'prefill'},"
+    "{'name':'d0','role':'decode','faults':[{'kind':'response_lost'}]},"
+    "{'name':'d1','role':'decode'}],"
+    "'workload':{'requests':6,'tokens':1,'users':1},'expect':{}}";
+
+static void test_response_lost_legs_justify_the_breaker(void) {
+  seen_t seen;
+  pd_world_stats_t st;
+  uint32_t v = run(lost_breaker_doc, PD_MODE_REFERENCE, &seen, &st);
+  int on_d0 = 0;
+  for (int i = 0; i < seen.n; i++) {
+    const pd_worker_leg_t *l = &seen.leg[i];
+    if (strcmp(seen.worker[i], "d0") != 0) continue;
+    on_d0++;
+    PDT_TRUE(l->is_path_fault && !l->is_failed_at_close); /* silent: nothing reached it */
+    PDT_TRUE(l->outcome == PD_OUTCOME_TIMEOUT || l->outcome == PD_OUTCOME_FAILURE);
+    PDT_TRUE(l->is_own_fail_noted); /* I12's model counted it */
+  }
+  PDT_EQ_INT(on_d0, 2); /* the breaker opened on the second: no third leg */
+  PDT_EQ_U64(v, 0);
+  PDT_EQ_U64(st.clean_success, 6);
+}
+
 int pdt_suite_sim_net(void) {
   static const pdt_case_t cases[] = {
       {"net_reset on a bootstrapping prefill: joined sends no abort, its slot stays (I3)",
@@ -160,6 +190,8 @@ int pdt_suite_sim_net(void) {
        test_response_lost_head_deadline_aborts_the_worker},
       {"response_lost under pr1150: no deadline but smg's 30 min, I1",
        test_response_lost_unbounded_without_a_head_deadline},
+      {"response_lost legs the gateway timed out justify its breaker's open (I12)",
+       test_response_lost_legs_justify_the_breaker},
   };
   return PDT_SUITE("sim_net", cases);
 }
