@@ -28,6 +28,8 @@
 
 typedef struct ex_opts {
   pd_mode_t mode;
+  pd_protocol_t protocol; /* the workers' protocol of the generated worlds */
+  int has_protocol;
   int has_mode, has_seeds, has_time, has_shard, json, determinism, shard_from_env;
   uint64_t seeds, start, shard_i, shard_n, shards;
   char shard_source[96]; /* --shard-from-env: the variable it came from */
@@ -59,7 +61,7 @@ typedef struct ex_state {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: pdref sim explore --mode joined|pr1150|minilb|reference\n"
+          "usage: pdref sim explore --mode MODE [--protocol sglang|vllm]\n"
           "                         [--seeds N | --time S] [--seed-start K]\n"
           "                         [--shard i/n | --shard-from-env [--shards N]] [--result FILE]\n"
           "                         [--out DIR] [--per-invariant N] [--ties K] [--determinism]\n"
@@ -71,9 +73,12 @@ static void usage(FILE *f) {
           "mode and checks every invariant. A violation is shrunk while it still violates the\n"
           "same invariant and saved as DIR/<mode>-I<n>-seed<N>.json with a replay command.\n"
           "  --mode M          the gateway model, required: joined (smg today), pr1150 (smg PR\n"
-          "                    #1150), minilb (SGLang's mini_lb) or reference (pdref's rules);\n"
-          "                    explore's worlds speak SGLang's protocol, so vLLM's proxies\n"
-          "                    (vllm-toy-proxy, mooncake-proxy, llmd-sidecar) are not explored\n"
+          "                    #1150), minilb (SGLang's mini_lb), reference (pdref's rules), or\n"
+          "                    vLLM's proxies: vllm-toy-proxy, mooncake-proxy, llmd-sidecar\n"
+          "  --protocol P      the protocol of the worlds' workers: sglang (destination first,\n"
+          "                    bootstrap rooms) or vllm (source first, kv_transfer_params);\n"
+          "                    default the mode's own (sglang for the reference, which speaks\n"
+          "                    both: --protocol vllm explores its R-SF-* rules)\n"
           "  --seeds N         explore seeds K..K+N-1 (default %u)\n"
           "  --time S          explore seeds K, K+1, ... for S seconds of wall time instead\n"
           "  --seed-start K    first seed (default 1)\n"
@@ -131,12 +136,14 @@ static int parse_shard(const char *a, ex_opts_t *o) {
 
 enum {
   OPT_MODE = PD_CLI_OPT_FIRST, OPT_SEEDS, OPT_TIME, OPT_SEED_START, OPT_SHARD, OPT_OUT,
-  OPT_PER_INV, OPT_TIES, OPT_DETERMINISM, OPT_JSON, OPT_SHARD_ENV, OPT_SHARDS, OPT_RESULT, OPT_JOBS
+  OPT_PER_INV, OPT_TIES, OPT_DETERMINISM, OPT_JSON, OPT_SHARD_ENV, OPT_SHARDS, OPT_RESULT, OPT_JOBS,
+  OPT_PROTOCOL
 };
 
 static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'},
     {"mode", required_argument, NULL, OPT_MODE},
+    {"protocol", required_argument, NULL, OPT_PROTOCOL},
     {"seeds", required_argument, NULL, OPT_SEEDS},
     {"time", required_argument, NULL, OPT_TIME},
     {"seed-start", required_argument, NULL, OPT_SEED_START},
@@ -161,6 +168,11 @@ static int apply_opt(void *ctx, int c, int index, char *v) {
   case OPT_MODE:
     o->has_mode = 1;
     return pd_cli_parse_mode(CMD, "--mode", v, &o->mode);
+  case OPT_PROTOCOL:
+    o->has_protocol = 1;
+    return pd_protocol_parse(v, &o->protocol) == 0
+               ? 0
+               : bad("--protocol: expected sglang or vllm, got '%s'", v);
   case OPT_SEEDS:
     o->has_seeds = 1;
     return pd_cli_parse_u64(CMD, "--seeds", v, 1, UINT64_MAX, &o->seeds);
@@ -226,10 +238,14 @@ static int parse_opts(int argc, char **argv, ex_opts_t *o) {
   pd_cli_parser_t p = {CMD, long_opts, usage, apply_opt, o, NULL, 0, NULL};
   int rc = pd_cli_parse(&p, argc, argv);
   if (rc >= 0) return rc;
-  if (!o->has_mode) return bad("--mode is required: joined, pr1150, minilb or reference");
-  if (!pd_mode_speaks(o->mode, PD_PROTOCOL_SGLANG)) /* its random worlds are SGLang's */
-    return bad("--mode: explore's worlds speak SGLang's protocol: joined, pr1150, minilb or "
-               "reference");
+  if (!o->has_mode)
+    return bad("--mode is required: joined, pr1150, minilb, reference, vllm-toy-proxy, "
+               "mooncake-proxy or llmd-sidecar");
+  if (!o->has_protocol) o->protocol = pd_mode_protocol(o->mode);
+  if (!pd_mode_speaks(o->mode, o->protocol))
+    return bad("--protocol %s: mode %s does not speak it (its workers speak %s)",
+               pd_protocol_name(o->protocol), pd_mode_name(o->mode),
+               pd_protocol_name(pd_mode_protocol(o->mode)));
   if (o->has_seeds && o->has_time) return bad("--seeds and --time cannot be combined");
   if (!o->has_time && o->seeds > UINT64_MAX - o->start)
     return bad("--seed-start %llu plus --seeds %llu passes the last seed",
@@ -398,9 +414,10 @@ static void finding_text(const cJSON *j) {
 
 /* "pdref sim explore --mode M --seed-start S --seeds 1 ...": the one seed explored again. */
 static void seed_replay(const ex_opts_t *o, uint64_t seed, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s sim explore --mode %s --seed-start %llu --seeds 1 --ties %u%s",
-           o->prog, pd_mode_name(o->mode), (unsigned long long)seed, o->ties,
-           o->determinism ? " --determinism" : "");
+  snprintf(buf, cap, "%s sim explore --mode %s%s --seed-start %llu --seeds 1 --ties %u%s",
+           o->prog, pd_mode_name(o->mode),
+           o->protocol != pd_mode_protocol(o->mode) ? " --protocol vllm" : "",
+           (unsigned long long)seed, o->ties, o->determinism ? " --determinism" : "");
 }
 
 static void count(ex_state_t *st, const ex_opts_t *o, const pd_explore_result_t *r) {
@@ -436,7 +453,7 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
     if (o->has_time && t - st->bar.t0_s >= o->time_s) break;
     st->seed_end = seed + 1; /* the seeds of other shards below it are theirs */
     pd_explore_result_t r;
-    int rc = pd_explore_seed_mx(s, seed, o->mode, skip_mask(st, o), o->determinism, o->ties, &r,
+    int rc = pd_explore_seed_mx(s, seed, o->mode, o->protocol, skip_mask(st, o), o->determinism, o->ties, &r,
                                 o->result ? &st->mx : NULL);
     if (rc) {
       progress_clear(st);
@@ -459,7 +476,7 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
       skip |= 1u << (r.inv - 1) | skip_mask(st, o);
       if (!(r.found_mask & ~skip)) break;
       t = pd_cli_wall_s();
-      rc = pd_explore_seed_mx(s, seed, o->mode, skip, o->determinism, o->ties, &r, NULL);
+      rc = pd_explore_seed_mx(s, seed, o->mode, o->protocol, skip, o->determinism, o->ties, &r, NULL);
       if (rc) {
         progress_clear(st);
         fprintf(stderr, "pdref sim explore: seed %llu: %s\n", (unsigned long long)seed,
@@ -483,7 +500,9 @@ static void doc_text(const cJSON *doc, const char *out) {
   pd_cli_explore_u64(doc, "seed_start", &start);
   pd_cli_explore_u64(doc, "seed_end", &end);
   double explored = jnum(doc, "explored"), violating = jnum(doc, "violating_seeds");
-  printf("explore: mode %s, seeds %llu..%llu, shard %s: %.0f explored\n", jstr(doc, "mode"),
+  const char *proto = jstr(doc, "protocol");
+  printf("explore: mode %s%s%s, seeds %llu..%llu, shard %s: %.0f explored\n", jstr(doc, "mode"),
+         strcmp(proto, "vllm") == 0 ? ", protocol " : "", strcmp(proto, "vllm") == 0 ? proto : "",
          (unsigned long long)start, (unsigned long long)(end ? end - 1 : 0), jstr(doc, "shard"),
          explored);
   if (violating <= 0) {
@@ -521,6 +540,7 @@ static cJSON *summary_json(ex_state_t *st, const ex_opts_t *o, double el) {
   cJSON_AddStringToObject(j, "schema", PD_EXPLORE_RESULT_SCHEMA);
   cJSON_AddStringToObject(j, "command", "sim explore"); /* as sim run's and conform's */
   cJSON_AddStringToObject(j, "mode", pd_mode_name(o->mode));
+  cJSON_AddStringToObject(j, "protocol", pd_protocol_name(o->protocol));
   cJSON_AddItemToObject(j, "seed_start", seed_json(o->start));
   cJSON_AddItemToObject(j, "seed_end", seed_json(st->seed_end)); /* exclusive */
   if (o->has_time) cJSON_AddNumberToObject(j, "time_s", o->time_s);

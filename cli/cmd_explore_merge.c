@@ -25,6 +25,7 @@ typedef struct mg_state {
   int json, n_results, by_seed;
   size_t skipped;              /* other JSON files in a directory (shrunk cases) */
   char mode[32], first[1024];  /* the first result's mode and file */
+  char protocol[16];           /* its worlds' protocol ("sglang" when a result names none) */
   double ties;
   int determinism;
   pd_cli_slice_t *slices;
@@ -162,6 +163,8 @@ static void take_invariants(mg_state_t *m, const cJSON *doc) {
 /* Settings every shard must share; 0, or 2 after the message. */
 static int same_settings(mg_state_t *m, const char *path, const cJSON *doc) {
   const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "mode"));
+  const char *proto = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "protocol"));
+  if (!proto) proto = "sglang"; /* a result from before vLLM worlds were explored */
   double ties = get_num(doc, "ties", -1);
   int det = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "determinism"));
   if (!mode) {
@@ -170,15 +173,17 @@ static int same_settings(mg_state_t *m, const char *path, const cJSON *doc) {
   }
   if (!m->n_results) {
     snprintf(m->mode, sizeof m->mode, "%s", mode);
+    snprintf(m->protocol, sizeof m->protocol, "%s", proto);
     snprintf(m->first, sizeof m->first, "%s", path);
     m->ties = ties;
     m->determinism = det;
     return 0;
   }
-  if (strcmp(mode, m->mode) != 0 || ties != m->ties || det != m->determinism) {
-    fprintf(stderr, CMD ": %s: mode %s, ties %g, determinism %d; but %s has mode %s, ties %g, "
-            "determinism %d: shards of one exploration share them\n", path, mode, ties, det,
-            m->first, m->mode, m->ties, m->determinism);
+  if (strcmp(mode, m->mode) != 0 || strcmp(proto, m->protocol) != 0 || ties != m->ties ||
+      det != m->determinism) {
+    fprintf(stderr, CMD ": %s: mode %s, protocol %s, ties %g, determinism %d; but %s has mode %s, "
+            "protocol %s, ties %g, determinism %d: shards of one exploration share them\n", path,
+            mode, proto, ties, det, m->first, m->mode, m->protocol, m->ties, m->determinism);
     return 2;
   }
   return 0;
@@ -324,6 +329,7 @@ static cJSON *build_json(mg_state_t *m, const pd_cli_cover_t *c) {
   cJSON_AddStringToObject(j, "schema", PD_EXPLORE_MERGE_SCHEMA);
   cJSON_AddStringToObject(j, "command", "sim explore merge"); /* also what --jobs prints */
   cJSON_AddStringToObject(j, "mode", m->mode);
+  cJSON_AddStringToObject(j, "protocol", m->protocol);
   cJSON_AddNumberToObject(j, "results", m->n_results);
   cJSON_AddNumberToObject(j, "skipped_files", (double)m->skipped);
   cJSON_AddItemToObject(j, "seed_start", u64_json(c->start));

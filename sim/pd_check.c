@@ -545,14 +545,31 @@ static int worker_failed(const pd_client_request_t *rq, const pd_worker_leg_t *l
   return l->truth == PD_TRUTH_FAILED && (l->is_fault_fired || l->is_crash_hit);
 }
 
-/* Did the request have a leg to worker `node` of this role before attempt `before`? */
+/* Did the request have a leg to worker `node` of this role before attempt `before`? With
+ * failed_only: one that failed it, as the gateway knew by `t_open` (the retry leg's opening):
+ * closed by then. A leg of an earlier attempt can outlive it (R-SF-KV-DRAIN's drain leg is no
+ * attempt of its own and runs on beside the retry): its failure, found later, was nothing the
+ * retry's choice could know. */
 static const pd_worker_leg_t *tried(const pd_client_request_t *rq, pd_role_t role, uint32_t node,
-                                    uint32_t before, int failed_only) {
+                                    uint32_t before, int failed_only, uint64_t t_open) {
   for (const pd_worker_leg_t *e = rq->legs; e; e = e->next_in_req)
     if (e->role == role && e->worker == node && e->attempt < before &&
-        (!failed_only || worker_failed(rq, e)))
+        (!failed_only || (leg_closed(e) && e->t_gw_closed <= t_open && worker_failed(rq, e))))
       return e;
   return NULL;
+}
+
+/* Did an earlier leg of l's own attempt go to worker `node` of l's role? A leg that is no
+ * attempt of its own (R-SF-KV-DRAIN's drain, opened when the attempt's decode failed its
+ * read) carries that attempt's number; the decode that just failed is no untried worker for
+ * it. */
+static int tried_in_attempt(const pd_client_request_t *rq, const pd_worker_leg_t *l,
+                            uint32_t node) {
+  for (const pd_worker_leg_t *e = rq->legs; e; e = e->next_in_req)
+    if (e != l && e->role == l->role && e->worker == node && e->attempt == l->attempt &&
+        e->t_open <= l->t_open)
+      return 1;
+  return 0;
 }
 
 /* I16 (G15): a retry leg goes to a worker that failed this request in an earlier attempt
@@ -562,10 +579,13 @@ static uint32_t check_retry_target(const pd_judge_t *j, pd_client_request_t *rq,
                                    size_t cap) {
   uint32_t v = 0;
   for (pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
-    if (l->attempt < 2 || !l->has_eligible || !tried(rq, l->role, l->worker, l->attempt, 1))
+    if (l->attempt < 2 || !l->has_eligible ||
+        !tried(rq, l->role, l->worker, l->attempt, 1, l->t_open))
       continue;
     for (uint32_t k = 0; k < j->s->n_workers && k < 64; k++) {
-      if (!(l->eligible_nodes >> k & 1u) || tried(rq, l->role, k, l->attempt, 0)) continue;
+      if (!(l->eligible_nodes >> k & 1u) || tried(rq, l->role, k, l->attempt, 0, l->t_open) ||
+          tried_in_attempt(rq, l, k))
+        continue;
       FLAG(PD_INVARIANT_RETRY_FAILED,
            "I16 attempt %u went back to %s, which failed it, while %s was untried", l->attempt,
            worker_name(j, l->worker), worker_name(j, k));

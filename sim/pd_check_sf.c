@@ -28,15 +28,18 @@ uint32_t pd_check_freed_blocks(const pd_judge_t *j, const pd_client_request_t *r
   return 0;
 }
 
-/* Did a prefill leg of decode leg d's attempt answer in full without pinning any KV (vLLM: its
- * parameters null, V1.6)? Then decode computing the prompt itself follows the prefill's own
- * answer, not a gateway that skipped it. */
+/* Did the prefill whose answer decode leg d was given answer in full without pinning any KV
+ * (vLLM: its parameters null, V1.6)? Then decode computing the prompt itself follows the
+ * prefill's own answer, not a gateway that skipped it. That prefill is the one of d's attempt,
+ * or, for an attempt that ran no prefill (R-SF-DECODE-RETRY reuses the parameters of an
+ * earlier attempt's answer), the latest earlier one that answered in full. */
 static int prefill_offered_no_kv(const pd_client_request_t *rq, const pd_worker_leg_t *d) {
+  const pd_worker_leg_t *src = NULL;
   for (const pd_worker_leg_t *p = rq->legs; p; p = p->next_in_req)
-    if (p->role == PD_ROLE_PREFILL && p->attempt == d->attempt && p->truth == PD_TRUTH_OK &&
-        !p->is_kv_pinned)
-      return 1;
-  return 0;
+    if (p->role == PD_ROLE_PREFILL && p->attempt <= d->attempt && p->truth == PD_TRUTH_OK &&
+        (!src || p->attempt > src->attempt || (p->attempt == src->attempt && !p->is_kv_pinned)))
+      src = p;
+  return src && !src->is_kv_pinned;
 }
 
 /* I20 (O5.2: llm-d's silent decode-only fallback was a bug): a decode leg that generated and

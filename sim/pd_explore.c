@@ -17,6 +17,7 @@
 #define EXP_LOAD_LABEL 0x6c6f6164ull /* "load": load shapes, clients, capacity (issue 25) */
 #define EXP_NET_LABEL 0x6e6574ull     /* "net": network faults on the gateway's paths */
 #define EXP_PRIO_LABEL 0x7072696full  /* "prio": priority classes and a short admission queue */
+#define EXP_VLLM_LABEL 0x766c6c6dull  /* "vllm": a source-first world's own knobs */
 #define EXP_DEADLINE_MS 120000u   /* the I1 bound of every generated world */
 #define EXP_TOTAL_MIN_MS 20000u   /* reference total timeout: 20..60 s, below the deadline */
 #define EXP_TOTAL_MAX_MS 60000u
@@ -214,7 +215,56 @@ static void gen_prio(pd_prng_t *r, pd_scenario_t *s) {
   if (chance(r, 0.5)) s->config.admit_queue = (uint32_t)range(r, 1, 8);
 }
 
+/* A fault a vLLM world does not draw: one that needs SGLang's bootstrap server, or one whose
+ * outcome is a declared deployment limit of vLLM's protocol, which every gateway violates
+ * alike: a prefill answer that never arrives whole (truncate, body_error: its pinned KV waits
+ * for prefill's own timer, sf-prefill-truncated-answer), a network cut (a vLLM worker has no
+ * /abort_request, so a request whose path is cut runs on with its slot and KV whatever the
+ * gateway does). It becomes a 503 of the same draw. */
+static int vllm_limit(pd_role_t role, pd_fault_kind_t k) {
+  if (pd_fault_is_net((int)k)) return 1;
+  return role == PD_ROLE_PREFILL && (k == PD_FAULT_BOOTSTRAP_NEVER_SERVED ||
+                                     k == PD_FAULT_TRUNCATE || k == PD_FAULT_BODY_ERROR);
+}
+
+/* A vLLM (source-first) world: the SGLang world's draws, adapted, then vLLM's own knobs from
+ * a stream of their own. Every worker speaks vLLM's protocol; the routes are OpenAI's (the
+ * source-first proxies serve those; /generate becomes /v1/completions or, in a third of the
+ * worlds, /v1/chat/completions), no batch; a fault vllm_limit names becomes a 503. Then: the
+ * pinned KV's expiry a lease in 30 % of worlds (every worker, so decodes heartbeat), else the
+ * fixed timeout, drawn 1-60 s in half of those (else vLLM's 480 s); each prefill answers null
+ * parameters in 5 % (invalid ones are a declared deployment limit, sf-prefill-params-invalid:
+ * not drawn) and ignores aborts after its commit in 10 %. */
+static void gen_vllm(pd_prng_t *r, pd_scenario_t *s) {
+  pd_scenario_workload_t *wl = &s->workload;
+  int to_chat = chance(r, 1.0 / 3.0);
+  if (wl->route == PD_ROUTE_GENERATE) wl->route = to_chat ? PD_ROUTE_CHAT : PD_ROUTE_COMPLETIONS;
+  wl->batch = 0;
+  int lease = chance(r, 0.3);
+  uint64_t abort_ms = !lease && chance(r, 0.5) ? range(r, 1000, 60000) : 0;
+  for (uint32_t i = 0; i < s->n_workers; i++) {
+    pd_scenario_worker_t *w = &s->workers[i];
+    w->protocol = PD_PROTOCOL_VLLM;
+    if (lease) w->kv_expiry = PD_KV_EXPIRY_LEASE;
+    if (abort_ms) w->kv_abort_timeout_ms = abort_ms;
+    for (uint32_t k = 0; k < w->n_faults; k++)
+      if (vllm_limit(w->role, w->faults[k].kind)) {
+        w->faults[k].kind = PD_FAULT_STATUS;
+        w->faults[k].status = 503;
+        w->faults[k].after_tokens = 0;
+        w->faults[k].ms = 0;
+      }
+    if (w->role != PD_ROLE_PREFILL) continue;
+    if (chance(r, 0.05)) w->kv_params = PD_KV_PARAMS_NULL;
+    if (chance(r, 0.1)) w->abort_after_commit_ignored = 1.0;
+  }
+}
+
 void pd_explore_generate(pd_scenario_t *s, uint64_t seed) {
+  pd_explore_generate_for(s, seed, PD_PROTOCOL_SGLANG);
+}
+
+void pd_explore_generate_for(pd_scenario_t *s, uint64_t seed, pd_protocol_t protocol) {
   pd_prng_t root, r;
   pd_prng_init(&root, seed);
   pd_prng_fork(&root, EXP_GEN_LABEL, &r);
@@ -250,6 +300,10 @@ void pd_explore_generate(pd_scenario_t *s, uint64_t seed) {
   gen_net(&rn, s);
   pd_prng_fork(&root, EXP_PRIO_LABEL, &rp);
   gen_prio(&rp, s);
+  if (protocol != PD_PROTOCOL_VLLM) return;
+  pd_prng_t rv;
+  pd_prng_fork(&root, EXP_VLLM_LABEL, &rv);
+  gen_vllm(&rv, s);
 }
 
 /* pd_explore_run, adding the first run's cost to mx (NULL: none). */
@@ -318,7 +372,7 @@ int pd_explore_finish(pd_scenario_t *s, pd_mode_t mode, pd_explore_result_t *r) 
   int rc = p ? pd_scenario_write_json(s, &txt, &len) : PD_ERR_NOMEM;
   if (rc == 0 && pd_scenario_parse(p, s->path, txt, len, err, sizeof err) != 0) rc = PD_ERR_FATAL;
   for (int m = 0; m < PD_MODE_COUNT && rc == 0; m++) { /* judge the file as it will be read */
-    if (!pd_mode_speaks((pd_mode_t)m, PD_PROTOCOL_SGLANG)) continue; /* its workers' protocol */
+    if (!pd_mode_speaks((pd_mode_t)m, pd_scenario_protocol(s))) continue; /* its workers' */
     pd_world_stats_t st;
     uint32_t mask = 0;
     rc = pd_explore_run(p, (pd_mode_t)m, 1, &mask, &st);
@@ -354,16 +408,17 @@ uint64_t pd_explore_tie_seed(uint64_t seed, uint32_t i) {
 
 int pd_explore_seed(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t skip_mask,
                     int check_determinism, uint32_t n_ties, pd_explore_result_t *r) {
-  return pd_explore_seed_mx(s, seed, mode, skip_mask, check_determinism, n_ties, r, NULL);
+  return pd_explore_seed_mx(s, seed, mode, pd_mode_protocol(mode), skip_mask, check_determinism,
+                            n_ties, r, NULL);
 }
 
-int pd_explore_seed_mx(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t skip_mask,
-                       int check_determinism, uint32_t n_ties, pd_explore_result_t *r,
-                       pd_metrics_t *mx) {
+int pd_explore_seed_mx(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, pd_protocol_t protocol,
+                       uint32_t skip_mask, int check_determinism, uint32_t n_ties,
+                       pd_explore_result_t *r, pd_metrics_t *mx) {
   pd_world_stats_t st;
   memset(r, 0, sizeof *r);
   r->seed = seed;
-  pd_explore_generate(s, seed);
+  pd_explore_generate_for(s, seed, protocol);
   int rc = 0;
   for (uint32_t t = 0; rc == 0 && !r->found_mask && t < (n_ties ? n_ties : 1); t++) {
     s->config.tie_seed = pd_explore_tie_seed(seed, t); /* the same world, another order */

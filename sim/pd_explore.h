@@ -42,6 +42,10 @@ typedef struct pd_explore_result {
  * generated scenario satisfies the loader's constraints (docs/scenarios.md); the reference's
  * total timeout is kept below the I1 deadline, prefill lag below the tail timeout. */
 void pd_explore_generate(pd_scenario_t *s, uint64_t seed);
+/* The same for a world of workers speaking `protocol`: SGLang's is pd_explore_generate's;
+ * a vLLM world is that world adapted to vLLM's workers and routes, plus vLLM's own knobs
+ * (docs/explore.md "vLLM worlds"). */
+void pd_explore_generate_for(pd_scenario_t *s, uint64_t seed, pd_protocol_t protocol);
 
 /* Run s under mode with s->config.seed. *mask gets the violated set; with `twice`, the run
  * is repeated and I13 added when the trace hash or the set differ. st may be NULL. Returns 0
@@ -74,11 +78,12 @@ int pd_explore_finish(pd_scenario_t *s, pd_mode_t mode, pd_explore_result_t *r);
 int pd_explore_seed(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t skip_mask,
                     int check_determinism, uint32_t n_ties, pd_explore_result_t *r);
 
-/* pd_explore_seed, adding the cost of each seed's first run (insertion order) to mx
- * (pd_metrics.h; NULL: none): `pdref sim explore --json` pools them. */
-int pd_explore_seed_mx(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, uint32_t skip_mask,
-                       int check_determinism, uint32_t n_ties, pd_explore_result_t *r,
-                       pd_metrics_t *mx);
+/* pd_explore_seed in worlds of `protocol` (pd_explore_seed uses the mode's own,
+ * pd_mode_protocol: SGLang's for the reference), adding the cost of each seed's first run
+ * (insertion order) to mx (pd_metrics.h; NULL: none): `pdref sim explore --json` pools them. */
+int pd_explore_seed_mx(pd_scenario_t *s, uint64_t seed, pd_mode_t mode, pd_protocol_t protocol,
+                       uint32_t skip_mask, int check_determinism, uint32_t n_ties,
+                       pd_explore_result_t *r, pd_metrics_t *mx);
 
 /* The i-th tie seed explore tries for a world seed (i = 0: 0, insertion order). */
 uint64_t pd_explore_tie_seed(uint64_t seed, uint32_t i);

@@ -103,7 +103,9 @@ static mut_rc_t mut_workload(pd_scenario_t *s, uint32_t k) {
   case 6: return w->disconnect_at_ms ? SET_TO(w->disconnect_prob, 1.0) : MUT_SKIP;
   case 7: return SET_TO(w->fault_rate, 0.0);
   case 8: return SET_TO(w->poisson, 0.0);
-  case 9: return SET_TO(w->route, PD_ROUTE_GENERATE);
+  case 9: /* SGLang's own route; a vLLM world's simplest is /v1/completions */
+    return SET_TO(w->route, pd_scenario_protocol(s) == PD_PROTOCOL_VLLM ? PD_ROUTE_COMPLETIONS
+                                                                        : PD_ROUTE_GENERATE);
   case 10: {
     uint64_t t = w->tokens;
     mut_rc_t rc = halve_u64(&t, 1);

@@ -97,6 +97,14 @@ static void parse_leg_body(struct pd_world *w, pd_worker_leg_t *leg, const char 
   pd_worker_model_read_kvp(w, leg, &b);
 }
 
+/* A decode whose own never_connect fault fired and that still waits for the KV it will never
+ * take: under vLLM's protocol it never reads (pd_wengine_vllm_decode_admitted), so the
+ * gateway sees a decode that says nothing, as from a hang (I12's model counts it so). */
+static int is_never_reading(const pd_worker_leg_t *leg) {
+  return leg->fault == (int)PD_FAULT_NEVER_CONNECT && leg->is_fault_fired &&
+         leg->wstate == PD_WORKER_LEG_WAIT_KV;
+}
+
 /* I12's model: the worker's own failure reached the gateway (each leg once). */
 static void note_own_failure(struct pd_world *w, pd_worker_leg_t *leg) {
   if (leg->is_own_fail_noted) return;
@@ -270,7 +278,7 @@ static void apply_one(struct pd_world *w, const pd_action_t *a) {
          did a leg whose path a network fault cut (silent after response_lost): as far as the
          gateway could know, its worker failed (I16's worker_failed counts it alike) */
       if ((a->flag == PD_OUTCOME_FAILURE || a->flag == PD_OUTCOME_TIMEOUT) &&
-          (leg->wstate == PD_WORKER_LEG_HUNG || leg->is_path_fault ||
+          (leg->wstate == PD_WORKER_LEG_HUNG || leg->is_path_fault || is_never_reading(leg) ||
            (leg->drip_ms && leg->wstate == PD_WORKER_LEG_STREAM)))
         note_own_failure(w, leg);
       if ((a->flag == PD_OUTCOME_FAILURE || a->flag == PD_OUTCOME_TIMEOUT) &&

@@ -246,9 +246,13 @@ static void test_an_unserved_request_while_every_worker_was_healthy_is_i15(void)
   }
 }
 
-/* I16 (G15): a retry back onto the worker that failed while an untried one was eligible. */
+/* I16 (G15): a retry back onto the worker that failed while an untried one was eligible.
+ * c 5: the failed leg was closed only after the retry leg opened (a drain leg runs beside
+ * the retry, R-SF-KV-DRAIN): the retry could not know it failed. c 6: d1 had a leg of
+ * attempt 2 already, opened before this one (the decode whose read failed, before its drain):
+ * it is no untried worker. */
 static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_eligible(void) {
-  for (int c = 0; c < 5; c++) {
+  for (int c = 0; c < 7; c++) {
     fixture_t *f = clean();
     if (!f) return;
     pd_scenario_set_workers(&f->s, 1, 2); /* p0, d0, d1: nodes 0, 1, 2 */
@@ -273,6 +277,16 @@ static void test_a_retry_onto_the_failed_worker_is_i16_when_an_untried_one_was_e
     f->d.eligible_nodes = c == 1 ? 1ull << 1 : (1ull << 1 | 1ull << 2);
     if (c == 3) f->d.worker = 1;
     f->d.has_eligible = c != 4; /* c 4: no breaker view (a socket run): not judged */
+    f->d.t_open = 300000000ull; /* the retry leg opens at 300 ms */
+    d1.t_gw_closed = c == 5 ? 301000000ull : 300000000ull; /* closed by then, or just after */
+    pd_worker_leg_t d2 = f->d; /* c 6: attempt 2's first decode, on d1, before this leg */
+    d2.worker = 2;
+    d2.t_open = 250000000ull;
+    d2.has_eligible = 0;
+    if (c == 6) {
+      d1.next_in_req = &d2;
+      d2.next_in_req = NULL;
+    }
     PDT_EQ_U64(judge(f), (c == 0 ? BIT(PD_INVARIANT_RETRY_FAILED) : 0u));
     free(f);
   }

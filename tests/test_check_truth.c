@@ -195,7 +195,7 @@ static void test_reference_does_not_blame_the_waiting_leg(void) {
 static void test_decode_alone_is_i20(void) {
   char reason[200];
   const uint32_t I20 = BIT(PD_INVARIANT_DISAGGREGATED);
-  for (int c = 0; c < 6; c++) {
+  for (int c = 0; c < 8; c++) {
     pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
     if (!k) return;
     k->j.is_kv_source_known = c != 1;  /* 1: a record that cannot say: not judged */
@@ -204,9 +204,15 @@ static void test_decode_alone_is_i20(void) {
     d->is_kv_from_pair = c == 2;        /* 2: served from its prefill's KV */
     k->s.config.decode_only_ok = c == 3; /* 3: the scenario accepts decode alone */
     if (c >= 4) d->kv_from = PD_WENGINE_KV_FROM_LOCAL;
-    k->leg[0].is_kv_pinned = c == 5;    /* 4: prefill offered no KV; 5: it did, decode lost it */
+    k->leg[0].is_kv_pinned = c == 5 || c == 7; /* 4: prefill offered no KV; 5: it did, decode
+                                                   lost it */
+    if (c >= 6) { /* decode alone in attempt 2, reusing attempt 1's answer (R-SF-DECODE-RETRY):
+                     6, that answer offered no KV (sf-decode-retry-reuses-null-params); 7, it did */
+      k->rq.attempts = 2;
+      d->attempt = 2;
+    }
     uint32_t v = pdt_judge(k, reason, sizeof reason) & I20;
-    PDT_EQ_U64(v, c == 0 || c == 5 ? I20 : 0);
+    PDT_EQ_U64(v, c == 0 || c == 5 || c == 7 ? I20 : 0);
     free(k);
   }
 }
@@ -249,11 +255,13 @@ static void test_client_bytes_after_done_and_later_logprobs(void) {
  * recorded outcome no longer decides: d0 failed the request. Unless p0 failed by its own
  * fault first (closed at 100 ms) or in the same instant the gateway closed d0 (200 ms: the
  * gateway ends the attempt because its partner just failed); a p0 that failed after d0's
- * close (300 ms) excuses nothing. */
+ * close (300 ms) excuses nothing. The retry opens at 400 ms; case 4: d0's hung leg was closed
+ * only at 500 ms, after the retry opened (a drain leg runs beside the retry, R-SF-KV-DRAIN,
+ * sf-drain-leg-hangs-retry-not-blamed), so the retry could not know it failed: no I16. */
 static void test_retry_onto_a_hung_worker_recorded_cancelled_is_i16(void) {
   char reason[200];
-  static const uint64_t p0_closed_ms[] = {100, 100, 200, 300};
-  for (int partner_first = 0; partner_first < 4; partner_first++) {
+  static const uint64_t p0_closed_ms[] = {100, 100, 200, 300, 100};
+  for (int partner_first = 0; partner_first < 5; partner_first++) {
     pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
     if (!k) return;
     pd_scenario_set_workers(&k->s, 1, 2); /* p0, d0, d1: nodes 0, 1, 2 */
@@ -265,8 +273,8 @@ static void test_retry_onto_a_hung_worker_recorded_cancelled_is_i16(void) {
     d->outcomes = 1;
     d->outcome = PD_OUTCOME_CANCELLED;
     k->leg[0].t_gw_closed = p0_closed_ms[partner_first] * MS;
-    d->t_gw_closed = 200 * MS;
-    if (partner_first) { /* p0 failed by its own fault (case 3: after d0's close) */
+    d->t_gw_closed = partner_first == 4 ? 500 * MS : 200 * MS;
+    if (partner_first && partner_first < 4) { /* p0 failed by its own fault (3: after d0's) */
       k->leg[0].truth = PD_TRUTH_FAILED;
       k->leg[0].is_failed_at_close = k->leg[0].is_fault_fired = 1;
     }
@@ -276,13 +284,14 @@ static void test_retry_onto_a_hung_worker_recorded_cancelled_is_i16(void) {
       retry[i].truth = PD_TRUTH_OK;
       retry[i].is_own_stall = retry[i].is_failed_at_close = retry[i].is_fault_fired = 0;
       retry[i].outcome = PD_OUTCOME_SUCCESS;
+      retry[i].t_open = 400 * MS;
       retry[i].has_eligible = 1;
       retry[i].eligible_nodes = i ? 0x6u : 0x1u; /* decode: d0 and d1 eligible */
       retry[i].next_in_req = i ? &k->leg[0] : &retry[1];
     }
     k->rq.legs = &retry[0];
     uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_RETRY_FAILED);
-    int is_excused = partner_first == 1 || partner_first == 2;
+    int is_excused = partner_first == 1 || partner_first == 2 || partner_first == 4;
     PDT_EQ_U64(v, is_excused ? 0 : BIT(PD_INVARIANT_RETRY_FAILED));
     free(k);
   }

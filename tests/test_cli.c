@@ -341,8 +341,8 @@ static void test_bench_rate_refuses_bursts_and_bad_files(void) {
   }
 }
 
-/* The workers' protocol: a mode speaks only its own (reference both), and explore's random
- * worlds are SGLang's: each refusal exits 2 naming what is wrong. */
+/* The workers' protocol: a mode speaks only its own (reference both), in the gateway and in
+ * explore's random worlds: each refusal exits 2 naming what is wrong. */
 static void test_protocol_per_mode_is_checked(void) {
   static const struct {
     const char *args[10], *want;
@@ -356,8 +356,12 @@ static void test_protocol_per_mode_is_checked(void) {
       {{"gateway", "--mode", "vllm-toy-proxy", "--protocol", "sglang", "--prefill",
         "http://127.0.0.1:1", "--decode", "http://127.0.0.1:2", NULL},
        "not a protocol mode vllm-toy-proxy speaks"},
-      {{"sim", "explore", "--mode", "llmd-sidecar", "--seeds", "1", NULL},
-       "explore's worlds speak SGLang's protocol"},
+      {{"sim", "explore", "--mode", "joined", "--protocol", "vllm", "--seeds", "1", NULL},
+       "--protocol vllm: mode joined does not speak it"},
+      {{"sim", "explore", "--mode", "llmd-sidecar", "--protocol", "sglang", "--seeds", "1", NULL},
+       "--protocol sglang: mode llmd-sidecar does not speak it"},
+      {{"sim", "explore", "--mode", "reference", "--protocol", "tgi", "--seeds", "1", NULL},
+       "--protocol: expected sglang or vllm, got 'tgi'"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     run_t *r = pdref(cases[i].args);

@@ -379,11 +379,62 @@ static void test_a_written_case_declares_its_unexercised_modes(void) {
   free(s);
 }
 
+/* docs/explore.md "vLLM worlds": every worker speaks vLLM's protocol, the route is OpenAI's,
+ * no batch, none of the faults vllm_limit names (network cuts; a prefill's truncate,
+ * body_error, bootstrap_never_served), no invalid parameters; the rest of the world is the
+ * SGLang world of the same seed. The new streams show up (network faults in SGLang worlds,
+ * priority classes in both), and the worlds round-trip through the writer. */
+static void test_vllm_worlds_keep_to_the_protocol(void) {
+  pd_scenario_t *a = malloc(sizeof *a), *v = malloc(sizeof *v);
+  if (!a || !v) goto out;
+  uint32_t chat = 0, lease = 0, nulls = 0, ignored = 0, net = 0, prio = 0, queues = 0;
+  for (uint64_t seed = 1; seed <= EXT_ROUND_TRIP_SEEDS; seed++) {
+    pd_explore_generate(a, seed);
+    pd_explore_generate_for(v, seed, PD_PROTOCOL_VLLM);
+    PDT_EQ_INT(pd_scenario_protocol(v), PD_PROTOCOL_VLLM);
+    PDT_EQ_U64(v->n_workers, a->n_workers);
+    PDT_EQ_U64(v->workload.requests, a->workload.requests);
+    PDT_TRUE(v->workload.route != PD_ROUTE_GENERATE);
+    PDT_EQ_U64(v->workload.batch, 0);
+    chat += v->workload.route == PD_ROUTE_CHAT;
+    prio += a->workload.critical_share > 0;
+    queues += a->config.admit_queue != 0;
+    for (uint32_t i = 0; i < a->n_workers; i++)
+      for (uint32_t k = 0; k < a->workers[i].n_faults; k++)
+        net += pd_fault_is_net((int)a->workers[i].faults[k].kind);
+    for (uint32_t i = 0; i < v->n_workers; i++) {
+      const pd_scenario_worker_t *w = &v->workers[i];
+      PDT_EQ_INT(w->protocol, PD_PROTOCOL_VLLM);
+      PDT_TRUE(w->kv_params != PD_KV_PARAMS_INVALID);
+      lease += w->kv_expiry == PD_KV_EXPIRY_LEASE;
+      nulls += w->kv_params == PD_KV_PARAMS_NULL;
+      ignored += w->abort_after_commit_ignored != 0;
+      for (uint32_t k = 0; k < w->n_faults; k++) {
+        pd_fault_kind_t f = w->faults[k].kind;
+        PDT_FALSE(pd_fault_is_net((int)f));
+        PDT_FALSE(w->role == PD_ROLE_PREFILL &&
+                  (f == PD_FAULT_TRUNCATE || f == PD_FAULT_BODY_ERROR ||
+                   f == PD_FAULT_BOOTSTRAP_NEVER_SERVED));
+      }
+    }
+    if (!round_trips(v)) {
+      fprintf(stderr, "  vLLM seed %llu does not round-trip\n", (unsigned long long)seed);
+      PDT_TRUE(0);
+    }
+  }
+  PDT_TRUE(chat > 0 && lease > 0 && nulls > 0 && ignored > 0);
+  PDT_TRUE(net > 0 && prio > 0 && queues > 0);
+out:
+  free(a);
+  free(v);
+}
+
 int pdt_suite_explore(void) {
   static const pdt_case_t cases[] = {
       {"same seed generates the same valid world", test_same_seed_generates_the_same_valid_world},
       {"status faults draw the documented palette", test_status_faults_draw_the_documented_palette},
       {"writer round-trips generated worlds", test_writer_round_trips_generated_worlds},
+      {"vLLM worlds keep to the protocol", test_vllm_worlds_keep_to_the_protocol},
       {"writer round-trips every field", test_writer_round_trips_every_field},
       {"writer round-trips the scenario library", test_writer_round_trips_the_scenario_library},
       {"file name and reason invariant", test_file_name_and_reason_invariant},

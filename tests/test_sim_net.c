@@ -2,7 +2,9 @@
  * gateway and worker is cut while the worker keeps the request. Each test runs a scenario
  * and reads the legs as the worker left them (pd_world_run_legs): the gateway's view (a
  * reset reached it, or nothing) and the worker's ground truth (it ran on; its slot was held
- * until an abort or its own end), and the verdict the checker gives from them. */
+ * until an abort or its own end), and the verdict the checker gives from them. Also I12's
+ * model of own failures for legs the gateway hears nothing from: a cut path, and a vLLM
+ * decode that never reads. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,6 +182,35 @@ static void test_response_lost_legs_justify_the_breaker(void) {
   PDT_EQ_U64(st.clean_success, 6);
 }
 
+/* A vLLM decode that never reads its KV (never_connect) says nothing; the reference times
+ * its legs out and opens its breaker (sf-never-reading-decode-opens-breaker-justly, explore
+ * seed 240): each such leg is its worker's own failure in I12's model, so the open is just. */
+static const char *never_reading_doc =
+    "{'name':'n','config':{'max_attempts':1,'total_timeout_ms':41774,'seed':240},"
+    "'workers':[{'name':'p1','role':'prefill','protocol':'vllm','kv_expiry':'lease'},"
+    "{'name':'d0','role':'decode','protocol':'vllm','kv_expiry':'lease',"
+    "'faults':[{'kind':'never_connect'}]}],"
+    "'workload':{'requests':10,'route':'/v1/completions','tokens':1,'users':7,'think_ms':127},"
+    "'expect':{}}";
+
+static void test_never_reading_decode_legs_justify_the_breaker(void) {
+  seen_t seen;
+  pd_world_stats_t st;
+  uint32_t v = run(never_reading_doc, PD_MODE_REFERENCE, &seen, &st);
+  int noted = 0, on_d0 = 0;
+  for (int i = 0; i < seen.n; i++) {
+    const pd_worker_leg_t *l = &seen.leg[i];
+    if (strcmp(seen.worker[i], "d0") != 0) continue;
+    on_d0++;
+    PDT_TRUE(l->is_fault_fired && !l->is_failed_at_close); /* it never said a thing */
+    noted += l->is_own_fail_noted;
+  }
+  PDT_TRUE(on_d0 >= 1);
+  PDT_TRUE(noted >= 1);
+  PDT_FALSE(v & BIT(PD_INVARIANT_BREAKER));
+  PDT_EQ_U64(v, 0);
+}
+
 int pdt_suite_sim_net(void) {
   static const pdt_case_t cases[] = {
       {"net_reset on a bootstrapping prefill: joined sends no abort, its slot stays (I3)",
@@ -192,6 +223,8 @@ int pdt_suite_sim_net(void) {
        test_response_lost_unbounded_without_a_head_deadline},
       {"response_lost legs the gateway timed out justify its breaker's open (I12)",
        test_response_lost_legs_justify_the_breaker},
+      {"a vLLM decode that never reads: its timed-out legs justify its breaker's open (I12)",
+       test_never_reading_decode_legs_justify_the_breaker},
   };
   return PDT_SUITE("sim_net", cases);
 }
