@@ -180,7 +180,7 @@ void pd_wengine_vllm_forward_done(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t
                                   pd_wact_buf_t *out);
 /* Prefill answering (the worker finished it): pins the KV when it ended capped by length
  * (before the leg's DONE); returns PD_WIRE_VLLM_PREFILL_BODY's arg (blocks; 0: null params;
- * with PD_WIRE_NO_RID for kv_params invalid). */
+ * with PD_WIRE_NO_RID for kv_params invalid, PD_WIRE_UNKNOWN_ENGINE for unknown_engine). */
 uint32_t pd_wengine_vllm_answer(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t now,
                                 pd_wact_buf_t *out);
 void pd_wengine_vllm_decode_open(pd_wengine_t *e, pd_wengine_leg_t *d, uint64_t now);

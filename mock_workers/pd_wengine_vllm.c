@@ -111,7 +111,8 @@ uint32_t pd_wengine_vllm_answer(pd_wengine_t *e, pd_wengine_leg_t *p, uint64_t n
   pin_take(e, p, now, out);
   if (p->kv_pages) return 0; /* could not pin: it answers null params */
   uint32_t blocks = pages > MAX_RENDERED_BLOCKS ? MAX_RENDERED_BLOCKS : (uint32_t)pages;
-  return blocks | (e->spec->kv_params == PD_KV_PARAMS_INVALID ? PD_WIRE_NO_RID : 0); /* V1.8 */
+  return blocks | (e->spec->kv_params == PD_KV_PARAMS_INVALID ? PD_WIRE_NO_RID : 0) /* V1.8 */
+         | (e->spec->kv_params == PD_KV_PARAMS_UNKNOWN_ENGINE ? PD_WIRE_UNKNOWN_ENGINE : 0);
 }
 
 /* ---------- decode ---------- */

@@ -258,9 +258,11 @@ size_t pd_wire_openai_render(const pd_wire_leg_t *leg, int is_vllm, int kind, ui
 
 /* The params decode needs (V1.5), or null when the request did not end capped by length;
  * no_rid: without remote_request_id (an older prefill, which a newer decode finds invalid,
- * V1.8). */
+ * V1.8); unknown: naming an engine that is not there (kv_params unknown_engine). */
 static void put_kvp(wr_t *w, const pd_wire_leg_t *leg, const pd_wire_vllm_t *v, uint32_t blocks,
-                    int no_rid) {
+                    int no_rid, int unknown) {
+  pd_wire_vllm_t nobody = {PD_WIRE_UNKNOWN_ENGINE_NAME, PD_WIRE_UNKNOWN_ENGINE_NAME, v->kv_port};
+  if (unknown) v = &nobody;
   if (!blocks) {
     put(w, "null");
     return;
@@ -281,7 +283,7 @@ size_t pd_wire_openai_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_
   static const pd_wire_api_t completions = {PD_ROUTE_COMPLETIONS, 0, 0, ""};
   pd_wire_leg_t l = *leg;
   if (!pd_wire_is_openai(&l)) l.api = &completions;
-  uint32_t blocks = arg & ~(PD_WIRE_CUT | PD_WIRE_NO_RID);
+  uint32_t blocks = arg & ~(PD_WIRE_CUT | PD_WIRE_NO_RID | PD_WIRE_UNKNOWN_ENGINE);
   if (blocks > PD_WIRE_MAX_BLOCKS) blocks = PD_WIRE_MAX_BLOCKS;
   const char *finish = blocks ? "length" : "stop";
   wr_t w = {pd_bw_over(buf, cap), 1};
@@ -294,7 +296,7 @@ size_t pd_wire_openai_vllm_prefill(const pd_wire_leg_t *leg, const pd_wire_vllm_
   close_object(&w, &l, 1, 1);
   w.b.off -= w.b.is_short ? 0 : 1; /* reopen the object for the params */
   put(&w, ",\"kv_transfer_params\":");
-  put_kvp(&w, &l, v, blocks, (arg & PD_WIRE_NO_RID) != 0);
+  put_kvp(&w, &l, v, blocks, (arg & PD_WIRE_NO_RID) != 0, (arg & PD_WIRE_UNKNOWN_ENGINE) != 0);
   put(&w, "}%s", l.is_stream ? "\n\ndata: [DONE]\n\n" : "");
   size_t n = done(&w);
   return arg & PD_WIRE_CUT ? n / 2 : n;

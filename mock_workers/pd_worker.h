@@ -88,6 +88,10 @@ typedef enum {
   PD_KV_PARAMS_INVALID = 2, /* without remote_request_id (a prefill older than vLLM PR #29665,
                                V1.5): blocks pinned, but a newer decode finds the params
                                invalid and computes locally (V1.8) */
+  PD_KV_PARAMS_UNKNOWN_ENGINE = 3, /* every field, blocks pinned, but remote_engine_id and
+                                      remote_host name no engine of the deployment: decode's
+                                      handshake, and so its read, fails (V1.22) and no
+                                      notification reaches the prefill */
 } pd_kv_params_t;
 
 /* A fault that follows the traffic, not a worker name: legs nth_from..nth_to (1-based, counted

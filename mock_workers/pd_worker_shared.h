@@ -112,10 +112,17 @@ enum {
                                      kv_transfer_params (V1.4, V1.5): arg = the blocks to list
                                      (0: null params, V1.6) | PD_WIRE_CUT (only the first half:
                                      a body error follows) | PD_WIRE_NO_RID (the params lack
-                                     remote_request_id, V1.8) */
+                                     remote_request_id, V1.8) | PD_WIRE_UNKNOWN_ENGINE
+                                     (remote_engine_id and remote_host name no engine:
+                                     PD_WIRE_UNKNOWN_ENGINE_NAME) */
 };
 #define PD_WIRE_CUT 0x00800000u /* below bit 24, as PD_WIRE_NO_RID: the simulator carries a SEND's arg in 24 bits */
 #define PD_WIRE_NO_RID 0x00400000u /* below bit 24: the simulator carries a SEND's arg in 24 bits */
+#define PD_WIRE_UNKNOWN_ENGINE 0x00200000u /* below bit 24, as PD_WIRE_NO_RID */
+/* kv_params unknown_engine's remote_engine_id and remote_host: longer than any worker's name
+ * (at most 31 bytes) and in the .invalid domain (RFC 6761), so it names nothing in the
+ * simulator's world nor on a mock's network */
+#define PD_WIRE_UNKNOWN_ENGINE_NAME "engine-of-another-deployment.invalid"
 #define PD_WIRE_MAX_BLOCKS 1024u /* block ids a vLLM prefill answer lists at most */
 #define PD_WIRE_NAME_MAX 256u    /* pd_wire_render_cap's room for engine_id and kv_host each */
 

@@ -600,7 +600,8 @@ static uint32_t check_retry_target(const pd_judge_t *j, pd_client_request_t *rq,
  * (one the scenario started open or half-open is not), and no fault, slowness or crash on any
  * leg of it, no worker refused it with a status (a prompt larger than its pool,
  * R-CAP-TOO-LARGE: the request cannot succeed), no worker failed it by its own timeout
- * while its partner waited for capacity (is_capacity_failed). A 503 or 504 is also excused
+ * while its partner waited for capacity (is_capacity_failed), no decode's read failed on params
+ * naming no prefill node (is_kv_unknown). A 503 or 504 is also excused
  * when the request waited (no leg of it running on a worker) while a role was fault-blocked:
  * no place free on that role's up workers, one held by a leg with a fault, lag or drip
  * (is_waited_behind_fault, pd_world_worker.c): the deadline or queue it ran out was spent
@@ -622,7 +623,7 @@ static uint32_t check_served(const pd_client_request_t *rq, int clean, char *rea
   int legs = 0, reached = 0;
   for (const pd_worker_leg_t *l = rq->legs; l; l = l->next_in_req) {
     if (l->fault >= 0 || l->lag_ms || l->drip_ms || l->is_crash_hit || l->injected_status ||
-        l->is_capacity_failed)
+        l->is_capacity_failed || l->is_kv_unknown)
       return 0;
     legs++;
     reached += l->truth != PD_TRUTH_NEVER;

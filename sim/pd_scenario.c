@@ -33,7 +33,7 @@ static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
 static const char *const protocol_names[] = {"sglang", "vllm"};
 static const char *const kv_expiry_names[] = {"timeout", "lease"};
-static const char *const kv_params_names[] = {"valid", "null", "invalid"};
+static const char *const kv_params_names[] = {"valid", "null", "invalid", "unknown_engine"};
 
 const char *pd_fault_kind_name(pd_fault_kind_t k) {
   return (unsigned)k < PD_FAULT_KIND_COUNT ? pd_scenario_fault_names[k] : "?";

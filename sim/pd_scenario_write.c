@@ -20,7 +20,7 @@ static const char *const chunking_names[] = {"event", "split", "coalesce"};
 static const char *const breaker_names[] = {"closed", "open", "half_open"};
 static const char *const protocol_names[] = {"sglang", "vllm"};
 static const char *const kv_expiry_names[] = {"timeout", "lease"};
-static const char *const kv_params_names[] = {"valid", "null", "invalid"};
+static const char *const kv_params_names[] = {"valid", "null", "invalid", "unknown_engine"};
 
 /* Each add returns 0 or PD_ERR_NOMEM; `rc |= add(...)` keeps the first failure visible. */
 static int add_num(cJSON *o, const char *key, double v) {
@@ -89,7 +89,7 @@ static int worker_valid(const pd_scenario_worker_t *w) {
   if ((w->role != PD_ROLE_PREFILL && w->role != PD_ROLE_DECODE) ||
       (unsigned)w->chunking > PD_CHUNK_COALESCE || w->n_faults > PD_SCENARIO_MAX_FAULTS ||
       !w->name[0] || (unsigned)w->breaker_initial > 2 || (unsigned)w->protocol > 1 ||
-      (unsigned)w->kv_expiry > 1 || (unsigned)w->kv_params > 2)
+      (unsigned)w->kv_expiry > 1 || (unsigned)w->kv_params > 3)
     return 0;
   for (uint32_t i = 0; i < w->n_faults; i++)
     if ((unsigned)w->faults[i].kind >= PD_FAULT_KIND_COUNT) return 0;

@@ -67,6 +67,9 @@ typedef struct pd_worker_leg {
   int kv_mode;              /* pd_kv_mode_t */
   uint64_t kv_key;          /* pd_wengine_req_t.kv_key */
   int kv_node;              /* decode: the prefill node remote_engine_id names, or -1 */
+  int is_kv_unknown;        /* decode: its read failed because its params named no prefill
+                               node (V1.22; kv_params unknown_engine): no decode could read
+                               them, so the request could not succeed disaggregated (I15) */
   uint32_t max_tokens;      /* 0: none */
   int kv_from;              /* decode: pd_wengine_kv_from_t (STALE: served from freed blocks,
                                V1.15), 0 none yet */

@@ -293,6 +293,7 @@ static void on_vllm(struct pd_world *w, pd_worker_leg_t *leg, const pd_wact_t *a
   int rc = 0;
   uint32_t node = leg->worker;
   if (a->kind == PD_WACT_PULL && leg->kv_node < 0) {
+    leg->is_kv_unknown = 1;
     rc = pd_wengine_pulled(w->nodes[node].eng, w->now, leg->leg_id, PD_WENGINE_READ_FAILED, sub);
   } else if (leg->kv_node >= 0) {
     node = (uint32_t)leg->kv_node;

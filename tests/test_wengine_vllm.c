@@ -386,6 +386,59 @@ static void test_kv_params_null_and_invalid(void) {
   cJSON_Delete(j);
 }
 
+/* kv_params unknown_engine: pinned as valid ones, the answer complete (valid to decode, V1.8)
+ * but its remote_engine_id and remote_host naming no engine (a name longer than any worker's),
+ * so no decode's read can find the prefill (V1.22: sf-prefill-params-name-unknown-engine). */
+static void test_kv_params_unknown_engine(void) {
+  vdrv_t d;
+  vd_init(&d);
+  d.spec[P].kv_params = PD_KV_PARAMS_UNKNOWN_ENGINE;
+  if (vd_start(&d) == 0) {
+    PDT_EQ_INT(vd_open(&d, P, 0, 1, vreq(PD_KV_MODE_REMOTE_DECODE, 100, 1)), 0);
+    vd_to(&d, 20);
+    long body = vfind(&d, P, PD_WACT_SEND, PD_WIRE_VLLM_PREFILL_BODY);
+    if (body >= 0) PDT_EQ_U64(d.log[body].a.b, 100 | PD_WIRE_UNKNOWN_ENGINE);
+    PDT_EQ_U64(vcount(&d, P, PD_WACT_PIN), 1);
+    PDT_EQ_U64(kv_used(&d, P), 100);
+  }
+  vd_free(&d);
+  char buf[16384];
+  pd_wire_leg_t leg = {"r-1", 0, 0, 1, NULL};
+  pd_wire_vllm_t v = {"p0", "p0", 5600};
+  size_t n = pd_wire_render_vllm(&leg, &v, PD_WIRE_VLLM_PREFILL_BODY, 3 | PD_WIRE_UNKNOWN_ENGINE,
+                                 buf, sizeof buf);
+  PDT_TRUE(n > 0 && n < sizeof buf);
+  buf[n < sizeof buf ? n : 0] = 0;
+  PDT_TRUE(strlen(PD_WIRE_UNKNOWN_ENGINE_NAME) > 31); /* no worker's name (1..31 bytes) */
+  cJSON *j = cJSON_Parse(buf);
+  pd_worker_body_t b;
+  if (j && pd_worker_body_read(&b, j, buf, n, NULL, NULL, 0) == 0) {
+    PDT_EQ_U64(b.kvp.n_block_ids, 3);
+    PDT_EQ_STR(b.kvp.engine_id, PD_WIRE_UNKNOWN_ENGINE_NAME);
+    PDT_EQ_STR(b.kvp.host, PD_WIRE_UNKNOWN_ENGINE_NAME);
+    PDT_EQ_STR(b.kvp.request_id, "r-1");
+    PDT_EQ_INT(pd_worker_kvp_mode(&b.kvp, 1), PD_KV_MODE_REMOTE_PREFILL); /* valid: it reads */
+  } else {
+    PDT_TRUE(0);
+  }
+  cJSON_Delete(j);
+  static const char doc[] = /* the scenario key reads and writes back */
+      "{\"name\":\"t\",\"workers\":[{\"name\":\"p0\",\"role\":\"prefill\",\"protocol\":\"vllm\","
+      "\"kv_params\":\"unknown_engine\"},{\"name\":\"d0\",\"role\":\"decode\"}],\"expect\":{}}";
+  pd_scenario_t *s = malloc(sizeof *s);
+  char err[1024] = "", *txt = NULL;
+  size_t len = 0;
+  if (s && pd_scenario_parse(s, "s.json", doc, strlen(doc), err, sizeof err) == 0 &&
+      pd_scenario_write_json(s, &txt, &len) == 0) {
+    PDT_EQ_INT(s->workers[0].kv_params, PD_KV_PARAMS_UNKNOWN_ENGINE);
+    PDT_TRUE(strstr(txt, "\"unknown_engine\"") != NULL);
+  } else {
+    PDT_TRUE(0);
+  }
+  free(txt);
+  free(s);
+}
+
 static void test_invalid_params_compute_locally(void) {
   vdrv_t d;
   vd_init(&d);
@@ -693,6 +746,8 @@ int pdt_suite_wengine_vllm(void) {
        test_invalid_params_compute_locally},
       {"kv_params null: null and freed (V1.6); invalid: pinned, no remote_request_id (V1.8)",
        test_kv_params_null_and_invalid},
+      {"kv_params unknown_engine: pinned, complete, naming no engine (V1.22)",
+       test_kv_params_unknown_engine},
       {"a read after expiry still succeeds and is marked stale (V1.15)",
        test_read_after_expiry_succeeds_and_is_marked},
       {"decode's rejection before admission frees the prefill at once (V1.18)",
