@@ -100,6 +100,8 @@ typedef struct pd_worker_leg {
                               gateway and worker: the gateway saw a reset or nothing more, while
                               the worker ran on (its truth is its own; it never failed) */
   int is_held_faulted;     /* counted in its node's faulted_held (pd_world_worker.c) */
+  int is_own_faulted;      /* its own fault, lag or drip picked and it is not done: its
+                              partners are held by it (I15's fault block) */
   int is_idle_faulted;     /* and in its faulted_idle: it holds its slot but no running place */
   int is_capacity_failed;  /* its worker failed it by its own timeout (prefill's bootstrap,
                               decode's waiting) while its partner sat in its worker's queue

@@ -151,16 +151,34 @@ static void on_open_leg(struct pd_world *w, pd_client_request_t *rq, const pd_ac
   push(w, leg->t_open_arrive, EV_G2W_OPEN, 0, leg->leg_id, 0);
 }
 
+/* A probe frees its half-open slot once: when the gateway closes the leg, or earlier when the
+ * last of the worker's answer reached the gateway (worker truth: its [DONE], whole body, error
+ * event or error body was delivered; is_answer_end): the probe's result is known then, and in
+ * the same instant a closed-loop client may send its next request before the connection's end
+ * arrives (explore seed 235715, I12). A leg still streaming holds its slot, whatever outcome
+ * the gateway recorded at its head. Only a probe of the current half-open period frees one of
+ * its slots: one left over from an earlier period (the breaker reopened meanwhile) was never
+ * counted in this one. */
+static void probe_done(struct pd_world *w, pd_worker_leg_t *leg) {
+  pd_worker_node_t *n = &w->nodes[leg->worker];
+  if (n->breaker_state == PD_BREAKER_HALF_OPEN && leg->probe_period &&
+      leg->probe_period == n->half_open_period && n->half_open_inflight)
+    n->half_open_inflight--;
+  leg->probe_period = 0;
+}
+
+/* The message that completes a worker's answer: the stream's [DONE] or error event, a whole
+ * body, an error body (a prefill body followed by a body error, arg 1, is not whole). */
+static int is_answer_end(uint32_t kind, uint32_t arg) {
+  return kind == W2G_DONE_EVENT || kind == W2G_ERROR_EVENT || kind == W2G_DECODE_BODY ||
+         kind == W2G_ERROR_BODY || (kind == W2G_PREFILL_BODY && arg != 1);
+}
+
 static void leg_gw_closed(struct pd_world *w, pd_worker_leg_t *leg) {
   if (!leg->gw_open) return;
   leg->gw_open = 0;
   leg->t_gw_closed = w->now;
-  pd_worker_node_t *n = &w->nodes[leg->worker];
-  /* only a probe of the current half-open period frees one of its slots: one left over from
-     an earlier period (the breaker reopened meanwhile) was never counted in this one */
-  if (n->breaker_state == PD_BREAKER_HALF_OPEN && leg->probe_period &&
-      leg->probe_period == n->half_open_period && n->half_open_inflight)
-    n->half_open_inflight--;
+  probe_done(w, leg);
 }
 
 static void on_load(pd_client_request_t *rq, const pd_action_t *a) {
@@ -438,6 +456,7 @@ static void deliver_w2g(struct pd_world *w, pd_worker_leg_t *leg, uint32_t kind,
     if (!ev.len) return;
   }
   if (kind == W2G_END || kind == W2G_UPERR) leg_gw_closed(w, leg);
+  else if (is_answer_end(kind, arg)) probe_done(w, leg);
   pd_world_feed(w, &ev); /* may retire the request and free leg */
   retire_by_id(w, ev.req_id);
 }

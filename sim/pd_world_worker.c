@@ -197,12 +197,41 @@ void pd_world_fault_block_update(struct pd_world *w) {
   for (size_t slot = 0; pd_map_next(&w->reqs, &slot, NULL, &v);) pd_world_fault_block_note(w, v);
 }
 
+static int has_own_fault(const pd_worker_leg_t *l) {
+  return l->wstate != PD_WORKER_LEG_DONE && (l->fault >= 0 || l->lag_ms || l->drip_ms);
+}
+
+/* A partner leg of the same attempt, still open at its worker, with a fault, lag or drip of
+ * its own: this leg is held by it (a decode waiting in bootstrap for a prefill whose
+ * bootstrap is never served; explore seed 696157). */
+static int has_faulted_partner(const struct pd_world *w, const pd_worker_leg_t *leg) {
+  const pd_client_request_t *rq = pd_map_get(&w->reqs, leg->req_id);
+  for (const pd_worker_leg_t *l = rq ? rq->legs : NULL; l; l = l->next_in_req)
+    if (l != leg && l->attempt == leg->attempt && l->role != leg->role && has_own_fault(l))
+      return 1;
+  return 0;
+}
+
+static void track_leg_fault(struct pd_world *w, pd_worker_leg_t *leg);
+
 /* Keep the node's faulted counts true for this leg: it counts while it holds its slot or a
- * running place with a fault, a lag or a drip picked, and as idle while it holds no running
- * place. run_engine recomputes the block at the end of the step. */
+ * running place with a fault, a lag or a drip picked (its own, or its attempt's partner's:
+ * then it waits on that fault), and as idle while it holds no running place. A change of its
+ * own fault status re-tracks its partners. run_engine recomputes the block at the end of the
+ * step. */
 static void track_running_fault(struct pd_world *w, pd_worker_leg_t *leg) {
-  int faulted =
-      leg->wstate != PD_WORKER_LEG_DONE && (leg->fault >= 0 || leg->lag_ms || leg->drip_ms);
+  int own = has_own_fault(leg);
+  if (own != leg->is_own_faulted) { /* its partners' view of it changed */
+    leg->is_own_faulted = own;
+    const pd_client_request_t *rq = pd_map_get(&w->reqs, leg->req_id);
+    for (pd_worker_leg_t *l = rq ? rq->legs : NULL; l; l = l->next_in_req)
+      if (l != leg && l->attempt == leg->attempt && l->role != leg->role) track_leg_fault(w, l);
+  }
+  track_leg_fault(w, leg);
+}
+
+static void track_leg_fault(struct pd_world *w, pd_worker_leg_t *leg) {
+  int faulted = has_own_fault(leg) || (leg->wstate != PD_WORKER_LEG_DONE && has_faulted_partner(w, leg));
   int held = faulted && (leg->is_running || (leg->slot_taken && !leg->is_slot_freed));
   int idle = held && !leg->is_running;
   pd_worker_node_t *n = &w->nodes[leg->worker];

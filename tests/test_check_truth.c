@@ -297,10 +297,69 @@ static void test_retry_onto_a_hung_worker_recorded_cancelled_is_i16(void) {
   }
 }
 
+/* I15's fault block counts a leg held by its partner's fault: in
+ * decode-held-by-faulted-prefill-queued-504 request 0's decode holds the only decode slot
+ * while its prefill's bootstrap is never served, so request 1 waits at the gateway and both
+ * end 504, excused (explore seed 696157 was a false I15). Without p0's fault both are served
+ * clean. */
+static void test_partner_fault_blocks_the_role(void) {
+  pd_scenario_t *s = pdt_load_scenario("decode-held-by-faulted-prefill-queued-504");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  PDT_EQ_STR(s->workers[0].name, "p0"); /* the faulted prefill */
+  for (int healthy = 0; healthy < 2; healthy++) {
+    if (healthy) s->workers[0].n_faults = 0;
+    pd_world_stats_t st;
+    uint32_t v = 0;
+    PDT_EQ_INT(pd_world_run(s, PD_MODE_REFERENCE, s->config.seed, NULL, &st, &v, NULL), 0);
+    PDT_EQ_U64(v, 0);
+    PDT_EQ_U64(st.requests_done, 2);
+    PDT_EQ_U64(st.clean_success, healthy ? 2 : 0);
+  }
+  free(s);
+}
+
+/* I12's probe count frees a probe's slot when its whole answer reached the gateway, not only
+ * when the gateway closed the leg (breaker-probe-answered-before-its-end, explore seed
+ * 235715): request 15's probe to d0 delivers its [DONE], the closed-loop user's request 16
+ * goes to d0 in the same instant, and the probe's connection end follows. The row exercises
+ * that overlap (request 16's d0 leg opens at the instant request 15's closes) and passes. */
+typedef struct {
+  uint64_t open16, closed15;
+  int d0;
+} probe_seen_t;
+
+static void on_probe_leg(void *ud, const pd_worker_leg_t *leg, const char *worker) {
+  probe_seen_t *p = ud;
+  if (strcmp(worker, "d0") != 0 || leg->role != PD_ROLE_DECODE) return;
+  p->d0 = 1;
+  if (leg->req_id == 15) p->closed15 = leg->t_gw_closed;
+  if (leg->req_id == 16) p->open16 = leg->t_open;
+}
+
+static void test_probe_slot_freed_by_its_whole_answer(void) {
+  pd_scenario_t *s = pdt_load_scenario("breaker-probe-answered-before-its-end");
+  PDT_TRUE(s != NULL);
+  if (!s) return;
+  probe_seen_t p = {0};
+  pd_world_stats_t st;
+  uint32_t v = 0;
+  PDT_EQ_INT(pd_world_run_legs(s, PD_MODE_REFERENCE, s->config.seed, NULL, on_probe_leg, &p,
+                               &st, &v, NULL), 0);
+  PDT_TRUE(p.d0);
+  PDT_TRUE(p.open16 != 0 && p.open16 == p.closed15); /* the same instant */
+  PDT_EQ_U64(v, 0);
+  free(s);
+}
+
 int pdt_suite_check_truth(void) {
   static const pdt_case_t cases[] = {
       {"I3/I18: taken and freed in one instant after the bound",
        test_taken_and_freed_in_one_instant_late_is_not_held},
+      {"I15: a leg held by its partner's fault blocks its role",
+       test_partner_fault_blocks_the_role},
+      {"I12: a probe's whole answer frees its slot before its connection ends",
+       test_probe_slot_freed_by_its_whole_answer},
       {"I2: the reference closes at once when its client leaves", test_reference_cancels_at_once},
       {"I15: a 503/504 after waiting behind a faulted leg is excused, a 500 is not",
        test_wait_behind_fault_excuses_503_504_only},
