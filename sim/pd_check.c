@@ -532,9 +532,12 @@ static int worker_failed(const pd_client_request_t *rq, const pd_worker_leg_t *l
            (l->outcomes && (l->outcome == PD_OUTCOME_FAILURE || l->outcome == PD_OUTCOME_TIMEOUT));
   if (l->truth == PD_TRUTH_STALLED) { /* worker truth, not the outcome the gateway recorded */
     if (!l->is_own_stall) return 0;
+    /* a partner: a leg of its attempt, or one the gateway closed while this one was open (a
+       drain leg outlives its attempt, R-SF-KV-DRAIN, and is cut when a later one fails) */
     for (const pd_worker_leg_t *o = rq->legs; o; o = o->next_in_req)
-      if (o != l && o->attempt == l->attempt && o->is_failed_at_close && leg_closed(o) &&
-          leg_closed(l) && o->t_gw_closed <= l->t_gw_closed &&
+      if (o != l && (o->attempt == l->attempt || o->t_gw_closed >= l->t_open) &&
+          o->is_failed_at_close && leg_closed(o) && leg_closed(l) &&
+          o->t_gw_closed <= l->t_gw_closed &&
           (o->truth == PD_TRUTH_NEVER ||
            (o->truth == PD_TRUTH_FAILED && (o->is_fault_fired || o->is_crash_hit))))
         return 0; /* its partner failed first, by its own fault: it had shown nothing yet */

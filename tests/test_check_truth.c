@@ -257,11 +257,13 @@ static void test_client_bytes_after_done_and_later_logprobs(void) {
  * gateway ends the attempt because its partner just failed); a p0 that failed after d0's
  * close (300 ms) excuses nothing. The retry opens at 400 ms; case 4: d0's hung leg was closed
  * only at 500 ms, after the retry opened (a drain leg runs beside the retry, R-SF-KV-DRAIN,
- * sf-drain-leg-hangs-retry-not-blamed), so the retry could not know it failed: no I16. */
+ * sf-drain-leg-hangs-retry-not-blamed), so the retry could not know it failed: no I16. Case 5:
+ * the leg that failed first by its own fault is of another attempt but closed while d0's was
+ * open: d0 had shown nothing yet either. */
 static void test_retry_onto_a_hung_worker_recorded_cancelled_is_i16(void) {
   char reason[200];
-  static const uint64_t p0_closed_ms[] = {100, 100, 200, 300, 100};
-  for (int partner_first = 0; partner_first < 5; partner_first++) {
+  static const uint64_t p0_closed_ms[] = {100, 100, 200, 300, 100, 100};
+  for (int partner_first = 0; partner_first < 6; partner_first++) {
     pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
     if (!k) return;
     pd_scenario_set_workers(&k->s, 1, 2); /* p0, d0, d1: nodes 0, 1, 2 */
@@ -274,7 +276,10 @@ static void test_retry_onto_a_hung_worker_recorded_cancelled_is_i16(void) {
     d->outcome = PD_OUTCOME_CANCELLED;
     k->leg[0].t_gw_closed = p0_closed_ms[partner_first] * MS;
     d->t_gw_closed = partner_first == 4 ? 500 * MS : 200 * MS;
-    if (partner_first && partner_first < 4) { /* p0 failed by its own fault (3: after d0's) */
+    if (partner_first == 5) k->leg[0].attempt = 3; /* another attempt's leg, closed while d0's
+                                                       was open (a drain outlives its attempt,
+                                                       sf-drain-cut-by-a-later-failure) */
+    if (partner_first && partner_first != 4) { /* p0 failed by its own fault (3: after d0's) */
       k->leg[0].truth = PD_TRUTH_FAILED;
       k->leg[0].is_failed_at_close = k->leg[0].is_fault_fired = 1;
     }
@@ -291,7 +296,7 @@ static void test_retry_onto_a_hung_worker_recorded_cancelled_is_i16(void) {
     }
     k->rq.legs = &retry[0];
     uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_RETRY_FAILED);
-    int is_excused = partner_first == 1 || partner_first == 2 || partner_first == 4;
+    int is_excused = partner_first == 1 || partner_first == 2 || partner_first >= 4;
     PDT_EQ_U64(v, is_excused ? 0 : BIT(PD_INVARIANT_RETRY_FAILED));
     free(k);
   }
