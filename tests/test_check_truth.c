@@ -250,6 +250,31 @@ static void test_client_bytes_after_done_and_later_logprobs(void) {
   PDT_TRUE(judge_stream(dup, 1, reason, sizeof reason) & BIT(PD_INVARIANT_COMMIT));
 }
 
+/* R-ZERO-TOKENS: a request of 0 tokens gets SGLang's one finish-only event (no index, empty
+ * text, completion_tokens 0, a finish_reason); a second one is a token error (I6), and so is
+ * a finish-only event for a request that asked for tokens. */
+static void test_finish_only_event_once_and_only_for_zero_tokens(void) {
+  static const char fin[] =
+      "data: {\"text\":\"\",\"meta_info\":{\"completion_tokens\":0,"
+      "\"finish_reason\":{\"type\":\"length\"}}}\n\n";
+  char body[512], reason[200];
+  for (int c = 0; c < 3; c++) { /* 0: once, clean; 1: twice; 2: once, but 3 tokens asked */
+    snprintf(body, sizeof body, "%s%sdata: [DONE]\n\n", fin, c == 1 ? fin : "");
+    pdt_judged_t *k = pdt_served(PD_MODE_REFERENCE, 1, 5000);
+    if (!k) return;
+    k->rq.is_stream = k->rq.is_sse_head = 1;
+    k->rq.is_parse_only = 1;
+    k->rq.body.len = 0;
+    k->rq.tokens = c == 2 ? 3 : 0;
+    pd_sse_init(&k->rq.sse, NULL);
+    PDT_EQ_INT(pd_check_client_data(&k->rq, (const uint8_t *)body, strlen(body)), 0);
+    uint32_t v = pdt_judge(k, reason, sizeof reason) & BIT(PD_INVARIANT_COMMIT);
+    PDT_EQ_U64(v, c == 0 ? 0 : BIT(PD_INVARIANT_COMMIT));
+    pd_sse_free(&k->rq.sse);
+    free(k);
+  }
+}
+
 /* I16 from worker truth: d0 hung by its own fault in attempt 1 and the gateway recorded
  * `cancelled` for it; attempt 2 goes back to d0 while d1 was untried and eligible. The
  * recorded outcome no longer decides: d0 failed the request. Unless p0 failed by its own
@@ -363,6 +388,8 @@ int pdt_suite_check_truth(void) {
        test_taken_and_freed_in_one_instant_late_is_not_held},
       {"I15: a leg held by its partner's fault blocks its role",
        test_partner_fault_blocks_the_role},
+      {"R-ZERO-TOKENS: one finish-only event, and only for 0 tokens (I6)",
+       test_finish_only_event_once_and_only_for_zero_tokens},
       {"I12: a probe's whole answer frees its slot before its connection ends",
        test_probe_slot_freed_by_its_whole_answer},
       {"I2: the reference closes at once when its client leaves", test_reference_cancels_at_once},
