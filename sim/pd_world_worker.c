@@ -231,7 +231,8 @@ static void track_running_fault(struct pd_world *w, pd_worker_leg_t *leg) {
 }
 
 static void track_leg_fault(struct pd_world *w, pd_worker_leg_t *leg) {
-  int faulted = has_own_fault(leg) || (leg->wstate != PD_WORKER_LEG_DONE && has_faulted_partner(w, leg));
+  int faulted = has_own_fault(leg) ||
+                (leg->wstate != PD_WORKER_LEG_DONE && has_faulted_partner(w, leg));
   int held = faulted && (leg->is_running || (leg->slot_taken && !leg->is_slot_freed));
   int idle = held && !leg->is_running;
   pd_worker_node_t *n = &w->nodes[leg->worker];
