@@ -216,4 +216,15 @@ static inline int h_fire(harness_t *h) {
   return 1;
 }
 
+/* Request id gets its prefill head but no decode head: its head deadline (5 s) runs out; checks
+ * the decode leg was recorded a timeout and returns the decode breaker's state then. */
+static inline pd_breaker_state_t h_time_out_decode(harness_t *h, uint64_t id, uint64_t p,
+                                                   uint64_t d) {
+  h_up(h, PD_EV_UP_HEAD, id, p, 200, NULL);
+  for (int guard = 0; guard < 8 && h_outcome_of(h, d, NULL) < 0; guard++)
+    if (!h_fire(h)) break;
+  PDT_EQ_INT(h_outcome_of(h, d, NULL), PD_OUTCOME_TIMEOUT);
+  return pd_gw_breaker_state(h->gw, PD_ROLE_DECODE, 0, h->now);
+}
+
 #endif

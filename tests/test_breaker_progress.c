@@ -27,16 +27,6 @@ static void answer_503(harness_t *h, uint64_t id, uint64_t p, uint64_t d) {
   PDT_EQ_U64(h->out.n, 0);
 }
 
-/* Request id gets its prefill head but no decode head: its head deadline (5 s) runs out; the
- * decode leg is recorded a timeout; returns the decode breaker's state then. */
-static pd_breaker_state_t time_out_decode(harness_t *h, uint64_t id, uint64_t p, uint64_t d) {
-  h_up(h, PD_EV_UP_HEAD, id, p, 200, NULL);
-  for (int guard = 0; guard < 8 && h_outcome_of(h, d, NULL) < 0; guard++)
-    if (!h_fire(h)) break;
-  PDT_EQ_INT(h_outcome_of(h, d, NULL), PD_OUTCOME_TIMEOUT);
-  return pd_gw_breaker_state(h->gw, PD_ROLE_DECODE, 0, h->now);
-}
-
 /* Request 2's decode, opened first, answers 503 and its error body after request 3's decode
  * was opened; request 3's head times out. Nothing the worker did was progress: the timeout
  * counts, and with the 503 the breaker opens. */
@@ -50,7 +40,7 @@ static void test_error_body_is_not_progress(void) {
   PDT_TRUE(d2 && d3);
   h.now += 1000 * MS;
   answer_503(&h, 2, p2, d2);
-  PDT_EQ_INT(time_out_decode(&h, 3, p3, d3), PD_BREAKER_OPEN);
+  PDT_EQ_INT(h_time_out_decode(&h, 3, p3, d3), PD_BREAKER_OPEN);
   h_free(&h);
 }
 
@@ -75,7 +65,7 @@ static void test_served_leg_is_progress_beside_an_error_body(void) {
   h_up(&h, PD_EV_UP_END, 1, d1, 0, NULL);
   h_up(&h, PD_EV_UP_DATA, 1, p1, 0, TOK0 DONE);
   h_up(&h, PD_EV_UP_END, 1, p1, 0, NULL);
-  PDT_EQ_INT(time_out_decode(&h, 3, p3, d3), PD_BREAKER_CLOSED);
+  PDT_EQ_INT(h_time_out_decode(&h, 3, p3, d3), PD_BREAKER_CLOSED);
   h_free(&h);
 }
 

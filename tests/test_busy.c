@@ -19,16 +19,6 @@ static void serve(harness_t *h, uint64_t id, uint64_t p, uint64_t d) {
 
 static void init(harness_t *h) { h_init_ref_breaker(h, 1); }
 
-/* Request `late` gets its prefill head but no decode head: its head deadline (5 s) runs out;
- * returns the decode breaker's state then and checks the leg was recorded a timeout. */
-static pd_breaker_state_t time_out_decode(harness_t *h, uint64_t late, uint64_t p, uint64_t d) {
-  h_up(h, PD_EV_UP_HEAD, late, p, 200, NULL);
-  for (int guard = 0; guard < 8 && h_outcome_of(h, d, NULL) < 0; guard++)
-    if (!h_fire(h)) break;
-  PDT_EQ_INT(h_outcome_of(h, d, NULL), PD_OUTCOME_TIMEOUT);
-  return pd_gw_breaker_state(h->gw, PD_ROLE_DECODE, 0, h->now);
-}
-
 /* Requests 1 and 2 opened 1 ms apart on the gateway of init(), then 1 s passes. */
 static void open_two(harness_t *h, uint64_t *p1, uint64_t *d1, uint64_t *p2, uint64_t *d2) {
   init(h);
@@ -45,7 +35,7 @@ static void test_timeout_behind_a_served_leg_is_not_a_death(void) {
   uint64_t p1, d1, p2, d2;
   open_two(&h, &p1, &d1, &p2, &d2);
   serve(&h, 1, p1, d1);
-  PDT_EQ_INT(time_out_decode(&h, 2, p2, d2), PD_BREAKER_CLOSED);
+  PDT_EQ_INT(h_time_out_decode(&h, 2, p2, d2), PD_BREAKER_CLOSED);
   h_free(&h);
 }
 
@@ -58,7 +48,7 @@ static void test_timeout_behind_a_streaming_leg_is_not_a_death(void) {
   h_up(&h, PD_EV_UP_HEAD, 1, p1, 200, NULL);
   h_up(&h, PD_EV_UP_HEAD, 1, d1, 200, NULL);
   h_up(&h, PD_EV_UP_DATA, 1, d1, 0, TOK0);
-  PDT_EQ_INT(time_out_decode(&h, 2, p2, d2), PD_BREAKER_CLOSED);
+  PDT_EQ_INT(h_time_out_decode(&h, 2, p2, d2), PD_BREAKER_CLOSED);
   h_free(&h);
 }
 
@@ -74,7 +64,7 @@ static void test_timeout_on_a_worker_that_served_nobody_since_counts(void) {
   h.now += 1 * MS;
   h_open_stream(&h, 2, &p2, &d2);
   PDT_TRUE(d1 && d2);
-  PDT_EQ_INT(time_out_decode(&h, 2, p2, d2), PD_BREAKER_OPEN);
+  PDT_EQ_INT(h_time_out_decode(&h, 2, p2, d2), PD_BREAKER_OPEN);
   h_free(&h);
 }
 
@@ -85,7 +75,7 @@ static void test_timeout_overtaken_by_a_later_leg_counts(void) {
   uint64_t p1, d1, p2, d2;
   open_two(&h, &p1, &d1, &p2, &d2);
   serve(&h, 2, p2, d2);
-  PDT_EQ_INT(time_out_decode(&h, 1, p1, d1), PD_BREAKER_OPEN);
+  PDT_EQ_INT(h_time_out_decode(&h, 1, p1, d1), PD_BREAKER_OPEN);
   h_free(&h);
 }
 
