@@ -201,14 +201,18 @@ static int has_own_fault(const pd_worker_leg_t *l) {
   return l->wstate != PD_WORKER_LEG_DONE && (l->fault >= 0 || l->lag_ms || l->drip_ms);
 }
 
-/* A partner leg of the same attempt, still open at its worker, with a fault, lag or drip of
- * its own: this leg is held by it (a decode waiting in bootstrap for a prefill whose
- * bootstrap is never served; explore seed 696157). */
+/* l is a partner of leg: the other role's leg of the same attempt. */
+static int is_partner(const pd_worker_leg_t *l, const pd_worker_leg_t *leg) {
+  return l != leg && l->attempt == leg->attempt && l->role != leg->role;
+}
+
+/* A partner leg, still open at its worker, with a fault, lag or drip of its own: this leg is
+ * held by it (a decode waiting in bootstrap for a prefill whose bootstrap is never served;
+ * explore seed 696157). */
 static int has_faulted_partner(const struct pd_world *w, const pd_worker_leg_t *leg) {
   const pd_client_request_t *rq = pd_map_get(&w->reqs, leg->req_id);
   for (const pd_worker_leg_t *l = rq ? rq->legs : NULL; l; l = l->next_in_req)
-    if (l != leg && l->attempt == leg->attempt && l->role != leg->role && has_own_fault(l))
-      return 1;
+    if (is_partner(l, leg) && has_own_fault(l)) return 1;
   return 0;
 }
 
@@ -225,15 +229,15 @@ static void track_running_fault(struct pd_world *w, pd_worker_leg_t *leg) {
     leg->is_own_faulted = own;
     const pd_client_request_t *rq = pd_map_get(&w->reqs, leg->req_id);
     for (pd_worker_leg_t *l = rq ? rq->legs : NULL; l; l = l->next_in_req)
-      if (l != leg && l->attempt == leg->attempt && l->role != leg->role) track_leg_fault(w, l);
+      if (is_partner(l, leg)) track_leg_fault(w, l);
   }
   track_leg_fault(w, leg);
 }
 
 static void track_leg_fault(struct pd_world *w, pd_worker_leg_t *leg) {
-  int faulted = has_own_fault(leg) ||
-                (leg->wstate != PD_WORKER_LEG_DONE && has_faulted_partner(w, leg));
-  int held = faulted && (leg->is_running || (leg->slot_taken && !leg->is_slot_freed));
+  int holds = leg->is_running || (leg->slot_taken && !leg->is_slot_freed);
+  int held = holds && (has_own_fault(leg) ||
+                       (leg->wstate != PD_WORKER_LEG_DONE && has_faulted_partner(w, leg)));
   int idle = held && !leg->is_running;
   pd_worker_node_t *n = &w->nodes[leg->worker];
   if (held != leg->is_held_faulted) {
