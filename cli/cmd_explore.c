@@ -414,10 +414,11 @@ static void finding_text(const cJSON *j) {
 
 /* "pdref sim explore --mode M --seed-start S --seeds 1 ...": the one seed explored again. */
 static void seed_replay(const ex_opts_t *o, uint64_t seed, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s sim explore --mode %s%s --seed-start %llu --seeds 1 --ties %u%s",
-           o->prog, pd_mode_name(o->mode),
-           o->protocol != pd_mode_protocol(o->mode) ? " --protocol vllm" : "",
-           (unsigned long long)seed, o->ties, o->determinism ? " --determinism" : "");
+  int is_own = o->protocol == pd_mode_protocol(o->mode); /* the default needs no option */
+  snprintf(buf, cap, "%s sim explore --mode %s%s%s --seed-start %llu --seeds 1 --ties %u%s",
+           o->prog, pd_mode_name(o->mode), is_own ? "" : " --protocol ",
+           is_own ? "" : pd_protocol_name(o->protocol), (unsigned long long)seed, o->ties,
+           o->determinism ? " --determinism" : "");
 }
 
 static void count(ex_state_t *st, const ex_opts_t *o, const pd_explore_result_t *r) {
@@ -453,8 +454,8 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
     if (o->has_time && t - st->bar.t0_s >= o->time_s) break;
     st->seed_end = seed + 1; /* the seeds of other shards below it are theirs */
     pd_explore_result_t r;
-    int rc = pd_explore_seed_mx(s, seed, o->mode, o->protocol, skip_mask(st, o), o->determinism, o->ties, &r,
-                                o->result ? &st->mx : NULL);
+    int rc = pd_explore_seed_mx(s, seed, o->mode, o->protocol, skip_mask(st, o), o->determinism,
+                                o->ties, &r, o->result ? &st->mx : NULL);
     if (rc) {
       progress_clear(st);
       fprintf(stderr, "pdref sim explore: seed %llu: %s\n", (unsigned long long)seed, pd_strerror(rc));
@@ -476,7 +477,8 @@ static int explore(const ex_opts_t *o, ex_state_t *st, pd_scenario_t *s, uint64_
       skip |= 1u << (r.inv - 1) | skip_mask(st, o);
       if (!(r.found_mask & ~skip)) break;
       t = pd_cli_wall_s();
-      rc = pd_explore_seed_mx(s, seed, o->mode, o->protocol, skip, o->determinism, o->ties, &r, NULL);
+      rc = pd_explore_seed_mx(s, seed, o->mode, o->protocol, skip, o->determinism, o->ties, &r,
+                              NULL);
       if (rc) {
         progress_clear(st);
         fprintf(stderr, "pdref sim explore: seed %llu: %s\n", (unsigned long long)seed,
@@ -501,8 +503,9 @@ static void doc_text(const cJSON *doc, const char *out) {
   pd_cli_explore_u64(doc, "seed_end", &end);
   double explored = jnum(doc, "explored"), violating = jnum(doc, "violating_seeds");
   const char *proto = jstr(doc, "protocol");
+  int is_vllm = strcmp(proto, "vllm") == 0; /* SGLang's worlds, the default, go unnamed */
   printf("explore: mode %s%s%s, seeds %llu..%llu, shard %s: %.0f explored\n", jstr(doc, "mode"),
-         strcmp(proto, "vllm") == 0 ? ", protocol " : "", strcmp(proto, "vllm") == 0 ? proto : "",
+         is_vllm ? ", protocol " : "", is_vllm ? proto : "",
          (unsigned long long)start, (unsigned long long)(end ? end - 1 : 0), jstr(doc, "shard"),
          explored);
   if (violating <= 0) {
