@@ -53,6 +53,16 @@ static int kind_fits(pd_fault_kind_t k, pd_role_t role) {
   }
 }
 
+/* Which requests a fault strikes: in half the cases every request, else nth [n, n+0..3];
+ * in 40 % with probability 0.1-0.9, else 1. */
+static void gen_scope(pd_prng_t *r, pd_fault_t *f, uint32_t requests) {
+  if (chance(r, 0.5)) { /* otherwise every request */
+    f->nth_from = (uint32_t)range(r, 1, requests);
+    f->nth_to = f->nth_from + (uint32_t)range(r, 0, 3);
+  }
+  if (chance(r, 0.4)) f->prob = 0.1 + 0.8 * pd_prng_unit(r);
+}
+
 static void gen_fault(pd_prng_t *r, pd_fault_t *f, pd_fault_kind_t kind, uint32_t requests,
                       uint32_t tokens) {
   static const int statuses[] = {400, 404, 408, 429, 500, 502, 503, 504};
@@ -67,11 +77,7 @@ static void gen_fault(pd_prng_t *r, pd_fault_t *f, pd_fault_kind_t kind, uint32_
   if (kind == PD_FAULT_SLOW_DRIP) f->ms = range(r, 10, EXP_MAX_DRIP_MS);
   if (kind == PD_FAULT_PREFILL_LAG || kind == PD_FAULT_ERROR_AFTER_KV)
     f->ms = range(r, 0, EXP_MAX_LAG_MS);
-  if (chance(r, 0.5)) { /* otherwise every request */
-    f->nth_from = (uint32_t)range(r, 1, requests);
-    f->nth_to = f->nth_from + (uint32_t)range(r, 0, 3);
-  }
-  if (chance(r, 0.4)) f->prob = 0.1 + 0.8 * pd_prng_unit(r);
+  gen_scope(r, f, requests);
 }
 
 static void gen_worker(pd_prng_t *r, pd_scenario_worker_t *w, pd_role_t role, uint32_t idx,
@@ -197,11 +203,7 @@ static void gen_net(pd_prng_t *r, pd_scenario_t *s) {
     f->ms = range(r, 0, 2000);
     if (w->role == PD_ROLE_DECODE && s->workload.tokens && chance(r, 0.5))
       f->after_tokens = (uint32_t)range(r, 1, s->workload.tokens);
-    if (chance(r, 0.5)) {
-      f->nth_from = (uint32_t)range(r, 1, s->workload.requests);
-      f->nth_to = f->nth_from + (uint32_t)range(r, 0, 3);
-    }
-    if (chance(r, 0.4)) f->prob = 0.1 + 0.8 * pd_prng_unit(r);
+    gen_scope(r, f, s->workload.requests);
   }
 }
 
